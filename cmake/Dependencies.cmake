@@ -1,0 +1,86 @@
+# Finds what ncclwatch builds against, and stops with a one-line reason when
+# something is missing.
+#
+#   CUDA Toolkit : cuda.h, cuda_runtime_api.h (headers only; nothing links the
+#                  real runtime except the real-NCCL tests). Looked for under
+#                  CUDAToolkit_ROOT, $CUDA_HOME, then /usr/local/cuda.
+#   NCCL         : nccl.h and libnccl.so.2. Looked for under NCCL_ROOT,
+#                  $NCCL_HOME, then the CUDA Toolkit (NVIDIA's CUDA 13 images
+#                  ship NCCL inside it), then the system.
+#   protobuf, abseil, Catch2, Google Benchmark: Debian packages.
+
+set(CUDAToolkit_ROOT "${CUDAToolkit_ROOT}" CACHE PATH "Root of the CUDA Toolkit (default /usr/local/cuda)")
+set(NCCL_ROOT "${NCCL_ROOT}" CACHE PATH "Root of the NCCL install (default: inside the CUDA Toolkit)")
+
+set(_cuda_hints ${CUDAToolkit_ROOT} $ENV{CUDAToolkit_ROOT} $ENV{CUDA_HOME} $ENV{CUDA_PATH} /usr/local/cuda)
+find_path(NCCLWATCH_CUDA_INCLUDE_DIR cuda.h
+  HINTS ${_cuda_hints} PATH_SUFFIXES include targets/x86_64-linux/include NO_DEFAULT_PATH)
+find_path(NCCLWATCH_CUDA_INCLUDE_DIR cuda.h)
+if(NOT NCCLWATCH_CUDA_INCLUDE_DIR OR NOT EXISTS "${NCCLWATCH_CUDA_INCLUDE_DIR}/cuda_runtime_api.h")
+  message(FATAL_ERROR
+    "CUDA Toolkit not found: no cuda.h and cuda_runtime_api.h under CUDAToolkit_ROOT "
+    "('${CUDAToolkit_ROOT}'), $CUDA_HOME or /usr/local/cuda. Install the CUDA Toolkit or pass "
+    "-DCUDAToolkit_ROOT=/path/to/cuda.")
+endif()
+get_filename_component(NCCLWATCH_CUDA_ROOT "${NCCLWATCH_CUDA_INCLUDE_DIR}/.." ABSOLUTE)
+
+set(_nccl_hints ${NCCL_ROOT} $ENV{NCCL_ROOT} $ENV{NCCL_HOME} ${NCCLWATCH_CUDA_ROOT})
+find_path(NCCLWATCH_NCCL_INCLUDE_DIR nccl.h HINTS ${_nccl_hints} PATH_SUFFIXES include NO_DEFAULT_PATH)
+find_path(NCCLWATCH_NCCL_INCLUDE_DIR nccl.h)
+find_library(NCCLWATCH_NCCL_LIBRARY NAMES libnccl.so.2 nccl
+  HINTS ${_nccl_hints} PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu NO_DEFAULT_PATH)
+find_library(NCCLWATCH_NCCL_LIBRARY NAMES libnccl.so.2 nccl)
+if(NOT NCCLWATCH_NCCL_INCLUDE_DIR OR NOT NCCLWATCH_NCCL_LIBRARY)
+  message(FATAL_ERROR
+    "NCCL not found: need nccl.h and libnccl.so.2 under NCCL_ROOT ('${NCCL_ROOT}'), $NCCL_HOME, "
+    "the CUDA Toolkit ('${NCCLWATCH_CUDA_ROOT}') or the system. Install NCCL or pass "
+    "-DNCCL_ROOT=/path/to/nccl.")
+endif()
+
+file(STRINGS "${NCCLWATCH_NCCL_INCLUDE_DIR}/nccl.h" _nccl_code REGEX "^#define NCCL_VERSION_CODE")
+string(REGEX REPLACE ".*NCCL_VERSION_CODE +([0-9]+).*" "\\1" NCCLWATCH_NCCL_HEADER_VERSION "${_nccl_code}")
+file(STRINGS "${NCCLWATCH_CUDA_INCLUDE_DIR}/cuda.h" _cuda_code REGEX "^#define CUDA_VERSION ")
+string(REGEX REPLACE ".*CUDA_VERSION +([0-9]+).*" "\\1" NCCLWATCH_CUDA_HEADER_VERSION "${_cuda_code}")
+if(NCCLWATCH_NCCL_HEADER_VERSION LESS 22800)
+  message(FATAL_ERROR "nccl.h at ${NCCLWATCH_NCCL_INCLUDE_DIR} is version ${NCCLWATCH_NCCL_HEADER_VERSION}; "
+                      "ncclwatch is built against NCCL 2.28 or later.")
+endif()
+if(NCCLWATCH_CUDA_HEADER_VERSION LESS 13000)
+  message(FATAL_ERROR "cuda.h at ${NCCLWATCH_CUDA_INCLUDE_DIR} is CUDA ${NCCLWATCH_CUDA_HEADER_VERSION}; "
+                      "the simulator implements the CUDA 13 runtime (libcudart.so.13).")
+endif()
+message(STATUS "CUDA headers: ${NCCLWATCH_CUDA_INCLUDE_DIR} (CUDA_VERSION ${NCCLWATCH_CUDA_HEADER_VERSION})")
+message(STATUS "NCCL: ${NCCLWATCH_NCCL_INCLUDE_DIR} (NCCL_VERSION_CODE ${NCCLWATCH_NCCL_HEADER_VERSION}), ${NCCLWATCH_NCCL_LIBRARY}")
+
+# The real headers, as SYSTEM includes so that their own warnings stay theirs.
+add_library(ncclwatch_cuda_headers INTERFACE)
+target_include_directories(ncclwatch_cuda_headers SYSTEM INTERFACE
+  ${NCCLWATCH_NCCL_INCLUDE_DIR} ${NCCLWATCH_CUDA_INCLUDE_DIR})
+
+find_package(Threads REQUIRED)
+
+find_package(Protobuf)
+if(NOT Protobuf_FOUND OR NOT Protobuf_PROTOC_EXECUTABLE)
+  message(FATAL_ERROR "protobuf not found: install the Debian packages libprotobuf-dev and protobuf-compiler.")
+endif()
+
+find_package(absl CONFIG)
+if(NOT absl_FOUND)
+  message(FATAL_ERROR "abseil not found: install the Debian package libabsl-dev.")
+endif()
+
+if(NCCLWATCH_BUILD_TESTS)
+  find_package(Catch2 2 CONFIG)
+  if(NOT Catch2_FOUND)
+    message(FATAL_ERROR "Catch2 not found: install the Debian package catch2.")
+  endif()
+  include(Catch)
+endif()
+
+if(NCCLWATCH_BUILD_BENCHMARKS)
+  find_package(benchmark CONFIG)
+  if(NOT benchmark_FOUND)
+    message(STATUS "Google Benchmark not found (Debian libbenchmark-dev): benchmarks are not built.")
+    set(NCCLWATCH_BUILD_BENCHMARKS OFF)
+  endif()
+endif()

@@ -1,0 +1,43 @@
+// The environment the simulated NCCL reads: NCCL's own variables that change
+// what the simulator does, and the simulator's knobs (tests/sim/README.md).
+//
+//   NCCL_BUFFSIZE         bytes of the Simple protocol buffer per connection (4 MiB)
+//   NCCL_SHM_DISABLE=1    connect local ranks through CUDA IPC buffers instead of /dev/shm
+//   NCCL_P2P_DISABLE=1    (with the above) no transport is left: init fails
+//   NCCL_HOSTID           overrides the host identity, as in NCCL
+//   NCCLSIM_NCCL_VERSION  the version this process reports, e.g. 2.27.3 (version skew)
+//   NCCLSIM_GPU_FAULT     N[:ecc|xid79|launch]: the process's N-th collective (0-based,
+//                         all communicators) hits a GPU fault (an async error)
+
+#ifndef NCCLWATCH_TESTS_SIM_NCCL_PARAMS_H_
+#define NCCLWATCH_TESTS_SIM_NCCL_PARAMS_H_
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ncclsim::nccl {
+
+int NcclVersionCode();
+std::string NcclVersionString();  // "2.28.9"
+size_t SimpleBufferBytes();
+bool ShmDisabled();
+bool P2pDisabled();
+
+// Hash of the host's identity (hostname + boot id, or NCCL_HOSTID).
+uint64_t HostHash();
+
+struct GpuFault {
+  bool armed = false;
+  int64_t at_collective = 0;
+  CUresult error = CUDA_ERROR_ECC_UNCORRECTABLE;
+};
+const GpuFault& GpuFaultKnob();
+
+uint64_t Fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull);
+
+}  // namespace ncclsim::nccl
+
+#endif  // NCCLWATCH_TESTS_SIM_NCCL_PARAMS_H_

@@ -1,0 +1,89 @@
+// A communicator's progress thread: what plays the GPU kernels' part.
+//
+// A call (or a group) becomes a Batch of Ops. The caller posts the batch here,
+// which fixes its place in line on every connection it uses, and enqueues a
+// host task on the CUDA stream; when the stream reaches that task, the task
+// activates the batch and waits for it, so the stream is busy for as long as
+// the collective runs, as with a kernel. The progress thread moves data for
+// active ops that are first in line, backing off while nothing can move.
+//
+//   caller:   Post(batch) --------> [ line-up per connection ]
+//   stream:   ... Activate(batch); wait ...          ^
+//   progress: loop { for active ops: op.Progress() } |
+//
+// Abort fails every op at once and releases the waiting streams.
+//
+// Thread-safety: Post, Activate, Abort, WaitIdle and Stop may be called from
+// any thread; the line-up and the ops are touched only by the progress thread.
+
+#ifndef NCCLWATCH_TESTS_SIM_NCCL_PROGRESS_H_
+#define NCCLWATCH_TESTS_SIM_NCCL_PROGRESS_H_
+
+#include <nccl.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "nccl/ops.h"
+
+namespace ncclsim::nccl {
+
+class Transport;
+
+struct Batch {
+  std::vector<std::unique_ptr<Op>> ops;
+  // Set when the stream reaches the batch (Activate).
+  std::atomic<bool> active{false};
+  // Called on the progress thread when the batch becomes active; returns false
+  // to fail the batch instead of running it (an injected GPU fault).
+  std::function<bool(Batch&)> on_start;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  ncclResult_t result = ncclSuccess;
+
+  void Finish(ncclResult_t r);
+  ncclResult_t Wait();
+};
+
+class ProgressEngine {
+ public:
+  ProgressEngine() = default;
+  ~ProgressEngine() { Stop(); }
+
+  void Start(Transport* transport, int nranks);
+  void Post(std::shared_ptr<Batch> batch);
+  void Activate(const std::shared_ptr<Batch>& batch);
+  // Fails every posted batch with `why`.
+  void Abort(ncclResult_t why);
+  // Waits until every posted batch is done.
+  void WaitIdle();
+  void Stop();
+
+ private:
+  void Loop();
+
+  Transport* transport_ = nullptr;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Batch>> incoming_;  // posted, not yet seen by the thread
+  std::deque<std::shared_ptr<Batch>> pending_;   // owned by the thread
+  LineUp line_;
+  bool stop_ = false;
+  ncclResult_t abort_ = ncclSuccess;
+  uint64_t posted_ = 0;
+  uint64_t finished_ = 0;
+  std::condition_variable idle_cv_;
+};
+
+}  // namespace ncclsim::nccl
+
+#endif  // NCCLWATCH_TESTS_SIM_NCCL_PROGRESS_H_
