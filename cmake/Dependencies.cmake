@@ -30,6 +30,12 @@ find_path(NCCLWATCH_NCCL_INCLUDE_DIR nccl.h)
 find_library(NCCLWATCH_NCCL_LIBRARY NAMES libnccl.so.2 nccl
   HINTS ${_nccl_hints} PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu NO_DEFAULT_PATH)
 find_library(NCCLWATCH_NCCL_LIBRARY NAMES libnccl.so.2 nccl)
+find_library(NCCLWATCH_CUDART_LIBRARY NAMES libcudart.so.13 cudart
+  HINTS ${NCCLWATCH_CUDA_ROOT} PATH_SUFFIXES lib lib64 targets/x86_64-linux/lib NO_DEFAULT_PATH)
+if(NOT NCCLWATCH_CUDART_LIBRARY)
+  message(FATAL_ERROR "CUDA runtime not found: no libcudart.so.13 under ${NCCLWATCH_CUDA_ROOT}. "
+                      "Install the CUDA Toolkit or pass -DCUDAToolkit_ROOT=/path/to/cuda.")
+endif()
 if(NOT NCCLWATCH_NCCL_INCLUDE_DIR OR NOT NCCLWATCH_NCCL_LIBRARY)
   message(FATAL_ERROR
     "NCCL not found: need nccl.h and libnccl.so.2 under NCCL_ROOT ('${NCCL_ROOT}'), $NCCL_HOME, "

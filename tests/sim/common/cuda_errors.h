@@ -1,7 +1,7 @@
 // The CUDA error codes the simulator can return, with the driver's and the
 // runtime's names for each and the text both print. Since CUDA 10 the runtime's
-// codes equal the driver's for every error they share; the two runtime-only
-// codes (17, 35) have no driver name.
+// codes equal the driver's for every error they share; the runtime-only codes
+// (17, 35, 98) have no driver name.
 //
 // tests/unit/sim_cuda_errors_test.cc checks every row against the real
 // libcudart.so.13's cudaGetErrorName/cudaGetErrorString.

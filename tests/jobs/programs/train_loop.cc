@@ -1,0 +1,243 @@
+// train_loop: a small data-parallel training loop, and the ways such loops
+// break in practice, injected on demand.
+//
+// Each step: copy this rank's "gradients" to the GPU, AllReduce them (avg) on
+// the world communicator, apply them, and check that every rank holds the
+// same parameters; every 4th step rank 0 re-broadcasts the parameters. With
+// --pipeline, each step also passes activations around a ring with grouped
+// Send/Recv; with --tensor-parallel, each step also AllReduces on a second
+// communicator split from the first (pairs of ranks).
+//
+//   train_loop [--steps N] [--size ELEMENTS] [--pipeline] [--tensor-parallel]
+//              [--rank-steps RANK:N] [--bug KIND:RANK:STEP]...
+//
+// Bugs (each on one rank, at one step):
+//   op        calls Broadcast where the others call AllReduce
+//   count     AllReduce with one element fewer
+//   dtype     AllReduce in half where the others use float
+//   redop     AllReduce max where the others use avg
+//   root      the step's Broadcast from rank 1 instead of 0 (a broadcast step)
+//   skip      skips the step's AllReduce and carries on
+//   exit      returns from main without destroying its communicators
+//   destroy   destroys its communicators and exits cleanly
+//   abort     aborts its communicators and exits
+//   kill      SIGKILLs itself
+//   segv      crashes (SIGSEGV)
+//   hang      stops calling NCCL and sleeps, alive
+//   p2p-count sends one element fewer in the pipeline exchange
+//   p2p-drop  posts its pipeline Recv but not its Send
+//   inversion issues the tensor-parallel AllReduce before the world one
+// --rank-steps gives one rank a different number of steps (uneven data).
+//
+// Prints "step K done" after each step and "train_loop: done" at the end.
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/job_env.h"
+
+namespace {
+
+struct Bug {
+  std::string kind;
+  int rank = -1;
+  int step = -1;
+};
+
+struct Options {
+  int steps = 8;
+  size_t size = 4096;
+  bool pipeline = false;
+  bool tensor_parallel = false;
+  int uneven_rank = -1;
+  int uneven_steps = 0;
+  std::vector<Bug> bugs;
+};
+
+[[noreturn]] void Usage(const char* msg) {
+  std::fprintf(stderr, "train_loop: %s\n", msg);
+  std::exit(2);
+}
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) Usage(("missing value after " + a).c_str());
+      return argv[++i];
+    };
+    if (a == "--steps") {
+      o.steps = std::atoi(next().c_str());
+    } else if (a == "--size") {
+      o.size = static_cast<size_t>(std::atoll(next().c_str()));
+    } else if (a == "--pipeline") {
+      o.pipeline = true;
+    } else if (a == "--tensor-parallel") {
+      o.tensor_parallel = true;
+    } else if (a == "--rank-steps") {
+      std::string v = next();
+      if (std::sscanf(v.c_str(), "%d:%d", &o.uneven_rank, &o.uneven_steps) != 2) Usage("--rank-steps wants RANK:N");
+    } else if (a == "--bug") {
+      std::string v = next();
+      Bug b;
+      size_t c1 = v.find(':'), c2 = v.rfind(':');
+      if (c1 == std::string::npos || c1 == c2) Usage("--bug wants KIND:RANK:STEP");
+      b.kind = v.substr(0, c1);
+      b.rank = std::atoi(v.substr(c1 + 1, c2 - c1 - 1).c_str());
+      b.step = std::atoi(v.substr(c2 + 1).c_str());
+      o.bugs.push_back(b);
+    } else {
+      Usage(("unknown option " + a).c_str());
+    }
+  }
+  if (o.size < 2) Usage("--size must be at least 2");
+  return o;
+}
+
+std::string BugAt(const Options& o, int rank, int step) {
+  for (const Bug& b : o.bugs)
+    if (b.rank == rank && b.step == step) return b.kind;
+  return "";
+}
+
+// The gradient element i of `rank` at `step`: small integers, so the average
+// is exact and every rank can predict it.
+float Grad(int rank, int step, size_t i) { return static_cast<float>((rank + step + i) % 4); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = Parse(argc, argv);
+  const int rank = jobenv::Rank();
+  const int world = jobenv::WorldSize();
+  CUDA_OK(cudaSetDevice(jobenv::Device()));
+  ncclUniqueId id = jobenv::ShareUniqueId();
+  ncclComm_t comm = nullptr, tp = nullptr;
+  NCCL_OK(ncclCommInitRank(&comm, world, id, rank));
+  if (opt.tensor_parallel) NCCL_OK(ncclCommSplit(comm, rank / 2, rank, &tp, nullptr));
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreate(&stream));
+
+  const size_t n = opt.size;
+  std::vector<float> params(n, 1.0f), host(n), act(n);
+  float *d_grad, *d_params, *d_half, *d_act_out, *d_act_in, *d_tp;
+  CUDA_OK(cudaMalloc(&d_grad, n * sizeof(float)));
+  CUDA_OK(cudaMalloc(&d_params, n * sizeof(float)));
+  CUDA_OK(cudaMalloc(&d_half, n * sizeof(float)));
+  CUDA_OK(cudaMalloc(&d_act_out, n * sizeof(float)));
+  CUDA_OK(cudaMalloc(&d_act_in, n * sizeof(float)));
+  CUDA_OK(cudaMalloc(&d_tp, n * sizeof(float)));
+
+  const int steps = rank == opt.uneven_rank ? opt.uneven_steps : opt.steps;
+  const int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+  for (int step = 0; step < steps; ++step) {
+    const std::string bug = BugAt(opt, rank, step);
+    if (bug == "kill") raise(SIGKILL);
+    if (bug == "segv") {
+      std::fflush(stdout);
+      raise(SIGSEGV);
+    }
+    if (bug == "exit") {
+      std::printf("rank %d leaves at step %d without destroying its communicators\n", rank, step);
+      return 0;
+    }
+    if (bug == "destroy" || bug == "abort") {
+      if (tp) NCCL_OK(bug == "destroy" ? ncclCommDestroy(tp) : ncclCommAbort(tp));
+      NCCL_OK(bug == "destroy" ? ncclCommDestroy(comm) : ncclCommAbort(comm));
+      std::printf("rank %d %s its communicators at step %d and exits\n", rank,
+                  bug == "destroy" ? "destroyed" : "aborted", step);
+      return 0;
+    }
+    if (bug == "hang") {
+      std::printf("rank %d stops at step %d\n", rank, step);
+      std::fflush(stdout);
+      for (;;) pause();
+    }
+
+    for (size_t i = 0; i < n; ++i) host[i] = Grad(rank, step, i);
+    CUDA_OK(cudaMemcpyAsync(d_grad, host.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+
+    auto world_allreduce = [&] {
+      if (bug == "skip") return;
+      if (bug == "op") {
+        NCCL_OK(ncclBroadcast(d_grad, d_grad, n, ncclFloat32, 0, comm, stream));
+      } else if (bug == "count") {
+        NCCL_OK(ncclAllReduce(d_grad, d_grad, n - 1, ncclFloat32, ncclAvg, comm, stream));
+      } else if (bug == "dtype") {
+        NCCL_OK(ncclAllReduce(d_half, d_half, n, ncclFloat16, ncclAvg, comm, stream));
+      } else if (bug == "redop") {
+        NCCL_OK(ncclAllReduce(d_grad, d_grad, n, ncclFloat32, ncclMax, comm, stream));
+      } else {
+        NCCL_OK(ncclAllReduce(d_grad, d_grad, n, ncclFloat32, ncclAvg, comm, stream));
+      }
+    };
+    auto tp_allreduce = [&] {
+      if (tp) NCCL_OK(ncclAllReduce(d_grad, d_tp, n, ncclFloat32, ncclSum, tp, stream));
+    };
+    if (bug == "inversion") {
+      tp_allreduce();
+      world_allreduce();
+    } else {
+      world_allreduce();
+      tp_allreduce();
+    }
+
+    if (opt.pipeline) {
+      for (size_t i = 0; i < n; ++i) act[i] = static_cast<float>(rank * 100 + step);
+      CUDA_OK(cudaMemcpyAsync(d_act_out, act.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+      NCCL_OK(ncclGroupStart());
+      if (bug != "p2p-drop") {
+        NCCL_OK(ncclSend(d_act_out, bug == "p2p-count" ? n - 1 : n, ncclFloat32, next, comm, stream));
+      }
+      NCCL_OK(ncclRecv(d_act_in, n, ncclFloat32, prev, comm, stream));
+      NCCL_OK(ncclGroupEnd());
+    }
+
+    CUDA_OK(cudaMemcpyAsync(host.data(), d_grad, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    for (size_t i = 0; i < n; ++i) {
+      float mean = 0;
+      for (int r = 0; r < world; ++r) mean += Grad(r, step, i);
+      mean /= static_cast<float>(world);
+      if (std::fabs(host[i] - mean) > 1e-4f && bug.empty()) {
+        std::fprintf(stderr, "rank %d step %d: averaged gradient %zu is %g, expected %g\n", rank, step, i, host[i], mean);
+        return 1;
+      }
+      params[i] -= 0.01f * host[i];
+    }
+    if (opt.pipeline) {
+      CUDA_OK(cudaMemcpy(act.data(), d_act_in, n * sizeof(float), cudaMemcpyDeviceToHost));
+      if (act[0] != static_cast<float>(prev * 100 + step)) {
+        std::fprintf(stderr, "rank %d step %d: activation from rank %d is %g\n", rank, step, prev, act[0]);
+        return 1;
+      }
+    }
+    if (step % 4 == 3) {
+      const int root = bug == "root" ? 1 : 0;
+      CUDA_OK(cudaMemcpyAsync(d_params, params.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+      NCCL_OK(ncclBroadcast(d_params, d_params, n, ncclFloat32, root, comm, stream));
+      CUDA_OK(cudaMemcpyAsync(params.data(), d_params, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+      CUDA_OK(cudaStreamSynchronize(stream));
+    }
+    double loss = 0;
+    for (size_t i = 0; i < n; ++i) loss += params[i] * params[i];
+    std::printf("step %d done loss %.6f\n", step, loss / static_cast<double>(n));
+    std::fflush(stdout);
+  }
+
+  if (tp) NCCL_OK(ncclCommDestroy(tp));
+  NCCL_OK(ncclCommDestroy(comm));
+  CUDA_OK(cudaStreamDestroy(stream));
+  std::printf("train_loop: done\n");
+  return 0;
+}

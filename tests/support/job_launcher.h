@@ -1,0 +1,70 @@
+// Runs a multi-process job the way torchrun or mpirun would, for tests and
+// for the demo: N rank processes of one command, each with RANK, WORLD_SIZE,
+// LOCAL_RANK, LOCAL_WORLD_SIZE and a rendezvous folder in its environment,
+// their output captured, and every rank killed once the job outlives its
+// bound (so a test can prove a job hung rather than wait for it forever).
+//
+// What a real cluster imposes can be imposed for real, as root:
+//   shm_size     all ranks share a private mount namespace whose /dev/shm is a
+//                tmpfs of this size (a container's --shm-size)
+//   rank netns   a rank runs inside a network namespace made with `ip netns`
+//                (another host's interfaces, or no route to the root)
+//
+// Thread-safety: RunJob may be called from one thread at a time per process
+// (it forks).
+
+#ifndef NCCLWATCH_TESTS_SUPPORT_JOB_LAUNCHER_H_
+#define NCCLWATCH_TESTS_SUPPORT_JOB_LAUNCHER_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace jobs {
+
+struct RankOptions {
+  std::vector<std::string> env;  // "KEY=VALUE", after the job's own; "KEY" unsets
+  std::string netns;             // name under /var/run/netns, or empty
+};
+
+struct JobSpec {
+  int nranks = 1;
+  std::vector<std::string> argv;  // the command every rank runs
+  std::vector<std::string> env;   // "KEY=VALUE" for every rank; "KEY" unsets it
+  std::map<int, RankOptions> ranks;
+  std::string shm_size;     // e.g. "16m"; empty: the host's /dev/shm
+  double timeout_s = 60;    // then every rank still running is killed
+  bool tag_output = false;  // prefix lines with "[rank N] " when echoing
+  bool echo = false;        // copy the ranks' output to our stdout as it comes
+};
+
+struct RankResult {
+  int rank = 0;
+  pid_t pid = 0;
+  bool exited = false;     // exited normally (see exit_code)
+  int exit_code = -1;
+  int signal = 0;          // the signal that ended it, if any
+  bool killed_at_timeout = false;
+  std::string output;      // stdout and stderr, interleaved
+};
+
+struct JobResult {
+  std::vector<RankResult> ranks;
+  bool timed_out = false;  // some rank was still running at the bound
+  std::string error;       // why the job could not be started, if it could not
+  std::string rendezvous_dir;
+};
+
+JobResult RunJob(const JobSpec& spec);
+
+// The folder the simulated libraries were built into, and this build's job
+// programs, from the environment CTest gives tests (NCCLSIM_DIR,
+// NCCLWATCH_BIN_DIR), with the build-time values as fallback.
+std::string SimLibDir();
+std::string BinDir();
+
+}  // namespace jobs
+
+#endif  // NCCLWATCH_TESTS_SUPPORT_JOB_LAUNCHER_H_
