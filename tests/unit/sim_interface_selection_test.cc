@@ -9,17 +9,15 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "support/job_launcher.h"
+#include "support/netns.h"
 
 namespace {
 
-int Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
-
-// A network namespace with:
+// The interfaces NCCL's rules care about:
 //   lo                          up
 //   ens5     10.210.0.5/24      up      a host's real NIC
 //   eth1     10.211.0.5/24      up
@@ -27,38 +25,16 @@ int Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c
 //   virbr0   192.168.122.1/24   up      libvirt bridge
 //   eth9     10.213.0.5/24      down    not running: never chosen
 //   ib0      10.212.0.5/24      up      (only with `with_ib`)
-// Each is one end of a veth pair whose other end ("zz<name>") is up with no
-// address and IPv6 off, so NCCL never considers it; nothing leaves the
-// namespace.
-class InterfaceLab {
+class InterfaceLab : public jobs::NetNamespace {
  public:
-  explicit InterfaceLab(bool with_ib) : name_("ncclwatch-ifsel-" + std::to_string(getpid()) + (with_ib ? "-ib" : "")) {
-    Sh("ip netns del " + name_);
-    ok_ = Sh("ip netns add " + name_) == 0;
-    Run("ip link set lo up");
-    Add("ens5", "10.210.0.5/24", true);
-    Add("eth1", "10.211.0.5/24", true);
-    Add("docker0", "172.17.0.1/16", true);
-    Add("virbr0", "192.168.122.1/24", true);
-    Add("eth9", "10.213.0.5/24", false);
-    if (with_ib) Add("ib0", "10.212.0.5/24", true);
+  explicit InterfaceLab(bool with_ib) : NetNamespace(with_ib ? "ifsel-ib" : "ifsel") {
+    AddInterface("ens5", "10.210.0.5/24");
+    AddInterface("eth1", "10.211.0.5/24");
+    AddInterface("docker0", "172.17.0.1/16");
+    AddInterface("virbr0", "192.168.122.1/24");
+    AddInterface("eth9", "10.213.0.5/24", false);
+    if (with_ib) AddInterface("ib0", "10.212.0.5/24");
   }
-  ~InterfaceLab() { Sh("ip netns del " + name_); }
-  bool ok() const { return ok_; }
-  const std::string& name() const { return name_; }
-
- private:
-  void Run(const std::string& cmd) { ok_ = ok_ && Sh("ip netns exec " + name_ + " " + cmd) == 0; }
-  void Add(const std::string& dev, const std::string& addr, bool up) {
-    const std::string peer = "zz" + dev;
-    Run("ip link add " + dev + " type veth peer name " + peer);
-    Run("sysctl -q -w net.ipv6.conf." + peer + ".disable_ipv6=1");
-    Run("ip link set " + peer + " up");
-    Run("ip addr add " + addr + " dev " + dev);
-    if (up) Run("ip link set " + dev + " up");
-  }
-  std::string name_;
-  bool ok_ = false;
 };
 
 std::string Probe(const InterfaceLab& lab, bool simulated, const std::vector<std::string>& env) {

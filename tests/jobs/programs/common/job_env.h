@@ -53,10 +53,15 @@ inline int Device() { return EnvOr("JOB_DEVICE", LocalRank()); }
 
 // Rank 0 makes the id and publishes it as <rendezvous>/<name>; the others
 // wait for it. A failure on rank 0 is published too, so nobody waits forever.
+// With NCCL_COMM_ID set the id names a fixed root, so every rank makes its own.
 inline ncclUniqueId ShareUniqueId(const char* name = "nccl_id") {
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
   const char* dir = std::getenv("JOBRUN_RENDEZVOUS");
+  if (std::getenv("NCCL_COMM_ID") != nullptr) {
+    NCCL_OK(ncclGetUniqueId(&id));
+    return id;
+  }
   if (dir == nullptr) {
     if (WorldSize() != 1) {
       std::fprintf(stderr, "rank %d: JOBRUN_RENDEZVOUS is not set; run under jobrun\n", Rank());

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ncclwatch builds with, if any is missing.
+# CUDA and NCCL are not installed here: they are expected at /usr/local/cuda
+# (or pass CUDAToolkit_ROOT / NCCL_ROOT to cmake).
+set -euo pipefail
+
+packages=(cmake g++ ninja-build libabsl-dev libprotobuf-dev protobuf-compiler catch2 libbenchmark-dev iproute2)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
