@@ -1,0 +1,84 @@
+// CollectiveAlignment: lines up the collectives of one communicator's ranks
+// by sequence number and finds the first one they disagree on.
+//
+// Ranks are added one at a time (a rank's events can be dropped once added),
+// so memory stays at about one rank's worth per communicator whatever the
+// number of ranks. For each sequence number the alignment keeps the
+// signature of the first rank added that reached it (the composite
+// reference); every rank is compared with it over the numbers it has. Two
+// ranks that disagree at a number disagree with the reference there, or one
+// of them is the reference; so the smallest number at which any rank departs
+// from the reference is the first disagreement of all. Rings that wrapped at
+// different points are compared only where both hold the number.
+//
+// Signatures compare what NCCL needs to match: the operation (ncclBcast is a
+// Broadcast), count, datatype, reduction operator and root.
+
+#ifndef NCCLWATCH_DECODER_ANALYSIS_COLLECTIVE_ALIGNMENT_H_
+#define NCCLWATCH_DECODER_ANALYSIS_COLLECTIVE_ALIGNMENT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace/process_trace.h"
+
+namespace ncclwatch::decoder {
+
+struct CollectiveSignature {
+  uint32_t call = 0;
+  uint64_t count = 0;
+  int32_t datatype = 0;
+  int32_t redop = -1;
+  int32_t root = -1;
+
+  static CollectiveSignature Of(const CollectiveEvent& e);
+  bool operator==(const CollectiveSignature& o) const;
+  bool operator!=(const CollectiveSignature& o) const { return !(*this == o); }
+  // The first field two signatures differ in: "op", "count", "datatype", "redop", "root".
+  static std::string DifferingField(const CollectiveSignature& a, const CollectiveSignature& b);
+  // "AllReduce(count=1024, float32, sum)"
+  std::string Describe() const;
+};
+
+// One rank of the communicator, as the alignment saw it.
+struct AlignedMember {
+  int process = -1;      // index of the process in the job
+  int32_t comm_rank = -1;
+  bool any = false;      // has at least one collective
+  uint64_t lo = 0;       // first sequence number in its trace
+  uint64_t hi = 0;       // last sequence number it entered
+  CollectiveEvent last;  // its last collective
+  bool diverges = false;
+  uint64_t first_divergence = 0;
+  CollectiveEvent at_divergence;
+};
+
+class CollectiveAlignment {
+ public:
+  // `events`: the member's collectives on this communicator, in call order.
+  void AddMember(int process, int32_t comm_rank, const std::vector<const CollectiveEvent*>& events,
+                 const ProcessTrace& trace);
+
+  const std::vector<AlignedMember>& members() const { return members_; }
+
+  // The first sequence number any member departs from the reference, if any.
+  std::optional<uint64_t> FirstDivergence() const;
+  // The reference's signature at `seq`, and when (realtime ns) its provider entered it.
+  bool ReferenceAt(uint64_t seq, CollectiveSignature* sig, int64_t* entered_ns, int* provider) const;
+  // The highest sequence number any member entered.
+  std::optional<uint64_t> Frontier() const;
+
+ private:
+  uint64_t base_ = 0;  // sequence number of ref_[0]
+  std::vector<CollectiveSignature> ref_;
+  std::vector<int64_t> ref_time_;
+  std::vector<int> ref_provider_;  // index into members_
+  std::vector<bool> ref_set_;
+  std::vector<AlignedMember> members_;
+};
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_ANALYSIS_COLLECTIVE_ALIGNMENT_H_

@@ -1,0 +1,176 @@
+#include "analysis/job_analysis.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "ncclwatch/trace_fields.h"
+#include "report/names.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+namespace f = ::ncclwatch::fields;
+
+// A candidate for a process's last call.
+void Consider(LastCall* best, uint64_t order, const LastCall& c, uint64_t* best_order) {
+  if (order >= *best_order) {
+    *best = c;
+    *best_order = order;
+  }
+}
+
+}  // namespace
+
+const ModuleInfo* ProcessFacts::ModuleAt(uint64_t address) const {
+  for (const ModuleInfo& m : modules)
+    if (address >= m.start && address < m.end) return &m;
+  return nullptr;
+}
+
+std::optional<LastCall> ProcessFacts::ActivityAfter(uint64_t comm) const {
+  int64_t since = 0;
+  if (auto it = last_collective_ns.find(comm); it != last_collective_ns.end()) since = it->second;
+  std::optional<LastCall> later;
+  for (const LastCall& a : activity) {
+    if (a.comm == comm || a.comm == 0 || a.when_ns <= since) continue;
+    if (!later || a.when_ns > later->when_ns) later = a;
+  }
+  return later;
+}
+
+void JobAnalysis::AddUnreadable(const std::string& path, const std::string& error) {
+  unreadable_.push_back({path, error});
+}
+
+void JobAnalysis::AddProcess(ProcessTrace t) {
+  const int index = static_cast<int>(processes_.size());
+  ProcessFacts p;
+  p.index = index;
+  p.path = t.path;
+  p.host = t.host;
+  p.pid = t.pid;
+  p.rank = t.DisplayRank();
+  p.rank_source = t.rank_source;
+  p.world_size = t.world_size;
+  p.job_id = t.job_id;
+  p.exe = t.exe;
+  p.modules = t.modules;
+  p.comms = t.comms;
+  p.stats = t.stats;
+  p.unparsed = t.unparsed_records;
+  p.records = t.records;
+  p.first_ns = t.anchors.empty() ? 0 : t.RealtimeNs(t.anchors.front().t);
+  p.last_ns = t.RealtimeNs(t.last_t);
+
+  // How it ended: an exit (perhaps after a signal it handled), a signal it
+  // did not survive, or nothing at all (SIGKILL, OOM, or still running).
+  const FatalSignalEvent* signal = t.signals.empty() ? nullptr : &t.signals.back();
+  if (t.end) {
+    p.fate.kind = Fate::kExited;
+    p.fate.exit_code = t.end->exit_code;
+    p.fate.when_ns = t.RealtimeNs(t.end->t);
+    if (signal != nullptr && signal->order < t.end->order) p.fate.signo = signal->signo;
+  } else if (signal != nullptr) {
+    uint64_t last_call_order = 0;
+    for (const CollectiveEvent& e : t.collectives) last_call_order = std::max(last_call_order, e.order);
+    for (const P2pEvent& e : t.p2p) last_call_order = std::max(last_call_order, e.order);
+    for (const GroupEvent& e : t.groups) last_call_order = std::max(last_call_order, e.order);
+    const bool carried_on = signal->disposition != 0 && last_call_order > signal->order;
+    if (!carried_on) {
+      p.fate.kind = Fate::kSignal;
+      p.fate.signo = signal->signo;
+      p.fate.disposition = signal->disposition;
+      p.fate.when_ns = t.RealtimeNs(signal->t);
+    }
+  }
+
+  // Its last NCCL call, and its last call per communicator.
+  uint64_t best_order = 0;
+  std::map<uint64_t, std::pair<uint64_t, LastCall>> per_comm;
+  auto note = [&](uint64_t order, const LastCall& c) {
+    Consider(&p.last, order, c, &best_order);
+    auto& slot = per_comm[c.comm];
+    if (order >= slot.first) slot = {order, c};
+  };
+  for (const CollectiveEvent& e : t.collectives) {
+    LastCall c{true, e.call, e.comm, e.seq, true, e.result == kResultPending, t.RealtimeNs(e.t), e.caller,
+               absl::StrCat(CallName(e.call), " #", e.seq, " of ", CommShort(e.comm))};
+    note(e.order, c);
+    p.last_collective[e.comm] = e;
+    p.last_collective_ns[e.comm] = c.when_ns;
+  }
+  for (const P2pEvent& e : t.p2p) {
+    LastCall c{true, e.send ? f::kSend : f::kRecv, e.comm, e.seq, true, e.result == kResultPending,
+               t.RealtimeNs(e.t), e.caller,
+               absl::StrCat(e.send ? "Send #" : "Recv #", e.seq, e.send ? " to " : " from ", e.peer, " of ",
+                            CommShort(e.comm))};
+    note(e.order, c);
+  }
+  for (const GroupEvent& e : t.groups) {
+    LastCall c{true, e.call, 0, 0, false, e.result == kResultPending, t.RealtimeNs(e.t), e.caller, CallName(e.call)};
+    Consider(&p.last, e.order, c, &best_order);
+  }
+  for (const CommMembership& m : t.comms) {
+    LastCall c{true, m.init_call, m.comm, 0, false, !m.init_returned, t.RealtimeNs(m.init_t), m.caller,
+               absl::StrCat(CallName(m.init_call), " of ", CommShort(m.comm))};
+    Consider(&p.last, m.init_order, c, &best_order);
+    if (m.end_call != 0) {
+      LastCall e{true, m.end_call, m.comm, 0, false, m.end_result == kResultPending, t.RealtimeNs(m.end_t), 0,
+                 absl::StrCat(CallName(m.end_call), " of ", CommShort(m.comm))};
+      Consider(&p.last, m.end_order, e, &best_order);
+    }
+  }
+  for (auto& [comm, entry] : per_comm) p.activity.push_back(entry.second);
+
+  // The analyses. Each member of a communicator is one (comm, rank) here; a
+  // member that made no collective still counts (it was expected to).
+  std::map<std::pair<uint64_t, int32_t>, std::vector<const CollectiveEvent*>> by_member;
+  for (const CommMembership& m : t.comms) {
+    if (m.comm != 0 && m.rank >= 0 && m.init_returned && (m.init_result == 0 || m.init_result == 7)) {
+      by_member[{m.comm, m.rank}];
+    }
+  }
+  for (const CollectiveEvent& e : t.collectives)
+    if (e.comm != 0 && e.rank >= 0) by_member[{e.comm, e.rank}].push_back(&e);
+  for (auto& [key, events] : by_member) {
+    std::sort(events.begin(), events.end(),
+              [](const CollectiveEvent* a, const CollectiveEvent* b) { return a->order < b->order; });
+    alignments_[key.first].AddMember(index, key.second, events, t);
+  }
+  p2p_.AddProcess(index, t);
+  order_.AddProcess(index, t);
+  processes_.push_back(std::move(p));
+}
+
+void JobAnalysis::Finish() {
+  p2p_.Finish([this](uint64_t comm, int32_t rank, int* process) {
+    *process = ProcessOf(comm, rank);
+    return *process >= 0;
+  });
+}
+
+int JobAnalysis::ProcessOf(uint64_t comm, int32_t comm_rank) const {
+  for (const ProcessFacts& p : processes_)
+    for (const CommMembership& m : p.comms)
+      if (m.comm == comm && m.rank == comm_rank) return p.index;
+  return -1;
+}
+
+int JobAnalysis::CommSize(uint64_t comm) const {
+  int n = -1;
+  for (const ProcessFacts& p : processes_)
+    for (const CommMembership& m : p.comms)
+      if (m.comm == comm) n = std::max(n, m.nranks);
+  return n;
+}
+
+int JobAnalysis::GlobalRank(int process, uint64_t comm, int32_t comm_rank) const {
+  if (process < 0 || process >= static_cast<int>(processes_.size())) return comm_rank;
+  const ProcessFacts& p = processes_[process];
+  int ranks_here = 0;
+  for (const CommMembership& m : p.comms)
+    if (m.comm == comm) ++ranks_here;
+  return (p.rank >= 0 && ranks_here <= 1) ? p.rank : comm_rank;
+}
+
+}  // namespace ncclwatch::decoder

@@ -1,0 +1,114 @@
+// JobAnalysis: reads a job's processes one at a time and keeps what the
+// diagnosis needs.
+//
+// AddProcess takes a decoded process, feeds its events to the analyses
+// (collective alignment per communicator, point-to-point matching, order
+// inversion) and keeps only a summary of it (ProcessFacts). Memory therefore
+// grows with the number of processes, plus about one process's worth of
+// events per communicator, not with the total number of records.
+//
+// Thread-safety: single-threaded.
+
+#ifndef NCCLWATCH_DECODER_ANALYSIS_JOB_ANALYSIS_H_
+#define NCCLWATCH_DECODER_ANALYSIS_JOB_ANALYSIS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/collective_alignment.h"
+#include "analysis/order_inversion.h"
+#include "analysis/p2p_matching.h"
+#include "trace/process_trace.h"
+
+namespace ncclwatch::decoder {
+
+// The last NCCL call a process made.
+struct LastCall {
+  bool valid = false;
+  uint32_t call = 0;
+  uint64_t comm = 0;
+  uint64_t seq = 0;
+  bool has_seq = false;
+  bool pending = false;  // it had not returned when the trace ended
+  int64_t when_ns = 0;
+  uint64_t caller = 0;
+  std::string what;      // "AllReduce #3 of 3fa9c1"
+};
+
+// How a process ended, as far as its trace says.
+struct Fate {
+  enum Kind { kExited, kSignal, kNoEnd } kind = kNoEnd;
+  int exit_code = -1;
+  int signo = 0;
+  uint32_t disposition = 0;  // of the signal: 0 default, 1 ignored, 2 the program's handler
+  int64_t when_ns = 0;
+};
+
+struct ProcessFacts {
+  int index = -1;
+  std::string path;
+  std::string host;
+  uint32_t pid = 0;
+  int rank = -1;  // display rank
+  std::string rank_source;
+  int world_size = -1;
+  std::string job_id;
+  std::string exe;
+  std::vector<ModuleInfo> modules;
+  std::vector<CommMembership> comms;
+  Fate fate;
+  LastCall last;
+  std::map<uint64_t, CollectiveEvent> last_collective;  // per communicator
+  std::map<uint64_t, int64_t> last_collective_ns;
+  int64_t first_ns = 0;
+  int64_t last_ns = 0;
+  TraceFileStats stats;
+  uint64_t unparsed = 0;
+  uint64_t records = 0;
+
+  const ModuleInfo* ModuleAt(uint64_t address) const;
+  // Whether it did anything on another communicator after its last
+  // collective on `comm`, and what.
+  std::optional<LastCall> ActivityAfter(uint64_t comm) const;
+  std::vector<LastCall> activity;  // last NCCL call per communicator
+};
+
+struct UnreadableTrace {
+  std::string path;
+  std::string error;
+};
+
+class JobAnalysis {
+ public:
+  void AddProcess(ProcessTrace trace);
+  void AddUnreadable(const std::string& path, const std::string& error);
+  // After the last process.
+  void Finish();
+
+  const std::vector<ProcessFacts>& processes() const { return processes_; }
+  const std::vector<UnreadableTrace>& unreadable() const { return unreadable_; }
+  const std::map<uint64_t, CollectiveAlignment>& alignments() const { return alignments_; }
+  const P2pMatching& p2p() const { return p2p_; }
+  const OrderInversion& order() const { return order_; }
+
+  // The global rank to name member `comm_rank` of `comm` in `process` by.
+  int GlobalRank(int process, uint64_t comm, int32_t comm_rank) const;
+  // The size of `comm` as its members reported it (-1 unknown).
+  int CommSize(uint64_t comm) const;
+  // The process holding rank `comm_rank` of `comm`, or -1.
+  int ProcessOf(uint64_t comm, int32_t comm_rank) const;
+
+ private:
+  std::vector<ProcessFacts> processes_;
+  std::vector<UnreadableTrace> unreadable_;
+  std::map<uint64_t, CollectiveAlignment> alignments_;
+  P2pMatching p2p_;
+  OrderInversion order_;
+};
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_ANALYSIS_JOB_ANALYSIS_H_

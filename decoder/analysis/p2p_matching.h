@@ -1,0 +1,82 @@
+// P2pMatching: pairs every send with its receive.
+//
+// The shim numbers sends and receives per communicator, peer and direction,
+// so send #k from rank s to rank d must meet receive #k at d from s, with the
+// same count and datatype (as NCCL requires). Each side of a pair of ranks is
+// kept, compactly, only until the other side is added; then the two are
+// compared and dropped.
+//
+// What it finds: the first #k where the sizes differ, or an unmatched tail:
+// sends never received, receives never sent.
+
+#ifndef NCCLWATCH_DECODER_ANALYSIS_P2P_MATCHING_H_
+#define NCCLWATCH_DECODER_ANALYSIS_P2P_MATCHING_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "trace/process_trace.h"
+
+namespace ncclwatch::decoder {
+
+// One send or receive, as kept for matching.
+struct P2pOp {
+  uint64_t seq = 0;
+  uint64_t count = 0;
+  int32_t datatype = 0;
+  int64_t when_ns = 0;  // realtime when it was posted
+  uint64_t caller = 0;
+};
+
+struct P2pProblem {
+  enum Kind { kSizeMismatch, kSendNotReceived, kReceiveNotSent };
+  Kind kind = kSizeMismatch;
+  uint64_t comm = 0;
+  int32_t sender = -1;  // communicator ranks
+  int32_t receiver = -1;
+  int sender_process = -1;
+  int receiver_process = -1;
+  uint64_t seq = 0;
+  P2pOp send;     // kSizeMismatch, kSendNotReceived
+  P2pOp receive;  // kSizeMismatch, kReceiveNotSent
+  uint64_t other_side_posted = 0;  // how many the other side posted in all
+  int64_t when_ns = 0;
+};
+
+class P2pMatching {
+ public:
+  // Adds one process's sends and receives (all its communicators).
+  void AddProcess(int process, const ProcessTrace& trace);
+  // After the last process: a pair only one side of which posted anything is
+  // compared with an empty other side, when `member` says that rank's trace
+  // is present (giving its process index); a missing trace proves nothing.
+  void Finish(const std::function<bool(uint64_t comm, int32_t rank, int* process)>& member);
+  // What the pairs disagree on, in the order found.
+  const std::vector<P2pProblem>& problems() const { return problems_; }
+
+ private:
+  struct Side {
+    bool present = false;
+    int process = -1;
+    uint64_t posted = 0;  // highest seq + 1: how many it posted since the communicator began
+    std::vector<P2pOp> ops;
+  };
+  struct Pair {
+    Side sends;
+    Side receives;
+    bool compared = false;
+  };
+  using Key = std::tuple<uint64_t, int32_t, int32_t>;  // comm, sender, receiver
+
+  void Compare(const Key& key, Pair& pair);
+
+  std::map<Key, Pair> pairs_;
+  std::vector<P2pProblem> problems_;
+};
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_ANALYSIS_P2P_MATCHING_H_

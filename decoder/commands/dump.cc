@@ -1,0 +1,156 @@
+#include "commands/dump.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "ncclwatch/trace.pb.h"
+#include "report/names.h"
+#include "trace/process_trace.h"
+#include "trace/trace_file.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+namespace pb = ::ncclwatch::trace::v1;
+
+std::string Where(const ProcessTrace& p, uint64_t address) {
+  if (address == 0) return "?";
+  if (const ModuleInfo* m = p.ModuleAt(address)) {
+    const size_t slash = m->path.rfind('/');
+    return absl::StrFormat("%s+0x%x", slash == std::string::npos ? m->path : m->path.substr(slash + 1),
+                           address - m->base);
+  }
+  return Hex(address);
+}
+
+std::string Describe(const ProcessTrace& p, const pb::Record& r) {
+  switch (r.body_case()) {
+    case pb::Record::kProcessStart: {
+      const auto& s = r.process_start();
+      return absl::StrFormat("process_start pid=%u host=%s rank=%d(%s) world=%d local=%d exe=%s job=%s", s.pid(),
+                             s.host(), s.global_rank(), s.rank_source(), s.world_size(), s.local_rank(), s.exe(),
+                             s.job_id());
+    }
+    case pb::Record::kProcessEnd:
+      return absl::StrFormat("process_end how=%s exit_code=%d",
+                             r.process_end().how() == pb::ProcessEnd::UNDERSCORE_EXIT ? "_exit" : "exit",
+                             r.process_end().exit_code());
+    case pb::Record::kTimeAnchor:
+      return absl::StrFormat("time_anchor t=%u monotonic_ns=%u realtime_ns=%u", r.time_anchor().t(),
+                             r.time_anchor().monotonic_ns(), r.time_anchor().realtime_ns());
+    case pb::Record::kModule:
+      return absl::StrFormat("module %s base=%s [%s,%s)", r.module().path(), Hex(r.module().base()),
+                             Hex(r.module().start()), Hex(r.module().end()));
+    case pb::Record::kCommInitBegin: {
+      const auto& b = r.comm_init_begin();
+      std::string s = absl::StrFormat("comm_init_begin %s comm=%s rank=%d nranks=%d", CallName(b.call()),
+                                      CommName(b.comm()), b.rank(), b.nranks());
+      if (b.parent()) {
+        absl::StrAppendFormat(&s, " parent=%s split=%u color=%d key=%d", CommName(b.parent()), b.split_index(),
+                              b.color(), b.key());
+      }
+      for (int x : b.excluded()) absl::StrAppend(&s, " excluded=", x);
+      absl::StrAppend(&s, " caller=", Where(p, b.caller()));
+      return s;
+    }
+    case pb::Record::kCommInitEnd: {
+      const auto& e = r.comm_init_end();
+      return absl::StrFormat("comm_init_end comm=%s result=%s handle=%s rank=%d nranks=%d device=%d",
+                             CommName(e.comm()), ResultName(e.result()), Hex(e.handle()), e.rank(), e.nranks(),
+                             e.device());
+    }
+    case pb::Record::kCommEnd: {
+      const auto& e = r.comm_end();
+      return absl::StrFormat("comm_end %s comm=%s handle=%s rank=%d result=%s", CallName(e.call()), CommName(e.comm()),
+                             Hex(e.handle()), e.rank(), ResultName(e.result()));
+    }
+    case pb::Record::kCollective: {
+      const auto& c = r.collective();
+      std::string s = absl::StrFormat("collective %s comm=%s rank=%d seq=%u count=%u %s", CallName(c.call()),
+                                      CommName(c.comm()), c.rank(), c.seq(), c.count(), DatatypeName(c.datatype()));
+      if (c.has_redop()) absl::StrAppend(&s, " ", RedopName(c.redop()));
+      if (c.has_root()) absl::StrAppend(&s, " root=", c.root());
+      absl::StrAppendFormat(&s, " stream=%s send=%s recv=%s", Hex(c.stream()), Hex(c.sendbuff()), Hex(c.recvbuff()));
+      if (c.group()) absl::StrAppend(&s, " group=", c.group());
+      absl::StrAppend(&s, " result=", ResultName(c.result()), " caller=", Where(p, c.caller()));
+      return s;
+    }
+    case pb::Record::kP2P: {
+      const auto& c = r.p2p();
+      std::string s = absl::StrFormat("p2p %s comm=%s rank=%d %s=%d seq=%u count=%u %s stream=%s buff=%s",
+                                      c.send() ? "Send" : "Recv", CommName(c.comm()), c.rank(),
+                                      c.send() ? "to" : "from", c.peer(), c.seq(), c.count(),
+                                      DatatypeName(c.datatype()), Hex(c.stream()), Hex(c.buff()));
+      if (c.group()) absl::StrAppend(&s, " group=", c.group());
+      absl::StrAppend(&s, " result=", ResultName(c.result()), " caller=", Where(p, c.caller()));
+      return s;
+    }
+    case pb::Record::kGroup:
+      return absl::StrFormat("group %s group=%u depth=%u result=%s", CallName(r.group().call()), r.group().group(),
+                             r.group().depth(), ResultName(r.group().result()));
+    case pb::Record::kApi: {
+      const auto& a = r.api();
+      std::string s = absl::StrFormat("api %s", CallName(a.call()));
+      if (a.comm()) absl::StrAppend(&s, " comm=", CommName(a.comm()));
+      if (a.value()) {
+        absl::StrAppend(&s, " value=", a.call() == pb::GET_UNIQUE_ID ? CommName(static_cast<uint64_t>(a.value()))
+                                                                   : absl::StrCat(a.value()));
+      }
+      absl::StrAppend(&s, " result=", ResultName(a.result()));
+      return s;
+    }
+    case pb::Record::kFatalSignal: {
+      const auto& s = r.fatal_signal();
+      return absl::StrFormat("fatal_signal %s code=%d address=%s sender=%d disposition=%s", SignalName(s.signo()),
+                             s.code(), Hex(s.address()), s.sender_pid(),
+                             s.disposition() == 0 ? "default" : s.disposition() == 1 ? "ignore" : "handler");
+    }
+    default:
+      return absl::StrCat("unknown ", r.ShortDebugString());
+  }
+}
+
+}  // namespace
+
+int RunDump(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<ProcessTrace> trace = LoadProcessTrace(path);
+  if (!trace.ok()) {
+    err << "ncclwatch: " << trace.status().message() << "\n";
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(path);
+  if (!file.ok()) {
+    err << "ncclwatch: " << file.status().message() << "\n";
+    return 2;
+  }
+  const ProcessTrace& p = *trace;
+  const int64_t t0 = p.anchors.empty() ? 0 : p.MonotonicNs(p.anchors.front().t);
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  pb::Record record;
+  TraceFileStats stats;
+  (*file)->ForEachRecord(
+      [&](bool pinned, uint64_t index, absl::Span<const uint8_t> bytes) {
+        record.Clear();
+        const bool parsed = record.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+        const double seconds = static_cast<double>(p.MonotonicNs(record.t()) - t0) / 1e9;
+        if (json) {
+          std::string body;
+          if (parsed) (void)google::protobuf::util::MessageToJsonString(record, &body, options);
+          out << absl::StrFormat("{\"region\":\"%s\",\"index\":%u,\"seconds\":%.9f,\"record\":%s}\n",
+                                 pinned ? "pinned" : "ring", index, seconds, parsed ? body : "null");
+        } else {
+          out << absl::StrFormat("%-6s %7u %+13.6fs thread %-2u %s\n", pinned ? "pinned" : "ring", index, seconds,
+                                 record.thread(), parsed ? Describe(p, record) : "(unparseable record)");
+        }
+      },
+      &stats);
+  if (!json) {
+    out << absl::StrFormat("# %u records; %u torn slots; %u ring slots overwritten; %u pinned records overflowed\n",
+                           stats.records, stats.torn_slots, stats.ring_overwritten, stats.pinned_overflow);
+  }
+  return 0;
+}
+
+}  // namespace ncclwatch::decoder

@@ -1,0 +1,137 @@
+// One screen: the verdict, the root cause in a sentence with what each group
+// of ranks did and the fix, then consequences, what every rank did last, and
+// notes.
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "report/call_site.h"
+#include "report/names.h"
+#include "report/reports.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+std::string Title(const std::string& kind) {
+  if (kind == "collective_mismatch") return "collective mismatch";
+  if (kind == "missing_rank") return "a rank is missing from a collective";
+  if (kind == "rank_died") return "a rank died";
+  if (kind == "p2p_mismatch") return "send/receive mismatch";
+  if (kind == "order_inversion") return "communicators used in different orders";
+  if (kind == "missing_traces") return "missing traces";
+  if (kind == "unreadable_traces") return "unreadable traces";
+  return kind;
+}
+
+std::string Ranks(const std::vector<int>& r) { return absl::StrCat(r.size() == 1 ? "rank " : "ranks ", RankList(r)); }
+
+std::string Ago(int64_t when_ns, int64_t end_ns) {
+  if (when_ns <= 0 || end_ns <= 0) return "";
+  const double s = static_cast<double>(end_ns - when_ns) / 1e9;
+  return s < 0.05 ? "at the end of the trace" : absl::StrFormat("%.1f s before the end of the trace", s);
+}
+
+std::string FateText(const Fate& f) {
+  switch (f.kind) {
+    case Fate::kExited:
+      return f.signo ? absl::StrCat("got ", SignalName(f.signo), ", then exited (code ", f.exit_code, ")")
+                     : absl::StrCat("exited (code ", f.exit_code, ")");
+    case Fate::kSignal:
+      return absl::StrCat("ended by ", SignalName(f.signo));
+    default:
+      return "no exit or signal recorded";
+  }
+}
+
+void WriteGroups(const std::vector<RankGroup>& groups, std::ostream& out) {
+  size_t width = 0;
+  for (const RankGroup& g : groups) width = std::max(width, Ranks(g.ranks).size());
+  for (const RankGroup& g : groups) {
+    const std::string r = Ranks(g.ranks);
+    out << "    " << r << std::string(width - r.size() + 2, ' ') << g.doing << "\n";
+  }
+}
+
+}  // namespace
+
+void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out) {
+  const auto& procs = job.processes();
+  std::set<std::string> hosts;
+  std::set<uint64_t> comms;
+  for (const ProcessFacts& p : procs) {
+    hosts.insert(p.host);
+    for (const CommMembership& m : p.comms)
+      if (m.comm) comms.insert(m.comm);
+  }
+  out << absl::StrFormat("ncclwatch: %d process%s on %d host%s, %d communicator%s", procs.size(),
+                         procs.size() == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s", comms.size(),
+                         comms.size() == 1 ? "" : "s");
+  if (d.jobs.size() > 1) out << ", " << d.jobs.size() << " separate jobs";
+  out << "\n\n";
+
+  const Finding* root = nullptr;
+  for (const Finding& f : d.findings)
+    if (f.role == "root_cause") {
+      root = &f;
+      break;
+    }
+  if (!d.problem) {
+    out << "HEALTHY: every rank made the same collectives, every send met its receive.\n";
+  } else if (root != nullptr) {
+    out << "PROBLEM: " << Title(root->kind) << "\n";
+    out << "  " << root->detail << ".\n";
+    if (!root->groups.empty()) {
+      out << "\n  What each group of ranks did:\n";
+      WriteGroups(root->groups, out);
+    }
+    out << "\n  Fix: " << root->fix << ".\n";
+  }
+
+  std::vector<const Finding*> rest;
+  for (const Finding& f : d.findings)
+    if (&f != root && (f.role == "consequence" || f.role == "warning")) rest.push_back(&f);
+  if (!rest.empty()) {
+    out << "\nThen:\n";
+    for (size_t i = 0; i < rest.size() && i < 5; ++i) {
+      out << "  - " << (rest[i]->role == "warning" ? "warning: " : "") << rest[i]->detail << ".\n";
+    }
+    if (rest.size() > 5) out << "  - and " << rest.size() - 5 << " more (see --json)\n";
+  }
+
+  // What every rank did last, ranks with the same story together.
+  std::map<std::string, std::vector<int>> last;
+  for (const ProcessFacts& p : procs) {
+    std::string story = p.last.valid ? p.last.what : "no NCCL call";
+    if (p.last.pending) absl::StrAppend(&story, " (still inside it)");
+    const std::string ago = Ago(p.last.when_ns, d.end_ns);
+    if (!ago.empty()) absl::StrAppend(&story, ", ", ago);
+    absl::StrAppend(&story, "; ", FateText(p.fate));
+    last[story].push_back(p.rank >= 0 ? p.rank : static_cast<int>(p.pid));
+  }
+  if (d.problem) {
+    out << "\nWhat each rank did last:\n";
+    std::vector<RankGroup> groups;
+    for (auto& [story, ranks] : last) groups.push_back({ranks, story});
+    std::sort(groups.begin(), groups.end(),
+              [](const RankGroup& a, const RankGroup& b) { return a.ranks.front() < b.ranks.front(); });
+    WriteGroups(groups, out);
+  }
+
+  for (const Finding& f : d.findings) {
+    if (f.role != "note") continue;
+    out << "\nNote: " << f.detail << ".\n  " << f.fix << ".\n";
+  }
+  uint64_t records = 0, torn = 0, overwritten = 0;
+  for (const ProcessFacts& p : procs) {
+    records += p.records;
+    torn += p.stats.torn_slots + p.unparsed;
+    overwritten += p.stats.ring_overwritten;
+  }
+  out << absl::StrFormat("\nTraces: %d file%s, %d records, %d torn slots, %d ring slots overwritten\n", procs.size(),
+                         procs.size() == 1 ? "" : "s", records, torn, overwritten);
+}
+
+}  // namespace ncclwatch::decoder

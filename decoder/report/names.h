@@ -1,0 +1,31 @@
+// How ncclwatch names what it reports: NCCL calls, datatypes, reduction
+// operators, result codes, signals, communicators and sets of ranks.
+
+#ifndef NCCLWATCH_DECODER_REPORT_NAMES_H_
+#define NCCLWATCH_DECODER_REPORT_NAMES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ncclwatch::decoder {
+
+std::string CallName(uint32_t call);        // "AllReduce", "ncclCommSplit", ...
+std::string DatatypeName(int32_t datatype); // "float32"
+size_t DatatypeBytes(int32_t datatype);     // 0 when unknown
+std::string RedopName(int32_t redop);       // "sum"; "premulsum#5" for user ops
+std::string ResultName(int32_t result);     // "ncclSuccess", "pending"
+std::string SignalName(int32_t signo);      // "SIGSEGV"
+std::string CommName(uint64_t comm);        // 16 hex digits
+std::string CommShort(uint64_t comm);       // the first 6 of them
+std::string Hex(uint64_t v);                // 0x...
+// "0-4,6-7"
+std::string RankList(std::vector<int> ranks);
+// Calls NCCL matches with each other: ncclBcast is a Broadcast.
+uint32_t MatchingCall(uint32_t call);
+bool IsRootedCall(uint32_t call);
+bool IsReductionCall(uint32_t call);
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_REPORT_NAMES_H_

@@ -1,0 +1,183 @@
+#include "trace/trace_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+bool PowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+uint64_t Load64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+absl::Status Invalid(const std::string& path, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", why));
+}
+
+}  // namespace
+
+TraceFile::~TraceFile() {
+  if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", strerror(errno)));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return Invalid(path, "not a regular file");
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < NCCLWATCH_HEADER_REGION_BYTES) {
+    close(fd);
+    if (size >= 8) {
+      char magic[8];
+      if (pread(fd, magic, 8, 0) == 8 && std::memcmp(magic, NCCLWATCH_RING_MAGIC, 8) == 0) {
+        return Invalid(path, absl::StrFormat("truncated trace: %u bytes, not even the %u-byte header", size,
+                                             NCCLWATCH_HEADER_REGION_BYTES));
+      }
+    }
+    return Invalid(path, "not an ncclwatch trace (too short)");
+  }
+  void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return absl::InternalError(absl::StrCat(path, ": cannot map: ", strerror(errno)));
+  std::unique_ptr<TraceFile> f(new TraceFile());
+  f->path_ = path;
+  f->data_ = static_cast<const uint8_t*>(m);
+  f->size_ = size;
+  std::memcpy(&f->header_, m, sizeof(f->header_));
+  const ncclwatch_ring_header& h = f->header_;
+
+  if (std::memcmp(h.magic, NCCLWATCH_RING_MAGIC, 8) != 0) return Invalid(path, "not an ncclwatch trace (bad magic)");
+  if (h.endian_check != NCCLWATCH_ENDIAN_CHECK) {
+    return Invalid(path, "written on a machine of the other byte order");
+  }
+  if (h.format_version != NCCLWATCH_RING_FORMAT_VERSION) {
+    return Invalid(path, absl::StrFormat("trace file format %u; this ncclwatch reads format %u", h.format_version,
+                                         NCCLWATCH_RING_FORMAT_VERSION));
+  }
+  if (h.schema_version != NCCLWATCH_SCHEMA_VERSION) {
+    return Invalid(path, absl::StrFormat("records of schema version %u; this ncclwatch reads version %u",
+                                         h.schema_version, NCCLWATCH_SCHEMA_VERSION));
+  }
+  if (h.header_bytes != sizeof(ncclwatch_ring_header) || h.slot_bytes != NCCLWATCH_SLOT_BYTES ||
+      h.pointer_bytes != 8) {
+    return Invalid(path, "header describes a layout this ncclwatch does not know");
+  }
+  if (h.clock != NCCLWATCH_CLOCK_MONOTONIC_NS && h.clock != NCCLWATCH_CLOCK_TSC) {
+    return Invalid(path, absl::StrFormat("unknown clock %u", h.clock));
+  }
+  const uint64_t slot = NCCLWATCH_SLOT_BYTES;
+  if (!PowerOfTwo(h.pinned_slots) || !PowerOfTwo(h.ring_slots) || h.pinned_slots > (1ull << 36) ||
+      h.ring_slots > (1ull << 36) || h.pinned_offset < NCCLWATCH_HEADER_REGION_BYTES ||
+      h.ring_offset < h.pinned_offset + h.pinned_slots * slot) {
+    return Invalid(path, "header has impossible region sizes");
+  }
+  const uint64_t expected = h.ring_offset + h.ring_slots * slot;
+  if (h.file_bytes != expected) return Invalid(path, "header's file size does not match its regions");
+  if (size < expected) {
+    return Invalid(path, absl::StrFormat("truncated trace: %u bytes, its header says %u", size, expected));
+  }
+  f->header_.host[sizeof(f->header_.host) - 1] = '\0';
+  return f;
+}
+
+void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, const RecordFn& fn,
+                           TraceFileStats* stats) const {
+  const uint64_t mask = slots - 1;
+  const uint64_t first = pinned ? 0 : (cursor > slots ? cursor - slots : 0);
+  const uint64_t last = pinned ? (cursor < slots ? cursor : slots) : cursor;
+  if (!pinned) {
+    stats->ring_claimed = cursor;
+    stats->ring_overwritten = first;
+  }
+  std::vector<uint8_t> record;
+  record.reserve(NCCLWATCH_MAX_RECORD_BYTES);
+  uint64_t i = first;
+  auto slot_at = [&](uint64_t idx) {
+    return reinterpret_cast<const ncclwatch_slot_header*>(data_ + offset + (idx & mask) * NCCLWATCH_SLOT_BYTES);
+  };
+  while (i < last) {
+    const uint64_t start = i;
+    const ncclwatch_slot_header* sh = slot_at(i);
+    const uint64_t stamp = Load64(&sh->stamp);
+    ncclwatch_slot_header copy;
+    std::memcpy(&copy, sh, sizeof(copy));
+    if (stamp != i + 1 || copy.length > NCCLWATCH_SLOT_PAYLOAD_BYTES) {
+      ++stats->torn_slots;
+      ++i;
+      continue;
+    }
+    record.clear();
+    if (copy.kind == NCCLWATCH_SLOT_SINGLE) {
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(sh) + NCCLWATCH_SLOT_HEADER_BYTES;
+      record.assign(p, p + copy.length);
+      const bool still = Load64(&sh->stamp) == i + 1;
+      ++i;
+      if (!still) {
+        ++stats->torn_slots;
+        continue;
+      }
+    } else if (copy.kind == NCCLWATCH_SLOT_FIRST) {
+      // Gather the record's slots; any gap or inconsistency discards all of them.
+      const uint32_t total = copy.record_bytes;
+      const uint64_t nslots = (total + NCCLWATCH_SLOT_PAYLOAD_BYTES - 1) / NCCLWATCH_SLOT_PAYLOAD_BYTES;
+      bool whole = total > NCCLWATCH_SLOT_PAYLOAD_BYTES && total <= NCCLWATCH_MAX_RECORD_BYTES &&
+                   nslots <= NCCLWATCH_MAX_RECORD_SLOTS && i + nslots <= last;
+      for (uint64_t j = 0; whole && j < nslots; ++j) {
+        const ncclwatch_slot_header* part = slot_at(i + j);
+        ncclwatch_slot_header pc;
+        std::memcpy(&pc, part, sizeof(pc));
+        const uint8_t want = j == 0 ? NCCLWATCH_SLOT_FIRST : j + 1 == nslots ? NCCLWATCH_SLOT_LAST : NCCLWATCH_SLOT_MIDDLE;
+        const uint64_t expect_len = j + 1 == nslots ? total - j * NCCLWATCH_SLOT_PAYLOAD_BYTES : NCCLWATCH_SLOT_PAYLOAD_BYTES;
+        if (Load64(&part->stamp) != i + j + 1 || pc.kind != want || pc.length != expect_len ||
+            pc.record_bytes != total) {
+          whole = false;
+          break;
+        }
+        const uint8_t* p = reinterpret_cast<const uint8_t*>(part) + NCCLWATCH_SLOT_HEADER_BYTES;
+        record.insert(record.end(), p, p + pc.length);
+        if (Load64(&part->stamp) != i + j + 1) whole = false;
+      }
+      if (!whole) {
+        ++stats->torn_slots;
+        ++i;
+        continue;
+      }
+      i += nslots;
+    } else {
+      // A MIDDLE/LAST whose FIRST is gone (overwritten across the ring's
+      // oldest edge), or an unknown kind.
+      ++stats->torn_slots;
+      ++i;
+      continue;
+    }
+    if (record.empty()) continue;
+    ++stats->records;
+    fn(pinned, start, absl::MakeConstSpan(record));
+  }
+}
+
+void TraceFile::ForEachRecord(const RecordFn& fn, TraceFileStats* stats) const {
+  const auto* live = reinterpret_cast<const ncclwatch_ring_header*>(data_);
+  // Cursors are read once: records written after this point are not seen.
+  const uint64_t pinned_next = Load64(&live->pinned_next);
+  const uint64_t ring_next = Load64(&live->ring_next);
+  stats->pinned_overflow = Load64(&live->pinned_overflow);
+  ReadRegion(true, header_.pinned_offset, header_.pinned_slots, pinned_next, fn, stats);
+  ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, fn, stats);
+}
+
+}  // namespace ncclwatch::decoder

@@ -1,0 +1,109 @@
+// The field numbers and enum values of trace.proto, for the shim's hand
+// encoder (which must not depend on libprotobuf). Freestanding.
+//
+// tests/unit/trace_fields_test.cc checks every constant here against the
+// descriptors protoc generates from trace.proto, so the two cannot drift.
+
+#ifndef NCCLWATCH_PROTO_NCCLWATCH_TRACE_FIELDS_H_
+#define NCCLWATCH_PROTO_NCCLWATCH_TRACE_FIELDS_H_
+
+#include <stdint.h>
+
+namespace ncclwatch::fields {
+
+// enum Call
+enum Call : uint32_t {
+  kCallUnknown = 0,
+  kAllReduce = 1,
+  kBroadcast = 2,
+  kBcast = 3,
+  kReduce = 4,
+  kAllGather = 5,
+  kReduceScatter = 6,
+  kAllToAll = 7,
+  kGather = 8,
+  kScatter = 9,
+  kSend = 10,
+  kRecv = 11,
+  kGroupStart = 12,
+  kGroupEnd = 13,
+  kGroupSimulateEnd = 14,
+  kGetUniqueId = 20,
+  kCommInitRank = 21,
+  kCommInitRankConfig = 22,
+  kCommInitAll = 23,
+  kCommInitRankScalable = 24,
+  kCommSplit = 25,
+  kCommShrink = 26,
+  kCommFinalize = 30,
+  kCommDestroy = 31,
+  kCommAbort = 32,
+  kCommRevoke = 33,
+  kCommGetAsyncError = 40,
+  kCommCount = 41,
+  kCommCuDevice = 42,
+  kCommUserRank = 43,
+  kGetVersion = 44,
+  kGetErrorString = 45,
+  kGetLastError = 46,
+  kResetDebugInit = 47,
+  kCommRegister = 50,
+  kCommDeregister = 51,
+  kCommWindowRegister = 52,
+  kCommWindowDeregister = 53,
+  kMemAlloc = 54,
+  kMemFree = 55,
+  kRedOpCreatePreMulSum = 56,
+  kRedOpDestroy = 57,
+};
+
+namespace record {
+constexpr uint32_t kT = 1, kThread = 2, kProcessStart = 16, kProcessEnd = 17, kTimeAnchor = 18, kModule = 19,
+                   kCommInitBegin = 20, kCommInitEnd = 21, kCommEnd = 22, kCollective = 23, kP2p = 24,
+                   kGroup = 25, kApi = 26, kFatalSignal = 27;
+}
+namespace process_start {
+constexpr uint32_t kPid = 1, kHost = 2, kGlobalRank = 3, kRankSource = 4, kWorldSize = 5, kLocalRank = 6,
+                   kExe = 7, kJobId = 8, kShimVersion = 9;
+}
+namespace process_end {
+constexpr uint32_t kHow = 1, kExitCode = 2;
+constexpr uint32_t kHowExit = 1, kHowUnderscoreExit = 2;
+}
+namespace time_anchor {
+constexpr uint32_t kT = 1, kMonotonicNs = 2, kRealtimeNs = 3;
+}
+namespace module {
+constexpr uint32_t kPath = 1, kBase = 2, kStart = 3, kEnd = 4, kBuildId = 5;
+}
+namespace comm_init_begin {
+constexpr uint32_t kComm = 1, kCall = 2, kNranks = 3, kRank = 4, kParent = 5, kColor = 6, kKey = 7,
+                   kSplitIndex = 8, kExcluded = 9, kBlocking = 10, kCaller = 11;
+}
+namespace comm_init_end {
+constexpr uint32_t kComm = 1, kResult = 2, kHandle = 3, kRank = 4, kDevice = 5, kNranks = 6;
+}
+namespace comm_end {
+constexpr uint32_t kComm = 1, kHandle = 2, kCall = 3, kResult = 4, kRank = 5;
+}
+namespace collective {
+constexpr uint32_t kResult = 1, kComm = 2, kSeq = 3, kCall = 4, kCount = 5, kDatatype = 6, kRedop = 7, kRoot = 8,
+                   kStream = 9, kSendbuff = 10, kRecvbuff = 11, kGroup = 12, kCaller = 13, kRank = 14;
+}
+namespace p2p {
+constexpr uint32_t kResult = 1, kComm = 2, kSeq = 3, kSend = 4, kPeer = 5, kCount = 6, kDatatype = 7, kStream = 8,
+                   kBuff = 9, kGroup = 10, kCaller = 11, kRank = 12;
+}
+namespace group {
+constexpr uint32_t kResult = 1, kCall = 2, kGroup = 3, kDepth = 4, kCaller = 5;
+}
+namespace api {
+constexpr uint32_t kResult = 1, kCall = 2, kComm = 3, kValue = 4, kCaller = 5;
+}
+namespace fatal_signal {
+constexpr uint32_t kSigno = 1, kCode = 2, kAddress = 3, kSenderPid = 4, kDisposition = 5;
+}
+
+}  // namespace ncclwatch::fields
+
+#endif  // NCCLWATCH_PROTO_NCCLWATCH_TRACE_FIELDS_H_

@@ -1,0 +1,274 @@
+// HOT PATH (collectives, point-to-point, groups, API calls, process end,
+// fatal signals): no allocation, no lock, no system call, async-signal-safe,
+// errno untouched. Communicator creation and end are not on the hot path.
+
+#include "core/call_records.h"
+
+#include <errno.h>
+
+#include "core/tracer.h"
+#include "ncclwatch/trace_fields.h"
+
+namespace ncclwatch::shim {
+namespace {
+
+namespace f = fields;
+
+// Keeps errno across the shim's own work: the program must see NCCL's.
+class ErrnoGuard {
+ public:
+  ErrnoGuard() : saved_(errno) {}
+  ~ErrnoGuard() { errno = saved_; }
+
+ private:
+  int saved_;
+};
+
+uint64_t Ptr(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+int g_process_ended = 0;
+
+}  // namespace
+
+CollectiveCall BeginCollective(uint32_t call, const void* sendbuff, const void* recvbuff, size_t count, int datatype,
+                               int redop, int root, const void* comm, const void* stream, const void* caller) {
+  ErrnoGuard keep;
+  CollectiveCall c;
+  c.comm = g_comms.FindOrAdopt(comm);
+  c.seq = c.comm ? __atomic_load_n(&c.comm->next_seq, __ATOMIC_RELAXED) : 0;
+  const ThreadState& t = ThisThread();
+  RecordBuilder<> r(f::record::kCollective);
+  namespace k = f::collective;
+  r.PendingResult(k::kResult);
+  r.w().Fixed64(k::kComm, c.comm ? c.comm->id : 0);
+  r.w().Varint(k::kSeq, c.seq);
+  r.w().Varint(k::kCall, call);
+  r.w().Varint(k::kCount, count);
+  r.w().Sint(k::kDatatype, datatype);
+  if (redop >= 0) r.w().Sint(k::kRedop, redop);
+  if (root >= 0) r.w().Sint(k::kRoot, root);
+  r.w().Fixed64(k::kStream, Ptr(stream));
+  r.w().Fixed64(k::kSendbuff, Ptr(sendbuff));
+  r.w().Fixed64(k::kRecvbuff, Ptr(recvbuff));
+  if (t.group_depth > 0) r.w().Varint(k::kGroup, t.group_id);
+  r.w().Fixed64(k::kCaller, Ptr(caller));
+  r.w().Sint(k::kRank, c.comm ? c.comm->rank : -1);
+  c.record = r.Append(Region::kRing);
+  return c;
+}
+
+void EndCollective(const CollectiveCall& c, int result) {
+  ErrnoGuard keep;
+  c.record.Finish(result);
+  if (c.comm != nullptr && Accepted(result)) {
+    uint64_t expected = c.seq;
+    __atomic_compare_exchange_n(&c.comm->next_seq, &expected, c.seq + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  }
+}
+
+P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype, int peer, const void* comm,
+                 const void* stream, const void* caller) {
+  ErrnoGuard keep;
+  P2pCall c;
+  CommState* cs = g_comms.FindOrAdopt(comm);
+  uint64_t* counters = cs ? __atomic_load_n(&cs->p2p_seq, __ATOMIC_ACQUIRE) : nullptr;
+  if (counters != nullptr && peer >= 0 && peer < cs->nranks) {
+    c.counter = counters + (send ? 0 : cs->nranks) + peer;
+    c.seq = __atomic_load_n(c.counter, __ATOMIC_RELAXED);
+  }
+  const ThreadState& t = ThisThread();
+  RecordBuilder<> r(f::record::kP2p);
+  namespace k = f::p2p;
+  r.PendingResult(k::kResult);
+  r.w().Fixed64(k::kComm, cs ? cs->id : 0);
+  r.w().Varint(k::kSeq, c.seq);
+  r.w().Varint(k::kSend, send ? 1 : 0);
+  r.w().Sint(k::kPeer, peer);
+  r.w().Varint(k::kCount, count);
+  r.w().Sint(k::kDatatype, datatype);
+  r.w().Fixed64(k::kStream, Ptr(stream));
+  r.w().Fixed64(k::kBuff, Ptr(buff));
+  if (t.group_depth > 0) r.w().Varint(k::kGroup, t.group_id);
+  r.w().Fixed64(k::kCaller, Ptr(caller));
+  r.w().Sint(k::kRank, cs ? cs->rank : -1);
+  c.record = r.Append(Region::kRing);
+  return c;
+}
+
+void EndP2p(const P2pCall& c, int result) {
+  ErrnoGuard keep;
+  c.record.Finish(result);
+  if (c.counter != nullptr && Accepted(result)) {
+    uint64_t expected = c.seq;
+    __atomic_compare_exchange_n(c.counter, &expected, c.seq + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  }
+}
+
+CallRecord BeginGroup(uint32_t call, const void* caller) {
+  ErrnoGuard keep;
+  ThreadState& t = ThisThread();
+  if (call == f::kGroupStart) {
+    if (t.group_depth++ == 0) t.group_id = NextGroupId();
+  }
+  RecordBuilder<> r(f::record::kGroup);
+  namespace k = f::group;
+  r.PendingResult(k::kResult);
+  r.w().Varint(k::kCall, call);
+  r.w().Varint(k::kGroup, t.group_id);
+  r.w().Varint(k::kDepth, call == f::kGroupStart ? t.group_depth : (t.group_depth ? t.group_depth - 1 : 0));
+  r.w().Fixed64(k::kCaller, Ptr(caller));
+  return r.Append(Region::kRing);
+}
+
+void EndGroup(uint32_t call, const CallRecord& record, int result) {
+  ErrnoGuard keep;
+  record.Finish(result);
+  ThreadState& t = ThisThread();
+  if (call != f::kGroupStart && t.group_depth > 0 && --t.group_depth == 0) t.group_id = 0;
+}
+
+CallRecord BeginApi(uint32_t call, const void* comm, int64_t value, const void* caller) {
+  ErrnoGuard keep;
+  CommState* cs = comm ? g_comms.Find(comm) : nullptr;
+  RecordBuilder<> r(f::record::kApi);
+  namespace k = f::api;
+  r.PendingResult(k::kResult);
+  r.w().Varint(k::kCall, call);
+  if (cs) r.w().Fixed64(k::kComm, cs->id);
+  if (value != 0) r.w().Sint(k::kValue, value);
+  r.w().Fixed64(k::kCaller, Ptr(caller));
+  return r.Append(Region::kRing);
+}
+
+void RecordAsyncError(const void* comm, int result, int async_error, const void* caller) {
+  ErrnoGuard keep;
+  CommState* cs = g_comms.Find(comm);
+  const uint64_t combo = (static_cast<uint64_t>(static_cast<uint32_t>(result)) << 32) |
+                         static_cast<uint32_t>(async_error) | (1ull << 63);
+  if (cs != nullptr && __atomic_exchange_n(&cs->last_async, combo, __ATOMIC_RELAXED) == combo) return;
+  RecordBuilder<> r(f::record::kApi);
+  namespace k = f::api;
+  r.w().Fixed32(k::kResult, static_cast<uint32_t>(result));
+  r.w().Varint(k::kCall, f::kCommGetAsyncError);
+  if (cs) r.w().Fixed64(k::kComm, cs->id);
+  r.w().Sint(k::kValue, async_error);
+  r.w().Fixed64(k::kCaller, Ptr(caller));
+  r.Append(Region::kRing);
+}
+
+uint64_t CommIdFromUniqueIds(const void* ids, size_t bytes) { return HashBytes(ids, bytes); }
+
+uint64_t CommIdForInitAll() {
+  static uint64_t counter = 0;
+  const uint64_t n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+  const uint64_t pid = g_pid;
+  return HashBytes(&n, sizeof(n), HashBytes(&pid, sizeof(pid), HashBytes("ncclCommInitAll", 15)));
+}
+
+uint64_t CommIdForSplit(uint64_t parent, uint32_t split_index, int color) {
+  uint64_t h = HashBytes(&parent, sizeof(parent), HashBytes("split", 5));
+  h = HashBytes(&split_index, sizeof(split_index), h);
+  return HashBytes(&color, sizeof(color), h);
+}
+
+uint64_t CommIdForShrink(uint64_t parent, uint32_t split_index, const int* excluded, int nexcluded) {
+  uint64_t h = HashBytes(&parent, sizeof(parent), HashBytes("shrink", 6));
+  h = HashBytes(&split_index, sizeof(split_index), h);
+  // In ascending order, so every survivor derives the same identity however
+  // it listed the excluded ranks. (Selection order: n is small.)
+  int last = -1;
+  for (int i = 0; i < nexcluded; ++i) {
+    int next = -1;
+    for (int j = 0; j < nexcluded; ++j)
+      if (excluded[j] > last && (next < 0 || excluded[j] < next)) next = excluded[j];
+    if (next < 0) break;
+    h = HashBytes(&next, sizeof(next), h);
+    last = next;
+  }
+  return h;
+}
+
+void RecordCommInitBegin(const CommInitBegin& b) {
+  ErrnoGuard keep;
+  RecordBuilder<512> r(f::record::kCommInitBegin);
+  namespace k = f::comm_init_begin;
+  r.w().Fixed64(k::kComm, b.comm);
+  r.w().Varint(k::kCall, b.call);
+  r.w().Sint(k::kNranks, b.nranks);
+  r.w().Sint(k::kRank, b.rank);
+  if (b.parent) {
+    r.w().Fixed64(k::kParent, b.parent);
+    r.w().Sint(k::kColor, b.color);
+    r.w().Sint(k::kKey, b.key);
+    r.w().Varint(k::kSplitIndex, b.split_index);
+  }
+  for (int i = 0; i < b.nexcluded && i < 32; ++i) r.w().Sint(k::kExcluded, b.excluded[i]);
+  r.w().Sint(k::kBlocking, b.blocking);
+  r.w().Fixed64(k::kCaller, Ptr(b.caller));
+  r.Append(Region::kPinned);
+}
+
+void RecordCommInitEnd(uint64_t comm, int result, const void* handle, int rank, int nranks, int device) {
+  ErrnoGuard keep;
+  if (handle != nullptr && Accepted(result)) g_comms.Register(handle, comm, rank, nranks);
+  RecordBuilder<> r(f::record::kCommInitEnd);
+  namespace k = f::comm_init_end;
+  r.w().Fixed64(k::kComm, comm);
+  r.w().Fixed32(k::kResult, static_cast<uint32_t>(result));
+  r.w().Fixed64(k::kHandle, Ptr(handle));
+  r.w().Sint(k::kRank, rank);
+  r.w().Sint(k::kDevice, device);
+  r.w().Sint(k::kNranks, nranks);
+  r.Append(Region::kPinned);
+  RecordNewModules();
+  WriteTimeAnchor(Region::kPinned);
+}
+
+CallRecord BeginCommEnd(uint32_t call, const void* comm) {
+  ErrnoGuard keep;
+  CommState* cs = g_comms.Find(comm);
+  RecordBuilder<> r(f::record::kCommEnd);
+  namespace k = f::comm_end;
+  r.PendingResult(k::kResult);
+  r.w().Fixed64(k::kComm, cs ? cs->id : 0);
+  r.w().Fixed64(k::kHandle, Ptr(comm));
+  r.w().Varint(k::kCall, call);
+  r.w().Sint(k::kRank, cs ? cs->rank : -1);
+  return r.Append(Region::kPinned);
+}
+
+void EndCommEnd(uint32_t call, const void* comm, const CallRecord& record, int result) {
+  ErrnoGuard keep;
+  record.Finish(result);
+  if ((call == f::kCommDestroy || call == f::kCommAbort) && result == 0) {
+    if (CommState* cs = g_comms.Find(comm)) __atomic_store_n(&cs->destroyed, 1u, __ATOMIC_RELAXED);
+  }
+  WriteTimeAnchor(Region::kPinned);
+}
+
+void RecordProcessEnd(uint32_t how, int exit_code) {
+  ErrnoGuard keep;
+  if (__atomic_exchange_n(&g_process_ended, 1, __ATOMIC_ACQ_REL)) return;
+  WriteTimeAnchor(Region::kPinned);
+  RecordBuilder<> r(f::record::kProcessEnd);
+  r.w().Varint(f::process_end::kHow, how);
+  r.w().Sint(f::process_end::kExitCode, exit_code);
+  r.Append(Region::kPinned);
+}
+
+void RecordFatalSignal(int signo, const siginfo_t* info, uint32_t disposition) {
+  ErrnoGuard keep;
+  RecordBuilder<> r(f::record::kFatalSignal);
+  namespace k = f::fatal_signal;
+  r.w().Sint(k::kSigno, signo);
+  if (info != nullptr) {
+    r.w().Sint(k::kCode, info->si_code);
+    r.w().Fixed64(k::kAddress, Ptr(info->si_addr));
+    if (info->si_code <= 0) r.w().Sint(k::kSenderPid, info->si_pid);  // sent by a process, not a fault
+  }
+  r.w().Varint(k::kDisposition, disposition);
+  r.Append(Region::kPinned);
+  WriteTimeAnchor(Region::kPinned);
+}
+
+}  // namespace ncclwatch::shim

@@ -1,0 +1,264 @@
+// Start-up and per-thread state. ThisThread(), NextGroupId() and
+// WriteTimeAnchor() are on the HOT PATH (no allocation, lock or system call;
+// async-signal-safe); InitTracer() and RecordNewModules() are not.
+
+#include "core/tracer.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "core/record_builder.h"
+#include "ncclwatch/trace_fields.h"
+#include "ring/trace_clock.h"
+
+namespace ncclwatch::shim {
+
+int g_tracer_state = kUninitialized;
+RingWriter g_ring;
+uint32_t g_pid = 0;
+
+namespace {
+
+constexpr uint32_t kShimVersion = 1;
+
+__thread ThreadState t_thread __attribute__((tls_model("initial-exec")));
+uint32_t g_next_thread = 0;
+uint64_t g_next_group = 0;
+
+// Modules already recorded, by load bias (RecordNewModules runs rarely and
+// under the loader lock, so a plain array is enough).
+constexpr int kMaxModules = 1024;
+uintptr_t g_module_bases[kMaxModules];
+int g_module_count = 0;
+
+void Warn(const char* msg) {
+  char line[768];
+  const int n = snprintf(line, sizeof(line), "ncclwatch: %s\n", msg);
+  if (n > 0) (void)!write(2, line, static_cast<size_t>(n) < sizeof(line) ? static_cast<size_t>(n) : sizeof(line) - 1);
+}
+
+// "16M", "512k", "1G" or plain bytes; 0 when unusable.
+uint64_t ParseSize(const char* s) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || end == s) return 0;
+  switch (*end) {
+    case 'k': case 'K': v <<= 10; ++end; break;
+    case 'm': case 'M': v <<= 20; ++end; break;
+    case 'g': case 'G': v <<= 30; ++end; break;
+    default: break;
+  }
+  if (*end == 'i' || *end == 'I') ++end;
+  if (*end == 'b' || *end == 'B') ++end;
+  return *end == '\0' ? v : 0;
+}
+
+struct RankSource {
+  const char* var;
+  const char* size_var;
+  const char* local_var;
+};
+constexpr RankSource kRankSources[] = {
+    {"RANK", "WORLD_SIZE", "LOCAL_RANK"},
+    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+};
+
+int EnvInt(const char* name) {
+  const char* v = name ? getenv(name) : nullptr;
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  long x = strtol(v, &end, 10);
+  return (*end == '\0' && x >= 0 && x < (1L << 30)) ? static_cast<int>(x) : -1;
+}
+
+void WriteProcessStart() {
+  LargeRecordBuilder r(fields::record::kProcessStart);
+  namespace f = fields::process_start;
+  r.w().Varint(f::kPid, g_pid);
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  r.w().String(f::kHost, host);
+  int rank = -1, size = -1, local = -1;
+  const char* source = "";
+  for (const RankSource& s : kRankSources) {
+    if ((rank = EnvInt(s.var)) >= 0) {
+      source = s.var;
+      size = EnvInt(s.size_var);
+      local = EnvInt(s.local_var);
+      break;
+    }
+  }
+  r.w().Sint(f::kGlobalRank, rank);
+  r.w().String(f::kRankSource, source);
+  r.w().Sint(f::kWorldSize, size);
+  r.w().Sint(f::kLocalRank, local);
+  char exe[1024] = {0};
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) exe[n] = '\0';
+  r.w().String(f::kExe, exe);
+  static const char* const kJobVars[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID"};
+  for (const char* var : kJobVars) {
+    const char* v = getenv(var);
+    if (v != nullptr && *v != '\0') {
+      r.w().String(f::kJobId, v);
+      break;
+    }
+  }
+  r.w().Varint(f::kShimVersion, kShimVersion);
+  r.Append(Region::kPinned);
+}
+
+int ModuleCallback(dl_phdr_info* info, size_t, void*) {
+  for (int i = 0; i < g_module_count; ++i)
+    if (g_module_bases[i] == info->dlpi_addr) return 0;
+  if (g_module_count >= kMaxModules) return 1;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  const uint8_t* build_id = nullptr;
+  size_t build_id_len = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD) {
+      lo = lo < ph.p_vaddr ? lo : ph.p_vaddr;
+      hi = hi > ph.p_vaddr + ph.p_memsz ? hi : ph.p_vaddr + ph.p_memsz;
+    } else if (ph.p_type == PT_NOTE) {
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
+      const uint8_t* end = p + ph.p_memsz;
+      while (p + sizeof(ElfW(Nhdr)) <= end) {
+        auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+        const uint8_t* name = p + sizeof(ElfW(Nhdr));
+        const uint8_t* desc = name + ((nh->n_namesz + 3) & ~3u);
+        if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+            desc + nh->n_descsz <= end) {
+          build_id = desc;
+          build_id_len = nh->n_descsz;
+        }
+        p = desc + ((nh->n_descsz + 3) & ~3u);
+      }
+    }
+  }
+  if (hi == 0) return 0;
+  g_module_bases[g_module_count++] = info->dlpi_addr;
+  const char* path = info->dlpi_name;
+  char exe[1024] = {0};
+  if (path == nullptr || path[0] == '\0') {
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) exe[n] = '\0';
+    path = exe;
+  }
+  LargeRecordBuilder r(fields::record::kModule);
+  namespace f = fields::module;
+  r.w().String(f::kPath, path);
+  r.w().Fixed64(f::kBase, info->dlpi_addr);
+  r.w().Fixed64(f::kStart, info->dlpi_addr + lo);
+  r.w().Fixed64(f::kEnd, info->dlpi_addr + hi);
+  if (build_id != nullptr) r.w().Bytes(f::kBuildId, build_id, build_id_len);
+  r.Append(Region::kPinned);
+  return 0;
+}
+
+}  // namespace
+
+ThreadState& ThisThread() {
+  if (__builtin_expect(t_thread.index == 0, 0)) t_thread.index = __atomic_add_fetch(&g_next_thread, 1, __ATOMIC_RELAXED);
+  return t_thread;
+}
+
+uint64_t NextGroupId() { return __atomic_add_fetch(&g_next_group, 1, __ATOMIC_RELAXED); }
+
+void WriteTimeAnchor(Region region) {
+  RecordBuilder<> r(fields::record::kTimeAnchor);
+  namespace f = fields::time_anchor;
+  r.w().Varint(f::kT, TraceNow());
+  r.w().Varint(f::kMonotonicNs, MonotonicNs());
+  r.w().Varint(f::kRealtimeNs, RealtimeNs());
+  r.Append(region);
+}
+
+void RecordNewModules() {
+  if (!g_ring.is_open()) return;
+  dl_iterate_phdr(ModuleCallback, nullptr);
+}
+
+void StopTracing() { __atomic_store_n(&g_tracer_state, kOff, __ATOMIC_RELEASE); }
+
+void InitTracer() {
+  int expected = kUninitialized;
+  if (!__atomic_compare_exchange_n(&g_tracer_state, &expected, kInitializing, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    while (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kInitializing) sched_yield();
+    return;
+  }
+  const int saved_errno = errno;
+  int final_state = kOff;
+  const char* on = getenv("NCCLWATCH");
+  if (on != nullptr && strcmp(on, "0") == 0) {
+    __atomic_store_n(&g_tracer_state, kOff, __ATOMIC_RELEASE);
+    errno = saved_errno;
+    return;
+  }
+  g_pid = static_cast<uint32_t>(getpid());
+  g_trace_clock = ChooseTraceClock();
+
+  RingConfig config;
+  char default_dir[256];
+  const char* dir = getenv("NCCLWATCH_DIR");
+  if (dir == nullptr || *dir == '\0') {
+    const char* tmp = getenv("TMPDIR");
+    snprintf(default_dir, sizeof(default_dir), "%s/ncclwatch-%u", (tmp && *tmp) ? tmp : "/tmp",
+             static_cast<unsigned>(geteuid()));
+    dir = default_dir;
+  }
+  config.dir = dir;
+  char msg[640];
+  if (const char* s = getenv("NCCLWATCH_RING_SIZE")) {
+    const uint64_t v = ParseSize(s);
+    if (v >= (64ull << 10) && v <= (64ull << 30)) {
+      config.ring_bytes = v;
+    } else {
+      snprintf(msg, sizeof(msg), "NCCLWATCH_RING_SIZE='%s' is not a size from 64K to 64G; using 16M", s);
+      Warn(msg);
+    }
+  }
+  if (const char* s = getenv("NCCLWATCH_FILE_MODE")) {
+    char* end = nullptr;
+    unsigned long m = strtoul(s, &end, 8);
+    if (*s != '\0' && *end == '\0' && m <= 0777 && (m & 0600) == 0600 && !(m & 0002)) {
+      config.file_mode = static_cast<unsigned>(m);
+    } else {
+      snprintf(msg, sizeof(msg), "NCCLWATCH_FILE_MODE='%s' is not an octal mode with owner read/write and no world write; using 0600", s);
+      Warn(msg);
+    }
+  }
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  config.host = host;
+  config.pid = g_pid;
+  config.start_ms = RealtimeNs() / 1000000ull;
+  config.clock = g_trace_clock;
+  char error[512];
+  if (g_ring.Open(config, error, sizeof(error))) {
+    final_state = kTracing;
+  } else {
+    snprintf(msg, sizeof(msg), "not tracing this process: %s", error);
+    Warn(msg);
+  }
+  if (final_state == kTracing) {
+    WriteProcessStart();
+    WriteTimeAnchor(Region::kPinned);
+    RecordNewModules();
+  }
+  __atomic_store_n(&g_tracer_state, final_state, __ATOMIC_RELEASE);
+  errno = saved_errno;
+}
+
+}  // namespace ncclwatch::shim

@@ -1,0 +1,472 @@
+// The NCCL entry points as libncclwatch.so exports them: each forwards to the
+// real NCCL (real_nccl.h) with its arguments unchanged and returns the real
+// result unchanged, recording the call around it (core/call_records.h).
+// pncclX is an alias of ncclX, as in NCCL itself.
+//
+// HOT PATH (collectives, point-to-point, groups, queries): no allocation, no
+// lock, no system call, async-signal-safe, errno as NCCL left it, once the
+// real function is resolved (see real_nccl.h for the first call). The
+// communicator create/destroy hooks also record modules and query NCCL.
+
+#include <nccl.h>
+#include <string.h>
+
+#include "core/call_records.h"
+#include "core/comm_registry.h"
+#include "core/tracer.h"
+#include "interpose/real_nccl.h"
+#include "ncclwatch/trace_fields.h"
+
+using namespace ncclwatch::shim;  // NOLINT: this file is the shim's NCCL surface
+namespace f = ncclwatch::fields;
+
+#define NCCLWATCH_API(ret, func, ...)                                                     \
+  extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__);                \
+  extern "C" __attribute__((visibility("default"), alias(#func))) ret p##func(__VA_ARGS__); \
+  extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__)
+
+#define CALLER __builtin_return_address(0)
+
+// Resolves the real function or returns what a missing NCCL gives.
+#define REAL_OR_FAIL(name)                          \
+  auto real = NCCLWATCH_REAL(name);                 \
+  if (__builtin_expect(real == nullptr, 0)) return NoRealNccl(#name)
+
+namespace {
+
+bool Reduces(uint32_t call) {
+  return call == f::kAllReduce || call == f::kReduce || call == f::kReduceScatter;
+}
+
+// One collective: record, forward, record the result.
+template <typename Fn, typename... Args>
+ncclResult_t Collective(Fn real, uint32_t call, const void* sendbuff, const void* recvbuff, size_t count,
+                        ncclDataType_t datatype, int redop, int root, ncclComm_t comm, cudaStream_t stream,
+                        const void* caller, Args... args) {
+  if (!Tracing()) return real(args...);
+  CollectiveCall c = BeginCollective(call, sendbuff, recvbuff, count, datatype, Reduces(call) ? redop : -1, root,
+                                     comm, stream, caller);
+  const ncclResult_t r = real(args...);
+  EndCollective(c, r);
+  return r;
+}
+
+int DeviceOf(ncclComm_t comm) {
+  int device = -1;
+  if (auto fn = NCCLWATCH_REAL(ncclCommCuDevice)) {
+    if (comm != nullptr && fn(comm, &device) != ncclSuccess) device = -1;
+  }
+  return device;
+}
+
+int RanksOf(ncclComm_t comm) {
+  int n = -1;
+  if (auto fn = NCCLWATCH_REAL(ncclCommCount)) {
+    if (comm != nullptr && fn(comm, &n) != ncclSuccess) n = -1;
+  }
+  return n;
+}
+
+int RankOf(ncclComm_t comm) {
+  int r = -1;
+  if (auto fn = NCCLWATCH_REAL(ncclCommUserRank)) {
+    if (comm != nullptr && fn(comm, &r) != ncclSuccess) r = -1;
+  }
+  return r;
+}
+
+ncclComm_t Made(ncclResult_t r, ncclComm_t* out) { return (Accepted(r) && out != nullptr) ? *out : nullptr; }
+
+int ConfigBlocking(const ncclConfig_t* config) {
+  return (config == nullptr || config->blocking == NCCL_CONFIG_UNDEF_INT) ? -1 : config->blocking;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ collectives
+
+NCCLWATCH_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+              ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclAllReduce);
+  return Collective(real, f::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1, comm, stream, CALLER, sendbuff,
+                    recvbuff, count, datatype, op, comm, stream);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclBroadcast);
+  return Collective(real, f::kBroadcast, sendbuff, recvbuff, count, datatype, -1, root, comm, stream, CALLER, sendbuff,
+                    recvbuff, count, datatype, root, comm, stream);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+              cudaStream_t stream) {
+  REAL_OR_FAIL(ncclBcast);
+  return Collective(real, f::kBcast, buff, buff, count, datatype, -1, root, comm, stream, CALLER, buff, count, datatype,
+                    root, comm, stream);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+              ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclReduce);
+  return Collective(real, f::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream, CALLER, sendbuff,
+                    recvbuff, count, datatype, op, root, comm, stream);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
+              ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclAllGather);
+  return Collective(real, f::kAllGather, sendbuff, recvbuff, sendcount, datatype, -1, -1, comm, stream, CALLER,
+                    sendbuff, recvbuff, sendcount, datatype, comm, stream);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
+              ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclReduceScatter);
+  return Collective(real, f::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, comm, stream, CALLER,
+                    sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+              ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclAlltoAll);
+  return Collective(real, f::kAllToAll, sendbuff, recvbuff, count, datatype, -1, -1, comm, stream, CALLER, sendbuff,
+                    recvbuff, count, datatype, comm, stream);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+              int root, ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclGather);
+  return Collective(real, f::kGather, sendbuff, recvbuff, count, datatype, -1, root, comm, stream, CALLER, sendbuff,
+                    recvbuff, count, datatype, root, comm, stream);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+              int root, ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclScatter);
+  return Collective(real, f::kScatter, sendbuff, recvbuff, count, datatype, -1, root, comm, stream, CALLER, sendbuff,
+                    recvbuff, count, datatype, root, comm, stream);
+}
+
+// ------------------------------------------------------------ point-to-point
+
+NCCLWATCH_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+              ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclSend);
+  if (!Tracing()) return real(sendbuff, count, datatype, peer, comm, stream);
+  P2pCall c = BeginP2p(true, sendbuff, count, datatype, peer, comm, stream, CALLER);
+  const ncclResult_t r = real(sendbuff, count, datatype, peer, comm, stream);
+  EndP2p(c, r);
+  return r;
+}
+
+NCCLWATCH_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+              ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclRecv);
+  if (!Tracing()) return real(recvbuff, count, datatype, peer, comm, stream);
+  P2pCall c = BeginP2p(false, recvbuff, count, datatype, peer, comm, stream, CALLER);
+  const ncclResult_t r = real(recvbuff, count, datatype, peer, comm, stream);
+  EndP2p(c, r);
+  return r;
+}
+
+// ------------------------------------------------------------ groups
+
+NCCLWATCH_API(ncclResult_t, ncclGroupStart) {
+  REAL_OR_FAIL(ncclGroupStart);
+  if (!Tracing()) return real();
+  CallRecord rec = BeginGroup(f::kGroupStart, CALLER);
+  const ncclResult_t r = real();
+  EndGroup(f::kGroupStart, rec, r);
+  return r;
+}
+
+NCCLWATCH_API(ncclResult_t, ncclGroupEnd) {
+  REAL_OR_FAIL(ncclGroupEnd);
+  if (!Tracing()) return real();
+  CallRecord rec = BeginGroup(f::kGroupEnd, CALLER);
+  const ncclResult_t r = real();
+  EndGroup(f::kGroupEnd, rec, r);
+  return r;
+}
+
+NCCLWATCH_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
+  REAL_OR_FAIL(ncclGroupSimulateEnd);
+  if (!Tracing()) return real(simInfo);
+  CallRecord rec = BeginGroup(f::kGroupSimulateEnd, CALLER);
+  const ncclResult_t r = real(simInfo);
+  EndGroup(f::kGroupSimulateEnd, rec, r);
+  return r;
+}
+
+// ------------------------------------------------------------ communicators
+
+NCCLWATCH_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
+  REAL_OR_FAIL(ncclGetUniqueId);
+  if (!Tracing()) return real(uniqueId);
+  // Written after the call (it does not block), with the identity of the
+  // communicator this id will make, so the decoder can tell whose id it was.
+  const void* caller = CALLER;
+  const ncclResult_t r = real(uniqueId);
+  const int64_t id = (r == ncclSuccess && uniqueId != nullptr)
+                         ? static_cast<int64_t>(CommIdFromUniqueIds(uniqueId, sizeof(*uniqueId)))
+                         : 0;
+  BeginApi(f::kGetUniqueId, nullptr, id, caller).Finish(r);
+  return r;
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  REAL_OR_FAIL(ncclCommInitRank);
+  if (!Tracing()) return real(comm, nranks, commId, rank);
+  CommInitBegin b;
+  b.comm = CommIdFromUniqueIds(&commId, sizeof(commId));
+  b.call = f::kCommInitRank;
+  b.nranks = nranks;
+  b.rank = rank;
+  b.caller = CALLER;
+  RecordCommInitBegin(b);
+  const ncclResult_t r = real(comm, nranks, commId, rank);
+  ncclComm_t made = Made(r, comm);
+  RecordCommInitEnd(b.comm, r, made, rank, nranks, DeviceOf(made));
+  return r;
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+              ncclConfig_t* config) {
+  REAL_OR_FAIL(ncclCommInitRankConfig);
+  if (!Tracing()) return real(comm, nranks, commId, rank, config);
+  CommInitBegin b;
+  b.comm = CommIdFromUniqueIds(&commId, sizeof(commId));
+  b.call = f::kCommInitRankConfig;
+  b.nranks = nranks;
+  b.rank = rank;
+  b.blocking = ConfigBlocking(config);
+  b.caller = CALLER;
+  RecordCommInitBegin(b);
+  const ncclResult_t r = real(comm, nranks, commId, rank, config);
+  ncclComm_t made = Made(r, comm);
+  RecordCommInitEnd(b.comm, r, made, rank, nranks, DeviceOf(made));
+  return r;
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
+              ncclUniqueId* commIds, ncclConfig_t* config) {
+  REAL_OR_FAIL(ncclCommInitRankScalable);
+  if (!Tracing() || commIds == nullptr || nId < 1) return real(newcomm, nranks, myrank, nId, commIds, config);
+  CommInitBegin b;
+  b.comm = CommIdFromUniqueIds(commIds, sizeof(ncclUniqueId) * static_cast<size_t>(nId));
+  b.call = f::kCommInitRankScalable;
+  b.nranks = nranks;
+  b.rank = myrank;
+  b.blocking = ConfigBlocking(config);
+  b.caller = CALLER;
+  RecordCommInitBegin(b);
+  const ncclResult_t r = real(newcomm, nranks, myrank, nId, commIds, config);
+  ncclComm_t made = Made(r, newcomm);
+  RecordCommInitEnd(b.comm, r, made, myrank, nranks, DeviceOf(made));
+  return r;
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const int* devlist) {
+  REAL_OR_FAIL(ncclCommInitAll);
+  if (!Tracing() || comm == nullptr || ndev < 1) return real(comm, ndev, devlist);
+  CommInitBegin b;
+  b.comm = CommIdForInitAll();
+  b.call = f::kCommInitAll;
+  b.nranks = ndev;
+  b.caller = CALLER;
+  for (int i = 0; i < ndev; ++i) {
+    b.rank = i;
+    RecordCommInitBegin(b);
+  }
+  const ncclResult_t r = real(comm, ndev, devlist);
+  for (int i = 0; i < ndev; ++i) {
+    ncclComm_t made = Accepted(r) ? comm[i] : nullptr;
+    RecordCommInitEnd(b.comm, r, made, i, ndev, DeviceOf(made));
+  }
+  return r;
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+              ncclConfig_t* config) {
+  REAL_OR_FAIL(ncclCommSplit);
+  if (!Tracing()) return real(comm, color, key, newcomm, config);
+  CommState* parent = g_comms.FindOrAdopt(comm);
+  CommInitBegin b;
+  b.call = f::kCommSplit;
+  b.parent = parent ? parent->id : 0;
+  b.split_index = parent ? __atomic_fetch_add(&parent->split_count, 1u, __ATOMIC_RELAXED) : 0;
+  b.color = color;
+  b.key = key;
+  b.comm = color == NCCL_SPLIT_NOCOLOR ? 0 : CommIdForSplit(b.parent, b.split_index, color);
+  b.blocking = ConfigBlocking(config);
+  b.caller = CALLER;
+  RecordCommInitBegin(b);
+  const ncclResult_t r = real(comm, color, key, newcomm, config);
+  ncclComm_t made = Made(r, newcomm);
+  RecordCommInitEnd(b.comm, r, made, RankOf(made), RanksOf(made), DeviceOf(made));
+  return r;
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+              ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  REAL_OR_FAIL(ncclCommShrink);
+  if (!Tracing()) return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  CommState* parent = g_comms.FindOrAdopt(comm);
+  const int nexcluded = excludeRanksList != nullptr && excludeRanksCount > 0 ? excludeRanksCount : 0;
+  CommInitBegin b;
+  b.call = f::kCommShrink;
+  b.parent = parent ? parent->id : 0;
+  b.split_index = parent ? __atomic_fetch_add(&parent->split_count, 1u, __ATOMIC_RELAXED) : 0;
+  b.comm = CommIdForShrink(b.parent, b.split_index, excludeRanksList, nexcluded);
+  b.nranks = parent && parent->nranks > 0 ? parent->nranks - nexcluded : -1;
+  b.excluded = excludeRanksList;
+  b.nexcluded = nexcluded;
+  b.blocking = ConfigBlocking(config);
+  b.caller = CALLER;
+  RecordCommInitBegin(b);
+  const ncclResult_t r = real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  ncclComm_t made = Made(r, newcomm);
+  RecordCommInitEnd(b.comm, r, made, RankOf(made), RanksOf(made), DeviceOf(made));
+  return r;
+}
+
+namespace {
+
+template <typename Fn>
+ncclResult_t CommEnd(Fn real, uint32_t call, ncclComm_t comm) {
+  if (!Tracing()) return real(comm);
+  CallRecord rec = BeginCommEnd(call, comm);
+  const ncclResult_t r = real(comm);
+  EndCommEnd(call, comm, rec, r);
+  return r;
+}
+
+}  // namespace
+
+NCCLWATCH_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  REAL_OR_FAIL(ncclCommFinalize);
+  return CommEnd(real, f::kCommFinalize, comm);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  REAL_OR_FAIL(ncclCommDestroy);
+  return CommEnd(real, f::kCommDestroy, comm);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  REAL_OR_FAIL(ncclCommAbort);
+  return CommEnd(real, f::kCommAbort, comm);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
+  REAL_OR_FAIL(ncclCommRevoke);
+  if (!Tracing()) return real(comm, revokeFlags);
+  CallRecord rec = BeginCommEnd(f::kCommRevoke, comm);
+  const ncclResult_t r = real(comm, revokeFlags);
+  EndCommEnd(f::kCommRevoke, comm, rec, r);
+  return r;
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
+  REAL_OR_FAIL(ncclCommGetAsyncError);
+  const ncclResult_t r = real(comm, asyncError);
+  if (Tracing()) RecordAsyncError(comm, r, asyncError != nullptr ? *asyncError : -1, CALLER);
+  return r;
+}
+
+// ------------------------------------------------------------ queries: forwarded, not recorded
+
+NCCLWATCH_API(ncclResult_t, ncclGetVersion, int* version) {
+  REAL_OR_FAIL(ncclGetVersion);
+  return real(version);
+}
+
+NCCLWATCH_API(const char*, ncclGetErrorString, ncclResult_t result) {
+  auto real = NCCLWATCH_REAL(ncclGetErrorString);
+  return real ? real(result) : "unknown result code";
+}
+
+NCCLWATCH_API(const char*, ncclGetLastError, ncclComm_t comm) {
+  auto real = NCCLWATCH_REAL(ncclGetLastError);
+  return real ? real(comm) : "";
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+NCCLWATCH_API(void, ncclResetDebugInit) {
+  if (auto real = NCCLWATCH_REAL(ncclResetDebugInit)) real();
+}
+#pragma GCC diagnostic pop
+
+NCCLWATCH_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
+  REAL_OR_FAIL(ncclCommCount);
+  return real(comm, count);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
+  REAL_OR_FAIL(ncclCommCuDevice);
+  return real(comm, device);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
+  REAL_OR_FAIL(ncclCommUserRank);
+  return real(comm, rank);
+}
+
+// ------------------------------------------------------------ memory, registration, operators
+
+namespace {
+
+template <typename Fn, typename... Args>
+ncclResult_t Api(Fn real, uint32_t call, const void* comm, const void* caller, Args... args) {
+  if (!Tracing()) return real(args...);
+  CallRecord rec = BeginApi(call, comm, 0, caller);
+  const ncclResult_t r = real(args...);
+  rec.Finish(r);
+  return r;
+}
+
+}  // namespace
+
+NCCLWATCH_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
+  REAL_OR_FAIL(ncclMemAlloc);
+  return Api(real, f::kMemAlloc, nullptr, CALLER, ptr, size);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclMemFree, void* ptr) {
+  REAL_OR_FAIL(ncclMemFree);
+  return Api(real, f::kMemFree, nullptr, CALLER, ptr);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  REAL_OR_FAIL(ncclCommRegister);
+  return Api(real, f::kCommRegister, comm, CALLER, comm, buff, size, handle);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
+  REAL_OR_FAIL(ncclCommDeregister);
+  return Api(real, f::kCommDeregister, comm, CALLER, comm, handle);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+              int winFlags) {
+  REAL_OR_FAIL(ncclCommWindowRegister);
+  return Api(real, f::kCommWindowRegister, comm, CALLER, comm, buff, size, win, winFlags);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
+  REAL_OR_FAIL(ncclCommWindowDeregister);
+  return Api(real, f::kCommWindowDeregister, comm, CALLER, comm, win);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+              ncclScalarResidence_t residence, ncclComm_t comm) {
+  REAL_OR_FAIL(ncclRedOpCreatePreMulSum);
+  return Api(real, f::kRedOpCreatePreMulSum, comm, CALLER, op, scalar, datatype, residence, comm);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
+  REAL_OR_FAIL(ncclRedOpDestroy);
+  return Api(real, f::kRedOpDestroy, comm, CALLER, op, comm);
+}

@@ -1,0 +1,195 @@
+// HOT PATH (Append, Patch, AppendAt): no allocation, no lock, no system call,
+// async-signal-safe. Open() is start-up only.
+
+#include "ring/ring_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace ncclwatch::shim {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+uint64_t FloorPowerOfTwo(uint64_t v) {
+  uint64_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+bool Fail(char* error, size_t n, const char* fmt, const char* a, const char* b = "") {
+  snprintf(error, n, fmt, a, b);
+  return false;
+}
+
+// mkdir -p, each new component 0700.
+bool MakeDirs(const char* dir, char* error, size_t n) {
+  char path[512];
+  if (snprintf(path, sizeof(path), "%s", dir) >= static_cast<int>(sizeof(path))) {
+    return Fail(error, n, "the path %s is too long%s", dir);
+  }
+  for (char* p = path + 1;; ++p) {
+    const bool end = *p == '\0';
+    if (*p == '/' || end) {
+      *p = '\0';
+      if (mkdir(path, 0700) != 0 && errno != EEXIST) return Fail(error, n, "cannot create %s: %s", path, strerror(errno));
+      if (end) break;
+      *p = '/';
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
+  if (c.dir == nullptr || c.dir[0] == '\0') return Fail(error, error_len, "no trace directory given%s%s", "");
+  const uint64_t slot = NCCLWATCH_SLOT_BYTES;
+  const uint64_t ring_slots = FloorPowerOfTwo(c.ring_bytes / slot < 64 ? 64 : c.ring_bytes / slot);
+  const uint64_t pinned_slots = FloorPowerOfTwo(c.pinned_bytes / slot < 64 ? 64 : c.pinned_bytes / slot);
+  const uint64_t pinned_offset = NCCLWATCH_HEADER_REGION_BYTES;
+  const uint64_t ring_offset = RoundUp(pinned_offset + pinned_slots * slot, kPage);
+  const uint64_t total = ring_offset + ring_slots * slot;
+
+  if (!MakeDirs(c.dir, error, error_len)) return false;
+  struct stat st;
+  if (stat(c.dir, &st) != 0) return Fail(error, error_len, "cannot use %s: %s", c.dir, strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return Fail(error, error_len, "%s is not a directory%s", c.dir);
+  if ((st.st_mode & S_IWOTH) && !((st.st_mode & S_ISVTX) && st.st_uid == geteuid())) {
+    return Fail(error, error_len, "%s is writable by everyone and not a sticky directory of yours%s", c.dir);
+  }
+
+  char host[64];
+  snprintf(host, sizeof(host), "%s", c.host);
+  for (char* h = host; *h; ++h)
+    if (*h == '/' || *h == ' ') *h = '_';
+  if (snprintf(path_, sizeof(path_), "%s/ncclwatch.%s.%u.%llu.trace", c.dir, host, c.pid,
+               static_cast<unsigned long long>(c.start_ms)) >= static_cast<int>(sizeof(path_))) {
+    return Fail(error, error_len, "the path under %s is too long%s", c.dir);
+  }
+  const int fd = open(path_, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, c.file_mode);
+  if (fd < 0) return Fail(error, error_len, "cannot create %s: %s", path_, strerror(errno));
+  (void)fchmod(fd, c.file_mode);  // exactly what was asked, whatever the umask
+  // Every block is allocated now: a full disk must fail here, not as SIGBUS
+  // in the middle of the program.
+  const int rc = posix_fallocate(fd, 0, static_cast<off_t>(total));
+  if (rc != 0) {
+    close(fd);
+    unlink(path_);
+    char size[32];
+    snprintf(size, sizeof(size), "%llu", static_cast<unsigned long long>(total));
+    return Fail(error, error_len, "cannot allocate %s bytes for the trace: %s", size, strerror(rc));
+  }
+  void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int map_errno = errno;
+  close(fd);
+  if (m == MAP_FAILED) {
+    unlink(path_);
+    return Fail(error, error_len, "cannot map %s: %s", path_, strerror(map_errno));
+  }
+
+  auto* h = static_cast<ncclwatch_ring_header*>(m);
+  h->format_version = NCCLWATCH_RING_FORMAT_VERSION;
+  h->schema_version = NCCLWATCH_SCHEMA_VERSION;
+  h->header_bytes = sizeof(ncclwatch_ring_header);
+  h->endian_check = NCCLWATCH_ENDIAN_CHECK;
+  h->pointer_bytes = sizeof(void*);
+  h->slot_bytes = NCCLWATCH_SLOT_BYTES;
+  h->clock = c.clock;
+  h->file_bytes = total;
+  h->pinned_offset = pinned_offset;
+  h->pinned_slots = pinned_slots;
+  h->ring_offset = ring_offset;
+  h->ring_slots = ring_slots;
+  h->pid = c.pid;
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  h->created_realtime_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  snprintf(h->host, sizeof(h->host), "%s", c.host);
+  // The magic goes last: a reader never sees a valid magic on a half-made header.
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  memcpy(h->magic, NCCLWATCH_RING_MAGIC, 8);
+
+  pinned_ = static_cast<uint8_t*>(m) + pinned_offset;
+  ring_ = static_cast<uint8_t*>(m) + ring_offset;
+  pinned_slots_ = pinned_slots;
+  ring_slots_ = ring_slots;
+  ring_mask_ = ring_slots - 1;
+  __atomic_store_n(&header_, h, __ATOMIC_RELEASE);
+  return true;
+}
+
+bool RingWriter::AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, uint64_t first, uint32_t nslots,
+                          const uint8_t* record, size_t len) {
+  (void)slot_count;
+  size_t done = 0;
+  for (uint32_t j = 0; j < nslots; ++j) {
+    const uint64_t idx = first + j;
+    uint8_t* slot = slots + (idx & mask) * NCCLWATCH_SLOT_BYTES;
+    auto* sh = reinterpret_cast<ncclwatch_slot_header*>(slot);
+    // Invalidate, then fill, then publish: a live reader that copies the slot
+    // between the two stamp stores sees 0 and discards it.
+    __atomic_store_n(&sh->stamp, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    const size_t piece = len - done < NCCLWATCH_SLOT_PAYLOAD_BYTES ? len - done : NCCLWATCH_SLOT_PAYLOAD_BYTES;
+    sh->length = static_cast<uint16_t>(piece);
+    sh->kind = nslots == 1 ? NCCLWATCH_SLOT_SINGLE
+               : j == 0    ? NCCLWATCH_SLOT_FIRST
+               : j + 1 == nslots ? NCCLWATCH_SLOT_LAST
+                                 : NCCLWATCH_SLOT_MIDDLE;
+    sh->record_bytes = static_cast<uint32_t>(len);
+    memcpy(slot + NCCLWATCH_SLOT_HEADER_BYTES, record + done, piece);
+    done += piece;
+    __atomic_store_n(&sh->stamp, idx + 1, __ATOMIC_RELEASE);
+  }
+  return true;
+}
+
+bool RingWriter::Append(Region region, const uint8_t* record, size_t len, RecordLocation* where) {
+  ncclwatch_ring_header* h = __atomic_load_n(&header_, __ATOMIC_ACQUIRE);
+  if (h == nullptr || len > NCCLWATCH_MAX_RECORD_BYTES) return false;
+  const uint32_t nslots =
+      len <= NCCLWATCH_SLOT_PAYLOAD_BYTES ? 1 : static_cast<uint32_t>((len + NCCLWATCH_SLOT_PAYLOAD_BYTES - 1) /
+                                                                      NCCLWATCH_SLOT_PAYLOAD_BYTES);
+  if (region == Region::kPinned) {
+    const uint64_t first = __atomic_fetch_add(&h->pinned_next, nslots, __ATOMIC_RELAXED);
+    if (first + nslots <= pinned_slots_) {
+      AppendAt(pinned_, pinned_slots_, pinned_slots_ - 1, first, nslots, record, len);
+      if (where) *where = RecordLocation{pinned_, pinned_slots_, first};
+      return true;
+    }
+    __atomic_fetch_add(&h->pinned_overflow, 1, __ATOMIC_RELAXED);
+  }
+  const uint64_t first = __atomic_fetch_add(&h->ring_next, nslots, __ATOMIC_RELAXED);
+  AppendAt(ring_, ring_slots_, ring_mask_, first, nslots, record, len);
+  if (where) *where = RecordLocation{ring_, ring_slots_, first};
+  return true;
+}
+
+void RingWriter::Patch(const RecordLocation& where, size_t offset, const void* data, size_t len) {
+  if (where.slots == nullptr) return;
+  const uint64_t mask = where.slot_count - 1;
+  const uint8_t* src = static_cast<const uint8_t*>(data);
+  while (len > 0) {
+    const uint64_t idx = where.index + offset / NCCLWATCH_SLOT_PAYLOAD_BYTES;
+    const size_t within = offset % NCCLWATCH_SLOT_PAYLOAD_BYTES;
+    const size_t piece = NCCLWATCH_SLOT_PAYLOAD_BYTES - within < len ? NCCLWATCH_SLOT_PAYLOAD_BYTES - within : len;
+    uint8_t* slot = where.slots + (idx & mask) * NCCLWATCH_SLOT_BYTES;
+    auto* sh = reinterpret_cast<ncclwatch_slot_header*>(slot);
+    if (__atomic_load_n(&sh->stamp, __ATOMIC_ACQUIRE) != idx + 1) return;  // overwritten since
+    memcpy(slot + NCCLWATCH_SLOT_HEADER_BYTES + within, src, piece);
+    src += piece;
+    offset += piece;
+    len -= piece;
+  }
+}
+
+}  // namespace ncclwatch::shim

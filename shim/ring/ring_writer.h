@@ -1,0 +1,84 @@
+// RingWriter: appends records to a trace file (proto/ncclwatch/ring_format.h).
+//
+// HOT PATH: Append(), Patch() and everything they call allocate nothing,
+// take no lock, make no system call and are async-signal-safe; any number of
+// threads (and a signal handler) may append at once. Open() is start-up only:
+// it creates the file, allocates its blocks and maps it.
+//
+// Records go to one of two regions. kRing wraps and keeps the newest; kPinned
+// is written once and never overwritten, for what the rest of a trace cannot
+// be read without (process identity, communicators); when kPinned is full its
+// records go to the ring and the header counts them.
+//
+// Ownership: the mapping lives for the life of the process; the file belongs
+// to the user who ran the program.
+
+#ifndef NCCLWATCH_SHIM_RING_RING_WRITER_H_
+#define NCCLWATCH_SHIM_RING_RING_WRITER_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ncclwatch/ring_format.h"
+
+namespace ncclwatch::shim {
+
+enum class Region { kRing, kPinned };
+
+struct RingConfig {
+  const char* dir = nullptr;  // created (0700) if missing
+  uint64_t ring_bytes = 16ull << 20;
+  uint64_t pinned_bytes = 256ull << 10;
+  unsigned file_mode = 0600;
+  uint32_t clock = NCCLWATCH_CLOCK_MONOTONIC_NS;
+  const char* host = "";
+  uint32_t pid = 0;
+  uint64_t start_ms = 0;  // goes into the file name
+};
+
+// Where a record landed, so a field can be rewritten in place later (the
+// result of a call that had not returned when the record was written).
+struct RecordLocation {
+  uint8_t* slots = nullptr;  // the region's first slot
+  uint64_t slot_count = 0;   // slots in the region (a power of two for the ring)
+  uint64_t index = 0;        // logical index of the record's first slot
+};
+
+class RingWriter {
+ public:
+  // Creates <dir>/ncclwatch.<host>.<pid>.<start_ms>.trace: a new file (never
+  // an existing one, never through a symlink) in a directory that is not
+  // world-writable unless it is sticky and owned by the caller. On failure
+  // returns false and writes the reason into `error`. Not signal-safe.
+  bool Open(const RingConfig& config, char* error, size_t error_len);
+
+  bool is_open() const { return header_ != nullptr; }
+  const char* path() const { return path_; }
+
+  // Appends one serialized record. Returns false if the writer is closed or
+  // the record is larger than NCCLWATCH_MAX_RECORD_BYTES.
+  bool Append(Region region, const uint8_t* record, size_t len, RecordLocation* where = nullptr);
+
+  // Overwrites `len` bytes at `offset` within the record at `where`, if that
+  // record has not been overwritten since. A reader sees the old or the new
+  // bytes.
+  void Patch(const RecordLocation& where, size_t offset, const void* data, size_t len);
+
+  ncclwatch_ring_header* header() const { return header_; }
+
+ private:
+  bool AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, uint64_t first, uint32_t nslots,
+                const uint8_t* record, size_t len);
+
+  ncclwatch_ring_header* header_ = nullptr;
+  uint8_t* pinned_ = nullptr;
+  uint8_t* ring_ = nullptr;
+  uint64_t pinned_slots_ = 0;
+  uint64_t ring_slots_ = 0;
+  uint64_t ring_mask_ = 0;
+  char path_[512] = {0};
+};
+
+}  // namespace ncclwatch::shim
+
+#endif  // NCCLWATCH_SHIM_RING_RING_WRITER_H_
