@@ -58,6 +58,7 @@ void CollectiveAlignment::AddMember(int process, int32_t comm_rank, const std::v
       ref_.insert(ref_.begin(), grow, CollectiveSignature{});
       ref_time_.insert(ref_time_.begin(), grow, 0);
       ref_provider_.insert(ref_provider_.begin(), grow, -1);
+      ref_caller_.insert(ref_caller_.begin(), grow, 0);
       ref_set_.insert(ref_set_.begin(), grow, false);
       base_ = e->seq;
     }
@@ -66,12 +67,14 @@ void CollectiveAlignment::AddMember(int process, int32_t comm_rank, const std::v
       ref_.resize(at + 1);
       ref_time_.resize(at + 1, 0);
       ref_provider_.resize(at + 1, -1);
+      ref_caller_.resize(at + 1, 0);
       ref_set_.resize(at + 1, false);
     }
     if (!ref_set_[at]) {
       ref_[at] = sig;
       ref_time_[at] = trace.RealtimeNs(e->t);
       ref_provider_[at] = me;
+      ref_caller_[at] = e->caller;
       ref_set_[at] = true;
     } else if (!m.diverges && ref_[at] != sig) {
       m.diverges = true;
@@ -89,12 +92,13 @@ std::optional<uint64_t> CollectiveAlignment::FirstDivergence() const {
   return first;
 }
 
-bool CollectiveAlignment::ReferenceAt(uint64_t seq, CollectiveSignature* sig, int64_t* entered_ns,
-                                      int* provider) const {
+bool CollectiveAlignment::ReferenceAt(uint64_t seq, CollectiveSignature* sig, int64_t* entered_ns, int* provider,
+                                      uint64_t* caller) const {
   if (seq < base_ || seq - base_ >= ref_.size() || !ref_set_[seq - base_]) return false;
   if (sig) *sig = ref_[seq - base_];
   if (entered_ns) *entered_ns = ref_time_[seq - base_];
   if (provider) *provider = ref_provider_[seq - base_];
+  if (caller) *caller = ref_caller_[seq - base_];
   return true;
 }
 

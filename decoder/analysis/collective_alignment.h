@@ -65,8 +65,10 @@ class CollectiveAlignment {
 
   // The first sequence number any member departs from the reference, if any.
   std::optional<uint64_t> FirstDivergence() const;
-  // The reference's signature at `seq`, and when (realtime ns) its provider entered it.
-  bool ReferenceAt(uint64_t seq, CollectiveSignature* sig, int64_t* entered_ns, int* provider) const;
+  // The reference's signature at `seq`, when (realtime ns) its provider
+  // entered it, which member provided it (index into members()), and from where.
+  bool ReferenceAt(uint64_t seq, CollectiveSignature* sig, int64_t* entered_ns, int* provider,
+                   uint64_t* caller = nullptr) const;
   // The highest sequence number any member entered.
   std::optional<uint64_t> Frontier() const;
 
@@ -75,6 +77,7 @@ class CollectiveAlignment {
   std::vector<CollectiveSignature> ref_;
   std::vector<int64_t> ref_time_;
   std::vector<int> ref_provider_;  // index into members_
+  std::vector<uint64_t> ref_caller_;
   std::vector<bool> ref_set_;
   std::vector<AlignedMember> members_;
 };

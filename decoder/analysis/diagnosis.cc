@@ -275,7 +275,10 @@ class Diagnoser {
   void Mismatch(uint64_t comm, const CollectiveAlignment& al, uint64_t seq, int nranks) {
     CollectiveSignature ref;
     int64_t when = 0;
-    al.ReferenceAt(seq, &ref, &when, nullptr);
+    int ref_member = -1;
+    uint64_t ref_caller = 0;
+    al.ReferenceAt(seq, &ref, &when, &ref_member, &ref_caller);
+    const int ref_process = ref_member >= 0 ? al.members()[ref_member].process : -1;
     struct Group {
       CollectiveSignature sig;
       std::vector<int> ranks;
@@ -292,21 +295,18 @@ class Diagnoser {
         caller = m.at_divergence.caller;
       } else if (m.any && m.lo <= seq && m.hi >= seq) {
         sig = ref;
-        caller = m.hi == seq ? m.last.caller : 0;
+        caller = ref_caller;  // the same call, made from the same place as the reference's
       } else {
         not_reached.push_back(Global(m.process, comm, m.comm_rank));
         continue;
       }
       auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.sig == sig; });
       if (it == groups.end()) {
-        groups.push_back({sig, {}, m.process, caller});
+        groups.push_back({sig, {}, sig == ref ? ref_process : m.process, caller});
         it = std::prev(groups.end());
       }
       it->ranks.push_back(Global(m.process, comm, m.comm_rank));
-      if (it->caller == 0) {
-        it->caller = caller;
-        it->process = m.process;
-      }
+
     }
     if (groups.size() < 2) return;
     // The majority did what NCCL expected of everyone; on a tie, the group
@@ -335,7 +335,7 @@ class Diagnoser {
     const std::string hint = FieldHint(x.field);
     x.fix = absl::StrFormat(
         "make every rank call the same collectives in the same order with the same arguments; %s took another path "
-        "at collective #%u (call site below)%s",
+        "at collective #%u (see its call site)%s",
         RanksNoun(x.ranks), seq, hint.empty() ? "" : absl::StrCat(": ", hint));
     std::string groups_json = "[";
     for (size_t i = 0; i < groups.size(); ++i) {
@@ -379,6 +379,24 @@ class Diagnoser {
           x.groups.push_back({{receiver}, absl::StrCat("Recv #", pr.seq, " of ", op(pr.receive), " from rank ", sender,
                                                        " (", Site(pr.receiver_process, pr.receive.caller), ")")});
           break;
+        case P2pProblem::kOrderMismatch: {
+          x.field = "order";
+          auto place = [](int64_t n) {
+            return n == 0 ? std::string("before its first collective") : absl::StrCat("after collective #", n - 1);
+          };
+          x.detail = absl::StrFormat(
+              "rank %d posted its send #%u to rank %d %s of %s, but rank %d posted the matching receive %s: both sides "
+              "wait on the communicator's stream behind a collective the other has not reached",
+              sender, pr.seq, receiver, place(pr.send.collectives_before), CommPhrase(pr.comm, nranks), receiver,
+              place(pr.receive.collectives_before));
+          x.groups.push_back({{sender}, absl::StrCat("Send #", pr.seq, " to rank ", receiver, " ",
+                                                     place(pr.send.collectives_before), " (",
+                                                     Site(pr.sender_process, pr.send.caller), ")")});
+          x.groups.push_back({{receiver}, absl::StrCat("Recv #", pr.seq, " from rank ", sender, " ",
+                                                       place(pr.receive.collectives_before), " (",
+                                                       Site(pr.receiver_process, pr.receive.caller), ")")});
+          break;
+        }
         case P2pProblem::kSendNotReceived:
           x.detail = absl::StrFormat(
               "rank %d sent %s to rank %d as its send #%u to that peer on %s, and rank %d never posted the matching "
@@ -416,7 +434,9 @@ class Diagnoser {
       x.nranks = job_.CommSize(o.comm_a);
       const int self_rank = procs_[o.process].rank;
       const int ref_rank = procs_[o.reference_process].rank;
-      x.ranks = {self_rank};
+      // Both sides of the conflicting pair: which of two orders is "the" wrong
+      // one is not something the traces can tell.
+      x.ranks = {std::min(self_rank, ref_rank), std::max(self_rank, ref_rank)};
       x.when_ns = o.when_ns;
       const std::string a = absl::StrCat("collective #", o.seq_a, " of ", CommShort(o.comm_a));
       const std::string b = absl::StrCat("collective #", o.seq_b, " of ", CommShort(o.comm_b));

@@ -6,8 +6,10 @@
 // kept, compactly, only until the other side is added; then the two are
 // compared and dropped.
 //
-// What it finds: the first #k where the sizes differ, or an unmatched tail:
-// sends never received, receives never sent.
+// What it finds: the first #k where the sizes differ; the first #k whose two
+// sides were posted between different collectives of the communicator (they
+// share its stream, so each side waits behind a collective the other is
+// waiting for); or an unmatched tail: sends never received, receives never sent.
 
 #ifndef NCCLWATCH_DECODER_ANALYSIS_P2P_MATCHING_H_
 #define NCCLWATCH_DECODER_ANALYSIS_P2P_MATCHING_H_
@@ -29,10 +31,13 @@ struct P2pOp {
   int32_t datatype = 0;
   int64_t when_ns = 0;  // realtime when it was posted
   uint64_t caller = 0;
+  // How many collectives of the communicator the rank had issued before it:
+  // both sides must agree, or on one stream each waits for the other.
+  int64_t collectives_before = -1;  // -1: unknown (the trace wrapped)
 };
 
 struct P2pProblem {
-  enum Kind { kSizeMismatch, kSendNotReceived, kReceiveNotSent };
+  enum Kind { kSizeMismatch, kSendNotReceived, kReceiveNotSent, kOrderMismatch };
   Kind kind = kSizeMismatch;
   uint64_t comm = 0;
   int32_t sender = -1;  // communicator ranks
@@ -40,8 +45,8 @@ struct P2pProblem {
   int sender_process = -1;
   int receiver_process = -1;
   uint64_t seq = 0;
-  P2pOp send;     // kSizeMismatch, kSendNotReceived
-  P2pOp receive;  // kSizeMismatch, kReceiveNotSent
+  P2pOp send;     // kSizeMismatch, kSendNotReceived, kOrderMismatch
+  P2pOp receive;  // kSizeMismatch, kReceiveNotSent, kOrderMismatch
   uint64_t other_side_posted = 0;  // how many the other side posted in all
   int64_t when_ns = 0;
 };

@@ -65,12 +65,16 @@ std::string Demangle(const std::string& name) {
   std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
   if (status != 0 || !d) return name;
   std::string s = d.get();
-  // Keep it to the function: drop the parameter list.
-  size_t depth = 0;
+  // Keep it to the function: drop the parameter list (the first '(' outside
+  // template arguments, lambda names and parentheses).
+  int angle = 0, brace = 0;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '<') ++depth;
-    if (s[i] == '>' && depth) --depth;
-    if (s[i] == '(' && depth == 0) return s.substr(0, i);
+    const char c = s[i];
+    if (c == '<') ++angle;
+    if (c == '>' && angle) --angle;
+    if (c == '{') ++brace;
+    if (c == '}' && brace) --brace;
+    if (c == '(' && angle == 0 && brace == 0 && i > 0) return s.substr(0, i);
   }
   return s;
 }

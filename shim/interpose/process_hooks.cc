@@ -46,6 +46,7 @@ ExitFn g_real_underscore_exit = nullptr;
 ExitFn g_real_big_exit = nullptr;
 
 int g_hooks_installed = 0;
+int g_on_exit_registered = 0;
 struct sigaction g_program_action[NSIG];  // what the program believes is installed
 
 bool Watched(int signo) {
@@ -129,6 +130,12 @@ void InstallSignalHooks() {
 
 void OnForkChild() { StopTracing(); }
 
+// Runs inside exit(), also the one libc makes when main returns (which does
+// not go through the exit() hook): it is told the exit status.
+void OnExit(int status, void*) {
+  if (Tracing()) RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, status);
+}
+
 __attribute__((constructor)) void NcclwatchStart() {
   InitTracer();
   ResolveRealNccl();
@@ -136,13 +143,15 @@ __attribute__((constructor)) void NcclwatchStart() {
   if (Tracing()) {
     InstallSignalHooks();
     pthread_atfork(nullptr, nullptr, OnForkChild);
+    g_on_exit_registered = on_exit(OnExit, nullptr) == 0;
   }
 }
 
-// main returned (or exit() ran without going through the hook, as libc's
-// own call from __libc_start_main does).
+// Destructors run before OnExit (the loader registers their runner after the
+// shim's constructor registered OnExit), so this records an end with an
+// unknown status only when OnExit will not run.
 __attribute__((destructor)) void NcclwatchStop() {
-  if (Tracing()) RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, -1);
+  if (!g_on_exit_registered && Tracing()) RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, -1);
 }
 
 }  // namespace

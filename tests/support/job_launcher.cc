@@ -285,11 +285,15 @@ JobResult RunJob(const JobSpec& spec) {
       if (NowS() - all_exited_at > 1.0) break;
     }
     if (running > 0 && NowS() > deadline) {
+      // A scheduler's way: SIGTERM, a grace period, then SIGKILL.
+      const bool first = !result.timed_out;
       result.timed_out = true;
+      const bool grace_over = NowS() > deadline + spec.term_grace_s;
       for (RankResult& rr : result.ranks) {
         if (rr.pid <= 0 || rr.exited || rr.signal != 0) continue;
         rr.killed_at_timeout = true;
-        killpg(rr.pid, SIGKILL);
+        if (first) killpg(rr.pid, SIGTERM);
+        if (grace_over) killpg(rr.pid, SIGKILL);
       }
     }
   }

@@ -35,7 +35,8 @@ struct JobSpec {
   std::vector<std::string> env;   // "KEY=VALUE" for every rank; "KEY" unsets it
   std::map<int, RankOptions> ranks;
   std::string shm_size;     // e.g. "16m"; empty: the host's /dev/shm
-  double timeout_s = 60;    // then every rank still running is killed
+  double timeout_s = 60;    // then every rank still running gets SIGTERM,
+  double term_grace_s = 1;  // and SIGKILL this long after (as torchrun, Slurm do)
   bool tag_output = false;  // prefix lines with "[rank N] " when echoing
   bool echo = false;        // copy the ranks' output to our stdout as it comes
 };
