@@ -1,0 +1,68 @@
+// Test helpers for ncclwatch end to end: run a job under the preloaded shim
+// into its own trace folder, run the ncclwatch command on it, and read the
+// JSON diagnosis (parsed with libprotobuf's JSON support into a Struct).
+
+#ifndef NCCLWATCH_TESTS_SUPPORT_TRACED_JOB_H_
+#define NCCLWATCH_TESTS_SUPPORT_TRACED_JOB_H_
+
+#include <google/protobuf/struct.pb.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/job_launcher.h"
+
+namespace jobs {
+
+// A folder under /tmp, removed with the object.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string ShimPath();
+std::string NcclwatchPath();
+
+// A job on the simulator with libncclwatch.so preloaded, tracing into `dir`.
+JobSpec TracedJobSpec(int nranks, const std::string& program, const std::vector<std::string>& args,
+                      const std::string& dir);
+
+struct FindingView {
+  std::string kind, role, comm, field, detail, fix;
+  std::optional<int64_t> seq;
+  std::vector<int> ranks;
+  google::protobuf::Struct raw;
+  std::string String(const std::string& key) const;  // "" when absent or not a string
+};
+
+struct DiagnosisView {
+  int exit_code = -1;
+  std::string output;  // what the command printed
+  bool parsed = false;
+  std::string verdict;
+  std::vector<FindingView> findings;
+  google::protobuf::Struct raw;
+  const FindingView* Root() const;  // the root cause, or nullptr
+  const FindingView* First(const std::string& kind) const;
+};
+
+// Runs `ncclwatch diagnose --json` (or without --json) on `paths`.
+DiagnosisView Diagnose(const std::vector<std::string>& paths, bool json = true);
+
+// The identity (16 hex digits) of a communicator in a trace folder: the
+// `index`-th one the process of global rank `rank` created with `call`
+// ("ncclCommInitRank", "ncclCommSplit", ...).
+std::string CommId(const std::string& dir, int rank, const std::string& call, int index = 0);
+// The trace file of the process of global rank `rank`.
+std::string TraceOf(const std::string& dir, int rank);
+
+}  // namespace jobs
+
+#endif  // NCCLWATCH_TESTS_SUPPORT_TRACED_JOB_H_
