@@ -40,13 +40,12 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < NCCLWATCH_HEADER_REGION_BYTES) {
+    char magic[8];
+    const bool has_magic = size >= 8 && pread(fd, magic, 8, 0) == 8 && std::memcmp(magic, NCCLWATCH_RING_MAGIC, 8) == 0;
     close(fd);
-    if (size >= 8) {
-      char magic[8];
-      if (pread(fd, magic, 8, 0) == 8 && std::memcmp(magic, NCCLWATCH_RING_MAGIC, 8) == 0) {
-        return Invalid(path, absl::StrFormat("truncated trace: %u bytes, not even the %u-byte header", size,
-                                             NCCLWATCH_HEADER_REGION_BYTES));
-      }
+    if (has_magic) {
+      return Invalid(path, absl::StrFormat("truncated trace: %u bytes, not even the %u-byte header", size,
+                                           NCCLWATCH_HEADER_REGION_BYTES));
     }
     return Invalid(path, "not an ncclwatch trace (too short)");
   }

@@ -1,0 +1,246 @@
+// libncclwatch.so as a guest in someone else's process: it changes no result,
+// output or errno; it stays out of the way when off or when it cannot trace;
+// it keeps the program's signal handlers working while recording signals; a
+// forked child does not write its parent's trace; threads are safe; the
+// trace survives SIGKILL; a call from another library's constructor is
+// traced; and it needs nothing but glibc.
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <csignal>
+#include <string>
+#include <vector>
+
+#include "report/names.h"
+#include "support/traced_job.h"
+#include "trace/process_trace.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ncclwatch::decoder::LoadProcessTrace;
+using ncclwatch::decoder::ProcessTrace;
+
+jobs::RankResult RunProbe(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                          const std::string& program = "preload_probe") {
+  jobs::JobSpec spec;
+  spec.argv = {jobs::BinDir() + "/" + program};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.env = env;
+  spec.timeout_s = 60;
+  jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.error.empty());
+  return r.ranks.at(0);
+}
+
+std::vector<std::string> Traced(const std::string& dir, std::vector<std::string> more = {}) {
+  std::vector<std::string> env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(), "LD_PRELOAD=" + jobs::ShimPath(),
+                                  "NCCLWATCH_DIR=" + dir};
+  env.insert(env.end(), more.begin(), more.end());
+  return env;
+}
+
+std::vector<std::string> TraceFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().string());
+  return out;
+}
+
+ProcessTrace OnlyTrace(const std::string& dir) {
+  const auto files = TraceFiles(dir);
+  REQUIRE(files.size() == 1);
+  auto t = LoadProcessTrace(files[0]);
+  REQUIRE(t.ok());
+  return *t;
+}
+
+}  // namespace
+
+TEST_CASE("results, outputs and errno are the same with and without the shim", "[preload]") {
+  jobs::TempDir dir;
+  const jobs::RankResult plain = RunProbe({"api"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult traced = RunProbe({"api"}, Traced(dir.path()));
+  INFO("without:\n" << plain.output << "with:\n" << traced.output);
+  CHECK(plain.exit_code == 0);
+  CHECK(traced.exit_code == 0);
+  CHECK(traced.output == plain.output);
+  CHECK(plain.output.find("-> 5 errno=4242") != std::string::npos);  // ncclGroupEnd outside a group
+  const ProcessTrace t = OnlyTrace(dir.path());
+  // The AllReduce on a NULL communicator, the good AllReduce, and the
+  // Broadcast NCCL refused (root 3): all recorded, with NCCL's results.
+  REQUIRE(t.collectives.size() == 3);
+  CHECK(t.collectives[0].result == 4);
+  CHECK(t.collectives[0].comm == 0);
+  CHECK(t.collectives[1].result == 0);
+  CHECK(t.collectives[2].result == 4);
+  CHECK(t.p2p.size() == 2);
+}
+
+TEST_CASE("real NCCL under the shim: the same results, and the failures are traced", "[preload][real-nccl]") {
+  // Real NCCL on this machine goes as far as its bootstrap.
+  jobs::TempDir dir;
+  for (const std::string ifname : {"nosuchif", "lo"}) {
+    const std::vector<std::string> env = {"LD_LIBRARY_PATH", "NCCL_SOCKET_IFNAME=" + ifname};
+    std::vector<std::string> traced_env = env;
+    traced_env.push_back("LD_PRELOAD=" + jobs::ShimPath());
+    traced_env.push_back("NCCLWATCH_DIR=" + dir.path());
+    const jobs::RankResult plain = RunProbe({}, env, "uniqueid_probe");
+    const jobs::RankResult traced = RunProbe({}, traced_env, "uniqueid_probe");
+    INFO(ifname << "\nwithout:\n" << plain.output << "with:\n" << traced.output);
+    CHECK(traced.output == plain.output);
+  }
+  REQUIRE(TraceFiles(dir.path()).size() == 2);
+  for (const std::string& f : TraceFiles(dir.path())) {
+    auto t = LoadProcessTrace(f);
+    REQUIRE(t.ok());
+    REQUIRE(t->apis.size() == 1);
+    CHECK(ncclwatch::decoder::CallName(t->apis[0].call) == "ncclGetUniqueId");
+    CHECK((t->apis[0].result == 0 || t->apis[0].result == 5));  // success, or "no socket interface found"
+  }
+}
+
+TEST_CASE("NCCLWATCH=0 is a pure pass-through: no file at all", "[preload]") {
+  jobs::TempDir dir;
+  const jobs::RankResult plain = RunProbe({"api"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult off = RunProbe({"api"}, Traced(dir.path(), {"NCCLWATCH=0"}));
+  CHECK(off.output == plain.output);
+  CHECK(TraceFiles(dir.path()).empty());
+}
+
+TEST_CASE("a folder that cannot be used: one warning line, the job runs untraced", "[preload]") {
+  const jobs::RankResult plain = RunProbe({"api"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult r = RunProbe({"api"}, Traced("/proc/ncclwatch-cannot-be-here"));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  const std::string warning = r.output.substr(0, r.output.find('\n') + 1);
+  CHECK(warning.rfind("ncclwatch: not tracing this process: cannot create /proc/ncclwatch-cannot-be-here", 0) == 0);
+  CHECK(r.output.substr(warning.size()) == plain.output);
+}
+
+TEST_CASE("the program's own signal handler still runs, and the signal is recorded", "[preload][signals]") {
+  jobs::TempDir dir;
+  const jobs::RankResult r = RunProbe({"handler"}, Traced(dir.path()));
+  INFO(r.output);
+  CHECK(r.exit_code == 7);
+  CHECK(r.output.find("the program's own handler ran") != std::string::npos);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  REQUIRE(t.signals.size() == 1);
+  CHECK(t.signals[0].signo == SIGTERM);
+  CHECK(t.signals[0].disposition == 2);
+}
+
+TEST_CASE("sigaction and signal report the program's handlers as it installed them", "[preload][signals]") {
+  jobs::TempDir dir;
+  const jobs::RankResult plain = RunProbe({"chain"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult traced = RunProbe({"chain"}, Traced(dir.path()));
+  INFO("without:\n" << plain.output << "with:\n" << traced.output);
+  CHECK(traced.output == plain.output);
+  CHECK(plain.output.find("the previous one was A") != std::string::npos);
+  CHECK(plain.output.find("SA_RESTART kept") != std::string::npos);
+}
+
+TEST_CASE("an ignored signal stays ignored", "[preload][signals]") {
+  jobs::TempDir dir;
+  const jobs::RankResult r = RunProbe({"ignore"}, Traced(dir.path()));
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("survived an ignored SIGTERM") != std::string::npos);
+}
+
+TEST_CASE("a crash still crashes, with the signal in the trace", "[preload][signals]") {
+  jobs::TempDir dir;
+  const jobs::RankResult r = RunProbe({"segv"}, Traced(dir.path()));
+  CHECK(r.signal == SIGSEGV);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  REQUIRE(t.signals.size() == 1);
+  CHECK(t.signals[0].signo == SIGSEGV);
+  CHECK(t.signals[0].code > 0);  // a fault, not a kill
+  CHECK(t.signals[0].disposition == 0);
+  CHECK_FALSE(t.end.has_value());
+}
+
+TEST_CASE("the trace survives SIGKILL", "[preload]") {
+  jobs::TempDir dir;
+  const jobs::RankResult r = RunProbe({"sigkill"}, Traced(dir.path()));
+  CHECK(r.signal == SIGKILL);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CHECK(t.collectives.size() == 10);
+  CHECK(t.collectives.back().seq == 9);
+  CHECK(t.collectives.back().result == 0);
+  CHECK(t.comms.size() == 1);
+  CHECK_FALSE(t.end.has_value());
+  CHECK(t.signals.empty());  // SIGKILL cannot be caught: the trace just stops
+}
+
+TEST_CASE("a forked child does not write its parent's trace", "[preload]") {
+  jobs::TempDir dir;
+  const jobs::RankResult r = RunProbe({"fork"}, Traced(dir.path()));
+  CHECK(r.exit_code == 0);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CHECK(t.apis.size() == 2);  // the parent's two ncclGetUniqueId calls, not the child's five
+}
+
+TEST_CASE("threads calling NCCL at once: every call recorded, numbered per communicator rank", "[preload]") {
+  jobs::TempDir dir;
+  const jobs::RankResult r = RunProbe({"threads"}, Traced(dir.path()));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  REQUIRE(t.collectives.size() == 400);
+  std::map<int, std::vector<uint64_t>> seqs;
+  std::set<uint32_t> threads;
+  for (const auto& c : t.collectives) {
+    seqs[c.rank].push_back(c.seq);
+    threads.insert(c.thread);
+    CHECK(c.result == 0);
+  }
+  REQUIRE(seqs.size() == 4);
+  for (auto& [rank, s] : seqs) {
+    INFO("rank " << rank);
+    REQUIRE(s.size() == 100);
+    for (size_t i = 0; i < s.size(); ++i) CHECK(s[i] == i);
+  }
+  CHECK(threads.size() == 4);
+  // The job is healthy: one process, four ranks of one communicator.
+  jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  CHECK(d.verdict == "healthy");
+}
+
+TEST_CASE("a call from another library's constructor is traced", "[preload]") {
+  jobs::TempDir dir;
+  const jobs::RankResult r = RunProbe({}, Traced(dir.path()), "early_caller_main");
+  INFO(r.output);
+  CHECK(r.output.find("early ncclGetUniqueId returned 0") != std::string::npos);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  REQUIRE(t.apis.size() == 1);
+  CHECK(t.has_start);
+}
+
+TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[preload][abi]") {
+  jobs::JobSpec spec;
+  spec.argv = {"/bin/sh", "-c", "readelf -d " + jobs::ShimPath() + " | grep NEEDED; nm -D --defined-only " +
+                                    jobs::ShimPath() + " | awk '{print $3}'"};
+  jobs::JobResult r = jobs::RunJob(spec);
+  const std::string& out = r.ranks.at(0).output;
+  INFO(out);
+  CHECK(out.find("[libc.so.6]") != std::string::npos);
+  std::istringstream lines(out);
+  std::string line;
+  int exported = 0;
+  while (std::getline(lines, line)) {
+    if (line.find("NEEDED") != std::string::npos) {
+      CHECK(line.find("[libc.so.6]") != std::string::npos);  // nothing else: no libstdc++, protobuf, abseil
+      continue;
+    }
+    if (line.empty()) continue;
+    ++exported;
+    const bool intercepted = line.rfind("nccl", 0) == 0 || line.rfind("pnccl", 0) == 0 || line == "sigaction" ||
+                             line == "signal" || line == "exit" || line == "_exit" || line == "_Exit";
+    INFO(line);
+    CHECK(intercepted);
+  }
+  CHECK(exported == 2 * 41 + 5);
+}

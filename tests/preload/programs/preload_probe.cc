@@ -1,0 +1,228 @@
+// preload_probe: what a program sees of NCCL, with or without libncclwatch.so
+// preloaded. Each mode prints what it observed; tests compare the two runs.
+//
+//   preload_probe api            calls that fail and calls that succeed, with
+//                                their results, outputs and errno
+//   preload_probe handler        installs its own SIGTERM handler, raises SIGTERM
+//   preload_probe chain          installs handlers twice, checks what sigaction reports
+//   preload_probe ignore         ignores SIGTERM, raises it, goes on
+//   preload_probe segv           dereferences a null pointer
+//   preload_probe fork           the child of a traced process makes NCCL calls
+//   preload_probe threads        4 threads, one communicator each, 100 AllReduces each
+//   preload_probe sigkill        some collectives, then SIGKILL
+//
+// Written against the public NCCL and CUDA API only.
+
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <nccl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// errno before and after: the shim must leave it as NCCL leaves it.
+#define SHOW(expr)                                                             \
+  do {                                                                         \
+    errno = 4242;                                                              \
+    const int r = static_cast<int>(expr);                                      \
+    const int e = errno;                                                       \
+    std::printf("%-60s -> %d errno=%d\n", #expr, r, e);                        \
+  } while (0)
+
+ncclComm_t OneRankComm() {
+  ncclUniqueId id;
+  ncclGetUniqueId(&id);
+  ncclComm_t comm = nullptr;
+  ncclCommInitRank(&comm, 1, id, 0);
+  return comm;
+}
+
+int Api() {
+  cudaSetDevice(0);
+  ncclUniqueId zero;
+  std::memset(&zero, 0, sizeof(zero));
+  ncclComm_t comm = nullptr;
+  int v = 0;
+  SHOW(ncclGetVersion(nullptr));
+  SHOW(ncclGetVersion(&v));
+  std::printf("version %d\n", v);
+  SHOW(ncclCommInitRank(&comm, 0, zero, 0));
+  std::printf("comm after a failed init: %s\n", comm ? "set" : "null");
+  SHOW(ncclAllReduce(nullptr, nullptr, 4, ncclFloat32, ncclSum, nullptr, nullptr));
+  SHOW(ncclGroupEnd());
+  std::printf("last error: %s\n", ncclGetLastError(nullptr));
+  std::printf("error string: %s\n", ncclGetErrorString(ncclSystemError));
+  ncclUniqueId id;
+  SHOW(ncclGetUniqueId(&id));
+  SHOW(ncclCommInitRank(&comm, 1, id, 0));
+  int count = -1, rank = -1, dev = -1;
+  SHOW(ncclCommCount(comm, &count));
+  SHOW(ncclCommUserRank(comm, &rank));
+  SHOW(ncclCommCuDevice(comm, &dev));
+  std::printf("count %d rank %d device %d\n", count, rank, dev);
+  float* buf = nullptr;
+  cudaMalloc(&buf, 64 * sizeof(float));
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  SHOW(ncclAllReduce(buf, buf, 64, ncclFloat32, ncclSum, comm, s));
+  SHOW(ncclBroadcast(buf, buf, 64, ncclFloat32, 3, comm, s));
+  SHOW(ncclGroupStart());
+  SHOW(ncclSend(buf, 16, ncclFloat32, 0, comm, s));
+  SHOW(ncclRecv(buf + 32, 16, ncclFloat32, 0, comm, s));
+  SHOW(ncclGroupEnd());
+  SHOW(cudaStreamSynchronize(s));
+  ncclComm_t half = nullptr;
+  SHOW(ncclCommSplit(comm, 0, 0, &half, nullptr));
+  ncclResult_t async = ncclInternalError;
+  SHOW(ncclCommGetAsyncError(comm, &async));
+  std::printf("async %d\n", async);
+  void* mem = nullptr;
+  SHOW(ncclMemAlloc(&mem, 1 << 16));
+  SHOW(ncclMemFree(mem));
+  SHOW(ncclCommDestroy(half));
+  SHOW(ncclCommFinalize(comm));
+  SHOW(ncclCommDestroy(comm));
+  SHOW(ncclCommDestroy(nullptr));
+  return 0;
+}
+
+volatile sig_atomic_t g_handled = 0;
+void OnTerm(int) {
+  const char msg[] = "the program's own handler ran\n";
+  (void)!write(1, msg, sizeof(msg) - 1);
+  _exit(7);
+}
+void HandlerA(int) {}
+void HandlerB(int) {}
+
+int Handler() {
+  ncclComm_t comm = OneRankComm();
+  (void)comm;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnTerm;
+  sigaction(SIGTERM, &sa, nullptr);
+  std::printf("raising SIGTERM\n");
+  std::fflush(stdout);
+  raise(SIGTERM);
+  std::printf("still here\n");
+  return 0;
+}
+
+int Chain() {
+  struct sigaction a, b, old;
+  std::memset(&a, 0, sizeof(a));
+  std::memset(&b, 0, sizeof(b));
+  a.sa_handler = HandlerA;
+  b.sa_handler = HandlerB;
+  b.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, nullptr, &old);
+  std::printf("initial: %s\n", old.sa_handler == SIG_DFL ? "default" : "other");
+  sigaction(SIGTERM, &a, nullptr);
+  sigaction(SIGTERM, &b, &old);
+  std::printf("after installing B, the previous one was %s\n", old.sa_handler == HandlerA ? "A" : "something else");
+  sigaction(SIGTERM, nullptr, &old);
+  std::printf("now: %s, SA_RESTART %s\n", old.sa_handler == HandlerB ? "B" : "something else",
+              (old.sa_flags & SA_RESTART) ? "kept" : "lost");
+  sighandler_t prev = signal(SIGINT, HandlerA);
+  std::printf("signal(SIGINT) returned %s\n", prev == SIG_DFL ? "the default" : "something else");
+  prev = signal(SIGINT, SIG_DFL);
+  std::printf("then %s\n", prev == HandlerA ? "A" : "something else");
+  return 0;
+}
+
+int Ignore() {
+  ncclComm_t comm = OneRankComm();
+  (void)comm;
+  signal(SIGTERM, SIG_IGN);
+  raise(SIGTERM);
+  std::printf("survived an ignored SIGTERM\n");
+  return 0;
+}
+
+int Segv() {
+  ncclComm_t comm = OneRankComm();
+  (void)comm;
+  std::fflush(stdout);
+  volatile int* p = nullptr;
+  return *p;
+}
+
+int Fork() {
+  ncclUniqueId id;
+  ncclGetUniqueId(&id);
+  const pid_t child = fork();
+  if (child == 0) {
+    for (int i = 0; i < 5; ++i) ncclGetUniqueId(&id);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ncclGetUniqueId(&id);
+  std::printf("child exited %d\n", WEXITSTATUS(status));
+  return 0;
+}
+
+int Threads() {
+  constexpr int kDevices = 4, kCalls = 100;
+  ncclComm_t comms[kDevices];
+  if (ncclCommInitAll(comms, kDevices, nullptr) != ncclSuccess) return 3;
+  std::vector<std::thread> threads;
+  int failures = 0;
+  for (int d = 0; d < kDevices; ++d) {
+    threads.emplace_back([&, d] {
+      cudaSetDevice(d);
+      cudaStream_t s;
+      cudaStreamCreate(&s);
+      float* buf = nullptr;
+      cudaMalloc(&buf, 256 * sizeof(float));
+      for (int i = 0; i < kCalls; ++i) {
+        // One thread per rank, each rank's calls from its own thread: the
+        // AllReduces meet across threads as they would across processes.
+        if (ncclAllReduce(buf, buf, 256, ncclFloat32, ncclSum, comms[d], s) != ncclSuccess) ++failures;
+      }
+      cudaStreamSynchronize(s);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (ncclComm_t c : comms) ncclCommDestroy(c);
+  std::printf("threads done, %d failures\n", failures);
+  return failures == 0 ? 0 : 1;
+}
+
+int Sigkill() {
+  cudaSetDevice(0);
+  ncclComm_t comm = OneRankComm();
+  float* buf = nullptr;
+  cudaMalloc(&buf, 64 * sizeof(float));
+  for (int i = 0; i < 10; ++i) ncclAllReduce(buf, buf, 64, ncclFloat32, ncclSum, comm, nullptr);
+  cudaDeviceSynchronize();
+  std::printf("10 collectives done\n");
+  std::fflush(stdout);
+  raise(SIGKILL);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "api") return Api();
+  if (mode == "handler") return Handler();
+  if (mode == "chain") return Chain();
+  if (mode == "ignore") return Ignore();
+  if (mode == "segv") return Segv();
+  if (mode == "fork") return Fork();
+  if (mode == "threads") return Threads();
+  if (mode == "sigkill") return Sigkill();
+  std::printf("usage: preload_probe api|handler|chain|ignore|segv|fork|threads|sigkill\n");
+  return 2;
+}

@@ -1,0 +1,278 @@
+// The shim's ring writer against the decoder's reader: what is written is
+// read back whole and in order; wrapping keeps the newest; many threads
+// append at once; torn slots are found and skipped; the pinned region keeps
+// its records and overflows into the ring; a file is created only where it is
+// safe; and a hostile file never crashes the reader.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ncclwatch/ring_format.h"
+#include "ring/ring_writer.h"
+#include "support/traced_job.h"
+#include "trace/trace_file.h"
+
+using ncclwatch::decoder::TraceFile;
+using ncclwatch::decoder::TraceFileStats;
+using ncclwatch::shim::RecordLocation;
+using ncclwatch::shim::Region;
+using ncclwatch::shim::RingConfig;
+using ncclwatch::shim::RingWriter;
+
+namespace {
+
+struct Read {
+  std::vector<std::string> pinned;
+  std::vector<std::string> ring;
+  TraceFileStats stats;
+};
+
+Read ReadAll(const std::string& path) {
+  Read r;
+  auto file = TraceFile::Open(path);
+  REQUIRE(file.ok());
+  (*file)->ForEachRecord(
+      [&](bool pinned, uint64_t, absl::Span<const uint8_t> bytes) {
+        (pinned ? r.pinned : r.ring).emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      },
+      &r.stats);
+  return r;
+}
+
+// `dir` must outlive the config (it keeps the pointer, as the shim's does).
+RingConfig Config(const std::string& dir, uint64_t ring_bytes, uint64_t pinned_bytes = 256 << 10) {
+  RingConfig c;
+  c.dir = dir.c_str();
+  c.ring_bytes = ring_bytes;
+  c.pinned_bytes = pinned_bytes;
+  c.host = "testhost";
+  c.pid = static_cast<uint32_t>(getpid());
+  static uint64_t unique = 1;
+  c.start_ms = unique++;
+  return c;
+}
+
+bool Append(RingWriter& w, Region region, const std::string& s, RecordLocation* where = nullptr) {
+  return w.Append(region, reinterpret_cast<const uint8_t*>(s.data()), s.size(), where);
+}
+
+}  // namespace
+
+TEST_CASE("records come back whole and in order, from both regions", "[ring]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 1 << 20), err, sizeof(err)));
+  std::vector<std::string> want;
+  for (int i = 0; i < 300; ++i) {
+    // Sizes from 1 byte to several slots.
+    want.push_back(std::string(1 + (i * 37) % 700, static_cast<char>('a' + i % 26)) + std::to_string(i));
+    REQUIRE(Append(w, Region::kRing, want.back()));
+  }
+  REQUIRE(Append(w, Region::kPinned, "identity"));
+  Read r = ReadAll(w.path());
+  CHECK(r.pinned == std::vector<std::string>{"identity"});
+  CHECK(r.ring == want);
+  CHECK(r.stats.torn_slots == 0);
+  CHECK(r.stats.ring_overwritten == 0);
+}
+
+TEST_CASE("a full ring keeps the newest records", "[ring]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));  // 64 slots
+  for (int i = 0; i < 1000; ++i) REQUIRE(Append(w, Region::kRing, "record " + std::to_string(i)));
+  Read r = ReadAll(w.path());
+  REQUIRE(r.ring.size() == 64);
+  CHECK(r.ring.front() == "record 936");
+  CHECK(r.ring.back() == "record 999");
+  CHECK(r.stats.ring_overwritten == 936);
+  CHECK(r.stats.ring_claimed == 1000);
+}
+
+TEST_CASE("a record cut by the ring's oldest edge is skipped, not misread", "[ring]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
+  const std::string big(3 * NCCLWATCH_SLOT_PAYLOAD_BYTES, 'B');  // 3 slots
+  for (int i = 0; i < 40; ++i) REQUIRE(Append(w, Region::kRing, big));  // 120 slots: wraps mid-record
+  Read r = ReadAll(w.path());
+  for (const std::string& s : r.ring) CHECK(s == big);
+  CHECK(r.ring.size() == 21);  // 64 slots: 21 whole records and one slot of a record that is gone
+  CHECK(r.stats.torn_slots == 1);
+}
+
+TEST_CASE("threads append at once without losing or tearing a record", "[ring]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 8 << 20), err, sizeof(err)));
+  constexpr int kThreads = 4, kEach = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&w, t] {
+      for (int i = 0; i < kEach; ++i) Append(w, Region::kRing, std::to_string(t) + ":" + std::to_string(i));
+    });
+  }
+  for (auto& t : threads) t.join();
+  Read r = ReadAll(w.path());
+  REQUIRE(r.ring.size() == kThreads * kEach);
+  CHECK(r.stats.torn_slots == 0);
+  std::vector<int> next(kThreads, 0);
+  bool in_order = true;
+  for (const std::string& s : r.ring) {
+    const int t = std::stoi(s.substr(0, s.find(':')));
+    const int i = std::stoi(s.substr(s.find(':') + 1));
+    in_order &= i == next[t]++;
+  }
+  CHECK(in_order);  // each thread's records in its own order
+}
+
+TEST_CASE("a slot whose stamp does not match its place is counted torn and skipped", "[ring]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 1 << 20), err, sizeof(err)));
+  for (int i = 0; i < 10; ++i) REQUIRE(Append(w, Region::kRing, "r" + std::to_string(i)));
+  // A writer killed between claiming slot 4 and publishing it leaves stamp 0.
+  auto* slot4 = reinterpret_cast<ncclwatch_slot_header*>(reinterpret_cast<uint8_t*>(w.header()) +
+                                                         w.header()->ring_offset + 4 * NCCLWATCH_SLOT_BYTES);
+  slot4->stamp = 0;
+  // A length that lies.
+  auto* slot6 = reinterpret_cast<ncclwatch_slot_header*>(reinterpret_cast<uint8_t*>(slot4) + 2 * NCCLWATCH_SLOT_BYTES);
+  slot6->length = 500;
+  Read r = ReadAll(w.path());
+  CHECK(r.ring == std::vector<std::string>{"r0", "r1", "r2", "r3", "r5", "r7", "r8", "r9"});
+  CHECK(r.stats.torn_slots == 2);
+}
+
+TEST_CASE("the pinned region keeps its records and overflows into the ring", "[ring]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 1 << 20, 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
+  for (int i = 0; i < 100; ++i) REQUIRE(Append(w, Region::kPinned, "p" + std::to_string(i)));
+  Read r = ReadAll(w.path());
+  REQUIRE(r.pinned.size() == 64);
+  CHECK(r.pinned.front() == "p0");
+  CHECK(r.ring.size() == 36);
+  CHECK(r.ring.front() == "p64");
+  CHECK(r.stats.pinned_overflow == 36);
+}
+
+TEST_CASE("a result is written into its record in place, unless the record is gone", "[ring]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
+  RecordLocation where;
+  REQUIRE(Append(w, Region::kRing, "result=PENDING", &where));
+  w.Patch(where, 7, "DONE!!!", 7);
+  CHECK(ReadAll(w.path()).ring == std::vector<std::string>{"result=DONE!!!"});
+  for (int i = 0; i < 64; ++i) REQUIRE(Append(w, Region::kRing, "filler"));
+  w.Patch(where, 0, "XXXXXX", 6);  // the slot now holds another record: untouched
+  for (const std::string& s : ReadAll(w.path()).ring) CHECK(s == "filler");
+}
+
+TEST_CASE("trace files are made only where it is safe, never over an existing file", "[ring]") {
+  jobs::TempDir dir;
+  char err[256];
+  const std::string nested = dir.path() + "/a/b";
+  RingConfig c = Config(nested, 1 << 20);
+  RingWriter w;
+  REQUIRE(w.Open(c, err, sizeof(err)));  // missing folders are made, 0700
+  struct stat st;
+  REQUIRE(stat((dir.path() + "/a/b").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  REQUIRE(stat(w.path(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(static_cast<uint64_t>(st.st_blocks) * 512 >= w.header()->file_bytes);  // allocated, not sparse
+
+  RingWriter again;  // the same name: refused, the first file untouched
+  CHECK_FALSE(again.Open(c, err, sizeof(err)));
+  CHECK(std::string(err).find("File exists") != std::string::npos);
+
+  const std::string open_dir = dir.path() + "/open";
+  mkdir(open_dir.c_str(), 0777);
+  chmod(open_dir.c_str(), 0777);  // world-writable, not sticky
+  RingWriter refused;
+  CHECK_FALSE(refused.Open(Config(open_dir, 1 << 20), err, sizeof(err)));
+  CHECK(std::string(err).find("writable by everyone") != std::string::npos);
+
+  chmod(open_dir.c_str(), 01777);  // sticky and ours: like /tmp, but owned by us
+  RingWriter sticky;
+  CHECK(sticky.Open(Config(open_dir, 1 << 20), err, sizeof(err)));
+
+  // A symbolic link planted where the file will be is not followed.
+  RingConfig planted = Config(dir.path(), 1 << 20);
+  const std::string target = dir.path() + "/victim";
+  std::ofstream(target) << "precious";
+  const std::string name = dir.path() + "/ncclwatch.testhost." + std::to_string(planted.pid) + "." +
+                           std::to_string(planted.start_ms) + ".trace";
+  REQUIRE(symlink(target.c_str(), name.c_str()) == 0);
+  RingWriter linked;
+  CHECK_FALSE(linked.Open(planted, err, sizeof(err)));
+  std::ifstream in(target);
+  std::string content;
+  in >> content;
+  CHECK(content == "precious");
+}
+
+TEST_CASE("a hostile file gets a one-line reason, never a crash", "[ring][fuzz]") {
+  jobs::TempDir dir;
+  char err[256];
+  RingWriter w;
+  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES, 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
+  for (int i = 0; i < 100; ++i) Append(w, i % 5 ? Region::kRing : Region::kPinned, std::string(i % 300 + 1, 'x'));
+  std::ifstream in(w.path(), std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto try_file = [&](const std::string& bytes) {
+    const std::string path = dir.path() + "/hostile.trace";
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    auto f = TraceFile::Open(path);
+    if (!f.ok()) {
+      const std::string msg(f.status().message());
+      CHECK(msg.find('\n') == std::string::npos);
+      return std::string(msg);
+    }
+    TraceFileStats stats;
+    size_t bytes_seen = 0;
+    (*f)->ForEachRecord([&](bool, uint64_t, absl::Span<const uint8_t> b) { bytes_seen += b.size(); }, &stats);
+    CHECK(bytes_seen <= bytes.size());
+    return std::string();
+  };
+  CHECK(try_file("").find("not an ncclwatch trace") != std::string::npos);
+  CHECK(try_file(std::string("NCCLWTRC") + std::string(100, '\0')).find("truncated trace") != std::string::npos);
+  CHECK(try_file(std::string(8192, 'z')).find("bad magic") != std::string::npos);
+  CHECK(try_file(good.substr(0, good.size() / 2)).find("truncated trace") != std::string::npos);
+  std::string v2 = good;
+  v2[8] = 2;  // format version
+  CHECK(try_file(v2).find("format 2") != std::string::npos);
+  std::string s2 = good;
+  s2[12] = 9;  // schema version
+  CHECK(try_file(s2).find("schema version 9") != std::string::npos);
+  CHECK(try_file(good).empty());
+  // Random damage anywhere, many times.
+  std::mt19937 rng(42);
+  for (int round = 0; round < 3000; ++round) {
+    std::string bad = good;
+    const int edits = 1 + static_cast<int>(rng() % 16);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = rng() % (round % 3 == 0 ? 512 : bad.size());  // the header a third of the time
+      bad[at] = static_cast<char>(rng());
+    }
+    try_file(bad);
+  }
+}

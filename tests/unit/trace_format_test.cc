@@ -1,0 +1,259 @@
+// The trace format: the ring file's layout is pinned, the shim's hand
+// encoder produces what libprotobuf parses, and the field numbers the shim
+// uses are the ones trace.proto declares.
+
+#include <google/protobuf/descriptor.h>
+
+#include <catch2/catch.hpp>
+#include <cstddef>
+#include <string>
+
+#include "ncclwatch/ring_format.h"
+#include "ncclwatch/trace.pb.h"
+#include "ncclwatch/trace_fields.h"
+#include "ncclwatch/wire_writer.h"
+
+namespace pb = ncclwatch::trace::v1;
+namespace f = ncclwatch::fields;
+
+TEST_CASE("the ring file's layout is pinned", "[format]") {
+  CHECK(sizeof(ncclwatch_ring_header) == 512);
+  CHECK(offsetof(ncclwatch_ring_header, magic) == 0);
+  CHECK(offsetof(ncclwatch_ring_header, format_version) == 8);
+  CHECK(offsetof(ncclwatch_ring_header, schema_version) == 12);
+  CHECK(offsetof(ncclwatch_ring_header, header_bytes) == 16);
+  CHECK(offsetof(ncclwatch_ring_header, endian_check) == 20);
+  CHECK(offsetof(ncclwatch_ring_header, pointer_bytes) == 24);
+  CHECK(offsetof(ncclwatch_ring_header, slot_bytes) == 26);
+  CHECK(offsetof(ncclwatch_ring_header, clock) == 28);
+  CHECK(offsetof(ncclwatch_ring_header, file_bytes) == 32);
+  CHECK(offsetof(ncclwatch_ring_header, pinned_offset) == 40);
+  CHECK(offsetof(ncclwatch_ring_header, pinned_slots) == 48);
+  CHECK(offsetof(ncclwatch_ring_header, ring_offset) == 56);
+  CHECK(offsetof(ncclwatch_ring_header, ring_slots) == 64);
+  CHECK(offsetof(ncclwatch_ring_header, pid) == 72);
+  CHECK(offsetof(ncclwatch_ring_header, created_realtime_ns) == 80);
+  CHECK(offsetof(ncclwatch_ring_header, host) == 88);
+  CHECK(offsetof(ncclwatch_ring_header, pinned_next) == 256);
+  CHECK(offsetof(ncclwatch_ring_header, ring_next) == 320);
+  CHECK(offsetof(ncclwatch_ring_header, pinned_overflow) == 384);
+  CHECK(sizeof(ncclwatch_slot_header) == 16);
+  CHECK(offsetof(ncclwatch_slot_header, stamp) == 0);
+  CHECK(offsetof(ncclwatch_slot_header, length) == 8);
+  CHECK(offsetof(ncclwatch_slot_header, kind) == 10);
+  CHECK(offsetof(ncclwatch_slot_header, record_bytes) == 12);
+  CHECK(NCCLWATCH_SLOT_PAYLOAD_BYTES == 112);
+  CHECK(NCCLWATCH_MAX_RECORD_BYTES == 73 * 112);
+}
+
+TEST_CASE("the field numbers the shim writes are trace.proto's", "[format]") {
+  auto number = [](const google::protobuf::Descriptor* d, const char* field) {
+    const google::protobuf::FieldDescriptor* fd = d->FindFieldByName(field);
+    INFO(d->name() << "." << field);
+    REQUIRE(fd != nullptr);
+    return static_cast<uint32_t>(fd->number());
+  };
+  const auto* rec = pb::Record::descriptor();
+  CHECK(number(rec, "t") == f::record::kT);
+  CHECK(number(rec, "thread") == f::record::kThread);
+  CHECK(number(rec, "process_start") == f::record::kProcessStart);
+  CHECK(number(rec, "process_end") == f::record::kProcessEnd);
+  CHECK(number(rec, "time_anchor") == f::record::kTimeAnchor);
+  CHECK(number(rec, "module") == f::record::kModule);
+  CHECK(number(rec, "comm_init_begin") == f::record::kCommInitBegin);
+  CHECK(number(rec, "comm_init_end") == f::record::kCommInitEnd);
+  CHECK(number(rec, "comm_end") == f::record::kCommEnd);
+  CHECK(number(rec, "collective") == f::record::kCollective);
+  CHECK(number(rec, "p2p") == f::record::kP2p);
+  CHECK(number(rec, "group") == f::record::kGroup);
+  CHECK(number(rec, "api") == f::record::kApi);
+  CHECK(number(rec, "fatal_signal") == f::record::kFatalSignal);
+
+  const auto* ps = pb::ProcessStart::descriptor();
+  CHECK(number(ps, "pid") == f::process_start::kPid);
+  CHECK(number(ps, "host") == f::process_start::kHost);
+  CHECK(number(ps, "global_rank") == f::process_start::kGlobalRank);
+  CHECK(number(ps, "rank_source") == f::process_start::kRankSource);
+  CHECK(number(ps, "world_size") == f::process_start::kWorldSize);
+  CHECK(number(ps, "local_rank") == f::process_start::kLocalRank);
+  CHECK(number(ps, "exe") == f::process_start::kExe);
+  CHECK(number(ps, "job_id") == f::process_start::kJobId);
+  CHECK(number(ps, "shim_version") == f::process_start::kShimVersion);
+  CHECK(number(pb::ProcessEnd::descriptor(), "how") == f::process_end::kHow);
+  CHECK(number(pb::ProcessEnd::descriptor(), "exit_code") == f::process_end::kExitCode);
+  CHECK(pb::ProcessEnd::EXIT == static_cast<int>(f::process_end::kHowExit));
+  CHECK(pb::ProcessEnd::UNDERSCORE_EXIT == static_cast<int>(f::process_end::kHowUnderscoreExit));
+  const auto* ta = pb::TimeAnchor::descriptor();
+  CHECK(number(ta, "t") == f::time_anchor::kT);
+  CHECK(number(ta, "monotonic_ns") == f::time_anchor::kMonotonicNs);
+  CHECK(number(ta, "realtime_ns") == f::time_anchor::kRealtimeNs);
+  const auto* mo = pb::Module::descriptor();
+  CHECK(number(mo, "path") == f::module::kPath);
+  CHECK(number(mo, "base") == f::module::kBase);
+  CHECK(number(mo, "start") == f::module::kStart);
+  CHECK(number(mo, "end") == f::module::kEnd);
+  CHECK(number(mo, "build_id") == f::module::kBuildId);
+  const auto* ib = pb::CommInitBegin::descriptor();
+  CHECK(number(ib, "comm") == f::comm_init_begin::kComm);
+  CHECK(number(ib, "call") == f::comm_init_begin::kCall);
+  CHECK(number(ib, "nranks") == f::comm_init_begin::kNranks);
+  CHECK(number(ib, "rank") == f::comm_init_begin::kRank);
+  CHECK(number(ib, "parent") == f::comm_init_begin::kParent);
+  CHECK(number(ib, "color") == f::comm_init_begin::kColor);
+  CHECK(number(ib, "key") == f::comm_init_begin::kKey);
+  CHECK(number(ib, "split_index") == f::comm_init_begin::kSplitIndex);
+  CHECK(number(ib, "excluded") == f::comm_init_begin::kExcluded);
+  CHECK(number(ib, "blocking") == f::comm_init_begin::kBlocking);
+  CHECK(number(ib, "caller") == f::comm_init_begin::kCaller);
+  const auto* ie = pb::CommInitEnd::descriptor();
+  CHECK(number(ie, "comm") == f::comm_init_end::kComm);
+  CHECK(number(ie, "result") == f::comm_init_end::kResult);
+  CHECK(number(ie, "handle") == f::comm_init_end::kHandle);
+  CHECK(number(ie, "rank") == f::comm_init_end::kRank);
+  CHECK(number(ie, "device") == f::comm_init_end::kDevice);
+  CHECK(number(ie, "nranks") == f::comm_init_end::kNranks);
+  const auto* ce = pb::CommEnd::descriptor();
+  CHECK(number(ce, "comm") == f::comm_end::kComm);
+  CHECK(number(ce, "handle") == f::comm_end::kHandle);
+  CHECK(number(ce, "call") == f::comm_end::kCall);
+  CHECK(number(ce, "result") == f::comm_end::kResult);
+  CHECK(number(ce, "rank") == f::comm_end::kRank);
+  const auto* co = pb::Collective::descriptor();
+  CHECK(number(co, "result") == f::collective::kResult);
+  CHECK(number(co, "comm") == f::collective::kComm);
+  CHECK(number(co, "seq") == f::collective::kSeq);
+  CHECK(number(co, "call") == f::collective::kCall);
+  CHECK(number(co, "count") == f::collective::kCount);
+  CHECK(number(co, "datatype") == f::collective::kDatatype);
+  CHECK(number(co, "redop") == f::collective::kRedop);
+  CHECK(number(co, "root") == f::collective::kRoot);
+  CHECK(number(co, "stream") == f::collective::kStream);
+  CHECK(number(co, "sendbuff") == f::collective::kSendbuff);
+  CHECK(number(co, "recvbuff") == f::collective::kRecvbuff);
+  CHECK(number(co, "group") == f::collective::kGroup);
+  CHECK(number(co, "caller") == f::collective::kCaller);
+  CHECK(number(co, "rank") == f::collective::kRank);
+  const auto* pp = pb::PointToPoint::descriptor();
+  CHECK(number(pp, "result") == f::p2p::kResult);
+  CHECK(number(pp, "comm") == f::p2p::kComm);
+  CHECK(number(pp, "seq") == f::p2p::kSeq);
+  CHECK(number(pp, "send") == f::p2p::kSend);
+  CHECK(number(pp, "peer") == f::p2p::kPeer);
+  CHECK(number(pp, "count") == f::p2p::kCount);
+  CHECK(number(pp, "datatype") == f::p2p::kDatatype);
+  CHECK(number(pp, "stream") == f::p2p::kStream);
+  CHECK(number(pp, "buff") == f::p2p::kBuff);
+  CHECK(number(pp, "group") == f::p2p::kGroup);
+  CHECK(number(pp, "caller") == f::p2p::kCaller);
+  CHECK(number(pp, "rank") == f::p2p::kRank);
+  const auto* gr = pb::Group::descriptor();
+  CHECK(number(gr, "result") == f::group::kResult);
+  CHECK(number(gr, "call") == f::group::kCall);
+  CHECK(number(gr, "group") == f::group::kGroup);
+  CHECK(number(gr, "depth") == f::group::kDepth);
+  CHECK(number(gr, "caller") == f::group::kCaller);
+  const auto* ap = pb::ApiCall::descriptor();
+  CHECK(number(ap, "result") == f::api::kResult);
+  CHECK(number(ap, "call") == f::api::kCall);
+  CHECK(number(ap, "comm") == f::api::kComm);
+  CHECK(number(ap, "value") == f::api::kValue);
+  CHECK(number(ap, "caller") == f::api::kCaller);
+  const auto* fs = pb::FatalSignal::descriptor();
+  CHECK(number(fs, "signo") == f::fatal_signal::kSigno);
+  CHECK(number(fs, "code") == f::fatal_signal::kCode);
+  CHECK(number(fs, "address") == f::fatal_signal::kAddress);
+  CHECK(number(fs, "sender_pid") == f::fatal_signal::kSenderPid);
+  CHECK(number(fs, "disposition") == f::fatal_signal::kDisposition);
+}
+
+TEST_CASE("every Call value the shim uses is trace.proto's", "[format]") {
+  const auto* e = pb::Call_descriptor();
+  struct Pair {
+    const char* name;
+    uint32_t value;
+  };
+  const Pair pairs[] = {
+      {"ALL_REDUCE", f::kAllReduce}, {"BROADCAST", f::kBroadcast}, {"BCAST", f::kBcast}, {"REDUCE", f::kReduce},
+      {"ALL_GATHER", f::kAllGather}, {"REDUCE_SCATTER", f::kReduceScatter}, {"ALL_TO_ALL", f::kAllToAll},
+      {"GATHER", f::kGather}, {"SCATTER", f::kScatter}, {"SEND", f::kSend}, {"RECV", f::kRecv},
+      {"GROUP_START", f::kGroupStart}, {"GROUP_END", f::kGroupEnd}, {"GROUP_SIMULATE_END", f::kGroupSimulateEnd},
+      {"GET_UNIQUE_ID", f::kGetUniqueId}, {"COMM_INIT_RANK", f::kCommInitRank},
+      {"COMM_INIT_RANK_CONFIG", f::kCommInitRankConfig}, {"COMM_INIT_ALL", f::kCommInitAll},
+      {"COMM_INIT_RANK_SCALABLE", f::kCommInitRankScalable}, {"COMM_SPLIT", f::kCommSplit},
+      {"COMM_SHRINK", f::kCommShrink}, {"COMM_FINALIZE", f::kCommFinalize}, {"COMM_DESTROY", f::kCommDestroy},
+      {"COMM_ABORT", f::kCommAbort}, {"COMM_REVOKE", f::kCommRevoke}, {"COMM_GET_ASYNC_ERROR", f::kCommGetAsyncError},
+      {"COMM_COUNT", f::kCommCount}, {"COMM_CU_DEVICE", f::kCommCuDevice}, {"COMM_USER_RANK", f::kCommUserRank},
+      {"GET_VERSION", f::kGetVersion}, {"GET_ERROR_STRING", f::kGetErrorString},
+      {"GET_LAST_ERROR", f::kGetLastError}, {"RESET_DEBUG_INIT", f::kResetDebugInit},
+      {"COMM_REGISTER", f::kCommRegister}, {"COMM_DEREGISTER", f::kCommDeregister},
+      {"COMM_WINDOW_REGISTER", f::kCommWindowRegister}, {"COMM_WINDOW_DEREGISTER", f::kCommWindowDeregister},
+      {"MEM_ALLOC", f::kMemAlloc}, {"MEM_FREE", f::kMemFree},
+      {"RED_OP_CREATE_PRE_MUL_SUM", f::kRedOpCreatePreMulSum}, {"RED_OP_DESTROY", f::kRedOpDestroy},
+  };
+  for (const Pair& p : pairs) {
+    INFO(p.name);
+    const auto* v = e->FindValueByName(p.name);
+    REQUIRE(v != nullptr);
+    CHECK(static_cast<uint32_t>(v->number()) == p.value);
+  }
+  CHECK(static_cast<size_t>(e->value_count()) == std::size(pairs) + 1);  // + CALL_UNKNOWN
+}
+
+TEST_CASE("what the hand encoder writes, libprotobuf parses field for field", "[format]") {
+  uint8_t buf[512];
+  ncclwatch::wire::WireWriter w(buf, sizeof(buf));
+  w.Varint(f::record::kT, 123456789012345ull);
+  w.Varint(f::record::kThread, 3);
+  const size_t body = w.BeginMessage(f::record::kCollective);
+  uint8_t* result = w.Fixed32(f::collective::kResult, NCCLWATCH_RESULT_PENDING);
+  w.Fixed64(f::collective::kComm, 0x3fa9c1deadbeef01ull);
+  w.Varint(f::collective::kSeq, 23);
+  w.Varint(f::collective::kCall, f::kBroadcast);
+  w.Varint(f::collective::kCount, 1024);
+  w.Sint(f::collective::kDatatype, 7);
+  w.Sint(f::collective::kRoot, 0);
+  w.Fixed64(f::collective::kStream, 0x7f00aa00ull);
+  w.Varint(f::collective::kGroup, 5);
+  w.Sint(f::collective::kRank, -1);
+  w.EndMessage(body);
+  REQUIRE(w.ok());
+  REQUIRE(result != nullptr);
+  const int32_t done = 0;
+  std::memcpy(result, &done, 4);  // the result, filled in after the call
+
+  pb::Record r;
+  REQUIRE(r.ParseFromArray(buf, static_cast<int>(w.size())));
+  CHECK(r.t() == 123456789012345ull);
+  CHECK(r.thread() == 3);
+  REQUIRE(r.body_case() == pb::Record::kCollective);
+  const pb::Collective& c = r.collective();
+  CHECK(c.result() == 0);
+  CHECK(c.comm() == 0x3fa9c1deadbeef01ull);
+  CHECK(c.seq() == 23);
+  CHECK(c.call() == pb::BROADCAST);
+  CHECK(c.count() == 1024);
+  CHECK(c.datatype() == 7);
+  CHECK(c.has_root());
+  CHECK(c.root() == 0);
+  CHECK_FALSE(c.has_redop());
+  CHECK(c.stream() == 0x7f00aa00ull);
+  CHECK(c.group() == 5);
+  CHECK(c.rank() == -1);
+}
+
+TEST_CASE("the hand encoder stops cleanly when the buffer is full", "[format]") {
+  uint8_t buf[16];
+  ncclwatch::wire::WireWriter w(buf, sizeof(buf));
+  const size_t m = w.BeginMessage(20);
+  w.String(1, "a string far longer than sixteen bytes");
+  w.EndMessage(m);
+  CHECK_FALSE(w.ok());
+  CHECK(w.size() <= sizeof(buf));
+  uint8_t big[40000];
+  ncclwatch::wire::WireWriter b(big, sizeof(big));
+  const size_t n = b.BeginMessage(20);
+  std::string s(20000, 'x');
+  b.String(1, s.c_str());
+  b.EndMessage(n);
+  CHECK_FALSE(b.ok());  // nested messages are limited to 16383 bytes
+}
