@@ -51,6 +51,7 @@ void JobAnalysis::AddProcess(ProcessTrace t) {
   p.pid = t.pid;
   p.rank = t.DisplayRank();
   p.rank_source = t.rank_source;
+  p.nccl_version = t.nccl_version;
   p.world_size = t.world_size;
   p.job_id = t.job_id;
   p.exe = t.exe;

@@ -57,6 +57,7 @@ struct ProcessFacts {
   int world_size = -1;
   std::string job_id;
   std::string exe;
+  int32_t nccl_version = 0;  // as ncclGetVersion reported it; 0 unknown
   std::vector<ModuleInfo> modules;
   std::vector<CommMembership> comms;
   Fate fate;

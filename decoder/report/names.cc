@@ -91,6 +91,14 @@ std::string SignalName(int32_t s) {
   return abbrev ? absl::StrCat("SIG", abbrev) : absl::StrCat("signal ", s);
 }
 
+// NCCL_VERSION_CODE: major*10000 + minor*100 + patch since 2.9, and
+// major*1000 + minor*100 + patch before.
+std::string NcclVersionString(int32_t code) {
+  if (code <= 0) return "unknown";
+  if (code >= 10000) return absl::StrFormat("%d.%d.%d", code / 10000, code / 100 % 100, code % 100);
+  return absl::StrFormat("%d.%d.%d", code / 1000, code / 100 % 10, code % 100);
+}
+
 std::string CommName(uint64_t comm) { return absl::StrFormat("%016x", comm); }
 std::string CommShort(uint64_t comm) { return CommName(comm).substr(0, 6); }
 std::string Hex(uint64_t v) { return absl::StrFormat("0x%x", v); }

@@ -140,6 +140,7 @@ class Builder {
       case pb::Record::kApi: {
         const auto& a = r.api();
         p_->apis.push_back({order, t, static_cast<uint32_t>(a.call()), a.comm(), a.value(), a.result()});
+        if (a.call() == pb::GET_VERSION && a.result() == 0) p_->nccl_version = static_cast<int32_t>(a.value());
         break;
       }
       case pb::Record::kFatalSignal: {

@@ -145,6 +145,7 @@ struct ProcessTrace {
   std::string job_id;
   uint32_t clock = NCCLWATCH_CLOCK_MONOTONIC_NS;
   bool has_start = false;
+  int32_t nccl_version = 0;  // what ncclGetVersion returned (e.g. 22809), 0 if never called
 
   std::vector<TimeAnchorEvent> anchors;
   std::vector<ModuleInfo> modules;

@@ -120,6 +120,11 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       continue;
     }
     record.clear();
+    if (copy.kind == NCCLWATCH_SLOT_PADDING) {
+      ++stats->padding_slots;
+      ++i;
+      continue;
+    }
     if (copy.kind == NCCLWATCH_SLOT_SINGLE) {
       const uint8_t* p = reinterpret_cast<const uint8_t*>(sh) + NCCLWATCH_SLOT_HEADER_BYTES;
       record.assign(p, p + copy.length);

@@ -31,6 +31,7 @@ struct TraceFileStats {
   uint64_t ring_overwritten = 0; // slots the ring no longer holds (it wrapped)
   uint64_t torn_slots = 0;       // slots in range that were not whole
   uint64_t pinned_overflow = 0;  // pinned records the writer sent to the ring
+  uint64_t padding_slots = 0;    // slots given up by an in-place write that did not fit
   uint64_t records = 0;          // whole records yielded
 };
 

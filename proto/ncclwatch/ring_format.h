@@ -22,7 +22,9 @@
  * physical index i % slots. For each: set stamp to 0, write the payload, then
  * store stamp = i + 1 with release ordering. A record longer than one payload
  * spans slots marked FIRST, MIDDLE..., LAST; record_bytes (in FIRST) is its
- * total length.
+ * total length. A record may also be encoded in place, straight into a
+ * claimed slot; if it turns out not to fit, that slot is published as
+ * PADDING (no payload) and the record is written again as above.
  *
  * Reading: with W = the cursor, the live logical range of the ring is
  * [max(0, W - ring_slots), W). Physical slot p belongs to the logical index
@@ -65,7 +67,8 @@ enum ncclwatch_slot_kind {
   NCCLWATCH_SLOT_SINGLE = 1,
   NCCLWATCH_SLOT_FIRST = 2,
   NCCLWATCH_SLOT_MIDDLE = 3,
-  NCCLWATCH_SLOT_LAST = 4
+  NCCLWATCH_SLOT_LAST = 4,
+  NCCLWATCH_SLOT_PADDING = 5 /* claimed, then given up: no record, skipped */
 };
 
 typedef struct ncclwatch_ring_header {

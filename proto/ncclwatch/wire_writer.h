@@ -88,16 +88,18 @@ class WireWriter {
  private:
   void Tag(uint32_t field, WireType type) { RawVarint((static_cast<uint64_t>(field) << 3) | type); }
 
+  // Written in place, byte by byte: no temporary and no variable-length
+  // memcpy (a libc call), which would cost more than the encoding.
   void RawVarint(uint64_t v) {
-    uint8_t tmp[10];
-    size_t n = 0;
-    do {
-      tmp[n] = static_cast<uint8_t>(v & 0x7f);
+    const size_t n = static_cast<size_t>(64 - __builtin_clzll(v | 1) + 6) / 7;
+    if (!Room(n)) return;
+    uint8_t* p = buf_ + len_;
+    while (v >= 0x80) {
+      *p++ = static_cast<uint8_t>(v | 0x80);
       v >>= 7;
-      if (v) tmp[n] |= 0x80;
-      ++n;
-    } while (v);
-    Raw(tmp, n);
+    }
+    *p = static_cast<uint8_t>(v);
+    len_ += n;
   }
 
   bool Room(size_t n) {

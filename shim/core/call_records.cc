@@ -37,32 +37,34 @@ CollectiveCall BeginCollective(uint32_t call, const void* sendbuff, const void* 
   c.comm = g_comms.FindOrAdopt(comm);
   c.seq = c.comm ? __atomic_load_n(&c.comm->next_seq, __ATOMIC_RELAXED) : 0;
   const ThreadState& t = ThisThread();
-  RecordBuilder<> r(f::record::kCollective);
   namespace k = f::collective;
-  r.PendingResult(k::kResult);
-  r.w().Fixed64(k::kComm, c.comm ? c.comm->id : 0);
-  r.w().Varint(k::kSeq, c.seq);
-  r.w().Varint(k::kCall, call);
-  r.w().Varint(k::kCount, count);
-  r.w().Sint(k::kDatatype, datatype);
-  if (redop >= 0) r.w().Sint(k::kRedop, redop);
-  if (root >= 0) r.w().Sint(k::kRoot, root);
-  r.w().Fixed64(k::kStream, Ptr(stream));
-  r.w().Fixed64(k::kSendbuff, Ptr(sendbuff));
-  r.w().Fixed64(k::kRecvbuff, Ptr(recvbuff));
-  if (t.group_depth > 0) r.w().Varint(k::kGroup, t.group_id);
-  r.w().Fixed64(k::kCaller, Ptr(caller));
-  r.w().Sint(k::kRank, c.comm ? c.comm->rank : -1);
-  c.record = r.Append(Region::kRing);
+  c.record = AppendRingRecord(f::record::kCollective, k::kResult, [&](wire::WireWriter& w) {
+    w.Fixed64(k::kComm, c.comm ? c.comm->id : 0);
+    w.Varint(k::kSeq, c.seq);
+    w.Varint(k::kCall, call);
+    w.Varint(k::kCount, count);
+    w.Sint(k::kDatatype, datatype);
+    if (redop >= 0) w.Sint(k::kRedop, redop);
+    if (root >= 0) w.Sint(k::kRoot, root);
+    w.Fixed64(k::kStream, Ptr(stream));
+    w.Fixed64(k::kSendbuff, Ptr(sendbuff));
+    w.Fixed64(k::kRecvbuff, Ptr(recvbuff));
+    if (t.group_depth > 0) w.Varint(k::kGroup, t.group_id);
+    w.Fixed64(k::kCaller, Ptr(caller));
+    w.Sint(k::kRank, c.comm ? c.comm->rank : -1);
+  });
   return c;
 }
 
 void EndCollective(const CollectiveCall& c, int result) {
   ErrnoGuard keep;
   c.record.Finish(result);
-  if (c.comm != nullptr && Accepted(result)) {
-    uint64_t expected = c.seq;
-    __atomic_compare_exchange_n(&c.comm->next_seq, &expected, c.seq + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  // NCCL requires one thread at a time per communicator (its calls are
+  // ordered by the program), so a plain load and store suffice: no locked
+  // instruction on every call. Concurrent callers, which NCCL forbids, could
+  // at worst repeat a number.
+  if (c.comm != nullptr && Accepted(result) && __atomic_load_n(&c.comm->next_seq, __ATOMIC_RELAXED) == c.seq) {
+    __atomic_store_n(&c.comm->next_seq, c.seq + 1, __ATOMIC_RELAXED);
   }
 }
 
@@ -77,30 +79,29 @@ P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype, int pe
     c.seq = __atomic_load_n(c.counter, __ATOMIC_RELAXED);
   }
   const ThreadState& t = ThisThread();
-  RecordBuilder<> r(f::record::kP2p);
   namespace k = f::p2p;
-  r.PendingResult(k::kResult);
-  r.w().Fixed64(k::kComm, cs ? cs->id : 0);
-  r.w().Varint(k::kSeq, c.seq);
-  r.w().Varint(k::kSend, send ? 1 : 0);
-  r.w().Sint(k::kPeer, peer);
-  r.w().Varint(k::kCount, count);
-  r.w().Sint(k::kDatatype, datatype);
-  r.w().Fixed64(k::kStream, Ptr(stream));
-  r.w().Fixed64(k::kBuff, Ptr(buff));
-  if (t.group_depth > 0) r.w().Varint(k::kGroup, t.group_id);
-  r.w().Fixed64(k::kCaller, Ptr(caller));
-  r.w().Sint(k::kRank, cs ? cs->rank : -1);
-  c.record = r.Append(Region::kRing);
+  c.record = AppendRingRecord(f::record::kP2p, k::kResult, [&](wire::WireWriter& w) {
+    w.Fixed64(k::kComm, cs ? cs->id : 0);
+    w.Varint(k::kSeq, c.seq);
+    w.Varint(k::kSend, send ? 1 : 0);
+    w.Sint(k::kPeer, peer);
+    w.Varint(k::kCount, count);
+    w.Sint(k::kDatatype, datatype);
+    w.Fixed64(k::kStream, Ptr(stream));
+    w.Fixed64(k::kBuff, Ptr(buff));
+    if (t.group_depth > 0) w.Varint(k::kGroup, t.group_id);
+    w.Fixed64(k::kCaller, Ptr(caller));
+    w.Sint(k::kRank, cs ? cs->rank : -1);
+  });
   return c;
 }
 
 void EndP2p(const P2pCall& c, int result) {
   ErrnoGuard keep;
   c.record.Finish(result);
-  if (c.counter != nullptr && Accepted(result)) {
-    uint64_t expected = c.seq;
-    __atomic_compare_exchange_n(c.counter, &expected, c.seq + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  // As for collectives: one thread at a time per communicator, no lock prefix.
+  if (c.counter != nullptr && Accepted(result) && __atomic_load_n(c.counter, __ATOMIC_RELAXED) == c.seq) {
+    __atomic_store_n(c.counter, c.seq + 1, __ATOMIC_RELAXED);
   }
 }
 
@@ -110,14 +111,13 @@ CallRecord BeginGroup(uint32_t call, const void* caller) {
   if (call == f::kGroupStart) {
     if (t.group_depth++ == 0) t.group_id = NextGroupId();
   }
-  RecordBuilder<> r(f::record::kGroup);
   namespace k = f::group;
-  r.PendingResult(k::kResult);
-  r.w().Varint(k::kCall, call);
-  r.w().Varint(k::kGroup, t.group_id);
-  r.w().Varint(k::kDepth, call == f::kGroupStart ? t.group_depth : (t.group_depth ? t.group_depth - 1 : 0));
-  r.w().Fixed64(k::kCaller, Ptr(caller));
-  return r.Append(Region::kRing);
+  return AppendRingRecord(f::record::kGroup, k::kResult, [&](wire::WireWriter& w) {
+    w.Varint(k::kCall, call);
+    w.Varint(k::kGroup, t.group_id);
+    w.Varint(k::kDepth, call == f::kGroupStart ? t.group_depth : (t.group_depth ? t.group_depth - 1 : 0));
+    w.Fixed64(k::kCaller, Ptr(caller));
+  });
 }
 
 void EndGroup(uint32_t call, const CallRecord& record, int result) {
@@ -130,14 +130,26 @@ void EndGroup(uint32_t call, const CallRecord& record, int result) {
 CallRecord BeginApi(uint32_t call, const void* comm, int64_t value, const void* caller) {
   ErrnoGuard keep;
   CommState* cs = comm ? g_comms.Find(comm) : nullptr;
+  namespace k = f::api;
+  return AppendRingRecord(f::record::kApi, k::kResult, [&](wire::WireWriter& w) {
+    w.Varint(k::kCall, call);
+    if (cs) w.Fixed64(k::kComm, cs->id);
+    if (value != 0) w.Sint(k::kValue, value);
+    w.Fixed64(k::kCaller, Ptr(caller));
+  });
+}
+
+void RecordNcclVersion(int result, int version, const void* caller) {
+  static int recorded = 0;
+  if (__atomic_exchange_n(&recorded, 1, __ATOMIC_RELAXED) != 0) return;
+  ErrnoGuard keep;
   RecordBuilder<> r(f::record::kApi);
   namespace k = f::api;
-  r.PendingResult(k::kResult);
-  r.w().Varint(k::kCall, call);
-  if (cs) r.w().Fixed64(k::kComm, cs->id);
-  if (value != 0) r.w().Sint(k::kValue, value);
+  r.w().Fixed32(k::kResult, static_cast<uint32_t>(result));
+  r.w().Varint(k::kCall, f::kGetVersion);
+  r.w().Sint(k::kValue, version);
   r.w().Fixed64(k::kCaller, Ptr(caller));
-  return r.Append(Region::kRing);
+  r.Append(Region::kPinned);
 }
 
 void RecordAsyncError(const void* comm, int result, int async_error, const void* caller) {

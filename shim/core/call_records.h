@@ -48,6 +48,9 @@ void EndGroup(uint32_t call, const CallRecord& record, int result);
 
 // Any other entry point; `value` is what it reported, where that matters.
 CallRecord BeginApi(uint32_t call, const void* comm, int64_t value, const void* caller);
+// ncclGetVersion: the version the program's NCCL reports, written once per
+// process to the pinned region (version skew is read from it).
+void RecordNcclVersion(int result, int version, const void* caller);
 // ncclCommGetAsyncError: written only when (result, error) changes for the
 // communicator, so a watchdog polling it does not flood the ring.
 void RecordAsyncError(const void* comm, int result, int async_error, const void* caller);

@@ -11,6 +11,10 @@
 //   ... the real call ...
 //   call.Finish(result);                           // patches the result in place
 //
+// RecordBuilder encodes on the stack and copies into the ring (any region,
+// any size); AppendRingRecord, below, encodes straight into a ring slot and
+// is what every per-call record uses.
+//
 // Writing the record before the call and its result after means a trace
 // shows a call the process never returned from as entered and pending.
 
@@ -31,14 +35,15 @@ namespace ncclwatch::shim {
 
 // A written record whose result field can still be filled in.
 struct CallRecord {
-  RecordLocation where;
-  uint32_t result_offset = 0;
-  bool has_result = false;
+  PatchSite result;
 
-  void Finish(int32_t result) const {
-    if (has_result) g_ring.Patch(where, result_offset, &result, sizeof(result));
-  }
+  void Finish(int32_t r) const { result.Write4(&r); }
 };
+
+// Every 65536 ring slots, pairs the trace clock with the wall clocks again.
+inline void AnchorIfDue(uint64_t ring_index) {
+  if ((ring_index & 0xffff) == 0) WriteTimeAnchor(Region::kRing);
+}
 
 template <size_t kCapacity = 256>
 class RecordBuilder {
@@ -56,14 +61,11 @@ class RecordBuilder {
 
   CallRecord Append(Region region) {
     CallRecord call;
+    RecordLocation call_where;
     w_.EndMessage(body_);
-    if (!w_.ok() || !g_ring.Append(region, buf_, w_.size(), &call.where)) return call;
-    if (result_ != nullptr) {
-      call.result_offset = static_cast<uint32_t>(result_ - buf_);
-      call.has_result = true;
-    }
-    // Every 65536 ring slots, pair the trace clock with the wall clocks again.
-    if (region == Region::kRing && (call.where.index & 0xffff) == 0) WriteTimeAnchor(Region::kRing);
+    if (!w_.ok() || !g_ring.Append(region, buf_, w_.size(), &call_where)) return call;
+    if (result_ != nullptr) call.result = RingWriter::SiteOf(call_where, static_cast<size_t>(result_ - buf_));
+    if (region == Region::kRing) AnchorIfDue(call_where.index);
     return call;
   }
 
@@ -76,6 +78,42 @@ class RecordBuilder {
 
 // For records that hold paths and names (start-up, modules).
 using LargeRecordBuilder = RecordBuilder<NCCLWATCH_MAX_RECORD_BYTES>;
+
+// The per-call records (collectives, point-to-point, groups, API calls),
+// encoded straight into the ring, protozero-style: claim a slot, encode into
+// it, publish it. `fill(w)` writes the body's fields; when `result_field` is
+// not 0 it is written first as pending, for CallRecord::Finish to fill in.
+// A record that does not fit one slot (huge counts or sequence numbers) gives
+// the slot up as padding and is encoded again on the stack, across slots.
+//
+//   CallRecord call = AppendRingRecord(fields::record::kCollective, fields::collective::kResult,
+//                                      [&](wire::WireWriter& w) { w.Fixed64(...); ... });
+template <typename Fill>
+CallRecord AppendRingRecord(uint32_t body_field, uint32_t result_field, Fill fill) {
+  CallRecord call;
+  SlotClaim claim;
+  if (g_ring.ClaimSlot(&claim)) {
+    wire::WireWriter w(claim.payload, NCCLWATCH_SLOT_PAYLOAD_BYTES);
+    w.Varint(fields::record::kT, TraceNow());
+    w.Varint(fields::record::kThread, ThisThread().index);
+    const size_t body = w.BeginMessage(body_field);
+    uint8_t* result =
+        result_field != 0 ? w.Fixed32(result_field, static_cast<uint32_t>(NCCLWATCH_RESULT_PENDING)) : nullptr;
+    fill(w);
+    w.EndMessage(body);
+    if (w.ok()) {
+      g_ring.Publish(claim, w.size());
+      if (result != nullptr) call.result = RingWriter::SiteOf(claim.where, static_cast<size_t>(result - claim.payload));
+      AnchorIfDue(claim.where.index);
+      return call;
+    }
+    g_ring.Discard(claim);
+  }
+  RecordBuilder<> r(body_field);
+  if (result_field != 0) r.PendingResult(result_field);
+  fill(r.w());
+  return r.Append(Region::kRing);
+}
 
 }  // namespace ncclwatch::shim
 

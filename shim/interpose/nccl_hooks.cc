@@ -375,12 +375,17 @@ NCCLWATCH_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t
   return r;
 }
 
-// ------------------------------------------------------------ queries: forwarded, not recorded
+// ------------------------------------------------------------ queries
 
+// Recorded once: the version the program saw.
 NCCLWATCH_API(ncclResult_t, ncclGetVersion, int* version) {
   REAL_OR_FAIL(ncclGetVersion);
-  return real(version);
+  const ncclResult_t r = real(version);
+  if (Tracing()) RecordNcclVersion(r, r == ncclSuccess && version != nullptr ? *version : 0, CALLER);
+  return r;
 }
+
+// Forwarded, not recorded.
 
 NCCLWATCH_API(const char*, ncclGetErrorString, ncclResult_t result) {
   auto real = NCCLWATCH_REAL(ncclGetErrorString);

@@ -40,9 +40,15 @@ void ResolveRealNccl() {
 }
 
 ncclResult_t NoRealNccl(const char* name) {
-  char line[256];
-  const int n = snprintf(line, sizeof(line), "ncclwatch: %s: no NCCL library provides it; returning ncclSystemError\n", name);
-  if (n > 0) (void)!write(2, line, static_cast<size_t>(n));
+  // Said once per process: a program that loops on the error must not
+  // flood its own stderr.
+  static int said = 0;
+  if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED) == 0) {
+    char line[256];
+    const int n = snprintf(line, sizeof(line),
+                           "ncclwatch: %s: no NCCL library provides it; returning ncclSystemError (said once)\n", name);
+    if (n > 0) (void)!write(2, line, static_cast<size_t>(n));
+  }
   return ncclSystemError;
 }
 

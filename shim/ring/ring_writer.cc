@@ -1,4 +1,4 @@
-// HOT PATH (Append, Patch, AppendAt): no allocation, no lock, no system call,
+// HOT PATH (Append, AppendAt, ClaimSlot, Publish, Discard, Patch): no allocation, no lock, no system call,
 // async-signal-safe. Open() is start-up only.
 
 #include "ring/ring_writer.h"
@@ -172,6 +172,33 @@ bool RingWriter::Append(Region region, const uint8_t* record, size_t len, Record
   AppendAt(ring_, ring_slots_, ring_mask_, first, nslots, record, len);
   if (where) *where = RecordLocation{ring_, ring_slots_, first};
   return true;
+}
+
+bool RingWriter::ClaimSlot(SlotClaim* claim) {
+  if (__atomic_load_n(&header_, __ATOMIC_ACQUIRE) == nullptr) return false;
+  const uint64_t idx = __atomic_fetch_add(&header_->ring_next, 1, __ATOMIC_RELAXED);
+  uint8_t* slot = ring_ + (idx & ring_mask_) * NCCLWATCH_SLOT_BYTES;
+  __atomic_store_n(&reinterpret_cast<ncclwatch_slot_header*>(slot)->stamp, 0, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  claim->payload = slot + NCCLWATCH_SLOT_HEADER_BYTES;
+  claim->where = RecordLocation{ring_, ring_slots_, idx};
+  return true;
+}
+
+void RingWriter::Publish(const SlotClaim& claim, size_t len) {
+  auto* sh = reinterpret_cast<ncclwatch_slot_header*>(claim.payload - NCCLWATCH_SLOT_HEADER_BYTES);
+  sh->length = static_cast<uint16_t>(len);
+  sh->kind = NCCLWATCH_SLOT_SINGLE;
+  sh->record_bytes = static_cast<uint32_t>(len);
+  __atomic_store_n(&sh->stamp, claim.where.index + 1, __ATOMIC_RELEASE);
+}
+
+void RingWriter::Discard(const SlotClaim& claim) {
+  auto* sh = reinterpret_cast<ncclwatch_slot_header*>(claim.payload - NCCLWATCH_SLOT_HEADER_BYTES);
+  sh->length = 0;
+  sh->kind = NCCLWATCH_SLOT_PADDING;
+  sh->record_bytes = 0;
+  __atomic_store_n(&sh->stamp, claim.where.index + 1, __ATOMIC_RELEASE);
 }
 
 void RingWriter::Patch(const RecordLocation& where, size_t offset, const void* data, size_t len) {

@@ -1,6 +1,7 @@
 // RingWriter: appends records to a trace file (proto/ncclwatch/ring_format.h).
 //
-// HOT PATH: Append(), Patch() and everything they call allocate nothing,
+// HOT PATH: Append(), ClaimSlot(), Publish(), Discard(), Patch(), PatchSite
+// and everything they call allocate nothing,
 // take no lock, make no system call and are async-signal-safe; any number of
 // threads (and a signal handler) may append at once. Open() is start-up only:
 // it creates the file, allocates its blocks and maps it.
@@ -18,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ncclwatch/ring_format.h"
 
@@ -44,6 +46,26 @@ struct RecordLocation {
   uint64_t index = 0;        // logical index of the record's first slot
 };
 
+// Four bytes of a written record (a result field) that can be rewritten in
+// place later, while the record's slot still holds it. Inline and cheap: a
+// load of the slot's stamp and one 4-byte store within one cache line, which
+// a reader sees whole, old or new.
+struct PatchSite {
+  uint8_t* at = nullptr;  // nullptr: nothing to patch
+  const uint64_t* stamp = nullptr;
+  uint64_t expect = 0;
+
+  void Write4(const void* value) const {
+    if (at != nullptr && __atomic_load_n(stamp, __ATOMIC_ACQUIRE) == expect) memcpy(at, value, 4);
+  }
+};
+
+// One ring slot claimed for a record encoded in place (see ClaimSlot).
+struct SlotClaim {
+  uint8_t* payload = nullptr;  // NCCLWATCH_SLOT_PAYLOAD_BYTES bytes to encode into
+  RecordLocation where;
+};
+
 class RingWriter {
  public:
   // Creates <dir>/ncclwatch.<host>.<pid>.<start_ms>.trace: a new file (never
@@ -58,6 +80,27 @@ class RingWriter {
   // Appends one serialized record. Returns false if the writer is closed or
   // the record is larger than NCCLWATCH_MAX_RECORD_BYTES.
   bool Append(Region region, const uint8_t* record, size_t len, RecordLocation* where = nullptr);
+
+  // The in-place path, for records that almost always fit one slot: claims
+  // the ring's next slot (marked unwritten) for the caller to encode into,
+  // then Publish(claim, len) with len <= NCCLWATCH_SLOT_PAYLOAD_BYTES, or
+  // Discard(claim) if the record did not fit. Saves the copy of Append.
+  bool ClaimSlot(SlotClaim* claim);
+  void Publish(const SlotClaim& claim, size_t len);
+  void Discard(const SlotClaim& claim);
+
+  // The 4 bytes at `offset` in the record at `where`, when they lie in its
+  // first slot's payload within the slot's first cache line (a result
+  // field written first always does); an empty site otherwise.
+  static PatchSite SiteOf(const RecordLocation& where, size_t offset) {
+    PatchSite site;
+    if (where.slots == nullptr || offset + 4 > 64 - NCCLWATCH_SLOT_HEADER_BYTES) return site;
+    uint8_t* slot = where.slots + (where.index & (where.slot_count - 1)) * NCCLWATCH_SLOT_BYTES;
+    site.at = slot + NCCLWATCH_SLOT_HEADER_BYTES + offset;
+    site.stamp = &reinterpret_cast<const ncclwatch_slot_header*>(slot)->stamp;
+    site.expect = where.index + 1;
+    return site;
+  }
 
   // Overwrites `len` bytes at `offset` within the record at `where`, if that
   // record has not been overwritten since. A reader sees the old or the new

@@ -219,6 +219,25 @@ TEST_CASE("a call from another library's constructor is traced", "[preload]") {
   CHECK(t.has_start);
 }
 
+TEST_CASE("NCCL loaded in a local scope (a Python extension's) is found and traced", "[preload]") {
+  jobs::TempDir dir;
+  const jobs::RankResult plain = RunProbe({}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "local_scope_main");
+  const jobs::RankResult traced = RunProbe({}, Traced(dir.path()), "local_scope_main");
+  INFO(plain.output << "\n---\n" << traced.output);
+  CHECK(plain.output.find("plugin result 0 version 22809") != std::string::npos);
+  CHECK(traced.output == plain.output);
+  CHECK(traced.exit_code == 0);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  REQUIRE(t.apis.size() == 2);  // ncclGetVersion (pinned, once per process), ncclGetUniqueId
+  std::set<std::string> calls;
+  for (const auto& a : t.apis) {
+    calls.insert(ncclwatch::decoder::CallName(a.call));
+    CHECK(a.result == 0);
+  }
+  CHECK(calls == std::set<std::string>{"ncclGetUniqueId", "ncclGetVersion"});
+  CHECK(t.nccl_version == 22809);
+}
+
 TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[preload][abi]") {
   jobs::JobSpec spec;
   spec.argv = {"/bin/sh", "-c", "readelf -d " + jobs::ShimPath() + " | grep NEEDED; nm -D --defined-only " +

@@ -186,6 +186,47 @@ TEST_CASE("a result is written into its record in place, unless the record is go
   for (const std::string& s : ReadAll(w.path()).ring) CHECK(s == "filler");
 }
 
+TEST_CASE("records encoded in place: published, or given up as padding the reader skips", "[ring]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
+  ncclwatch::shim::SlotClaim a, b, c;
+  REQUIRE(w.ClaimSlot(&a));
+  REQUIRE(w.ClaimSlot(&b));
+  REQUIRE(w.ClaimSlot(&c));
+  std::memcpy(a.payload, "first", 5);
+  w.Publish(a, 5);
+  std::memcpy(b.payload, "did not fit", 11);
+  w.Discard(b);
+  // c was claimed and never published (the writer died while encoding): torn.
+  REQUIRE(Append(w, Region::kRing, "after"));
+  Read r = ReadAll(w.path());
+  CHECK(r.ring == std::vector<std::string>{"first", "after"});
+  CHECK(r.stats.padding_slots == 1);
+  CHECK(r.stats.torn_slots == 1);
+}
+
+TEST_CASE("a patch site rewrites 4 bytes of its record while the slot still holds it", "[ring]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
+  ncclwatch::shim::SlotClaim claim;
+  REQUIRE(w.ClaimSlot(&claim));
+  std::memcpy(claim.payload, "rc=????", 7);
+  w.Publish(claim, 7);
+  const ncclwatch::shim::PatchSite site = RingWriter::SiteOf(claim.where, 3);
+  REQUIRE(site.at != nullptr);
+  site.Write4("0000");
+  CHECK(ReadAll(w.path()).ring == std::vector<std::string>{"rc=0000"});
+  // Beyond the slot's first cache line there is no site.
+  CHECK(RingWriter::SiteOf(claim.where, 64 - NCCLWATCH_SLOT_HEADER_BYTES - 3).at == nullptr);
+  for (int i = 0; i < 64; ++i) REQUIRE(Append(w, Region::kRing, "filler"));
+  site.Write4("XXXX");  // the slot holds another record now: untouched
+  for (const std::string& s : ReadAll(w.path()).ring) CHECK(s == "filler");
+}
+
 TEST_CASE("trace files are made only where it is safe, never over an existing file", "[ring]") {
   jobs::TempDir dir;
   char err[256];

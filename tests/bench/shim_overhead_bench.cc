@@ -1,0 +1,149 @@
+// The shim's added cost per intercepted call, measured side by side in one
+// run: an AllReduce (and a Send) called directly on a do-nothing NCCL, and
+// the same call through libncclwatch.so on top of it. Also a bare append of a
+// 64-byte record to the ring, the floor of what recording can cost.
+//
+//   shim_overhead_bench --benchmark_repetitions=9 --benchmark_report_aggregates_only=true
+//
+// Needs NCCLWATCH_SHIM and NCCL_NOOP (paths), set by CMake as defaults.
+
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <nccl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <string>
+
+#include "ring/ring_writer.h"
+
+namespace {
+
+// Where both the shim's trace and the bare ring go; removed at exit.
+std::string& ScratchDir() {
+  static std::string dir = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ncclwatch-bench-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      std::perror("mkdtemp");
+      std::exit(2);
+    }
+    return tmpl;
+  }();
+  return dir;
+}
+
+using AllReduceFn = ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                                     cudaStream_t);
+using SendFn = ncclResult_t (*)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+using InitFn = ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int);
+
+struct Targets {
+  AllReduceFn direct_allreduce = nullptr;
+  AllReduceFn shim_allreduce = nullptr;
+  SendFn direct_send = nullptr;
+  SendFn shim_send = nullptr;
+  ncclComm_t comm = nullptr;
+};
+
+Targets& Get() {
+  static Targets t = [] {
+    Targets x;
+    const char* noop = getenv("NCCL_NOOP");
+    const char* shim = getenv("NCCLWATCH_SHIM");
+#ifdef NCCL_NOOP_DEFAULT
+    if (!noop) noop = NCCL_NOOP_DEFAULT;
+#endif
+#ifdef NCCLWATCH_SHIM_DEFAULT
+    if (!shim) shim = NCCLWATCH_SHIM_DEFAULT;
+#endif
+    // The shim finds this NCCL the way it finds one loaded by a framework:
+    // already loaded, by soname.
+    void* n = dlopen(noop, RTLD_NOW | RTLD_GLOBAL);
+    if (!n) {
+      std::fprintf(stderr, "cannot load %s: %s\n", noop, dlerror());
+      std::exit(2);
+    }
+    setenv("NCCLWATCH_DIR", ScratchDir().c_str(), 1);
+    void* s = dlopen(shim, RTLD_NOW | RTLD_LOCAL);
+    if (!s) {
+      std::fprintf(stderr, "cannot load %s: %s\n", shim, dlerror());
+      std::exit(2);
+    }
+    x.direct_allreduce = reinterpret_cast<AllReduceFn>(dlsym(n, "ncclAllReduce"));
+    x.shim_allreduce = reinterpret_cast<AllReduceFn>(dlsym(s, "ncclAllReduce"));
+    x.direct_send = reinterpret_cast<SendFn>(dlsym(n, "ncclSend"));
+    x.shim_send = reinterpret_cast<SendFn>(dlsym(s, "ncclSend"));
+    auto init = reinterpret_cast<InitFn>(dlsym(s, "ncclCommInitRank"));
+    ncclUniqueId id;
+    std::memset(&id, 7, sizeof(id));
+    init(&x.comm, 8, id, 3);  // through the shim: the communicator becomes known to it
+    return x;
+  }();
+  return t;
+}
+
+void BM_AllReduce_Direct(benchmark::State& state) {
+  Targets& t = Get();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(t.direct_allreduce(&state, &t, 1024, ncclFloat32, ncclSum, t.comm, nullptr));
+  }
+}
+
+void BM_AllReduce_ThroughShim(benchmark::State& state) {
+  Targets& t = Get();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(t.shim_allreduce(&state, &t, 1024, ncclFloat32, ncclSum, t.comm, nullptr));
+  }
+}
+
+void BM_Send_Direct(benchmark::State& state) {
+  Targets& t = Get();
+  for (auto _ : state) benchmark::DoNotOptimize(t.direct_send(&state, 1024, ncclFloat32, 5, t.comm, nullptr));
+}
+
+void BM_Send_ThroughShim(benchmark::State& state) {
+  Targets& t = Get();
+  for (auto _ : state) benchmark::DoNotOptimize(t.shim_send(&state, 1024, ncclFloat32, 5, t.comm, nullptr));
+}
+
+void BM_RingAppend64(benchmark::State& state) {
+  static ncclwatch::shim::RingWriter* w = [] {
+    auto* r = new ncclwatch::shim::RingWriter();
+    ncclwatch::shim::RingConfig c;
+    static std::string dir = ScratchDir() + "/ring";
+    c.dir = dir.c_str();
+    c.host = "bench";
+    c.pid = static_cast<uint32_t>(getpid());
+    c.start_ms = static_cast<uint64_t>(time(nullptr)) * 1000;
+    char err[256];
+    if (!r->Open(c, err, sizeof(err))) {
+      std::fprintf(stderr, "ring: %s\n", err);
+      std::exit(2);
+    }
+    return r;
+  }();
+  uint8_t record[64];
+  std::memset(record, 0x2a, sizeof(record));
+  for (auto _ : state) benchmark::DoNotOptimize(w->Append(ncclwatch::shim::Region::kRing, record, sizeof(record)));
+}
+
+}  // namespace
+
+BENCHMARK(BM_AllReduce_Direct);
+BENCHMARK(BM_AllReduce_ThroughShim);
+BENCHMARK(BM_Send_Direct);
+BENCHMARK(BM_Send_ThroughShim);
+BENCHMARK(BM_RingAppend64);
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::error_code ec;
+  std::filesystem::remove_all(ScratchDir(), ec);
+  return 0;
+}

@@ -1,0 +1,119 @@
+#include "synthetic_trace.h"
+
+#include <time.h>
+
+#include "ncclwatch/trace_fields.h"
+#include "ncclwatch/wire_writer.h"
+#include "ring/ring_writer.h"
+
+namespace ncclwatch::bench {
+namespace {
+
+namespace f = ncclwatch::fields;
+using shim::Region;
+using shim::RingWriter;
+using wire::WireWriter;
+
+constexpr uint64_t kWorldComm = 0x5eed0000c0ffee01ull;
+
+uint64_t Now(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// One Record: t, thread, and a body built by `fill`.
+template <typename Fill>
+bool Put(RingWriter& ring, Region region, uint64_t t, uint32_t body_field, Fill fill) {
+  uint8_t buf[512];
+  WireWriter w(buf, sizeof(buf));
+  w.Varint(f::record::kT, t);
+  w.Varint(f::record::kThread, 0);
+  size_t body = w.BeginMessage(body_field);
+  fill(w);
+  w.EndMessage(body);
+  return w.ok() && ring.Append(region, buf, w.size());
+}
+
+}  // namespace
+
+bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::string* error) {
+  const uint64_t start_ms = Now(CLOCK_REALTIME) / 1000000;
+  for (int rank = 0; rank < job.ranks; ++rank) {
+    // The ring holds every call: one 128-byte slot per collective, rounded
+    // up to a power of two.
+    uint64_t ring_bytes = 64 << 10;
+    while (ring_bytes < (job.calls + 64) * NCCLWATCH_SLOT_BYTES) ring_bytes <<= 1;
+    shim::RingConfig config;
+    config.dir = dir.c_str();
+    config.ring_bytes = ring_bytes;
+    config.host = "synth";
+    config.pid = static_cast<uint32_t>(100000 + rank);
+    config.start_ms = start_ms;
+    char err[256];
+    RingWriter ring;
+    if (!ring.Open(config, err, sizeof(err))) {
+      *error = err;
+      return false;
+    }
+    uint64_t t = Now(CLOCK_MONOTONIC);
+    bool ok = Put(ring, Region::kPinned, t, f::record::kProcessStart, [&](WireWriter& w) {
+      w.Varint(f::process_start::kPid, config.pid);
+      w.String(f::process_start::kHost, "synth");
+      w.Sint(f::process_start::kGlobalRank, rank);
+      w.String(f::process_start::kRankSource, "RANK");
+      w.Sint(f::process_start::kWorldSize, job.ranks);
+      w.Sint(f::process_start::kLocalRank, rank % 8);
+      w.String(f::process_start::kExe, "/opt/train/synthetic");
+      w.Varint(f::process_start::kShimVersion, 1);
+    });
+    ok = ok && Put(ring, Region::kPinned, t, f::record::kTimeAnchor, [&](WireWriter& w) {
+      w.Varint(f::time_anchor::kT, t);
+      w.Varint(f::time_anchor::kMonotonicNs, t);
+      w.Varint(f::time_anchor::kRealtimeNs, Now(CLOCK_REALTIME));
+    });
+    ok = ok && Put(ring, Region::kPinned, ++t, f::record::kCommInitBegin, [&](WireWriter& w) {
+      w.Fixed64(f::comm_init_begin::kComm, kWorldComm);
+      w.Varint(f::comm_init_begin::kCall, f::kCommInitRank);
+      w.Sint(f::comm_init_begin::kNranks, job.ranks);
+      w.Sint(f::comm_init_begin::kRank, rank);
+      w.Sint(f::comm_init_begin::kBlocking, -1);
+    });
+    ok = ok && Put(ring, Region::kPinned, ++t, f::record::kCommInitEnd, [&](WireWriter& w) {
+      w.Fixed64(f::comm_init_end::kComm, kWorldComm);
+      w.Fixed32(f::comm_init_end::kResult, 0);
+      w.Fixed64(f::comm_init_end::kHandle, 0x7f0000001000ull);
+      w.Sint(f::comm_init_end::kRank, rank);
+      w.Sint(f::comm_init_end::kDevice, rank % 8);
+      w.Sint(f::comm_init_end::kNranks, job.ranks);
+    });
+    for (uint64_t seq = 0; ok && seq < job.calls; ++seq) {
+      const bool diverge = rank == job.diverging_rank && seq == job.diverging_seq;
+      ok = Put(ring, Region::kRing, t += 1000, f::record::kCollective, [&](WireWriter& w) {
+        w.Fixed32(f::collective::kResult, 0);
+        w.Fixed64(f::collective::kComm, kWorldComm);
+        w.Varint(f::collective::kSeq, seq);
+        w.Varint(f::collective::kCall, f::kAllReduce);
+        w.Varint(f::collective::kCount, diverge ? 1000 : 1u << 20);
+        w.Sint(f::collective::kDatatype, 7);  // ncclFloat32
+        w.Sint(f::collective::kRedop, 0);     // ncclSum
+        w.Fixed64(f::collective::kStream, 0x5000);
+        w.Fixed64(f::collective::kSendbuff, 0x7f1000000000ull);
+        w.Fixed64(f::collective::kRecvbuff, 0x7f1000000000ull);
+        w.Fixed64(f::collective::kCaller, 0x401234);
+        w.Sint(f::collective::kRank, rank);
+      });
+    }
+    ok = ok && Put(ring, Region::kPinned, ++t, f::record::kProcessEnd, [&](WireWriter& w) {
+      w.Varint(f::process_end::kHow, f::process_end::kHowExit);
+      w.Sint(f::process_end::kExitCode, 0);
+    });
+    if (!ok) {
+      *error = "a synthetic record did not fit";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace ncclwatch::bench

@@ -1,0 +1,28 @@
+// Synthetic traces for the decoder benchmarks: what the shim would write for
+// a job of `ranks` processes that each issue `calls` AllReduces on one world
+// communicator, written with the shim's own ring writer and wire encoder so
+// the decoder reads exactly the bytes it reads in production.
+
+#ifndef NCCLWATCH_TESTS_BENCH_SYNTHETIC_TRACE_H_
+#define NCCLWATCH_TESTS_BENCH_SYNTHETIC_TRACE_H_
+
+#include <stdint.h>
+
+#include <string>
+
+namespace ncclwatch::bench {
+
+struct SyntheticJob {
+  int ranks = 8;
+  uint64_t calls = 1000;      // collectives per rank
+  int diverging_rank = -1;    // this rank calls with a different count...
+  uint64_t diverging_seq = 0; // ...at this sequence number
+};
+
+// Writes one trace per rank into `dir` (which must exist). Returns false and
+// sets `error` on failure.
+bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::string* error);
+
+}  // namespace ncclwatch::bench
+
+#endif  // NCCLWATCH_TESTS_BENCH_SYNTHETIC_TRACE_H_
