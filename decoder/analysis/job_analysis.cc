@@ -19,6 +19,17 @@ void Consider(LastCall* best, uint64_t order, const LastCall& c, uint64_t* best_
   }
 }
 
+// "AllReduce #3 of 3fa9c1", "Send #0 to 5 of 3fa9c1", "ncclCommDestroy of 3fa9c1".
+std::string Describe(const LastCall& c) {
+  if (c.call == f::kSend || c.call == f::kRecv) {
+    return absl::StrCat(c.send ? "Send #" : "Recv #", c.seq, c.send ? " to " : " from ", c.peer, " of ",
+                        CommShort(c.comm));
+  }
+  if (c.has_seq) return absl::StrCat(CallName(c.call), " #", c.seq, " of ", CommShort(c.comm));
+  if (c.comm != 0) return absl::StrCat(CallName(c.call), " of ", CommShort(c.comm));
+  return CallName(c.call);
+}
+
 }  // namespace
 
 const ModuleInfo* ProcessFacts::ModuleAt(uint64_t address) const {
@@ -93,35 +104,40 @@ void JobAnalysis::AddProcess(ProcessTrace t) {
     auto& slot = per_comm[c.comm];
     if (order >= slot.first) slot = {order, c};
   };
+  // Only the calls kept are described, once each, at the end.
+  std::map<uint64_t, const CollectiveEvent*> last_collective;
   for (const CollectiveEvent& e : t.collectives) {
-    LastCall c{true, e.call, e.comm, e.seq, true, e.result == kResultPending, t.RealtimeNs(e.t), e.caller,
-               absl::StrCat(CallName(e.call), " #", e.seq, " of ", CommShort(e.comm))};
+    LastCall c{true, e.call, e.comm, e.seq, true, e.result == kResultPending, t.RealtimeNs(e.t), e.caller};
     note(e.order, c);
-    p.last_collective[e.comm] = e;
-    p.last_collective_ns[e.comm] = c.when_ns;
+    const CollectiveEvent*& last = last_collective[e.comm];
+    if (last == nullptr || e.order >= last->order) last = &e;
+  }
+  for (const auto& [comm, e] : last_collective) {
+    p.last_collective[comm] = *e;
+    p.last_collective_ns[comm] = t.RealtimeNs(e->t);
   }
   for (const P2pEvent& e : t.p2p) {
     LastCall c{true, e.send ? f::kSend : f::kRecv, e.comm, e.seq, true, e.result == kResultPending,
-               t.RealtimeNs(e.t), e.caller,
-               absl::StrCat(e.send ? "Send #" : "Recv #", e.seq, e.send ? " to " : " from ", e.peer, " of ",
-                            CommShort(e.comm))};
+               t.RealtimeNs(e.t), e.caller, e.send, e.peer};
     note(e.order, c);
   }
   for (const GroupEvent& e : t.groups) {
-    LastCall c{true, e.call, 0, 0, false, e.result == kResultPending, t.RealtimeNs(e.t), e.caller, CallName(e.call)};
+    LastCall c{true, e.call, 0, 0, false, e.result == kResultPending, t.RealtimeNs(e.t), e.caller};
     Consider(&p.last, e.order, c, &best_order);
   }
   for (const CommMembership& m : t.comms) {
-    LastCall c{true, m.init_call, m.comm, 0, false, !m.init_returned, t.RealtimeNs(m.init_t), m.caller,
-               absl::StrCat(CallName(m.init_call), " of ", CommShort(m.comm))};
+    LastCall c{true, m.init_call, m.comm, 0, false, !m.init_returned, t.RealtimeNs(m.init_t), m.caller};
     Consider(&p.last, m.init_order, c, &best_order);
     if (m.end_call != 0) {
-      LastCall e{true, m.end_call, m.comm, 0, false, m.end_result == kResultPending, t.RealtimeNs(m.end_t), 0,
-                 absl::StrCat(CallName(m.end_call), " of ", CommShort(m.comm))};
+      LastCall e{true, m.end_call, m.comm, 0, false, m.end_result == kResultPending, t.RealtimeNs(m.end_t), 0};
       Consider(&p.last, m.end_order, e, &best_order);
     }
   }
-  for (auto& [comm, entry] : per_comm) p.activity.push_back(entry.second);
+  if (p.last.valid) p.last.what = Describe(p.last);
+  for (auto& [comm, entry] : per_comm) {
+    entry.second.what = Describe(entry.second);
+    p.activity.push_back(entry.second);
+  }
 
   // The analyses. Each member of a communicator is one (comm, rank) here; a
   // member that made no collective still counts (it was expected to).
@@ -134,8 +150,8 @@ void JobAnalysis::AddProcess(ProcessTrace t) {
   for (const CollectiveEvent& e : t.collectives)
     if (e.comm != 0 && e.rank >= 0) by_member[{e.comm, e.rank}].push_back(&e);
   for (auto& [key, events] : by_member) {
-    std::sort(events.begin(), events.end(),
-              [](const CollectiveEvent* a, const CollectiveEvent* b) { return a->order < b->order; });
+    auto by_order = [](const CollectiveEvent* a, const CollectiveEvent* b) { return a->order < b->order; };
+    if (!std::is_sorted(events.begin(), events.end(), by_order)) std::sort(events.begin(), events.end(), by_order);
     alignments_[key.first].AddMember(index, key.second, events, t);
   }
   p2p_.AddProcess(index, t);

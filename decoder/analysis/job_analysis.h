@@ -35,7 +35,9 @@ struct LastCall {
   bool pending = false;  // it had not returned when the trace ended
   int64_t when_ns = 0;
   uint64_t caller = 0;
-  std::string what;      // "AllReduce #3 of 3fa9c1"
+  bool send = false;     // point-to-point: direction and peer
+  int32_t peer = -1;
+  std::string what;      // "AllReduce #3 of 3fa9c1" (filled in for the calls kept)
 };
 
 // How a process ended, as far as its trace says.

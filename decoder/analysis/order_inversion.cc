@@ -21,19 +21,19 @@ bool Numbered(const CollectiveEvent& e) { return e.result == 0 || e.result == 7 
 
 void OrderInversion::AddProcess(int process, const ProcessTrace& trace) {
   // One rank per communicator in this process, or no single order to compare.
-  std::map<uint64_t, std::set<int32_t>> ranks;
-  for (const CollectiveEvent& e : trace.collectives)
-    if (e.comm != 0) ranks[e.comm].insert(e.rank);
-  std::vector<uint64_t> comms;
-  for (const auto& [comm, rs] : ranks) {
-    if (rs.size() > 1) return;
-    comms.push_back(comm);
+  std::map<uint64_t, int32_t> rank_in;
+  for (const CollectiveEvent& e : trace.collectives) {
+    if (e.comm == 0) continue;
+    auto [it, added] = rank_in.emplace(e.comm, e.rank);
+    if (!added && it->second != e.rank) return;
   }
+  std::vector<uint64_t> comms;
+  for (const auto& [comm, rank] : rank_in) comms.push_back(comm);
   std::vector<const CollectiveEvent*> events;
   for (const CollectiveEvent& e : trace.collectives)
     if (e.comm != 0 && Numbered(e)) events.push_back(&e);
-  std::sort(events.begin(), events.end(),
-            [](const CollectiveEvent* x, const CollectiveEvent* y) { return x->order < y->order; });
+  auto by_order = [](const CollectiveEvent* x, const CollectiveEvent* y) { return x->order < y->order; };
+  if (!std::is_sorted(events.begin(), events.end(), by_order)) std::sort(events.begin(), events.end(), by_order);
 
   for (size_t ai = 0; ai < comms.size(); ++ai) {
     for (size_t bi = ai + 1; bi < comms.size(); ++bi) {

@@ -176,9 +176,14 @@ int64_t ProcessTrace::MonotonicNs(uint64_t t) const {
   if (b.t > a.t && b.monotonic_ns > a.monotonic_ns) {
     rate = static_cast<double>(b.monotonic_ns - a.monotonic_ns) / static_cast<double>(b.t - a.t);
   }
-  const TimeAnchorEvent* near = &a;
-  for (const TimeAnchorEvent& x : anchors)
-    if ((x.t > t ? x.t - t : t - x.t) < (near->t > t ? near->t - t : t - near->t)) near = &x;
+  // Anchors are sorted by t: the nearest is at the first not before t, or just before it.
+  auto it = std::lower_bound(anchors.begin(), anchors.end(), t,
+                             [](const TimeAnchorEvent& x, uint64_t v) { return x.t < v; });
+  const TimeAnchorEvent* near = it == anchors.end() ? &anchors.back() : &*it;
+  if (it != anchors.begin()) {
+    const TimeAnchorEvent* before = &*(it - 1);
+    if (t - before->t < (near->t > t ? near->t - t : t - near->t)) near = before;
+  }
   return static_cast<int64_t>(near->monotonic_ns) +
          static_cast<int64_t>(rate * (static_cast<double>(t) - static_cast<double>(near->t)));
 }
@@ -208,6 +213,8 @@ absl::StatusOr<ProcessTrace> LoadProcessTrace(const std::string& path) {
   p.clock = file->header().clock;
   p.pid = file->header().pid;
   p.host = file->header().host;
+  // Most of a trace is collectives: room for all of them at once.
+  p.collectives.reserve(file->SlotsInUse());
   Builder builder(&p);
   pb::Record record;
   file->ForEachRecord(

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -49,9 +50,13 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
     }
     return Invalid(path, "not an ncclwatch trace (too short)");
   }
-  void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  // Read once, front to back: a file of ordinary size is faulted in with one
+  // call; a huge ring is read ahead as it goes.
+  constexpr size_t kPopulateLimit = size_t{1} << 30;
+  void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED | (size <= kPopulateLimit ? MAP_POPULATE : 0), fd, 0);
   close(fd);
   if (m == MAP_FAILED) return absl::InternalError(absl::StrCat(path, ": cannot map: ", strerror(errno)));
+  if (size > kPopulateLimit) madvise(m, size, MADV_SEQUENTIAL);
   std::unique_ptr<TraceFile> f(new TraceFile());
   f->path_ = path;
   f->data_ = static_cast<const uint8_t*>(m);
@@ -172,6 +177,12 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     ++stats->records;
     fn(pinned, start, absl::MakeConstSpan(record));
   }
+}
+
+uint64_t TraceFile::SlotsInUse() const {
+  const auto* live = reinterpret_cast<const ncclwatch_ring_header*>(data_);
+  return std::min(Load64(&live->pinned_next), header_.pinned_slots) +
+         std::min(Load64(&live->ring_next), header_.ring_slots);
 }
 
 void TraceFile::ForEachRecord(const RecordFn& fn, TraceFileStats* stats) const {

@@ -44,6 +44,10 @@ class TraceFile {
   const ncclwatch_ring_header& header() const { return header_; }
   const std::string& path() const { return path_; }
 
+  // Slots that hold records now (pinned and ring), an upper bound on the
+  // number of records ForEachRecord would yield.
+  uint64_t SlotsInUse() const;
+
   using RecordFn = std::function<void(bool pinned, uint64_t index, absl::Span<const uint8_t> bytes)>;
   void ForEachRecord(const RecordFn& fn, TraceFileStats* stats) const;
 

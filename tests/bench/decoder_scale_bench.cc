@@ -8,7 +8,9 @@
 //
 // Each job has one rank that changes the count of its last collective, so
 // the decoder must read every record to reach the verdict. Traces are written
-// once per size under $TMPDIR and removed at exit.
+// once per size under $TMPDIR (17 GB free needed for the largest) and
+// removed when the next size starts and at exit. Run one size with e.g.
+// --benchmark_filter='ranks:64/calls:100000'.
 
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
@@ -40,10 +42,14 @@ class Jobs {
     std::error_code ec;
     if (!root_.empty()) fs::remove_all(root_, ec);
   }
+  // Keeps only the latest job on disk (1,024 x 100,000 is 17 GB).
   const std::string& Get(int ranks, uint64_t calls) {
     auto key = std::make_pair(ranks, calls);
     auto it = dirs_.find(key);
     if (it != dirs_.end()) return it->second;
+    std::error_code ec;
+    for (const auto& [k, d] : dirs_) fs::remove_all(d, ec);
+    dirs_.clear();
     if (root_.empty()) {
       std::string tmpl = (fs::temp_directory_path() / "ncclwatch-bench-XXXXXX").string();
       if (mkdtemp(tmpl.data()) == nullptr) Die("cannot create a folder under " + fs::temp_directory_path().string());
@@ -110,16 +116,16 @@ void BM_Diagnose(benchmark::State& state) {
 
 }  // namespace
 
-// Same total (800k records) arranged as few long or many short streams, and
-// growth in each direction.
+// Growth in ranks at 100,000 records each, up to the 1,024 x 100,000 job,
+// and growth in records per rank at 64 ranks.
 BENCHMARK(BM_Diagnose)
     ->ArgNames({"ranks", "calls"})
-    ->Args({8, 10000})
+    ->Args({64, 10000})
+    ->Args({64, 30000})
     ->Args({8, 100000})
-    ->Args({64, 12500})
     ->Args({64, 100000})
-    ->Args({512, 1563})
-    ->Args({1024, 1000})
+    ->Args({256, 100000})
+    ->Args({1024, 100000})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(1);
