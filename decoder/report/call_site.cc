@@ -74,6 +74,10 @@ std::string Demangle(const std::string& name) {
     if (c == '>' && angle) --angle;
     if (c == '{') ++brace;
     if (c == '}' && brace) --brace;
+    if (c == '(' && i >= 8 && s.compare(i - 8, 8, "operator") == 0 && i + 1 < s.size() && s[i + 1] == ')') {
+      ++i;  // the call operator's own name, "operator()"
+      continue;
+    }
     if (c == '(' && angle == 0 && brace == 0 && i > 0) return s.substr(0, i);
   }
   return s;
