@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analysis/init_failure.h"
 #include "ncclwatch/trace_fields.h"
 #include "report/call_site.h"
 #include "report/json.h"
@@ -61,6 +62,7 @@ class Diagnoser {
     }
     PointToPoint();
     Orders();
+    Init();
     Unreadable();
     Conclude();
     return out_;
@@ -80,6 +82,26 @@ class Diagnoser {
         if (m.comm == 0) continue;
         auto [it, fresh] = first.emplace(m.comm, p.index);
         if (!fresh) parent[find(p.index)] = find(it->second);
+      }
+    }
+    // A job whose communicators never formed (its ranks disagreed on the
+    // root, say) shares none: its processes are the launcher's ranks of one
+    // job id, or of one program and world size that ran at the same time.
+    std::map<std::string, int> by_job_id;
+    for (const ProcessFacts& p : procs_) {
+      if (p.job_id.empty()) continue;
+      auto [it, fresh] = by_job_id.emplace(p.job_id, p.index);
+      if (!fresh) parent[find(p.index)] = find(it->second);
+    }
+    for (const ProcessFacts& a : procs_) {
+      if (!a.job_id.empty() || a.rank_source.empty() || a.world_size <= 0) continue;
+      for (const ProcessFacts& b : procs_) {
+        if (b.index <= a.index || !b.job_id.empty() || b.rank_source != a.rank_source ||
+            b.world_size != a.world_size || b.exe != a.exe || b.host.empty() != a.host.empty()) {
+          continue;
+        }
+        const bool overlap = a.first_ns <= b.last_ns && b.first_ns <= a.last_ns;
+        if (overlap && a.rank != b.rank) parent[find(b.index)] = find(a.index);
       }
     }
     std::map<int, int> job_of_root;
@@ -460,6 +482,21 @@ class Diagnoser {
         x.role = "warning";
         x.job = job_of_[o.process];
         warnings_.push_back(x);
+      }
+    }
+  }
+
+  // Init forensics, job by job: each job's ranks' initialisation evidence.
+  void Init() {
+    for (const std::vector<int>& members : out_.jobs) {
+      std::vector<InitEvidence> evidence;
+      for (int q : members) evidence.push_back(procs_[q].init);
+      for (InitFinding& f : DiagnoseInit(evidence)) {
+        Candidate c;
+        c.finding = std::move(f.finding);
+        c.finding.nranks = c.finding.comm ? job_.CommSize(*c.finding.comm) : -1;
+        c.process = f.process;
+        candidates_.push_back(std::move(c));
       }
     }
   }

@@ -1,5 +1,7 @@
 #include "analysis/job_analysis.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +30,73 @@ std::string Describe(const LastCall& c) {
   if (c.has_seq) return absl::StrCat(CallName(c.call), " #", c.seq, " of ", CommShort(c.comm));
   if (c.comm != 0) return absl::StrCat(CallName(c.call), " of ", CommShort(c.comm));
   return CallName(c.call);
+}
+
+std::string FateText(const Fate& f) {
+  switch (f.kind) {
+    case Fate::kExited: return absl::StrCat("exited with code ", f.exit_code);
+    case Fate::kSignal: return SignalName(f.signo);
+    default: return "";
+  }
+}
+
+// The process's NCCL initialisation, as init forensics reads it.
+InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
+  InitEvidence e;
+  e.process = p.index;
+  e.rank = p.rank;
+  e.host = t.host;
+  e.pid = t.pid;
+  for (const NcclErrorEvent& x : t.errors) {
+    e.failures.push_back({t.RealtimeNs(x.t), CallName(x.call), x.result, x.text, x.async});
+  }
+  for (const SysCallEvent& c : t.syscalls) {
+    const bool ip = c.addr && (c.addr->family == AF_INET || c.addr->family == AF_INET6);
+    if (c.err != 0) {
+      e.sys_failures.push_back({t.RealtimeNs(c.t), SysCallName(c.kind), c.err, c.path, c.size, c.addr});
+    } else if (c.kind == f::sys_call::kBind && c.from_nccl && ip && !c.addr->IsLoopback() && !e.bootstrap_addr) {
+      e.bootstrap_addr = c.addr;
+    }
+    if (c.kind == f::sys_call::kConnect && c.from_nccl && ip && c.in_call != 0 && !e.root_addr) e.root_addr = c.addr;
+  }
+  const InventoryInfo& inv = t.inventory;
+  if (inv.present) {
+    e.nccl_version = inv.nccl_version;
+    e.nccl_path = inv.nccl_path;
+    e.cuda_driver_version = inv.cuda_driver_version;
+    e.cuda_runtime_version = inv.cuda_runtime_version;
+    e.env = inv.env;
+    e.interfaces_known = true;
+    e.interfaces = inv.interfaces;
+    if (inv.shm_known) {
+      e.shm_size = inv.shm_size;
+      e.shm_free = inv.shm_free;
+    }
+    if (inv.memlock_soft != 0) e.memlock_soft = inv.memlock_soft;
+    e.container = inv.container;
+  }
+  if (e.nccl_version == 0) e.nccl_version = t.nccl_version;
+  if (e.bootstrap_addr) {
+    for (const InterfaceInfo& i : inv.interfaces)
+      if (i.addr.family == e.bootstrap_addr->family && i.addr.ip == e.bootstrap_addr->ip) e.bootstrap_iface = i.name;
+  }
+  for (const CommMembership& m : t.comms) {
+    if (e.bus_id.empty() && !m.bus_id.empty()) {
+      e.bus_id = m.bus_id;
+      e.device = m.begin_device;
+    }
+    const bool ok = m.init_returned && (m.init_result == 0 || m.init_result == 7);
+    if (ok) e.init_succeeded = true;
+    if (!m.init_returned && !e.init_pending) {
+      e.init_pending = true;
+      e.pending_call = CallName(m.init_call);
+      e.comm = m.comm;
+    }
+    if (m.init_returned && !ok && e.comm == 0) e.comm = m.comm;
+  }
+  e.end_ns = p.last_ns;
+  e.end = FateText(p.fate);
+  return e;
 }
 
 }  // namespace
@@ -156,6 +225,7 @@ void JobAnalysis::AddProcess(ProcessTrace t) {
   }
   p2p_.AddProcess(index, t);
   order_.AddProcess(index, t);
+  p.init = InitEvidenceOf(t, p);
   processes_.push_back(std::move(p));
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "analysis/collective_alignment.h"
+#include "analysis/init_evidence.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
 #include "trace/process_trace.h"
@@ -71,6 +72,7 @@ struct ProcessFacts {
   TraceFileStats stats;
   uint64_t unparsed = 0;
   uint64_t records = 0;
+  InitEvidence init;  // what its NCCL initialisation left behind
 
   const ModuleInfo* ModuleAt(uint64_t address) const;
   // Whether it did anything on another communicator after its last

@@ -7,6 +7,7 @@
 #include "ncclwatch/trace.pb.h"
 #include "report/names.h"
 #include "trace/process_trace.h"
+#include "trace/socket_address.h"
 #include "trace/trace_file.h"
 
 namespace ncclwatch::decoder {
@@ -105,6 +106,49 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
       return absl::StrFormat("fatal_signal %s code=%d address=%s sender=%d disposition=%s", SignalName(s.signo()),
                              s.code(), Hex(s.address()), s.sender_pid(),
                              s.disposition() == 0 ? "default" : s.disposition() == 1 ? "ignore" : "handler");
+    }
+    case pb::Record::kSysCall: {
+      const auto& c = r.sys_call();
+      std::string s = absl::StrCat("sys_call ", SysCallName(c.kind()), " ret=", c.ret());
+      if (c.err()) absl::StrAppend(&s, " errno=", ErrnoName(c.err()));
+      if (c.kind() != pb::SysCall::GETIFADDRS && c.kind() != pb::SysCall::SOCKET && c.kind() != pb::SysCall::UNLINK &&
+          c.kind() != pb::SysCall::SHM_OPEN) {
+        absl::StrAppend(&s, " fd=", c.fd());
+      }
+      if (!c.path().empty()) absl::StrAppend(&s, " path=", c.path());
+      if (c.size()) absl::StrAppend(&s, " size=", c.size());
+      if (!c.addr().empty()) {
+        std::optional<SocketAddress> a = ParseSocketAddress(c.addr());
+        absl::StrAppend(&s, " addr=", a ? a->ToString() : "?");
+      }
+      if (c.in_call() != pb::CALL_UNKNOWN) absl::StrAppend(&s, " in=", CallName(c.in_call()));
+      absl::StrAppend(&s, c.from_nccl() ? " from=nccl" : " from=other", " caller=", Where(p, c.caller()));
+      return s;
+    }
+    case pb::Record::kNcclError: {
+      const auto& n = r.nccl_error();
+      std::string s = absl::StrCat("nccl_error ", CallName(n.call()), " result=", ResultName(n.result()));
+      if (n.comm()) absl::StrAppend(&s, " comm=", CommName(n.comm()));
+      if (n.async()) absl::StrAppend(&s, " async");
+      absl::StrAppend(&s, " last_error=\"", n.last_error(), "\"");
+      return s;
+    }
+    case pb::Record::kInventory: {
+      const auto& v = r.inventory();
+      std::string s = absl::StrCat("inventory nccl=", NcclVersionString(v.nccl_version()), " (", v.nccl_path(),
+                                   ") cuda_driver=", v.cuda_driver_version(), " cuda_runtime=", v.cuda_runtime_version());
+      if (!v.framework().empty()) absl::StrAppend(&s, " framework=", v.framework());
+      if (v.shm_known()) absl::StrAppend(&s, " /dev/shm=", Bytes(v.shm_size()), " (", Bytes(v.shm_free()), " free)");
+      absl::StrAppend(&s, " memlock=", v.memlock_soft() == UINT64_MAX ? "unlimited" : Bytes(v.memlock_soft()));
+      if (!v.container().empty()) absl::StrAppend(&s, " container=", v.container());
+      absl::StrAppend(&s, " interfaces=");
+      for (int i = 0; i < v.interfaces_size(); ++i) {
+        std::optional<SocketAddress> a = ParseSocketAddress(v.interfaces(i).addr());
+        absl::StrAppend(&s, i ? "," : "", v.interfaces(i).name(), ":", a ? a->Ip() : "?", "/",
+                        v.interfaces(i).prefix_len());
+      }
+      for (const auto& e : v.env()) absl::StrAppend(&s, " ", e.name(), "=", e.value());
+      return s;
     }
     default:
       return absl::StrCat("unknown ", r.ShortDebugString());

@@ -15,7 +15,32 @@
 namespace ncclwatch::decoder {
 namespace {
 
-std::string Title(const std::string& kind) {
+// A string value of a finding's JSON extras, unquoted ("" when absent or null).
+std::string Extra(const Finding& f, const std::string& key) {
+  for (const auto& [k, v] : f.extra)
+    if (k == key && v.size() >= 2 && v.front() == '"') return v.substr(1, v.size() - 2);
+  return "";
+}
+
+std::string SubsystemTitle(const std::string& s) {
+  if (s == "network") return "network interface";
+  if (s == "bootstrap") return "bootstrap connection";
+  if (s == "shm") return "shared memory (/dev/shm)";
+  if (s == "version") return "version skew";
+  if (s == "gpu") return "two ranks on one GPU";
+  if (s == "ib") return "InfiniBand";
+  if (s == "cuda") return "CUDA";
+  if (s == "waiting") return "waiting for another rank";
+  return "cause unknown";
+}
+
+std::string Title(const Finding& f) {
+  const std::string& kind = f.kind;
+  if (kind == "init_failure") {
+    const std::string err = Extra(f, "errno");
+    return absl::StrCat("NCCL initialisation failed: ", SubsystemTitle(Extra(f, "subsystem")),
+                        err.empty() ? "" : absl::StrCat(" (", err, ")"));
+  }
   if (kind == "collective_mismatch") return "collective mismatch";
   if (kind == "missing_rank") return "a rank is missing from a collective";
   if (kind == "rank_died") return "a rank died";
@@ -72,16 +97,17 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
   if (d.jobs.size() > 1) out << ", " << d.jobs.size() << " separate jobs";
   out << "\n\n";
 
-  const Finding* root = nullptr;
+  // One root cause per job that went wrong.
+  std::vector<const Finding*> roots;
   for (const Finding& f : d.findings)
-    if (f.role == "root_cause") {
-      root = &f;
-      break;
-    }
+    if (f.role == "root_cause") roots.push_back(&f);
   if (!d.problem) {
     out << "HEALTHY: every rank made the same collectives, every send met its receive.\n";
-  } else if (root != nullptr) {
-    out << "PROBLEM: " << Title(root->kind) << "\n";
+  }
+  for (const Finding* root : roots) {
+    if (root != roots.front()) out << "\n";
+    out << "PROBLEM" << (roots.size() > 1 ? absl::StrCat(" in job ", root->job + 1) : "") << ": " << Title(*root)
+        << "\n";
     out << "  " << root->detail << ".\n";
     if (!root->groups.empty()) {
       out << "\n  What each group of ranks did:\n";
@@ -92,7 +118,7 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
 
   std::vector<const Finding*> rest;
   for (const Finding& f : d.findings)
-    if (&f != root && (f.role == "consequence" || f.role == "warning")) rest.push_back(&f);
+    if (f.role == "consequence" || f.role == "warning") rest.push_back(&f);
   if (!rest.empty()) {
     out << "\nThen:\n";
     for (size_t i = 0; i < rest.size() && i < 5; ++i) {

@@ -86,6 +86,44 @@ std::string ResultName(int32_t r) {
   return absl::StrCat("result#", r);
 }
 
+std::string ErrnoName(int32_t err) {
+  const char* name = err > 0 ? strerrorname_np(err) : nullptr;
+  return name ? name : absl::StrCat("errno ", err);
+}
+
+std::string ErrnoText(int32_t err) {
+  const char* text = err > 0 ? strerrordesc_np(err) : nullptr;
+  return text ? text : absl::StrCat("errno ", err);
+}
+
+std::string SysCallName(uint32_t kind) {
+  switch (kind) {
+    case f::sys_call::kSocket: return "socket";
+    case f::sys_call::kBind: return "bind";
+    case f::sys_call::kListen: return "listen";
+    case f::sys_call::kConnect: return "connect";
+    case f::sys_call::kAccept: return "accept";
+    case f::sys_call::kGetifaddrs: return "getifaddrs";
+    case f::sys_call::kSetsockopt: return "setsockopt";
+    case f::sys_call::kShmOpen: return "shm_open";
+    case f::sys_call::kOpen: return "open";
+    case f::sys_call::kMkstemp: return "mkstemp";
+    case f::sys_call::kFallocate: return "fallocate";
+    case f::sys_call::kPosixFallocate: return "posix_fallocate";
+    case f::sys_call::kFtruncate: return "ftruncate";
+    case f::sys_call::kMmap: return "mmap";
+    case f::sys_call::kUnlink: return "unlink";
+    default: return absl::StrCat("syscall#", kind);
+  }
+}
+
+std::string Bytes(uint64_t n) {
+  if (n >= (1ull << 30)) return absl::StrFormat("%.1f GiB", static_cast<double>(n) / (1ull << 30));
+  if (n >= (1ull << 20)) return absl::StrFormat("%.1f MiB", static_cast<double>(n) / (1ull << 20));
+  if (n >= (1ull << 10)) return absl::StrFormat("%.1f KiB", static_cast<double>(n) / (1ull << 10));
+  return absl::StrCat(n, " B");
+}
+
 std::string SignalName(int32_t s) {
   const char* abbrev = sigabbrev_np(s);
   return abbrev ? absl::StrCat("SIG", abbrev) : absl::StrCat("signal ", s);

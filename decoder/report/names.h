@@ -16,6 +16,10 @@ size_t DatatypeBytes(int32_t datatype);     // 0 when unknown
 std::string RedopName(int32_t redop);       // "sum"; "premulsum#5" for user ops
 std::string ResultName(int32_t result);     // "ncclSuccess", "pending"
 std::string SignalName(int32_t signo);      // "SIGSEGV"
+std::string ErrnoName(int32_t err);         // "ECONNREFUSED"; "errno 999" when unknown
+std::string ErrnoText(int32_t err);         // "Connection refused"
+std::string SysCallName(uint32_t kind);     // "connect", "posix_fallocate"
+std::string Bytes(uint64_t n);              // "64 MiB", "9.2 MiB", "512 B"
 std::string NcclVersionString(int32_t code); // 22809 -> "2.28.9"; 2804 -> "2.8.4"
 std::string CommName(uint64_t comm);        // 16 hex digits
 std::string CommShort(uint64_t comm);       // the first 6 of them

@@ -59,6 +59,8 @@ class Builder {
         m.init_t = t;
         m.init_order = order;
         m.caller = b.caller();
+        m.begin_device = b.device();
+        m.bus_id = b.bus_id();
         p_->comms.push_back(m);
         break;
       }
@@ -141,6 +143,57 @@ class Builder {
         const auto& a = r.api();
         p_->apis.push_back({order, t, static_cast<uint32_t>(a.call()), a.comm(), a.value(), a.result()});
         if (a.call() == pb::GET_VERSION && a.result() == 0) p_->nccl_version = static_cast<int32_t>(a.value());
+        break;
+      }
+      case pb::Record::kSysCall: {
+        const auto& c = r.sys_call();
+        SysCallEvent e;
+        e.order = order;
+        e.t = t;
+        e.kind = static_cast<uint32_t>(c.kind());
+        e.ret = c.ret();
+        e.err = c.err();
+        e.fd = c.fd();
+        e.path = c.path();
+        e.size = c.size() ? c.size() : -1;
+        e.offset = c.offset();
+        if (!c.addr().empty()) e.addr = ParseSocketAddress(c.addr());
+        e.arg = c.arg();
+        e.in_call = static_cast<uint32_t>(c.in_call());
+        e.from_nccl = c.from_nccl();
+        e.caller = c.caller();
+        p_->syscalls.push_back(std::move(e));
+        break;
+      }
+      case pb::Record::kNcclError: {
+        const auto& n = r.nccl_error();
+        p_->errors.push_back({order, t, static_cast<uint32_t>(n.call()), n.result(), n.comm(), n.last_error(),
+                              n.async()});
+        break;
+      }
+      case pb::Record::kInventory: {
+        const auto& v = r.inventory();
+        InventoryInfo& inv = p_->inventory;
+        inv.present = true;
+        for (const auto& e : v.env()) inv.env[e.name()] = e.value();
+        inv.nccl_version = v.nccl_version();
+        inv.nccl_path = v.nccl_path();
+        inv.cuda_driver_version = v.cuda_driver_version();
+        inv.cuda_runtime_version = v.cuda_runtime_version();
+        inv.framework = v.framework();
+        inv.framework_path = v.framework_path();
+        for (const auto& i : v.interfaces()) {
+          std::optional<SocketAddress> a = ParseSocketAddress(i.addr());
+          if (a) inv.interfaces.push_back({i.name(), i.flags(), *a, static_cast<int>(i.prefix_len())});
+        }
+        inv.shm_known = v.shm_known();
+        inv.shm_size = v.shm_size();
+        inv.shm_free = v.shm_free();
+        inv.memlock_soft = v.memlock_soft();
+        inv.memlock_hard = v.memlock_hard();
+        inv.cgroup = v.cgroup();
+        inv.container = v.container();
+        if (p_->nccl_version == 0) p_->nccl_version = v.nccl_version();
         break;
       }
       case pb::Record::kFatalSignal: {

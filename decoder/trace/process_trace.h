@@ -16,8 +16,11 @@
 #include <string>
 #include <vector>
 
+#include <map>
+
 #include "absl/status/statusor.h"
 #include "ncclwatch/ring_format.h"
+#include "trace/socket_address.h"
 #include "trace/trace_file.h"
 
 namespace ncclwatch::decoder {
@@ -95,6 +98,8 @@ struct CommMembership {
   bool init_returned = false;
   int32_t init_result = kResultPending;
   uint64_t caller = 0;
+  int32_t begin_device = -1;  // the calling thread's CUDA device when the init began
+  std::string bus_id;         // its PCI bus id
   // The last finalize/destroy/abort/revoke, if any.
   uint32_t end_call = 0;
   int32_t end_result = kResultPending;
@@ -133,6 +138,70 @@ struct TimeAnchorEvent {
   uint64_t realtime_ns = 0;
 };
 
+// A C library call NCCL made (trace.proto SysCall).
+struct SysCallEvent {
+  uint64_t order = 0;
+  uint64_t t = 0;
+  uint32_t kind = 0;  // trace.proto SysCall.Kind
+  int64_t ret = 0;
+  int32_t err = 0;    // errno when it failed
+  int32_t fd = -1;
+  std::string path;
+  int64_t size = -1;
+  int64_t offset = -1;
+  std::optional<SocketAddress> addr;
+  int32_t arg = 0;
+  uint32_t in_call = 0;
+  bool from_nccl = false;
+  uint64_t caller = 0;
+};
+
+// A failed NCCL call or an asynchronous error, with NCCL's text.
+struct NcclErrorEvent {
+  uint64_t order = 0;
+  uint64_t t = 0;
+  uint32_t call = 0;
+  int32_t result = 0;
+  uint64_t comm = 0;
+  std::string text;
+  bool async = false;
+};
+
+struct InterfaceInfo {
+  std::string name;
+  uint32_t flags = 0;
+  SocketAddress addr;
+  int prefix_len = 0;
+  bool Up() const { return flags & 0x1; }
+  bool Loopback() const { return flags & 0x8; }
+  bool Running() const { return flags & 0x40; }
+};
+
+// The process's inventory (trace.proto Inventory).
+struct InventoryInfo {
+  bool present = false;
+  std::map<std::string, std::string> env;
+  int32_t nccl_version = 0;
+  std::string nccl_path;
+  int32_t cuda_driver_version = 0;
+  int32_t cuda_runtime_version = 0;
+  std::string framework;
+  std::string framework_path;
+  std::vector<InterfaceInfo> interfaces;
+  bool shm_known = false;
+  uint64_t shm_size = 0;
+  uint64_t shm_free = 0;
+  uint64_t memlock_soft = 0;
+  uint64_t memlock_hard = 0;
+  std::string cgroup;
+  std::string container;
+
+  const std::string* Env(const std::string& name) const {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : &it->second;
+  }
+};
+
 struct ProcessTrace {
   std::string path;
   uint32_t pid = 0;
@@ -156,6 +225,9 @@ struct ProcessTrace {
   std::vector<ApiEvent> apis;
   std::vector<FatalSignalEvent> signals;
   std::optional<ProcessEndEvent> end;
+  std::vector<SysCallEvent> syscalls;
+  std::vector<NcclErrorEvent> errors;
+  InventoryInfo inventory;
 
   TraceFileStats stats;
   uint64_t unparsed_records = 0;

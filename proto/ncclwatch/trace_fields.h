@@ -60,7 +60,7 @@ enum Call : uint32_t {
 namespace record {
 constexpr uint32_t kT = 1, kThread = 2, kProcessStart = 16, kProcessEnd = 17, kTimeAnchor = 18, kModule = 19,
                    kCommInitBegin = 20, kCommInitEnd = 21, kCommEnd = 22, kCollective = 23, kP2p = 24,
-                   kGroup = 25, kApi = 26, kFatalSignal = 27;
+                   kGroup = 25, kApi = 26, kFatalSignal = 27, kSysCall = 28, kNcclError = 29, kInventory = 30;
 }
 namespace process_start {
 constexpr uint32_t kPid = 1, kHost = 2, kGlobalRank = 3, kRankSource = 4, kWorldSize = 5, kLocalRank = 6,
@@ -78,7 +78,7 @@ constexpr uint32_t kPath = 1, kBase = 2, kStart = 3, kEnd = 4, kBuildId = 5;
 }
 namespace comm_init_begin {
 constexpr uint32_t kComm = 1, kCall = 2, kNranks = 3, kRank = 4, kParent = 5, kColor = 6, kKey = 7,
-                   kSplitIndex = 8, kExcluded = 9, kBlocking = 10, kCaller = 11;
+                   kSplitIndex = 8, kExcluded = 9, kBlocking = 10, kCaller = 11, kDevice = 12, kBusId = 13;
 }
 namespace comm_init_end {
 constexpr uint32_t kComm = 1, kResult = 2, kHandle = 3, kRank = 4, kDevice = 5, kNranks = 6;
@@ -103,6 +103,42 @@ constexpr uint32_t kResult = 1, kCall = 2, kComm = 3, kValue = 4, kCaller = 5;
 namespace fatal_signal {
 constexpr uint32_t kSigno = 1, kCode = 2, kAddress = 3, kSenderPid = 4, kDisposition = 5;
 }
+
+namespace sys_call {
+constexpr uint32_t kKind = 1, kRet = 2, kErr = 3, kFd = 4, kPath = 5, kSize = 6, kOffset = 7, kAddr = 8, kArg = 9,
+                   kInCall = 10, kFromNccl = 11, kCaller = 12;
+enum Kind : uint32_t {
+  kSocket = 1,
+  kBind = 2,
+  kListen = 3,
+  kConnect = 4,
+  kAccept = 5,
+  kGetifaddrs = 6,
+  kSetsockopt = 7,
+  kShmOpen = 10,
+  kOpen = 11,
+  kMkstemp = 12,
+  kFallocate = 13,
+  kPosixFallocate = 14,
+  kFtruncate = 15,
+  kMmap = 16,
+  kUnlink = 17,
+};
+}  // namespace sys_call
+namespace nccl_error {
+constexpr uint32_t kCall = 1, kResult = 2, kComm = 3, kLastError = 4, kAsync = 5;
+}
+namespace inventory {
+constexpr uint32_t kEnv = 1, kNcclVersion = 2, kNcclPath = 3, kCudaDriverVersion = 4, kCudaRuntimeVersion = 5,
+                   kFramework = 6, kFrameworkPath = 7, kInterfaces = 8, kShmKnown = 9, kShmSize = 10, kShmFree = 11,
+                   kMemlockSoft = 12, kMemlockHard = 13, kCgroup = 14, kContainer = 15;
+namespace variable {
+constexpr uint32_t kName = 1, kValue = 2;
+}
+namespace interface {
+constexpr uint32_t kName = 1, kFlags = 2, kAddr = 3, kPrefixLen = 4;
+}
+}  // namespace inventory
 
 }  // namespace ncclwatch::fields
 

@@ -83,6 +83,7 @@ class WireWriter {
 
   bool ok() const { return ok_; }
   size_t size() const { return len_; }
+  size_t remaining() const { return ok_ ? cap_ - len_ : 0; }
   uint8_t* data() const { return buf_; }
 
  private:

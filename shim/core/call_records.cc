@@ -152,12 +152,35 @@ void RecordNcclVersion(int result, int version, const void* caller) {
   r.Append(Region::kPinned);
 }
 
-void RecordAsyncError(const void* comm, int result, int async_error, const void* caller) {
+void RecordNcclError(uint32_t call, int result, const void* comm, const char* last_error, bool async) {
+  ErrnoGuard keep;
+  CommState* cs = comm ? g_comms.Find(comm) : nullptr;
+  RecordBuilder<640> r(f::record::kNcclError);
+  namespace k = f::nccl_error;
+  r.w().Varint(k::kCall, call);
+  r.w().Fixed32(k::kResult, static_cast<uint32_t>(result));
+  if (cs) r.w().Fixed64(k::kComm, cs->id);
+  if (last_error != nullptr) {
+    // ASCII only (a proto3 string must be valid UTF-8, and a cut could split
+    // a character): anything else becomes '?'.
+    char text[480];
+    size_t n = 0;
+    for (; n < sizeof(text) && last_error[n] != '\0'; ++n) {
+      const unsigned char c = static_cast<unsigned char>(last_error[n]);
+      text[n] = c < 0x80 ? static_cast<char>(c) : '?';
+    }
+    r.w().Bytes(k::kLastError, text, n);
+  }
+  if (async) r.w().Varint(k::kAsync, 1);
+  r.Append(Region::kPinned);
+}
+
+bool RecordAsyncError(const void* comm, int result, int async_error, const void* caller) {
   ErrnoGuard keep;
   CommState* cs = g_comms.Find(comm);
   const uint64_t combo = (static_cast<uint64_t>(static_cast<uint32_t>(result)) << 32) |
                          static_cast<uint32_t>(async_error) | (1ull << 63);
-  if (cs != nullptr && __atomic_exchange_n(&cs->last_async, combo, __ATOMIC_RELAXED) == combo) return;
+  if (cs != nullptr && __atomic_exchange_n(&cs->last_async, combo, __ATOMIC_RELAXED) == combo) return false;
   RecordBuilder<> r(f::record::kApi);
   namespace k = f::api;
   r.w().Fixed32(k::kResult, static_cast<uint32_t>(result));
@@ -166,6 +189,7 @@ void RecordAsyncError(const void* comm, int result, int async_error, const void*
   r.w().Sint(k::kValue, async_error);
   r.w().Fixed64(k::kCaller, Ptr(caller));
   r.Append(Region::kRing);
+  return true;
 }
 
 uint64_t CommIdFromUniqueIds(const void* ids, size_t bytes) { return HashBytes(ids, bytes); }
@@ -217,6 +241,8 @@ void RecordCommInitBegin(const CommInitBegin& b) {
   for (int i = 0; i < b.nexcluded && i < 32; ++i) r.w().Sint(k::kExcluded, b.excluded[i]);
   r.w().Sint(k::kBlocking, b.blocking);
   r.w().Fixed64(k::kCaller, Ptr(b.caller));
+  r.w().Sint(k::kDevice, b.device);
+  if (b.bus_id != nullptr && b.bus_id[0] != '\0') r.w().String(k::kBusId, b.bus_id);
   r.Append(Region::kPinned);
 }
 

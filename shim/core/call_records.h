@@ -51,9 +51,14 @@ CallRecord BeginApi(uint32_t call, const void* comm, int64_t value, const void* 
 // ncclGetVersion: the version the program's NCCL reports, written once per
 // process to the pinned region (version skew is read from it).
 void RecordNcclVersion(int result, int version, const void* caller);
+// After an NCCL call failed (or reported an asynchronous error): NCCL's own
+// text for it (`last_error`, from ncclGetLastError), to the pinned region.
+// Only ever on a failure path.
+void RecordNcclError(uint32_t call, int result, const void* comm, const char* last_error, bool async);
 // ncclCommGetAsyncError: written only when (result, error) changes for the
 // communicator, so a watchdog polling it does not flood the ring.
-void RecordAsyncError(const void* comm, int result, int async_error, const void* caller);
+// Returns whether it wrote one.
+bool RecordAsyncError(const void* comm, int result, int async_error, const void* caller);
 
 // --- Communicator lifecycle (pinned region)
 
@@ -78,6 +83,8 @@ struct CommInitBegin {
   int nexcluded = 0;
   int blocking = -1;
   const void* caller = nullptr;
+  int device = -1;               // the calling thread's CUDA device, -1 unknown
+  const char* bus_id = nullptr;  // its PCI bus id
 };
 void RecordCommInitBegin(const CommInitBegin& b);
 

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "core/nccl_code.h"
 #include "core/record_builder.h"
 #include "ncclwatch/trace_fields.h"
 #include "ring/trace_clock.h"
@@ -148,6 +149,7 @@ int ModuleCallback(dl_phdr_info* info, size_t, void*) {
   }
   if (hi == 0) return 0;
   g_module_bases[g_module_count++] = info->dlpi_addr;
+  if (IsNcclModule(info->dlpi_name)) AddNcclCode(info->dlpi_addr + lo, info->dlpi_addr + hi);
   const char* path = info->dlpi_name;
   char exe[1024] = {0};
   if (path == nullptr || path[0] == '\0') {

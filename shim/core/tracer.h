@@ -47,6 +47,7 @@ struct ThreadState {
   uint32_t index;        // 1, 2, ... in order of first record
   uint32_t group_depth;  // ncclGroupStart nesting
   uint64_t group_id;     // the current group's id, 0 outside groups
+  uint32_t in_call;      // the NCCL init/teardown call running on this thread (trace.proto Call), 0 none
 };
 
 // Initial-exec TLS: reading it never allocates.

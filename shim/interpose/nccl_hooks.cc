@@ -11,9 +11,14 @@
 #include <nccl.h>
 #include <string.h>
 
+#include <dlfcn.h>
+
 #include "core/call_records.h"
 #include "core/comm_registry.h"
+#include "core/inventory.h"
+#include "core/nccl_code.h"
 #include "core/tracer.h"
+#include "interpose/real_cuda.h"
 #include "interpose/real_nccl.h"
 #include "ncclwatch/trace_fields.h"
 
@@ -34,6 +39,14 @@ namespace f = ncclwatch::fields;
 
 namespace {
 
+// After a call NCCL refused: its result and its own text for why. Only on
+// the failure path; a call that succeeds pays one comparison.
+inline void NoteFailure(uint32_t call, ncclResult_t r, const void* comm) {
+  if (__builtin_expect(Accepted(r), 1)) return;
+  auto last_error = NCCLWATCH_REAL(ncclGetLastError);
+  RecordNcclError(call, r, comm, last_error != nullptr ? last_error(nullptr) : nullptr, false);
+}
+
 bool Reduces(uint32_t call) {
   return call == f::kAllReduce || call == f::kReduce || call == f::kReduceScatter;
 }
@@ -48,6 +61,7 @@ ncclResult_t Collective(Fn real, uint32_t call, const void* sendbuff, const void
                                      comm, stream, caller);
   const ncclResult_t r = real(args...);
   EndCollective(c, r);
+  NoteFailure(call, r, comm);
   return r;
 }
 
@@ -79,6 +93,48 @@ ncclComm_t Made(ncclResult_t r, ncclComm_t* out) { return (Accepted(r) && out !=
 
 int ConfigBlocking(const ncclConfig_t* config) {
   return (config == nullptr || config->blocking == NCCL_CONFIG_UNDEF_INT) ? -1 : config->blocking;
+}
+
+// The first time NCCL creates an id or a communicator: where its code is
+// (so the libc hooks know its calls) and the process's inventory.
+void FirstInit() {
+  static int done = 0;
+  if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return;
+  RecordNewModules();
+  ResolveRealCuda();
+  LoadedVersions v;
+  if (auto get_version = NCCLWATCH_REAL(ncclGetVersion)) get_version(&v.nccl);
+  Dl_info info;
+  if (g_real.ncclGetVersion != nullptr && dladdr(reinterpret_cast<void*>(g_real.ncclGetVersion), &info) != 0) {
+    v.nccl_path = info.dli_fname;
+  }
+  v.cuda_driver = CudaDriverVersion();
+  v.cuda_runtime = CudaRuntimeVersion();
+  RecordInventoryOnce(v);
+  __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+}
+
+// Marks this thread as inside an NCCL init or teardown call, so the libc
+// calls that fail under it are recorded even when they are not NCCL's own.
+class InitScope {
+ public:
+  explicit InitScope(uint32_t call) : saved_(ThisThread().in_call) {
+    ThisThread().in_call = call;
+    FirstInit();
+  }
+  ~InitScope() { ThisThread().in_call = saved_; }
+
+ private:
+  uint32_t saved_;
+};
+
+// The calling thread's device and its PCI bus id, into `b`.
+void NoteDevice(CommInitBegin* b, char* bus_id, size_t n) {
+  int device = -1;
+  if (CurrentCudaDevice(&device, bus_id, n)) {
+    b->device = device;
+    b->bus_id = bus_id;
+  }
 }
 
 }  // namespace
@@ -157,6 +213,7 @@ NCCLWATCH_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDa
   P2pCall c = BeginP2p(true, sendbuff, count, datatype, peer, comm, stream, CALLER);
   const ncclResult_t r = real(sendbuff, count, datatype, peer, comm, stream);
   EndP2p(c, r);
+  NoteFailure(f::kSend, r, comm);
   return r;
 }
 
@@ -167,6 +224,7 @@ NCCLWATCH_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType
   P2pCall c = BeginP2p(false, recvbuff, count, datatype, peer, comm, stream, CALLER);
   const ncclResult_t r = real(recvbuff, count, datatype, peer, comm, stream);
   EndP2p(c, r);
+  NoteFailure(f::kRecv, r, comm);
   return r;
 }
 
@@ -178,6 +236,7 @@ NCCLWATCH_API(ncclResult_t, ncclGroupStart) {
   CallRecord rec = BeginGroup(f::kGroupStart, CALLER);
   const ncclResult_t r = real();
   EndGroup(f::kGroupStart, rec, r);
+  NoteFailure(f::kGroupStart, r, nullptr);
   return r;
 }
 
@@ -187,6 +246,7 @@ NCCLWATCH_API(ncclResult_t, ncclGroupEnd) {
   CallRecord rec = BeginGroup(f::kGroupEnd, CALLER);
   const ncclResult_t r = real();
   EndGroup(f::kGroupEnd, rec, r);
+  NoteFailure(f::kGroupEnd, r, nullptr);
   return r;
 }
 
@@ -196,6 +256,7 @@ NCCLWATCH_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   CallRecord rec = BeginGroup(f::kGroupSimulateEnd, CALLER);
   const ncclResult_t r = real(simInfo);
   EndGroup(f::kGroupSimulateEnd, rec, r);
+  NoteFailure(f::kGroupSimulateEnd, r, nullptr);
   return r;
 }
 
@@ -207,7 +268,9 @@ NCCLWATCH_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
   // Written after the call (it does not block), with the identity of the
   // communicator this id will make, so the decoder can tell whose id it was.
   const void* caller = CALLER;
+  InitScope scope(f::kGetUniqueId);
   const ncclResult_t r = real(uniqueId);
+  NoteFailure(f::kGetUniqueId, r, nullptr);
   const int64_t id = (r == ncclSuccess && uniqueId != nullptr)
                          ? static_cast<int64_t>(CommIdFromUniqueIds(uniqueId, sizeof(*uniqueId)))
                          : 0;
@@ -218,14 +281,18 @@ NCCLWATCH_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
 NCCLWATCH_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
   REAL_OR_FAIL(ncclCommInitRank);
   if (!Tracing()) return real(comm, nranks, commId, rank);
+  InitScope scope(f::kCommInitRank);
   CommInitBegin b;
   b.comm = CommIdFromUniqueIds(&commId, sizeof(commId));
   b.call = f::kCommInitRank;
   b.nranks = nranks;
   b.rank = rank;
   b.caller = CALLER;
+  char bus_id[32];
+  NoteDevice(&b, bus_id, sizeof(bus_id));
   RecordCommInitBegin(b);
   const ncclResult_t r = real(comm, nranks, commId, rank);
+  NoteFailure(f::kCommInitRank, r, nullptr);
   ncclComm_t made = Made(r, comm);
   RecordCommInitEnd(b.comm, r, made, rank, nranks, DeviceOf(made));
   return r;
@@ -235,6 +302,7 @@ NCCLWATCH_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks
               ncclConfig_t* config) {
   REAL_OR_FAIL(ncclCommInitRankConfig);
   if (!Tracing()) return real(comm, nranks, commId, rank, config);
+  InitScope scope(f::kCommInitRankConfig);
   CommInitBegin b;
   b.comm = CommIdFromUniqueIds(&commId, sizeof(commId));
   b.call = f::kCommInitRankConfig;
@@ -242,8 +310,11 @@ NCCLWATCH_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks
   b.rank = rank;
   b.blocking = ConfigBlocking(config);
   b.caller = CALLER;
+  char bus_id[32];
+  NoteDevice(&b, bus_id, sizeof(bus_id));
   RecordCommInitBegin(b);
   const ncclResult_t r = real(comm, nranks, commId, rank, config);
+  NoteFailure(f::kCommInitRankConfig, r, nullptr);
   ncclComm_t made = Made(r, comm);
   RecordCommInitEnd(b.comm, r, made, rank, nranks, DeviceOf(made));
   return r;
@@ -253,6 +324,7 @@ NCCLWATCH_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int n
               ncclUniqueId* commIds, ncclConfig_t* config) {
   REAL_OR_FAIL(ncclCommInitRankScalable);
   if (!Tracing() || commIds == nullptr || nId < 1) return real(newcomm, nranks, myrank, nId, commIds, config);
+  InitScope scope(f::kCommInitRankScalable);
   CommInitBegin b;
   b.comm = CommIdFromUniqueIds(commIds, sizeof(ncclUniqueId) * static_cast<size_t>(nId));
   b.call = f::kCommInitRankScalable;
@@ -260,8 +332,11 @@ NCCLWATCH_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int n
   b.rank = myrank;
   b.blocking = ConfigBlocking(config);
   b.caller = CALLER;
+  char bus_id[32];
+  NoteDevice(&b, bus_id, sizeof(bus_id));
   RecordCommInitBegin(b);
   const ncclResult_t r = real(newcomm, nranks, myrank, nId, commIds, config);
+  NoteFailure(f::kCommInitRankScalable, r, nullptr);
   ncclComm_t made = Made(r, newcomm);
   RecordCommInitEnd(b.comm, r, made, myrank, nranks, DeviceOf(made));
   return r;
@@ -270,6 +345,7 @@ NCCLWATCH_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int n
 NCCLWATCH_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const int* devlist) {
   REAL_OR_FAIL(ncclCommInitAll);
   if (!Tracing() || comm == nullptr || ndev < 1) return real(comm, ndev, devlist);
+  InitScope scope(f::kCommInitAll);
   CommInitBegin b;
   b.comm = CommIdForInitAll();
   b.call = f::kCommInitAll;
@@ -280,6 +356,7 @@ NCCLWATCH_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const i
     RecordCommInitBegin(b);
   }
   const ncclResult_t r = real(comm, ndev, devlist);
+  NoteFailure(f::kCommInitAll, r, nullptr);
   for (int i = 0; i < ndev; ++i) {
     ncclComm_t made = Accepted(r) ? comm[i] : nullptr;
     RecordCommInitEnd(b.comm, r, made, i, ndev, DeviceOf(made));
@@ -291,6 +368,7 @@ NCCLWATCH_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
               ncclConfig_t* config) {
   REAL_OR_FAIL(ncclCommSplit);
   if (!Tracing()) return real(comm, color, key, newcomm, config);
+  InitScope scope(f::kCommSplit);
   CommState* parent = g_comms.FindOrAdopt(comm);
   CommInitBegin b;
   b.call = f::kCommSplit;
@@ -301,8 +379,11 @@ NCCLWATCH_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
   b.comm = color == NCCL_SPLIT_NOCOLOR ? 0 : CommIdForSplit(b.parent, b.split_index, color);
   b.blocking = ConfigBlocking(config);
   b.caller = CALLER;
+  char bus_id[32];
+  NoteDevice(&b, bus_id, sizeof(bus_id));
   RecordCommInitBegin(b);
   const ncclResult_t r = real(comm, color, key, newcomm, config);
+  NoteFailure(f::kCommSplit, r, nullptr);
   ncclComm_t made = Made(r, newcomm);
   RecordCommInitEnd(b.comm, r, made, RankOf(made), RanksOf(made), DeviceOf(made));
   return r;
@@ -312,6 +393,7 @@ NCCLWATCH_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksLi
               ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   REAL_OR_FAIL(ncclCommShrink);
   if (!Tracing()) return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  InitScope scope(f::kCommShrink);
   CommState* parent = g_comms.FindOrAdopt(comm);
   const int nexcluded = excludeRanksList != nullptr && excludeRanksCount > 0 ? excludeRanksCount : 0;
   CommInitBegin b;
@@ -324,8 +406,11 @@ NCCLWATCH_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksLi
   b.nexcluded = nexcluded;
   b.blocking = ConfigBlocking(config);
   b.caller = CALLER;
+  char bus_id[32];
+  NoteDevice(&b, bus_id, sizeof(bus_id));
   RecordCommInitBegin(b);
   const ncclResult_t r = real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  NoteFailure(f::kCommShrink, r, nullptr);
   ncclComm_t made = Made(r, newcomm);
   RecordCommInitEnd(b.comm, r, made, RankOf(made), RanksOf(made), DeviceOf(made));
   return r;
@@ -336,8 +421,10 @@ namespace {
 template <typename Fn>
 ncclResult_t CommEnd(Fn real, uint32_t call, ncclComm_t comm) {
   if (!Tracing()) return real(comm);
+  InitScope scope(call);
   CallRecord rec = BeginCommEnd(call, comm);
   const ncclResult_t r = real(comm);
+  NoteFailure(call, r, comm);
   EndCommEnd(call, comm, rec, r);
   return r;
 }
@@ -362,8 +449,10 @@ NCCLWATCH_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
 NCCLWATCH_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   REAL_OR_FAIL(ncclCommRevoke);
   if (!Tracing()) return real(comm, revokeFlags);
+  InitScope scope(f::kCommRevoke);
   CallRecord rec = BeginCommEnd(f::kCommRevoke, comm);
   const ncclResult_t r = real(comm, revokeFlags);
+  NoteFailure(f::kCommRevoke, r, comm);
   EndCommEnd(f::kCommRevoke, comm, rec, r);
   return r;
 }
@@ -371,7 +460,14 @@ NCCLWATCH_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
 NCCLWATCH_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
   REAL_OR_FAIL(ncclCommGetAsyncError);
   const ncclResult_t r = real(comm, asyncError);
-  if (Tracing()) RecordAsyncError(comm, r, asyncError != nullptr ? *asyncError : -1, CALLER);
+  if (Tracing()) {
+    const int async = asyncError != nullptr ? *asyncError : -1;
+    // A new error (not the one a watchdog polled a moment ago): with NCCL's text.
+    if (RecordAsyncError(comm, r, async, CALLER) && r == ncclSuccess && async >= 0 && !Accepted(async)) {
+      auto last_error = NCCLWATCH_REAL(ncclGetLastError);
+      RecordNcclError(f::kCommGetAsyncError, async, comm, last_error != nullptr ? last_error(nullptr) : nullptr, true);
+    }
+  }
   return r;
 }
 
@@ -429,6 +525,7 @@ ncclResult_t Api(Fn real, uint32_t call, const void* comm, const void* caller, A
   CallRecord rec = BeginApi(call, comm, 0, caller);
   const ncclResult_t r = real(args...);
   rec.Finish(r);
+  NoteFailure(call, r, comm);
   return r;
 }
 

@@ -208,6 +208,8 @@ JobResult RunJob(const JobSpec& spec) {
     return result;
   }
 
+  std::error_code cwd_error;
+  const std::string cwd = std::filesystem::current_path(cwd_error).string();
   for (int r = 0; r < spec.nranks; ++r) {
     Child& c = children[r];
     int fds[2];
@@ -218,7 +220,9 @@ JobResult RunJob(const JobSpec& spec) {
     pid_t pid = fork();
     if (pid == 0) {
       setpgid(0, 0);
-      if (shm.ns_fd >= 0 && setns(shm.ns_fd, CLONE_NEWNS) != 0) _exit(126);
+      // Joining a mount namespace moves the working folder to its root:
+      // come back, so relative paths work as they do without --shm-size.
+      if (shm.ns_fd >= 0 && (setns(shm.ns_fd, CLONE_NEWNS) != 0 || chdir(cwd.c_str()) != 0)) _exit(126);
       if (c.netns_fd >= 0 && setns(c.netns_fd, CLONE_NEWNET) != 0) _exit(126);
       dup2(fds[1], 1);
       dup2(fds[1], 2);

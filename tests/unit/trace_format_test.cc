@@ -164,6 +164,73 @@ TEST_CASE("the field numbers the shim writes are trace.proto's", "[format]") {
   CHECK(number(fs, "address") == f::fatal_signal::kAddress);
   CHECK(number(fs, "sender_pid") == f::fatal_signal::kSenderPid);
   CHECK(number(fs, "disposition") == f::fatal_signal::kDisposition);
+  CHECK(number(rec, "sys_call") == f::record::kSysCall);
+  CHECK(number(rec, "nccl_error") == f::record::kNcclError);
+  CHECK(number(rec, "inventory") == f::record::kInventory);
+  CHECK(number(ib, "device") == f::comm_init_begin::kDevice);
+  CHECK(number(ib, "bus_id") == f::comm_init_begin::kBusId);
+
+  const auto* sc = pb::SysCall::descriptor();
+  CHECK(number(sc, "kind") == f::sys_call::kKind);
+  CHECK(number(sc, "ret") == f::sys_call::kRet);
+  CHECK(number(sc, "err") == f::sys_call::kErr);
+  CHECK(number(sc, "fd") == f::sys_call::kFd);
+  CHECK(number(sc, "path") == f::sys_call::kPath);
+  CHECK(number(sc, "size") == f::sys_call::kSize);
+  CHECK(number(sc, "offset") == f::sys_call::kOffset);
+  CHECK(number(sc, "addr") == f::sys_call::kAddr);
+  CHECK(number(sc, "arg") == f::sys_call::kArg);
+  CHECK(number(sc, "in_call") == f::sys_call::kInCall);
+  CHECK(number(sc, "from_nccl") == f::sys_call::kFromNccl);
+  CHECK(number(sc, "caller") == f::sys_call::kCaller);
+  const struct {
+    const char* name;
+    uint32_t value;
+  } kinds[] = {{"SOCKET", f::sys_call::kSocket},       {"BIND", f::sys_call::kBind},
+               {"LISTEN", f::sys_call::kListen},       {"CONNECT", f::sys_call::kConnect},
+               {"ACCEPT", f::sys_call::kAccept},       {"GETIFADDRS", f::sys_call::kGetifaddrs},
+               {"SETSOCKOPT", f::sys_call::kSetsockopt}, {"SHM_OPEN", f::sys_call::kShmOpen},
+               {"OPEN", f::sys_call::kOpen},           {"MKSTEMP", f::sys_call::kMkstemp},
+               {"FALLOCATE", f::sys_call::kFallocate}, {"POSIX_FALLOCATE", f::sys_call::kPosixFallocate},
+               {"FTRUNCATE", f::sys_call::kFtruncate}, {"MMAP", f::sys_call::kMmap},
+               {"UNLINK", f::sys_call::kUnlink}};
+  for (const auto& k : kinds) {
+    INFO(k.name);
+    const auto* v = pb::SysCall::Kind_descriptor()->FindValueByName(k.name);
+    REQUIRE(v != nullptr);
+    CHECK(static_cast<uint32_t>(v->number()) == k.value);
+  }
+
+  const auto* ne = pb::NcclError::descriptor();
+  CHECK(number(ne, "call") == f::nccl_error::kCall);
+  CHECK(number(ne, "result") == f::nccl_error::kResult);
+  CHECK(number(ne, "comm") == f::nccl_error::kComm);
+  CHECK(number(ne, "last_error") == f::nccl_error::kLastError);
+  CHECK(number(ne, "async") == f::nccl_error::kAsync);
+
+  const auto* iv = pb::Inventory::descriptor();
+  CHECK(number(iv, "env") == f::inventory::kEnv);
+  CHECK(number(iv, "nccl_version") == f::inventory::kNcclVersion);
+  CHECK(number(iv, "nccl_path") == f::inventory::kNcclPath);
+  CHECK(number(iv, "cuda_driver_version") == f::inventory::kCudaDriverVersion);
+  CHECK(number(iv, "cuda_runtime_version") == f::inventory::kCudaRuntimeVersion);
+  CHECK(number(iv, "framework") == f::inventory::kFramework);
+  CHECK(number(iv, "framework_path") == f::inventory::kFrameworkPath);
+  CHECK(number(iv, "interfaces") == f::inventory::kInterfaces);
+  CHECK(number(iv, "shm_known") == f::inventory::kShmKnown);
+  CHECK(number(iv, "shm_size") == f::inventory::kShmSize);
+  CHECK(number(iv, "shm_free") == f::inventory::kShmFree);
+  CHECK(number(iv, "memlock_soft") == f::inventory::kMemlockSoft);
+  CHECK(number(iv, "memlock_hard") == f::inventory::kMemlockHard);
+  CHECK(number(iv, "cgroup") == f::inventory::kCgroup);
+  CHECK(number(iv, "container") == f::inventory::kContainer);
+  CHECK(number(pb::Inventory::Variable::descriptor(), "name") == f::inventory::variable::kName);
+  CHECK(number(pb::Inventory::Variable::descriptor(), "value") == f::inventory::variable::kValue);
+  const auto* itf = pb::Inventory::Interface::descriptor();
+  CHECK(number(itf, "name") == f::inventory::interface::kName);
+  CHECK(number(itf, "flags") == f::inventory::interface::kFlags);
+  CHECK(number(itf, "addr") == f::inventory::interface::kAddr);
+  CHECK(number(itf, "prefix_len") == f::inventory::interface::kPrefixLen);
 }
 
 TEST_CASE("every Call value the shim uses is trace.proto's", "[format]") {

@@ -5,6 +5,10 @@
 //   lasterror <text of ncclGetLastError>
 //   root AF_INET 192.0.2.2
 //
+// `uniqueid_probe init` then makes a one-rank communicator with that id and
+// prints the same two lines for ncclCommInitRank (real NCCL fails there on a
+// machine without a GPU driver).
+//
 // Real NCCL runs this far on a machine without a GPU, so tests run it against
 // real NCCL and against the simulator with the same environment and compare.
 
@@ -16,7 +20,7 @@
 #include <cstdio>
 #include <cstring>
 
-int main() {
+int main(int argc, char** argv) {
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
   ncclResult_t r = ncclGetUniqueId(&id);
@@ -36,6 +40,13 @@ int main() {
     } else {
       std::printf("root family %d\n", ss.ss_family);
     }
+  }
+  if (argc > 1 && std::strcmp(argv[1], "init") == 0 && r == ncclSuccess) {
+    ncclComm_t comm = nullptr;
+    r = ncclCommInitRank(&comm, 1, id, 0);
+    std::printf("init result %d %s\n", r, ncclGetErrorString(r));
+    std::printf("init lasterror %s\n", ncclGetLastError(nullptr));
+    if (r == ncclSuccess) ncclCommDestroy(comm);
   }
   return 0;
 }

@@ -1,0 +1,86 @@
+// InitEvidence: what one rank left behind about its NCCL initialisation,
+// from its trace (JobAnalysis) or from its NCCL_DEBUG log (logs/), in one
+// form, so that one classifier (init_failure.h) reads both.
+//
+// Everything is optional: a trace has syscalls and an inventory, a log has
+// WARN lines and what INFO lines reveal (version, interface, root address).
+
+#ifndef NCCLWATCH_DECODER_ANALYSIS_INIT_EVIDENCE_H_
+#define NCCLWATCH_DECODER_ANALYSIS_INIT_EVIDENCE_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace/process_trace.h"
+#include "trace/socket_address.h"
+
+namespace ncclwatch::decoder {
+
+struct InitEvidence {
+  int process = -1;  // the source's index (a trace, or a rank's log)
+  int rank = -1;     // the global rank, -1 when unknown
+  std::string host;
+  uint32_t pid = 0;
+
+  // An NCCL call that failed, with NCCL's text for why (ncclGetLastError,
+  // or the WARN lines the log shows before the failure).
+  struct Failure {
+    int64_t when_ns = 0;
+    std::string call;     // "ncclCommInitRank", or "" when a log does not say
+    int32_t result = -1;  // ncclResult_t, -1 unknown
+    std::string text;
+    bool async = false;
+  };
+  std::vector<Failure> failures;
+  std::vector<std::string> warnings;  // every NCCL WARN text (logs)
+
+  // A C library call of NCCL's that failed.
+  struct SysFailure {
+    int64_t when_ns = 0;
+    std::string call;  // "connect", "fallocate", ...
+    int err = 0;
+    std::string path;
+    int64_t size = -1;
+    std::optional<SocketAddress> addr;
+  };
+  std::vector<SysFailure> sys_failures;
+
+  std::optional<SocketAddress> bootstrap_addr;  // where NCCL bound its bootstrap (its chosen interface)
+  std::string bootstrap_iface;                  // that interface's name, when known
+  std::optional<SocketAddress> root_addr;       // the bootstrap root it connected to
+
+  // The inventory (traces), or what the log printed of it.
+  int32_t nccl_version = 0;
+  std::string nccl_path;
+  int32_t cuda_driver_version = 0;
+  int32_t cuda_runtime_version = 0;
+  std::map<std::string, std::string> env;
+  bool interfaces_known = false;
+  std::vector<InterfaceInfo> interfaces;
+  std::optional<uint64_t> shm_size, shm_free;
+  std::optional<uint64_t> memlock_soft;
+  std::string container;
+  std::string bus_id;  // the GPU of its communicator init ("0000:18:00.0")
+  int device = -1;
+
+  bool init_pending = false;    // an init call never returned (it waited until the process ended)
+  bool init_succeeded = false;  // some communicator was created
+  std::string pending_call;     // "ncclCommInitRank"
+  uint64_t comm = 0;            // the communicator it was making (traces)
+  int64_t end_ns = 0;           // when its trace or log ends
+  std::string end;              // how it ended: "exited (code 3)", "SIGTERM", ""
+
+  const std::string* Env(const std::string& name) const {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : &it->second;
+  }
+  // The time of its first failure (of any kind), or INT64_MAX.
+  int64_t FirstFailureNs() const;
+};
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_ANALYSIS_INIT_EVIDENCE_H_

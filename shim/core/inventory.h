@@ -1,0 +1,34 @@
+// The inventory: once per process, when it first creates an NCCL id or
+// communicator, what a person debugging an init failure would collect by
+// hand: the launcher's and NCCL's environment (allow-listed, secrets never),
+// the NCCL, CUDA driver and runtime versions actually loaded, the framework,
+// every network interface with its flags and addresses, /dev/shm's size and
+// free space, RLIMIT_MEMLOCK, the cgroup and container.
+//
+// Not on the hot path: it reads files and asks the kernel (getifaddrs,
+// statvfs, getrlimit), and runs once, inside the first NCCL init call.
+
+#ifndef NCCLWATCH_SHIM_CORE_INVENTORY_H_
+#define NCCLWATCH_SHIM_CORE_INVENTORY_H_
+
+namespace ncclwatch::shim {
+
+struct LoadedVersions {
+  int nccl = 0;                    // ncclGetVersion
+  const char* nccl_path = nullptr;
+  int cuda_driver = 0;
+  int cuda_runtime = 0;
+};
+
+// Writes the Inventory record the first time it is called; later calls do
+// nothing.
+void RecordInventoryOnce(const LoadedVersions& versions);
+
+// Whether an environment variable may be recorded: on the allow-list
+// (NCCL_*, CUDA_*, the launchers' rank and rendezvous variables, ...) and
+// with no part of a secret's name in it (TOKEN, KEY, SECRET, PASSWORD, ...).
+bool RecordableVariable(const char* name, int name_len);
+
+}  // namespace ncclwatch::shim
+
+#endif  // NCCLWATCH_SHIM_CORE_INVENTORY_H_

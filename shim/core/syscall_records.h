@@ -1,0 +1,62 @@
+// What the libc hooks record: the C library calls NCCL makes (sockets,
+// /dev/shm files, their sizes and mappings), for init forensics.
+//
+// HOT PATH: everything here allocates nothing, takes no lock, makes no
+// system call, is async-signal-safe and leaves errno as it found it. The
+// libc hooks call WantSysCall() on every call the process makes through
+// them, so it is a load and a short loop.
+
+#ifndef NCCLWATCH_SHIM_CORE_SYSCALL_RECORDS_H_
+#define NCCLWATCH_SHIM_CORE_SYSCALL_RECORDS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/nccl_code.h"
+#include "core/tracer.h"
+
+namespace ncclwatch::shim {
+
+struct SysCallEvent {
+  uint32_t kind = 0;        // fields::sys_call::Kind
+  int64_t ret = 0;
+  int err = 0;              // errno (or the returned error) when it failed; 0 when it succeeded
+  int fd = -1;
+  const char* path = nullptr;
+  int64_t size = -1;
+  int64_t offset = -1;
+  const void* addr = nullptr;  // struct sockaddr
+  uint32_t addr_len = 0;
+  int arg = 0;
+  bool has_arg = false;
+  const void* caller = nullptr;
+};
+
+// Tracing, without starting the tracer: a libc call made before the shim's
+// constructor ran is simply not recorded.
+inline bool TracingNow() { return __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kTracing; }
+
+// Whether a call deserves a record: it came from NCCL's code, or it failed
+// on a thread that is inside an NCCL init or teardown call.
+inline bool WantSysCall(const void* caller, bool failed) {
+  if (!TracingNow()) return false;
+  if (FromNccl(caller)) return true;
+  return failed && ThisThread().in_call != 0;
+}
+
+// Writes the record: failures, and the first few hundred successful calls
+// (NCCL's set-up), to the pinned region so that a long run does not
+// overwrite them; later successes to the ring.
+void RecordSysCall(const SysCallEvent& e);
+
+// The path a descriptor was opened with, for the files NCCL opened under
+// /dev/shm, so later calls on the descriptor (fallocate, mmap) can name it.
+void NoteFdPath(int fd, const char* path);
+const char* FdPath(int fd);  // nullptr when not known
+
+// Whether `path` is a file in /dev/shm (where NCCL's shared segments live).
+bool InDevShm(const char* path);
+
+}  // namespace ncclwatch::shim
+
+#endif  // NCCLWATCH_SHIM_CORE_SYSCALL_RECORDS_H_

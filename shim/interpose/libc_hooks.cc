@@ -1,0 +1,386 @@
+// The C library calls NCCL makes on its way through initialisation, as
+// libncclwatch.so exports them: sockets (socket, bind, listen, connect,
+// accept, accept4, setsockopt, getifaddrs) and the shared-memory files of
+// its transports (shm_open, open and unlink under /dev/shm, mkstemp,
+// fallocate, posix_fallocate, ftruncate, mmap). Each forwards to the next
+// definition (glibc's) with its arguments unchanged and returns its result
+// and errno unchanged; a call is recorded (core/syscall_records.h) only when
+// NCCL's own code made it, or when it failed inside an NCCL call.
+//
+// dlopen is not interposed: glibc resolves a dlopen's search path (RUNPATH,
+// $ORIGIN, namespace) from the caller's address, which a wrapper would
+// change. The libraries NCCL loaded are in the module map instead.
+//
+// HOT PATH (every one of these calls the process makes): no allocation, no
+// lock, no system call of the shim's own, async-signal-safe, errno as glibc
+// left it. The one exception is the first call of each function, which
+// resolves glibc's definition with dlsym; a call that arrives while that
+// resolution is under way on the same thread (an allocator's mmap inside
+// dlsym) goes to the kernel directly.
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/syscall_records.h"
+#include "ncclwatch/trace_fields.h"
+
+using namespace ncclwatch::shim;  // NOLINT: this file is the shim's libc surface
+namespace k = ncclwatch::fields::sys_call;
+
+namespace {
+
+__thread int t_resolving __attribute__((tls_model("initial-exec")));
+
+template <typename Fn>
+Fn Resolve(Fn* slot, const char* name) {
+  Fn fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(fn != nullptr, 1)) return fn;
+  if (t_resolving) return nullptr;
+  t_resolving = 1;
+  const int saved = errno;
+  fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  errno = saved;
+  t_resolving = 0;
+  __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+  return fn;
+}
+
+#define REAL(name)                                   \
+  static decltype(&::name) real_##name = nullptr;   \
+  decltype(&::name) real = Resolve(&real_##name, #name)
+
+#define CALLER __builtin_return_address(0)
+
+// A missing glibc definition (never expected): fail as the kernel would.
+int Missing() {
+  errno = ENOSYS;
+  return -1;
+}
+
+void Record(SysCallEvent e, int64_t ret, bool failed, int err) {
+  e.ret = ret;
+  e.err = failed ? (err != 0 ? err : -1) : 0;
+  RecordSysCall(e);
+}
+
+// A non-blocking connect under way (EINPROGRESS, EALREADY) or interrupted
+// is not a failure; a non-blocking accept with nobody waiting neither (NCCL
+// polls its listening sockets that way, thousands of times).
+bool InProgress(int err) { return err == EINPROGRESS || err == EALREADY || err == EINTR || err == EAGAIN; }
+
+}  // namespace
+
+extern "C" {
+
+// ------------------------------------------------------------ sockets
+
+__attribute__((visibility("default"))) int socket(int domain, int type, int protocol) noexcept {
+  REAL(socket);
+  if (real == nullptr) return Missing();
+  const int r = real(domain, type, protocol);
+  if (WantSysCall(CALLER, r < 0) && r < 0) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kSocket;
+    e.arg = domain;
+    e.has_arg = true;
+    e.caller = CALLER;
+    Record(e, r, true, err);
+  }
+  return r;
+}
+
+__attribute__((visibility("default"))) int bind(int fd, const struct sockaddr* addr, socklen_t len) noexcept {
+  REAL(bind);
+  if (real == nullptr) return Missing();
+  const int r = real(fd, addr, len);
+  if (WantSysCall(CALLER, r != 0)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kBind;
+    e.fd = fd;
+    e.addr = addr;
+    e.addr_len = len;
+    e.caller = CALLER;
+    Record(e, r, r != 0, err);
+  }
+  return r;
+}
+
+__attribute__((visibility("default"))) int listen(int fd, int backlog) noexcept {
+  REAL(listen);
+  if (real == nullptr) return Missing();
+  const int r = real(fd, backlog);
+  if (WantSysCall(CALLER, r != 0)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kListen;
+    e.fd = fd;
+    e.arg = backlog;
+    e.has_arg = true;
+    e.caller = CALLER;
+    Record(e, r, r != 0, err);
+  }
+  return r;
+}
+
+__attribute__((visibility("default"))) int connect(int fd, const struct sockaddr* addr, socklen_t len) {
+  REAL(connect);
+  if (real == nullptr) return Missing();
+  const int r = real(fd, addr, len);
+  if (r != 0 && InProgress(errno)) return r;
+  if (WantSysCall(CALLER, r != 0)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kConnect;
+    e.fd = fd;
+    e.addr = addr;
+    e.addr_len = len;
+    e.caller = CALLER;
+    Record(e, r, r != 0, err);
+  }
+  return r;
+}
+
+__attribute__((visibility("default"))) int accept(int fd, struct sockaddr* addr, socklen_t* len) {
+  REAL(accept);
+  if (real == nullptr) return Missing();
+  const int r = real(fd, addr, len);
+  if (r < 0 && InProgress(errno)) return r;
+  if (WantSysCall(CALLER, r < 0)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kAccept;
+    e.fd = fd;
+    if (r >= 0 && addr != nullptr && len != nullptr) {
+      e.addr = addr;
+      e.addr_len = *len;
+    }
+    e.caller = CALLER;
+    Record(e, r, r < 0, err);
+  }
+  return r;
+}
+
+__attribute__((visibility("default"))) int accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) {
+  REAL(accept4);
+  if (real == nullptr) return Missing();
+  const int r = real(fd, addr, len, flags);
+  if (r < 0 && InProgress(errno)) return r;
+  if (WantSysCall(CALLER, r < 0)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kAccept;
+    e.fd = fd;
+    if (r >= 0 && addr != nullptr && len != nullptr) {
+      e.addr = addr;
+      e.addr_len = *len;
+    }
+    e.caller = CALLER;
+    Record(e, r, r < 0, err);
+  }
+  return r;
+}
+
+// Only failures: NCCL sets several options on every socket.
+__attribute__((visibility("default"))) int setsockopt(int fd, int level, int name, const void* value,
+                                                      socklen_t len) noexcept {
+  REAL(setsockopt);
+  if (real == nullptr) return Missing();
+  const int r = real(fd, level, name, value, len);
+  if (r != 0 && WantSysCall(CALLER, true)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kSetsockopt;
+    e.fd = fd;
+    e.arg = (level << 16) | (name & 0xffff);
+    e.has_arg = true;
+    e.caller = CALLER;
+    Record(e, r, true, err);
+  }
+  return r;
+}
+
+__attribute__((visibility("default"))) int getifaddrs(struct ifaddrs** out) noexcept {
+  REAL(getifaddrs);
+  if (real == nullptr) return Missing();
+  const int r = real(out);
+  if (WantSysCall(CALLER, r != 0)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kGetifaddrs;
+    e.caller = CALLER;
+    Record(e, r, r != 0, err);
+  }
+  return r;
+}
+
+// ------------------------------------------------------------ shared-memory files
+
+__attribute__((visibility("default"))) int shm_open(const char* name, int oflag, mode_t mode) {
+  REAL(shm_open);
+  if (real == nullptr) return Missing();
+  const int r = real(name, oflag, mode);
+  if (WantSysCall(CALLER, r < 0)) {
+    const int err = errno;
+    char path[128];
+    snprintf(path, sizeof(path), "/dev/shm/%s", name != nullptr && name[0] == '/' ? name + 1 : (name ? name : ""));
+    if (r >= 0) NoteFdPath(r, path);
+    SysCallEvent e;
+    e.kind = k::kShmOpen;
+    e.fd = r;
+    e.path = path;
+    e.caller = CALLER;
+    Record(e, r, r < 0, err);
+    errno = err;
+  }
+  return r;
+}
+
+__attribute__((visibility("default"))) int open(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (flags & (O_CREAT | O_TMPFILE)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = static_cast<mode_t>(va_arg(ap, int));
+    va_end(ap);
+  }
+  REAL(open);
+  if (real == nullptr) return static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, flags, mode));
+  const int r = real(path, flags, mode);
+  if (InDevShm(path) && WantSysCall(CALLER, r < 0)) {
+    const int err = errno;
+    if (r >= 0) NoteFdPath(r, path);
+    SysCallEvent e;
+    e.kind = k::kOpen;
+    e.fd = r;
+    e.path = path;
+    e.arg = flags;
+    e.has_arg = true;
+    e.caller = CALLER;
+    Record(e, r, r < 0, err);
+    errno = err;
+  }
+  return r;
+}
+
+__attribute__((visibility("default"))) int mkstemp(char* tmpl) {
+  REAL(mkstemp);
+  if (real == nullptr) return Missing();
+  const int r = real(tmpl);
+  if (WantSysCall(CALLER, r < 0)) {
+    const int err = errno;
+    if (r >= 0 && InDevShm(tmpl)) NoteFdPath(r, tmpl);
+    SysCallEvent e;
+    e.kind = k::kMkstemp;
+    e.fd = r;
+    e.path = tmpl;
+    e.caller = CALLER;
+    Record(e, r, r < 0, err);
+    errno = err;
+  }
+  return r;
+}
+
+__attribute__((visibility("default"))) int unlink(const char* path) noexcept {
+  REAL(unlink);
+  if (real == nullptr) return Missing();
+  const int r = real(path);
+  if (InDevShm(path) && WantSysCall(CALLER, r != 0)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kUnlink;
+    e.path = path;
+    e.caller = CALLER;
+    Record(e, r, r != 0, err);
+  }
+  return r;
+}
+
+__attribute__((visibility("default"))) int fallocate(int fd, int mode, off_t offset, off_t len) {
+  REAL(fallocate);
+  if (real == nullptr) return Missing();
+  const int r = real(fd, mode, offset, len);
+  if (WantSysCall(CALLER, r != 0)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kFallocate;
+    e.fd = fd;
+    e.path = FdPath(fd);
+    e.offset = offset;
+    e.size = len;
+    e.arg = mode;
+    e.has_arg = true;
+    e.caller = CALLER;
+    Record(e, r, r != 0, err);
+  }
+  return r;
+}
+
+// Returns the error number instead of setting errno.
+__attribute__((visibility("default"))) int posix_fallocate(int fd, off_t offset, off_t len) {
+  REAL(posix_fallocate);
+  if (real == nullptr) return ENOSYS;
+  const int r = real(fd, offset, len);
+  if (WantSysCall(CALLER, r != 0)) {
+    SysCallEvent e;
+    e.kind = k::kPosixFallocate;
+    e.fd = fd;
+    e.path = FdPath(fd);
+    e.offset = offset;
+    e.size = len;
+    e.caller = CALLER;
+    Record(e, r, r != 0, r);
+  }
+  return r;
+}
+
+__attribute__((visibility("default"))) int ftruncate(int fd, off_t len) noexcept {
+  REAL(ftruncate);
+  if (real == nullptr) return Missing();
+  const int r = real(fd, len);
+  if (WantSysCall(CALLER, r != 0)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kFtruncate;
+    e.fd = fd;
+    e.path = FdPath(fd);
+    e.size = len;
+    e.caller = CALLER;
+    Record(e, r, r != 0, err);
+  }
+  return r;
+}
+
+// Only mappings of files, and failures: NCCL's anonymous mappings are its
+// allocator's business.
+__attribute__((visibility("default"))) void* mmap(void* addr, size_t len, int prot, int flags, int fd,
+                                                  off_t offset) noexcept {
+  REAL(mmap);
+  void* r = real != nullptr ? real(addr, len, prot, flags, fd, offset)
+                            : reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, offset));
+  const bool failed = r == MAP_FAILED;
+  if ((fd >= 0 || failed) && WantSysCall(CALLER, failed)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kMmap;
+    e.fd = fd;
+    e.path = FdPath(fd);
+    e.size = static_cast<int64_t>(len);
+    e.offset = offset;
+    e.caller = CALLER;
+    Record(e, failed ? -1 : 0, failed, err);
+  }
+  return r;
+}
+
+}  // extern "C"

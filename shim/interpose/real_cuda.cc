@@ -1,0 +1,83 @@
+#include "interpose/real_cuda.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+namespace ncclwatch::shim {
+namespace {
+
+// The signatures of cuda.h and cuda_runtime_api.h, without their types:
+// CUresult and cudaError_t are ints, CUdevice is an int.
+using VersionFn = int (*)(int*);
+using CtxGetDeviceFn = int (*)(int*);
+using DeviceGetPciBusIdFn = int (*)(char*, int, int);
+
+VersionFn g_driver_version = nullptr;
+VersionFn g_runtime_version = nullptr;
+CtxGetDeviceFn g_ctx_get_device = nullptr;
+DeviceGetPciBusIdFn g_device_pci_bus_id = nullptr;
+
+struct Found {
+  char driver[512];
+  char runtime[512];
+};
+
+int FindLibraries(dl_phdr_info* info, size_t, void* data) {
+  auto* found = static_cast<Found*>(data);
+  const char* path = info->dlpi_name;
+  if (path == nullptr || path[0] == '\0') return 0;
+  const char* base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  char* into = nullptr;
+  if (strncmp(base, "libcuda.so", 10) == 0) into = found->driver;
+  if (strncmp(base, "libcudart.so", 12) == 0) into = found->runtime;
+  if (into != nullptr && into[0] == '\0' && strlen(path) < sizeof(found->driver)) strcpy(into, path);
+  return 0;
+}
+
+void* Symbol(const char* library, const char* name) {
+  if (library[0] == '\0') return nullptr;
+  void* h = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
+  if (h == nullptr) return nullptr;
+  void* p = dlsym(h, name);
+  dlclose(h);  // drops the reference RTLD_NOLOAD took; the library stays loaded
+  return p;
+}
+
+}  // namespace
+
+void ResolveRealCuda() {
+  if (g_driver_version != nullptr && g_runtime_version != nullptr) return;
+  Found found{};
+  dl_iterate_phdr(FindLibraries, &found);
+  if (g_driver_version == nullptr) {
+    g_ctx_get_device = reinterpret_cast<CtxGetDeviceFn>(Symbol(found.driver, "cuCtxGetDevice"));
+    g_device_pci_bus_id = reinterpret_cast<DeviceGetPciBusIdFn>(Symbol(found.driver, "cuDeviceGetPCIBusId"));
+    g_driver_version = reinterpret_cast<VersionFn>(Symbol(found.driver, "cuDriverGetVersion"));
+  }
+  if (g_runtime_version == nullptr) {
+    g_runtime_version = reinterpret_cast<VersionFn>(Symbol(found.runtime, "cudaRuntimeGetVersion"));
+  }
+}
+
+int CudaDriverVersion() {
+  int v = 0;
+  return (g_driver_version != nullptr && g_driver_version(&v) == 0) ? v : 0;
+}
+
+int CudaRuntimeVersion() {
+  int v = 0;
+  return (g_runtime_version != nullptr && g_runtime_version(&v) == 0) ? v : 0;
+}
+
+bool CurrentCudaDevice(int* device, char* bus_id, size_t bus_id_len) {
+  if (g_ctx_get_device == nullptr || g_ctx_get_device(device) != 0) return false;
+  bus_id[0] = '\0';
+  if (g_device_pci_bus_id != nullptr && g_device_pci_bus_id(bus_id, static_cast<int>(bus_id_len), *device) != 0) {
+    bus_id[0] = '\0';
+  }
+  return true;
+}
+
+}  // namespace ncclwatch::shim

@@ -1,0 +1,205 @@
+// Init forensics, for real: every init failure ncclwatch names is made to
+// happen, with real NCCL where it runs on this GPU-less machine (its
+// bootstrap, and its CUDA init failing for lack of a driver) and on the
+// simulator for multi-rank jobs (a small /dev/shm in a private mount
+// namespace, a bad NCCL_SOCKET_IFNAME, a rank in a network namespace that
+// cannot reach the root, a root nobody listens at, version skew, two ranks
+// on one GPU, GPU memory exhausted at init), and `ncclwatch diagnose --json`
+// must name the subsystem, errno, ranks and fix.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "support/netns.h"
+#include "support/traced_job.h"
+
+namespace {
+
+struct InitScenario {
+  jobs::TempDir dir;
+  jobs::JobResult job;
+  jobs::DiagnosisView diagnosis;
+};
+
+// train_loop on `nranks` ranks under the shim, with `tweak` applied to the spec.
+template <typename Tweak>
+void RunTrainLoop(InitScenario* s, int nranks, Tweak tweak, double bound = 8) {
+  jobs::JobSpec spec = jobs::TracedJobSpec(nranks, "train_loop", {"--steps", "2"}, s->dir.path());
+  spec.timeout_s = bound;
+  tweak(spec);
+  s->job = jobs::RunJob(spec);
+  REQUIRE(s->job.error.empty());
+  s->diagnosis = jobs::Diagnose({s->dir.path()});
+  INFO("diagnosis:\n" << s->diagnosis.output);
+  REQUIRE(s->diagnosis.parsed);
+}
+
+// The root cause must be an init_failure of `subsystem` with `err` (or null).
+const jobs::FindingView& RequireInitRoot(const InitScenario& s, const std::string& subsystem, const std::string& err) {
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(s.diagnosis.exit_code == 1);
+  CHECK(s.diagnosis.verdict == "problem");
+  const jobs::FindingView* root = s.diagnosis.Root();
+  REQUIRE(root != nullptr);
+  CHECK(&s.diagnosis.findings.front() == root);
+  REQUIRE(root->kind == "init_failure");
+  CHECK(root->String("subsystem") == subsystem);
+  if (err.empty()) {
+    auto it = root->raw.fields().find("errno");
+    REQUIRE(it != root->raw.fields().end());
+    CHECK(it->second.has_null_value());
+  } else {
+    CHECK(root->String("errno") == err);
+  }
+  CHECK_FALSE(root->detail.empty());
+  CHECK_FALSE(root->fix.empty());
+  return *root;
+}
+
+// The consequence finding naming the ranks that only waited.
+std::vector<int> WaitedRanks(const InitScenario& s) {
+  for (const jobs::FindingView& f : s.diagnosis.findings)
+    if (f.kind == "init_failure" && f.String("subsystem") == "waiting") {
+      CHECK(f.role == "consequence");
+      return f.ranks;
+    }
+  return {};
+}
+
+std::vector<std::string> RealNcclEnv(const std::string& dir, const std::string& extra) {
+  // No LD_LIBRARY_PATH: the program finds the real libnccl.so.2.
+  std::vector<std::string> env = {"LD_LIBRARY_PATH", "LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir};
+  if (!extra.empty()) env.push_back(extra);
+  return env;
+}
+
+}  // namespace
+
+TEST_CASE("real NCCL: NCCL_SOCKET_IFNAME matching nothing fails ncclGetUniqueId; network named", "[init][real-nccl]") {
+  InitScenario s;
+  jobs::JobSpec spec;
+  spec.argv = {jobs::BinDir() + "/uniqueid_probe"};
+  spec.env = RealNcclEnv(s.dir.path(), "NCCL_SOCKET_IFNAME=nosuchif");
+  s.job = jobs::RunJob(spec);
+  REQUIRE(s.job.error.empty());
+  INFO(s.job.ranks.at(0).output);
+  REQUIRE(s.job.ranks.at(0).output.find("no socket interface found") != std::string::npos);
+  s.diagnosis = jobs::Diagnose({s.dir.path()});
+  const auto& f = RequireInitRoot(s, "network", "");
+  CHECK(f.String("socket_ifname") == "nosuchif");
+  CHECK(f.detail.find("NCCL_SOCKET_IFNAME=nosuchif matches no usable interface") != std::string::npos);
+  CHECK(f.detail.find("lo 127.0.0.1/8") != std::string::npos);  // the interfaces that do exist
+  CHECK(f.fix.find("NCCL_SOCKET_IFNAME") != std::string::npos);
+}
+
+TEST_CASE("real NCCL: ncclCommInitRank without a GPU driver; the driver/runtime skew named", "[init][real-nccl]") {
+  InitScenario s;
+  jobs::JobSpec spec;
+  spec.argv = {jobs::BinDir() + "/uniqueid_probe", "init"};
+  spec.env = RealNcclEnv(s.dir.path(), "");
+  s.job = jobs::RunJob(spec);
+  REQUIRE(s.job.error.empty());
+  INFO(s.job.ranks.at(0).output);
+  REQUIRE(s.job.ranks.at(0).output.find("init result 1") != std::string::npos);
+  s.diagnosis = jobs::Diagnose({s.dir.path()});
+  const auto& f = RequireInitRoot(s, "version", "");
+  CHECK(f.detail.find("CUDA driver version is insufficient for CUDA runtime version") != std::string::npos);
+  CHECK(f.detail.find("none loaded") != std::string::npos);
+  CHECK(f.fix.find("driver") != std::string::npos);
+}
+
+TEST_CASE("a /dev/shm too small for NCCL's segments: shm, ENOSPC, every rank", "[init][shm]") {
+  InitScenario s;
+  RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) { spec.shm_size = "16m"; });
+  const auto& f = RequireInitRoot(s, "shm", "ENOSPC");
+  std::vector<int> ranks = f.ranks;
+  std::sort(ranks.begin(), ranks.end());
+  CHECK(ranks == std::vector<int>{0, 1, 2, 3});
+  CHECK(f.raw.fields().at("requested").number_value() == 9637892);  // NCCL's segment for one connection
+  CHECK(f.raw.fields().at("shm_size").number_value() == 16 << 20);
+  CHECK(f.String("path").rfind("/dev/shm/nccl-", 0) == 0);
+  CHECK(f.fix.find("--shm-size") != std::string::npos);
+  CHECK(f.fix.find("NCCL_SHM_DISABLE=1") != std::string::npos);
+}
+
+TEST_CASE("a bad NCCL_SOCKET_IFNAME on one rank of four: network on that rank, the rest waited", "[init][net]") {
+  InitScenario s;
+  RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) { spec.ranks[2].env = {"NCCL_SOCKET_IFNAME=nosuchif"}; });
+  const auto& f = RequireInitRoot(s, "network", "");
+  CHECK(f.ranks == std::vector<int>{2});
+  CHECK(f.String("socket_ifname") == "nosuchif");
+  CHECK(WaitedRanks(s) == std::vector<int>{0, 1, 3});
+}
+
+TEST_CASE("a rank whose only interface cannot reach the root: bootstrap, ENETUNREACH", "[init][net]") {
+  jobs::NetNamespace other_host("unreach");
+  REQUIRE(other_host.ok());
+  other_host.AddInterface("ens9", "10.77.0.2/24");
+  InitScenario s;
+  RunTrainLoop(&s, 4, [&](jobs::JobSpec& spec) { spec.ranks[3].netns = other_host.name(); });
+  const auto& f = RequireInitRoot(s, "bootstrap", "ENETUNREACH");
+  CHECK(f.ranks == std::vector<int>{3});
+  CHECK_FALSE(f.String("address").empty());
+  CHECK(f.detail.find("ens9 10.77.0.2/24") != std::string::npos);
+  CHECK(f.detail.find("none of them on the network of") != std::string::npos);
+  CHECK(WaitedRanks(s) == std::vector<int>{0, 1, 2});
+}
+
+TEST_CASE("a root nobody listens at (NCCL_COMM_ID port differs): bootstrap, ECONNREFUSED", "[init][net]") {
+  InitScenario s;
+  RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) {
+    spec.env.push_back("NCCL_SOCKET_RETRY_CNT=3");
+    spec.env.push_back("NCCL_SOCKET_RETRY_SLEEP_MSEC=10");
+    spec.ranks[0].env = {"NCCL_COMM_ID=127.0.0.1:29611"};
+    for (int r = 1; r < 4; ++r) spec.ranks[r].env = {"NCCL_COMM_ID=127.0.0.1:29612"};
+  });
+  const auto& f = RequireInitRoot(s, "bootstrap", "ECONNREFUSED");
+  std::vector<int> ranks = f.ranks;
+  std::sort(ranks.begin(), ranks.end());
+  CHECK(ranks == std::vector<int>{1, 2, 3});
+  CHECK(f.String("address") == "127.0.0.1:29612");
+  CHECK(f.detail.find("rank 0 NCCL_COMM_ID=127.0.0.1:29611") != std::string::npos);
+  CHECK(WaitedRanks(s) == std::vector<int>{0});
+}
+
+TEST_CASE("version skew: one rank runs another NCCL", "[init][version]") {
+  InitScenario s;
+  RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) { spec.ranks[3].env = {"NCCLSIM_NCCL_VERSION=2.27.3"}; });
+  const auto& f = RequireInitRoot(s, "version", "");
+  CHECK(f.ranks == std::vector<int>{3});
+  CHECK(f.detail.find("rank 3 NCCL 2.27.3") != std::string::npos);
+  CHECK(f.detail.find("ranks 0-2 NCCL 2.28.9") != std::string::npos);
+}
+
+TEST_CASE("two ranks on one GPU: gpu, both ranks, the bus id", "[init][gpu]") {
+  InitScenario s;
+  RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) { spec.ranks[1].env = {"JOB_DEVICE=0"}; });
+  const auto& f = RequireInitRoot(s, "gpu", "");
+  CHECK(f.ranks == std::vector<int>{0, 1});
+  CHECK(f.String("bus_id") == "0000:18:00.0");
+}
+
+TEST_CASE("GPU memory exhausted while NCCL allocates its buffers: cuda", "[init][cuda]") {
+  InitScenario s;
+  RunTrainLoop(&s, 2, [](jobs::JobSpec& spec) {
+    spec.env.push_back("NCCL_SHM_DISABLE=1");  // buffers in device memory, shared by CUDA IPC
+    spec.env.push_back("NCCLSIM_ARENA_GIB=1");
+    spec.env.push_back("NCCL_BUFFSIZE=1073741824");
+  });
+  const auto& f = RequireInitRoot(s, "cuda", "");
+  std::vector<int> ranks = f.ranks;
+  std::sort(ranks.begin(), ranks.end());
+  CHECK(ranks == std::vector<int>{0, 1});
+  CHECK(f.detail.find("Cuda failure 'out of memory'") != std::string::npos);
+  CHECK(f.fix.find("NCCL_BUFFSIZE") != std::string::npos);
+}
+
+TEST_CASE("a healthy job's inventory makes no init finding", "[init]") {
+  InitScenario s;
+  RunTrainLoop(&s, 2, [](jobs::JobSpec&) {}, 60);
+  INFO(s.diagnosis.output);
+  CHECK(s.diagnosis.verdict == "healthy");
+  CHECK(s.diagnosis.findings.empty());
+}
