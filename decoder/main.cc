@@ -1,6 +1,7 @@
 // ncclwatch: reads the traces libncclwatch.so wrote and says what went wrong.
 //
 //   ncclwatch diagnose [--json] PATH...   every trace under the folders/files
+//   ncclwatch explain [--json] LOG...      the same, from plain NCCL_DEBUG logs and error output
 //   ncclwatch dump [--json] FILE          one trace's records, one per line
 //   ncclwatch version
 //
@@ -14,11 +15,13 @@
 
 #include "commands/diagnose.h"
 #include "commands/dump.h"
+#include "commands/explain.h"
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: ncclwatch diagnose [--json] PATH...   diagnose the traces in these folders or files\n"
+    "       ncclwatch explain [--json] LOG...     the same from NCCL_DEBUG logs and error output\n"
     "       ncclwatch dump [--json] FILE          print one trace's records\n"
     "       ncclwatch version\n";
 
@@ -51,6 +54,10 @@ int main(int argc, char** argv) {
   if (command == "dump") {
     if (paths.size() != 1) return Usage("dump takes exactly one trace file");
     return ncclwatch::decoder::RunDump(paths[0], json, std::cout, std::cerr);
+  }
+  if (command == "explain") {
+    if (paths.empty()) return Usage("explain needs at least one log file or folder");
+    return ncclwatch::decoder::RunExplain(paths, json, std::cout, std::cerr);
   }
   if (command == "diagnose") {
     if (paths.empty()) return Usage("diagnose needs at least one folder or trace file");

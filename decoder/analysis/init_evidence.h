@@ -57,6 +57,7 @@ struct InitEvidence {
   std::string nccl_path;
   int32_t cuda_driver_version = 0;
   int32_t cuda_runtime_version = 0;
+  bool driver_known = false;  // cuda_driver_version 0 then means no driver is loaded
   std::map<std::string, std::string> env;
   bool interfaces_known = false;
   std::vector<InterfaceInfo> interfaces;

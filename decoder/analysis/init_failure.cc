@@ -59,11 +59,11 @@ std::string JsonStrings(const std::vector<std::string>& v) {
 }
 
 // Every text NCCL gave this rank: failures' last errors and WARN lines.
+// NCCL's own words first (its WARN lines), then what the failed calls said.
 std::vector<std::string> Texts(const InitEvidence& r) {
-  std::vector<std::string> out;
+  std::vector<std::string> out = r.warnings;
   for (const InitEvidence::Failure& f : r.failures)
-    if (!f.text.empty()) out.push_back(f.text);
-  for (const std::string& w : r.warnings) out.push_back(w);
+    if (!f.text.empty() && std::find(out.begin(), out.end(), f.text) == out.end()) out.push_back(f.text);
   return out;
 }
 
@@ -369,7 +369,8 @@ std::optional<Cause> DriverTooOld(const InitEvidence& r, const std::vector<std::
   Cause c;
   c.subsystem = "version";
   const std::string driver = r.cuda_driver_version > 0 ? absl::StrCat("CUDA ", VersionText(r.cuda_driver_version))
-                                                      : "none loaded: no libcuda.so.1, or one that could not load";
+                             : r.driver_known        ? "none loaded: no libcuda.so.1, or one that could not load"
+                                                     : "its version is not in the log";
   const std::string runtime = r.cuda_runtime_version > 0 ? absl::StrCat(" (CUDA runtime ", VersionText(r.cuda_runtime_version), ")")
                                                          : "";
   c.detail = absl::StrFormat("%s: the CUDA driver (%s) is older than the CUDA runtime NCCL uses%s; NCCL said: %s",
@@ -400,6 +401,32 @@ std::optional<Cause> InfiniBand(const InitEvidence& r, const std::vector<std::st
   c.extra.push_back({"memlock", r.memlock_soft ? (*r.memlock_soft == UINT64_MAX ? JsonString("unlimited")
                                                                                 : absl::StrCat(*r.memlock_soft))
                                                : "null"});
+  return c;
+}
+
+std::optional<Cause> Fabric(const std::vector<std::string>& texts) {
+  const std::string* text = FindText(texts, {"system not yet initialized", "NVLS", "NVLink SHARP", "abric Manager",
+                                             "fabric manager", "IMEX", "cuMulticast"});
+  if (text == nullptr) return std::nullopt;
+  Cause c;
+  c.subsystem = "fabric";
+  c.detail = absl::StrFormat("%s: the NVLink fabric (NVSwitch, NVLS multicast) was not usable during init: %s", kRanks,
+                             *text);
+  c.fix = "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node (systemctl status "
+          "nvidia-fabricmanager; nvidia-smi -q | grep -i -A2 fabric); NCCL_NVLS_ENABLE=0 works around NVLS meanwhile";
+  return c;
+}
+
+std::optional<Cause> PeerToPeer(const std::vector<std::string>& texts) {
+  const std::string* text = FindText(texts, {"P2P/IPC", "cudaIpcOpenMemHandle", "peer access", "peer mapping",
+                                             "cuMemImportFromShareableHandle", "IPC handle"});
+  if (text == nullptr) return std::nullopt;
+  Cause c;
+  c.subsystem = "p2p";
+  c.detail = absl::StrFormat("%s could not map another local GPU's memory (P2P / CUDA IPC) during init: %s", kRanks,
+                             *text);
+  c.fix = "check GPU peer access on the node (nvidia-smi topo -m; ACS/IOMMU settings in a VM), run containers with "
+          "--ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 works around it (slower)";
   return c;
 }
 
@@ -470,6 +497,8 @@ std::optional<Cause> Classify(const InitEvidence& r, const std::vector<InitEvide
   if (auto c = SharedMemory(r, texts)) return c;
   if (auto c = Bootstrap(r, texts, all)) return c;
   if (auto c = InfiniBand(r, texts)) return c;
+  if (auto c = Fabric(texts)) return c;
+  if (auto c = PeerToPeer(texts)) return c;
   if (auto c = CudaFailure(r, texts)) return c;
   if (RemoteOnly(r)) {  // it only lost a peer that failed
     *consequence = true;

@@ -12,6 +12,8 @@
 //              the runtime
 //   gpu        two ranks on one GPU (the same PCI bus id on one host)
 //   ib         InfiniBand verbs failures; a low RLIMIT_MEMLOCK
+//   fabric     the NVLink fabric (Fabric Manager, NVLS multicast) not usable
+//   p2p        P2P / CUDA-IPC mapping between local GPUs failed
 //   cuda       a CUDA failure during init
 //   unknown    a failure none of the above explains (NCCL's own text)
 //   waiting    ranks that only waited for a failed one: consequences

@@ -65,6 +65,7 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
     e.nccl_path = inv.nccl_path;
     e.cuda_driver_version = inv.cuda_driver_version;
     e.cuda_runtime_version = inv.cuda_runtime_version;
+    e.driver_known = true;
     e.env = inv.env;
     e.interfaces_known = true;
     e.interfaces = inv.interfaces;

@@ -29,6 +29,8 @@ std::string SubsystemTitle(const std::string& s) {
   if (s == "version") return "version skew";
   if (s == "gpu") return "two ranks on one GPU";
   if (s == "ib") return "InfiniBand";
+  if (s == "fabric") return "NVLink fabric";
+  if (s == "p2p") return "P2P / CUDA IPC";
   if (s == "cuda") return "CUDA";
   if (s == "waiting") return "waiting for another rank";
   return "cause unknown";
@@ -47,6 +49,13 @@ std::string Title(const Finding& f) {
   if (kind == "p2p_mismatch") return "send/receive mismatch";
   if (kind == "order_inversion") return "communicators used in different orders";
   if (kind == "missing_traces") return "missing traces";
+  if (kind == "gpu_fault") return "GPU fault";
+  if (kind == "out_of_memory") return "out of memory";
+  if (kind == "nvlink_fabric") return "NVLink fabric (NVLS/NVSwitch) failure";
+  if (kind == "cuda_ipc_failure") return "P2P / CUDA IPC failure";
+  if (kind == "cuda_error") return "CUDA error in a kernel";
+  if (kind == "watchdog_timeout") return "PyTorch watchdog timeout";
+  if (kind == "log_insufficient") return "the logs cannot tell";
   if (kind == "unreadable_traces") return "unreadable traces";
   return kind;
 }
@@ -82,26 +91,12 @@ void WriteGroups(const std::vector<RankGroup>& groups, std::ostream& out) {
 
 }  // namespace
 
-void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out) {
-  const auto& procs = job.processes();
-  std::set<std::string> hosts;
-  std::set<uint64_t> comms;
-  for (const ProcessFacts& p : procs) {
-    hosts.insert(p.host);
-    for (const CommMembership& m : p.comms)
-      if (m.comm) comms.insert(m.comm);
-  }
-  out << absl::StrFormat("ncclwatch: %d process%s on %d host%s, %d communicator%s", procs.size(),
-                         procs.size() == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s", comms.size(),
-                         comms.size() == 1 ? "" : "s");
-  if (d.jobs.size() > 1) out << ", " << d.jobs.size() << " separate jobs";
-  out << "\n\n";
-
+void WriteFindingsHuman(const std::vector<Finding>& findings, bool problem, std::ostream& out) {
   // One root cause per job that went wrong.
   std::vector<const Finding*> roots;
-  for (const Finding& f : d.findings)
+  for (const Finding& f : findings)
     if (f.role == "root_cause") roots.push_back(&f);
-  if (!d.problem) {
+  if (!problem) {
     out << "HEALTHY: every rank made the same collectives, every send met its receive.\n";
   }
   for (const Finding* root : roots) {
@@ -117,7 +112,7 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
   }
 
   std::vector<const Finding*> rest;
-  for (const Finding& f : d.findings)
+  for (const Finding& f : findings)
     if (f.role == "consequence" || f.role == "warning") rest.push_back(&f);
   if (!rest.empty()) {
     out << "\nThen:\n";
@@ -126,6 +121,31 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
     }
     if (rest.size() > 5) out << "  - and " << rest.size() - 5 << " more (see --json)\n";
   }
+}
+
+void WriteNotesHuman(const std::vector<Finding>& findings, std::ostream& out) {
+  for (const Finding& f : findings) {
+    if (f.role != "note") continue;
+    out << "\nNote: " << f.detail << ".\n  " << f.fix << ".\n";
+  }
+}
+
+void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out) {
+  const auto& procs = job.processes();
+  std::set<std::string> hosts;
+  std::set<uint64_t> comms;
+  for (const ProcessFacts& p : procs) {
+    hosts.insert(p.host);
+    for (const CommMembership& m : p.comms)
+      if (m.comm) comms.insert(m.comm);
+  }
+  out << absl::StrFormat("ncclwatch: %d process%s on %d host%s, %d communicator%s", procs.size(),
+                         procs.size() == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s", comms.size(),
+                         comms.size() == 1 ? "" : "s");
+  if (d.jobs.size() > 1) out << ", " << d.jobs.size() << " separate jobs";
+  out << "\n\n";
+
+  WriteFindingsHuman(d.findings, d.problem, out);
 
   // What every rank did last, ranks with the same story together.
   std::map<std::string, std::vector<int>> last;
@@ -146,10 +166,7 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
     WriteGroups(groups, out);
   }
 
-  for (const Finding& f : d.findings) {
-    if (f.role != "note") continue;
-    out << "\nNote: " << f.detail << ".\n  " << f.fix << ".\n";
-  }
+  WriteNotesHuman(d.findings, out);
   uint64_t records = 0, torn = 0, overwritten = 0;
   for (const ProcessFacts& p : procs) {
     records += p.records;

@@ -29,24 +29,28 @@ std::string FateJson(const Fate& f) {
 
 }  // namespace
 
+void WriteFindingJson(const Finding& f, std::ostream& out) {
+  out << "{\"kind\":" << JsonString(f.kind) << ",\"role\":" << JsonString(f.role) << ",\"job\":" << f.job
+      << ",\"comm\":" << (f.comm ? JsonString(CommName(*f.comm)) : "null")
+      << ",\"seq\":" << (f.seq ? absl::StrCat(*f.seq) : "null") << ",\"ranks\":" << Ints(f.ranks);
+  if (f.kind == "collective_mismatch" || !f.field.empty()) out << ",\"field\":" << JsonString(f.field);
+  out << ",\"nranks\":" << (f.nranks > 0 ? absl::StrCat(f.nranks) : "null");
+  out << ",\"detail\":" << JsonString(f.detail) << ",\"fix\":" << JsonString(f.fix);
+  out << ",\"rank_groups\":[";
+  for (size_t g = 0; g < f.groups.size(); ++g) {
+    out << (g ? "," : "") << "{\"ranks\":" << Ints(f.groups[g].ranks) << ",\"doing\":" << JsonString(f.groups[g].doing)
+        << "}";
+  }
+  out << "]";
+  for (const auto& [key, value] : f.extra) out << "," << JsonString(key) << ":" << value;
+  out << "}";
+}
+
 void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out) {
   out << "{\"ncclwatch\":\"0.1.0\",\"verdict\":" << (d.problem ? "\"problem\"" : "\"healthy\"") << ",\"findings\":[";
   for (size_t i = 0; i < d.findings.size(); ++i) {
-    const Finding& f = d.findings[i];
-    out << (i ? "," : "") << "{\"kind\":" << JsonString(f.kind) << ",\"role\":" << JsonString(f.role)
-        << ",\"job\":" << f.job << ",\"comm\":" << (f.comm ? JsonString(CommName(*f.comm)) : "null")
-        << ",\"seq\":" << (f.seq ? absl::StrCat(*f.seq) : "null") << ",\"ranks\":" << Ints(f.ranks);
-    if (f.kind == "collective_mismatch" || !f.field.empty()) out << ",\"field\":" << JsonString(f.field);
-    out << ",\"nranks\":" << (f.nranks > 0 ? absl::StrCat(f.nranks) : "null");
-    out << ",\"detail\":" << JsonString(f.detail) << ",\"fix\":" << JsonString(f.fix);
-    out << ",\"rank_groups\":[";
-    for (size_t g = 0; g < f.groups.size(); ++g) {
-      out << (g ? "," : "") << "{\"ranks\":" << Ints(f.groups[g].ranks) << ",\"doing\":" << JsonString(f.groups[g].doing)
-          << "}";
-    }
-    out << "]";
-    for (const auto& [key, value] : f.extra) out << "," << JsonString(key) << ":" << value;
-    out << "}";
+    if (i) out << ",";
+    WriteFindingJson(d.findings[i], out);
   }
   out << "],\"processes\":[";
   const auto& procs = job.processes();

@@ -78,7 +78,11 @@ std::optional<SocketAddress> ParseSocketAddressText(std::string_view text) {
   SocketAddress a;
   std::string host(text);
   std::string port;
-  if (!host.empty() && host[0] == '[') {
+  const size_t lt = host.find('<');
+  if (lt != std::string::npos && !host.empty() && host.back() == '>') {  // NCCL's "10.0.0.1<41234>"
+    port = host.substr(lt + 1, host.size() - lt - 2);
+    host = host.substr(0, lt);
+  } else if (!host.empty() && host[0] == '[') {
     const size_t close = host.find(']');
     if (close == std::string::npos) return std::nullopt;
     if (close + 1 < host.size() && host[close + 1] == ':') port = host.substr(close + 2);

@@ -28,7 +28,8 @@ struct SocketAddress {
 // IPv6 or Unix address.
 std::optional<SocketAddress> ParseSocketAddress(std::string_view raw);
 
-// From "192.0.2.2", "192.0.2.2:41234", "[fe80::1]:41234" or "fe80::1".
+// From "192.0.2.2", "192.0.2.2:41234", "[fe80::1]:41234", "fe80::1" or
+// NCCL's "192.0.2.2<41234>".
 std::optional<SocketAddress> ParseSocketAddressText(std::string_view text);
 
 // Whether `a` lies in the network of `net` with `prefix_len` bits.

@@ -5,10 +5,15 @@
 // namespace, a bad NCCL_SOCKET_IFNAME, a rank in a network namespace that
 // cannot reach the root, a root nobody listens at, version skew, two ranks
 // on one GPU, GPU memory exhausted at init), and `ncclwatch diagnose --json`
-// must name the subsystem, errno, ranks and fix.
+// must name the subsystem, errno, ranks and fix. Every job also writes its
+// NCCL_DEBUG=INFO logs and output, and `ncclwatch explain` must reach the
+// same verdict from them alone.
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,20 +25,65 @@ namespace {
 struct InitScenario {
   jobs::TempDir dir;
   jobs::JobResult job;
-  jobs::DiagnosisView diagnosis;
+  jobs::DiagnosisView diagnosis;  // from the traces
+  jobs::DiagnosisView explained;  // from the logs alone
+  std::string logs() const { return dir.path() + "/logs"; }
 };
+
+// The job's output as a launcher would keep it: every rank's lines, tagged.
+void SaveOutput(const InitScenario& s, const std::string& name) {
+  std::ofstream out(s.logs() + "/" + name);
+  for (const jobs::RankResult& r : s.job.ranks) {
+    std::istringstream lines(r.output);
+    std::string line;
+    while (std::getline(lines, line)) out << "[rank " << r.rank << "] " << line << "\n";
+  }
+}
+
+// NCCL's INFO log, one file per process, next to the traces.
+void LogTo(const InitScenario& s, jobs::JobSpec* spec) {
+  std::filesystem::create_directories(s.logs());
+  for (std::string& e : spec->env)
+    if (e.rfind("NCCL_DEBUG=", 0) == 0) e = "NCCL_DEBUG=INFO";
+  spec->env.push_back("NCCL_DEBUG=INFO");
+  spec->env.push_back("NCCL_DEBUG_FILE=" + s.logs() + "/nccl.%h.%p.log");
+}
 
 // train_loop on `nranks` ranks under the shim, with `tweak` applied to the spec.
 template <typename Tweak>
 void RunTrainLoop(InitScenario* s, int nranks, Tweak tweak, double bound = 8) {
   jobs::JobSpec spec = jobs::TracedJobSpec(nranks, "train_loop", {"--steps", "2"}, s->dir.path());
   spec.timeout_s = bound;
+  LogTo(*s, &spec);
   tweak(spec);
   s->job = jobs::RunJob(spec);
   REQUIRE(s->job.error.empty());
+  SaveOutput(*s, "job.out");
   s->diagnosis = jobs::Diagnose({s->dir.path()});
-  INFO("diagnosis:\n" << s->diagnosis.output);
+  s->explained = jobs::Explain({s->logs()});
+  INFO("diagnosis:\n" << s->diagnosis.output << "\nexplained:\n" << s->explained.output);
   REQUIRE(s->diagnosis.parsed);
+  REQUIRE(s->explained.parsed);
+}
+
+std::vector<int> Sorted(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// explain, from the logs alone, must name the same root cause as the traces.
+void RequireSameFromLogs(const InitScenario& s) {
+  INFO("diagnosis:\n" << s.diagnosis.output << "\nexplained:\n" << s.explained.output);
+  const jobs::FindingView* traced = s.diagnosis.Root();
+  const jobs::FindingView* logged = s.explained.Root();
+  REQUIRE(traced != nullptr);
+  REQUIRE(logged != nullptr);
+  CHECK(s.explained.exit_code == 1);
+  CHECK(logged->kind == traced->kind);
+  CHECK(logged->String("subsystem") == traced->String("subsystem"));
+  CHECK(logged->String("errno") == traced->String("errno"));
+  CHECK(Sorted(logged->ranks) == Sorted(traced->ranks));
+  CHECK_FALSE(logged->fix.empty());
 }
 
 // The root cause must be an init_failure of `subsystem` with `err` (or null).
@@ -82,12 +132,17 @@ TEST_CASE("real NCCL: NCCL_SOCKET_IFNAME matching nothing fails ncclGetUniqueId;
   jobs::JobSpec spec;
   spec.argv = {jobs::BinDir() + "/uniqueid_probe"};
   spec.env = RealNcclEnv(s.dir.path(), "NCCL_SOCKET_IFNAME=nosuchif");
+  spec.env.push_back("NCCL_DEBUG=INFO");
   s.job = jobs::RunJob(spec);
   REQUIRE(s.job.error.empty());
   INFO(s.job.ranks.at(0).output);
   REQUIRE(s.job.ranks.at(0).output.find("no socket interface found") != std::string::npos);
+  std::filesystem::create_directories(s.logs());
+  SaveOutput(s, "probe.out");
   s.diagnosis = jobs::Diagnose({s.dir.path()});
+  s.explained = jobs::Explain({s.logs()});
   const auto& f = RequireInitRoot(s, "network", "");
+  RequireSameFromLogs(s);
   CHECK(f.String("socket_ifname") == "nosuchif");
   CHECK(f.detail.find("NCCL_SOCKET_IFNAME=nosuchif matches no usable interface") != std::string::npos);
   CHECK(f.detail.find("lo 127.0.0.1/8") != std::string::npos);  // the interfaces that do exist
@@ -98,13 +153,17 @@ TEST_CASE("real NCCL: ncclCommInitRank without a GPU driver; the driver/runtime 
   InitScenario s;
   jobs::JobSpec spec;
   spec.argv = {jobs::BinDir() + "/uniqueid_probe", "init"};
-  spec.env = RealNcclEnv(s.dir.path(), "");
+  spec.env = RealNcclEnv(s.dir.path(), "NCCL_DEBUG=INFO");
   s.job = jobs::RunJob(spec);
   REQUIRE(s.job.error.empty());
   INFO(s.job.ranks.at(0).output);
   REQUIRE(s.job.ranks.at(0).output.find("init result 1") != std::string::npos);
+  std::filesystem::create_directories(s.logs());
+  SaveOutput(s, "probe.out");
   s.diagnosis = jobs::Diagnose({s.dir.path()});
+  s.explained = jobs::Explain({s.logs()});
   const auto& f = RequireInitRoot(s, "version", "");
+  RequireSameFromLogs(s);
   CHECK(f.detail.find("CUDA driver version is insufficient for CUDA runtime version") != std::string::npos);
   CHECK(f.detail.find("none loaded") != std::string::npos);
   CHECK(f.fix.find("driver") != std::string::npos);
@@ -114,6 +173,7 @@ TEST_CASE("a /dev/shm too small for NCCL's segments: shm, ENOSPC, every rank", "
   InitScenario s;
   RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) { spec.shm_size = "16m"; });
   const auto& f = RequireInitRoot(s, "shm", "ENOSPC");
+  RequireSameFromLogs(s);
   std::vector<int> ranks = f.ranks;
   std::sort(ranks.begin(), ranks.end());
   CHECK(ranks == std::vector<int>{0, 1, 2, 3});
@@ -128,6 +188,7 @@ TEST_CASE("a bad NCCL_SOCKET_IFNAME on one rank of four: network on that rank, t
   InitScenario s;
   RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) { spec.ranks[2].env = {"NCCL_SOCKET_IFNAME=nosuchif"}; });
   const auto& f = RequireInitRoot(s, "network", "");
+  RequireSameFromLogs(s);
   CHECK(f.ranks == std::vector<int>{2});
   CHECK(f.String("socket_ifname") == "nosuchif");
   CHECK(WaitedRanks(s) == std::vector<int>{0, 1, 3});
@@ -140,6 +201,7 @@ TEST_CASE("a rank whose only interface cannot reach the root: bootstrap, ENETUNR
   InitScenario s;
   RunTrainLoop(&s, 4, [&](jobs::JobSpec& spec) { spec.ranks[3].netns = other_host.name(); });
   const auto& f = RequireInitRoot(s, "bootstrap", "ENETUNREACH");
+  RequireSameFromLogs(s);
   CHECK(f.ranks == std::vector<int>{3});
   CHECK_FALSE(f.String("address").empty());
   CHECK(f.detail.find("ens9 10.77.0.2/24") != std::string::npos);
@@ -156,6 +218,7 @@ TEST_CASE("a root nobody listens at (NCCL_COMM_ID port differs): bootstrap, ECON
     for (int r = 1; r < 4; ++r) spec.ranks[r].env = {"NCCL_COMM_ID=127.0.0.1:29612"};
   });
   const auto& f = RequireInitRoot(s, "bootstrap", "ECONNREFUSED");
+  RequireSameFromLogs(s);
   std::vector<int> ranks = f.ranks;
   std::sort(ranks.begin(), ranks.end());
   CHECK(ranks == std::vector<int>{1, 2, 3});
@@ -168,6 +231,7 @@ TEST_CASE("version skew: one rank runs another NCCL", "[init][version]") {
   InitScenario s;
   RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) { spec.ranks[3].env = {"NCCLSIM_NCCL_VERSION=2.27.3"}; });
   const auto& f = RequireInitRoot(s, "version", "");
+  RequireSameFromLogs(s);
   CHECK(f.ranks == std::vector<int>{3});
   CHECK(f.detail.find("rank 3 NCCL 2.27.3") != std::string::npos);
   CHECK(f.detail.find("ranks 0-2 NCCL 2.28.9") != std::string::npos);
@@ -177,6 +241,7 @@ TEST_CASE("two ranks on one GPU: gpu, both ranks, the bus id", "[init][gpu]") {
   InitScenario s;
   RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) { spec.ranks[1].env = {"JOB_DEVICE=0"}; });
   const auto& f = RequireInitRoot(s, "gpu", "");
+  RequireSameFromLogs(s);
   CHECK(f.ranks == std::vector<int>{0, 1});
   CHECK(f.String("bus_id") == "0000:18:00.0");
 }
@@ -189,6 +254,7 @@ TEST_CASE("GPU memory exhausted while NCCL allocates its buffers: cuda", "[init]
     spec.env.push_back("NCCL_BUFFSIZE=1073741824");
   });
   const auto& f = RequireInitRoot(s, "cuda", "");
+  RequireSameFromLogs(s);
   std::vector<int> ranks = f.ranks;
   std::sort(ranks.begin(), ranks.end());
   CHECK(ranks == std::vector<int>{0, 1});
@@ -199,7 +265,9 @@ TEST_CASE("GPU memory exhausted while NCCL allocates its buffers: cuda", "[init]
 TEST_CASE("a healthy job's inventory makes no init finding", "[init]") {
   InitScenario s;
   RunTrainLoop(&s, 2, [](jobs::JobSpec&) {}, 60);
-  INFO(s.diagnosis.output);
+  INFO(s.diagnosis.output << "\n" << s.explained.output);
   CHECK(s.diagnosis.verdict == "healthy");
   CHECK(s.diagnosis.findings.empty());
+  CHECK(s.explained.exit_code == 0);  // and its logs show nothing wrong either
+  CHECK(s.explained.verdict == "healthy");
 }

@@ -60,9 +60,12 @@ const FindingView* DiagnosisView::First(const std::string& kind) const {
   return nullptr;
 }
 
-DiagnosisView Diagnose(const std::vector<std::string>& paths, bool json) {
+DiagnosisView Diagnose(const std::vector<std::string>& paths, bool json) { return RunNcclwatch("diagnose", paths, json); }
+DiagnosisView Explain(const std::vector<std::string>& paths, bool json) { return RunNcclwatch("explain", paths, json); }
+
+DiagnosisView RunNcclwatch(const std::string& command, const std::vector<std::string>& paths, bool json) {
   JobSpec spec;
-  spec.argv = {NcclwatchPath(), "diagnose"};
+  spec.argv = {NcclwatchPath(), command};
   if (json) spec.argv.push_back("--json");
   spec.argv.insert(spec.argv.end(), paths.begin(), paths.end());
   spec.timeout_s = 120;

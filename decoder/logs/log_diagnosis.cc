@@ -1,0 +1,542 @@
+#include "logs/log_diagnosis.h"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "analysis/init_failure.h"
+#include "report/json.h"
+#include "report/names.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+std::string RanksNoun(std::vector<int> ranks) {
+  ranks.erase(std::remove(ranks.begin(), ranks.end(), -1), ranks.end());
+  if (ranks.empty()) return "a process of unknown rank";
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", RankList(ranks));
+}
+
+// The ncclResult_t named in a framework's error text ("unhandled system
+// error", "ncclSystemError"), or -1.
+int ResultFromText(const std::string& t) {
+  static const struct {
+    const char* text;
+    int result;
+  } kResults[] = {{"unhandled cuda error", 1},    {"ncclUnhandledCudaError", 1}, {"unhandled system error", 2},
+                  {"ncclSystemError", 2},         {"internal error", 3},         {"ncclInternalError", 3},
+                  {"invalid argument", 4},        {"ncclInvalidArgument", 4},    {"invalid usage", 5},
+                  {"ncclInvalidUsage", 5},        {"remote process exited", 6},  {"ncclRemoteError", 6}};
+  for (const auto& r : kResults)
+    if (absl::StrContains(t, r.text)) return r.result;
+  return -1;
+}
+
+bool NcclErrorLine(const std::string& t) {
+  return absl::StrContains(t, "NCCL error") || absl::StrContains(t, "DistBackendError") ||
+         (ResultFromText(t) >= 0 && absl::StrContains(t, "nccl"));
+}
+
+// A thing the logs show after (or apart from) initialisation.
+struct Event {
+  std::string kind;
+  std::string key;  // events of one kind and key become one finding
+  int rank = -1;
+  int process = -1;
+  int64_t when = 0;
+  std::string text;
+  std::vector<std::pair<std::string, std::string>> extra;
+  std::string detail_head;  // what it is, after the ranks
+  std::string fix;
+};
+
+int Priority(const Finding& f) {
+  const std::string& k = f.kind;
+  if (k == "gpu_fault") return 0;
+  if (k == "out_of_memory") return 1;
+  if (k == "nvlink_fabric") return 2;
+  if (k == "cuda_ipc_failure") return 3;
+  if (k == "init_failure") {
+    for (const auto& [key, v] : f.extra)
+      if (key == "subsystem" && v == "\"waiting\"") return 10;
+    return 4;
+  }
+  if (k == "rank_died") return 5;
+  if (k == "cuda_error") return 6;
+  if (k == "collective_mismatch") return 7;
+  if (k == "missing_rank") return 8;
+  if (k == "watchdog_timeout") return 9;
+  return 11;
+}
+
+struct XidInfo {
+  const char* what;
+  bool hardware;
+};
+
+XidInfo Xid(int xid) {
+  switch (xid) {
+    case 13: return {"a graphics engine exception (often the program's own kernel fault)", false};
+    case 31: return {"a GPU memory page fault (often an illegal access by a kernel)", false};
+    case 43: return {"a GPU stopped processing (a kernel was killed or faulted)", false};
+    case 45: return {"preemptive cleanup after an earlier error", false};
+    case 48: return {"an uncorrectable double-bit ECC error", true};
+    case 61: case 62: return {"an internal micro-controller error", true};
+    case 63: case 64: return {"ECC page retirement or row remapping", true};
+    case 74: return {"an NVLink error", true};
+    case 79: return {"the GPU fell off the bus", true};
+    case 92: return {"a high single-bit ECC error rate", true};
+    case 94: return {"a contained uncorrectable ECC error", true};
+    case 95: return {"an uncontained uncorrectable ECC error", true};
+    case 119: case 120: return {"a GSP firmware error", true};
+    default: return {"a GPU error", true};
+  }
+}
+
+constexpr char kHardwareFix[] =
+    "take the GPU (or node) out of the job: check it with nvidia-smi -q -d ECC,ROW_REMAPPER and dmesg, reset it "
+    "(nvidia-smi -r, or reboot the node) and report the Xid to the cluster's administrators; restart the job from "
+    "its last checkpoint without that GPU";
+
+class LogDiagnoser {
+ public:
+  explicit LogDiagnoser(const NcclLog& log) : log_(log) {}
+
+  LogDiagnosis Run() {
+    BuildEvidence();
+    std::vector<Finding> causes;
+    for (InitFinding& f : DiagnoseInit(out_.evidence)) causes.push_back(std::move(f.finding));
+    ScanLines();
+    Watchdogs(&causes);
+    GroupEvents(&causes);
+    Conclude(&causes);
+    return out_;
+  }
+
+ private:
+  int64_t When(const LogLine& l) const { return log_.timestamps() ? l.when_ns : static_cast<int64_t>(l.order); }
+
+  int RankOf(const LogLine& l) const {
+    if (l.process >= 0 && log_.processes()[l.process].rank >= 0) return log_.processes()[l.process].rank;
+    return l.tagged_rank;
+  }
+
+  void BuildEvidence() {
+    const auto& procs = log_.processes();
+    for (size_t i = 0; i < procs.size(); ++i) {
+      const LogProcess& p = procs[i];
+      InitEvidence e;
+      e.process = static_cast<int>(i);
+      e.rank = p.rank;
+      e.host = p.host;
+      e.pid = static_cast<uint32_t>(p.pid);
+      e.nccl_version = p.nccl_version;
+      e.cuda_runtime_version = p.cuda_runtime;
+      e.env = p.env;
+      e.bootstrap_iface = p.bootstrap_iface;
+      e.bootstrap_addr = p.bootstrap_addr;
+      e.bus_id = p.bus_id;
+      e.device = p.cuda_dev;
+      bool last_error_next = false;
+      for (size_t idx : p.lines) {
+        const LogLine& l = log_.lines()[idx];
+        e.end_ns = std::max(e.end_ns, When(l));
+        const bool during_init = !p.init_complete || l.order < p.init_complete_order;
+        if (l.level == LogLine::kWarn) {
+          if (during_init) {
+            e.warnings.push_back(l.text);
+            e.failures.push_back({When(l), "", -1, l.text, false});
+          }
+        } else if (l.level == LogLine::kOther) {
+          if (last_error_next) {
+            e.warnings.push_back(l.text);
+            last_error_next = false;
+          }
+          if (absl::StrContains(l.text, "Last error:")) last_error_next = true;
+          if (during_init && NcclErrorLine(l.text)) {
+            e.failures.push_back({When(l), "", ResultFromText(l.text), l.text, false});
+          }
+        }
+      }
+      e.init_succeeded = p.init_complete;
+      e.init_pending = p.init_started && !p.init_complete && e.failures.empty();
+      if (e.init_pending) e.pending_call = "NCCL init";
+      out_.evidence.push_back(std::move(e));
+    }
+  }
+
+  // Which process (rank) a GPU's PCI bus id belongs to, from Init lines.
+  int RankOfBus(const std::string& bus, const std::string& line) const {
+    int found = -1, count = 0;
+    for (const LogProcess& p : log_.processes()) {
+      if (p.bus_id.empty() || !absl::StartsWith(absl::AsciiStrToLower(p.bus_id), absl::AsciiStrToLower(bus))) continue;
+      if (!p.host.empty() && absl::StrContains(line, p.host)) return p.rank;
+      found = p.rank;
+      ++count;
+    }
+    return count == 1 ? found : -1;
+  }
+
+  void Add(Event e) { events_.push_back(std::move(e)); }
+
+  void ScanLines() {
+    static const std::regex kXid(R"(Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})[^)]*\): (\d+))");
+    static const std::regex kHostOom(R"((?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\))");
+    static const std::regex kRemote(R"(Connection closed by remote peer ([^\s,]+))");
+    static const std::regex kSignalRank(R"(rank (\d+)\b.*?(?:died of|exited on|killed by) signal (\d+))");
+    static const std::regex kTorchExit(R"(exitcode\s*:\s*(-?\d+) \(pid: (\d+)\))");
+    static const std::regex kTorchRank(R"(^\s*rank\s*:\s*(\d+))");
+    static const std::regex kSrun(R"(srun: error: (\S+): tasks? ([0-9,\-]+): (Killed|Segmentation fault|Aborted|Bus error|Terminated))");
+    int torch_rank = -1;
+    for (const LogLine& l : log_.lines()) {
+      const std::string& t = l.text;
+      const int rank = RankOf(l);
+      const int64_t when = When(l);
+      std::smatch m;
+      // What a process reported while its NCCL init ran is init forensics' to explain.
+      if (l.process >= 0 && (l.level == LogLine::kWarn || NcclErrorLine(t))) {
+        const LogProcess& p = log_.processes()[l.process];
+        if (!p.init_complete || l.order < p.init_complete_order) continue;
+      }
+      if (absl::StrContains(t, "Xid") && std::regex_search(t, m, kXid)) {
+        const int xid = std::stoi(m[2]);
+        const XidInfo info = Xid(xid);
+        Event e{"gpu_fault", absl::StrCat("xid", xid, m[1].str()), RankOfBus(m[1], t), l.process, when, t};
+        e.extra = {{"xid", absl::StrCat(xid)}, {"bus_id", JsonString(m[1])}};
+        e.detail_head = absl::StrFormat("GPU %s reported Xid %d: %s", m[1].str(), xid, info.what);
+        e.fix = info.hardware ? kHardwareFix
+                              : "this Xid usually follows a fault in the program's own kernel: run the failing rank "
+                                "under compute-sanitizer, and check dmesg for an Xid 79/48/94/95 before it";
+        Add(e);
+        continue;
+      }
+      for (const char* ecc : {"uncorrectable ECC error encountered", "GPU has fallen off the bus",
+                              "is/are busy or unavailable", "ECC error"}) {
+        if (absl::StrContains(t, ecc)) {
+          Event e{"gpu_fault", ecc, rank, l.process, when, t};
+          e.detail_head = absl::StrCat("the GPU failed: ", t);
+          e.fix = kHardwareFix;
+          Add(e);
+          break;
+        }
+      }
+      if (absl::StrContains(t, "out of memory") || absl::StrContains(t, "OutOfMemoryError") ||
+          absl::StrContains(t, "Failed to CUDA calloc")) {
+        Event e{"out_of_memory", "gpu", rank, l.process, when, t};
+        e.extra = {{"memory", JsonString("gpu")}};
+        e.detail_head = absl::StrCat("ran out of GPU memory: ", t);
+        e.fix = "reduce the memory per GPU (batch size, activation checkpointing, sharding) or leave room for NCCL's "
+                "buffers (created at init, and by each new communicator): lower NCCL_BUFFSIZE, or set "
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+        Add(e);
+      } else if (std::regex_search(t, m, kHostOom) || absl::StrContains(t, "oom-kill")) {
+        Event e{"out_of_memory", "host", rank, l.process, when, t};
+        e.extra = {{"memory", JsonString("host")}};
+        e.detail_head = absl::StrCat("was killed by the kernel's out-of-memory killer: ", t);
+        e.fix = "give the job more host memory (the container's memory limit), or use less: fewer data-loader "
+                "workers, pinned-memory buffers, or CPU offload";
+        Add(e);
+      }
+      for (const char* fabric : {"NVLS", "NVLink SHARP", "abric Manager", "fabric manager", "system not yet initialized",
+                                 "cuMulticast", "IMEX", "NVSwitch"}) {
+        if (absl::StrContains(t, fabric) && (l.level == LogLine::kWarn || absl::StrContains(t, "rror"))) {
+          Event e{"nvlink_fabric", "fabric", rank, l.process, when, t};
+          e.detail_head = absl::StrCat("NVLink fabric (NVLS/NVSwitch) setup failed: ", t);
+          e.fix = "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
+                  "(systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -i fabric); NCCL_NVLS_ENABLE=0 works "
+                  "around NVLS while it is fixed";
+          Add(e);
+          break;
+        }
+      }
+      for (const char* ipc : {"P2P/IPC", "cudaIpcOpenMemHandle", "peer access", "peer mapping resources",
+                              "cuMemImportFromShareableHandle", "IPC handle"}) {
+        if (absl::StrContains(t, ipc) && (l.level == LogLine::kWarn || absl::StrContains(t, "rror") ||
+                                          absl::StrContains(t, "failed"))) {
+          Event e{"cuda_ipc_failure", "ipc", rank, l.process, when, t};
+          e.detail_head = absl::StrCat("could not map another local GPU's memory (P2P/CUDA IPC): ", t);
+          e.fix = "check GPU peer access on the node (nvidia-smi topo -m; ACS and IOMMU settings in a VM), give "
+                  "containers --ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 works "
+                  "around it (through host memory, slower)";
+          Add(e);
+          break;
+        }
+      }
+      for (const char* kernel : {"illegal memory access", "unspecified launch failure", "misaligned address",
+                                 "device-side assert"}) {
+        if (absl::StrContains(t, kernel)) {
+          Event e{"cuda_error", kernel, rank, l.process, when, t};
+          e.detail_head = absl::StrCat("hit a CUDA error in a kernel: ", t);
+          e.fix = "a kernel of the program (or of a library) faulted: rerun that rank with CUDA_LAUNCH_BLOCKING=1 "
+                  "or under compute-sanitizer to find it; if dmesg shows a hardware Xid with it, treat it as a GPU "
+                  "fault";
+          Add(e);
+          break;
+        }
+      }
+      if (absl::StrContains(t, "Connection closed by remote peer") && std::regex_search(t, m, kRemote)) {
+        remote_closed_.push_back({rank, m[1]});
+      }
+      // The launcher's word on a rank that died.
+      if (std::regex_search(t, m, kTorchRank)) torch_rank = std::stoi(m[1]);
+      int dead = -1, signo = 0;
+      if (std::regex_search(t, m, kSignalRank)) {
+        dead = std::stoi(m[1]);
+        signo = std::stoi(m[2]);
+      } else if (std::regex_search(t, m, kTorchExit) && torch_rank >= 0) {
+        const int code = std::stoi(m[1]);
+        if (code < 0) {
+          dead = torch_rank;
+          signo = -code;
+        }
+        torch_rank = -1;
+      } else if (std::regex_search(t, m, kSrun)) {
+        int task = -1;
+        if (absl::SimpleAtoi(std::string(m[2]), &task)) dead = task;
+        signo = m[3] == "Killed" ? 9 : m[3] == "Segmentation fault" ? 11 : m[3] == "Aborted" ? 6 : m[3] == "Bus error" ? 7 : 15;
+      }
+      if (dead >= 0 && signo != 15) {  // SIGTERM is how a launcher stops the others: not a cause
+        Event e{"rank_died", absl::StrCat(dead, ":", signo), dead, -1, when, t};
+        e.extra = {{"signal", JsonString(SignalName(signo))}};
+        e.detail_head = absl::StrCat("died of ", SignalName(signo), " (the launcher's report: ", t, ")");
+        e.fix = signo == 9 ? "a SIGKILL is the out-of-memory killer or the scheduler: check dmesg (oom-kill) and the "
+                             "job's memory limit and time limit"
+                           : "read that rank's own output just before it died (a traceback, a core dump) for why";
+        Add(e);
+      }
+    }
+  }
+
+  void Watchdogs(std::vector<Finding>* causes) {
+    static const std::regex kWatchdog(
+        R"(Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(-?\d+), NumelOut=(-?\d+))?, Timeout\(ms\)=(\d+)\))");
+    static const std::regex kRankWord(R"(\[Rank (\d+)\])");
+    struct Timeout {
+      uint64_t seq;
+      std::string op;
+      std::string numel;
+      int64_t when;
+      std::string timeout_ms;
+    };
+    std::map<int, Timeout> by_rank;
+    for (const LogLine& l : log_.lines()) {
+      std::smatch m;
+      if (!absl::StrContains(l.text, "Watchdog caught") || !std::regex_search(l.text, m, kWatchdog)) continue;
+      int rank = RankOf(l);
+      std::smatch r;
+      if (std::regex_search(l.text, r, kRankWord)) rank = std::stoi(r[1]);
+      if (rank < 0 || by_rank.count(rank)) continue;
+      by_rank[rank] = {std::stoull(m[1]), m[2], m[3].matched ? std::string(m[3]) : "", When(l), m[5]};
+    }
+    if (by_rank.empty()) return;
+    std::map<std::tuple<uint64_t, std::string, std::string>, std::vector<int>> groups;
+    int64_t first = INT64_MAX;
+    for (const auto& [rank, t] : by_rank) {
+      groups[{t.seq, t.op, t.numel}].push_back(rank);
+      first = std::min(first, t.when);
+    }
+    auto describe = [](const std::tuple<uint64_t, std::string, std::string>& g) {
+      return absl::StrCat(std::get<1>(g), std::get<2>(g).empty() ? "" : absl::StrCat("(numel=", std::get<2>(g), ")"),
+                          " #", std::get<0>(g));
+    };
+    // Different collectives at the same sequence number: a mismatch.
+    std::map<uint64_t, std::vector<std::tuple<uint64_t, std::string, std::string>>> by_seq;
+    for (const auto& [g, ranks] : groups) by_seq[std::get<0>(g)].push_back(g);
+    for (const auto& [seq, gs] : by_seq) {
+      if (gs.size() < 2) continue;
+      Finding x;
+      x.kind = "collective_mismatch";
+      x.seq = seq;
+      // The largest group did what the rest of the job expected; the others deviate.
+      size_t majority = 0;
+      for (size_t i = 1; i < gs.size(); ++i)
+        if (groups[gs[i]].size() > groups[gs[majority]].size()) majority = i;
+      std::vector<std::string> parts;
+      bool op_differs = false;
+      for (size_t i = 0; i < gs.size(); ++i) {
+        const auto& g = gs[i];
+        const std::vector<int>& ranks = groups[g];
+        if (i != majority) x.ranks.insert(x.ranks.end(), ranks.begin(), ranks.end());
+        if (std::get<1>(g) != std::get<1>(gs.front())) op_differs = true;
+        parts.push_back(absl::StrCat(RanksNoun(ranks), " in ", describe(g)));
+        x.groups.push_back({ranks, absl::StrCat("timed out in ", describe(g))});
+      }
+      x.field = op_differs ? "op" : "count";
+      x.detail = absl::StrCat("PyTorch's watchdog timed out with the ranks in different collectives at sequence "
+                              "number ", seq, " (PyTorch's numbering of the process group's operations): ",
+                              absl::StrJoin(parts, "; "));
+      x.fix = "make every rank call the same collectives in the same order with the same shapes; the ranks that "
+              "differ took another code path at that point";
+      x.when_ns = first;
+      causes->push_back(x);
+      return;
+    }
+    // Ranks of the job that never timed out: they were not in the collective.
+    const auto& [g0, r0] = *groups.begin();
+    int nranks = -1;
+    for (const LogProcess& p : log_.processes()) nranks = std::max(nranks, p.nranks);
+    std::vector<int> silent, unseen;
+    for (int r = 0; r < nranks; ++r) {
+      if (by_rank.count(r)) continue;
+      bool seen = false;
+      for (const LogProcess& p : log_.processes()) seen |= p.rank == r;
+      (seen ? silent : unseen).push_back(r);
+    }
+    std::vector<int> timed_out;
+    for (const auto& [rank, t] : by_rank) timed_out.push_back(rank);
+    if (groups.size() == 1 && !silent.empty()) {
+      Finding x;
+      x.kind = "missing_rank";
+      x.seq = std::get<0>(g0);
+      x.ranks = silent;
+      x.nranks = nranks;
+      x.detail = absl::StrCat(RanksNoun(silent), " never timed out in ", describe(g0), ", where ",
+                              RanksNoun(timed_out), " waited until PyTorch's watchdog fired: ",
+                              silent.size() == 1 ? "it was" : "they were",
+                              " not in that collective (a skipped or extra step, another branch, or dead)");
+      x.fix = "see what those ranks did instead (their own output, py-spy dump of a hung job); make every rank run "
+              "the same collectives";
+      x.groups = {{timed_out, absl::StrCat("timed out in ", describe(g0))}, {silent, "never entered it"}};
+      x.when_ns = first;
+      causes->push_back(x);
+    }
+    Finding w;
+    w.kind = "watchdog_timeout";
+    w.seq = std::get<0>(g0);
+    w.ranks = timed_out;
+    w.nranks = nranks;
+    std::vector<std::string> parts;
+    for (const auto& [g, ranks] : groups) {
+      parts.push_back(absl::StrCat(RanksNoun(ranks), " in ", describe(g)));
+      w.groups.push_back({ranks, absl::StrCat("timed out in ", describe(g))});
+    }
+    w.detail = absl::StrCat("PyTorch's watchdog timed out after ", by_rank.begin()->second.timeout_ms, " ms: ",
+                            absl::StrJoin(parts, "; "));
+    w.fix = "a timeout is a symptom: a rank stopped calling collectives (it died, hung, or took another path); see "
+            "the findings before this one";
+    w.when_ns = first + 1;
+    w.extra.push_back({"timeout_ms", by_rank.begin()->second.timeout_ms});
+    causes->push_back(w);
+    if (!unseen.empty()) {
+      Finding n;
+      n.kind = "log_insufficient";
+      n.role = "note";
+      n.ranks = unseen;
+      n.detail = absl::StrCat("these logs hold nothing of ", RanksNoun(unseen), ", which never timed out: one of them "
+                              "is likely where the job stopped");
+      n.fix = "collect every rank's output (NCCL_DEBUG=INFO NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, and the "
+              "launcher's per-rank logs)";
+      notes_.push_back(n);
+    }
+  }
+
+  void GroupEvents(std::vector<Finding>* causes) {
+    std::map<std::pair<std::string, std::string>, std::vector<const Event*>> groups;
+    for (const Event& e : events_) groups[{e.kind, e.key}].push_back(&e);
+    for (const auto& [key, es] : groups) {
+      Finding x;
+      x.kind = key.first;
+      std::set<int> ranks;
+      int64_t when = INT64_MAX;
+      for (const Event* e : es) {
+        if (e->rank >= 0) ranks.insert(e->rank);
+        when = std::min(when, e->when);
+      }
+      x.ranks.assign(ranks.begin(), ranks.end());
+      const Event& first = *es.front();
+      x.detail = absl::StrCat(RanksNoun(x.ranks), " ", first.detail_head);
+      x.detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(x.detail[0])));
+      x.fix = first.fix;
+      x.extra = first.extra;
+      x.when_ns = when;
+      if (!x.ranks.empty()) x.groups.push_back({x.ranks, first.kind});
+      causes->push_back(x);
+    }
+    if (!remote_closed_.empty()) {
+      // Peers that lost a connection name the address of the one that went away.
+      std::set<std::string> peers;
+      std::set<int> who;
+      for (const auto& [rank, peer] : remote_closed_) {
+        peers.insert(peer);
+        if (rank >= 0) who.insert(rank);
+      }
+      bool death_known = false;
+      for (const Finding& f : *causes) death_known |= f.kind == "rank_died";
+      if (!death_known) {
+        Finding x;
+        x.kind = "rank_died";
+        x.ranks = {};
+        x.detail = absl::StrCat(RanksNoun(std::vector<int>(who.begin(), who.end())),
+                                " lost the connection to a peer (", absl::StrJoin(peers, ", "),
+                                "): the process there died or was killed");
+        x.fix = "find the rank at that address and read its own output and the node's dmesg for why it ended";
+        x.extra.push_back({"peer", JsonString(*peers.begin())});
+        x.when_ns = INT64_MAX - 1;
+        causes->push_back(x);
+      }
+    }
+  }
+
+  void Conclude(std::vector<Finding>* causes) {
+    std::stable_sort(causes->begin(), causes->end(), [](const Finding& a, const Finding& b) {
+      const int pa = Priority(a), pb = Priority(b);
+      return pa != pb ? pa < pb : a.when_ns < b.when_ns;
+    });
+    for (size_t i = 0; i < causes->size(); ++i) (*causes)[i].role = i == 0 ? "root_cause" : "consequence";
+    out_.problem = !causes->empty();
+    // Errors the logs show but nothing above explains.
+    if (causes->empty()) {
+      for (const LogLine& l : log_.lines()) {
+        if (l.level != LogLine::kWarn && !NcclErrorLine(l.text)) continue;
+        Finding x;
+        x.kind = "log_insufficient";
+        x.role = "root_cause";
+        const int rank = RankOf(l);
+        if (rank >= 0) x.ranks = {rank};
+        x.detail = absl::StrCat("the logs show an NCCL error that they do not explain: ", l.text);
+        x.fix = "collect more: every rank's NCCL_DEBUG=INFO log (NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, "
+                "NCCL_DEBUG_SUBSYS=INIT,NET,ENV), dmesg from every node, or run the job under libncclwatch.so "
+                "and use ncclwatch diagnose";
+        causes->push_back(x);
+        out_.problem = true;
+        break;
+      }
+    }
+    if (log_.nccl_lines() > 0) {
+      bool info = false;
+      for (const LogLine& l : log_.lines()) info |= l.level == LogLine::kInfo;
+      if (!info) {
+        Finding n;
+        n.kind = "log_insufficient";
+        n.role = "note";
+        n.detail = "the logs have NCCL's warnings but no INFO lines, so ranks, versions and interfaces are unknown";
+        n.fix = "run with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET,ENV keeps it short)";
+        notes_.push_back(n);
+      }
+    }
+    out_.findings = *causes;
+    for (Finding& n : notes_) out_.findings.push_back(n);
+  }
+
+  const NcclLog& log_;
+  LogDiagnosis out_;
+  std::vector<Event> events_;
+  std::vector<std::pair<int, std::string>> remote_closed_;
+  std::vector<Finding> notes_;
+};
+
+}  // namespace
+
+LogDiagnosis DiagnoseLogs(const NcclLog& log) { return LogDiagnoser(log).Run(); }
+
+}  // namespace ncclwatch::decoder

@@ -1,0 +1,43 @@
+// Diagnosis from plain logs (ncclwatch explain): what a job that ran without
+// the shim left in its NCCL_DEBUG logs and error output.
+//
+// Init failures go through the same classifier as traces (each process's
+// WARN lines, versions, interface and bus id become its InitEvidence). After
+// init, the logs can also show:
+//   gpu_fault         an Xid (dmesg), an uncorrectable ECC error, a GPU that
+//                     fell off the bus or became unavailable
+//   out_of_memory     GPU (CUDA out of memory) or host (the kernel's OOM killer)
+//   nvlink_fabric     NVLS / NVLink SHARP / Fabric Manager / IMEX failures
+//   cuda_ipc_failure  P2P and CUDA-IPC mapping failures between local GPUs
+//   cuda_error        a CUDA error in a kernel (illegal access, launch failure)
+//   rank_died         the launcher's report of a rank killed or crashed
+//   collective_mismatch, missing_rank, watchdog_timeout
+//                     from PyTorch's watchdog lines: ranks that timed out in
+//                     different collectives, ranks that never timed out, or
+//                     all in the same one
+// Hardware and resource failures come first as root causes, then init
+// failures, deaths, and last the timeouts they cause. Where the logs cannot
+// tell, a note says so and what to collect.
+
+#ifndef NCCLWATCH_DECODER_LOGS_LOG_DIAGNOSIS_H_
+#define NCCLWATCH_DECODER_LOGS_LOG_DIAGNOSIS_H_
+
+#include <vector>
+
+#include "analysis/finding.h"
+#include "analysis/init_evidence.h"
+#include "logs/nccl_log.h"
+
+namespace ncclwatch::decoder {
+
+struct LogDiagnosis {
+  std::vector<Finding> findings;  // root cause first, then consequences, then notes
+  bool problem = false;
+  std::vector<InitEvidence> evidence;  // per process of the log
+};
+
+LogDiagnosis DiagnoseLogs(const NcclLog& log);
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_LOGS_LOG_DIAGNOSIS_H_

@@ -1,0 +1,97 @@
+// NcclLog: plain NCCL_DEBUG logs and a job's error output, read as hostile
+// input, into lines attributed to processes.
+//
+// What it understands, across NCCL 2.7 to 2.30:
+//   host:pid:tid [dev] NCCL INFO message
+//   host:pid:tid [dev] file.cc:123 NCCL WARN message     (a blank line before it)
+//   [2025-01-31 12:00:00] host:pid:tid ...               (NCCL_DEBUG_TIMESTAMP_*, WARN by default since 2.23)
+//   NCCL version 2.28.9+cuda13.0                         (no prefix since 2.19; INFO before)
+// with any launcher prefix in front: "[rank3]:" (PyTorch), "[default3]:"
+// (torchrun --tee), "3: " (srun --label), "[1,3]<stderr>:" (mpirun
+// --tag-output), "[rank 3] " (jobrun). Lines that are not NCCL's (a Python
+// traceback, PyTorch's watchdog, the launcher's exit report, dmesg) are kept
+// as "other" lines, attributed to a process by their prefix or, in a file
+// that holds one process's lines, to that process.
+//
+// Several ranks may be interleaved in one file or spread over many.
+// Thread-safety: single-threaded.
+
+#ifndef NCCLWATCH_DECODER_LOGS_NCCL_LOG_H_
+#define NCCLWATCH_DECODER_LOGS_NCCL_LOG_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "trace/socket_address.h"
+
+namespace ncclwatch::decoder {
+
+struct LogLine {
+  enum Level { kWarn, kInfo, kOther };
+  Level level = kOther;
+  int source = 0;       // index into NcclLog::sources()
+  int number = 0;       // 1-based line number in its file
+  int64_t when_ns = 0;  // from a timestamp on it (or an earlier line of its file); 0 when none
+  uint64_t order = 0;   // position among all lines read
+  int process = -1;     // index into NcclLog::processes(), -1 when unknown
+  int tagged_rank = -1; // from a launcher prefix
+  std::string text;     // the message (after "NCCL WARN "), or the whole line without its prefix
+};
+
+struct LogProcess {
+  std::string host;
+  int pid = -1;
+  int source = -1;     // the first file it appears in
+  int rank = -1;       // its rank in the first communicator it made (Init lines), else a launcher tag
+  int nranks = -1;
+  int32_t nccl_version = 0;   // 22809
+  int32_t cuda_runtime = 0;   // from "+cuda13.0": 13000
+  std::string bus_id;         // "0000:18:00.0", from its Init line
+  int cuda_dev = -1;
+  bool init_started = false;
+  bool init_complete = false;
+  uint64_t init_complete_order = 0;
+  std::string bootstrap_iface;             // "Bootstrap : Using eth0:10.0.0.1<0>"
+  std::optional<SocketAddress> bootstrap_addr;
+  std::map<std::string, std::string> env;  // "NCCL_X set by environment to Y"
+  std::vector<size_t> lines;               // indices into NcclLog::lines()
+};
+
+class NcclLog {
+ public:
+  // Reads one file; a file that cannot be read gets a one-line reason.
+  absl::Status AddFile(const std::string& path);
+  // After the last file: attributes lines without host:pid where it can.
+  void Finish();
+
+  const std::vector<std::string>& sources() const { return sources_; }
+  const std::vector<LogLine>& lines() const { return lines_; }
+  const std::vector<LogProcess>& processes() const { return processes_; }
+  // NCCL lines (WARN/INFO) seen in all files.
+  size_t nccl_lines() const { return nccl_lines_; }
+  // Whether any line carried a timestamp (then when_ns orders lines).
+  bool timestamps() const { return timestamps_; }
+
+ private:
+  void AddLine(int source, int number, std::string raw, int64_t* last_ts);
+  int ProcessFor(const std::string& host, int pid, int source);
+  void NoteInfo(LogProcess& p, const std::string& text, uint64_t order);
+
+  std::vector<std::string> sources_;
+  std::vector<LogLine> lines_;
+  std::vector<LogProcess> processes_;
+  std::map<std::pair<std::string, int>, int> by_host_pid_;
+  size_t nccl_lines_ = 0;
+  bool timestamps_ = false;
+};
+
+// 21803 from "2.18.3"; 0 when not a version.
+int32_t ParseNcclVersion(const std::string& text);
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_LOGS_NCCL_LOG_H_

@@ -1,0 +1,310 @@
+// `ncclwatch explain`'s reading of logs, on the line formats NCCL 2.7 to
+// 2.30 print (debug.cc of each version: "host:pid:tid [dev] NCCL INFO",
+// "host:pid:tid [dev] file:line NCCL WARN" after a blank line, a timestamp
+// before WARN lines since 2.23, "NCCL version" without a prefix since 2.19),
+// behind each launcher's prefixes, and on the error output that comes with
+// them (PyTorch's watchdog, torchrun's and mpirun's exit reports, dmesg).
+// Real logs from real NCCL and the simulator are tested end to end in
+// tests/jobs/init_forensics_test.cc; these are the formats this machine
+// cannot produce (older NCCL, InfiniBand, Xid, PyTorch).
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "logs/log_diagnosis.h"
+#include "logs/nccl_log.h"
+#include "report/json.h"
+#include "support/traced_job.h"
+
+namespace {
+
+using ncclwatch::decoder::DiagnoseLogs;
+using ncclwatch::decoder::Finding;
+using ncclwatch::decoder::LogDiagnosis;
+using ncclwatch::decoder::NcclLog;
+
+struct Logs {
+  jobs::TempDir dir;
+  NcclLog log;
+  LogDiagnosis d;
+  int files = 0;
+
+  void File(const std::string& text) {
+    const std::string path = dir.path() + "/log" + std::to_string(files++) + ".txt";
+    std::ofstream(path) << text;
+    REQUIRE(log.AddFile(path).ok());
+  }
+  const Finding& Root() {
+    log.Finish();
+    d = DiagnoseLogs(log);
+    REQUIRE(d.problem);
+    REQUIRE_FALSE(d.findings.empty());
+    const Finding& f = d.findings.front();
+    CHECK(f.role == "root_cause");
+    CHECK_FALSE(f.detail.empty());
+    CHECK_FALSE(f.fix.empty());
+    return f;
+  }
+};
+
+std::string Extra(const Finding& f, const std::string& key) {
+  for (const auto& [k, v] : f.extra)
+    if (k == key) return v;
+  return "";
+}
+
+bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("NCCL 2.7: a refused bootstrap connection, the rank found by elimination", "[logs]") {
+  Logs l;
+  l.File(
+      "node1:1234:1234 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0>\n"
+      "node1:1234:1234 [0] NCCL INFO NCCL version 2.7.8+cuda11.0\n"
+      "node1:1234:1250 [0] NCCL INFO comm 0x7f00 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+      "node2:2222:2222 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.1.2<0>\n"
+      "\n"
+      "node2:2222:2222 [0] include/socket.h:403 NCCL WARN Connect to 10.0.0.1<49623> failed : Connection refused\n"
+      "node2:2222:2222 [0] NCCL INFO bootstrap.cc:95 -> 2\n");
+  const Finding& f = l.Root();
+  CHECK(f.kind == "init_failure");
+  CHECK(Extra(f, "subsystem") == "\"bootstrap\"");
+  CHECK(Extra(f, "errno") == "\"ECONNREFUSED\"");
+  CHECK(Extra(f, "address") == "\"10.0.0.1:49623\"");
+  CHECK(f.ranks == std::vector<int>{1});
+  REQUIRE(l.log.processes().size() == 2);
+  CHECK(l.log.processes()[0].nccl_version == 2708);
+  CHECK(l.log.processes()[0].bus_id == "0000:01:00.0");  // NCCL's busId 0x1000
+}
+
+TEST_CASE("NCCL 2.19+ behind torchrun's prefixes: an unprefixed version line, a timestamped /dev/shm WARN", "[logs]") {
+  Logs l;
+  std::string text = "[default0]:NCCL version 2.19.3+cuda12.3\n";
+  const char* bus[] = {"18000", "2a000", "3a000", "5d000"};
+  for (int r = 0; r < 4; ++r) {
+    text += "[default" + std::to_string(r) + "]:node1:10" + std::to_string(r) + ":10" + std::to_string(r) + " [" +
+            std::to_string(r) + "] NCCL INFO ncclCommInitRank comm 0x1 rank " + std::to_string(r) +
+            " nranks 4 cudaDev " + std::to_string(r) + " nvmlDev " + std::to_string(r) + " busId " + bus[r] +
+            " commId 0xabc - Init START\n";
+  }
+  text +=
+      "[default2]:\n"
+      "[default2]:[2024-05-01 10:00:01] node1:102:110 [2] misc/shmutils.cc:87 NCCL WARN Error: failed to extend "
+      "/dev/shm/nccl-aBc123 to 9637892 bytes, error: No space left on device (28)\n"
+      "[default2]:[2024-05-01 10:00:01] node1:102:110 [2] misc/shmutils.cc:112 NCCL WARN Error while creating shared "
+      "memory segment /dev/shm/nccl-aBc123 (size 9637888), error: No space left on device (28)\n";
+  l.File(text);
+  const Finding& f = l.Root();
+  CHECK(Extra(f, "subsystem") == "\"shm\"");
+  CHECK(Extra(f, "errno") == "\"ENOSPC\"");
+  CHECK(Extra(f, "requested") == "9637892");
+  CHECK(f.ranks == std::vector<int>{2});
+  CHECK(l.log.processes()[0].nccl_version == 21903);
+  CHECK(l.log.processes()[3].bus_id == "0000:5d:00.0");
+  CHECK(l.log.timestamps());
+}
+
+TEST_CASE("InfiniBand registration failing: ib", "[logs]") {
+  Logs l;
+  l.File(
+      "node3:77:77 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 5 nranks 8 cudaDev 0 nvmlDev 0 busId 18000 commId "
+      "0x1 - Init START\n"
+      "node3:77:77 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.1.0.3<0>\n"
+      "\n"
+      "[2025-02-02 02:02:02] node3:77:90 [0] misc/ibvwrap.cc:40 NCCL WARN Call to ibv_reg_mr failed with error "
+      "Cannot allocate memory\n");
+  const Finding& f = l.Root();
+  CHECK(Extra(f, "subsystem") == "\"ib\"");
+  CHECK(Extra(f, "errno") == "\"ENOMEM\"");
+  CHECK(f.ranks == std::vector<int>{5});
+  CHECK(Has(f.fix, "ibstat"));
+}
+
+TEST_CASE("NVLS at init without the Fabric Manager: fabric", "[logs]") {
+  Logs l;
+  l.File(
+      "gb1:5:5 [3] NCCL INFO ncclCommInitRank comm 0x1 rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId 5d000 commId 0x1 - "
+      "Init START\n"
+      "\n"
+      "[2025-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not yet initialized'\n");
+  const Finding& f = l.Root();
+  CHECK(Extra(f, "subsystem") == "\"fabric\"");
+  CHECK(f.ranks == std::vector<int>{3});
+  CHECK(Has(f.fix, "fabricmanager"));
+}
+
+TEST_CASE("PyTorch's watchdog, ranks in different collectives: collective_mismatch", "[logs]") {
+  Logs l;
+  std::string text;
+  for (int r = 0; r < 4; ++r) {
+    text += "[rank" + std::to_string(r) + "]:[E501 10:00:00.000000000 ProcessGroupNCCL.cpp:607] [Rank " +
+            std::to_string(r) +
+            "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=43, OpType=" +
+            (r == 2 ? "BROADCAST" : "ALLREDUCE") +
+            ", NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n";
+  }
+  l.File(text);
+  const Finding& f = l.Root();
+  CHECK(f.kind == "collective_mismatch");
+  CHECK(f.field == "op");
+  CHECK(f.seq == 43u);
+  CHECK(f.ranks == std::vector<int>{2});
+}
+
+TEST_CASE("PyTorch's watchdog, one rank never timed out: missing_rank, then the timeout", "[logs]") {
+  Logs l;
+  std::string text;
+  for (int r = 0; r < 4; ++r) {
+    text += "node1:" + std::to_string(200 + r) + ":1 [" + std::to_string(r) +
+            "] NCCL INFO ncclCommInitRank comm 0x1 rank " + std::to_string(r) + " nranks 4 cudaDev " +
+            std::to_string(r) + " nvmlDev 0 busId " + std::to_string(r + 1) + "8000 commId 0x1 - Init COMPLETE\n";
+  }
+  for (int r : {0, 1, 2}) {
+    text += "[rank" + std::to_string(r) + "]:[Rank " + std::to_string(r) +
+            "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=8, "
+            "NumelOut=8, Timeout(ms)=5000) ran for 5007 milliseconds before timing out.\n";
+  }
+  l.File(text);
+  const Finding& f = l.Root();
+  CHECK(f.kind == "missing_rank");
+  CHECK(f.seq == 7u);
+  CHECK(f.ranks == std::vector<int>{3});
+  REQUIRE(l.d.findings.size() >= 2);
+  CHECK(l.d.findings[1].kind == "watchdog_timeout");
+  CHECK(l.d.findings[1].role == "consequence");
+  CHECK(l.d.findings[1].ranks == std::vector<int>{0, 1, 2});
+}
+
+TEST_CASE("an Xid in dmesg is the root cause of the watchdog timeouts that follow", "[logs]") {
+  Logs l;
+  l.File(
+      "node7:300:300 [5] NCCL INFO ncclCommInitRank comm 0x1 rank 5 nranks 8 cudaDev 5 nvmlDev 5 busId 3b000 commId "
+      "0x1 - Init COMPLETE\n"
+      "[rank0]:[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=99, OpType=ALLREDUCE, "
+      "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n");
+  l.File("[123456.789012] NVRM: Xid (PCI:0000:3b:00): 79, pid=300, name=python, GPU has fallen off the bus.\n");
+  const Finding& f = l.Root();
+  CHECK(f.kind == "gpu_fault");
+  CHECK(Extra(f, "xid") == "79");
+  CHECK(f.ranks == std::vector<int>{5});
+  CHECK(Has(f.detail, "fell off the bus"));
+}
+
+TEST_CASE("torchrun's exit report: a rank killed by SIGKILL; the kernel's OOM killer first", "[logs]") {
+  Logs l;
+  l.File(
+      "[E0501 10:00:00.000000 1 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: -9)\n"
+      "Root Cause (first observed failure):\n"
+      "[0]:\n"
+      "  time      : 2024-05-01_10:00:00\n"
+      "  host      : node1\n"
+      "  rank      : 3 (local_rank: 3)\n"
+      "  exitcode  : -9 (pid: 4242)\n"
+      "  error_file: <N/A>\n"
+      "  traceback : Signal 9 (SIGKILL) received by PID 4242\n");
+  {
+    Logs only_death;
+    only_death.File("  rank      : 3 (local_rank: 3)\n  exitcode  : -9 (pid: 4242)\n");
+    const Finding& f = only_death.Root();
+    CHECK(f.kind == "rank_died");
+    CHECK(f.ranks == std::vector<int>{3});
+    CHECK(Extra(f, "signal") == "\"SIGKILL\"");
+  }
+  l.File("[98765.4321] Out of memory: Killed process 4242 (python) total-vm:1000kB, anon-rss:900kB\n");
+  const Finding& f = l.Root();
+  CHECK(f.kind == "out_of_memory");
+  CHECK(Extra(f, "memory") == "\"host\"");
+  REQUIRE(l.d.findings.size() >= 2);
+  CHECK(l.d.findings[1].kind == "rank_died");
+}
+
+TEST_CASE("mpirun's tags and its report of a crashed rank", "[logs]") {
+  Logs l;
+  l.File(
+      "[1,3]<stderr>:n1:99:99 [3] NCCL INFO ncclCommInitRank comm 0x1 rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId "
+      "5d000 commId 0x1 - Init COMPLETE\n"
+      "mpirun noticed that process rank 3 with PID 99 on node n1 exited on signal 11 (Segmentation fault).\n");
+  const Finding& f = l.Root();
+  CHECK(f.kind == "rank_died");
+  CHECK(f.ranks == std::vector<int>{3});
+  CHECK(Extra(f, "signal") == "\"SIGSEGV\"");
+}
+
+TEST_CASE("P2P mapping failing after init, and a kernel's illegal access", "[logs]") {
+  Logs l;
+  l.File(
+      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1 - "
+      "Init COMPLETE\n"
+      "\n"
+      "[2025-01-01 00:00:09] h:1:3 [0] transport/p2p.cc:270 NCCL WARN Cuda failure 'peer mapping resources "
+      "exhausted'\n"
+      "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  const Finding& f = l.Root();
+  CHECK(f.kind == "cuda_ipc_failure");
+  CHECK(f.ranks == std::vector<int>{0});
+  bool kernel = false;
+  for (const Finding& x : l.d.findings) kernel |= x.kind == "cuda_error";
+  CHECK(kernel);
+}
+
+TEST_CASE("a clean log is healthy; a WARN-only log says what it lacks", "[logs]") {
+  Logs clean;
+  clean.File(
+      "h:1:1 [0] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>\n"
+      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1 - "
+      "Init COMPLETE\n");
+  clean.log.Finish();
+  LogDiagnosis d = DiagnoseLogs(clean.log);
+  CHECK_FALSE(d.problem);
+  CHECK(d.findings.empty());
+
+  Logs warn_only;
+  warn_only.File("\nh:1:1 [0] init.cc:1 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 18000\n");
+  const Finding& f = warn_only.Root();
+  CHECK(f.kind == "init_failure");
+  CHECK(Extra(f, "subsystem") == "\"gpu\"");
+  CHECK(f.ranks == std::vector<int>{0, 1});
+  bool note = false;
+  for (const Finding& x : warn_only.d.findings) note |= x.kind == "log_insufficient" && x.role == "note";
+  CHECK(note);
+}
+
+TEST_CASE("hostile files: binary, huge lines, unreadable; never a crash", "[logs]") {
+  jobs::TempDir dir;
+  NcclLog log;
+  const std::string binary = dir.path() + "/core";
+  {
+    std::ofstream out(binary, std::ios::binary);
+    for (int i = 0; i < 100000; ++i) out.put(static_cast<char>(i % 7 == 0 ? 0 : i % 256));
+  }
+  absl::Status s = log.AddFile(binary);
+  CHECK_FALSE(s.ok());
+  CHECK(Has(std::string(s.message()), "not a text file"));
+  CHECK_FALSE(log.AddFile(dir.path() + "/missing").ok());
+  CHECK_FALSE(log.AddFile(dir.path()).ok());
+  const std::string huge = dir.path() + "/huge.log";
+  std::ofstream(huge) << std::string(1 << 20, 'x') << " NCCL WARN " << std::string(1 << 20, 'y') << "\n";
+  CHECK(log.AddFile(huge).ok());
+  log.Finish();
+  LogDiagnosis d = DiagnoseLogs(log);
+  CHECK(log.sources().size() == 1);
+  (void)d;
+}
+
+TEST_CASE("explain on nothing usable: exit 2 and one line", "[logs][cli]") {
+  jobs::TempDir dir;
+  const std::string prose = dir.path() + "/notes.txt";
+  std::ofstream(prose) << "nothing to see here\njust a text file\n";
+  for (const std::vector<std::string>& paths :
+       {std::vector<std::string>{dir.path() + "/missing.log"}, std::vector<std::string>{prose}}) {
+    jobs::DiagnosisView v = jobs::RunNcclwatch("explain", paths, false);
+    INFO(v.output);
+    CHECK(v.exit_code == 2);
+    CHECK(std::count(v.output.begin(), v.output.end(), '\n') == 1);
+    CHECK(v.output.rfind("ncclwatch: ", 0) == 0);
+  }
+}
