@@ -186,6 +186,9 @@ std::optional<Cause> SharedMemory(const InitEvidence& r, const std::vector<std::
     if (c.err == 0) c.err = ErrnoFromText(*text);
     if (call.empty()) call = absl::StrContains(*text, "extend") ? "extending it" : "creating it";
   }
+  const char* size_word = sys != nullptr ? " of " : " to ";  // "fallocate of 9.2 MiB", "extending it to 9.2 MiB"
+  {
+  }
   std::string room;
   if (r.shm_size) {
     room = absl::StrFormat("; /dev/shm on %s is %s (%s free when NCCL began)", HostPhrase(r), Bytes(*r.shm_size),
@@ -194,7 +197,8 @@ std::optional<Cause> SharedMemory(const InitEvidence& r, const std::vector<std::
   c.detail = absl::StrFormat(
       "%s could not make NCCL's shared-memory segment in /dev/shm: %s%s%s%s (each connection between two local ranks "
       "takes such a segment)",
-      kRanks, call.empty() ? "making it" : call, size > 0 ? absl::StrCat(" of ", Bytes(static_cast<uint64_t>(size))) : "",
+      kRanks, call.empty() ? "making it" : call,
+      size > 0 ? absl::StrCat(size_word, Bytes(static_cast<uint64_t>(size))) : "",
       c.err ? absl::StrCat(" failed with ", ErrnoName(c.err)) : " failed", room);
   c.fix = "give the container a larger /dev/shm (docker run --shm-size=8g; on Kubernetes a memory-backed emptyDir "
           "mounted at /dev/shm) or share the host's (--ipc=host); NCCL_SHM_DISABLE=1 avoids /dev/shm at the cost of "

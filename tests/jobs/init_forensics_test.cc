@@ -4,7 +4,8 @@
 // simulator for multi-rank jobs (a small /dev/shm in a private mount
 // namespace, a bad NCCL_SOCKET_IFNAME, a rank in a network namespace that
 // cannot reach the root, a root nobody listens at, version skew, two ranks
-// on one GPU, GPU memory exhausted at init), and `ncclwatch diagnose --json`
+// on one GPU, InfiniBand registration over a real RLIMIT_MEMLOCK, GPU memory
+// exhausted at init), and `ncclwatch diagnose --json`
 // must name the subsystem, errno, ranks and fix. Every job also writes its
 // NCCL_DEBUG=INFO logs and output, and `ncclwatch explain` must reach the
 // same verdict from them alone.
@@ -209,6 +210,24 @@ TEST_CASE("a rank whose only interface cannot reach the root: bootstrap, ENETUNR
   CHECK(WaitedRanks(s) == std::vector<int>{0, 1, 2});
 }
 
+TEST_CASE("a rank that bootstraps over a container bridge on another network: bootstrap, the bridge named",
+          "[init][net]") {
+  jobs::NetNamespace other_host("bridge");
+  REQUIRE(other_host.ok());
+  other_host.AddInterface("ens9", "10.78.0.2/24");
+  other_host.AddInterface("docker0", "172.17.0.1/16");
+  InitScenario s;
+  RunTrainLoop(&s, 4, [&](jobs::JobSpec& spec) {
+    spec.ranks[1].netns = other_host.name();
+    spec.ranks[1].env = {"NCCL_SOCKET_IFNAME=docker0"};
+  });
+  const auto& f = RequireInitRoot(s, "bootstrap", "ENETUNREACH");
+  RequireSameFromLogs(s);
+  CHECK(f.ranks == std::vector<int>{1});
+  CHECK(f.detail.find("NCCL picked docker0, a container or virtual bridge") != std::string::npos);
+  CHECK(f.fix.find("NCCL_SOCKET_IFNAME") != std::string::npos);
+}
+
 TEST_CASE("a root nobody listens at (NCCL_COMM_ID port differs): bootstrap, ECONNREFUSED", "[init][net]") {
   InitScenario s;
   RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) {
@@ -244,6 +263,23 @@ TEST_CASE("two ranks on one GPU: gpu, both ranks, the bus id", "[init][gpu]") {
   RequireSameFromLogs(s);
   CHECK(f.ranks == std::vector<int>{0, 1});
   CHECK(f.String("bus_id") == "0000:18:00.0");
+}
+
+TEST_CASE("InfiniBand buffers over a low RLIMIT_MEMLOCK: ib, ENOMEM, the limit named", "[init][ib]") {
+  InitScenario s;
+  RunTrainLoop(&s, 2, [](jobs::JobSpec& spec) {
+    spec.memlock_bytes = 64 << 10;  // a container's default ulimit -l, enforced by the kernel
+    spec.env.push_back("NCCL_SHM_DISABLE=1");  // local ranks over the (simulated) NIC, as on a real cluster
+    spec.env.push_back("NCCL_P2P_DISABLE=1");
+    spec.env.push_back("NCCLSIM_IB_HCA=mlx5_0");
+  });
+  const auto& f = RequireInitRoot(s, "ib", "ENOMEM");
+  RequireSameFromLogs(s);
+  CHECK(Sorted(f.ranks) == std::vector<int>{0, 1});
+  CHECK(f.raw.fields().at("memlock").number_value() == 64 << 10);
+  CHECK(f.detail.find("Call to ibv_reg_mr failed with error Cannot allocate memory") != std::string::npos);
+  CHECK(f.detail.find("RLIMIT_MEMLOCK is only 64.0 KiB") != std::string::npos);
+  CHECK(f.fix.find("ulimit -l unlimited") != std::string::npos);
 }
 
 TEST_CASE("GPU memory exhausted while NCCL allocates its buffers: cuda", "[init][cuda]") {

@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <linux/capability.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -224,6 +227,10 @@ JobResult RunJob(const JobSpec& spec) {
       // come back, so relative paths work as they do without --shm-size.
       if (shm.ns_fd >= 0 && (setns(shm.ns_fd, CLONE_NEWNS) != 0 || chdir(cwd.c_str()) != 0)) _exit(126);
       if (c.netns_fd >= 0 && setns(c.netns_fd, CLONE_NEWNET) != 0) _exit(126);
+      if (spec.memlock_bytes >= 0) {
+        const rlimit limit{static_cast<rlim_t>(spec.memlock_bytes), static_cast<rlim_t>(spec.memlock_bytes)};
+        if (setrlimit(RLIMIT_MEMLOCK, &limit) != 0 || prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0) != 0) _exit(126);
+      }
       dup2(fds[1], 1);
       dup2(fds[1], 2);
       execve(path.c_str(), argv.data(), c.envp.data());

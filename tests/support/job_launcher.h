@@ -9,6 +9,7 @@
 //                tmpfs of this size (a container's --shm-size)
 //   rank netns   a rank runs inside a network namespace made with `ip netns`
 //                (another host's interfaces, or no route to the root)
+//   memlock      a locked-memory limit (a container's or a scheduler's ulimit -l)
 //
 // Thread-safety: RunJob may be called from one thread at a time per process
 // (it forks).
@@ -35,6 +36,9 @@ struct JobSpec {
   std::vector<std::string> env;   // "KEY=VALUE" for every rank; "KEY" unsets it
   std::map<int, RankOptions> ranks;
   std::string shm_size;     // e.g. "16m"; empty: the host's /dev/shm
+  // RLIMIT_MEMLOCK for every rank, in bytes (-1: inherited). The ranks also
+  // lose CAP_IPC_LOCK, so that the limit binds a root job as it binds a user's.
+  long long memlock_bytes = -1;
   double timeout_s = 60;    // then every rank still running gets SIGTERM,
   double term_grace_s = 1;  // and SIGKILL this long after (as torchrun, Slurm do)
   bool tag_output = false;  // prefix lines with "[rank N] " when echoing

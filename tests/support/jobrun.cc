@@ -1,6 +1,6 @@
 // jobrun: a tiny torchrun for the tests and the demo.
 //
-//   jobrun -n 8 [--timeout 60] [--shm-size 16m] [--env-rank R:KEY=VALUE]...
+//   jobrun -n 8 [--timeout 60] [--shm-size 16m] [--memlock BYTES] [--env-rank R:KEY=VALUE]...
 //          [--netns-rank R:NAME]... [--env KEY=VALUE]... -- program args...
 //
 // Starts N ranks of the program with RANK, WORLD_SIZE, LOCAL_RANK and a
@@ -20,7 +20,7 @@ namespace {
 int Usage(const char* msg) {
   std::fprintf(stderr, "jobrun: %s\n", msg);
   std::fprintf(stderr,
-               "usage: jobrun -n N [--timeout S] [--shm-size SIZE] [--env KEY=VAL] [--env-rank R:KEY=VAL]\n"
+               "usage: jobrun -n N [--timeout S] [--shm-size SIZE] [--memlock BYTES] [--env KEY=VAL] [--env-rank R:KEY=VAL]\n"
                "              [--netns-rank R:NAME] -- program [args...]\n");
   return 2;
 }
@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
       spec.timeout_s = std::atof(value("--timeout").c_str());
     } else if (a == "--shm-size") {
       spec.shm_size = value("--shm-size");
+    } else if (a == "--memlock") {
+      spec.memlock_bytes = std::atoll(value("--memlock").c_str());
     } else if (a == "--env") {
       spec.env.push_back(value("--env"));
     } else if (a == "--env-rank" || a == "--netns-rank") {

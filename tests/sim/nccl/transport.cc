@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "nccl/debug.h"
+#include "nccl/net_ib.h"
 #include "nccl/params.h"
 #include "nccl/peer_info.h"
 
@@ -30,9 +31,23 @@ ncclResult_t Transport::Setup(Bootstrap& bootstrap, const std::vector<PeerInfo>&
   const size_t bytes = ConnectionBytes(SimpleBufferBytes());
   if (!ShmDisabled()) return SetupShm(bootstrap, peers, rank, bytes);
   if (!P2pDisabled()) return SetupP2p(bootstrap, peers, rank, bytes);
-  WARN("ncclsim: no transport between local ranks: NCCL_SHM_DISABLE=1 and NCCL_P2P_DISABLE=1, "
-       "and the simulator has no network transport");
-  return ncclInternalError;
+  const std::string hca = IbDevice();
+  if (hca.empty()) {
+    WARN("ncclsim: no transport between local ranks: NCCL_SHM_DISABLE=1 and NCCL_P2P_DISABLE=1, "
+         "and the simulator has no network transport");
+    return ncclInternalError;
+  }
+  // Through the (simulated) NIC: register each connection's send and receive
+  // buffers, as NCCL's IB transport does, then move the data as P2P does.
+  INFO(kInit | kNet, "NET/IB : Using [0]%s:1/IB ; OOB %s", hca.c_str(), "lo");
+  for (int p = 0; p < n; ++p) {
+    if (p == rank) continue;
+    NCCLCHECK(ib_.Register(bytes));
+    NCCLCHECK(ib_.Register(bytes));
+    INFO(kInit | kNet, "Channel 00/0 : %d[%d] -> %d[%d] [receive] via NET/IB/0", p, peers[p].cuda_dev, rank,
+         peers[rank].cuda_dev);
+  }
+  return SetupP2p(bootstrap, peers, rank, bytes);
 }
 
 ncclResult_t Transport::SetupShm(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank, size_t bytes) {
@@ -110,6 +125,7 @@ void Transport::Close() {
   for (void* p : device_buffers_) (void)cudaFree(p);
   imported_buffers_.clear();
   device_buffers_.clear();
+  ib_.Release();
   send_.clear();
   recv_.clear();
 }

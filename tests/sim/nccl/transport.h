@@ -7,6 +7,9 @@
 //                         cudaIpcGetMemHandle / cudaIpcOpenMemHandle, as NCCL's
 //                         P2P transport shares GPU buffers (same-process peers
 //                         use the pointer directly, as CUDA IPC refuses them).
+//   NET/IB (NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1, NCCLSIM_IB_HCA set)
+//                         each connection's buffers are registered (pinned)
+//                         with the simulated HCA (net_ib.h), then as P2P.
 //
 // The simulator models one host: every rank of a communicator must be on it.
 //
@@ -23,6 +26,7 @@
 
 #include "nccl/bootstrap.h"
 #include "nccl/fifo.h"
+#include "nccl/net_ib.h"
 #include "nccl/shm_segment.h"
 
 namespace ncclsim::nccl {
@@ -46,6 +50,7 @@ class Transport {
   std::vector<std::unique_ptr<ShmSegment>> segments_;  // SHM: what this rank maps
   std::vector<void*> device_buffers_;                  // P2P: what this rank allocated
   std::vector<void*> imported_buffers_;                // P2P: what it opened from peers
+  IbRegistrations ib_;                                 // NET/IB: the pinned buffers
 };
 
 }  // namespace ncclsim::nccl
