@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -232,8 +231,12 @@ __attribute__((visibility("default"))) int shm_open(const char* name, int oflag,
   const int r = real(name, oflag, mode);
   if (WantSysCall(CALLER, r < 0)) {
     const int err = errno;
-    char path[128];
-    snprintf(path, sizeof(path), "/dev/shm/%s", name != nullptr && name[0] == '/' ? name + 1 : (name ? name : ""));
+    // "/dev/shm/" + the name without its leading '/', by hand (signal-safe).
+    char path[128] = "/dev/shm/";
+    const char* n = name != nullptr && name[0] == '/' ? name + 1 : (name ? name : "");
+    size_t at = 9;
+    while (*n != '\0' && at + 1 < sizeof(path)) path[at++] = *n++;
+    path[at] = '\0';
     if (r >= 0) NoteFdPath(r, path);
     SysCallEvent e;
     e.kind = k::kShmOpen;

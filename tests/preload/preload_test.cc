@@ -80,6 +80,20 @@ TEST_CASE("results, outputs and errno are the same with and without the shim", "
   CHECK(t.p2p.size() == 2);
 }
 
+TEST_CASE("the libc calls the shim interposes: same results and errno, and none recorded when not NCCL's",
+          "[preload][libc]") {
+  jobs::TempDir dir;
+  const jobs::RankResult plain = RunProbe({"libc"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult traced = RunProbe({"libc"}, Traced(dir.path()));
+  INFO("without:\n" << plain.output << "with:\n" << traced.output);
+  CHECK(plain.exit_code == 0);
+  CHECK(traced.output == plain.output);
+  CHECK(plain.output.find("errno=111") != std::string::npos);  // the refused connect
+  CHECK(plain.output.find("-> -1 errno=17") != std::string::npos);  // shm_open O_EXCL
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CHECK(t.syscalls.empty());  // the program's own calls, outside any NCCL call
+}
+
 TEST_CASE("real NCCL under the shim: the same results, and the failures are traced", "[preload][real-nccl]") {
   // Real NCCL on this machine goes as far as its bootstrap.
   jobs::TempDir dir;

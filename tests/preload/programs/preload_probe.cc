@@ -10,13 +10,21 @@
 //   preload_probe fork           the child of a traced process makes NCCL calls
 //   preload_probe threads        4 threads, one communicator each, 100 AllReduces each
 //   preload_probe sigkill        some collectives, then SIGKILL
+//   preload_probe libc           the C library calls the shim interposes (sockets,
+//                                /dev/shm files), failing and succeeding
 //
 // Written against the public NCCL and CUDA API only.
 
+#include <arpa/inet.h>
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
 #include <nccl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -211,6 +219,58 @@ int Sigkill() {
   return 0;
 }
 
+// Descriptors are shown as "is one" only: the shim's own trace file takes a
+// number, so the values differ with and without it.
+int Libc() {
+  SHOW(socket(AF_INET, SOCK_STREAM, 0) >= 0);
+  SHOW(socket(12345, SOCK_STREAM, 0));
+  const int c = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in nowhere{};
+  nowhere.sin_family = AF_INET;
+  nowhere.sin_port = htons(1);
+  nowhere.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  SHOW(connect(c, reinterpret_cast<sockaddr*>(&nowhere), sizeof(nowhere)));
+  close(c);
+  const int l = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  SHOW(bind(l, reinterpret_cast<sockaddr*>(&any), sizeof(any)));
+  SHOW(bind(l, reinterpret_cast<sockaddr*>(&any), sizeof(any)));
+  SHOW(listen(l, 4));
+  int one = 1;
+  SHOW(setsockopt(l, SOL_SOCKET, 99999, &one, sizeof(one)));
+  SHOW(fcntl(l, F_SETFL, O_NONBLOCK));
+  SHOW(accept(l, nullptr, nullptr));
+  SHOW(accept4(l, nullptr, nullptr, SOCK_CLOEXEC));
+  close(l);
+  struct ifaddrs* ifs = nullptr;
+  SHOW(getifaddrs(&ifs));
+  freeifaddrs(ifs);
+  char name[] = "/dev/shm/ncclwatch-probe-XXXXXX";
+  const int fd = mkstemp(name);
+  SHOW(fd >= 0);
+  SHOW(ftruncate(fd, 1 << 20));
+  SHOW(fallocate(fd, 0, 0, 1 << 20));
+  SHOW(posix_fallocate(fd, 0, 1 << 20));
+  SHOW(posix_fallocate(fd, 0, -1));
+  void* m = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  SHOW(m != MAP_FAILED);
+  SHOW(mmap(nullptr, 0, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED);
+  munmap(m, 1 << 20);
+  close(fd);
+  SHOW(open(name, O_RDWR) >= 0);
+  SHOW(open("/dev/shm/ncclwatch-probe-none", O_RDONLY));
+  SHOW(open("/dev/shm/ncclwatch-probe-none", O_RDONLY | O_CREAT | O_EXCL, 0600) >= 0);
+  SHOW(unlink("/dev/shm/ncclwatch-probe-none"));
+  SHOW(unlink(name));
+  SHOW(unlink(name));
+  SHOW(shm_open("/ncclwatch-probe-shm", O_CREAT | O_RDWR, 0600) >= 0);
+  SHOW(shm_open("/ncclwatch-probe-shm", O_CREAT | O_EXCL | O_RDWR, 0600));
+  SHOW(shm_unlink("/ncclwatch-probe-shm"));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -223,6 +283,7 @@ int main(int argc, char** argv) {
   if (mode == "fork") return Fork();
   if (mode == "threads") return Threads();
   if (mode == "sigkill") return Sigkill();
-  std::printf("usage: preload_probe api|handler|chain|ignore|segv|fork|threads|sigkill\n");
+  if (mode == "libc") return Libc();
+  std::printf("usage: preload_probe api|handler|chain|ignore|segv|fork|threads|sigkill|libc\n");
   return 2;
 }
