@@ -1,11 +1,10 @@
 #include "commands/diagnose.h"
 
-#include <algorithm>
 #include <filesystem>
-#include <system_error>
 
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
+#include "commands/input_files.h"
 #include "report/reports.h"
 #include "trace/process_trace.h"
 
@@ -19,25 +18,12 @@ bool IsTraceName(const fs::path& p) { return p.extension() == ".trace"; }
 }  // namespace
 
 int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& out, std::ostream& err) {
-  std::vector<std::string> files;
-  for (const std::string& path : paths) {
-    std::error_code ec;
-    const fs::file_status st = fs::status(path, ec);
-    if (ec || !fs::exists(st)) {
-      err << "ncclwatch: " << path << ": no such file or folder\n";
-      return 2;
-    }
-    if (fs::is_directory(st)) {
-      for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_regular_file(ec) && IsTraceName(it->path())) files.push_back(it->path().string());
-      }
-    } else {
-      files.push_back(path);
-    }
+  absl::StatusOr<std::vector<std::string>> found = InputFiles(paths, IsTraceName);
+  if (!found.ok()) {
+    err << "ncclwatch: " << found.status().message() << "\n";
+    return 2;
   }
-  std::sort(files.begin(), files.end());
-  files.erase(std::unique(files.begin(), files.end()), files.end());
+  const std::vector<std::string>& files = *found;
   if (files.empty()) {
     err << "ncclwatch: no trace files (*.trace) under " << paths.front() << (paths.size() > 1 ? " and the rest" : "")
         << "\n";

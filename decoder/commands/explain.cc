@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
-#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "commands/input_files.h"
 #include "logs/log_diagnosis.h"
 #include "logs/nccl_log.h"
 #include "report/json.h"
@@ -68,25 +68,14 @@ void WriteHuman(const NcclLog& log, const LogDiagnosis& d, const std::vector<std
 }  // namespace
 
 int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& out, std::ostream& err) {
-  std::vector<std::string> files;
-  for (const std::string& path : paths) {
-    std::error_code ec;
-    const fs::file_status st = fs::status(path, ec);
-    if (ec || !fs::exists(st)) {
-      err << "ncclwatch: " << path << ": no such file or folder\n";
-      return 2;
-    }
-    if (fs::is_directory(st)) {
-      for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_regular_file(ec) && it->path().extension() != ".trace") files.push_back(it->path().string());
-      }
-    } else {
-      files.push_back(path);
-    }
+  // In folders, everything but traces; a file named on the command line, whatever it is.
+  absl::StatusOr<std::vector<std::string>> found =
+      InputFiles(paths, [](const fs::path& p) { return p.extension() != ".trace"; });
+  if (!found.ok()) {
+    err << "ncclwatch: " << found.status().message() << "\n";
+    return 2;
   }
-  std::sort(files.begin(), files.end());
-  files.erase(std::unique(files.begin(), files.end()), files.end());
+  const std::vector<std::string>& files = *found;
   if (files.empty()) {
     err << "ncclwatch: no log files under " << paths.front() << "\n";
     return 2;

@@ -76,6 +76,24 @@ void Record(SysCallEvent e, int64_t ret, bool failed, int err) {
 // polls its listening sockets that way, thousands of times).
 bool InProgress(int err) { return err == EINPROGRESS || err == EALREADY || err == EINTR || err == EAGAIN; }
 
+// accept and accept4, once they returned `r`: the peer's address when one came.
+int AfterAccept(int r, int fd, const struct sockaddr* addr, const socklen_t* len, const void* caller) {
+  if (r < 0 && InProgress(errno)) return r;
+  if (WantSysCall(caller, r < 0)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kAccept;
+    e.fd = fd;
+    if (r >= 0 && addr != nullptr && len != nullptr) {
+      e.addr = addr;
+      e.addr_len = *len;
+    }
+    e.caller = caller;
+    Record(e, r, r < 0, err);
+  }
+  return r;
+}
+
 }  // namespace
 
 extern "C" {
@@ -153,41 +171,13 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
 __attribute__((visibility("default"))) int accept(int fd, struct sockaddr* addr, socklen_t* len) {
   REAL(accept);
   if (real == nullptr) return Missing();
-  const int r = real(fd, addr, len);
-  if (r < 0 && InProgress(errno)) return r;
-  if (WantSysCall(CALLER, r < 0)) {
-    const int err = errno;
-    SysCallEvent e;
-    e.kind = k::kAccept;
-    e.fd = fd;
-    if (r >= 0 && addr != nullptr && len != nullptr) {
-      e.addr = addr;
-      e.addr_len = *len;
-    }
-    e.caller = CALLER;
-    Record(e, r, r < 0, err);
-  }
-  return r;
+  return AfterAccept(real(fd, addr, len), fd, addr, len, CALLER);
 }
 
 __attribute__((visibility("default"))) int accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) {
   REAL(accept4);
   if (real == nullptr) return Missing();
-  const int r = real(fd, addr, len, flags);
-  if (r < 0 && InProgress(errno)) return r;
-  if (WantSysCall(CALLER, r < 0)) {
-    const int err = errno;
-    SysCallEvent e;
-    e.kind = k::kAccept;
-    e.fd = fd;
-    if (r >= 0 && addr != nullptr && len != nullptr) {
-      e.addr = addr;
-      e.addr_len = *len;
-    }
-    e.caller = CALLER;
-    Record(e, r, r < 0, err);
-  }
-  return r;
+  return AfterAccept(real(fd, addr, len, flags), fd, addr, len, CALLER);
 }
 
 // Only failures: NCCL sets several options on every socket.

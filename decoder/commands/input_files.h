@@ -1,0 +1,22 @@
+// The files a command reads: the paths given, each a file or a folder
+// searched recursively for the files `wanted` accepts, sorted, each once.
+
+#ifndef NCCLWATCH_DECODER_COMMANDS_INPUT_FILES_H_
+#define NCCLWATCH_DECODER_COMMANDS_INPUT_FILES_H_
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ncclwatch::decoder {
+
+// NotFound, with "PATH: no such file or folder", for a path that is not there.
+absl::StatusOr<std::vector<std::string>> InputFiles(const std::vector<std::string>& paths,
+                                                    const std::function<bool(const std::filesystem::path&)>& wanted);
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_COMMANDS_INPUT_FILES_H_
