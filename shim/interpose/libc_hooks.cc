@@ -94,6 +94,41 @@ int AfterAccept(int r, int fd, const struct sockaddr* addr, const socklen_t* len
   return r;
 }
 
+// bind, listen, connect on socket `fd` (with the address of bind and
+// connect), once they returned `r` (0, or -1 with errno).
+int AfterSocketCall(uint32_t kind, int r, int fd, const struct sockaddr* addr, socklen_t len, int arg, bool has_arg,
+                    const void* caller) {
+  if (WantSysCall(caller, r != 0)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = kind;
+    e.fd = fd;
+    e.addr = addr;
+    e.addr_len = addr != nullptr ? len : 0;
+    e.arg = arg;
+    e.has_arg = has_arg;
+    e.caller = caller;
+    Record(e, r, r != 0, err);
+  }
+  return r;
+}
+
+// fallocate, posix_fallocate, ftruncate on `fd`, once they returned `r`
+// (`err`: the error, from errno or, for posix_fallocate, the result).
+int AfterSizeCall(uint32_t kind, int r, int err, int fd, int64_t offset, int64_t size, const void* caller) {
+  if (WantSysCall(caller, r != 0)) {
+    SysCallEvent e;
+    e.kind = kind;
+    e.fd = fd;
+    e.path = FdPath(fd);
+    e.offset = offset;
+    e.size = size;
+    e.caller = caller;
+    Record(e, r, r != 0, err);
+  }
+  return r;
+}
+
 }  // namespace
 
 extern "C" {
@@ -119,35 +154,13 @@ __attribute__((visibility("default"))) int socket(int domain, int type, int prot
 __attribute__((visibility("default"))) int bind(int fd, const struct sockaddr* addr, socklen_t len) noexcept {
   REAL(bind);
   if (real == nullptr) return Missing();
-  const int r = real(fd, addr, len);
-  if (WantSysCall(CALLER, r != 0)) {
-    const int err = errno;
-    SysCallEvent e;
-    e.kind = k::kBind;
-    e.fd = fd;
-    e.addr = addr;
-    e.addr_len = len;
-    e.caller = CALLER;
-    Record(e, r, r != 0, err);
-  }
-  return r;
+  return AfterSocketCall(k::kBind, real(fd, addr, len), fd, addr, len, 0, false, CALLER);
 }
 
 __attribute__((visibility("default"))) int listen(int fd, int backlog) noexcept {
   REAL(listen);
   if (real == nullptr) return Missing();
-  const int r = real(fd, backlog);
-  if (WantSysCall(CALLER, r != 0)) {
-    const int err = errno;
-    SysCallEvent e;
-    e.kind = k::kListen;
-    e.fd = fd;
-    e.arg = backlog;
-    e.has_arg = true;
-    e.caller = CALLER;
-    Record(e, r, r != 0, err);
-  }
-  return r;
+  return AfterSocketCall(k::kListen, real(fd, backlog), fd, nullptr, 0, backlog, true, CALLER);
 }
 
 __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr* addr, socklen_t len) {
@@ -155,17 +168,7 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
   if (real == nullptr) return Missing();
   const int r = real(fd, addr, len);
   if (r != 0 && InProgress(errno)) return r;
-  if (WantSysCall(CALLER, r != 0)) {
-    const int err = errno;
-    SysCallEvent e;
-    e.kind = k::kConnect;
-    e.fd = fd;
-    e.addr = addr;
-    e.addr_len = len;
-    e.caller = CALLER;
-    Record(e, r, r != 0, err);
-  }
-  return r;
+  return AfterSocketCall(k::kConnect, r, fd, addr, len, 0, false, CALLER);
 }
 
 __attribute__((visibility("default"))) int accept(int fd, struct sockaddr* addr, socklen_t* len) {
@@ -303,20 +306,7 @@ __attribute__((visibility("default"))) int fallocate(int fd, int mode, off_t off
   REAL(fallocate);
   if (real == nullptr) return Missing();
   const int r = real(fd, mode, offset, len);
-  if (WantSysCall(CALLER, r != 0)) {
-    const int err = errno;
-    SysCallEvent e;
-    e.kind = k::kFallocate;
-    e.fd = fd;
-    e.path = FdPath(fd);
-    e.offset = offset;
-    e.size = len;
-    e.arg = mode;
-    e.has_arg = true;
-    e.caller = CALLER;
-    Record(e, r, r != 0, err);
-  }
-  return r;
+  return AfterSizeCall(k::kFallocate, r, r != 0 ? errno : 0, fd, offset, len, CALLER);
 }
 
 // Returns the error number instead of setting errno.
@@ -324,34 +314,14 @@ __attribute__((visibility("default"))) int posix_fallocate(int fd, off_t offset,
   REAL(posix_fallocate);
   if (real == nullptr) return ENOSYS;
   const int r = real(fd, offset, len);
-  if (WantSysCall(CALLER, r != 0)) {
-    SysCallEvent e;
-    e.kind = k::kPosixFallocate;
-    e.fd = fd;
-    e.path = FdPath(fd);
-    e.offset = offset;
-    e.size = len;
-    e.caller = CALLER;
-    Record(e, r, r != 0, r);
-  }
-  return r;
+  return AfterSizeCall(k::kPosixFallocate, r, r, fd, offset, len, CALLER);
 }
 
 __attribute__((visibility("default"))) int ftruncate(int fd, off_t len) noexcept {
   REAL(ftruncate);
   if (real == nullptr) return Missing();
   const int r = real(fd, len);
-  if (WantSysCall(CALLER, r != 0)) {
-    const int err = errno;
-    SysCallEvent e;
-    e.kind = k::kFtruncate;
-    e.fd = fd;
-    e.path = FdPath(fd);
-    e.size = len;
-    e.caller = CALLER;
-    Record(e, r, r != 0, err);
-  }
-  return r;
+  return AfterSizeCall(k::kFtruncate, r, r != 0 ? errno : 0, fd, -1, len, CALLER);
 }
 
 // Only mappings of files, and failures: NCCL's anonymous mappings are its

@@ -137,6 +137,35 @@ void NoteDevice(CommInitBegin* b, char* bus_id, size_t n) {
   }
 }
 
+// A communicator's creation: its begin record (with the calling thread's
+// GPU), the real call, NCCL's error text if it failed, and its end record.
+// `ask_nccl`: its rank and size come from NCCL once made (splits, shrinks),
+// not from the arguments.
+template <typename Call>
+ncclResult_t TracedInit(CommInitBegin& b, ncclComm_t* out, bool ask_nccl, Call call) {
+  InitScope scope(b.call);
+  char bus_id[32];
+  NoteDevice(&b, bus_id, sizeof(bus_id));
+  RecordCommInitBegin(b);
+  const ncclResult_t r = call();
+  NoteFailure(b.call, r, nullptr);
+  ncclComm_t made = Made(r, out);
+  RecordCommInitEnd(b.comm, r, made, ask_nccl ? RankOf(made) : b.rank, ask_nccl ? RanksOf(made) : b.nranks,
+                    DeviceOf(made));
+  return r;
+}
+
+// A group call: recorded around the real one.
+template <typename Fn, typename... Args>
+ncclResult_t TracedGroup(Fn real, uint32_t call, const void* caller, Args... args) {
+  if (!Tracing()) return real(args...);
+  CallRecord rec = BeginGroup(call, caller);
+  const ncclResult_t r = real(args...);
+  EndGroup(call, rec, r);
+  NoteFailure(call, r, nullptr);
+  return r;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------ collectives
@@ -232,32 +261,17 @@ NCCLWATCH_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType
 
 NCCLWATCH_API(ncclResult_t, ncclGroupStart) {
   REAL_OR_FAIL(ncclGroupStart);
-  if (!Tracing()) return real();
-  CallRecord rec = BeginGroup(f::kGroupStart, CALLER);
-  const ncclResult_t r = real();
-  EndGroup(f::kGroupStart, rec, r);
-  NoteFailure(f::kGroupStart, r, nullptr);
-  return r;
+  return TracedGroup(real, f::kGroupStart, CALLER);
 }
 
 NCCLWATCH_API(ncclResult_t, ncclGroupEnd) {
   REAL_OR_FAIL(ncclGroupEnd);
-  if (!Tracing()) return real();
-  CallRecord rec = BeginGroup(f::kGroupEnd, CALLER);
-  const ncclResult_t r = real();
-  EndGroup(f::kGroupEnd, rec, r);
-  NoteFailure(f::kGroupEnd, r, nullptr);
-  return r;
+  return TracedGroup(real, f::kGroupEnd, CALLER);
 }
 
 NCCLWATCH_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   REAL_OR_FAIL(ncclGroupSimulateEnd);
-  if (!Tracing()) return real(simInfo);
-  CallRecord rec = BeginGroup(f::kGroupSimulateEnd, CALLER);
-  const ncclResult_t r = real(simInfo);
-  EndGroup(f::kGroupSimulateEnd, rec, r);
-  NoteFailure(f::kGroupSimulateEnd, r, nullptr);
-  return r;
+  return TracedGroup(real, f::kGroupSimulateEnd, CALLER, simInfo);
 }
 
 // ------------------------------------------------------------ communicators
@@ -281,28 +295,19 @@ NCCLWATCH_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
 NCCLWATCH_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
   REAL_OR_FAIL(ncclCommInitRank);
   if (!Tracing()) return real(comm, nranks, commId, rank);
-  InitScope scope(f::kCommInitRank);
   CommInitBegin b;
   b.comm = CommIdFromUniqueIds(&commId, sizeof(commId));
   b.call = f::kCommInitRank;
   b.nranks = nranks;
   b.rank = rank;
   b.caller = CALLER;
-  char bus_id[32];
-  NoteDevice(&b, bus_id, sizeof(bus_id));
-  RecordCommInitBegin(b);
-  const ncclResult_t r = real(comm, nranks, commId, rank);
-  NoteFailure(f::kCommInitRank, r, nullptr);
-  ncclComm_t made = Made(r, comm);
-  RecordCommInitEnd(b.comm, r, made, rank, nranks, DeviceOf(made));
-  return r;
+  return TracedInit(b, comm, false, [&] { return real(comm, nranks, commId, rank); });
 }
 
 NCCLWATCH_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
               ncclConfig_t* config) {
   REAL_OR_FAIL(ncclCommInitRankConfig);
   if (!Tracing()) return real(comm, nranks, commId, rank, config);
-  InitScope scope(f::kCommInitRankConfig);
   CommInitBegin b;
   b.comm = CommIdFromUniqueIds(&commId, sizeof(commId));
   b.call = f::kCommInitRankConfig;
@@ -310,21 +315,13 @@ NCCLWATCH_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks
   b.rank = rank;
   b.blocking = ConfigBlocking(config);
   b.caller = CALLER;
-  char bus_id[32];
-  NoteDevice(&b, bus_id, sizeof(bus_id));
-  RecordCommInitBegin(b);
-  const ncclResult_t r = real(comm, nranks, commId, rank, config);
-  NoteFailure(f::kCommInitRankConfig, r, nullptr);
-  ncclComm_t made = Made(r, comm);
-  RecordCommInitEnd(b.comm, r, made, rank, nranks, DeviceOf(made));
-  return r;
+  return TracedInit(b, comm, false, [&] { return real(comm, nranks, commId, rank, config); });
 }
 
 NCCLWATCH_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
               ncclUniqueId* commIds, ncclConfig_t* config) {
   REAL_OR_FAIL(ncclCommInitRankScalable);
   if (!Tracing() || commIds == nullptr || nId < 1) return real(newcomm, nranks, myrank, nId, commIds, config);
-  InitScope scope(f::kCommInitRankScalable);
   CommInitBegin b;
   b.comm = CommIdFromUniqueIds(commIds, sizeof(ncclUniqueId) * static_cast<size_t>(nId));
   b.call = f::kCommInitRankScalable;
@@ -332,14 +329,7 @@ NCCLWATCH_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int n
   b.rank = myrank;
   b.blocking = ConfigBlocking(config);
   b.caller = CALLER;
-  char bus_id[32];
-  NoteDevice(&b, bus_id, sizeof(bus_id));
-  RecordCommInitBegin(b);
-  const ncclResult_t r = real(newcomm, nranks, myrank, nId, commIds, config);
-  NoteFailure(f::kCommInitRankScalable, r, nullptr);
-  ncclComm_t made = Made(r, newcomm);
-  RecordCommInitEnd(b.comm, r, made, myrank, nranks, DeviceOf(made));
-  return r;
+  return TracedInit(b, newcomm, false, [&] { return real(newcomm, nranks, myrank, nId, commIds, config); });
 }
 
 NCCLWATCH_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const int* devlist) {
@@ -368,7 +358,6 @@ NCCLWATCH_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
               ncclConfig_t* config) {
   REAL_OR_FAIL(ncclCommSplit);
   if (!Tracing()) return real(comm, color, key, newcomm, config);
-  InitScope scope(f::kCommSplit);
   CommState* parent = g_comms.FindOrAdopt(comm);
   CommInitBegin b;
   b.call = f::kCommSplit;
@@ -379,21 +368,13 @@ NCCLWATCH_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
   b.comm = color == NCCL_SPLIT_NOCOLOR ? 0 : CommIdForSplit(b.parent, b.split_index, color);
   b.blocking = ConfigBlocking(config);
   b.caller = CALLER;
-  char bus_id[32];
-  NoteDevice(&b, bus_id, sizeof(bus_id));
-  RecordCommInitBegin(b);
-  const ncclResult_t r = real(comm, color, key, newcomm, config);
-  NoteFailure(f::kCommSplit, r, nullptr);
-  ncclComm_t made = Made(r, newcomm);
-  RecordCommInitEnd(b.comm, r, made, RankOf(made), RanksOf(made), DeviceOf(made));
-  return r;
+  return TracedInit(b, newcomm, true, [&] { return real(comm, color, key, newcomm, config); });
 }
 
 NCCLWATCH_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
               ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   REAL_OR_FAIL(ncclCommShrink);
   if (!Tracing()) return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  InitScope scope(f::kCommShrink);
   CommState* parent = g_comms.FindOrAdopt(comm);
   const int nexcluded = excludeRanksList != nullptr && excludeRanksCount > 0 ? excludeRanksCount : 0;
   CommInitBegin b;
@@ -406,14 +387,7 @@ NCCLWATCH_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksLi
   b.nexcluded = nexcluded;
   b.blocking = ConfigBlocking(config);
   b.caller = CALLER;
-  char bus_id[32];
-  NoteDevice(&b, bus_id, sizeof(bus_id));
-  RecordCommInitBegin(b);
-  const ncclResult_t r = real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  NoteFailure(f::kCommShrink, r, nullptr);
-  ncclComm_t made = Made(r, newcomm);
-  RecordCommInitEnd(b.comm, r, made, RankOf(made), RanksOf(made), DeviceOf(made));
-  return r;
+  return TracedInit(b, newcomm, true, [&] { return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags); });
 }
 
 namespace {
