@@ -2,9 +2,9 @@
 // libncclwatch.so exports them: sockets (socket, bind, listen, connect,
 // accept, accept4, setsockopt, getifaddrs) and the shared-memory files of
 // its transports (shm_open, open and unlink under /dev/shm, mkstemp,
-// fallocate, posix_fallocate, ftruncate, mmap). Each forwards to the next
-// definition (glibc's) with its arguments unchanged and returns its result
-// and errno unchanged; a call is recorded (core/syscall_records.h) only when
+// fallocate, posix_fallocate, ftruncate, mmap, and their 64-bit-offset
+// names). Each forwards to the next definition (glibc's) with its arguments
+// unchanged and returns its result and errno unchanged; a call is recorded (core/syscall_records.h) only when
 // NCCL's own code made it, or when it failed inside an NCCL call.
 //
 // dlopen is not interposed: glibc resolves a dlopen's search path (RUNPATH,
@@ -129,6 +129,41 @@ int AfterSizeCall(uint32_t kind, int r, int err, int fd, int64_t offset, int64_t
   return r;
 }
 
+// open, open64 under /dev/shm, once they returned `r`.
+int AfterOpen(int r, const char* path, int flags, const void* caller) {
+  if (InDevShm(path) && WantSysCall(caller, r < 0)) {
+    const int err = errno;
+    if (r >= 0) NoteFdPath(r, path);
+    SysCallEvent e;
+    e.kind = k::kOpen;
+    e.fd = r;
+    e.path = path;
+    e.arg = flags;
+    e.has_arg = true;
+    e.caller = caller;
+    Record(e, r, r < 0, err);
+  }
+  return r;
+}
+
+// mmap, mmap64: mappings of files, and failures (NCCL's anonymous mappings
+// are its allocator's business).
+void* AfterMmap(void* r, int fd, size_t len, int64_t offset, const void* caller) {
+  const bool failed = r == MAP_FAILED;
+  if ((fd >= 0 || failed) && WantSysCall(caller, failed)) {
+    const int err = errno;
+    SysCallEvent e;
+    e.kind = k::kMmap;
+    e.fd = fd;
+    e.path = FdPath(fd);
+    e.size = static_cast<int64_t>(len);
+    e.offset = offset;
+    e.caller = caller;
+    Record(e, failed ? -1 : 0, failed, err);
+  }
+  return r;
+}
+
 }  // namespace
 
 extern "C" {
@@ -242,31 +277,30 @@ __attribute__((visibility("default"))) int shm_open(const char* name, int oflag,
   return r;
 }
 
+// open and open64 take a mode only with O_CREAT or O_TMPFILE.
+#define NCCLWATCH_OPEN_MODE(flags, mode)     \
+  mode_t mode = 0;                           \
+  if ((flags) & (O_CREAT | O_TMPFILE)) {     \
+    va_list ap;                              \
+    va_start(ap, flags);                     \
+    mode = static_cast<mode_t>(va_arg(ap, int)); \
+    va_end(ap);                              \
+  }
+
 __attribute__((visibility("default"))) int open(const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = static_cast<mode_t>(va_arg(ap, int));
-    va_end(ap);
-  }
+  NCCLWATCH_OPEN_MODE(flags, mode);
   REAL(open);
-  if (real == nullptr) return static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, flags, mode));
-  const int r = real(path, flags, mode);
-  if (InDevShm(path) && WantSysCall(CALLER, r < 0)) {
-    const int err = errno;
-    if (r >= 0) NoteFdPath(r, path);
-    SysCallEvent e;
-    e.kind = k::kOpen;
-    e.fd = r;
-    e.path = path;
-    e.arg = flags;
-    e.has_arg = true;
-    e.caller = CALLER;
-    Record(e, r, r < 0, err);
-    errno = err;
-  }
-  return r;
+  const int r = real != nullptr ? real(path, flags, mode)
+                                : static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, flags, mode));
+  return AfterOpen(r, path, flags, CALLER);
+}
+
+__attribute__((visibility("default"))) int open64(const char* path, int flags, ...) {
+  NCCLWATCH_OPEN_MODE(flags, mode);
+  REAL(open64);
+  const int r = real != nullptr ? real(path, flags, mode)
+                                : static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, flags | O_LARGEFILE, mode));
+  return AfterOpen(r, path, flags, CALLER);
 }
 
 __attribute__((visibility("default"))) int mkstemp(char* tmpl) {
@@ -324,26 +358,43 @@ __attribute__((visibility("default"))) int ftruncate(int fd, off_t len) noexcept
   return AfterSizeCall(k::kFtruncate, r, r != 0 ? errno : 0, fd, -1, len, CALLER);
 }
 
-// Only mappings of files, and failures: NCCL's anonymous mappings are its
-// allocator's business.
 __attribute__((visibility("default"))) void* mmap(void* addr, size_t len, int prot, int flags, int fd,
                                                   off_t offset) noexcept {
   REAL(mmap);
   void* r = real != nullptr ? real(addr, len, prot, flags, fd, offset)
                             : reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, offset));
-  const bool failed = r == MAP_FAILED;
-  if ((fd >= 0 || failed) && WantSysCall(CALLER, failed)) {
-    const int err = errno;
-    SysCallEvent e;
-    e.kind = k::kMmap;
-    e.fd = fd;
-    e.path = FdPath(fd);
-    e.size = static_cast<int64_t>(len);
-    e.offset = offset;
-    e.caller = CALLER;
-    Record(e, failed ? -1 : 0, failed, err);
-  }
-  return r;
+  return AfterMmap(r, fd, len, offset, CALLER);
+}
+
+__attribute__((visibility("default"))) void* mmap64(void* addr, size_t len, int prot, int flags, int fd,
+                                                    off64_t offset) noexcept {
+  REAL(mmap64);
+  void* r = real != nullptr ? real(addr, len, prot, flags, fd, offset)
+                            : reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, offset));
+  return AfterMmap(r, fd, len, offset, CALLER);
+}
+
+// The 64-bit-offset names a program built with _FILE_OFFSET_BITS=64 calls.
+
+__attribute__((visibility("default"))) int fallocate64(int fd, int mode, off64_t offset, off64_t len) {
+  REAL(fallocate64);
+  if (real == nullptr) return Missing();
+  const int r = real(fd, mode, offset, len);
+  return AfterSizeCall(k::kFallocate, r, r != 0 ? errno : 0, fd, offset, len, CALLER);
+}
+
+__attribute__((visibility("default"))) int posix_fallocate64(int fd, off64_t offset, off64_t len) {
+  REAL(posix_fallocate64);
+  if (real == nullptr) return ENOSYS;
+  const int r = real(fd, offset, len);
+  return AfterSizeCall(k::kPosixFallocate, r, r, fd, offset, len, CALLER);
+}
+
+__attribute__((visibility("default"))) int ftruncate64(int fd, off64_t len) noexcept {
+  REAL(ftruncate64);
+  if (real == nullptr) return Missing();
+  const int r = real(fd, len);
+  return AfterSizeCall(k::kFtruncate, r, r != 0 ? errno : 0, fd, -1, len, CALLER);
 }
 
 }  // extern "C"

@@ -258,7 +258,15 @@ int Libc() {
   SHOW(m != MAP_FAILED);
   SHOW(mmap(nullptr, 0, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED);
   munmap(m, 1 << 20);
+  SHOW(ftruncate64(fd, 2 << 20));
+  SHOW(fallocate64(fd, 0, 0, 2 << 20));
+  SHOW(posix_fallocate64(fd, 0, 2 << 20));
+  void* m64 = mmap64(nullptr, 2 << 20, PROT_READ, MAP_SHARED, fd, 0);
+  SHOW(m64 != MAP_FAILED);
+  munmap(m64, 2 << 20);
   close(fd);
+  SHOW(open64(name, O_RDONLY) >= 0);
+  SHOW(open64("/dev/shm/ncclwatch-probe-none", O_RDONLY));
   SHOW(open(name, O_RDWR) >= 0);
   SHOW(open("/dev/shm/ncclwatch-probe-none", O_RDONLY));
   SHOW(open("/dev/shm/ncclwatch-probe-none", O_RDONLY | O_CREAT | O_EXCL, 0600) >= 0);
