@@ -123,6 +123,18 @@ std::string SuggestInterface(const InitEvidence& r, const std::optional<SocketAd
   return "";
 }
 
+// "; NCCL could not load libibverbs.so, libnccl-net.so" (optional plugins
+// NCCL probes for are left out: their absence is normal).
+std::string FailedLoads(const InitEvidence& r) {
+  std::vector<std::string> names;
+  for (const std::string& n : r.failed_loads)
+    if (!absl::StartsWith(n, "libnccl-env") && !absl::StartsWith(n, "libnccl-tuner") &&
+        !absl::StartsWith(n, "libnccl-profiler")) {
+      names.push_back(n);
+    }
+  return names.empty() ? "" : absl::StrCat("; NCCL could not load ", absl::StrJoin(names, ", "));
+}
+
 std::string HostPhrase(const InitEvidence& r) { return r.host.empty() ? "its host" : r.host; }
 
 std::string VersionText(int32_t cuda) {  // 13000 -> "13.0"
@@ -394,10 +406,11 @@ std::optional<Cause> InfiniBand(const InitEvidence& r, const std::vector<std::st
   c.subsystem = "ib";
   c.err = ErrnoFromText(*text);
   const bool low_memlock = r.memlock_soft && *r.memlock_soft != UINT64_MAX && *r.memlock_soft < (64ull << 20);
-  c.detail = absl::StrFormat("%s: InfiniBand verbs failed during init: %s%s", kRanks, *text,
+  c.detail = absl::StrFormat("%s: InfiniBand verbs failed during init: %s%s%s", kRanks, *text,
                              low_memlock ? absl::StrCat("; RLIMIT_MEMLOCK is only ", Bytes(*r.memlock_soft),
                                                         ", and NCCL pins its buffers for the NIC")
-                                         : "");
+                                         : "",
+                             FailedLoads(r));
   c.fix = low_memlock ? "raise the locked-memory limit to unlimited (ulimit -l unlimited; docker run --ulimit "
                         "memlock=-1; Slurm: PropagateResourceLimitsExcept=MEMLOCK or a higher limit in slurmd)"
                       : "check the HCA with ibstat/ibv_devinfo (port Active, link up), NCCL_IB_HCA, and that the "
@@ -470,9 +483,9 @@ std::optional<Cause> Unknown(const InitEvidence& r) {
     if (f.async) continue;
     Cause c;
     c.subsystem = "unknown";
-    c.detail = absl::StrFormat("%s: %s failed with %s: %s", kRanks, f.call.empty() ? "NCCL init" : f.call,
+    c.detail = absl::StrFormat("%s: %s failed with %s: %s%s", kRanks, f.call.empty() ? "NCCL init" : f.call,
                                f.result >= 0 ? ResultName(f.result) : "an error",
-                               f.text.empty() ? "NCCL gave no text" : f.text);
+                               f.text.empty() ? "NCCL gave no text" : f.text, FailedLoads(r));
     c.fix = "run again with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV and read this rank's first WARN line";
     return c;
   }

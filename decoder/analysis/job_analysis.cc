@@ -58,6 +58,10 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
       e.bootstrap_addr = c.addr;
     }
     if (c.kind == f::sys_call::kConnect && c.from_nccl && ip && c.in_call != 0 && !e.root_addr) e.root_addr = c.addr;
+    if (c.kind == f::sys_call::kDlopen && c.from_nccl && !t.Loaded(c.path) &&
+        std::find(e.failed_loads.begin(), e.failed_loads.end(), c.path) == e.failed_loads.end()) {
+      e.failed_loads.push_back(c.path);
+    }
   }
   const InventoryInfo& inv = t.inventory;
   if (inv.present) {

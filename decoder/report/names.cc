@@ -113,6 +113,7 @@ std::string SysCallName(uint32_t kind) {
     case f::sys_call::kFtruncate: return "ftruncate";
     case f::sys_call::kMmap: return "mmap";
     case f::sys_call::kUnlink: return "unlink";
+    case f::sys_call::kDlopen: return "dlopen";
     default: return absl::StrCat("syscall#", kind);
   }
 }

@@ -253,6 +253,16 @@ const ModuleInfo* ProcessTrace::ModuleAt(uint64_t address) const {
   return nullptr;
 }
 
+bool ProcessTrace::Loaded(const std::string& name) const {
+  const std::string base = name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1);
+  if (base.empty()) return false;
+  for (const ModuleInfo& m : modules) {
+    const size_t slash = m.path.rfind('/');
+    if (m.path.compare(slash == std::string::npos ? 0 : slash + 1, base.size(), base) == 0) return true;
+  }
+  return false;
+}
+
 const CommMembership* ProcessTrace::Membership(uint64_t comm) const {
   for (const CommMembership& m : comms)
     if (m.comm == comm) return &m;

@@ -245,6 +245,9 @@ struct ProcessTrace {
   const ModuleInfo* ModuleAt(uint64_t address) const;
   // The membership of handle/identity `comm` (first match), or nullptr.
   const CommMembership* Membership(uint64_t comm) const;
+  // Whether a library dlopen'ed as `name` ("libibverbs.so") is in the
+  // module map: a module whose file name starts with name's file name.
+  bool Loaded(const std::string& name) const;
 };
 
 absl::StatusOr<ProcessTrace> LoadProcessTrace(const std::string& path);

@@ -123,6 +123,7 @@ enum Kind : uint32_t {
   kFtruncate = 15,
   kMmap = 16,
   kUnlink = 17,
+  kDlopen = 18,
 };
 }  // namespace sys_call
 namespace nccl_error {

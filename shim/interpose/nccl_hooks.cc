@@ -122,7 +122,11 @@ class InitScope {
     ThisThread().in_call = call;
     FirstInit();
   }
-  ~InitScope() { ThisThread().in_call = saved_; }
+  // What the call loaded (plugins, libibverbs): the outcome of its dlopens.
+  ~InitScope() {
+    RecordNewModules();
+    ThisThread().in_call = saved_;
+  }
 
  private:
   uint32_t saved_;

@@ -252,6 +252,34 @@ TEST_CASE("NCCL loaded in a local scope (a Python extension's) is found and trac
   CHECK(t.nccl_version == 22809);
 }
 
+TEST_CASE("dlopen under the shim searches the caller's RUNPATH, as without it", "[preload][dlopen]") {
+  jobs::TempDir dir;
+  const jobs::RankResult plain = RunProbe({}, {}, "dlopen_origin_main");
+  const jobs::RankResult traced = RunProbe({}, Traced(dir.path()), "dlopen_origin_main");
+  INFO(plain.output << "\n---\n" << traced.output);
+  CHECK(plain.output.find("sibling answered 42") != std::string::npos);
+  CHECK(traced.output == plain.output);
+}
+
+TEST_CASE("real NCCL's dlopen of a plugin that is not there is noted, and seen not to load", "[preload][dlopen][real-nccl]") {
+  jobs::TempDir dir;
+  const jobs::RankResult r =
+      RunProbe({}, {"LD_LIBRARY_PATH", "LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir.path()},
+               "uniqueid_probe");
+  INFO(r.output);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  bool env_plugin = false;
+  for (const auto& c : t.syscalls) {
+    if (ncclwatch::decoder::SysCallName(c.kind) != "dlopen" || c.path != "libnccl-env.so") continue;
+    env_plugin = true;
+    CHECK(c.from_nccl);
+    CHECK(ncclwatch::decoder::CallName(c.in_call) == "ncclGetUniqueId");
+    CHECK_FALSE(t.Loaded(c.path));
+  }
+  CHECK(env_plugin);
+  CHECK(t.Loaded("libnccl.so.2"));
+}
+
 TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[preload][abi]") {
   jobs::JobSpec spec;
   spec.argv = {"/bin/sh", "-c", "readelf -d " + jobs::ShimPath() + " | grep NEEDED; nm -D --defined-only " +
@@ -274,10 +302,10 @@ TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[pre
         "sigaction", "signal", "exit", "_exit", "_Exit",                                          // process
         "socket", "bind", "listen", "connect", "accept", "accept4", "setsockopt", "getifaddrs",   // sockets
         "shm_open", "open", "open64", "mkstemp", "unlink", "fallocate", "fallocate64", "posix_fallocate",  // /dev/shm
-        "posix_fallocate64", "ftruncate", "ftruncate64", "mmap", "mmap64"};
+        "posix_fallocate64", "ftruncate", "ftruncate64", "mmap", "mmap64", "dlopen"};
     const bool intercepted = line.rfind("nccl", 0) == 0 || line.rfind("pnccl", 0) == 0 || kLibc.count(line) == 1;
     INFO(line);
     CHECK(intercepted);
   }
-  CHECK(exported == 2 * 41 + 26);
+  CHECK(exported == 2 * 41 + 27);
 }
