@@ -401,12 +401,17 @@ std::optional<Cause> DriverTooOld(const InitEvidence& r, const std::vector<std::
 
 std::optional<Cause> InfiniBand(const InitEvidence& r, const std::vector<std::string>& texts) {
   const std::string* text = FindText(texts, {"NET/IB", "ibv_", "IBV_", "NET/IBext", "mlx5"});
-  if (text == nullptr) return std::nullopt;
+  const InitEvidence::SysFailure* verbs = nullptr;
+  for (const InitEvidence::SysFailure& s : r.sys_failures)
+    if (verbs == nullptr && absl::StartsWith(s.call, "ibv_")) verbs = &s;
+  if (text == nullptr && verbs == nullptr) return std::nullopt;
   Cause c;
   c.subsystem = "ib";
-  c.err = ErrnoFromText(*text);
+  c.err = verbs != nullptr ? verbs->err : ErrnoFromText(*text);
   const bool low_memlock = r.memlock_soft && *r.memlock_soft != UINT64_MAX && *r.memlock_soft < (64ull << 20);
-  c.detail = absl::StrFormat("%s: InfiniBand verbs failed during init: %s%s%s", kRanks, *text,
+  const std::string what = text != nullptr ? *text
+                                           : absl::StrCat(verbs->call, " failed with ", ErrnoName(verbs->err));
+  c.detail = absl::StrFormat("%s: InfiniBand verbs failed during init: %s%s%s", kRanks, what,
                              low_memlock ? absl::StrCat("; RLIMIT_MEMLOCK is only ", Bytes(*r.memlock_soft),
                                                         ", and NCCL pins its buffers for the NIC")
                                          : "",

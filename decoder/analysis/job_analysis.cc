@@ -53,7 +53,9 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
   for (const SysCallEvent& c : t.syscalls) {
     const bool ip = c.addr && (c.addr->family == AF_INET || c.addr->family == AF_INET6);
     if (c.err != 0) {
-      e.sys_failures.push_back({t.RealtimeNs(c.t), SysCallName(c.kind), c.err, c.path, c.size, c.addr});
+      // A verbs call is named by its function ("ibv_reg_mr").
+      const std::string call = c.kind == f::sys_call::kVerbs ? c.path : SysCallName(c.kind);
+      e.sys_failures.push_back({t.RealtimeNs(c.t), call, c.err, c.path, c.size, c.addr});
     } else if (c.kind == f::sys_call::kBind && c.from_nccl && ip && !c.addr->IsLoopback() && !e.bootstrap_addr) {
       e.bootstrap_addr = c.addr;
     }

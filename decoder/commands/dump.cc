@@ -110,7 +110,9 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
     case pb::Record::kSysCall: {
       const auto& c = r.sys_call();
       std::string s = absl::StrCat("sys_call ", SysCallName(c.kind()));
-      if (c.kind() == pb::SysCall::DLOPEN) {
+      if (c.kind() == pb::SysCall::VERBS) {
+        absl::StrAppend(&s, " ", c.path(), " ret=", c.ret());
+      } else if (c.kind() == pb::SysCall::DLOPEN) {
         absl::StrAppend(&s, " ", c.path(), " flags=", Hex(static_cast<uint32_t>(c.arg())),
                         p.Loaded(c.path()) ? " (loaded)" : " (not in the module map: did not load)");
       } else {
@@ -118,10 +120,12 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
       }
       if (c.err()) absl::StrAppend(&s, " errno=", ErrnoName(c.err()));
       if (c.kind() != pb::SysCall::GETIFADDRS && c.kind() != pb::SysCall::SOCKET && c.kind() != pb::SysCall::UNLINK &&
-          c.kind() != pb::SysCall::SHM_OPEN && c.kind() != pb::SysCall::DLOPEN) {
+          c.kind() != pb::SysCall::SHM_OPEN && c.kind() != pb::SysCall::DLOPEN && c.kind() != pb::SysCall::VERBS) {
         absl::StrAppend(&s, " fd=", c.fd());
       }
-      if (!c.path().empty() && c.kind() != pb::SysCall::DLOPEN) absl::StrAppend(&s, " path=", c.path());
+      if (!c.path().empty() && c.kind() != pb::SysCall::DLOPEN && c.kind() != pb::SysCall::VERBS) {
+        absl::StrAppend(&s, " path=", c.path());
+      }
       if (c.size()) absl::StrAppend(&s, " size=", c.size());
       if (!c.addr().empty()) {
         std::optional<SocketAddress> a = ParseSocketAddress(c.addr());

@@ -114,6 +114,7 @@ std::string SysCallName(uint32_t kind) {
     case f::sys_call::kMmap: return "mmap";
     case f::sys_call::kUnlink: return "unlink";
     case f::sys_call::kDlopen: return "dlopen";
+    case f::sys_call::kVerbs: return "verbs";
     default: return absl::StrCat("syscall#", kind);
   }
 }

@@ -124,6 +124,7 @@ enum Kind : uint32_t {
   kMmap = 16,
   kUnlink = 17,
   kDlopen = 18,
+  kVerbs = 19,
 };
 }  // namespace sys_call
 namespace nccl_error {

@@ -12,14 +12,17 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "report/names.h"
 #include "support/netns.h"
 #include "support/traced_job.h"
+#include "trace/process_trace.h"
 
 namespace {
 
@@ -280,6 +283,17 @@ TEST_CASE("InfiniBand buffers over a low RLIMIT_MEMLOCK: ib, ENOMEM, the limit n
   CHECK(f.detail.find("Call to ibv_reg_mr failed with error Cannot allocate memory") != std::string::npos);
   CHECK(f.detail.find("RLIMIT_MEMLOCK is only 64.0 KiB") != std::string::npos);
   CHECK(f.fix.find("ulimit -l unlimited") != std::string::npos);
+  // NCCL's verbs calls go through dlvsym'ed pointers: the shim's wrapper saw
+  // the registration fail, with its errno.
+  for (int rank : {0, 1}) {
+    auto t = ncclwatch::decoder::LoadProcessTrace(jobs::TraceOf(s.dir.path(), rank));
+    REQUIRE(t.ok());
+    bool reg_mr = false;
+    for (const auto& c : t->syscalls)
+      reg_mr |= c.path == "ibv_reg_mr" && c.err == ENOMEM && c.from_nccl &&
+                ncclwatch::decoder::SysCallName(c.kind) == "verbs";
+    CHECK(reg_mr);
+  }
 }
 
 TEST_CASE("GPU memory exhausted while NCCL allocates its buffers: cuda", "[init][cuda]") {

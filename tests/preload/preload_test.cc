@@ -261,6 +261,16 @@ TEST_CASE("dlopen under the shim searches the caller's RUNPATH, as without it", 
   CHECK(traced.output == plain.output);
 }
 
+TEST_CASE("dlvsym under the shim answers as without it, whoever asks", "[preload][dlopen]") {
+  jobs::TempDir dir;
+  const jobs::RankResult plain = RunProbe({"dlvsym"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult traced = RunProbe({"dlvsym"}, Traced(dir.path()));
+  INFO(plain.output << "\n---\n" << traced.output);
+  CHECK(plain.output.find("RTLD_DEFAULT getpid is getpid: 1") != std::string::npos);
+  CHECK(plain.output.find("handle wrong version found: 0") != std::string::npos);
+  CHECK(traced.output == plain.output);
+}
+
 TEST_CASE("real NCCL's dlopen of a plugin that is not there is noted, and seen not to load", "[preload][dlopen][real-nccl]") {
   jobs::TempDir dir;
   const jobs::RankResult r =
@@ -302,10 +312,10 @@ TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[pre
         "sigaction", "signal", "exit", "_exit", "_Exit",                                          // process
         "socket", "bind", "listen", "connect", "accept", "accept4", "setsockopt", "getifaddrs",   // sockets
         "shm_open", "open", "open64", "mkstemp", "unlink", "fallocate", "fallocate64", "posix_fallocate",  // /dev/shm
-        "posix_fallocate64", "ftruncate", "ftruncate64", "mmap", "mmap64", "dlopen"};
+        "posix_fallocate64", "ftruncate", "ftruncate64", "mmap", "mmap64", "dlopen", "dlvsym"};
     const bool intercepted = line.rfind("nccl", 0) == 0 || line.rfind("pnccl", 0) == 0 || kLibc.count(line) == 1;
     INFO(line);
     CHECK(intercepted);
   }
-  CHECK(exported == 2 * 41 + 27);
+  CHECK(exported == 2 * 41 + 28);
 }

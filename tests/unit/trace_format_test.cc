@@ -193,7 +193,8 @@ TEST_CASE("the field numbers the shim writes are trace.proto's", "[format]") {
                {"OPEN", f::sys_call::kOpen},           {"MKSTEMP", f::sys_call::kMkstemp},
                {"FALLOCATE", f::sys_call::kFallocate}, {"POSIX_FALLOCATE", f::sys_call::kPosixFallocate},
                {"FTRUNCATE", f::sys_call::kFtruncate}, {"MMAP", f::sys_call::kMmap},
-               {"UNLINK", f::sys_call::kUnlink},       {"DLOPEN", f::sys_call::kDlopen}};
+               {"UNLINK", f::sys_call::kUnlink},       {"DLOPEN", f::sys_call::kDlopen},
+               {"VERBS", f::sys_call::kVerbs}};
   for (const auto& k : kinds) {
     INFO(k.name);
     const auto* v = pb::SysCall::Kind_descriptor()->FindValueByName(k.name);

@@ -12,11 +12,13 @@
 //   preload_probe sigkill        some collectives, then SIGKILL
 //   preload_probe libc           the C library calls the shim interposes (sockets,
 //                                /dev/shm files), failing and succeeding
+//   preload_probe dlvsym         dlvsym with RTLD_DEFAULT, RTLD_NEXT and a handle
 //
 // Written against the public NCCL and CUDA API only.
 
 #include <arpa/inet.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
@@ -279,6 +281,19 @@ int Libc() {
   return 0;
 }
 
+// dlvsym's answers depend on who asks (RTLD_NEXT is "after the caller"):
+// the same with and without the shim in front of it.
+int Dlvsym() {
+  void* self = dlvsym(RTLD_DEFAULT, "getpid", "GLIBC_2.2.5");
+  std::printf("RTLD_DEFAULT getpid is getpid: %d\n", self == reinterpret_cast<void*>(&getpid));
+  std::printf("RTLD_NEXT getpid found: %d\n", dlvsym(RTLD_NEXT, "getpid", "GLIBC_2.2.5") != nullptr);
+  std::printf("RTLD_NEXT nosuch found: %d\n", dlvsym(RTLD_NEXT, "ncclwatch_nosuch", "GLIBC_2.2.5") != nullptr);
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  std::printf("handle getpid is getpid: %d\n", dlvsym(libc, "getpid", "GLIBC_2.2.5") == reinterpret_cast<void*>(&getpid));
+  std::printf("handle wrong version found: %d\n", dlvsym(libc, "getpid", "NOSUCH_1.0") != nullptr);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -292,6 +307,7 @@ int main(int argc, char** argv) {
   if (mode == "threads") return Threads();
   if (mode == "sigkill") return Sigkill();
   if (mode == "libc") return Libc();
-  std::printf("usage: preload_probe api|handler|chain|ignore|segv|fork|threads|sigkill|libc\n");
+  if (mode == "dlvsym") return Dlvsym();
+  std::printf("usage: preload_probe api|handler|chain|ignore|segv|fork|threads|sigkill|libc|dlvsym\n");
   return 2;
 }

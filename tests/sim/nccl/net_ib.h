@@ -1,10 +1,11 @@
-// A simulated InfiniBand HCA (NCCLSIM_IB_HCA=mlx5_0), for what NCCL's IB
-// transport does at connection setup that can fail on a real cluster:
-// registering its buffers with the NIC (ibv_reg_mr), which pins their pages
-// against RLIMIT_MEMLOCK. The simulator pins them for real with mlock(2), so
-// a real memlock limit (in a process without CAP_IPC_LOCK) refuses it as the
-// kernel refuses ibv_reg_mr, and WARNs as NCCL does. The data itself then
-// moves through the P2P buffers: the simulator has no network.
+// NCCL's InfiniBand transport, as far as the simulator goes: at init it
+// loads libibverbs the way NCCL does (dlopen "libibverbs.so", then
+// "libibverbs.so.1", each function with dlvsym at IBVERBS_1.1), looks for an
+// HCA, and registers each connection's buffers with it (ibv_reg_mr), which
+// pins them against RLIMIT_MEMLOCK. With the simulator's libibverbs
+// (tests/sim/ibverbs, an HCA when NCCLSIM_IB_HCA names one) a real memlock
+// limit refuses the registration as on a cluster, and NCCL's WARN follows.
+// The data then moves through the P2P buffers: the simulator has no network.
 //
 // Used when local ranks are forced onto the network transport, as with real
 // NCCL: NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 and an HCA present.
@@ -20,23 +21,25 @@
 
 namespace ncclsim::nccl {
 
-// The HCA's name, or "" when NCCLSIM_IB_HCA is not set.
+// The first HCA's name, or "" when libibverbs cannot be loaded or has none.
 std::string IbDevice();
 
 class IbRegistrations {
  public:
   ~IbRegistrations() { Release(); }
-  // Allocates and registers (pins) `bytes` of host memory; ncclSystemError
-  // with NCCL's WARN when the kernel refuses.
+  // Allocates host memory and registers `bytes` of it with the HCA;
+  // ncclSystemError with NCCL's WARN when the verbs library refuses.
   ncclResult_t Register(size_t bytes);
   void Release();
 
  private:
   struct Region {
     void* addr;
-    size_t bytes;
+    void* mr;
   };
   std::vector<Region> regions_;
+  void* context_ = nullptr;
+  void* pd_ = nullptr;
 };
 
 }  // namespace ncclsim::nccl
