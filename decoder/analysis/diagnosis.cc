@@ -26,10 +26,6 @@ struct Candidate {
   int process = -1;
 };
 
-std::string RanksNoun(const std::vector<int>& ranks) {
-  return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", RankList(ranks));
-}
-
 std::string CommPhrase(uint64_t comm, int nranks) {
   return nranks > 0 ? absl::StrCat("communicator ", CommShort(comm), " (", nranks, " ranks)")
                     : absl::StrCat("communicator ", CommShort(comm));

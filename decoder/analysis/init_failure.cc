@@ -44,13 +44,17 @@ struct Cause {
   std::vector<int> ranks_override;  // the ranks a cross-rank cause names, when it knows them all
 };
 
+// What every rank's classification compares it with, computed once per job.
+struct JobFacts {
+  explicit JobFacts(const std::vector<InitEvidence>& ranks);
+  const std::vector<InitEvidence>& all;
+  std::map<int32_t, std::vector<const InitEvidence*>> by_version;            // ranks by NCCL version
+  std::map<std::pair<std::string, std::string>, std::vector<const InitEvidence*>> by_gpu;  // by (host, bus id)
+  std::optional<Cause> skew;  // when the ranks run more than one NCCL version
+};
+
 // "rank 3", "ranks 1-3"; processes whose rank is unknown (-1) are "the process".
-std::string RanksNoun(std::vector<int> ranks) {
-  ranks.erase(std::remove(ranks.begin(), ranks.end(), -1), ranks.end());
-  if (ranks.empty()) return "the process";
-  std::sort(ranks.begin(), ranks.end());
-  return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", RankList(ranks));
-}
+std::string RanksOrProcess(const std::vector<int>& ranks) { return RanksNoun(ranks, "the process"); }
 
 std::string JsonStrings(const std::vector<std::string>& v) {
   std::vector<std::string> quoted;
@@ -227,8 +231,8 @@ bool ConnectErrno(int e) {
          e == ECONNABORTED || e == EADDRNOTAVAIL;
 }
 
-std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::string>& texts,
-                               const std::vector<InitEvidence>& all) {
+std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::string>& texts, const JobFacts& job) {
+  const std::vector<InitEvidence>& all = job.all;
   const InitEvidence::SysFailure* sys = nullptr;
   int attempts = 0;
   for (const InitEvidence::SysFailure& s : r.sys_failures) {
@@ -266,7 +270,7 @@ std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::str
     std::string listen;
     if (comm_ids.size() > 1) {
       std::vector<std::string> parts;
-      for (const auto& [v, ranks] : comm_ids) parts.push_back(absl::StrCat(RanksNoun(ranks), " NCCL_COMM_ID=", v));
+      for (const auto& [v, ranks] : comm_ids) parts.push_back(absl::StrCat(RanksOrProcess(ranks), " NCCL_COMM_ID=", v));
       listen = absl::StrCat("; the ranks disagree on the root's address: ", absl::StrJoin(parts, ", "));
     }
     c.detail = absl::StrFormat(
@@ -303,14 +307,12 @@ std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::str
   return c;
 }
 
-std::optional<Cause> DuplicateGpu(const InitEvidence& r, const std::vector<std::string>& texts,
-                                  const std::vector<InitEvidence>& all) {
+std::optional<Cause> DuplicateGpu(const InitEvidence& r, const std::vector<std::string>& texts, const JobFacts& job) {
   // From the bus ids the traces recorded: the same GPU on the same host.
   std::vector<int> sharing;
   if (!r.bus_id.empty()) {
-    for (const InitEvidence& o : all)
-      if (o.host == r.host && o.bus_id == r.bus_id && (o.comm == r.comm || o.comm == 0 || r.comm == 0))
-        sharing.push_back(o.rank);
+    for (const InitEvidence* o : job.by_gpu.at({r.host, r.bus_id}))
+      if (o->comm == r.comm || o->comm == 0 || r.comm == 0) sharing.push_back(o->rank);
   }
   const std::string* text = FindText(texts, {"Duplicate GPU detected"});
   if (sharing.size() < 2 && text == nullptr) return std::nullopt;
@@ -338,12 +340,9 @@ std::optional<Cause> DuplicateGpu(const InitEvidence& r, const std::vector<std::
   return c;
 }
 
-std::optional<Cause> NcclVersionSkew(const std::vector<std::string>& texts, const std::vector<InitEvidence>& all) {
-  std::map<int32_t, std::vector<const InitEvidence*>> by_version;
-  for (const InitEvidence& o : all)
-    if (o.nccl_version > 0) by_version[o.nccl_version].push_back(&o);
-  const std::string* text = FindText(texts, {"Mismatched NCCL version", "NCCL version mismatch"});
-  if (by_version.size() < 2 && text == nullptr) return std::nullopt;
+// The version-skew cause, from the ranks' versions (and NCCL's own words,
+// when the versions alone do not show two: a log without them).
+Cause SkewCause(const std::map<int32_t, std::vector<const InitEvidence*>>& by_version, const std::string* text) {
   Cause c;
   c.subsystem = "version";
   std::vector<std::string> parts;
@@ -358,12 +357,12 @@ std::optional<Cause> NcclVersionSkew(const std::vector<std::string>& texts, cons
   for (const auto& [v, ranks] : by_version) {
     std::vector<int> rs;
     for (const InitEvidence* o : ranks) rs.push_back(o->rank);
-    parts.push_back(absl::StrCat(RanksNoun(rs), " NCCL ", NcclVersionString(v),
+    parts.push_back(absl::StrCat(RanksOrProcess(rs), " NCCL ", NcclVersionString(v),
                                  ranks.front()->nccl_path.empty() ? "" : absl::StrCat(" (", ranks.front()->nccl_path, ")")));
     if (v != majority) c.ranks_override.insert(c.ranks_override.end(), rs.begin(), rs.end());
   }
-  if (by_version.size() < 2) {
-    parts.push_back(*text);  // only NCCL's own words: a log without the versions
+  if (by_version.size() < 2 && text != nullptr) {
+    parts.push_back(*text);
     c.ranks_override.clear();
   }
   c.detail = absl::StrFormat("%s: the NCCL version differs from the rest of the job: %s", kRanks,
@@ -374,6 +373,21 @@ std::optional<Cause> NcclVersionSkew(const std::vector<std::string>& texts, cons
   for (const auto& [v, ranks] : by_version) versions.push_back(NcclVersionString(v));
   c.extra.push_back({"versions", JsonStrings(versions)});
   return c;
+}
+
+std::optional<Cause> NcclVersionSkew(const std::vector<std::string>& texts, const JobFacts& job) {
+  if (job.skew) return job.skew;
+  const std::string* text = FindText(texts, {"Mismatched NCCL version", "NCCL version mismatch"});
+  if (text == nullptr) return std::nullopt;
+  return SkewCause(job.by_version, text);
+}
+
+JobFacts::JobFacts(const std::vector<InitEvidence>& ranks) : all(ranks) {
+  for (const InitEvidence& o : ranks) {
+    if (o.nccl_version > 0) by_version[o.nccl_version].push_back(&o);
+    if (!o.bus_id.empty()) by_gpu[{o.host, o.bus_id}].push_back(&o);
+  }
+  if (by_version.size() >= 2) skew = SkewCause(by_version, nullptr);
 }
 
 std::optional<Cause> DriverTooOld(const InitEvidence& r, const std::vector<std::string>& texts) {
@@ -500,12 +514,12 @@ std::optional<Cause> Unknown(const InitEvidence& r) {
 // A rank's cause; or nothing, with *consequence set when what went wrong on
 // it is another rank's doing (it lost a peer, or NCCL told every rank of a
 // mismatch that the other ranks brought).
-std::optional<Cause> Classify(const InitEvidence& r, const std::vector<InitEvidence>& all, bool* consequence) {
+std::optional<Cause> Classify(const InitEvidence& r, const JobFacts& job, bool* consequence) {
   const std::vector<std::string> texts = Texts(r);
   const bool failed = !r.failures.empty() || !r.sys_failures.empty();
   *consequence = false;
-  if (auto c = DuplicateGpu(r, texts, all)) return c;
-  if (auto c = NcclVersionSkew(texts, all); c && (failed || r.init_pending)) {
+  if (auto c = DuplicateGpu(r, texts, job)) return c;
+  if (auto c = NcclVersionSkew(texts, job); c && (failed || r.init_pending)) {
     if (c->ranks_override.empty() ||
         std::find(c->ranks_override.begin(), c->ranks_override.end(), r.rank) != c->ranks_override.end()) {
       return c;
@@ -517,7 +531,7 @@ std::optional<Cause> Classify(const InitEvidence& r, const std::vector<InitEvide
   if (auto c = DriverTooOld(r, texts)) return c;
   if (auto c = NoInterface(r, texts)) return c;
   if (auto c = SharedMemory(r, texts)) return c;
-  if (auto c = Bootstrap(r, texts, all)) return c;
+  if (auto c = Bootstrap(r, texts, job)) return c;
   if (auto c = InfiniBand(r, texts)) return c;
   if (auto c = Fabric(texts)) return c;
   if (auto c = PeerToPeer(texts)) return c;
@@ -540,11 +554,12 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
     uint64_t comm = 0;
   };
   std::vector<Group> groups;
+  const JobFacts job(ranks);
   std::set<int> explained;
   std::set<int> consequences;
   for (const InitEvidence& r : ranks) {
     bool consequence = false;
-    std::optional<Cause> c = Classify(r, ranks, &consequence);
+    std::optional<Cause> c = Classify(r, job, &consequence);
     if (consequence) consequences.insert(r.rank);
     if (!c) continue;
     const int64_t when = std::min(r.FirstFailureNs(), r.end_ns > 0 ? r.end_ns : INT64_MAX);
@@ -574,7 +589,7 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
     x.kind = "init_failure";
     for (const auto& [when, rank] : g.ranks)
       if (rank >= 0) x.ranks.push_back(rank);  // unknown ranks are named by pid
-    const std::string noun = !x.ranks.empty() ? RanksNoun(x.ranks)
+    const std::string noun = !x.ranks.empty() ? RanksOrProcess(x.ranks)
                              : g.pids.size() == 1 ? absl::StrCat("the process (pid ", g.pids[0], ")")
                                                   : absl::StrCat("processes ", absl::StrJoin(g.pids, ", "));
     x.detail = absl::StrReplaceAll(g.cause.detail, {{kRanks, noun}});
@@ -626,12 +641,12 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
     if (out.empty()) {
       x.detail = absl::StrFormat("%s waited in %s%s, and no rank's trace shows a failure: a rank of the job may "
                                  "never have started the init (its trace is missing, or it is stuck before it)",
-                                 RanksNoun(x.ranks), call.empty() ? "NCCL init" : call, ended);
+                                 RanksOrProcess(x.ranks), call.empty() ? "NCCL init" : call, ended);
       x.fix = "check that every rank of the job started and reached ncclCommInitRank (the launcher's log, and each "
               "rank's trace folder)";
       x.when_ns = 0;
     } else {
-      x.detail = absl::StrFormat("%s failed or waited in %s because of the rank(s) above%s", RanksNoun(x.ranks),
+      x.detail = absl::StrFormat("%s failed or waited in %s because of the rank(s) above%s", RanksOrProcess(x.ranks),
                                  call.empty() ? "NCCL init" : call, ended);
       x.fix = "nothing to fix on these ranks: fix the failure above";
       x.when_ns = first_cause_ns == INT64_MAX ? 0 : first_cause_ns + 1;

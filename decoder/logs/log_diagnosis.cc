@@ -19,13 +19,7 @@
 namespace ncclwatch::decoder {
 namespace {
 
-std::string RanksNoun(std::vector<int> ranks) {
-  ranks.erase(std::remove(ranks.begin(), ranks.end(), -1), ranks.end());
-  if (ranks.empty()) return "a process of unknown rank";
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", RankList(ranks));
-}
+std::string RanksOrUnknown(const std::vector<int>& ranks) { return RanksNoun(ranks, "a process of unknown rank"); }
 
 // The ncclResult_t named in a framework's error text ("unhandled system
 // error", "ncclSystemError"), or -1.
@@ -368,7 +362,7 @@ class LogDiagnoser {
         const std::vector<int>& ranks = groups[g];
         if (i != majority) x.ranks.insert(x.ranks.end(), ranks.begin(), ranks.end());
         if (std::get<1>(g) != std::get<1>(gs.front())) op_differs = true;
-        parts.push_back(absl::StrCat(RanksNoun(ranks), " in ", describe(g)));
+        parts.push_back(absl::StrCat(RanksOrUnknown(ranks), " in ", describe(g)));
         x.groups.push_back({ranks, absl::StrCat("timed out in ", describe(g))});
       }
       x.field = op_differs ? "op" : "count";
@@ -400,8 +394,8 @@ class LogDiagnoser {
       x.seq = std::get<0>(g0);
       x.ranks = silent;
       x.nranks = nranks;
-      x.detail = absl::StrCat(RanksNoun(silent), " never timed out in ", describe(g0), ", where ",
-                              RanksNoun(timed_out), " waited until PyTorch's watchdog fired: ",
+      x.detail = absl::StrCat(RanksOrUnknown(silent), " never timed out in ", describe(g0), ", where ",
+                              RanksOrUnknown(timed_out), " waited until PyTorch's watchdog fired: ",
                               silent.size() == 1 ? "it was" : "they were",
                               " not in that collective (a skipped or extra step, another branch, or dead)");
       x.fix = "see what those ranks did instead (their own output, py-spy dump of a hung job); make every rank run "
@@ -417,7 +411,7 @@ class LogDiagnoser {
     w.nranks = nranks;
     std::vector<std::string> parts;
     for (const auto& [g, ranks] : groups) {
-      parts.push_back(absl::StrCat(RanksNoun(ranks), " in ", describe(g)));
+      parts.push_back(absl::StrCat(RanksOrUnknown(ranks), " in ", describe(g)));
       w.groups.push_back({ranks, absl::StrCat("timed out in ", describe(g))});
     }
     w.detail = absl::StrCat("PyTorch's watchdog timed out after ", by_rank.begin()->second.timeout_ms, " ms: ",
@@ -432,7 +426,7 @@ class LogDiagnoser {
       n.kind = "log_insufficient";
       n.role = "note";
       n.ranks = unseen;
-      n.detail = absl::StrCat("these logs hold nothing of ", RanksNoun(unseen), ", which never timed out: one of them "
+      n.detail = absl::StrCat("these logs hold nothing of ", RanksOrUnknown(unseen), ", which never timed out: one of them "
                               "is likely where the job stopped");
       n.fix = "collect every rank's output (NCCL_DEBUG=INFO NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, and the "
               "launcher's per-rank logs)";
@@ -454,7 +448,7 @@ class LogDiagnoser {
       }
       x.ranks.assign(ranks.begin(), ranks.end());
       const Event& first = *es.front();
-      x.detail = absl::StrCat(RanksNoun(x.ranks), " ", first.detail_head);
+      x.detail = absl::StrCat(RanksOrUnknown(x.ranks), " ", first.detail_head);
       x.detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(x.detail[0])));
       x.fix = first.fix;
       x.extra = first.extra;
@@ -476,7 +470,7 @@ class LogDiagnoser {
         Finding x;
         x.kind = "rank_died";
         x.ranks = {};
-        x.detail = absl::StrCat(RanksNoun(std::vector<int>(who.begin(), who.end())),
+        x.detail = absl::StrCat(RanksOrUnknown(std::vector<int>(who.begin(), who.end())),
                                 " lost the connection to a peer (", absl::StrJoin(peers, ", "),
                                 "): the process there died or was killed");
         x.fix = "find the rank at that address and read its own output and the node's dmesg for why it ended";

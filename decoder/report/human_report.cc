@@ -60,7 +60,7 @@ std::string Title(const Finding& f) {
   return kind;
 }
 
-std::string Ranks(const std::vector<int>& r) { return absl::StrCat(r.size() == 1 ? "rank " : "ranks ", RankList(r)); }
+
 
 std::string Ago(int64_t when_ns, int64_t end_ns) {
   if (when_ns <= 0 || end_ns <= 0) return "";
@@ -82,9 +82,9 @@ std::string FateText(const Fate& f) {
 
 void WriteGroups(const std::vector<RankGroup>& groups, std::ostream& out) {
   size_t width = 0;
-  for (const RankGroup& g : groups) width = std::max(width, Ranks(g.ranks).size());
+  for (const RankGroup& g : groups) width = std::max(width, RanksNoun(g.ranks).size());
   for (const RankGroup& g : groups) {
-    const std::string r = Ranks(g.ranks);
+    const std::string r = RanksNoun(g.ranks);
     out << "    " << r << std::string(width - r.size() + 2, ' ') << g.doing << "\n";
   }
 }

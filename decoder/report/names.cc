@@ -157,6 +157,14 @@ std::string RankList(std::vector<int> ranks) {
   return out;
 }
 
+std::string RanksNoun(std::vector<int> ranks, const std::string& none) {
+  ranks.erase(std::remove(ranks.begin(), ranks.end(), -1), ranks.end());
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  if (ranks.empty()) return none;
+  return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", RankList(ranks));
+}
+
 uint32_t MatchingCall(uint32_t call) { return call == f::kBcast ? static_cast<uint32_t>(f::kBroadcast) : call; }
 
 bool IsRootedCall(uint32_t call) {

@@ -26,6 +26,9 @@ std::string CommShort(uint64_t comm);       // the first 6 of them
 std::string Hex(uint64_t v);                // 0x...
 // "0-4,6-7"
 std::string RankList(std::vector<int> ranks);
+// "rank 3", "ranks 1-3,7": unknown ranks (-1) left out, repeats counted once;
+// `none` when no rank is left.
+std::string RanksNoun(std::vector<int> ranks, const std::string& none = "no rank");
 // Calls NCCL matches with each other: ncclBcast is a Broadcast.
 uint32_t MatchingCall(uint32_t call);
 bool IsRootedCall(uint32_t call);
