@@ -35,53 +35,33 @@ std::string CollectiveSignature::Describe() const {
   return s + ")";
 }
 
-void CollectiveAlignment::AddMember(int process, int32_t comm_rank, const std::vector<const CollectiveEvent*>& events,
-                                    const ProcessTrace& trace) {
+void CollectiveAlignment::AddMember(int process, const CommStream& stream, const ProcessTrace& trace) {
   AlignedMember m;
   m.process = process;
-  m.comm_rank = comm_rank;
+  m.comm_rank = stream.rank;
+  m.holds_start = stream.holds_start;
   const int me = static_cast<int>(members_.size());
-  for (const CollectiveEvent* e : events) {
-    // Calls NCCL refused were not numbered; a pending call counts as entered.
-    if (e->result != 0 && e->result != 7 && e->result != kResultPending) continue;
-    const CollectiveSignature sig = CollectiveSignature::Of(*e);
+  for (uint32_t index : stream.collectives) {
+    const CollectiveEvent& e = trace.collectives[index];
+    const CollectiveSignature sig = CollectiveSignature::Of(e);
     if (!m.any) {
       m.any = true;
-      m.lo = e->seq;
+      m.lo = e.seq;
     }
-    if (e->seq >= m.hi || m.hi == 0) m.hi = e->seq;
-    m.last = *e;
-    if (ref_.empty()) base_ = e->seq;
-    if (e->seq < base_) {
-      // Earlier than anything seen so far: grow the reference downwards.
-      const size_t grow = base_ - e->seq;
-      ref_.insert(ref_.begin(), grow, CollectiveSignature{});
-      ref_time_.insert(ref_time_.begin(), grow, 0);
-      ref_provider_.insert(ref_provider_.begin(), grow, -1);
-      ref_caller_.insert(ref_caller_.begin(), grow, 0);
-      ref_set_.insert(ref_set_.begin(), grow, false);
-      base_ = e->seq;
-    }
-    const size_t at = e->seq - base_;
-    if (at >= ref_.size()) {
-      ref_.resize(at + 1);
-      ref_time_.resize(at + 1, 0);
-      ref_provider_.resize(at + 1, -1);
-      ref_caller_.resize(at + 1, 0);
-      ref_set_.resize(at + 1, false);
-    }
-    if (!ref_set_[at]) {
-      ref_[at] = sig;
-      ref_time_[at] = trace.RealtimeNs(e->t);
-      ref_provider_[at] = me;
-      ref_caller_[at] = e->caller;
-      ref_set_[at] = true;
-    } else if (!m.diverges && ref_[at] != sig) {
+    if (e.seq >= m.hi || m.hi == 0) m.hi = e.seq;
+    Reference& ref = ref_.At(e.seq);
+    if (ref.provider < 0) {
+      ref.sig = sig;
+      ref.time_ns = trace.RealtimeNs(e.t);
+      ref.provider = me;
+      ref.caller = e.caller;
+    } else if (!m.diverges && ref.sig != sig) {
       m.diverges = true;
-      m.first_divergence = e->seq;
-      m.at_divergence = *e;
+      m.first_divergence = e.seq;
+      m.at_divergence = e;
     }
   }
+  if (m.any) m.last = trace.collectives[stream.collectives.back()];
   members_.push_back(m);
 }
 
@@ -94,11 +74,12 @@ std::optional<uint64_t> CollectiveAlignment::FirstDivergence() const {
 
 bool CollectiveAlignment::ReferenceAt(uint64_t seq, CollectiveSignature* sig, int64_t* entered_ns, int* provider,
                                       uint64_t* caller) const {
-  if (seq < base_ || seq - base_ >= ref_.size() || !ref_set_[seq - base_]) return false;
-  if (sig) *sig = ref_[seq - base_];
-  if (entered_ns) *entered_ns = ref_time_[seq - base_];
-  if (provider) *provider = ref_provider_[seq - base_];
-  if (caller) *caller = ref_caller_[seq - base_];
+  const Reference* ref = ref_.Find(seq);
+  if (ref == nullptr || ref->provider < 0) return false;
+  if (sig) *sig = ref->sig;
+  if (entered_ns) *entered_ns = ref->time_ns;
+  if (provider) *provider = ref->provider;
+  if (caller) *caller = ref->caller;
   return true;
 }
 

@@ -11,6 +11,9 @@
 // from the reference is the first disagreement of all. Rings that wrapped at
 // different points are compared only where both hold the number.
 //
+// The reference lives in a SequenceWindow, so a crafted sequence number can
+// not make it allocate more than the traces hold.
+//
 // Signatures compare what NCCL needs to match: the operation (ncclBcast is a
 // Broadcast), count, datatype, reduction operator and root.
 
@@ -22,7 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "trace/process_trace.h"
+#include "model/process_trace.h"
+#include "model/sequence_window.h"
 
 namespace ncclwatch::decoder {
 
@@ -47,6 +51,7 @@ struct AlignedMember {
   int process = -1;      // index of the process in the job
   int32_t comm_rank = -1;
   bool any = false;      // has at least one collective
+  bool holds_start = false;  // its trace holds the communicator's #0 (or nothing was lost)
   uint64_t lo = 0;       // first sequence number in its trace
   uint64_t hi = 0;       // last sequence number it entered
   CollectiveEvent last;  // its last collective
@@ -57,9 +62,8 @@ struct AlignedMember {
 
 class CollectiveAlignment {
  public:
-  // `events`: the member's collectives on this communicator, in call order.
-  void AddMember(int process, int32_t comm_rank, const std::vector<const CollectiveEvent*>& events,
-                 const ProcessTrace& trace);
+  // One member: its stream of numbered collectives on this communicator.
+  void AddMember(int process, const CommStream& stream, const ProcessTrace& trace);
 
   const std::vector<AlignedMember>& members() const { return members_; }
 
@@ -73,12 +77,13 @@ class CollectiveAlignment {
   std::optional<uint64_t> Frontier() const;
 
  private:
-  uint64_t base_ = 0;  // sequence number of ref_[0]
-  std::vector<CollectiveSignature> ref_;
-  std::vector<int64_t> ref_time_;
-  std::vector<int> ref_provider_;  // index into members_
-  std::vector<uint64_t> ref_caller_;
-  std::vector<bool> ref_set_;
+  struct Reference {
+    CollectiveSignature sig;
+    int64_t time_ns = 0;
+    int provider = -1;  // index into members_
+    uint64_t caller = 0;
+  };
+  SequenceWindow<Reference> ref_;
   std::vector<AlignedMember> members_;
 };
 

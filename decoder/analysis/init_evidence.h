@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "trace/process_trace.h"
+#include "model/process_trace.h"
 #include "trace/socket_address.h"
 
 namespace ncclwatch::decoder {

@@ -92,7 +92,7 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
       e.bus_id = m.bus_id;
       e.device = m.begin_device;
     }
-    const bool ok = m.init_returned && (m.init_result == 0 || m.init_result == 7);
+    const bool ok = m.Formed();
     if (ok) e.init_succeeded = true;
     if (!m.init_returned && !e.init_pending) {
       e.init_pending = true;
@@ -159,10 +159,7 @@ void JobAnalysis::AddProcess(ProcessTrace t) {
     p.fate.when_ns = t.RealtimeNs(t.end->t);
     if (signal != nullptr && signal->order < t.end->order) p.fate.signo = signal->signo;
   } else if (signal != nullptr) {
-    uint64_t last_call_order = 0;
-    for (const CollectiveEvent& e : t.collectives) last_call_order = std::max(last_call_order, e.order);
-    for (const P2pEvent& e : t.p2p) last_call_order = std::max(last_call_order, e.order);
-    for (const GroupEvent& e : t.groups) last_call_order = std::max(last_call_order, e.order);
+    const uint64_t last_call_order = t.LastCallOrder();
     const bool carried_on = signal->disposition != 0 && last_call_order > signal->order;
     if (!carried_on) {
       p.fate.kind = Fate::kSignal;
@@ -172,34 +169,23 @@ void JobAnalysis::AddProcess(ProcessTrace t) {
     }
   }
 
-  // Its last NCCL call, and its last call per communicator.
+  // Its last NCCL call, and its last call per communicator: the tables are
+  // in timeline order, so only their last rows and each stream's last calls
+  // are candidates, and only those are described.
   uint64_t best_order = 0;
-  std::map<uint64_t, std::pair<uint64_t, LastCall>> per_comm;
-  auto note = [&](uint64_t order, const LastCall& c) {
-    Consider(&p.last, order, c, &best_order);
-    auto& slot = per_comm[c.comm];
-    if (order >= slot.first) slot = {order, c};
+  auto collective_call = [&](const CollectiveEvent& e) {
+    return LastCall{true, e.call, e.comm, e.seq, true, e.result == kResultPending, t.RealtimeNs(e.t), e.caller};
   };
-  // Only the calls kept are described, once each, at the end.
-  std::map<uint64_t, const CollectiveEvent*> last_collective;
-  for (const CollectiveEvent& e : t.collectives) {
-    LastCall c{true, e.call, e.comm, e.seq, true, e.result == kResultPending, t.RealtimeNs(e.t), e.caller};
-    note(e.order, c);
-    const CollectiveEvent*& last = last_collective[e.comm];
-    if (last == nullptr || e.order >= last->order) last = &e;
-  }
-  for (const auto& [comm, e] : last_collective) {
-    p.last_collective[comm] = *e;
-    p.last_collective_ns[comm] = t.RealtimeNs(e->t);
-  }
-  for (const P2pEvent& e : t.p2p) {
-    LastCall c{true, e.send ? f::kSend : f::kRecv, e.comm, e.seq, true, e.result == kResultPending,
-               t.RealtimeNs(e.t), e.caller, e.send, e.peer};
-    note(e.order, c);
-  }
-  for (const GroupEvent& e : t.groups) {
-    LastCall c{true, e.call, 0, 0, false, e.result == kResultPending, t.RealtimeNs(e.t), e.caller};
-    Consider(&p.last, e.order, c, &best_order);
+  auto p2p_call = [&](const P2pEvent& e) {
+    return LastCall{true,          e.send ? f::kSend : f::kRecv, e.comm,   e.seq, true, e.result == kResultPending,
+                    t.RealtimeNs(e.t), e.caller,                    e.send, e.peer};
+  };
+  if (!t.collectives.empty()) Consider(&p.last, t.collectives.back().order, collective_call(t.collectives.back()), &best_order);
+  if (!t.p2p.empty()) Consider(&p.last, t.p2p.back().order, p2p_call(t.p2p.back()), &best_order);
+  if (!t.groups.empty()) {
+    const GroupEvent& e = t.groups.back();
+    Consider(&p.last, e.order,
+             LastCall{true, e.call, 0, 0, false, e.result == kResultPending, t.RealtimeNs(e.t), e.caller}, &best_order);
   }
   for (const CommMembership& m : t.comms) {
     LastCall c{true, m.init_call, m.comm, 0, false, !m.init_returned, t.RealtimeNs(m.init_t), m.caller};
@@ -210,26 +196,29 @@ void JobAnalysis::AddProcess(ProcessTrace t) {
     }
   }
   if (p.last.valid) p.last.what = Describe(p.last);
+  std::map<uint64_t, std::pair<uint64_t, LastCall>> per_comm;
+  for (const CommStream& s : t.streams) {
+    auto note = [&](uint64_t order, const LastCall& c) {
+      auto& slot = per_comm[c.comm];
+      if (order >= slot.first) slot = {order, c};
+    };
+    if (s.any()) {
+      const CollectiveEvent& e = t.collectives[s.collectives.back()];
+      note(e.order, collective_call(e));
+      p.last_collective[s.comm] = e;
+      p.last_collective_ns[s.comm] = t.RealtimeNs(e.t);
+    }
+    if (!s.p2p.empty()) note(t.p2p[s.p2p.back()].order, p2p_call(t.p2p[s.p2p.back()]));
+  }
   for (auto& [comm, entry] : per_comm) {
     entry.second.what = Describe(entry.second);
     p.activity.push_back(entry.second);
   }
 
-  // The analyses. Each member of a communicator is one (comm, rank) here; a
+  // The analyses. Each member of a communicator is one CommStream here; a
   // member that made no collective still counts (it was expected to).
-  std::map<std::pair<uint64_t, int32_t>, std::vector<const CollectiveEvent*>> by_member;
-  for (const CommMembership& m : t.comms) {
-    if (m.comm != 0 && m.rank >= 0 && m.init_returned && (m.init_result == 0 || m.init_result == 7)) {
-      by_member[{m.comm, m.rank}];
-    }
-  }
-  for (const CollectiveEvent& e : t.collectives)
-    if (e.comm != 0 && e.rank >= 0) by_member[{e.comm, e.rank}].push_back(&e);
-  for (auto& [key, events] : by_member) {
-    auto by_order = [](const CollectiveEvent* a, const CollectiveEvent* b) { return a->order < b->order; };
-    if (!std::is_sorted(events.begin(), events.end(), by_order)) std::sort(events.begin(), events.end(), by_order);
-    alignments_[key.first].AddMember(index, key.second, events, t);
-  }
+  for (const CommStream& s : t.streams)
+    if (s.any() || s.membership >= 0) alignments_[s.comm].AddMember(index, s, t);
   p2p_.AddProcess(index, t);
   order_.AddProcess(index, t);
   p.init = InitEvidenceOf(t, p);

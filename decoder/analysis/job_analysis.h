@@ -22,7 +22,7 @@
 #include "analysis/init_evidence.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
-#include "trace/process_trace.h"
+#include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
 

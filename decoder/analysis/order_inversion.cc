@@ -15,81 +15,51 @@ struct Around {
   int64_t when_ns = 0;
 };
 
-bool Numbered(const CollectiveEvent& e) { return e.result == 0 || e.result == 7 || e.result == kResultPending; }
-
 }  // namespace
 
 void OrderInversion::AddProcess(int process, const ProcessTrace& trace) {
   // One rank per communicator in this process, or no single order to compare.
-  std::map<uint64_t, int32_t> rank_in;
-  for (const CollectiveEvent& e : trace.collectives) {
-    if (e.comm == 0) continue;
-    auto [it, added] = rank_in.emplace(e.comm, e.rank);
-    if (!added && it->second != e.rank) return;
+  std::vector<const CommStream*> streams;
+  for (const CommStream& s : trace.streams) {
+    if (!s.any()) continue;
+    for (const CommStream* o : streams)
+      if (o->comm == s.comm) return;
+    streams.push_back(&s);
   }
-  std::vector<uint64_t> comms;
-  for (const auto& [comm, rank] : rank_in) comms.push_back(comm);
-  std::vector<const CollectiveEvent*> events;
-  for (const CollectiveEvent& e : trace.collectives)
-    if (e.comm != 0 && Numbered(e)) events.push_back(&e);
-  auto by_order = [](const CollectiveEvent* x, const CollectiveEvent* y) { return x->order < y->order; };
-  if (!std::is_sorted(events.begin(), events.end(), by_order)) std::sort(events.begin(), events.end(), by_order);
+  std::sort(streams.begin(), streams.end(), [](const CommStream* x, const CommStream* y) { return x->comm < y->comm; });
 
-  for (size_t ai = 0; ai < comms.size(); ++ai) {
-    for (size_t bi = ai + 1; bi < comms.size(); ++bi) {
-      const uint64_t a = comms[ai], b = comms[bi];
+  for (size_t ai = 0; ai < streams.size(); ++ai) {
+    for (size_t bi = ai + 1; bi < streams.size(); ++bi) {
+      const CommStream& sa = *streams[ai];
+      const CommStream& sb = *streams[bi];
+      // The two streams merged in call order.
       std::vector<Around> around;
+      around.reserve(sb.collectives.size());
       int64_t last_a = -1;
       uint64_t last_a_stream = 0;
-      bool a_complete = false;  // the trace holds this process's A collectives from A#0
-      bool seen_a = false;
-      for (const CollectiveEvent* e : events) {
-        if (e->comm == a) {
-          if (!seen_a) a_complete = e->seq == 0;
-          seen_a = true;
-          last_a = static_cast<int64_t>(e->seq);
-          last_a_stream = e->stream;
-        } else if (e->comm == b) {
-          if (last_a < 0 && !a_complete && seen_a) continue;
-          Around x;
-          x.seq_b = e->seq;
-          x.a_before = last_a;
-          x.same_prev = last_a >= 0 && e->stream == last_a_stream;
-          x.when_ns = trace.RealtimeNs(e->t);
-          around.push_back(x);
+      const bool a_complete = sa.holds_start;  // the trace holds this process's A collectives from A#0
+      size_t ia = 0;
+      for (uint32_t b_index : sb.collectives) {
+        const CollectiveEvent& b = trace.collectives[b_index];
+        for (; ia < sa.collectives.size() && trace.collectives[sa.collectives[ia]].order < b.order; ++ia) {
+          const CollectiveEvent& a = trace.collectives[sa.collectives[ia]];
+          last_a = static_cast<int64_t>(a.seq);
+          last_a_stream = a.stream;
         }
+        if (last_a < 0 && !a_complete) continue;
+        Around x;
+        x.seq_b = b.seq;
+        x.a_before = last_a;
+        x.same_prev = last_a >= 0 && b.stream == last_a_stream;
+        x.when_ns = trace.RealtimeNs(b.t);
+        // The first A collective after B#j, for "next A" streams.
+        if (ia < sa.collectives.size()) x.same_next = b.stream == trace.collectives[sa.collectives[ia]].stream;
+        around.push_back(x);
       }
-      // "Next A" streams: a second pass from the end.
-      {
-        uint64_t next_stream = 0;
-        bool have_next = false;
-        size_t k = around.size();
-        for (auto it = events.rbegin(); it != events.rend(); ++it) {
-          const CollectiveEvent* e = *it;
-          if (e->comm == a) {
-            next_stream = e->stream;
-            have_next = true;
-          } else if (e->comm == b && k > 0 && around[k - 1].seq_b == e->seq) {
-            --k;
-            around[k].same_next = have_next && e->stream == next_stream;
-          }
-        }
-      }
-      // A process whose A ring wrapped knows nothing before its first A.
-      const bool usable_without_a = a_complete || !seen_a;
-      const int64_t max_a = last_a;  // its last A collective
-      PairState& st = pairs_[{a, b}];
+      const int64_t max_a = static_cast<int64_t>(trace.collectives[sa.collectives.back()].seq);  // its last A
+      PairState& st = pairs_[{sa.comm, sb.comm}];
       for (const Around& x : around) {
-        if (x.a_before < 0 && !usable_without_a) continue;
-        if (st.ref.empty()) st.base = x.seq_b;
-        if (x.seq_b < st.base) {
-          const size_t grow = st.base - x.seq_b;
-          st.ref.insert(st.ref.begin(), grow, Entry{});
-          st.base = x.seq_b;
-        }
-        const size_t at = x.seq_b - st.base;
-        if (at >= st.ref.size()) st.ref.resize(at + 1);
-        Entry& ref = st.ref[at];
+        Entry& ref = st.ref.At(x.seq_b);
         if (!ref.set) {
           ref.set = true;
           ref.a_before = x.a_before;
@@ -107,10 +77,10 @@ void OrderInversion::AddProcess(int process, const ProcessTrace& trace) {
         if (max_a < conflicting_a || ref.provider_max_a < conflicting_a) continue;
         if (st.found && st.finding.seq_b <= x.seq_b) break;
         OrderInversionFinding f;
-        f.comm_a = a;
-        f.comm_b = b;
+        f.comm_a = sa.comm;
+        f.comm_b = sb.comm;
         f.seq_b = x.seq_b;
-        f.seq_a = static_cast<uint64_t>(std::max(ref.a_before, x.a_before));
+        f.seq_a = static_cast<uint64_t>(conflicting_a);
         f.process = process;
         f.reference_process = ref.provider;
         f.process_a_first = x.a_before > ref.a_before;

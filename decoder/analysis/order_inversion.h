@@ -11,7 +11,8 @@
 // As with collective alignment, ranks are added one at a time against a
 // composite reference (per B#j, the answer of the first rank that had it).
 // A process with several ranks of one communicator (ncclCommInitAll) has no
-// single order, and is skipped.
+// single order, and is skipped. Only communicators with collectives in the
+// process's trace take part; pairs are read from the two CommStreams.
 
 #ifndef NCCLWATCH_DECODER_ANALYSIS_ORDER_INVERSION_H_
 #define NCCLWATCH_DECODER_ANALYSIS_ORDER_INVERSION_H_
@@ -21,7 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "trace/process_trace.h"
+#include "model/process_trace.h"
+#include "model/sequence_window.h"
 
 namespace ncclwatch::decoder {
 
@@ -55,8 +57,7 @@ class OrderInversion {
     int64_t when_ns = 0;
   };
   struct PairState {
-    uint64_t base = 0;
-    std::vector<Entry> ref;  // indexed by B seq - base
+    SequenceWindow<Entry> ref;  // by B's sequence number
     bool found = false;
     OrderInversionFinding finding;
   };

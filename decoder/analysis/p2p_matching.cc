@@ -2,42 +2,21 @@
 
 #include <algorithm>
 
-#include "report/names.h"
 
 namespace ncclwatch::decoder {
 
 void P2pMatching::AddProcess(int process, const ProcessTrace& trace) {
-  // The collectives each rank had issued on each communicator before each of
-  // its point-to-point calls (events of both kinds are in call order).
-  std::map<std::pair<uint64_t, int32_t>, int64_t> issued;  // (comm, rank) -> last collective seq + 1
-  std::map<std::pair<uint64_t, int32_t>, bool> known;      // whether the count starts from #0
-  std::vector<int64_t> before(trace.p2p.size(), -1);
-  {
-    size_t c = 0;
-    for (size_t i = 0; i < trace.p2p.size(); ++i) {
-      const P2pEvent& e = trace.p2p[i];
-      for (; c < trace.collectives.size() && trace.collectives[c].order < e.order; ++c) {
-        const CollectiveEvent& x = trace.collectives[c];
-        const auto key = std::make_pair(x.comm, x.rank);
-        if (!known.count(key)) known[key] = x.seq == 0;
-        if (x.result == 0 || x.result == 7 || x.result == kResultPending) issued[key] = static_cast<int64_t>(x.seq) + 1;
-      }
-      const auto key = std::make_pair(e.comm, e.rank);
-      auto it = issued.find(key);
-      // No collective on it yet: 0 before, unless the trace lost the start.
-      before[i] = it != issued.end() ? (known[key] ? it->second : -1) : (trace.stats.ring_overwritten == 0 ? 0 : -1);
-    }
-  }
   std::map<Key, Side> sends, receives;
-  for (size_t i = 0; i < trace.p2p.size(); ++i) {
-    const P2pEvent& e = trace.p2p[i];
-    if (e.comm == 0 || e.rank < 0 || e.peer < 0) continue;
-    if (e.result != 0 && e.result != 7 && e.result != kResultPending) continue;  // refused: not numbered
-    Side& side = e.send ? sends[Key{e.comm, e.rank, e.peer}] : receives[Key{e.comm, e.peer, e.rank}];
-    side.present = true;
-    side.process = process;
-    side.posted = std::max(side.posted, e.seq + 1);
-    side.ops.push_back({e.seq, e.count, e.datatype, trace.RealtimeNs(e.t), e.caller, before[i]});
+  for (const CommStream& stream : trace.streams) {
+    for (size_t k = 0; k < stream.p2p.size(); ++k) {
+      const P2pEvent& e = trace.p2p[stream.p2p[k]];
+      Side& side = e.send ? sends[Key{e.comm, e.rank, e.peer}] : receives[Key{e.comm, e.peer, e.rank}];
+      side.present = true;
+      side.process = process;
+      side.posted = std::max(side.posted, e.seq + 1);
+      side.ops.push_back(
+          {e.seq, e.count, e.datatype, trace.RealtimeNs(e.t), e.caller, stream.collectives_before_p2p[k]});
+    }
   }
   auto merge = [this](std::map<Key, Side>& mine, bool are_sends) {
     for (auto& [key, side] : mine) {

@@ -1,6 +1,7 @@
 // P2pMatching: pairs every send with its receive.
 //
-// The shim numbers sends and receives per communicator, peer and direction,
+// Each rank's sends and receives come from its CommStreams, which already
+// say how many collectives it had issued before each. The shim numbers sends and receives per communicator, peer and direction,
 // so send #k from rank s to rank d must meet receive #k at d from s, with the
 // same count and datatype (as NCCL requires). Each side of a pair of ranks is
 // kept, compactly, only until the other side is added; then the two are
@@ -20,7 +21,7 @@
 #include <tuple>
 #include <vector>
 
-#include "trace/process_trace.h"
+#include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
 

@@ -6,7 +6,7 @@
 #include "analysis/job_analysis.h"
 #include "commands/input_files.h"
 #include "report/reports.h"
-#include "trace/process_trace.h"
+#include "model/trace_loader.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -30,14 +30,13 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
     return 2;
   }
   JobAnalysis job;
-  for (const std::string& file : files) {
-    absl::StatusOr<ProcessTrace> trace = LoadProcessTrace(file);
+  LoadProcessTraces(files, 0, [&](const std::string& file, absl::StatusOr<ProcessTrace> trace) {
     if (trace.ok()) {
       job.AddProcess(std::move(*trace));
     } else {
       job.AddUnreadable(file, std::string(trace.status().message()));
     }
-  }
+  });
   if (job.processes().empty()) {
     err << "ncclwatch: none of the " << files.size() << " trace file(s) can be read; first: "
         << job.unreadable().front().error << "\n";

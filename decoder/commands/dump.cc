@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "ncclwatch/trace.pb.h"
 #include "report/names.h"
-#include "trace/process_trace.h"
+#include "model/process_trace.h"
 #include "trace/socket_address.h"
 #include "trace/trace_file.h"
 

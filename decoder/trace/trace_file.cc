@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "trace/wire_reader.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -83,13 +84,19 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
   if (h.clock != NCCLWATCH_CLOCK_MONOTONIC_NS && h.clock != NCCLWATCH_CLOCK_TSC) {
     return Invalid(path, absl::StrFormat("unknown clock %u", h.clock));
   }
+  // Every offset and length is checked without wrapping: a crafted header
+  // may hold any 64-bit values.
   const uint64_t slot = NCCLWATCH_SLOT_BYTES;
-  if (!PowerOfTwo(h.pinned_slots) || !PowerOfTwo(h.ring_slots) || h.pinned_slots > (1ull << 36) ||
-      h.ring_slots > (1ull << 36) || h.pinned_offset < NCCLWATCH_HEADER_REGION_BYTES ||
-      h.ring_offset < h.pinned_offset + h.pinned_slots * slot) {
+  constexpr uint64_t kMaxSlots = uint64_t{1} << 36;   // 8 TiB a region: far beyond any ring, far from wrapping
+  constexpr uint64_t kMaxOffset = uint64_t{1} << 50;  // likewise
+  if (!PowerOfTwo(h.pinned_slots) || !PowerOfTwo(h.ring_slots) || h.pinned_slots > kMaxSlots ||
+      h.ring_slots > kMaxSlots || h.pinned_offset < NCCLWATCH_HEADER_REGION_BYTES || h.pinned_offset > kMaxOffset ||
+      h.ring_offset > kMaxOffset || h.pinned_offset % slot != 0 || h.ring_offset % slot != 0) {
     return Invalid(path, "header has impossible region sizes");
   }
+  const uint64_t pinned_end = h.pinned_offset + h.pinned_slots * slot;  // < 2^50 + 2^43: cannot wrap
   const uint64_t expected = h.ring_offset + h.ring_slots * slot;
+  if (h.ring_offset < pinned_end) return Invalid(path, "header has overlapping regions");
   if (h.file_bytes != expected) return Invalid(path, "header's file size does not match its regions");
   if (size < expected) {
     return Invalid(path, absl::StrFormat("truncated trace: %u bytes, its header says %u", size, expected));
@@ -107,12 +114,13 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     stats->ring_claimed = cursor;
     stats->ring_overwritten = first;
   }
-  std::vector<uint8_t> record;
-  record.reserve(NCCLWATCH_MAX_RECORD_BYTES);
-  uint64_t i = first;
+  // One record at a time, copied out of the mapping (the writer may be
+  // overwriting it) into a buffer that holds the largest record.
+  std::unique_ptr<uint8_t[]> record(new uint8_t[NCCLWATCH_MAX_RECORD_BYTES]);
   auto slot_at = [&](uint64_t idx) {
     return reinterpret_cast<const ncclwatch_slot_header*>(data_ + offset + (idx & mask) * NCCLWATCH_SLOT_BYTES);
   };
+  uint64_t i = first;
   while (i < last) {
     const uint64_t start = i;
     const ncclwatch_slot_header* sh = slot_at(i);
@@ -124,15 +132,15 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       ++i;
       continue;
     }
-    record.clear();
+    size_t length = 0;
     if (copy.kind == NCCLWATCH_SLOT_PADDING) {
       ++stats->padding_slots;
       ++i;
       continue;
     }
     if (copy.kind == NCCLWATCH_SLOT_SINGLE) {
-      const uint8_t* p = reinterpret_cast<const uint8_t*>(sh) + NCCLWATCH_SLOT_HEADER_BYTES;
-      record.assign(p, p + copy.length);
+      std::memcpy(record.get(), reinterpret_cast<const uint8_t*>(sh) + NCCLWATCH_SLOT_HEADER_BYTES, copy.length);
+      length = copy.length;
       const bool still = Load64(&sh->stamp) == i + 1;
       ++i;
       if (!still) {
@@ -142,22 +150,26 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     } else if (copy.kind == NCCLWATCH_SLOT_FIRST) {
       // Gather the record's slots; any gap or inconsistency discards all of them.
       const uint32_t total = copy.record_bytes;
-      const uint64_t nslots = (total + NCCLWATCH_SLOT_PAYLOAD_BYTES - 1) / NCCLWATCH_SLOT_PAYLOAD_BYTES;
+      const uint64_t nslots = (uint64_t{total} + NCCLWATCH_SLOT_PAYLOAD_BYTES - 1) / NCCLWATCH_SLOT_PAYLOAD_BYTES;
       bool whole = total > NCCLWATCH_SLOT_PAYLOAD_BYTES && total <= NCCLWATCH_MAX_RECORD_BYTES &&
-                   nslots <= NCCLWATCH_MAX_RECORD_SLOTS && i + nslots <= last;
+                   nslots <= NCCLWATCH_MAX_RECORD_SLOTS && nslots <= last - i;
       for (uint64_t j = 0; whole && j < nslots; ++j) {
         const ncclwatch_slot_header* part = slot_at(i + j);
         ncclwatch_slot_header pc;
         std::memcpy(&pc, part, sizeof(pc));
-        const uint8_t want = j == 0 ? NCCLWATCH_SLOT_FIRST : j + 1 == nslots ? NCCLWATCH_SLOT_LAST : NCCLWATCH_SLOT_MIDDLE;
-        const uint64_t expect_len = j + 1 == nslots ? total - j * NCCLWATCH_SLOT_PAYLOAD_BYTES : NCCLWATCH_SLOT_PAYLOAD_BYTES;
+        const uint8_t want = j == 0               ? NCCLWATCH_SLOT_FIRST
+                             : j + 1 == nslots    ? NCCLWATCH_SLOT_LAST
+                                                  : NCCLWATCH_SLOT_MIDDLE;
+        const uint64_t expect_len =
+            j + 1 == nslots ? total - j * NCCLWATCH_SLOT_PAYLOAD_BYTES : NCCLWATCH_SLOT_PAYLOAD_BYTES;
         if (Load64(&part->stamp) != i + j + 1 || pc.kind != want || pc.length != expect_len ||
             pc.record_bytes != total) {
           whole = false;
           break;
         }
-        const uint8_t* p = reinterpret_cast<const uint8_t*>(part) + NCCLWATCH_SLOT_HEADER_BYTES;
-        record.insert(record.end(), p, p + pc.length);
+        std::memcpy(record.get() + length, reinterpret_cast<const uint8_t*>(part) + NCCLWATCH_SLOT_HEADER_BYTES,
+                    pc.length);
+        length += pc.length;
         if (Load64(&part->stamp) != i + j + 1) whole = false;
       }
       if (!whole) {
@@ -173,9 +185,9 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       ++i;
       continue;
     }
-    if (record.empty()) continue;
+    if (length == 0) continue;
     ++stats->records;
-    fn(pinned, start, absl::MakeConstSpan(record));
+    fn(pinned, start, absl::MakeConstSpan(record.get(), length));
   }
 }
 
@@ -185,14 +197,52 @@ uint64_t TraceFile::SlotsInUse() const {
          std::min(Load64(&live->ring_next), header_.ring_slots);
 }
 
+uint64_t RecordTime(absl::Span<const uint8_t> record) {
+  WireReader r(record);
+  WireField f;
+  while (r.Next(&f))
+    if (f.number == 1 && f.wire_type == 0) return f.value;
+  return 0;
+}
+
 void TraceFile::ForEachRecord(const RecordFn& fn, TraceFileStats* stats) const {
   const auto* live = reinterpret_cast<const ncclwatch_ring_header*>(data_);
   // Cursors are read once: records written after this point are not seen.
   const uint64_t pinned_next = Load64(&live->pinned_next);
   const uint64_t ring_next = Load64(&live->ring_next);
   stats->pinned_overflow = Load64(&live->pinned_overflow);
-  ReadRegion(true, header_.pinned_offset, header_.pinned_slots, pinned_next, fn, stats);
-  ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, fn, stats);
+  // The pinned region is small (process identity, modules, communicator
+  // creation and end): hold its records, and hand each out just before the
+  // first ring record that is later, so both regions come out in the order
+  // they were written.
+  struct Held {
+    uint64_t t;
+    uint64_t index;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Held> pinned;
+  ReadRegion(
+      true, header_.pinned_offset, header_.pinned_slots, pinned_next,
+      [&](bool, uint64_t index, absl::Span<const uint8_t> bytes) {
+        pinned.push_back({RecordTime(bytes), index, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+      },
+      stats);
+  // Pinned records are claimed in order, but threads can take their time
+  // stamps in a different order than they claim: sort by time, stably.
+  std::stable_sort(pinned.begin(), pinned.end(), [](const Held& a, const Held& b) { return a.t < b.t; });
+  size_t next = 0;
+  ReadRegion(
+      false, header_.ring_offset, header_.ring_slots, ring_next,
+      [&](bool, uint64_t index, absl::Span<const uint8_t> bytes) {
+        if (next < pinned.size()) {
+          const uint64_t t = RecordTime(bytes);
+          for (; next < pinned.size() && pinned[next].t <= t; ++next)
+            fn(true, pinned[next].index, absl::MakeConstSpan(pinned[next].bytes));
+        }
+        fn(false, index, bytes);
+      },
+      stats);
+  for (; next < pinned.size(); ++next) fn(true, pinned[next].index, absl::MakeConstSpan(pinned[next].bytes));
 }
 
 }  // namespace ncclwatch::decoder

@@ -3,8 +3,9 @@
 // Open() checks the header against the file's real size and the format's
 // constants before any offset is used, and refuses, with a one-line reason, a
 // file that is not a trace, was truncated, or comes from another format or
-// schema version. ForEachRecord() then yields every whole record, pinned
-// region first, then the ring from its oldest surviving slot; a slot whose
+// schema version. ForEachRecord() then yields every whole record of both
+// regions in the order they were written (the pinned region's records merged,
+// by their time stamps, into the ring's from its oldest surviving slot); a slot whose
 // stamp does not match its place (torn by a crash, overwritten, never
 // written) or whose lengths do not add up is skipped and counted, never used.
 // The process may still be running: every slot is copied and its stamp
@@ -48,6 +49,7 @@ class TraceFile {
   // number of records ForEachRecord would yield.
   uint64_t SlotsInUse() const;
 
+  // `bytes` is valid during the call only.
   using RecordFn = std::function<void(bool pinned, uint64_t index, absl::Span<const uint8_t> bytes)>;
   void ForEachRecord(const RecordFn& fn, TraceFileStats* stats) const;
 
@@ -61,6 +63,9 @@ class TraceFile {
   size_t size_ = 0;
   ncclwatch_ring_header header_{};
 };
+
+// A record's time stamp (Record.t), 0 when it has none.
+uint64_t RecordTime(absl::Span<const uint8_t> record);
 
 }  // namespace ncclwatch::decoder
 

@@ -16,7 +16,7 @@
 
 #include "report/names.h"
 #include "support/traced_job.h"
-#include "trace/process_trace.h"
+#include "model/process_trace.h"
 
 namespace {
 

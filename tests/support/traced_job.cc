@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "report/names.h"
-#include "trace/process_trace.h"
+#include "model/process_trace.h"
 
 namespace jobs {
 

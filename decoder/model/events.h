@@ -1,34 +1,33 @@
-// ProcessTrace: what one traced process did, decoded from its trace file.
+// The events of a process's timeline: one struct per record kind of
+// trace.proto, decoded (model/record_importer.cc) into typed tables of
+// ProcessTrace (model/process_trace.h).
 //
-// LoadProcessTrace parses every whole record with libprotobuf into compact,
-// typed events (a record that does not parse counts as torn) and keeps the
-// clock anchors to turn trace-clock ticks into wall-clock time. Events are in
-// the order the process wrote them (`order`), which within a thread is the
-// order of its calls.
+// Every event that the timeline orders carries `order`, its position among
+// all of the process's records in the order they happened (both regions of
+// the trace file merged by time), and `t`, its trace-clock time. Strings that
+// come from the operating system (paths, hosts, environment values,
+// interface names, NCCL's error text) are kept as the bytes recorded: any
+// byte survives, and the reports escape what they print.
 //
-// Thread-safety: a ProcessTrace is immutable after loading.
+// Adding a record kind: a struct here, a table in ProcessTrace, and a case in
+// RecordImporter. Nothing else re-derives it.
 
-#ifndef NCCLWATCH_DECODER_TRACE_PROCESS_TRACE_H_
-#define NCCLWATCH_DECODER_TRACE_PROCESS_TRACE_H_
+#ifndef NCCLWATCH_DECODER_MODEL_EVENTS_H_
+#define NCCLWATCH_DECODER_MODEL_EVENTS_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <map>
-
-#include "absl/status/statusor.h"
-#include "ncclwatch/ring_format.h"
+#include "model/numbering.h"
 #include "trace/socket_address.h"
-#include "trace/trace_file.h"
 
 namespace ncclwatch::decoder {
 
-constexpr int32_t kResultPending = NCCLWATCH_RESULT_PENDING;
-
 struct CollectiveEvent {
-  uint64_t order = 0;  // position among all of the process's records
+  uint64_t order = 0;  // position in the process's timeline
   uint64_t t = 0;
   uint64_t comm = 0;
   uint64_t seq = 0;
@@ -80,7 +79,8 @@ struct ApiEvent {
   int32_t result = kResultPending;
 };
 
-// One rank of one communicator in this process, from creation to end.
+// One rank of one communicator in this process, from creation to end: the
+// CommInitBegin, CommInitEnd and CommEnd records of that rank, joined.
 struct CommMembership {
   uint64_t comm = 0;
   uint32_t init_call = 0;
@@ -105,6 +105,10 @@ struct CommMembership {
   int32_t end_result = kResultPending;
   uint64_t end_t = 0;
   uint64_t end_order = 0;
+
+  // The init returned a communicator NCCL created (or is still creating, for
+  // a non-blocking one).
+  bool Formed() const { return init_returned && Accepted(init_result); }
 };
 
 struct FatalSignalEvent {
@@ -114,7 +118,7 @@ struct FatalSignalEvent {
   int32_t code = 0;
   uint64_t address = 0;
   int32_t sender_pid = 0;
-  uint32_t disposition = 0;
+  uint32_t disposition = 0;  // 0 default action, 1 ignored, 2 the program's handler
 };
 
 struct ProcessEndEvent {
@@ -144,7 +148,7 @@ struct SysCallEvent {
   uint64_t t = 0;
   uint32_t kind = 0;  // trace.proto SysCall.Kind
   int64_t ret = 0;
-  int32_t err = 0;    // errno when it failed
+  int32_t err = 0;  // errno when it failed
   int32_t fd = -1;
   std::string path;
   int64_t size = -1;
@@ -202,56 +206,6 @@ struct InventoryInfo {
   }
 };
 
-struct ProcessTrace {
-  std::string path;
-  uint32_t pid = 0;
-  std::string host;
-  int32_t global_rank = -1;  // from the launcher's environment
-  std::string rank_source;
-  int32_t world_size = -1;
-  int32_t local_rank = -1;
-  std::string exe;
-  std::string job_id;
-  uint32_t clock = NCCLWATCH_CLOCK_MONOTONIC_NS;
-  bool has_start = false;
-  int32_t nccl_version = 0;  // what ncclGetVersion returned (e.g. 22809), 0 if never called
-
-  std::vector<TimeAnchorEvent> anchors;
-  std::vector<ModuleInfo> modules;
-  std::vector<CommMembership> comms;
-  std::vector<CollectiveEvent> collectives;
-  std::vector<P2pEvent> p2p;
-  std::vector<GroupEvent> groups;
-  std::vector<ApiEvent> apis;
-  std::vector<FatalSignalEvent> signals;
-  std::optional<ProcessEndEvent> end;
-  std::vector<SysCallEvent> syscalls;
-  std::vector<NcclErrorEvent> errors;
-  InventoryInfo inventory;
-
-  TraceFileStats stats;
-  uint64_t unparsed_records = 0;
-  uint64_t records = 0;
-  uint64_t last_t = 0;       // the latest record's time
-  uint64_t last_order = 0;
-
-  // The rank to name this process by: the launcher's, else its rank in the
-  // first communicator it made, else -1.
-  int32_t DisplayRank() const;
-  // Trace-clock ticks to CLOCK_REALTIME / CLOCK_MONOTONIC nanoseconds.
-  int64_t RealtimeNs(uint64_t t) const;
-  int64_t MonotonicNs(uint64_t t) const;
-  // The module holding `address`, or nullptr.
-  const ModuleInfo* ModuleAt(uint64_t address) const;
-  // The membership of handle/identity `comm` (first match), or nullptr.
-  const CommMembership* Membership(uint64_t comm) const;
-  // Whether a library dlopen'ed as `name` ("libibverbs.so") is in the
-  // module map: a module whose file name starts with name's file name.
-  bool Loaded(const std::string& name) const;
-};
-
-absl::StatusOr<ProcessTrace> LoadProcessTrace(const std::string& path);
-
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_TRACE_PROCESS_TRACE_H_
+#endif  // NCCLWATCH_DECODER_MODEL_EVENTS_H_

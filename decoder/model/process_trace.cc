@@ -1,0 +1,177 @@
+#include "model/process_trace.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "model/record_importer.h"
+#include "util/status_macros.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+// One CommStream per (communicator, rank): its numbered calls in order, and
+// whether the trace holds its start.
+void BuildStreams(ProcessTrace* p) {
+  std::map<std::pair<uint64_t, int32_t>, size_t> index;
+  auto stream = [&](uint64_t comm, int32_t rank) -> CommStream& {
+    auto [it, fresh] = index.emplace(std::make_pair(comm, rank), p->streams.size());
+    if (fresh) {
+      CommStream s;
+      s.comm = comm;
+      s.rank = rank;
+      p->streams.push_back(std::move(s));
+    }
+    return p->streams[it->second];
+  };
+  // Members that formed count even with no call: they were expected to call.
+  for (size_t i = 0; i < p->comms.size(); ++i) {
+    const CommMembership& m = p->comms[i];
+    if (m.comm != 0 && m.rank >= 0 && m.Formed()) stream(m.comm, m.rank).membership = static_cast<int>(i);
+  }
+  // Collectives and point-to-point calls, merged in timeline order, so each
+  // send or receive knows how many collectives its rank had issued before it.
+  struct Progress {
+    bool seen = false;
+    bool from_start = false;
+    int64_t issued = 0;  // last collective seq + 1
+  };
+  std::map<std::pair<uint64_t, int32_t>, Progress> progress;
+  const bool nothing_lost = p->stats.ring_overwritten == 0;
+  size_t c = 0;
+  auto take_collectives_until = [&](uint64_t order) {
+    for (; c < p->collectives.size() && p->collectives[c].order < order; ++c) {
+      const CollectiveEvent& e = p->collectives[c];
+      if (e.comm == 0 || e.rank < 0 || !Accepted(e.result)) continue;
+      CommStream& s = stream(e.comm, e.rank);
+      Progress& pr = progress[{e.comm, e.rank}];
+      if (!pr.seen) {
+        pr.seen = true;
+        pr.from_start = e.seq == 0;
+      }
+      pr.issued = static_cast<int64_t>(e.seq) + 1;
+      s.collectives.push_back(static_cast<uint32_t>(c));
+    }
+  };
+  for (size_t i = 0; i < p->p2p.size(); ++i) {
+    const P2pEvent& e = p->p2p[i];
+    take_collectives_until(e.order);
+    if (e.comm == 0 || e.rank < 0 || e.peer < 0 || !Accepted(e.result)) continue;
+    CommStream& s = stream(e.comm, e.rank);
+    auto it = progress.find({e.comm, e.rank});
+    int64_t before;
+    if (it == progress.end()) {
+      before = nothing_lost ? 0 : -1;  // no collective yet, unless the trace lost them
+    } else {
+      before = it->second.from_start ? it->second.issued : -1;
+    }
+    s.p2p.push_back(static_cast<uint32_t>(i));
+    s.collectives_before_p2p.push_back(before);
+  }
+  take_collectives_until(UINT64_MAX);
+  for (CommStream& s : p->streams) {
+    if (!s.collectives.empty()) {
+      s.holds_start = p->collectives[s.collectives.front()].seq == 0;
+    } else {
+      s.holds_start = nothing_lost;
+    }
+  }
+}
+
+}  // namespace
+
+int32_t ProcessTrace::DisplayRank() const {
+  if (global_rank >= 0) return global_rank;
+  for (const CommMembership& m : comms)
+    if (m.rank >= 0 && m.parent == 0) return m.rank;
+  return -1;
+}
+
+int64_t ProcessTrace::MonotonicNs(uint64_t t) const {
+  if (clock == NCCLWATCH_CLOCK_MONOTONIC_NS || anchors.empty()) return static_cast<int64_t>(t);
+  // TSC: the rate from the two anchors furthest apart, offset from the nearest.
+  const TimeAnchorEvent& a = anchors.front();
+  const TimeAnchorEvent& b = anchors.back();
+  double rate = 1.0;  // ns per tick
+  if (b.t > a.t && b.monotonic_ns > a.monotonic_ns) {
+    rate = static_cast<double>(b.monotonic_ns - a.monotonic_ns) / static_cast<double>(b.t - a.t);
+  }
+  // Anchors are sorted by t: the nearest is at the first not before t, or just before it.
+  auto it = std::lower_bound(anchors.begin(), anchors.end(), t,
+                             [](const TimeAnchorEvent& x, uint64_t v) { return x.t < v; });
+  const TimeAnchorEvent* near = it == anchors.end() ? &anchors.back() : &*it;
+  if (it != anchors.begin()) {
+    const TimeAnchorEvent* before = &*(it - 1);
+    if (t - before->t < (near->t > t ? near->t - t : t - near->t)) near = before;
+  }
+  return static_cast<int64_t>(near->monotonic_ns) +
+         static_cast<int64_t>(rate * (static_cast<double>(t) - static_cast<double>(near->t)));
+}
+
+int64_t ProcessTrace::RealtimeNs(uint64_t t) const {
+  if (anchors.empty()) return 0;
+  const TimeAnchorEvent& a = anchors.front();
+  return MonotonicNs(t) + (static_cast<int64_t>(a.realtime_ns) - static_cast<int64_t>(a.monotonic_ns));
+}
+
+const ModuleInfo* ProcessTrace::ModuleAt(uint64_t address) const {
+  for (const ModuleInfo& m : modules)
+    if (address >= m.start && address < m.end) return &m;
+  return nullptr;
+}
+
+bool ProcessTrace::Loaded(const std::string& name) const {
+  const std::string base = name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1);
+  if (base.empty()) return false;
+  for (const ModuleInfo& m : modules) {
+    const size_t slash = m.path.rfind('/');
+    if (m.path.compare(slash == std::string::npos ? 0 : slash + 1, base.size(), base) == 0) return true;
+  }
+  return false;
+}
+
+const CommMembership* ProcessTrace::Membership(uint64_t comm) const {
+  for (const CommMembership& m : comms)
+    if (m.comm == comm) return &m;
+  return nullptr;
+}
+
+const CommMembership* ProcessTrace::Membership(uint64_t comm, int32_t rank) const {
+  const CommMembership* found = nullptr;
+  for (const CommMembership& m : comms)
+    if (m.comm == comm && m.rank == rank) found = &m;
+  return found;
+}
+
+uint64_t ProcessTrace::LastCallOrder() const {
+  uint64_t last = 0;
+  if (!collectives.empty()) last = std::max(last, collectives.back().order);
+  if (!p2p.empty()) last = std::max(last, p2p.back().order);
+  if (!groups.empty()) last = std::max(last, groups.back().order);
+  return last;
+}
+
+absl::StatusOr<ProcessTrace> LoadProcessTrace(const std::string& path) {
+  NCCLWATCH_ASSIGN_OR_RETURN(std::unique_ptr<TraceFile> file, TraceFile::Open(path));
+  ProcessTrace p;
+  p.path = path;
+  p.clock = file->header().clock;
+  p.pid = file->header().pid;
+  p.host = file->header().host;
+  RecordImporter importer(&p);
+  file->ForEachRecord(
+      [&](bool, uint64_t, absl::Span<const uint8_t> bytes) {
+        if (importer.Import(bytes)) {
+          ++p.records;
+        } else {
+          ++p.unparsed_records;
+        }
+      },
+      &p.stats);
+  std::sort(p.anchors.begin(), p.anchors.end(),
+            [](const TimeAnchorEvent& a, const TimeAnchorEvent& b) { return a.t < b.t; });
+  BuildStreams(&p);
+  return p;
+}
+
+}  // namespace ncclwatch::decoder

@@ -1,0 +1,94 @@
+// ProcessTrace: one traced process's timeline, the model every analysis reads.
+//
+// LoadProcessTrace reads a trace file (trace/trace_file.h) as hostile input,
+// decodes each whole record straight from its bytes (model/record_importer.h;
+// no libprotobuf, no allocation for the per-call records) and builds, once:
+//   - the process's identity, inventory, modules and clock anchors;
+//   - typed tables of its events (model/events.h), each in timeline order:
+//     both regions of the file merged by time, so `order` is the true order
+//     of what the process did;
+//   - one CommStream per (communicator, rank) it holds: its numbered calls,
+//     whether the trace still has #0, and what it issued before each
+//     point-to-point call (model/comm_stream.h).
+// Analyses read these and never re-derive them.
+//
+// Thread-safety: immutable after loading; different files may be loaded on
+// different threads at once.
+
+#ifndef NCCLWATCH_DECODER_MODEL_PROCESS_TRACE_H_
+#define NCCLWATCH_DECODER_MODEL_PROCESS_TRACE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/comm_stream.h"
+#include "model/events.h"
+#include "ncclwatch/ring_format.h"
+#include "trace/trace_file.h"
+
+namespace ncclwatch::decoder {
+
+struct ProcessTrace {
+  std::string path;
+  uint32_t pid = 0;
+  std::string host;
+  int32_t global_rank = -1;  // from the launcher's environment
+  std::string rank_source;
+  int32_t world_size = -1;
+  int32_t local_rank = -1;
+  std::string exe;
+  std::string job_id;
+  uint32_t clock = NCCLWATCH_CLOCK_MONOTONIC_NS;
+  bool has_start = false;
+  int32_t nccl_version = 0;  // what ncclGetVersion returned (e.g. 22809), 0 if never called
+
+  std::vector<TimeAnchorEvent> anchors;  // sorted by t
+  std::vector<ModuleInfo> modules;
+  std::vector<CommMembership> comms;
+  std::vector<CollectiveEvent> collectives;
+  std::vector<P2pEvent> p2p;
+  std::vector<GroupEvent> groups;
+  std::vector<ApiEvent> apis;
+  std::vector<FatalSignalEvent> signals;
+  std::optional<ProcessEndEvent> end;
+  std::vector<SysCallEvent> syscalls;
+  std::vector<NcclErrorEvent> errors;
+  InventoryInfo inventory;
+
+  // One per (communicator, rank) that has a formed membership or a call.
+  std::vector<CommStream> streams;
+
+  TraceFileStats stats;
+  uint64_t unparsed_records = 0;
+  uint64_t records = 0;
+  uint64_t last_t = 0;  // the latest record's time
+  uint64_t last_order = 0;
+
+  // The rank to name this process by: the launcher's, else its rank in the
+  // first communicator it made, else -1.
+  int32_t DisplayRank() const;
+  // Trace-clock ticks to CLOCK_REALTIME / CLOCK_MONOTONIC nanoseconds.
+  int64_t RealtimeNs(uint64_t t) const;
+  int64_t MonotonicNs(uint64_t t) const;
+  // The module holding `address`, or nullptr.
+  const ModuleInfo* ModuleAt(uint64_t address) const;
+  // The membership of identity `comm` (first match), or nullptr.
+  const CommMembership* Membership(uint64_t comm) const;
+  // The membership of `comm` with rank `rank`, or nullptr.
+  const CommMembership* Membership(uint64_t comm, int32_t rank) const;
+  // Whether a library dlopen'ed as `name` ("libibverbs.so") is in the
+  // module map: a module whose file name starts with name's file name.
+  bool Loaded(const std::string& name) const;
+  // The order of the process's last call into NCCL that advanced a
+  // communicator (a collective, send or receive, or group call), 0 if none.
+  uint64_t LastCallOrder() const;
+};
+
+absl::StatusOr<ProcessTrace> LoadProcessTrace(const std::string& path);
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_MODEL_PROCESS_TRACE_H_

@@ -1,0 +1,491 @@
+#include "model/record_importer.h"
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "ncclwatch/trace_fields.h"
+#include "trace/wire_reader.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+namespace f = ::ncclwatch::fields;
+
+// Field accessors that check the wire type as libprotobuf does: a field with
+// a wire type other than its declared one is an unknown field, skipped.
+bool Varint(const WireField& x) { return x.wire_type == 0; }
+bool Fixed64(const WireField& x) { return x.wire_type == 1; }
+bool Fixed32(const WireField& x) { return x.wire_type == 5; }
+bool Bytes(const WireField& x) { return x.wire_type == 2; }
+
+std::string Str(const WireField& x) { return std::string(x.AsString()); }
+
+// A repeated sint32, packed (proto3's default) or not.
+bool AppendSint32s(const WireField& x, std::vector<int32_t>* out) {
+  if (Varint(x)) {
+    out->push_back(x.Zigzag32());
+    return true;
+  }
+  if (!Bytes(x)) return true;
+  // A packed run: bare varints back to back.
+  const uint8_t* p = x.bytes.data();
+  const uint8_t* end = p + x.bytes.size();
+  while (p < end) {
+    uint64_t v = 0;
+    int shift = 0;
+    bool done = false;
+    while (p < end && shift < 64) {
+      const uint8_t b = *p++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      shift += 7;
+      if ((b & 0x80) == 0) {
+        done = true;
+        break;
+      }
+    }
+    if (!done) return false;
+    out->push_back(static_cast<int32_t>((v >> 1) ^ (~(v & 1) + 1)));
+  }
+  return true;
+}
+
+bool DecodeCollective(absl::Span<const uint8_t> b, CollectiveEvent* e) {
+  e->result = 0;
+  e->rank = 0;
+  WireReader r(b);
+  WireField x;
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case f::collective::kResult: if (Fixed32(x)) e->result = x.AsInt32(); break;
+      case f::collective::kComm: if (Fixed64(x)) e->comm = x.value; break;
+      case f::collective::kSeq: if (Varint(x)) e->seq = x.value; break;
+      case f::collective::kCall: if (Varint(x)) e->call = static_cast<uint32_t>(x.value); break;
+      case f::collective::kCount: if (Varint(x)) e->count = x.value; break;
+      case f::collective::kDatatype: if (Varint(x)) e->datatype = x.Zigzag32(); break;
+      case f::collective::kRedop: if (Varint(x)) e->redop = x.Zigzag32(); break;
+      case f::collective::kRoot: if (Varint(x)) e->root = x.Zigzag32(); break;
+      case f::collective::kStream: if (Fixed64(x)) e->stream = x.value; break;
+      case f::collective::kGroup: if (Varint(x)) e->group = x.value; break;
+      case f::collective::kCaller: if (Fixed64(x)) e->caller = x.value; break;
+      case f::collective::kRank: if (Varint(x)) e->rank = x.Zigzag32(); break;
+      default: break;
+    }
+  }
+  return r.ok();
+}
+
+bool DecodeP2p(absl::Span<const uint8_t> b, P2pEvent* e) {
+  e->result = 0;
+  e->rank = 0;
+  e->peer = 0;
+  WireReader r(b);
+  WireField x;
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case f::p2p::kResult: if (Fixed32(x)) e->result = x.AsInt32(); break;
+      case f::p2p::kComm: if (Fixed64(x)) e->comm = x.value; break;
+      case f::p2p::kSeq: if (Varint(x)) e->seq = x.value; break;
+      case f::p2p::kSend: if (Varint(x)) e->send = x.value != 0; break;
+      case f::p2p::kPeer: if (Varint(x)) e->peer = x.Zigzag32(); break;
+      case f::p2p::kCount: if (Varint(x)) e->count = x.value; break;
+      case f::p2p::kDatatype: if (Varint(x)) e->datatype = x.Zigzag32(); break;
+      case f::p2p::kStream: if (Fixed64(x)) e->stream = x.value; break;
+      case f::p2p::kGroup: if (Varint(x)) e->group = x.value; break;
+      case f::p2p::kCaller: if (Fixed64(x)) e->caller = x.value; break;
+      case f::p2p::kRank: if (Varint(x)) e->rank = x.Zigzag32(); break;
+      default: break;
+    }
+  }
+  return r.ok();
+}
+
+bool DecodeGroup(absl::Span<const uint8_t> b, GroupEvent* e) {
+  e->result = 0;
+  WireReader r(b);
+  WireField x;
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case f::group::kResult: if (Fixed32(x)) e->result = x.AsInt32(); break;
+      case f::group::kCall: if (Varint(x)) e->call = static_cast<uint32_t>(x.value); break;
+      case f::group::kGroup: if (Varint(x)) e->group = x.value; break;
+      case f::group::kDepth: if (Varint(x)) e->depth = static_cast<uint32_t>(x.value); break;
+      case f::group::kCaller: if (Fixed64(x)) e->caller = x.value; break;
+      default: break;
+    }
+  }
+  return r.ok();
+}
+
+bool DecodeApi(absl::Span<const uint8_t> b, ApiEvent* e, uint64_t* caller) {
+  e->result = 0;
+  WireReader r(b);
+  WireField x;
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case f::api::kResult: if (Fixed32(x)) e->result = x.AsInt32(); break;
+      case f::api::kCall: if (Varint(x)) e->call = static_cast<uint32_t>(x.value); break;
+      case f::api::kComm: if (Fixed64(x)) e->comm = x.value; break;
+      case f::api::kValue: if (Varint(x)) e->value = x.Zigzag(); break;
+      case f::api::kCaller: if (Fixed64(x)) *caller = x.value; break;
+      default: break;
+    }
+  }
+  return r.ok();
+}
+
+}  // namespace
+
+bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
+  // The envelope: time, thread, and one body (the last one wins, as for a
+  // protobuf oneof).
+  uint64_t t = 0;
+  uint32_t thread = 0;
+  uint32_t body_kind = 0;
+  absl::Span<const uint8_t> body;
+  {
+    WireReader r(bytes);
+    WireField x;
+    while (r.Next(&x)) {
+      if (x.number == f::record::kT && Varint(x)) {
+        t = x.value;
+      } else if (x.number == f::record::kThread && Varint(x)) {
+        thread = static_cast<uint32_t>(x.value);
+      } else if (x.number >= f::record::kProcessStart && x.number <= f::record::kInventory && Bytes(x)) {
+        body_kind = x.number;
+        body = x.bytes;
+      }
+    }
+    if (!r.ok()) return false;
+  }
+  ProcessTrace& p = *p_;
+  const uint64_t order = p.last_order + 1;
+  WireReader r(body);
+  WireField x;
+  bool ok = true;
+  switch (body_kind) {
+    case f::record::kCollective: {
+      CollectiveEvent e;
+      e.order = order;
+      e.t = t;
+      e.thread = thread;
+      ok = DecodeCollective(body, &e);
+      if (ok) p.collectives.push_back(e);
+      break;
+    }
+    case f::record::kP2p: {
+      P2pEvent e;
+      e.order = order;
+      e.t = t;
+      ok = DecodeP2p(body, &e);
+      if (ok) p.p2p.push_back(e);
+      break;
+    }
+    case f::record::kGroup: {
+      GroupEvent e;
+      e.order = order;
+      e.t = t;
+      ok = DecodeGroup(body, &e);
+      if (ok) p.groups.push_back(e);
+      break;
+    }
+    case f::record::kApi: {
+      ApiEvent e;
+      e.order = order;
+      e.t = t;
+      uint64_t caller = 0;
+      ok = DecodeApi(body, &e, &caller);
+      if (ok) {
+        p.apis.push_back(e);
+        if (e.call == f::kGetVersion && e.result == kNcclSuccess) p.nccl_version = static_cast<int32_t>(e.value);
+      }
+      break;
+    }
+    case f::record::kProcessStart: {
+      ProcessTrace s;  // proto defaults
+      s.global_rank = s.world_size = s.local_rank = 0;
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::process_start::kPid: if (Varint(x)) s.pid = static_cast<uint32_t>(x.value); break;
+          case f::process_start::kHost: if (Bytes(x)) s.host = Str(x); break;
+          case f::process_start::kGlobalRank: if (Varint(x)) s.global_rank = x.Zigzag32(); break;
+          case f::process_start::kRankSource: if (Bytes(x)) s.rank_source = Str(x); break;
+          case f::process_start::kWorldSize: if (Varint(x)) s.world_size = x.Zigzag32(); break;
+          case f::process_start::kLocalRank: if (Varint(x)) s.local_rank = x.Zigzag32(); break;
+          case f::process_start::kExe: if (Bytes(x)) s.exe = Str(x); break;
+          case f::process_start::kJobId: if (Bytes(x)) s.job_id = Str(x); break;
+          default: break;
+        }
+      }
+      ok = r.ok();
+      if (ok) {
+        p.has_start = true;
+        p.pid = s.pid;
+        p.host = std::move(s.host);
+        p.global_rank = s.global_rank;
+        p.rank_source = std::move(s.rank_source);
+        p.world_size = s.world_size;
+        p.local_rank = s.local_rank;
+        p.exe = std::move(s.exe);
+        p.job_id = std::move(s.job_id);
+      }
+      break;
+    }
+    case f::record::kProcessEnd: {
+      ProcessEndEvent e{order, t, 0, 0};
+      while (r.Next(&x)) {
+        if (x.number == f::process_end::kHow && Varint(x)) e.how = static_cast<uint32_t>(x.value);
+        if (x.number == f::process_end::kExitCode && Varint(x)) e.exit_code = x.Zigzag32();
+      }
+      ok = r.ok();
+      if (ok) p.end = e;
+      break;
+    }
+    case f::record::kTimeAnchor: {
+      TimeAnchorEvent a;
+      while (r.Next(&x)) {
+        if (!Varint(x)) continue;
+        if (x.number == f::time_anchor::kT) a.t = x.value;
+        if (x.number == f::time_anchor::kMonotonicNs) a.monotonic_ns = x.value;
+        if (x.number == f::time_anchor::kRealtimeNs) a.realtime_ns = x.value;
+      }
+      ok = r.ok();
+      if (ok) p.anchors.push_back(a);
+      break;
+    }
+    case f::record::kModule: {
+      ModuleInfo m;
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::module::kPath: if (Bytes(x)) m.path = Str(x); break;
+          case f::module::kBase: if (Fixed64(x)) m.base = x.value; break;
+          case f::module::kStart: if (Fixed64(x)) m.start = x.value; break;
+          case f::module::kEnd: if (Fixed64(x)) m.end = x.value; break;
+          case f::module::kBuildId: if (Bytes(x)) m.build_id = Str(x); break;
+          default: break;
+        }
+      }
+      ok = r.ok();
+      if (ok) p.modules.push_back(std::move(m));
+      break;
+    }
+    case f::record::kCommInitBegin: {
+      CommMembership m;
+      m.rank = m.nranks = m.begin_device = 0;
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::comm_init_begin::kComm: if (Fixed64(x)) m.comm = x.value; break;
+          case f::comm_init_begin::kCall: if (Varint(x)) m.init_call = static_cast<uint32_t>(x.value); break;
+          case f::comm_init_begin::kNranks: if (Varint(x)) m.nranks = x.Zigzag32(); break;
+          case f::comm_init_begin::kRank: if (Varint(x)) m.rank = x.Zigzag32(); break;
+          case f::comm_init_begin::kParent: if (Fixed64(x)) m.parent = x.value; break;
+          case f::comm_init_begin::kColor: if (Varint(x)) m.color = x.Zigzag32(); break;
+          case f::comm_init_begin::kKey: if (Varint(x)) m.key = x.Zigzag32(); break;
+          case f::comm_init_begin::kSplitIndex: if (Varint(x)) m.split_index = static_cast<uint32_t>(x.value); break;
+          case f::comm_init_begin::kExcluded:
+            if (!AppendSint32s(x, &m.excluded)) ok = false;
+            break;
+          case f::comm_init_begin::kCaller: if (Fixed64(x)) m.caller = x.value; break;
+          case f::comm_init_begin::kDevice: if (Varint(x)) m.begin_device = x.Zigzag32(); break;
+          case f::comm_init_begin::kBusId: if (Bytes(x)) m.bus_id = Str(x); break;
+          default: break;
+        }
+      }
+      ok = ok && r.ok();
+      if (ok) {
+        m.init_t = t;
+        m.init_order = order;
+        p.comms.push_back(std::move(m));
+      }
+      break;
+    }
+    case f::record::kCommInitEnd: {
+      uint64_t comm = 0, handle = 0;
+      int32_t result = 0, rank = 0, device = 0, nranks = 0;
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::comm_init_end::kComm: if (Fixed64(x)) comm = x.value; break;
+          case f::comm_init_end::kResult: if (Fixed32(x)) result = x.AsInt32(); break;
+          case f::comm_init_end::kHandle: if (Fixed64(x)) handle = x.value; break;
+          case f::comm_init_end::kRank: if (Varint(x)) rank = x.Zigzag32(); break;
+          case f::comm_init_end::kDevice: if (Varint(x)) device = x.Zigzag32(); break;
+          case f::comm_init_end::kNranks: if (Varint(x)) nranks = x.Zigzag32(); break;
+          default: break;
+        }
+      }
+      ok = r.ok();
+      if (!ok) break;
+      // The earliest begin of this identity still waiting for its end (for
+      // ncclCommInitAll, the one with this rank).
+      for (CommMembership& m : p.comms) {
+        if (m.comm == comm && !m.init_returned && (m.rank == rank || m.rank < 0 || rank < 0)) {
+          m.init_returned = true;
+          m.init_result = result;
+          m.handle = handle;
+          if (rank >= 0) m.rank = rank;
+          if (nranks > 0) m.nranks = nranks;
+          m.device = device;
+          break;
+        }
+      }
+      break;
+    }
+    case f::record::kCommEnd: {
+      uint64_t comm = 0, handle = 0;
+      uint32_t call = 0;
+      int32_t result = 0;
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::comm_end::kComm: if (Fixed64(x)) comm = x.value; break;
+          case f::comm_end::kHandle: if (Fixed64(x)) handle = x.value; break;
+          case f::comm_end::kCall: if (Varint(x)) call = static_cast<uint32_t>(x.value); break;
+          case f::comm_end::kResult: if (Fixed32(x)) result = x.AsInt32(); break;
+          default: break;
+        }
+      }
+      ok = r.ok();
+      if (!ok) break;
+      for (auto it = p.comms.rbegin(); it != p.comms.rend(); ++it) {
+        if (it->handle == handle || (comm != 0 && it->comm == comm && it->handle == 0)) {
+          it->end_call = call;
+          it->end_result = result;
+          it->end_t = t;
+          it->end_order = order;
+          break;
+        }
+      }
+      break;
+    }
+    case f::record::kFatalSignal: {
+      FatalSignalEvent s{order, t};
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::fatal_signal::kSigno: if (Varint(x)) s.signo = x.Zigzag32(); break;
+          case f::fatal_signal::kCode: if (Varint(x)) s.code = x.Zigzag32(); break;
+          case f::fatal_signal::kAddress: if (Fixed64(x)) s.address = x.value; break;
+          case f::fatal_signal::kSenderPid: if (Varint(x)) s.sender_pid = x.Zigzag32(); break;
+          case f::fatal_signal::kDisposition: if (Varint(x)) s.disposition = static_cast<uint32_t>(x.value); break;
+          default: break;
+        }
+      }
+      ok = r.ok();
+      if (ok) p.signals.push_back(s);
+      break;
+    }
+    case f::record::kSysCall: {
+      SysCallEvent e;
+      e.order = order;
+      e.t = t;
+      e.fd = 0;
+      e.offset = 0;
+      int64_t size = 0;
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::sys_call::kKind: if (Varint(x)) e.kind = static_cast<uint32_t>(x.value); break;
+          case f::sys_call::kRet: if (Varint(x)) e.ret = x.Zigzag(); break;
+          case f::sys_call::kErr: if (Varint(x)) e.err = x.Zigzag32(); break;
+          case f::sys_call::kFd: if (Varint(x)) e.fd = x.Zigzag32(); break;
+          case f::sys_call::kPath: if (Bytes(x)) e.path = Str(x); break;
+          case f::sys_call::kSize: if (Varint(x)) size = x.Zigzag(); break;
+          case f::sys_call::kOffset: if (Varint(x)) e.offset = x.Zigzag(); break;
+          case f::sys_call::kAddr:
+            if (Bytes(x)) e.addr = x.bytes.empty() ? std::nullopt : ParseSocketAddress(x.AsString());
+            break;
+          case f::sys_call::kArg: if (Varint(x)) e.arg = x.Zigzag32(); break;
+          case f::sys_call::kInCall: if (Varint(x)) e.in_call = static_cast<uint32_t>(x.value); break;
+          case f::sys_call::kFromNccl: if (Varint(x)) e.from_nccl = x.value != 0; break;
+          case f::sys_call::kCaller: if (Fixed64(x)) e.caller = x.value; break;
+          default: break;
+        }
+      }
+      e.size = size != 0 ? size : -1;
+      ok = r.ok();
+      if (ok) p.syscalls.push_back(std::move(e));
+      break;
+    }
+    case f::record::kNcclError: {
+      NcclErrorEvent e{order, t};
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::nccl_error::kCall: if (Varint(x)) e.call = static_cast<uint32_t>(x.value); break;
+          case f::nccl_error::kResult: if (Fixed32(x)) e.result = x.AsInt32(); break;
+          case f::nccl_error::kComm: if (Fixed64(x)) e.comm = x.value; break;
+          case f::nccl_error::kLastError: if (Bytes(x)) e.text = Str(x); break;
+          case f::nccl_error::kAsync: if (Varint(x)) e.async = x.value != 0; break;
+          default: break;
+        }
+      }
+      ok = r.ok();
+      if (ok) p.errors.push_back(std::move(e));
+      break;
+    }
+    case f::record::kInventory: {
+      InventoryInfo v;
+      v.present = true;
+      while (r.Next(&x) && ok) {
+        switch (x.number) {
+          case f::inventory::kEnv: {
+            if (!Bytes(x)) break;
+            std::string name, value;
+            WireReader vr(x.bytes);
+            WireField y;
+            while (vr.Next(&y)) {
+              if (y.number == f::inventory::variable::kName && Bytes(y)) name = Str(y);
+              if (y.number == f::inventory::variable::kValue && Bytes(y)) value = Str(y);
+            }
+            ok = vr.ok();
+            v.env[std::move(name)] = std::move(value);
+            break;
+          }
+          case f::inventory::kNcclVersion: if (Varint(x)) v.nccl_version = x.Zigzag32(); break;
+          case f::inventory::kNcclPath: if (Bytes(x)) v.nccl_path = Str(x); break;
+          case f::inventory::kCudaDriverVersion: if (Varint(x)) v.cuda_driver_version = x.Zigzag32(); break;
+          case f::inventory::kCudaRuntimeVersion: if (Varint(x)) v.cuda_runtime_version = x.Zigzag32(); break;
+          case f::inventory::kFramework: if (Bytes(x)) v.framework = Str(x); break;
+          case f::inventory::kFrameworkPath: if (Bytes(x)) v.framework_path = Str(x); break;
+          case f::inventory::kInterfaces: {
+            if (!Bytes(x)) break;
+            std::string name;
+            uint32_t flags = 0, prefix = 0;
+            std::string_view addr;
+            WireReader ir(x.bytes);
+            WireField y;
+            while (ir.Next(&y)) {
+              if (y.number == f::inventory::interface::kName && Bytes(y)) name = Str(y);
+              if (y.number == f::inventory::interface::kFlags && Varint(y)) flags = static_cast<uint32_t>(y.value);
+              if (y.number == f::inventory::interface::kAddr && Bytes(y)) addr = y.AsString();
+              if (y.number == f::inventory::interface::kPrefixLen && Varint(y)) prefix = static_cast<uint32_t>(y.value);
+            }
+            ok = ir.ok();
+            if (std::optional<SocketAddress> a = ParseSocketAddress(addr)) {
+              v.interfaces.push_back({std::move(name), flags, *a, static_cast<int>(prefix)});
+            }
+            break;
+          }
+          case f::inventory::kShmKnown: if (Varint(x)) v.shm_known = x.value != 0; break;
+          case f::inventory::kShmSize: if (Varint(x)) v.shm_size = x.value; break;
+          case f::inventory::kShmFree: if (Varint(x)) v.shm_free = x.value; break;
+          case f::inventory::kMemlockSoft: if (Varint(x)) v.memlock_soft = x.value; break;
+          case f::inventory::kMemlockHard: if (Varint(x)) v.memlock_hard = x.value; break;
+          case f::inventory::kCgroup: if (Bytes(x)) v.cgroup = Str(x); break;
+          case f::inventory::kContainer: if (Bytes(x)) v.container = Str(x); break;
+          default: break;
+        }
+      }
+      ok = ok && r.ok();
+      if (ok) {
+        if (p.nccl_version == 0) p.nccl_version = v.nccl_version;
+        p.inventory = std::move(v);
+      }
+      break;
+    }
+    default:
+      break;  // no body, or one this version does not know: skipped, as the schema allows
+  }
+  if (!ok) return false;
+  p.last_order = order;
+  if (t > p.last_t) p.last_t = t;
+  return true;
+}
+
+}  // namespace ncclwatch::decoder

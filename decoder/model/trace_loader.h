@@ -1,0 +1,30 @@
+// LoadProcessTraces: many trace files, loaded on several cores, handed to
+// the caller one at a time in the order given.
+//
+// A job's traces are independent until the analyses join them, so they are
+// decoded in parallel, a batch of `threads` files at a time; the callback
+// sees them in file order on the calling thread, so results never depend on
+// scheduling, and at most one batch of decoded traces is in memory at once
+// (memory stays flat in the number of ranks).
+//
+// Thread-safety: call from one thread; `fn` runs on that thread.
+
+#ifndef NCCLWATCH_DECODER_MODEL_TRACE_LOADER_H_
+#define NCCLWATCH_DECODER_MODEL_TRACE_LOADER_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/process_trace.h"
+
+namespace ncclwatch::decoder {
+
+// `threads` 0: one per available core.
+void LoadProcessTraces(const std::vector<std::string>& files, unsigned threads,
+                       const std::function<void(const std::string& file, absl::StatusOr<ProcessTrace> trace)>& fn);
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_MODEL_TRACE_LOADER_H_

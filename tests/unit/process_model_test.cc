@@ -1,0 +1,428 @@
+// The decoder's model of one process: records decoded by our own wire
+// reader exactly as libprotobuf decodes them (every kind, odd values, bytes
+// that are not UTF-8), malformed records counted and skipped, the timeline
+// in true order across the file's two regions, and one stream per
+// (communicator, rank) built once.
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analysis/job_analysis.h"
+#include "model/process_trace.h"
+#include "model/record_importer.h"
+#include "ncclwatch/trace.pb.h"
+#include "ncclwatch/trace_fields.h"
+#include "ring/ring_writer.h"
+#include "support/traced_job.h"
+
+namespace {
+
+namespace pb = ncclwatch::trace::v1;
+namespace f = ncclwatch::fields;
+using ncclwatch::decoder::CommStream;
+using ncclwatch::decoder::JobAnalysis;
+using ncclwatch::decoder::LoadProcessTrace;
+using ncclwatch::decoder::ProcessTrace;
+using ncclwatch::decoder::RecordImporter;
+using ncclwatch::shim::RingConfig;
+using ncclwatch::shim::RingWriter;
+using ncclwatch::shim::Region;
+
+ProcessTrace Import(const std::vector<pb::Record>& records) {
+  ProcessTrace p;
+  RecordImporter importer(&p);
+  for (const pb::Record& r : records) {
+    const std::string bytes = r.SerializeAsString();
+    REQUIRE(importer.Import(absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
+  }
+  return p;
+}
+
+// Random values of every width and sign, the extremes included.
+class Values {
+ public:
+  explicit Values(uint32_t seed) : rng_(seed) {}
+  uint64_t U64() {
+    switch (rng_() % 4) {
+      case 0: return 0;
+      case 1: return UINT64_MAX - rng_() % 3;
+      default: return (static_cast<uint64_t>(rng_()) << 32) ^ rng_();
+    }
+  }
+  int32_t I32() {
+    switch (rng_() % 4) {
+      case 0: return -1;
+      case 1: return rng_() % 2 ? INT32_MIN : INT32_MAX;
+      default: return static_cast<int32_t>(rng_());
+    }
+  }
+  int64_t I64() { return static_cast<int64_t>(U64()); }
+  // Any bytes, NUL and invalid UTF-8 included.
+  std::string Bytes() {
+    std::string s(rng_() % 40, '\0');
+    for (char& c : s) c = static_cast<char>(rng_());
+    return s;
+  }
+
+ private:
+  std::mt19937 rng_;
+};
+
+}  // namespace
+
+TEST_CASE("per-call records decode as libprotobuf decodes them", "[model][conformance]") {
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    Values v(seed);
+    pb::Record c;
+    c.set_t(v.U64());
+    c.set_thread(static_cast<uint32_t>(v.U64()));
+    auto* x = c.mutable_collective();
+    x->set_result(v.I32());
+    x->set_comm(v.U64());
+    x->set_seq(v.U64());
+    x->set_call(static_cast<pb::Call>(seed % 10));
+    x->set_count(v.U64());
+    x->set_datatype(v.I32());
+    if (seed % 2) x->set_redop(v.I32());
+    if (seed % 3) x->set_root(v.I32());
+    x->set_stream(v.U64());
+    x->set_group(v.U64());
+    x->set_caller(v.U64());
+    x->set_rank(v.I32());
+    pb::Record p;
+    p.set_t(v.U64());
+    auto* y = p.mutable_p2p();
+    y->set_result(v.I32());
+    y->set_comm(v.U64());
+    y->set_seq(v.U64());
+    y->set_send(seed % 2);
+    y->set_peer(v.I32());
+    y->set_count(v.U64());
+    y->set_datatype(v.I32());
+    y->set_stream(v.U64());
+    y->set_group(v.U64());
+    y->set_caller(v.U64());
+    y->set_rank(v.I32());
+    pb::Record g;
+    g.set_t(v.U64());
+    g.mutable_group()->set_result(v.I32());
+    g.mutable_group()->set_call(pb::GROUP_END);
+    g.mutable_group()->set_group(v.U64());
+    g.mutable_group()->set_depth(static_cast<uint32_t>(v.U64()));
+    pb::Record a;
+    a.set_t(v.U64());
+    a.mutable_api()->set_result(0);
+    a.mutable_api()->set_call(pb::GET_VERSION);
+    a.mutable_api()->set_value(v.I64());
+
+    const ProcessTrace t = Import({c, p, g, a});
+    INFO("seed " << seed);
+    REQUIRE(t.collectives.size() == 1);
+    const auto& e = t.collectives[0];
+    CHECK(e.t == c.t());
+    CHECK(e.thread == c.thread());
+    CHECK(e.result == x->result());
+    CHECK(e.comm == x->comm());
+    CHECK(e.seq == x->seq());
+    CHECK(e.call == static_cast<uint32_t>(x->call()));
+    CHECK(e.count == x->count());
+    CHECK(e.datatype == x->datatype());
+    CHECK(e.redop == (x->has_redop() ? x->redop() : -1));
+    CHECK(e.root == (x->has_root() ? x->root() : -1));
+    CHECK(e.stream == x->stream());
+    CHECK(e.group == x->group());
+    CHECK(e.caller == x->caller());
+    CHECK(e.rank == x->rank());
+    CHECK(e.order == 1);
+    REQUIRE(t.p2p.size() == 1);
+    const auto& q = t.p2p[0];
+    CHECK(q.result == y->result());
+    CHECK(q.comm == y->comm());
+    CHECK(q.seq == y->seq());
+    CHECK(q.send == y->send());
+    CHECK(q.peer == y->peer());
+    CHECK(q.count == y->count());
+    CHECK(q.datatype == y->datatype());
+    CHECK(q.stream == y->stream());
+    CHECK(q.caller == y->caller());
+    CHECK(q.rank == y->rank());
+    CHECK(q.order == 2);
+    REQUIRE(t.groups.size() == 1);
+    CHECK(t.groups[0].group == g.group().group());
+    CHECK(t.groups[0].depth == g.group().depth());
+    CHECK(t.groups[0].result == g.group().result());
+    REQUIRE(t.apis.size() == 1);
+    CHECK(t.apis[0].value == a.api().value());
+    CHECK(t.nccl_version == static_cast<int32_t>(a.api().value()));
+    CHECK(t.last_order == 4);
+  }
+}
+
+TEST_CASE("identity, inventory and system calls keep every byte the OS gave", "[model][conformance]") {
+  for (uint32_t seed = 1; seed <= 50; ++seed) {
+    Values v(seed);
+    pb::Record s;
+    auto* st = s.mutable_process_start();
+    st->set_pid(static_cast<uint32_t>(v.U64()));
+    st->set_host(v.Bytes());
+    st->set_global_rank(v.I32());
+    st->set_world_size(v.I32());
+    st->set_exe(v.Bytes());
+    st->set_job_id(v.Bytes());
+    pb::Record inv;
+    auto* i = inv.mutable_inventory();
+    for (int k = 0; k < 3; ++k) {
+      auto* var = i->add_env();
+      var->set_name("NCCL_VAR_" + std::to_string(k));
+      var->set_value(v.Bytes() + "\xff\xfe");  // never UTF-8
+    }
+    i->set_nccl_version(v.I32());
+    i->set_nccl_path(v.Bytes());
+    i->set_shm_known(true);
+    i->set_shm_size(v.U64());
+    i->set_memlock_soft(v.U64());
+    i->set_cgroup(v.Bytes());
+    auto* itf = i->add_interfaces();
+    itf->set_name("eth\xff" + std::to_string(seed));
+    itf->set_flags(0x41);
+    const unsigned char ipv4[16] = {2, 0, 0x1f, 0x90, 10, 0, 0, 1};  // AF_INET (little-endian), port 8080, 10.0.0.1
+    itf->set_addr(std::string(reinterpret_cast<const char*>(ipv4), sizeof(ipv4)));
+    itf->set_prefix_len(24);
+    pb::Record sc;
+    auto* c = sc.mutable_sys_call();
+    c->set_kind(pb::SysCall::FALLOCATE);
+    c->set_ret(v.I64());
+    c->set_err(v.I32());
+    c->set_path(v.Bytes());
+    c->set_size(v.I64());
+    c->set_from_nccl(true);
+    pb::Record err;
+    err.mutable_nccl_error()->set_last_error(v.Bytes() + "\x1b]0;title\x07");
+    err.mutable_nccl_error()->set_result(v.I32());
+    pb::Record ib;
+    auto* b = ib.mutable_comm_init_begin();
+    b->set_comm(v.U64());
+    b->set_rank(3);
+    b->set_nranks(8);
+    b->add_excluded(-5);
+    b->add_excluded(INT32_MAX);
+    b->set_bus_id(v.Bytes());
+
+    const ProcessTrace t = Import({s, inv, sc, err, ib});
+    INFO("seed " << seed);
+    CHECK(t.has_start);
+    CHECK(t.pid == st->pid());
+    CHECK(t.host == st->host());
+    CHECK(t.global_rank == st->global_rank());
+    CHECK(t.world_size == st->world_size());
+    CHECK(t.exe == st->exe());
+    CHECK(t.job_id == st->job_id());
+    REQUIRE(t.inventory.present);
+    REQUIRE(t.inventory.env.size() == 3);
+    CHECK(*t.inventory.Env("NCCL_VAR_1") == i->env(1).value());
+    CHECK(t.inventory.nccl_path == i->nccl_path());
+    CHECK(t.inventory.shm_size == i->shm_size());
+    CHECK(t.inventory.memlock_soft == i->memlock_soft());
+    CHECK(t.inventory.cgroup == i->cgroup());
+    REQUIRE(t.inventory.interfaces.size() == 1);
+    CHECK(t.inventory.interfaces[0].name == itf->name());
+    CHECK(t.inventory.interfaces[0].prefix_len == 24);
+    CHECK(t.inventory.interfaces[0].addr.Ip() == "10.0.0.1");
+    REQUIRE(t.syscalls.size() == 1);
+    CHECK(t.syscalls[0].path == c->path());
+    CHECK(t.syscalls[0].ret == c->ret());
+    CHECK(t.syscalls[0].err == c->err());
+    CHECK(t.syscalls[0].size == (c->size() ? c->size() : -1));
+    CHECK(t.syscalls[0].from_nccl);
+    REQUIRE(t.errors.size() == 1);
+    CHECK(t.errors[0].text == err.nccl_error().last_error());
+    REQUIRE(t.comms.size() == 1);
+    CHECK(t.comms[0].excluded == std::vector<int32_t>{-5, INT32_MAX});
+    CHECK(t.comms[0].bus_id == b->bus_id());
+    CHECK(t.comms[0].rank == 3);
+  }
+}
+
+TEST_CASE("a malformed record is refused, the next one still read", "[model][hostile]") {
+  ProcessTrace p;
+  RecordImporter importer(&p);
+  pb::Record c;
+  c.set_t(5);
+  c.mutable_collective()->set_seq(3);
+  const std::string good = c.SerializeAsString();
+  auto span = [](const std::string& s) {
+    return absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  };
+  // Cut anywhere but right after the time stamp (a record with no body is
+  // well-formed, and skipped as a kind this version does not know).
+  for (size_t cut = 1; cut < good.size(); ++cut)
+    if (cut != 2) CHECK_FALSE(importer.Import(span(good.substr(0, cut))));
+  CHECK_FALSE(importer.Import(span(std::string("\x0b\x0c", 2))));            // a group wire type
+  CHECK_FALSE(importer.Import(span(std::string("\xba\x01\xff\xff\x03", 5))));  // a length beyond the record
+  CHECK(p.collectives.empty());
+  CHECK(p.last_order == 0);
+  CHECK(importer.Import(span(good)));
+  REQUIRE(p.collectives.size() == 1);
+  CHECK(p.collectives[0].seq == 3);
+  CHECK(p.collectives[0].order == 1);
+  CHECK(importer.Import(span(good.substr(0, 2))));  // no body: skipped, still counted in the timeline
+  CHECK(p.last_order == 2);
+}
+
+namespace {
+
+void Append(RingWriter& w, Region region, const pb::Record& r) {
+  const std::string bytes = r.SerializeAsString();
+  REQUIRE(w.Append(region, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+}
+
+pb::Record Collective(uint64_t t, uint64_t comm, uint64_t seq, int32_t result = 0, int32_t rank = 0) {
+  pb::Record r;
+  r.set_t(t);
+  auto* c = r.mutable_collective();
+  c->set_comm(comm);
+  c->set_seq(seq);
+  c->set_call(pb::ALL_REDUCE);
+  c->set_count(1024);
+  c->set_result(result);
+  c->set_rank(rank);
+  return r;
+}
+
+pb::Record Send(uint64_t t, uint64_t comm, uint64_t seq, int32_t peer, int32_t rank = 0) {
+  pb::Record r;
+  r.set_t(t);
+  auto* c = r.mutable_p2p();
+  c->set_comm(comm);
+  c->set_seq(seq);
+  c->set_send(true);
+  c->set_peer(peer);
+  c->set_count(8);
+  c->set_rank(rank);
+  return r;
+}
+
+pb::Record InitBegin(uint64_t t, uint64_t comm, int32_t rank, int32_t nranks) {
+  pb::Record r;
+  r.set_t(t);
+  r.mutable_comm_init_begin()->set_comm(comm);
+  r.mutable_comm_init_begin()->set_call(pb::COMM_INIT_RANK);
+  r.mutable_comm_init_begin()->set_rank(rank);
+  r.mutable_comm_init_begin()->set_nranks(nranks);
+  return r;
+}
+
+pb::Record InitEnd(uint64_t t, uint64_t comm, uint64_t handle, int32_t rank) {
+  pb::Record r;
+  r.set_t(t);
+  r.mutable_comm_init_end()->set_comm(comm);
+  r.mutable_comm_init_end()->set_handle(handle);
+  r.mutable_comm_init_end()->set_rank(rank);
+  r.mutable_comm_init_end()->set_result(0);
+  return r;
+}
+
+struct TraceWriter {
+  jobs::TempDir dir;
+  std::string dir_path = dir.path();
+  RingWriter w;
+  explicit TraceWriter(uint64_t ring_bytes = 1 << 20) {
+    RingConfig c;
+    c.dir = dir_path.c_str();
+    c.ring_bytes = ring_bytes;
+    c.pid = 4242;
+    char err[256];
+    REQUIRE(w.Open(c, err, sizeof(err)));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the timeline is in true order across the pinned region and the ring", "[model]") {
+  TraceWriter tw;
+  const uint64_t comm = 0xabc;
+  Append(tw.w, Region::kPinned, InitBegin(10, comm, 0, 2));
+  Append(tw.w, Region::kPinned, InitEnd(20, comm, 0x1000, 0));
+  for (uint64_t s = 0; s < 5; ++s) Append(tw.w, Region::kRing, Collective(100 + s, comm, s));
+  pb::Record end;
+  end.set_t(200);
+  end.mutable_comm_end()->set_comm(comm);
+  end.mutable_comm_end()->set_handle(0x1000);
+  end.mutable_comm_end()->set_call(pb::COMM_DESTROY);
+  Append(tw.w, Region::kPinned, end);
+  pb::Record exit;
+  exit.set_t(300);
+  exit.mutable_process_end()->set_how(pb::ProcessEnd::EXIT);
+  Append(tw.w, Region::kPinned, exit);
+
+  absl::StatusOr<ProcessTrace> t = LoadProcessTrace(tw.w.path());
+  REQUIRE(t.ok());
+  REQUIRE(t->comms.size() == 1);
+  REQUIRE(t->collectives.size() == 5);
+  CHECK(t->comms[0].init_order == 1);
+  CHECK(t->collectives.front().order == 3);
+  CHECK(t->collectives.back().order == 7);
+  CHECK(t->comms[0].end_order == 8);
+  REQUIRE(t->end.has_value());
+  CHECK(t->end->order == 9);
+
+  // The process's last call, as the reports name it: the destroy, which
+  // came after the last collective although its record is in the other region.
+  JobAnalysis job;
+  job.AddProcess(std::move(*t));
+  job.Finish();
+  REQUIRE(job.processes().size() == 1);
+  CHECK(job.processes()[0].last.call == f::kCommDestroy);
+}
+
+TEST_CASE("one stream per (communicator, rank): numbered calls, its start, collectives before each send", "[model]") {
+  TraceWriter tw;
+  const uint64_t a = 0xa, b = 0xb;
+  Append(tw.w, Region::kPinned, InitBegin(1, a, 0, 2));
+  Append(tw.w, Region::kPinned, InitEnd(2, a, 0x10, 0));
+  Append(tw.w, Region::kPinned, InitBegin(3, b, 1, 2));
+  Append(tw.w, Region::kPinned, InitEnd(4, b, 0x20, 1));
+  Append(tw.w, Region::kRing, Collective(10, a, 0));
+  Append(tw.w, Region::kRing, Collective(11, a, 1, /*result=*/4));  // refused: not numbered
+  Append(tw.w, Region::kRing, Collective(12, a, 1));
+  Append(tw.w, Region::kRing, Send(13, a, 0, 1));
+  Append(tw.w, Region::kRing, Send(14, b, 0, 0, /*rank=*/1));
+  Append(tw.w, Region::kRing, Collective(15, a, 2, NCCLWATCH_RESULT_PENDING));
+
+  absl::StatusOr<ProcessTrace> t = LoadProcessTrace(tw.w.path());
+  REQUIRE(t.ok());
+  REQUIRE(t->streams.size() == 2);
+  const CommStream& sa = t->streams[0].comm == a ? t->streams[0] : t->streams[1];
+  const CommStream& sb = t->streams[0].comm == a ? t->streams[1] : t->streams[0];
+  CHECK(sa.rank == 0);
+  CHECK(sa.membership >= 0);
+  REQUIRE(sa.collectives.size() == 3);  // #0, #1 (the accepted one), #2 (pending)
+  CHECK(t->collectives[sa.collectives[1]].result == 0);
+  CHECK(t->collectives[sa.collectives[2]].seq == 2);
+  CHECK(sa.holds_start);
+  REQUIRE(sa.p2p.size() == 1);
+  CHECK(sa.collectives_before_p2p[0] == 2);
+  CHECK(sb.rank == 1);
+  CHECK_FALSE(sb.any());
+  CHECK(sb.holds_start);  // nothing was overwritten
+  REQUIRE(sb.p2p.size() == 1);
+  CHECK(sb.collectives_before_p2p[0] == 0);
+}
+
+TEST_CASE("a wrapped ring: the stream knows it lost its start", "[model]") {
+  TraceWriter tw(64 * NCCLWATCH_SLOT_BYTES);
+  const uint64_t comm = 0xc;
+  for (uint64_t s = 0; s < 200; ++s) Append(tw.w, Region::kRing, Collective(10 + s, comm, s));
+  Append(tw.w, Region::kRing, Send(300, comm, 0, 1));
+  absl::StatusOr<ProcessTrace> t = LoadProcessTrace(tw.w.path());
+  REQUIRE(t.ok());
+  CHECK(t->stats.ring_overwritten > 0);
+  REQUIRE(t->streams.size() == 1);
+  CHECK_FALSE(t->streams[0].holds_start);
+  CHECK(t->collectives[t->streams[0].collectives.front()].seq > 0);
+  REQUIRE(t->streams[0].p2p.size() == 1);
+  CHECK(t->streams[0].collectives_before_p2p[0] == -1);
+}
