@@ -129,7 +129,7 @@ void JobAnalysis::AddUnreadable(const std::string& path, const std::string& erro
   unreadable_.push_back({path, error});
 }
 
-void JobAnalysis::AddProcess(ProcessTrace t) {
+void JobAnalysis::AddProcess(const ProcessTrace& t) {
   const int index = static_cast<int>(processes_.size());
   ProcessFacts p;
   p.index = index;

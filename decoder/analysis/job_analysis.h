@@ -88,7 +88,7 @@ struct UnreadableTrace {
 
 class JobAnalysis {
  public:
-  void AddProcess(ProcessTrace trace);
+  void AddProcess(const ProcessTrace& trace);
   void AddUnreadable(const std::string& path, const std::string& error);
   // After the last process.
   void Finish();

@@ -30,11 +30,11 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
     return 2;
   }
   JobAnalysis job;
-  LoadProcessTraces(files, 0, [&](const std::string& file, absl::StatusOr<ProcessTrace> trace) {
-    if (trace.ok()) {
-      job.AddProcess(std::move(*trace));
+  LoadProcessTraces(files, 0, [&](const std::string& file, const absl::Status& status, const ProcessTrace& trace) {
+    if (status.ok()) {
+      job.AddProcess(trace);
     } else {
-      job.AddUnreadable(file, std::string(trace.status().message()));
+      job.AddUnreadable(file, std::string(status.message()));
     }
   });
   if (job.processes().empty()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "model/record_importer.h"
@@ -13,68 +14,70 @@ namespace {
 // One CommStream per (communicator, rank): its numbered calls in order, and
 // whether the trace holds its start.
 void BuildStreams(ProcessTrace* p) {
-  std::map<std::pair<uint64_t, int32_t>, size_t> index;
-  auto stream = [&](uint64_t comm, int32_t rank) -> CommStream& {
-    auto [it, fresh] = index.emplace(std::make_pair(comm, rank), p->streams.size());
+  // Streams by (communicator, rank), with the progress of each: how many
+  // collectives it had issued, and whether from #0.
+  struct Progress {
+    size_t stream = 0;
+    bool seen = false;
+    bool from_start = false;
+    int64_t issued = 0;  // last collective seq + 1
+  };
+  std::map<std::pair<uint64_t, int32_t>, Progress> index;
+  auto find = [&](uint64_t comm, int32_t rank) -> Progress& {
+    auto [it, fresh] = index.emplace(std::make_pair(comm, rank), Progress{p->streams.size()});
     if (fresh) {
       CommStream s;
       s.comm = comm;
       s.rank = rank;
       p->streams.push_back(std::move(s));
     }
-    return p->streams[it->second];
+    return it->second;
   };
   // Members that formed count even with no call: they were expected to call.
   for (size_t i = 0; i < p->comms.size(); ++i) {
     const CommMembership& m = p->comms[i];
-    if (m.comm != 0 && m.rank >= 0 && m.Formed()) stream(m.comm, m.rank).membership = static_cast<int>(i);
+    if (m.comm != 0 && m.rank >= 0 && m.Formed()) p->streams[find(m.comm, m.rank).stream].membership = static_cast<int>(i);
   }
   // Collectives and point-to-point calls, merged in timeline order, so each
   // send or receive knows how many collectives its rank had issued before it.
-  struct Progress {
-    bool seen = false;
-    bool from_start = false;
-    int64_t issued = 0;  // last collective seq + 1
-  };
-  std::map<std::pair<uint64_t, int32_t>, Progress> progress;
+  // Consecutive calls are almost always on the same communicator: the last
+  // one found is tried first.
   const bool nothing_lost = p->stats.ring_overwritten == 0;
+  uint64_t last_comm = 0;
+  int32_t last_rank = -1;
+  Progress* last = nullptr;
   size_t c = 0;
   auto take_collectives_until = [&](uint64_t order) {
     for (; c < p->collectives.size() && p->collectives[c].order < order; ++c) {
       const CollectiveEvent& e = p->collectives[c];
       if (e.comm == 0 || e.rank < 0 || !Accepted(e.result)) continue;
-      CommStream& s = stream(e.comm, e.rank);
-      Progress& pr = progress[{e.comm, e.rank}];
-      if (!pr.seen) {
-        pr.seen = true;
-        pr.from_start = e.seq == 0;
+      if (last == nullptr || e.comm != last_comm || e.rank != last_rank) {
+        last = &find(e.comm, e.rank);
+        last_comm = e.comm;
+        last_rank = e.rank;
       }
-      pr.issued = static_cast<int64_t>(e.seq) + 1;
-      s.collectives.push_back(static_cast<uint32_t>(c));
+      if (!last->seen) {
+        last->seen = true;
+        last->from_start = e.seq == 0;
+      }
+      last->issued = static_cast<int64_t>(e.seq) + 1;
+      p->streams[last->stream].collectives.push_back(static_cast<uint32_t>(c));
     }
   };
   for (size_t i = 0; i < p->p2p.size(); ++i) {
     const P2pEvent& e = p->p2p[i];
     take_collectives_until(e.order);
     if (e.comm == 0 || e.rank < 0 || e.peer < 0 || !Accepted(e.result)) continue;
-    CommStream& s = stream(e.comm, e.rank);
-    auto it = progress.find({e.comm, e.rank});
-    int64_t before;
-    if (it == progress.end()) {
-      before = nothing_lost ? 0 : -1;  // no collective yet, unless the trace lost them
-    } else {
-      before = it->second.from_start ? it->second.issued : -1;
-    }
+    Progress& pr = find(e.comm, e.rank);
+    // No collective yet: none before it, unless the trace lost them.
+    const int64_t before = !pr.seen ? (nothing_lost ? 0 : -1) : (pr.from_start ? pr.issued : -1);
+    CommStream& s = p->streams[pr.stream];
     s.p2p.push_back(static_cast<uint32_t>(i));
     s.collectives_before_p2p.push_back(before);
   }
   take_collectives_until(UINT64_MAX);
   for (CommStream& s : p->streams) {
-    if (!s.collectives.empty()) {
-      s.holds_start = p->collectives[s.collectives.front()].seq == 0;
-    } else {
-      s.holds_start = nothing_lost;
-    }
+    s.holds_start = s.collectives.empty() ? nothing_lost : p->collectives[s.collectives.front()].seq == 0;
   }
 }
 
@@ -151,13 +154,37 @@ uint64_t ProcessTrace::LastCallOrder() const {
   return last;
 }
 
-absl::StatusOr<ProcessTrace> LoadProcessTrace(const std::string& path) {
+void ProcessTrace::Reset() {
+  // Tables are cleared, not freed: their capacity is reused.
+  auto tables = std::make_tuple(&anchors, &modules, &comms, &collectives, &p2p, &groups, &apis, &signals, &syscalls,
+                                &errors, &streams);
+  std::apply([](auto*... t) { (t->clear(), ...); }, tables);
+  ProcessTrace fresh;
+  fresh.anchors = std::move(anchors);
+  fresh.modules = std::move(modules);
+  fresh.comms = std::move(comms);
+  fresh.collectives = std::move(collectives);
+  fresh.p2p = std::move(p2p);
+  fresh.groups = std::move(groups);
+  fresh.apis = std::move(apis);
+  fresh.signals = std::move(signals);
+  fresh.syscalls = std::move(syscalls);
+  fresh.errors = std::move(errors);
+  fresh.streams = std::move(streams);
+  *this = std::move(fresh);
+}
+
+absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) {
+  ProcessTrace& p = *trace;
+  p.Reset();
   NCCLWATCH_ASSIGN_OR_RETURN(std::unique_ptr<TraceFile> file, TraceFile::Open(path));
-  ProcessTrace p;
   p.path = path;
   p.clock = file->header().clock;
   p.pid = file->header().pid;
   p.host = file->header().host;
+  // Most records are collectives: room for them up front, bounded so that a
+  // crafted header (a huge sparse file) cannot make this a huge allocation.
+  p.collectives.reserve(std::min<uint64_t>(file->SlotsInUse(), uint64_t{1} << 20));
   RecordImporter importer(&p);
   file->ForEachRecord(
       [&](bool, uint64_t, absl::Span<const uint8_t> bytes) {
@@ -171,6 +198,12 @@ absl::StatusOr<ProcessTrace> LoadProcessTrace(const std::string& path) {
   std::sort(p.anchors.begin(), p.anchors.end(),
             [](const TimeAnchorEvent& a, const TimeAnchorEvent& b) { return a.t < b.t; });
   BuildStreams(&p);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ProcessTrace> LoadProcessTrace(const std::string& path) {
+  ProcessTrace p;
+  NCCLWATCH_RETURN_IF_ERROR(LoadProcessTraceInto(path, &p));
   return p;
 }
 

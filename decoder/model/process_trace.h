@@ -85,9 +85,16 @@ struct ProcessTrace {
   // The order of the process's last call into NCCL that advanced a
   // communicator (a collective, send or receive, or group call), 0 if none.
   uint64_t LastCallOrder() const;
+  // Back to an empty trace, keeping the tables' memory.
+  void Reset();
 };
 
 absl::StatusOr<ProcessTrace> LoadProcessTrace(const std::string& path);
+
+// The same into `trace`, which is reset first but keeps its tables' memory:
+// loading many traces one after another into one ProcessTrace allocates
+// (and faults in) that memory once.
+absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace);
 
 }  // namespace ncclwatch::decoder
 

@@ -50,54 +50,136 @@ bool AppendSint32s(const WireField& x, std::vector<int32_t>* out) {
   return true;
 }
 
+// The hottest records: a switch on the whole one-byte tag (field number
+// and wire type at once), so a field of the declared type costs one
+// comparison and one read. Any other tag (another wire type, a field a newer
+// shim added) is skipped as libprotobuf skips unknown fields.
+constexpr uint8_t Tag(uint32_t field, uint32_t wire_type) { return static_cast<uint8_t>(field << 3 | wire_type); }
+
+// Any fields, in any order: the general case.
+bool DecodeCollectiveFields(const uint8_t* p, const uint8_t* const end, CollectiveEvent* e) {
+  namespace c = f::collective;
+  uint64_t v = 0;
+  uint32_t w = 0;
+  while (p < end) {
+    const uint8_t tag = *p;
+    if (tag & 0x80) {  // a tag of two or more bytes: not one of ours
+      uint64_t long_tag;
+      if (!ReadVarint(p, end, &long_tag) || (long_tag >> 3) == 0 || !SkipValue(p, end, long_tag & 7)) return false;
+      continue;
+    }
+    ++p;
+    bool ok;
+    switch (tag) {
+      case Tag(c::kResult, 5): ok = ReadFixed32(p, end, &w); e->result = static_cast<int32_t>(w); break;
+      case Tag(c::kComm, 1): ok = ReadFixed64(p, end, &e->comm); break;
+      case Tag(c::kSeq, 0): ok = ReadVarint(p, end, &e->seq); break;
+      case Tag(c::kCall, 0): ok = ReadVarint(p, end, &v); e->call = static_cast<uint32_t>(v); break;
+      case Tag(c::kCount, 0): ok = ReadVarint(p, end, &e->count); break;
+      case Tag(c::kDatatype, 0): ok = ReadVarint(p, end, &v); e->datatype = static_cast<int32_t>(ZigzagDecode(v)); break;
+      case Tag(c::kRedop, 0): ok = ReadVarint(p, end, &v); e->redop = static_cast<int32_t>(ZigzagDecode(v)); break;
+      case Tag(c::kRoot, 0): ok = ReadVarint(p, end, &v); e->root = static_cast<int32_t>(ZigzagDecode(v)); break;
+      case Tag(c::kStream, 1): ok = ReadFixed64(p, end, &e->stream); break;
+      case Tag(c::kGroup, 0): ok = ReadVarint(p, end, &e->group); break;
+      case Tag(c::kCaller, 1): ok = ReadFixed64(p, end, &e->caller); break;
+      case Tag(c::kRank, 0): ok = ReadVarint(p, end, &v); e->rank = static_cast<int32_t>(ZigzagDecode(v)); break;
+      default: ok = (tag >> 3) != 0 && SkipValue(p, end, tag & 7); break;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// The shim writes a collective's fields in ascending order, the optional
+// ones (redop, root, group) only when set: read them in that order with one
+// well-predicted comparison each, and hand whatever is left (another
+// writer's order, unknown fields) to the general decoder.
 bool DecodeCollective(absl::Span<const uint8_t> b, CollectiveEvent* e) {
+  namespace c = f::collective;
   e->result = 0;
   e->rank = 0;
-  WireReader r(b);
-  WireField x;
-  while (r.Next(&x)) {
-    switch (x.number) {
-      case f::collective::kResult: if (Fixed32(x)) e->result = x.AsInt32(); break;
-      case f::collective::kComm: if (Fixed64(x)) e->comm = x.value; break;
-      case f::collective::kSeq: if (Varint(x)) e->seq = x.value; break;
-      case f::collective::kCall: if (Varint(x)) e->call = static_cast<uint32_t>(x.value); break;
-      case f::collective::kCount: if (Varint(x)) e->count = x.value; break;
-      case f::collective::kDatatype: if (Varint(x)) e->datatype = x.Zigzag32(); break;
-      case f::collective::kRedop: if (Varint(x)) e->redop = x.Zigzag32(); break;
-      case f::collective::kRoot: if (Varint(x)) e->root = x.Zigzag32(); break;
-      case f::collective::kStream: if (Fixed64(x)) e->stream = x.value; break;
-      case f::collective::kGroup: if (Varint(x)) e->group = x.value; break;
-      case f::collective::kCaller: if (Fixed64(x)) e->caller = x.value; break;
-      case f::collective::kRank: if (Varint(x)) e->rank = x.Zigzag32(); break;
-      default: break;
+  const uint8_t* p = b.data();
+  const uint8_t* const end = p + b.size();
+  uint64_t v = 0, skip = 0;
+  uint32_t w = 0;
+  auto at = [&](uint8_t tag) {
+    if (p < end && *p == tag) {
+      ++p;
+      return true;
     }
+    return false;
+  };
+  if (at(Tag(c::kResult, 5))) {
+    if (!ReadFixed32(p, end, &w)) return false;
+    e->result = static_cast<int32_t>(w);
   }
-  return r.ok();
+  if (at(Tag(c::kComm, 1)) && !ReadFixed64(p, end, &e->comm)) return false;
+  if (at(Tag(c::kSeq, 0)) && !ReadVarint(p, end, &e->seq)) return false;
+  if (at(Tag(c::kCall, 0))) {
+    if (!ReadVarint(p, end, &v)) return false;
+    e->call = static_cast<uint32_t>(v);
+  }
+  if (at(Tag(c::kCount, 0)) && !ReadVarint(p, end, &e->count)) return false;
+  if (at(Tag(c::kDatatype, 0))) {
+    if (!ReadVarint(p, end, &v)) return false;
+    e->datatype = static_cast<int32_t>(ZigzagDecode(v));
+  }
+  if (at(Tag(c::kRedop, 0))) {
+    if (!ReadVarint(p, end, &v)) return false;
+    e->redop = static_cast<int32_t>(ZigzagDecode(v));
+  }
+  if (at(Tag(c::kRoot, 0))) {
+    if (!ReadVarint(p, end, &v)) return false;
+    e->root = static_cast<int32_t>(ZigzagDecode(v));
+  }
+  if (at(Tag(c::kStream, 1)) && !ReadFixed64(p, end, &e->stream)) return false;
+  if (at(Tag(c::kSendbuff, 1)) && !ReadFixed64(p, end, &skip)) return false;
+  if (at(Tag(c::kRecvbuff, 1)) && !ReadFixed64(p, end, &skip)) return false;
+  if (at(Tag(c::kGroup, 0)) && !ReadVarint(p, end, &e->group)) return false;
+  if (at(Tag(c::kCaller, 1)) && !ReadFixed64(p, end, &e->caller)) return false;
+  if (at(Tag(c::kRank, 0))) {
+    if (!ReadVarint(p, end, &v)) return false;
+    e->rank = static_cast<int32_t>(ZigzagDecode(v));
+  }
+  return p == end || DecodeCollectiveFields(p, end, e);
 }
 
 bool DecodeP2p(absl::Span<const uint8_t> b, P2pEvent* e) {
+  namespace q = f::p2p;
   e->result = 0;
   e->rank = 0;
   e->peer = 0;
-  WireReader r(b);
-  WireField x;
-  while (r.Next(&x)) {
-    switch (x.number) {
-      case f::p2p::kResult: if (Fixed32(x)) e->result = x.AsInt32(); break;
-      case f::p2p::kComm: if (Fixed64(x)) e->comm = x.value; break;
-      case f::p2p::kSeq: if (Varint(x)) e->seq = x.value; break;
-      case f::p2p::kSend: if (Varint(x)) e->send = x.value != 0; break;
-      case f::p2p::kPeer: if (Varint(x)) e->peer = x.Zigzag32(); break;
-      case f::p2p::kCount: if (Varint(x)) e->count = x.value; break;
-      case f::p2p::kDatatype: if (Varint(x)) e->datatype = x.Zigzag32(); break;
-      case f::p2p::kStream: if (Fixed64(x)) e->stream = x.value; break;
-      case f::p2p::kGroup: if (Varint(x)) e->group = x.value; break;
-      case f::p2p::kCaller: if (Fixed64(x)) e->caller = x.value; break;
-      case f::p2p::kRank: if (Varint(x)) e->rank = x.Zigzag32(); break;
-      default: break;
+  const uint8_t* p = b.data();
+  const uint8_t* const end = p + b.size();
+  uint64_t v = 0;
+  uint32_t w = 0;
+  while (p < end) {
+    const uint8_t tag = *p;
+    if (tag & 0x80) {
+      uint64_t long_tag;
+      if (!ReadVarint(p, end, &long_tag) || (long_tag >> 3) == 0 || !SkipValue(p, end, long_tag & 7)) return false;
+      continue;
     }
+    ++p;
+    bool ok;
+    switch (tag) {
+      case Tag(q::kResult, 5): ok = ReadFixed32(p, end, &w); e->result = static_cast<int32_t>(w); break;
+      case Tag(q::kComm, 1): ok = ReadFixed64(p, end, &e->comm); break;
+      case Tag(q::kSeq, 0): ok = ReadVarint(p, end, &e->seq); break;
+      case Tag(q::kSend, 0): ok = ReadVarint(p, end, &v); e->send = v != 0; break;
+      case Tag(q::kPeer, 0): ok = ReadVarint(p, end, &v); e->peer = static_cast<int32_t>(ZigzagDecode(v)); break;
+      case Tag(q::kCount, 0): ok = ReadVarint(p, end, &e->count); break;
+      case Tag(q::kDatatype, 0): ok = ReadVarint(p, end, &v); e->datatype = static_cast<int32_t>(ZigzagDecode(v)); break;
+      case Tag(q::kStream, 1): ok = ReadFixed64(p, end, &e->stream); break;
+      case Tag(q::kBuff, 1): ok = ReadFixed64(p, end, &v); break;
+      case Tag(q::kGroup, 0): ok = ReadVarint(p, end, &e->group); break;
+      case Tag(q::kCaller, 1): ok = ReadFixed64(p, end, &e->caller); break;
+      case Tag(q::kRank, 0): ok = ReadVarint(p, end, &v); e->rank = static_cast<int32_t>(ZigzagDecode(v)); break;
+      default: ok = (tag >> 3) != 0 && SkipValue(p, end, tag & 7); break;
+    }
+    if (!ok) return false;
   }
-  return r.ok();
+  return true;
 }
 
 bool DecodeGroup(absl::Span<const uint8_t> b, GroupEvent* e) {
@@ -144,41 +226,75 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
   uint32_t body_kind = 0;
   absl::Span<const uint8_t> body;
   {
-    WireReader r(bytes);
-    WireField x;
-    while (r.Next(&x)) {
-      if (x.number == f::record::kT && Varint(x)) {
-        t = x.value;
-      } else if (x.number == f::record::kThread && Varint(x)) {
-        thread = static_cast<uint32_t>(x.value);
-      } else if (x.number >= f::record::kProcessStart && x.number <= f::record::kInventory && Bytes(x)) {
-        body_kind = x.number;
-        body = x.bytes;
+    const uint8_t* q = bytes.data();
+    const uint8_t* const end = q + bytes.size();
+    // The shim writes t, then thread, then the body: take that order first.
+    if (q < end && *q == 0x08) {
+      ++q;
+      if (!ReadVarint(q, end, &t)) return false;
+      uint64_t v;
+      if (q < end && *q == 0x10) {
+        ++q;
+        if (!ReadVarint(q, end, &v)) return false;
+        thread = static_cast<uint32_t>(v);
       }
     }
-    if (!r.ok()) return false;
+    while (q < end) {
+      uint64_t tag, v;
+      if (!ReadVarint(q, end, &tag) || (tag >> 3) == 0 || tag > 0xffffffffu) return false;
+      const uint32_t number = static_cast<uint32_t>(tag >> 3);
+      const uint32_t wire_type = static_cast<uint32_t>(tag & 7);
+      if (number == f::record::kT && wire_type == 0) {
+        if (!ReadVarint(q, end, &t)) return false;
+      } else if (number == f::record::kThread && wire_type == 0) {
+        if (!ReadVarint(q, end, &v)) return false;
+        thread = static_cast<uint32_t>(v);
+      } else if (number >= f::record::kProcessStart && number <= f::record::kInventory && wire_type == 2) {
+        if (!ReadVarint(q, end, &v) || v > static_cast<uint64_t>(end - q)) return false;
+        body_kind = number;
+        body = absl::MakeConstSpan(q, static_cast<size_t>(v));
+        q += v;
+      } else if (!SkipValue(q, end, wire_type)) {
+        return false;
+      }
+    }
   }
   ProcessTrace& p = *p_;
   const uint64_t order = p.last_order + 1;
+  bool ok = true;
+  if (body_kind == f::record::kCollective) {  // the common case first
+    CollectiveEvent& e = p.collectives.emplace_back();
+    e.order = order;
+    e.t = t;
+    e.thread = thread;
+    ok = DecodeCollective(body, &e);
+    if (!ok) {
+      p.collectives.pop_back();
+      return false;
+    }
+    p.last_order = order;
+    if (t > p.last_t) p.last_t = t;
+    return true;
+  }
   WireReader r(body);
   WireField x;
-  bool ok = true;
   switch (body_kind) {
     case f::record::kCollective: {
-      CollectiveEvent e;
+      // Decoded in place, into the table's new row.
+      CollectiveEvent& e = p.collectives.emplace_back();
       e.order = order;
       e.t = t;
       e.thread = thread;
       ok = DecodeCollective(body, &e);
-      if (ok) p.collectives.push_back(e);
+      if (!ok) p.collectives.pop_back();
       break;
     }
     case f::record::kP2p: {
-      P2pEvent e;
+      P2pEvent& e = p.p2p.emplace_back();
       e.order = order;
       e.t = t;
       ok = DecodeP2p(body, &e);
-      if (ok) p.p2p.push_back(e);
+      if (!ok) p.p2p.pop_back();
       break;
     }
     case f::record::kGroup: {

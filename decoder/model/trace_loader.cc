@@ -3,7 +3,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <optional>
 #include <thread>
 #include <utility>
 
@@ -18,25 +17,25 @@ unsigned AvailableCores() {
 
 }  // namespace
 
-void LoadProcessTraces(const std::vector<std::string>& files, unsigned threads,
-                       const std::function<void(const std::string& file, absl::StatusOr<ProcessTrace> trace)>& fn) {
+void LoadProcessTraces(
+    const std::vector<std::string>& files, unsigned threads,
+    const std::function<void(const std::string& file, const absl::Status& status, const ProcessTrace& trace)>& fn) {
   if (threads == 0) threads = AvailableCores();
   threads = std::max(1u, std::min<unsigned>(threads, 64));
-  std::vector<std::optional<absl::StatusOr<ProcessTrace>>> batch(threads);
+  // One trace and status per worker, reused batch after batch.
+  std::vector<ProcessTrace> traces(threads);
+  std::vector<absl::Status> status(threads);
   for (size_t begin = 0; begin < files.size(); begin += threads) {
     const size_t n = std::min<size_t>(threads, files.size() - begin);
     std::vector<std::thread> workers;
     workers.reserve(n);
     // The calling thread loads the first file of the batch itself.
     for (size_t i = 1; i < n; ++i) {
-      workers.emplace_back([&, i] { batch[i].emplace(LoadProcessTrace(files[begin + i])); });
+      workers.emplace_back([&, i] { status[i] = LoadProcessTraceInto(files[begin + i], &traces[i]); });
     }
-    batch[0].emplace(LoadProcessTrace(files[begin]));
+    status[0] = LoadProcessTraceInto(files[begin], &traces[0]);
     for (std::thread& w : workers) w.join();
-    for (size_t i = 0; i < n; ++i) {
-      fn(files[begin + i], std::move(*batch[i]));
-      batch[i].reset();
-    }
+    for (size_t i = 0; i < n; ++i) fn(files[begin + i], status[i], traces[i]);
   }
 }
 

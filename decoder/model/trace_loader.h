@@ -22,8 +22,11 @@
 namespace ncclwatch::decoder {
 
 // `threads` 0: one per available core.
-void LoadProcessTraces(const std::vector<std::string>& files, unsigned threads,
-                       const std::function<void(const std::string& file, absl::StatusOr<ProcessTrace> trace)>& fn);
+// `fn` gets each file with its status and, when that is OK, its trace; the
+// trace's memory is reused for a later file once `fn` returns.
+void LoadProcessTraces(
+    const std::vector<std::string>& files, unsigned threads,
+    const std::function<void(const std::string& file, const absl::Status& status, const ProcessTrace& trace)>& fn);
 
 }  // namespace ncclwatch::decoder
 

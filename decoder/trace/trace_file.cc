@@ -20,8 +20,6 @@ namespace {
 
 bool PowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-uint64_t Load64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-
 absl::Status Invalid(const std::string& path, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", why));
 }
@@ -51,13 +49,13 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
     }
     return Invalid(path, "not an ncclwatch trace (too short)");
   }
-  // Read once, front to back: a file of ordinary size is faulted in with one
-  // call; a huge ring is read ahead as it goes.
-  constexpr size_t kPopulateLimit = size_t{1} << 30;
-  void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED | (size <= kPopulateLimit ? MAP_POPULATE : 0), fd, 0);
+  // Read once, front to back, and only the slots in use: the kernel reads
+  // ahead (no MAP_POPULATE, which would map a ring's unused tail too).
+  void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   if (m == MAP_FAILED) return absl::InternalError(absl::StrCat(path, ": cannot map: ", strerror(errno)));
-  if (size > kPopulateLimit) madvise(m, size, MADV_SEQUENTIAL);
+  madvise(m, size, MADV_SEQUENTIAL);
+
   std::unique_ptr<TraceFile> f(new TraceFile());
   f->path_ = path;
   f->data_ = static_cast<const uint8_t*>(m);
@@ -102,147 +100,26 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
     return Invalid(path, absl::StrFormat("truncated trace: %u bytes, its header says %u", size, expected));
   }
   f->header_.host[sizeof(f->header_.host) - 1] = '\0';
-  return f;
-}
 
-void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, const RecordFn& fn,
-                           TraceFileStats* stats) const {
-  const uint64_t mask = slots - 1;
-  const uint64_t first = pinned ? 0 : (cursor > slots ? cursor - slots : 0);
-  const uint64_t last = pinned ? (cursor < slots ? cursor : slots) : cursor;
-  if (!pinned) {
-    stats->ring_claimed = cursor;
-    stats->ring_overwritten = first;
-  }
-  // One record at a time, copied out of the mapping (the writer may be
-  // overwriting it) into a buffer that holds the largest record.
-  std::unique_ptr<uint8_t[]> record(new uint8_t[NCCLWATCH_MAX_RECORD_BYTES]);
-  auto slot_at = [&](uint64_t idx) {
-    return reinterpret_cast<const ncclwatch_slot_header*>(data_ + offset + (idx & mask) * NCCLWATCH_SLOT_BYTES);
-  };
-  uint64_t i = first;
-  while (i < last) {
-    const uint64_t start = i;
-    const ncclwatch_slot_header* sh = slot_at(i);
-    const uint64_t stamp = Load64(&sh->stamp);
-    ncclwatch_slot_header copy;
-    std::memcpy(&copy, sh, sizeof(copy));
-    if (stamp != i + 1 || copy.length > NCCLWATCH_SLOT_PAYLOAD_BYTES) {
-      ++stats->torn_slots;
-      ++i;
-      continue;
-    }
-    size_t length = 0;
-    if (copy.kind == NCCLWATCH_SLOT_PADDING) {
-      ++stats->padding_slots;
-      ++i;
-      continue;
-    }
-    if (copy.kind == NCCLWATCH_SLOT_SINGLE) {
-      std::memcpy(record.get(), reinterpret_cast<const uint8_t*>(sh) + NCCLWATCH_SLOT_HEADER_BYTES, copy.length);
-      length = copy.length;
-      const bool still = Load64(&sh->stamp) == i + 1;
-      ++i;
-      if (!still) {
-        ++stats->torn_slots;
-        continue;
-      }
-    } else if (copy.kind == NCCLWATCH_SLOT_FIRST) {
-      // Gather the record's slots; any gap or inconsistency discards all of them.
-      const uint32_t total = copy.record_bytes;
-      const uint64_t nslots = (uint64_t{total} + NCCLWATCH_SLOT_PAYLOAD_BYTES - 1) / NCCLWATCH_SLOT_PAYLOAD_BYTES;
-      bool whole = total > NCCLWATCH_SLOT_PAYLOAD_BYTES && total <= NCCLWATCH_MAX_RECORD_BYTES &&
-                   nslots <= NCCLWATCH_MAX_RECORD_SLOTS && nslots <= last - i;
-      for (uint64_t j = 0; whole && j < nslots; ++j) {
-        const ncclwatch_slot_header* part = slot_at(i + j);
-        ncclwatch_slot_header pc;
-        std::memcpy(&pc, part, sizeof(pc));
-        const uint8_t want = j == 0               ? NCCLWATCH_SLOT_FIRST
-                             : j + 1 == nslots    ? NCCLWATCH_SLOT_LAST
-                                                  : NCCLWATCH_SLOT_MIDDLE;
-        const uint64_t expect_len =
-            j + 1 == nslots ? total - j * NCCLWATCH_SLOT_PAYLOAD_BYTES : NCCLWATCH_SLOT_PAYLOAD_BYTES;
-        if (Load64(&part->stamp) != i + j + 1 || pc.kind != want || pc.length != expect_len ||
-            pc.record_bytes != total) {
-          whole = false;
-          break;
-        }
-        std::memcpy(record.get() + length, reinterpret_cast<const uint8_t*>(part) + NCCLWATCH_SLOT_HEADER_BYTES,
-                    pc.length);
-        length += pc.length;
-        if (Load64(&part->stamp) != i + j + 1) whole = false;
-      }
-      if (!whole) {
-        ++stats->torn_slots;
-        ++i;
-        continue;
-      }
-      i += nslots;
-    } else {
-      // A MIDDLE/LAST whose FIRST is gone (overwritten across the ring's
-      // oldest edge), or an unknown kind.
-      ++stats->torn_slots;
-      ++i;
-      continue;
-    }
-    if (length == 0) continue;
-    ++stats->records;
-    fn(pinned, start, absl::MakeConstSpan(record.get(), length));
-  }
+  return f;
 }
 
 uint64_t TraceFile::SlotsInUse() const {
   const auto* live = reinterpret_cast<const ncclwatch_ring_header*>(data_);
-  return std::min(Load64(&live->pinned_next), header_.pinned_slots) +
-         std::min(Load64(&live->ring_next), header_.ring_slots);
+  return std::min(TraceFile::Load64(&live->pinned_next), header_.pinned_slots) +
+         std::min(TraceFile::Load64(&live->ring_next), header_.ring_slots);
 }
 
 uint64_t RecordTime(absl::Span<const uint8_t> record) {
+  // The shim writes the time stamp first.
+  const uint8_t* p = record.data();
+  uint64_t t;
+  if (!record.empty() && *p == 0x08 && ReadVarint(++p, record.data() + record.size(), &t)) return t;
   WireReader r(record);
   WireField f;
   while (r.Next(&f))
     if (f.number == 1 && f.wire_type == 0) return f.value;
   return 0;
-}
-
-void TraceFile::ForEachRecord(const RecordFn& fn, TraceFileStats* stats) const {
-  const auto* live = reinterpret_cast<const ncclwatch_ring_header*>(data_);
-  // Cursors are read once: records written after this point are not seen.
-  const uint64_t pinned_next = Load64(&live->pinned_next);
-  const uint64_t ring_next = Load64(&live->ring_next);
-  stats->pinned_overflow = Load64(&live->pinned_overflow);
-  // The pinned region is small (process identity, modules, communicator
-  // creation and end): hold its records, and hand each out just before the
-  // first ring record that is later, so both regions come out in the order
-  // they were written.
-  struct Held {
-    uint64_t t;
-    uint64_t index;
-    std::vector<uint8_t> bytes;
-  };
-  std::vector<Held> pinned;
-  ReadRegion(
-      true, header_.pinned_offset, header_.pinned_slots, pinned_next,
-      [&](bool, uint64_t index, absl::Span<const uint8_t> bytes) {
-        pinned.push_back({RecordTime(bytes), index, std::vector<uint8_t>(bytes.begin(), bytes.end())});
-      },
-      stats);
-  // Pinned records are claimed in order, but threads can take their time
-  // stamps in a different order than they claim: sort by time, stably.
-  std::stable_sort(pinned.begin(), pinned.end(), [](const Held& a, const Held& b) { return a.t < b.t; });
-  size_t next = 0;
-  ReadRegion(
-      false, header_.ring_offset, header_.ring_slots, ring_next,
-      [&](bool, uint64_t index, absl::Span<const uint8_t> bytes) {
-        if (next < pinned.size()) {
-          const uint64_t t = RecordTime(bytes);
-          for (; next < pinned.size() && pinned[next].t <= t; ++next)
-            fn(true, pinned[next].index, absl::MakeConstSpan(pinned[next].bytes));
-        }
-        fn(false, index, bytes);
-      },
-      stats);
-  for (; next < pinned.size(); ++next) fn(true, pinned[next].index, absl::MakeConstSpan(pinned[next].bytes));
 }
 
 }  // namespace ncclwatch::decoder

@@ -20,6 +20,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -49,14 +52,18 @@ class TraceFile {
   // number of records ForEachRecord would yield.
   uint64_t SlotsInUse() const;
 
-  // `bytes` is valid during the call only.
-  using RecordFn = std::function<void(bool pinned, uint64_t index, absl::Span<const uint8_t> bytes)>;
-  void ForEachRecord(const RecordFn& fn, TraceFileStats* stats) const;
+  // Calls fn(bool pinned, uint64_t index, absl::Span<const uint8_t> bytes)
+  // for every whole record, in timeline order; `bytes` is valid during the
+  // call only. (A template: the per-record call is inlined.)
+  template <typename Fn>
+  void ForEachRecord(Fn&& fn, TraceFileStats* stats) const;
+
+  static uint64_t Load64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
  private:
   TraceFile() = default;
-  void ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, const RecordFn& fn,
-                  TraceFileStats* stats) const;
+  template <typename Fn>
+  void ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, Fn& fn, TraceFileStats* stats) const;
 
   std::string path_;
   const uint8_t* data_ = nullptr;
@@ -66,6 +73,133 @@ class TraceFile {
 
 // A record's time stamp (Record.t), 0 when it has none.
 uint64_t RecordTime(absl::Span<const uint8_t> record);
+
+// ---- implementation
+
+template <typename Fn>
+void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, Fn& fn,
+                           TraceFileStats* stats) const {
+  const uint64_t mask = slots - 1;
+  const uint64_t first = pinned ? 0 : (cursor > slots ? cursor - slots : 0);
+  const uint64_t last = pinned ? (cursor < slots ? cursor : slots) : cursor;
+  if (!pinned) {
+    stats->ring_claimed = cursor;
+    stats->ring_overwritten = first;
+  }
+  // One record at a time, copied out of the mapping (the writer may be
+  // overwriting it) into a buffer that holds the largest record.
+  std::unique_ptr<uint8_t[]> record(new uint8_t[NCCLWATCH_MAX_RECORD_BYTES]);
+  auto slot_at = [&](uint64_t idx) {
+    return reinterpret_cast<const ncclwatch_slot_header*>(data_ + offset + (idx & mask) * NCCLWATCH_SLOT_BYTES);
+  };
+  uint64_t i = first;
+  while (i < last) {
+    const uint64_t start = i;
+    const ncclwatch_slot_header* sh = slot_at(i);
+    const uint64_t stamp = Load64(&sh->stamp);
+    ncclwatch_slot_header copy;
+    std::memcpy(&copy, sh, sizeof(copy));
+    if (stamp != i + 1 || copy.length > NCCLWATCH_SLOT_PAYLOAD_BYTES) {
+      ++stats->torn_slots;
+      ++i;
+      continue;
+    }
+    size_t length = 0;
+    if (copy.kind == NCCLWATCH_SLOT_PADDING) {
+      ++stats->padding_slots;
+      ++i;
+      continue;
+    }
+    if (copy.kind == NCCLWATCH_SLOT_SINGLE) {
+      std::memcpy(record.get(), reinterpret_cast<const uint8_t*>(sh) + NCCLWATCH_SLOT_HEADER_BYTES, copy.length);
+      length = copy.length;
+      const bool still = Load64(&sh->stamp) == i + 1;
+      ++i;
+      if (!still) {
+        ++stats->torn_slots;
+        continue;
+      }
+    } else if (copy.kind == NCCLWATCH_SLOT_FIRST) {
+      // Gather the record's slots; any gap or inconsistency discards all of them.
+      const uint32_t total = copy.record_bytes;
+      const uint64_t nslots = (uint64_t{total} + NCCLWATCH_SLOT_PAYLOAD_BYTES - 1) / NCCLWATCH_SLOT_PAYLOAD_BYTES;
+      bool whole = total > NCCLWATCH_SLOT_PAYLOAD_BYTES && total <= NCCLWATCH_MAX_RECORD_BYTES &&
+                   nslots <= NCCLWATCH_MAX_RECORD_SLOTS && nslots <= last - i;
+      for (uint64_t j = 0; whole && j < nslots; ++j) {
+        const ncclwatch_slot_header* part = slot_at(i + j);
+        ncclwatch_slot_header pc;
+        std::memcpy(&pc, part, sizeof(pc));
+        const uint8_t want = j == 0               ? NCCLWATCH_SLOT_FIRST
+                             : j + 1 == nslots    ? NCCLWATCH_SLOT_LAST
+                                                  : NCCLWATCH_SLOT_MIDDLE;
+        const uint64_t expect_len =
+            j + 1 == nslots ? total - j * NCCLWATCH_SLOT_PAYLOAD_BYTES : NCCLWATCH_SLOT_PAYLOAD_BYTES;
+        if (Load64(&part->stamp) != i + j + 1 || pc.kind != want || pc.length != expect_len ||
+            pc.record_bytes != total) {
+          whole = false;
+          break;
+        }
+        std::memcpy(record.get() + length, reinterpret_cast<const uint8_t*>(part) + NCCLWATCH_SLOT_HEADER_BYTES,
+                    pc.length);
+        length += pc.length;
+        if (Load64(&part->stamp) != i + j + 1) whole = false;
+      }
+      if (!whole) {
+        ++stats->torn_slots;
+        ++i;
+        continue;
+      }
+      i += nslots;
+    } else {
+      // A MIDDLE/LAST whose FIRST is gone (overwritten across the ring's
+      // oldest edge), or an unknown kind.
+      ++stats->torn_slots;
+      ++i;
+      continue;
+    }
+    if (length == 0) continue;
+    ++stats->records;
+    fn(pinned, start, absl::MakeConstSpan(record.get(), length));
+  }
+}
+
+template <typename Fn>
+void TraceFile::ForEachRecord(Fn&& fn, TraceFileStats* stats) const {
+  const auto* live = reinterpret_cast<const ncclwatch_ring_header*>(data_);
+  // Cursors are read once: records written after this point are not seen.
+  const uint64_t pinned_next = Load64(&live->pinned_next);
+  const uint64_t ring_next = Load64(&live->ring_next);
+  stats->pinned_overflow = Load64(&live->pinned_overflow);
+  // The pinned region is small (process identity, modules, communicator
+  // creation and end): hold its records, and hand each out just before the
+  // first ring record that is later, so both regions come out in the order
+  // they were written.
+  struct Held {
+    uint64_t t;
+    uint64_t index;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Held> pinned;
+  auto hold = [&](bool, uint64_t index, absl::Span<const uint8_t> bytes) {
+    pinned.push_back({RecordTime(bytes), index, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+  };
+  ReadRegion(true, header_.pinned_offset, header_.pinned_slots, pinned_next, hold, stats);
+  // Pinned records are claimed in order, but threads can take their time
+  // stamps in a different order than they claim: sort by time, stably.
+  std::stable_sort(pinned.begin(), pinned.end(), [](const Held& a, const Held& b) { return a.t < b.t; });
+  size_t next = 0;
+  auto merge = [&](bool, uint64_t index, absl::Span<const uint8_t> bytes) {
+    if (next < pinned.size()) {
+      const uint64_t t = RecordTime(bytes);
+      for (; next < pinned.size() && pinned[next].t <= t; ++next)
+        fn(true, pinned[next].index, absl::MakeConstSpan(pinned[next].bytes));
+    }
+    fn(false, index, bytes);
+  };
+  ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, merge, stats);
+  for (; next < pinned.size(); ++next) fn(true, pinned[next].index, absl::MakeConstSpan(pinned[next].bytes));
+}
+
 
 }  // namespace ncclwatch::decoder
 

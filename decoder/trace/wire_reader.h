@@ -47,6 +47,59 @@ struct WireField {
   }
 };
 
+// The primitives, for decoders that switch on a field's whole one-byte tag
+// (field numbers 1-15) and fall back to WireReader for anything else. Each
+// returns false, consuming nothing it could not check, when the bytes end
+// first.
+inline bool ReadVarint(const uint8_t*& p, const uint8_t* end, uint64_t* out) {
+  if (p < end && *p < 0x80) {  // most values: one byte
+    *out = *p++;
+    return true;
+  }
+  uint64_t v = 0;
+  const uint8_t* q = p;
+  for (int shift = 0; shift < 64 && q < end; shift += 7) {
+    const uint8_t b = *q++;
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) {
+      *out = v;
+      p = q;
+      return true;
+    }
+  }
+  return false;
+}
+inline bool ReadFixed64(const uint8_t*& p, const uint8_t* end, uint64_t* out) {
+  if (end - p < 8) return false;
+  std::memcpy(out, p, 8);
+  p += 8;
+  return true;
+}
+inline bool ReadFixed32(const uint8_t*& p, const uint8_t* end, uint32_t* out) {
+  if (end - p < 4) return false;
+  std::memcpy(out, p, 4);
+  p += 4;
+  return true;
+}
+inline int64_t ZigzagDecode(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1)); }
+// Skips the value of a field whose tag was just read.
+inline bool SkipValue(const uint8_t*& p, const uint8_t* end, uint32_t wire_type) {
+  uint64_t v;
+  switch (wire_type) {
+    case 0: return ReadVarint(p, end, &v);
+    case 1: return ReadFixed64(p, end, &v);
+    case 5: {
+      uint32_t w;
+      return ReadFixed32(p, end, &w);
+    }
+    case 2:
+      if (!ReadVarint(p, end, &v) || v > static_cast<uint64_t>(end - p)) return false;
+      p += v;
+      return true;
+    default: return false;
+  }
+}
+
 class WireReader {
  public:
   explicit WireReader(absl::Span<const uint8_t> bytes) : p_(bytes.data()), end_(bytes.data() + bytes.size()) {}

@@ -372,7 +372,7 @@ TEST_CASE("the timeline is in true order across the pinned region and the ring",
   // The process's last call, as the reports name it: the destroy, which
   // came after the last collective although its record is in the other region.
   JobAnalysis job;
-  job.AddProcess(std::move(*t));
+  job.AddProcess(*t);
   job.Finish();
   REQUIRE(job.processes().size() == 1);
   CHECK(job.processes()[0].last.call == f::kCommDestroy);
