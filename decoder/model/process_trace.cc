@@ -9,10 +9,8 @@
 #include "util/status_macros.h"
 
 namespace ncclwatch::decoder {
-namespace {
 
-// One CommStream per (communicator, rank): its numbered calls in order, and
-// whether the trace holds its start.
+
 void BuildStreams(ProcessTrace* p) {
   // Streams by (communicator, rank), with the progress of each: how many
   // collectives it had issued, and whether from #0.
@@ -80,8 +78,6 @@ void BuildStreams(ProcessTrace* p) {
     s.holds_start = s.collectives.empty() ? nothing_lost : p->collectives[s.collectives.front()].seq == 0;
   }
 }
-
-}  // namespace
 
 int32_t ProcessTrace::DisplayRank() const {
   if (global_rank >= 0) return global_rank;
@@ -174,6 +170,13 @@ void ProcessTrace::Reset() {
   *this = std::move(fresh);
 }
 
+void FinishProcessTrace(ProcessTrace* p) {
+  std::sort(p->anchors.begin(), p->anchors.end(),
+            [](const TimeAnchorEvent& a, const TimeAnchorEvent& b) { return a.t < b.t; });
+  p->streams.clear();
+  BuildStreams(p);
+}
+
 absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) {
   ProcessTrace& p = *trace;
   p.Reset();
@@ -195,9 +198,7 @@ absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) 
         }
       },
       &p.stats);
-  std::sort(p.anchors.begin(), p.anchors.end(),
-            [](const TimeAnchorEvent& a, const TimeAnchorEvent& b) { return a.t < b.t; });
-  BuildStreams(&p);
+  FinishProcessTrace(&p);
   return absl::OkStatus();
 }
 

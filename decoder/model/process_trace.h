@@ -91,6 +91,14 @@ struct ProcessTrace {
 
 absl::StatusOr<ProcessTrace> LoadProcessTrace(const std::string& path);
 
+// After the last record is imported (RecordImporter): sorts the clock
+// anchors and builds the streams. The loaders call it; tests that build a
+// trace from records call it too.
+void FinishProcessTrace(ProcessTrace* trace);
+
+// Builds `trace->streams` from its tables (FinishProcessTrace's second step).
+void BuildStreams(ProcessTrace* trace);
+
 // The same into `trace`, which is reset first but keeps its tables' memory:
 // loading many traces one after another into one ProcessTrace allocates
 // (and faults in) that memory once.
