@@ -263,7 +263,10 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
   const uint64_t order = p.last_order + 1;
   bool ok = true;
   if (body_kind == f::record::kCollective) {  // the common case first
-    CollectiveEvent& e = p.collectives.emplace_back();
+    // Copied from a blank row: plain moves, where value-initialising the row
+    // in place compiles to a slow `rep stos`.
+    static const CollectiveEvent kBlank{};
+    CollectiveEvent& e = p.collectives.emplace_back(kBlank);
     e.order = order;
     e.t = t;
     e.thread = thread;
