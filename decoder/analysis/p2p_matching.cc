@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "report/names.h"
+#include "analysis/nccl_semantics.h"
 
 namespace ncclwatch::decoder {
 
