@@ -17,8 +17,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "report/json.h"
-#include "report/names.h"
+#include "analysis/nccl_semantics.h"
+#include "report/names.h"  // RanksNoun, Bytes: init forensics still writes its own sentences
 
 namespace ncclwatch::decoder {
 
@@ -39,7 +39,7 @@ struct Cause {
   int err = 0;
   std::string detail;  // with kRanks where the ranks go
   std::string fix;
-  std::vector<std::pair<std::string, std::string>> extra;  // JSON values
+  InitFailureFacts facts;  // what was measured, by subsystem
   int64_t when_ns = 0;
   std::vector<int> ranks_override;  // the ranks a cross-rank cause names, when it knows them all
 };
@@ -55,12 +55,6 @@ struct JobFacts {
 
 // "rank 3", "ranks 1-3"; processes whose rank is unknown (-1) are "the process".
 std::string RanksOrProcess(const std::vector<int>& ranks) { return RanksNoun(ranks, "the process"); }
-
-std::string JsonStrings(const std::vector<std::string>& v) {
-  std::vector<std::string> quoted;
-  for (const std::string& s : v) quoted.push_back(JsonString(s));
-  return absl::StrCat("[", absl::StrJoin(quoted, ","), "]");
-}
 
 // Every text NCCL gave this rank: failures' last errors and WARN lines.
 // NCCL's own words first (its WARN lines), then what the failed calls said.
@@ -166,11 +160,11 @@ std::optional<Cause> NoInterface(const InitEvidence& r, const std::vector<std::s
                        suggest.empty() ? "" : absl::StrCat(" (here: NCCL_SOCKET_IFNAME=", suggest, ")"),
                        ", or unset it; a value is a prefix (eth matches eth0, eth1), =eth0 matches exactly, ^docker,lo "
                        "excludes");
-  c.extra.push_back({"socket_ifname", ifname ? JsonString(*ifname) : "null"});
+  c.facts.socket_ifname = ifname ? std::optional<std::string>(*ifname) : std::nullopt;
   std::vector<std::string> names;
   for (const InterfaceInfo& i : r.interfaces)
     if (std::find(names.begin(), names.end(), i.name) == names.end()) names.push_back(i.name);
-  c.extra.push_back({"interfaces", JsonStrings(names)});
+  c.facts.interfaces = names;
   return c;
 }
 
@@ -219,10 +213,12 @@ std::optional<Cause> SharedMemory(const InitEvidence& r, const std::vector<std::
   c.fix = "give the container a larger /dev/shm (docker run --shm-size=8g; on Kubernetes a memory-backed emptyDir "
           "mounted at /dev/shm) or share the host's (--ipc=host); NCCL_SHM_DISABLE=1 avoids /dev/shm at the cost of "
           "bandwidth between local GPUs";
-  c.extra.push_back({"path", path.empty() ? "null" : JsonString(path)});
-  c.extra.push_back({"requested", size > 0 ? absl::StrCat(size) : "null"});
-  c.extra.push_back({"shm_size", r.shm_size ? absl::StrCat(*r.shm_size) : "null"});
-  c.extra.push_back({"shm_free", r.shm_free ? absl::StrCat(*r.shm_free) : "null"});
+  InitFailureFacts::Shm shm;
+  if (!path.empty()) shm.path = path;
+  if (size > 0) shm.requested = size;
+  if (r.shm_size) shm.shm_size = *r.shm_size;
+  if (r.shm_free) shm.shm_free = *r.shm_free;
+  c.facts.shm = shm;
   return c;
 }
 
@@ -303,7 +299,7 @@ std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::str
         suggest.empty() ? "" : absl::StrCat(" (", suggest, ")"),
         addr && addr->port > 0 ? absl::StrCat("; check that no firewall drops port ", addr->port) : "");
   }
-  c.extra.push_back({"address", addr ? JsonString(addr->ToString()) : "null"});
+  c.facts.address = addr ? std::optional<std::string>(addr->ToString()) : std::nullopt;
   return c;
 }
 
@@ -336,7 +332,7 @@ std::optional<Cause> DuplicateGpu(const InitEvidence& r, const std::vector<std::
                              kRanks, bus.empty() ? "" : absl::StrCat(" (PCI bus id ", bus, ")"), HostPhrase(r));
   c.fix = "give each rank its own GPU: select the device from the local rank (torch.cuda.set_device(LOCAL_RANK), "
           "CUDA_VISIBLE_DEVICES per rank), and do not start more processes on a node than it has GPUs";
-  c.extra.push_back({"bus_id", bus.empty() ? "null" : JsonString(bus)});
+  c.facts.bus_id = bus.empty() ? std::nullopt : std::optional<std::string>(bus);
   return c;
 }
 
@@ -371,7 +367,7 @@ Cause SkewCause(const std::map<int32_t, std::vector<const InitEvidence*>>& by_ve
           "libnccl.so.2 earlier on LD_LIBRARY_PATH; check with NCCL_DEBUG=VERSION";
   std::vector<std::string> versions;
   for (const auto& [v, ranks] : by_version) versions.push_back(NcclVersionString(v));
-  c.extra.push_back({"versions", JsonStrings(versions)});
+  c.facts.versions = versions;
   return c;
 }
 
@@ -408,8 +404,10 @@ std::optional<Cause> DriverTooOld(const InitEvidence& r, const std::vector<std::
   c.fix = "install a driver at least as new as the CUDA version of the NCCL and framework build (CUDA 13 needs "
           "driver 580 or newer, CUDA 12 needs 525 or newer), or use a build for the installed driver's CUDA; in a "
           "container, run it with the NVIDIA container runtime (--gpus all) so the host driver is mounted";
-  c.extra.push_back({"cuda_driver", r.cuda_driver_version > 0 ? JsonString(VersionText(r.cuda_driver_version)) : "null"});
-  c.extra.push_back({"cuda_runtime", r.cuda_runtime_version > 0 ? JsonString(VersionText(r.cuda_runtime_version)) : "null"});
+  InitFailureFacts::Cuda cuda;
+  if (r.cuda_driver_version > 0) cuda.driver = VersionText(r.cuda_driver_version);
+  if (r.cuda_runtime_version > 0) cuda.runtime = VersionText(r.cuda_runtime_version);
+  c.facts.cuda = cuda;
   return c;
 }
 
@@ -434,9 +432,12 @@ std::optional<Cause> InfiniBand(const InitEvidence& r, const std::vector<std::st
                         "memlock=-1; Slurm: PropagateResourceLimitsExcept=MEMLOCK or a higher limit in slurmd)"
                       : "check the HCA with ibstat/ibv_devinfo (port Active, link up), NCCL_IB_HCA, and that the "
                         "container sees /dev/infiniband; NCCL_IB_DISABLE=1 falls back to sockets";
-  c.extra.push_back({"memlock", r.memlock_soft ? (*r.memlock_soft == UINT64_MAX ? JsonString("unlimited")
-                                                                                : absl::StrCat(*r.memlock_soft))
-                                               : "null"});
+  InitFailureFacts::Memlock memlock;
+  if (r.memlock_soft) {
+    memlock.unlimited = *r.memlock_soft == UINT64_MAX;
+    if (!memlock.unlimited) memlock.bytes = *r.memlock_soft;
+  }
+  c.facts.memlock = memlock;
   return c;
 }
 
@@ -586,26 +587,27 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
     std::sort(g.ranks.begin(), g.ranks.end());
     InitFinding f;
     Finding& x = f.finding;
-    x.kind = "init_failure";
+    x.kind = FindingKind::kInitFailure;
     for (const auto& [when, rank] : g.ranks)
       if (rank >= 0) x.ranks.push_back(rank);  // unknown ranks are named by pid
     const std::string noun = !x.ranks.empty() ? RanksOrProcess(x.ranks)
                              : g.pids.size() == 1 ? absl::StrCat("the process (pid ", g.pids[0], ")")
                                                   : absl::StrCat("processes ", absl::StrJoin(g.pids, ", "));
-    x.detail = absl::StrReplaceAll(g.cause.detail, {{kRanks, noun}});
-    if (!x.detail.empty()) x.detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(x.detail[0])));
-    x.fix = g.cause.fix;
+    InitFailureFacts facts = g.cause.facts;
+    std::string& detail = facts.text.detail;
+    detail = absl::StrReplaceAll(g.cause.detail, {{kRanks, noun}});
+    if (!detail.empty()) detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(detail[0])));
+    facts.text.fix = g.cause.fix;
     x.when_ns = g.ranks.front().first == INT64_MAX ? 0 : g.ranks.front().first;
     if (g.comm != 0) x.comm = g.comm;
-    x.field = "";
-    x.extra.push_back({"subsystem", JsonString(g.cause.subsystem)});
-    x.extra.push_back({"errno", g.cause.err ? JsonString(ErrnoName(g.cause.err)) : "null"});
-    for (const auto& e : g.cause.extra) x.extra.push_back(e);
-    x.extra.push_back({"pids", absl::StrCat("[", absl::StrJoin(g.pids, ","), "]")});
+    facts.subsystem = g.cause.subsystem;
+    facts.err = g.cause.err;
+    facts.pids = g.pids;
     if (!x.ranks.empty()) {
-      x.groups.push_back({x.ranks, absl::StrCat("init failed: ", g.cause.subsystem,
-                                                g.cause.err ? absl::StrCat(" (", ErrnoName(g.cause.err), ")") : "")});
+      facts.text.groups.push_back({x.ranks, absl::StrCat("init failed: ", g.cause.subsystem,
+                                                         g.cause.err ? absl::StrCat(" (", ErrnoName(g.cause.err), ")") : "")});
     }
+    x.facts = std::move(facts);
     f.process = g.process;
     first_cause_ns = std::min(first_cause_ns, x.when_ns);
     out.push_back(f);
@@ -633,27 +635,31 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
   if (!waited.empty()) {
     InitFinding f;
     Finding& x = f.finding;
-    x.kind = "init_failure";
+    x.kind = FindingKind::kInitFailure;
+    InitFailureFacts facts;
+    facts.subsystem = "waiting";
+    facts.has_pids = false;
+    std::string& detail = facts.text.detail;
+    std::string& fix = facts.text.fix;
     x.ranks = waited;
     std::sort(x.ranks.begin(), x.ranks.end());
     if (comm != 0) x.comm = comm;
     const std::string ended = how.empty() ? "" : absl::StrCat(" (until: ", absl::StrJoin(how, ", "), ")");
     if (out.empty()) {
-      x.detail = absl::StrFormat("%s waited in %s%s, and no rank's trace shows a failure: a rank of the job may "
+      detail = absl::StrFormat("%s waited in %s%s, and no rank's trace shows a failure: a rank of the job may "
                                  "never have started the init (its trace is missing, or it is stuck before it)",
                                  RanksOrProcess(x.ranks), call.empty() ? "NCCL init" : call, ended);
-      x.fix = "check that every rank of the job started and reached ncclCommInitRank (the launcher's log, and each "
+      fix = "check that every rank of the job started and reached ncclCommInitRank (the launcher's log, and each "
               "rank's trace folder)";
       x.when_ns = 0;
     } else {
-      x.detail = absl::StrFormat("%s failed or waited in %s because of the rank(s) above%s", RanksOrProcess(x.ranks),
+      detail = absl::StrFormat("%s failed or waited in %s because of the rank(s) above%s", RanksOrProcess(x.ranks),
                                  call.empty() ? "NCCL init" : call, ended);
-      x.fix = "nothing to fix on these ranks: fix the failure above";
+      fix = "nothing to fix on these ranks: fix the failure above";
       x.when_ns = first_cause_ns == INT64_MAX ? 0 : first_cause_ns + 1;
     }
-    x.extra.push_back({"subsystem", JsonString("waiting")});
-    x.extra.push_back({"errno", "null"});
-    x.groups.push_back({x.ranks, "waited for the others"});
+    facts.text.groups.push_back({x.ranks, "waited for the others"});
+    x.facts = std::move(facts);
     f.process = process;
     out.push_back(f);
   }
