@@ -69,8 +69,11 @@ void WriteFindingsHuman(const std::vector<Finding>& findings, const CallSiteName
     out << (roots.empty() ? "\nWarnings:\n" : "\nThen:\n");
     for (size_t i = 0; i < rest.size() && i < 5; ++i) {
       const FindingText t = RenderFinding(*rest[i], sites);
-      out << "  - " << (rest[i]->role == FindingRole::kWarning ? "warning: " : "") << t.detail << ".\n";
-      if (roots.empty()) out << "    " << t.fix << ".\n";
+      if (roots.empty()) {  // warnings only: each with its fix
+        out << "  - " << t.detail << ".\n    Fix: " << t.fix << ".\n";
+      } else {
+        out << "  - " << (rest[i]->role == FindingRole::kWarning ? "warning: " : "") << t.detail << ".\n";
+      }
     }
     if (rest.size() > 5) out << "  - and " << rest.size() - 5 << " more (see --json)\n";
   }
