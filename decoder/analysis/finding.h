@@ -157,40 +157,100 @@ struct Narrative {
   std::vector<Group> groups;
 };
 
-// init_failure: the subsystem named, the errno, the processes, and by
-// subsystem what was measured.
+// init_failure: which cause, the subsystem named, the errno, the processes,
+// and by cause what was measured. Fields a cause does not use stay empty, so
+// two ranks whose facts are equal have the same cause and are reported together.
+enum class InitCause {
+  kNoInterface,           // network: no usable socket interface (NCCL_SOCKET_IFNAME)
+  kSharedMemory,          // shm: /dev/shm too small
+  kBootstrapRefused,      // bootstrap: nothing listens at the root's address
+  kBootstrapUnreachable,  // bootstrap: the root's address cannot be reached
+  kDuplicateGpu,          // gpu: two ranks on one GPU
+  kVersionSkew,           // version: ranks with different NCCL versions
+  kDriverTooOld,          // version: a CUDA driver older than the runtime
+  kInfiniBand,            // ib
+  kFabric,                // fabric: NVLink fabric, NVLS
+  kPeerToPeer,            // p2p: CUDA IPC between local GPUs
+  kCuda,                  // cuda
+  kUnknown,               // a failure none of the above explains
+  kWaitedUnexplained,     // waiting: ranks that waited, and no trace shows a failure
+  kWaitedForCause,        // waiting: ranks that waited for the causes reported before them
+};
+
+struct InitInterface {
+  std::string name;
+  std::string ip;
+  int prefix_len = 0;
+  bool down = false;
+  bool loopback = false;
+
+  bool operator==(const InitInterface& o) const {
+    return name == o.name && ip == o.ip && prefix_len == o.prefix_len && down == o.down && loopback == o.loopback;
+  }
+};
+
+struct InitVersionGroup {
+  std::vector<int> ranks;
+  int32_t version = 0;  // NCCL's code: 22809
+  std::string path;     // the libnccl.so loaded, when known
+
+  bool operator==(const InitVersionGroup& o) const {
+    return ranks == o.ranks && version == o.version && path == o.path;
+  }
+};
+
 struct InitFailureFacts {
+  InitCause cause = InitCause::kUnknown;
   std::string subsystem;  // network, bootstrap, shm, version, gpu, ib, fabric, p2p, cuda, unknown, waiting
   int err = 0;            // errno, 0 when none
   std::vector<uint32_t> pids;
   bool has_pids = true;   // the ranks that only waited list none
-  // network
-  std::optional<std::optional<std::string>> socket_ifname;  // set for network: the value, or unset (null)
-  std::optional<std::vector<std::string>> interfaces;
-  // bootstrap
-  std::optional<std::optional<std::string>> address;
-  // shm
+
+  // Facts the JSON contract names (set by the causes that measure them).
+  std::optional<std::optional<std::string>> socket_ifname;  // network: the value, or unset (null)
+  std::optional<std::vector<std::string>> interfaces;      // network: the interfaces' names
+  std::optional<std::optional<std::string>> address;       // bootstrap: the root's address
   struct Shm {
     std::optional<std::string> path;
     std::optional<int64_t> requested;
     std::optional<uint64_t> shm_size, shm_free;
   };
   std::optional<Shm> shm;
-  // version
-  std::optional<std::vector<std::string>> versions;
+  std::optional<std::vector<std::string>> versions;  // version skew: "2.28.9"
   struct Cuda {
-    std::optional<std::string> driver, runtime;
+    std::optional<std::string> driver, runtime;  // "13.0"
   };
-  std::optional<Cuda> cuda;
-  // gpu
-  std::optional<std::optional<std::string>> bus_id;
-  // ib
+  std::optional<Cuda> cuda;                            // driver too old
+  std::optional<std::optional<std::string>> bus_id;    // gpu
   struct Memlock {
     std::optional<uint64_t> bytes;  // unset: unknown
     bool unlimited = false;
   };
-  std::optional<Memlock> memlock;
-  Narrative text;
+  std::optional<Memlock> memlock;  // ib
+
+  // Further facts the words are made of.
+  std::string host;                       // the rank's host, where the words name it
+  std::string nccl_text;                  // NCCL's own words that named the cause
+  std::vector<std::string> failed_loads;  // libraries NCCL could not load (plugins it merely probes left out)
+  bool interfaces_known = false;          // the rank's interfaces were inventoried
+  std::vector<InitInterface> interface_list;  // IPv4 first; link-local and repeats left out
+  std::string suggest_interface;          // an interface to pin NCCL_SOCKET_IFNAME to
+  std::string shm_call;                   // shm: the failing call ("fallocate"), or what NCCL said it did
+  bool shm_call_traced = false;           // ... seen in the trace (sized "of"), not in NCCL's words ("to")
+  int attempts = 0;                       // bootstrap: connection attempts to the same address
+  std::vector<std::pair<std::string, std::vector<int>>> comm_ids;  // bootstrap: NCCL_COMM_ID values, when they differ
+  std::string root_ip;                    // bootstrap: the root's IP
+  int root_port = 0;
+  bool root_on_local_net = true;          // bootstrap: an interface of the rank is on the root's network
+  std::string virtual_bootstrap_iface;    // bootstrap: a container or virtual bridge NCCL picked
+  std::vector<InitVersionGroup> version_groups;  // version skew
+  bool driver_known = false;              // driver too old: the driver's presence was recorded
+  bool low_memlock = false;               // ib: RLIMIT_MEMLOCK below what NCCL pins
+  std::optional<std::string> buffsize;    // cuda, out of memory: NCCL_BUFFSIZE
+  bool out_of_memory = false;             // cuda: the failure was an out-of-memory
+  std::string call;                       // unknown: the failed call; waiting: the call waited in
+  int result = -1;                        // unknown: its ncclResult_t, -1 unknown
+  std::vector<std::string> until;         // waiting: how the waiting ranks ended
 };
 
 // Findings of explain drawn from log lines.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analysis/nccl_semantics.h"
+#include "report/init_text.h"
 #include "report/names.h"
 
 namespace ncclwatch::decoder {
@@ -247,7 +248,7 @@ void RenderNarrative(const Finding& f, const Narrative& n, FindingText* t) {
 }
 
 void Render(const Finding& f, const InitFailureFacts& x, const CallSiteNamer&, FindingText* t) {
-  RenderNarrative(f, x.text, t);
+  RenderInitFailure(f, x, t);
 }
 
 void Render(const Finding& f, const LogFacts& x, const CallSiteNamer&, FindingText* t) { RenderNarrative(f, x.text, t); }

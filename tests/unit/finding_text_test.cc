@@ -190,21 +190,60 @@ TEST_CASE("init_failure: its facts as the JSON contract names them", "[report][j
   f.kind = FindingKind::kInitFailure;
   f.ranks = {1};
   InitFailureFacts x;
+  x.cause = InitCause::kSharedMemory;
   x.subsystem = "shm";
   x.err = ENOSPC;
   x.pids = {4711};
+  x.host = "node3";
+  x.shm_call = "fallocate";
+  x.shm_call_traced = true;
   x.shm = InitFailureFacts::Shm{std::string("/dev/shm/nccl-x"), 9637892, 1048576, std::nullopt};
-  x.text.detail = "Rank 1 could not make NCCL's shared-memory segment";
-  x.text.fix = "give the container a larger /dev/shm";
-  x.text.groups.push_back({{1}, "init failed: shm (ENOSPC)"});
   f.facts = x;
-  CHECK(RenderFinding(f, NoCallSites()).title == "NCCL initialisation failed: shared memory (/dev/shm) (ENOSPC)");
-  CHECK(Json(f) ==
-        "{\"kind\":\"init_failure\",\"role\":\"root_cause\",\"job\":0,\"comm\":null,\"seq\":null,\"ranks\":[1],"
-        "\"nranks\":null,\"detail\":\"Rank 1 could not make NCCL's shared-memory segment\",\"fix\":\"give the "
-        "container a larger /dev/shm\",\"rank_groups\":[{\"ranks\":[1],\"doing\":\"init failed: shm (ENOSPC)\"}],"
-        "\"subsystem\":\"shm\",\"errno\":\"ENOSPC\",\"path\":\"/dev/shm/nccl-x\",\"requested\":9637892,"
-        "\"shm_size\":1048576,\"shm_free\":null,\"pids\":[4711]}");
+  const FindingText t = RenderFinding(f, NoCallSites());
+  CHECK(t.title == "NCCL initialisation failed: shared memory (/dev/shm) (ENOSPC)");
+  CHECK(t.detail ==
+        "Rank 1 could not make NCCL's shared-memory segment in /dev/shm: fallocate of 9.2 MiB failed with ENOSPC; "
+        "/dev/shm on node3 is 1.0 MiB (unknown free when NCCL began) (each connection between two local ranks takes "
+        "such a segment)");
+  CHECK(t.fix.rfind("give the container a larger /dev/shm (docker run --shm-size=8g;", 0) == 0);
+  const std::string json = Json(f);
+  CHECK(json.rfind("{\"kind\":\"init_failure\",\"role\":\"root_cause\",\"job\":0,\"comm\":null,\"seq\":null,"
+                   "\"ranks\":[1],\"nranks\":null,\"detail\":\"Rank 1 could not make",
+                   0) == 0);
+  CHECK(json.find("\"rank_groups\":[{\"ranks\":[1],\"doing\":\"init failed: shm (ENOSPC)\"}],"
+                  "\"subsystem\":\"shm\",\"errno\":\"ENOSPC\",\"path\":\"/dev/shm/nccl-x\",\"requested\":9637892,"
+                  "\"shm_size\":1048576,\"shm_free\":null,\"pids\":[4711]}") != std::string::npos);
+}
+
+TEST_CASE("init_failure: processes of unknown rank are named by pid; the waiting ranks", "[report]") {
+  Finding f;
+  f.kind = FindingKind::kInitFailure;
+  InitFailureFacts x;
+  x.cause = InitCause::kBootstrapRefused;
+  x.subsystem = "bootstrap";
+  x.err = ECONNREFUSED;
+  x.pids = {7, 8};
+  x.address = std::optional<std::string>("10.0.0.1:29500");
+  x.attempts = 3;
+  f.facts = x;
+  CHECK(RenderFinding(f, NoCallSites()).detail.rfind(
+            "Processes 7, 8 could not connect to the bootstrap root at 10.0.0.1:29500 (ECONNREFUSED, 3 attempts): "
+            "nothing listens there",
+            0) == 0);
+  Finding w;
+  w.kind = FindingKind::kInitFailure;
+  w.role = FindingRole::kConsequence;
+  w.ranks = {1, 2, 3};
+  InitFailureFacts waiting;
+  waiting.cause = InitCause::kWaitedForCause;
+  waiting.subsystem = "waiting";
+  waiting.has_pids = false;
+  waiting.call = "ncclCommInitRank";
+  waiting.until = {"SIGTERM"};
+  w.facts = waiting;
+  const FindingText t = RenderFinding(w, NoCallSites());
+  CHECK(t.detail == "ranks 1-3 failed or waited in ncclCommInitRank because of the rank(s) above (until: SIGTERM)");
+  CHECK(Json(w).find(",\"subsystem\":\"waiting\",\"errno\":null}") != std::string::npos);
 }
 
 TEST_CASE("explain's log facts: xid and bus id; a group without words is named by its kind", "[report][json]") {
