@@ -144,19 +144,6 @@ struct UnreadableTracesFacts {
   std::vector<std::string> errors;
 };
 
-// Facts that a finding's prose was already written from: init forensics and
-// explain's log findings still compose their sentences where they classify
-// (see README.md's note in "JSON output"); the report prints them as given.
-struct Narrative {
-  std::string detail;
-  std::string fix;
-  struct Group {
-    std::vector<int> ranks;
-    std::string doing;
-  };
-  std::vector<Group> groups;
-};
-
 // init_failure: which cause, the subsystem named, the errno, the processes,
 // and by cause what was measured. Fields a cause does not use stay empty, so
 // two ranks whose facts are equal have the same cause and are reported together.
@@ -253,15 +240,45 @@ struct InitFailureFacts {
   std::vector<std::string> until;         // waiting: how the waiting ranks ended
 };
 
-// Findings of explain drawn from log lines.
+// Findings of explain (logs/log_diagnosis.cc): what the log lines showed.
+enum class LogCause {
+  kXid,                // gpu_fault: an Xid in dmesg (xid, bus_id)
+  kGpuFailed,          // gpu_fault: an ECC error, a GPU off the bus or unavailable (line)
+  kGpuOutOfMemory,     // out_of_memory, memory "gpu" (line)
+  kHostOutOfMemory,    // out_of_memory, memory "host": the kernel's OOM killer (line)
+  kFabric,             // nvlink_fabric (line)
+  kCudaIpc,            // cuda_ipc_failure (line)
+  kKernelError,        // cuda_error (line)
+  kLauncherDeath,      // rank_died: the launcher's report (signo, line)
+  kLostPeer,           // rank_died: ranks lost the connection to a peer (who, peers)
+  kWatchdogMismatch,   // collective_mismatch: ranks timed out in different collectives (timeouts)
+  kWatchdogMissing,    // missing_rank: ranks that never timed out where the others did (timeouts, timed_out)
+  kWatchdogTimeout,    // watchdog_timeout (timeouts, timeout_ms)
+  kUnseenRanks,        // log_insufficient note: ranks the logs hold nothing of
+  kUnexplainedError,   // log_insufficient: an NCCL error the logs do not explain (line)
+  kNoInfoLines,        // log_insufficient note: NCCL's warnings without its INFO lines
+};
+
 struct LogFacts {
+  LogCause cause = LogCause::kUnexplainedError;
+  std::string line;                       // the log line it was seen in
   std::optional<int> xid;                 // gpu_fault
   std::optional<std::string> bus_id;      // gpu_fault
   std::optional<std::string> memory;      // out_of_memory: "gpu" or "host"
-  std::optional<std::string> timeout_ms;  // watchdog_timeout
+  std::optional<std::string> timeout_ms;  // watchdog_timeout: PyTorch's number, as it printed it
   std::optional<int> signo;               // rank_died (the launcher's report)
-  std::optional<std::string> peer;        // rank_died (a lost peer's address)
-  Narrative text;
+  std::optional<std::string> peer;        // rank_died (the first lost peer's address)
+  std::vector<std::string> peers;         // rank_died: every lost peer's address
+  std::vector<int> who;                   // rank_died: the ranks that lost them
+  // PyTorch's watchdog: the collectives ranks timed out in, by (seq, op, numel).
+  struct Timeout {
+    std::vector<int> ranks;
+    uint64_t seq = 0;
+    std::string op;     // "ALLREDUCE"
+    std::string numel;  // "" unknown
+  };
+  std::vector<Timeout> timeouts;
+  std::vector<int> timed_out;  // kWatchdogMissing: the ranks that timed out
 };
 
 using FindingFacts = std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts, P2pMismatchFacts,

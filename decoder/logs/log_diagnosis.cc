@@ -14,12 +14,9 @@
 #include "absl/strings/str_join.h"
 #include "analysis/init_failure.h"
 #include "analysis/nccl_semantics.h"
-#include "report/names.h"  // RanksNoun: explain still writes its own sentences
 
 namespace ncclwatch::decoder {
 namespace {
-
-std::string RanksOrUnknown(const std::vector<int>& ranks) { return RanksNoun(ranks, "a process of unknown rank"); }
 
 // The ncclResult_t named in a framework's error text ("unhandled system
 // error", "ncclSystemError"), or -1.
@@ -49,9 +46,7 @@ struct Event {
   int process = -1;
   int64_t when = 0;
   std::string text;
-  LogFacts facts;           // the kind's facts (xid, bus id, memory, signal)
-  std::string detail_head;  // what it is, after the ranks
-  std::string fix;
+  LogFacts facts;  // the kind's facts (cause, xid, bus id, memory, signal)
 };
 
 int Priority(const Finding& f) {
@@ -73,40 +68,11 @@ int Priority(const Finding& f) {
   }
 }
 
-struct XidInfo {
-  const char* what;
-  bool hardware;
-};
-
-XidInfo Xid(int xid) {
-  switch (xid) {
-    case 13: return {"a graphics engine exception (often the program's own kernel fault)", false};
-    case 31: return {"a GPU memory page fault (often an illegal access by a kernel)", false};
-    case 43: return {"a GPU stopped processing (a kernel was killed or faulted)", false};
-    case 45: return {"preemptive cleanup after an earlier error", false};
-    case 48: return {"an uncorrectable double-bit ECC error", true};
-    case 61: case 62: return {"an internal micro-controller error", true};
-    case 63: case 64: return {"ECC page retirement or row remapping", true};
-    case 74: return {"an NVLink error", true};
-    case 79: return {"the GPU fell off the bus", true};
-    case 92: return {"a high single-bit ECC error rate", true};
-    case 94: return {"a contained uncorrectable ECC error", true};
-    case 95: return {"an uncontained uncorrectable ECC error", true};
-    case 119: case 120: return {"a GSP firmware error", true};
-    default: return {"a GPU error", true};
-  }
-}
-
 // The facts of a log finding, made when first asked for.
 LogFacts& Facts(Finding& f) {
   if (!std::holds_alternative<LogFacts>(f.facts)) f.facts = LogFacts{};
   return std::get<LogFacts>(f.facts);
 }
-
-constexpr char kHardwareFix[] =
-    "take the GPU (or node) out of the job: check it with nvidia-smi -q -d ECC,ROW_REMAPPER and dmesg, reset it "
-    "(nvidia-smi -r, or reboot the node) and report the Xid to the cluster's administrators; restart the job from "
-    "its last checkpoint without that GPU";
 
 class LogDiagnoser {
  public:
@@ -210,14 +176,10 @@ class LogDiagnoser {
       }
       if (absl::StrContains(t, "Xid") && std::regex_search(t, m, kXid)) {
         const int xid = std::stoi(m[2]);
-        const XidInfo info = Xid(xid);
         Event e{FindingKind::kGpuFault, absl::StrCat("xid", xid, m[1].str()), RankOfBus(m[1], t), l.process, when, t};
         e.facts.xid = xid;
         e.facts.bus_id = m[1].str();
-        e.detail_head = absl::StrFormat("GPU %s reported Xid %d: %s", m[1].str(), xid, info.what);
-        e.fix = info.hardware ? kHardwareFix
-                              : "this Xid usually follows a fault in the program's own kernel: run the failing rank "
-                                "under compute-sanitizer, and check dmesg for an Xid 79/48/94/95 before it";
+        e.facts.cause = LogCause::kXid;
         Add(e);
         continue;
       }
@@ -225,8 +187,7 @@ class LogDiagnoser {
                               "is/are busy or unavailable", "ECC error"}) {
         if (absl::StrContains(t, ecc)) {
           Event e{FindingKind::kGpuFault, ecc, rank, l.process, when, t};
-          e.detail_head = absl::StrCat("the GPU failed: ", t);
-          e.fix = kHardwareFix;
+          e.facts.cause = LogCause::kGpuFailed;
           Add(e);
           break;
         }
@@ -235,27 +196,19 @@ class LogDiagnoser {
           absl::StrContains(t, "Failed to CUDA calloc")) {
         Event e{FindingKind::kOutOfMemory, "gpu", rank, l.process, when, t};
         e.facts.memory = "gpu";
-        e.detail_head = absl::StrCat("ran out of GPU memory: ", t);
-        e.fix = "reduce the memory per GPU (batch size, activation checkpointing, sharding) or leave room for NCCL's "
-                "buffers (created at init, and by each new communicator): lower NCCL_BUFFSIZE, or set "
-                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+        e.facts.cause = LogCause::kGpuOutOfMemory;
         Add(e);
       } else if (std::regex_search(t, m, kHostOom) || absl::StrContains(t, "oom-kill")) {
         Event e{FindingKind::kOutOfMemory, "host", rank, l.process, when, t};
         e.facts.memory = "host";
-        e.detail_head = absl::StrCat("was killed by the kernel's out-of-memory killer: ", t);
-        e.fix = "give the job more host memory (the container's memory limit), or use less: fewer data-loader "
-                "workers, pinned-memory buffers, or CPU offload";
+        e.facts.cause = LogCause::kHostOutOfMemory;
         Add(e);
       }
       for (const char* fabric : {"NVLS", "NVLink SHARP", "abric Manager", "fabric manager", "system not yet initialized",
                                  "cuMulticast", "IMEX", "NVSwitch"}) {
         if (absl::StrContains(t, fabric) && (l.level == LogLine::kWarn || absl::StrContains(t, "rror"))) {
           Event e{FindingKind::kNvlinkFabric, "fabric", rank, l.process, when, t};
-          e.detail_head = absl::StrCat("NVLink fabric (NVLS/NVSwitch) setup failed: ", t);
-          e.fix = "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
-                  "(systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -i fabric); NCCL_NVLS_ENABLE=0 works "
-                  "around NVLS while it is fixed";
+          e.facts.cause = LogCause::kFabric;
           Add(e);
           break;
         }
@@ -265,10 +218,7 @@ class LogDiagnoser {
         if (absl::StrContains(t, ipc) && (l.level == LogLine::kWarn || absl::StrContains(t, "rror") ||
                                           absl::StrContains(t, "failed"))) {
           Event e{FindingKind::kCudaIpcFailure, "ipc", rank, l.process, when, t};
-          e.detail_head = absl::StrCat("could not map another local GPU's memory (P2P/CUDA IPC): ", t);
-          e.fix = "check GPU peer access on the node (nvidia-smi topo -m; ACS and IOMMU settings in a VM), give "
-                  "containers --ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 works "
-                  "around it (through host memory, slower)";
+          e.facts.cause = LogCause::kCudaIpc;
           Add(e);
           break;
         }
@@ -277,10 +227,7 @@ class LogDiagnoser {
                                  "device-side assert"}) {
         if (absl::StrContains(t, kernel)) {
           Event e{FindingKind::kCudaError, kernel, rank, l.process, when, t};
-          e.detail_head = absl::StrCat("hit a CUDA error in a kernel: ", t);
-          e.fix = "a kernel of the program (or of a library) faulted: rerun that rank with CUDA_LAUNCH_BLOCKING=1 "
-                  "or under compute-sanitizer to find it; if dmesg shows a hardware Xid with it, treat it as a GPU "
-                  "fault";
+          e.facts.cause = LogCause::kKernelError;
           Add(e);
           break;
         }
@@ -309,10 +256,7 @@ class LogDiagnoser {
       if (dead >= 0 && signo != 15) {  // SIGTERM is how a launcher stops the others: not a cause
         Event e{FindingKind::kRankDied, absl::StrCat(dead, ":", signo), dead, -1, when, t};
         e.facts.signo = signo;
-        e.detail_head = absl::StrCat("died of ", SignalName(signo), " (the launcher's report: ", t, ")");
-        e.fix = signo == 9 ? "a SIGKILL is the out-of-memory killer or the scheduler: check dmesg (oom-kill) and the "
-                             "job's memory limit and time limit"
-                           : "read that rank's own output just before it died (a traceback, a core dump) for why";
+        e.facts.cause = LogCause::kLauncherDeath;
         Add(e);
       }
     }
@@ -346,9 +290,8 @@ class LogDiagnoser {
       groups[{t.seq, t.op, t.numel}].push_back(rank);
       first = std::min(first, t.when);
     }
-    auto describe = [](const std::tuple<uint64_t, std::string, std::string>& g) {
-      return absl::StrCat(std::get<1>(g), std::get<2>(g).empty() ? "" : absl::StrCat("(numel=", std::get<2>(g), ")"),
-                          " #", std::get<0>(g));
+    auto timeout = [](const std::tuple<uint64_t, std::string, std::string>& g, const std::vector<int>& ranks) {
+      return LogFacts::Timeout{ranks, std::get<0>(g), std::get<1>(g), std::get<2>(g)};
     };
     // Different collectives at the same sequence number: a mismatch.
     std::map<uint64_t, std::vector<std::tuple<uint64_t, std::string, std::string>>> by_seq;
@@ -362,22 +305,16 @@ class LogDiagnoser {
       size_t majority = 0;
       for (size_t i = 1; i < gs.size(); ++i)
         if (groups[gs[i]].size() > groups[gs[majority]].size()) majority = i;
-      std::vector<std::string> parts;
       bool op_differs = false;
+      Facts(x).cause = LogCause::kWatchdogMismatch;
       for (size_t i = 0; i < gs.size(); ++i) {
         const auto& g = gs[i];
         const std::vector<int>& ranks = groups[g];
         if (i != majority) x.ranks.insert(x.ranks.end(), ranks.begin(), ranks.end());
         if (std::get<1>(g) != std::get<1>(gs.front())) op_differs = true;
-        parts.push_back(absl::StrCat(RanksOrUnknown(ranks), " in ", describe(g)));
-        Facts(x).text.groups.push_back({ranks, absl::StrCat("timed out in ", describe(g))});
+        Facts(x).timeouts.push_back(timeout(g, ranks));
       }
       x.field = op_differs ? "op" : "count";
-      Facts(x).text.detail = absl::StrCat("PyTorch's watchdog timed out with the ranks in different collectives at sequence "
-                              "number ", seq, " (PyTorch's numbering of the process group's operations): ",
-                              absl::StrJoin(parts, "; "));
-      Facts(x).text.fix = "make every rank call the same collectives in the same order with the same shapes; the ranks that "
-              "differ took another code path at that point";
       x.when_ns = first;
       causes->push_back(x);
       return;
@@ -401,13 +338,9 @@ class LogDiagnoser {
       x.seq = std::get<0>(g0);
       x.ranks = silent;
       x.nranks = nranks;
-      Facts(x).text.detail = absl::StrCat(RanksOrUnknown(silent), " never timed out in ", describe(g0), ", where ",
-                              RanksOrUnknown(timed_out), " waited until PyTorch's watchdog fired: ",
-                              silent.size() == 1 ? "it was" : "they were",
-                              " not in that collective (a skipped or extra step, another branch, or dead)");
-      Facts(x).text.fix = "see what those ranks did instead (their own output, py-spy dump of a hung job); make every rank run "
-              "the same collectives";
-      Facts(x).text.groups = {{timed_out, absl::StrCat("timed out in ", describe(g0))}, {silent, "never entered it"}};
+      Facts(x).cause = LogCause::kWatchdogMissing;
+      Facts(x).timeouts = {timeout(g0, r0)};
+      Facts(x).timed_out = timed_out;
       x.when_ns = first;
       causes->push_back(x);
     }
@@ -416,15 +349,8 @@ class LogDiagnoser {
     w.seq = std::get<0>(g0);
     w.ranks = timed_out;
     w.nranks = nranks;
-    std::vector<std::string> parts;
-    for (const auto& [g, ranks] : groups) {
-      parts.push_back(absl::StrCat(RanksOrUnknown(ranks), " in ", describe(g)));
-      Facts(w).text.groups.push_back({ranks, absl::StrCat("timed out in ", describe(g))});
-    }
-    Facts(w).text.detail = absl::StrCat("PyTorch's watchdog timed out after ", by_rank.begin()->second.timeout_ms, " ms: ",
-                            absl::StrJoin(parts, "; "));
-    Facts(w).text.fix = "a timeout is a symptom: a rank stopped calling collectives (it died, hung, or took another path); see "
-            "the findings before this one";
+    Facts(w).cause = LogCause::kWatchdogTimeout;
+    for (const auto& [g, ranks] : groups) Facts(w).timeouts.push_back(timeout(g, ranks));
     w.when_ns = first + 1;
     Facts(w).timeout_ms = by_rank.begin()->second.timeout_ms;
     causes->push_back(w);
@@ -433,10 +359,7 @@ class LogDiagnoser {
       n.kind = FindingKind::kLogInsufficient;
       n.role = FindingRole::kNote;
       n.ranks = unseen;
-      Facts(n).text.detail = absl::StrCat("these logs hold nothing of ", RanksOrUnknown(unseen), ", which never timed out: one of them "
-                              "is likely where the job stopped");
-      Facts(n).text.fix = "collect every rank's output (NCCL_DEBUG=INFO NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, and the "
-              "launcher's per-rank logs)";
+      Facts(n).cause = LogCause::kUnseenRanks;
       notes_.push_back(n);
     }
   }
@@ -456,12 +379,7 @@ class LogDiagnoser {
       x.ranks.assign(ranks.begin(), ranks.end());
       const Event& first = *es.front();
       LogFacts facts = first.facts;
-      std::string& detail = facts.text.detail;
-      detail = absl::StrCat(RanksOrUnknown(x.ranks), " ", first.detail_head);
-      detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(detail[0])));
-      facts.text.fix = first.fix;
-      // An empty `doing` is rendered as the finding's kind.
-      if (!x.ranks.empty()) facts.text.groups.push_back({x.ranks, ""});
+      facts.line = first.text;
       x.facts = std::move(facts);
       x.when_ns = when;
       causes->push_back(x);
@@ -480,10 +398,9 @@ class LogDiagnoser {
         Finding x;
         x.kind = FindingKind::kRankDied;
         x.ranks = {};
-        Facts(x).text.detail = absl::StrCat(RanksOrUnknown(std::vector<int>(who.begin(), who.end())),
-                                " lost the connection to a peer (", absl::StrJoin(peers, ", "),
-                                "): the process there died or was killed");
-        Facts(x).text.fix = "find the rank at that address and read its own output and the node's dmesg for why it ended";
+        Facts(x).cause = LogCause::kLostPeer;
+        Facts(x).who.assign(who.begin(), who.end());
+        Facts(x).peers.assign(peers.begin(), peers.end());
         Facts(x).peer = *peers.begin();
         x.when_ns = INT64_MAX - 1;
         causes->push_back(x);
@@ -507,10 +424,8 @@ class LogDiagnoser {
         x.role = FindingRole::kRootCause;
         const int rank = RankOf(l);
         if (rank >= 0) x.ranks = {rank};
-        Facts(x).text.detail = absl::StrCat("the logs show an NCCL error that they do not explain: ", l.text);
-        Facts(x).text.fix = "collect more: every rank's NCCL_DEBUG=INFO log (NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, "
-                "NCCL_DEBUG_SUBSYS=INIT,NET,ENV), dmesg from every node, or run the job under libncclwatch.so "
-                "and use ncclwatch diagnose";
+        Facts(x).cause = LogCause::kUnexplainedError;
+        Facts(x).line = l.text;
         causes->push_back(x);
         out_.problem = true;
         break;
@@ -523,8 +438,7 @@ class LogDiagnoser {
         Finding n;
         n.kind = FindingKind::kLogInsufficient;
         n.role = FindingRole::kNote;
-        Facts(n).text.detail = "the logs have NCCL's warnings but no INFO lines, so ranks, versions and interfaces are unknown";
-        Facts(n).text.fix = "run with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET,ENV keeps it short)";
+        Facts(n).cause = LogCause::kNoInfoLines;
         notes_.push_back(n);
       }
     }

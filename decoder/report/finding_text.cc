@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "analysis/nccl_semantics.h"
 #include "report/init_text.h"
+#include "report/log_text.h"
 #include "report/names.h"
 
 namespace ncclwatch::decoder {
@@ -241,17 +242,11 @@ void Render(const Finding&, const UnreadableTracesFacts& x, const CallSiteNamer&
            "ncclwatch version need that version to read them";
 }
 
-void RenderNarrative(const Finding& f, const Narrative& n, FindingText* t) {
-  t->detail = n.detail;
-  t->fix = n.fix;
-  for (const Narrative::Group& g : n.groups) t->groups.push_back({g.ranks, g.doing.empty() ? KindName(f.kind) : g.doing});
-}
-
 void Render(const Finding& f, const InitFailureFacts& x, const CallSiteNamer&, FindingText* t) {
   RenderInitFailure(f, x, t);
 }
 
-void Render(const Finding& f, const LogFacts& x, const CallSiteNamer&, FindingText* t) { RenderNarrative(f, x.text, t); }
+void Render(const Finding& f, const LogFacts& x, const CallSiteNamer&, FindingText* t) { RenderLogFinding(f, x, t); }
 
 void Render(const Finding&, const std::monostate&, const CallSiteNamer&, FindingText*) {}
 

@@ -246,20 +246,38 @@ TEST_CASE("init_failure: processes of unknown rank are named by pid; the waiting
   CHECK(Json(w).find(",\"subsystem\":\"waiting\",\"errno\":null}") != std::string::npos);
 }
 
-TEST_CASE("explain's log facts: xid and bus id; a group without words is named by its kind", "[report][json]") {
+TEST_CASE("explain's log facts: an Xid in words, its group named by the kind, xid and bus id in JSON", "[report][json]") {
   Finding f;
   f.kind = FindingKind::kGpuFault;
   f.ranks = {3};
   LogFacts x;
+  x.cause = LogCause::kXid;
   x.xid = 79;
   x.bus_id = "0000:3b:00";
-  x.text.detail = "Rank 3 GPU 0000:3b:00 reported Xid 79: the GPU fell off the bus";
-  x.text.fix = "take the GPU out of the job";
-  x.text.groups.push_back({{3}, ""});
   f.facts = x;
+  const FindingText t = RenderFinding(f, NoCallSites());
+  CHECK(t.detail == "Rank 3 GPU 0000:3b:00 reported Xid 79: the GPU fell off the bus");
+  CHECK(t.fix.rfind("take the GPU (or node) out of the job", 0) == 0);
   const std::string json = Json(f);
   CHECK(json.find(",\"rank_groups\":[{\"ranks\":[3],\"doing\":\"gpu_fault\"}],\"xid\":79,\"bus_id\":\"0000:3b:00\"}") !=
         std::string::npos);
+}
+
+TEST_CASE("explain's watchdog timeout: the collectives each group timed out in", "[report]") {
+  Finding f;
+  f.kind = FindingKind::kWatchdogTimeout;
+  f.seq = 17;
+  f.ranks = {0, 1, 2};
+  LogFacts x;
+  x.cause = LogCause::kWatchdogTimeout;
+  x.timeout_ms = "600000";
+  x.timeouts = {{{0, 1, 2}, 17, "ALLREDUCE", "4096"}};
+  f.facts = x;
+  const FindingText t = RenderFinding(f, NoCallSites());
+  CHECK(t.detail == "PyTorch's watchdog timed out after 600000 ms: ranks 0-2 in ALLREDUCE(numel=4096) #17");
+  REQUIRE(t.groups.size() == 1);
+  CHECK(t.groups[0].doing == "timed out in ALLREDUCE(numel=4096) #17");
+  CHECK(Json(f).find(",\"timeout_ms\":600000}") != std::string::npos);
 }
 
 TEST_CASE("the JSON envelope: version from CMake, verdict, findings, processes, unreadable", "[report][json]") {
