@@ -18,6 +18,7 @@
 #include "commands/diagnose.h"
 #include "commands/dump.h"
 #include "commands/explain.h"
+#include "ncclwatch/ring_format.h"
 #include "ncclwatch_version.h"
 
 namespace {
@@ -89,7 +90,8 @@ int main(int argc, char** argv) {
     else paths.push_back(a);
   }
   if (command == "version" || command == "--version") {
-    std::cout << "ncclwatch " << ncclwatch::decoder::kNcclwatchVersion << " (trace format 1, schema 1)\n";
+    std::cout << "ncclwatch " << ncclwatch::decoder::kNcclwatchVersion << " (trace format "
+              << NCCLWATCH_RING_FORMAT_VERSION << ", schema " << NCCLWATCH_SCHEMA_VERSION << ")\n";
     return 0;
   }
   if (command == "dump") {
