@@ -5,15 +5,12 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "analysis/init_failure.h"
-#include "analysis/nccl_semantics.h"
-#include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::decoder {
 namespace {
-
-namespace f = ::ncclwatch::fields;
 
 // A finding that may become the root cause, with the process it is about.
 struct Candidate {
