@@ -5,8 +5,10 @@
 //   ncclwatch dump [--json] FILE          one trace's records, one per line
 //   ncclwatch version
 //
-// Exit codes: 0 healthy (or done), 1 a problem was found, 2 the input cannot
-// be used (with a one-line reason on stderr).
+//   ncclwatch COMMAND --help (or -h)
+//
+// Exit codes: 0 healthy (or done; warnings and notes allowed), 1 a problem
+// was found, 2 the input cannot be used (with a one-line reason on stderr).
 
 #include <cstring>
 #include <iostream>
@@ -16,6 +18,8 @@
 #include "commands/diagnose.h"
 #include "commands/dump.h"
 #include "commands/explain.h"
+#include "ncclwatch/ring_format.h"
+#include "ncclwatch_version.h"
 
 namespace {
 
@@ -23,7 +27,35 @@ constexpr char kUsage[] =
     "usage: ncclwatch diagnose [--json] PATH...   diagnose the traces in these folders or files\n"
     "       ncclwatch explain [--json] LOG...     the same from NCCL_DEBUG logs and error output\n"
     "       ncclwatch dump [--json] FILE          print one trace's records\n"
-    "       ncclwatch version\n";
+    "       ncclwatch version\n"
+    "       ncclwatch COMMAND --help              one command's usage\n"
+    "Exit codes: 0 healthy (warnings and notes allowed), 1 a problem, 2 input that cannot be used.\n";
+
+// Each command's own usage, for `ncclwatch COMMAND --help`.
+const char* CommandUsage(const std::string& command) {
+  if (command == "diagnose") {
+    return "usage: ncclwatch diagnose [--json] PATH...\n"
+           "  Reads every trace (*.trace) in the folders and files given, and names the root cause first.\n"
+           "  The first line is the headline: HEALTHY, HEALTHY with warnings or notes, or PROBLEM: its kind,\n"
+           "  communicator, collective and ranks.\n"
+           "  --json   the JSON contract (README.md, \"JSON output\")\n"
+           "  Exit codes: 0 healthy (warnings and notes allowed), 1 a problem, 2 input that cannot be used.\n";
+  }
+  if (command == "explain") {
+    return "usage: ncclwatch explain [--json] LOG...\n"
+           "  Diagnoses a job that ran without the shim from its NCCL_DEBUG logs and error output\n"
+           "  (files or folders), the headline first.\n"
+           "  --json   the same JSON contract as diagnose\n"
+           "  Exit codes: 0 no problem seen, 1 a problem, 2 input that cannot be used.\n";
+  }
+  if (command == "dump") {
+    return "usage: ncclwatch dump [--json] FILE\n"
+           "  Prints one trace's records, one per line (--json: one JSON object per line).\n"
+           "  Exit codes: 0 done, 2 a file that cannot be read.\n";
+  }
+  if (command == "version") return "usage: ncclwatch version\n  Prints the version of ncclwatch and of its trace format.\n";
+  return nullptr;
+}
 
 int Usage(const std::string& why) {
   std::cerr << "ncclwatch: " << why << "\n" << kUsage;
@@ -35,8 +67,22 @@ int Usage(const std::string& why) {
 int main(int argc, char** argv) {
   if (argc < 2) return Usage("no command given");
   const std::string command = argv[1];
+  if (command == "help" || command == "--help" || command == "-h") {
+    const char* usage = argc > 2 ? CommandUsage(argv[2]) : nullptr;
+    std::cout << (usage ? usage : kUsage);
+    return 0;
+  }
   bool json = false;
   std::vector<std::string> paths;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      const char* usage = CommandUsage(command);
+      if (usage == nullptr) return Usage("unknown command " + command);
+      std::cout << usage;
+      return 0;
+    }
+  }
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json") json = true;
@@ -44,11 +90,8 @@ int main(int argc, char** argv) {
     else paths.push_back(a);
   }
   if (command == "version" || command == "--version") {
-    std::cout << "ncclwatch 0.1.0 (trace format 1, schema 1)\n";
-    return 0;
-  }
-  if (command == "help" || command == "--help" || command == "-h") {
-    std::cout << kUsage;
+    std::cout << "ncclwatch " << ncclwatch::decoder::kNcclwatchVersion << " (trace format "
+              << NCCLWATCH_RING_FORMAT_VERSION << ", schema " << NCCLWATCH_SCHEMA_VERSION << ")\n";
     return 0;
   }
   if (command == "dump") {

@@ -1,7 +1,7 @@
 #include "analysis/collective_alignment.h"
 
 #include "absl/strings/str_cat.h"
-#include "report/names.h"
+#include "analysis/nccl_semantics.h"
 
 namespace ncclwatch::decoder {
 

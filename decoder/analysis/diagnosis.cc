@@ -5,20 +5,12 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "analysis/init_failure.h"
-#include "ncclwatch/trace_fields.h"
-#include "report/call_site.h"
-#include "report/json.h"
-#include "report/names.h"
 
 namespace ncclwatch::decoder {
 namespace {
-
-namespace f = ::ncclwatch::fields;
 
 // A finding that may become the root cause, with the process it is about.
 struct Candidate {
@@ -26,23 +18,9 @@ struct Candidate {
   int process = -1;
 };
 
-std::string CommPhrase(uint64_t comm, int nranks) {
-  return nranks > 0 ? absl::StrCat("communicator ", CommShort(comm), " (", nranks, " ranks)")
-                    : absl::StrCat("communicator ", CommShort(comm));
-}
-
 bool CrashSignal(int signo) {
   return signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL || signo == SIGABRT ||
          signo == SIGSYS || signo == SIGTRAP;
-}
-
-std::string FieldHint(const std::string& field) {
-  if (field == "op") return "one rank is in another phase of the program: a skipped or extra step, or a collective issued only on some branch";
-  if (field == "count") return "tensor shapes differ between ranks: an uneven last batch, padding, or dynamic shapes";
-  if (field == "datatype") return "precision differs between ranks: autocast or a dtype cast on one code path";
-  if (field == "redop") return "the reduction differs between ranks: the same call must use the same operator everywhere";
-  if (field == "root") return "the root differs between ranks: compute it the same way on every rank";
-  return "";
 }
 
 class Diagnoser {
@@ -113,8 +91,16 @@ class Diagnoser {
 
   int Global(int process, uint64_t comm, int32_t rank) const { return job_.GlobalRank(process, comm, rank); }
 
-  std::string Site(int process, uint64_t caller) const {
-    return process >= 0 ? CallSite(procs_[process].modules, caller) : "an unknown call site";
+  // Where a call was made, for the report to name.
+  static CallSiteRef Site(int process, uint64_t caller) { return {process, caller}; }
+
+  // The code a call site is in (module, offset), the same in every process
+  // that loaded the module: ranks that stopped at the same place group together.
+  std::pair<std::string, uint64_t> Code(const CallSiteRef& site) const {
+    if (site.process < 0 || site.address == 0) return {"", site.address};
+    for (const ModuleInfo& m : procs_[site.process].modules)
+      if (site.address >= m.start && site.address < m.end) return {m.path, site.address - m.base};
+    return {"", site.address};
   }
 
   // Whether any process of `process`'s job left an end or a signal behind:
@@ -140,14 +126,12 @@ class Diagnoser {
         if (!have.count(r)) missing.push_back(r);
       if (!missing.empty()) {
         Finding n;
-        n.kind = "missing_traces";
-        n.role = "note";
+        n.kind = FindingKind::kMissingTraces;
+        n.role = FindingRole::kNote;
         n.comm = comm;
         n.nranks = nranks;
         n.ranks = missing;  // communicator ranks: their global ranks are unknown
-        n.detail = absl::StrFormat("the traces of %s of %s are missing; the rest was diagnosed without them",
-                                   RanksNoun(missing), CommPhrase(comm, nranks));
-        n.fix = "collect the trace folder (NCCLWATCH_DIR) of every node of the job and pass them all to ncclwatch diagnose";
+        n.facts = MissingTracesFacts{};
         n.job = job_of_[anchor_process];
         notes_.push_back(n);
       }
@@ -166,12 +150,14 @@ class Diagnoser {
       int process = -1;
       uint64_t next = 0;
       int64_t when_ns = 0;
-      std::string kind, reason, did, fix;
-      int signo = 0;
+      DepartureFacts departure;
       std::optional<uint64_t> last_seq;
-      std::vector<std::string> sites;
+      std::vector<CallSiteRef> sites;
     };
-    std::map<std::tuple<std::string, uint64_t, std::string>, Behind> groups;
+    // Ranks that left the same way at the same point, from the same place, go together.
+    using Key = std::tuple<FindingKind, uint64_t, Departure, uint32_t, std::optional<int>, int, std::optional<uint64_t>,
+                           std::string, std::pair<std::string, uint64_t>>;
+    std::map<Key, Behind> groups;
     for (const AlignedMember& m : members) {
       if (m.any && m.hi >= limit) continue;
       const uint64_t next = m.any ? m.hi + 1 : 0;
@@ -180,11 +166,14 @@ class Diagnoser {
       CollectiveSignature sig;
       if (!al.ReferenceAt(next, &sig, &entered_ns, nullptr)) continue;  // nobody entered it: not behind
       Behind b;
-      Classify(m, comm, entered_ns, &b.kind, &b.reason, &b.did, &b.fix, &b.signo);
+      b.departure = Classify(m, comm, entered_ns);
       b.next = next;
       b.when_ns = entered_ns;
       if (m.any) b.last_seq = m.hi;
-      Behind& g = groups.try_emplace({b.kind, next, b.reason}, b).first->second;
+      const DepartureFacts& d = b.departure;
+      const Key key{d.kind, next, d.how, d.end_call, d.exit_code, d.signo, b.last_seq, d.later_call,
+                    Code(d.later_site)};
+      Behind& g = groups.try_emplace(key, b).first->second;
       g.ranks.push_back(Global(m.process, comm, m.comm_rank));
       if (g.process < 0) g.process = m.process;
       if (m.any) g.sites.push_back(Site(m.process, m.last.caller));
@@ -197,97 +186,64 @@ class Diagnoser {
         if (m.any && m.hi >= g.next) others.push_back(Global(m.process, comm, m.comm_rank));
       Candidate c;
       Finding& x = c.finding;
-      x.kind = g.kind;
+      x.kind = g.departure.kind;
       x.comm = comm;
       x.seq = g.next;
       x.nranks = nranks;
       x.ranks = g.ranks;
       x.when_ns = g.when_ns;
-      x.detail = absl::StrFormat("%s never entered collective #%u of %s, %s, which %s entered; %s", RanksNoun(g.ranks),
-                                 g.next, CommPhrase(comm, nranks), sig.Describe(), RanksNoun(others), g.reason);
-      x.fix = g.fix;
-      x.groups.push_back({others, absl::StrCat("entered ", sig.Describe(), " #", g.next, " and waited")});
-      x.groups.push_back({g.ranks, g.last_seq ? absl::StrCat("last entered #", *g.last_seq, " (", g.sites.front(), "), then ",
-                                                             g.did)
-                                              : absl::StrCat("made no collective on it, then ", g.did)});
-      x.extra.push_back({"did_instead", JsonString(g.did)});
-      x.extra.push_back({"last_seq", g.last_seq ? absl::StrCat(*g.last_seq) : "null"});
-      if (g.kind == "rank_died") x.extra.push_back({"signal", g.signo ? JsonString(SignalName(g.signo)) : "null"});
+      MissingRankFacts facts;
+      facts.call = sig.Describe();
+      facts.entered = others;
+      facts.last_seq = g.last_seq;
+      if (!g.sites.empty()) facts.last_site = g.sites.front();
+      facts.departure = g.departure;
+      x.facts = std::move(facts);
       c.process = g.process;
       candidates_.push_back(c);
     }
   }
 
   // What a rank that stopped before collective `next` of `comm` did instead.
-  void Classify(const AlignedMember& m, uint64_t comm, int64_t entered_ns, std::string* kind, std::string* reason,
-                std::string* did, std::string* fix, int* signo) const {
+  DepartureFacts Classify(const AlignedMember& m, uint64_t comm, int64_t entered_ns) const {
     const ProcessFacts& p = procs_[m.process];
     const CommMembership* mem = nullptr;
     for (const CommMembership& x : p.comms)
       if (x.comm == comm && x.rank == m.comm_rank) mem = &x;
-    const std::string after = m.any ? absl::StrCat("after collective #", m.hi) : "before its first collective";
-    const std::string uneven =
-        "make every rank run the same collectives the same number of times (uneven data per rank: drop the last "
-        "uneven batch, pad the dataset, or use a join context such as torch.distributed.algorithms.Join)";
-    *kind = "missing_rank";
+    DepartureFacts d;
+    if (p.fate.kind == Fate::kExited) d.exit_code = p.fate.exit_code;
     if (mem != nullptr && mem->end_call != 0) {
-      const std::string call = CallName(mem->end_call);
-      *did = call == "ncclCommAbort" ? "aborted the communicator"
-             : call == "ncclCommRevoke" ? "revoked the communicator"
-             : call == "ncclCommFinalize" ? "finalized the communicator"
-                                          : "destroyed the communicator";
-      *reason = absl::StrCat("it called ", call, " on it ", after,
-                             p.fate.kind == Fate::kExited ? absl::StrCat(" and exited with code ", p.fate.exit_code) : "");
-      *fix = absl::StrCat("the rank left the communicator while the others still used it: ", uneven);
-      return;
+      d.how = Departure::kLeftCommunicator;
+      d.end_call = mem->end_call;
+      return d;
     }
     if (p.fate.kind == Fate::kExited) {
-      *did = absl::StrCat("exited (code ", p.fate.exit_code, ")");
-      *reason = absl::StrCat("it exited with code ", p.fate.exit_code, " ", after, " without destroying it");
-      *fix = absl::StrCat("the rank's program ended early: ", uneven);
-      return;
+      d.how = Departure::kExited;
+      return d;
     }
     if (std::optional<LastCall> later = p.ActivityAfter(comm)) {
-      *did = absl::StrCat("kept calling other communicators (last: ", later->what, ")");
-      *reason = absl::StrCat("it was alive and kept calling other communicators ", after, ": its last call was ",
-                             later->what, " from ", Site(m.process, later->caller));
-      *fix = "the rank took another code path: it waits on another communicator while the others wait on this one; "
-             "issue the collectives of all communicators in the same order on every rank";
-      return;
+      d.how = Departure::kOtherCommunicators;
+      d.later_call = later->what;
+      d.later_site = Site(m.process, later->caller);
+      return d;
     }
     if (p.fate.kind == Fate::kSignal) {
-      *signo = p.fate.signo;
+      d.signo = p.fate.signo;
       if (CrashSignal(p.fate.signo) || p.fate.when_ns < entered_ns) {
-        *kind = "rank_died";
-        *did = absl::StrCat("died of ", SignalName(p.fate.signo));
-        *reason = absl::StrCat("its process died of ", SignalName(p.fate.signo), " ", after);
-        *fix = "the others waited for a rank that was gone: read that rank's own error output (stack trace, core "
-               "dump) for why it died";
-        return;
+        d.kind = FindingKind::kRankDied;
+        d.how = Departure::kDiedOfSignal;
+      } else {
+        d.how = Departure::kAliveUntilSignal;
       }
-      *did = absl::StrCat("was still alive, until ", SignalName(p.fate.signo), " ended it with the rest of the job");
-      *reason = absl::StrCat("it was alive but made no NCCL call on it ", after, " until ", SignalName(p.fate.signo),
-                             " ended it with the rest of the job");
-      *fix = "the rank is stuck outside NCCL (a data loader, I/O, a CPU-side lock, a different branch): see where "
-             "its program was after its last call, e.g. with py-spy dump or gdb on a hung job";
-      return;
+      return d;
     }
     if (JobRecordsEnds(m.process)) {
-      *kind = "rank_died";
-      *did = "died without a trace of why (SIGKILL or the out-of-memory killer)";
-      *reason = absl::StrCat("its trace ends ", after,
-                             " with neither an exit nor a signal, while the others' traces end with one: it was "
-                             "killed by SIGKILL or by the out-of-memory killer");
-      *fix = "check the node's kernel log (dmesg: oom-kill) and the container's memory limit, and the scheduler's log "
-             "for a kill of that process";
-      return;
+      d.kind = FindingKind::kRankDied;
+      d.how = Departure::kKilledUntraced;
+      return d;
     }
-    *did = "stopped: no exit or signal recorded";
-    *reason = absl::StrCat("its trace stops ", after,
-                           " with no exit or signal recorded, like every trace of this job: it was either still alive "
-                           "outside NCCL, or killed without a signal");
-    *fix = "see where the rank's program was (py-spy dump, gdb) if the job still hangs; otherwise check for a SIGKILL "
-           "or an out-of-memory kill (dmesg) of that process";
+    d.how = Departure::kStopped;
+    return d;
   }
 
   void Mismatch(uint64_t comm, const CollectiveAlignment& al, uint64_t seq, int nranks) {
@@ -336,107 +292,59 @@ class Diagnoser {
     const Group& majority = groups.front();
     Candidate c;
     Finding& x = c.finding;
-    x.kind = "collective_mismatch";
+    x.kind = FindingKind::kCollectiveMismatch;
     x.comm = comm;
     x.seq = seq;
     x.nranks = nranks;
     x.when_ns = when;
     x.field = CollectiveSignature::DifferingField(majority.sig, groups[1].sig);
-    std::vector<std::string> deviant;
-    for (size_t i = 1; i < groups.size(); ++i) {
+    for (size_t i = 1; i < groups.size(); ++i)
       x.ranks.insert(x.ranks.end(), groups[i].ranks.begin(), groups[i].ranks.end());
-      deviant.push_back(absl::StrCat(RanksNoun(groups[i].ranks), " called ", groups[i].sig.Describe()));
-    }
     std::sort(x.ranks.begin(), x.ranks.end());
-    x.detail = absl::StrFormat("%s as collective #%u of %s where %s called %s", absl::StrJoin(deviant, " and "), seq,
-                               CommPhrase(comm, nranks), RanksNoun(majority.ranks), majority.sig.Describe());
-    const std::string hint = FieldHint(x.field);
-    x.fix = absl::StrFormat(
-        "make every rank call the same collectives in the same order with the same arguments; %s took another path "
-        "at collective #%u (see its call site)%s",
-        RanksNoun(x.ranks), seq, hint.empty() ? "" : absl::StrCat(": ", hint));
-    std::string groups_json = "[";
-    for (size_t i = 0; i < groups.size(); ++i) {
-      const Group& g = groups[i];
-      x.groups.push_back({g.ranks, absl::StrCat(g.sig.Describe(), " #", seq, " (", Site(g.process, g.caller), ")")});
-      absl::StrAppend(&groups_json, i ? "," : "", "{\"ranks\":[", absl::StrJoin(g.ranks, ","),
-                      "],\"call\":", JsonString(g.sig.Describe()), ",\"call_site\":", JsonString(Site(g.process, g.caller)), "}");
-    }
-    groups_json += "]";
-    if (!not_reached.empty()) x.groups.push_back({not_reached, "had not reached it"});
-    x.extra.push_back({"expected", JsonString(majority.sig.Describe())});
-    x.extra.push_back({"groups", groups_json});
+    CollectiveMismatchFacts facts;
+    for (const Group& g : groups) facts.groups.push_back({g.ranks, g.sig.Describe(), Site(g.process, g.caller)});
+    facts.not_reached = not_reached;
+    x.facts = std::move(facts);
     c.process = groups[1].process;
     candidates_.push_back(c);
   }
 
   void PointToPoint() {
     for (const P2pProblem& pr : job_.p2p().problems()) {
-      const int nranks = job_.CommSize(pr.comm);
-      const int sender = Global(pr.sender_process, pr.comm, pr.sender);
-      const int receiver = Global(pr.receiver_process, pr.comm, pr.receiver);
       Candidate c;
       Finding& x = c.finding;
-      x.kind = "p2p_mismatch";
+      P2pMismatchFacts facts;
+      facts.sender = Global(pr.sender_process, pr.comm, pr.sender);
+      facts.receiver = Global(pr.receiver_process, pr.comm, pr.receiver);
+      auto side = [](const P2pOp& o, int process) {
+        return P2pMismatchFacts::Side{o.count, o.datatype, o.collectives_before, Site(process, o.caller)};
+      };
+      facts.send = side(pr.send, pr.sender_process);
+      facts.receive = side(pr.receive, pr.receiver_process);
+      facts.other_side_posted = pr.other_side_posted;
+      x.kind = FindingKind::kP2pMismatch;
       x.comm = pr.comm;
       x.seq = pr.seq;
-      x.nranks = nranks;
-      x.ranks = {sender, receiver};
+      x.nranks = job_.CommSize(pr.comm);
+      x.ranks = {facts.sender, facts.receiver};
       x.when_ns = pr.when_ns;
-      auto op = [](const P2pOp& o) { return absl::StrCat(o.count, " x ", DatatypeName(o.datatype)); };
       switch (pr.kind) {
         case P2pProblem::kSizeMismatch:
+          facts.problem = P2pMismatchFacts::Problem::kSizeMismatch;
           x.field = pr.send.datatype != pr.receive.datatype ? "datatype" : "count";
-          x.detail = absl::StrFormat(
-              "rank %d sent %s to rank %d as its send #%u to that peer on %s, but rank %d posted its receive #%u "
-              "from rank %d for %s",
-              sender, op(pr.send), receiver, pr.seq, CommPhrase(pr.comm, nranks), receiver, pr.seq, sender,
-              op(pr.receive));
-          x.groups.push_back({{sender}, absl::StrCat("Send #", pr.seq, " of ", op(pr.send), " to rank ", receiver, " (",
-                                                     Site(pr.sender_process, pr.send.caller), ")")});
-          x.groups.push_back({{receiver}, absl::StrCat("Recv #", pr.seq, " of ", op(pr.receive), " from rank ", sender,
-                                                       " (", Site(pr.receiver_process, pr.receive.caller), ")")});
           break;
-        case P2pProblem::kOrderMismatch: {
+        case P2pProblem::kOrderMismatch:
+          facts.problem = P2pMismatchFacts::Problem::kOrderMismatch;
           x.field = "order";
-          auto place = [](int64_t n) {
-            return n == 0 ? std::string("before its first collective") : absl::StrCat("after collective #", n - 1);
-          };
-          x.detail = absl::StrFormat(
-              "rank %d posted its send #%u to rank %d %s of %s, but rank %d posted the matching receive %s: both sides "
-              "wait on the communicator's stream behind a collective the other has not reached",
-              sender, pr.seq, receiver, place(pr.send.collectives_before), CommPhrase(pr.comm, nranks), receiver,
-              place(pr.receive.collectives_before));
-          x.groups.push_back({{sender}, absl::StrCat("Send #", pr.seq, " to rank ", receiver, " ",
-                                                     place(pr.send.collectives_before), " (",
-                                                     Site(pr.sender_process, pr.send.caller), ")")});
-          x.groups.push_back({{receiver}, absl::StrCat("Recv #", pr.seq, " from rank ", sender, " ",
-                                                       place(pr.receive.collectives_before), " (",
-                                                       Site(pr.receiver_process, pr.receive.caller), ")")});
           break;
-        }
         case P2pProblem::kSendNotReceived:
-          x.detail = absl::StrFormat(
-              "rank %d sent %s to rank %d as its send #%u to that peer on %s, and rank %d never posted the matching "
-              "receive (it posted %u receives from rank %d)",
-              sender, op(pr.send), receiver, pr.seq, CommPhrase(pr.comm, nranks), receiver, pr.other_side_posted, sender);
-          x.groups.push_back({{sender}, absl::StrCat("Send #", pr.seq, " to rank ", receiver, " (",
-                                                     Site(pr.sender_process, pr.send.caller), ")")});
+          facts.problem = P2pMismatchFacts::Problem::kSendNotReceived;
           break;
         case P2pProblem::kReceiveNotSent:
-          x.detail = absl::StrFormat(
-              "rank %d posted receive #%u from rank %d (%s) on %s, and rank %d never sent it (it posted %u sends to "
-              "rank %d)",
-              receiver, pr.seq, sender, op(pr.receive), CommPhrase(pr.comm, nranks), sender, pr.other_side_posted,
-              receiver);
-          x.groups.push_back({{receiver}, absl::StrCat("Recv #", pr.seq, " from rank ", sender, " (",
-                                                       Site(pr.receiver_process, pr.receive.caller), ")")});
+          facts.problem = P2pMismatchFacts::Problem::kReceiveNotSent;
           break;
       }
-      x.fix = "post every send with a matching receive on the peer, in the same order, with the same count and "
-              "datatype (grouped with ncclGroupStart/End when both directions run at once)";
-      x.extra.push_back({"sender", absl::StrCat(sender)});
-      x.extra.push_back({"receiver", absl::StrCat(receiver)});
+      x.facts = std::move(facts);
       c.process = pr.kind == P2pProblem::kReceiveNotSent ? pr.sender_process : pr.receiver_process;
       candidates_.push_back(c);
     }
@@ -446,36 +354,27 @@ class Diagnoser {
     for (const OrderInversionFinding& o : job_.order().Findings()) {
       Candidate c;
       Finding& x = c.finding;
-      x.kind = "order_inversion";
+      x.kind = FindingKind::kOrderInversion;
       x.comm = o.comm_a;
       x.seq = o.seq_a;
       x.nranks = job_.CommSize(o.comm_a);
-      const int self_rank = procs_[o.process].rank;
-      const int ref_rank = procs_[o.reference_process].rank;
+      OrderInversionFacts facts;
+      facts.rank = procs_[o.process].rank;
+      facts.reference_rank = procs_[o.reference_process].rank;
+      facts.other_comm = o.comm_b;
+      facts.other_seq = o.seq_b;
+      facts.comm_first = o.process_a_first;
+      facts.same_stream = o.same_stream;
       // Both sides of the conflicting pair: which of two orders is "the" wrong
       // one is not something the traces can tell.
-      x.ranks = {std::min(self_rank, ref_rank), std::max(self_rank, ref_rank)};
+      x.ranks = {std::min(facts.rank, facts.reference_rank), std::max(facts.rank, facts.reference_rank)};
       x.when_ns = o.when_ns;
-      const std::string a = absl::StrCat("collective #", o.seq_a, " of ", CommShort(o.comm_a));
-      const std::string b = absl::StrCat("collective #", o.seq_b, " of ", CommShort(o.comm_b));
-      const std::string first = o.process_a_first ? a : b;
-      const std::string second = o.process_a_first ? b : a;
-      x.detail = absl::StrFormat("rank %d issued %s before %s, and rank %d the reverse%s", self_rank, first, second,
-                                 ref_rank,
-                                 o.same_stream ? ", each on a single stream: each waits for the other"
-                                               : ", on different streams");
-      x.fix = "issue the collectives of different communicators in the same order on every rank (or, if they must "
-              "overlap, on separate streams that never wait on each other)";
-      x.groups.push_back({{self_rank}, absl::StrCat(first, " then ", second)});
-      x.groups.push_back({{ref_rank}, absl::StrCat(second, " then ", first)});
-      x.extra.push_back({"other_comm", JsonString(CommName(o.comm_b))});
-      x.extra.push_back({"other_seq", absl::StrCat(o.seq_b)});
-      x.extra.push_back({"same_stream", o.same_stream ? "true" : "false"});
+      x.facts = facts;
       c.process = o.process;
       if (o.same_stream) {
         candidates_.push_back(c);
       } else {
-        x.role = "warning";
+        x.role = FindingRole::kWarning;
         x.job = job_of_[o.process];
         warnings_.push_back(x);
       }
@@ -500,13 +399,11 @@ class Diagnoser {
   void Unreadable() {
     if (job_.unreadable().empty()) return;
     Finding n;
-    n.kind = "unreadable_traces";
-    n.role = "note";
-    std::vector<std::string> lines;
-    for (const UnreadableTrace& u : job_.unreadable()) lines.push_back(u.error);
-    n.detail = absl::StrCat(job_.unreadable().size(), " file(s) could not be read: ", absl::StrJoin(lines, "; "));
-    n.fix = "re-collect those files whole (a copy made while the job still wrote them can be torn); files of another "
-            "ncclwatch version need that version to read them";
+    n.kind = FindingKind::kUnreadableTraces;
+    n.role = FindingRole::kNote;
+    UnreadableTracesFacts facts;
+    for (const UnreadableTrace& u : job_.unreadable()) facts.errors.push_back(u.error);
+    n.facts = std::move(facts);
     notes_.push_back(n);
   }
 
@@ -515,10 +412,10 @@ class Diagnoser {
     // missed), and per rank that went missing for the same reason.
     std::sort(candidates_.begin(), candidates_.end(),
               [](const Candidate& a, const Candidate& b) { return a.finding.when_ns < b.finding.when_ns; });
-    std::set<std::pair<std::string, std::vector<int>>> seen;
+    std::set<std::pair<FindingKind, std::vector<int>>> seen;
     std::vector<Candidate> kept;
     for (const Candidate& c : candidates_) {
-      if (c.finding.kind == "rank_died" || c.finding.kind == "missing_rank") {
+      if (c.finding.kind == FindingKind::kRankDied || c.finding.kind == FindingKind::kMissingRank) {
         if (!seen.insert({c.finding.kind, c.finding.ranks}).second) continue;
       }
       kept.push_back(c);
@@ -526,7 +423,7 @@ class Diagnoser {
     std::vector<bool> job_has_root(out_.jobs.size(), false);
     for (Candidate& c : kept) {
       c.finding.job = c.process >= 0 ? job_of_[c.process] : 0;
-      c.finding.role = job_has_root[c.finding.job] ? "consequence" : "root_cause";
+      c.finding.role = job_has_root[c.finding.job] ? FindingRole::kConsequence : FindingRole::kRootCause;
       job_has_root[c.finding.job] = true;
     }
     for (size_t j = 0; j < out_.jobs.size(); ++j) {
@@ -535,7 +432,9 @@ class Diagnoser {
       for (const Finding& w : warnings_)
         if (w.job == static_cast<int>(j)) out_.findings.push_back(w);
     }
-    out_.problem = !kept.empty() || !warnings_.empty();
+    // Warnings (communicators ordered differently on separate streams) and
+    // notes leave a job healthy: only a cause makes a problem.
+    out_.problem = !kept.empty();
     for (const Finding& n : notes_) out_.findings.push_back(n);
   }
 

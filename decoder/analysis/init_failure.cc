@@ -10,15 +10,14 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
-#include "report/json.h"
-#include "report/names.h"
+#include "analysis/nccl_semantics.h"
 
 namespace ncclwatch::decoder {
 
@@ -31,18 +30,39 @@ int64_t InitEvidence::FirstFailureNs() const {
 
 namespace {
 
-constexpr char kRanks[] = "%RANKS%";  // replaced by "rank 3" / "ranks 1-3" once ranks are grouped
-
 // One rank's cause, before ranks with the same cause are grouped.
 struct Cause {
-  std::string subsystem;
-  int err = 0;
-  std::string detail;  // with kRanks where the ranks go
-  std::string fix;
-  std::vector<std::pair<std::string, std::string>> extra;  // JSON values
-  int64_t when_ns = 0;
+  InitFailureFacts facts;  // what was measured, by cause
   std::vector<int> ranks_override;  // the ranks a cross-rank cause names, when it knows them all
 };
+
+// Whether two ranks' causes are one: every fact the report words them with is
+// equal (facts only the JSON carries, such as a segment's path, are the first
+// rank's).
+bool SameCause(const InitFailureFacts& a, const InitFailureFacts& b) {
+  auto shm = [](const InitFailureFacts& x) {
+    // Not the segment's path: each rank names its own.
+    return x.shm ? std::make_tuple(true, x.shm->requested, x.shm->shm_size, x.shm->shm_free)
+                 : std::make_tuple(false, std::optional<int64_t>(), std::optional<uint64_t>(), std::optional<uint64_t>());
+  };
+  auto cuda = [](const InitFailureFacts& x) {
+    return x.cuda ? std::make_pair(x.cuda->driver, x.cuda->runtime)
+                  : std::make_pair(std::optional<std::string>(), std::optional<std::string>());
+  };
+  auto memlock = [](const InitFailureFacts& x) {
+    return x.memlock ? std::make_pair(x.memlock->bytes, x.memlock->unlimited) : std::make_pair(std::optional<uint64_t>(), false);
+  };
+  return std::tie(a.cause, a.subsystem, a.err, a.socket_ifname, a.address, a.bus_id, a.host, a.nccl_text,
+                  a.failed_loads, a.interfaces_known, a.interface_list, a.shm_call, a.shm_call_traced, a.attempts,
+                  a.comm_ids, a.root_ip, a.root_port, a.root_on_local_net, a.virtual_bootstrap_iface,
+                  a.version_groups, a.driver_known, a.low_memlock, a.buffsize, a.out_of_memory, a.call, a.result) ==
+             std::tie(b.cause, b.subsystem, b.err, b.socket_ifname, b.address, b.bus_id, b.host, b.nccl_text,
+                      b.failed_loads, b.interfaces_known, b.interface_list, b.shm_call, b.shm_call_traced, b.attempts,
+                      b.comm_ids, b.root_ip, b.root_port, b.root_on_local_net, b.virtual_bootstrap_iface,
+                      b.version_groups, b.driver_known, b.low_memlock, b.buffsize, b.out_of_memory, b.call,
+                      b.result) &&
+         shm(a) == shm(b) && cuda(a) == cuda(b) && memlock(a) == memlock(b);
+}
 
 // What every rank's classification compares it with, computed once per job.
 struct JobFacts {
@@ -52,15 +72,6 @@ struct JobFacts {
   std::map<std::pair<std::string, std::string>, std::vector<const InitEvidence*>> by_gpu;  // by (host, bus id)
   std::optional<Cause> skew;  // when the ranks run more than one NCCL version
 };
-
-// "rank 3", "ranks 1-3"; processes whose rank is unknown (-1) are "the process".
-std::string RanksOrProcess(const std::vector<int>& ranks) { return RanksNoun(ranks, "the process"); }
-
-std::string JsonStrings(const std::vector<std::string>& v) {
-  std::vector<std::string> quoted;
-  for (const std::string& s : v) quoted.push_back(JsonString(s));
-  return absl::StrCat("[", absl::StrJoin(quoted, ","), "]");
-}
 
 // Every text NCCL gave this rank: failures' last errors and WARN lines.
 // NCCL's own words first (its WARN lines), then what the failed calls said.
@@ -94,21 +105,19 @@ int ErrnoFromText(const std::string& text) {
   return best;
 }
 
-std::string InterfaceList(const InitEvidence& r) {
-  std::vector<std::string> parts;
+// The rank's interfaces, IPv4 first, for the report to list.
+std::vector<InitInterface> InterfaceList(const InitEvidence& r) {
+  std::vector<InitInterface> out;
   std::set<std::string> seen;
   for (int pass = 0; pass < 2; ++pass) {  // IPv4 first
     for (const InterfaceInfo& i : r.interfaces) {
       if ((pass == 0) != (i.addr.family == AF_INET)) continue;
       if (i.addr.IsLinkLocal()) continue;
       if (!seen.insert(absl::StrCat(i.name, i.addr.Ip())).second) continue;
-      std::string s = absl::StrCat(i.name, " ", i.addr.Ip(), "/", i.prefix_len);
-      if (!i.Up() || !i.Running()) absl::StrAppend(&s, " (down)");
-      else if (i.Loopback()) absl::StrAppend(&s, " (loopback)");
-      parts.push_back(s);
+      out.push_back({i.name, i.addr.Ip(), i.prefix_len, !i.Up() || !i.Running(), i.Loopback()});
     }
   }
-  return parts.empty() ? "none with an address" : absl::StrJoin(parts, ", ");
+  return out;
 }
 
 bool VirtualInterface(const std::string& name) {
@@ -127,19 +136,17 @@ std::string SuggestInterface(const InitEvidence& r, const std::optional<SocketAd
   return "";
 }
 
-// "; NCCL could not load libibverbs.so, libnccl-net.so" (optional plugins
-// NCCL probes for are left out: their absence is normal).
-std::string FailedLoads(const InitEvidence& r) {
+// The libraries NCCL could not load (optional plugins NCCL probes for are
+// left out: their absence is normal).
+std::vector<std::string> FailedLoads(const InitEvidence& r) {
   std::vector<std::string> names;
   for (const std::string& n : r.failed_loads)
     if (!absl::StartsWith(n, "libnccl-env") && !absl::StartsWith(n, "libnccl-tuner") &&
         !absl::StartsWith(n, "libnccl-profiler")) {
       names.push_back(n);
     }
-  return names.empty() ? "" : absl::StrCat("; NCCL could not load ", absl::StrJoin(names, ", "));
+  return names;
 }
-
-std::string HostPhrase(const InitEvidence& r) { return r.host.empty() ? "its host" : r.host; }
 
 std::string VersionText(int32_t cuda) {  // 13000 -> "13.0"
   return cuda > 0 ? absl::StrFormat("%d.%d", cuda / 1000, cuda % 1000 / 10) : "none";
@@ -147,30 +154,27 @@ std::string VersionText(int32_t cuda) {  // 13000 -> "13.0"
 
 // ------------------------------------------------------------ the causes
 
+Cause Of(InitCause cause, const char* subsystem) {
+  Cause c;
+  c.facts.cause = cause;
+  c.facts.subsystem = subsystem;
+  return c;
+}
+
 std::optional<Cause> NoInterface(const InitEvidence& r, const std::vector<std::string>& texts) {
   if (!FindText(texts, {"no socket interface found", "NET/Socket : no interface found", "No usable listening interface"}))
     return std::nullopt;
-  Cause c;
-  c.subsystem = "network";
+  Cause c = Of(InitCause::kNoInterface, "network");
   const std::string* ifname = r.Env("NCCL_SOCKET_IFNAME");
-  const std::string have = r.interfaces_known ? InterfaceList(r) : "unknown (no inventory)";
-  c.detail = ifname != nullptr
-                 ? absl::StrFormat("%s: NCCL_SOCKET_IFNAME=%s matches no usable interface on %s, so NCCL found no "
-                                   "socket interface for its bootstrap; the interfaces there are: %s",
-                                   kRanks, *ifname, HostPhrase(r), have)
-                 : absl::StrFormat("%s: NCCL found no usable socket interface on %s (it skips loopback and interfaces "
-                                   "that are down); the interfaces there are: %s",
-                                   kRanks, HostPhrase(r), have);
-  const std::string suggest = SuggestInterface(r);
-  c.fix = absl::StrCat("set NCCL_SOCKET_IFNAME on every rank to the interface that reaches the other nodes",
-                       suggest.empty() ? "" : absl::StrCat(" (here: NCCL_SOCKET_IFNAME=", suggest, ")"),
-                       ", or unset it; a value is a prefix (eth matches eth0, eth1), =eth0 matches exactly, ^docker,lo "
-                       "excludes");
-  c.extra.push_back({"socket_ifname", ifname ? JsonString(*ifname) : "null"});
+  c.facts.host = r.host;
+  c.facts.interfaces_known = r.interfaces_known;
+  if (r.interfaces_known) c.facts.interface_list = InterfaceList(r);
+  c.facts.suggest_interface = SuggestInterface(r);
+  c.facts.socket_ifname = ifname ? std::optional<std::string>(*ifname) : std::nullopt;
   std::vector<std::string> names;
   for (const InterfaceInfo& i : r.interfaces)
     if (std::find(names.begin(), names.end(), i.name) == names.end()) names.push_back(i.name);
-  c.extra.push_back({"interfaces", JsonStrings(names)});
+  c.facts.interfaces = names;
   return c;
 }
 
@@ -185,12 +189,11 @@ std::optional<Cause> SharedMemory(const InitEvidence& r, const std::vector<std::
   const std::string* text = FindText(texts, {"failed to extend", "shared memory segment", "failed to create shared memory",
                                              "/dev/shm", "unable to allocate shared memory"});
   if (sys == nullptr && text == nullptr) return std::nullopt;
-  Cause c;
-  c.subsystem = "shm";
+  Cause c = Of(InitCause::kSharedMemory, "shm");
   int64_t size = sys ? sys->size : -1;
   std::string path = sys ? sys->path : "";
   std::string call = sys ? sys->call : "";
-  c.err = sys ? sys->err : 0;
+  c.facts.err = sys ? sys->err : 0;
   if (text != nullptr) {
     static const std::regex kExtend(R"((?:extend|segment) (/dev/shm/\S+?)(?: to|,| \(size) (\d+))");
     std::smatch m;
@@ -199,30 +202,18 @@ std::optional<Cause> SharedMemory(const InitEvidence& r, const std::vector<std::
       int64_t v = 0;
       if (size < 0 && absl::SimpleAtoi(std::string(m[2]), &v)) size = v;
     }
-    if (c.err == 0) c.err = ErrnoFromText(*text);
+    if (c.facts.err == 0) c.facts.err = ErrnoFromText(*text);
     if (call.empty()) call = absl::StrContains(*text, "extend") ? "extending it" : "creating it";
   }
-  const char* size_word = sys != nullptr ? " of " : " to ";  // "fallocate of 9.2 MiB", "extending it to 9.2 MiB"
-  {
-  }
-  std::string room;
-  if (r.shm_size) {
-    room = absl::StrFormat("; /dev/shm on %s is %s (%s free when NCCL began)", HostPhrase(r), Bytes(*r.shm_size),
-                           r.shm_free ? Bytes(*r.shm_free) : "unknown");
-  }
-  c.detail = absl::StrFormat(
-      "%s could not make NCCL's shared-memory segment in /dev/shm: %s%s%s%s (each connection between two local ranks "
-      "takes such a segment)",
-      kRanks, call.empty() ? "making it" : call,
-      size > 0 ? absl::StrCat(size_word, Bytes(static_cast<uint64_t>(size))) : "",
-      c.err ? absl::StrCat(" failed with ", ErrnoName(c.err)) : " failed", room);
-  c.fix = "give the container a larger /dev/shm (docker run --shm-size=8g; on Kubernetes a memory-backed emptyDir "
-          "mounted at /dev/shm) or share the host's (--ipc=host); NCCL_SHM_DISABLE=1 avoids /dev/shm at the cost of "
-          "bandwidth between local GPUs";
-  c.extra.push_back({"path", path.empty() ? "null" : JsonString(path)});
-  c.extra.push_back({"requested", size > 0 ? absl::StrCat(size) : "null"});
-  c.extra.push_back({"shm_size", r.shm_size ? absl::StrCat(*r.shm_size) : "null"});
-  c.extra.push_back({"shm_free", r.shm_free ? absl::StrCat(*r.shm_free) : "null"});
+  c.facts.shm_call = call;
+  c.facts.shm_call_traced = sys != nullptr;
+  if (r.shm_size) c.facts.host = r.host;  // the words name the host with its /dev/shm's size
+  InitFailureFacts::Shm shm;
+  if (!path.empty()) shm.path = path;
+  if (size > 0) shm.requested = size;
+  if (r.shm_size) shm.shm_size = *r.shm_size;
+  if (r.shm_free) shm.shm_free = *r.shm_free;
+  c.facts.shm = shm;
   return c;
 }
 
@@ -256,54 +247,34 @@ std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::str
     }
   }
   if (sys == nullptr && (text == nullptr || !ConnectErrno(err))) return std::nullopt;
-  Cause c;
-  c.subsystem = "bootstrap";
-  c.err = err;
-  const std::string where = addr ? addr->ToString() : "its bootstrap root";
-  const std::string tries = attempts > 1 ? absl::StrCat(", ", attempts, " attempts") : "";
+  Cause c = Of(err == ECONNREFUSED ? InitCause::kBootstrapRefused : InitCause::kBootstrapUnreachable, "bootstrap");
+  c.facts.err = err;
+  c.facts.attempts = attempts;
+  c.facts.address = addr ? std::optional<std::string>(addr->ToString()) : std::nullopt;
   if (err == ECONNREFUSED) {
     // Who listens where: NCCL_COMM_ID values that differ between ranks are
     // the classic wrong address or port.
     std::map<std::string, std::vector<int>> comm_ids;
     for (const InitEvidence& o : all)
       if (const std::string* v = o.Env("NCCL_COMM_ID")) comm_ids[*v].push_back(o.rank);
-    std::string listen;
-    if (comm_ids.size() > 1) {
-      std::vector<std::string> parts;
-      for (const auto& [v, ranks] : comm_ids) parts.push_back(absl::StrCat(RanksOrProcess(ranks), " NCCL_COMM_ID=", v));
-      listen = absl::StrCat("; the ranks disagree on the root's address: ", absl::StrJoin(parts, ", "));
-    }
-    c.detail = absl::StrFormat(
-        "%s could not connect to the bootstrap root at %s (%s%s): nothing listens there; the root (rank 0 with "
-        "NCCL_COMM_ID, else the process that made the ncclUniqueId) never started it there, had exited, or the "
-        "address or port is wrong%s",
-        kRanks, where, ErrnoName(err), tries, listen);
-    c.fix = "make every rank use the same root address and port (NCCL_COMM_ID, or MASTER_ADDR/MASTER_PORT for the "
-            "launcher's store), and make sure the root process is alive and reaches ncclCommInitRank";
-  } else {
-    std::string local;
-    if (r.interfaces_known && addr) {
-      bool on_net = false;
-      for (const InterfaceInfo& i : r.interfaces)
-        if (InSubnet(*addr, i.addr, i.prefix_len) && !i.Loopback()) on_net = true;
-      local = absl::StrCat("; its interfaces are ", InterfaceList(r),
-                           on_net ? "" : absl::StrCat(", none of them on the network of ", addr->Ip()));
-    }
-    if (!r.bootstrap_iface.empty() && VirtualInterface(r.bootstrap_iface)) {
-      absl::StrAppend(&local, "; NCCL picked ", r.bootstrap_iface, ", a container or virtual bridge");
-    }
-    c.detail = absl::StrFormat("%s could not reach the bootstrap root at %s (%s%s)%s", kRanks, where, ErrnoName(err),
-                               tries, local);
-    std::string suggest;
-    for (const InitEvidence& o : all)
-      if (suggest.empty() && o.interfaces_known && addr) suggest = SuggestInterface(o, addr);
-    c.fix = absl::StrCat(
-        "give this node a route to ", addr ? addr->Ip() : "the root", ", or pin NCCL_SOCKET_IFNAME on every rank to the "
-        "interface on the network the ranks share",
-        suggest.empty() ? "" : absl::StrCat(" (", suggest, ")"),
-        addr && addr->port > 0 ? absl::StrCat("; check that no firewall drops port ", addr->port) : "");
+    if (comm_ids.size() > 1) c.facts.comm_ids.assign(comm_ids.begin(), comm_ids.end());
+    return c;
   }
-  c.extra.push_back({"address", addr ? JsonString(addr->ToString()) : "null"});
+  if (addr) {
+    c.facts.root_ip = addr->Ip();
+    c.facts.root_port = addr->port;
+  }
+  if (r.interfaces_known && addr) {
+    c.facts.interfaces_known = true;
+    c.facts.interface_list = InterfaceList(r);
+    bool on_net = false;
+    for (const InterfaceInfo& i : r.interfaces)
+      if (InSubnet(*addr, i.addr, i.prefix_len) && !i.Loopback()) on_net = true;
+    c.facts.root_on_local_net = on_net;
+  }
+  if (!r.bootstrap_iface.empty() && VirtualInterface(r.bootstrap_iface)) c.facts.virtual_bootstrap_iface = r.bootstrap_iface;
+  for (const InitEvidence& o : all)
+    if (c.facts.suggest_interface.empty() && o.interfaces_known && addr) c.facts.suggest_interface = SuggestInterface(o, addr);
   return c;
 }
 
@@ -316,8 +287,7 @@ std::optional<Cause> DuplicateGpu(const InitEvidence& r, const std::vector<std::
   }
   const std::string* text = FindText(texts, {"Duplicate GPU detected"});
   if (sharing.size() < 2 && text == nullptr) return std::nullopt;
-  Cause c;
-  c.subsystem = "gpu";
+  Cause c = Of(InitCause::kDuplicateGpu, "gpu");
   std::string bus = r.bus_id;
   if (text != nullptr) {
     static const std::regex kDup(R"(rank (\d+) and rank (\d+) both on CUDA device ([0-9a-fA-F]+))");
@@ -331,21 +301,15 @@ std::optional<Cause> DuplicateGpu(const InitEvidence& r, const std::vector<std::
     }
   }
   if (sharing.size() >= 2) c.ranks_override = sharing;
-  c.detail = absl::StrFormat("%s use the same GPU%s on %s: NCCL refuses two ranks of one communicator on one device "
-                             "(\"Duplicate GPU detected\")",
-                             kRanks, bus.empty() ? "" : absl::StrCat(" (PCI bus id ", bus, ")"), HostPhrase(r));
-  c.fix = "give each rank its own GPU: select the device from the local rank (torch.cuda.set_device(LOCAL_RANK), "
-          "CUDA_VISIBLE_DEVICES per rank), and do not start more processes on a node than it has GPUs";
-  c.extra.push_back({"bus_id", bus.empty() ? "null" : JsonString(bus)});
+  c.facts.host = r.host;
+  c.facts.bus_id = bus.empty() ? std::nullopt : std::optional<std::string>(bus);
   return c;
 }
 
 // The version-skew cause, from the ranks' versions (and NCCL's own words,
 // when the versions alone do not show two: a log without them).
 Cause SkewCause(const std::map<int32_t, std::vector<const InitEvidence*>>& by_version, const std::string* text) {
-  Cause c;
-  c.subsystem = "version";
-  std::vector<std::string> parts;
+  Cause c = Of(InitCause::kVersionSkew, "version");
   size_t most = 0;
   int32_t majority = 0;
   for (const auto& [v, ranks] : by_version) {
@@ -357,21 +321,16 @@ Cause SkewCause(const std::map<int32_t, std::vector<const InitEvidence*>>& by_ve
   for (const auto& [v, ranks] : by_version) {
     std::vector<int> rs;
     for (const InitEvidence* o : ranks) rs.push_back(o->rank);
-    parts.push_back(absl::StrCat(RanksOrProcess(rs), " NCCL ", NcclVersionString(v),
-                                 ranks.front()->nccl_path.empty() ? "" : absl::StrCat(" (", ranks.front()->nccl_path, ")")));
+    c.facts.version_groups.push_back({rs, v, ranks.front()->nccl_path});
     if (v != majority) c.ranks_override.insert(c.ranks_override.end(), rs.begin(), rs.end());
   }
   if (by_version.size() < 2 && text != nullptr) {
-    parts.push_back(*text);
+    c.facts.nccl_text = *text;
     c.ranks_override.clear();
   }
-  c.detail = absl::StrFormat("%s: the NCCL version differs from the rest of the job: %s", kRanks,
-                             absl::StrJoin(parts, "; "));
-  c.fix = "run the same NCCL on every node: the same container image or wheel (nvidia-nccl-cu*), and no other "
-          "libnccl.so.2 earlier on LD_LIBRARY_PATH; check with NCCL_DEBUG=VERSION";
   std::vector<std::string> versions;
   for (const auto& [v, ranks] : by_version) versions.push_back(NcclVersionString(v));
-  c.extra.push_back({"versions", JsonStrings(versions)});
+  c.facts.versions = versions;
   return c;
 }
 
@@ -396,20 +355,13 @@ std::optional<Cause> DriverTooOld(const InitEvidence& r, const std::vector<std::
   const bool older = r.cuda_driver_version > 0 && r.cuda_runtime_version > 0 &&
                      r.cuda_driver_version / 1000 < r.cuda_runtime_version / 1000;
   if (text == nullptr && !older) return std::nullopt;
-  Cause c;
-  c.subsystem = "version";
-  const std::string driver = r.cuda_driver_version > 0 ? absl::StrCat("CUDA ", VersionText(r.cuda_driver_version))
-                             : r.driver_known        ? "none loaded: no libcuda.so.1, or one that could not load"
-                                                     : "its version is not in the log";
-  const std::string runtime = r.cuda_runtime_version > 0 ? absl::StrCat(" (CUDA runtime ", VersionText(r.cuda_runtime_version), ")")
-                                                         : "";
-  c.detail = absl::StrFormat("%s: the CUDA driver (%s) is older than the CUDA runtime NCCL uses%s; NCCL said: %s",
-                             kRanks, driver, runtime, text ? *text : "nothing");
-  c.fix = "install a driver at least as new as the CUDA version of the NCCL and framework build (CUDA 13 needs "
-          "driver 580 or newer, CUDA 12 needs 525 or newer), or use a build for the installed driver's CUDA; in a "
-          "container, run it with the NVIDIA container runtime (--gpus all) so the host driver is mounted";
-  c.extra.push_back({"cuda_driver", r.cuda_driver_version > 0 ? JsonString(VersionText(r.cuda_driver_version)) : "null"});
-  c.extra.push_back({"cuda_runtime", r.cuda_runtime_version > 0 ? JsonString(VersionText(r.cuda_runtime_version)) : "null"});
+  Cause c = Of(InitCause::kDriverTooOld, "version");
+  c.facts.driver_known = r.driver_known;
+  if (text) c.facts.nccl_text = *text;
+  InitFailureFacts::Cuda cuda;
+  if (r.cuda_driver_version > 0) cuda.driver = VersionText(r.cuda_driver_version);
+  if (r.cuda_runtime_version > 0) cuda.runtime = VersionText(r.cuda_runtime_version);
+  c.facts.cuda = cuda;
   return c;
 }
 
@@ -419,24 +371,21 @@ std::optional<Cause> InfiniBand(const InitEvidence& r, const std::vector<std::st
   for (const InitEvidence::SysFailure& s : r.sys_failures)
     if (verbs == nullptr && absl::StartsWith(s.call, "ibv_")) verbs = &s;
   if (text == nullptr && verbs == nullptr) return std::nullopt;
-  Cause c;
-  c.subsystem = "ib";
-  c.err = verbs != nullptr ? verbs->err : ErrnoFromText(*text);
-  const bool low_memlock = r.memlock_soft && *r.memlock_soft != UINT64_MAX && *r.memlock_soft < (64ull << 20);
-  const std::string what = text != nullptr ? *text
-                                           : absl::StrCat(verbs->call, " failed with ", ErrnoName(verbs->err));
-  c.detail = absl::StrFormat("%s: InfiniBand verbs failed during init: %s%s%s", kRanks, what,
-                             low_memlock ? absl::StrCat("; RLIMIT_MEMLOCK is only ", Bytes(*r.memlock_soft),
-                                                        ", and NCCL pins its buffers for the NIC")
-                                         : "",
-                             FailedLoads(r));
-  c.fix = low_memlock ? "raise the locked-memory limit to unlimited (ulimit -l unlimited; docker run --ulimit "
-                        "memlock=-1; Slurm: PropagateResourceLimitsExcept=MEMLOCK or a higher limit in slurmd)"
-                      : "check the HCA with ibstat/ibv_devinfo (port Active, link up), NCCL_IB_HCA, and that the "
-                        "container sees /dev/infiniband; NCCL_IB_DISABLE=1 falls back to sockets";
-  c.extra.push_back({"memlock", r.memlock_soft ? (*r.memlock_soft == UINT64_MAX ? JsonString("unlimited")
-                                                                                : absl::StrCat(*r.memlock_soft))
-                                               : "null"});
+  Cause c = Of(InitCause::kInfiniBand, "ib");
+  c.facts.err = verbs != nullptr ? verbs->err : ErrnoFromText(*text);
+  c.facts.low_memlock = r.memlock_soft && *r.memlock_soft != UINT64_MAX && *r.memlock_soft < (64ull << 20);
+  if (text != nullptr) {
+    c.facts.nccl_text = *text;
+  } else {
+    c.facts.call = verbs->call;  // with verbs->err, the facts' errno
+  }
+  c.facts.failed_loads = FailedLoads(r);
+  InitFailureFacts::Memlock memlock;
+  if (r.memlock_soft) {
+    memlock.unlimited = *r.memlock_soft == UINT64_MAX;
+    if (!memlock.unlimited) memlock.bytes = *r.memlock_soft;
+  }
+  c.facts.memlock = memlock;
   return c;
 }
 
@@ -444,12 +393,8 @@ std::optional<Cause> Fabric(const std::vector<std::string>& texts) {
   const std::string* text = FindText(texts, {"system not yet initialized", "NVLS", "NVLink SHARP", "abric Manager",
                                              "fabric manager", "IMEX", "cuMulticast"});
   if (text == nullptr) return std::nullopt;
-  Cause c;
-  c.subsystem = "fabric";
-  c.detail = absl::StrFormat("%s: the NVLink fabric (NVSwitch, NVLS multicast) was not usable during init: %s", kRanks,
-                             *text);
-  c.fix = "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node (systemctl status "
-          "nvidia-fabricmanager; nvidia-smi -q | grep -i -A2 fabric); NCCL_NVLS_ENABLE=0 works around NVLS meanwhile";
+  Cause c = Of(InitCause::kFabric, "fabric");
+  c.facts.nccl_text = *text;
   return c;
 }
 
@@ -457,12 +402,8 @@ std::optional<Cause> PeerToPeer(const std::vector<std::string>& texts) {
   const std::string* text = FindText(texts, {"P2P/IPC", "cudaIpcOpenMemHandle", "peer access", "peer mapping",
                                              "cuMemImportFromShareableHandle", "IPC handle"});
   if (text == nullptr) return std::nullopt;
-  Cause c;
-  c.subsystem = "p2p";
-  c.detail = absl::StrFormat("%s could not map another local GPU's memory (P2P / CUDA IPC) during init: %s", kRanks,
-                             *text);
-  c.fix = "check GPU peer access on the node (nvidia-smi topo -m; ACS/IOMMU settings in a VM), run containers with "
-          "--ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 works around it (slower)";
+  Cause c = Of(InitCause::kPeerToPeer, "p2p");
+  c.facts.nccl_text = *text;
   return c;
 }
 
@@ -471,20 +412,11 @@ std::optional<Cause> CudaFailure(const InitEvidence& r, const std::vector<std::s
   bool cuda_result = false;
   for (const InitEvidence::Failure& f : r.failures) cuda_result |= f.result == 1;
   if (text == nullptr && !cuda_result) return std::nullopt;
-  Cause c;
-  c.subsystem = "cuda";
-  c.detail = absl::StrFormat("%s: a CUDA call failed during NCCL init: %s", kRanks,
-                             text ? *text : "ncclUnhandledCudaError (no text)");
+  Cause c = Of(InitCause::kCuda, "cuda");
+  if (text != nullptr) c.facts.nccl_text = *text;
   if (text != nullptr && absl::StrContains(*text, "out of memory")) {
-    const std::string* buffsize = r.Env("NCCL_BUFFSIZE");
-    c.fix = absl::StrCat("free GPU memory before creating the communicator (NCCL allocates its buffers at init, "
-                         "NCCL_BUFFSIZE per connection and channel",
-                         buffsize ? absl::StrCat(", set to ", *buffsize, " here") : "",
-                         "): lower NCCL_BUFFSIZE or NCCL_MAX_NCHANNELS, create communicators before the model and "
-                         "optimizer fill the GPU, or cap the framework's cache (PYTORCH_CUDA_ALLOC_CONF)");
-  } else {
-    c.fix = "check the GPU and its driver with nvidia-smi (an Xid in dmesg means the GPU needs a reset), "
-            "CUDA_VISIBLE_DEVICES, and that the framework's CUDA matches the driver";
+    c.facts.out_of_memory = true;
+    if (const std::string* buffsize = r.Env("NCCL_BUFFSIZE")) c.facts.buffsize = *buffsize;
   }
   return c;
 }
@@ -500,12 +432,11 @@ bool RemoteOnly(const InitEvidence& r) {
 std::optional<Cause> Unknown(const InitEvidence& r) {
   for (const InitEvidence::Failure& f : r.failures) {
     if (f.async) continue;
-    Cause c;
-    c.subsystem = "unknown";
-    c.detail = absl::StrFormat("%s: %s failed with %s: %s%s", kRanks, f.call.empty() ? "NCCL init" : f.call,
-                               f.result >= 0 ? ResultName(f.result) : "an error",
-                               f.text.empty() ? "NCCL gave no text" : f.text, FailedLoads(r));
-    c.fix = "run again with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV and read this rank's first WARN line";
+    Cause c = Of(InitCause::kUnknown, "unknown");
+    c.facts.call = f.call;
+    c.facts.result = f.result;
+    c.facts.nccl_text = f.text;
+    c.facts.failed_loads = FailedLoads(r);
     return c;
   }
   return std::nullopt;
@@ -564,7 +495,7 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
     if (!c) continue;
     const int64_t when = std::min(r.FirstFailureNs(), r.end_ns > 0 ? r.end_ns : INT64_MAX);
     auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-      return g.cause.subsystem == c->subsystem && g.cause.err == c->err && g.cause.detail == c->detail;
+      return SameCause(g.cause.facts, c->facts);
     });
     if (it == groups.end()) {
       groups.push_back({*c, {}, {}, r.process, r.comm});
@@ -586,26 +517,14 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
     std::sort(g.ranks.begin(), g.ranks.end());
     InitFinding f;
     Finding& x = f.finding;
-    x.kind = "init_failure";
+    x.kind = FindingKind::kInitFailure;
     for (const auto& [when, rank] : g.ranks)
       if (rank >= 0) x.ranks.push_back(rank);  // unknown ranks are named by pid
-    const std::string noun = !x.ranks.empty() ? RanksOrProcess(x.ranks)
-                             : g.pids.size() == 1 ? absl::StrCat("the process (pid ", g.pids[0], ")")
-                                                  : absl::StrCat("processes ", absl::StrJoin(g.pids, ", "));
-    x.detail = absl::StrReplaceAll(g.cause.detail, {{kRanks, noun}});
-    if (!x.detail.empty()) x.detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(x.detail[0])));
-    x.fix = g.cause.fix;
+    InitFailureFacts facts = g.cause.facts;
+    facts.pids = g.pids;
     x.when_ns = g.ranks.front().first == INT64_MAX ? 0 : g.ranks.front().first;
     if (g.comm != 0) x.comm = g.comm;
-    x.field = "";
-    x.extra.push_back({"subsystem", JsonString(g.cause.subsystem)});
-    x.extra.push_back({"errno", g.cause.err ? JsonString(ErrnoName(g.cause.err)) : "null"});
-    for (const auto& e : g.cause.extra) x.extra.push_back(e);
-    x.extra.push_back({"pids", absl::StrCat("[", absl::StrJoin(g.pids, ","), "]")});
-    if (!x.ranks.empty()) {
-      x.groups.push_back({x.ranks, absl::StrCat("init failed: ", g.cause.subsystem,
-                                                g.cause.err ? absl::StrCat(" (", ErrnoName(g.cause.err), ")") : "")});
-    }
+    x.facts = std::move(facts);
     f.process = g.process;
     first_cause_ns = std::min(first_cause_ns, x.when_ns);
     out.push_back(f);
@@ -633,27 +552,18 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
   if (!waited.empty()) {
     InitFinding f;
     Finding& x = f.finding;
-    x.kind = "init_failure";
+    x.kind = FindingKind::kInitFailure;
+    InitFailureFacts facts;
+    facts.cause = out.empty() ? InitCause::kWaitedUnexplained : InitCause::kWaitedForCause;
+    facts.subsystem = "waiting";
+    facts.has_pids = false;
+    facts.call = call;
+    facts.until.assign(how.begin(), how.end());
     x.ranks = waited;
     std::sort(x.ranks.begin(), x.ranks.end());
     if (comm != 0) x.comm = comm;
-    const std::string ended = how.empty() ? "" : absl::StrCat(" (until: ", absl::StrJoin(how, ", "), ")");
-    if (out.empty()) {
-      x.detail = absl::StrFormat("%s waited in %s%s, and no rank's trace shows a failure: a rank of the job may "
-                                 "never have started the init (its trace is missing, or it is stuck before it)",
-                                 RanksOrProcess(x.ranks), call.empty() ? "NCCL init" : call, ended);
-      x.fix = "check that every rank of the job started and reached ncclCommInitRank (the launcher's log, and each "
-              "rank's trace folder)";
-      x.when_ns = 0;
-    } else {
-      x.detail = absl::StrFormat("%s failed or waited in %s because of the rank(s) above%s", RanksOrProcess(x.ranks),
-                                 call.empty() ? "NCCL init" : call, ended);
-      x.fix = "nothing to fix on these ranks: fix the failure above";
-      x.when_ns = first_cause_ns == INT64_MAX ? 0 : first_cause_ns + 1;
-    }
-    x.extra.push_back({"subsystem", JsonString("waiting")});
-    x.extra.push_back({"errno", "null"});
-    x.groups.push_back({x.ranks, "waited for the others"});
+    x.when_ns = out.empty() || first_cause_ns == INT64_MAX ? 0 : first_cause_ns + 1;
+    x.facts = std::move(facts);
     f.process = process;
     out.push_back(f);
   }

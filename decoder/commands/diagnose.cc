@@ -5,6 +5,7 @@
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
 #include "commands/input_files.h"
+#include "report/finding_text.h"
 #include "report/reports.h"
 #include "model/trace_loader.h"
 
@@ -49,7 +50,7 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
   } else {
     WriteHumanReport(job, d, out);
   }
-  return d.problem ? 1 : 0;
+  return ExitCode(d.problem);
 }
 
 }  // namespace ncclwatch::decoder

@@ -9,61 +9,13 @@
 #include "commands/input_files.h"
 #include "logs/log_diagnosis.h"
 #include "logs/nccl_log.h"
-#include "report/json.h"
-#include "report/names.h"
+#include "report/finding_text.h"
 #include "report/reports.h"
 
 namespace ncclwatch::decoder {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string InitState(const LogProcess& p) {
-  if (p.init_complete) return "complete";
-  if (p.init_started) return "started";
-  return "unknown";
-}
-
-void WriteJson(const NcclLog& log, const LogDiagnosis& d, const std::vector<std::pair<std::string, std::string>>& bad,
-               std::ostream& out) {
-  out << "{\"ncclwatch\":\"0.1.0\",\"verdict\":" << (d.problem ? "\"problem\"" : "\"healthy\"") << ",\"findings\":[";
-  for (size_t i = 0; i < d.findings.size(); ++i) {
-    if (i) out << ",";
-    WriteFindingJson(d.findings[i], out);
-  }
-  out << "],\"processes\":[";
-  const auto& procs = log.processes();
-  for (size_t i = 0; i < procs.size(); ++i) {
-    const LogProcess& p = procs[i];
-    out << (i ? "," : "") << "{\"source\":" << JsonString(log.sources()[p.source]) << ",\"host\":" << JsonString(p.host)
-        << ",\"pid\":" << p.pid << ",\"rank\":" << p.rank
-        << ",\"nccl_version\":" << (p.nccl_version ? JsonString(NcclVersionString(p.nccl_version)) : "null")
-        << ",\"bus_id\":" << (p.bus_id.empty() ? "null" : JsonString(p.bus_id)) << ",\"init\":" << JsonString(InitState(p))
-        << ",\"lines\":" << p.lines.size() << "}";
-  }
-  out << "],\"unreadable\":[";
-  for (size_t i = 0; i < bad.size(); ++i) {
-    out << (i ? "," : "") << "{\"path\":" << JsonString(bad[i].first) << ",\"error\":" << JsonString(bad[i].second)
-        << "}";
-  }
-  out << "]}\n";
-}
-
-void WriteHuman(const NcclLog& log, const LogDiagnosis& d, const std::vector<std::pair<std::string, std::string>>& bad,
-                std::ostream& out) {
-  std::set<std::string> hosts;
-  for (const LogProcess& p : log.processes()) hosts.insert(p.host);
-  out << absl::StrFormat("ncclwatch explain: %d file%s, %d NCCL process%s on %d host%s\n\n", log.sources().size(),
-                         log.sources().size() == 1 ? "" : "s", log.processes().size(),
-                         log.processes().size() == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s");
-  if (!d.problem) {
-    out << "NO PROBLEM FOUND: the logs show no NCCL error.\n";
-  } else {
-    WriteFindingsHuman(d.findings, d.problem, out);
-  }
-  WriteNotesHuman(d.findings, out);
-  for (const auto& [path, why] : bad) out << "\nNot read: " << why << "\n";
-}
 
 }  // namespace
 
@@ -81,7 +33,7 @@ int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& o
     return 2;
   }
   NcclLog log;
-  std::vector<std::pair<std::string, std::string>> bad;
+  UnreadableFiles bad;
   for (const std::string& f : files) {
     absl::Status s = log.AddFile(f);
     if (!s.ok()) bad.push_back({f, std::string(s.message())});
@@ -98,11 +50,11 @@ int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& o
     return 2;
   }
   if (json) {
-    WriteJson(log, d, bad, out);
+    WriteExplainJsonReport(log, d, bad, out);
   } else {
-    WriteHuman(log, d, bad, out);
+    WriteExplainHumanReport(log, d, bad, out);
   }
-  return d.problem ? 1 : 0;
+  return ExitCode(d.problem);
 }
 
 }  // namespace ncclwatch::decoder

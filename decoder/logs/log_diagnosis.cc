@@ -13,13 +13,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analysis/init_failure.h"
-#include "report/json.h"
-#include "report/names.h"
+#include "analysis/nccl_semantics.h"
 
 namespace ncclwatch::decoder {
 namespace {
-
-std::string RanksOrUnknown(const std::vector<int>& ranks) { return RanksNoun(ranks, "a process of unknown rank"); }
 
 // The ncclResult_t named in a framework's error text ("unhandled system
 // error", "ncclSystemError"), or -1.
@@ -43,64 +40,39 @@ bool NcclErrorLine(const std::string& t) {
 
 // A thing the logs show after (or apart from) initialisation.
 struct Event {
-  std::string kind;
+  FindingKind kind;
   std::string key;  // events of one kind and key become one finding
   int rank = -1;
   int process = -1;
   int64_t when = 0;
   std::string text;
-  std::vector<std::pair<std::string, std::string>> extra;
-  std::string detail_head;  // what it is, after the ranks
-  std::string fix;
+  LogFacts facts;  // the kind's facts (cause, xid, bus id, memory, signal)
 };
 
 int Priority(const Finding& f) {
-  const std::string& k = f.kind;
-  if (k == "gpu_fault") return 0;
-  if (k == "out_of_memory") return 1;
-  if (k == "nvlink_fabric") return 2;
-  if (k == "cuda_ipc_failure") return 3;
-  if (k == "init_failure") {
-    for (const auto& [key, v] : f.extra)
-      if (key == "subsystem" && v == "\"waiting\"") return 10;
-    return 4;
-  }
-  if (k == "rank_died") return 5;
-  if (k == "cuda_error") return 6;
-  if (k == "collective_mismatch") return 7;
-  if (k == "missing_rank") return 8;
-  if (k == "watchdog_timeout") return 9;
-  return 11;
-}
-
-struct XidInfo {
-  const char* what;
-  bool hardware;
-};
-
-XidInfo Xid(int xid) {
-  switch (xid) {
-    case 13: return {"a graphics engine exception (often the program's own kernel fault)", false};
-    case 31: return {"a GPU memory page fault (often an illegal access by a kernel)", false};
-    case 43: return {"a GPU stopped processing (a kernel was killed or faulted)", false};
-    case 45: return {"preemptive cleanup after an earlier error", false};
-    case 48: return {"an uncorrectable double-bit ECC error", true};
-    case 61: case 62: return {"an internal micro-controller error", true};
-    case 63: case 64: return {"ECC page retirement or row remapping", true};
-    case 74: return {"an NVLink error", true};
-    case 79: return {"the GPU fell off the bus", true};
-    case 92: return {"a high single-bit ECC error rate", true};
-    case 94: return {"a contained uncorrectable ECC error", true};
-    case 95: return {"an uncontained uncorrectable ECC error", true};
-    case 119: case 120: return {"a GSP firmware error", true};
-    default: return {"a GPU error", true};
+  switch (f.kind) {
+    case FindingKind::kGpuFault: return 0;
+    case FindingKind::kOutOfMemory: return 1;
+    case FindingKind::kNvlinkFabric: return 2;
+    case FindingKind::kCudaIpcFailure: return 3;
+    case FindingKind::kInitFailure: {
+      const auto* init = std::get_if<InitFailureFacts>(&f.facts);
+      return init != nullptr && init->subsystem == "waiting" ? 10 : 4;
+    }
+    case FindingKind::kRankDied: return 5;
+    case FindingKind::kCudaError: return 6;
+    case FindingKind::kCollectiveMismatch: return 7;
+    case FindingKind::kMissingRank: return 8;
+    case FindingKind::kWatchdogTimeout: return 9;
+    default: return 11;
   }
 }
 
-constexpr char kHardwareFix[] =
-    "take the GPU (or node) out of the job: check it with nvidia-smi -q -d ECC,ROW_REMAPPER and dmesg, reset it "
-    "(nvidia-smi -r, or reboot the node) and report the Xid to the cluster's administrators; restart the job from "
-    "its last checkpoint without that GPU";
+// The facts of a log finding, made when first asked for.
+LogFacts& Facts(Finding& f) {
+  if (!std::holds_alternative<LogFacts>(f.facts)) f.facts = LogFacts{};
+  return std::get<LogFacts>(f.facts);
+}
 
 class LogDiagnoser {
  public:
@@ -204,51 +176,39 @@ class LogDiagnoser {
       }
       if (absl::StrContains(t, "Xid") && std::regex_search(t, m, kXid)) {
         const int xid = std::stoi(m[2]);
-        const XidInfo info = Xid(xid);
-        Event e{"gpu_fault", absl::StrCat("xid", xid, m[1].str()), RankOfBus(m[1], t), l.process, when, t};
-        e.extra = {{"xid", absl::StrCat(xid)}, {"bus_id", JsonString(m[1])}};
-        e.detail_head = absl::StrFormat("GPU %s reported Xid %d: %s", m[1].str(), xid, info.what);
-        e.fix = info.hardware ? kHardwareFix
-                              : "this Xid usually follows a fault in the program's own kernel: run the failing rank "
-                                "under compute-sanitizer, and check dmesg for an Xid 79/48/94/95 before it";
+        Event e{FindingKind::kGpuFault, absl::StrCat("xid", xid, m[1].str()), RankOfBus(m[1], t), l.process, when, t};
+        e.facts.xid = xid;
+        e.facts.bus_id = m[1].str();
+        e.facts.cause = LogCause::kXid;
         Add(e);
         continue;
       }
       for (const char* ecc : {"uncorrectable ECC error encountered", "GPU has fallen off the bus",
                               "is/are busy or unavailable", "ECC error"}) {
         if (absl::StrContains(t, ecc)) {
-          Event e{"gpu_fault", ecc, rank, l.process, when, t};
-          e.detail_head = absl::StrCat("the GPU failed: ", t);
-          e.fix = kHardwareFix;
+          Event e{FindingKind::kGpuFault, ecc, rank, l.process, when, t};
+          e.facts.cause = LogCause::kGpuFailed;
           Add(e);
           break;
         }
       }
       if (absl::StrContains(t, "out of memory") || absl::StrContains(t, "OutOfMemoryError") ||
           absl::StrContains(t, "Failed to CUDA calloc")) {
-        Event e{"out_of_memory", "gpu", rank, l.process, when, t};
-        e.extra = {{"memory", JsonString("gpu")}};
-        e.detail_head = absl::StrCat("ran out of GPU memory: ", t);
-        e.fix = "reduce the memory per GPU (batch size, activation checkpointing, sharding) or leave room for NCCL's "
-                "buffers (created at init, and by each new communicator): lower NCCL_BUFFSIZE, or set "
-                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+        Event e{FindingKind::kOutOfMemory, "gpu", rank, l.process, when, t};
+        e.facts.memory = "gpu";
+        e.facts.cause = LogCause::kGpuOutOfMemory;
         Add(e);
       } else if (std::regex_search(t, m, kHostOom) || absl::StrContains(t, "oom-kill")) {
-        Event e{"out_of_memory", "host", rank, l.process, when, t};
-        e.extra = {{"memory", JsonString("host")}};
-        e.detail_head = absl::StrCat("was killed by the kernel's out-of-memory killer: ", t);
-        e.fix = "give the job more host memory (the container's memory limit), or use less: fewer data-loader "
-                "workers, pinned-memory buffers, or CPU offload";
+        Event e{FindingKind::kOutOfMemory, "host", rank, l.process, when, t};
+        e.facts.memory = "host";
+        e.facts.cause = LogCause::kHostOutOfMemory;
         Add(e);
       }
       for (const char* fabric : {"NVLS", "NVLink SHARP", "abric Manager", "fabric manager", "system not yet initialized",
                                  "cuMulticast", "IMEX", "NVSwitch"}) {
         if (absl::StrContains(t, fabric) && (l.level == LogLine::kWarn || absl::StrContains(t, "rror"))) {
-          Event e{"nvlink_fabric", "fabric", rank, l.process, when, t};
-          e.detail_head = absl::StrCat("NVLink fabric (NVLS/NVSwitch) setup failed: ", t);
-          e.fix = "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
-                  "(systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -i fabric); NCCL_NVLS_ENABLE=0 works "
-                  "around NVLS while it is fixed";
+          Event e{FindingKind::kNvlinkFabric, "fabric", rank, l.process, when, t};
+          e.facts.cause = LogCause::kFabric;
           Add(e);
           break;
         }
@@ -257,11 +217,8 @@ class LogDiagnoser {
                               "cuMemImportFromShareableHandle", "IPC handle"}) {
         if (absl::StrContains(t, ipc) && (l.level == LogLine::kWarn || absl::StrContains(t, "rror") ||
                                           absl::StrContains(t, "failed"))) {
-          Event e{"cuda_ipc_failure", "ipc", rank, l.process, when, t};
-          e.detail_head = absl::StrCat("could not map another local GPU's memory (P2P/CUDA IPC): ", t);
-          e.fix = "check GPU peer access on the node (nvidia-smi topo -m; ACS and IOMMU settings in a VM), give "
-                  "containers --ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 works "
-                  "around it (through host memory, slower)";
+          Event e{FindingKind::kCudaIpcFailure, "ipc", rank, l.process, when, t};
+          e.facts.cause = LogCause::kCudaIpc;
           Add(e);
           break;
         }
@@ -269,11 +226,8 @@ class LogDiagnoser {
       for (const char* kernel : {"illegal memory access", "unspecified launch failure", "misaligned address",
                                  "device-side assert"}) {
         if (absl::StrContains(t, kernel)) {
-          Event e{"cuda_error", kernel, rank, l.process, when, t};
-          e.detail_head = absl::StrCat("hit a CUDA error in a kernel: ", t);
-          e.fix = "a kernel of the program (or of a library) faulted: rerun that rank with CUDA_LAUNCH_BLOCKING=1 "
-                  "or under compute-sanitizer to find it; if dmesg shows a hardware Xid with it, treat it as a GPU "
-                  "fault";
+          Event e{FindingKind::kCudaError, kernel, rank, l.process, when, t};
+          e.facts.cause = LogCause::kKernelError;
           Add(e);
           break;
         }
@@ -300,12 +254,9 @@ class LogDiagnoser {
         signo = m[3] == "Killed" ? 9 : m[3] == "Segmentation fault" ? 11 : m[3] == "Aborted" ? 6 : m[3] == "Bus error" ? 7 : 15;
       }
       if (dead >= 0 && signo != 15) {  // SIGTERM is how a launcher stops the others: not a cause
-        Event e{"rank_died", absl::StrCat(dead, ":", signo), dead, -1, when, t};
-        e.extra = {{"signal", JsonString(SignalName(signo))}};
-        e.detail_head = absl::StrCat("died of ", SignalName(signo), " (the launcher's report: ", t, ")");
-        e.fix = signo == 9 ? "a SIGKILL is the out-of-memory killer or the scheduler: check dmesg (oom-kill) and the "
-                             "job's memory limit and time limit"
-                           : "read that rank's own output just before it died (a traceback, a core dump) for why";
+        Event e{FindingKind::kRankDied, absl::StrCat(dead, ":", signo), dead, -1, when, t};
+        e.facts.signo = signo;
+        e.facts.cause = LogCause::kLauncherDeath;
         Add(e);
       }
     }
@@ -339,9 +290,8 @@ class LogDiagnoser {
       groups[{t.seq, t.op, t.numel}].push_back(rank);
       first = std::min(first, t.when);
     }
-    auto describe = [](const std::tuple<uint64_t, std::string, std::string>& g) {
-      return absl::StrCat(std::get<1>(g), std::get<2>(g).empty() ? "" : absl::StrCat("(numel=", std::get<2>(g), ")"),
-                          " #", std::get<0>(g));
+    auto timeout = [](const std::tuple<uint64_t, std::string, std::string>& g, const std::vector<int>& ranks) {
+      return LogFacts::Timeout{ranks, std::get<0>(g), std::get<1>(g), std::get<2>(g)};
     };
     // Different collectives at the same sequence number: a mismatch.
     std::map<uint64_t, std::vector<std::tuple<uint64_t, std::string, std::string>>> by_seq;
@@ -349,28 +299,22 @@ class LogDiagnoser {
     for (const auto& [seq, gs] : by_seq) {
       if (gs.size() < 2) continue;
       Finding x;
-      x.kind = "collective_mismatch";
+      x.kind = FindingKind::kCollectiveMismatch;
       x.seq = seq;
       // The largest group did what the rest of the job expected; the others deviate.
       size_t majority = 0;
       for (size_t i = 1; i < gs.size(); ++i)
         if (groups[gs[i]].size() > groups[gs[majority]].size()) majority = i;
-      std::vector<std::string> parts;
       bool op_differs = false;
+      Facts(x).cause = LogCause::kWatchdogMismatch;
       for (size_t i = 0; i < gs.size(); ++i) {
         const auto& g = gs[i];
         const std::vector<int>& ranks = groups[g];
         if (i != majority) x.ranks.insert(x.ranks.end(), ranks.begin(), ranks.end());
         if (std::get<1>(g) != std::get<1>(gs.front())) op_differs = true;
-        parts.push_back(absl::StrCat(RanksOrUnknown(ranks), " in ", describe(g)));
-        x.groups.push_back({ranks, absl::StrCat("timed out in ", describe(g))});
+        Facts(x).timeouts.push_back(timeout(g, ranks));
       }
       x.field = op_differs ? "op" : "count";
-      x.detail = absl::StrCat("PyTorch's watchdog timed out with the ranks in different collectives at sequence "
-                              "number ", seq, " (PyTorch's numbering of the process group's operations): ",
-                              absl::StrJoin(parts, "; "));
-      x.fix = "make every rank call the same collectives in the same order with the same shapes; the ranks that "
-              "differ took another code path at that point";
       x.when_ns = first;
       causes->push_back(x);
       return;
@@ -390,52 +334,38 @@ class LogDiagnoser {
     for (const auto& [rank, t] : by_rank) timed_out.push_back(rank);
     if (groups.size() == 1 && !silent.empty()) {
       Finding x;
-      x.kind = "missing_rank";
+      x.kind = FindingKind::kMissingRank;
       x.seq = std::get<0>(g0);
       x.ranks = silent;
       x.nranks = nranks;
-      x.detail = absl::StrCat(RanksOrUnknown(silent), " never timed out in ", describe(g0), ", where ",
-                              RanksOrUnknown(timed_out), " waited until PyTorch's watchdog fired: ",
-                              silent.size() == 1 ? "it was" : "they were",
-                              " not in that collective (a skipped or extra step, another branch, or dead)");
-      x.fix = "see what those ranks did instead (their own output, py-spy dump of a hung job); make every rank run "
-              "the same collectives";
-      x.groups = {{timed_out, absl::StrCat("timed out in ", describe(g0))}, {silent, "never entered it"}};
+      Facts(x).cause = LogCause::kWatchdogMissing;
+      Facts(x).timeouts = {timeout(g0, r0)};
+      Facts(x).timed_out = timed_out;
       x.when_ns = first;
       causes->push_back(x);
     }
     Finding w;
-    w.kind = "watchdog_timeout";
+    w.kind = FindingKind::kWatchdogTimeout;
     w.seq = std::get<0>(g0);
     w.ranks = timed_out;
     w.nranks = nranks;
-    std::vector<std::string> parts;
-    for (const auto& [g, ranks] : groups) {
-      parts.push_back(absl::StrCat(RanksOrUnknown(ranks), " in ", describe(g)));
-      w.groups.push_back({ranks, absl::StrCat("timed out in ", describe(g))});
-    }
-    w.detail = absl::StrCat("PyTorch's watchdog timed out after ", by_rank.begin()->second.timeout_ms, " ms: ",
-                            absl::StrJoin(parts, "; "));
-    w.fix = "a timeout is a symptom: a rank stopped calling collectives (it died, hung, or took another path); see "
-            "the findings before this one";
+    Facts(w).cause = LogCause::kWatchdogTimeout;
+    for (const auto& [g, ranks] : groups) Facts(w).timeouts.push_back(timeout(g, ranks));
     w.when_ns = first + 1;
-    w.extra.push_back({"timeout_ms", by_rank.begin()->second.timeout_ms});
+    Facts(w).timeout_ms = by_rank.begin()->second.timeout_ms;
     causes->push_back(w);
     if (!unseen.empty()) {
       Finding n;
-      n.kind = "log_insufficient";
-      n.role = "note";
+      n.kind = FindingKind::kLogInsufficient;
+      n.role = FindingRole::kNote;
       n.ranks = unseen;
-      n.detail = absl::StrCat("these logs hold nothing of ", RanksOrUnknown(unseen), ", which never timed out: one of them "
-                              "is likely where the job stopped");
-      n.fix = "collect every rank's output (NCCL_DEBUG=INFO NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, and the "
-              "launcher's per-rank logs)";
+      Facts(n).cause = LogCause::kUnseenRanks;
       notes_.push_back(n);
     }
   }
 
   void GroupEvents(std::vector<Finding>* causes) {
-    std::map<std::pair<std::string, std::string>, std::vector<const Event*>> groups;
+    std::map<std::pair<FindingKind, std::string>, std::vector<const Event*>> groups;
     for (const Event& e : events_) groups[{e.kind, e.key}].push_back(&e);
     for (const auto& [key, es] : groups) {
       Finding x;
@@ -448,12 +378,10 @@ class LogDiagnoser {
       }
       x.ranks.assign(ranks.begin(), ranks.end());
       const Event& first = *es.front();
-      x.detail = absl::StrCat(RanksOrUnknown(x.ranks), " ", first.detail_head);
-      x.detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(x.detail[0])));
-      x.fix = first.fix;
-      x.extra = first.extra;
+      LogFacts facts = first.facts;
+      facts.line = first.text;
+      x.facts = std::move(facts);
       x.when_ns = when;
-      if (!x.ranks.empty()) x.groups.push_back({x.ranks, first.kind});
       causes->push_back(x);
     }
     if (!remote_closed_.empty()) {
@@ -465,16 +393,15 @@ class LogDiagnoser {
         if (rank >= 0) who.insert(rank);
       }
       bool death_known = false;
-      for (const Finding& f : *causes) death_known |= f.kind == "rank_died";
+      for (const Finding& f : *causes) death_known |= f.kind == FindingKind::kRankDied;
       if (!death_known) {
         Finding x;
-        x.kind = "rank_died";
+        x.kind = FindingKind::kRankDied;
         x.ranks = {};
-        x.detail = absl::StrCat(RanksOrUnknown(std::vector<int>(who.begin(), who.end())),
-                                " lost the connection to a peer (", absl::StrJoin(peers, ", "),
-                                "): the process there died or was killed");
-        x.fix = "find the rank at that address and read its own output and the node's dmesg for why it ended";
-        x.extra.push_back({"peer", JsonString(*peers.begin())});
+        Facts(x).cause = LogCause::kLostPeer;
+        Facts(x).who.assign(who.begin(), who.end());
+        Facts(x).peers.assign(peers.begin(), peers.end());
+        Facts(x).peer = *peers.begin();
         x.when_ns = INT64_MAX - 1;
         causes->push_back(x);
       }
@@ -486,21 +413,19 @@ class LogDiagnoser {
       const int pa = Priority(a), pb = Priority(b);
       return pa != pb ? pa < pb : a.when_ns < b.when_ns;
     });
-    for (size_t i = 0; i < causes->size(); ++i) (*causes)[i].role = i == 0 ? "root_cause" : "consequence";
+    for (size_t i = 0; i < causes->size(); ++i) (*causes)[i].role = i == 0 ? FindingRole::kRootCause : FindingRole::kConsequence;
     out_.problem = !causes->empty();
     // Errors the logs show but nothing above explains.
     if (causes->empty()) {
       for (const LogLine& l : log_.lines()) {
         if (l.level != LogLine::kWarn && !NcclErrorLine(l.text)) continue;
         Finding x;
-        x.kind = "log_insufficient";
-        x.role = "root_cause";
+        x.kind = FindingKind::kLogInsufficient;
+        x.role = FindingRole::kRootCause;
         const int rank = RankOf(l);
         if (rank >= 0) x.ranks = {rank};
-        x.detail = absl::StrCat("the logs show an NCCL error that they do not explain: ", l.text);
-        x.fix = "collect more: every rank's NCCL_DEBUG=INFO log (NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, "
-                "NCCL_DEBUG_SUBSYS=INIT,NET,ENV), dmesg from every node, or run the job under libncclwatch.so "
-                "and use ncclwatch diagnose";
+        Facts(x).cause = LogCause::kUnexplainedError;
+        Facts(x).line = l.text;
         causes->push_back(x);
         out_.problem = true;
         break;
@@ -511,10 +436,9 @@ class LogDiagnoser {
       for (const LogLine& l : log_.lines()) info |= l.level == LogLine::kInfo;
       if (!info) {
         Finding n;
-        n.kind = "log_insufficient";
-        n.role = "note";
-        n.detail = "the logs have NCCL's warnings but no INFO lines, so ranks, versions and interfaces are unknown";
-        n.fix = "run with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET,ENV keeps it short)";
+        n.kind = FindingKind::kLogInsufficient;
+        n.role = FindingRole::kNote;
+        Facts(n).cause = LogCause::kNoInfoLines;
         notes_.push_back(n);
       }
     }

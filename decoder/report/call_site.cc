@@ -112,4 +112,12 @@ std::string CallSite(const std::vector<ModuleInfo>& modules, uint64_t address) {
   return absl::StrFormat("0x%x", address);
 }
 
+CallSiteNamer TraceCallSites(const JobAnalysis& job) {
+  return [&job](const CallSiteRef& site) {
+    return site.process >= 0 && site.process < static_cast<int>(job.processes().size())
+               ? CallSite(job.processes()[site.process].modules, site.address)
+               : std::string("an unknown call site");
+  };
+}
+
 }  // namespace ncclwatch::decoder

@@ -14,12 +14,18 @@
 #include <string>
 #include <vector>
 
+#include "analysis/job_analysis.h"
 #include "model/process_trace.h"
+#include "report/finding_text.h"
 
 namespace ncclwatch::decoder {
 
 // `address` is a return address in the caller: the call is just before it.
 std::string CallSite(const std::vector<ModuleInfo>& modules, uint64_t address);
+
+// Names the call sites of a diagnosis from its processes' module maps; an
+// unknown process is "an unknown call site". Holds `job` by reference.
+CallSiteNamer TraceCallSites(const JobAnalysis& job);
 
 // The function containing `vaddr` in the ELF file at `path`, demangled; "" if unknown.
 std::string SymbolAt(const std::string& path, uint64_t vaddr);

@@ -9,58 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "report/call_site.h"
+#include "report/finding_text.h"
 #include "report/names.h"
 #include "report/reports.h"
 
 namespace ncclwatch::decoder {
 namespace {
-
-// A string value of a finding's JSON extras, unquoted ("" when absent or null).
-std::string Extra(const Finding& f, const std::string& key) {
-  for (const auto& [k, v] : f.extra)
-    if (k == key && v.size() >= 2 && v.front() == '"') return v.substr(1, v.size() - 2);
-  return "";
-}
-
-std::string SubsystemTitle(const std::string& s) {
-  if (s == "network") return "network interface";
-  if (s == "bootstrap") return "bootstrap connection";
-  if (s == "shm") return "shared memory (/dev/shm)";
-  if (s == "version") return "version skew";
-  if (s == "gpu") return "two ranks on one GPU";
-  if (s == "ib") return "InfiniBand";
-  if (s == "fabric") return "NVLink fabric";
-  if (s == "p2p") return "P2P / CUDA IPC";
-  if (s == "cuda") return "CUDA";
-  if (s == "waiting") return "waiting for another rank";
-  return "cause unknown";
-}
-
-std::string Title(const Finding& f) {
-  const std::string& kind = f.kind;
-  if (kind == "init_failure") {
-    const std::string err = Extra(f, "errno");
-    return absl::StrCat("NCCL initialisation failed: ", SubsystemTitle(Extra(f, "subsystem")),
-                        err.empty() ? "" : absl::StrCat(" (", err, ")"));
-  }
-  if (kind == "collective_mismatch") return "collective mismatch";
-  if (kind == "missing_rank") return "a rank is missing from a collective";
-  if (kind == "rank_died") return "a rank died";
-  if (kind == "p2p_mismatch") return "send/receive mismatch";
-  if (kind == "order_inversion") return "communicators used in different orders";
-  if (kind == "missing_traces") return "missing traces";
-  if (kind == "gpu_fault") return "GPU fault";
-  if (kind == "out_of_memory") return "out of memory";
-  if (kind == "nvlink_fabric") return "NVLink fabric (NVLS/NVSwitch) failure";
-  if (kind == "cuda_ipc_failure") return "P2P / CUDA IPC failure";
-  if (kind == "cuda_error") return "CUDA error in a kernel";
-  if (kind == "watchdog_timeout") return "PyTorch watchdog timeout";
-  if (kind == "log_insufficient") return "the logs cannot tell";
-  if (kind == "unreadable_traces") return "unreadable traces";
-  return kind;
-}
-
-
 
 std::string Ago(int64_t when_ns, int64_t end_ns) {
   if (when_ns <= 0 || end_ns <= 0) return "";
@@ -91,42 +45,45 @@ void WriteGroups(const std::vector<RankGroup>& groups, std::ostream& out) {
 
 }  // namespace
 
-void WriteFindingsHuman(const std::vector<Finding>& findings, bool problem, std::ostream& out) {
+void WriteFindingsHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites, std::ostream& out) {
   // One root cause per job that went wrong.
   std::vector<const Finding*> roots;
   for (const Finding& f : findings)
-    if (f.role == "root_cause") roots.push_back(&f);
-  if (!problem) {
-    out << "HEALTHY: every rank made the same collectives, every send met its receive.\n";
-  }
+    if (f.role == FindingRole::kRootCause) roots.push_back(&f);
   for (const Finding* root : roots) {
-    if (root != roots.front()) out << "\n";
-    out << "PROBLEM" << (roots.size() > 1 ? absl::StrCat(" in job ", root->job + 1) : "") << ": " << Title(*root)
+    const FindingText t = RenderFinding(*root, sites);
+    out << "\nRoot cause" << (roots.size() > 1 ? absl::StrCat(" in job ", root->job + 1) : "") << ": " << t.title
         << "\n";
-    out << "  " << root->detail << ".\n";
-    if (!root->groups.empty()) {
+    out << "  " << t.detail << ".\n";
+    if (!t.groups.empty()) {
       out << "\n  What each group of ranks did:\n";
-      WriteGroups(root->groups, out);
+      WriteGroups(t.groups, out);
     }
-    out << "\n  Fix: " << root->fix << ".\n";
+    out << "\n  Fix: " << t.fix << ".\n";
   }
 
   std::vector<const Finding*> rest;
   for (const Finding& f : findings)
-    if (f.role == "consequence" || f.role == "warning") rest.push_back(&f);
+    if (f.role == FindingRole::kConsequence || f.role == FindingRole::kWarning) rest.push_back(&f);
   if (!rest.empty()) {
-    out << "\nThen:\n";
+    out << (roots.empty() ? "\nWarnings:\n" : "\nThen:\n");
     for (size_t i = 0; i < rest.size() && i < 5; ++i) {
-      out << "  - " << (rest[i]->role == "warning" ? "warning: " : "") << rest[i]->detail << ".\n";
+      const FindingText t = RenderFinding(*rest[i], sites);
+      if (roots.empty()) {  // warnings only: each with its fix
+        out << "  - " << t.detail << ".\n    Fix: " << t.fix << ".\n";
+      } else {
+        out << "  - " << (rest[i]->role == FindingRole::kWarning ? "warning: " : "") << t.detail << ".\n";
+      }
     }
     if (rest.size() > 5) out << "  - and " << rest.size() - 5 << " more (see --json)\n";
   }
 }
 
-void WriteNotesHuman(const std::vector<Finding>& findings, std::ostream& out) {
+void WriteNotesHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites, std::ostream& out) {
   for (const Finding& f : findings) {
-    if (f.role != "note") continue;
-    out << "\nNote: " << f.detail << ".\n  " << f.fix << ".\n";
+    if (f.role != FindingRole::kNote) continue;
+    const FindingText t = RenderFinding(f, sites);
+    out << "\nNote: " << t.detail << ".\n  " << t.fix << ".\n";
   }
 }
 
@@ -139,13 +96,15 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
     for (const CommMembership& m : p.comms)
       if (m.comm) comms.insert(m.comm);
   }
+  const CallSiteNamer sites = TraceCallSites(job);
+  out << Headline(d.findings, d.problem) << "\n";
   out << absl::StrFormat("ncclwatch: %d process%s on %d host%s, %d communicator%s", procs.size(),
                          procs.size() == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s", comms.size(),
                          comms.size() == 1 ? "" : "s");
   if (d.jobs.size() > 1) out << ", " << d.jobs.size() << " separate jobs";
-  out << "\n\n";
-
-  WriteFindingsHuman(d.findings, d.problem, out);
+  out << "\n";
+  if (!d.problem) out << "\nEvery rank made the same collectives, every send met its receive.\n";
+  WriteFindingsHuman(d.findings, sites, out);
 
   // What every rank did last, ranks with the same story together.
   std::map<std::string, std::vector<int>> last;
@@ -166,7 +125,7 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
     WriteGroups(groups, out);
   }
 
-  WriteNotesHuman(d.findings, out);
+  WriteNotesHuman(d.findings, sites, out);
   uint64_t records = 0, torn = 0, overwritten = 0;
   for (const ProcessFacts& p : procs) {
     records += p.records;

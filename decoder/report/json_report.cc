@@ -1,11 +1,16 @@
-// The JSON contract (stable; documented in README.md):
+// The JSON contract (stable; documented in README.md), one writer for
+// diagnose and explain:
 //
-// {"verdict": "healthy"|"problem",
-//  "findings": [{"kind", "role", "comm", "seq", "ranks", "detail", "fix", ...}],
+// {"ncclwatch": VERSION, "verdict": "healthy"|"problem",
+//  "findings": [{"kind", "role", "job", "comm", "seq", "ranks", "field", "nranks",
+//                "detail", "fix", "rank_groups", ...the kind's facts}],
 //  "processes": [...], "unreadable": [...]}
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ncclwatch_version.h"
+#include "report/finding_text.h"
+#include "report/call_site.h"
 #include "report/json.h"
 #include "report/names.h"
 #include "report/reports.h"
@@ -27,49 +32,125 @@ std::string FateJson(const Fate& f) {
   }
 }
 
+std::string Str(const std::optional<std::string>& v) { return v ? JsonString(*v) : "null"; }
+template <typename T>
+std::string Num(const std::optional<T>& v) { return v ? absl::StrCat(*v) : "null"; }
+std::string Strings(const std::vector<std::string>& v) {
+  std::vector<std::string> quoted;
+  for (const std::string& s : v) quoted.push_back(JsonString(s));
+  return absl::StrCat("[", absl::StrJoin(quoted, ","), "]");
+}
+
+// A finding's kind-specific facts, after the common fields.
+void WriteFacts(const Finding&, const std::monostate&, const CallSiteNamer&, std::ostream&) {}
+void WriteFacts(const Finding&, const MissingTracesFacts&, const CallSiteNamer&, std::ostream&) {}
+void WriteFacts(const Finding&, const UnreadableTracesFacts&, const CallSiteNamer&, std::ostream&) {}
+
+void WriteFacts(const Finding&, const CollectiveMismatchFacts& x, const CallSiteNamer& sites, std::ostream& out) {
+  if (x.groups.empty()) return;
+  out << ",\"expected\":" << JsonString(x.groups.front().call) << ",\"groups\":[";
+  for (size_t i = 0; i < x.groups.size(); ++i) {
+    const CollectiveMismatchFacts::Group& g = x.groups[i];
+    out << (i ? "," : "") << "{\"ranks\":" << Ints(g.ranks) << ",\"call\":" << JsonString(g.call)
+        << ",\"call_site\":" << JsonString(sites(g.site)) << "}";
+  }
+  out << "]";
+}
+
+void WriteFacts(const Finding& f, const MissingRankFacts& x, const CallSiteNamer& sites, std::ostream& out) {
+  out << ",\"did_instead\":" << JsonString(DidInstead(x, sites))
+      << ",\"last_seq\":" << Num(x.last_seq);
+  if (f.kind == FindingKind::kRankDied)
+    out << ",\"signal\":" << (x.departure.signo ? JsonString(SignalName(x.departure.signo)) : "null");
+}
+
+void WriteFacts(const Finding&, const P2pMismatchFacts& x, const CallSiteNamer&, std::ostream& out) {
+  out << ",\"sender\":" << x.sender << ",\"receiver\":" << x.receiver;
+}
+
+void WriteFacts(const Finding&, const OrderInversionFacts& x, const CallSiteNamer&, std::ostream& out) {
+  out << ",\"other_comm\":" << JsonString(CommName(x.other_comm)) << ",\"other_seq\":" << x.other_seq
+      << ",\"same_stream\":" << (x.same_stream ? "true" : "false");
+}
+
+void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&, std::ostream& out) {
+  out << ",\"subsystem\":" << JsonString(x.subsystem) << ",\"errno\":" << (x.err ? JsonString(ErrnoName(x.err)) : "null");
+  if (x.socket_ifname) out << ",\"socket_ifname\":" << Str(*x.socket_ifname);
+  if (x.interfaces) out << ",\"interfaces\":" << Strings(*x.interfaces);
+  if (x.shm) {
+    out << ",\"path\":" << Str(x.shm->path) << ",\"requested\":" << Num(x.shm->requested)
+        << ",\"shm_size\":" << Num(x.shm->shm_size) << ",\"shm_free\":" << Num(x.shm->shm_free);
+  }
+  if (x.address) out << ",\"address\":" << Str(*x.address);
+  if (x.bus_id) out << ",\"bus_id\":" << Str(*x.bus_id);
+  if (x.versions) out << ",\"versions\":" << Strings(*x.versions);
+  if (x.cuda) out << ",\"cuda_driver\":" << Str(x.cuda->driver) << ",\"cuda_runtime\":" << Str(x.cuda->runtime);
+  if (x.memlock) {
+    out << ",\"memlock\":" << (x.memlock->unlimited ? JsonString("unlimited") : Num(x.memlock->bytes));
+  }
+  if (x.has_pids) out << ",\"pids\":[" << absl::StrJoin(x.pids, ",") << "]";
+}
+
+void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, std::ostream& out) {
+  if (x.xid) out << ",\"xid\":" << *x.xid;
+  if (x.bus_id) out << ",\"bus_id\":" << JsonString(*x.bus_id);
+  if (x.memory) out << ",\"memory\":" << JsonString(*x.memory);
+  if (x.signo) out << ",\"signal\":" << JsonString(SignalName(*x.signo));
+  if (x.timeout_ms) out << ",\"timeout_ms\":" << *x.timeout_ms;
+  if (x.peer) out << ",\"peer\":" << JsonString(*x.peer);
+}
+
 }  // namespace
 
-void WriteFindingJson(const Finding& f, std::ostream& out) {
-  out << "{\"kind\":" << JsonString(f.kind) << ",\"role\":" << JsonString(f.role) << ",\"job\":" << f.job
-      << ",\"comm\":" << (f.comm ? JsonString(CommName(*f.comm)) : "null")
+void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, std::ostream& out) {
+  const FindingText t = RenderFinding(f, sites);
+  out << "{\"kind\":" << JsonString(KindName(f.kind)) << ",\"role\":" << JsonString(RoleName(f.role))
+      << ",\"job\":" << f.job << ",\"comm\":" << (f.comm ? JsonString(CommName(*f.comm)) : "null")
       << ",\"seq\":" << (f.seq ? absl::StrCat(*f.seq) : "null") << ",\"ranks\":" << Ints(f.ranks);
-  if (f.kind == "collective_mismatch" || !f.field.empty()) out << ",\"field\":" << JsonString(f.field);
+  if (f.kind == FindingKind::kCollectiveMismatch || !f.field.empty()) out << ",\"field\":" << JsonString(f.field);
   out << ",\"nranks\":" << (f.nranks > 0 ? absl::StrCat(f.nranks) : "null");
-  out << ",\"detail\":" << JsonString(f.detail) << ",\"fix\":" << JsonString(f.fix);
+  out << ",\"detail\":" << JsonString(t.detail) << ",\"fix\":" << JsonString(t.fix);
   out << ",\"rank_groups\":[";
-  for (size_t g = 0; g < f.groups.size(); ++g) {
-    out << (g ? "," : "") << "{\"ranks\":" << Ints(f.groups[g].ranks) << ",\"doing\":" << JsonString(f.groups[g].doing)
+  for (size_t g = 0; g < t.groups.size(); ++g) {
+    out << (g ? "," : "") << "{\"ranks\":" << Ints(t.groups[g].ranks) << ",\"doing\":" << JsonString(t.groups[g].doing)
         << "}";
   }
   out << "]";
-  for (const auto& [key, value] : f.extra) out << "," << JsonString(key) << ":" << value;
+  std::visit([&](const auto& facts) { WriteFacts(f, facts, sites, out); }, f.facts);
   out << "}";
 }
 
-void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out) {
-  out << "{\"ncclwatch\":\"0.1.0\",\"verdict\":" << (d.problem ? "\"problem\"" : "\"healthy\"") << ",\"findings\":[";
-  for (size_t i = 0; i < d.findings.size(); ++i) {
+void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings, const CallSiteNamer& sites,
+                       const std::vector<std::string>& processes, const UnreadableFiles& unreadable,
+                       std::ostream& out) {
+  out << "{\"ncclwatch\":" << JsonString(kNcclwatchVersion) << ",\"verdict\":" << (problem ? "\"problem\"" : "\"healthy\"")
+      << ",\"findings\":[";
+  for (size_t i = 0; i < findings.size(); ++i) {
     if (i) out << ",";
-    WriteFindingJson(d.findings[i], out);
+    WriteFindingJson(findings[i], sites, out);
   }
-  out << "],\"processes\":[";
-  const auto& procs = job.processes();
-  for (size_t i = 0; i < procs.size(); ++i) {
-    const ProcessFacts& p = procs[i];
-    out << (i ? "," : "") << "{\"path\":" << JsonString(p.path) << ",\"host\":" << JsonString(p.host)
-        << ",\"pid\":" << p.pid << ",\"rank\":" << p.rank << ",\"rank_source\":" << JsonString(p.rank_source)
-        << ",\"nccl_version\":" << (p.nccl_version > 0 ? JsonString(NcclVersionString(p.nccl_version)) : "null")
-        << ",\"end\":" << FateJson(p.fate) << ",\"last_call\":" << (p.last.valid ? JsonString(p.last.what) : "null")
-        << ",\"last_call_pending\":" << (p.last.pending ? "true" : "false") << ",\"records\":" << p.records
-        << ",\"torn_slots\":" << p.stats.torn_slots + p.unparsed
-        << ",\"overwritten_slots\":" << p.stats.ring_overwritten << "}";
-  }
-  out << "],\"unreadable\":[";
-  for (size_t i = 0; i < job.unreadable().size(); ++i) {
-    const UnreadableTrace& u = job.unreadable()[i];
-    out << (i ? "," : "") << "{\"path\":" << JsonString(u.path) << ",\"error\":" << JsonString(u.error) << "}";
+  out << "],\"processes\":[" << absl::StrJoin(processes, ",") << "],\"unreadable\":[";
+  for (size_t i = 0; i < unreadable.size(); ++i) {
+    out << (i ? "," : "") << "{\"path\":" << JsonString(unreadable[i].first)
+        << ",\"error\":" << JsonString(unreadable[i].second) << "}";
   }
   out << "]}\n";
+}
+
+void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out) {
+  std::vector<std::string> processes;
+  for (const ProcessFacts& p : job.processes()) {
+    processes.push_back(absl::StrCat(
+        "{\"path\":", JsonString(p.path), ",\"host\":", JsonString(p.host), ",\"pid\":", p.pid,
+        ",\"rank\":", p.rank, ",\"rank_source\":", JsonString(p.rank_source),
+        ",\"nccl_version\":", p.nccl_version > 0 ? JsonString(NcclVersionString(p.nccl_version)) : "null",
+        ",\"end\":", FateJson(p.fate), ",\"last_call\":", p.last.valid ? JsonString(p.last.what) : "null",
+        ",\"last_call_pending\":", p.last.pending ? "true" : "false", ",\"records\":", p.records,
+        ",\"torn_slots\":", p.stats.torn_slots + p.unparsed, ",\"overwritten_slots\":", p.stats.ring_overwritten, "}"));
+  }
+  UnreadableFiles unreadable;
+  for (const UnreadableTrace& u : job.unreadable()) unreadable.push_back({u.path, u.error});
+  WriteJsonEnvelope(d.problem, d.findings, TraceCallSites(job), processes, unreadable, out);
 }
 
 }  // namespace ncclwatch::decoder

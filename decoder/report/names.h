@@ -1,5 +1,7 @@
-// How ncclwatch names what it reports: NCCL calls, datatypes, reduction
-// operators, result codes, signals, communicators and sets of ranks.
+// How the reports name things for a reader: sizes, communicators and sets of
+// ranks. NCCL's own names (calls, datatypes, signals, ...) are facts the
+// analyses use too: they live in analysis/nccl_semantics.h, included here for
+// the reports' convenience (report/ may include analysis/, never the reverse).
 
 #ifndef NCCLWATCH_DECODER_REPORT_NAMES_H_
 #define NCCLWATCH_DECODER_REPORT_NAMES_H_
@@ -8,31 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "analysis/nccl_semantics.h"
+
 namespace ncclwatch::decoder {
 
-std::string CallName(uint32_t call);        // "AllReduce", "ncclCommSplit", ...
-std::string DatatypeName(int32_t datatype); // "float32"
-size_t DatatypeBytes(int32_t datatype);     // 0 when unknown
-std::string RedopName(int32_t redop);       // "sum"; "premulsum#5" for user ops
-std::string ResultName(int32_t result);     // "ncclSuccess", "pending"
-std::string SignalName(int32_t signo);      // "SIGSEGV"
-std::string ErrnoName(int32_t err);         // "ECONNREFUSED"; "errno 999" when unknown
-std::string ErrnoText(int32_t err);         // "Connection refused"
-std::string SysCallName(uint32_t kind);     // "connect", "posix_fallocate"
 std::string Bytes(uint64_t n);              // "64 MiB", "9.2 MiB", "512 B"
-std::string NcclVersionString(int32_t code); // 22809 -> "2.28.9"; 2804 -> "2.8.4"
-std::string CommName(uint64_t comm);        // 16 hex digits
-std::string CommShort(uint64_t comm);       // the first 6 of them
+std::string CommShort(uint64_t comm);       // the first 6 hex digits of CommName
 std::string Hex(uint64_t v);                // 0x...
 // "0-4,6-7"
 std::string RankList(std::vector<int> ranks);
 // "rank 3", "ranks 1-3,7": unknown ranks (-1) left out, repeats counted once;
 // `none` when no rank is left.
 std::string RanksNoun(std::vector<int> ranks, const std::string& none = "no rank");
-// Calls NCCL matches with each other: ncclBcast is a Broadcast.
-uint32_t MatchingCall(uint32_t call);
-bool IsRootedCall(uint32_t call);
-bool IsReductionCall(uint32_t call);
 
 }  // namespace ncclwatch::decoder
 

@@ -1,25 +1,48 @@
-// The two faces of a diagnosis: one screen for a person, and the JSON
-// contract for programs (documented in README.md, "JSON output").
+// The faces of a diagnosis: one screen for a person, and the JSON contract
+// for programs (documented in README.md, "JSON output"), for `diagnose`
+// (traces) and `explain` (plain NCCL logs) alike. Every human report opens
+// with the headline (report/finding_text.h); every JSON report goes through
+// one writer, WriteJsonEnvelope.
 
 #ifndef NCCLWATCH_DECODER_REPORT_REPORTS_H_
 #define NCCLWATCH_DECODER_REPORT_REPORTS_H_
 
 #include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
+#include "logs/log_diagnosis.h"
+#include "logs/nccl_log.h"
+#include "report/finding_text.h"
 
 namespace ncclwatch::decoder {
 
+// Files that could not be read: (path, why).
+using UnreadableFiles = std::vector<std::pair<std::string, std::string>>;
+
+// diagnose
 void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out);
 void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out);
 
-// The parts both `diagnose` and `explain` print: the verdict with each root
-// cause, its groups and fix, then consequences and warnings (human); and one
-// finding as a JSON object (the contract's fields, then its extras).
-void WriteFindingsHuman(const std::vector<Finding>& findings, bool problem, std::ostream& out);
-void WriteNotesHuman(const std::vector<Finding>& findings, std::ostream& out);
-void WriteFindingJson(const Finding& f, std::ostream& out);
+// explain
+void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d, const UnreadableFiles& unreadable,
+                             std::ostream& out);
+void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d, const UnreadableFiles& unreadable,
+                            std::ostream& out);
+
+// The parts both share: each root cause with its groups and fix, then
+// consequences and warnings (human); the notes; one finding as a JSON object
+// (the contract's fields, then its kind's facts); and the JSON envelope around
+// the findings and the commands' own process objects (JSON text each).
+void WriteFindingsHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites, std::ostream& out);
+void WriteNotesHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites, std::ostream& out);
+void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, std::ostream& out);
+void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings, const CallSiteNamer& sites,
+                       const std::vector<std::string>& processes, const UnreadableFiles& unreadable,
+                       std::ostream& out);
 
 }  // namespace ncclwatch::decoder
 

@@ -1,8 +1,10 @@
 // How the decoder scales: `ncclwatch diagnose --json` over synthetic jobs of
 // growing size (ranks x collectives per rank), run as the user runs it, as a
-// separate process. Reports records decoded per second and the decoder's
-// peak resident memory (ru_maxrss of the child), so linear time and bounded
-// memory show side by side:
+// separate process. Reports, for each job: records per second of the
+// decoder's CPU time (user + system: per core, whatever the threads),
+// beside the CPU time of only reading the same files' bytes (read_cpu_s,
+// and x_read, the ratio), and the decoder's peak resident memory (ru_maxrss
+// of the child), so linear time and bounded memory show side by side:
 //
 //   decoder_scale_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 //
@@ -15,7 +17,9 @@
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -78,40 +82,91 @@ class Jobs {
 
 Jobs g_jobs;
 
-// Runs the CLI on `dir`; returns its peak RSS in KiB, or -1 if it did not
-// end with "problem found" (exit 1), the verdict these jobs must produce.
-long Diagnose(const std::string& dir) {
-  const std::string cli = Cli();
+struct ChildCost {
+  bool ok = false;
+  double cpu_s = 0;  // user + system time of the child
+  double wall_s = 0;
+  long peak_rss_kib = 0;
+};
+
+double Seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; }
+
+double WallNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// Runs `child` in a fresh process and measures it the way `time` would.
+template <typename Child>
+ChildCost Measure(Child child, int want_exit) {
+  ChildCost c;
+  const double start = WallNow();
   pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen("/dev/null", "w", stdout)) _exit(127);
-    execl(cli.c_str(), cli.c_str(), "diagnose", "--json", dir.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  if (pid == 0) _exit(child());
   int status = 0;
   rusage usage{};
-  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return -1;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 1) return -1;
-  return usage.ru_maxrss;
+  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return c;
+  c.wall_s = WallNow() - start;
+  c.ok = WIFEXITED(status) && WEXITSTATUS(status) == want_exit;
+  c.cpu_s = Seconds(usage.ru_utime) + Seconds(usage.ru_stime);
+  c.peak_rss_kib = usage.ru_maxrss;
+  return c;
+}
+
+// `ncclwatch diagnose --json DIR`: must end with "problem found" (exit 1),
+// the verdict these jobs must produce.
+ChildCost Diagnose(const std::string& dir) {
+  const std::string cli = Cli();
+  return Measure(
+      [&] {
+        if (!freopen("/dev/null", "w", stdout)) return 127;
+        execl(cli.c_str(), cli.c_str(), "diagnose", "--json", dir.c_str(), static_cast<char*>(nullptr));
+        return 127;
+      },
+      1);
+}
+
+// The floor: reading the same files' bytes with read(2), nothing else.
+ChildCost ReadBytes(const std::string& dir) {
+  return Measure(
+      [&] {
+        static char buf[1 << 20];
+        for (const auto& e : fs::directory_iterator(dir)) {
+          const int fd = open(e.path().c_str(), O_RDONLY);
+          if (fd < 0) return 2;
+          while (read(fd, buf, sizeof(buf)) > 0) {
+          }
+          close(fd);
+        }
+        return 0;
+      },
+      0);
 }
 
 void BM_Diagnose(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
   const uint64_t calls = static_cast<uint64_t>(state.range(1));
   const std::string& dir = g_jobs.Get(ranks, calls);
-  long rss_kib = 0;
+  ChildCost diagnose, read_bytes;
   for (auto _ : state) {
-    long r = Diagnose(dir);
-    if (r < 0) {
-      state.SkipWithError("ncclwatch diagnose did not report the divergence (exit != 1)");
+    // Side by side: the files are in the page cache for both.
+    read_bytes = ReadBytes(dir);
+    diagnose = Diagnose(dir);
+    if (!diagnose.ok || !read_bytes.ok) {
+      state.SkipWithError("ncclwatch diagnose did not report the divergence (exit != 1), or the files could not be read");
       return;
     }
-    rss_kib = r;
+    state.SetIterationTime(diagnose.wall_s);
   }
   const double records = static_cast<double>(ranks) * static_cast<double>(calls);
   state.SetItemsProcessed(static_cast<int64_t>(records) * state.iterations());
   state.counters["records"] = records;
-  state.counters["peak_rss_MiB"] = static_cast<double>(rss_kib) / 1024.0;
+  state.counters["cpu_s"] = diagnose.cpu_s;
+  state.counters["M_rec_per_cpu_s"] = records / diagnose.cpu_s / 1e6;
+  state.counters["read_cpu_s"] = read_bytes.cpu_s;
+  state.counters["x_read"] = diagnose.cpu_s / read_bytes.cpu_s;
+  state.counters["peak_rss_MiB"] = static_cast<double>(diagnose.peak_rss_kib) / 1024.0;
 }
 
 }  // namespace
@@ -126,8 +181,9 @@ BENCHMARK(BM_Diagnose)
     ->Args({64, 100000})
     ->Args({256, 100000})
     ->Args({1024, 100000})
+    ->Args({1024, 10000})
     ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
+    ->UseManualTime()
     ->Iterations(1);
 
 BENCHMARK_MAIN();

@@ -74,6 +74,11 @@ TEST_CASE("collective_mismatch, field op: one rank calls Broadcast where the oth
   CHECK(f.field == "op");
   CHECK(f.detail.find("rank 5 called Broadcast(count=4096, float32, root=0) as collective #3") != std::string::npos);
   CHECK(f.detail.find("where ranks 0-4,6-7 called AllReduce(count=4096, float32, avg)") != std::string::npos);
+
+  // The human report opens with the headline: the root cause's kind, where, and who.
+  const jobs::DiagnosisView human = jobs::Diagnose({s.dir.path()}, false);
+  CHECK(human.exit_code == 1);
+  CHECK(human.output.rfind("PROBLEM: collective_mismatch on communicator " + s.world.substr(0, 6) + " #3 (rank 5)\n", 0) == 0);
 }
 
 TEST_CASE("collective_mismatch, field count", "[diagnose]") {
@@ -222,6 +227,27 @@ TEST_CASE("order_inversion: two communicators in different orders on one stream"
   CHECK(f.raw.fields().at("other_seq").number_value() == 2);
   CHECK(f.ranks == std::vector<int>{0, 1});
   CHECK(f.raw.fields().at("same_stream").bool_value());
+}
+
+TEST_CASE("order_inversion on separate streams: a warning, and the job stays healthy", "[diagnose]") {
+  Scenario s;
+  Run(&s, {"--steps", "8", "--tensor-parallel", "--tp-stream", "--bug", "inversion:1:2"}, 120);
+  for (const auto& r : s.job.ranks) REQUIRE(r.exit_code == 0);  // no deadlock: the streams never wait on each other
+  INFO(s.diagnosis.output);
+  CHECK(s.diagnosis.exit_code == 0);
+  CHECK(s.diagnosis.verdict == "healthy");
+  REQUIRE(s.diagnosis.findings.size() == 1);
+  const jobs::FindingView& w = s.diagnosis.findings.front();
+  CHECK(w.kind == "order_inversion");
+  CHECK(w.role == "warning");
+  CHECK(w.seq == 2);
+  CHECK(w.ranks == std::vector<int>{0, 1});
+  CHECK_FALSE(w.raw.fields().at("same_stream").bool_value());
+  CHECK(w.detail.find("on different streams") != std::string::npos);
+  const jobs::DiagnosisView human = jobs::Diagnose({s.dir.path()}, false);
+  INFO(human.output);
+  CHECK(human.exit_code == 0);
+  CHECK(human.output.rfind("HEALTHY, 1 warning\n", 0) == 0);
 }
 
 TEST_CASE("missing traces are named from the communicator's size; the rest is diagnosed", "[diagnose]") {

@@ -16,15 +16,27 @@
 
 #include "logs/log_diagnosis.h"
 #include "logs/nccl_log.h"
-#include "report/json.h"
+#include "analysis/nccl_semantics.h"
+#include "report/finding_text.h"
 #include "support/traced_job.h"
 
 namespace {
 
 using ncclwatch::decoder::DiagnoseLogs;
+using ncclwatch::decoder::ErrnoName;
 using ncclwatch::decoder::Finding;
+using ncclwatch::decoder::FindingKind;
+using ncclwatch::decoder::FindingRole;
+using ncclwatch::decoder::InitFailureFacts;
+using ncclwatch::decoder::LogFacts;
+using ncclwatch::decoder::SignalName;
 using ncclwatch::decoder::LogDiagnosis;
 using ncclwatch::decoder::NcclLog;
+
+// The finding in words, as the reports render it.
+ncclwatch::decoder::FindingText Text(const Finding& f) {
+  return ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites());
+}
 
 struct Logs {
   jobs::TempDir dir;
@@ -43,17 +55,23 @@ struct Logs {
     REQUIRE(d.problem);
     REQUIRE_FALSE(d.findings.empty());
     const Finding& f = d.findings.front();
-    CHECK(f.role == "root_cause");
-    CHECK_FALSE(f.detail.empty());
-    CHECK_FALSE(f.fix.empty());
+    CHECK(f.role == FindingRole::kRootCause);
+    CHECK_FALSE(Text(f).detail.empty());
+    CHECK_FALSE(Text(f).fix.empty());
     return f;
   }
 };
 
-std::string Extra(const Finding& f, const std::string& key) {
-  for (const auto& [k, v] : f.extra)
-    if (k == key) return v;
-  return "";
+const InitFailureFacts& Init(const Finding& f) {
+  const auto* x = std::get_if<InitFailureFacts>(&f.facts);
+  REQUIRE(x != nullptr);
+  return *x;
+}
+
+const LogFacts& Log(const Finding& f) {
+  const auto* x = std::get_if<LogFacts>(&f.facts);
+  REQUIRE(x != nullptr);
+  return *x;
 }
 
 bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
@@ -71,10 +89,10 @@ TEST_CASE("NCCL 2.7: a refused bootstrap connection, the rank found by eliminati
       "node2:2222:2222 [0] include/socket.h:403 NCCL WARN Connect to 10.0.0.1<49623> failed : Connection refused\n"
       "node2:2222:2222 [0] NCCL INFO bootstrap.cc:95 -> 2\n");
   const Finding& f = l.Root();
-  CHECK(f.kind == "init_failure");
-  CHECK(Extra(f, "subsystem") == "\"bootstrap\"");
-  CHECK(Extra(f, "errno") == "\"ECONNREFUSED\"");
-  CHECK(Extra(f, "address") == "\"10.0.0.1:49623\"");
+  CHECK(f.kind == FindingKind::kInitFailure);
+  CHECK(Init(f).subsystem == "bootstrap");
+  CHECK(ErrnoName(Init(f).err) == "ECONNREFUSED");
+  CHECK(Init(f).address == std::optional<std::string>("10.0.0.1:49623"));
   CHECK(f.ranks == std::vector<int>{1});
   REQUIRE(l.log.processes().size() == 2);
   CHECK(l.log.processes()[0].nccl_version == 2708);
@@ -99,9 +117,9 @@ TEST_CASE("NCCL 2.19+ behind torchrun's prefixes: an unprefixed version line, a 
       "memory segment /dev/shm/nccl-aBc123 (size 9637888), error: No space left on device (28)\n";
   l.File(text);
   const Finding& f = l.Root();
-  CHECK(Extra(f, "subsystem") == "\"shm\"");
-  CHECK(Extra(f, "errno") == "\"ENOSPC\"");
-  CHECK(Extra(f, "requested") == "9637892");
+  CHECK(Init(f).subsystem == "shm");
+  CHECK(ErrnoName(Init(f).err) == "ENOSPC");
+  CHECK((Init(f).shm && Init(f).shm->requested == 9637892));
   CHECK(f.ranks == std::vector<int>{2});
   CHECK(l.log.processes()[0].nccl_version == 21903);
   CHECK(l.log.processes()[3].bus_id == "0000:5d:00.0");
@@ -118,10 +136,10 @@ TEST_CASE("InfiniBand registration failing: ib", "[logs]") {
       "[2025-02-02 02:02:02] node3:77:90 [0] misc/ibvwrap.cc:40 NCCL WARN Call to ibv_reg_mr failed with error "
       "Cannot allocate memory\n");
   const Finding& f = l.Root();
-  CHECK(Extra(f, "subsystem") == "\"ib\"");
-  CHECK(Extra(f, "errno") == "\"ENOMEM\"");
+  CHECK(Init(f).subsystem == "ib");
+  CHECK(ErrnoName(Init(f).err) == "ENOMEM");
   CHECK(f.ranks == std::vector<int>{5});
-  CHECK(Has(f.fix, "ibstat"));
+  CHECK(Has(Text(f).fix, "ibstat"));
 }
 
 TEST_CASE("NVLS at init without the Fabric Manager: fabric", "[logs]") {
@@ -132,9 +150,9 @@ TEST_CASE("NVLS at init without the Fabric Manager: fabric", "[logs]") {
       "\n"
       "[2025-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not yet initialized'\n");
   const Finding& f = l.Root();
-  CHECK(Extra(f, "subsystem") == "\"fabric\"");
+  CHECK(Init(f).subsystem == "fabric");
   CHECK(f.ranks == std::vector<int>{3});
-  CHECK(Has(f.fix, "fabricmanager"));
+  CHECK(Has(Text(f).fix, "fabricmanager"));
 }
 
 TEST_CASE("PyTorch's watchdog, ranks in different collectives: collective_mismatch", "[logs]") {
@@ -149,7 +167,7 @@ TEST_CASE("PyTorch's watchdog, ranks in different collectives: collective_mismat
   }
   l.File(text);
   const Finding& f = l.Root();
-  CHECK(f.kind == "collective_mismatch");
+  CHECK(f.kind == FindingKind::kCollectiveMismatch);
   CHECK(f.field == "op");
   CHECK(f.seq == 43u);
   CHECK(f.ranks == std::vector<int>{2});
@@ -170,12 +188,12 @@ TEST_CASE("PyTorch's watchdog, one rank never timed out: missing_rank, then the 
   }
   l.File(text);
   const Finding& f = l.Root();
-  CHECK(f.kind == "missing_rank");
+  CHECK(f.kind == FindingKind::kMissingRank);
   CHECK(f.seq == 7u);
   CHECK(f.ranks == std::vector<int>{3});
   REQUIRE(l.d.findings.size() >= 2);
-  CHECK(l.d.findings[1].kind == "watchdog_timeout");
-  CHECK(l.d.findings[1].role == "consequence");
+  CHECK(l.d.findings[1].kind == FindingKind::kWatchdogTimeout);
+  CHECK(l.d.findings[1].role == FindingRole::kConsequence);
   CHECK(l.d.findings[1].ranks == std::vector<int>{0, 1, 2});
 }
 
@@ -188,10 +206,10 @@ TEST_CASE("an Xid in dmesg is the root cause of the watchdog timeouts that follo
       "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n");
   l.File("[123456.789012] NVRM: Xid (PCI:0000:3b:00): 79, pid=300, name=python, GPU has fallen off the bus.\n");
   const Finding& f = l.Root();
-  CHECK(f.kind == "gpu_fault");
-  CHECK(Extra(f, "xid") == "79");
+  CHECK(f.kind == FindingKind::kGpuFault);
+  CHECK(Log(f).xid == 79);
   CHECK(f.ranks == std::vector<int>{5});
-  CHECK(Has(f.detail, "fell off the bus"));
+  CHECK(Has(Text(f).detail, "fell off the bus"));
 }
 
 TEST_CASE("torchrun's exit report: a rank killed by SIGKILL; the kernel's OOM killer first", "[logs]") {
@@ -210,16 +228,16 @@ TEST_CASE("torchrun's exit report: a rank killed by SIGKILL; the kernel's OOM ki
     Logs only_death;
     only_death.File("  rank      : 3 (local_rank: 3)\n  exitcode  : -9 (pid: 4242)\n");
     const Finding& f = only_death.Root();
-    CHECK(f.kind == "rank_died");
+    CHECK(f.kind == FindingKind::kRankDied);
     CHECK(f.ranks == std::vector<int>{3});
-    CHECK(Extra(f, "signal") == "\"SIGKILL\"");
+    CHECK((Log(f).signo && SignalName(*Log(f).signo) == "SIGKILL"));
   }
   l.File("[98765.4321] Out of memory: Killed process 4242 (python) total-vm:1000kB, anon-rss:900kB\n");
   const Finding& f = l.Root();
-  CHECK(f.kind == "out_of_memory");
-  CHECK(Extra(f, "memory") == "\"host\"");
+  CHECK(f.kind == FindingKind::kOutOfMemory);
+  CHECK(Log(f).memory == std::optional<std::string>("host"));
   REQUIRE(l.d.findings.size() >= 2);
-  CHECK(l.d.findings[1].kind == "rank_died");
+  CHECK(l.d.findings[1].kind == FindingKind::kRankDied);
 }
 
 TEST_CASE("mpirun's tags and its report of a crashed rank", "[logs]") {
@@ -229,9 +247,9 @@ TEST_CASE("mpirun's tags and its report of a crashed rank", "[logs]") {
       "5d000 commId 0x1 - Init COMPLETE\n"
       "mpirun noticed that process rank 3 with PID 99 on node n1 exited on signal 11 (Segmentation fault).\n");
   const Finding& f = l.Root();
-  CHECK(f.kind == "rank_died");
+  CHECK(f.kind == FindingKind::kRankDied);
   CHECK(f.ranks == std::vector<int>{3});
-  CHECK(Extra(f, "signal") == "\"SIGSEGV\"");
+  CHECK((Log(f).signo && SignalName(*Log(f).signo) == "SIGSEGV"));
 }
 
 TEST_CASE("P2P mapping failing after init, and a kernel's illegal access", "[logs]") {
@@ -244,10 +262,10 @@ TEST_CASE("P2P mapping failing after init, and a kernel's illegal access", "[log
       "exhausted'\n"
       "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n");
   const Finding& f = l.Root();
-  CHECK(f.kind == "cuda_ipc_failure");
+  CHECK(f.kind == FindingKind::kCudaIpcFailure);
   CHECK(f.ranks == std::vector<int>{0});
   bool kernel = false;
-  for (const Finding& x : l.d.findings) kernel |= x.kind == "cuda_error";
+  for (const Finding& x : l.d.findings) kernel |= x.kind == FindingKind::kCudaError;
   CHECK(kernel);
 }
 
@@ -265,11 +283,11 @@ TEST_CASE("a clean log is healthy; a WARN-only log says what it lacks", "[logs]"
   Logs warn_only;
   warn_only.File("\nh:1:1 [0] init.cc:1 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 18000\n");
   const Finding& f = warn_only.Root();
-  CHECK(f.kind == "init_failure");
-  CHECK(Extra(f, "subsystem") == "\"gpu\"");
+  CHECK(f.kind == FindingKind::kInitFailure);
+  CHECK(Init(f).subsystem == "gpu");
   CHECK(f.ranks == std::vector<int>{0, 1});
   bool note = false;
-  for (const Finding& x : warn_only.d.findings) note |= x.kind == "log_insufficient" && x.role == "note";
+  for (const Finding& x : warn_only.d.findings) note |= x.kind == FindingKind::kLogInsufficient && x.role == FindingRole::kNote;
   CHECK(note);
 }
 

@@ -6,9 +6,11 @@
 // same parameters; every 4th step rank 0 re-broadcasts the parameters. With
 // --pipeline, each step also passes activations around a ring with grouped
 // Send/Recv; with --tensor-parallel, each step also AllReduces on a second
-// communicator split from the first (pairs of ranks).
+// communicator split from the first (pairs of ranks); with --tp-stream, those
+// go on a stream of their own (so issuing them in another order than the
+// world's is no deadlock: the decoder warns, and the job stays healthy).
 //
-//   train_loop [--steps N] [--size ELEMENTS] [--pipeline] [--tensor-parallel]
+//   train_loop [--steps N] [--size ELEMENTS] [--pipeline] [--tensor-parallel] [--tp-stream]
 //              [--rank-steps RANK:N] [--bug KIND:RANK:STEP]...
 //
 // Bugs (each on one rank, at one step):
@@ -58,6 +60,7 @@ struct Options {
   size_t size = 4096;
   bool pipeline = false;
   bool tensor_parallel = false;
+  bool tp_stream = false;
   int uneven_rank = -1;
   int uneven_steps = 0;
   std::vector<Bug> bugs;
@@ -84,6 +87,8 @@ Options Parse(int argc, char** argv) {
       o.pipeline = true;
     } else if (a == "--tensor-parallel") {
       o.tensor_parallel = true;
+    } else if (a == "--tp-stream") {
+      o.tp_stream = true;
     } else if (a == "--rank-steps") {
       std::string v = next();
       if (std::sscanf(v.c_str(), "%d:%d", &o.uneven_rank, &o.uneven_steps) != 2) Usage("--rank-steps wants RANK:N");
@@ -125,8 +130,13 @@ int main(int argc, char** argv) {
   ncclComm_t comm = nullptr, tp = nullptr;
   NCCL_OK(ncclCommInitRank(&comm, world, id, rank));
   if (opt.tensor_parallel) NCCL_OK(ncclCommSplit(comm, rank / 2, rank, &tp, nullptr));
-  cudaStream_t stream;
+  cudaStream_t stream, tp_stream;
   CUDA_OK(cudaStreamCreate(&stream));
+  if (opt.tp_stream) {
+    CUDA_OK(cudaStreamCreate(&tp_stream));
+  } else {
+    tp_stream = stream;
+  }
 
   const size_t n = opt.size;
   std::vector<float> params(n, 1.0f), host(n), act(n);
@@ -182,7 +192,7 @@ int main(int argc, char** argv) {
       }
     };
     auto tp_allreduce = [&] {
-      if (tp) NCCL_OK(ncclAllReduce(d_grad, d_tp, n, ncclFloat32, ncclSum, tp, stream));
+      if (tp) NCCL_OK(ncclAllReduce(d_grad, d_tp, n, ncclFloat32, ncclSum, tp, tp_stream));
     };
     if (bug == "inversion") {
       tp_allreduce();
@@ -205,6 +215,7 @@ int main(int argc, char** argv) {
 
     CUDA_OK(cudaMemcpyAsync(host.data(), d_grad, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
+    if (opt.tp_stream) CUDA_OK(cudaStreamSynchronize(tp_stream));
     for (size_t i = 0; i < n; ++i) {
       float mean = 0;
       for (int r = 0; r < world; ++r) mean += Grad(r, step, i);
@@ -237,6 +248,7 @@ int main(int argc, char** argv) {
 
   if (tp) NCCL_OK(ncclCommDestroy(tp));
   NCCL_OK(ncclCommDestroy(comm));
+  if (opt.tp_stream) CUDA_OK(cudaStreamDestroy(tp_stream));
   CUDA_OK(cudaStreamDestroy(stream));
   std::printf("train_loop: done\n");
   return 0;

@@ -1,0 +1,50 @@
+// explain's two faces: the same findings as diagnose, with the processes the
+// logs showed instead of traces.
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "report/json.h"
+#include "report/names.h"
+#include "report/reports.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+std::string InitState(const LogProcess& p) {
+  if (p.init_complete) return "complete";
+  if (p.init_started) return "started";
+  return "unknown";
+}
+
+}  // namespace
+
+void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d, const UnreadableFiles& unreadable,
+                            std::ostream& out) {
+  std::vector<std::string> processes;
+  for (const LogProcess& p : log.processes()) {
+    processes.push_back(absl::StrCat(
+        "{\"source\":", JsonString(log.sources()[p.source]), ",\"host\":", JsonString(p.host), ",\"pid\":", p.pid,
+        ",\"rank\":", p.rank, ",\"nccl_version\":", p.nccl_version ? JsonString(NcclVersionString(p.nccl_version)) : "null",
+        ",\"bus_id\":", p.bus_id.empty() ? "null" : JsonString(p.bus_id), ",\"init\":", JsonString(InitState(p)),
+        ",\"lines\":", p.lines.size(), "}"));
+  }
+  WriteJsonEnvelope(d.problem, d.findings, NoCallSites(), processes, unreadable, out);
+}
+
+void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d, const UnreadableFiles& unreadable,
+                             std::ostream& out) {
+  std::set<std::string> hosts;
+  for (const LogProcess& p : log.processes()) hosts.insert(p.host);
+  out << Headline(d.findings, d.problem) << "\n";
+  out << absl::StrFormat("ncclwatch explain: %d file%s, %d NCCL process%s on %d host%s\n", log.sources().size(),
+                         log.sources().size() == 1 ? "" : "s", log.processes().size(),
+                         log.processes().size() == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s");
+  if (!d.problem) out << "\nThe logs show no NCCL error.\n";
+  WriteFindingsHuman(d.findings, NoCallSites(), out);
+  WriteNotesHuman(d.findings, NoCallSites(), out);
+  for (const auto& [path, why] : unreadable) out << "\nNot read: " << why << "\n";
+}
+
+}  // namespace ncclwatch::decoder
