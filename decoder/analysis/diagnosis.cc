@@ -155,8 +155,11 @@ class Diagnoser {
       std::vector<CallSiteRef> sites;
     };
     // Ranks that left the same way at the same point, from the same place, go together.
+    // Ranks that departed the same way are one group; a later call on
+    // another communicator is compared by what it was.
+    using CallKey = std::tuple<uint32_t, uint64_t, uint64_t, bool, int32_t>;
     using Key = std::tuple<FindingKind, uint64_t, Departure, uint32_t, std::optional<int>, int, std::optional<uint64_t>,
-                           std::string, std::pair<std::string, uint64_t>>;
+                           CallKey, std::pair<std::string, uint64_t>>;
     std::map<Key, Behind> groups;
     for (const AlignedMember& m : members) {
       if (m.any && m.hi >= limit) continue;
@@ -171,7 +174,9 @@ class Diagnoser {
       b.when_ns = entered_ns;
       if (m.any) b.last_seq = m.hi;
       const DepartureFacts& d = b.departure;
-      const Key key{d.kind, next, d.how, d.end_call, d.exit_code, d.signo, b.last_seq, d.later_call,
+      const Key key{d.kind, next, d.how, d.end_call, d.exit_code, d.signo, b.last_seq,
+                    CallKey{d.later_call.call, d.later_call.comm, d.later_call.seq, d.later_call.send,
+                            d.later_call.peer},
                     Code(d.later_site)};
       Behind& g = groups.try_emplace(key, b).first->second;
       g.ranks.push_back(Global(m.process, comm, m.comm_rank));
@@ -223,7 +228,7 @@ class Diagnoser {
     }
     if (std::optional<LastCall> later = p.ActivityAfter(comm)) {
       d.how = Departure::kOtherCommunicators;
-      d.later_call = later->what;
+      d.later_call = *later;
       d.later_site = Site(m.process, later->caller);
       return d;
     }

@@ -25,6 +25,8 @@
 #include <variant>
 #include <vector>
 
+#include "analysis/last_call.h"
+
 namespace ncclwatch::decoder {
 
 // What a finding is about. The JSON names are in report/finding_text.h.
@@ -94,7 +96,7 @@ struct DepartureFacts {
   uint32_t end_call = 0;             // kLeftCommunicator: the call that ended it
   std::optional<int> exit_code;      // when the process exited
   int signo = 0;                     // the signal that ended it, when one did
-  std::string later_call;            // kOtherCommunicators: its last call ("AllReduce #4 of 3fa9c1")
+  LastCall later_call;               // kOtherCommunicators: its last call on another communicator
   CallSiteRef later_site;            // ... and where it was made
 };
 

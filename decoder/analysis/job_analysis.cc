@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/nccl_semantics.h"
 #include "ncclwatch/trace_fields.h"
-#include "report/names.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -19,17 +19,6 @@ void Consider(LastCall* best, uint64_t order, const LastCall& c, uint64_t* best_
     *best = c;
     *best_order = order;
   }
-}
-
-// "AllReduce #3 of 3fa9c1", "Send #0 to 5 of 3fa9c1", "ncclCommDestroy of 3fa9c1".
-std::string Describe(const LastCall& c) {
-  if (c.call == f::kSend || c.call == f::kRecv) {
-    return absl::StrCat(c.send ? "Send #" : "Recv #", c.seq, c.send ? " to " : " from ", c.peer, " of ",
-                        CommShort(c.comm));
-  }
-  if (c.has_seq) return absl::StrCat(CallName(c.call), " #", c.seq, " of ", CommShort(c.comm));
-  if (c.comm != 0) return absl::StrCat(CallName(c.call), " of ", CommShort(c.comm));
-  return CallName(c.call);
 }
 
 std::string FateText(const Fate& f) {
@@ -171,7 +160,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
 
   // Its last NCCL call, and its last call per communicator: the tables are
   // in timeline order, so only their last rows and each stream's last calls
-  // are candidates, and only those are described.
+  // are candidates.
   uint64_t best_order = 0;
   auto collective_call = [&](const CollectiveEvent& e) {
     return LastCall{true, e.call, e.comm, e.seq, true, e.result == kResultPending, t.RealtimeNs(e.t), e.caller};
@@ -195,7 +184,6 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
       Consider(&p.last, m.end_order, e, &best_order);
     }
   }
-  if (p.last.valid) p.last.what = Describe(p.last);
   std::map<uint64_t, std::pair<uint64_t, LastCall>> per_comm;
   for (const CommStream& s : t.streams) {
     auto note = [&](uint64_t order, const LastCall& c) {
@@ -210,10 +198,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
     }
     if (!s.p2p.empty()) note(t.p2p[s.p2p.back()].order, p2p_call(t.p2p[s.p2p.back()]));
   }
-  for (auto& [comm, entry] : per_comm) {
-    entry.second.what = Describe(entry.second);
-    p.activity.push_back(entry.second);
-  }
+  for (auto& [comm, entry] : per_comm) p.activity.push_back(entry.second);
 
   // The analyses. Each member of a communicator is one CommStream here; a
   // member that made no collective still counts (it was expected to).

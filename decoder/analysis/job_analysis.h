@@ -22,24 +22,11 @@
 #include "analysis/init_evidence.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
+#include "analysis/last_call.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
 
-// The last NCCL call a process made.
-struct LastCall {
-  bool valid = false;
-  uint32_t call = 0;
-  uint64_t comm = 0;
-  uint64_t seq = 0;
-  bool has_seq = false;
-  bool pending = false;  // it had not returned when the trace ended
-  int64_t when_ns = 0;
-  uint64_t caller = 0;
-  bool send = false;     // point-to-point: direction and peer
-  int32_t peer = -1;
-  std::string what;      // "AllReduce #3 of 3fa9c1" (filled in for the calls kept)
-};
 
 // How a process ended, as far as its trace says.
 struct Fate {

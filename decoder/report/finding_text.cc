@@ -119,9 +119,9 @@ DepartureText Departed(const MissingRankFacts& x, const CallSiteNamer& sites) {
               absl::StrCat("the rank's program ended early: ", uneven)};
     }
     case Departure::kOtherCommunicators:
-      return {absl::StrCat("kept calling other communicators (last: ", d.later_call, ")"),
+      return {absl::StrCat("kept calling other communicators (last: ", DescribeCall(d.later_call), ")"),
               absl::StrCat("it was alive and kept calling other communicators ", after, ": its last call was ",
-                           d.later_call, " from ", sites(d.later_site)),
+                           DescribeCall(d.later_call), " from ", sites(d.later_site)),
               "the rank took another code path: it waits on another communicator while the others wait on this one; "
               "issue the collectives of all communicators in the same order on every rank"};
     case Departure::kDiedOfSignal:

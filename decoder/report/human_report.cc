@@ -109,7 +109,7 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
   // What every rank did last, ranks with the same story together.
   std::map<std::string, std::vector<int>> last;
   for (const ProcessFacts& p : procs) {
-    std::string story = p.last.valid ? p.last.what : "no NCCL call";
+    std::string story = p.last.valid ? DescribeCall(p.last) : "no NCCL call";
     if (p.last.pending) absl::StrAppend(&story, " (still inside it)");
     const std::string ago = Ago(p.last.when_ns, d.end_ns);
     if (!ago.empty()) absl::StrAppend(&story, ", ", ago);

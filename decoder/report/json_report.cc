@@ -144,7 +144,7 @@ void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& o
         "{\"path\":", JsonString(p.path), ",\"host\":", JsonString(p.host), ",\"pid\":", p.pid,
         ",\"rank\":", p.rank, ",\"rank_source\":", JsonString(p.rank_source),
         ",\"nccl_version\":", p.nccl_version > 0 ? JsonString(NcclVersionString(p.nccl_version)) : "null",
-        ",\"end\":", FateJson(p.fate), ",\"last_call\":", p.last.valid ? JsonString(p.last.what) : "null",
+        ",\"end\":", FateJson(p.fate), ",\"last_call\":", p.last.valid ? JsonString(DescribeCall(p.last)) : "null",
         ",\"last_call_pending\":", p.last.pending ? "true" : "false", ",\"records\":", p.records,
         ",\"torn_slots\":", p.stats.torn_slots + p.unparsed, ",\"overwritten_slots\":", p.stats.ring_overwritten, "}"));
   }

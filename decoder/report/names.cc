@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::decoder {
 
@@ -37,6 +38,16 @@ std::string RanksNoun(std::vector<int> ranks, const std::string& none) {
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   if (ranks.empty()) return none;
   return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", RankList(ranks));
+}
+
+std::string DescribeCall(const LastCall& c) {
+  if (c.call == fields::kSend || c.call == fields::kRecv) {
+    return absl::StrCat(c.send ? "Send #" : "Recv #", c.seq, c.send ? " to " : " from ", c.peer, " of ",
+                        CommShort(c.comm));
+  }
+  if (c.has_seq) return absl::StrCat(CallName(c.call), " #", c.seq, " of ", CommShort(c.comm));
+  if (c.comm != 0) return absl::StrCat(CallName(c.call), " of ", CommShort(c.comm));
+  return CallName(c.call);
 }
 
 }  // namespace ncclwatch::decoder

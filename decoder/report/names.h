@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/last_call.h"
 #include "analysis/nccl_semantics.h"
 
 namespace ncclwatch::decoder {
@@ -22,6 +23,10 @@ std::string RankList(std::vector<int> ranks);
 // "rank 3", "ranks 1-3,7": unknown ranks (-1) left out, repeats counted once;
 // `none` when no rank is left.
 std::string RanksNoun(std::vector<int> ranks, const std::string& none = "no rank");
+
+// A call in words: "AllReduce #3 of 3fa9c1", "Send #0 to 5 of 3fa9c1",
+// "ncclCommDestroy of 3fa9c1".
+std::string DescribeCall(const LastCall& call);
 
 }  // namespace ncclwatch::decoder
 
