@@ -28,13 +28,6 @@ std::string CollectiveSignature::DifferingField(const CollectiveSignature& a, co
   return "";
 }
 
-std::string CollectiveSignature::Describe() const {
-  std::string s = absl::StrCat(CallName(call), "(count=", count, ", ", DatatypeName(datatype));
-  if (redop >= 0) absl::StrAppend(&s, ", ", RedopName(redop));
-  if (root >= 0) absl::StrAppend(&s, ", root=", root);
-  return s + ")";
-}
-
 void CollectiveAlignment::AddMember(int process, const CommStream& stream, const ProcessTrace& trace) {
   AlignedMember m;
   m.process = process;

@@ -25,26 +25,12 @@
 #include <string>
 #include <vector>
 
+#include "analysis/collective_signature.h"
 #include "model/process_trace.h"
 #include "model/sequence_window.h"
 
 namespace ncclwatch::decoder {
 
-struct CollectiveSignature {
-  uint32_t call = 0;
-  uint64_t count = 0;
-  int32_t datatype = 0;
-  int32_t redop = -1;
-  int32_t root = -1;
-
-  static CollectiveSignature Of(const CollectiveEvent& e);
-  bool operator==(const CollectiveSignature& o) const;
-  bool operator!=(const CollectiveSignature& o) const { return !(*this == o); }
-  // The first field two signatures differ in: "op", "count", "datatype", "redop", "root".
-  static std::string DifferingField(const CollectiveSignature& a, const CollectiveSignature& b);
-  // "AllReduce(count=1024, float32, sum)"
-  std::string Describe() const;
-};
 
 // One rank of the communicator, as the alignment saw it.
 struct AlignedMember {

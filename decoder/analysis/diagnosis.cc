@@ -198,7 +198,7 @@ class Diagnoser {
       x.ranks = g.ranks;
       x.when_ns = g.when_ns;
       MissingRankFacts facts;
-      facts.call = sig.Describe();
+      facts.call = sig;
       facts.entered = others;
       facts.last_seq = g.last_seq;
       if (!g.sites.empty()) facts.last_site = g.sites.front();
@@ -307,7 +307,7 @@ class Diagnoser {
       x.ranks.insert(x.ranks.end(), groups[i].ranks.begin(), groups[i].ranks.end());
     std::sort(x.ranks.begin(), x.ranks.end());
     CollectiveMismatchFacts facts;
-    for (const Group& g : groups) facts.groups.push_back({g.ranks, g.sig.Describe(), Site(g.process, g.caller)});
+    for (const Group& g : groups) facts.groups.push_back({g.ranks, g.sig, Site(g.process, g.caller)});
     facts.not_reached = not_reached;
     x.facts = std::move(facts);
     c.process = groups[1].process;

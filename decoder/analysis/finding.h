@@ -25,6 +25,7 @@
 #include <variant>
 #include <vector>
 
+#include "analysis/collective_signature.h"
 #include "analysis/last_call.h"
 
 namespace ncclwatch::decoder {
@@ -71,7 +72,7 @@ struct CallSiteRef {
 struct CollectiveMismatchFacts {
   struct Group {
     std::vector<int> ranks;
-    std::string call;  // the collective with its arguments: "AllReduce(count=4096, float32, avg)"
+    CollectiveSignature call;  // the collective with its arguments
     CallSiteRef site;
   };
   std::vector<Group> groups;     // the majority (what NCCL expected) first, then the deviants
@@ -103,7 +104,7 @@ struct DepartureFacts {
 // missing_rank and rank_died from traces: ranks that never entered
 // collective `seq`.
 struct MissingRankFacts {
-  std::string call;                // the collective the others entered
+  CollectiveSignature call;        // the collective the others entered
   std::vector<int> entered;        // the ranks that entered it
   std::optional<uint64_t> last_seq;  // the missing ranks' last collective on it
   CallSiteRef last_site;           // where that one was called

@@ -76,16 +76,16 @@ void Render(const Finding& f, const CollectiveMismatchFacts& x, const CallSiteNa
   const CollectiveMismatchFacts::Group& majority = x.groups.front();
   std::vector<std::string> deviant;
   for (size_t i = 1; i < x.groups.size(); ++i)
-    deviant.push_back(absl::StrCat(RanksNoun(x.groups[i].ranks), " called ", x.groups[i].call));
+    deviant.push_back(absl::StrCat(RanksNoun(x.groups[i].ranks), " called ", DescribeCollective(x.groups[i].call)));
   t->detail = absl::StrFormat("%s as collective #%u of %s where %s called %s", absl::StrJoin(deviant, " and "), seq,
-                              CommPhrase(f.comm.value_or(0), f.nranks), RanksNoun(majority.ranks), majority.call);
+                              CommPhrase(f.comm.value_or(0), f.nranks), RanksNoun(majority.ranks), DescribeCollective(majority.call));
   const std::string hint = FieldHint(f.field);
   t->fix = absl::StrFormat(
       "make every rank call the same collectives in the same order with the same arguments; %s took another path "
       "at collective #%u (see its call site)%s",
       RanksNoun(f.ranks), seq, hint.empty() ? "" : absl::StrCat(": ", hint));
   for (const CollectiveMismatchFacts::Group& g : x.groups)
-    t->groups.push_back({g.ranks, absl::StrCat(g.call, " #", seq, " (", sites(g.site), ")")});
+    t->groups.push_back({g.ranks, absl::StrCat(DescribeCollective(g.call), " #", seq, " (", sites(g.site), ")")});
   if (!x.not_reached.empty()) t->groups.push_back({x.not_reached, "had not reached it"});
 }
 
@@ -156,9 +156,9 @@ void Render(const Finding& f, const MissingRankFacts& x, const CallSiteNamer& si
   const uint64_t seq = f.seq.value_or(0);
   const DepartureText d = Departed(x, sites);
   t->detail = absl::StrFormat("%s never entered collective #%u of %s, %s, which %s entered; %s", RanksNoun(f.ranks), seq,
-                              CommPhrase(f.comm.value_or(0), f.nranks), x.call, RanksNoun(x.entered), d.reason);
+                              CommPhrase(f.comm.value_or(0), f.nranks), DescribeCollective(x.call), RanksNoun(x.entered), d.reason);
   t->fix = d.fix;
-  t->groups.push_back({x.entered, absl::StrCat("entered ", x.call, " #", seq, " and waited")});
+  t->groups.push_back({x.entered, absl::StrCat("entered ", DescribeCollective(x.call), " #", seq, " and waited")});
   t->groups.push_back({f.ranks, x.last_seq ? absl::StrCat("last entered #", *x.last_seq, " (", sites(x.last_site),
                                                           "), then ", d.did)
                                            : absl::StrCat("made no collective on it, then ", d.did)});

@@ -48,10 +48,10 @@ void WriteFacts(const Finding&, const UnreadableTracesFacts&, const CallSiteName
 
 void WriteFacts(const Finding&, const CollectiveMismatchFacts& x, const CallSiteNamer& sites, std::ostream& out) {
   if (x.groups.empty()) return;
-  out << ",\"expected\":" << JsonString(x.groups.front().call) << ",\"groups\":[";
+  out << ",\"expected\":" << JsonString(DescribeCollective(x.groups.front().call)) << ",\"groups\":[";
   for (size_t i = 0; i < x.groups.size(); ++i) {
     const CollectiveMismatchFacts::Group& g = x.groups[i];
-    out << (i ? "," : "") << "{\"ranks\":" << Ints(g.ranks) << ",\"call\":" << JsonString(g.call)
+    out << (i ? "," : "") << "{\"ranks\":" << Ints(g.ranks) << ",\"call\":" << JsonString(DescribeCollective(g.call))
         << ",\"call_site\":" << JsonString(sites(g.site)) << "}";
   }
   out << "]";

@@ -50,4 +50,12 @@ std::string DescribeCall(const LastCall& c) {
   return CallName(c.call);
 }
 
+std::string DescribeCollective(const CollectiveSignature& s) {
+  std::string out = absl::StrCat(CallName(s.call), "(count=", s.count, ", ", DatatypeName(s.datatype));
+  if (s.redop >= 0) absl::StrAppend(&out, ", ", RedopName(s.redop));
+  if (s.root >= 0) absl::StrAppend(&out, ", root=", s.root);
+  return out + ")";
+}
+
+
 }  // namespace ncclwatch::decoder

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/collective_signature.h"
 #include "analysis/last_call.h"
 #include "analysis/nccl_semantics.h"
 
@@ -27,6 +28,9 @@ std::string RanksNoun(std::vector<int> ranks, const std::string& none = "no rank
 // A call in words: "AllReduce #3 of 3fa9c1", "Send #0 to 5 of 3fa9c1",
 // "ncclCommDestroy of 3fa9c1".
 std::string DescribeCall(const LastCall& call);
+
+// A collective's signature in words: "AllReduce(count=1024, float32, sum)".
+std::string DescribeCollective(const CollectiveSignature& signature);
 
 }  // namespace ncclwatch::decoder
 

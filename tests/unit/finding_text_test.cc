@@ -10,6 +10,7 @@
 #include <string>
 
 #include "analysis/finding.h"
+#include "ncclwatch/trace_fields.h"
 #include "ncclwatch_version.h"
 #include "report/finding_text.h"
 #include "report/reports.h"
@@ -17,6 +18,10 @@
 namespace {
 
 using namespace ncclwatch::decoder;
+namespace f = ncclwatch::fields;
+
+// AllReduce(count=4096, float32, avg): ncclFloat32 is 7, ncclAvg 4 (nccl.h).
+CollectiveSignature AllReduceAvg() { return CollectiveSignature{f::kAllReduce, 4096, 7, 4, -1}; }
 
 constexpr uint64_t kComm = 0x3fa9c10000000001ull;
 constexpr uint64_t kOther = 0x09572d0000000002ull;
@@ -41,8 +46,8 @@ Finding Mismatch() {
   f.ranks = {5};
   f.field = "op";
   CollectiveMismatchFacts x;
-  x.groups.push_back({{0, 1, 2, 3, 4, 6, 7}, "AllReduce(count=4096, float32, avg)", {0, 10}});
-  x.groups.push_back({{5}, "Broadcast(count=4096, float32, root=0)", {5, 20}});
+  x.groups.push_back({{0, 1, 2, 3, 4, 6, 7}, AllReduceAvg(), {0, 10}});
+  x.groups.push_back({{5}, CollectiveSignature{f::kBroadcast, 4096, 7, -1, 0}, {5, 20}});
   f.facts = x;
   return f;
 }
@@ -104,7 +109,7 @@ TEST_CASE("missing_rank: what the rank did instead, in words and in JSON", "[rep
   f.nranks = 8;
   f.ranks = {2};
   MissingRankFacts x;
-  x.call = "AllReduce(count=4096, float32, avg)";
+  x.call = AllReduceAvg();
   x.entered = {0, 1, 3, 4, 5, 6, 7};
   x.last_seq = 3;
   x.last_site = {2, 7};
@@ -131,7 +136,7 @@ TEST_CASE("rank_died: the signal, and null when none was recorded", "[report][js
   f.seq = 2;
   f.ranks = {3};
   MissingRankFacts x;
-  x.call = "AllReduce(count=4096, float32, avg)";
+  x.call = AllReduceAvg();
   x.entered = {0, 1, 2};
   x.departure.kind = FindingKind::kRankDied;
   x.departure.how = Departure::kDiedOfSignal;
