@@ -1,12 +1,12 @@
 #include "trace/trace_file.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -27,11 +27,36 @@ absl::Status Invalid(const std::string& path, const std::string& why) {
 }  // namespace
 
 TraceFile::~TraceFile() {
-  if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
+  if (fd_ >= 0) close(fd_);
+}
+
+bool TraceFile::ReadAt(uint64_t offset, void* out, size_t n) const {
+  auto* p = static_cast<uint8_t*>(out);
+  while (n > 0) {
+    const ssize_t got = pread(fd_, p, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got;
+    n -= static_cast<size_t>(got);
+    offset += static_cast<uint64_t>(got);
+  }
+  return true;
+}
+
+uint64_t TraceFile::LiveCursor(bool pinned) const {
+  uint64_t v = 0;
+  const size_t at = pinned ? offsetof(ncclwatch_ring_header, pinned_next) : offsetof(ncclwatch_ring_header, ring_next);
+  return ReadAt(at, &v, sizeof(v)) ? v : 0;
+}
+
+uint64_t TraceFile::LiveOverflow() const {
+  uint64_t v = 0;
+  return ReadAt(offsetof(ncclwatch_ring_header, pinned_overflow), &v, sizeof(v)) ? v : 0;
 }
 
 absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking, so that a FIFO given as a trace cannot hang the open.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", strerror(errno)));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -49,18 +74,12 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
     }
     return Invalid(path, "not an ncclwatch trace (too short)");
   }
-  // Read once, front to back, and only the slots in use: the kernel reads
-  // ahead (no MAP_POPULATE, which would map a ring's unused tail too).
-  void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  close(fd);
-  if (m == MAP_FAILED) return absl::InternalError(absl::StrCat(path, ": cannot map: ", strerror(errno)));
-  madvise(m, size, MADV_SEQUENTIAL);
-
   std::unique_ptr<TraceFile> f(new TraceFile());
   f->path_ = path;
-  f->data_ = static_cast<const uint8_t*>(m);
+  f->fd_ = fd;  // closed by the destructor from here on
   f->size_ = size;
-  std::memcpy(&f->header_, m, sizeof(f->header_));
+  if (!f->ReadAt(0, &f->header_, sizeof(f->header_))) return Invalid(path, "cannot read the header");
+  posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   const ncclwatch_ring_header& h = f->header_;
 
   if (std::memcmp(h.magic, NCCLWATCH_RING_MAGIC, 8) != 0) return Invalid(path, "not an ncclwatch trace (bad magic)");
@@ -105,9 +124,7 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
 }
 
 uint64_t TraceFile::SlotsInUse() const {
-  const auto* live = reinterpret_cast<const ncclwatch_ring_header*>(data_);
-  return std::min(TraceFile::Load64(&live->pinned_next), header_.pinned_slots) +
-         std::min(TraceFile::Load64(&live->ring_next), header_.ring_slots);
+  return std::min(LiveCursor(true), header_.pinned_slots) + std::min(LiveCursor(false), header_.ring_slots);
 }
 
 uint64_t RecordTime(absl::Span<const uint8_t> record) {

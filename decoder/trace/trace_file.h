@@ -8,8 +8,10 @@
 // by their time stamps, into the ring's from its oldest surviving slot); a slot whose
 // stamp does not match its place (torn by a crash, overwritten, never
 // written) or whose lengths do not add up is skipped and counted, never used.
-// The process may still be running: every slot is copied and its stamp
-// checked again after the copy.
+// The process may still be running, and the file may even shrink while it
+// is read: slots are copied out with pread (never mapped, so a short file is
+// a short read and the rest counts as torn, not SIGBUS), and a slot counts
+// only if the ring's cursor had not lapped it by the end of the copy.
 //
 // Thread-safety: a TraceFile may be read by one thread at a time.
 
@@ -37,6 +39,7 @@ struct TraceFileStats {
   uint64_t pinned_overflow = 0;  // pinned records the writer sent to the ring
   uint64_t padding_slots = 0;    // slots given up by an in-place write that did not fit
   uint64_t records = 0;          // whole records yielded
+  bool truncated = false;        // the file shrank while it was read
 };
 
 class TraceFile {
@@ -58,16 +61,22 @@ class TraceFile {
   template <typename Fn>
   void ForEachRecord(Fn&& fn, TraceFileStats* stats) const;
 
-  static uint64_t Load64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-
  private:
+  static constexpr uint64_t kChunkSlots = 2048;  // 256 KiB a read
+
   TraceFile() = default;
+  // `n` bytes at `offset`, all of them, or false (the file is shorter now).
+  bool ReadAt(uint64_t offset, void* out, size_t n) const;
+  // The live values of the header's cursors (pinned_next or ring_next) and
+  // of pinned_overflow, read from the file now.
+  uint64_t LiveCursor(bool pinned) const;
+  uint64_t LiveOverflow() const;
   template <typename Fn>
   void ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, Fn& fn, TraceFileStats* stats) const;
 
   std::string path_;
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
+  int fd_ = -1;
+  uint64_t size_ = 0;
   ncclwatch_ring_header header_{};
 };
 
@@ -79,6 +88,7 @@ uint64_t RecordTime(absl::Span<const uint8_t> record);
 template <typename Fn>
 void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, Fn& fn,
                            TraceFileStats* stats) const {
+  constexpr uint64_t kSlot = NCCLWATCH_SLOT_BYTES;
   const uint64_t mask = slots - 1;
   const uint64_t first = pinned ? 0 : (cursor > slots ? cursor - slots : 0);
   const uint64_t last = pinned ? (cursor < slots ? cursor : slots) : cursor;
@@ -86,90 +96,116 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     stats->ring_claimed = cursor;
     stats->ring_overwritten = first;
   }
-  // One record at a time, copied out of the mapping (the writer may be
-  // overwriting it) into a buffer that holds the largest record.
+  // Slots are copied out of the file a chunk at a time with pread, never
+  // mapped: a file that shrinks while it is read (a copy over it, a hostile
+  // writer) gives a short read, not SIGBUS.
+  std::unique_ptr<uint8_t[]> chunk(new uint8_t[kChunkSlots * kSlot]);
+  std::unique_ptr<uint8_t[]> gather(new uint8_t[NCCLWATCH_MAX_RECORD_SLOTS * kSlot]);
   std::unique_ptr<uint8_t[]> record(new uint8_t[NCCLWATCH_MAX_RECORD_BYTES]);
-  auto slot_at = [&](uint64_t idx) {
-    return reinterpret_cast<const ncclwatch_slot_header*>(data_ + offset + (idx & mask) * NCCLWATCH_SLOT_BYTES);
+  auto header_of = [](const uint8_t* slot) {
+    ncclwatch_slot_header sh;
+    std::memcpy(&sh, slot, sizeof(sh));
+    return sh;
+  };
+  // Logical slots [from, from + n) into `out`, wrapping at the region's end.
+  auto read_slots = [&](uint64_t from, uint64_t n, uint8_t* out) {
+    const uint64_t p = from & mask;
+    const uint64_t head = std::min(n, slots - p);
+    if (!ReadAt(offset + p * kSlot, out, head * kSlot)) return false;
+    return head == n || ReadAt(offset, out + head * kSlot, (n - head) * kSlot);
   };
   uint64_t i = first;
   while (i < last) {
-    const uint64_t start = i;
-    const ncclwatch_slot_header* sh = slot_at(i);
-    const uint64_t stamp = Load64(&sh->stamp);
-    ncclwatch_slot_header copy;
-    std::memcpy(&copy, sh, sizeof(copy));
-    if (stamp != i + 1 || copy.length > NCCLWATCH_SLOT_PAYLOAD_BYTES) {
-      ++stats->torn_slots;
-      ++i;
-      continue;
+    // A chunk of physical slots from i's, up to the region's end.
+    const uint64_t n = std::min({kChunkSlots, slots - (i & mask), last - i});
+    if (!read_slots(i, n, chunk.get())) {
+      stats->torn_slots += last - i;
+      stats->truncated = true;
+      return;
     }
-    size_t length = 0;
-    if (copy.kind == NCCLWATCH_SLOT_PADDING) {
-      ++stats->padding_slots;
-      ++i;
-      continue;
+    // A live writer may have claimed some of these slots again while they
+    // were copied: slot j is safe only while the cursor has not passed
+    // j + slots. (The pinned region is never overwritten.)
+    uint64_t safe_from = i;
+    if (!pinned) {
+      const uint64_t now = LiveCursor(false);
+      if (now > slots && now - slots > safe_from) safe_from = now - slots;
     }
-    if (copy.kind == NCCLWATCH_SLOT_SINGLE) {
-      std::memcpy(record.get(), reinterpret_cast<const uint8_t*>(sh) + NCCLWATCH_SLOT_HEADER_BYTES, copy.length);
-      length = copy.length;
-      const bool still = Load64(&sh->stamp) == i + 1;
-      ++i;
-      if (!still) {
-        ++stats->torn_slots;
-        continue;
-      }
-    } else if (copy.kind == NCCLWATCH_SLOT_FIRST) {
-      // Gather the record's slots; any gap or inconsistency discards all of them.
-      const uint32_t total = copy.record_bytes;
-      const uint64_t nslots = (uint64_t{total} + NCCLWATCH_SLOT_PAYLOAD_BYTES - 1) / NCCLWATCH_SLOT_PAYLOAD_BYTES;
-      bool whole = total > NCCLWATCH_SLOT_PAYLOAD_BYTES && total <= NCCLWATCH_MAX_RECORD_BYTES &&
-                   nslots <= NCCLWATCH_MAX_RECORD_SLOTS && nslots <= last - i;
-      for (uint64_t j = 0; whole && j < nslots; ++j) {
-        const ncclwatch_slot_header* part = slot_at(i + j);
-        ncclwatch_slot_header pc;
-        std::memcpy(&pc, part, sizeof(pc));
-        const uint8_t want = j == 0               ? NCCLWATCH_SLOT_FIRST
-                             : j + 1 == nslots    ? NCCLWATCH_SLOT_LAST
-                                                  : NCCLWATCH_SLOT_MIDDLE;
-        const uint64_t expect_len =
-            j + 1 == nslots ? total - j * NCCLWATCH_SLOT_PAYLOAD_BYTES : NCCLWATCH_SLOT_PAYLOAD_BYTES;
-        if (Load64(&part->stamp) != i + j + 1 || pc.kind != want || pc.length != expect_len ||
-            pc.record_bytes != total) {
-          whole = false;
-          break;
-        }
-        std::memcpy(record.get() + length, reinterpret_cast<const uint8_t*>(part) + NCCLWATCH_SLOT_HEADER_BYTES,
-                    pc.length);
-        length += pc.length;
-        if (Load64(&part->stamp) != i + j + 1) whole = false;
-      }
-      if (!whole) {
+    const uint64_t end = i + n;
+    while (i < end) {
+      const uint64_t start = i;
+      const uint8_t* slot = chunk.get() + (i - (end - n)) * kSlot;
+      const ncclwatch_slot_header sh = header_of(slot);
+      if (i < safe_from || sh.stamp != i + 1 || sh.length > NCCLWATCH_SLOT_PAYLOAD_BYTES) {
         ++stats->torn_slots;
         ++i;
         continue;
       }
-      i += nslots;
-    } else {
-      // A MIDDLE/LAST whose FIRST is gone (overwritten across the ring's
-      // oldest edge), or an unknown kind.
-      ++stats->torn_slots;
-      ++i;
-      continue;
+      size_t length = 0;
+      if (sh.kind == NCCLWATCH_SLOT_PADDING) {
+        ++stats->padding_slots;
+        ++i;
+        continue;
+      }
+      if (sh.kind == NCCLWATCH_SLOT_SINGLE) {
+        std::memcpy(record.get(), slot + NCCLWATCH_SLOT_HEADER_BYTES, sh.length);
+        length = sh.length;
+        ++i;
+      } else if (sh.kind == NCCLWATCH_SLOT_FIRST) {
+        // Gather the record's slots; any gap or inconsistency discards all of them.
+        const uint32_t total = sh.record_bytes;
+        const uint64_t nslots = (uint64_t{total} + NCCLWATCH_SLOT_PAYLOAD_BYTES - 1) / NCCLWATCH_SLOT_PAYLOAD_BYTES;
+        bool whole = total > NCCLWATCH_SLOT_PAYLOAD_BYTES && total <= NCCLWATCH_MAX_RECORD_BYTES &&
+                     nslots <= NCCLWATCH_MAX_RECORD_SLOTS && nslots <= last - i;
+        const uint8_t* parts = slot;
+        if (whole && i + nslots > end) {  // it runs past the chunk: read it on its own
+          whole = read_slots(i, nslots, gather.get());
+          parts = gather.get();
+          if (!pinned && whole) {
+            const uint64_t now = LiveCursor(false);
+            whole = now <= slots || now - slots <= i;
+          }
+        }
+        for (uint64_t j = 0; whole && j < nslots; ++j) {
+          const ncclwatch_slot_header pc = header_of(parts + j * kSlot);
+          const uint8_t want = j == 0               ? NCCLWATCH_SLOT_FIRST
+                               : j + 1 == nslots    ? NCCLWATCH_SLOT_LAST
+                                                    : NCCLWATCH_SLOT_MIDDLE;
+          const uint64_t expect_len =
+              j + 1 == nslots ? total - j * NCCLWATCH_SLOT_PAYLOAD_BYTES : NCCLWATCH_SLOT_PAYLOAD_BYTES;
+          if (pc.stamp != i + j + 1 || pc.kind != want || pc.length != expect_len || pc.record_bytes != total) {
+            whole = false;
+            break;
+          }
+          std::memcpy(record.get() + length, parts + j * kSlot + NCCLWATCH_SLOT_HEADER_BYTES, pc.length);
+          length += pc.length;
+        }
+        if (!whole) {
+          ++stats->torn_slots;
+          ++i;
+          continue;
+        }
+        i += nslots;
+      } else {
+        // A MIDDLE/LAST whose FIRST is gone (overwritten across the ring's
+        // oldest edge), or an unknown kind.
+        ++stats->torn_slots;
+        ++i;
+        continue;
+      }
+      if (length == 0) continue;
+      ++stats->records;
+      fn(pinned, start, absl::MakeConstSpan(record.get(), length));
     }
-    if (length == 0) continue;
-    ++stats->records;
-    fn(pinned, start, absl::MakeConstSpan(record.get(), length));
   }
 }
 
 template <typename Fn>
 void TraceFile::ForEachRecord(Fn&& fn, TraceFileStats* stats) const {
-  const auto* live = reinterpret_cast<const ncclwatch_ring_header*>(data_);
   // Cursors are read once: records written after this point are not seen.
-  const uint64_t pinned_next = Load64(&live->pinned_next);
-  const uint64_t ring_next = Load64(&live->ring_next);
-  stats->pinned_overflow = Load64(&live->pinned_overflow);
+  const uint64_t pinned_next = LiveCursor(true);
+  const uint64_t ring_next = LiveCursor(false);
+  stats->pinned_overflow = LiveOverflow();
   // The pinned region is small (process identity, modules, communicator
   // creation and end): hold its records, and hand each out just before the
   // first ring record that is later, so both regions come out in the order
