@@ -9,6 +9,7 @@
 // be used (with a one-line reason on stderr).
 
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -32,7 +33,7 @@ int Usage(const std::string& why) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   if (argc < 2) return Usage("no command given");
   const std::string command = argv[1];
   bool json = false;
@@ -64,4 +65,17 @@ int main(int argc, char** argv) {
     return ncclwatch::decoder::RunDiagnose(paths, json, std::cout, std::cerr);
   }
   return Usage("unknown command " + command);
+}
+
+// No exception leaves ncclwatch: whatever escapes a command (std::bad_alloc
+// on an input too big to hold, a bug) is one line and exit code 2.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "ncclwatch: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "ncclwatch: unexpected error\n";
+  }
+  return 2;
 }
