@@ -52,8 +52,9 @@ int64_t Timestamp(const std::string& line) {
   std::string frac;
   // Every field has at most 9 digits: they cannot overflow.
   if (!RE2::PartialMatch(line, *kTs, &year, &month, &day, &hour, &minute, &second, &frac)) return 0;
-  // Not a time ("[0000-99-00 ...]"): no timestamp, rather than one that overflows.
-  if (year < 1970 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+  // Not a time ("[0000-99-00 ...]"), or past what int64 nanoseconds hold
+  // (2262): no timestamp, rather than one that overflows.
+  if (year < 1970 || year > 2200 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
     return 0;
   }
   std::tm tm{};

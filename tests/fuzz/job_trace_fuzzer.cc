@@ -13,6 +13,7 @@
 // folder removed after every run.
 
 #include <fuzzer/FuzzedDataProvider.h>
+#include <google/protobuf/stubs/logging.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -273,6 +274,12 @@ void WriteProcess(FuzzedDataProvider& in, const std::string& dir, int index) {
 }
 
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // Strings with invalid UTF-8 are meant: libprotobuf refusing them need not be told.
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
