@@ -29,13 +29,14 @@ rm -rf "$work/seeds" "$work/tmp"
 mkdir -p "$work/seeds" "$work/tmp"
 "$bin/make_trace_seeds" "$work/seeds/trace_file_fuzzer"
 
-# target : maximum input length (a trace seed is ~20 KiB; a log may hold a
-# line past the 64 KiB that explain keeps of one)
-targets=(trace_file_fuzzer:65536 job_trace_fuzzer:16384 nccl_log_fuzzer:80000)
+# target:maximum input length[:more libFuzzer flags]. A trace seed is ~20
+# KiB; a log may hold a line past the 64 KiB explain keeps of one; the job
+# fuzzer's input is a program whose every record takes ~40 bytes, so it
+# starts long (-len_control=0) instead of growing from a few bytes.
+targets=(trace_file_fuzzer:65536 job_trace_fuzzer:4096:-len_control=0 nccl_log_fuzzer:80000)
 failed=0
 for entry in "${targets[@]}"; do
-  target=${entry%%:*}
-  max_len=${entry##*:}
+  IFS=: read -r target max_len extra <<<"$entry"
   corpus=$work/corpus/$target
   artifacts=$work/artifacts/$target
   log=$work/$target.log
@@ -48,7 +49,7 @@ for entry in "${targets[@]}"; do
   # The targets write their scratch files under TMPDIR: here, cleaned below
   # even when a crash stopped a target before it could clean up.
   TMPDIR=$work/tmp UBSAN_OPTIONS=print_stacktrace=1 "$bin/$target" -max_total_time="$seconds" -rss_limit_mb=2048 \
-    -timeout=10 -max_len="$max_len" -artifact_prefix="$artifacts/" -print_final_stats=1 \
+    -timeout=10 -max_len="$max_len" ${extra:+"$extra"} -artifact_prefix="$artifacts/" -print_final_stats=1 \
     "$corpus" "${seeds[@]}" >"$log" 2>&1 || rc=$?
   rm -rf "${work:?}/tmp"/*
   if ((rc != 0)); then
