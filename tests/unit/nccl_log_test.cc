@@ -9,6 +9,7 @@
 // cannot produce (older NCCL, InfiniBand, Xid, PyTorch).
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -409,6 +410,20 @@ TEST_CASE("a FIFO and /dev/zero are refused at once, never read", "[logs][hostil
   CHECK_FALSE(s.ok());
   CHECK(Has(std::string(s.message()), "not a regular file"));
   CHECK(log.sources().empty());
+}
+
+TEST_CASE("logs past 1 GiB in all are refused by their size, before a byte is read", "[logs][hostile]") {
+  jobs::TempDir dir;
+  const std::string big = dir.path() + "/big.log";  // sparse: no disk, no time
+  // A version line as nccl_log.h quotes it (init.cc), then a hole to 1 GiB + 1 byte.
+  { std::ofstream(big) << "h:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"; }
+  REQUIRE(truncate(big.c_str(), static_cast<off_t>(ncclwatch::decoder::kMaxLogBytes) + 1) == 0);
+  NcclLog log;
+  const absl::Status s = log.AddFile(big);
+  CHECK_FALSE(s.ok());
+  CHECK(Has(std::string(s.message()), "1 GiB"));
+  CHECK(log.sources().empty());
+  CHECK(log.lines().empty());
 }
 
 TEST_CASE("the CLI on hostile inputs: exit 2 with one line or a sane answer, never a crash or a hang", "[logs][cli][hostile]") {
