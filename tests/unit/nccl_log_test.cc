@@ -356,6 +356,19 @@ TEST_CASE("numbers too big for their type are no numbers: no abort, the rest sti
   CHECK(fault);
 }
 
+TEST_CASE("a timestamp out of range is no timestamp (its nanoseconds overflowed)", "[logs][hostile]") {
+  Logs l;
+  // "NVLS at init" above, in the year 4633 (found by nccl_log_fuzzer), and in 0632.
+  l.File("gb1:5:5 [3] NCCL INFO ncclCommInitRank comm 0x1 rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId 5d000 commId 0x1 "
+         "- Init START\n"
+         "\n"
+         "[4633-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not yet initialized'\n"
+         "[0632-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not yet initialized'\n");
+  CHECK_FALSE(l.log.timestamps());
+  const Finding& f = l.Root();
+  CHECK(Extra(f, "subsystem") == "\"fabric\"");
+}
+
 TEST_CASE("a 65 KiB line is cut at kMaxLine, its NCCL prefix still read, the next line whole", "[logs][hostile]") {
   Logs l;
   const std::string warn = "[2025-01-01 00:00:09] h:1:3 [0] transport/p2p.cc:270 NCCL WARN Cuda failure 'peer mapping "
