@@ -169,11 +169,23 @@ class LogDiagnoser {
     }
   }
 
-  // Which process (rank) a GPU's PCI bus id belongs to, from Init lines.
-  int RankOfBus(const std::string& bus, const std::string& line) const {
+  // Which process (rank) a GPU's PCI bus id ("0000:3b:00", as an Xid names
+  // it) belongs to, from Init lines. The processes are indexed by it once,
+  // so that many Xid lines do not each go through every process.
+  int RankOfBus(const std::string& bus, const std::string& line) {
+    constexpr size_t kBusChars = 10;  // "0000:3b:00"
+    if (!bus_indexed_) {
+      for (size_t i = 0; i < log_.processes().size(); ++i) {
+        const std::string& id = log_.processes()[i].bus_id;
+        if (id.size() >= kBusChars) by_bus_[absl::AsciiStrToLower(id.substr(0, kBusChars))].push_back(i);
+      }
+      bus_indexed_ = true;
+    }
+    auto at = by_bus_.find(absl::AsciiStrToLower(bus));
+    if (bus.size() != kBusChars || at == by_bus_.end()) return -1;
     int found = -1, count = 0;
-    for (const LogProcess& p : log_.processes()) {
-      if (p.bus_id.empty() || !absl::StartsWith(absl::AsciiStrToLower(p.bus_id), absl::AsciiStrToLower(bus))) continue;
+    for (size_t i : at->second) {
+      const LogProcess& p = log_.processes()[i];
       if (!p.host.empty() && absl::StrContains(line, p.host)) return p.rank;
       found = p.rank;
       ++count;
@@ -532,6 +544,8 @@ class LogDiagnoser {
   }
 
   const NcclLog& log_;
+  bool bus_indexed_ = false;
+  std::map<std::string, std::vector<size_t>> by_bus_;  // processes by the first 10 characters of their bus id
   LogDiagnosis out_;
   std::vector<Event> events_;
   std::vector<std::pair<int, std::string>> remote_closed_;

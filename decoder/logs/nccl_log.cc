@@ -287,39 +287,42 @@ void NcclLog::Finish() {
     }
   }
 
-  // Which processes each file holds.
-  std::map<int, std::vector<int>> in_source;
+  // Each pass below is linear (or n log n) in the lines: a log of millions
+  // of lines, or of as many processes, must not take hours.
+  // Which process each file holds, when it holds one (-2 when several).
+  std::map<int, int> only_process;
   for (const LogLine& l : lines_)
     if (l.process >= 0) {
-      auto& v = in_source[l.source];
-      if (std::find(v.begin(), v.end(), l.process) == v.end()) v.push_back(l.process);
+      auto [it, fresh] = only_process.emplace(l.source, l.process);
+      if (!fresh && it->second != l.process) it->second = -2;
     }
+  // The process of the next NCCL line in the same file, for every line.
+  std::vector<int> next_process(lines_.size(), -1);
+  for (size_t i = lines_.size(); i-- > 1;) {
+    const bool same_file = lines_[i].source == lines_[i - 1].source;
+    next_process[i - 1] = !same_file ? -1 : lines_[i].process >= 0 ? lines_[i].process : next_process[i];
+  }
+  // Which process has each rank, when exactly one has it (-2 when several).
+  std::map<int, int> by_rank;
+  for (size_t p = 0; p < processes_.size(); ++p) {
+    if (processes_[p].rank < 0) continue;
+    auto [it, fresh] = by_rank.emplace(processes_[p].rank, static_cast<int>(p));
+    if (!fresh) it->second = -2;
+  }
   for (size_t i = 0; i < lines_.size(); ++i) {
     LogLine& l = lines_[i];
     if (l.process >= 0) continue;
     // "NCCL version ..." without a prefix (2.19 on): the process whose NCCL
     // lines follow it in the same file.
     const bool version = absl::StartsWith(l.text, "NCCL version ");
-    if (version) {
-      for (size_t j = i + 1; j < lines_.size() && lines_[j].source == l.source; ++j) {
-        if (lines_[j].process >= 0) {
-          l.process = lines_[j].process;
-          break;
-        }
-      }
-    }
+    if (version) l.process = next_process[i];
     if (l.process < 0 && l.tagged_rank >= 0) {
-      int found = -1, count = 0;
-      for (size_t p = 0; p < processes_.size(); ++p)
-        if (processes_[p].rank == l.tagged_rank) {
-          found = static_cast<int>(p);
-          ++count;
-        }
-      if (count == 1) l.process = found;
+      auto it = by_rank.find(l.tagged_rank);
+      if (it != by_rank.end() && it->second >= 0) l.process = it->second;
     }
     if (l.process < 0) {
-      auto it = in_source.find(l.source);
-      if (it != in_source.end() && it->second.size() == 1) l.process = it->second.front();
+      auto it = only_process.find(l.source);
+      if (it != only_process.end() && it->second >= 0) l.process = it->second;
     }
     if (l.process >= 0) {
       LogProcess& p = processes_[l.process];
