@@ -156,6 +156,10 @@ absl::Status NcclLog::AddFile(const std::string& path) {
     for (ssize_t i = 0; i < n; ++i) {
       char c = buf[i];
       if (c == '\n') {
+        if (lines_.size() >= kMaxLogLines) {
+          return refuse(absl::ResourceExhaustedError(
+              absl::StrCat(path, ": the logs pass ", kMaxLogLines, " lines, the most ncclwatch keeps")));
+        }
         line_done();
         if (number == 64 && binary > 16) return refuse(absl::InvalidArgumentError(absl::StrCat(path, ": not a text file")));
         continue;

@@ -30,12 +30,14 @@
 
 namespace ncclwatch::decoder {
 
-// What explain reads at most: the logs of all files together, the bytes kept
+// What explain reads at most: the logs of all files together (in bytes, and
+// in non-empty lines, whose memory short lines would multiply), the bytes kept
 // of one line (a longer one is cut there; what follows is ignored up to its
 // end), and the ranks a job may have: a rank or rank count beyond it in a
 // log is not believed, so that no loop or table over ranks grows with a
 // number a log made up.
 constexpr uint64_t kMaxLogBytes = uint64_t{1} << 30;
+constexpr size_t kMaxLogLines = size_t{1} << 24;  // lines kept (~100 bytes each in memory)
 constexpr size_t kMaxLine = 64 * 1024;
 constexpr int kMaxRanks = 1 << 20;
 
@@ -74,7 +76,8 @@ class NcclLog {
  public:
   // Reads one file; a file that cannot be read gets a one-line reason, and
   // so do one that is not a regular file (a FIFO, a device: never opened
-  // for blocking reads) and one that would take the logs past kMaxLogBytes.
+  // for blocking reads) and one that would take the logs past kMaxLogBytes
+  // or kMaxLogLines.
   absl::Status AddFile(const std::string& path);
   // After the last file: attributes lines without host:pid where it can.
   void Finish();
