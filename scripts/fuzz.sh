@@ -43,13 +43,17 @@ for entry in "${targets[@]}"; do
   mkdir -p "$corpus" "$artifacts"
   seeds=()
   [[ -d $work/seeds/$target ]] && seeds+=("$work/seeds/$target")
-  [[ $target == nccl_log_fuzzer ]] && seeds+=("$repo/tests/fuzz/seeds/logs")
+  dict=()
+  if [[ $target == nccl_log_fuzzer ]]; then
+    seeds+=("$repo/tests/fuzz/seeds/logs")
+    dict=(-dict="$repo/tests/fuzz/nccl_log.dict")
+  fi
   echo "fuzz.sh: $target for ${seconds}s"
   rc=0
   # The targets write their scratch files under TMPDIR: here, cleaned below
   # even when a crash stopped a target before it could clean up.
   TMPDIR=$work/tmp UBSAN_OPTIONS=print_stacktrace=1 "$bin/$target" -max_total_time="$seconds" -rss_limit_mb=2048 \
-    -timeout=10 -max_len="$max_len" ${extra:+"$extra"} -artifact_prefix="$artifacts/" -print_final_stats=1 \
+    -timeout=10 -max_len="$max_len" ${extra:+"$extra"} "${dict[@]}" -artifact_prefix="$artifacts/" -print_final_stats=1 \
     "$corpus" "${seeds[@]}" >"$log" 2>&1 || rc=$?
   rm -rf "${work:?}/tmp"/*
   if ((rc != 0)); then
