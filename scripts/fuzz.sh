@@ -49,6 +49,8 @@ for entry in "${targets[@]}"; do
     dict=(-dict="$repo/tests/fuzz/nccl_log.dict")
   fi
   echo "fuzz.sh: $target for ${seconds}s"
+  started=$work/.started.$target  # what this run wrote is newer than this
+  touch "$started"
   rc=0
   # The targets write their scratch files under TMPDIR: here, cleaned below
   # even when a crash stopped a target before it could clean up.
@@ -58,7 +60,8 @@ for entry in "${targets[@]}"; do
   rm -rf "${work:?}/tmp"/*
   if ((rc != 0)); then
     failed=1
-    reproducer=$(ls -t "$artifacts"/{crash,leak,timeout,oom}-* 2>/dev/null | head -1 || true)
+    reproducer=$(find "$artifacts" -type f -newer "$started" \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+      -o -name 'oom-*' \) | head -1)
     echo "fuzz.sh: $target FAILED (exit $rc); reproducer: ${reproducer:-none written}; log: $log" >&2
     grep -E "^==[0-9]+==ERROR|runtime error|SUMMARY|ALARM|out-of-memory" "$log" | head -5 >&2 || true
     [[ -n $reproducer ]] && echo "fuzz.sh: to reproduce: $bin/$target $reproducer" >&2
