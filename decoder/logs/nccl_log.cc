@@ -122,15 +122,22 @@ absl::Status NcclLog::AddFile(const std::string& path) {
                                                      " GiB, the most ncclwatch reads; give it fewer or smaller files"));
   }
   const int source = static_cast<int>(sources_.size());
-  const size_t lines_before = lines_.size();
+  const size_t lines_before = lines_.size(), processes_before = processes_.size(), nccl_lines_before = nccl_lines_;
+  const uint64_t bytes_before = bytes_read_;
   sources_.push_back(path);
   auto refuse = [&](absl::Status why) {
-    // Nothing of a refused file stays: its lines come last.
+    // Nothing of a refused file stays: its lines and processes come last.
     sources_.pop_back();
     lines_.resize(lines_before);
+    processes_.resize(processes_before);
+    for (auto it = by_host_pid_.begin(); it != by_host_pid_.end();) {
+      it = static_cast<size_t>(it->second) >= processes_before ? by_host_pid_.erase(it) : std::next(it);
+    }
     for (LogProcess& p : processes_) {
       while (!p.lines.empty() && p.lines.back() >= lines_before) p.lines.pop_back();
     }
+    nccl_lines_ = nccl_lines_before;
+    bytes_read_ = bytes_before;
     return why;
   };
   std::string raw;  // the line so far, at most kMaxLine bytes of it
@@ -164,7 +171,7 @@ absl::Status NcclLog::AddFile(const std::string& path) {
         if (number == 64 && binary > 16) return refuse(absl::InvalidArgumentError(absl::StrCat(path, ": not a text file")));
         continue;
       }
-      if (raw.size() >= kMaxLine) continue;  // a longer line keeps its first kMaxLine bytes
+      if (c == '\r' || raw.size() >= kMaxLine) continue;  // CRLF; a longer line keeps its first kMaxLine bytes
       if (c == '\0') ++binary;
       if (static_cast<unsigned char>(c) >= 0x80 || (c != '\t' && static_cast<unsigned char>(c) < 0x20)) c = '?';
       raw.push_back(c);

@@ -475,3 +475,29 @@ TEST_CASE("the CLI on hostile inputs: exit 2 with one line or a sane answer, nev
     CHECK(v.parsed);
   }
 }
+
+TEST_CASE("a refused file leaves nothing behind; CRLF line ends are not part of the text", "[logs][hostile]") {
+  jobs::TempDir dir;
+  NcclLog log;
+  const std::string good = dir.path() + "/good.log";
+  // "a clean log is healthy" above, with Windows line ends.
+  std::ofstream(good) << "h:1:1 [0] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>\r\n"
+                         "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId "
+                         "18000 commId 0x1 - Init COMPLETE\r\n";
+  REQUIRE(log.AddFile(good).ok());
+  // An NCCL line of another process, then binary: refused at its 64th line.
+  const std::string binary = dir.path() + "/binary.log";
+  {
+    std::ofstream out(binary, std::ios::binary);
+    out << "h:2:2 [1] NCCL INFO ncclCommInitRank comm 0x1 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 19000 commId 0x1 - "
+           "Init COMPLETE\n";
+    for (int i = 0; i < 70; ++i) out << std::string(1, '\0') << "\n";
+  }
+  CHECK_FALSE(log.AddFile(binary).ok());
+  CHECK(log.sources().size() == 1);
+  CHECK(log.processes().size() == 1);
+  CHECK(log.nccl_lines() == 2);
+  REQUIRE(log.lines().size() == 2);
+  CHECK(log.lines()[1].text.back() == 'E');  // "... Init COMPLETE", no '?' for the '\r'
+  CHECK(log.processes()[0].bootstrap_iface == "eth0");
+}
