@@ -17,8 +17,10 @@ build=${FUZZ_BUILD_DIR:-$repo/build-fuzz}
 command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang++ with libFuzzer" >&2; exit 2; }
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 if [[ ! -f $build/CMakeCache.txt ]]; then
-  CC=clang CXX=clang++ cmake -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  CC=clang CXX=clang++ cmake -S "$repo" -B "$build" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DNCCLWATCH_BUILD_FUZZERS=ON -DNCCLWATCH_BUILD_TESTS=OFF -DNCCLWATCH_BUILD_BENCHMARKS=OFF -DNCCLWATCH_WERROR=ON
 fi
 cmake --build "$build" --target ncclwatch_fuzzers -j "$(nproc)"
