@@ -7,7 +7,9 @@
 #   NCCL         : nccl.h and libnccl.so.2. Looked for under NCCL_ROOT,
 #                  $NCCL_HOME, then the CUDA Toolkit (NVIDIA's CUDA 13 images
 #                  ship NCCL inside it), then the system.
-#   protobuf, abseil, Catch2, Google Benchmark: Debian packages.
+#   protobuf, abseil, RE2, Catch2, Google Benchmark: Debian packages. RE2
+#                  matches the decoder's patterns on untrusted text in linear
+#                  time, without the recursion of std::regex.
 
 set(CUDAToolkit_ROOT "${CUDAToolkit_ROOT}" CACHE PATH "Root of the CUDA Toolkit (default /usr/local/cuda)")
 set(NCCL_ROOT "${NCCL_ROOT}" CACHE PATH "Root of the NCCL install (default: inside the CUDA Toolkit)")
@@ -74,6 +76,16 @@ find_package(absl CONFIG)
 if(NOT absl_FOUND)
   message(FATAL_ERROR "abseil not found: install the Debian package libabsl-dev.")
 endif()
+
+# Debian's RE2 ships a pkg-config file but no CMake package.
+find_path(NCCLWATCH_RE2_INCLUDE_DIR re2/re2.h)
+find_library(NCCLWATCH_RE2_LIBRARY re2)
+if(NOT NCCLWATCH_RE2_INCLUDE_DIR OR NOT NCCLWATCH_RE2_LIBRARY)
+  message(FATAL_ERROR "RE2 not found: install the Debian package libre2-dev.")
+endif()
+add_library(ncclwatch_re2 INTERFACE)
+target_include_directories(ncclwatch_re2 SYSTEM INTERFACE ${NCCLWATCH_RE2_INCLUDE_DIR})
+target_link_libraries(ncclwatch_re2 INTERFACE ${NCCLWATCH_RE2_LIBRARY} Threads::Threads)
 
 if(NCCLWATCH_BUILD_TESTS)
   find_package(Catch2 2 CONFIG)

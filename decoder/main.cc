@@ -11,6 +11,7 @@
 // was found, 2 the input cannot be used (with a one-line reason on stderr).
 
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -64,7 +65,7 @@ int Usage(const std::string& why) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   if (argc < 2) return Usage("no command given");
   const std::string command = argv[1];
   if (command == "help" || command == "--help" || command == "-h") {
@@ -107,4 +108,17 @@ int main(int argc, char** argv) {
     return ncclwatch::decoder::RunDiagnose(paths, json, std::cout, std::cerr);
   }
   return Usage("unknown command " + command);
+}
+
+// No exception leaves ncclwatch: whatever escapes a command (std::bad_alloc
+// on an input too big to hold, a bug) is one line and exit code 2.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "ncclwatch: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "ncclwatch: unexpected error\n";
+  }
+  return 2;
 }

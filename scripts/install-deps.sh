@@ -4,7 +4,7 @@
 # (or pass CUDAToolkit_ROOT / NCCL_ROOT to cmake).
 set -euo pipefail
 
-packages=(cmake g++ ninja-build libabsl-dev libprotobuf-dev protobuf-compiler catch2 libbenchmark-dev iproute2)
+packages=(cmake g++ ninja-build libabsl-dev libre2-dev libprotobuf-dev protobuf-compiler catch2 libbenchmark-dev iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

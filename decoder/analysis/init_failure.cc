@@ -8,7 +8,6 @@
 #include <climits>
 #include <cstring>
 #include <map>
-#include <regex>
 #include <set>
 #include <tuple>
 
@@ -17,7 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "analysis/nccl_semantics.h"
+#include "re2/re2.h"
 
 namespace ncclwatch::decoder {
 
@@ -195,12 +196,12 @@ std::optional<Cause> SharedMemory(const InitEvidence& r, const std::vector<std::
   std::string call = sys ? sys->call : "";
   c.facts.err = sys ? sys->err : 0;
   if (text != nullptr) {
-    static const std::regex kExtend(R"((?:extend|segment) (/dev/shm/\S+?)(?: to|,| \(size) (\d+))");
-    std::smatch m;
-    if (std::regex_search(*text, m, kExtend)) {
-      if (path.empty()) path = m[1];
+    static const LazyRE2 kExtend = {R"((?:extend|segment) (/dev/shm/\S+?)(?: to|,| \(size) (\d+))"};
+    std::string shm_path, digits;
+    if (RE2::PartialMatch(*text, *kExtend, &shm_path, &digits)) {
+      if (path.empty()) path = shm_path;
       int64_t v = 0;
-      if (size < 0 && absl::SimpleAtoi(std::string(m[2]), &v)) size = v;
+      if (size < 0 && absl::SimpleAtoi(digits, &v)) size = v;
     }
     if (c.facts.err == 0) c.facts.err = ErrnoFromText(*text);
     if (call.empty()) call = absl::StrContains(*text, "extend") ? "extending it" : "creating it";
@@ -235,15 +236,14 @@ std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::str
   int err = sys ? sys->err : 0;
   const std::string* text = FindText(texts, {"connect to ", "Connect to "});
   if (text != nullptr) {
-    static const std::regex kConnect(R"([Cc]onnect to (\S+?)(?:,| returned| failed)(.*))");
-    std::smatch m;
-    if (std::regex_search(*text, m, kConnect)) {
-      if (!addr) addr = ParseSocketAddressText(std::string(m[1]));
-      if (err == 0) err = ErrnoFromText(m[2]);
-      static const std::regex kAttempts(R"(after (\d+) attempts)");
-      std::smatch a;
-      const std::string rest = m[2];
-      if (attempts == 0 && std::regex_search(rest, a, kAttempts)) (void)absl::SimpleAtoi(std::string(a[1]), &attempts);
+    static const LazyRE2 kConnect = {R"([Cc]onnect to (\S+?)(?:,| returned| failed)(.*))"};
+    std::string to, rest;
+    if (RE2::PartialMatch(*text, *kConnect, &to, &rest)) {
+      if (!addr) addr = ParseSocketAddressText(to);
+      if (err == 0) err = ErrnoFromText(rest);
+      static const LazyRE2 kAttempts = {R"(after (\d+) attempts)"};
+      std::string count;
+      if (attempts == 0 && RE2::PartialMatch(rest, *kAttempts, &count)) (void)absl::SimpleAtoi(count, &attempts);
     }
   }
   if (sys == nullptr && (text == nullptr || !ConnectErrno(err))) return std::nullopt;
@@ -290,13 +290,13 @@ std::optional<Cause> DuplicateGpu(const InitEvidence& r, const std::vector<std::
   Cause c = Of(InitCause::kDuplicateGpu, "gpu");
   std::string bus = r.bus_id;
   if (text != nullptr) {
-    static const std::regex kDup(R"(rank (\d+) and rank (\d+) both on CUDA device ([0-9a-fA-F]+))");
-    std::smatch m;
-    if (std::regex_search(*text, m, kDup)) {
-      if (bus.empty()) bus = std::string(m[3]);
+    static const LazyRE2 kDup = {R"(rank (\d+) and rank (\d+) both on CUDA device ([0-9a-fA-F]+))"};
+    std::string first, second, device;
+    if (RE2::PartialMatch(*text, *kDup, &first, &second, &device)) {
+      if (bus.empty()) bus = device;
       if (sharing.size() < 2) {
         int a = 0, b = 0;
-        if (absl::SimpleAtoi(std::string(m[1]), &a) && absl::SimpleAtoi(std::string(m[2]), &b)) sharing = {b, a};
+        if (absl::SimpleAtoi(first, &a) && absl::SimpleAtoi(second, &b)) sharing = {b, a};
       }
     }
   }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "commands/input_files.h"
 #include "ncclwatch/trace.pb.h"
 #include "report/names.h"
 #include "model/process_trace.h"
@@ -168,6 +169,14 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
 }  // namespace
 
 int RunDump(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
+  // A FIFO or a device is refused before anything opens it.
+  if (absl::StatusOr<std::vector<std::string>> file = InputFiles({path}, [](const auto&) { return false; });
+      !file.ok() || file->empty()) {
+    err << "ncclwatch: "
+        << (file.ok() ? path + ": is a folder; dump reads one trace file" : std::string(file.status().message()))
+        << "\n";
+    return 2;
+  }
   absl::StatusOr<ProcessTrace> trace = LoadProcessTrace(path);
   if (!trace.ok()) {
     err << "ncclwatch: " << trace.status().message() << "\n";

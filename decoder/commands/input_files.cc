@@ -9,6 +9,20 @@ namespace ncclwatch::decoder {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+const char* Kind(fs::file_type t) {
+  switch (t) {
+    case fs::file_type::fifo: return "a FIFO";
+    case fs::file_type::character: return "a character device";
+    case fs::file_type::block: return "a block device";
+    case fs::file_type::socket: return "a socket";
+    default: return "not a file";
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<std::string>> InputFiles(const std::vector<std::string>& paths,
                                                     const std::function<bool(const fs::path&)>& wanted) {
   std::vector<std::string> files;
@@ -16,6 +30,11 @@ absl::StatusOr<std::vector<std::string>> InputFiles(const std::vector<std::strin
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);
     if (ec || !fs::exists(st)) return absl::NotFoundError(absl::StrCat(path, ": no such file or folder"));
+    // Found by stat, never opened here: a FIFO cannot block us, a device
+    // (/dev/zero) is never read.
+    if (!fs::is_directory(st) && !fs::is_regular_file(st)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file or a folder (", Kind(st.type()), ")"));
+    }
     if (!fs::is_directory(st)) {
       files.push_back(path);
       continue;

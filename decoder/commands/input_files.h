@@ -13,7 +13,10 @@
 
 namespace ncclwatch::decoder {
 
-// NotFound, with "PATH: no such file or folder", for a path that is not there.
+// NotFound, with "PATH: no such file or folder", for a path that is not there;
+// InvalidArgument, with a one-line reason, for one that is neither a regular
+// file nor a folder (a FIFO, a device, a socket). Within folders, only
+// regular files are taken.
 absl::StatusOr<std::vector<std::string>> InputFiles(const std::vector<std::string>& paths,
                                                     const std::function<bool(const std::filesystem::path&)>& wanted);
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <climits>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -14,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "analysis/init_failure.h"
 #include "analysis/nccl_semantics.h"
+#include "re2/re2.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -141,11 +141,23 @@ class LogDiagnoser {
     }
   }
 
-  // Which process (rank) a GPU's PCI bus id belongs to, from Init lines.
-  int RankOfBus(const std::string& bus, const std::string& line) const {
+  // Which process (rank) a GPU's PCI bus id ("0000:3b:00", as an Xid names
+  // it) belongs to, from Init lines. The processes are indexed by it once,
+  // so that many Xid lines do not each go through every process.
+  int RankOfBus(const std::string& bus, const std::string& line) {
+    constexpr size_t kBusChars = 10;  // "0000:3b:00"
+    if (!bus_indexed_) {
+      for (size_t i = 0; i < log_.processes().size(); ++i) {
+        const std::string& id = log_.processes()[i].bus_id;
+        if (id.size() >= kBusChars) by_bus_[absl::AsciiStrToLower(id.substr(0, kBusChars))].push_back(i);
+      }
+      bus_indexed_ = true;
+    }
+    auto at = by_bus_.find(absl::AsciiStrToLower(bus));
+    if (bus.size() != kBusChars || at == by_bus_.end()) return -1;
     int found = -1, count = 0;
-    for (const LogProcess& p : log_.processes()) {
-      if (p.bus_id.empty() || !absl::StartsWith(absl::AsciiStrToLower(p.bus_id), absl::AsciiStrToLower(bus))) continue;
+    for (size_t i : at->second) {
+      const LogProcess& p = log_.processes()[i];
       if (!p.host.empty() && absl::StrContains(line, p.host)) return p.rank;
       found = p.rank;
       ++count;
@@ -156,29 +168,32 @@ class LogDiagnoser {
   void Add(Event e) { events_.push_back(std::move(e)); }
 
   void ScanLines() {
-    static const std::regex kXid(R"(Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})[^)]*\): (\d+))");
-    static const std::regex kHostOom(R"((?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\))");
-    static const std::regex kRemote(R"(Connection closed by remote peer ([^\s,]+))");
-    static const std::regex kSignalRank(R"(rank (\d+)\b.*?(?:died of|exited on|killed by) signal (\d+))");
-    static const std::regex kTorchExit(R"(exitcode\s*:\s*(-?\d+) \(pid: (\d+)\))");
-    static const std::regex kTorchRank(R"(^\s*rank\s*:\s*(\d+))");
-    static const std::regex kSrun(R"(srun: error: (\S+): tasks? ([0-9,\-]+): (Killed|Segmentation fault|Aborted|Bus error|Terminated))");
+    // RE2: linear in the line, whatever it holds. Numbers are taken as text
+    // and converted with a check: digits that overflow are no number here.
+    static const LazyRE2 kXid = {R"(Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})[^)]*\): (\d+))"};
+    static const LazyRE2 kHostOom = {R"((?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\))"};
+    static const LazyRE2 kRemote = {R"(Connection closed by remote peer ([^\s,]+))"};
+    static const LazyRE2 kSignalRank = {R"(rank (\d+)\b.*?(?:died of|exited on|killed by) signal (\d+))"};
+    static const LazyRE2 kTorchExit = {R"(exitcode\s*:\s*(-?\d+) \(pid: (\d+)\))"};
+    static const LazyRE2 kTorchRank = {R"(^\s*rank\s*:\s*(\d+))"};
+    static const LazyRE2 kSrun = {
+        R"(srun: error: (\S+): tasks? ([0-9,\-]+): (Killed|Segmentation fault|Aborted|Bus error|Terminated))"};
     int torch_rank = -1;
     for (const LogLine& l : log_.lines()) {
       const std::string& t = l.text;
       const int rank = RankOf(l);
       const int64_t when = When(l);
-      std::smatch m;
+      std::string m1, m2, m3;
       // What a process reported while its NCCL init ran is init forensics' to explain.
       if (l.process >= 0 && (l.level == LogLine::kWarn || NcclErrorLine(t))) {
         const LogProcess& p = log_.processes()[l.process];
         if (!p.init_complete || l.order < p.init_complete_order) continue;
       }
-      if (absl::StrContains(t, "Xid") && std::regex_search(t, m, kXid)) {
-        const int xid = std::stoi(m[2]);
-        Event e{FindingKind::kGpuFault, absl::StrCat("xid", xid, m[1].str()), RankOfBus(m[1], t), l.process, when, t};
+      int xid = 0;
+      if (absl::StrContains(t, "Xid") && RE2::PartialMatch(t, *kXid, &m1, &m2) && absl::SimpleAtoi(m2, &xid)) {
+        Event e{FindingKind::kGpuFault, absl::StrCat("xid", xid, m1), RankOfBus(m1, t), l.process, when, t};
         e.facts.xid = xid;
-        e.facts.bus_id = m[1].str();
+        e.facts.bus_id = m1;
         e.facts.cause = LogCause::kXid;
         Add(e);
         continue;
@@ -198,7 +213,7 @@ class LogDiagnoser {
         e.facts.memory = "gpu";
         e.facts.cause = LogCause::kGpuOutOfMemory;
         Add(e);
-      } else if (std::regex_search(t, m, kHostOom) || absl::StrContains(t, "oom-kill")) {
+      } else if (RE2::PartialMatch(t, *kHostOom) || absl::StrContains(t, "oom-kill")) {
         Event e{FindingKind::kOutOfMemory, "host", rank, l.process, when, t};
         e.facts.memory = "host";
         e.facts.cause = LogCause::kHostOutOfMemory;
@@ -232,27 +247,27 @@ class LogDiagnoser {
           break;
         }
       }
-      if (absl::StrContains(t, "Connection closed by remote peer") && std::regex_search(t, m, kRemote)) {
-        remote_closed_.push_back({rank, m[1]});
+      if (absl::StrContains(t, "Connection closed by remote peer") && RE2::PartialMatch(t, *kRemote, &m1)) {
+        remote_closed_.push_back({rank, m1});
       }
       // The launcher's word on a rank that died.
-      if (std::regex_search(t, m, kTorchRank)) torch_rank = std::stoi(m[1]);
+      if (RE2::PartialMatch(t, *kTorchRank, &m1) && !absl::SimpleAtoi(m1, &torch_rank)) torch_rank = -1;
       int dead = -1, signo = 0;
-      if (std::regex_search(t, m, kSignalRank)) {
-        dead = std::stoi(m[1]);
-        signo = std::stoi(m[2]);
-      } else if (std::regex_search(t, m, kTorchExit) && torch_rank >= 0) {
-        const int code = std::stoi(m[1]);
-        if (code < 0) {
+      int code = 0;
+      if (RE2::PartialMatch(t, *kSignalRank, &m1, &m2)) {
+        if (!absl::SimpleAtoi(m1, &dead) || !absl::SimpleAtoi(m2, &signo)) dead = -1;
+      } else if (torch_rank >= 0 && RE2::PartialMatch(t, *kTorchExit, &m1) && absl::SimpleAtoi(m1, &code)) {
+        if (code < 0 && code > -128) {  // killed by signal -code
           dead = torch_rank;
           signo = -code;
         }
         torch_rank = -1;
-      } else if (std::regex_search(t, m, kSrun)) {
+      } else if (RE2::PartialMatch(t, *kSrun, nullptr, &m2, &m3)) {
         int task = -1;
-        if (absl::SimpleAtoi(std::string(m[2]), &task)) dead = task;
-        signo = m[3] == "Killed" ? 9 : m[3] == "Segmentation fault" ? 11 : m[3] == "Aborted" ? 6 : m[3] == "Bus error" ? 7 : 15;
+        if (absl::SimpleAtoi(m2, &task)) dead = task;
+        signo = m3 == "Killed" ? 9 : m3 == "Segmentation fault" ? 11 : m3 == "Aborted" ? 6 : m3 == "Bus error" ? 7 : 15;
       }
+      if (dead >= kMaxRanks) dead = -1;  // no job has that rank
       if (dead >= 0 && signo != 15) {  // SIGTERM is how a launcher stops the others: not a cause
         Event e{FindingKind::kRankDied, absl::StrCat(dead, ":", signo), dead, -1, when, t};
         e.facts.signo = signo;
@@ -263,9 +278,9 @@ class LogDiagnoser {
   }
 
   void Watchdogs(std::vector<Finding>* causes) {
-    static const std::regex kWatchdog(
-        R"(Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(-?\d+), NumelOut=(-?\d+))?, Timeout\(ms\)=(\d+)\))");
-    static const std::regex kRankWord(R"(\[Rank (\d+)\])");
+    static const LazyRE2 kWatchdog = {
+        R"(Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(-?\d+), NumelOut=(-?\d+))?, Timeout\(ms\)=(\d+)\))"};
+    static const LazyRE2 kRankWord = {R"(\[Rank (\d+)\])"};
     struct Timeout {
       uint64_t seq;
       std::string op;
@@ -275,13 +290,17 @@ class LogDiagnoser {
     };
     std::map<int, Timeout> by_rank;
     for (const LogLine& l : log_.lines()) {
-      std::smatch m;
-      if (!absl::StrContains(l.text, "Watchdog caught") || !std::regex_search(l.text, m, kWatchdog)) continue;
+      std::string seq_text, op, numel, timeout_ms, rank_text;
+      if (!absl::StrContains(l.text, "Watchdog caught") ||
+          !RE2::PartialMatch(l.text, *kWatchdog, &seq_text, &op, &numel, nullptr, &timeout_ms)) {
+        continue;
+      }
+      uint64_t seq = 0;
+      if (!absl::SimpleAtoi(seq_text, &seq)) continue;  // a SeqNum past 2^64: not PyTorch's
       int rank = RankOf(l);
-      std::smatch r;
-      if (std::regex_search(l.text, r, kRankWord)) rank = std::stoi(r[1]);
-      if (rank < 0 || by_rank.count(rank)) continue;
-      by_rank[rank] = {std::stoull(m[1]), m[2], m[3].matched ? std::string(m[3]) : "", When(l), m[5]};
+      if (RE2::PartialMatch(l.text, *kRankWord, &rank_text) && !absl::SimpleAtoi(rank_text, &rank)) rank = -1;
+      if (rank < 0 || rank >= kMaxRanks || by_rank.count(rank)) continue;
+      by_rank[rank] = {seq, op, numel, When(l), timeout_ms};
     }
     if (by_rank.empty()) return;
     std::map<std::tuple<uint64_t, std::string, std::string>, std::vector<int>> groups;
@@ -321,14 +340,16 @@ class LogDiagnoser {
     }
     // Ranks of the job that never timed out: they were not in the collective.
     const auto& [g0, r0] = *groups.begin();
-    int nranks = -1;
-    for (const LogProcess& p : log_.processes()) nranks = std::max(nranks, p.nranks);
+    int nranks = -1;  // at most kMaxRanks (NcclLog believes no more)
+    std::set<int> seen;
+    for (const LogProcess& p : log_.processes()) {
+      nranks = std::max(nranks, p.nranks);
+      seen.insert(p.rank);
+    }
     std::vector<int> silent, unseen;
     for (int r = 0; r < nranks; ++r) {
       if (by_rank.count(r)) continue;
-      bool seen = false;
-      for (const LogProcess& p : log_.processes()) seen |= p.rank == r;
-      (seen ? silent : unseen).push_back(r);
+      (seen.count(r) ? silent : unseen).push_back(r);
     }
     std::vector<int> timed_out;
     for (const auto& [rank, t] : by_rank) timed_out.push_back(rank);
@@ -447,6 +468,8 @@ class LogDiagnoser {
   }
 
   const NcclLog& log_;
+  bool bus_indexed_ = false;
+  std::map<std::string, std::vector<size_t>> by_bus_;  // processes by the first 10 characters of their bus id
   LogDiagnosis out_;
   std::vector<Event> events_;
   std::vector<std::pair<int, std::string>> remote_closed_;

@@ -1,40 +1,43 @@
 #include "logs/nccl_log.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <regex>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "re2/re2.h"
 
 namespace ncclwatch::decoder {
 namespace {
 
-constexpr size_t kMaxLine = 64 * 1024;
+// Patterns on log text go through RE2: linear time, and no recursion that a
+// long line could drive through the stack (std::regex's did, at ~40 KiB).
 
 // Launcher prefixes, each giving a rank; several may stack ("[default3]:[rank3]:").
 bool StripTag(std::string* line, int* rank) {
-  static const std::regex kTags[] = {
-      std::regex(R"(^\[rank ?(\d+)\]:? ?)"),                  // PyTorch "[rank3]:", jobrun "[rank 3] "
-      std::regex(R"(^\[default(\d+)\]:)"),                    // torchrun --tee
-      std::regex(R"(^\[\d+,(\d+)\]<std(?:out|err)>: ?)"),     // mpirun --tag-output
-      std::regex(R"(^(\d+): )"),                              // srun --label
+  static const LazyRE2 kTags[] = {
+      {R"(\[rank ?(\d+)\]:? ?)"},               // PyTorch "[rank3]:", jobrun "[rank 3] "
+      {R"(\[default(\d+)\]:)"},                 // torchrun --tee
+      {R"(\[\d+,(\d+)\]<std(?:out|err)>: ?)"},  // mpirun --tag-output
+      {R"((\d+): )"},                            // srun --label
   };
   if (line->empty() || !(line->front() == '[' || std::isdigit(static_cast<unsigned char>(line->front())))) return false;
-  for (const std::regex& re : kTags) {
-    std::smatch m;
-    if (std::regex_search(*line, m, re)) {
+  for (const LazyRE2& re : kTags) {
+    re2::StringPiece rest(*line);
+    re2::StringPiece digits;
+    if (RE2::Consume(&rest, *re, &digits)) {  // anchored at the start
       int r = -1;
-      if (absl::SimpleAtoi(std::string(m[1]), &r)) *rank = r;
-      *line = m.suffix();
+      if (absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &r) && r < kMaxRanks) *rank = r;
+      *line = std::string(rest.data(), rest.size());
       return true;
     }
   }
@@ -44,21 +47,28 @@ bool StripTag(std::string* line, int* rank) {
 // "[2025-01-31 12:00:00]" or "[2025-01-31 12:00:00.123456]", as UTC nanoseconds.
 int64_t Timestamp(const std::string& line) {
   if (line.find('[') == std::string::npos) return 0;
-  static const std::regex kTs(R"(\[(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\])");
-  std::smatch m;
-  if (!std::regex_search(line, m, kTs)) return 0;
+  static const LazyRE2 kTs = {R"(\[(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\])"};
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  std::string frac;
+  // Every field has at most 9 digits: they cannot overflow.
+  if (!RE2::PartialMatch(line, *kTs, &year, &month, &day, &hour, &minute, &second, &frac)) return 0;
+  // Not a time ("[0000-99-00 ...]"), or past what int64 nanoseconds hold
+  // (2262): no timestamp, rather than one that overflows.
+  if (year < 1970 || year > 2200 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+    return 0;
+  }
   std::tm tm{};
-  tm.tm_year = std::stoi(m[1]) - 1900;
-  tm.tm_mon = std::stoi(m[2]) - 1;
-  tm.tm_mday = std::stoi(m[3]);
-  tm.tm_hour = std::stoi(m[4]);
-  tm.tm_min = std::stoi(m[5]);
-  tm.tm_sec = std::stoi(m[6]);
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
   int64_t ns = static_cast<int64_t>(timegm(&tm)) * 1000000000;
-  if (m[7].matched) {
-    std::string frac = m[7];
+  if (!frac.empty()) {
     frac.resize(9, '0');
-    ns += std::stoll(frac);
+    int64_t f = 0;
+    if (absl::SimpleAtoi(frac, &f)) ns += f;
   }
   return ns;
 }
@@ -70,44 +80,104 @@ std::string BusIdText(const std::string& hex) {
   return absl::StrFormat("%04x:%02x:%02x.%01x", v >> 20, (v >> 12) & 0xff, (v >> 4) & 0xff, v & 0xf);
 }
 
+// A number in a log, or nullopt where the digits do not make one of type T
+// (too many of them): then it is not a number we can use.
+template <typename T>
+std::optional<T> Number(absl::string_view digits) {
+  T v;
+  if (!absl::SimpleAtoi(digits, &v)) return std::nullopt;
+  return v;
+}
+
 }  // namespace
 
 int32_t ParseNcclVersion(const std::string& text) {
-  static const std::regex kVersion(R"((\d+)\.(\d+)\.(\d+))");
-  std::smatch m;
-  if (!std::regex_search(text, m, kVersion)) return 0;
-  const int major = std::stoi(m[1]), minor = std::stoi(m[2]), patch = std::stoi(m[3]);
-  if (major != 2 || minor > 99 || patch > 99) return 0;
-  return minor >= 9 ? major * 10000 + minor * 100 + patch : major * 1000 + minor * 100 + patch;
+  static const LazyRE2 kVersion = {R"((\d+)\.(\d+)\.(\d+))"};
+  std::string a, b, c;
+  if (!RE2::PartialMatch(text, *kVersion, &a, &b, &c)) return 0;
+  const std::optional<int> major = Number<int>(a), minor = Number<int>(b), patch = Number<int>(c);
+  if (!major || !minor || !patch || *major != 2 || *minor > 99 || *patch > 99) return 0;
+  return *minor >= 9 ? *major * 10000 + *minor * 100 + *patch : *major * 1000 + *minor * 100 + *patch;
 }
 
 absl::Status NcclLog::AddFile(const std::string& path) {
+  // Never blocks (a FIFO, a terminal) and never reads without end (/dev/zero):
+  // only regular files, and at most kMaxLogBytes of them in all.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(err)));
+    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot be read: ", std::strerror(err)));
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  if (fstat(fd, &st) != 0) return absl::PermissionDeniedError(absl::StrCat(path, ": ", std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": is a folder, not a log file"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot be read: ", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  if (bytes_read_ + static_cast<uint64_t>(st.st_size) > kMaxLogBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(path, ": the logs pass ", kMaxLogBytes >> 30,
+                                                     " GiB, the most ncclwatch reads; give it fewer or smaller files"));
+  }
   const int source = static_cast<int>(sources_.size());
+  const size_t lines_before = lines_.size(), processes_before = processes_.size(), nccl_lines_before = nccl_lines_;
+  const uint64_t bytes_before = bytes_read_;
   sources_.push_back(path);
-  std::string raw;
+  auto refuse = [&](absl::Status why) {
+    // Nothing of a refused file stays: its lines and processes come last.
+    sources_.pop_back();
+    lines_.resize(lines_before);
+    processes_.resize(processes_before);
+    for (auto it = by_host_pid_.begin(); it != by_host_pid_.end();) {
+      it = static_cast<size_t>(it->second) >= processes_before ? by_host_pid_.erase(it) : std::next(it);
+    }
+    for (LogProcess& p : processes_) {
+      while (!p.lines.empty() && p.lines.back() >= lines_before) p.lines.pop_back();
+    }
+    nccl_lines_ = nccl_lines_before;
+    bytes_read_ = bytes_before;
+    return why;
+  };
+  std::string raw;  // the line so far, at most kMaxLine bytes of it
   int number = 0;
   int64_t last_ts = 0;
   size_t binary = 0;
-  while (std::getline(in, raw)) {
+  auto line_done = [&]() {
     ++number;
-    if (raw.size() > kMaxLine) raw.resize(kMaxLine);
-    for (char& c : raw) {
+    AddLine(source, number, std::move(raw), &last_ts);
+    raw.clear();
+  };
+  char buf[64 * 1024];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return refuse(absl::DataLossError(absl::StrCat(path, ": read failed: ", std::strerror(errno))));
+    if (n == 0) break;
+    bytes_read_ += static_cast<uint64_t>(n);
+    if (bytes_read_ > kMaxLogBytes) {
+      return refuse(absl::ResourceExhaustedError(
+          absl::StrCat(path, ": the logs pass ", kMaxLogBytes >> 30, " GiB, the most ncclwatch reads (it grew)")));
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      char c = buf[i];
+      if (c == '\n') {
+        if (lines_.size() >= kMaxLogLines) {
+          return refuse(absl::ResourceExhaustedError(
+              absl::StrCat(path, ": the logs pass ", kMaxLogLines, " lines, the most ncclwatch keeps")));
+        }
+        line_done();
+        if (number == 64 && binary > 16) return refuse(absl::InvalidArgumentError(absl::StrCat(path, ": not a text file")));
+        continue;
+      }
+      if (c == '\r' || raw.size() >= kMaxLine) continue;  // CRLF; a longer line keeps its first kMaxLine bytes
       if (c == '\0') ++binary;
       if (static_cast<unsigned char>(c) >= 0x80 || (c != '\t' && static_cast<unsigned char>(c) < 0x20)) c = '?';
+      raw.push_back(c);
     }
-    if (number == 64 && binary > 16) {
-      sources_.pop_back();
-      lines_.erase(std::remove_if(lines_.begin(), lines_.end(), [&](const LogLine& l) { return l.source == source; }),
-                   lines_.end());
-      return absl::InvalidArgumentError(absl::StrCat(path, ": not a text file"));
-    }
-    AddLine(source, number, std::move(raw), &last_ts);
   }
+  if (!raw.empty()) line_done();
   return absl::OkStatus();
 }
 
@@ -125,14 +195,16 @@ int NcclLog::ProcessFor(const std::string& host, int pid, int source) {
 
 void NcclLog::NoteInfo(LogProcess& p, const std::string& text, uint64_t order) {
   if (absl::StrContains(text, "Init START") || absl::StrContains(text, "Init COMPLETE")) {
-    static const std::regex kInit(R"(rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev \d+)? busId ([0-9a-fA-F]+))");
-    std::smatch m;
-    if (std::regex_search(text, m, kInit)) {
+    static const LazyRE2 kInit = {R"(rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev \d+)? busId ([0-9a-fA-F]+))"};
+    std::string rank, nranks, dev, bus;
+    if (RE2::PartialMatch(text, *kInit, &rank, &nranks, &dev, &bus)) {
       if (!p.init_started) {  // the first communicator: the world, whose rank users know
-        p.rank = std::stoi(m[1]);
-        p.nranks = std::stoi(m[2]);
-        p.cuda_dev = std::stoi(m[3]);
-        p.bus_id = BusIdText(m[4]);
+        const std::optional<int> r = Number<int>(rank), n = Number<int>(nranks), d = Number<int>(dev);
+        // A count no job has is not believed: every loop over the ranks stays bounded.
+        if (n && *n > 0 && *n <= kMaxRanks) p.nranks = *n;
+        if (r && *r >= 0 && *r < kMaxRanks) p.rank = *r;
+        if (d) p.cuda_dev = *d;
+        p.bus_id = BusIdText(bus);
       }
       p.init_started = true;
     }
@@ -144,24 +216,27 @@ void NcclLog::NoteInfo(LogProcess& p, const std::string& text, uint64_t order) {
   }
   if (absl::StrContains(text, "NCCL version")) {
     if (int32_t v = ParseNcclVersion(text)) p.nccl_version = v;
-    static const std::regex kCuda(R"(\+cuda(\d+)\.(\d+))");
-    std::smatch m;
-    if (std::regex_search(text, m, kCuda)) p.cuda_runtime = std::stoi(m[1]) * 1000 + std::stoi(m[2]) * 10;
+    static const LazyRE2 kCuda = {R"(\+cuda(\d+)\.(\d+))"};
+    std::string major, minor;
+    if (RE2::PartialMatch(text, *kCuda, &major, &minor)) {
+      const std::optional<int> a = Number<int>(major), b = Number<int>(minor);
+      if (a && b && *a <= 99 && *b <= 99) p.cuda_runtime = *a * 1000 + *b * 10;
+    }
     return;
   }
   if (absl::StrContains(text, "Bootstrap") && absl::StrContains(text, "Using")) {
-    static const std::regex kBoot(R"(Using \[?\d*\]?([A-Za-z0-9_.\-]+):([0-9a-fA-F:.%]+)<)");
-    std::smatch m;
-    if (std::regex_search(text, m, kBoot)) {
-      p.bootstrap_iface = m[1];
-      p.bootstrap_addr = ParseSocketAddressText(std::string(m[2]));
+    static const LazyRE2 kBoot = {R"(Using \[?\d*\]?([A-Za-z0-9_.\-]+):([0-9a-fA-F:.%]+)<)"};
+    std::string iface, addr;
+    if (RE2::PartialMatch(text, *kBoot, &iface, &addr)) {
+      p.bootstrap_iface = iface;
+      p.bootstrap_addr = ParseSocketAddressText(addr);
     }
     return;
   }
   if (absl::StrContains(text, "set by environment to")) {
-    static const std::regex kEnv(R"((NCCL_\w+) set by environment to (\S*))");
-    std::smatch m;
-    if (std::regex_search(text, m, kEnv)) p.env[m[1]] = m[2];
+    static const LazyRE2 kEnv = {R"((NCCL_\w+) set by environment to (\S*))"};
+    std::string name, value;
+    if (RE2::PartialMatch(text, *kEnv, &name, &value)) p.env[name] = value;
   }
 }
 
@@ -181,15 +256,16 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
   line.when_ns = *last_ts;
   const size_t at = raw.find(" NCCL ");
   if (at != std::string::npos) {
-    static const std::regex kNccl(
-        R"(([^\s\[\]]+):(\d+):(\d+) (?:\[(\d+)\] )?(?:[^\s]+:\d+ )?NCCL (WARN|INFO|CALL|TRACE)(?: (.*))?$)");
-    std::smatch m;
-    if (std::regex_search(raw, m, kNccl)) {
+    static const LazyRE2 kNccl = {
+        R"(([^\s\[\]]+):(\d+):(\d+) (?:\[(\d+)\] )?(?:[^\s]+:\d+ )?NCCL (WARN|INFO|CALL|TRACE)(?: (.*))?$)"};
+    std::string host, pid_text, level;
+    re2::StringPiece message;
+    if (RE2::PartialMatch(raw, *kNccl, &host, &pid_text, nullptr, nullptr, &level, &message)) {
       int pid = -1;
-      (void)absl::SimpleAtoi(std::string(m[2]), &pid);
-      line.process = ProcessFor(m[1], pid, source);
-      line.level = m[5] == "WARN" ? LogLine::kWarn : LogLine::kInfo;
-      line.text = m[6].matched ? std::string(m[6]) : "";
+      (void)absl::SimpleAtoi(pid_text, &pid);
+      line.process = ProcessFor(host, pid, source);
+      line.level = level == "WARN" ? LogLine::kWarn : LogLine::kInfo;
+      line.text = std::string(message.data(), message.size());
       ++nccl_lines_;
       LogProcess& p = processes_[line.process];
       if (line.tagged_rank >= 0 && p.rank < 0) p.rank = line.tagged_rank;
@@ -210,7 +286,7 @@ void NcclLog::Finish() {
   std::vector<bool> known;
   std::vector<int> unknown;
   for (const LogProcess& p : processes_) nranks = std::max(nranks, p.nranks);
-  if (nranks > 0 && nranks <= (1 << 20)) {
+  if (nranks > 0 && nranks <= kMaxRanks) {
     known.assign(static_cast<size_t>(nranks), false);
     for (size_t i = 0; i < processes_.size(); ++i) {
       if (processes_[i].rank >= 0 && processes_[i].rank < nranks) known[processes_[i].rank] = true;
@@ -222,39 +298,42 @@ void NcclLog::Finish() {
     }
   }
 
-  // Which processes each file holds.
-  std::map<int, std::vector<int>> in_source;
+  // Each pass below is linear (or n log n) in the lines: a log of millions
+  // of lines, or of as many processes, must not take hours.
+  // Which process each file holds, when it holds one (-2 when several).
+  std::map<int, int> only_process;
   for (const LogLine& l : lines_)
     if (l.process >= 0) {
-      auto& v = in_source[l.source];
-      if (std::find(v.begin(), v.end(), l.process) == v.end()) v.push_back(l.process);
+      auto [it, fresh] = only_process.emplace(l.source, l.process);
+      if (!fresh && it->second != l.process) it->second = -2;
     }
+  // The process of the next NCCL line in the same file, for every line.
+  std::vector<int> next_process(lines_.size(), -1);
+  for (size_t i = lines_.size(); i-- > 1;) {
+    const bool same_file = lines_[i].source == lines_[i - 1].source;
+    next_process[i - 1] = !same_file ? -1 : lines_[i].process >= 0 ? lines_[i].process : next_process[i];
+  }
+  // Which process has each rank, when exactly one has it (-2 when several).
+  std::map<int, int> by_rank;
+  for (size_t p = 0; p < processes_.size(); ++p) {
+    if (processes_[p].rank < 0) continue;
+    auto [it, fresh] = by_rank.emplace(processes_[p].rank, static_cast<int>(p));
+    if (!fresh) it->second = -2;
+  }
   for (size_t i = 0; i < lines_.size(); ++i) {
     LogLine& l = lines_[i];
     if (l.process >= 0) continue;
     // "NCCL version ..." without a prefix (2.19 on): the process whose NCCL
     // lines follow it in the same file.
     const bool version = absl::StartsWith(l.text, "NCCL version ");
-    if (version) {
-      for (size_t j = i + 1; j < lines_.size() && lines_[j].source == l.source; ++j) {
-        if (lines_[j].process >= 0) {
-          l.process = lines_[j].process;
-          break;
-        }
-      }
-    }
+    if (version) l.process = next_process[i];
     if (l.process < 0 && l.tagged_rank >= 0) {
-      int found = -1, count = 0;
-      for (size_t p = 0; p < processes_.size(); ++p)
-        if (processes_[p].rank == l.tagged_rank) {
-          found = static_cast<int>(p);
-          ++count;
-        }
-      if (count == 1) l.process = found;
+      auto it = by_rank.find(l.tagged_rank);
+      if (it != by_rank.end() && it->second >= 0) l.process = it->second;
     }
     if (l.process < 0) {
-      auto it = in_source.find(l.source);
-      if (it != in_source.end() && it->second.size() == 1) l.process = it->second.front();
+      auto it = only_process.find(l.source);
+      if (it != only_process.end() && it->second >= 0) l.process = it->second;
     }
     if (l.process >= 0) {
       LogProcess& p = processes_[l.process];

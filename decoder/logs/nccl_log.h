@@ -30,6 +30,17 @@
 
 namespace ncclwatch::decoder {
 
+// What explain reads at most: the logs of all files together (in bytes, and
+// in non-empty lines, whose memory short lines would multiply), the bytes kept
+// of one line (a longer one is cut there; what follows is ignored up to its
+// end), and the ranks a job may have: a rank or rank count beyond it in a
+// log is not believed, so that no loop or table over ranks grows with a
+// number a log made up.
+constexpr uint64_t kMaxLogBytes = uint64_t{1} << 30;
+constexpr size_t kMaxLogLines = size_t{1} << 24;  // lines kept (~100 bytes each in memory)
+constexpr size_t kMaxLine = 64 * 1024;
+constexpr int kMaxRanks = 1 << 20;
+
 struct LogLine {
   enum Level { kWarn, kInfo, kOther };
   Level level = kOther;
@@ -63,7 +74,10 @@ struct LogProcess {
 
 class NcclLog {
  public:
-  // Reads one file; a file that cannot be read gets a one-line reason.
+  // Reads one file; a file that cannot be read gets a one-line reason, and
+  // so do one that is not a regular file (a FIFO, a device: never opened
+  // for blocking reads) and one that would take the logs past kMaxLogBytes
+  // or kMaxLogLines.
   absl::Status AddFile(const std::string& path);
   // After the last file: attributes lines without host:pid where it can.
   void Finish();
@@ -87,6 +101,7 @@ class NcclLog {
   std::map<std::pair<std::string, int>, int> by_host_pid_;
   size_t nccl_lines_ = 0;
   bool timestamps_ = false;
+  uint64_t bytes_read_ = 0;  // of all files, at most kMaxLogBytes
 };
 
 // 21803 from "2.18.3"; 0 when not a version.

@@ -8,6 +8,9 @@
 // tests/jobs/init_forensics_test.cc; these are the formats this machine
 // cannot produce (older NCCL, InfiniBand, Xid, PyTorch).
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -325,4 +328,195 @@ TEST_CASE("explain on nothing usable: exit 2 and one line", "[logs][cli]") {
     CHECK(std::count(v.output.begin(), v.output.end(), '\n') == 1);
     CHECK(v.output.rfind("ncclwatch: ", 0) == 0);
   }
+}
+
+// --- hostile logs: what a crafted or broken log must not do to explain.
+// Each line below is a real one from the tests above (which say where NCCL,
+// PyTorch and the kernel print it), with a number made absurd or the line
+// made long.
+
+TEST_CASE("numbers too big for their type are no numbers: no abort, the rest still read", "[logs][hostile]") {
+  const std::string digits30 = "123456789012345678901234567890";
+  Logs l;
+  l.File(
+      // NCCL's Init line (init.cc), rank and nranks past any int.
+      "node7:300:300 [5] NCCL INFO ncclCommInitRank comm 0x1 rank " + digits30 + " nranks " + digits30 +
+      " cudaDev 5 nvmlDev 5 busId 3b000 commId 0x1 - Init COMPLETE\n"
+      // "NCCL version" (init.cc), every part too long.
+      "node7:300:300 [5] NCCL INFO NCCL version 2." + digits30 + ".1+cuda" + digits30 + ".0\n"
+      // PyTorch's watchdog (ProcessGroupNCCL.cpp), a SeqNum past 2^64 and a rank past any int.
+      "[rank0]:[Rank " + digits30 + "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" + digits30 +
+      ", OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n"
+      // torchrun's exit report (elastic/multiprocessing/api.py).
+      "  rank      : " + digits30 + " (local_rank: 3)\n"
+      "  exitcode  : -" + digits30 + " (pid: 4242)\n"
+      // mpirun's report of a rank that died.
+      "mpirun noticed that process rank " + digits30 + " with PID 99 on node n1 exited on signal " + digits30 +
+      " (Segmentation fault).\n");
+  // The kernel's Xid line (dmesg), the Xid past any int, in a file of its own.
+  l.File("[123456.789012] NVRM: Xid (PCI:0000:3b:00): " + digits30 + ", pid=300, name=python, GPU has fallen off the bus.\n");
+  l.log.Finish();
+  l.d = DiagnoseLogs(l.log);
+  REQUIRE(l.log.processes().size() == 1);
+  const auto& p = l.log.processes()[0];
+  CHECK(p.rank == -1);
+  CHECK(p.nranks == -1);
+  CHECK(p.nccl_version == 0);
+  CHECK(p.cuda_runtime == 0);
+  CHECK(p.cuda_dev == 5);  // what could be read still is
+  for (const Finding& f : l.d.findings) {
+    const auto* facts = std::get_if<LogFacts>(&f.facts);
+    CHECK((facts == nullptr || !facts->xid.has_value()));  // no Xid finding from a number that is none
+    CHECK(f.kind != FindingKind::kWatchdogTimeout);
+  }
+  // The line still tells that the GPU fell off the bus, by its words.
+  bool fault = false;
+  for (const Finding& f : l.d.findings) fault |= f.kind == FindingKind::kGpuFault;
+  CHECK(fault);
+}
+
+TEST_CASE("a timestamp out of range is no timestamp (its nanoseconds overflowed)", "[logs][hostile]") {
+  Logs l;
+  // "NVLS at init" above, in the year 4633 (found by nccl_log_fuzzer), and in 0632.
+  l.File("gb1:5:5 [3] NCCL INFO ncclCommInitRank comm 0x1 rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId 5d000 commId 0x1 "
+         "- Init START\n"
+         "\n"
+         "[4633-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not yet initialized'\n"
+         "[0632-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not yet initialized'\n");
+  CHECK_FALSE(l.log.timestamps());
+  const Finding& f = l.Root();
+  CHECK(Init(f).subsystem == "fabric");
+}
+
+TEST_CASE("a 65 KiB line is cut at kMaxLine, its NCCL prefix still read, the next line whole", "[logs][hostile]") {
+  Logs l;
+  const std::string warn = "[2025-01-01 00:00:09] h:1:3 [0] transport/p2p.cc:270 NCCL WARN Cuda failure 'peer mapping "
+                           "resources exhausted' ";  // from "P2P mapping failing after init" above
+  l.File("h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1 - "
+         "Init COMPLETE\n" +
+         warn + std::string(65 * 1024, 'x') + "\n" +  // 65 KiB: std::regex used to overflow the stack here
+         "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  l.log.Finish();
+  l.d = DiagnoseLogs(l.log);
+  const auto& lines = l.log.lines();
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[1].level == ncclwatch::decoder::LogLine::kWarn);
+  CHECK(lines[1].text.size() < ncclwatch::decoder::kMaxLine);
+  CHECK(lines[2].text == "RuntimeError: CUDA error: an illegal memory access was encountered");
+  bool ipc = false, kernel = false;
+  for (const Finding& f : l.d.findings) {
+    ipc |= f.kind == FindingKind::kCudaIpcFailure;
+    kernel |= f.kind == FindingKind::kCudaError;
+  }
+  CHECK(ipc);
+  CHECK(kernel);
+}
+
+TEST_CASE("a rank count no job has is not believed: nothing grows with it", "[logs][hostile]") {
+  Logs l;
+  // "missing_rank" above, with nranks 2^31-1: the ranks that never timed out
+  // would have been listed one by one.
+  std::string text =
+      "node1:200:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2147483647 cudaDev 0 nvmlDev 0 busId 18000 "
+      "commId 0x1 - Init COMPLETE\n";
+  text += "[rank0]:[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, "
+          "NumelIn=8, NumelOut=8, Timeout(ms)=5000) ran for 5007 milliseconds before timing out.\n";
+  l.File(text);
+  l.log.Finish();
+  l.d = DiagnoseLogs(l.log);
+  REQUIRE(l.log.processes().size() == 1);
+  CHECK(l.log.processes()[0].nranks == -1);
+  CHECK(l.log.processes()[0].rank == 0);
+  for (const Finding& f : l.d.findings) CHECK(f.ranks.size() <= 1);
+}
+
+TEST_CASE("a FIFO and /dev/zero are refused at once, never read", "[logs][hostile]") {
+  jobs::TempDir dir;
+  const std::string fifo = dir.path() + "/fifo.log";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);  // no writer: a blocking open would wait for ever
+  NcclLog log;
+  absl::Status s = log.AddFile(fifo);
+  CHECK_FALSE(s.ok());
+  CHECK(Has(std::string(s.message()), "not a regular file"));
+  s = log.AddFile("/dev/zero");
+  CHECK_FALSE(s.ok());
+  CHECK(Has(std::string(s.message()), "not a regular file"));
+  CHECK(log.sources().empty());
+}
+
+TEST_CASE("logs past 1 GiB in all are refused by their size, before a byte is read", "[logs][hostile]") {
+  jobs::TempDir dir;
+  const std::string big = dir.path() + "/big.log";  // sparse: no disk, no time
+  // A version line as nccl_log.h quotes it (init.cc), then a hole to 1 GiB + 1 byte.
+  { std::ofstream(big) << "h:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"; }
+  REQUIRE(truncate(big.c_str(), static_cast<off_t>(ncclwatch::decoder::kMaxLogBytes) + 1) == 0);
+  NcclLog log;
+  const absl::Status s = log.AddFile(big);
+  CHECK_FALSE(s.ok());
+  CHECK(Has(std::string(s.message()), "1 GiB"));
+  CHECK(log.sources().empty());
+  CHECK(log.lines().empty());
+}
+
+TEST_CASE("the CLI on hostile inputs: exit 2 with one line or a sane answer, never a crash or a hang", "[logs][cli][hostile]") {
+  jobs::TempDir dir;
+  const std::string fifo = dir.path() + "/fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  auto refused = [](const std::string& command, const std::string& path, const std::string& why) {
+    jobs::DiagnosisView v = jobs::RunNcclwatch(command, {path}, false);
+    INFO(command << " " << path << ": " << v.output);
+    CHECK(v.exit_code == 2);
+    CHECK(std::count(v.output.begin(), v.output.end(), '\n') == 1);
+    CHECK(v.output.rfind("ncclwatch: ", 0) == 0);
+    CHECK(Has(v.output, why));
+  };
+  for (const char* command : {"explain", "diagnose", "dump"}) {
+    refused(command, fifo, "a FIFO");
+    refused(command, "/dev/zero", "a character device");
+  }
+  // The Xid and watchdog lines of the tests above with 30-digit numbers, and
+  // a 65 KiB line: read, with an answer (0 or 1), not a crash.
+  const std::string digits30 = "123456789012345678901234567890";
+  const std::string numbers = dir.path() + "/numbers.log";
+  std::ofstream(numbers) << "[123456.789012] NVRM: Xid (PCI:0000:3b:00): " << digits30
+                         << ", pid=300, name=python, GPU has fallen off the bus.\n"
+                         << "[rank0]:[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" << digits30
+                         << ", OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 "
+                            "milliseconds before timing out.\n";
+  const std::string long_line = dir.path() + "/long.log";
+  std::ofstream(long_line) << "[2025-01-01 00:00:09] h:1:3 [0] transport/p2p.cc:270 NCCL WARN Cuda failure 'peer "
+                              "mapping resources exhausted' "
+                           << std::string(65 * 1024, '(') << "\n";
+  for (const std::string& path : {numbers, long_line}) {
+    jobs::DiagnosisView v = jobs::RunNcclwatch("explain", {path}, true);
+    INFO(path << ": " << v.output.substr(0, 2000));
+    CHECK((v.exit_code == 0 || v.exit_code == 1));
+    CHECK(v.parsed);
+  }
+}
+
+TEST_CASE("a refused file leaves nothing behind; CRLF line ends are not part of the text", "[logs][hostile]") {
+  jobs::TempDir dir;
+  NcclLog log;
+  const std::string good = dir.path() + "/good.log";
+  // "a clean log is healthy" above, with Windows line ends.
+  std::ofstream(good) << "h:1:1 [0] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>\r\n"
+                         "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId "
+                         "18000 commId 0x1 - Init COMPLETE\r\n";
+  REQUIRE(log.AddFile(good).ok());
+  // An NCCL line of another process, then binary: refused at its 64th line.
+  const std::string binary = dir.path() + "/binary.log";
+  {
+    std::ofstream out(binary, std::ios::binary);
+    out << "h:2:2 [1] NCCL INFO ncclCommInitRank comm 0x1 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 19000 commId 0x1 - "
+           "Init COMPLETE\n";
+    for (int i = 0; i < 70; ++i) out << std::string(1, '\0') << "\n";
+  }
+  CHECK_FALSE(log.AddFile(binary).ok());
+  CHECK(log.sources().size() == 1);
+  CHECK(log.processes().size() == 1);
+  CHECK(log.nccl_lines() == 2);
+  REQUIRE(log.lines().size() == 2);
+  CHECK(log.lines()[1].text.back() == 'E');  // "... Init COMPLETE", no '?' for the '\r'
+  CHECK(log.processes()[0].bootstrap_iface == "eth0");
 }
