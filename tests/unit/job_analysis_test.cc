@@ -144,6 +144,38 @@ TEST_CASE("a rank that exited before its first collective: missing_rank at #0, n
   CHECK(Extra(x, "last_seq") == "null");
 }
 
+TEST_CASE("a rank alive elsewhere: missing_rank, it kept calling other communicators", "[job]") {
+  // Processes 0 and 1 hold kComm; processes 1 and 2 hold kOther, where
+  // process 1 went on after its last collective of kComm.
+  std::vector<SyntheticProcess> ps = Ranks(2);
+  ps.emplace_back(2);
+  ps[1].Init(kOther, 0, 2);
+  ps[2].Init(kOther, 1, 2);
+  ps[0].Collectives(kComm, 0, 1).Collective(kComm, 2, AllReduce().Pending());
+  ps[1].Collectives(kComm, 0, 1).Collectives(kOther, 0, 3).Collective(kOther, 4, AllReduce().Pending());
+  ps[2].Collectives(kOther, 0, 3).Collective(kOther, 4, AllReduce().Pending());
+  const Finding x = ExpectOne(DiagnoseJob(ps), {"missing_rank", "root_cause", kComm, 2, {1}});
+  CHECK(Extra(x, "did_instead").find("kept calling other communicators") != std::string::npos);
+  CHECK(Extra(x, "did_instead").find("AllReduce #4 of 77aa00") != std::string::npos);
+}
+
+TEST_CASE("a rank a signal ended: alive until the job was killed, or dead before the others waited", "[job]") {
+  std::vector<SyntheticProcess> ps = Ranks(2);
+  ps[0].Collectives(kComm, 0, 1).At(1000).Collective(kComm, 2, AllReduce().Pending());
+  ps[1].Collectives(kComm, 0, 1);
+  SECTION("SIGTERM after the others entered: it was alive, stuck outside NCCL") {
+    ps[1].At(5000).Signal(SIGTERM);
+    const Finding x = ExpectOne(DiagnoseJob(ps), {"missing_rank", "root_cause", kComm, 2, {1}});
+    CHECK(Extra(x, "did_instead").find("still alive") != std::string::npos);
+    CHECK(Extra(x, "signal") == "");  // only rank_died names the signal
+  }
+  SECTION("SIGTERM before the others entered: it died first") {
+    ps[1].At(500).Signal(SIGTERM);
+    const Finding x = ExpectOne(DiagnoseJob(ps), {"rank_died", "root_cause", kComm, 2, {1}});
+    CHECK(Extra(x, "signal").find("SIGTERM") != std::string::npos);
+  }
+}
+
 TEST_CASE("a rank that destroyed the communicator early: missing_rank, destroyed", "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(2);
   ps[0].Collectives(kComm, 0, 4).Collective(kComm, 5, AllReduce().Pending());
