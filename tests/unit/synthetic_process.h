@@ -197,10 +197,18 @@ class SyntheticProcess {
     return *this;
   }
 
+  // The process's ring wrapped: the file no longer holds its oldest records
+  // (those not written here), as a loaded trace's statistics say.
+  SyntheticProcess& Wrapped() {
+    overwritten_ = 1;
+    return *this;
+  }
+
   // The trace as the decoder's model holds it.
   decoder::ProcessTrace Build() const {
     decoder::ProcessTrace p;
     p.path = "synthetic";
+    p.stats.ring_overwritten = overwritten_;
     decoder::RecordImporter importer(&p);
     for (const pb::Record& r : records_) {
       const std::string bytes = r.SerializeAsString();
@@ -247,6 +255,7 @@ class SyntheticProcess {
   }
 
   uint64_t t_ = 0;
+  uint64_t overwritten_ = 0;
   std::vector<pb::Record> records_;
   std::map<uint64_t, int32_t> rank_of_;
 };
