@@ -181,8 +181,8 @@ TEST_CASE("rings wrapped at different points are compared only where both hold t
     ps.back().Init(kComm, r, 3);
   }
   ps[0].Collectives(kComm, 0, 5, AllGather()).Collectives(kComm, 6, 9);
-  ps[1].Collectives(kComm, 6, 10).Collective(kComm, 11, Broadcast(8, 0)).Collective(kComm, 12);
-  ps[2].Collective(kComm, 11, Broadcast(8, 0)).Collective(kComm, 12);
+  ps[1].Wrapped().Collectives(kComm, 6, 10).Collective(kComm, 11, Broadcast(8, 0)).Collective(kComm, 12);
+  ps[2].Wrapped().Collective(kComm, 11, Broadcast(8, 0)).Collective(kComm, 12);
   const std::vector<ProcessTrace> traces = Build(ps);
   {
     const CollectiveAlignment al = Align(traces);

@@ -118,7 +118,7 @@ TEST_CASE("a wrapped A stream: B calls before its first A collective are not com
   whole.Collectives(kA, 0, 9).Collective(kB, 0).Collective(kA, 10).Collective(kB, 1);
   SECTION("the same order where it is known: nothing") {
     SyntheticProcess wrapped = Rank(1);
-    wrapped.Collective(kB, 0).Collectives(kA, 8, 10).Collective(kB, 1);
+    wrapped.Wrapped().Collective(kB, 0).Collectives(kA, 8, 10).Collective(kB, 1);
     const ProcessTrace t = wrapped.Build();
     REQUIRE_FALSE(StreamOf(t, kA, 1).holds_start);
     CHECK(Findings({whole, wrapped}).empty());
@@ -126,7 +126,7 @@ TEST_CASE("a wrapped A stream: B calls before its first A collective are not com
   }
   SECTION("an inversion after its first A collective is still found") {
     SyntheticProcess wrapped = Rank(1);
-    wrapped.Collectives(kA, 8, 9).Collective(kB, 0).Collective(kB, 1).Collective(kA, 10);
+    wrapped.Wrapped().Collectives(kA, 8, 9).Collective(kB, 0).Collective(kB, 1).Collective(kA, 10);
     const std::vector<OrderInversionFinding> f = Findings({whole, wrapped});
     REQUIRE(f.size() == 1);
     CHECK(f[0].seq_b == 1);
