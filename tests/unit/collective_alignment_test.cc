@@ -221,14 +221,18 @@ TEST_CASE("a refused call is not numbered; a pending call counts", "[alignment]"
   ps[1].Collective(kComm, 2, Broadcast(8, 5).Result(kInvalidArgument));
   ps[0].Collective(kComm, 2);
   ps[1].Collective(kComm, 2);
-  // #3: rank 0 returned, rank 1 is still inside.
+  // #3: rank 0 returned, rank 1 is still inside; #4: a non-blocking
+  // communicator's call still being enqueued (ncclInProgress) counts too.
   ps[0].Collective(kComm, 3);
   ps[1].Collective(kComm, 3, AllReduce().Pending());
+  ps[0].Collective(kComm, 4, AllReduce().Result(kInProgress));
   const std::vector<ProcessTrace> traces = Build(ps);
   CHECK(StreamOf(traces[1], kComm, 1).collectives.size() == 4);
+  CHECK(StreamOf(traces[0], kComm, 0).collectives.size() == 5);
   {
     const CollectiveAlignment al = Align(traces);
     CHECK_FALSE(al.FirstDivergence());
+    CHECK(al.members()[0].hi == 4);
     CHECK(al.members()[1].hi == 3);
     CHECK(al.members()[1].last.result == NCCLWATCH_RESULT_PENDING);
   }

@@ -115,6 +115,32 @@ TEST_CASE("a healthy two-rank job: no findings, no problem", "[job]") {
   CHECK(d.jobs[0] == std::vector<int>{0, 1});
 }
 
+TEST_CASE("a healthy pipeline of sends and receives, no collective: no findings", "[job]") {
+  std::vector<SyntheticProcess> ps = Ranks(3);
+  for (uint64_t k = 0; k < 4; ++k) {
+    ps[0].Send(kComm, k, 1);
+    ps[1].Recv(kComm, k, 0).Send(kComm, k, 2);
+    ps[2].Recv(kComm, k, 1);
+  }
+  for (SyntheticProcess& p : ps) p.Destroy(kComm).Exit(0);
+  const Diagnosis d = DiagnoseJob(ps);
+  INFO(Describe(d));
+  CHECK(d.findings.empty());
+  CHECK_FALSE(d.problem);
+}
+
+TEST_CASE("crafted sequence numbers, diagnosed: no crash, no claim about numbers nobody holds", "[job][hostile]") {
+  std::vector<SyntheticProcess> ps = Ranks(3);
+  ps[0].Collective(kComm, 0, AllReduce().Pending());
+  ps[1].Collective(kComm, uint64_t{1} << 40, AllReduce().Pending());
+  ps[2].Collective(kComm, UINT64_MAX, AllReduce().Pending());
+  const Diagnosis d = DiagnoseJob(ps);
+  INFO(Describe(d));
+  CHECK_FALSE(Claims(d, kComm, 1, {0}));
+  CHECK_FALSE(Claims(d, kComm, 0, {1}));
+  CHECK(d.jobs.size() == 1);
+}
+
 TEST_CASE("a collective mismatch: the root cause names the communicator, number, rank and field", "[job]") {
   // Global ranks 4, 5, 6 hold ranks 0, 1, 2 of kComm; global rank 6 calls
   // AllReduce #4 with another count, and all three wait in it.

@@ -48,8 +48,9 @@ constexpr int32_t kFloat16 = 6;
 constexpr int32_t kFloat32 = 7;
 constexpr int32_t kSum = 0;
 constexpr int32_t kMax = 2;
-// ncclInvalidArgument: a call NCCL refused.
+// ncclResult_t: ncclInvalidArgument (a call NCCL refused), ncclInProgress.
 constexpr int32_t kInvalidArgument = 4;
+constexpr int32_t kInProgress = 7;
 
 constexpr uint64_t kRealtimeBase = 1'700'000'000'000'000'000ULL;
 
