@@ -159,6 +159,30 @@ TEST_CASE("a mismatch in the redop of a rank added first: the majority still dec
   ExpectOne(DiagnoseJob(ps), {"collective_mismatch", "root_cause", kComm, 2, {0}, "redop"});
 }
 
+TEST_CASE("a process with two ranks of a communicator: its ranks are named by their communicator rank", "[job]") {
+  // ncclCommInitAll in process 0 (ranks 0 and 1, no launcher rank); rank 1
+  // calls #2 in half precision.
+  std::vector<SyntheticProcess> ps;
+  ps.emplace_back(-1);
+  ps[0].Init(kComm, 0, 3).Init(kComm, 1, 3);
+  ps.emplace_back(-1);
+  ps[1].Init(kComm, 2, 3);
+  for (uint64_t k = 0; k < 3; ++k) {
+    const int32_t datatype = k == 2 ? kFloat16 : kFloat32;
+    ps[0].Collective(kComm, k, AllReduce().Rank(0)).Collective(kComm, k, AllReduce().Rank(1).Datatype(datatype));
+    ps[1].Collective(kComm, k);
+  }
+  ExpectOne(DiagnoseJob(ps), {"collective_mismatch", "root_cause", kComm, 2, {1}, "datatype", 3});
+}
+
+TEST_CASE("a rank that aborted the communicator: missing_rank, aborted", "[job]") {
+  std::vector<SyntheticProcess> ps = Ranks(2);
+  ps[0].Collectives(kComm, 0, 2).Collective(kComm, 3, AllReduce().Pending());
+  ps[1].Collectives(kComm, 0, 2).Abort(kComm);
+  const Finding x = ExpectOne(DiagnoseJob(ps), {"missing_rank", "root_cause", kComm, 3, {1}});
+  CHECK(Extra(x, "did_instead").find("aborted") != std::string::npos);
+}
+
 TEST_CASE("a rank that exited early: missing_rank, and what it did instead", "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(2);
   ps[0].Collectives(kComm, 0, 2).Collective(kComm, 3, AllReduce().Pending());  // waits in #3 for ever

@@ -170,17 +170,9 @@ class SyntheticProcess {
     return PointToPoint(false, comm, seq, peer, args);
   }
 
-  // ncclCommDestroy of `comm`, returned.
-  SyntheticProcess& Destroy(uint64_t comm) {
-    pb::Record& r = Add();
-    auto* e = r.mutable_comm_end();
-    e->set_comm(comm);
-    e->set_handle(Handle(comm, RankIn(comm)));
-    e->set_call(pb::COMM_DESTROY);
-    e->set_result(0);
-    e->set_rank(RankIn(comm));
-    return *this;
-  }
+  // ncclCommDestroy / ncclCommAbort of `comm`, returned.
+  SyntheticProcess& Destroy(uint64_t comm) { return End(comm, pb::COMM_DESTROY); }
+  SyntheticProcess& Abort(uint64_t comm) { return End(comm, pb::COMM_ABORT); }
 
   // exit(code).
   SyntheticProcess& Exit(int32_t code) {
@@ -237,6 +229,17 @@ class SyntheticProcess {
     records_.emplace_back();
     records_.back().set_t(t_);
     return records_.back();
+  }
+
+  SyntheticProcess& End(uint64_t comm, pb::Call call) {
+    pb::Record& r = Add();
+    auto* e = r.mutable_comm_end();
+    e->set_comm(comm);
+    e->set_handle(Handle(comm, RankIn(comm)));
+    e->set_call(call);
+    e->set_result(0);
+    e->set_rank(RankIn(comm));
+    return *this;
   }
 
   SyntheticProcess& PointToPoint(bool send, uint64_t comm, uint64_t seq, int32_t peer, const P2pArgs& args) {
