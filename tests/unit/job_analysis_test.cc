@@ -2,8 +2,8 @@
 // finding comes out of a job (its kind, role, communicator, number and
 // ranks), and what the analysis keeps of each process.
 //
-// Finding assertions live in the few helpers below (ExpectOne, Extra), so a
-// change of the Finding's field types touches them only.
+// Finding assertions live in the few helpers below (ExpectOne, Claims,
+// Extra, Describe), so a change of the Finding's field types touches them only.
 
 #include <catch2/catch.hpp>
 #include <csignal>
@@ -48,6 +48,7 @@ struct Expected {
   std::vector<int> ranks;
   std::string field;           // checked when not empty
   std::optional<int> nranks;  // checked when set
+  std::optional<int> job;     // checked when set
 };
 
 std::string Describe(const Diagnosis& d) {
@@ -68,6 +69,7 @@ Finding ExpectOne(const Diagnosis& d, const Expected& e) {
   CHECK(x.ranks == e.ranks);
   if (!e.field.empty()) CHECK(x.field == e.field);
   if (e.nranks) CHECK(x.nranks == *e.nranks);
+  if (e.job) CHECK(x.job == *e.job);
   return x;
 }
 
@@ -301,8 +303,7 @@ TEST_CASE("two jobs in one folder are diagnosed apart", "[job]") {
   REQUIRE(d.jobs.size() == 2);
   CHECK(d.jobs[0] == std::vector<int>{0, 1});
   CHECK(d.jobs[1] == std::vector<int>{2, 3});
-  const Finding x = ExpectOne(d, {"missing_rank", "root_cause", kOther, 6, {0}});
-  CHECK(x.job == 1);
+  ExpectOne(d, {"missing_rank", "root_cause", kOther, 6, {0}, "", std::nullopt, 1});
 }
 
 TEST_CASE("a missing trace is a note, not a problem", "[job]") {
