@@ -1,0 +1,202 @@
+// Point-to-point matching on synthetic traces: every send #k from s to d
+// against receive #k at d from s, for size, for the collectives posted
+// before each side, and for a tail only one side posted; a peer whose trace
+// is missing proves nothing.
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <vector>
+
+#include "analysis/p2p_matching.h"
+#include "synthetic_process.h"
+
+namespace {
+
+using ncclwatch::decoder::P2pMatching;
+using ncclwatch::decoder::P2pProblem;
+using ncclwatch::decoder::ProcessTrace;
+using namespace ncclwatch::testing;
+
+constexpr uint64_t kComm = 0xbeef;
+
+// Two ranks of kComm, rank 0 in process 0 and rank 1 in process 1.
+struct Pair {
+  SyntheticProcess r0{0}, r1{1};
+  Pair() {
+    r0.Init(kComm, 0, 2);
+    r1.Init(kComm, 1, 2);
+  }
+};
+
+// Matches the processes (added in the order given) and finishes with every
+// rank of kComm present: rank r is process r.
+std::vector<P2pProblem> Match(const std::vector<ProcessTrace>& traces) {
+  P2pMatching m;
+  for (size_t i = 0; i < traces.size(); ++i) m.AddProcess(static_cast<int>(i), traces[i]);
+  m.Finish([&](uint64_t comm, int32_t rank, int* process) {
+    if (comm != kComm || rank < 0 || rank >= static_cast<int32_t>(traces.size())) return false;
+    *process = rank;
+    return true;
+  });
+  return m.problems();
+}
+
+std::vector<P2pProblem> Match(const Pair& p) { return Match({p.r0.Build(), p.r1.Build()}); }
+
+}  // namespace
+
+TEST_CASE("sends and receives that match: no problem", "[p2p]") {
+  Pair p;
+  p.r0.Collective(kComm, 0).Send(kComm, 0, 1).Recv(kComm, 0, 1).Send(kComm, 1, 1, Sized(100, kInt32));
+  p.r1.Collective(kComm, 0).Recv(kComm, 0, 0).Send(kComm, 0, 0).Recv(kComm, 1, 0, Sized(100, kInt32));
+  CHECK(Match(p).empty());
+  // Whichever side is added first.
+  P2pMatching m;
+  m.AddProcess(1, p.r1.Build());
+  m.AddProcess(0, p.r0.Build());
+  m.Finish([](uint64_t, int32_t rank, int* process) {
+    *process = rank;
+    return true;
+  });
+  CHECK(m.problems().empty());
+}
+
+TEST_CASE("a receive for another size: the first #k they differ at, count or datatype", "[p2p]") {
+  SECTION("count") {
+    Pair p;
+    p.r0.Send(kComm, 0, 1).Send(kComm, 1, 1, Sized(64)).Send(kComm, 2, 1, Sized(5));
+    p.r1.Recv(kComm, 0, 0).Recv(kComm, 1, 0, Sized(32)).Recv(kComm, 2, 0, Sized(6));
+    const std::vector<P2pProblem> problems = Match(p);
+    REQUIRE(problems.size() == 1);
+    const P2pProblem& x = problems[0];
+    CHECK(x.kind == P2pProblem::kSizeMismatch);
+    CHECK(x.comm == kComm);
+    CHECK(x.seq == 1);
+    CHECK(x.sender == 0);
+    CHECK(x.receiver == 1);
+    CHECK(x.sender_process == 0);
+    CHECK(x.receiver_process == 1);
+    CHECK(x.send.count == 64);
+    CHECK(x.receive.count == 32);
+  }
+  SECTION("datatype") {
+    Pair p;
+    p.r1.Send(kComm, 0, 0, Sized(8, kFloat16));
+    p.r0.Recv(kComm, 0, 1, Sized(8, kFloat32));
+    const std::vector<P2pProblem> problems = Match(p);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].kind == P2pProblem::kSizeMismatch);
+    CHECK(problems[0].seq == 0);
+    CHECK(problems[0].sender == 1);
+    CHECK(problems[0].receiver == 0);
+    CHECK(problems[0].send.datatype == kFloat16);
+    CHECK(problems[0].receive.datatype == kFloat32);
+  }
+}
+
+TEST_CASE("a send never received: the first number the receiver did not post", "[p2p]") {
+  SECTION("the receiver posted fewer") {
+    Pair p;
+    p.r0.Send(kComm, 0, 1).Send(kComm, 1, 1).Send(kComm, 2, 1, Sized(77));
+    p.r1.Recv(kComm, 0, 0).Recv(kComm, 1, 0);
+    const std::vector<P2pProblem> problems = Match(p);
+    REQUIRE(problems.size() == 1);
+    const P2pProblem& x = problems[0];
+    CHECK(x.kind == P2pProblem::kSendNotReceived);
+    CHECK(x.seq == 2);
+    CHECK(x.other_side_posted == 2);
+    CHECK(x.send.seq == 2);
+    CHECK(x.send.count == 77);
+    CHECK(x.sender == 0);
+    CHECK(x.receiver == 1);
+  }
+  SECTION("the receiver, whose trace is here, posted none") {
+    Pair p;
+    p.r0.Send(kComm, 0, 1, Sized(9));
+    p.r1.Collective(kComm, 0);
+    const std::vector<P2pProblem> problems = Match(p);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].kind == P2pProblem::kSendNotReceived);
+    CHECK(problems[0].seq == 0);
+    CHECK(problems[0].other_side_posted == 0);
+    CHECK(problems[0].send.count == 9);
+    CHECK(problems[0].receiver_process == 1);
+  }
+}
+
+TEST_CASE("a receive never sent: the first number the sender did not post", "[p2p]") {
+  Pair p;
+  p.r0.Send(kComm, 0, 1);
+  p.r1.Recv(kComm, 0, 0).Recv(kComm, 1, 0, Sized(3));
+  const std::vector<P2pProblem> problems = Match(p);
+  REQUIRE(problems.size() == 1);
+  const P2pProblem& x = problems[0];
+  CHECK(x.kind == P2pProblem::kReceiveNotSent);
+  CHECK(x.seq == 1);
+  CHECK(x.other_side_posted == 1);
+  CHECK(x.receive.seq == 1);
+  CHECK(x.receive.count == 3);
+  CHECK(x.sender == 0);
+  CHECK(x.receiver == 1);
+}
+
+TEST_CASE("two sides posted between different collectives: an order mismatch", "[p2p]") {
+  // Rank 0 sends after collective #1; rank 1 receives before it. On the
+  // communicator's one stream each waits for the other.
+  Pair p;
+  p.r0.Collective(kComm, 0).Collective(kComm, 1).Send(kComm, 0, 1);
+  p.r1.Collective(kComm, 0).Recv(kComm, 0, 0).Collective(kComm, 1);
+  const std::vector<P2pProblem> problems = Match(p);
+  REQUIRE(problems.size() == 1);
+  const P2pProblem& x = problems[0];
+  CHECK(x.kind == P2pProblem::kOrderMismatch);
+  CHECK(x.seq == 0);
+  CHECK(x.send.collectives_before == 2);
+  CHECK(x.receive.collectives_before == 1);
+  CHECK(x.sender == 0);
+  CHECK(x.receiver == 1);
+}
+
+TEST_CASE("a side whose trace lost its start is not compared for order", "[p2p]") {
+  // Rank 1's ring wrapped: its first collective is #5, so how many came
+  // before its receive is unknown.
+  Pair p;
+  p.r0.Collectives(kComm, 0, 6).Send(kComm, 0, 1);
+  p.r1.Wrapped().Collectives(kComm, 5, 6).Recv(kComm, 0, 0);
+  const std::vector<ProcessTrace> traces = {p.r0.Build(), p.r1.Build()};
+  CHECK(StreamOf(traces[1], kComm, 1).collectives_before_p2p == std::vector<int64_t>{-1});
+  CHECK(Match(traces).empty());
+}
+
+TEST_CASE("a peer whose trace is missing proves nothing", "[p2p]") {
+  Pair p;
+  p.r0.Send(kComm, 0, 1).Send(kComm, 1, 1).Recv(kComm, 0, 1);
+  P2pMatching m;
+  m.AddProcess(0, p.r0.Build());
+  m.Finish([](uint64_t, int32_t rank, int* process) {
+    if (rank != 0) return false;  // rank 1's trace was not collected
+    *process = 0;
+    return true;
+  });
+  CHECK(m.problems().empty());
+}
+
+// BUG (analysis/p2p_matching.cc, P2pMatching::Finish): a pair whose one side
+// posted nothing in the traces is compared with an empty other side whenever
+// that rank's trace is present, even when the trace lost its start (the ring
+// wrapped): rank 0 here kept only collectives #100 and #101, so the sends it
+// made long before are gone, yet the pair is reported as "receive #0 never
+// sent". A wrapped trace proves no more than a missing one; Finish should
+// skip (or the member callback refuse) a side whose stream does not hold
+// its start.
+TEST_CASE("a peer whose ring wrapped past its sends proves nothing either", "[p2p][!mayfail]") {
+  Pair p;
+  p.r1.Recv(kComm, 0, 0).Collectives(kComm, 0, 101);
+  p.r0.Wrapped().Collectives(kComm, 100, 101);
+  const std::vector<ProcessTrace> traces = {p.r0.Build(), p.r1.Build()};
+  REQUIRE_FALSE(StreamOf(traces[0], kComm, 0).holds_start);
+  const std::vector<P2pProblem> problems = Match(traces);
+  INFO("problems: " << problems.size() << ", the first of kind " << (problems.empty() ? -1 : problems[0].kind)
+                     << " (2: receive never sent)");
+  CHECK(problems.empty());
+}

@@ -1,0 +1,277 @@
+// SyntheticProcess: a traced process written as a story, for the analyses'
+// unit tests.
+//
+// Each call appends one trace.proto record, serialized with libprotobuf;
+// Build() imports them with RecordImporter in the order they were written
+// (the timeline's order) and finishes the trace as the loaders do, so the
+// analyses read exactly the model a real trace file would give them, with no
+// process, shim or ring file behind it.
+//
+//   SyntheticProcess p(/*global_rank=*/1);
+//   p.Init(kComm, /*rank=*/1, /*nranks=*/2)
+//       .Collective(kComm, 0)                                 // AllReduce of 1024 float32, sum
+//       .Collective(kComm, 1, Broadcast(/*count=*/64, /*root=*/0))
+//       .Send(kComm, 0, /*peer=*/0)
+//       .Destroy(kComm)
+//       .Exit(0);
+//   ProcessTrace t = p.Build();
+//
+// Times: every record is 10 ticks after the one before, unless At() moves
+// the clock. One time anchor maps tick t to realtime kRealtimeBase + t for
+// every process, so times compare across processes as the diagnosis needs.
+//
+// Header-only, for tests; nothing is written to disk.
+
+#ifndef NCCLWATCH_TESTS_UNIT_SYNTHETIC_PROCESS_H_
+#define NCCLWATCH_TESTS_UNIT_SYNTHETIC_PROCESS_H_
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/comm_stream.h"
+#include "model/process_trace.h"
+#include "model/record_importer.h"
+#include "ncclwatch/ring_format.h"
+#include "ncclwatch/trace.pb.h"
+
+namespace ncclwatch::testing {
+
+namespace pb = ::ncclwatch::trace::v1;
+
+// ncclDataType_t and ncclRedOp_t values (nccl.h).
+constexpr int32_t kInt32 = 2;
+constexpr int32_t kFloat16 = 6;
+constexpr int32_t kFloat32 = 7;
+constexpr int32_t kSum = 0;
+constexpr int32_t kMax = 2;
+// ncclResult_t: ncclInvalidArgument (a call NCCL refused), ncclInProgress.
+constexpr int32_t kInvalidArgument = 4;
+constexpr int32_t kInProgress = 7;
+
+constexpr uint64_t kRealtimeBase = 1'700'000'000'000'000'000ULL;
+
+// The arguments of one collective call.
+struct Op {
+  pb::Call call = pb::ALL_REDUCE;
+  uint64_t count = 1024;
+  int32_t datatype = kFloat32;
+  std::optional<int32_t> redop = kSum;
+  std::optional<int32_t> root;
+  int32_t result = 0;
+  uint64_t stream = 0x5100;
+  std::optional<int32_t> rank;  // the communicator rank, when not the one Init gave
+
+  Op& Datatype(int32_t d) { datatype = d; return *this; }
+  Op& Redop(int32_t r) { redop = r; return *this; }
+  Op& Root(int32_t r) { root = r; return *this; }
+  Op& Result(int32_t r) { result = r; return *this; }
+  Op& Pending() { result = NCCLWATCH_RESULT_PENDING; return *this; }
+  Op& Stream(uint64_t s) { stream = s; return *this; }
+  Op& Rank(int32_t r) { rank = r; return *this; }
+};
+
+inline Op AllReduce(uint64_t count = 1024) { Op o; o.count = count; return o; }
+inline Op AllGather(uint64_t count = 1024) { Op o; o.call = pb::ALL_GATHER; o.count = count; o.redop.reset(); return o; }
+inline Op Broadcast(uint64_t count, int32_t root) {
+  Op o;
+  o.call = pb::BROADCAST;
+  o.count = count;
+  o.redop.reset();
+  o.root = root;
+  return o;
+}
+inline Op Bcast(uint64_t count, int32_t root) { Op o = Broadcast(count, root); o.call = pb::BCAST; return o; }
+inline Op Reduce(uint64_t count, int32_t root) { Op o; o.call = pb::REDUCE; o.count = count; o.root = root; return o; }
+
+// The arguments of one send or receive.
+struct P2pArgs {
+  uint64_t count = 8;
+  int32_t datatype = kFloat32;
+  int32_t result = 0;
+  uint64_t stream = 0x5100;
+};
+
+inline P2pArgs Sized(uint64_t count, int32_t datatype = kFloat32) { return P2pArgs{count, datatype}; }
+
+class SyntheticProcess {
+ public:
+  // A process the launcher named `global_rank` (-1: none, as without a launcher).
+  explicit SyntheticProcess(int32_t global_rank = -1) {
+    pb::Record& s = Add();
+    s.mutable_process_start()->set_pid(static_cast<uint32_t>(1000 + (global_rank < 0 ? 999 : global_rank)));
+    s.mutable_process_start()->set_host("node0");
+    s.mutable_process_start()->set_global_rank(global_rank);
+    if (global_rank >= 0) s.mutable_process_start()->set_rank_source("RANK");
+    pb::Record& a = Add();
+    a.mutable_time_anchor()->set_t(0);
+    a.mutable_time_anchor()->set_monotonic_ns(0);
+    a.mutable_time_anchor()->set_realtime_ns(kRealtimeBase);
+  }
+
+  // The next record happens at tick `t` (later ones follow 10 ticks apart).
+  SyntheticProcess& At(uint64_t t) {
+    t_ = t - kTick;
+    return *this;
+  }
+
+  // ncclCommInitRank of `comm` as `rank` of `nranks`, begun and returned.
+  SyntheticProcess& Init(uint64_t comm, int32_t rank, int32_t nranks) {
+    pb::Record& b = Add();
+    auto* begin = b.mutable_comm_init_begin();
+    begin->set_comm(comm);
+    begin->set_call(pb::COMM_INIT_RANK);
+    begin->set_rank(rank);
+    begin->set_nranks(nranks);
+    pb::Record& e = Add();
+    auto* end = e.mutable_comm_init_end();
+    end->set_comm(comm);
+    end->set_result(0);
+    end->set_handle(Handle(comm, rank));
+    end->set_rank(rank);
+    end->set_nranks(nranks);
+    rank_of_[comm] = rank;
+    return *this;
+  }
+
+  // Collective #seq of `comm`, on the rank Init gave unless op.rank says.
+  SyntheticProcess& Collective(uint64_t comm, uint64_t seq, const Op& op = Op()) {
+    pb::Record& r = Add();
+    auto* c = r.mutable_collective();
+    c->set_result(op.result);
+    c->set_comm(comm);
+    c->set_seq(seq);
+    c->set_call(op.call);
+    c->set_count(op.count);
+    c->set_datatype(op.datatype);
+    if (op.redop) c->set_redop(*op.redop);
+    if (op.root) c->set_root(*op.root);
+    c->set_stream(op.stream);
+    c->set_caller(0x400000 + seq);
+    c->set_rank(op.rank ? *op.rank : RankIn(comm));
+    return *this;
+  }
+
+  // Collectives #first..#last of `comm`, all alike.
+  SyntheticProcess& Collectives(uint64_t comm, uint64_t first, uint64_t last, const Op& op = Op()) {
+    for (uint64_t s = first; s <= last; ++s) Collective(comm, s, op);
+    return *this;
+  }
+
+  // Send #seq to `peer` (its number among this rank's sends to that peer).
+  SyntheticProcess& Send(uint64_t comm, uint64_t seq, int32_t peer, const P2pArgs& args = P2pArgs()) {
+    return PointToPoint(true, comm, seq, peer, args);
+  }
+  // Receive #seq from `peer`.
+  SyntheticProcess& Recv(uint64_t comm, uint64_t seq, int32_t peer, const P2pArgs& args = P2pArgs()) {
+    return PointToPoint(false, comm, seq, peer, args);
+  }
+
+  // ncclCommDestroy / ncclCommAbort of `comm`, returned.
+  SyntheticProcess& Destroy(uint64_t comm) { return End(comm, pb::COMM_DESTROY); }
+  SyntheticProcess& Abort(uint64_t comm) { return End(comm, pb::COMM_ABORT); }
+
+  // exit(code).
+  SyntheticProcess& Exit(int32_t code) {
+    pb::Record& r = Add();
+    r.mutable_process_end()->set_how(pb::ProcessEnd::EXIT);
+    r.mutable_process_end()->set_exit_code(code);
+    return *this;
+  }
+
+  // A fatal signal; `disposition` 0: the default action (the process died).
+  SyntheticProcess& Signal(int32_t signo, uint32_t disposition = 0) {
+    pb::Record& r = Add();
+    r.mutable_fatal_signal()->set_signo(signo);
+    r.mutable_fatal_signal()->set_disposition(disposition);
+    return *this;
+  }
+
+  // The process's ring wrapped: the file no longer holds its oldest records
+  // (those not written here), as a loaded trace's statistics say.
+  SyntheticProcess& Wrapped() {
+    overwritten_ = 1;
+    return *this;
+  }
+
+  // The trace as the decoder's model holds it.
+  decoder::ProcessTrace Build() const {
+    decoder::ProcessTrace p;
+    p.path = "synthetic";
+    p.stats.ring_overwritten = overwritten_;
+    decoder::RecordImporter importer(&p);
+    for (const pb::Record& r : records_) {
+      const std::string bytes = r.SerializeAsString();
+      REQUIRE(importer.Import(absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
+      ++p.records;
+    }
+    decoder::FinishProcessTrace(&p);
+    return p;
+  }
+
+ private:
+  static constexpr uint64_t kTick = 10;
+
+  static uint64_t Handle(uint64_t comm, int32_t rank) {
+    return 0x7f0000000000ULL + (comm & 0xffff) * 0x100 + static_cast<uint64_t>(rank & 0xff);
+  }
+
+  int32_t RankIn(uint64_t comm) const {
+    auto it = rank_of_.find(comm);
+    return it == rank_of_.end() ? 0 : it->second;
+  }
+
+  pb::Record& Add() {
+    t_ += kTick;
+    records_.emplace_back();
+    records_.back().set_t(t_);
+    return records_.back();
+  }
+
+  SyntheticProcess& End(uint64_t comm, pb::Call call) {
+    pb::Record& r = Add();
+    auto* e = r.mutable_comm_end();
+    e->set_comm(comm);
+    e->set_handle(Handle(comm, RankIn(comm)));
+    e->set_call(call);
+    e->set_result(0);
+    e->set_rank(RankIn(comm));
+    return *this;
+  }
+
+  SyntheticProcess& PointToPoint(bool send, uint64_t comm, uint64_t seq, int32_t peer, const P2pArgs& args) {
+    pb::Record& r = Add();
+    auto* p = r.mutable_p2p();
+    p->set_result(args.result);
+    p->set_comm(comm);
+    p->set_seq(seq);
+    p->set_send(send);
+    p->set_peer(peer);
+    p->set_count(args.count);
+    p->set_datatype(args.datatype);
+    p->set_stream(args.stream);
+    p->set_caller(send ? 0x500000 + seq : 0x600000 + seq);
+    p->set_rank(RankIn(comm));
+    return *this;
+  }
+
+  uint64_t t_ = 0;
+  uint64_t overwritten_ = 0;
+  std::vector<pb::Record> records_;
+  std::map<uint64_t, int32_t> rank_of_;
+};
+
+// The stream of `comm`'s rank `rank` in `trace`; fails the test if absent.
+inline const decoder::CommStream& StreamOf(const decoder::ProcessTrace& trace, uint64_t comm, int32_t rank) {
+  for (const decoder::CommStream& s : trace.streams)
+    if (s.comm == comm && s.rank == rank) return s;
+  FAIL("no stream for rank " << rank << " of communicator " << comm);
+  return trace.streams.front();  // not reached
+}
+
+}  // namespace ncclwatch::testing
+
+#endif  // NCCLWATCH_TESTS_UNIT_SYNTHETIC_PROCESS_H_
