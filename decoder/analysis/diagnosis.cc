@@ -121,8 +121,11 @@ class Diagnoser {
     if (nranks > 0) {
       std::set<int32_t> have;
       for (const AlignedMember& m : members) have.insert(m.comm_rank);
+      // A trace can claim any size: name at most kMaxListedRanks of the
+      // missing (NCCL's largest jobs are far below it).
+      constexpr int kMaxListedRanks = 1 << 20;
       std::vector<int> missing;
-      for (int r = 0; r < nranks; ++r)
+      for (int r = 0; r < nranks && r < kMaxListedRanks; ++r)
         if (!have.count(r)) missing.push_back(r);
       if (!missing.empty()) {
         Finding n;
@@ -163,6 +166,10 @@ class Diagnoser {
     std::map<Key, Behind> groups;
     for (const AlignedMember& m : members) {
       if (m.any && m.hi >= limit) continue;
+      // A ring that lost every collective of this communicator cannot say
+      // which one the rank reached; a crafted last number has no successor.
+      if (!m.any && !m.holds_start) continue;
+      if (m.any && m.hi == UINT64_MAX) continue;
       const uint64_t next = m.any ? m.hi + 1 : 0;
       if (divergence && next > *divergence) continue;
       int64_t entered_ns = 0;
@@ -226,6 +233,14 @@ class Diagnoser {
       d.how = Departure::kExited;
       return d;
     }
+    // A crash ends the question: what it did on other communicators before
+    // is not why it never came back.
+    if (p.fate.kind == Fate::kSignal && CrashSignal(p.fate.signo)) {
+      d.signo = p.fate.signo;
+      d.kind = FindingKind::kRankDied;
+      d.how = Departure::kDiedOfSignal;
+      return d;
+    }
     if (std::optional<LastCall> later = p.ActivityAfter(comm)) {
       d.how = Departure::kOtherCommunicators;
       d.later_call = *later;
@@ -275,6 +290,8 @@ class Diagnoser {
       } else if (m.any && m.lo <= seq && m.hi >= seq) {
         sig = ref;
         caller = ref_caller;  // the same call, made from the same place as the reference's
+      } else if ((m.any && m.lo > seq) || (!m.any && !m.holds_start)) {
+        continue;  // its trace no longer holds #seq: it passed it, or cannot say
       } else {
         not_reached.push_back(Global(m.process, comm, m.comm_rank));
         continue;

@@ -211,9 +211,11 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
 }
 
 void JobAnalysis::Finish() {
+  // A peer's trace proves it posted nothing only if its ring still holds
+  // everything since the communicator began.
   p2p_.Finish([this](uint64_t comm, int32_t rank, int* process) {
     *process = ProcessOf(comm, rank);
-    return *process >= 0;
+    return *process >= 0 && processes_[*process].stats.ring_overwritten == 0;
   });
 }
 

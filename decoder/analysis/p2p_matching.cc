@@ -8,6 +8,7 @@ namespace ncclwatch::decoder {
 void P2pMatching::AddProcess(int process, const ProcessTrace& trace) {
   std::map<Key, Side> sends, receives;
   for (const CommStream& stream : trace.streams) {
+    if (!stream.holds_start) lost_start_.insert({stream.comm, stream.rank});
     for (size_t k = 0; k < stream.p2p.size(); ++k) {
       const P2pEvent& e = trace.p2p[stream.p2p[k]];
       Side& side = e.send ? sends[Key{e.comm, e.rank, e.peer}] : receives[Key{e.comm, e.peer, e.rank}];
@@ -35,6 +36,8 @@ void P2pMatching::Finish(const std::function<bool(uint64_t comm, int32_t rank, i
     Side& absent = pair.sends.present ? pair.receives : pair.sends;
     const int32_t rank = pair.sends.present ? std::get<2>(key) : std::get<1>(key);
     int process = -1;
+    // A side whose trace lost its start may have posted what was lost.
+    if (lost_start_.count({std::get<0>(key), rank})) continue;
     if (!member(std::get<0>(key), rank, &process)) continue;
     absent.present = true;
     absent.process = process;

@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
+#include <utility>
 #include <tuple>
 #include <vector>
 
@@ -80,6 +82,7 @@ class P2pMatching {
   void Compare(const Key& key, Pair& pair);
 
   std::map<Key, Pair> pairs_;
+  std::set<std::pair<uint64_t, int32_t>> lost_start_;  // (comm, rank) whose trace lost its start
   std::vector<P2pProblem> problems_;
 };
 

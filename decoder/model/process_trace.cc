@@ -1,6 +1,8 @@
 #include "model/process_trace.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -58,7 +60,8 @@ void BuildStreams(ProcessTrace* p) {
         last->seen = true;
         last->from_start = e.seq == 0;
       }
-      last->issued = static_cast<int64_t>(e.seq) + 1;
+      // A crafted number near 2^63 must not overflow the count.
+      last->issued = e.seq < static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(e.seq) + 1 : INT64_MAX;
       p->streams[last->stream].collectives.push_back(static_cast<uint32_t>(c));
     }
   };
@@ -87,7 +90,7 @@ int32_t ProcessTrace::DisplayRank() const {
 }
 
 int64_t ProcessTrace::MonotonicNs(uint64_t t) const {
-  if (clock == NCCLWATCH_CLOCK_MONOTONIC_NS || anchors.empty()) return static_cast<int64_t>(t);
+  if (clock == NCCLWATCH_CLOCK_MONOTONIC_NS || anchors.empty()) return t > INT64_MAX ? INT64_MAX : static_cast<int64_t>(t);
   // TSC: the rate from the two anchors furthest apart, offset from the nearest.
   const TimeAnchorEvent& a = anchors.front();
   const TimeAnchorEvent& b = anchors.back();
@@ -103,14 +106,23 @@ int64_t ProcessTrace::MonotonicNs(uint64_t t) const {
     const TimeAnchorEvent* before = &*(it - 1);
     if (t - before->t < (near->t > t ? near->t - t : t - near->t)) near = before;
   }
-  return static_cast<int64_t>(near->monotonic_ns) +
-         static_cast<int64_t>(rate * (static_cast<double>(t) - static_cast<double>(near->t)));
+  const double ns = static_cast<double>(near->monotonic_ns) + rate * (static_cast<double>(t) - static_cast<double>(near->t));
+  // Crafted anchors can put this anywhere: clamp instead of overflowing.
+  if (!(ns > -9.2e18)) return INT64_MIN;
+  if (!(ns < 9.2e18)) return INT64_MAX;
+  return static_cast<int64_t>(ns);
 }
 
 int64_t ProcessTrace::RealtimeNs(uint64_t t) const {
   if (anchors.empty()) return 0;
   const TimeAnchorEvent& a = anchors.front();
-  return MonotonicNs(t) + (static_cast<int64_t>(a.realtime_ns) - static_cast<int64_t>(a.monotonic_ns));
+  // realtime - monotonic at the anchor, then added: both in 128 bits, then
+  // clamped, so crafted anchors near 2^63 cannot overflow.
+  const __int128 v = static_cast<__int128>(MonotonicNs(t)) + static_cast<__int128>(a.realtime_ns) -
+                     static_cast<__int128>(a.monotonic_ns);
+  if (v > INT64_MAX) return INT64_MAX;
+  if (v < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(v);
 }
 
 const ModuleInfo* ProcessTrace::ModuleAt(uint64_t address) const {

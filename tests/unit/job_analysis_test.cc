@@ -292,16 +292,11 @@ TEST_CASE("a rank that died is reported once, where it was first missed", "[job]
   CHECK(Extra(x, "last_seq") == "null");
 }
 
-// BUG (analysis/diagnosis.cc, Diagnoser::Classify): a rank that used two
-// communicators and then crashed is classified, on the communicator it used
-// first, as "alive and kept calling other communicators" (missing_rank),
-// because ActivityAfter is consulted before the fatal signal: its call on
-// the other communicator came after its last collective here, although it
-// came before the others entered the collective it missed, and the process
-// then died of SIGBUS. The job gets that missing_rank as its root cause and
-// the rank_died as a consequence; one rank_died (on the communicator where
-// the rank was first missed, with its signal) is what happened.
-TEST_CASE("a rank that used two communicators and crashed: rank_died, once", "[job][!mayfail]") {
+// A rank that used two communicators and then crashed: its call on the
+// other communicator came after its last collective here, but the crash is
+// why it never came back. One rank_died (on the communicator where it was
+// first missed, with its signal), not "alive on another communicator".
+TEST_CASE("a rank that used two communicators and crashed: rank_died, once", "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(2);
   ps[0].Init(kOther, 0, 2);
   ps[1].Init(kOther, 1, 2);
@@ -385,15 +380,11 @@ TEST_CASE("a process's last call is the last in its timeline, whatever the table
   }
 }
 
-// BUG (analysis/diagnosis.cc, Diagnoser::DiagnoseCommunicator): a member
-// with no collective of the communicator in its trace is taken to be behind
-// at #0 ("never entered collective #0 ... made no collective on it") even
-// when its ring wrapped (AlignedMember::holds_start is false): rank 1 here
-// kept only its last calls on another communicator, so whatever it did on
-// kComm was overwritten. Its trace cannot say which collective it missed;
-// the claim about #0 is unfounded.
+// A member with no collective of the communicator in its trace, whose ring
+// wrapped: whatever it did on kComm was overwritten, so its trace cannot say
+// which collective it missed, and no claim about #0 is made.
 TEST_CASE("a rank whose ring lost every collective of the communicator is not said to have missed #0",
-          "[job][!mayfail]") {
+          "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(2);
   ps[1].Init(kOther, 0, 1);
   ps[0].Collectives(kComm, 0, 5).Collective(kComm, 6, AllReduce().Pending());
