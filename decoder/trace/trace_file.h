@@ -148,9 +148,12 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
         continue;
       }
       if (sh.kind == NCCLWATCH_SLOT_SINGLE) {
-        std::memcpy(record.get(), slot + NCCLWATCH_SLOT_HEADER_BYTES, sh.length);
-        length = sh.length;
+        // Already a private copy, in the chunk: handed out from there.
         ++i;
+        if (sh.length == 0) continue;
+        ++stats->records;
+        fn(pinned, start, absl::MakeConstSpan(slot + NCCLWATCH_SLOT_HEADER_BYTES, sh.length));
+        continue;
       } else if (sh.kind == NCCLWATCH_SLOT_FIRST) {
         // Gather the record's slots; any gap or inconsistency discards all of them.
         const uint32_t total = sh.record_bytes;
