@@ -18,7 +18,7 @@
 #include <string>
 #include <system_error>
 
-#include "trace/process_trace.h"
+#include "model/process_trace.h"
 
 namespace ncclwatch::fuzz {
 

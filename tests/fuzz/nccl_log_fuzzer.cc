@@ -32,9 +32,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   log.Finish();
   const ncclwatch::decoder::LogDiagnosis d = ncclwatch::decoder::DiagnoseLogs(log);
+  // Both reports, as `explain` writes them.
   std::ostringstream human, json;
-  ncclwatch::decoder::WriteFindingsHuman(d.findings, d.problem, human);
-  ncclwatch::decoder::WriteNotesHuman(d.findings, human);
-  for (const ncclwatch::decoder::Finding& f : d.findings) ncclwatch::decoder::WriteFindingJson(f, json);
+  ncclwatch::decoder::WriteExplainHumanReport(log, d, {}, human);
+  ncclwatch::decoder::WriteExplainJsonReport(log, d, {}, json);
   return 0;
 }
