@@ -1,10 +1,13 @@
 // What the shim writes for each kind of NCCL call, and around the process's
 // life (exit, fatal signals).
 //
-// HOT PATH: Begin/EndCollective, Begin/EndP2p, BeginGroup/EndGroup and
-// RecordApi allocate nothing, take no lock, make no system call, are
-// async-signal-safe, and leave errno as they found it. The communicator
-// lifecycle functions run when communicators are made and destroyed.
+// HOT PATH: Begin/EndCollective, Begin/EndP2p, BeginGroup/EndGroup,
+// BeginApi, RecordNcclVersion, RecordNcclError, RecordAsyncError and the
+// process functions (RecordProcessEnd, RecordFatalSignal) allocate nothing,
+// take no lock, make no system call, are async-signal-safe, and leave errno
+// as they found it. The communicator lifecycle functions run when
+// communicators are made and destroyed; RecordCommInitEnd also rescans the
+// modules (not signal-safe).
 
 #ifndef NCCLWATCH_SHIM_CORE_CALL_RECORDS_H_
 #define NCCLWATCH_SHIM_CORE_CALL_RECORDS_H_
