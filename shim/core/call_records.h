@@ -95,8 +95,10 @@ void RecordCommInitBegin(const CommInitBegin& b);
 // modules loaded since, and a time anchor.
 void RecordCommInitEnd(uint64_t comm, int result, const void* handle, int rank, int nranks, int device);
 
+// ncclCommFinalize, Destroy, Abort and Revoke: the CommEnd record, written
+// before the call with its result pending, and the result after.
 CallRecord BeginCommEnd(uint32_t call, const void* comm);
-void EndCommEnd(uint32_t call, const void* comm, const CallRecord& record, int result);
+void EndCommEnd(const CallRecord& record, int result);
 
 // --- The process
 

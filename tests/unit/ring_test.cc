@@ -182,20 +182,6 @@ TEST_CASE("the pinned region keeps its records and overflows into the ring", "[r
   CHECK(r.stats.pinned_overflow == 36);
 }
 
-TEST_CASE("a result is written into its record in place, unless the record is gone", "[ring]") {
-  jobs::TempDir dir;
-  RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
-  RecordLocation where;
-  REQUIRE(Append(w, Region::kRing, "result=PENDING", &where));
-  w.Patch(where, 7, "DONE!!!", 7);
-  CHECK(ReadAll(w.path()).ring == std::vector<std::string>{"result=DONE!!!"});
-  for (int i = 0; i < 64; ++i) REQUIRE(Append(w, Region::kRing, "filler"));
-  w.Patch(where, 0, "XXXXXX", 6);  // the slot now holds another record: untouched
-  for (const std::string& s : ReadAll(w.path()).ring) CHECK(s == "filler");
-}
-
 TEST_CASE("records encoded in place: published, or given up as padding the reader skips", "[ring]") {
   jobs::TempDir dir;
   RingWriter w;
