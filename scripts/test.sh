@@ -1,9 +1,49 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the whole test suite (ctest).
+# Installs what is missing, builds, and runs the whole test suite (ctest);
+# then again with the decoder, the ncclwatch CLI and the Catch2 test binaries
+# built with ASan and UBSan, in ${ASAN_BUILD_DIR:-build-asan} (the shim, the
+# simulator and the programs the shim is preloaded into are never
+# instrumented: see ncclwatch_sanitize in CMakeLists.txt). Fails if the tests
+# left anything in the source tree. Arguments go to both ctest runs.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$repo/build}
+asan_build=${ASAN_BUILD_DIR:-$repo/build-asan}
 "$repo/scripts/install-deps.sh"
+
+# What the source tree holds beyond its committed files: changes, untracked
+# files, and ignored ones too (a stray *.trace is ignored, and must still be
+# seen), less the build folders.
+in_git=0
+git -C "$repo" rev-parse --is-inside-work-tree >/dev/null 2>&1 && in_git=1
+tree_state() {
+  {
+    git -C "$repo" status --porcelain --untracked-files=all
+    git -C "$repo" ls-files --others --ignored --exclude-standard --directory | sed 's/^/!! /'
+  } | awk -v a="${build#"$repo"/}/" -v b="${asan_build#"$repo"/}/" \
+    'substr($0, 4, length(a)) != a && substr($0, 4, length(b)) != b' | LC_ALL=C sort
+}
+before=""
+((in_git)) && before=$(tree_state)
+
+failed=0
 "$repo/scripts/build.sh" -DNCCLWATCH_WERROR=ON
-cd "$build"
-ctest --output-on-failure -j "$(nproc)" "$@"
+(cd "$build" && ctest --output-on-failure -j "$(nproc)" "$@") || failed=1
+
+echo "== the same tests, the decoder and the test binaries under ASan and UBSan ($asan_build)"
+start=$SECONDS
+BUILD_DIR=$asan_build "$repo/scripts/build.sh" -DNCCLWATCH_WERROR=ON -DNCCLWATCH_SANITIZE=address,undefined \
+  -DNCCLWATCH_BUILD_BENCHMARKS=OFF
+(cd "$asan_build" && UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+  ctest --output-on-failure -j "$(nproc)" "$@") || failed=1
+echo "== sanitizer build and tests: $((SECONDS - start)) s"
+
+if ((in_git)); then
+  left=$(LC_ALL=C comm -13 <(printf '%s\n' "$before") <(tree_state))
+  if [[ -n $left ]]; then
+    echo "test: the tests left these in the source tree (a test writes only in its own temporary folder):" >&2
+    printf '%s\n' "$left" | sed 's/^/  /' >&2
+    failed=1
+  fi
+fi
+exit "$failed"

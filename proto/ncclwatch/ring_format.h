@@ -5,11 +5,15 @@
  *
  *   offset 0        header (ncclwatch_ring_header, 512 bytes, padded to 4096)
  *   pinned_offset   pinned region: pinned_slots slots, filled once, never
- *                   overwritten: process identity, module map, communicator
- *                   creation and end. When full, such records go to the ring
- *                   and pinned_overflow counts them.
+ *                   overwritten: process identity and end, module map,
+ *                   inventory, NCCL's version, communicator creation and
+ *                   end, NCCL's error texts, fatal signals, the libc calls
+ *                   NCCL's set-up made and those that failed, time anchors.
+ *                   When full, such records go to the ring and
+ *                   pinned_overflow counts them.
  *   ring_offset     ring: ring_slots slots (a power of two), overwritten
- *                   oldest first: every NCCL call.
+ *                   oldest first: every NCCL call, NCCL's later libc calls,
+ *                   and a time anchor every 65536 slots.
  *
  *   slot (128 bytes)
  *   +--------+--------+------+-----+--------------+---------------------------+
@@ -35,7 +39,8 @@
  *
  * A reader must treat every byte as hostile: check the header against the
  * file's size and these constants before using an offset, and bound every
- * length. The shim and its tests pin this layout (tests/unit/ring_layout_test.cc).
+ * length. The static_asserts below and tests/unit/trace_format_test.cc ("the
+ * ring file's layout is pinned") pin this layout.
  */
 #ifndef NCCLWATCH_PROTO_NCCLWATCH_RING_FORMAT_H_
 #define NCCLWATCH_PROTO_NCCLWATCH_RING_FORMAT_H_

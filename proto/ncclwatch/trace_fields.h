@@ -1,7 +1,7 @@
 // The field numbers and enum values of trace.proto, for the shim's hand
 // encoder (which must not depend on libprotobuf). Freestanding.
 //
-// tests/unit/trace_fields_test.cc checks every constant here against the
+// tests/unit/trace_format_test.cc checks every constant here against the
 // descriptors protoc generates from trace.proto, so the two cannot drift.
 
 #ifndef NCCLWATCH_PROTO_NCCLWATCH_TRACE_FIELDS_H_

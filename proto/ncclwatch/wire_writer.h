@@ -14,7 +14,7 @@
 //
 // Nested lengths are written as 2-byte varints, with a redundant continuation
 // byte when the length is under 128; protobuf parsers accept that
-// (tests/unit/wire_writer_test.cc parses the output with libprotobuf).
+// (tests/unit/trace_format_test.cc parses the output with libprotobuf).
 //
 // Header-only and freestanding: it uses no C++ standard library, so the shim
 // that includes it needs nothing at run time beyond glibc.

@@ -275,12 +275,9 @@ CallRecord BeginCommEnd(uint32_t call, const void* comm) {
   return r.Append(Region::kPinned);
 }
 
-void EndCommEnd(uint32_t call, const void* comm, const CallRecord& record, int result) {
+void EndCommEnd(const CallRecord& record, int result) {
   ErrnoGuard keep;
   record.Finish(result);
-  if ((call == f::kCommDestroy || call == f::kCommAbort) && result == 0) {
-    if (CommState* cs = g_comms.Find(comm)) __atomic_store_n(&cs->destroyed, 1u, __ATOMIC_RELAXED);
-  }
   WriteTimeAnchor(Region::kPinned);
 }
 

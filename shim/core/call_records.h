@@ -1,10 +1,13 @@
 // What the shim writes for each kind of NCCL call, and around the process's
 // life (exit, fatal signals).
 //
-// HOT PATH: Begin/EndCollective, Begin/EndP2p, BeginGroup/EndGroup and
-// RecordApi allocate nothing, take no lock, make no system call, are
-// async-signal-safe, and leave errno as they found it. The communicator
-// lifecycle functions run when communicators are made and destroyed.
+// HOT PATH: Begin/EndCollective, Begin/EndP2p, BeginGroup/EndGroup,
+// BeginApi, RecordNcclVersion, RecordNcclError, RecordAsyncError and the
+// process functions (RecordProcessEnd, RecordFatalSignal) allocate nothing,
+// take no lock, make no system call, are async-signal-safe, and leave errno
+// as they found it. The communicator lifecycle functions run when
+// communicators are made and destroyed; RecordCommInitEnd also rescans the
+// modules (not signal-safe).
 
 #ifndef NCCLWATCH_SHIM_CORE_CALL_RECORDS_H_
 #define NCCLWATCH_SHIM_CORE_CALL_RECORDS_H_
@@ -92,8 +95,10 @@ void RecordCommInitBegin(const CommInitBegin& b);
 // modules loaded since, and a time anchor.
 void RecordCommInitEnd(uint64_t comm, int result, const void* handle, int rank, int nranks, int device);
 
+// ncclCommFinalize, Destroy, Abort and Revoke: the CommEnd record, written
+// before the call with its result pending, and the result after.
 CallRecord BeginCommEnd(uint32_t call, const void* comm);
-void EndCommEnd(uint32_t call, const void* comm, const CallRecord& record, int result);
+void EndCommEnd(const CallRecord& record, int result);
 
 // --- The process
 

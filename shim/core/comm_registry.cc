@@ -63,7 +63,6 @@ CommState* CommRegistry::FindOrAdopt(const void* handle) {
     c->id = HashBytes(&key, sizeof(key), HashBytes(&pid, sizeof(pid)));
     c->rank = -1;
     c->nranks = -1;
-    c->adopted = 1;
     __atomic_store_n(&c->ready, 1u, __ATOMIC_RELEASE);
   } else {
     // Another thread is completing this entry.
@@ -90,8 +89,6 @@ CommState* CommRegistry::Register(const void* handle, uint64_t id, int rank, int
   c->id = id;
   c->rank = rank;
   c->nranks = nranks;
-  c->destroyed = 0;
-  c->adopted = 0;
   c->last_async = 0;
   __atomic_store_n(&c->next_seq, 0ull, __ATOMIC_RELAXED);
   __atomic_store_n(&c->split_count, 0u, __ATOMIC_RELAXED);

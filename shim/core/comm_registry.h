@@ -5,9 +5,8 @@
 // is created (after the init call returned) and may map memory.
 //
 // A fixed table of 4096 entries in .bss, open addressing by handle. Entries
-// are never freed: a destroyed communicator's entry is marked so, and a new
-// communicator that NCCL happens to allocate at the same address takes the
-// entry over. Per entry:
+// are never freed: a new communicator that NCCL happens to allocate at a
+// destroyed one's address takes its entry over. Per entry:
 //
 //   id         the communicator's identity, the same on all its ranks
 //   next_seq   the number the next collective gets (as NCCL matches them)
@@ -27,13 +26,11 @@ namespace ncclwatch::shim {
 struct CommState {
   uintptr_t handle;      // the ncclComm_t; 0 = free entry
   uint32_t ready;        // 1 once the fields below are set
-  uint32_t destroyed;    // 1 after ncclCommDestroy/Abort
   uint64_t id;
   int32_t rank;
   int32_t nranks;
   uint64_t next_seq;     // atomic
   uint32_t split_count;  // atomic: ncclCommSplit/Shrink calls made on this comm
-  uint32_t adopted;      // 1: first seen in a call, not at creation (identity unknown to peers)
   uint64_t* p2p_seq;     // [nranks] sends, then [nranks] receives; nullptr if unknown size
   uint64_t last_async;   // the last (result, async error) recorded for it
 };

@@ -27,6 +27,4 @@ void AddNcclCode(uintptr_t start, uintptr_t end) {
   __atomic_store_n(&g_nccl_code_count, n + 1, __ATOMIC_RELEASE);
 }
 
-bool NcclCodeKnown() { return __atomic_load_n(&g_nccl_code_count, __ATOMIC_ACQUIRE) > 0; }
-
 }  // namespace ncclwatch::shim

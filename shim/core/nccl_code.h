@@ -22,9 +22,6 @@ bool IsNcclModule(const char* path);
 // a plugin unloaded and its range reused is rare and only costs a record.
 void AddNcclCode(uintptr_t start, uintptr_t end);
 
-// Whether any NCCL range is known yet (NCCL may be loaded after start-up).
-bool NcclCodeKnown();
-
 inline constexpr int kMaxNcclCode = 16;
 extern uintptr_t g_nccl_code_lo[kMaxNcclCode];
 extern uintptr_t g_nccl_code_hi[kMaxNcclCode];

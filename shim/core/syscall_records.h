@@ -1,5 +1,6 @@
-// What the libc hooks record: the C library calls NCCL makes (sockets,
-// /dev/shm files, their sizes and mappings), for init forensics.
+// What the libc and dl hooks record: the C library calls NCCL makes
+// (sockets, /dev/shm files, their sizes and mappings, dlopen) and the verbs
+// calls that failed, for init forensics.
 //
 // HOT PATH: everything here allocates nothing, takes no lock, makes no
 // system call, is async-signal-safe and leaves errno as it found it. The

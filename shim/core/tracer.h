@@ -8,10 +8,12 @@
 // InitTracer() there, which is not signal-safe.
 //
 // Start-up (InitTracer, once): reads NCCLWATCH (0: pure pass-through),
-// NCCLWATCH_DIR, NCCLWATCH_RING_SIZE, NCCLWATCH_FILE_MODE; creates the trace
-// file; writes the process identity, a time anchor and the module map;
-// installs the signal, exit and fork hooks. If the file cannot be made, the
-// process runs untraced after one line on stderr.
+// NCCLWATCH_DIR (by default ${TMPDIR:-/tmp}/ncclwatch-<uid>),
+// NCCLWATCH_RING_SIZE, NCCLWATCH_FILE_MODE; creates the trace file; writes
+// the process identity, a time anchor and the module map. If the file cannot
+// be made, the process runs untraced after one line on stderr. The signal,
+// exit and fork hooks are installed afterwards by the shim's constructor
+// (interpose/process_hooks.cc), and only when tracing.
 
 #ifndef NCCLWATCH_SHIM_CORE_TRACER_H_
 #define NCCLWATCH_SHIM_CORE_TRACER_H_
@@ -47,7 +49,8 @@ struct ThreadState {
   uint32_t index;        // 1, 2, ... in order of first record
   uint32_t group_depth;  // ncclGroupStart nesting
   uint64_t group_id;     // the current group's id, 0 outside groups
-  uint32_t in_call;      // the NCCL init/teardown call running on this thread (trace.proto Call), 0 none
+  uint32_t in_call;      // the NCCL init/teardown call (ncclGetUniqueId included) running on this
+                         // thread (trace.proto Call), 0 none
 };
 
 // Initial-exec TLS: reading it never allocates.
@@ -59,8 +62,10 @@ uint64_t NextGroupId();
 // Writes a TimeAnchor record.
 void WriteTimeAnchor(Region region);
 
-// Records the modules loaded since the last call (start-up and communicator
-// creation; not signal-safe: takes the loader's lock).
+// Records the modules loaded since the last call: at start-up, around each
+// NCCL init and teardown call, and when code not yet known to be NCCL's
+// looks up a verbs function with dlvsym (it may be a plugin NCCL loaded:
+// interpose/dl_hooks.cc). Not signal-safe: takes the loader's lock.
 void RecordNewModules();
 
 }  // namespace ncclwatch::shim

@@ -4,12 +4,14 @@
 // its transports (shm_open, open and unlink under /dev/shm, mkstemp,
 // fallocate, posix_fallocate, ftruncate, mmap, and their 64-bit-offset
 // names). Each forwards to the next definition (glibc's) with its arguments
-// unchanged and returns its result and errno unchanged; a call is recorded (core/syscall_records.h) only when
-// NCCL's own code made it, or when it failed inside an NCCL call.
+// unchanged and returns its result and errno unchanged; a call is recorded
+// (core/syscall_records.h) only when NCCL's own code made it, or when it
+// failed inside an NCCL init or teardown call.
 //
-// dlopen is not interposed: glibc resolves a dlopen's search path (RUNPATH,
-// $ORIGIN, namespace) from the caller's address, which a wrapper would
-// change. The libraries NCCL loaded are in the module map instead.
+// dlopen and dlvsym are not here: glibc resolves a dlopen's search path
+// (RUNPATH, $ORIGIN, namespace) from the caller's address, which a wrapper
+// like these would change. interpose/dl_hooks.cc watches them through
+// trampolines that keep the caller's return address.
 //
 // HOT PATH (every one of these calls the process makes): no allocation, no
 // lock, no system call of the shim's own, async-signal-safe, errno as glibc

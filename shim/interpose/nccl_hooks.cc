@@ -403,7 +403,7 @@ ncclResult_t CommEnd(Fn real, uint32_t call, ncclComm_t comm) {
   CallRecord rec = BeginCommEnd(call, comm);
   const ncclResult_t r = real(comm);
   NoteFailure(call, r, comm);
-  EndCommEnd(call, comm, rec, r);
+  EndCommEnd(rec, r);
   return r;
 }
 
@@ -431,7 +431,7 @@ NCCLWATCH_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   CallRecord rec = BeginCommEnd(f::kCommRevoke, comm);
   const ncclResult_t r = real(comm, revokeFlags);
   NoteFailure(f::kCommRevoke, r, comm);
-  EndCommEnd(f::kCommRevoke, comm, rec, r);
+  EndCommEnd(rec, r);
   return r;
 }
 

@@ -1,4 +1,4 @@
-// HOT PATH (Append, AppendAt, ClaimSlot, Publish, Discard, Patch): no allocation, no lock, no system call,
+// HOT PATH (Append, AppendAt, ClaimSlot, Publish, Discard): no allocation, no lock, no system call,
 // async-signal-safe. Open() is start-up only.
 
 #include "ring/ring_writer.h"
@@ -199,24 +199,6 @@ void RingWriter::Discard(const SlotClaim& claim) {
   sh->kind = NCCLWATCH_SLOT_PADDING;
   sh->record_bytes = 0;
   __atomic_store_n(&sh->stamp, claim.where.index + 1, __ATOMIC_RELEASE);
-}
-
-void RingWriter::Patch(const RecordLocation& where, size_t offset, const void* data, size_t len) {
-  if (where.slots == nullptr) return;
-  const uint64_t mask = where.slot_count - 1;
-  const uint8_t* src = static_cast<const uint8_t*>(data);
-  while (len > 0) {
-    const uint64_t idx = where.index + offset / NCCLWATCH_SLOT_PAYLOAD_BYTES;
-    const size_t within = offset % NCCLWATCH_SLOT_PAYLOAD_BYTES;
-    const size_t piece = NCCLWATCH_SLOT_PAYLOAD_BYTES - within < len ? NCCLWATCH_SLOT_PAYLOAD_BYTES - within : len;
-    uint8_t* slot = where.slots + (idx & mask) * NCCLWATCH_SLOT_BYTES;
-    auto* sh = reinterpret_cast<ncclwatch_slot_header*>(slot);
-    if (__atomic_load_n(&sh->stamp, __ATOMIC_ACQUIRE) != idx + 1) return;  // overwritten since
-    memcpy(slot + NCCLWATCH_SLOT_HEADER_BYTES + within, src, piece);
-    src += piece;
-    offset += piece;
-    len -= piece;
-  }
 }
 
 }  // namespace ncclwatch::shim

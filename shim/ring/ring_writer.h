@@ -1,9 +1,9 @@
 // RingWriter: appends records to a trace file (proto/ncclwatch/ring_format.h).
 //
-// HOT PATH: Append(), ClaimSlot(), Publish(), Discard(), Patch(), PatchSite
-// and everything they call allocate nothing,
-// take no lock, make no system call and are async-signal-safe; any number of
-// threads (and a signal handler) may append at once. Open() is start-up only:
+// HOT PATH: Append(), ClaimSlot(), Publish(), Discard(), PatchSite and
+// everything they call allocate nothing, take no lock, make no system call
+// and are async-signal-safe; any number of threads (and a signal handler)
+// may append at once. Open() is start-up only:
 // it creates the file, allocates its blocks and maps it.
 //
 // Records go to one of two regions. kRing wraps and keeps the newest; kPinned
@@ -101,11 +101,6 @@ class RingWriter {
     site.expect = where.index + 1;
     return site;
   }
-
-  // Overwrites `len` bytes at `offset` within the record at `where`, if that
-  // record has not been overwritten since. A reader sees the old or the new
-  // bytes.
-  void Patch(const RecordLocation& where, size_t offset, const void* data, size_t len);
 
   ncclwatch_ring_header* header() const { return header_; }
 

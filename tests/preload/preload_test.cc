@@ -58,6 +58,24 @@ ProcessTrace OnlyTrace(const std::string& dir) {
   return *t;
 }
 
+// The shim traced `program` from start to a normal exit: a test that only
+// compares output with and without it would also pass with a shim that was
+// not loaded, or that recorded nothing.
+void CheckTracedStartToExit(const ProcessTrace& t, const std::string& program, int exit_code = 0) {
+  CHECK(t.has_start);
+  CHECK(fs::path(t.exe).filename() == program);
+  CHECK_FALSE(t.modules.empty());
+  REQUIRE(t.end.has_value());
+  CHECK(t.end->how == 1);  // exit() or main returning
+  CHECK(t.end->exit_code == exit_code);
+}
+
+std::vector<std::string> CallNames(const std::vector<ncclwatch::decoder::ApiEvent>& apis) {
+  std::vector<std::string> names;
+  for (const auto& a : apis) names.push_back(ncclwatch::decoder::CallName(a.call));
+  return names;
+}
+
 }  // namespace
 
 TEST_CASE("results, outputs and errno are the same with and without the shim", "[preload]") {
@@ -91,7 +109,20 @@ TEST_CASE("the libc calls the shim interposes: same results and errno, and none 
   CHECK(plain.output.find("errno=111") != std::string::npos);  // the refused connect
   CHECK(plain.output.find("-> -1 errno=17") != std::string::npos);  // shm_open O_EXCL
   const ProcessTrace t = OnlyTrace(dir.path());
-  CHECK(t.syscalls.empty());  // the program's own calls, outside any NCCL call
+  CheckTracedStartToExit(t, "preload_probe");
+  CHECK(CallNames(t.apis) == std::vector<std::string>{"ncclGetUniqueId"});
+  // Only NCCL's calls (its bootstrap's interfaces and listening socket) are
+  // recorded, none of the program's own, failed or not, before it.
+  std::set<std::string> kinds;
+  for (const auto& c : t.syscalls) {
+    const std::string kind = ncclwatch::decoder::SysCallName(c.kind);
+    INFO(kind << " " << c.path);
+    kinds.insert(kind);
+    CHECK(c.from_nccl);
+    CHECK(ncclwatch::decoder::CallName(c.in_call) == "ncclGetUniqueId");
+    CHECK(c.err == 0);
+  }
+  CHECK(kinds == std::set<std::string>{"getifaddrs", "bind", "listen"});
 }
 
 TEST_CASE("real NCCL under the shim: the same results, and the failures are traced", "[preload][real-nccl]") {
@@ -123,6 +154,13 @@ TEST_CASE("NCCLWATCH=0 is a pure pass-through: no file at all", "[preload]") {
   const jobs::RankResult off = RunProbe({"api"}, Traced(dir.path(), {"NCCLWATCH=0"}));
   CHECK(off.output == plain.output);
   CHECK(TraceFiles(dir.path()).empty());
+  // The same run without NCCLWATCH=0 is traced: the variable made the difference.
+  jobs::TempDir on_dir;
+  const jobs::RankResult on = RunProbe({"api"}, Traced(on_dir.path()));
+  CHECK(on.output == plain.output);
+  const ProcessTrace t = OnlyTrace(on_dir.path());
+  CheckTracedStartToExit(t, "preload_probe");
+  CHECK(t.collectives.size() == 3);
 }
 
 TEST_CASE("a folder that cannot be used: one warning line, the job runs untraced", "[preload]") {
@@ -155,6 +193,10 @@ TEST_CASE("sigaction and signal report the program's handlers as it installed th
   CHECK(traced.output == plain.output);
   CHECK(plain.output.find("the previous one was A") != std::string::npos);
   CHECK(plain.output.find("SA_RESTART kept") != std::string::npos);
+  // The shim was there, its handlers in front, and no signal was raised.
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CheckTracedStartToExit(t, "preload_probe");
+  CHECK(t.signals.empty());
 }
 
 TEST_CASE("an ignored signal stays ignored", "[preload][signals]") {
@@ -162,6 +204,15 @@ TEST_CASE("an ignored signal stays ignored", "[preload][signals]") {
   const jobs::RankResult r = RunProbe({"ignore"}, Traced(dir.path()));
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("survived an ignored SIGTERM") != std::string::npos);
+  // Traced to the end; the ignored signal never reached a handler, so it is
+  // not recorded as fatal.
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CheckTracedStartToExit(t, "preload_probe");
+  CHECK(CallNames(t.apis) == std::vector<std::string>{"ncclGetUniqueId"});
+  REQUIRE(t.comms.size() == 1);
+  CHECK(t.comms[0].init_result == 0);
+  CHECK(t.comms[0].nranks == 1);
+  CHECK(t.signals.empty());
 }
 
 TEST_CASE("a crash still crashes, with the signal in the trace", "[preload][signals]") {
@@ -259,6 +310,11 @@ TEST_CASE("dlopen under the shim searches the caller's RUNPATH, as without it", 
   INFO(plain.output << "\n---\n" << traced.output);
   CHECK(plain.output.find("sibling answered 42") != std::string::npos);
   CHECK(traced.output == plain.output);
+  // The shim traced the process; the program's own dlopen is not NCCL's, so
+  // it is not recorded.
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CheckTracedStartToExit(t, "dlopen_origin_main");
+  CHECK(t.syscalls.empty());
 }
 
 TEST_CASE("dlvsym under the shim answers as without it, whoever asks", "[preload][dlopen]") {
@@ -269,6 +325,11 @@ TEST_CASE("dlvsym under the shim answers as without it, whoever asks", "[preload
   CHECK(plain.output.find("RTLD_DEFAULT getpid is getpid: 1") != std::string::npos);
   CHECK(plain.output.find("handle wrong version found: 0") != std::string::npos);
   CHECK(traced.output == plain.output);
+  // The shim traced the process; a lookup that is not NCCL's (nor of a verbs
+  // function) is not recorded.
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CheckTracedStartToExit(t, "preload_probe");
+  CHECK(t.syscalls.empty());
 }
 
 TEST_CASE("real NCCL's dlopen of a plugin that is not there is noted, and seen not to load", "[preload][dlopen][real-nccl]") {

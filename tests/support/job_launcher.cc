@@ -227,6 +227,11 @@ JobResult RunJob(const JobSpec& spec) {
       // come back, so relative paths work as they do without --shm-size.
       if (shm.ns_fd >= 0 && (setns(shm.ns_fd, CLONE_NEWNS) != 0 || chdir(cwd.c_str()) != 0)) _exit(126);
       if (c.netns_fd >= 0 && setns(c.netns_fd, CLONE_NEWNET) != 0) _exit(126);
+      rlimit core;
+      if (getrlimit(RLIMIT_CORE, &core) == 0 && core.rlim_cur != 0) {
+        core.rlim_cur = 0;
+        setrlimit(RLIMIT_CORE, &core);
+      }
       if (spec.memlock_bytes >= 0) {
         const rlimit limit{static_cast<rlim_t>(spec.memlock_bytes), static_cast<rlim_t>(spec.memlock_bytes)};
         if (setrlimit(RLIMIT_MEMLOCK, &limit) != 0 || prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0) != 0) _exit(126);

@@ -11,6 +11,9 @@
 //                (another host's interfaces, or no route to the root)
 //   memlock      a locked-memory limit (a container's or a scheduler's ulimit -l)
 //
+// A rank never dumps core: the crashes tests provoke on purpose would leave
+// core files in the working folder (core_pattern is "core" by default).
+//
 // Thread-safety: RunJob may be called from one thread at a time per process
 // (it forks).
 

@@ -11,7 +11,8 @@
 //   preload_probe threads        4 threads, one communicator each, 100 AllReduces each
 //   preload_probe sigkill        some collectives, then SIGKILL
 //   preload_probe libc           the C library calls the shim interposes (sockets,
-//                                /dev/shm files), failing and succeeding
+//                                /dev/shm files), failing and succeeding, then
+//                                an ncclGetUniqueId that makes some of its own
 //   preload_probe dlvsym         dlvsym with RTLD_DEFAULT, RTLD_NEXT and a handle
 //
 // Written against the public NCCL and CUDA API only.
@@ -278,6 +279,9 @@ int Libc() {
   SHOW(shm_open("/ncclwatch-probe-shm", O_CREAT | O_RDWR, 0600) >= 0);
   SHOW(shm_open("/ncclwatch-probe-shm", O_CREAT | O_EXCL | O_RDWR, 0600));
   SHOW(shm_unlink("/ncclwatch-probe-shm"));
+  // Then NCCL's own calls (its bootstrap's sockets), which the shim records.
+  ncclUniqueId id;
+  SHOW(ncclGetUniqueId(&id));
   return 0;
 }
 
