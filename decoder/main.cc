@@ -30,17 +30,21 @@ constexpr char kUsage[] =
     "       ncclwatch dump [--json] FILE          print one trace's records\n"
     "       ncclwatch version\n"
     "       ncclwatch COMMAND --help              one command's usage\n"
-    "Exit codes: 0 healthy (warnings and notes allowed), 1 a problem, 2 input that cannot be used.\n";
+    "Exit codes: 0 healthy (warnings and notes allowed), 1 a problem, 2 input that cannot be "
+    "used.\n";
 
 // Each command's own usage, for `ncclwatch COMMAND --help`.
 const char* CommandUsage(const std::string& command) {
   if (command == "diagnose") {
     return "usage: ncclwatch diagnose [--json] PATH...\n"
-           "  Reads every trace (*.trace) in the folders and files given, and names the root cause first.\n"
-           "  The first line is the headline: HEALTHY, HEALTHY with warnings or notes, or PROBLEM: its kind,\n"
+           "  Reads every trace (*.trace) in the folders and files given, and names the root cause "
+           "first.\n"
+           "  The first line is the headline: HEALTHY, HEALTHY with warnings or notes, or PROBLEM: "
+           "its kind,\n"
            "  communicator, collective and ranks.\n"
            "  --json   the JSON contract (README.md, \"JSON output\")\n"
-           "  Exit codes: 0 healthy (warnings and notes allowed), 1 a problem, 2 input that cannot be used.\n";
+           "  Exit codes: 0 healthy (warnings and notes allowed), 1 a problem, 2 input that cannot "
+           "be used.\n";
   }
   if (command == "explain") {
     return "usage: ncclwatch explain [--json] LOG...\n"
@@ -54,7 +58,8 @@ const char* CommandUsage(const std::string& command) {
            "  Prints one trace's records, one per line (--json: one JSON object per line).\n"
            "  Exit codes: 0 done, 2 a file that cannot be read.\n";
   }
-  if (command == "version") return "usage: ncclwatch version\n  Prints the version of ncclwatch and of its trace format.\n";
+  if (command == "version")
+    return "usage: ncclwatch version\n  Prints the version of ncclwatch and of its trace format.\n";
   return nullptr;
 }
 
@@ -86,9 +91,12 @@ int Main(int argc, char** argv) {
   }
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--json") json = true;
-    else if (a.size() > 1 && a[0] == '-') return Usage("unknown option " + a);
-    else paths.push_back(a);
+    if (a == "--json")
+      json = true;
+    else if (a.size() > 1 && a[0] == '-')
+      return Usage("unknown option " + a);
+    else
+      paths.push_back(a);
   }
   if (command == "version" || command == "--version") {
     std::cout << "ncclwatch " << ncclwatch::decoder::kNcclwatchVersion << " (trace format "

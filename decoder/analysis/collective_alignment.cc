@@ -16,10 +16,12 @@ CollectiveSignature CollectiveSignature::Of(const CollectiveEvent& e) {
 }
 
 bool CollectiveSignature::operator==(const CollectiveSignature& o) const {
-  return call == o.call && count == o.count && datatype == o.datatype && redop == o.redop && root == o.root;
+  return call == o.call && count == o.count && datatype == o.datatype && redop == o.redop &&
+         root == o.root;
 }
 
-std::string CollectiveSignature::DifferingField(const CollectiveSignature& a, const CollectiveSignature& b) {
+std::string CollectiveSignature::DifferingField(const CollectiveSignature& a,
+                                                const CollectiveSignature& b) {
   if (a.call != b.call) return "op";
   if (a.count != b.count) return "count";
   if (a.datatype != b.datatype) return "datatype";
@@ -28,7 +30,8 @@ std::string CollectiveSignature::DifferingField(const CollectiveSignature& a, co
   return "";
 }
 
-void CollectiveAlignment::AddMember(int process, const CommStream& stream, const ProcessTrace& trace) {
+void CollectiveAlignment::AddMember(int process, const CommStream& stream,
+                                    const ProcessTrace& trace) {
   AlignedMember m;
   m.process = process;
   m.comm_rank = stream.rank;
@@ -65,8 +68,8 @@ std::optional<uint64_t> CollectiveAlignment::FirstDivergence() const {
   return first;
 }
 
-bool CollectiveAlignment::ReferenceAt(uint64_t seq, CollectiveSignature* sig, int64_t* entered_ns, int* provider,
-                                      uint64_t* caller) const {
+bool CollectiveAlignment::ReferenceAt(uint64_t seq, CollectiveSignature* sig, int64_t* entered_ns,
+                                      int* provider, uint64_t* caller) const {
   const Reference* ref = ref_.Find(seq);
   if (ref == nullptr || ref->provider < 0) return false;
   if (sig) *sig = ref->sig;

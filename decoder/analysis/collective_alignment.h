@@ -31,16 +31,15 @@
 
 namespace ncclwatch::decoder {
 
-
 // One rank of the communicator, as the alignment saw it.
 struct AlignedMember {
-  int process = -1;      // index of the process in the job
+  int process = -1;  // index of the process in the job
   int32_t comm_rank = -1;
-  bool any = false;      // has at least one collective
+  bool any = false;          // has at least one collective
   bool holds_start = false;  // its trace holds the communicator's #0 (or nothing was lost)
-  uint64_t lo = 0;       // first sequence number in its trace
-  uint64_t hi = 0;       // last sequence number it entered
-  CollectiveEvent last;  // its last collective
+  uint64_t lo = 0;           // first sequence number in its trace
+  uint64_t hi = 0;           // last sequence number it entered
+  CollectiveEvent last;      // its last collective
   bool diverges = false;
   uint64_t first_divergence = 0;
   CollectiveEvent at_divergence;

@@ -19,8 +19,8 @@ struct Candidate {
 };
 
 bool CrashSignal(int signo) {
-  return signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL || signo == SIGABRT ||
-         signo == SIGSYS || signo == SIGTRAP;
+  return signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL ||
+         signo == SIGABRT || signo == SIGSYS || signo == SIGTRAP;
 }
 
 class Diagnoser {
@@ -89,7 +89,9 @@ class Diagnoser {
     }
   }
 
-  int Global(int process, uint64_t comm, int32_t rank) const { return job_.GlobalRank(process, comm, rank); }
+  int Global(int process, uint64_t comm, int32_t rank) const {
+    return job_.GlobalRank(process, comm, rank);
+  }
 
   // Where a call was made, for the report to name.
   static CallSiteRef Site(int process, uint64_t caller) { return {process, caller}; }
@@ -161,8 +163,8 @@ class Diagnoser {
     // Ranks that departed the same way are one group; a later call on
     // another communicator is compared by what it was.
     using CallKey = std::tuple<uint32_t, uint64_t, uint64_t, bool, int32_t>;
-    using Key = std::tuple<FindingKind, uint64_t, Departure, uint32_t, std::optional<int>, int, std::optional<uint64_t>,
-                           CallKey, std::pair<std::string, uint64_t>>;
+    using Key = std::tuple<FindingKind, uint64_t, Departure, uint32_t, std::optional<int>, int,
+                           std::optional<uint64_t>, CallKey, std::pair<std::string, uint64_t>>;
     std::map<Key, Behind> groups;
     for (const AlignedMember& m : members) {
       if (m.any && m.hi >= limit) continue;
@@ -174,16 +176,23 @@ class Diagnoser {
       if (divergence && next > *divergence) continue;
       int64_t entered_ns = 0;
       CollectiveSignature sig;
-      if (!al.ReferenceAt(next, &sig, &entered_ns, nullptr)) continue;  // nobody entered it: not behind
+      if (!al.ReferenceAt(next, &sig, &entered_ns, nullptr))
+        continue;  // nobody entered it: not behind
       Behind b;
       b.departure = Classify(m, comm, entered_ns);
       b.next = next;
       b.when_ns = entered_ns;
       if (m.any) b.last_seq = m.hi;
       const DepartureFacts& d = b.departure;
-      const Key key{d.kind, next, d.how, d.end_call, d.exit_code, d.signo, b.last_seq,
-                    CallKey{d.later_call.call, d.later_call.comm, d.later_call.seq, d.later_call.send,
-                            d.later_call.peer},
+      const Key key{d.kind,
+                    next,
+                    d.how,
+                    d.end_call,
+                    d.exit_code,
+                    d.signo,
+                    b.last_seq,
+                    CallKey{d.later_call.call, d.later_call.comm, d.later_call.seq,
+                            d.later_call.send, d.later_call.peer},
                     Code(d.later_site)};
       Behind& g = groups.try_emplace(key, b).first->second;
       g.ranks.push_back(Global(m.process, comm, m.comm_rank));
@@ -296,20 +305,21 @@ class Diagnoser {
         not_reached.push_back(Global(m.process, comm, m.comm_rank));
         continue;
       }
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.sig == sig; });
+      auto it =
+          std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.sig == sig; });
       if (it == groups.end()) {
         groups.push_back({sig, {}, sig == ref ? ref_process : m.process, caller});
         it = std::prev(groups.end());
       }
       it->ranks.push_back(Global(m.process, comm, m.comm_rank));
-
     }
     if (groups.size() < 2) return;
     // The majority did what NCCL expected of everyone; on a tie, the group
     // holding the lowest rank.
     std::sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) {
       if (a.ranks.size() != b.ranks.size()) return a.ranks.size() > b.ranks.size();
-      return *std::min_element(a.ranks.begin(), a.ranks.end()) < *std::min_element(b.ranks.begin(), b.ranks.end());
+      return *std::min_element(a.ranks.begin(), a.ranks.end()) <
+             *std::min_element(b.ranks.begin(), b.ranks.end());
     });
     const Group& majority = groups.front();
     Candidate c;
@@ -324,7 +334,8 @@ class Diagnoser {
       x.ranks.insert(x.ranks.end(), groups[i].ranks.begin(), groups[i].ranks.end());
     std::sort(x.ranks.begin(), x.ranks.end());
     CollectiveMismatchFacts facts;
-    for (const Group& g : groups) facts.groups.push_back({g.ranks, g.sig, Site(g.process, g.caller)});
+    for (const Group& g : groups)
+      facts.groups.push_back({g.ranks, g.sig, Site(g.process, g.caller)});
     facts.not_reached = not_reached;
     x.facts = std::move(facts);
     c.process = groups[1].process;
@@ -339,7 +350,8 @@ class Diagnoser {
       facts.sender = Global(pr.sender_process, pr.comm, pr.sender);
       facts.receiver = Global(pr.receiver_process, pr.comm, pr.receiver);
       auto side = [](const P2pOp& o, int process) {
-        return P2pMismatchFacts::Side{o.count, o.datatype, o.collectives_before, Site(process, o.caller)};
+        return P2pMismatchFacts::Side{o.count, o.datatype, o.collectives_before,
+                                      Site(process, o.caller)};
       };
       facts.send = side(pr.send, pr.sender_process);
       facts.receive = side(pr.receive, pr.receiver_process);
@@ -389,7 +401,8 @@ class Diagnoser {
       facts.same_stream = o.same_stream;
       // Both sides of the conflicting pair: which of two orders is "the" wrong
       // one is not something the traces can tell.
-      x.ranks = {std::min(facts.rank, facts.reference_rank), std::max(facts.rank, facts.reference_rank)};
+      x.ranks = {std::min(facts.rank, facts.reference_rank),
+                 std::max(facts.rank, facts.reference_rank)};
       x.when_ns = o.when_ns;
       x.facts = facts;
       c.process = o.process;
@@ -432,8 +445,9 @@ class Diagnoser {
   void Conclude() {
     // One finding per rank that died (the communicator where it was first
     // missed), and per rank that went missing for the same reason.
-    std::sort(candidates_.begin(), candidates_.end(),
-              [](const Candidate& a, const Candidate& b) { return a.finding.when_ns < b.finding.when_ns; });
+    std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
+      return a.finding.when_ns < b.finding.when_ns;
+    });
     std::set<std::pair<FindingKind, std::vector<int>>> seen;
     std::vector<Candidate> kept;
     for (const Candidate& c : candidates_) {
@@ -445,7 +459,8 @@ class Diagnoser {
     std::vector<bool> job_has_root(out_.jobs.size(), false);
     for (Candidate& c : kept) {
       c.finding.job = c.process >= 0 ? job_of_[c.process] : 0;
-      c.finding.role = job_has_root[c.finding.job] ? FindingRole::kConsequence : FindingRole::kRootCause;
+      c.finding.role =
+          job_has_root[c.finding.job] ? FindingRole::kConsequence : FindingRole::kRootCause;
       job_has_root[c.finding.job] = true;
     }
     for (size_t j = 0; j < out_.jobs.size(); ++j) {

@@ -9,9 +9,9 @@
 // report and for the JSON contract alike (README.md, "JSON output").
 //
 //   analysis ──Finding{kind, role, comm, seq, ranks, facts}──> report
-//                                                              ├─ RenderFinding: detail, fix, groups
-//                                                              ├─ human report (headline first)
-//                                                              └─ JSON writer
+//                                                              ├─ RenderFinding: detail, fix,
+//                                                              groups ├─ human report (headline
+//                                                              first) └─ JSON writer
 //
 // A call site is a fact too (a process and a return address); the report
 // names it ("train_loop+0x4909 (main)") from that process's module map.
@@ -94,20 +94,20 @@ enum class Departure {
 struct DepartureFacts {
   FindingKind kind = FindingKind::kMissingRank;  // or kRankDied
   Departure how = Departure::kStopped;
-  uint32_t end_call = 0;             // kLeftCommunicator: the call that ended it
-  std::optional<int> exit_code;      // when the process exited
-  int signo = 0;                     // the signal that ended it, when one did
-  LastCall later_call;               // kOtherCommunicators: its last call on another communicator
-  CallSiteRef later_site;            // ... and where it was made
+  uint32_t end_call = 0;         // kLeftCommunicator: the call that ended it
+  std::optional<int> exit_code;  // when the process exited
+  int signo = 0;                 // the signal that ended it, when one did
+  LastCall later_call;           // kOtherCommunicators: its last call on another communicator
+  CallSiteRef later_site;        // ... and where it was made
 };
 
 // missing_rank and rank_died from traces: ranks that never entered
 // collective `seq`.
 struct MissingRankFacts {
-  CollectiveSignature call;        // the collective the others entered
-  std::vector<int> entered;        // the ranks that entered it
+  CollectiveSignature call;          // the collective the others entered
+  std::vector<int> entered;          // the ranks that entered it
   std::optional<uint64_t> last_seq;  // the missing ranks' last collective on it
-  CallSiteRef last_site;           // where that one was called
+  CallSiteRef last_site;             // where that one was called
   DepartureFacts departure;
 };
 
@@ -135,7 +135,7 @@ struct OrderInversionFacts {
   int reference_rank = -1;
   uint64_t other_comm = 0;
   uint64_t other_seq = 0;
-  bool comm_first = true;   // `rank` issued collective `seq` of `comm` first
+  bool comm_first = true;    // `rank` issued collective `seq` of `comm` first
   bool same_stream = false;  // a certain deadlock; on different streams a warning
 };
 
@@ -175,7 +175,8 @@ struct InitInterface {
   bool loopback = false;
 
   bool operator==(const InitInterface& o) const {
-    return name == o.name && ip == o.ip && prefix_len == o.prefix_len && down == o.down && loopback == o.loopback;
+    return name == o.name && ip == o.ip && prefix_len == o.prefix_len && down == o.down &&
+           loopback == o.loopback;
   }
 };
 
@@ -191,15 +192,16 @@ struct InitVersionGroup {
 
 struct InitFailureFacts {
   InitCause cause = InitCause::kUnknown;
-  std::string subsystem;  // network, bootstrap, shm, version, gpu, ib, fabric, p2p, cuda, unknown, waiting
-  int err = 0;            // errno, 0 when none
+  std::string
+      subsystem;  // network, bootstrap, shm, version, gpu, ib, fabric, p2p, cuda, unknown, waiting
+  int err = 0;    // errno, 0 when none
   std::vector<uint32_t> pids;
-  bool has_pids = true;   // the ranks that only waited list none
+  bool has_pids = true;  // the ranks that only waited list none
 
   // Facts the JSON contract names (set by the causes that measure them).
   std::optional<std::optional<std::string>> socket_ifname;  // network: the value, or unset (null)
-  std::optional<std::vector<std::string>> interfaces;      // network: the interfaces' names
-  std::optional<std::optional<std::string>> address;       // bootstrap: the root's address
+  std::optional<std::vector<std::string>> interfaces;       // network: the interfaces' names
+  std::optional<std::optional<std::string>> address;        // bootstrap: the root's address
   struct Shm {
     std::optional<std::string> path;
     std::optional<int64_t> requested;
@@ -210,8 +212,8 @@ struct InitFailureFacts {
   struct Cuda {
     std::optional<std::string> driver, runtime;  // "13.0"
   };
-  std::optional<Cuda> cuda;                            // driver too old
-  std::optional<std::optional<std::string>> bus_id;    // gpu
+  std::optional<Cuda> cuda;                          // driver too old
+  std::optional<std::optional<std::string>> bus_id;  // gpu
   struct Memlock {
     std::optional<uint64_t> bytes;  // unset: unknown
     bool unlimited = false;
@@ -219,47 +221,50 @@ struct InitFailureFacts {
   std::optional<Memlock> memlock;  // ib
 
   // Further facts the words are made of.
-  std::string host;                       // the rank's host, where the words name it
-  std::string nccl_text;                  // NCCL's own words that named the cause
-  std::vector<std::string> failed_loads;  // libraries NCCL could not load (plugins it merely probes left out)
-  bool interfaces_known = false;          // the rank's interfaces were inventoried
+  std::string host;       // the rank's host, where the words name it
+  std::string nccl_text;  // NCCL's own words that named the cause
+  std::vector<std::string>
+      failed_loads;  // libraries NCCL could not load (plugins it merely probes left out)
+  bool interfaces_known = false;              // the rank's interfaces were inventoried
   std::vector<InitInterface> interface_list;  // IPv4 first; link-local and repeats left out
-  std::string suggest_interface;          // an interface to pin NCCL_SOCKET_IFNAME to
-  std::string shm_call;                   // shm: the failing call ("fallocate"), or what NCCL said it did
-  bool shm_call_traced = false;           // ... seen in the trace (sized "of"), not in NCCL's words ("to")
-  int attempts = 0;                       // bootstrap: connection attempts to the same address
-  std::vector<std::pair<std::string, std::vector<int>>> comm_ids;  // bootstrap: NCCL_COMM_ID values, when they differ
-  std::string root_ip;                    // bootstrap: the root's IP
+  std::string suggest_interface;              // an interface to pin NCCL_SOCKET_IFNAME to
+  std::string shm_call;          // shm: the failing call ("fallocate"), or what NCCL said it did
+  bool shm_call_traced = false;  // ... seen in the trace (sized "of"), not in NCCL's words ("to")
+  int attempts = 0;              // bootstrap: connection attempts to the same address
+  std::vector<std::pair<std::string, std::vector<int>>>
+      comm_ids;         // bootstrap: NCCL_COMM_ID values, when they differ
+  std::string root_ip;  // bootstrap: the root's IP
   int root_port = 0;
-  bool root_on_local_net = true;          // bootstrap: an interface of the rank is on the root's network
-  std::string virtual_bootstrap_iface;    // bootstrap: a container or virtual bridge NCCL picked
+  bool root_on_local_net = true;  // bootstrap: an interface of the rank is on the root's network
+  std::string virtual_bootstrap_iface;  // bootstrap: a container or virtual bridge NCCL picked
   std::vector<InitVersionGroup> version_groups;  // version skew
-  bool driver_known = false;              // driver too old: the driver's presence was recorded
-  bool low_memlock = false;               // ib: RLIMIT_MEMLOCK below what NCCL pins
-  std::optional<std::string> buffsize;    // cuda, out of memory: NCCL_BUFFSIZE
-  bool out_of_memory = false;             // cuda: the failure was an out-of-memory
-  std::string call;                       // unknown: the failed call; waiting: the call waited in
-  int result = -1;                        // unknown: its ncclResult_t, -1 unknown
-  std::vector<std::string> until;         // waiting: how the waiting ranks ended
+  bool driver_known = false;            // driver too old: the driver's presence was recorded
+  bool low_memlock = false;             // ib: RLIMIT_MEMLOCK below what NCCL pins
+  std::optional<std::string> buffsize;  // cuda, out of memory: NCCL_BUFFSIZE
+  bool out_of_memory = false;           // cuda: the failure was an out-of-memory
+  std::string call;                     // unknown: the failed call; waiting: the call waited in
+  int result = -1;                      // unknown: its ncclResult_t, -1 unknown
+  std::vector<std::string> until;       // waiting: how the waiting ranks ended
 };
 
 // Findings of explain (logs/log_diagnosis.cc): what the log lines showed.
 enum class LogCause {
-  kXid,                // gpu_fault: an Xid in dmesg (xid, bus_id)
-  kGpuFailed,          // gpu_fault: an ECC error, a GPU off the bus or unavailable (line)
-  kGpuOutOfMemory,     // out_of_memory, memory "gpu" (line)
-  kHostOutOfMemory,    // out_of_memory, memory "host": the kernel's OOM killer (line)
-  kFabric,             // nvlink_fabric (line)
-  kCudaIpc,            // cuda_ipc_failure (line)
-  kKernelError,        // cuda_error (line)
-  kLauncherDeath,      // rank_died: the launcher's report (signo, line)
-  kLostPeer,           // rank_died: ranks lost the connection to a peer (who, peers)
-  kWatchdogMismatch,   // collective_mismatch: ranks timed out in different collectives (timeouts)
-  kWatchdogMissing,    // missing_rank: ranks that never timed out where the others did (timeouts, timed_out)
-  kWatchdogTimeout,    // watchdog_timeout (timeouts, timeout_ms)
-  kUnseenRanks,        // log_insufficient note: ranks the logs hold nothing of
-  kUnexplainedError,   // log_insufficient: an NCCL error the logs do not explain (line)
-  kNoInfoLines,        // log_insufficient note: NCCL's warnings without its INFO lines
+  kXid,               // gpu_fault: an Xid in dmesg (xid, bus_id)
+  kGpuFailed,         // gpu_fault: an ECC error, a GPU off the bus or unavailable (line)
+  kGpuOutOfMemory,    // out_of_memory, memory "gpu" (line)
+  kHostOutOfMemory,   // out_of_memory, memory "host": the kernel's OOM killer (line)
+  kFabric,            // nvlink_fabric (line)
+  kCudaIpc,           // cuda_ipc_failure (line)
+  kKernelError,       // cuda_error (line)
+  kLauncherDeath,     // rank_died: the launcher's report (signo, line)
+  kLostPeer,          // rank_died: ranks lost the connection to a peer (who, peers)
+  kWatchdogMismatch,  // collective_mismatch: ranks timed out in different collectives (timeouts)
+  kWatchdogMissing,   // missing_rank: ranks that never timed out where the others did (timeouts,
+                      // timed_out)
+  kWatchdogTimeout,   // watchdog_timeout (timeouts, timeout_ms)
+  kUnseenRanks,       // log_insufficient note: ranks the logs hold nothing of
+  kUnexplainedError,  // log_insufficient: an NCCL error the logs do not explain (line)
+  kNoInfoLines,       // log_insufficient note: NCCL's warnings without its INFO lines
 };
 
 struct LogFacts {
@@ -284,9 +289,9 @@ struct LogFacts {
   std::vector<int> timed_out;  // kWatchdogMissing: the ranks that timed out
 };
 
-using FindingFacts = std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts, P2pMismatchFacts,
-                                  OrderInversionFacts, MissingTracesFacts, UnreadableTracesFacts, InitFailureFacts,
-                                  LogFacts>;
+using FindingFacts = std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts,
+                                  P2pMismatchFacts, OrderInversionFacts, MissingTracesFacts,
+                                  UnreadableTracesFacts, InitFailureFacts, LogFacts>;
 
 struct Finding {
   FindingKind kind = FindingKind::kLogInsufficient;
@@ -294,9 +299,9 @@ struct Finding {
   std::optional<uint64_t> comm;
   std::optional<uint64_t> seq;  // per-communicator collective (or p2p) number
   std::vector<int> ranks;       // the global ranks that deviate
-  std::string field;            // op|count|datatype|redop|root (collective_mismatch), order (p2p_mismatch)
-  int nranks = -1;              // the communicator's size
-  int64_t when_ns = 0;          // realtime of the event it starts from
+  std::string field;    // op|count|datatype|redop|root (collective_mismatch), order (p2p_mismatch)
+  int nranks = -1;      // the communicator's size
+  int64_t when_ns = 0;  // realtime of the event it starts from
   int job = 0;
   FindingFacts facts;
 };

@@ -48,10 +48,11 @@ struct InitEvidence {
   };
   std::vector<SysFailure> sys_failures;
 
-  std::vector<std::string> failed_loads;         // libraries NCCL dlopen'ed that did not load
-  std::optional<SocketAddress> bootstrap_addr;  // where NCCL bound its bootstrap (its chosen interface)
-  std::string bootstrap_iface;                  // that interface's name, when known
-  std::optional<SocketAddress> root_addr;       // the bootstrap root it connected to
+  std::vector<std::string> failed_loads;  // libraries NCCL dlopen'ed that did not load
+  std::optional<SocketAddress>
+      bootstrap_addr;                      // where NCCL bound its bootstrap (its chosen interface)
+  std::string bootstrap_iface;             // that interface's name, when known
+  std::optional<SocketAddress> root_addr;  // the bootstrap root it connected to
 
   // The inventory (traces), or what the log printed of it.
   int32_t nccl_version = 0;

@@ -33,7 +33,7 @@ namespace {
 
 // One rank's cause, before ranks with the same cause are grouped.
 struct Cause {
-  InitFailureFacts facts;  // what was measured, by cause
+  InitFailureFacts facts;           // what was measured, by cause
   std::vector<int> ranks_override;  // the ranks a cross-rank cause names, when it knows them all
 };
 
@@ -44,23 +44,27 @@ bool SameCause(const InitFailureFacts& a, const InitFailureFacts& b) {
   auto shm = [](const InitFailureFacts& x) {
     // Not the segment's path: each rank names its own.
     return x.shm ? std::make_tuple(true, x.shm->requested, x.shm->shm_size, x.shm->shm_free)
-                 : std::make_tuple(false, std::optional<int64_t>(), std::optional<uint64_t>(), std::optional<uint64_t>());
+                 : std::make_tuple(false, std::optional<int64_t>(), std::optional<uint64_t>(),
+                                   std::optional<uint64_t>());
   };
   auto cuda = [](const InitFailureFacts& x) {
     return x.cuda ? std::make_pair(x.cuda->driver, x.cuda->runtime)
                   : std::make_pair(std::optional<std::string>(), std::optional<std::string>());
   };
   auto memlock = [](const InitFailureFacts& x) {
-    return x.memlock ? std::make_pair(x.memlock->bytes, x.memlock->unlimited) : std::make_pair(std::optional<uint64_t>(), false);
+    return x.memlock ? std::make_pair(x.memlock->bytes, x.memlock->unlimited)
+                     : std::make_pair(std::optional<uint64_t>(), false);
   };
-  return std::tie(a.cause, a.subsystem, a.err, a.socket_ifname, a.address, a.bus_id, a.host, a.nccl_text,
-                  a.failed_loads, a.interfaces_known, a.interface_list, a.shm_call, a.shm_call_traced, a.attempts,
-                  a.comm_ids, a.root_ip, a.root_port, a.root_on_local_net, a.virtual_bootstrap_iface,
-                  a.version_groups, a.driver_known, a.low_memlock, a.buffsize, a.out_of_memory, a.call, a.result) ==
-             std::tie(b.cause, b.subsystem, b.err, b.socket_ifname, b.address, b.bus_id, b.host, b.nccl_text,
-                      b.failed_loads, b.interfaces_known, b.interface_list, b.shm_call, b.shm_call_traced, b.attempts,
-                      b.comm_ids, b.root_ip, b.root_port, b.root_on_local_net, b.virtual_bootstrap_iface,
-                      b.version_groups, b.driver_known, b.low_memlock, b.buffsize, b.out_of_memory, b.call,
+  return std::tie(a.cause, a.subsystem, a.err, a.socket_ifname, a.address, a.bus_id, a.host,
+                  a.nccl_text, a.failed_loads, a.interfaces_known, a.interface_list, a.shm_call,
+                  a.shm_call_traced, a.attempts, a.comm_ids, a.root_ip, a.root_port,
+                  a.root_on_local_net, a.virtual_bootstrap_iface, a.version_groups, a.driver_known,
+                  a.low_memlock, a.buffsize, a.out_of_memory, a.call, a.result) ==
+             std::tie(b.cause, b.subsystem, b.err, b.socket_ifname, b.address, b.bus_id, b.host,
+                      b.nccl_text, b.failed_loads, b.interfaces_known, b.interface_list, b.shm_call,
+                      b.shm_call_traced, b.attempts, b.comm_ids, b.root_ip, b.root_port,
+                      b.root_on_local_net, b.virtual_bootstrap_iface, b.version_groups,
+                      b.driver_known, b.low_memlock, b.buffsize, b.out_of_memory, b.call,
                       b.result) &&
          shm(a) == shm(b) && cuda(a) == cuda(b) && memlock(a) == memlock(b);
 }
@@ -69,8 +73,9 @@ bool SameCause(const InitFailureFacts& a, const InitFailureFacts& b) {
 struct JobFacts {
   explicit JobFacts(const std::vector<InitEvidence>& ranks);
   const std::vector<InitEvidence>& all;
-  std::map<int32_t, std::vector<const InitEvidence*>> by_version;            // ranks by NCCL version
-  std::map<std::pair<std::string, std::string>, std::vector<const InitEvidence*>> by_gpu;  // by (host, bus id)
+  std::map<int32_t, std::vector<const InitEvidence*>> by_version;  // ranks by NCCL version
+  std::map<std::pair<std::string, std::string>, std::vector<const InitEvidence*>>
+      by_gpu;                 // by (host, bus id)
   std::optional<Cause> skew;  // when the ranks run more than one NCCL version
 };
 
@@ -79,11 +84,13 @@ struct JobFacts {
 std::vector<std::string> Texts(const InitEvidence& r) {
   std::vector<std::string> out = r.warnings;
   for (const InitEvidence::Failure& f : r.failures)
-    if (!f.text.empty() && std::find(out.begin(), out.end(), f.text) == out.end()) out.push_back(f.text);
+    if (!f.text.empty() && std::find(out.begin(), out.end(), f.text) == out.end())
+      out.push_back(f.text);
   return out;
 }
 
-const std::string* FindText(const std::vector<std::string>& texts, std::initializer_list<const char*> needles) {
+const std::string* FindText(const std::vector<std::string>& texts,
+                            std::initializer_list<const char*> needles) {
   for (const std::string& t : texts)
     for (const char* n : needles)
       if (absl::StrContains(t, n)) return &t;
@@ -122,15 +129,18 @@ std::vector<InitInterface> InterfaceList(const InitEvidence& r) {
 }
 
 bool VirtualInterface(const std::string& name) {
-  for (const char* p : {"docker", "virbr", "veth", "br-", "cni", "flannel", "cali", "vxlan", "tun", "tap", "lxc"})
+  for (const char* p :
+       {"docker", "virbr", "veth", "br-", "cni", "flannel", "cali", "vxlan", "tun", "tap", "lxc"})
     if (absl::StartsWith(name, p)) return true;
   return false;
 }
 
 // The interface to suggest pinning: up, running, not loopback, not a bridge.
-std::string SuggestInterface(const InitEvidence& r, const std::optional<SocketAddress>& reach = std::nullopt) {
+std::string SuggestInterface(const InitEvidence& r,
+                             const std::optional<SocketAddress>& reach = std::nullopt) {
   for (const InterfaceInfo& i : r.interfaces) {
-    if (!i.Up() || !i.Running() || i.Loopback() || i.addr.IsLinkLocal() || VirtualInterface(i.name)) continue;
+    if (!i.Up() || !i.Running() || i.Loopback() || i.addr.IsLinkLocal() || VirtualInterface(i.name))
+      continue;
     if (reach && !InSubnet(*reach, i.addr, i.prefix_len)) continue;
     return i.name;
   }
@@ -163,7 +173,8 @@ Cause Of(InitCause cause, const char* subsystem) {
 }
 
 std::optional<Cause> NoInterface(const InitEvidence& r, const std::vector<std::string>& texts) {
-  if (!FindText(texts, {"no socket interface found", "NET/Socket : no interface found", "No usable listening interface"}))
+  if (!FindText(texts, {"no socket interface found", "NET/Socket : no interface found",
+                        "No usable listening interface"}))
     return std::nullopt;
   Cause c = Of(InitCause::kNoInterface, "network");
   const std::string* ifname = r.Env("NCCL_SOCKET_IFNAME");
@@ -187,8 +198,9 @@ std::optional<Cause> SharedMemory(const InitEvidence& r, const std::vector<std::
     sys = &s;
     break;
   }
-  const std::string* text = FindText(texts, {"failed to extend", "shared memory segment", "failed to create shared memory",
-                                             "/dev/shm", "unable to allocate shared memory"});
+  const std::string* text = FindText(
+      texts, {"failed to extend", "shared memory segment", "failed to create shared memory",
+              "/dev/shm", "unable to allocate shared memory"});
   if (sys == nullptr && text == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kSharedMemory, "shm");
   int64_t size = sys ? sys->size : -1;
@@ -219,11 +231,12 @@ std::optional<Cause> SharedMemory(const InitEvidence& r, const std::vector<std::
 }
 
 bool ConnectErrno(int e) {
-  return e == ECONNREFUSED || e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH || e == ECONNRESET ||
-         e == ECONNABORTED || e == EADDRNOTAVAIL;
+  return e == ECONNREFUSED || e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH ||
+         e == ECONNRESET || e == ECONNABORTED || e == EADDRNOTAVAIL;
 }
 
-std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::string>& texts, const JobFacts& job) {
+std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::string>& texts,
+                               const JobFacts& job) {
   const std::vector<InitEvidence>& all = job.all;
   const InitEvidence::SysFailure* sys = nullptr;
   int attempts = 0;
@@ -243,11 +256,14 @@ std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::str
       if (err == 0) err = ErrnoFromText(rest);
       static const LazyRE2 kAttempts = {R"(after (\d+) attempts)"};
       std::string count;
-      if (attempts == 0 && RE2::PartialMatch(rest, *kAttempts, &count)) (void)absl::SimpleAtoi(count, &attempts);
+      if (attempts == 0 && RE2::PartialMatch(rest, *kAttempts, &count))
+        (void)absl::SimpleAtoi(count, &attempts);
     }
   }
   if (sys == nullptr && (text == nullptr || !ConnectErrno(err))) return std::nullopt;
-  Cause c = Of(err == ECONNREFUSED ? InitCause::kBootstrapRefused : InitCause::kBootstrapUnreachable, "bootstrap");
+  Cause c =
+      Of(err == ECONNREFUSED ? InitCause::kBootstrapRefused : InitCause::kBootstrapUnreachable,
+         "bootstrap");
   c.facts.err = err;
   c.facts.attempts = attempts;
   c.facts.address = addr ? std::optional<std::string>(addr->ToString()) : std::nullopt;
@@ -272,13 +288,16 @@ std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::str
       if (InSubnet(*addr, i.addr, i.prefix_len) && !i.Loopback()) on_net = true;
     c.facts.root_on_local_net = on_net;
   }
-  if (!r.bootstrap_iface.empty() && VirtualInterface(r.bootstrap_iface)) c.facts.virtual_bootstrap_iface = r.bootstrap_iface;
+  if (!r.bootstrap_iface.empty() && VirtualInterface(r.bootstrap_iface))
+    c.facts.virtual_bootstrap_iface = r.bootstrap_iface;
   for (const InitEvidence& o : all)
-    if (c.facts.suggest_interface.empty() && o.interfaces_known && addr) c.facts.suggest_interface = SuggestInterface(o, addr);
+    if (c.facts.suggest_interface.empty() && o.interfaces_known && addr)
+      c.facts.suggest_interface = SuggestInterface(o, addr);
   return c;
 }
 
-std::optional<Cause> DuplicateGpu(const InitEvidence& r, const std::vector<std::string>& texts, const JobFacts& job) {
+std::optional<Cause> DuplicateGpu(const InitEvidence& r, const std::vector<std::string>& texts,
+                                  const JobFacts& job) {
   // From the bus ids the traces recorded: the same GPU on the same host.
   std::vector<int> sharing;
   if (!r.bus_id.empty()) {
@@ -308,7 +327,8 @@ std::optional<Cause> DuplicateGpu(const InitEvidence& r, const std::vector<std::
 
 // The version-skew cause, from the ranks' versions (and NCCL's own words,
 // when the versions alone do not show two: a log without them).
-Cause SkewCause(const std::map<int32_t, std::vector<const InitEvidence*>>& by_version, const std::string* text) {
+Cause SkewCause(const std::map<int32_t, std::vector<const InitEvidence*>>& by_version,
+                const std::string* text) {
   Cause c = Of(InitCause::kVersionSkew, "version");
   size_t most = 0;
   int32_t majority = 0;
@@ -350,8 +370,9 @@ JobFacts::JobFacts(const std::vector<InitEvidence>& ranks) : all(ranks) {
 }
 
 std::optional<Cause> DriverTooOld(const InitEvidence& r, const std::vector<std::string>& texts) {
-  const std::string* text = FindText(texts, {"driver version is insufficient", "cudaErrorInsufficientDriver",
-                                             "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"});
+  const std::string* text =
+      FindText(texts, {"driver version is insufficient", "cudaErrorInsufficientDriver",
+                       "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"});
   const bool older = r.cuda_driver_version > 0 && r.cuda_runtime_version > 0 &&
                      r.cuda_driver_version / 1000 < r.cuda_runtime_version / 1000;
   if (text == nullptr && !older) return std::nullopt;
@@ -373,7 +394,8 @@ std::optional<Cause> InfiniBand(const InitEvidence& r, const std::vector<std::st
   if (text == nullptr && verbs == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kInfiniBand, "ib");
   c.facts.err = verbs != nullptr ? verbs->err : ErrnoFromText(*text);
-  c.facts.low_memlock = r.memlock_soft && *r.memlock_soft != UINT64_MAX && *r.memlock_soft < (64ull << 20);
+  c.facts.low_memlock =
+      r.memlock_soft && *r.memlock_soft != UINT64_MAX && *r.memlock_soft < (64ull << 20);
   if (text != nullptr) {
     c.facts.nccl_text = *text;
   } else {
@@ -390,8 +412,9 @@ std::optional<Cause> InfiniBand(const InitEvidence& r, const std::vector<std::st
 }
 
 std::optional<Cause> Fabric(const std::vector<std::string>& texts) {
-  const std::string* text = FindText(texts, {"system not yet initialized", "NVLS", "NVLink SHARP", "abric Manager",
-                                             "fabric manager", "IMEX", "cuMulticast"});
+  const std::string* text =
+      FindText(texts, {"system not yet initialized", "NVLS", "NVLink SHARP", "abric Manager",
+                       "fabric manager", "IMEX", "cuMulticast"});
   if (text == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kFabric, "fabric");
   c.facts.nccl_text = *text;
@@ -399,8 +422,9 @@ std::optional<Cause> Fabric(const std::vector<std::string>& texts) {
 }
 
 std::optional<Cause> PeerToPeer(const std::vector<std::string>& texts) {
-  const std::string* text = FindText(texts, {"P2P/IPC", "cudaIpcOpenMemHandle", "peer access", "peer mapping",
-                                             "cuMemImportFromShareableHandle", "IPC handle"});
+  const std::string* text =
+      FindText(texts, {"P2P/IPC", "cudaIpcOpenMemHandle", "peer access", "peer mapping",
+                       "cuMemImportFromShareableHandle", "IPC handle"});
   if (text == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kPeerToPeer, "p2p");
   c.facts.nccl_text = *text;
@@ -408,7 +432,8 @@ std::optional<Cause> PeerToPeer(const std::vector<std::string>& texts) {
 }
 
 std::optional<Cause> CudaFailure(const InitEvidence& r, const std::vector<std::string>& texts) {
-  const std::string* text = FindText(texts, {"Cuda failure", "CUDA failure", "cuda failure", "CUDA error"});
+  const std::string* text =
+      FindText(texts, {"Cuda failure", "CUDA failure", "cuda failure", "CUDA error"});
   bool cuda_result = false;
   for (const InitEvidence::Failure& f : r.failures) cuda_result |= f.result == 1;
   if (text == nullptr && !cuda_result) return std::nullopt;
@@ -423,7 +448,8 @@ std::optional<Cause> CudaFailure(const InitEvidence& r, const std::vector<std::s
 
 bool RemoteOnly(const InitEvidence& r) {
   for (const InitEvidence::Failure& f : r.failures) {
-    if (f.result != 6 && !absl::StrContains(f.text, "remote peer") && !absl::StrContains(f.text, "closed by"))
+    if (f.result != 6 && !absl::StrContains(f.text, "remote peer") &&
+        !absl::StrContains(f.text, "closed by"))
       return false;
   }
   return true;
@@ -451,8 +477,8 @@ std::optional<Cause> Classify(const InitEvidence& r, const JobFacts& job, bool* 
   *consequence = false;
   if (auto c = DuplicateGpu(r, texts, job)) return c;
   if (auto c = NcclVersionSkew(texts, job); c && (failed || r.init_pending)) {
-    if (c->ranks_override.empty() ||
-        std::find(c->ranks_override.begin(), c->ranks_override.end(), r.rank) != c->ranks_override.end()) {
+    if (c->ranks_override.empty() || std::find(c->ranks_override.begin(), c->ranks_override.end(),
+                                               r.rank) != c->ranks_override.end()) {
       return c;
     }
     *consequence = true;  // on the majority's side of the skew
@@ -494,16 +520,16 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
     if (consequence) consequences.insert(r.rank);
     if (!c) continue;
     const int64_t when = std::min(r.FirstFailureNs(), r.end_ns > 0 ? r.end_ns : INT64_MAX);
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-      return SameCause(g.cause.facts, c->facts);
-    });
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const Group& g) { return SameCause(g.cause.facts, c->facts); });
     if (it == groups.end()) {
       groups.push_back({*c, {}, {}, r.process, r.comm});
       it = groups.end() - 1;
     }
     if (!c->ranks_override.empty()) {
       for (int x : c->ranks_override)
-        if (std::none_of(it->ranks.begin(), it->ranks.end(), [&](const auto& p) { return p.second == x; }))
+        if (std::none_of(it->ranks.begin(), it->ranks.end(),
+                         [&](const auto& p) { return p.second == x; }))
           it->ranks.push_back({when, x});
     } else {
       it->ranks.push_back({when, r.rank});

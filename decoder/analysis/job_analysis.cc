@@ -23,9 +23,12 @@ void Consider(LastCall* best, uint64_t order, const LastCall& c, uint64_t* best_
 
 std::string FateText(const Fate& f) {
   switch (f.kind) {
-    case Fate::kExited: return absl::StrCat("exited with code ", f.exit_code);
-    case Fate::kSignal: return SignalName(f.signo);
-    default: return "";
+    case Fate::kExited:
+      return absl::StrCat("exited with code ", f.exit_code);
+    case Fate::kSignal:
+      return SignalName(f.signo);
+    default:
+      return "";
   }
 }
 
@@ -45,10 +48,12 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
       // A verbs call is named by its function ("ibv_reg_mr").
       const std::string call = c.kind == f::sys_call::kVerbs ? c.path : SysCallName(c.kind);
       e.sys_failures.push_back({t.RealtimeNs(c.t), call, c.err, c.path, c.size, c.addr});
-    } else if (c.kind == f::sys_call::kBind && c.from_nccl && ip && !c.addr->IsLoopback() && !e.bootstrap_addr) {
+    } else if (c.kind == f::sys_call::kBind && c.from_nccl && ip && !c.addr->IsLoopback() &&
+               !e.bootstrap_addr) {
       e.bootstrap_addr = c.addr;
     }
-    if (c.kind == f::sys_call::kConnect && c.from_nccl && ip && c.in_call != 0 && !e.root_addr) e.root_addr = c.addr;
+    if (c.kind == f::sys_call::kConnect && c.from_nccl && ip && c.in_call != 0 && !e.root_addr)
+      e.root_addr = c.addr;
     if (c.kind == f::sys_call::kDlopen && c.from_nccl && !t.Loaded(c.path) &&
         std::find(e.failed_loads.begin(), e.failed_loads.end(), c.path) == e.failed_loads.end()) {
       e.failed_loads.push_back(c.path);
@@ -74,7 +79,8 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
   if (e.nccl_version == 0) e.nccl_version = t.nccl_version;
   if (e.bootstrap_addr) {
     for (const InterfaceInfo& i : inv.interfaces)
-      if (i.addr.family == e.bootstrap_addr->family && i.addr.ip == e.bootstrap_addr->ip) e.bootstrap_iface = i.name;
+      if (i.addr.family == e.bootstrap_addr->family && i.addr.ip == e.bootstrap_addr->ip)
+        e.bootstrap_iface = i.name;
   }
   for (const CommMembership& m : t.comms) {
     if (e.bus_id.empty() && !m.bus_id.empty()) {
@@ -163,24 +169,40 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   // are candidates.
   uint64_t best_order = 0;
   auto collective_call = [&](const CollectiveEvent& e) {
-    return LastCall{true, e.call, e.comm, e.seq, true, e.result == kResultPending, t.RealtimeNs(e.t), e.caller};
+    return LastCall{
+        true, e.call, e.comm, e.seq, true, e.result == kResultPending, t.RealtimeNs(e.t), e.caller};
   };
   auto p2p_call = [&](const P2pEvent& e) {
-    return LastCall{true,          e.send ? f::kSend : f::kRecv, e.comm,   e.seq, true, e.result == kResultPending,
-                    t.RealtimeNs(e.t), e.caller,                    e.send, e.peer};
+    return LastCall{true,
+                    e.send ? f::kSend : f::kRecv,
+                    e.comm,
+                    e.seq,
+                    true,
+                    e.result == kResultPending,
+                    t.RealtimeNs(e.t),
+                    e.caller,
+                    e.send,
+                    e.peer};
   };
-  if (!t.collectives.empty()) Consider(&p.last, t.collectives.back().order, collective_call(t.collectives.back()), &best_order);
+  if (!t.collectives.empty())
+    Consider(&p.last, t.collectives.back().order, collective_call(t.collectives.back()),
+             &best_order);
   if (!t.p2p.empty()) Consider(&p.last, t.p2p.back().order, p2p_call(t.p2p.back()), &best_order);
   if (!t.groups.empty()) {
     const GroupEvent& e = t.groups.back();
     Consider(&p.last, e.order,
-             LastCall{true, e.call, 0, 0, false, e.result == kResultPending, t.RealtimeNs(e.t), e.caller}, &best_order);
+             LastCall{true, e.call, 0, 0, false, e.result == kResultPending, t.RealtimeNs(e.t),
+                      e.caller},
+             &best_order);
   }
   for (const CommMembership& m : t.comms) {
-    LastCall c{true, m.init_call, m.comm, 0, false, !m.init_returned, t.RealtimeNs(m.init_t), m.caller};
+    LastCall c{true,    m.init_call, m.comm, 0, false, !m.init_returned, t.RealtimeNs(m.init_t),
+               m.caller};
     Consider(&p.last, m.init_order, c, &best_order);
     if (m.end_call != 0) {
-      LastCall e{true, m.end_call, m.comm, 0, false, m.end_result == kResultPending, t.RealtimeNs(m.end_t), 0};
+      LastCall e{
+          true, m.end_call, m.comm, 0, false, m.end_result == kResultPending, t.RealtimeNs(m.end_t),
+          0};
       Consider(&p.last, m.end_order, e, &best_order);
     }
   }

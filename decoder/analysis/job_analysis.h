@@ -20,13 +20,12 @@
 
 #include "analysis/collective_alignment.h"
 #include "analysis/init_evidence.h"
+#include "analysis/last_call.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
-#include "analysis/last_call.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
-
 
 // How a process ended, as far as its trace says.
 struct Fate {

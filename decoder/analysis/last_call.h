@@ -18,7 +18,7 @@ struct LastCall {
   bool pending = false;  // it had not returned when the trace ended
   int64_t when_ns = 0;
   uint64_t caller = 0;
-  bool send = false;     // point-to-point: direction and peer
+  bool send = false;  // point-to-point: direction and peer
   int32_t peer = -1;
 };
 

@@ -2,7 +2,6 @@
 
 #include "analysis/nccl_semantics.h"
 
-
 #include <csignal>
 #include <cstring>
 
@@ -16,54 +15,97 @@ namespace f = ::ncclwatch::fields;
 
 std::string CallName(uint32_t call) {
   switch (call) {
-    case f::kAllReduce: return "AllReduce";
-    case f::kBroadcast: return "Broadcast";
-    case f::kBcast: return "Bcast";
-    case f::kReduce: return "Reduce";
-    case f::kAllGather: return "AllGather";
-    case f::kReduceScatter: return "ReduceScatter";
-    case f::kAllToAll: return "AlltoAll";
-    case f::kGather: return "Gather";
-    case f::kScatter: return "Scatter";
-    case f::kSend: return "Send";
-    case f::kRecv: return "Recv";
-    case f::kGroupStart: return "ncclGroupStart";
-    case f::kGroupEnd: return "ncclGroupEnd";
-    case f::kGroupSimulateEnd: return "ncclGroupSimulateEnd";
-    case f::kGetUniqueId: return "ncclGetUniqueId";
-    case f::kCommInitRank: return "ncclCommInitRank";
-    case f::kCommInitRankConfig: return "ncclCommInitRankConfig";
-    case f::kCommInitAll: return "ncclCommInitAll";
-    case f::kCommInitRankScalable: return "ncclCommInitRankScalable";
-    case f::kCommSplit: return "ncclCommSplit";
-    case f::kCommShrink: return "ncclCommShrink";
-    case f::kCommFinalize: return "ncclCommFinalize";
-    case f::kCommDestroy: return "ncclCommDestroy";
-    case f::kCommAbort: return "ncclCommAbort";
-    case f::kCommRevoke: return "ncclCommRevoke";
-    case f::kCommGetAsyncError: return "ncclCommGetAsyncError";
-    case f::kCommCount: return "ncclCommCount";
-    case f::kCommCuDevice: return "ncclCommCuDevice";
-    case f::kCommUserRank: return "ncclCommUserRank";
-    case f::kGetVersion: return "ncclGetVersion";
-    case f::kGetErrorString: return "ncclGetErrorString";
-    case f::kGetLastError: return "ncclGetLastError";
-    case f::kResetDebugInit: return "ncclResetDebugInit";
-    case f::kCommRegister: return "ncclCommRegister";
-    case f::kCommDeregister: return "ncclCommDeregister";
-    case f::kCommWindowRegister: return "ncclCommWindowRegister";
-    case f::kCommWindowDeregister: return "ncclCommWindowDeregister";
-    case f::kMemAlloc: return "ncclMemAlloc";
-    case f::kMemFree: return "ncclMemFree";
-    case f::kRedOpCreatePreMulSum: return "ncclRedOpCreatePreMulSum";
-    case f::kRedOpDestroy: return "ncclRedOpDestroy";
-    default: return absl::StrCat("call#", call);
+    case f::kAllReduce:
+      return "AllReduce";
+    case f::kBroadcast:
+      return "Broadcast";
+    case f::kBcast:
+      return "Bcast";
+    case f::kReduce:
+      return "Reduce";
+    case f::kAllGather:
+      return "AllGather";
+    case f::kReduceScatter:
+      return "ReduceScatter";
+    case f::kAllToAll:
+      return "AlltoAll";
+    case f::kGather:
+      return "Gather";
+    case f::kScatter:
+      return "Scatter";
+    case f::kSend:
+      return "Send";
+    case f::kRecv:
+      return "Recv";
+    case f::kGroupStart:
+      return "ncclGroupStart";
+    case f::kGroupEnd:
+      return "ncclGroupEnd";
+    case f::kGroupSimulateEnd:
+      return "ncclGroupSimulateEnd";
+    case f::kGetUniqueId:
+      return "ncclGetUniqueId";
+    case f::kCommInitRank:
+      return "ncclCommInitRank";
+    case f::kCommInitRankConfig:
+      return "ncclCommInitRankConfig";
+    case f::kCommInitAll:
+      return "ncclCommInitAll";
+    case f::kCommInitRankScalable:
+      return "ncclCommInitRankScalable";
+    case f::kCommSplit:
+      return "ncclCommSplit";
+    case f::kCommShrink:
+      return "ncclCommShrink";
+    case f::kCommFinalize:
+      return "ncclCommFinalize";
+    case f::kCommDestroy:
+      return "ncclCommDestroy";
+    case f::kCommAbort:
+      return "ncclCommAbort";
+    case f::kCommRevoke:
+      return "ncclCommRevoke";
+    case f::kCommGetAsyncError:
+      return "ncclCommGetAsyncError";
+    case f::kCommCount:
+      return "ncclCommCount";
+    case f::kCommCuDevice:
+      return "ncclCommCuDevice";
+    case f::kCommUserRank:
+      return "ncclCommUserRank";
+    case f::kGetVersion:
+      return "ncclGetVersion";
+    case f::kGetErrorString:
+      return "ncclGetErrorString";
+    case f::kGetLastError:
+      return "ncclGetLastError";
+    case f::kResetDebugInit:
+      return "ncclResetDebugInit";
+    case f::kCommRegister:
+      return "ncclCommRegister";
+    case f::kCommDeregister:
+      return "ncclCommDeregister";
+    case f::kCommWindowRegister:
+      return "ncclCommWindowRegister";
+    case f::kCommWindowDeregister:
+      return "ncclCommWindowDeregister";
+    case f::kMemAlloc:
+      return "ncclMemAlloc";
+    case f::kMemFree:
+      return "ncclMemFree";
+    case f::kRedOpCreatePreMulSum:
+      return "ncclRedOpCreatePreMulSum";
+    case f::kRedOpDestroy:
+      return "ncclRedOpDestroy";
+    default:
+      return absl::StrCat("call#", call);
   }
 }
 
 std::string DatatypeName(int32_t d) {
-  static const char* kNames[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                                 "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2"};
+  static const char* kNames[] = {"int8",    "uint8",    "int32",      "uint32",
+                                 "int64",   "uint64",   "float16",    "float32",
+                                 "float64", "bfloat16", "float8e4m3", "float8e5m2"};
   if (d >= 0 && d < 12) return kNames[d];
   return absl::StrCat("datatype#", d);
 }
@@ -80,9 +122,9 @@ std::string RedopName(int32_t r) {
 }
 
 std::string ResultName(int32_t r) {
-  static const char* kNames[] = {"ncclSuccess",         "ncclUnhandledCudaError", "ncclSystemError",
-                                 "ncclInternalError",   "ncclInvalidArgument",    "ncclInvalidUsage",
-                                 "ncclRemoteError",     "ncclInProgress"};
+  static const char* kNames[] = {"ncclSuccess",       "ncclUnhandledCudaError", "ncclSystemError",
+                                 "ncclInternalError", "ncclInvalidArgument",    "ncclInvalidUsage",
+                                 "ncclRemoteError",   "ncclInProgress"};
   if (r >= 0 && r < 8) return kNames[r];
   if (r == 2147483647) return "pending";
   return absl::StrCat("result#", r);
@@ -100,24 +142,42 @@ std::string ErrnoText(int32_t err) {
 
 std::string SysCallName(uint32_t kind) {
   switch (kind) {
-    case f::sys_call::kSocket: return "socket";
-    case f::sys_call::kBind: return "bind";
-    case f::sys_call::kListen: return "listen";
-    case f::sys_call::kConnect: return "connect";
-    case f::sys_call::kAccept: return "accept";
-    case f::sys_call::kGetifaddrs: return "getifaddrs";
-    case f::sys_call::kSetsockopt: return "setsockopt";
-    case f::sys_call::kShmOpen: return "shm_open";
-    case f::sys_call::kOpen: return "open";
-    case f::sys_call::kMkstemp: return "mkstemp";
-    case f::sys_call::kFallocate: return "fallocate";
-    case f::sys_call::kPosixFallocate: return "posix_fallocate";
-    case f::sys_call::kFtruncate: return "ftruncate";
-    case f::sys_call::kMmap: return "mmap";
-    case f::sys_call::kUnlink: return "unlink";
-    case f::sys_call::kDlopen: return "dlopen";
-    case f::sys_call::kVerbs: return "verbs";
-    default: return absl::StrCat("syscall#", kind);
+    case f::sys_call::kSocket:
+      return "socket";
+    case f::sys_call::kBind:
+      return "bind";
+    case f::sys_call::kListen:
+      return "listen";
+    case f::sys_call::kConnect:
+      return "connect";
+    case f::sys_call::kAccept:
+      return "accept";
+    case f::sys_call::kGetifaddrs:
+      return "getifaddrs";
+    case f::sys_call::kSetsockopt:
+      return "setsockopt";
+    case f::sys_call::kShmOpen:
+      return "shm_open";
+    case f::sys_call::kOpen:
+      return "open";
+    case f::sys_call::kMkstemp:
+      return "mkstemp";
+    case f::sys_call::kFallocate:
+      return "fallocate";
+    case f::sys_call::kPosixFallocate:
+      return "posix_fallocate";
+    case f::sys_call::kFtruncate:
+      return "ftruncate";
+    case f::sys_call::kMmap:
+      return "mmap";
+    case f::sys_call::kUnlink:
+      return "unlink";
+    case f::sys_call::kDlopen:
+      return "dlopen";
+    case f::sys_call::kVerbs:
+      return "verbs";
+    default:
+      return absl::StrCat("syscall#", kind);
   }
 }
 
@@ -136,10 +196,13 @@ std::string NcclVersionString(int32_t code) {
 
 std::string CommName(uint64_t comm) { return absl::StrFormat("%016x", comm); }
 
-uint32_t MatchingCall(uint32_t call) { return call == f::kBcast ? static_cast<uint32_t>(f::kBroadcast) : call; }
+uint32_t MatchingCall(uint32_t call) {
+  return call == f::kBcast ? static_cast<uint32_t>(f::kBroadcast) : call;
+}
 
 bool IsRootedCall(uint32_t call) {
-  return call == f::kBroadcast || call == f::kBcast || call == f::kReduce || call == f::kGather || call == f::kScatter;
+  return call == f::kBroadcast || call == f::kBcast || call == f::kReduce || call == f::kGather ||
+         call == f::kScatter;
 }
 
 bool IsReductionCall(uint32_t call) {

@@ -19,17 +19,17 @@
 
 namespace ncclwatch::decoder {
 
-std::string CallName(uint32_t call);        // "AllReduce", "ncclCommSplit", ...
-std::string DatatypeName(int32_t datatype); // "float32"
-size_t DatatypeBytes(int32_t datatype);     // 0 when unknown
-std::string RedopName(int32_t redop);       // "sum"; "premulsum#5" for user ops
-std::string ResultName(int32_t result);     // "ncclSuccess", "pending"
-std::string SignalName(int32_t signo);      // "SIGSEGV"
-std::string ErrnoName(int32_t err);         // "ECONNREFUSED"; "errno 999" when unknown
-std::string ErrnoText(int32_t err);         // "Connection refused"
-std::string SysCallName(uint32_t kind);     // "connect", "posix_fallocate"
-std::string NcclVersionString(int32_t code); // 22809 -> "2.28.9"; 2804 -> "2.8.4"
-std::string CommName(uint64_t comm);        // a communicator's identity: 16 hex digits
+std::string CallName(uint32_t call);          // "AllReduce", "ncclCommSplit", ...
+std::string DatatypeName(int32_t datatype);   // "float32"
+size_t DatatypeBytes(int32_t datatype);       // 0 when unknown
+std::string RedopName(int32_t redop);         // "sum"; "premulsum#5" for user ops
+std::string ResultName(int32_t result);       // "ncclSuccess", "pending"
+std::string SignalName(int32_t signo);        // "SIGSEGV"
+std::string ErrnoName(int32_t err);           // "ECONNREFUSED"; "errno 999" when unknown
+std::string ErrnoText(int32_t err);           // "Connection refused"
+std::string SysCallName(uint32_t kind);       // "connect", "posix_fallocate"
+std::string NcclVersionString(int32_t code);  // 22809 -> "2.28.9"; 2804 -> "2.8.4"
+std::string CommName(uint64_t comm);          // a communicator's identity: 16 hex digits
 
 // Calls NCCL matches with each other: ncclBcast is a Broadcast.
 uint32_t MatchingCall(uint32_t call);

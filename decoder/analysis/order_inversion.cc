@@ -9,9 +9,9 @@ namespace {
 // What one process did around each B#j.
 struct Around {
   uint64_t seq_b = 0;
-  int64_t a_before = -1;    // last A seq issued before B#j
-  bool same_prev = false;   // B#j on the stream of that A collective
-  bool same_next = false;   // B#j on the stream of the first A collective after it
+  int64_t a_before = -1;   // last A seq issued before B#j
+  bool same_prev = false;  // B#j on the stream of that A collective
+  bool same_next = false;  // B#j on the stream of the first A collective after it
   int64_t when_ns = 0;
 };
 
@@ -26,7 +26,8 @@ void OrderInversion::AddProcess(int process, const ProcessTrace& trace) {
       if (o->comm == s.comm) return;
     streams.push_back(&s);
   }
-  std::sort(streams.begin(), streams.end(), [](const CommStream* x, const CommStream* y) { return x->comm < y->comm; });
+  std::sort(streams.begin(), streams.end(),
+            [](const CommStream* x, const CommStream* y) { return x->comm < y->comm; });
 
   for (size_t ai = 0; ai < streams.size(); ++ai) {
     for (size_t bi = ai + 1; bi < streams.size(); ++bi) {
@@ -37,11 +38,13 @@ void OrderInversion::AddProcess(int process, const ProcessTrace& trace) {
       around.reserve(sb.collectives.size());
       int64_t last_a = -1;
       uint64_t last_a_stream = 0;
-      const bool a_complete = sa.holds_start;  // the trace holds this process's A collectives from A#0
+      const bool a_complete =
+          sa.holds_start;  // the trace holds this process's A collectives from A#0
       size_t ia = 0;
       for (uint32_t b_index : sb.collectives) {
         const CollectiveEvent& b = trace.collectives[b_index];
-        for (; ia < sa.collectives.size() && trace.collectives[sa.collectives[ia]].order < b.order; ++ia) {
+        for (; ia < sa.collectives.size() && trace.collectives[sa.collectives[ia]].order < b.order;
+             ++ia) {
           const CollectiveEvent& a = trace.collectives[sa.collectives[ia]];
           last_a = static_cast<int64_t>(a.seq);
           last_a_stream = a.stream;
@@ -53,10 +56,12 @@ void OrderInversion::AddProcess(int process, const ProcessTrace& trace) {
         x.same_prev = last_a >= 0 && b.stream == last_a_stream;
         x.when_ns = trace.RealtimeNs(b.t);
         // The first A collective after B#j, for "next A" streams.
-        if (ia < sa.collectives.size()) x.same_next = b.stream == trace.collectives[sa.collectives[ia]].stream;
+        if (ia < sa.collectives.size())
+          x.same_next = b.stream == trace.collectives[sa.collectives[ia]].stream;
         around.push_back(x);
       }
-      const int64_t max_a = static_cast<int64_t>(trace.collectives[sa.collectives.back()].seq);  // its last A
+      const int64_t max_a =
+          static_cast<int64_t>(trace.collectives[sa.collectives.back()].seq);  // its last A
       PairState& st = pairs_[{sa.comm, sb.comm}];
       for (const Around& x : around) {
         Entry& ref = st.ref.At(x.seq_b);

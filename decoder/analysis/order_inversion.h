@@ -32,7 +32,7 @@ struct OrderInversionFinding {
   uint64_t comm_b = 0;
   uint64_t seq_a = 0;  // the A collective the two ranks ordered differently against B#seq_b
   uint64_t seq_b = 0;
-  int process = -1;    // the rank that departs from the reference order
+  int process = -1;  // the rank that departs from the reference order
   int reference_process = -1;
   bool process_a_first = false;  // whether `process` issued A#seq_a before B#seq_b
   bool same_stream = false;      // both ranks put A#seq_a and B#seq_b on one stream

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace ncclwatch::decoder {
 
 void P2pMatching::AddProcess(int process, const ProcessTrace& trace) {
@@ -11,12 +10,13 @@ void P2pMatching::AddProcess(int process, const ProcessTrace& trace) {
     if (!stream.holds_start) lost_start_.insert({stream.comm, stream.rank});
     for (size_t k = 0; k < stream.p2p.size(); ++k) {
       const P2pEvent& e = trace.p2p[stream.p2p[k]];
-      Side& side = e.send ? sends[Key{e.comm, e.rank, e.peer}] : receives[Key{e.comm, e.peer, e.rank}];
+      Side& side =
+          e.send ? sends[Key{e.comm, e.rank, e.peer}] : receives[Key{e.comm, e.peer, e.rank}];
       side.present = true;
       side.process = process;
       side.posted = std::max(side.posted, e.seq + 1);
-      side.ops.push_back(
-          {e.seq, e.count, e.datatype, trace.RealtimeNs(e.t), e.caller, stream.collectives_before_p2p[k]});
+      side.ops.push_back({e.seq, e.count, e.datatype, trace.RealtimeNs(e.t), e.caller,
+                          stream.collectives_before_p2p[k]});
     }
   }
   auto merge = [this](std::map<Key, Side>& mine, bool are_sends) {
@@ -30,7 +30,8 @@ void P2pMatching::AddProcess(int process, const ProcessTrace& trace) {
   merge(receives, false);
 }
 
-void P2pMatching::Finish(const std::function<bool(uint64_t comm, int32_t rank, int* process)>& member) {
+void P2pMatching::Finish(
+    const std::function<bool(uint64_t comm, int32_t rank, int* process)>& member) {
   for (auto& [key, pair] : pairs_) {
     if (pair.compared) continue;
     Side& absent = pair.sends.present ? pair.receives : pair.sends;
@@ -77,7 +78,8 @@ void P2pMatching::Compare(const Key& key, Pair& pair) {
         problems_.push_back(p);
         break;
       }
-      if (a.collectives_before >= 0 && b.collectives_before >= 0 && a.collectives_before != b.collectives_before) {
+      if (a.collectives_before >= 0 && b.collectives_before >= 0 &&
+          a.collectives_before != b.collectives_before) {
         P2pProblem p = base;
         p.kind = P2pProblem::kOrderMismatch;
         p.seq = a.seq;

@@ -1,11 +1,10 @@
 // P2pMatching: pairs every send with its receive.
 //
 // Each rank's sends and receives come from its CommStreams, which already
-// say how many collectives it had issued before each. The shim numbers sends and receives per communicator, peer and direction,
-// so send #k from rank s to rank d must meet receive #k at d from s, with the
-// same count and datatype (as NCCL requires). Each side of a pair of ranks is
-// kept, compactly, only until the other side is added; then the two are
-// compared and dropped.
+// say how many collectives it had issued before each. The shim numbers sends and receives per
+// communicator, peer and direction, so send #k from rank s to rank d must meet receive #k at d from
+// s, with the same count and datatype (as NCCL requires). Each side of a pair of ranks is kept,
+// compactly, only until the other side is added; then the two are compared and dropped.
 //
 // What it finds: the first #k where the sizes differ; the first #k whose two
 // sides were posted between different collectives of the communicator (they
@@ -19,8 +18,8 @@
 #include <functional>
 #include <map>
 #include <set>
-#include <utility>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "model/process_trace.h"
@@ -48,8 +47,8 @@ struct P2pProblem {
   int sender_process = -1;
   int receiver_process = -1;
   uint64_t seq = 0;
-  P2pOp send;     // kSizeMismatch, kSendNotReceived, kOrderMismatch
-  P2pOp receive;  // kSizeMismatch, kReceiveNotSent, kOrderMismatch
+  P2pOp send;                      // kSizeMismatch, kSendNotReceived, kOrderMismatch
+  P2pOp receive;                   // kSizeMismatch, kReceiveNotSent, kOrderMismatch
   uint64_t other_side_posted = 0;  // how many the other side posted in all
   int64_t when_ns = 0;
 };

@@ -5,9 +5,9 @@
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
 #include "commands/input_files.h"
+#include "model/trace_loader.h"
 #include "report/finding_text.h"
 #include "report/reports.h"
-#include "model/trace_loader.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -18,7 +18,8 @@ bool IsTraceName(const fs::path& p) { return p.extension() == ".trace"; }
 
 }  // namespace
 
-int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& out, std::ostream& err) {
+int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& out,
+                std::ostream& err) {
   absl::StatusOr<std::vector<std::string>> found = InputFiles(paths, IsTraceName);
   if (!found.ok()) {
     err << "ncclwatch: " << found.status().message() << "\n";
@@ -26,21 +27,23 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
   }
   const std::vector<std::string>& files = *found;
   if (files.empty()) {
-    err << "ncclwatch: no trace files (*.trace) under " << paths.front() << (paths.size() > 1 ? " and the rest" : "")
-        << "\n";
+    err << "ncclwatch: no trace files (*.trace) under " << paths.front()
+        << (paths.size() > 1 ? " and the rest" : "") << "\n";
     return 2;
   }
   JobAnalysis job;
-  LoadProcessTraces(files, 0, [&](const std::string& file, const absl::Status& status, const ProcessTrace& trace) {
-    if (status.ok()) {
-      job.AddProcess(trace);
-    } else {
-      job.AddUnreadable(file, std::string(status.message()));
-    }
-  });
+  LoadProcessTraces(
+      files, 0,
+      [&](const std::string& file, const absl::Status& status, const ProcessTrace& trace) {
+        if (status.ok()) {
+          job.AddProcess(trace);
+        } else {
+          job.AddUnreadable(file, std::string(status.message()));
+        }
+      });
   if (job.processes().empty()) {
-    err << "ncclwatch: none of the " << files.size() << " trace file(s) can be read; first: "
-        << job.unreadable().front().error << "\n";
+    err << "ncclwatch: none of the " << files.size()
+        << " trace file(s) can be read; first: " << job.unreadable().front().error << "\n";
     return 2;
   }
   job.Finish();

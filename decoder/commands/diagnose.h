@@ -12,7 +12,8 @@ namespace ncclwatch::decoder {
 
 // Returns 0 when healthy, 1 when a problem was found, 2 when the input is
 // unusable (one line on `err` says why).
-int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& out, std::ostream& err);
+int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& out,
+                std::ostream& err);
 
 }  // namespace ncclwatch::decoder
 

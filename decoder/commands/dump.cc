@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "commands/input_files.h"
+#include "model/process_trace.h"
 #include "ncclwatch/trace.pb.h"
 #include "report/names.h"
-#include "model/process_trace.h"
 #include "trace/socket_address.h"
 #include "trace/trace_file.h"
 
@@ -20,7 +20,8 @@ std::string Where(const ProcessTrace& p, uint64_t address) {
   if (address == 0) return "?";
   if (const ModuleInfo* m = p.ModuleAt(address)) {
     const size_t slash = m->path.rfind('/');
-    return absl::StrFormat("%s+0x%x", slash == std::string::npos ? m->path : m->path.substr(slash + 1),
+    return absl::StrFormat("%s+0x%x",
+                           slash == std::string::npos ? m->path : m->path.substr(slash + 1),
                            address - m->base);
   }
   return Hex(address);
@@ -30,14 +31,16 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
   switch (r.body_case()) {
     case pb::Record::kProcessStart: {
       const auto& s = r.process_start();
-      return absl::StrFormat("process_start pid=%u host=%s rank=%d(%s) world=%d local=%d exe=%s job=%s", s.pid(),
-                             s.host(), s.global_rank(), s.rank_source(), s.world_size(), s.local_rank(), s.exe(),
-                             s.job_id());
+      return absl::StrFormat(
+          "process_start pid=%u host=%s rank=%d(%s) world=%d local=%d exe=%s job=%s", s.pid(),
+          s.host(), s.global_rank(), s.rank_source(), s.world_size(), s.local_rank(), s.exe(),
+          s.job_id());
     }
     case pb::Record::kProcessEnd:
-      return absl::StrFormat("process_end how=%s exit_code=%d",
-                             r.process_end().how() == pb::ProcessEnd::UNDERSCORE_EXIT ? "_exit" : "exit",
-                             r.process_end().exit_code());
+      return absl::StrFormat(
+          "process_end how=%s exit_code=%d",
+          r.process_end().how() == pb::ProcessEnd::UNDERSCORE_EXIT ? "_exit" : "exit",
+          r.process_end().exit_code());
     case pb::Record::kTimeAnchor:
       return absl::StrFormat("time_anchor t=%u monotonic_ns=%u realtime_ns=%u", r.time_anchor().t(),
                              r.time_anchor().monotonic_ns(), r.time_anchor().realtime_ns());
@@ -46,11 +49,11 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
                              Hex(r.module().start()), Hex(r.module().end()));
     case pb::Record::kCommInitBegin: {
       const auto& b = r.comm_init_begin();
-      std::string s = absl::StrFormat("comm_init_begin %s comm=%s rank=%d nranks=%d", CallName(b.call()),
-                                      CommName(b.comm()), b.rank(), b.nranks());
+      std::string s = absl::StrFormat("comm_init_begin %s comm=%s rank=%d nranks=%d",
+                                      CallName(b.call()), CommName(b.comm()), b.rank(), b.nranks());
       if (b.parent()) {
-        absl::StrAppendFormat(&s, " parent=%s split=%u color=%d key=%d", CommName(b.parent()), b.split_index(),
-                              b.color(), b.key());
+        absl::StrAppendFormat(&s, " parent=%s split=%u color=%d key=%d", CommName(b.parent()),
+                              b.split_index(), b.color(), b.key());
       }
       for (int x : b.excluded()) absl::StrAppend(&s, " excluded=", x);
       absl::StrAppend(&s, " caller=", Where(p, b.caller()));
@@ -58,55 +61,61 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
     }
     case pb::Record::kCommInitEnd: {
       const auto& e = r.comm_init_end();
-      return absl::StrFormat("comm_init_end comm=%s result=%s handle=%s rank=%d nranks=%d device=%d",
-                             CommName(e.comm()), ResultName(e.result()), Hex(e.handle()), e.rank(), e.nranks(),
-                             e.device());
+      return absl::StrFormat(
+          "comm_init_end comm=%s result=%s handle=%s rank=%d nranks=%d device=%d",
+          CommName(e.comm()), ResultName(e.result()), Hex(e.handle()), e.rank(), e.nranks(),
+          e.device());
     }
     case pb::Record::kCommEnd: {
       const auto& e = r.comm_end();
-      return absl::StrFormat("comm_end %s comm=%s handle=%s rank=%d result=%s", CallName(e.call()), CommName(e.comm()),
-                             Hex(e.handle()), e.rank(), ResultName(e.result()));
+      return absl::StrFormat("comm_end %s comm=%s handle=%s rank=%d result=%s", CallName(e.call()),
+                             CommName(e.comm()), Hex(e.handle()), e.rank(), ResultName(e.result()));
     }
     case pb::Record::kCollective: {
       const auto& c = r.collective();
-      std::string s = absl::StrFormat("collective %s comm=%s rank=%d seq=%u count=%u %s", CallName(c.call()),
-                                      CommName(c.comm()), c.rank(), c.seq(), c.count(), DatatypeName(c.datatype()));
+      std::string s = absl::StrFormat("collective %s comm=%s rank=%d seq=%u count=%u %s",
+                                      CallName(c.call()), CommName(c.comm()), c.rank(), c.seq(),
+                                      c.count(), DatatypeName(c.datatype()));
       if (c.has_redop()) absl::StrAppend(&s, " ", RedopName(c.redop()));
       if (c.has_root()) absl::StrAppend(&s, " root=", c.root());
-      absl::StrAppendFormat(&s, " stream=%s send=%s recv=%s", Hex(c.stream()), Hex(c.sendbuff()), Hex(c.recvbuff()));
+      absl::StrAppendFormat(&s, " stream=%s send=%s recv=%s", Hex(c.stream()), Hex(c.sendbuff()),
+                            Hex(c.recvbuff()));
       if (c.group()) absl::StrAppend(&s, " group=", c.group());
       absl::StrAppend(&s, " result=", ResultName(c.result()), " caller=", Where(p, c.caller()));
       return s;
     }
     case pb::Record::kP2P: {
       const auto& c = r.p2p();
-      std::string s = absl::StrFormat("p2p %s comm=%s rank=%d %s=%d seq=%u count=%u %s stream=%s buff=%s",
-                                      c.send() ? "Send" : "Recv", CommName(c.comm()), c.rank(),
-                                      c.send() ? "to" : "from", c.peer(), c.seq(), c.count(),
-                                      DatatypeName(c.datatype()), Hex(c.stream()), Hex(c.buff()));
+      std::string s = absl::StrFormat(
+          "p2p %s comm=%s rank=%d %s=%d seq=%u count=%u %s stream=%s buff=%s",
+          c.send() ? "Send" : "Recv", CommName(c.comm()), c.rank(), c.send() ? "to" : "from",
+          c.peer(), c.seq(), c.count(), DatatypeName(c.datatype()), Hex(c.stream()), Hex(c.buff()));
       if (c.group()) absl::StrAppend(&s, " group=", c.group());
       absl::StrAppend(&s, " result=", ResultName(c.result()), " caller=", Where(p, c.caller()));
       return s;
     }
     case pb::Record::kGroup:
-      return absl::StrFormat("group %s group=%u depth=%u result=%s", CallName(r.group().call()), r.group().group(),
-                             r.group().depth(), ResultName(r.group().result()));
+      return absl::StrFormat("group %s group=%u depth=%u result=%s", CallName(r.group().call()),
+                             r.group().group(), r.group().depth(), ResultName(r.group().result()));
     case pb::Record::kApi: {
       const auto& a = r.api();
       std::string s = absl::StrFormat("api %s", CallName(a.call()));
       if (a.comm()) absl::StrAppend(&s, " comm=", CommName(a.comm()));
       if (a.value()) {
-        absl::StrAppend(&s, " value=", a.call() == pb::GET_UNIQUE_ID ? CommName(static_cast<uint64_t>(a.value()))
-                                                                   : absl::StrCat(a.value()));
+        absl::StrAppend(&s, " value=",
+                        a.call() == pb::GET_UNIQUE_ID ? CommName(static_cast<uint64_t>(a.value()))
+                                                      : absl::StrCat(a.value()));
       }
       absl::StrAppend(&s, " result=", ResultName(a.result()));
       return s;
     }
     case pb::Record::kFatalSignal: {
       const auto& s = r.fatal_signal();
-      return absl::StrFormat("fatal_signal %s code=%d address=%s sender=%d disposition=%s", SignalName(s.signo()),
-                             s.code(), Hex(s.address()), s.sender_pid(),
-                             s.disposition() == 0 ? "default" : s.disposition() == 1 ? "ignore" : "handler");
+      return absl::StrFormat("fatal_signal %s code=%d address=%s sender=%d disposition=%s",
+                             SignalName(s.signo()), s.code(), Hex(s.address()), s.sender_pid(),
+                             s.disposition() == 0   ? "default"
+                             : s.disposition() == 1 ? "ignore"
+                                                    : "handler");
     }
     case pb::Record::kSysCall: {
       const auto& c = r.sys_call();
@@ -114,14 +123,16 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
       if (c.kind() == pb::SysCall::VERBS) {
         absl::StrAppend(&s, " ", c.path(), " ret=", c.ret());
       } else if (c.kind() == pb::SysCall::DLOPEN) {
-        absl::StrAppend(&s, " ", c.path(), " flags=", Hex(static_cast<uint32_t>(c.arg())),
-                        p.Loaded(c.path()) ? " (loaded)" : " (not in the module map: did not load)");
+        absl::StrAppend(
+            &s, " ", c.path(), " flags=", Hex(static_cast<uint32_t>(c.arg())),
+            p.Loaded(c.path()) ? " (loaded)" : " (not in the module map: did not load)");
       } else {
         absl::StrAppend(&s, " ret=", c.ret());
       }
       if (c.err()) absl::StrAppend(&s, " errno=", ErrnoName(c.err()));
-      if (c.kind() != pb::SysCall::GETIFADDRS && c.kind() != pb::SysCall::SOCKET && c.kind() != pb::SysCall::UNLINK &&
-          c.kind() != pb::SysCall::SHM_OPEN && c.kind() != pb::SysCall::DLOPEN && c.kind() != pb::SysCall::VERBS) {
+      if (c.kind() != pb::SysCall::GETIFADDRS && c.kind() != pb::SysCall::SOCKET &&
+          c.kind() != pb::SysCall::UNLINK && c.kind() != pb::SysCall::SHM_OPEN &&
+          c.kind() != pb::SysCall::DLOPEN && c.kind() != pb::SysCall::VERBS) {
         absl::StrAppend(&s, " fd=", c.fd());
       }
       if (!c.path().empty() && c.kind() != pb::SysCall::DLOPEN && c.kind() != pb::SysCall::VERBS) {
@@ -133,12 +144,14 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
         absl::StrAppend(&s, " addr=", a ? a->ToString() : "?");
       }
       if (c.in_call() != pb::CALL_UNKNOWN) absl::StrAppend(&s, " in=", CallName(c.in_call()));
-      absl::StrAppend(&s, c.from_nccl() ? " from=nccl" : " from=other", " caller=", Where(p, c.caller()));
+      absl::StrAppend(&s, c.from_nccl() ? " from=nccl" : " from=other",
+                      " caller=", Where(p, c.caller()));
       return s;
     }
     case pb::Record::kNcclError: {
       const auto& n = r.nccl_error();
-      std::string s = absl::StrCat("nccl_error ", CallName(n.call()), " result=", ResultName(n.result()));
+      std::string s =
+          absl::StrCat("nccl_error ", CallName(n.call()), " result=", ResultName(n.result()));
       if (n.comm()) absl::StrAppend(&s, " comm=", CommName(n.comm()));
       if (n.async()) absl::StrAppend(&s, " async");
       absl::StrAppend(&s, " last_error=\"", n.last_error(), "\"");
@@ -146,11 +159,14 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
     }
     case pb::Record::kInventory: {
       const auto& v = r.inventory();
-      std::string s = absl::StrCat("inventory nccl=", NcclVersionString(v.nccl_version()), " (", v.nccl_path(),
-                                   ") cuda_driver=", v.cuda_driver_version(), " cuda_runtime=", v.cuda_runtime_version());
+      std::string s = absl::StrCat("inventory nccl=", NcclVersionString(v.nccl_version()), " (",
+                                   v.nccl_path(), ") cuda_driver=", v.cuda_driver_version(),
+                                   " cuda_runtime=", v.cuda_runtime_version());
       if (!v.framework().empty()) absl::StrAppend(&s, " framework=", v.framework());
-      if (v.shm_known()) absl::StrAppend(&s, " /dev/shm=", Bytes(v.shm_size()), " (", Bytes(v.shm_free()), " free)");
-      absl::StrAppend(&s, " memlock=", v.memlock_soft() == UINT64_MAX ? "unlimited" : Bytes(v.memlock_soft()));
+      if (v.shm_known())
+        absl::StrAppend(&s, " /dev/shm=", Bytes(v.shm_size()), " (", Bytes(v.shm_free()), " free)");
+      absl::StrAppend(
+          &s, " memlock=", v.memlock_soft() == UINT64_MAX ? "unlimited" : Bytes(v.memlock_soft()));
       if (!v.container().empty()) absl::StrAppend(&s, " container=", v.container());
       absl::StrAppend(&s, " interfaces=");
       for (int i = 0; i < v.interfaces_size(); ++i) {
@@ -170,10 +186,12 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
 
 int RunDump(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
   // A FIFO or a device is refused before anything opens it.
-  if (absl::StatusOr<std::vector<std::string>> file = InputFiles({path}, [](const auto&) { return false; });
+  if (absl::StatusOr<std::vector<std::string>> file =
+          InputFiles({path}, [](const auto&) { return false; });
       !file.ok() || file->empty()) {
     err << "ncclwatch: "
-        << (file.ok() ? path + ": is a folder; dump reads one trace file" : std::string(file.status().message()))
+        << (file.ok() ? path + ": is a folder; dump reads one trace file"
+                      : std::string(file.status().message()))
         << "\n";
     return 2;
   }
@@ -201,17 +219,20 @@ int RunDump(const std::string& path, bool json, std::ostream& out, std::ostream&
         if (json) {
           std::string body;
           if (parsed) (void)google::protobuf::util::MessageToJsonString(record, &body, options);
-          out << absl::StrFormat("{\"region\":\"%s\",\"index\":%u,\"seconds\":%.9f,\"record\":%s}\n",
-                                 pinned ? "pinned" : "ring", index, seconds, parsed ? body : "null");
+          out << absl::StrFormat(
+              "{\"region\":\"%s\",\"index\":%u,\"seconds\":%.9f,\"record\":%s}\n",
+              pinned ? "pinned" : "ring", index, seconds, parsed ? body : "null");
         } else {
-          out << absl::StrFormat("%-6s %7u %+13.6fs thread %-2u %s\n", pinned ? "pinned" : "ring", index, seconds,
-                                 record.thread(), parsed ? Describe(p, record) : "(unparseable record)");
+          out << absl::StrFormat("%-6s %7u %+13.6fs thread %-2u %s\n", pinned ? "pinned" : "ring",
+                                 index, seconds, record.thread(),
+                                 parsed ? Describe(p, record) : "(unparseable record)");
         }
       },
       &stats);
   if (!json) {
-    out << absl::StrFormat("# %u records; %u torn slots; %u ring slots overwritten; %u pinned records overflowed\n",
-                           stats.records, stats.torn_slots, stats.ring_overwritten, stats.pinned_overflow);
+    out << absl::StrFormat(
+        "# %u records; %u torn slots; %u ring slots overwritten; %u pinned records overflowed\n",
+        stats.records, stats.torn_slots, stats.ring_overwritten, stats.pinned_overflow);
   }
   return 0;
 }

@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 
 }  // namespace
 
-int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& out, std::ostream& err) {
+int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& out,
+               std::ostream& err) {
   // In folders, everything but traces; a file named on the command line, whatever it is.
   absl::StatusOr<std::vector<std::string>> found =
       InputFiles(paths, [](const fs::path& p) { return p.extension() != ".trace"; });
@@ -40,12 +41,14 @@ int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& o
   }
   log.Finish();
   if (log.sources().empty()) {
-    err << "ncclwatch: none of the " << files.size() << " file(s) can be read; first: " << bad.front().second << "\n";
+    err << "ncclwatch: none of the " << files.size()
+        << " file(s) can be read; first: " << bad.front().second << "\n";
     return 2;
   }
   const LogDiagnosis d = DiagnoseLogs(log);
   if (log.nccl_lines() == 0 && !d.problem) {
-    err << "ncclwatch: nothing in " << (files.size() == 1 ? files.front() : absl::StrCat(files.size(), " files"))
+    err << "ncclwatch: nothing in "
+        << (files.size() == 1 ? files.front() : absl::StrCat(files.size(), " files"))
         << " looks like an NCCL log (NCCL_DEBUG=INFO or WARN) or a job's NCCL error output\n";
     return 2;
   }

@@ -12,7 +12,8 @@
 namespace ncclwatch::decoder {
 
 // Exit code: 0 nothing wrong found, 1 a problem, 2 nothing usable in the input.
-int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& out, std::ostream& err);
+int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& out,
+               std::ostream& err);
 
 }  // namespace ncclwatch::decoder
 

@@ -17,8 +17,9 @@ namespace ncclwatch::decoder {
 // InvalidArgument, with a one-line reason, for one that is neither a regular
 // file nor a folder (a FIFO, a device, a socket). Within folders, only
 // regular files are taken.
-absl::StatusOr<std::vector<std::string>> InputFiles(const std::vector<std::string>& paths,
-                                                    const std::function<bool(const std::filesystem::path&)>& wanted);
+absl::StatusOr<std::vector<std::string>> InputFiles(
+    const std::vector<std::string>& paths,
+    const std::function<bool(const std::filesystem::path&)>& wanted);
 
 }  // namespace ncclwatch::decoder
 

@@ -24,10 +24,11 @@ int ResultFromText(const std::string& t) {
   static const struct {
     const char* text;
     int result;
-  } kResults[] = {{"unhandled cuda error", 1},    {"ncclUnhandledCudaError", 1}, {"unhandled system error", 2},
-                  {"ncclSystemError", 2},         {"internal error", 3},         {"ncclInternalError", 3},
-                  {"invalid argument", 4},        {"ncclInvalidArgument", 4},    {"invalid usage", 5},
-                  {"ncclInvalidUsage", 5},        {"remote process exited", 6},  {"ncclRemoteError", 6}};
+  } kResults[] = {
+      {"unhandled cuda error", 1}, {"ncclUnhandledCudaError", 1}, {"unhandled system error", 2},
+      {"ncclSystemError", 2},      {"internal error", 3},         {"ncclInternalError", 3},
+      {"invalid argument", 4},     {"ncclInvalidArgument", 4},    {"invalid usage", 5},
+      {"ncclInvalidUsage", 5},     {"remote process exited", 6},  {"ncclRemoteError", 6}};
   for (const auto& r : kResults)
     if (absl::StrContains(t, r.text)) return r.result;
   return -1;
@@ -51,20 +52,30 @@ struct Event {
 
 int Priority(const Finding& f) {
   switch (f.kind) {
-    case FindingKind::kGpuFault: return 0;
-    case FindingKind::kOutOfMemory: return 1;
-    case FindingKind::kNvlinkFabric: return 2;
-    case FindingKind::kCudaIpcFailure: return 3;
+    case FindingKind::kGpuFault:
+      return 0;
+    case FindingKind::kOutOfMemory:
+      return 1;
+    case FindingKind::kNvlinkFabric:
+      return 2;
+    case FindingKind::kCudaIpcFailure:
+      return 3;
     case FindingKind::kInitFailure: {
       const auto* init = std::get_if<InitFailureFacts>(&f.facts);
       return init != nullptr && init->subsystem == "waiting" ? 10 : 4;
     }
-    case FindingKind::kRankDied: return 5;
-    case FindingKind::kCudaError: return 6;
-    case FindingKind::kCollectiveMismatch: return 7;
-    case FindingKind::kMissingRank: return 8;
-    case FindingKind::kWatchdogTimeout: return 9;
-    default: return 11;
+    case FindingKind::kRankDied:
+      return 5;
+    case FindingKind::kCudaError:
+      return 6;
+    case FindingKind::kCollectiveMismatch:
+      return 7;
+    case FindingKind::kMissingRank:
+      return 8;
+    case FindingKind::kWatchdogTimeout:
+      return 9;
+    default:
+      return 11;
   }
 }
 
@@ -90,10 +101,13 @@ class LogDiagnoser {
   }
 
  private:
-  int64_t When(const LogLine& l) const { return log_.timestamps() ? l.when_ns : static_cast<int64_t>(l.order); }
+  int64_t When(const LogLine& l) const {
+    return log_.timestamps() ? l.when_ns : static_cast<int64_t>(l.order);
+  }
 
   int RankOf(const LogLine& l) const {
-    if (l.process >= 0 && log_.processes()[l.process].rank >= 0) return log_.processes()[l.process].rank;
+    if (l.process >= 0 && log_.processes()[l.process].rank >= 0)
+      return log_.processes()[l.process].rank;
     return l.tagged_rank;
   }
 
@@ -149,7 +163,8 @@ class LogDiagnoser {
     if (!bus_indexed_) {
       for (size_t i = 0; i < log_.processes().size(); ++i) {
         const std::string& id = log_.processes()[i].bus_id;
-        if (id.size() >= kBusChars) by_bus_[absl::AsciiStrToLower(id.substr(0, kBusChars))].push_back(i);
+        if (id.size() >= kBusChars)
+          by_bus_[absl::AsciiStrToLower(id.substr(0, kBusChars))].push_back(i);
       }
       bus_indexed_ = true;
     }
@@ -170,10 +185,13 @@ class LogDiagnoser {
   void ScanLines() {
     // RE2: linear in the line, whatever it holds. Numbers are taken as text
     // and converted with a check: digits that overflow are no number here.
-    static const LazyRE2 kXid = {R"(Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})[^)]*\): (\d+))"};
-    static const LazyRE2 kHostOom = {R"((?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\))"};
+    static const LazyRE2 kXid = {
+        R"(Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})[^)]*\): (\d+))"};
+    static const LazyRE2 kHostOom = {
+        R"((?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\))"};
     static const LazyRE2 kRemote = {R"(Connection closed by remote peer ([^\s,]+))"};
-    static const LazyRE2 kSignalRank = {R"(rank (\d+)\b.*?(?:died of|exited on|killed by) signal (\d+))"};
+    static const LazyRE2 kSignalRank = {
+        R"(rank (\d+)\b.*?(?:died of|exited on|killed by) signal (\d+))"};
     static const LazyRE2 kTorchExit = {R"(exitcode\s*:\s*(-?\d+) \(pid: (\d+)\))"};
     static const LazyRE2 kTorchRank = {R"(^\s*rank\s*:\s*(\d+))"};
     static const LazyRE2 kSrun = {
@@ -190,8 +208,14 @@ class LogDiagnoser {
         if (!p.init_complete || l.order < p.init_complete_order) continue;
       }
       int xid = 0;
-      if (absl::StrContains(t, "Xid") && RE2::PartialMatch(t, *kXid, &m1, &m2) && absl::SimpleAtoi(m2, &xid)) {
-        Event e{FindingKind::kGpuFault, absl::StrCat("xid", xid, m1), RankOfBus(m1, t), l.process, when, t};
+      if (absl::StrContains(t, "Xid") && RE2::PartialMatch(t, *kXid, &m1, &m2) &&
+          absl::SimpleAtoi(m2, &xid)) {
+        Event e{FindingKind::kGpuFault,
+                absl::StrCat("xid", xid, m1),
+                RankOfBus(m1, t),
+                l.process,
+                when,
+                t};
         e.facts.xid = xid;
         e.facts.bus_id = m1;
         e.facts.cause = LogCause::kXid;
@@ -219,27 +243,30 @@ class LogDiagnoser {
         e.facts.cause = LogCause::kHostOutOfMemory;
         Add(e);
       }
-      for (const char* fabric : {"NVLS", "NVLink SHARP", "abric Manager", "fabric manager", "system not yet initialized",
-                                 "cuMulticast", "IMEX", "NVSwitch"}) {
-        if (absl::StrContains(t, fabric) && (l.level == LogLine::kWarn || absl::StrContains(t, "rror"))) {
+      for (const char* fabric : {"NVLS", "NVLink SHARP", "abric Manager", "fabric manager",
+                                 "system not yet initialized", "cuMulticast", "IMEX", "NVSwitch"}) {
+        if (absl::StrContains(t, fabric) &&
+            (l.level == LogLine::kWarn || absl::StrContains(t, "rror"))) {
           Event e{FindingKind::kNvlinkFabric, "fabric", rank, l.process, when, t};
           e.facts.cause = LogCause::kFabric;
           Add(e);
           break;
         }
       }
-      for (const char* ipc : {"P2P/IPC", "cudaIpcOpenMemHandle", "peer access", "peer mapping resources",
-                              "cuMemImportFromShareableHandle", "IPC handle"}) {
-        if (absl::StrContains(t, ipc) && (l.level == LogLine::kWarn || absl::StrContains(t, "rror") ||
-                                          absl::StrContains(t, "failed"))) {
+      for (const char* ipc :
+           {"P2P/IPC", "cudaIpcOpenMemHandle", "peer access", "peer mapping resources",
+            "cuMemImportFromShareableHandle", "IPC handle"}) {
+        if (absl::StrContains(t, ipc) &&
+            (l.level == LogLine::kWarn || absl::StrContains(t, "rror") ||
+             absl::StrContains(t, "failed"))) {
           Event e{FindingKind::kCudaIpcFailure, "ipc", rank, l.process, when, t};
           e.facts.cause = LogCause::kCudaIpc;
           Add(e);
           break;
         }
       }
-      for (const char* kernel : {"illegal memory access", "unspecified launch failure", "misaligned address",
-                                 "device-side assert"}) {
+      for (const char* kernel : {"illegal memory access", "unspecified launch failure",
+                                 "misaligned address", "device-side assert"}) {
         if (absl::StrContains(t, kernel)) {
           Event e{FindingKind::kCudaError, kernel, rank, l.process, when, t};
           e.facts.cause = LogCause::kKernelError;
@@ -247,16 +274,19 @@ class LogDiagnoser {
           break;
         }
       }
-      if (absl::StrContains(t, "Connection closed by remote peer") && RE2::PartialMatch(t, *kRemote, &m1)) {
+      if (absl::StrContains(t, "Connection closed by remote peer") &&
+          RE2::PartialMatch(t, *kRemote, &m1)) {
         remote_closed_.push_back({rank, m1});
       }
       // The launcher's word on a rank that died.
-      if (RE2::PartialMatch(t, *kTorchRank, &m1) && !absl::SimpleAtoi(m1, &torch_rank)) torch_rank = -1;
+      if (RE2::PartialMatch(t, *kTorchRank, &m1) && !absl::SimpleAtoi(m1, &torch_rank))
+        torch_rank = -1;
       int dead = -1, signo = 0;
       int code = 0;
       if (RE2::PartialMatch(t, *kSignalRank, &m1, &m2)) {
         if (!absl::SimpleAtoi(m1, &dead) || !absl::SimpleAtoi(m2, &signo)) dead = -1;
-      } else if (torch_rank >= 0 && RE2::PartialMatch(t, *kTorchExit, &m1) && absl::SimpleAtoi(m1, &code)) {
+      } else if (torch_rank >= 0 && RE2::PartialMatch(t, *kTorchExit, &m1) &&
+                 absl::SimpleAtoi(m1, &code)) {
         if (code < 0 && code > -128) {  // killed by signal -code
           dead = torch_rank;
           signo = -code;
@@ -265,10 +295,14 @@ class LogDiagnoser {
       } else if (RE2::PartialMatch(t, *kSrun, nullptr, &m2, &m3)) {
         int task = -1;
         if (absl::SimpleAtoi(m2, &task)) dead = task;
-        signo = m3 == "Killed" ? 9 : m3 == "Segmentation fault" ? 11 : m3 == "Aborted" ? 6 : m3 == "Bus error" ? 7 : 15;
+        signo = m3 == "Killed"               ? 9
+                : m3 == "Segmentation fault" ? 11
+                : m3 == "Aborted"            ? 6
+                : m3 == "Bus error"          ? 7
+                                             : 15;
       }
       if (dead >= kMaxRanks) dead = -1;  // no job has that rank
-      if (dead >= 0 && signo != 15) {  // SIGTERM is how a launcher stops the others: not a cause
+      if (dead >= 0 && signo != 15) {    // SIGTERM is how a launcher stops the others: not a cause
         Event e{FindingKind::kRankDied, absl::StrCat(dead, ":", signo), dead, -1, when, t};
         e.facts.signo = signo;
         e.facts.cause = LogCause::kLauncherDeath;
@@ -298,7 +332,8 @@ class LogDiagnoser {
       uint64_t seq = 0;
       if (!absl::SimpleAtoi(seq_text, &seq)) continue;  // a SeqNum past 2^64: not PyTorch's
       int rank = RankOf(l);
-      if (RE2::PartialMatch(l.text, *kRankWord, &rank_text) && !absl::SimpleAtoi(rank_text, &rank)) rank = -1;
+      if (RE2::PartialMatch(l.text, *kRankWord, &rank_text) && !absl::SimpleAtoi(rank_text, &rank))
+        rank = -1;
       if (rank < 0 || rank >= kMaxRanks || by_rank.count(rank)) continue;
       by_rank[rank] = {seq, op, numel, When(l), timeout_ms};
     }
@@ -309,7 +344,8 @@ class LogDiagnoser {
       groups[{t.seq, t.op, t.numel}].push_back(rank);
       first = std::min(first, t.when);
     }
-    auto timeout = [](const std::tuple<uint64_t, std::string, std::string>& g, const std::vector<int>& ranks) {
+    auto timeout = [](const std::tuple<uint64_t, std::string, std::string>& g,
+                      const std::vector<int>& ranks) {
       return LogFacts::Timeout{ranks, std::get<0>(g), std::get<1>(g), std::get<2>(g)};
     };
     // Different collectives at the same sequence number: a mismatch.
@@ -434,7 +470,8 @@ class LogDiagnoser {
       const int pa = Priority(a), pb = Priority(b);
       return pa != pb ? pa < pb : a.when_ns < b.when_ns;
     });
-    for (size_t i = 0; i < causes->size(); ++i) (*causes)[i].role = i == 0 ? FindingRole::kRootCause : FindingRole::kConsequence;
+    for (size_t i = 0; i < causes->size(); ++i)
+      (*causes)[i].role = i == 0 ? FindingRole::kRootCause : FindingRole::kConsequence;
     out_.problem = !causes->empty();
     // Errors the logs show but nothing above explains.
     if (causes->empty()) {
@@ -469,7 +506,8 @@ class LogDiagnoser {
 
   const NcclLog& log_;
   bool bus_indexed_ = false;
-  std::map<std::string, std::vector<size_t>> by_bus_;  // processes by the first 10 characters of their bus id
+  std::map<std::string, std::vector<size_t>>
+      by_bus_;  // processes by the first 10 characters of their bus id
   LogDiagnosis out_;
   std::vector<Event> events_;
   std::vector<std::pair<int, std::string>> remote_closed_;

@@ -28,15 +28,18 @@ bool StripTag(std::string* line, int* rank) {
       {R"(\[rank ?(\d+)\]:? ?)"},               // PyTorch "[rank3]:", jobrun "[rank 3] "
       {R"(\[default(\d+)\]:)"},                 // torchrun --tee
       {R"(\[\d+,(\d+)\]<std(?:out|err)>: ?)"},  // mpirun --tag-output
-      {R"((\d+): )"},                            // srun --label
+      {R"((\d+): )"},                           // srun --label
   };
-  if (line->empty() || !(line->front() == '[' || std::isdigit(static_cast<unsigned char>(line->front())))) return false;
+  if (line->empty() ||
+      !(line->front() == '[' || std::isdigit(static_cast<unsigned char>(line->front()))))
+    return false;
   for (const LazyRE2& re : kTags) {
     re2::StringPiece rest(*line);
     re2::StringPiece digits;
     if (RE2::Consume(&rest, *re, &digits)) {  // anchored at the start
       int r = -1;
-      if (absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &r) && r < kMaxRanks) *rank = r;
+      if (absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &r) && r < kMaxRanks)
+        *rank = r;
       *line = std::string(rest.data(), rest.size());
       return true;
     }
@@ -47,14 +50,16 @@ bool StripTag(std::string* line, int* rank) {
 // "[2025-01-31 12:00:00]" or "[2025-01-31 12:00:00.123456]", as UTC nanoseconds.
 int64_t Timestamp(const std::string& line) {
   if (line.find('[') == std::string::npos) return 0;
-  static const LazyRE2 kTs = {R"(\[(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\])"};
+  static const LazyRE2 kTs = {
+      R"(\[(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\])"};
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
   std::string frac;
   // Every field has at most 9 digits: they cannot overflow.
   if (!RE2::PartialMatch(line, *kTs, &year, &month, &day, &hour, &minute, &second, &frac)) return 0;
   // Not a time ("[0000-99-00 ...]"), or past what int64 nanoseconds hold
   // (2262): no timestamp, rather than one that overflows.
-  if (year < 1970 || year > 2200 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+  if (year < 1970 || year > 2200 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 ||
+      minute > 59 || second > 60) {
     return 0;
   }
   std::tm tm{};
@@ -77,7 +82,8 @@ int64_t Timestamp(const std::string& line) {
 std::string BusIdText(const std::string& hex) {
   uint64_t v = 0;
   if (!absl::SimpleHexAtoi(hex, &v)) return "";
-  return absl::StrFormat("%04x:%02x:%02x.%01x", v >> 20, (v >> 12) & 0xff, (v >> 4) & 0xff, v & 0xf);
+  return absl::StrFormat("%04x:%02x:%02x.%01x", v >> 20, (v >> 12) & 0xff, (v >> 4) & 0xff,
+                         v & 0xf);
 }
 
 // A number in a log, or nullopt where the digits do not make one of type T
@@ -97,7 +103,8 @@ int32_t ParseNcclVersion(const std::string& text) {
   if (!RE2::PartialMatch(text, *kVersion, &a, &b, &c)) return 0;
   const std::optional<int> major = Number<int>(a), minor = Number<int>(b), patch = Number<int>(c);
   if (!major || !minor || !patch || *major != 2 || *minor > 99 || *patch > 99) return 0;
-  return *minor >= 9 ? *major * 10000 + *minor * 100 + *patch : *major * 1000 + *minor * 100 + *patch;
+  return *minor >= 9 ? *major * 10000 + *minor * 100 + *patch
+                     : *major * 1000 + *minor * 100 + *patch;
 }
 
 absl::Status NcclLog::AddFile(const std::string& path) {
@@ -107,22 +114,28 @@ absl::Status NcclLog::AddFile(const std::string& path) {
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(err)));
-    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot be read: ", std::strerror(err)));
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, ": cannot be read: ", std::strerror(err)));
   }
   struct FdCloser {
     int fd;
     ~FdCloser() { close(fd); }
   } closer{fd};
   struct stat st;
-  if (fstat(fd, &st) != 0) return absl::PermissionDeniedError(absl::StrCat(path, ": ", std::strerror(errno)));
-  if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": is a folder, not a log file"));
-  if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  if (fstat(fd, &st) != 0)
+    return absl::PermissionDeniedError(absl::StrCat(path, ": ", std::strerror(errno)));
+  if (S_ISDIR(st.st_mode))
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a folder, not a log file"));
+  if (!S_ISREG(st.st_mode))
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
   if (bytes_read_ + static_cast<uint64_t>(st.st_size) > kMaxLogBytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(path, ": the logs pass ", kMaxLogBytes >> 30,
-                                                     " GiB, the most ncclwatch reads; give it fewer or smaller files"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, ": the logs pass ", kMaxLogBytes >> 30,
+                     " GiB, the most ncclwatch reads; give it fewer or smaller files"));
   }
   const int source = static_cast<int>(sources_.size());
-  const size_t lines_before = lines_.size(), processes_before = processes_.size(), nccl_lines_before = nccl_lines_;
+  const size_t lines_before = lines_.size(), processes_before = processes_.size(),
+               nccl_lines_before = nccl_lines_;
   const uint64_t bytes_before = bytes_read_;
   sources_.push_back(path);
   auto refuse = [&](absl::Status why) {
@@ -131,7 +144,8 @@ absl::Status NcclLog::AddFile(const std::string& path) {
     lines_.resize(lines_before);
     processes_.resize(processes_before);
     for (auto it = by_host_pid_.begin(); it != by_host_pid_.end();) {
-      it = static_cast<size_t>(it->second) >= processes_before ? by_host_pid_.erase(it) : std::next(it);
+      it = static_cast<size_t>(it->second) >= processes_before ? by_host_pid_.erase(it)
+                                                               : std::next(it);
     }
     for (LogProcess& p : processes_) {
       while (!p.lines.empty() && p.lines.back() >= lines_before) p.lines.pop_back();
@@ -153,27 +167,34 @@ absl::Status NcclLog::AddFile(const std::string& path) {
   for (;;) {
     const ssize_t n = read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return refuse(absl::DataLossError(absl::StrCat(path, ": read failed: ", std::strerror(errno))));
+    if (n < 0)
+      return refuse(
+          absl::DataLossError(absl::StrCat(path, ": read failed: ", std::strerror(errno))));
     if (n == 0) break;
     bytes_read_ += static_cast<uint64_t>(n);
     if (bytes_read_ > kMaxLogBytes) {
-      return refuse(absl::ResourceExhaustedError(
-          absl::StrCat(path, ": the logs pass ", kMaxLogBytes >> 30, " GiB, the most ncclwatch reads (it grew)")));
+      return refuse(
+          absl::ResourceExhaustedError(absl::StrCat(path, ": the logs pass ", kMaxLogBytes >> 30,
+                                                    " GiB, the most ncclwatch reads (it grew)")));
     }
     for (ssize_t i = 0; i < n; ++i) {
       char c = buf[i];
       if (c == '\n') {
         if (lines_.size() >= kMaxLogLines) {
-          return refuse(absl::ResourceExhaustedError(
-              absl::StrCat(path, ": the logs pass ", kMaxLogLines, " lines, the most ncclwatch keeps")));
+          return refuse(absl::ResourceExhaustedError(absl::StrCat(
+              path, ": the logs pass ", kMaxLogLines, " lines, the most ncclwatch keeps")));
         }
         line_done();
-        if (number == 64 && binary > 16) return refuse(absl::InvalidArgumentError(absl::StrCat(path, ": not a text file")));
+        if (number == 64 && binary > 16)
+          return refuse(absl::InvalidArgumentError(absl::StrCat(path, ": not a text file")));
         continue;
       }
-      if (c == '\r' || raw.size() >= kMaxLine) continue;  // CRLF; a longer line keeps its first kMaxLine bytes
+      if (c == '\r' || raw.size() >= kMaxLine)
+        continue;  // CRLF; a longer line keeps its first kMaxLine bytes
       if (c == '\0') ++binary;
-      if (static_cast<unsigned char>(c) >= 0x80 || (c != '\t' && static_cast<unsigned char>(c) < 0x20)) c = '?';
+      if (static_cast<unsigned char>(c) >= 0x80 ||
+          (c != '\t' && static_cast<unsigned char>(c) < 0x20))
+        c = '?';
       raw.push_back(c);
     }
   }
@@ -182,7 +203,8 @@ absl::Status NcclLog::AddFile(const std::string& path) {
 }
 
 int NcclLog::ProcessFor(const std::string& host, int pid, int source) {
-  auto [it, fresh] = by_host_pid_.emplace(std::make_pair(host, pid), static_cast<int>(processes_.size()));
+  auto [it, fresh] =
+      by_host_pid_.emplace(std::make_pair(host, pid), static_cast<int>(processes_.size()));
   if (fresh) {
     LogProcess p;
     p.host = host;
@@ -195,11 +217,13 @@ int NcclLog::ProcessFor(const std::string& host, int pid, int source) {
 
 void NcclLog::NoteInfo(LogProcess& p, const std::string& text, uint64_t order) {
   if (absl::StrContains(text, "Init START") || absl::StrContains(text, "Init COMPLETE")) {
-    static const LazyRE2 kInit = {R"(rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev \d+)? busId ([0-9a-fA-F]+))"};
+    static const LazyRE2 kInit = {
+        R"(rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev \d+)? busId ([0-9a-fA-F]+))"};
     std::string rank, nranks, dev, bus;
     if (RE2::PartialMatch(text, *kInit, &rank, &nranks, &dev, &bus)) {
       if (!p.init_started) {  // the first communicator: the world, whose rank users know
-        const std::optional<int> r = Number<int>(rank), n = Number<int>(nranks), d = Number<int>(dev);
+        const std::optional<int> r = Number<int>(rank), n = Number<int>(nranks),
+                                 d = Number<int>(dev);
         // A count no job has is not believed: every loop over the ranks stays bounded.
         if (n && *n > 0 && *n <= kMaxRanks) p.nranks = *n;
         if (r && *r >= 0 && *r < kMaxRanks) p.rank = *r;
@@ -294,7 +318,8 @@ void NcclLog::Finish() {
     }
     const int missing = static_cast<int>(std::count(known.begin(), known.end(), false));
     if (unknown.size() == 1 && missing == 1) {
-      processes_[unknown[0]].rank = static_cast<int>(std::find(known.begin(), known.end(), false) - known.begin());
+      processes_[unknown[0]].rank =
+          static_cast<int>(std::find(known.begin(), known.end(), false) - known.begin());
     }
   }
 
@@ -311,7 +336,9 @@ void NcclLog::Finish() {
   std::vector<int> next_process(lines_.size(), -1);
   for (size_t i = lines_.size(); i-- > 1;) {
     const bool same_file = lines_[i].source == lines_[i - 1].source;
-    next_process[i - 1] = !same_file ? -1 : lines_[i].process >= 0 ? lines_[i].process : next_process[i];
+    next_process[i - 1] = !same_file               ? -1
+                          : lines_[i].process >= 0 ? lines_[i].process
+                                                   : next_process[i];
   }
   // Which process has each rank, when exactly one has it (-2 when several).
   std::map<int, int> by_rank;

@@ -4,8 +4,9 @@
 // What it understands, across NCCL 2.7 to 2.30:
 //   host:pid:tid [dev] NCCL INFO message
 //   host:pid:tid [dev] file.cc:123 NCCL WARN message     (a blank line before it)
-//   [2025-01-31 12:00:00] host:pid:tid ...               (NCCL_DEBUG_TIMESTAMP_*, WARN by default since 2.23)
-//   NCCL version 2.28.9+cuda13.0                         (no prefix since 2.19; INFO before)
+//   [2025-01-31 12:00:00] host:pid:tid ...               (NCCL_DEBUG_TIMESTAMP_*, WARN by default
+//   since 2.23) NCCL version 2.28.9+cuda13.0                         (no prefix since 2.19; INFO
+//   before)
 // with any launcher prefix in front: "[rank3]:" (PyTorch), "[default3]:"
 // (torchrun --tee), "3: " (srun --label), "[1,3]<stderr>:" (mpirun
 // --tag-output), "[rank 3] " (jobrun). Lines that are not NCCL's (a Python
@@ -44,29 +45,29 @@ constexpr int kMaxRanks = 1 << 20;
 struct LogLine {
   enum Level { kWarn, kInfo, kOther };
   Level level = kOther;
-  int source = 0;       // index into NcclLog::sources()
-  int number = 0;       // 1-based line number in its file
-  int64_t when_ns = 0;  // from a timestamp on it (or an earlier line of its file); 0 when none
-  uint64_t order = 0;   // position among all lines read
-  int process = -1;     // index into NcclLog::processes(), -1 when unknown
-  int tagged_rank = -1; // from a launcher prefix
-  std::string text;     // the message (after "NCCL WARN "), or the whole line without its prefix
+  int source = 0;        // index into NcclLog::sources()
+  int number = 0;        // 1-based line number in its file
+  int64_t when_ns = 0;   // from a timestamp on it (or an earlier line of its file); 0 when none
+  uint64_t order = 0;    // position among all lines read
+  int process = -1;      // index into NcclLog::processes(), -1 when unknown
+  int tagged_rank = -1;  // from a launcher prefix
+  std::string text;      // the message (after "NCCL WARN "), or the whole line without its prefix
 };
 
 struct LogProcess {
   std::string host;
   int pid = -1;
-  int source = -1;     // the first file it appears in
-  int rank = -1;       // its rank in the first communicator it made (Init lines), else a launcher tag
+  int source = -1;  // the first file it appears in
+  int rank = -1;    // its rank in the first communicator it made (Init lines), else a launcher tag
   int nranks = -1;
-  int32_t nccl_version = 0;   // 22809
-  int32_t cuda_runtime = 0;   // from "+cuda13.0": 13000
-  std::string bus_id;         // "0000:18:00.0", from its Init line
+  int32_t nccl_version = 0;  // 22809
+  int32_t cuda_runtime = 0;  // from "+cuda13.0": 13000
+  std::string bus_id;        // "0000:18:00.0", from its Init line
   int cuda_dev = -1;
   bool init_started = false;
   bool init_complete = false;
   uint64_t init_complete_order = 0;
-  std::string bootstrap_iface;             // "Bootstrap : Using eth0:10.0.0.1<0>"
+  std::string bootstrap_iface;  // "Bootstrap : Using eth0:10.0.0.1<0>"
   std::optional<SocketAddress> bootstrap_addr;
   std::map<std::string, std::string> env;  // "NCCL_X set by environment to Y"
   std::vector<size_t> lines;               // indices into NcclLog::lines()

@@ -12,7 +12,6 @@
 
 namespace ncclwatch::decoder {
 
-
 void BuildStreams(ProcessTrace* p) {
   // Streams by (communicator, rank), with the progress of each: how many
   // collectives it had issued, and whether from #0.
@@ -36,7 +35,8 @@ void BuildStreams(ProcessTrace* p) {
   // Members that formed count even with no call: they were expected to call.
   for (size_t i = 0; i < p->comms.size(); ++i) {
     const CommMembership& m = p->comms[i];
-    if (m.comm != 0 && m.rank >= 0 && m.Formed()) p->streams[find(m.comm, m.rank).stream].membership = static_cast<int>(i);
+    if (m.comm != 0 && m.rank >= 0 && m.Formed())
+      p->streams[find(m.comm, m.rank).stream].membership = static_cast<int>(i);
   }
   // Collectives and point-to-point calls, merged in timeline order, so each
   // send or receive knows how many collectives its rank had issued before it.
@@ -61,7 +61,8 @@ void BuildStreams(ProcessTrace* p) {
         last->from_start = e.seq == 0;
       }
       // A crafted number near 2^63 must not overflow the count.
-      last->issued = e.seq < static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(e.seq) + 1 : INT64_MAX;
+      last->issued =
+          e.seq < static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(e.seq) + 1 : INT64_MAX;
       p->streams[last->stream].collectives.push_back(static_cast<uint32_t>(c));
     }
   };
@@ -78,7 +79,8 @@ void BuildStreams(ProcessTrace* p) {
   }
   take_collectives_until(UINT64_MAX);
   for (CommStream& s : p->streams) {
-    s.holds_start = s.collectives.empty() ? nothing_lost : p->collectives[s.collectives.front()].seq == 0;
+    s.holds_start =
+        s.collectives.empty() ? nothing_lost : p->collectives[s.collectives.front()].seq == 0;
   }
 }
 
@@ -90,7 +92,8 @@ int32_t ProcessTrace::DisplayRank() const {
 }
 
 int64_t ProcessTrace::MonotonicNs(uint64_t t) const {
-  if (clock == NCCLWATCH_CLOCK_MONOTONIC_NS || anchors.empty()) return t > INT64_MAX ? INT64_MAX : static_cast<int64_t>(t);
+  if (clock == NCCLWATCH_CLOCK_MONOTONIC_NS || anchors.empty())
+    return t > INT64_MAX ? INT64_MAX : static_cast<int64_t>(t);
   // TSC: the rate from the two anchors furthest apart, offset from the nearest.
   const TimeAnchorEvent& a = anchors.front();
   const TimeAnchorEvent& b = anchors.back();
@@ -106,7 +109,8 @@ int64_t ProcessTrace::MonotonicNs(uint64_t t) const {
     const TimeAnchorEvent* before = &*(it - 1);
     if (t - before->t < (near->t > t ? near->t - t : t - near->t)) near = before;
   }
-  const double ns = static_cast<double>(near->monotonic_ns) + rate * (static_cast<double>(t) - static_cast<double>(near->t));
+  const double ns = static_cast<double>(near->monotonic_ns) +
+                    rate * (static_cast<double>(t) - static_cast<double>(near->t));
   // Crafted anchors can put this anywhere: clamp instead of overflowing.
   if (!(ns > -9.2e18)) return INT64_MIN;
   if (!(ns < 9.2e18)) return INT64_MAX;
@@ -132,11 +136,13 @@ const ModuleInfo* ProcessTrace::ModuleAt(uint64_t address) const {
 }
 
 bool ProcessTrace::Loaded(const std::string& name) const {
-  const std::string base = name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1);
+  const std::string base =
+      name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1);
   if (base.empty()) return false;
   for (const ModuleInfo& m : modules) {
     const size_t slash = m.path.rfind('/');
-    if (m.path.compare(slash == std::string::npos ? 0 : slash + 1, base.size(), base) == 0) return true;
+    if (m.path.compare(slash == std::string::npos ? 0 : slash + 1, base.size(), base) == 0)
+      return true;
   }
   return false;
 }
@@ -164,8 +170,8 @@ uint64_t ProcessTrace::LastCallOrder() const {
 
 void ProcessTrace::Reset() {
   // Tables are cleared, not freed: their capacity is reused.
-  auto tables = std::make_tuple(&anchors, &modules, &comms, &collectives, &p2p, &groups, &apis, &signals, &syscalls,
-                                &errors, &streams);
+  auto tables = std::make_tuple(&anchors, &modules, &comms, &collectives, &p2p, &groups, &apis,
+                                &signals, &syscalls, &errors, &streams);
   std::apply([](auto*... t) { (t->clear(), ...); }, tables);
   ProcessTrace fresh;
   fresh.anchors = std::move(anchors);

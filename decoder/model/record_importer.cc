@@ -54,7 +54,9 @@ bool AppendSint32s(const WireField& x, std::vector<int32_t>* out) {
 // and wire type at once), so a field of the declared type costs one
 // comparison and one read. Any other tag (another wire type, a field a newer
 // shim added) is skipped as libprotobuf skips unknown fields.
-constexpr uint8_t Tag(uint32_t field, uint32_t wire_type) { return static_cast<uint8_t>(field << 3 | wire_type); }
+constexpr uint8_t Tag(uint32_t field, uint32_t wire_type) {
+  return static_cast<uint8_t>(field << 3 | wire_type);
+}
 
 // Any fields, in any order: the general case.
 bool DecodeCollectiveFields(const uint8_t* p, const uint8_t* const end, CollectiveEvent* e) {
@@ -65,25 +67,59 @@ bool DecodeCollectiveFields(const uint8_t* p, const uint8_t* const end, Collecti
     const uint8_t tag = *p;
     if (tag & 0x80) {  // a tag of two or more bytes: not one of ours
       uint64_t long_tag;
-      if (!ReadVarint(p, end, &long_tag) || (long_tag >> 3) == 0 || !SkipValue(p, end, long_tag & 7)) return false;
+      if (!ReadVarint(p, end, &long_tag) || (long_tag >> 3) == 0 ||
+          !SkipValue(p, end, long_tag & 7))
+        return false;
       continue;
     }
     ++p;
     bool ok;
     switch (tag) {
-      case Tag(c::kResult, 5): ok = ReadFixed32(p, end, &w); e->result = static_cast<int32_t>(w); break;
-      case Tag(c::kComm, 1): ok = ReadFixed64(p, end, &e->comm); break;
-      case Tag(c::kSeq, 0): ok = ReadVarint(p, end, &e->seq); break;
-      case Tag(c::kCall, 0): ok = ReadVarint(p, end, &v); e->call = static_cast<uint32_t>(v); break;
-      case Tag(c::kCount, 0): ok = ReadVarint(p, end, &e->count); break;
-      case Tag(c::kDatatype, 0): ok = ReadVarint(p, end, &v); e->datatype = static_cast<int32_t>(ZigzagDecode(v)); break;
-      case Tag(c::kRedop, 0): ok = ReadVarint(p, end, &v); e->redop = static_cast<int32_t>(ZigzagDecode(v)); break;
-      case Tag(c::kRoot, 0): ok = ReadVarint(p, end, &v); e->root = static_cast<int32_t>(ZigzagDecode(v)); break;
-      case Tag(c::kStream, 1): ok = ReadFixed64(p, end, &e->stream); break;
-      case Tag(c::kGroup, 0): ok = ReadVarint(p, end, &e->group); break;
-      case Tag(c::kCaller, 1): ok = ReadFixed64(p, end, &e->caller); break;
-      case Tag(c::kRank, 0): ok = ReadVarint(p, end, &v); e->rank = static_cast<int32_t>(ZigzagDecode(v)); break;
-      default: ok = (tag >> 3) != 0 && SkipValue(p, end, tag & 7); break;
+      case Tag(c::kResult, 5):
+        ok = ReadFixed32(p, end, &w);
+        e->result = static_cast<int32_t>(w);
+        break;
+      case Tag(c::kComm, 1):
+        ok = ReadFixed64(p, end, &e->comm);
+        break;
+      case Tag(c::kSeq, 0):
+        ok = ReadVarint(p, end, &e->seq);
+        break;
+      case Tag(c::kCall, 0):
+        ok = ReadVarint(p, end, &v);
+        e->call = static_cast<uint32_t>(v);
+        break;
+      case Tag(c::kCount, 0):
+        ok = ReadVarint(p, end, &e->count);
+        break;
+      case Tag(c::kDatatype, 0):
+        ok = ReadVarint(p, end, &v);
+        e->datatype = static_cast<int32_t>(ZigzagDecode(v));
+        break;
+      case Tag(c::kRedop, 0):
+        ok = ReadVarint(p, end, &v);
+        e->redop = static_cast<int32_t>(ZigzagDecode(v));
+        break;
+      case Tag(c::kRoot, 0):
+        ok = ReadVarint(p, end, &v);
+        e->root = static_cast<int32_t>(ZigzagDecode(v));
+        break;
+      case Tag(c::kStream, 1):
+        ok = ReadFixed64(p, end, &e->stream);
+        break;
+      case Tag(c::kGroup, 0):
+        ok = ReadVarint(p, end, &e->group);
+        break;
+      case Tag(c::kCaller, 1):
+        ok = ReadFixed64(p, end, &e->caller);
+        break;
+      case Tag(c::kRank, 0):
+        ok = ReadVarint(p, end, &v);
+        e->rank = static_cast<int32_t>(ZigzagDecode(v));
+        break;
+      default:
+        ok = (tag >> 3) != 0 && SkipValue(p, end, tag & 7);
+        break;
     }
     if (!ok) return false;
   }
@@ -157,25 +193,58 @@ bool DecodeP2p(absl::Span<const uint8_t> b, P2pEvent* e) {
     const uint8_t tag = *p;
     if (tag & 0x80) {
       uint64_t long_tag;
-      if (!ReadVarint(p, end, &long_tag) || (long_tag >> 3) == 0 || !SkipValue(p, end, long_tag & 7)) return false;
+      if (!ReadVarint(p, end, &long_tag) || (long_tag >> 3) == 0 ||
+          !SkipValue(p, end, long_tag & 7))
+        return false;
       continue;
     }
     ++p;
     bool ok;
     switch (tag) {
-      case Tag(q::kResult, 5): ok = ReadFixed32(p, end, &w); e->result = static_cast<int32_t>(w); break;
-      case Tag(q::kComm, 1): ok = ReadFixed64(p, end, &e->comm); break;
-      case Tag(q::kSeq, 0): ok = ReadVarint(p, end, &e->seq); break;
-      case Tag(q::kSend, 0): ok = ReadVarint(p, end, &v); e->send = v != 0; break;
-      case Tag(q::kPeer, 0): ok = ReadVarint(p, end, &v); e->peer = static_cast<int32_t>(ZigzagDecode(v)); break;
-      case Tag(q::kCount, 0): ok = ReadVarint(p, end, &e->count); break;
-      case Tag(q::kDatatype, 0): ok = ReadVarint(p, end, &v); e->datatype = static_cast<int32_t>(ZigzagDecode(v)); break;
-      case Tag(q::kStream, 1): ok = ReadFixed64(p, end, &e->stream); break;
-      case Tag(q::kBuff, 1): ok = ReadFixed64(p, end, &v); break;
-      case Tag(q::kGroup, 0): ok = ReadVarint(p, end, &e->group); break;
-      case Tag(q::kCaller, 1): ok = ReadFixed64(p, end, &e->caller); break;
-      case Tag(q::kRank, 0): ok = ReadVarint(p, end, &v); e->rank = static_cast<int32_t>(ZigzagDecode(v)); break;
-      default: ok = (tag >> 3) != 0 && SkipValue(p, end, tag & 7); break;
+      case Tag(q::kResult, 5):
+        ok = ReadFixed32(p, end, &w);
+        e->result = static_cast<int32_t>(w);
+        break;
+      case Tag(q::kComm, 1):
+        ok = ReadFixed64(p, end, &e->comm);
+        break;
+      case Tag(q::kSeq, 0):
+        ok = ReadVarint(p, end, &e->seq);
+        break;
+      case Tag(q::kSend, 0):
+        ok = ReadVarint(p, end, &v);
+        e->send = v != 0;
+        break;
+      case Tag(q::kPeer, 0):
+        ok = ReadVarint(p, end, &v);
+        e->peer = static_cast<int32_t>(ZigzagDecode(v));
+        break;
+      case Tag(q::kCount, 0):
+        ok = ReadVarint(p, end, &e->count);
+        break;
+      case Tag(q::kDatatype, 0):
+        ok = ReadVarint(p, end, &v);
+        e->datatype = static_cast<int32_t>(ZigzagDecode(v));
+        break;
+      case Tag(q::kStream, 1):
+        ok = ReadFixed64(p, end, &e->stream);
+        break;
+      case Tag(q::kBuff, 1):
+        ok = ReadFixed64(p, end, &v);
+        break;
+      case Tag(q::kGroup, 0):
+        ok = ReadVarint(p, end, &e->group);
+        break;
+      case Tag(q::kCaller, 1):
+        ok = ReadFixed64(p, end, &e->caller);
+        break;
+      case Tag(q::kRank, 0):
+        ok = ReadVarint(p, end, &v);
+        e->rank = static_cast<int32_t>(ZigzagDecode(v));
+        break;
+      default:
+        ok = (tag >> 3) != 0 && SkipValue(p, end, tag & 7);
+        break;
     }
     if (!ok) return false;
   }
@@ -188,12 +257,23 @@ bool DecodeGroup(absl::Span<const uint8_t> b, GroupEvent* e) {
   WireField x;
   while (r.Next(&x)) {
     switch (x.number) {
-      case f::group::kResult: if (Fixed32(x)) e->result = x.AsInt32(); break;
-      case f::group::kCall: if (Varint(x)) e->call = static_cast<uint32_t>(x.value); break;
-      case f::group::kGroup: if (Varint(x)) e->group = x.value; break;
-      case f::group::kDepth: if (Varint(x)) e->depth = static_cast<uint32_t>(x.value); break;
-      case f::group::kCaller: if (Fixed64(x)) e->caller = x.value; break;
-      default: break;
+      case f::group::kResult:
+        if (Fixed32(x)) e->result = x.AsInt32();
+        break;
+      case f::group::kCall:
+        if (Varint(x)) e->call = static_cast<uint32_t>(x.value);
+        break;
+      case f::group::kGroup:
+        if (Varint(x)) e->group = x.value;
+        break;
+      case f::group::kDepth:
+        if (Varint(x)) e->depth = static_cast<uint32_t>(x.value);
+        break;
+      case f::group::kCaller:
+        if (Fixed64(x)) e->caller = x.value;
+        break;
+      default:
+        break;
     }
   }
   return r.ok();
@@ -205,12 +285,23 @@ bool DecodeApi(absl::Span<const uint8_t> b, ApiEvent* e, uint64_t* caller) {
   WireField x;
   while (r.Next(&x)) {
     switch (x.number) {
-      case f::api::kResult: if (Fixed32(x)) e->result = x.AsInt32(); break;
-      case f::api::kCall: if (Varint(x)) e->call = static_cast<uint32_t>(x.value); break;
-      case f::api::kComm: if (Fixed64(x)) e->comm = x.value; break;
-      case f::api::kValue: if (Varint(x)) e->value = x.Zigzag(); break;
-      case f::api::kCaller: if (Fixed64(x)) *caller = x.value; break;
-      default: break;
+      case f::api::kResult:
+        if (Fixed32(x)) e->result = x.AsInt32();
+        break;
+      case f::api::kCall:
+        if (Varint(x)) e->call = static_cast<uint32_t>(x.value);
+        break;
+      case f::api::kComm:
+        if (Fixed64(x)) e->comm = x.value;
+        break;
+      case f::api::kValue:
+        if (Varint(x)) e->value = x.Zigzag();
+        break;
+      case f::api::kCaller:
+        if (Fixed64(x)) *caller = x.value;
+        break;
+      default:
+        break;
     }
   }
   return r.ok();
@@ -249,7 +340,8 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       } else if (number == f::record::kThread && wire_type == 0) {
         if (!ReadVarint(q, end, &v)) return false;
         thread = static_cast<uint32_t>(v);
-      } else if (number >= f::record::kProcessStart && number <= f::record::kInventory && wire_type == 2) {
+      } else if (number >= f::record::kProcessStart && number <= f::record::kInventory &&
+                 wire_type == 2) {
         if (!ReadVarint(q, end, &v) || v > static_cast<uint64_t>(end - q)) return false;
         body_kind = number;
         body = absl::MakeConstSpan(q, static_cast<size_t>(v));
@@ -316,7 +408,8 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       ok = DecodeApi(body, &e, &caller);
       if (ok) {
         p.apis.push_back(e);
-        if (e.call == f::kGetVersion && e.result == kNcclSuccess) p.nccl_version = static_cast<int32_t>(e.value);
+        if (e.call == f::kGetVersion && e.result == kNcclSuccess)
+          p.nccl_version = static_cast<int32_t>(e.value);
       }
       break;
     }
@@ -325,15 +418,32 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       s.global_rank = s.world_size = s.local_rank = 0;
       while (r.Next(&x)) {
         switch (x.number) {
-          case f::process_start::kPid: if (Varint(x)) s.pid = static_cast<uint32_t>(x.value); break;
-          case f::process_start::kHost: if (Bytes(x)) s.host = Str(x); break;
-          case f::process_start::kGlobalRank: if (Varint(x)) s.global_rank = x.Zigzag32(); break;
-          case f::process_start::kRankSource: if (Bytes(x)) s.rank_source = Str(x); break;
-          case f::process_start::kWorldSize: if (Varint(x)) s.world_size = x.Zigzag32(); break;
-          case f::process_start::kLocalRank: if (Varint(x)) s.local_rank = x.Zigzag32(); break;
-          case f::process_start::kExe: if (Bytes(x)) s.exe = Str(x); break;
-          case f::process_start::kJobId: if (Bytes(x)) s.job_id = Str(x); break;
-          default: break;
+          case f::process_start::kPid:
+            if (Varint(x)) s.pid = static_cast<uint32_t>(x.value);
+            break;
+          case f::process_start::kHost:
+            if (Bytes(x)) s.host = Str(x);
+            break;
+          case f::process_start::kGlobalRank:
+            if (Varint(x)) s.global_rank = x.Zigzag32();
+            break;
+          case f::process_start::kRankSource:
+            if (Bytes(x)) s.rank_source = Str(x);
+            break;
+          case f::process_start::kWorldSize:
+            if (Varint(x)) s.world_size = x.Zigzag32();
+            break;
+          case f::process_start::kLocalRank:
+            if (Varint(x)) s.local_rank = x.Zigzag32();
+            break;
+          case f::process_start::kExe:
+            if (Bytes(x)) s.exe = Str(x);
+            break;
+          case f::process_start::kJobId:
+            if (Bytes(x)) s.job_id = Str(x);
+            break;
+          default:
+            break;
         }
       }
       ok = r.ok();
@@ -376,12 +486,23 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       ModuleInfo m;
       while (r.Next(&x)) {
         switch (x.number) {
-          case f::module::kPath: if (Bytes(x)) m.path = Str(x); break;
-          case f::module::kBase: if (Fixed64(x)) m.base = x.value; break;
-          case f::module::kStart: if (Fixed64(x)) m.start = x.value; break;
-          case f::module::kEnd: if (Fixed64(x)) m.end = x.value; break;
-          case f::module::kBuildId: if (Bytes(x)) m.build_id = Str(x); break;
-          default: break;
+          case f::module::kPath:
+            if (Bytes(x)) m.path = Str(x);
+            break;
+          case f::module::kBase:
+            if (Fixed64(x)) m.base = x.value;
+            break;
+          case f::module::kStart:
+            if (Fixed64(x)) m.start = x.value;
+            break;
+          case f::module::kEnd:
+            if (Fixed64(x)) m.end = x.value;
+            break;
+          case f::module::kBuildId:
+            if (Bytes(x)) m.build_id = Str(x);
+            break;
+          default:
+            break;
         }
       }
       ok = r.ok();
@@ -393,21 +514,44 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       m.rank = m.nranks = m.begin_device = 0;
       while (r.Next(&x)) {
         switch (x.number) {
-          case f::comm_init_begin::kComm: if (Fixed64(x)) m.comm = x.value; break;
-          case f::comm_init_begin::kCall: if (Varint(x)) m.init_call = static_cast<uint32_t>(x.value); break;
-          case f::comm_init_begin::kNranks: if (Varint(x)) m.nranks = x.Zigzag32(); break;
-          case f::comm_init_begin::kRank: if (Varint(x)) m.rank = x.Zigzag32(); break;
-          case f::comm_init_begin::kParent: if (Fixed64(x)) m.parent = x.value; break;
-          case f::comm_init_begin::kColor: if (Varint(x)) m.color = x.Zigzag32(); break;
-          case f::comm_init_begin::kKey: if (Varint(x)) m.key = x.Zigzag32(); break;
-          case f::comm_init_begin::kSplitIndex: if (Varint(x)) m.split_index = static_cast<uint32_t>(x.value); break;
+          case f::comm_init_begin::kComm:
+            if (Fixed64(x)) m.comm = x.value;
+            break;
+          case f::comm_init_begin::kCall:
+            if (Varint(x)) m.init_call = static_cast<uint32_t>(x.value);
+            break;
+          case f::comm_init_begin::kNranks:
+            if (Varint(x)) m.nranks = x.Zigzag32();
+            break;
+          case f::comm_init_begin::kRank:
+            if (Varint(x)) m.rank = x.Zigzag32();
+            break;
+          case f::comm_init_begin::kParent:
+            if (Fixed64(x)) m.parent = x.value;
+            break;
+          case f::comm_init_begin::kColor:
+            if (Varint(x)) m.color = x.Zigzag32();
+            break;
+          case f::comm_init_begin::kKey:
+            if (Varint(x)) m.key = x.Zigzag32();
+            break;
+          case f::comm_init_begin::kSplitIndex:
+            if (Varint(x)) m.split_index = static_cast<uint32_t>(x.value);
+            break;
           case f::comm_init_begin::kExcluded:
             if (!AppendSint32s(x, &m.excluded)) ok = false;
             break;
-          case f::comm_init_begin::kCaller: if (Fixed64(x)) m.caller = x.value; break;
-          case f::comm_init_begin::kDevice: if (Varint(x)) m.begin_device = x.Zigzag32(); break;
-          case f::comm_init_begin::kBusId: if (Bytes(x)) m.bus_id = Str(x); break;
-          default: break;
+          case f::comm_init_begin::kCaller:
+            if (Fixed64(x)) m.caller = x.value;
+            break;
+          case f::comm_init_begin::kDevice:
+            if (Varint(x)) m.begin_device = x.Zigzag32();
+            break;
+          case f::comm_init_begin::kBusId:
+            if (Bytes(x)) m.bus_id = Str(x);
+            break;
+          default:
+            break;
         }
       }
       ok = ok && r.ok();
@@ -423,13 +567,26 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       int32_t result = 0, rank = 0, device = 0, nranks = 0;
       while (r.Next(&x)) {
         switch (x.number) {
-          case f::comm_init_end::kComm: if (Fixed64(x)) comm = x.value; break;
-          case f::comm_init_end::kResult: if (Fixed32(x)) result = x.AsInt32(); break;
-          case f::comm_init_end::kHandle: if (Fixed64(x)) handle = x.value; break;
-          case f::comm_init_end::kRank: if (Varint(x)) rank = x.Zigzag32(); break;
-          case f::comm_init_end::kDevice: if (Varint(x)) device = x.Zigzag32(); break;
-          case f::comm_init_end::kNranks: if (Varint(x)) nranks = x.Zigzag32(); break;
-          default: break;
+          case f::comm_init_end::kComm:
+            if (Fixed64(x)) comm = x.value;
+            break;
+          case f::comm_init_end::kResult:
+            if (Fixed32(x)) result = x.AsInt32();
+            break;
+          case f::comm_init_end::kHandle:
+            if (Fixed64(x)) handle = x.value;
+            break;
+          case f::comm_init_end::kRank:
+            if (Varint(x)) rank = x.Zigzag32();
+            break;
+          case f::comm_init_end::kDevice:
+            if (Varint(x)) device = x.Zigzag32();
+            break;
+          case f::comm_init_end::kNranks:
+            if (Varint(x)) nranks = x.Zigzag32();
+            break;
+          default:
+            break;
         }
       }
       ok = r.ok();
@@ -455,11 +612,20 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       int32_t result = 0;
       while (r.Next(&x)) {
         switch (x.number) {
-          case f::comm_end::kComm: if (Fixed64(x)) comm = x.value; break;
-          case f::comm_end::kHandle: if (Fixed64(x)) handle = x.value; break;
-          case f::comm_end::kCall: if (Varint(x)) call = static_cast<uint32_t>(x.value); break;
-          case f::comm_end::kResult: if (Fixed32(x)) result = x.AsInt32(); break;
-          default: break;
+          case f::comm_end::kComm:
+            if (Fixed64(x)) comm = x.value;
+            break;
+          case f::comm_end::kHandle:
+            if (Fixed64(x)) handle = x.value;
+            break;
+          case f::comm_end::kCall:
+            if (Varint(x)) call = static_cast<uint32_t>(x.value);
+            break;
+          case f::comm_end::kResult:
+            if (Fixed32(x)) result = x.AsInt32();
+            break;
+          default:
+            break;
         }
       }
       ok = r.ok();
@@ -479,12 +645,23 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       FatalSignalEvent s{order, t};
       while (r.Next(&x)) {
         switch (x.number) {
-          case f::fatal_signal::kSigno: if (Varint(x)) s.signo = x.Zigzag32(); break;
-          case f::fatal_signal::kCode: if (Varint(x)) s.code = x.Zigzag32(); break;
-          case f::fatal_signal::kAddress: if (Fixed64(x)) s.address = x.value; break;
-          case f::fatal_signal::kSenderPid: if (Varint(x)) s.sender_pid = x.Zigzag32(); break;
-          case f::fatal_signal::kDisposition: if (Varint(x)) s.disposition = static_cast<uint32_t>(x.value); break;
-          default: break;
+          case f::fatal_signal::kSigno:
+            if (Varint(x)) s.signo = x.Zigzag32();
+            break;
+          case f::fatal_signal::kCode:
+            if (Varint(x)) s.code = x.Zigzag32();
+            break;
+          case f::fatal_signal::kAddress:
+            if (Fixed64(x)) s.address = x.value;
+            break;
+          case f::fatal_signal::kSenderPid:
+            if (Varint(x)) s.sender_pid = x.Zigzag32();
+            break;
+          case f::fatal_signal::kDisposition:
+            if (Varint(x)) s.disposition = static_cast<uint32_t>(x.value);
+            break;
+          default:
+            break;
         }
       }
       ok = r.ok();
@@ -500,21 +677,45 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       int64_t size = 0;
       while (r.Next(&x)) {
         switch (x.number) {
-          case f::sys_call::kKind: if (Varint(x)) e.kind = static_cast<uint32_t>(x.value); break;
-          case f::sys_call::kRet: if (Varint(x)) e.ret = x.Zigzag(); break;
-          case f::sys_call::kErr: if (Varint(x)) e.err = x.Zigzag32(); break;
-          case f::sys_call::kFd: if (Varint(x)) e.fd = x.Zigzag32(); break;
-          case f::sys_call::kPath: if (Bytes(x)) e.path = Str(x); break;
-          case f::sys_call::kSize: if (Varint(x)) size = x.Zigzag(); break;
-          case f::sys_call::kOffset: if (Varint(x)) e.offset = x.Zigzag(); break;
-          case f::sys_call::kAddr:
-            if (Bytes(x)) e.addr = x.bytes.empty() ? std::nullopt : ParseSocketAddress(x.AsString());
+          case f::sys_call::kKind:
+            if (Varint(x)) e.kind = static_cast<uint32_t>(x.value);
             break;
-          case f::sys_call::kArg: if (Varint(x)) e.arg = x.Zigzag32(); break;
-          case f::sys_call::kInCall: if (Varint(x)) e.in_call = static_cast<uint32_t>(x.value); break;
-          case f::sys_call::kFromNccl: if (Varint(x)) e.from_nccl = x.value != 0; break;
-          case f::sys_call::kCaller: if (Fixed64(x)) e.caller = x.value; break;
-          default: break;
+          case f::sys_call::kRet:
+            if (Varint(x)) e.ret = x.Zigzag();
+            break;
+          case f::sys_call::kErr:
+            if (Varint(x)) e.err = x.Zigzag32();
+            break;
+          case f::sys_call::kFd:
+            if (Varint(x)) e.fd = x.Zigzag32();
+            break;
+          case f::sys_call::kPath:
+            if (Bytes(x)) e.path = Str(x);
+            break;
+          case f::sys_call::kSize:
+            if (Varint(x)) size = x.Zigzag();
+            break;
+          case f::sys_call::kOffset:
+            if (Varint(x)) e.offset = x.Zigzag();
+            break;
+          case f::sys_call::kAddr:
+            if (Bytes(x))
+              e.addr = x.bytes.empty() ? std::nullopt : ParseSocketAddress(x.AsString());
+            break;
+          case f::sys_call::kArg:
+            if (Varint(x)) e.arg = x.Zigzag32();
+            break;
+          case f::sys_call::kInCall:
+            if (Varint(x)) e.in_call = static_cast<uint32_t>(x.value);
+            break;
+          case f::sys_call::kFromNccl:
+            if (Varint(x)) e.from_nccl = x.value != 0;
+            break;
+          case f::sys_call::kCaller:
+            if (Fixed64(x)) e.caller = x.value;
+            break;
+          default:
+            break;
         }
       }
       e.size = size != 0 ? size : -1;
@@ -526,12 +727,23 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       NcclErrorEvent e{order, t};
       while (r.Next(&x)) {
         switch (x.number) {
-          case f::nccl_error::kCall: if (Varint(x)) e.call = static_cast<uint32_t>(x.value); break;
-          case f::nccl_error::kResult: if (Fixed32(x)) e.result = x.AsInt32(); break;
-          case f::nccl_error::kComm: if (Fixed64(x)) e.comm = x.value; break;
-          case f::nccl_error::kLastError: if (Bytes(x)) e.text = Str(x); break;
-          case f::nccl_error::kAsync: if (Varint(x)) e.async = x.value != 0; break;
-          default: break;
+          case f::nccl_error::kCall:
+            if (Varint(x)) e.call = static_cast<uint32_t>(x.value);
+            break;
+          case f::nccl_error::kResult:
+            if (Fixed32(x)) e.result = x.AsInt32();
+            break;
+          case f::nccl_error::kComm:
+            if (Fixed64(x)) e.comm = x.value;
+            break;
+          case f::nccl_error::kLastError:
+            if (Bytes(x)) e.text = Str(x);
+            break;
+          case f::nccl_error::kAsync:
+            if (Varint(x)) e.async = x.value != 0;
+            break;
+          default:
+            break;
         }
       }
       ok = r.ok();
@@ -556,12 +768,24 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
             v.env[std::move(name)] = std::move(value);
             break;
           }
-          case f::inventory::kNcclVersion: if (Varint(x)) v.nccl_version = x.Zigzag32(); break;
-          case f::inventory::kNcclPath: if (Bytes(x)) v.nccl_path = Str(x); break;
-          case f::inventory::kCudaDriverVersion: if (Varint(x)) v.cuda_driver_version = x.Zigzag32(); break;
-          case f::inventory::kCudaRuntimeVersion: if (Varint(x)) v.cuda_runtime_version = x.Zigzag32(); break;
-          case f::inventory::kFramework: if (Bytes(x)) v.framework = Str(x); break;
-          case f::inventory::kFrameworkPath: if (Bytes(x)) v.framework_path = Str(x); break;
+          case f::inventory::kNcclVersion:
+            if (Varint(x)) v.nccl_version = x.Zigzag32();
+            break;
+          case f::inventory::kNcclPath:
+            if (Bytes(x)) v.nccl_path = Str(x);
+            break;
+          case f::inventory::kCudaDriverVersion:
+            if (Varint(x)) v.cuda_driver_version = x.Zigzag32();
+            break;
+          case f::inventory::kCudaRuntimeVersion:
+            if (Varint(x)) v.cuda_runtime_version = x.Zigzag32();
+            break;
+          case f::inventory::kFramework:
+            if (Bytes(x)) v.framework = Str(x);
+            break;
+          case f::inventory::kFrameworkPath:
+            if (Bytes(x)) v.framework_path = Str(x);
+            break;
           case f::inventory::kInterfaces: {
             if (!Bytes(x)) break;
             std::string name;
@@ -571,9 +795,11 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
             WireField y;
             while (ir.Next(&y)) {
               if (y.number == f::inventory::interface::kName && Bytes(y)) name = Str(y);
-              if (y.number == f::inventory::interface::kFlags && Varint(y)) flags = static_cast<uint32_t>(y.value);
+              if (y.number == f::inventory::interface::kFlags && Varint(y))
+                flags = static_cast<uint32_t>(y.value);
               if (y.number == f::inventory::interface::kAddr && Bytes(y)) addr = y.AsString();
-              if (y.number == f::inventory::interface::kPrefixLen && Varint(y)) prefix = static_cast<uint32_t>(y.value);
+              if (y.number == f::inventory::interface::kPrefixLen && Varint(y))
+                prefix = static_cast<uint32_t>(y.value);
             }
             ok = ir.ok();
             if (std::optional<SocketAddress> a = ParseSocketAddress(addr)) {
@@ -581,14 +807,29 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
             }
             break;
           }
-          case f::inventory::kShmKnown: if (Varint(x)) v.shm_known = x.value != 0; break;
-          case f::inventory::kShmSize: if (Varint(x)) v.shm_size = x.value; break;
-          case f::inventory::kShmFree: if (Varint(x)) v.shm_free = x.value; break;
-          case f::inventory::kMemlockSoft: if (Varint(x)) v.memlock_soft = x.value; break;
-          case f::inventory::kMemlockHard: if (Varint(x)) v.memlock_hard = x.value; break;
-          case f::inventory::kCgroup: if (Bytes(x)) v.cgroup = Str(x); break;
-          case f::inventory::kContainer: if (Bytes(x)) v.container = Str(x); break;
-          default: break;
+          case f::inventory::kShmKnown:
+            if (Varint(x)) v.shm_known = x.value != 0;
+            break;
+          case f::inventory::kShmSize:
+            if (Varint(x)) v.shm_size = x.value;
+            break;
+          case f::inventory::kShmFree:
+            if (Varint(x)) v.shm_free = x.value;
+            break;
+          case f::inventory::kMemlockSoft:
+            if (Varint(x)) v.memlock_soft = x.value;
+            break;
+          case f::inventory::kMemlockHard:
+            if (Varint(x)) v.memlock_hard = x.value;
+            break;
+          case f::inventory::kCgroup:
+            if (Bytes(x)) v.cgroup = Str(x);
+            break;
+          case f::inventory::kContainer:
+            if (Bytes(x)) v.container = Str(x);
+            break;
+          default:
+            break;
         }
       }
       ok = ok && r.ok();

@@ -73,11 +73,14 @@ class SequenceWindow {
 
   // The value at `seq`, or nullptr.
   const T* Find(uint64_t seq) const {
-    if (seq >= base_ && seq - base_ < dense_.size()) return set_[seq - base_] ? &dense_[seq - base_] : nullptr;
+    if (seq >= base_ && seq - base_ < dense_.size())
+      return set_[seq - base_] ? &dense_[seq - base_] : nullptr;
     auto it = sparse_.find(seq);
     return it == sparse_.end() ? nullptr : &it->second;
   }
-  T* Find(uint64_t seq) { return const_cast<T*>(static_cast<const SequenceWindow*>(this)->Find(seq)); }
+  T* Find(uint64_t seq) {
+    return const_cast<T*>(static_cast<const SequenceWindow*>(this)->Find(seq));
+  }
 
   bool empty() const { return stored_ == 0; }
   size_t size() const { return stored_; }
@@ -98,7 +101,8 @@ class SequenceWindow {
  private:
   // Moves sparse values that the dense range now covers into it.
   void Absorb() {
-    for (auto it = sparse_.lower_bound(base_); it != sparse_.end() && it->first - base_ < dense_.size();) {
+    for (auto it = sparse_.lower_bound(base_);
+         it != sparse_.end() && it->first - base_ < dense_.size();) {
       dense_[it->first - base_] = std::move(it->second);
       set_[it->first - base_] = true;
       it = sparse_.erase(it);

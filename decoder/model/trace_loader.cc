@@ -17,9 +17,9 @@ unsigned AvailableCores() {
 
 }  // namespace
 
-void LoadProcessTraces(
-    const std::vector<std::string>& files, unsigned threads,
-    const std::function<void(const std::string& file, const absl::Status& status, const ProcessTrace& trace)>& fn) {
+void LoadProcessTraces(const std::vector<std::string>& files, unsigned threads,
+                       const std::function<void(const std::string& file, const absl::Status& status,
+                                                const ProcessTrace& trace)>& fn) {
   if (threads == 0) threads = AvailableCores();
   threads = std::max(1u, std::min<unsigned>(threads, 64));
   // One trace and status per worker, reused batch after batch.
@@ -31,7 +31,8 @@ void LoadProcessTraces(
     workers.reserve(n);
     // The calling thread loads the first file of the batch itself.
     for (size_t i = 1; i < n; ++i) {
-      workers.emplace_back([&, i] { status[i] = LoadProcessTraceInto(files[begin + i], &traces[i]); });
+      workers.emplace_back(
+          [&, i] { status[i] = LoadProcessTraceInto(files[begin + i], &traces[i]); });
     }
     status[0] = LoadProcessTraceInto(files[begin], &traces[0]);
     for (std::thread& w : workers) w.join();

@@ -24,9 +24,9 @@ namespace ncclwatch::decoder {
 // `threads` 0: one per available core.
 // `fn` gets each file with its status and, when that is OK, its trace; the
 // trace's memory is reused for a later file once `fn` returns.
-void LoadProcessTraces(
-    const std::vector<std::string>& files, unsigned threads,
-    const std::function<void(const std::string& file, const absl::Status& status, const ProcessTrace& trace)>& fn);
+void LoadProcessTraces(const std::vector<std::string>& files, unsigned threads,
+                       const std::function<void(const std::string& file, const absl::Status& status,
+                                                const ProcessTrace& trace)>& fn);
 
 }  // namespace ncclwatch::decoder
 

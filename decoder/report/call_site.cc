@@ -30,7 +30,8 @@ std::vector<Symbol> ReadSymbols(const std::string& path) {
   if (data.size() < sizeof(Elf64_Ehdr)) return out;
   Elf64_Ehdr eh;
   std::memcpy(&eh, data.data(), sizeof(eh));
-  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return out;
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
+    return out;
   if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > data.size() ||
       static_cast<uint64_t>(eh.e_shnum) * sizeof(Elf64_Shdr) > data.size() - eh.e_shoff) {
     return out;
@@ -39,16 +40,19 @@ std::vector<Symbol> ReadSymbols(const std::string& path) {
   std::memcpy(sh.data(), data.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
   for (uint32_t want : {static_cast<uint32_t>(SHT_SYMTAB), static_cast<uint32_t>(SHT_DYNSYM)}) {
     for (const Elf64_Shdr& s : sh) {
-      if (s.sh_type != want || s.sh_link >= sh.size() || s.sh_entsize != sizeof(Elf64_Sym)) continue;
+      if (s.sh_type != want || s.sh_link >= sh.size() || s.sh_entsize != sizeof(Elf64_Sym))
+        continue;
       const Elf64_Shdr& strs = sh[s.sh_link];
-      if (s.sh_offset > data.size() || s.sh_size > data.size() - s.sh_offset || strs.sh_offset > data.size() ||
-          strs.sh_size > data.size() - strs.sh_offset) {
+      if (s.sh_offset > data.size() || s.sh_size > data.size() - s.sh_offset ||
+          strs.sh_offset > data.size() || strs.sh_size > data.size() - strs.sh_offset) {
         continue;
       }
       for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= s.sh_size; off += sizeof(Elf64_Sym)) {
         Elf64_Sym sym;
         std::memcpy(&sym, data.data() + s.sh_offset + off, sizeof(sym));
-        if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0 || sym.st_name >= strs.sh_size) continue;
+        if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value == 0 ||
+            sym.st_name >= strs.sh_size)
+          continue;
         const char* name = data.data() + strs.sh_offset + sym.st_name;
         const size_t max = strs.sh_size - sym.st_name;
         out.push_back({sym.st_value, sym.st_size, std::string(name, strnlen(name, max))});
@@ -56,13 +60,15 @@ std::vector<Symbol> ReadSymbols(const std::string& path) {
     }
     if (!out.empty()) break;
   }
-  std::sort(out.begin(), out.end(), [](const Symbol& a, const Symbol& b) { return a.start < b.start; });
+  std::sort(out.begin(), out.end(),
+            [](const Symbol& a, const Symbol& b) { return a.start < b.start; });
   return out;
 }
 
 std::string Demangle(const std::string& name) {
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  std::unique_ptr<char, void (*)(void*)> d(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
   if (status != 0 || !d) return name;
   std::string s = d.get();
   // Keep it to the function: drop the parameter list (the first '(' outside
@@ -74,7 +80,8 @@ std::string Demangle(const std::string& name) {
     if (c == '>' && angle) --angle;
     if (c == '{') ++brace;
     if (c == '}' && brace) --brace;
-    if (c == '(' && i >= 8 && s.compare(i - 8, 8, "operator") == 0 && i + 1 < s.size() && s[i + 1] == ')') {
+    if (c == '(' && i >= 8 && s.compare(i - 8, 8, "operator") == 0 && i + 1 < s.size() &&
+        s[i + 1] == ')') {
       ++i;  // the call operator's own name, "operator()"
       continue;
     }
@@ -90,7 +97,8 @@ std::string SymbolAt(const std::string& path, uint64_t vaddr) {
   auto it = cache.find(path);
   if (it == cache.end()) it = cache.emplace(path, ReadSymbols(path)).first;
   const std::vector<Symbol>& syms = it->second;
-  auto after = std::upper_bound(syms.begin(), syms.end(), vaddr, [](uint64_t v, const Symbol& s) { return v < s.start; });
+  auto after = std::upper_bound(syms.begin(), syms.end(), vaddr,
+                                [](uint64_t v, const Symbol& s) { return v < s.start; });
   if (after == syms.begin()) return "";
   const Symbol& s = *std::prev(after);
   if (s.size != 0 && vaddr >= s.start + s.size) return "";

@@ -20,27 +20,29 @@ std::string InitState(const LogProcess& p) {
 
 }  // namespace
 
-void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d, const UnreadableFiles& unreadable,
-                            std::ostream& out) {
+void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d,
+                            const UnreadableFiles& unreadable, std::ostream& out) {
   std::vector<std::string> processes;
   for (const LogProcess& p : log.processes()) {
     processes.push_back(absl::StrCat(
-        "{\"source\":", JsonString(log.sources()[p.source]), ",\"host\":", JsonString(p.host), ",\"pid\":", p.pid,
-        ",\"rank\":", p.rank, ",\"nccl_version\":", p.nccl_version ? JsonString(NcclVersionString(p.nccl_version)) : "null",
-        ",\"bus_id\":", p.bus_id.empty() ? "null" : JsonString(p.bus_id), ",\"init\":", JsonString(InitState(p)),
-        ",\"lines\":", p.lines.size(), "}"));
+        "{\"source\":", JsonString(log.sources()[p.source]), ",\"host\":", JsonString(p.host),
+        ",\"pid\":", p.pid, ",\"rank\":", p.rank, ",\"nccl_version\":",
+        p.nccl_version ? JsonString(NcclVersionString(p.nccl_version)) : "null",
+        ",\"bus_id\":", p.bus_id.empty() ? "null" : JsonString(p.bus_id),
+        ",\"init\":", JsonString(InitState(p)), ",\"lines\":", p.lines.size(), "}"));
   }
   WriteJsonEnvelope(d.problem, d.findings, NoCallSites(), processes, unreadable, out);
 }
 
-void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d, const UnreadableFiles& unreadable,
-                             std::ostream& out) {
+void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d,
+                             const UnreadableFiles& unreadable, std::ostream& out) {
   std::set<std::string> hosts;
   for (const LogProcess& p : log.processes()) hosts.insert(p.host);
   out << Headline(d.findings, d.problem) << "\n";
-  out << absl::StrFormat("ncclwatch explain: %d file%s, %d NCCL process%s on %d host%s\n", log.sources().size(),
-                         log.sources().size() == 1 ? "" : "s", log.processes().size(),
-                         log.processes().size() == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s");
+  out << absl::StrFormat("ncclwatch explain: %d file%s, %d NCCL process%s on %d host%s\n",
+                         log.sources().size(), log.sources().size() == 1 ? "" : "s",
+                         log.processes().size(), log.processes().size() == 1 ? "" : "es",
+                         hosts.size(), hosts.size() == 1 ? "" : "s");
   if (!d.problem) out << "\nThe logs show no NCCL error.\n";
   WriteFindingsHuman(d.findings, NoCallSites(), out);
   WriteNotesHuman(d.findings, NoCallSites(), out);

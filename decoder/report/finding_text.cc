@@ -20,11 +20,18 @@ std::string CommPhrase(uint64_t comm, int nranks) {
 }
 
 std::string FieldHint(const std::string& field) {
-  if (field == "op") return "one rank is in another phase of the program: a skipped or extra step, or a collective issued only on some branch";
-  if (field == "count") return "tensor shapes differ between ranks: an uneven last batch, padding, or dynamic shapes";
-  if (field == "datatype") return "precision differs between ranks: autocast or a dtype cast on one code path";
-  if (field == "redop") return "the reduction differs between ranks: the same call must use the same operator everywhere";
-  if (field == "root") return "the root differs between ranks: compute it the same way on every rank";
+  if (field == "op")
+    return "one rank is in another phase of the program: a skipped or extra step, or a collective "
+           "issued only on some branch";
+  if (field == "count")
+    return "tensor shapes differ between ranks: an uneven last batch, padding, or dynamic shapes";
+  if (field == "datatype")
+    return "precision differs between ranks: autocast or a dtype cast on one code path";
+  if (field == "redop")
+    return "the reduction differs between ranks: the same call must use the same operator "
+           "everywhere";
+  if (field == "root")
+    return "the root differs between ranks: compute it the same way on every rank";
   return "";
 }
 
@@ -50,42 +57,62 @@ std::string Title(const Finding& f) {
       return absl::StrCat("NCCL initialisation failed: ", SubsystemTitle(init->subsystem),
                           init->err ? absl::StrCat(" (", ErrnoName(init->err), ")") : "");
     }
-    case FindingKind::kCollectiveMismatch: return "collective mismatch";
-    case FindingKind::kMissingRank: return "a rank is missing from a collective";
-    case FindingKind::kRankDied: return "a rank died";
-    case FindingKind::kP2pMismatch: return "send/receive mismatch";
-    case FindingKind::kOrderInversion: return "communicators used in different orders";
-    case FindingKind::kMissingTraces: return "missing traces";
-    case FindingKind::kGpuFault: return "GPU fault";
-    case FindingKind::kOutOfMemory: return "out of memory";
-    case FindingKind::kNvlinkFabric: return "NVLink fabric (NVLS/NVSwitch) failure";
-    case FindingKind::kCudaIpcFailure: return "P2P / CUDA IPC failure";
-    case FindingKind::kCudaError: return "CUDA error in a kernel";
-    case FindingKind::kWatchdogTimeout: return "PyTorch watchdog timeout";
-    case FindingKind::kLogInsufficient: return "the logs cannot tell";
-    case FindingKind::kUnreadableTraces: return "unreadable traces";
+    case FindingKind::kCollectiveMismatch:
+      return "collective mismatch";
+    case FindingKind::kMissingRank:
+      return "a rank is missing from a collective";
+    case FindingKind::kRankDied:
+      return "a rank died";
+    case FindingKind::kP2pMismatch:
+      return "send/receive mismatch";
+    case FindingKind::kOrderInversion:
+      return "communicators used in different orders";
+    case FindingKind::kMissingTraces:
+      return "missing traces";
+    case FindingKind::kGpuFault:
+      return "GPU fault";
+    case FindingKind::kOutOfMemory:
+      return "out of memory";
+    case FindingKind::kNvlinkFabric:
+      return "NVLink fabric (NVLS/NVSwitch) failure";
+    case FindingKind::kCudaIpcFailure:
+      return "P2P / CUDA IPC failure";
+    case FindingKind::kCudaError:
+      return "CUDA error in a kernel";
+    case FindingKind::kWatchdogTimeout:
+      return "PyTorch watchdog timeout";
+    case FindingKind::kLogInsufficient:
+      return "the logs cannot tell";
+    case FindingKind::kUnreadableTraces:
+      return "unreadable traces";
   }
   return KindName(f.kind);
 }
 
 // ------------------------------------------------------------ per payload
 
-void Render(const Finding& f, const CollectiveMismatchFacts& x, const CallSiteNamer& sites, FindingText* t) {
+void Render(const Finding& f, const CollectiveMismatchFacts& x, const CallSiteNamer& sites,
+            FindingText* t) {
   if (x.groups.size() < 2) return;
   const uint64_t seq = f.seq.value_or(0);
   const CollectiveMismatchFacts::Group& majority = x.groups.front();
   std::vector<std::string> deviant;
   for (size_t i = 1; i < x.groups.size(); ++i)
-    deviant.push_back(absl::StrCat(RanksNoun(x.groups[i].ranks), " called ", DescribeCollective(x.groups[i].call)));
-  t->detail = absl::StrFormat("%s as collective #%u of %s where %s called %s", absl::StrJoin(deviant, " and "), seq,
-                              CommPhrase(f.comm.value_or(0), f.nranks), RanksNoun(majority.ranks), DescribeCollective(majority.call));
+    deviant.push_back(absl::StrCat(RanksNoun(x.groups[i].ranks), " called ",
+                                   DescribeCollective(x.groups[i].call)));
+  t->detail = absl::StrFormat("%s as collective #%u of %s where %s called %s",
+                              absl::StrJoin(deviant, " and "), seq,
+                              CommPhrase(f.comm.value_or(0), f.nranks), RanksNoun(majority.ranks),
+                              DescribeCollective(majority.call));
   const std::string hint = FieldHint(f.field);
   t->fix = absl::StrFormat(
-      "make every rank call the same collectives in the same order with the same arguments; %s took another path "
+      "make every rank call the same collectives in the same order with the same arguments; %s "
+      "took another path "
       "at collective #%u (see its call site)%s",
       RanksNoun(f.ranks), seq, hint.empty() ? "" : absl::StrCat(": ", hint));
   for (const CollectiveMismatchFacts::Group& g : x.groups)
-    t->groups.push_back({g.ranks, absl::StrCat(DescribeCollective(g.call), " #", seq, " (", sites(g.site), ")")});
+    t->groups.push_back(
+        {g.ranks, absl::StrCat(DescribeCollective(g.call), " #", seq, " (", sites(g.site), ")")});
   if (!x.not_reached.empty()) t->groups.push_back({x.not_reached, "had not reached it"});
 }
 
@@ -96,21 +123,25 @@ struct DepartureText {
 
 DepartureText Departed(const MissingRankFacts& x, const CallSiteNamer& sites) {
   const DepartureFacts& d = x.departure;
-  const std::string after = x.last_seq ? absl::StrCat("after collective #", *x.last_seq) : "before its first collective";
+  const std::string after =
+      x.last_seq ? absl::StrCat("after collective #", *x.last_seq) : "before its first collective";
   const std::string uneven =
-      "make every rank run the same collectives the same number of times (uneven data per rank: drop the last "
-      "uneven batch, pad the dataset, or use a join context such as torch.distributed.algorithms.Join)";
+      "make every rank run the same collectives the same number of times (uneven data per rank: "
+      "drop the last "
+      "uneven batch, pad the dataset, or use a join context such as "
+      "torch.distributed.algorithms.Join)";
   const std::string signal = SignalName(d.signo);
   switch (d.how) {
     case Departure::kLeftCommunicator: {
       const std::string call = CallName(d.end_call);
-      return {call == "ncclCommAbort"      ? "aborted the communicator"
-              : call == "ncclCommRevoke"   ? "revoked the communicator"
-              : call == "ncclCommFinalize" ? "finalized the communicator"
-                                           : "destroyed the communicator",
-              absl::StrCat("it called ", call, " on it ", after,
-                           d.exit_code ? absl::StrCat(" and exited with code ", *d.exit_code) : ""),
-              absl::StrCat("the rank left the communicator while the others still used it: ", uneven)};
+      return {
+          call == "ncclCommAbort"      ? "aborted the communicator"
+          : call == "ncclCommRevoke"   ? "revoked the communicator"
+          : call == "ncclCommFinalize" ? "finalized the communicator"
+                                       : "destroyed the communicator",
+          absl::StrCat("it called ", call, " on it ", after,
+                       d.exit_code ? absl::StrCat(" and exited with code ", *d.exit_code) : ""),
+          absl::StrCat("the rank left the communicator while the others still used it: ", uneven)};
     }
     case Departure::kExited: {
       const int code = d.exit_code.value_or(0);
@@ -119,134 +150,179 @@ DepartureText Departed(const MissingRankFacts& x, const CallSiteNamer& sites) {
               absl::StrCat("the rank's program ended early: ", uneven)};
     }
     case Departure::kOtherCommunicators:
-      return {absl::StrCat("kept calling other communicators (last: ", DescribeCall(d.later_call), ")"),
-              absl::StrCat("it was alive and kept calling other communicators ", after, ": its last call was ",
-                           DescribeCall(d.later_call), " from ", sites(d.later_site)),
-              "the rank took another code path: it waits on another communicator while the others wait on this one; "
-              "issue the collectives of all communicators in the same order on every rank"};
+      return {
+          absl::StrCat("kept calling other communicators (last: ", DescribeCall(d.later_call), ")"),
+          absl::StrCat("it was alive and kept calling other communicators ", after,
+                       ": its last call was ", DescribeCall(d.later_call), " from ",
+                       sites(d.later_site)),
+          "the rank took another code path: it waits on another communicator while the others wait "
+          "on this one; "
+          "issue the collectives of all communicators in the same order on every rank"};
     case Departure::kDiedOfSignal:
-      return {absl::StrCat("died of ", signal), absl::StrCat("its process died of ", signal, " ", after),
-              "the others waited for a rank that was gone: read that rank's own error output (stack trace, core "
+      return {absl::StrCat("died of ", signal),
+              absl::StrCat("its process died of ", signal, " ", after),
+              "the others waited for a rank that was gone: read that rank's own error output "
+              "(stack trace, core "
               "dump) for why it died"};
     case Departure::kAliveUntilSignal:
       return {absl::StrCat("was still alive, until ", signal, " ended it with the rest of the job"),
               absl::StrCat("it was alive but made no NCCL call on it ", after, " until ", signal,
                            " ended it with the rest of the job"),
-              "the rank is stuck outside NCCL (a data loader, I/O, a CPU-side lock, a different branch): see where "
+              "the rank is stuck outside NCCL (a data loader, I/O, a CPU-side lock, a different "
+              "branch): see where "
               "its program was after its last call, e.g. with py-spy dump or gdb on a hung job"};
     case Departure::kKilledUntraced:
-      return {"died without a trace of why (SIGKILL or the out-of-memory killer)",
-              absl::StrCat("its trace ends ", after,
-                           " with neither an exit nor a signal, while the others' traces end with one: it was "
-                           "killed by SIGKILL or by the out-of-memory killer"),
-              "check the node's kernel log (dmesg: oom-kill) and the container's memory limit, and the scheduler's "
-              "log for a kill of that process"};
+      return {
+          "died without a trace of why (SIGKILL or the out-of-memory killer)",
+          absl::StrCat(
+              "its trace ends ", after,
+              " with neither an exit nor a signal, while the others' traces end with one: it was "
+              "killed by SIGKILL or by the out-of-memory killer"),
+          "check the node's kernel log (dmesg: oom-kill) and the container's memory limit, and the "
+          "scheduler's "
+          "log for a kill of that process"};
     case Departure::kStopped:
       break;
   }
   return {"stopped: no exit or signal recorded",
           absl::StrCat("its trace stops ", after,
-                       " with no exit or signal recorded, like every trace of this job: it was either still alive "
+                       " with no exit or signal recorded, like every trace of this job: it was "
+                       "either still alive "
                        "outside NCCL, or killed without a signal"),
-          "see where the rank's program was (py-spy dump, gdb) if the job still hangs; otherwise check for a SIGKILL "
+          "see where the rank's program was (py-spy dump, gdb) if the job still hangs; otherwise "
+          "check for a SIGKILL "
           "or an out-of-memory kill (dmesg) of that process"};
 }
 
-void Render(const Finding& f, const MissingRankFacts& x, const CallSiteNamer& sites, FindingText* t) {
+void Render(const Finding& f, const MissingRankFacts& x, const CallSiteNamer& sites,
+            FindingText* t) {
   const uint64_t seq = f.seq.value_or(0);
   const DepartureText d = Departed(x, sites);
-  t->detail = absl::StrFormat("%s never entered collective #%u of %s, %s, which %s entered; %s", RanksNoun(f.ranks), seq,
-                              CommPhrase(f.comm.value_or(0), f.nranks), DescribeCollective(x.call), RanksNoun(x.entered), d.reason);
+  t->detail = absl::StrFormat("%s never entered collective #%u of %s, %s, which %s entered; %s",
+                              RanksNoun(f.ranks), seq, CommPhrase(f.comm.value_or(0), f.nranks),
+                              DescribeCollective(x.call), RanksNoun(x.entered), d.reason);
   t->fix = d.fix;
-  t->groups.push_back({x.entered, absl::StrCat("entered ", DescribeCollective(x.call), " #", seq, " and waited")});
-  t->groups.push_back({f.ranks, x.last_seq ? absl::StrCat("last entered #", *x.last_seq, " (", sites(x.last_site),
-                                                          "), then ", d.did)
-                                           : absl::StrCat("made no collective on it, then ", d.did)});
+  t->groups.push_back(
+      {x.entered, absl::StrCat("entered ", DescribeCollective(x.call), " #", seq, " and waited")});
+  t->groups.push_back({f.ranks, x.last_seq
+                                    ? absl::StrCat("last entered #", *x.last_seq, " (",
+                                                   sites(x.last_site), "), then ", d.did)
+                                    : absl::StrCat("made no collective on it, then ", d.did)});
 }
 
-void Render(const Finding& f, const P2pMismatchFacts& x, const CallSiteNamer& sites, FindingText* t) {
+void Render(const Finding& f, const P2pMismatchFacts& x, const CallSiteNamer& sites,
+            FindingText* t) {
   using Problem = P2pMismatchFacts::Problem;
   const uint64_t seq = f.seq.value_or(0);
   const std::string comm = CommPhrase(f.comm.value_or(0), f.nranks);
   const int sender = x.sender, receiver = x.receiver;
-  auto op = [](const P2pMismatchFacts::Side& o) { return absl::StrCat(o.count, " x ", DatatypeName(o.datatype)); };
+  auto op = [](const P2pMismatchFacts::Side& o) {
+    return absl::StrCat(o.count, " x ", DatatypeName(o.datatype));
+  };
   auto place = [](int64_t n) {
-    return n == 0 ? std::string("before its first collective") : absl::StrCat("after collective #", n - 1);
+    return n == 0 ? std::string("before its first collective")
+                  : absl::StrCat("after collective #", n - 1);
   };
   switch (x.problem) {
     case Problem::kSizeMismatch:
       t->detail = absl::StrFormat(
-          "rank %d sent %s to rank %d as its send #%u to that peer on %s, but rank %d posted its receive #%u "
+          "rank %d sent %s to rank %d as its send #%u to that peer on %s, but rank %d posted its "
+          "receive #%u "
           "from rank %d for %s",
           sender, op(x.send), receiver, seq, comm, receiver, seq, sender, op(x.receive));
-      t->groups.push_back({{sender}, absl::StrCat("Send #", seq, " of ", op(x.send), " to rank ", receiver, " (",
-                                                  sites(x.send.site), ")")});
-      t->groups.push_back({{receiver}, absl::StrCat("Recv #", seq, " of ", op(x.receive), " from rank ", sender, " (",
-                                                    sites(x.receive.site), ")")});
+      t->groups.push_back({{sender},
+                           absl::StrCat("Send #", seq, " of ", op(x.send), " to rank ", receiver,
+                                        " (", sites(x.send.site), ")")});
+      t->groups.push_back({{receiver},
+                           absl::StrCat("Recv #", seq, " of ", op(x.receive), " from rank ", sender,
+                                        " (", sites(x.receive.site), ")")});
       break;
     case Problem::kOrderMismatch:
       t->detail = absl::StrFormat(
-          "rank %d posted its send #%u to rank %d %s of %s, but rank %d posted the matching receive %s: both sides "
+          "rank %d posted its send #%u to rank %d %s of %s, but rank %d posted the matching "
+          "receive %s: both sides "
           "wait on the communicator's stream behind a collective the other has not reached",
-          sender, seq, receiver, place(x.send.collectives_before), comm, receiver, place(x.receive.collectives_before));
-      t->groups.push_back({{sender}, absl::StrCat("Send #", seq, " to rank ", receiver, " ",
-                                                  place(x.send.collectives_before), " (", sites(x.send.site), ")")});
-      t->groups.push_back({{receiver}, absl::StrCat("Recv #", seq, " from rank ", sender, " ",
-                                                    place(x.receive.collectives_before), " (", sites(x.receive.site),
-                                                    ")")});
+          sender, seq, receiver, place(x.send.collectives_before), comm, receiver,
+          place(x.receive.collectives_before));
+      t->groups.push_back(
+          {{sender},
+           absl::StrCat("Send #", seq, " to rank ", receiver, " ", place(x.send.collectives_before),
+                        " (", sites(x.send.site), ")")});
+      t->groups.push_back(
+          {{receiver},
+           absl::StrCat("Recv #", seq, " from rank ", sender, " ",
+                        place(x.receive.collectives_before), " (", sites(x.receive.site), ")")});
       break;
     case Problem::kSendNotReceived:
       t->detail = absl::StrFormat(
-          "rank %d sent %s to rank %d as its send #%u to that peer on %s, and rank %d never posted the matching "
+          "rank %d sent %s to rank %d as its send #%u to that peer on %s, and rank %d never posted "
+          "the matching "
           "receive (it posted %u receives from rank %d)",
           sender, op(x.send), receiver, seq, comm, receiver, x.other_side_posted, sender);
-      t->groups.push_back({{sender}, absl::StrCat("Send #", seq, " to rank ", receiver, " (", sites(x.send.site), ")")});
+      t->groups.push_back(
+          {{sender},
+           absl::StrCat("Send #", seq, " to rank ", receiver, " (", sites(x.send.site), ")")});
       break;
     case Problem::kReceiveNotSent:
       t->detail = absl::StrFormat(
-          "rank %d posted receive #%u from rank %d (%s) on %s, and rank %d never sent it (it posted %u sends to "
+          "rank %d posted receive #%u from rank %d (%s) on %s, and rank %d never sent it (it "
+          "posted %u sends to "
           "rank %d)",
           receiver, seq, sender, op(x.receive), comm, sender, x.other_side_posted, receiver);
       t->groups.push_back(
-          {{receiver}, absl::StrCat("Recv #", seq, " from rank ", sender, " (", sites(x.receive.site), ")")});
+          {{receiver},
+           absl::StrCat("Recv #", seq, " from rank ", sender, " (", sites(x.receive.site), ")")});
       break;
   }
-  t->fix = "post every send with a matching receive on the peer, in the same order, with the same count and "
-           "datatype (grouped with ncclGroupStart/End when both directions run at once)";
+  t->fix =
+      "post every send with a matching receive on the peer, in the same order, with the same count "
+      "and "
+      "datatype (grouped with ncclGroupStart/End when both directions run at once)";
 }
 
 void Render(const Finding& f, const OrderInversionFacts& x, const CallSiteNamer&, FindingText* t) {
-  const std::string a = absl::StrCat("collective #", f.seq.value_or(0), " of ", CommShort(f.comm.value_or(0)));
+  const std::string a =
+      absl::StrCat("collective #", f.seq.value_or(0), " of ", CommShort(f.comm.value_or(0)));
   const std::string b = absl::StrCat("collective #", x.other_seq, " of ", CommShort(x.other_comm));
   const std::string& first = x.comm_first ? a : b;
   const std::string& second = x.comm_first ? b : a;
-  t->detail = absl::StrFormat("rank %d issued %s before %s, and rank %d the reverse%s", x.rank, first, second,
-                              x.reference_rank,
+  t->detail = absl::StrFormat("rank %d issued %s before %s, and rank %d the reverse%s", x.rank,
+                              first, second, x.reference_rank,
                               x.same_stream ? ", each on a single stream: each waits for the other"
                                             : ", on different streams");
-  t->fix = "issue the collectives of different communicators in the same order on every rank (or, if they must "
-           "overlap, on separate streams that never wait on each other)";
+  t->fix =
+      "issue the collectives of different communicators in the same order on every rank (or, if "
+      "they must "
+      "overlap, on separate streams that never wait on each other)";
   t->groups.push_back({{x.rank}, absl::StrCat(first, " then ", second)});
   t->groups.push_back({{x.reference_rank}, absl::StrCat(second, " then ", first)});
 }
 
 void Render(const Finding& f, const MissingTracesFacts&, const CallSiteNamer&, FindingText* t) {
-  t->detail = absl::StrFormat("the traces of %s of %s are missing; the rest was diagnosed without them",
-                              RanksNoun(f.ranks), CommPhrase(f.comm.value_or(0), f.nranks));
-  t->fix = "collect the trace folder (NCCLWATCH_DIR) of every node of the job and pass them all to ncclwatch diagnose";
+  t->detail =
+      absl::StrFormat("the traces of %s of %s are missing; the rest was diagnosed without them",
+                      RanksNoun(f.ranks), CommPhrase(f.comm.value_or(0), f.nranks));
+  t->fix =
+      "collect the trace folder (NCCLWATCH_DIR) of every node of the job and pass them all to "
+      "ncclwatch diagnose";
 }
 
 void Render(const Finding&, const UnreadableTracesFacts& x, const CallSiteNamer&, FindingText* t) {
-  t->detail = absl::StrCat(x.errors.size(), " file(s) could not be read: ", absl::StrJoin(x.errors, "; "));
-  t->fix = "re-collect those files whole (a copy made while the job still wrote them can be torn); files of another "
-           "ncclwatch version need that version to read them";
+  t->detail =
+      absl::StrCat(x.errors.size(), " file(s) could not be read: ", absl::StrJoin(x.errors, "; "));
+  t->fix =
+      "re-collect those files whole (a copy made while the job still wrote them can be torn); "
+      "files of another "
+      "ncclwatch version need that version to read them";
 }
 
 void Render(const Finding& f, const InitFailureFacts& x, const CallSiteNamer&, FindingText* t) {
   RenderInitFailure(f, x, t);
 }
 
-void Render(const Finding& f, const LogFacts& x, const CallSiteNamer&, FindingText* t) { RenderLogFinding(f, x, t); }
+void Render(const Finding& f, const LogFacts& x, const CallSiteNamer&, FindingText* t) {
+  RenderLogFinding(f, x, t);
+}
 
 void Render(const Finding&, const std::monostate&, const CallSiteNamer&, FindingText*) {}
 
@@ -258,31 +334,50 @@ CallSiteNamer NoCallSites() {
 
 const char* KindName(FindingKind kind) {
   switch (kind) {
-    case FindingKind::kCollectiveMismatch: return "collective_mismatch";
-    case FindingKind::kMissingRank: return "missing_rank";
-    case FindingKind::kRankDied: return "rank_died";
-    case FindingKind::kP2pMismatch: return "p2p_mismatch";
-    case FindingKind::kOrderInversion: return "order_inversion";
-    case FindingKind::kInitFailure: return "init_failure";
-    case FindingKind::kGpuFault: return "gpu_fault";
-    case FindingKind::kOutOfMemory: return "out_of_memory";
-    case FindingKind::kNvlinkFabric: return "nvlink_fabric";
-    case FindingKind::kCudaIpcFailure: return "cuda_ipc_failure";
-    case FindingKind::kCudaError: return "cuda_error";
-    case FindingKind::kWatchdogTimeout: return "watchdog_timeout";
-    case FindingKind::kLogInsufficient: return "log_insufficient";
-    case FindingKind::kMissingTraces: return "missing_traces";
-    case FindingKind::kUnreadableTraces: return "unreadable_traces";
+    case FindingKind::kCollectiveMismatch:
+      return "collective_mismatch";
+    case FindingKind::kMissingRank:
+      return "missing_rank";
+    case FindingKind::kRankDied:
+      return "rank_died";
+    case FindingKind::kP2pMismatch:
+      return "p2p_mismatch";
+    case FindingKind::kOrderInversion:
+      return "order_inversion";
+    case FindingKind::kInitFailure:
+      return "init_failure";
+    case FindingKind::kGpuFault:
+      return "gpu_fault";
+    case FindingKind::kOutOfMemory:
+      return "out_of_memory";
+    case FindingKind::kNvlinkFabric:
+      return "nvlink_fabric";
+    case FindingKind::kCudaIpcFailure:
+      return "cuda_ipc_failure";
+    case FindingKind::kCudaError:
+      return "cuda_error";
+    case FindingKind::kWatchdogTimeout:
+      return "watchdog_timeout";
+    case FindingKind::kLogInsufficient:
+      return "log_insufficient";
+    case FindingKind::kMissingTraces:
+      return "missing_traces";
+    case FindingKind::kUnreadableTraces:
+      return "unreadable_traces";
   }
   return "unknown";
 }
 
 const char* RoleName(FindingRole role) {
   switch (role) {
-    case FindingRole::kRootCause: return "root_cause";
-    case FindingRole::kConsequence: return "consequence";
-    case FindingRole::kWarning: return "warning";
-    case FindingRole::kNote: return "note";
+    case FindingRole::kRootCause:
+      return "root_cause";
+    case FindingRole::kConsequence:
+      return "consequence";
+    case FindingRole::kWarning:
+      return "warning";
+    case FindingRole::kNote:
+      return "note";
   }
   return "unknown";
 }
@@ -296,12 +391,16 @@ FindingText RenderFinding(const Finding& f, const CallSiteNamer& sites) {
 
 std::string Headline(const std::vector<Finding>& findings, bool problem) {
   auto count = [&](FindingRole role) {
-    return std::count_if(findings.begin(), findings.end(), [&](const Finding& f) { return f.role == role; });
+    return std::count_if(findings.begin(), findings.end(),
+                         [&](const Finding& f) { return f.role == role; });
   };
-  auto plural = [](long n, const char* word) { return absl::StrCat(n, " ", word, n == 1 ? "" : "s"); };
+  auto plural = [](long n, const char* word) {
+    return absl::StrCat(n, " ", word, n == 1 ? "" : "s");
+  };
   if (!problem) {
     std::string line = "HEALTHY";
-    if (const long w = count(FindingRole::kWarning)) absl::StrAppend(&line, ", ", plural(w, "warning"));
+    if (const long w = count(FindingRole::kWarning))
+      absl::StrAppend(&line, ", ", plural(w, "warning"));
     if (const long n = count(FindingRole::kNote)) absl::StrAppend(&line, ", ", plural(n, "note"));
     return line;
   }
@@ -311,7 +410,8 @@ std::string Headline(const std::vector<Finding>& findings, bool problem) {
   if (root == nullptr) return "PROBLEM";
   std::string line = absl::StrCat("PROBLEM: ", KindName(root->kind));
   if (const auto* init = std::get_if<InitFailureFacts>(&root->facts)) {
-    absl::StrAppend(&line, " (", init->subsystem, init->err ? absl::StrCat(", ", ErrnoName(init->err)) : "", ")");
+    absl::StrAppend(&line, " (", init->subsystem,
+                    init->err ? absl::StrCat(", ", ErrnoName(init->err)) : "", ")");
   }
   if (root->comm) {
     absl::StrAppend(&line, " on communicator ", CommShort(*root->comm));

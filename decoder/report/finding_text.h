@@ -45,7 +45,8 @@ struct RankGroup {
 
 // A finding in words.
 struct FindingText {
-  std::string title;   // "collective mismatch", "NCCL initialisation failed: shared memory (/dev/shm) (ENOSPC)"
+  std::string title;   // "collective mismatch", "NCCL initialisation failed: shared memory
+                       // (/dev/shm) (ENOSPC)"
   std::string detail;  // the finding in one or two sentences, no final period
   std::string fix;
   std::vector<RankGroup> groups;

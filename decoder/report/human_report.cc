@@ -19,13 +19,15 @@ namespace {
 std::string Ago(int64_t when_ns, int64_t end_ns) {
   if (when_ns <= 0 || end_ns <= 0) return "";
   const double s = static_cast<double>(end_ns - when_ns) / 1e9;
-  return s < 0.05 ? "at the end of the trace" : absl::StrFormat("%.1f s before the end of the trace", s);
+  return s < 0.05 ? "at the end of the trace"
+                  : absl::StrFormat("%.1f s before the end of the trace", s);
 }
 
 std::string FateText(const Fate& f) {
   switch (f.kind) {
     case Fate::kExited:
-      return f.signo ? absl::StrCat("got ", SignalName(f.signo), ", then exited (code ", f.exit_code, ")")
+      return f.signo ? absl::StrCat("got ", SignalName(f.signo), ", then exited (code ",
+                                    f.exit_code, ")")
                      : absl::StrCat("exited (code ", f.exit_code, ")");
     case Fate::kSignal:
       return absl::StrCat("ended by ", SignalName(f.signo));
@@ -45,15 +47,16 @@ void WriteGroups(const std::vector<RankGroup>& groups, std::ostream& out) {
 
 }  // namespace
 
-void WriteFindingsHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites, std::ostream& out) {
+void WriteFindingsHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites,
+                        std::ostream& out) {
   // One root cause per job that went wrong.
   std::vector<const Finding*> roots;
   for (const Finding& f : findings)
     if (f.role == FindingRole::kRootCause) roots.push_back(&f);
   for (const Finding* root : roots) {
     const FindingText t = RenderFinding(*root, sites);
-    out << "\nRoot cause" << (roots.size() > 1 ? absl::StrCat(" in job ", root->job + 1) : "") << ": " << t.title
-        << "\n";
+    out << "\nRoot cause" << (roots.size() > 1 ? absl::StrCat(" in job ", root->job + 1) : "")
+        << ": " << t.title << "\n";
     out << "  " << t.detail << ".\n";
     if (!t.groups.empty()) {
       out << "\n  What each group of ranks did:\n";
@@ -72,14 +75,16 @@ void WriteFindingsHuman(const std::vector<Finding>& findings, const CallSiteName
       if (roots.empty()) {  // warnings only: each with its fix
         out << "  - " << t.detail << ".\n    Fix: " << t.fix << ".\n";
       } else {
-        out << "  - " << (rest[i]->role == FindingRole::kWarning ? "warning: " : "") << t.detail << ".\n";
+        out << "  - " << (rest[i]->role == FindingRole::kWarning ? "warning: " : "") << t.detail
+            << ".\n";
       }
     }
     if (rest.size() > 5) out << "  - and " << rest.size() - 5 << " more (see --json)\n";
   }
 }
 
-void WriteNotesHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites, std::ostream& out) {
+void WriteNotesHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites,
+                     std::ostream& out) {
   for (const Finding& f : findings) {
     if (f.role != FindingRole::kNote) continue;
     const FindingText t = RenderFinding(f, sites);
@@ -99,8 +104,8 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
   const CallSiteNamer sites = TraceCallSites(job);
   out << Headline(d.findings, d.problem) << "\n";
   out << absl::StrFormat("ncclwatch: %d process%s on %d host%s, %d communicator%s", procs.size(),
-                         procs.size() == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s", comms.size(),
-                         comms.size() == 1 ? "" : "s");
+                         procs.size() == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s",
+                         comms.size(), comms.size() == 1 ? "" : "s");
   if (d.jobs.size() > 1) out << ", " << d.jobs.size() << " separate jobs";
   out << "\n";
   if (!d.problem) out << "\nEvery rank made the same collectives, every send met its receive.\n";
@@ -120,8 +125,9 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
     out << "\nWhat each rank did last:\n";
     std::vector<RankGroup> groups;
     for (auto& [story, ranks] : last) groups.push_back({ranks, story});
-    std::sort(groups.begin(), groups.end(),
-              [](const RankGroup& a, const RankGroup& b) { return a.ranks.front() < b.ranks.front(); });
+    std::sort(groups.begin(), groups.end(), [](const RankGroup& a, const RankGroup& b) {
+      return a.ranks.front() < b.ranks.front();
+    });
     WriteGroups(groups, out);
   }
 
@@ -132,8 +138,9 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
     torn += p.stats.torn_slots + p.unparsed;
     overwritten += p.stats.ring_overwritten;
   }
-  out << absl::StrFormat("\nTraces: %d file%s, %d records, %d torn slots, %d ring slots overwritten\n", procs.size(),
-                         procs.size() == 1 ? "" : "s", records, torn, overwritten);
+  out << absl::StrFormat(
+      "\nTraces: %d file%s, %d records, %d torn slots, %d ring slots overwritten\n", procs.size(),
+      procs.size() == 1 ? "" : "s", records, torn, overwritten);
 }
 
 }  // namespace ncclwatch::decoder

@@ -1,6 +1,8 @@
 // Init forensics in words: each InitCause's detail and fix, from the facts
 // analysis/init_failure.cc measured.
 
+#include "report/init_text.h"
+
 #include <cctype>
 #include <cerrno>
 
@@ -9,7 +11,6 @@
 #include "absl/strings/str_join.h"
 #include "analysis/nccl_semantics.h"
 #include "report/finding_text.h"
-#include "report/init_text.h"
 #include "report/names.h"
 
 namespace ncclwatch::decoder {
@@ -22,8 +23,10 @@ std::string InterfaceList(const InitFailureFacts& x) {
   std::vector<std::string> parts;
   for (const InitInterface& i : x.interface_list) {
     std::string s = absl::StrCat(i.name, " ", i.ip, "/", i.prefix_len);
-    if (i.down) absl::StrAppend(&s, " (down)");
-    else if (i.loopback) absl::StrAppend(&s, " (loopback)");
+    if (i.down)
+      absl::StrAppend(&s, " (down)");
+    else if (i.loopback)
+      absl::StrAppend(&s, " (loopback)");
     parts.push_back(s);
   }
   return parts.empty() ? "none with an address" : absl::StrJoin(parts, ", ");
@@ -31,10 +34,14 @@ std::string InterfaceList(const InitFailureFacts& x) {
 
 // "; NCCL could not load libibverbs.so, libnccl-net.so"
 std::string FailedLoads(const InitFailureFacts& x) {
-  return x.failed_loads.empty() ? "" : absl::StrCat("; NCCL could not load ", absl::StrJoin(x.failed_loads, ", "));
+  return x.failed_loads.empty()
+             ? ""
+             : absl::StrCat("; NCCL could not load ", absl::StrJoin(x.failed_loads, ", "));
 }
 
-std::string RanksOrProcess(const std::vector<int>& ranks) { return RanksNoun(ranks, "the process"); }
+std::string RanksOrProcess(const std::vector<int>& ranks) {
+  return RanksNoun(ranks, "the process");
+}
 
 // The detail after the ranks' noun, and the fix, of a cause.
 void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
@@ -43,37 +50,49 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
     case InitCause::kNoInterface: {
       const std::string have = x.interfaces_known ? InterfaceList(x) : "unknown (no inventory)";
       const std::optional<std::string> ifname = x.socket_ifname ? *x.socket_ifname : std::nullopt;
-      *detail = ifname ? absl::StrFormat(": NCCL_SOCKET_IFNAME=%s matches no usable interface on %s, so NCCL found no "
-                                         "socket interface for its bootstrap; the interfaces there are: %s",
-                                         *ifname, HostPhrase(x), have)
-                       : absl::StrFormat(": NCCL found no usable socket interface on %s (it skips loopback and "
-                                         "interfaces that are down); the interfaces there are: %s",
-                                         HostPhrase(x), have);
-      *fix = absl::StrCat("set NCCL_SOCKET_IFNAME on every rank to the interface that reaches the other nodes",
-                          x.suggest_interface.empty()
-                              ? ""
-                              : absl::StrCat(" (here: NCCL_SOCKET_IFNAME=", x.suggest_interface, ")"),
-                          ", or unset it; a value is a prefix (eth matches eth0, eth1), =eth0 matches exactly, "
-                          "^docker,lo excludes");
+      *detail =
+          ifname
+              ? absl::StrFormat(
+                    ": NCCL_SOCKET_IFNAME=%s matches no usable interface on %s, so NCCL found no "
+                    "socket interface for its bootstrap; the interfaces there are: %s",
+                    *ifname, HostPhrase(x), have)
+              : absl::StrFormat(
+                    ": NCCL found no usable socket interface on %s (it skips loopback and "
+                    "interfaces that are down); the interfaces there are: %s",
+                    HostPhrase(x), have);
+      *fix = absl::StrCat(
+          "set NCCL_SOCKET_IFNAME on every rank to the interface that reaches the other nodes",
+          x.suggest_interface.empty()
+              ? ""
+              : absl::StrCat(" (here: NCCL_SOCKET_IFNAME=", x.suggest_interface, ")"),
+          ", or unset it; a value is a prefix (eth matches eth0, eth1), =eth0 matches exactly, "
+          "^docker,lo excludes");
       return;
     }
     case InitCause::kSharedMemory: {
       const InitFailureFacts::Shm shm = x.shm.value_or(InitFailureFacts::Shm{});
-      const char* size_word = x.shm_call_traced ? " of " : " to ";  // "fallocate of 9.2 MiB", "extending it to 9.2 MiB"
+      const char* size_word =
+          x.shm_call_traced ? " of " : " to ";  // "fallocate of 9.2 MiB", "extending it to 9.2 MiB"
       std::string room;
       if (shm.shm_size) {
-        room = absl::StrFormat("; /dev/shm on %s is %s (%s free when NCCL began)", HostPhrase(x), Bytes(*shm.shm_size),
-                               shm.shm_free ? Bytes(*shm.shm_free) : "unknown");
+        room =
+            absl::StrFormat("; /dev/shm on %s is %s (%s free when NCCL began)", HostPhrase(x),
+                            Bytes(*shm.shm_size), shm.shm_free ? Bytes(*shm.shm_free) : "unknown");
       }
       *detail = absl::StrFormat(
-          " could not make NCCL's shared-memory segment in /dev/shm: %s%s%s%s (each connection between two local "
+          " could not make NCCL's shared-memory segment in /dev/shm: %s%s%s%s (each connection "
+          "between two local "
           "ranks takes such a segment)",
           x.shm_call.empty() ? "making it" : x.shm_call,
-          shm.requested ? absl::StrCat(size_word, Bytes(static_cast<uint64_t>(*shm.requested))) : "",
+          shm.requested ? absl::StrCat(size_word, Bytes(static_cast<uint64_t>(*shm.requested)))
+                        : "",
           x.err ? absl::StrCat(" failed with ", ErrnoName(x.err)) : " failed", room);
-      *fix = "give the container a larger /dev/shm (docker run --shm-size=8g; on Kubernetes a memory-backed emptyDir "
-             "mounted at /dev/shm) or share the host's (--ipc=host); NCCL_SHM_DISABLE=1 avoids /dev/shm at the cost "
-             "of bandwidth between local GPUs";
+      *fix =
+          "give the container a larger /dev/shm (docker run --shm-size=8g; on Kubernetes a "
+          "memory-backed emptyDir "
+          "mounted at /dev/shm) or share the host's (--ipc=host); NCCL_SHM_DISABLE=1 avoids "
+          "/dev/shm at the cost "
+          "of bandwidth between local GPUs";
       return;
     }
     case InitCause::kBootstrapRefused:
@@ -84,117 +103,167 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
         std::string listen;
         if (!x.comm_ids.empty()) {
           std::vector<std::string> parts;
-          for (const auto& [v, ranks] : x.comm_ids) parts.push_back(absl::StrCat(RanksOrProcess(ranks), " NCCL_COMM_ID=", v));
-          listen = absl::StrCat("; the ranks disagree on the root's address: ", absl::StrJoin(parts, ", "));
+          for (const auto& [v, ranks] : x.comm_ids)
+            parts.push_back(absl::StrCat(RanksOrProcess(ranks), " NCCL_COMM_ID=", v));
+          listen = absl::StrCat("; the ranks disagree on the root's address: ",
+                                absl::StrJoin(parts, ", "));
         }
         *detail = absl::StrFormat(
-            " could not connect to the bootstrap root at %s (%s%s): nothing listens there; the root (rank 0 with "
-            "NCCL_COMM_ID, else the process that made the ncclUniqueId) never started it there, had exited, or the "
+            " could not connect to the bootstrap root at %s (%s%s): nothing listens there; the "
+            "root (rank 0 with "
+            "NCCL_COMM_ID, else the process that made the ncclUniqueId) never started it there, "
+            "had exited, or the "
             "address or port is wrong%s",
             where, ErrnoName(x.err), tries, listen);
-        *fix = "make every rank use the same root address and port (NCCL_COMM_ID, or MASTER_ADDR/MASTER_PORT for the "
-               "launcher's store), and make sure the root process is alive and reaches ncclCommInitRank";
+        *fix =
+            "make every rank use the same root address and port (NCCL_COMM_ID, or "
+            "MASTER_ADDR/MASTER_PORT for the "
+            "launcher's store), and make sure the root process is alive and reaches "
+            "ncclCommInitRank";
         return;
       }
       std::string local;
       if (x.interfaces_known) {
         local = absl::StrCat("; its interfaces are ", InterfaceList(x),
-                             x.root_on_local_net ? "" : absl::StrCat(", none of them on the network of ", x.root_ip));
+                             x.root_on_local_net
+                                 ? ""
+                                 : absl::StrCat(", none of them on the network of ", x.root_ip));
       }
       if (!x.virtual_bootstrap_iface.empty()) {
-        absl::StrAppend(&local, "; NCCL picked ", x.virtual_bootstrap_iface, ", a container or virtual bridge");
+        absl::StrAppend(&local, "; NCCL picked ", x.virtual_bootstrap_iface,
+                        ", a container or virtual bridge");
       }
-      *detail = absl::StrFormat(" could not reach the bootstrap root at %s (%s%s)%s", where, ErrnoName(x.err), tries,
-                                local);
+      *detail = absl::StrFormat(" could not reach the bootstrap root at %s (%s%s)%s", where,
+                                ErrnoName(x.err), tries, local);
       *fix = absl::StrCat(
           "give this node a route to ", address.empty() ? "the root" : x.root_ip,
-          ", or pin NCCL_SOCKET_IFNAME on every rank to the interface on the network the ranks share",
+          ", or pin NCCL_SOCKET_IFNAME on every rank to the interface on the network the ranks "
+          "share",
           x.suggest_interface.empty() ? "" : absl::StrCat(" (", x.suggest_interface, ")"),
-          !address.empty() && x.root_port > 0 ? absl::StrCat("; check that no firewall drops port ", x.root_port) : "");
+          !address.empty() && x.root_port > 0
+              ? absl::StrCat("; check that no firewall drops port ", x.root_port)
+              : "");
       return;
     }
     case InitCause::kDuplicateGpu: {
       const std::string bus = x.bus_id && *x.bus_id ? **x.bus_id : "";
       *detail = absl::StrFormat(
-          " use the same GPU%s on %s: NCCL refuses two ranks of one communicator on one device (\"Duplicate GPU "
+          " use the same GPU%s on %s: NCCL refuses two ranks of one communicator on one device "
+          "(\"Duplicate GPU "
           "detected\")",
           bus.empty() ? "" : absl::StrCat(" (PCI bus id ", bus, ")"), HostPhrase(x));
-      *fix = "give each rank its own GPU: select the device from the local rank (torch.cuda.set_device(LOCAL_RANK), "
-             "CUDA_VISIBLE_DEVICES per rank), and do not start more processes on a node than it has GPUs";
+      *fix =
+          "give each rank its own GPU: select the device from the local rank "
+          "(torch.cuda.set_device(LOCAL_RANK), "
+          "CUDA_VISIBLE_DEVICES per rank), and do not start more processes on a node than it has "
+          "GPUs";
       return;
     }
     case InitCause::kVersionSkew: {
       std::vector<std::string> parts;
       for (const InitVersionGroup& g : x.version_groups) {
-        parts.push_back(absl::StrCat(RanksOrProcess(g.ranks), " NCCL ", NcclVersionString(g.version),
+        parts.push_back(absl::StrCat(RanksOrProcess(g.ranks), " NCCL ",
+                                     NcclVersionString(g.version),
                                      g.path.empty() ? "" : absl::StrCat(" (", g.path, ")")));
       }
       if (!x.nccl_text.empty()) parts.push_back(x.nccl_text);
-      *detail = absl::StrFormat(": the NCCL version differs from the rest of the job: %s", absl::StrJoin(parts, "; "));
-      *fix = "run the same NCCL on every node: the same container image or wheel (nvidia-nccl-cu*), and no other "
-             "libnccl.so.2 earlier on LD_LIBRARY_PATH; check with NCCL_DEBUG=VERSION";
+      *detail = absl::StrFormat(": the NCCL version differs from the rest of the job: %s",
+                                absl::StrJoin(parts, "; "));
+      *fix =
+          "run the same NCCL on every node: the same container image or wheel (nvidia-nccl-cu*), "
+          "and no other "
+          "libnccl.so.2 earlier on LD_LIBRARY_PATH; check with NCCL_DEBUG=VERSION";
       return;
     }
     case InitCause::kDriverTooOld: {
       const InitFailureFacts::Cuda cuda = x.cuda.value_or(InitFailureFacts::Cuda{});
       const std::string driver = cuda.driver ? absl::StrCat("CUDA ", *cuda.driver)
-                                 : x.driver_known ? "none loaded: no libcuda.so.1, or one that could not load"
-                                                  : "its version is not in the log";
-      const std::string runtime = cuda.runtime ? absl::StrCat(" (CUDA runtime ", *cuda.runtime, ")") : "";
-      *detail = absl::StrFormat(": the CUDA driver (%s) is older than the CUDA runtime NCCL uses%s; NCCL said: %s",
-                                driver, runtime, x.nccl_text.empty() ? "nothing" : x.nccl_text);
-      *fix = "install a driver at least as new as the CUDA version of the NCCL and framework build (CUDA 13 needs "
-             "driver 580 or newer, CUDA 12 needs 525 or newer), or use a build for the installed driver's CUDA; in a "
-             "container, run it with the NVIDIA container runtime (--gpus all) so the host driver is mounted";
+                                 : x.driver_known
+                                     ? "none loaded: no libcuda.so.1, or one that could not load"
+                                     : "its version is not in the log";
+      const std::string runtime =
+          cuda.runtime ? absl::StrCat(" (CUDA runtime ", *cuda.runtime, ")") : "";
+      *detail = absl::StrFormat(
+          ": the CUDA driver (%s) is older than the CUDA runtime NCCL uses%s; NCCL said: %s",
+          driver, runtime, x.nccl_text.empty() ? "nothing" : x.nccl_text);
+      *fix =
+          "install a driver at least as new as the CUDA version of the NCCL and framework build "
+          "(CUDA 13 needs "
+          "driver 580 or newer, CUDA 12 needs 525 or newer), or use a build for the installed "
+          "driver's CUDA; in a "
+          "container, run it with the NVIDIA container runtime (--gpus all) so the host driver is "
+          "mounted";
       return;
     }
     case InitCause::kInfiniBand: {
-      const std::string what =
-          !x.nccl_text.empty() ? x.nccl_text : absl::StrCat(x.call, " failed with ", ErrnoName(x.err));
+      const std::string what = !x.nccl_text.empty()
+                                   ? x.nccl_text
+                                   : absl::StrCat(x.call, " failed with ", ErrnoName(x.err));
       const uint64_t memlock = x.memlock && x.memlock->bytes ? *x.memlock->bytes : 0;
-      *detail = absl::StrFormat(": InfiniBand verbs failed during init: %s%s%s", what,
-                                x.low_memlock ? absl::StrCat("; RLIMIT_MEMLOCK is only ", Bytes(memlock),
-                                                             ", and NCCL pins its buffers for the NIC")
-                                              : "",
-                                FailedLoads(x));
-      *fix = x.low_memlock ? "raise the locked-memory limit to unlimited (ulimit -l unlimited; docker run --ulimit "
-                             "memlock=-1; Slurm: PropagateResourceLimitsExcept=MEMLOCK or a higher limit in slurmd)"
-                           : "check the HCA with ibstat/ibv_devinfo (port Active, link up), NCCL_IB_HCA, and that the "
-                             "container sees /dev/infiniband; NCCL_IB_DISABLE=1 falls back to sockets";
+      *detail =
+          absl::StrFormat(": InfiniBand verbs failed during init: %s%s%s", what,
+                          x.low_memlock ? absl::StrCat("; RLIMIT_MEMLOCK is only ", Bytes(memlock),
+                                                       ", and NCCL pins its buffers for the NIC")
+                                        : "",
+                          FailedLoads(x));
+      *fix = x.low_memlock
+                 ? "raise the locked-memory limit to unlimited (ulimit -l unlimited; docker run "
+                   "--ulimit "
+                   "memlock=-1; Slurm: PropagateResourceLimitsExcept=MEMLOCK or a higher limit in "
+                   "slurmd)"
+                 : "check the HCA with ibstat/ibv_devinfo (port Active, link up), NCCL_IB_HCA, and "
+                   "that the "
+                   "container sees /dev/infiniband; NCCL_IB_DISABLE=1 falls back to sockets";
       return;
     }
     case InitCause::kFabric:
-      *detail = absl::StrFormat(": the NVLink fabric (NVSwitch, NVLS multicast) was not usable during init: %s",
-                                x.nccl_text);
-      *fix = "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node (systemctl "
-             "status nvidia-fabricmanager; nvidia-smi -q | grep -i -A2 fabric); NCCL_NVLS_ENABLE=0 works around NVLS "
-             "meanwhile";
+      *detail = absl::StrFormat(
+          ": the NVLink fabric (NVSwitch, NVLS multicast) was not usable during init: %s",
+          x.nccl_text);
+      *fix =
+          "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
+          "(systemctl "
+          "status nvidia-fabricmanager; nvidia-smi -q | grep -i -A2 fabric); NCCL_NVLS_ENABLE=0 "
+          "works around NVLS "
+          "meanwhile";
       return;
     case InitCause::kPeerToPeer:
-      *detail = absl::StrFormat(" could not map another local GPU's memory (P2P / CUDA IPC) during init: %s",
-                                x.nccl_text);
-      *fix = "check GPU peer access on the node (nvidia-smi topo -m; ACS/IOMMU settings in a VM), run containers with "
-             "--ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 works around it (slower)";
+      *detail = absl::StrFormat(
+          " could not map another local GPU's memory (P2P / CUDA IPC) during init: %s",
+          x.nccl_text);
+      *fix =
+          "check GPU peer access on the node (nvidia-smi topo -m; ACS/IOMMU settings in a VM), run "
+          "containers with "
+          "--ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 works "
+          "around it (slower)";
       return;
     case InitCause::kCuda:
-      *detail = absl::StrFormat(": a CUDA call failed during NCCL init: %s",
-                                x.nccl_text.empty() ? "ncclUnhandledCudaError (no text)" : x.nccl_text);
+      *detail =
+          absl::StrFormat(": a CUDA call failed during NCCL init: %s",
+                          x.nccl_text.empty() ? "ncclUnhandledCudaError (no text)" : x.nccl_text);
       if (x.out_of_memory) {
-        *fix = absl::StrCat("free GPU memory before creating the communicator (NCCL allocates its buffers at init, "
-                            "NCCL_BUFFSIZE per connection and channel",
-                            x.buffsize ? absl::StrCat(", set to ", *x.buffsize, " here") : "",
-                            "): lower NCCL_BUFFSIZE or NCCL_MAX_NCHANNELS, create communicators before the model and "
-                            "optimizer fill the GPU, or cap the framework's cache (PYTORCH_CUDA_ALLOC_CONF)");
+        *fix = absl::StrCat(
+            "free GPU memory before creating the communicator (NCCL allocates its buffers at init, "
+            "NCCL_BUFFSIZE per connection and channel",
+            x.buffsize ? absl::StrCat(", set to ", *x.buffsize, " here") : "",
+            "): lower NCCL_BUFFSIZE or NCCL_MAX_NCHANNELS, create communicators before the model "
+            "and "
+            "optimizer fill the GPU, or cap the framework's cache (PYTORCH_CUDA_ALLOC_CONF)");
       } else {
-        *fix = "check the GPU and its driver with nvidia-smi (an Xid in dmesg means the GPU needs a reset), "
-               "CUDA_VISIBLE_DEVICES, and that the framework's CUDA matches the driver";
+        *fix =
+            "check the GPU and its driver with nvidia-smi (an Xid in dmesg means the GPU needs a "
+            "reset), "
+            "CUDA_VISIBLE_DEVICES, and that the framework's CUDA matches the driver";
       }
       return;
     case InitCause::kUnknown:
-      *detail = absl::StrFormat(": %s failed with %s: %s%s", x.call.empty() ? "NCCL init" : x.call,
-                                x.result >= 0 ? ResultName(x.result) : "an error",
-                                x.nccl_text.empty() ? "NCCL gave no text" : x.nccl_text, FailedLoads(x));
-      *fix = "run again with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV and read this rank's first WARN line";
+      *detail =
+          absl::StrFormat(": %s failed with %s: %s%s", x.call.empty() ? "NCCL init" : x.call,
+                          x.result >= 0 ? ResultName(x.result) : "an error",
+                          x.nccl_text.empty() ? "NCCL gave no text" : x.nccl_text, FailedLoads(x));
+      *fix =
+          "run again with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV and read this rank's "
+          "first WARN line";
       return;
     case InitCause::kWaitedUnexplained:
     case InitCause::kWaitedForCause:
@@ -205,36 +274,43 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
 }  // namespace
 
 void RenderInitFailure(const Finding& f, const InitFailureFacts& x, FindingText* t) {
-  const std::string ended = x.until.empty() ? "" : absl::StrCat(" (until: ", absl::StrJoin(x.until, ", "), ")");
+  const std::string ended =
+      x.until.empty() ? "" : absl::StrCat(" (until: ", absl::StrJoin(x.until, ", "), ")");
   const std::string call = x.call.empty() ? "NCCL init" : x.call;
   if (x.cause == InitCause::kWaitedUnexplained) {
-    t->detail = absl::StrFormat("%s waited in %s%s, and no rank's trace shows a failure: a rank of the job may never "
-                                "have started the init (its trace is missing, or it is stuck before it)",
-                                RanksOrProcess(f.ranks), call, ended);
-    t->fix = "check that every rank of the job started and reached ncclCommInitRank (the launcher's log, and each "
-             "rank's trace folder)";
+    t->detail = absl::StrFormat(
+        "%s waited in %s%s, and no rank's trace shows a failure: a rank of the job may never "
+        "have started the init (its trace is missing, or it is stuck before it)",
+        RanksOrProcess(f.ranks), call, ended);
+    t->fix =
+        "check that every rank of the job started and reached ncclCommInitRank (the launcher's "
+        "log, and each "
+        "rank's trace folder)";
     t->groups.push_back({f.ranks, "waited for the others"});
     return;
   }
   if (x.cause == InitCause::kWaitedForCause) {
-    t->detail = absl::StrFormat("%s failed or waited in %s because of the rank(s) above%s", RanksOrProcess(f.ranks),
-                                call, ended);
+    t->detail = absl::StrFormat("%s failed or waited in %s because of the rank(s) above%s",
+                                RanksOrProcess(f.ranks), call, ended);
     t->fix = "nothing to fix on these ranks: fix the failure above";
     t->groups.push_back({f.ranks, "waited for the others"});
     return;
   }
   // The ranks, or the processes by pid where no rank is known; the sentence
   // starts with them.
-  const std::string noun = !f.ranks.empty()    ? RanksOrProcess(f.ranks)
-                           : x.pids.size() == 1 ? absl::StrCat("the process (pid ", x.pids[0], ")")
-                                                : absl::StrCat("processes ", absl::StrJoin(x.pids, ", "));
+  const std::string noun = !f.ranks.empty() ? RanksOrProcess(f.ranks)
+                           : x.pids.size() == 1
+                               ? absl::StrCat("the process (pid ", x.pids[0], ")")
+                               : absl::StrCat("processes ", absl::StrJoin(x.pids, ", "));
   std::string rest;
   Words(x, &rest, &t->fix);
   t->detail = noun + rest;
-  if (!t->detail.empty()) t->detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(t->detail[0])));
+  if (!t->detail.empty())
+    t->detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(t->detail[0])));
   if (!f.ranks.empty()) {
     t->groups.push_back(
-        {f.ranks, absl::StrCat("init failed: ", x.subsystem, x.err ? absl::StrCat(" (", ErrnoName(x.err), ")") : "")});
+        {f.ranks, absl::StrCat("init failed: ", x.subsystem,
+                               x.err ? absl::StrCat(" (", ErrnoName(x.err), ")") : "")});
   }
 }
 

@@ -8,14 +8,26 @@ std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
-        if (c < 0x20) out += absl::StrFormat("\\u%04x", c);
-        else out += static_cast<char>(c);
+        if (c < 0x20)
+          out += absl::StrFormat("\\u%04x", c);
+        else
+          out += static_cast<char>(c);
     }
   }
   return out + "\"";

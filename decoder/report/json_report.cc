@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ncclwatch_version.h"
-#include "report/finding_text.h"
 #include "report/call_site.h"
+#include "report/finding_text.h"
 #include "report/json.h"
 #include "report/names.h"
 #include "report/reports.h"
@@ -18,13 +18,16 @@
 namespace ncclwatch::decoder {
 namespace {
 
-std::string Ints(const std::vector<int>& v) { return absl::StrCat("[", absl::StrJoin(v, ","), "]"); }
+std::string Ints(const std::vector<int>& v) {
+  return absl::StrCat("[", absl::StrJoin(v, ","), "]");
+}
 
 std::string FateJson(const Fate& f) {
   switch (f.kind) {
     case Fate::kExited:
-      return absl::StrCat("{\"how\":\"exit\",\"exit_code\":", f.exit_code,
-                          f.signo ? absl::StrCat(",\"signal\":", JsonString(SignalName(f.signo))) : "", "}");
+      return absl::StrCat(
+          "{\"how\":\"exit\",\"exit_code\":", f.exit_code,
+          f.signo ? absl::StrCat(",\"signal\":", JsonString(SignalName(f.signo))) : "", "}");
     case Fate::kSignal:
       return absl::StrCat("{\"how\":\"signal\",\"signal\":", JsonString(SignalName(f.signo)), "}");
     default:
@@ -34,7 +37,9 @@ std::string FateJson(const Fate& f) {
 
 std::string Str(const std::optional<std::string>& v) { return v ? JsonString(*v) : "null"; }
 template <typename T>
-std::string Num(const std::optional<T>& v) { return v ? absl::StrCat(*v) : "null"; }
+std::string Num(const std::optional<T>& v) {
+  return v ? absl::StrCat(*v) : "null";
+}
 std::string Strings(const std::vector<std::string>& v) {
   std::vector<std::string> quoted;
   for (const std::string& s : v) quoted.push_back(JsonString(s));
@@ -44,37 +49,48 @@ std::string Strings(const std::vector<std::string>& v) {
 // A finding's kind-specific facts, after the common fields.
 void WriteFacts(const Finding&, const std::monostate&, const CallSiteNamer&, std::ostream&) {}
 void WriteFacts(const Finding&, const MissingTracesFacts&, const CallSiteNamer&, std::ostream&) {}
-void WriteFacts(const Finding&, const UnreadableTracesFacts&, const CallSiteNamer&, std::ostream&) {}
+void WriteFacts(const Finding&, const UnreadableTracesFacts&, const CallSiteNamer&, std::ostream&) {
+}
 
-void WriteFacts(const Finding&, const CollectiveMismatchFacts& x, const CallSiteNamer& sites, std::ostream& out) {
+void WriteFacts(const Finding&, const CollectiveMismatchFacts& x, const CallSiteNamer& sites,
+                std::ostream& out) {
   if (x.groups.empty()) return;
-  out << ",\"expected\":" << JsonString(DescribeCollective(x.groups.front().call)) << ",\"groups\":[";
+  out << ",\"expected\":" << JsonString(DescribeCollective(x.groups.front().call))
+      << ",\"groups\":[";
   for (size_t i = 0; i < x.groups.size(); ++i) {
     const CollectiveMismatchFacts::Group& g = x.groups[i];
-    out << (i ? "," : "") << "{\"ranks\":" << Ints(g.ranks) << ",\"call\":" << JsonString(DescribeCollective(g.call))
+    out << (i ? "," : "") << "{\"ranks\":" << Ints(g.ranks)
+        << ",\"call\":" << JsonString(DescribeCollective(g.call))
         << ",\"call_site\":" << JsonString(sites(g.site)) << "}";
   }
   out << "]";
 }
 
-void WriteFacts(const Finding& f, const MissingRankFacts& x, const CallSiteNamer& sites, std::ostream& out) {
+void WriteFacts(const Finding& f, const MissingRankFacts& x, const CallSiteNamer& sites,
+                std::ostream& out) {
   out << ",\"did_instead\":" << JsonString(DidInstead(x, sites))
       << ",\"last_seq\":" << Num(x.last_seq);
   if (f.kind == FindingKind::kRankDied)
-    out << ",\"signal\":" << (x.departure.signo ? JsonString(SignalName(x.departure.signo)) : "null");
+    out << ",\"signal\":"
+        << (x.departure.signo ? JsonString(SignalName(x.departure.signo)) : "null");
 }
 
-void WriteFacts(const Finding&, const P2pMismatchFacts& x, const CallSiteNamer&, std::ostream& out) {
+void WriteFacts(const Finding&, const P2pMismatchFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
   out << ",\"sender\":" << x.sender << ",\"receiver\":" << x.receiver;
 }
 
-void WriteFacts(const Finding&, const OrderInversionFacts& x, const CallSiteNamer&, std::ostream& out) {
-  out << ",\"other_comm\":" << JsonString(CommName(x.other_comm)) << ",\"other_seq\":" << x.other_seq
+void WriteFacts(const Finding&, const OrderInversionFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  out << ",\"other_comm\":" << JsonString(CommName(x.other_comm))
+      << ",\"other_seq\":" << x.other_seq
       << ",\"same_stream\":" << (x.same_stream ? "true" : "false");
 }
 
-void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&, std::ostream& out) {
-  out << ",\"subsystem\":" << JsonString(x.subsystem) << ",\"errno\":" << (x.err ? JsonString(ErrnoName(x.err)) : "null");
+void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  out << ",\"subsystem\":" << JsonString(x.subsystem)
+      << ",\"errno\":" << (x.err ? JsonString(ErrnoName(x.err)) : "null");
   if (x.socket_ifname) out << ",\"socket_ifname\":" << Str(*x.socket_ifname);
   if (x.interfaces) out << ",\"interfaces\":" << Strings(*x.interfaces);
   if (x.shm) {
@@ -84,9 +100,12 @@ void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&,
   if (x.address) out << ",\"address\":" << Str(*x.address);
   if (x.bus_id) out << ",\"bus_id\":" << Str(*x.bus_id);
   if (x.versions) out << ",\"versions\":" << Strings(*x.versions);
-  if (x.cuda) out << ",\"cuda_driver\":" << Str(x.cuda->driver) << ",\"cuda_runtime\":" << Str(x.cuda->runtime);
+  if (x.cuda)
+    out << ",\"cuda_driver\":" << Str(x.cuda->driver)
+        << ",\"cuda_runtime\":" << Str(x.cuda->runtime);
   if (x.memlock) {
-    out << ",\"memlock\":" << (x.memlock->unlimited ? JsonString("unlimited") : Num(x.memlock->bytes));
+    out << ",\"memlock\":"
+        << (x.memlock->unlimited ? JsonString("unlimited") : Num(x.memlock->bytes));
   }
   if (x.has_pids) out << ",\"pids\":[" << absl::StrJoin(x.pids, ",") << "]";
 }
@@ -104,27 +123,29 @@ void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, std::os
 
 void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, std::ostream& out) {
   const FindingText t = RenderFinding(f, sites);
-  out << "{\"kind\":" << JsonString(KindName(f.kind)) << ",\"role\":" << JsonString(RoleName(f.role))
-      << ",\"job\":" << f.job << ",\"comm\":" << (f.comm ? JsonString(CommName(*f.comm)) : "null")
+  out << "{\"kind\":" << JsonString(KindName(f.kind))
+      << ",\"role\":" << JsonString(RoleName(f.role)) << ",\"job\":" << f.job
+      << ",\"comm\":" << (f.comm ? JsonString(CommName(*f.comm)) : "null")
       << ",\"seq\":" << (f.seq ? absl::StrCat(*f.seq) : "null") << ",\"ranks\":" << Ints(f.ranks);
-  if (f.kind == FindingKind::kCollectiveMismatch || !f.field.empty()) out << ",\"field\":" << JsonString(f.field);
+  if (f.kind == FindingKind::kCollectiveMismatch || !f.field.empty())
+    out << ",\"field\":" << JsonString(f.field);
   out << ",\"nranks\":" << (f.nranks > 0 ? absl::StrCat(f.nranks) : "null");
   out << ",\"detail\":" << JsonString(t.detail) << ",\"fix\":" << JsonString(t.fix);
   out << ",\"rank_groups\":[";
   for (size_t g = 0; g < t.groups.size(); ++g) {
-    out << (g ? "," : "") << "{\"ranks\":" << Ints(t.groups[g].ranks) << ",\"doing\":" << JsonString(t.groups[g].doing)
-        << "}";
+    out << (g ? "," : "") << "{\"ranks\":" << Ints(t.groups[g].ranks)
+        << ",\"doing\":" << JsonString(t.groups[g].doing) << "}";
   }
   out << "]";
   std::visit([&](const auto& facts) { WriteFacts(f, facts, sites, out); }, f.facts);
   out << "}";
 }
 
-void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings, const CallSiteNamer& sites,
-                       const std::vector<std::string>& processes, const UnreadableFiles& unreadable,
-                       std::ostream& out) {
-  out << "{\"ncclwatch\":" << JsonString(kNcclwatchVersion) << ",\"verdict\":" << (problem ? "\"problem\"" : "\"healthy\"")
-      << ",\"findings\":[";
+void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
+                       const CallSiteNamer& sites, const std::vector<std::string>& processes,
+                       const UnreadableFiles& unreadable, std::ostream& out) {
+  out << "{\"ncclwatch\":" << JsonString(kNcclwatchVersion)
+      << ",\"verdict\":" << (problem ? "\"problem\"" : "\"healthy\"") << ",\"findings\":[";
   for (size_t i = 0; i < findings.size(); ++i) {
     if (i) out << ",";
     WriteFindingJson(findings[i], sites, out);
@@ -142,11 +163,13 @@ void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& o
   for (const ProcessFacts& p : job.processes()) {
     processes.push_back(absl::StrCat(
         "{\"path\":", JsonString(p.path), ",\"host\":", JsonString(p.host), ",\"pid\":", p.pid,
-        ",\"rank\":", p.rank, ",\"rank_source\":", JsonString(p.rank_source),
-        ",\"nccl_version\":", p.nccl_version > 0 ? JsonString(NcclVersionString(p.nccl_version)) : "null",
-        ",\"end\":", FateJson(p.fate), ",\"last_call\":", p.last.valid ? JsonString(DescribeCall(p.last)) : "null",
+        ",\"rank\":", p.rank, ",\"rank_source\":", JsonString(p.rank_source), ",\"nccl_version\":",
+        p.nccl_version > 0 ? JsonString(NcclVersionString(p.nccl_version)) : "null",
+        ",\"end\":", FateJson(p.fate),
+        ",\"last_call\":", p.last.valid ? JsonString(DescribeCall(p.last)) : "null",
         ",\"last_call_pending\":", p.last.pending ? "true" : "false", ",\"records\":", p.records,
-        ",\"torn_slots\":", p.stats.torn_slots + p.unparsed, ",\"overwritten_slots\":", p.stats.ring_overwritten, "}"));
+        ",\"torn_slots\":", p.stats.torn_slots + p.unparsed,
+        ",\"overwritten_slots\":", p.stats.ring_overwritten, "}"));
   }
   UnreadableFiles unreadable;
   for (const UnreadableTrace& u : job.unreadable()) unreadable.push_back({u.path, u.error});

@@ -14,7 +14,9 @@
 namespace ncclwatch::decoder {
 namespace {
 
-std::string RanksOrUnknown(const std::vector<int>& ranks) { return RanksNoun(ranks, "a process of unknown rank"); }
+std::string RanksOrUnknown(const std::vector<int>& ranks) {
+  return RanksNoun(ranks, "a process of unknown rank");
+}
 
 struct XidInfo {
   const char* what;
@@ -24,31 +26,51 @@ struct XidInfo {
 // What an Xid means, and whether it is the hardware's doing.
 XidInfo Xid(int xid) {
   switch (xid) {
-    case 13: return {"a graphics engine exception (often the program's own kernel fault)", false};
-    case 31: return {"a GPU memory page fault (often an illegal access by a kernel)", false};
-    case 43: return {"a GPU stopped processing (a kernel was killed or faulted)", false};
-    case 45: return {"preemptive cleanup after an earlier error", false};
-    case 48: return {"an uncorrectable double-bit ECC error", true};
-    case 61: case 62: return {"an internal micro-controller error", true};
-    case 63: case 64: return {"ECC page retirement or row remapping", true};
-    case 74: return {"an NVLink error", true};
-    case 79: return {"the GPU fell off the bus", true};
-    case 92: return {"a high single-bit ECC error rate", true};
-    case 94: return {"a contained uncorrectable ECC error", true};
-    case 95: return {"an uncontained uncorrectable ECC error", true};
-    case 119: case 120: return {"a GSP firmware error", true};
-    default: return {"a GPU error", true};
+    case 13:
+      return {"a graphics engine exception (often the program's own kernel fault)", false};
+    case 31:
+      return {"a GPU memory page fault (often an illegal access by a kernel)", false};
+    case 43:
+      return {"a GPU stopped processing (a kernel was killed or faulted)", false};
+    case 45:
+      return {"preemptive cleanup after an earlier error", false};
+    case 48:
+      return {"an uncorrectable double-bit ECC error", true};
+    case 61:
+    case 62:
+      return {"an internal micro-controller error", true};
+    case 63:
+    case 64:
+      return {"ECC page retirement or row remapping", true};
+    case 74:
+      return {"an NVLink error", true};
+    case 79:
+      return {"the GPU fell off the bus", true};
+    case 92:
+      return {"a high single-bit ECC error rate", true};
+    case 94:
+      return {"a contained uncorrectable ECC error", true};
+    case 95:
+      return {"an uncontained uncorrectable ECC error", true};
+    case 119:
+    case 120:
+      return {"a GSP firmware error", true};
+    default:
+      return {"a GPU error", true};
   }
 }
 
 constexpr char kHardwareFix[] =
-    "take the GPU (or node) out of the job: check it with nvidia-smi -q -d ECC,ROW_REMAPPER and dmesg, reset it "
-    "(nvidia-smi -r, or reboot the node) and report the Xid to the cluster's administrators; restart the job from "
+    "take the GPU (or node) out of the job: check it with nvidia-smi -q -d ECC,ROW_REMAPPER and "
+    "dmesg, reset it "
+    "(nvidia-smi -r, or reboot the node) and report the Xid to the cluster's administrators; "
+    "restart the job from "
     "its last checkpoint without that GPU";
 
 // "ALLREDUCE(numel=4096) #17"
 std::string Describe(const LogFacts::Timeout& t) {
-  return absl::StrCat(t.op, t.numel.empty() ? "" : absl::StrCat("(numel=", t.numel, ")"), " #", t.seq);
+  return absl::StrCat(t.op, t.numel.empty() ? "" : absl::StrCat("(numel=", t.numel, ")"), " #",
+                      t.seq);
 }
 
 // What one line showed, after the ranks' noun, and its fix; false if the
@@ -59,9 +81,11 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
       const int xid = x.xid.value_or(0);
       const XidInfo info = Xid(xid);
       *head = absl::StrFormat("GPU %s reported Xid %d: %s", x.bus_id.value_or(""), xid, info.what);
-      *fix = info.hardware ? kHardwareFix
-                           : "this Xid usually follows a fault in the program's own kernel: run the failing rank "
-                             "under compute-sanitizer, and check dmesg for an Xid 79/48/94/95 before it";
+      *fix = info.hardware
+                 ? kHardwareFix
+                 : "this Xid usually follows a fault in the program's own kernel: run the failing "
+                   "rank "
+                   "under compute-sanitizer, and check dmesg for an Xid 79/48/94/95 before it";
       return true;
     }
     case LogCause::kGpuFailed:
@@ -70,39 +94,53 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
       return true;
     case LogCause::kGpuOutOfMemory:
       *head = absl::StrCat("ran out of GPU memory: ", x.line);
-      *fix = "reduce the memory per GPU (batch size, activation checkpointing, sharding) or leave room for NCCL's "
-             "buffers (created at init, and by each new communicator): lower NCCL_BUFFSIZE, or set "
-             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+      *fix =
+          "reduce the memory per GPU (batch size, activation checkpointing, sharding) or leave "
+          "room for NCCL's "
+          "buffers (created at init, and by each new communicator): lower NCCL_BUFFSIZE, or set "
+          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
       return true;
     case LogCause::kHostOutOfMemory:
       *head = absl::StrCat("was killed by the kernel's out-of-memory killer: ", x.line);
-      *fix = "give the job more host memory (the container's memory limit), or use less: fewer data-loader "
-             "workers, pinned-memory buffers, or CPU offload";
+      *fix =
+          "give the job more host memory (the container's memory limit), or use less: fewer "
+          "data-loader "
+          "workers, pinned-memory buffers, or CPU offload";
       return true;
     case LogCause::kFabric:
       *head = absl::StrCat("NVLink fabric (NVLS/NVSwitch) setup failed: ", x.line);
-      *fix = "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
-             "(systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -i fabric); NCCL_NVLS_ENABLE=0 works "
-             "around NVLS while it is fixed";
+      *fix =
+          "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
+          "(systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -i fabric); "
+          "NCCL_NVLS_ENABLE=0 works "
+          "around NVLS while it is fixed";
       return true;
     case LogCause::kCudaIpc:
       *head = absl::StrCat("could not map another local GPU's memory (P2P/CUDA IPC): ", x.line);
-      *fix = "check GPU peer access on the node (nvidia-smi topo -m; ACS and IOMMU settings in a VM), give "
-             "containers --ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 works "
-             "around it (through host memory, slower)";
+      *fix =
+          "check GPU peer access on the node (nvidia-smi topo -m; ACS and IOMMU settings in a VM), "
+          "give "
+          "containers --ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 "
+          "works "
+          "around it (through host memory, slower)";
       return true;
     case LogCause::kKernelError:
       *head = absl::StrCat("hit a CUDA error in a kernel: ", x.line);
-      *fix = "a kernel of the program (or of a library) faulted: rerun that rank with CUDA_LAUNCH_BLOCKING=1 "
-             "or under compute-sanitizer to find it; if dmesg shows a hardware Xid with it, treat it as a GPU "
-             "fault";
+      *fix =
+          "a kernel of the program (or of a library) faulted: rerun that rank with "
+          "CUDA_LAUNCH_BLOCKING=1 "
+          "or under compute-sanitizer to find it; if dmesg shows a hardware Xid with it, treat it "
+          "as a GPU "
+          "fault";
       return true;
     case LogCause::kLauncherDeath: {
       const int signo = x.signo.value_or(0);
       *head = absl::StrCat("died of ", SignalName(signo), " (the launcher's report: ", x.line, ")");
-      *fix = signo == SIGKILL ? "a SIGKILL is the out-of-memory killer or the scheduler: check dmesg (oom-kill) and "
+      *fix = signo == SIGKILL ? "a SIGKILL is the out-of-memory killer or the scheduler: check "
+                                "dmesg (oom-kill) and "
                                 "the job's memory limit and time limit"
-                              : "read that rank's own output just before it died (a traceback, a core dump) for why";
+                              : "read that rank's own output just before it died (a traceback, a "
+                                "core dump) for why";
       return true;
     }
     default:
@@ -122,9 +160,12 @@ void RenderLogFinding(const Finding& f, const LogFacts& x, FindingText* t) {
   }
   switch (x.cause) {
     case LogCause::kLostPeer:
-      t->detail = absl::StrCat(RanksOrUnknown(x.who), " lost the connection to a peer (", absl::StrJoin(x.peers, ", "),
-                               "): the process there died or was killed");
-      t->fix = "find the rank at that address and read its own output and the node's dmesg for why it ended";
+      t->detail =
+          absl::StrCat(RanksOrUnknown(x.who), " lost the connection to a peer (",
+                       absl::StrJoin(x.peers, ", "), "): the process there died or was killed");
+      t->fix =
+          "find the rank at that address and read its own output and the node's dmesg for why it "
+          "ended";
       return;
     case LogCause::kWatchdogMismatch: {
       std::vector<std::string> parts;
@@ -132,22 +173,30 @@ void RenderLogFinding(const Finding& f, const LogFacts& x, FindingText* t) {
         parts.push_back(absl::StrCat(RanksOrUnknown(g.ranks), " in ", Describe(g)));
         t->groups.push_back({g.ranks, absl::StrCat("timed out in ", Describe(g))});
       }
-      t->detail = absl::StrCat("PyTorch's watchdog timed out with the ranks in different collectives at sequence number ",
-                               f.seq.value_or(0), " (PyTorch's numbering of the process group's operations): ",
-                               absl::StrJoin(parts, "; "));
-      t->fix = "make every rank call the same collectives in the same order with the same shapes; the ranks that "
-               "differ took another code path at that point";
+      t->detail = absl::StrCat(
+          "PyTorch's watchdog timed out with the ranks in different collectives at sequence "
+          "number ",
+          f.seq.value_or(0),
+          " (PyTorch's numbering of the process group's operations): ", absl::StrJoin(parts, "; "));
+      t->fix =
+          "make every rank call the same collectives in the same order with the same shapes; the "
+          "ranks that "
+          "differ took another code path at that point";
       return;
     }
     case LogCause::kWatchdogMissing: {
       const std::string where = x.timeouts.empty() ? "" : Describe(x.timeouts.front());
-      t->detail = absl::StrCat(RanksOrUnknown(f.ranks), " never timed out in ", where, ", where ",
-                               RanksOrUnknown(x.timed_out), " waited until PyTorch's watchdog fired: ",
-                               f.ranks.size() == 1 ? "it was" : "they were",
-                               " not in that collective (a skipped or extra step, another branch, or dead)");
-      t->fix = "see what those ranks did instead (their own output, py-spy dump of a hung job); make every rank run "
-               "the same collectives";
-      t->groups = {{x.timed_out, absl::StrCat("timed out in ", where)}, {f.ranks, "never entered it"}};
+      t->detail = absl::StrCat(
+          RanksOrUnknown(f.ranks), " never timed out in ", where, ", where ",
+          RanksOrUnknown(x.timed_out),
+          " waited until PyTorch's watchdog fired: ", f.ranks.size() == 1 ? "it was" : "they were",
+          " not in that collective (a skipped or extra step, another branch, or dead)");
+      t->fix =
+          "see what those ranks did instead (their own output, py-spy dump of a hung job); make "
+          "every rank run "
+          "the same collectives";
+      t->groups = {{x.timed_out, absl::StrCat("timed out in ", where)},
+                   {f.ranks, "never entered it"}};
       return;
     }
     case LogCause::kWatchdogTimeout: {
@@ -156,26 +205,35 @@ void RenderLogFinding(const Finding& f, const LogFacts& x, FindingText* t) {
         parts.push_back(absl::StrCat(RanksOrUnknown(g.ranks), " in ", Describe(g)));
         t->groups.push_back({g.ranks, absl::StrCat("timed out in ", Describe(g))});
       }
-      t->detail = absl::StrCat("PyTorch's watchdog timed out after ", x.timeout_ms.value_or("?"), " ms: ",
-                               absl::StrJoin(parts, "; "));
-      t->fix = "a timeout is a symptom: a rank stopped calling collectives (it died, hung, or took another path); see "
-               "the findings before this one";
+      t->detail = absl::StrCat("PyTorch's watchdog timed out after ", x.timeout_ms.value_or("?"),
+                               " ms: ", absl::StrJoin(parts, "; "));
+      t->fix =
+          "a timeout is a symptom: a rank stopped calling collectives (it died, hung, or took "
+          "another path); see "
+          "the findings before this one";
       return;
     }
     case LogCause::kUnseenRanks:
-      t->detail = absl::StrCat("these logs hold nothing of ", RanksOrUnknown(f.ranks),
-                               ", which never timed out: one of them is likely where the job stopped");
-      t->fix = "collect every rank's output (NCCL_DEBUG=INFO NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, and the "
-               "launcher's per-rank logs)";
+      t->detail =
+          absl::StrCat("these logs hold nothing of ", RanksOrUnknown(f.ranks),
+                       ", which never timed out: one of them is likely where the job stopped");
+      t->fix =
+          "collect every rank's output (NCCL_DEBUG=INFO NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, "
+          "and the "
+          "launcher's per-rank logs)";
       return;
     case LogCause::kUnexplainedError:
       t->detail = absl::StrCat("the logs show an NCCL error that they do not explain: ", x.line);
-      t->fix = "collect more: every rank's NCCL_DEBUG=INFO log (NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, "
-               "NCCL_DEBUG_SUBSYS=INIT,NET,ENV), dmesg from every node, or run the job under libncclwatch.so "
-               "and use ncclwatch diagnose";
+      t->fix =
+          "collect more: every rank's NCCL_DEBUG=INFO log (NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, "
+          "NCCL_DEBUG_SUBSYS=INIT,NET,ENV), dmesg from every node, or run the job under "
+          "libncclwatch.so "
+          "and use ncclwatch diagnose";
       return;
     case LogCause::kNoInfoLines:
-      t->detail = "the logs have NCCL's warnings but no INFO lines, so ranks, versions and interfaces are unknown";
+      t->detail =
+          "the logs have NCCL's warnings but no INFO lines, so ranks, versions and interfaces are "
+          "unknown";
       t->fix = "run with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET,ENV keeps it short)";
       return;
     default:

@@ -42,8 +42,8 @@ std::string RanksNoun(std::vector<int> ranks, const std::string& none) {
 
 std::string DescribeCall(const LastCall& c) {
   if (c.call == fields::kSend || c.call == fields::kRecv) {
-    return absl::StrCat(c.send ? "Send #" : "Recv #", c.seq, c.send ? " to " : " from ", c.peer, " of ",
-                        CommShort(c.comm));
+    return absl::StrCat(c.send ? "Send #" : "Recv #", c.seq, c.send ? " to " : " from ", c.peer,
+                        " of ", CommShort(c.comm));
   }
   if (c.has_seq) return absl::StrCat(CallName(c.call), " #", c.seq, " of ", CommShort(c.comm));
   if (c.comm != 0) return absl::StrCat(CallName(c.call), " of ", CommShort(c.comm));
@@ -51,11 +51,11 @@ std::string DescribeCall(const LastCall& c) {
 }
 
 std::string DescribeCollective(const CollectiveSignature& s) {
-  std::string out = absl::StrCat(CallName(s.call), "(count=", s.count, ", ", DatatypeName(s.datatype));
+  std::string out =
+      absl::StrCat(CallName(s.call), "(count=", s.count, ", ", DatatypeName(s.datatype));
   if (s.redop >= 0) absl::StrAppend(&out, ", ", RedopName(s.redop));
   if (s.root >= 0) absl::StrAppend(&out, ", root=", s.root);
   return out + ")";
 }
-
 
 }  // namespace ncclwatch::decoder

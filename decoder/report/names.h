@@ -16,9 +16,9 @@
 
 namespace ncclwatch::decoder {
 
-std::string Bytes(uint64_t n);              // "64 MiB", "9.2 MiB", "512 B"
-std::string CommShort(uint64_t comm);       // the first 6 hex digits of CommName
-std::string Hex(uint64_t v);                // 0x...
+std::string Bytes(uint64_t n);         // "64 MiB", "9.2 MiB", "512 B"
+std::string CommShort(uint64_t comm);  // the first 6 hex digits of CommName
+std::string Hex(uint64_t v);           // 0x...
 // "0-4,6-7"
 std::string RankList(std::vector<int> ranks);
 // "rank 3", "ranks 1-3,7": unknown ranks (-1) left out, repeats counted once;

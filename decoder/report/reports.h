@@ -28,21 +28,23 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
 void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out);
 
 // explain
-void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d, const UnreadableFiles& unreadable,
-                             std::ostream& out);
-void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d, const UnreadableFiles& unreadable,
-                            std::ostream& out);
+void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d,
+                             const UnreadableFiles& unreadable, std::ostream& out);
+void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d,
+                            const UnreadableFiles& unreadable, std::ostream& out);
 
 // The parts both share: each root cause with its groups and fix, then
 // consequences and warnings (human); the notes; one finding as a JSON object
 // (the contract's fields, then its kind's facts); and the JSON envelope around
 // the findings and the commands' own process objects (JSON text each).
-void WriteFindingsHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites, std::ostream& out);
-void WriteNotesHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites, std::ostream& out);
+void WriteFindingsHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites,
+                        std::ostream& out);
+void WriteNotesHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites,
+                     std::ostream& out);
 void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, std::ostream& out);
-void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings, const CallSiteNamer& sites,
-                       const std::vector<std::string>& processes, const UnreadableFiles& unreadable,
-                       std::ostream& out);
+void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
+                       const CallSiteNamer& sites, const std::vector<std::string>& processes,
+                       const UnreadableFiles& unreadable, std::ostream& out);
 
 }  // namespace ncclwatch::decoder
 

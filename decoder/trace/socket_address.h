@@ -13,15 +13,15 @@
 namespace ncclwatch::decoder {
 
 struct SocketAddress {
-  int family = 0;                 // AF_INET, AF_INET6, AF_UNIX
-  std::array<uint8_t, 16> ip{};   // the first 4 bytes for IPv4
-  int port = -1;                  // -1 for AF_UNIX
-  std::string unix_path;          // AF_UNIX ("@name" for the abstract namespace)
+  int family = 0;                // AF_INET, AF_INET6, AF_UNIX
+  std::array<uint8_t, 16> ip{};  // the first 4 bytes for IPv4
+  int port = -1;                 // -1 for AF_UNIX
+  std::string unix_path;         // AF_UNIX ("@name" for the abstract namespace)
 
-  std::string Ip() const;         // "192.0.2.2", "fe80::1"
-  std::string ToString() const;   // "192.0.2.2:41234", "[fe80::1]:41234", "unix:@name"
+  std::string Ip() const;        // "192.0.2.2", "fe80::1"
+  std::string ToString() const;  // "192.0.2.2:41234", "[fe80::1]:41234", "unix:@name"
   bool IsLoopback() const;
-  bool IsLinkLocal() const;       // 169.254/16, fe80::/10
+  bool IsLinkLocal() const;  // 169.254/16, fe80::/10
 };
 
 // From raw struct sockaddr bytes; nothing when they are not a whole IPv4,

@@ -45,7 +45,8 @@ bool TraceFile::ReadAt(uint64_t offset, void* out, size_t n) const {
 
 uint64_t TraceFile::LiveCursor(bool pinned) const {
   uint64_t v = 0;
-  const size_t at = pinned ? offsetof(ncclwatch_ring_header, pinned_next) : offsetof(ncclwatch_ring_header, ring_next);
+  const size_t at = pinned ? offsetof(ncclwatch_ring_header, pinned_next)
+                           : offsetof(ncclwatch_ring_header, ring_next);
   return ReadAt(at, &v, sizeof(v)) ? v : 0;
 }
 
@@ -66,11 +67,12 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < NCCLWATCH_HEADER_REGION_BYTES) {
     char magic[8];
-    const bool has_magic = size >= 8 && pread(fd, magic, 8, 0) == 8 && std::memcmp(magic, NCCLWATCH_RING_MAGIC, 8) == 0;
+    const bool has_magic = size >= 8 && pread(fd, magic, 8, 0) == 8 &&
+                           std::memcmp(magic, NCCLWATCH_RING_MAGIC, 8) == 0;
     close(fd);
     if (has_magic) {
-      return Invalid(path, absl::StrFormat("truncated trace: %u bytes, not even the %u-byte header", size,
-                                           NCCLWATCH_HEADER_REGION_BYTES));
+      return Invalid(path, absl::StrFormat("truncated trace: %u bytes, not even the %u-byte header",
+                                           size, NCCLWATCH_HEADER_REGION_BYTES));
     }
     return Invalid(path, "not an ncclwatch trace (too short)");
   }
@@ -78,21 +80,24 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
   f->path_ = path;
   f->fd_ = fd;  // closed by the destructor from here on
   f->size_ = size;
-  if (!f->ReadAt(0, &f->header_, sizeof(f->header_))) return Invalid(path, "cannot read the header");
+  if (!f->ReadAt(0, &f->header_, sizeof(f->header_)))
+    return Invalid(path, "cannot read the header");
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   const ncclwatch_ring_header& h = f->header_;
 
-  if (std::memcmp(h.magic, NCCLWATCH_RING_MAGIC, 8) != 0) return Invalid(path, "not an ncclwatch trace (bad magic)");
+  if (std::memcmp(h.magic, NCCLWATCH_RING_MAGIC, 8) != 0)
+    return Invalid(path, "not an ncclwatch trace (bad magic)");
   if (h.endian_check != NCCLWATCH_ENDIAN_CHECK) {
     return Invalid(path, "written on a machine of the other byte order");
   }
   if (h.format_version != NCCLWATCH_RING_FORMAT_VERSION) {
-    return Invalid(path, absl::StrFormat("trace file format %u; this ncclwatch reads format %u", h.format_version,
-                                         NCCLWATCH_RING_FORMAT_VERSION));
+    return Invalid(path, absl::StrFormat("trace file format %u; this ncclwatch reads format %u",
+                                         h.format_version, NCCLWATCH_RING_FORMAT_VERSION));
   }
   if (h.schema_version != NCCLWATCH_SCHEMA_VERSION) {
-    return Invalid(path, absl::StrFormat("records of schema version %u; this ncclwatch reads version %u",
-                                         h.schema_version, NCCLWATCH_SCHEMA_VERSION));
+    return Invalid(path,
+                   absl::StrFormat("records of schema version %u; this ncclwatch reads version %u",
+                                   h.schema_version, NCCLWATCH_SCHEMA_VERSION));
   }
   if (h.header_bytes != sizeof(ncclwatch_ring_header) || h.slot_bytes != NCCLWATCH_SLOT_BYTES ||
       h.pointer_bytes != 8) {
@@ -104,19 +109,24 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
   // Every offset and length is checked without wrapping: a crafted header
   // may hold any 64-bit values.
   const uint64_t slot = NCCLWATCH_SLOT_BYTES;
-  constexpr uint64_t kMaxSlots = uint64_t{1} << 36;   // 8 TiB a region: far beyond any ring, far from wrapping
+  constexpr uint64_t kMaxSlots = uint64_t{1}
+                                 << 36;  // 8 TiB a region: far beyond any ring, far from wrapping
   constexpr uint64_t kMaxOffset = uint64_t{1} << 50;  // likewise
   if (!PowerOfTwo(h.pinned_slots) || !PowerOfTwo(h.ring_slots) || h.pinned_slots > kMaxSlots ||
-      h.ring_slots > kMaxSlots || h.pinned_offset < NCCLWATCH_HEADER_REGION_BYTES || h.pinned_offset > kMaxOffset ||
-      h.ring_offset > kMaxOffset || h.pinned_offset % slot != 0 || h.ring_offset % slot != 0) {
+      h.ring_slots > kMaxSlots || h.pinned_offset < NCCLWATCH_HEADER_REGION_BYTES ||
+      h.pinned_offset > kMaxOffset || h.ring_offset > kMaxOffset || h.pinned_offset % slot != 0 ||
+      h.ring_offset % slot != 0) {
     return Invalid(path, "header has impossible region sizes");
   }
-  const uint64_t pinned_end = h.pinned_offset + h.pinned_slots * slot;  // < 2^50 + 2^43: cannot wrap
+  const uint64_t pinned_end =
+      h.pinned_offset + h.pinned_slots * slot;  // < 2^50 + 2^43: cannot wrap
   const uint64_t expected = h.ring_offset + h.ring_slots * slot;
   if (h.ring_offset < pinned_end) return Invalid(path, "header has overlapping regions");
-  if (h.file_bytes != expected) return Invalid(path, "header's file size does not match its regions");
+  if (h.file_bytes != expected)
+    return Invalid(path, "header's file size does not match its regions");
   if (size < expected) {
-    return Invalid(path, absl::StrFormat("truncated trace: %u bytes, its header says %u", size, expected));
+    return Invalid(
+        path, absl::StrFormat("truncated trace: %u bytes, its header says %u", size, expected));
   }
   f->header_.host[sizeof(f->header_.host) - 1] = '\0';
 
@@ -124,7 +134,8 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
 }
 
 uint64_t TraceFile::SlotsInUse() const {
-  return std::min(LiveCursor(true), header_.pinned_slots) + std::min(LiveCursor(false), header_.ring_slots);
+  return std::min(LiveCursor(true), header_.pinned_slots) +
+         std::min(LiveCursor(false), header_.ring_slots);
 }
 
 uint64_t RecordTime(absl::Span<const uint8_t> record) {

@@ -18,12 +18,12 @@
 #ifndef NCCLWATCH_DECODER_TRACE_TRACE_FILE_H_
 #define NCCLWATCH_DECODER_TRACE_TRACE_FILE_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
-#include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -33,13 +33,13 @@
 namespace ncclwatch::decoder {
 
 struct TraceFileStats {
-  uint64_t ring_claimed = 0;     // records' slots ever claimed in the ring
-  uint64_t ring_overwritten = 0; // slots the ring no longer holds (it wrapped)
-  uint64_t torn_slots = 0;       // slots in range that were not whole
-  uint64_t pinned_overflow = 0;  // pinned records the writer sent to the ring
-  uint64_t padding_slots = 0;    // slots given up by an in-place write that did not fit
-  uint64_t records = 0;          // whole records yielded
-  bool truncated = false;        // the file shrank while it was read
+  uint64_t ring_claimed = 0;      // records' slots ever claimed in the ring
+  uint64_t ring_overwritten = 0;  // slots the ring no longer holds (it wrapped)
+  uint64_t torn_slots = 0;        // slots in range that were not whole
+  uint64_t pinned_overflow = 0;   // pinned records the writer sent to the ring
+  uint64_t padding_slots = 0;     // slots given up by an in-place write that did not fit
+  uint64_t records = 0;           // whole records yielded
+  bool truncated = false;         // the file shrank while it was read
 };
 
 class TraceFile {
@@ -72,7 +72,8 @@ class TraceFile {
   uint64_t LiveCursor(bool pinned) const;
   uint64_t LiveOverflow() const;
   template <typename Fn>
-  void ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, Fn& fn, TraceFileStats* stats) const;
+  void ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, Fn& fn,
+                  TraceFileStats* stats) const;
 
   std::string path_;
   int fd_ = -1;
@@ -157,7 +158,8 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       } else if (sh.kind == NCCLWATCH_SLOT_FIRST) {
         // Gather the record's slots; any gap or inconsistency discards all of them.
         const uint32_t total = sh.record_bytes;
-        const uint64_t nslots = (uint64_t{total} + NCCLWATCH_SLOT_PAYLOAD_BYTES - 1) / NCCLWATCH_SLOT_PAYLOAD_BYTES;
+        const uint64_t nslots =
+            (uint64_t{total} + NCCLWATCH_SLOT_PAYLOAD_BYTES - 1) / NCCLWATCH_SLOT_PAYLOAD_BYTES;
         bool whole = total > NCCLWATCH_SLOT_PAYLOAD_BYTES && total <= NCCLWATCH_MAX_RECORD_BYTES &&
                      nslots <= NCCLWATCH_MAX_RECORD_SLOTS && nslots <= last - i;
         const uint8_t* parts = slot;
@@ -171,16 +173,18 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
         }
         for (uint64_t j = 0; whole && j < nslots; ++j) {
           const ncclwatch_slot_header pc = header_of(parts + j * kSlot);
-          const uint8_t want = j == 0               ? NCCLWATCH_SLOT_FIRST
-                               : j + 1 == nslots    ? NCCLWATCH_SLOT_LAST
-                                                    : NCCLWATCH_SLOT_MIDDLE;
-          const uint64_t expect_len =
-              j + 1 == nslots ? total - j * NCCLWATCH_SLOT_PAYLOAD_BYTES : NCCLWATCH_SLOT_PAYLOAD_BYTES;
-          if (pc.stamp != i + j + 1 || pc.kind != want || pc.length != expect_len || pc.record_bytes != total) {
+          const uint8_t want = j == 0            ? NCCLWATCH_SLOT_FIRST
+                               : j + 1 == nslots ? NCCLWATCH_SLOT_LAST
+                                                 : NCCLWATCH_SLOT_MIDDLE;
+          const uint64_t expect_len = j + 1 == nslots ? total - j * NCCLWATCH_SLOT_PAYLOAD_BYTES
+                                                      : NCCLWATCH_SLOT_PAYLOAD_BYTES;
+          if (pc.stamp != i + j + 1 || pc.kind != want || pc.length != expect_len ||
+              pc.record_bytes != total) {
             whole = false;
             break;
           }
-          std::memcpy(record.get() + length, parts + j * kSlot + NCCLWATCH_SLOT_HEADER_BYTES, pc.length);
+          std::memcpy(record.get() + length, parts + j * kSlot + NCCLWATCH_SLOT_HEADER_BYTES,
+                      pc.length);
           length += pc.length;
         }
         if (!whole) {
@@ -225,7 +229,8 @@ void TraceFile::ForEachRecord(Fn&& fn, TraceFileStats* stats) const {
   ReadRegion(true, header_.pinned_offset, header_.pinned_slots, pinned_next, hold, stats);
   // Pinned records are claimed in order, but threads can take their time
   // stamps in a different order than they claim: sort by time, stably.
-  std::stable_sort(pinned.begin(), pinned.end(), [](const Held& a, const Held& b) { return a.t < b.t; });
+  std::stable_sort(pinned.begin(), pinned.end(),
+                   [](const Held& a, const Held& b) { return a.t < b.t; });
   size_t next = 0;
   auto merge = [&](bool, uint64_t index, absl::Span<const uint8_t> bytes) {
     if (next < pinned.size()) {
@@ -236,9 +241,9 @@ void TraceFile::ForEachRecord(Fn&& fn, TraceFileStats* stats) const {
     fn(false, index, bytes);
   };
   ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, merge, stats);
-  for (; next < pinned.size(); ++next) fn(true, pinned[next].index, absl::MakeConstSpan(pinned[next].bytes));
+  for (; next < pinned.size(); ++next)
+    fn(true, pinned[next].index, absl::MakeConstSpan(pinned[next].bytes));
 }
-
 
 }  // namespace ncclwatch::decoder
 

@@ -34,8 +34,8 @@ namespace ncclwatch::decoder {
 
 struct WireField {
   uint32_t number = 0;
-  uint32_t wire_type = 0;  // 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32
-  uint64_t value = 0;      // varint and fixed values
+  uint32_t wire_type = 0;           // 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32
+  uint64_t value = 0;               // varint and fixed values
   absl::Span<const uint8_t> bytes;  // length-delimited payload
 
   // Signed views of `value`.
@@ -86,8 +86,10 @@ inline int64_t ZigzagDecode(uint64_t v) { return static_cast<int64_t>((v >> 1) ^
 inline bool SkipValue(const uint8_t*& p, const uint8_t* end, uint32_t wire_type) {
   uint64_t v;
   switch (wire_type) {
-    case 0: return ReadVarint(p, end, &v);
-    case 1: return ReadFixed64(p, end, &v);
+    case 0:
+      return ReadVarint(p, end, &v);
+    case 1:
+      return ReadFixed64(p, end, &v);
     case 5: {
       uint32_t w;
       return ReadFixed32(p, end, &w);
@@ -96,13 +98,15 @@ inline bool SkipValue(const uint8_t*& p, const uint8_t* end, uint32_t wire_type)
       if (!ReadVarint(p, end, &v) || v > static_cast<uint64_t>(end - p)) return false;
       p += v;
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
 class WireReader {
  public:
-  explicit WireReader(absl::Span<const uint8_t> bytes) : p_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+  explicit WireReader(absl::Span<const uint8_t> bytes)
+      : p_(bytes.data()), end_(bytes.data() + bytes.size()) {}
 
   // The next field, or false at the end of the message or on malformed input
   // (then ok() is false).

@@ -77,37 +77,37 @@ enum ncclwatch_slot_kind {
 };
 
 typedef struct ncclwatch_ring_header {
-  char magic[8];                /* NCCLWATCH_RING_MAGIC, no terminator */
-  uint32_t format_version;      /* NCCLWATCH_RING_FORMAT_VERSION */
-  uint32_t schema_version;      /* NCCLWATCH_SCHEMA_VERSION of the records */
-  uint32_t header_bytes;        /* sizeof(ncclwatch_ring_header) */
-  uint32_t endian_check;        /* NCCLWATCH_ENDIAN_CHECK, as the writer stored it */
-  uint16_t pointer_bytes;       /* sizeof(void*) of the writer */
-  uint16_t slot_bytes;          /* NCCLWATCH_SLOT_BYTES */
-  uint32_t clock;               /* enum ncclwatch_clock */
-  uint64_t file_bytes;          /* the file's size when created */
+  char magic[8];           /* NCCLWATCH_RING_MAGIC, no terminator */
+  uint32_t format_version; /* NCCLWATCH_RING_FORMAT_VERSION */
+  uint32_t schema_version; /* NCCLWATCH_SCHEMA_VERSION of the records */
+  uint32_t header_bytes;   /* sizeof(ncclwatch_ring_header) */
+  uint32_t endian_check;   /* NCCLWATCH_ENDIAN_CHECK, as the writer stored it */
+  uint16_t pointer_bytes;  /* sizeof(void*) of the writer */
+  uint16_t slot_bytes;     /* NCCLWATCH_SLOT_BYTES */
+  uint32_t clock;          /* enum ncclwatch_clock */
+  uint64_t file_bytes;     /* the file's size when created */
   uint64_t pinned_offset;
   uint64_t pinned_slots;
   uint64_t ring_offset;
-  uint64_t ring_slots;          /* a power of two */
+  uint64_t ring_slots; /* a power of two */
   uint32_t pid;
   uint32_t reserved0;
   uint64_t created_realtime_ns; /* CLOCK_REALTIME at creation */
   char host[64];                /* NUL-terminated */
   uint8_t reserved1[104];
   /* Cursors, each alone on a cache line; updated with atomic adds. */
-  uint64_t pinned_next;         /* pinned slots claimed (may exceed pinned_slots) */
+  uint64_t pinned_next; /* pinned slots claimed (may exceed pinned_slots) */
   uint8_t pad_pinned[56];
-  uint64_t ring_next;           /* ring slots claimed */
+  uint64_t ring_next; /* ring slots claimed */
   uint8_t pad_ring[56];
-  uint64_t pinned_overflow;     /* pinned records written to the ring instead */
+  uint64_t pinned_overflow; /* pinned records written to the ring instead */
   uint8_t reserved2[120];
 } ncclwatch_ring_header;
 
 typedef struct ncclwatch_slot_header {
-  uint64_t stamp;        /* logical index + 1 once whole; 0 while written */
-  uint16_t length;       /* payload bytes in this slot */
-  uint8_t kind;          /* enum ncclwatch_slot_kind */
+  uint64_t stamp;  /* logical index + 1 once whole; 0 while written */
+  uint16_t length; /* payload bytes in this slot */
+  uint8_t kind;    /* enum ncclwatch_slot_kind */
   uint8_t reserved;
   uint32_t record_bytes; /* FIRST: the whole record's length; SINGLE: = length */
 } ncclwatch_slot_header;

@@ -58,18 +58,19 @@ enum Call : uint32_t {
 };
 
 namespace record {
-constexpr uint32_t kT = 1, kThread = 2, kProcessStart = 16, kProcessEnd = 17, kTimeAnchor = 18, kModule = 19,
-                   kCommInitBegin = 20, kCommInitEnd = 21, kCommEnd = 22, kCollective = 23, kP2p = 24,
-                   kGroup = 25, kApi = 26, kFatalSignal = 27, kSysCall = 28, kNcclError = 29, kInventory = 30;
+constexpr uint32_t kT = 1, kThread = 2, kProcessStart = 16, kProcessEnd = 17, kTimeAnchor = 18,
+                   kModule = 19, kCommInitBegin = 20, kCommInitEnd = 21, kCommEnd = 22,
+                   kCollective = 23, kP2p = 24, kGroup = 25, kApi = 26, kFatalSignal = 27,
+                   kSysCall = 28, kNcclError = 29, kInventory = 30;
 }
 namespace process_start {
-constexpr uint32_t kPid = 1, kHost = 2, kGlobalRank = 3, kRankSource = 4, kWorldSize = 5, kLocalRank = 6,
-                   kExe = 7, kJobId = 8, kShimVersion = 9;
+constexpr uint32_t kPid = 1, kHost = 2, kGlobalRank = 3, kRankSource = 4, kWorldSize = 5,
+                   kLocalRank = 6, kExe = 7, kJobId = 8, kShimVersion = 9;
 }
 namespace process_end {
 constexpr uint32_t kHow = 1, kExitCode = 2;
 constexpr uint32_t kHowExit = 1, kHowUnderscoreExit = 2;
-}
+}  // namespace process_end
 namespace time_anchor {
 constexpr uint32_t kT = 1, kMonotonicNs = 2, kRealtimeNs = 3;
 }
@@ -78,7 +79,8 @@ constexpr uint32_t kPath = 1, kBase = 2, kStart = 3, kEnd = 4, kBuildId = 5;
 }
 namespace comm_init_begin {
 constexpr uint32_t kComm = 1, kCall = 2, kNranks = 3, kRank = 4, kParent = 5, kColor = 6, kKey = 7,
-                   kSplitIndex = 8, kExcluded = 9, kBlocking = 10, kCaller = 11, kDevice = 12, kBusId = 13;
+                   kSplitIndex = 8, kExcluded = 9, kBlocking = 10, kCaller = 11, kDevice = 12,
+                   kBusId = 13;
 }
 namespace comm_init_end {
 constexpr uint32_t kComm = 1, kResult = 2, kHandle = 3, kRank = 4, kDevice = 5, kNranks = 6;
@@ -87,12 +89,13 @@ namespace comm_end {
 constexpr uint32_t kComm = 1, kHandle = 2, kCall = 3, kResult = 4, kRank = 5;
 }
 namespace collective {
-constexpr uint32_t kResult = 1, kComm = 2, kSeq = 3, kCall = 4, kCount = 5, kDatatype = 6, kRedop = 7, kRoot = 8,
-                   kStream = 9, kSendbuff = 10, kRecvbuff = 11, kGroup = 12, kCaller = 13, kRank = 14;
+constexpr uint32_t kResult = 1, kComm = 2, kSeq = 3, kCall = 4, kCount = 5, kDatatype = 6,
+                   kRedop = 7, kRoot = 8, kStream = 9, kSendbuff = 10, kRecvbuff = 11, kGroup = 12,
+                   kCaller = 13, kRank = 14;
 }
 namespace p2p {
-constexpr uint32_t kResult = 1, kComm = 2, kSeq = 3, kSend = 4, kPeer = 5, kCount = 6, kDatatype = 7, kStream = 8,
-                   kBuff = 9, kGroup = 10, kCaller = 11, kRank = 12;
+constexpr uint32_t kResult = 1, kComm = 2, kSeq = 3, kSend = 4, kPeer = 5, kCount = 6,
+                   kDatatype = 7, kStream = 8, kBuff = 9, kGroup = 10, kCaller = 11, kRank = 12;
 }
 namespace group {
 constexpr uint32_t kResult = 1, kCall = 2, kGroup = 3, kDepth = 4, kCaller = 5;
@@ -105,8 +108,8 @@ constexpr uint32_t kSigno = 1, kCode = 2, kAddress = 3, kSenderPid = 4, kDisposi
 }
 
 namespace sys_call {
-constexpr uint32_t kKind = 1, kRet = 2, kErr = 3, kFd = 4, kPath = 5, kSize = 6, kOffset = 7, kAddr = 8, kArg = 9,
-                   kInCall = 10, kFromNccl = 11, kCaller = 12;
+constexpr uint32_t kKind = 1, kRet = 2, kErr = 3, kFd = 4, kPath = 5, kSize = 6, kOffset = 7,
+                   kAddr = 8, kArg = 9, kInCall = 10, kFromNccl = 11, kCaller = 12;
 enum Kind : uint32_t {
   kSocket = 1,
   kBind = 2,
@@ -131,9 +134,10 @@ namespace nccl_error {
 constexpr uint32_t kCall = 1, kResult = 2, kComm = 3, kLastError = 4, kAsync = 5;
 }
 namespace inventory {
-constexpr uint32_t kEnv = 1, kNcclVersion = 2, kNcclPath = 3, kCudaDriverVersion = 4, kCudaRuntimeVersion = 5,
-                   kFramework = 6, kFrameworkPath = 7, kInterfaces = 8, kShmKnown = 9, kShmSize = 10, kShmFree = 11,
-                   kMemlockSoft = 12, kMemlockHard = 13, kCgroup = 14, kContainer = 15;
+constexpr uint32_t kEnv = 1, kNcclVersion = 2, kNcclPath = 3, kCudaDriverVersion = 4,
+                   kCudaRuntimeVersion = 5, kFramework = 6, kFrameworkPath = 7, kInterfaces = 8,
+                   kShmKnown = 9, kShmSize = 10, kShmFree = 11, kMemlockSoft = 12,
+                   kMemlockHard = 13, kCgroup = 14, kContainer = 15;
 namespace variable {
 constexpr uint32_t kName = 1, kValue = 2;
 }

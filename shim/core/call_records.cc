@@ -30,8 +30,9 @@ int g_process_ended = 0;
 
 }  // namespace
 
-CollectiveCall BeginCollective(uint32_t call, const void* sendbuff, const void* recvbuff, size_t count, int datatype,
-                               int redop, int root, const void* comm, const void* stream, const void* caller) {
+CollectiveCall BeginCollective(uint32_t call, const void* sendbuff, const void* recvbuff,
+                               size_t count, int datatype, int redop, int root, const void* comm,
+                               const void* stream, const void* caller) {
   ErrnoGuard keep;
   CollectiveCall c;
   c.comm = g_comms.FindOrAdopt(comm);
@@ -63,13 +64,14 @@ void EndCollective(const CollectiveCall& c, int result) {
   // ordered by the program), so a plain load and store suffice: no locked
   // instruction on every call. Concurrent callers, which NCCL forbids, could
   // at worst repeat a number.
-  if (c.comm != nullptr && Accepted(result) && __atomic_load_n(&c.comm->next_seq, __ATOMIC_RELAXED) == c.seq) {
+  if (c.comm != nullptr && Accepted(result) &&
+      __atomic_load_n(&c.comm->next_seq, __ATOMIC_RELAXED) == c.seq) {
     __atomic_store_n(&c.comm->next_seq, c.seq + 1, __ATOMIC_RELAXED);
   }
 }
 
-P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype, int peer, const void* comm,
-                 const void* stream, const void* caller) {
+P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype, int peer,
+                 const void* comm, const void* stream, const void* caller) {
   ErrnoGuard keep;
   P2pCall c;
   CommState* cs = g_comms.FindOrAdopt(comm);
@@ -100,7 +102,8 @@ void EndP2p(const P2pCall& c, int result) {
   ErrnoGuard keep;
   c.record.Finish(result);
   // As for collectives: one thread at a time per communicator, no lock prefix.
-  if (c.counter != nullptr && Accepted(result) && __atomic_load_n(c.counter, __ATOMIC_RELAXED) == c.seq) {
+  if (c.counter != nullptr && Accepted(result) &&
+      __atomic_load_n(c.counter, __ATOMIC_RELAXED) == c.seq) {
     __atomic_store_n(c.counter, c.seq + 1, __ATOMIC_RELAXED);
   }
 }
@@ -115,7 +118,8 @@ CallRecord BeginGroup(uint32_t call, const void* caller) {
   return AppendRingRecord(f::record::kGroup, k::kResult, [&](wire::WireWriter& w) {
     w.Varint(k::kCall, call);
     w.Varint(k::kGroup, t.group_id);
-    w.Varint(k::kDepth, call == f::kGroupStart ? t.group_depth : (t.group_depth ? t.group_depth - 1 : 0));
+    w.Varint(k::kDepth,
+             call == f::kGroupStart ? t.group_depth : (t.group_depth ? t.group_depth - 1 : 0));
     w.Fixed64(k::kCaller, Ptr(caller));
   });
 }
@@ -152,7 +156,8 @@ void RecordNcclVersion(int result, int version, const void* caller) {
   r.Append(Region::kPinned);
 }
 
-void RecordNcclError(uint32_t call, int result, const void* comm, const char* last_error, bool async) {
+void RecordNcclError(uint32_t call, int result, const void* comm, const char* last_error,
+                     bool async) {
   ErrnoGuard keep;
   CommState* cs = comm ? g_comms.Find(comm) : nullptr;
   RecordBuilder<640> r(f::record::kNcclError);
@@ -180,7 +185,8 @@ bool RecordAsyncError(const void* comm, int result, int async_error, const void*
   CommState* cs = g_comms.Find(comm);
   const uint64_t combo = (static_cast<uint64_t>(static_cast<uint32_t>(result)) << 32) |
                          static_cast<uint32_t>(async_error) | (1ull << 63);
-  if (cs != nullptr && __atomic_exchange_n(&cs->last_async, combo, __ATOMIC_RELAXED) == combo) return false;
+  if (cs != nullptr && __atomic_exchange_n(&cs->last_async, combo, __ATOMIC_RELAXED) == combo)
+    return false;
   RecordBuilder<> r(f::record::kApi);
   namespace k = f::api;
   r.w().Fixed32(k::kResult, static_cast<uint32_t>(result));
@@ -207,7 +213,8 @@ uint64_t CommIdForSplit(uint64_t parent, uint32_t split_index, int color) {
   return HashBytes(&color, sizeof(color), h);
 }
 
-uint64_t CommIdForShrink(uint64_t parent, uint32_t split_index, const int* excluded, int nexcluded) {
+uint64_t CommIdForShrink(uint64_t parent, uint32_t split_index, const int* excluded,
+                         int nexcluded) {
   uint64_t h = HashBytes(&parent, sizeof(parent), HashBytes("shrink", 6));
   h = HashBytes(&split_index, sizeof(split_index), h);
   // In ascending order, so every survivor derives the same identity however
@@ -246,7 +253,8 @@ void RecordCommInitBegin(const CommInitBegin& b) {
   r.Append(Region::kPinned);
 }
 
-void RecordCommInitEnd(uint64_t comm, int result, const void* handle, int rank, int nranks, int device) {
+void RecordCommInitEnd(uint64_t comm, int result, const void* handle, int rank, int nranks,
+                       int device) {
   ErrnoGuard keep;
   if (handle != nullptr && Accepted(result)) g_comms.Register(handle, comm, rank, nranks);
   RecordBuilder<> r(f::record::kCommInitEnd);
@@ -299,7 +307,8 @@ void RecordFatalSignal(int signo, const siginfo_t* info, uint32_t disposition) {
   if (info != nullptr) {
     r.w().Sint(k::kCode, info->si_code);
     r.w().Fixed64(k::kAddress, Ptr(info->si_addr));
-    if (info->si_code <= 0) r.w().Sint(k::kSenderPid, info->si_pid);  // sent by a process, not a fault
+    if (info->si_code <= 0)
+      r.w().Sint(k::kSenderPid, info->si_pid);  // sent by a process, not a fault
   }
   r.w().Varint(k::kDisposition, disposition);
   r.Append(Region::kPinned);

@@ -31,8 +31,9 @@ struct CollectiveCall {
 };
 
 // `root` < 0 for collectives without one, `redop` < 0 for those that do not reduce.
-CollectiveCall BeginCollective(uint32_t call, const void* sendbuff, const void* recvbuff, size_t count, int datatype,
-                               int redop, int root, const void* comm, const void* stream, const void* caller);
+CollectiveCall BeginCollective(uint32_t call, const void* sendbuff, const void* recvbuff,
+                               size_t count, int datatype, int redop, int root, const void* comm,
+                               const void* stream, const void* caller);
 void EndCollective(const CollectiveCall& c, int result);
 
 struct P2pCall {
@@ -41,8 +42,8 @@ struct P2pCall {
   uint64_t seq = 0;
 };
 
-P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype, int peer, const void* comm,
-                 const void* stream, const void* caller);
+P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype, int peer,
+                 const void* comm, const void* stream, const void* caller);
 void EndP2p(const P2pCall& c, int result);
 
 // ncclGroupStart/End/SimulateEnd: keeps the thread's group depth and id.
@@ -57,7 +58,8 @@ void RecordNcclVersion(int result, int version, const void* caller);
 // After an NCCL call failed (or reported an asynchronous error): NCCL's own
 // text for it (`last_error`, from ncclGetLastError), to the pinned region.
 // Only ever on a failure path.
-void RecordNcclError(uint32_t call, int result, const void* comm, const char* last_error, bool async);
+void RecordNcclError(uint32_t call, int result, const void* comm, const char* last_error,
+                     bool async);
 // ncclCommGetAsyncError: written only when (result, error) changes for the
 // communicator, so a watchdog polling it does not flood the ring.
 // Returns whether it wrote one.
@@ -93,7 +95,8 @@ void RecordCommInitBegin(const CommInitBegin& b);
 
 // After the init call: registers the communicator, records the outcome, the
 // modules loaded since, and a time anchor.
-void RecordCommInitEnd(uint64_t comm, int result, const void* handle, int rank, int nranks, int device);
+void RecordCommInitEnd(uint64_t comm, int result, const void* handle, int rank, int nranks,
+                       int device);
 
 // ncclCommFinalize, Destroy, Abort and Revoke: the CommEnd record, written
 // before the call with its result pending, and the result after.

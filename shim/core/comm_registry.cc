@@ -3,10 +3,10 @@
 
 #include "core/comm_registry.h"
 
-#include "core/tracer.h"
-
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "core/tracer.h"
 
 namespace ncclwatch::shim {
 
@@ -15,7 +15,8 @@ CommRegistry g_comms;
 namespace {
 
 size_t Slot(uintptr_t key) {
-  return static_cast<size_t>(((key >> 4) * 0x9e3779b97f4a7c15ull) >> 52) & (CommRegistry::kEntries - 1);
+  return static_cast<size_t>(((key >> 4) * 0x9e3779b97f4a7c15ull) >> 52) &
+         (CommRegistry::kEntries - 1);
 }
 
 }  // namespace
@@ -26,7 +27,8 @@ CommState* CommRegistry::Find(const void* handle) {
   for (size_t i = 0, s = Slot(key); i < kEntries; ++i, s = (s + 1) & (kEntries - 1)) {
     const uintptr_t k = __atomic_load_n(&entries_[s].handle, __ATOMIC_ACQUIRE);
     if (k == 0) return nullptr;
-    if (k == key) return __atomic_load_n(&entries_[s].ready, __ATOMIC_ACQUIRE) ? &entries_[s] : nullptr;
+    if (k == key)
+      return __atomic_load_n(&entries_[s].ready, __ATOMIC_ACQUIRE) ? &entries_[s] : nullptr;
   }
   return nullptr;
 }
@@ -81,8 +83,8 @@ CommState* CommRegistry::Register(const void* handle, uint64_t id, int rank, int
   __atomic_store_n(&c->ready, 0u, __ATOMIC_RELEASE);
   uint64_t* p2p = nullptr;
   if (nranks > 0) {
-    void* m = mmap(nullptr, sizeof(uint64_t) * 2 * static_cast<size_t>(nranks), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* m = mmap(nullptr, sizeof(uint64_t) * 2 * static_cast<size_t>(nranks),
+                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m != MAP_FAILED) p2p = static_cast<uint64_t*>(m);
   }
   // A reused address keeps its old counters' memory mapped: it may still be read.

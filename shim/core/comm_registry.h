@@ -24,8 +24,8 @@
 namespace ncclwatch::shim {
 
 struct CommState {
-  uintptr_t handle;      // the ncclComm_t; 0 = free entry
-  uint32_t ready;        // 1 once the fields below are set
+  uintptr_t handle;  // the ncclComm_t; 0 = free entry
+  uint32_t ready;    // 1 once the fields below are set
   uint64_t id;
   int32_t rank;
   int32_t nranks;

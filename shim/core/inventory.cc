@@ -26,15 +26,27 @@ namespace f = fields::inventory;
 int g_inventory_done = 0;
 
 // Launcher, rendezvous and NCCL/CUDA variables: what init depends on.
-constexpr const char* kPrefixes[] = {"NCCL_", "CUDA_", "NVIDIA_", "TORCH_NCCL_", "TORCHELASTIC_", "SLURM_", "OMPI_",
-                                     "PMI_", "PMIX_RANK", "UCX_", "GLOO_", "FI_", "XLA_", "TF_GPU"};
-constexpr const char* kNames[] = {"MASTER_ADDR", "MASTER_PORT",  "WORLD_SIZE",    "RANK",
-                                  "LOCAL_RANK",  "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
-                                  "LD_LIBRARY_PATH", "LD_PRELOAD", "KUBERNETES_SERVICE_HOST", "container",
-                                  "TORCH_DISTRIBUTED_DEBUG", "HOSTNAME"};
+constexpr const char* kPrefixes[] = {"NCCL_",  "CUDA_", "NVIDIA_", "TORCH_NCCL_", "TORCHELASTIC_",
+                                     "SLURM_", "OMPI_", "PMI_",    "PMIX_RANK",   "UCX_",
+                                     "GLOO_",  "FI_",   "XLA_",    "TF_GPU"};
+constexpr const char* kNames[] = {"MASTER_ADDR",
+                                  "MASTER_PORT",
+                                  "WORLD_SIZE",
+                                  "RANK",
+                                  "LOCAL_RANK",
+                                  "LOCAL_WORLD_SIZE",
+                                  "GROUP_RANK",
+                                  "NODE_RANK",
+                                  "LD_LIBRARY_PATH",
+                                  "LD_PRELOAD",
+                                  "KUBERNETES_SERVICE_HOST",
+                                  "container",
+                                  "TORCH_DISTRIBUTED_DEBUG",
+                                  "HOSTNAME"};
 // Never recorded: any name containing one of these.
-constexpr const char* kSecrets[] = {"TOKEN", "KEY",  "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL",
-                                    "AUTH",  "COOKIE", "PRIVATE", "SESSION", "CERT", "SIGNATURE"};
+constexpr const char* kSecrets[] = {"TOKEN",   "KEY",        "SECRET", "PASSWORD",
+                                    "PASSWD",  "CREDENTIAL", "AUTH",   "COOKIE",
+                                    "PRIVATE", "SESSION",    "CERT",   "SIGNATURE"};
 
 bool ContainsUpper(const char* name, int len, const char* word) {
   const int wl = static_cast<int>(strlen(word));
@@ -69,13 +81,14 @@ void WriteInterfaces(wire::WireWriter& w) {
     if (w.remaining() < len + strlen(a->ifa_name) + 32) break;
     int prefix = 0;
     if (a->ifa_netmask != nullptr) {
-      prefix = family == AF_INET
-                   ? PrefixLen(reinterpret_cast<const unsigned char*>(
-                                   &reinterpret_cast<const sockaddr_in*>(a->ifa_netmask)->sin_addr),
-                               4)
-                   : PrefixLen(reinterpret_cast<const unsigned char*>(
-                                   &reinterpret_cast<const sockaddr_in6*>(a->ifa_netmask)->sin6_addr),
-                               16);
+      prefix =
+          family == AF_INET
+              ? PrefixLen(reinterpret_cast<const unsigned char*>(
+                              &reinterpret_cast<const sockaddr_in*>(a->ifa_netmask)->sin_addr),
+                          4)
+              : PrefixLen(reinterpret_cast<const unsigned char*>(
+                              &reinterpret_cast<const sockaddr_in6*>(a->ifa_netmask)->sin6_addr),
+                          16);
     }
     const size_t at = w.BeginMessage(f::kInterfaces);
     w.String(f::interface::kName, a->ifa_name);
@@ -130,9 +143,10 @@ int FindFramework(dl_phdr_info* info, size_t, void* data) {
   struct {
     const char* prefix;
     const char* name;
-  } const kKnown[] = {{"libtorch_cuda", "pytorch"}, {"libtorch.so", "pytorch"}, {"libc10.so", "pytorch"},
-                      {"libtensorflow_framework", "tensorflow"}, {"xla_extension", "jax"},
-                      {"libjax", "jax"}, {"libpaddle", "paddlepaddle"}, {"libmxnet", "mxnet"}};
+  } const kKnown[] = {{"libtorch_cuda", "pytorch"},  {"libtorch.so", "pytorch"},
+                      {"libc10.so", "pytorch"},      {"libtensorflow_framework", "tensorflow"},
+                      {"xla_extension", "jax"},      {"libjax", "jax"},
+                      {"libpaddle", "paddlepaddle"}, {"libmxnet", "mxnet"}};
   for (const auto& k : kKnown) {
     if (strncmp(base, k.prefix, strlen(k.prefix)) == 0) {
       fw->name = k.name;
@@ -150,7 +164,8 @@ void FrameworkName(const Framework& fw, char* out, size_t n) {
   const char* lib = strstr(fw.path, "/torch/lib/");
   if (strcmp(fw.name, "pytorch") != 0 || lib == nullptr) return;
   char version_py[600];
-  snprintf(version_py, sizeof(version_py), "%.*s/torch/version.py", static_cast<int>(lib - fw.path), fw.path);
+  snprintf(version_py, sizeof(version_py), "%.*s/torch/version.py", static_cast<int>(lib - fw.path),
+           fw.path);
   const int fd = open(version_py, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   char text[2048];
@@ -177,7 +192,8 @@ bool RecordableVariable(const char* name, int len) {
     if (len >= pl && strncmp(name, p, static_cast<size_t>(pl)) == 0) listed = true;
   }
   for (const char* x : kNames) {
-    if (static_cast<int>(strlen(x)) == len && strncmp(name, x, static_cast<size_t>(len)) == 0) listed = true;
+    if (static_cast<int>(strlen(x)) == len && strncmp(name, x, static_cast<size_t>(len)) == 0)
+      listed = true;
   }
   if (!listed) return false;
   for (const char* s : kSecrets)
@@ -217,10 +233,14 @@ void RecordInventoryOnce(const LoadedVersions& v) {
   char line[256];
   if (FirstLine("/proc/self/cgroup", line, sizeof(line))) w.String(f::kCgroup, line);
   const char* container = "";
-  if (access("/.dockerenv", F_OK) == 0) container = "docker";
-  else if (access("/run/.containerenv", F_OK) == 0) container = "podman";
-  else if (getenv("KUBERNETES_SERVICE_HOST") != nullptr) container = "kubernetes";
-  else if (const char* c = getenv("container")) container = c;
+  if (access("/.dockerenv", F_OK) == 0)
+    container = "docker";
+  else if (access("/run/.containerenv", F_OK) == 0)
+    container = "podman";
+  else if (getenv("KUBERNETES_SERVICE_HOST") != nullptr)
+    container = "kubernetes";
+  else if (const char* c = getenv("container"))
+    container = c;
   if (container[0] != '\0') w.String(f::kContainer, container);
 
   WriteInterfaces(w);

@@ -14,7 +14,7 @@
 namespace ncclwatch::shim {
 
 struct LoadedVersions {
-  int nccl = 0;                    // ncclGetVersion
+  int nccl = 0;  // ncclGetVersion
   const char* nccl_path = nullptr;
   int cuda_driver = 0;
   int cuda_runtime = 0;

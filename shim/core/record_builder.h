@@ -57,14 +57,17 @@ class RecordBuilder {
   wire::WireWriter& w() { return w_; }
 
   // Writes `field` as "still running"; Append's CallRecord fills it in.
-  void PendingResult(uint32_t field) { result_ = w_.Fixed32(field, static_cast<uint32_t>(NCCLWATCH_RESULT_PENDING)); }
+  void PendingResult(uint32_t field) {
+    result_ = w_.Fixed32(field, static_cast<uint32_t>(NCCLWATCH_RESULT_PENDING));
+  }
 
   CallRecord Append(Region region) {
     CallRecord call;
     RecordLocation call_where;
     w_.EndMessage(body_);
     if (!w_.ok() || !g_ring.Append(region, buf_, w_.size(), &call_where)) return call;
-    if (result_ != nullptr) call.result = RingWriter::SiteOf(call_where, static_cast<size_t>(result_ - buf_));
+    if (result_ != nullptr)
+      call.result = RingWriter::SiteOf(call_where, static_cast<size_t>(result_ - buf_));
     if (region == Region::kRing) AnchorIfDue(call_where.index);
     return call;
   }
@@ -97,13 +100,15 @@ CallRecord AppendRingRecord(uint32_t body_field, uint32_t result_field, Fill fil
     w.Varint(fields::record::kT, TraceNow());
     w.Varint(fields::record::kThread, ThisThread().index);
     const size_t body = w.BeginMessage(body_field);
-    uint8_t* result =
-        result_field != 0 ? w.Fixed32(result_field, static_cast<uint32_t>(NCCLWATCH_RESULT_PENDING)) : nullptr;
+    uint8_t* result = result_field != 0
+                          ? w.Fixed32(result_field, static_cast<uint32_t>(NCCLWATCH_RESULT_PENDING))
+                          : nullptr;
     fill(w);
     w.EndMessage(body);
     if (w.ok()) {
       g_ring.Publish(claim, w.size());
-      if (result != nullptr) call.result = RingWriter::SiteOf(claim.where, static_cast<size_t>(result - claim.payload));
+      if (result != nullptr)
+        call.result = RingWriter::SiteOf(claim.where, static_cast<size_t>(result - claim.payload));
       AnchorIfDue(claim.where.index);
       return call;
     }

@@ -69,12 +69,14 @@ void RecordSysCall(const SysCallEvent& e) {
   if (e.path != nullptr) r.w().String(k::kPath, e.path);
   if (e.size >= 0) r.w().Sint(k::kSize, e.size);
   if (e.offset >= 0) r.w().Sint(k::kOffset, e.offset);
-  if (e.addr != nullptr && e.addr_len > 0) r.w().Bytes(k::kAddr, e.addr, e.addr_len < 128 ? e.addr_len : 128);
+  if (e.addr != nullptr && e.addr_len > 0)
+    r.w().Bytes(k::kAddr, e.addr, e.addr_len < 128 ? e.addr_len : 128);
   if (e.has_arg) r.w().Sint(k::kArg, e.arg);
   if (t.in_call != 0) r.w().Varint(k::kInCall, t.in_call);
   if (FromNccl(e.caller)) r.w().Varint(k::kFromNccl, 1);
   r.w().Fixed64(k::kCaller, reinterpret_cast<uint64_t>(e.caller));
-  const bool pin = e.err != 0 || __atomic_fetch_add(&g_pinned_successes, 1u, __ATOMIC_RELAXED) < kPinnedSuccesses;
+  const bool pin = e.err != 0 ||
+                   __atomic_fetch_add(&g_pinned_successes, 1u, __ATOMIC_RELAXED) < kPinnedSuccesses;
   r.Append(pin ? Region::kPinned : Region::kRing);
   errno = saved;
 }

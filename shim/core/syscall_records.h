@@ -19,9 +19,9 @@
 namespace ncclwatch::shim {
 
 struct SysCallEvent {
-  uint32_t kind = 0;        // fields::sys_call::Kind
+  uint32_t kind = 0;  // fields::sys_call::Kind
   int64_t ret = 0;
-  int err = 0;              // errno (or the returned error) when it failed; 0 when it succeeded
+  int err = 0;  // errno (or the returned error) when it failed; 0 when it succeeded
   int fd = -1;
   const char* path = nullptr;
   int64_t size = -1;

@@ -42,7 +42,9 @@ int g_module_count = 0;
 void Warn(const char* msg) {
   char line[768];
   const int n = snprintf(line, sizeof(line), "ncclwatch: %s\n", msg);
-  if (n > 0) (void)!write(2, line, static_cast<size_t>(n) < sizeof(line) ? static_cast<size_t>(n) : sizeof(line) - 1);
+  if (n > 0)
+    (void)!write(2, line,
+                 static_cast<size_t>(n) < sizeof(line) ? static_cast<size_t>(n) : sizeof(line) - 1);
 }
 
 // "16M", "512k", "1G" or plain bytes; 0 when unusable.
@@ -52,10 +54,23 @@ uint64_t ParseSize(const char* s) {
   unsigned long long v = strtoull(s, &end, 10);
   if (errno != 0 || end == s) return 0;
   switch (*end) {
-    case 'k': case 'K': v <<= 10; ++end; break;
-    case 'm': case 'M': v <<= 20; ++end; break;
-    case 'g': case 'G': v <<= 30; ++end; break;
-    default: break;
+    case 'k':
+    case 'K':
+      v <<= 10;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      v <<= 20;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      v <<= 30;
+      ++end;
+      break;
+    default:
+      break;
   }
   if (*end == 'i' || *end == 'I') ++end;
   if (*end == 'b' || *end == 'B') ++end;
@@ -107,7 +122,8 @@ void WriteProcessStart() {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n > 0) exe[n] = '\0';
   r.w().String(f::kExe, exe);
-  static const char* const kJobVars[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID"};
+  static const char* const kJobVars[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "PBS_JOBID",
+                                         "LSB_JOBID", "JOB_ID"};
   for (const char* var : kJobVars) {
     const char* v = getenv(var);
     if (v != nullptr && *v != '\0') {
@@ -171,7 +187,8 @@ int ModuleCallback(dl_phdr_info* info, size_t, void*) {
 }  // namespace
 
 ThreadState& ThisThread() {
-  if (__builtin_expect(t_thread.index == 0, 0)) t_thread.index = __atomic_add_fetch(&g_next_thread, 1, __ATOMIC_RELAXED);
+  if (__builtin_expect(t_thread.index == 0, 0))
+    t_thread.index = __atomic_add_fetch(&g_next_thread, 1, __ATOMIC_RELAXED);
   return t_thread;
 }
 
@@ -195,8 +212,8 @@ void StopTracing() { __atomic_store_n(&g_tracer_state, kOff, __ATOMIC_RELEASE); 
 
 void InitTracer() {
   int expected = kUninitialized;
-  if (!__atomic_compare_exchange_n(&g_tracer_state, &expected, kInitializing, false, __ATOMIC_ACQ_REL,
-                                   __ATOMIC_ACQUIRE)) {
+  if (!__atomic_compare_exchange_n(&g_tracer_state, &expected, kInitializing, false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     while (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kInitializing) sched_yield();
     return;
   }
@@ -227,7 +244,8 @@ void InitTracer() {
     if (v >= (64ull << 10) && v <= (64ull << 30)) {
       config.ring_bytes = v;
     } else {
-      snprintf(msg, sizeof(msg), "NCCLWATCH_RING_SIZE='%s' is not a size from 64K to 64G; using 16M", s);
+      snprintf(msg, sizeof(msg),
+               "NCCLWATCH_RING_SIZE='%s' is not a size from 64K to 64G; using 16M", s);
       Warn(msg);
     }
   }
@@ -237,7 +255,10 @@ void InitTracer() {
     if (*s != '\0' && *end == '\0' && m <= 0777 && (m & 0600) == 0600 && !(m & 0002)) {
       config.file_mode = static_cast<unsigned>(m);
     } else {
-      snprintf(msg, sizeof(msg), "NCCLWATCH_FILE_MODE='%s' is not an octal mode with owner read/write and no world write; using 0600", s);
+      snprintf(msg, sizeof(msg),
+               "NCCLWATCH_FILE_MODE='%s' is not an octal mode with owner read/write and no world "
+               "write; using 0600",
+               s);
       Warn(msg);
     }
   }

@@ -89,7 +89,8 @@ void NoteVerbsCall(int i, uintptr_t ret, const void* caller) {
 using SixArgs = uintptr_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t);
 
 template <int I>
-uintptr_t VerbsWrapper(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d, uintptr_t e, uintptr_t f) {
+uintptr_t VerbsWrapper(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d, uintptr_t e,
+                       uintptr_t f) {
   const uintptr_t r = reinterpret_cast<SixArgs>(g_verbs[I].real)(a, b, c, d, e, f);
   const int saved = errno;
   NoteVerbsCall(I, r, __builtin_return_address(0));
@@ -98,13 +99,15 @@ uintptr_t VerbsWrapper(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d, uintp
 }
 
 #define NCCLWATCH_W(i) reinterpret_cast<void*>(&VerbsWrapper<i>)
-void* const kVerbsWrappers[] = {NCCLWATCH_W(0),  NCCLWATCH_W(1),  NCCLWATCH_W(2),  NCCLWATCH_W(3),  NCCLWATCH_W(4),
-                                NCCLWATCH_W(5),  NCCLWATCH_W(6),  NCCLWATCH_W(7),  NCCLWATCH_W(8),  NCCLWATCH_W(9),
-                                NCCLWATCH_W(10), NCCLWATCH_W(11), NCCLWATCH_W(12), NCCLWATCH_W(13), NCCLWATCH_W(14),
-                                NCCLWATCH_W(15), NCCLWATCH_W(16), NCCLWATCH_W(17), NCCLWATCH_W(18), NCCLWATCH_W(19),
+void* const kVerbsWrappers[] = {NCCLWATCH_W(0),  NCCLWATCH_W(1),  NCCLWATCH_W(2),  NCCLWATCH_W(3),
+                                NCCLWATCH_W(4),  NCCLWATCH_W(5),  NCCLWATCH_W(6),  NCCLWATCH_W(7),
+                                NCCLWATCH_W(8),  NCCLWATCH_W(9),  NCCLWATCH_W(10), NCCLWATCH_W(11),
+                                NCCLWATCH_W(12), NCCLWATCH_W(13), NCCLWATCH_W(14), NCCLWATCH_W(15),
+                                NCCLWATCH_W(16), NCCLWATCH_W(17), NCCLWATCH_W(18), NCCLWATCH_W(19),
                                 NCCLWATCH_W(20)};
 #undef NCCLWATCH_W
-static_assert(sizeof(kVerbsWrappers) / sizeof(kVerbsWrappers[0]) == kVerbs, "one wrapper per verbs function");
+static_assert(sizeof(kVerbsWrappers) / sizeof(kVerbsWrappers[0]) == kVerbs,
+              "one wrapper per verbs function");
 
 // The wrapper for `name` found at `real`, or `real` itself when the shim
 // does not watch it.
@@ -113,7 +116,8 @@ void* WrapVerbs(const char* name, void* real) {
   for (int i = 0; i < kVerbs; ++i) {
     if (strcmp(g_verbs[i].name, name) != 0) continue;
     void* expected = nullptr;
-    if (__atomic_compare_exchange_n(&g_verbs[i].real, &expected, real, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+    if (__atomic_compare_exchange_n(&g_verbs[i].real, &expected, real, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE) ||
         expected == real) {
       return kVerbsWrappers[i];
     }
@@ -124,7 +128,9 @@ void* WrapVerbs(const char* name, void* real) {
 
 // Whether a dlvsym from `caller` is NCCL's looking up a verbs function.
 bool WatchVerbsLookup(void* handle, const char* name, const void* caller) {
-  if (name == nullptr || strncmp(name, "ibv_", 4) != 0 || handle == RTLD_NEXT || handle == RTLD_DEFAULT) return false;
+  if (name == nullptr || strncmp(name, "ibv_", 4) != 0 || handle == RTLD_NEXT ||
+      handle == RTLD_DEFAULT)
+    return false;
   if (!TracingNow()) return false;
   if (FromNccl(caller) || ThisThread().in_call != 0) return true;
   RecordNewModules();  // a plugin NCCL loaded since the last scan
@@ -143,9 +149,8 @@ struct DlvsymStep {
   void* value;
 };
 
-extern "C" __attribute__((visibility("hidden"), used)) DlvsymStep NcclwatchBeforeDlvsym(void* handle, const char* name,
-                                                                                      const char* version,
-                                                                                      const void* caller) {
+extern "C" __attribute__((visibility("hidden"), used)) DlvsymStep NcclwatchBeforeDlvsym(
+    void* handle, const char* name, const char* version, const void* caller) {
   void* real = __atomic_load_n(&g_real_dlvsym, __ATOMIC_ACQUIRE);
   if (real == nullptr) {
     real = dlsym(RTLD_NEXT, "dlvsym");
@@ -158,8 +163,8 @@ extern "C" __attribute__((visibility("hidden"), used)) DlvsymStep NcclwatchBefor
 }
 
 // dlopen's: notes the call; returns where to jump.
-extern "C" __attribute__((visibility("hidden"), used)) void* NcclwatchBeforeDlopen(const char* name, int flags,
-                                                                                  const void* caller) {
+extern "C" __attribute__((visibility("hidden"), used)) void* NcclwatchBeforeDlopen(
+    const char* name, int flags, const void* caller) {
   void* real = __atomic_load_n(&g_real_dlopen, __ATOMIC_ACQUIRE);
   if (real == nullptr) {
     real = dlsym(RTLD_NEXT, "dlopen");

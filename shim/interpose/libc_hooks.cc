@@ -55,8 +55,8 @@ Fn Resolve(Fn* slot, const char* name) {
   return fn;
 }
 
-#define REAL(name)                                   \
-  static decltype(&::name) real_##name = nullptr;   \
+#define REAL(name)                                \
+  static decltype(&::name) real_##name = nullptr; \
   decltype(&::name) real = Resolve(&real_##name, #name)
 
 #define CALLER __builtin_return_address(0)
@@ -76,10 +76,13 @@ void Record(SysCallEvent e, int64_t ret, bool failed, int err) {
 // A non-blocking connect under way (EINPROGRESS, EALREADY) or interrupted
 // is not a failure; a non-blocking accept with nobody waiting neither (NCCL
 // polls its listening sockets that way, thousands of times).
-bool InProgress(int err) { return err == EINPROGRESS || err == EALREADY || err == EINTR || err == EAGAIN; }
+bool InProgress(int err) {
+  return err == EINPROGRESS || err == EALREADY || err == EINTR || err == EAGAIN;
+}
 
 // accept and accept4, once they returned `r`: the peer's address when one came.
-int AfterAccept(int r, int fd, const struct sockaddr* addr, const socklen_t* len, const void* caller) {
+int AfterAccept(int r, int fd, const struct sockaddr* addr, const socklen_t* len,
+                const void* caller) {
   if (r < 0 && InProgress(errno)) return r;
   if (WantSysCall(caller, r < 0)) {
     const int err = errno;
@@ -98,8 +101,8 @@ int AfterAccept(int r, int fd, const struct sockaddr* addr, const socklen_t* len
 
 // bind, listen, connect on socket `fd` (with the address of bind and
 // connect), once they returned `r` (0, or -1 with errno).
-int AfterSocketCall(uint32_t kind, int r, int fd, const struct sockaddr* addr, socklen_t len, int arg, bool has_arg,
-                    const void* caller) {
+int AfterSocketCall(uint32_t kind, int r, int fd, const struct sockaddr* addr, socklen_t len,
+                    int arg, bool has_arg, const void* caller) {
   if (WantSysCall(caller, r != 0)) {
     const int err = errno;
     SysCallEvent e;
@@ -117,7 +120,8 @@ int AfterSocketCall(uint32_t kind, int r, int fd, const struct sockaddr* addr, s
 
 // fallocate, posix_fallocate, ftruncate on `fd`, once they returned `r`
 // (`err`: the error, from errno or, for posix_fallocate, the result).
-int AfterSizeCall(uint32_t kind, int r, int err, int fd, int64_t offset, int64_t size, const void* caller) {
+int AfterSizeCall(uint32_t kind, int r, int err, int fd, int64_t offset, int64_t size,
+                  const void* caller) {
   if (WantSysCall(caller, r != 0)) {
     SysCallEvent e;
     e.kind = kind;
@@ -188,7 +192,8 @@ __attribute__((visibility("default"))) int socket(int domain, int type, int prot
   return r;
 }
 
-__attribute__((visibility("default"))) int bind(int fd, const struct sockaddr* addr, socklen_t len) noexcept {
+__attribute__((visibility("default"))) int bind(int fd, const struct sockaddr* addr,
+                                                socklen_t len) noexcept {
   REAL(bind);
   if (real == nullptr) return Missing();
   return AfterSocketCall(k::kBind, real(fd, addr, len), fd, addr, len, 0, false, CALLER);
@@ -200,7 +205,8 @@ __attribute__((visibility("default"))) int listen(int fd, int backlog) noexcept 
   return AfterSocketCall(k::kListen, real(fd, backlog), fd, nullptr, 0, backlog, true, CALLER);
 }
 
-__attribute__((visibility("default"))) int connect(int fd, const struct sockaddr* addr, socklen_t len) {
+__attribute__((visibility("default"))) int connect(int fd, const struct sockaddr* addr,
+                                                   socklen_t len) {
   REAL(connect);
   if (real == nullptr) return Missing();
   const int r = real(fd, addr, len);
@@ -214,15 +220,16 @@ __attribute__((visibility("default"))) int accept(int fd, struct sockaddr* addr,
   return AfterAccept(real(fd, addr, len), fd, addr, len, CALLER);
 }
 
-__attribute__((visibility("default"))) int accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) {
+__attribute__((visibility("default"))) int accept4(int fd, struct sockaddr* addr, socklen_t* len,
+                                                   int flags) {
   REAL(accept4);
   if (real == nullptr) return Missing();
   return AfterAccept(real(fd, addr, len, flags), fd, addr, len, CALLER);
 }
 
 // Only failures: NCCL sets several options on every socket.
-__attribute__((visibility("default"))) int setsockopt(int fd, int level, int name, const void* value,
-                                                      socklen_t len) noexcept {
+__attribute__((visibility("default"))) int setsockopt(int fd, int level, int name,
+                                                      const void* value, socklen_t len) noexcept {
   REAL(setsockopt);
   if (real == nullptr) return Missing();
   const int r = real(fd, level, name, value, len);
@@ -280,28 +287,31 @@ __attribute__((visibility("default"))) int shm_open(const char* name, int oflag,
 }
 
 // open and open64 take a mode only with O_CREAT or O_TMPFILE.
-#define NCCLWATCH_OPEN_MODE(flags, mode)     \
-  mode_t mode = 0;                           \
-  if ((flags) & (O_CREAT | O_TMPFILE)) {     \
-    va_list ap;                              \
-    va_start(ap, flags);                     \
+#define NCCLWATCH_OPEN_MODE(flags, mode)         \
+  mode_t mode = 0;                               \
+  if ((flags) & (O_CREAT | O_TMPFILE)) {         \
+    va_list ap;                                  \
+    va_start(ap, flags);                         \
     mode = static_cast<mode_t>(va_arg(ap, int)); \
-    va_end(ap);                              \
+    va_end(ap);                                  \
   }
 
 __attribute__((visibility("default"))) int open(const char* path, int flags, ...) {
   NCCLWATCH_OPEN_MODE(flags, mode);
   REAL(open);
-  const int r = real != nullptr ? real(path, flags, mode)
-                                : static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, flags, mode));
+  const int r = real != nullptr
+                    ? real(path, flags, mode)
+                    : static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, flags, mode));
   return AfterOpen(r, path, flags, CALLER);
 }
 
 __attribute__((visibility("default"))) int open64(const char* path, int flags, ...) {
   NCCLWATCH_OPEN_MODE(flags, mode);
   REAL(open64);
-  const int r = real != nullptr ? real(path, flags, mode)
-                                : static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, flags | O_LARGEFILE, mode));
+  const int r =
+      real != nullptr
+          ? real(path, flags, mode)
+          : static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, flags | O_LARGEFILE, mode));
   return AfterOpen(r, path, flags, CALLER);
 }
 
@@ -360,25 +370,28 @@ __attribute__((visibility("default"))) int ftruncate(int fd, off_t len) noexcept
   return AfterSizeCall(k::kFtruncate, r, r != 0 ? errno : 0, fd, -1, len, CALLER);
 }
 
-__attribute__((visibility("default"))) void* mmap(void* addr, size_t len, int prot, int flags, int fd,
-                                                  off_t offset) noexcept {
+__attribute__((visibility("default"))) void* mmap(void* addr, size_t len, int prot, int flags,
+                                                  int fd, off_t offset) noexcept {
   REAL(mmap);
-  void* r = real != nullptr ? real(addr, len, prot, flags, fd, offset)
-                            : reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, offset));
+  void* r = real != nullptr
+                ? real(addr, len, prot, flags, fd, offset)
+                : reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, offset));
   return AfterMmap(r, fd, len, offset, CALLER);
 }
 
-__attribute__((visibility("default"))) void* mmap64(void* addr, size_t len, int prot, int flags, int fd,
-                                                    off64_t offset) noexcept {
+__attribute__((visibility("default"))) void* mmap64(void* addr, size_t len, int prot, int flags,
+                                                    int fd, off64_t offset) noexcept {
   REAL(mmap64);
-  void* r = real != nullptr ? real(addr, len, prot, flags, fd, offset)
-                            : reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, offset));
+  void* r = real != nullptr
+                ? real(addr, len, prot, flags, fd, offset)
+                : reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, offset));
   return AfterMmap(r, fd, len, offset, CALLER);
 }
 
 // The 64-bit-offset names a program built with _FILE_OFFSET_BITS=64 calls.
 
-__attribute__((visibility("default"))) int fallocate64(int fd, int mode, off64_t offset, off64_t len) {
+__attribute__((visibility("default"))) int fallocate64(int fd, int mode, off64_t offset,
+                                                       off64_t len) {
   REAL(fallocate64);
   if (real == nullptr) return Missing();
   const int r = real(fd, mode, offset, len);

@@ -8,10 +8,9 @@
 // real function is resolved (see real_nccl.h for the first call). The
 // communicator create/destroy hooks also record modules and query NCCL.
 
+#include <dlfcn.h>
 #include <nccl.h>
 #include <string.h>
-
-#include <dlfcn.h>
 
 #include "core/call_records.h"
 #include "core/comm_registry.h"
@@ -25,16 +24,16 @@
 using namespace ncclwatch::shim;  // NOLINT: this file is the shim's NCCL surface
 namespace f = ncclwatch::fields;
 
-#define NCCLWATCH_API(ret, func, ...)                                                     \
-  extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__);                \
+#define NCCLWATCH_API(ret, func, ...)                                                       \
+  extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__);                  \
   extern "C" __attribute__((visibility("default"), alias(#func))) ret p##func(__VA_ARGS__); \
   extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__)
 
 #define CALLER __builtin_return_address(0)
 
 // Resolves the real function or returns what a missing NCCL gives.
-#define REAL_OR_FAIL(name)                          \
-  auto real = NCCLWATCH_REAL(name);                 \
+#define REAL_OR_FAIL(name)          \
+  auto real = NCCLWATCH_REAL(name); \
   if (__builtin_expect(real == nullptr, 0)) return NoRealNccl(#name)
 
 namespace {
@@ -53,12 +52,12 @@ bool Reduces(uint32_t call) {
 
 // One collective: record, forward, record the result.
 template <typename Fn, typename... Args>
-ncclResult_t Collective(Fn real, uint32_t call, const void* sendbuff, const void* recvbuff, size_t count,
-                        ncclDataType_t datatype, int redop, int root, ncclComm_t comm, cudaStream_t stream,
-                        const void* caller, Args... args) {
+ncclResult_t Collective(Fn real, uint32_t call, const void* sendbuff, const void* recvbuff,
+                        size_t count, ncclDataType_t datatype, int redop, int root, ncclComm_t comm,
+                        cudaStream_t stream, const void* caller, Args... args) {
   if (!Tracing()) return real(args...);
-  CollectiveCall c = BeginCollective(call, sendbuff, recvbuff, count, datatype, Reduces(call) ? redop : -1, root,
-                                     comm, stream, caller);
+  CollectiveCall c = BeginCollective(call, sendbuff, recvbuff, count, datatype,
+                                     Reduces(call) ? redop : -1, root, comm, stream, caller);
   const ncclResult_t r = real(args...);
   EndCollective(c, r);
   NoteFailure(call, r, comm);
@@ -89,7 +88,9 @@ int RankOf(ncclComm_t comm) {
   return r;
 }
 
-ncclComm_t Made(ncclResult_t r, ncclComm_t* out) { return (Accepted(r) && out != nullptr) ? *out : nullptr; }
+ncclComm_t Made(ncclResult_t r, ncclComm_t* out) {
+  return (Accepted(r) && out != nullptr) ? *out : nullptr;
+}
 
 int ConfigBlocking(const ncclConfig_t* config) {
   return (config == nullptr || config->blocking == NCCL_CONFIG_UNDEF_INT) ? -1 : config->blocking;
@@ -105,7 +106,8 @@ void FirstInit() {
   LoadedVersions v;
   if (auto get_version = NCCLWATCH_REAL(ncclGetVersion)) get_version(&v.nccl);
   Dl_info info;
-  if (g_real.ncclGetVersion != nullptr && dladdr(reinterpret_cast<void*>(g_real.ncclGetVersion), &info) != 0) {
+  if (g_real.ncclGetVersion != nullptr &&
+      dladdr(reinterpret_cast<void*>(g_real.ncclGetVersion), &info) != 0) {
     v.nccl_path = info.dli_fname;
   }
   v.cuda_driver = CudaDriverVersion();
@@ -154,8 +156,8 @@ ncclResult_t TracedInit(CommInitBegin& b, ncclComm_t* out, bool ask_nccl, Call c
   const ncclResult_t r = call();
   NoteFailure(b.call, r, nullptr);
   ncclComm_t made = Made(r, out);
-  RecordCommInitEnd(b.comm, r, made, ask_nccl ? RankOf(made) : b.rank, ask_nccl ? RanksOf(made) : b.nranks,
-                    DeviceOf(made));
+  RecordCommInitEnd(b.comm, r, made, ask_nccl ? RankOf(made) : b.rank,
+                    ask_nccl ? RanksOf(made) : b.nranks, DeviceOf(made));
   return r;
 }
 
@@ -174,73 +176,75 @@ ncclResult_t TracedGroup(Fn real, uint32_t call, const void* caller, Args... arg
 
 // ------------------------------------------------------------ collectives
 
-NCCLWATCH_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-              ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+NCCLWATCH_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   REAL_OR_FAIL(ncclAllReduce);
-  return Collective(real, f::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1, comm, stream, CALLER, sendbuff,
-                    recvbuff, count, datatype, op, comm, stream);
+  return Collective(real, f::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1, comm, stream,
+                    CALLER, sendbuff, recvbuff, count, datatype, op, comm, stream);
 }
 
 NCCLWATCH_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   REAL_OR_FAIL(ncclBroadcast);
-  return Collective(real, f::kBroadcast, sendbuff, recvbuff, count, datatype, -1, root, comm, stream, CALLER, sendbuff,
-                    recvbuff, count, datatype, root, comm, stream);
+  return Collective(real, f::kBroadcast, sendbuff, recvbuff, count, datatype, -1, root, comm,
+                    stream, CALLER, sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 
-NCCLWATCH_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-              cudaStream_t stream) {
+NCCLWATCH_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
+              ncclComm_t comm, cudaStream_t stream) {
   REAL_OR_FAIL(ncclBcast);
-  return Collective(real, f::kBcast, buff, buff, count, datatype, -1, root, comm, stream, CALLER, buff, count, datatype,
-                    root, comm, stream);
+  return Collective(real, f::kBcast, buff, buff, count, datatype, -1, root, comm, stream, CALLER,
+                    buff, count, datatype, root, comm, stream);
 }
 
-NCCLWATCH_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-              ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+NCCLWATCH_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+              cudaStream_t stream) {
   REAL_OR_FAIL(ncclReduce);
-  return Collective(real, f::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream, CALLER, sendbuff,
-                    recvbuff, count, datatype, op, root, comm, stream);
+  return Collective(real, f::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream,
+                    CALLER, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
 }
 
 NCCLWATCH_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
               ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   REAL_OR_FAIL(ncclAllGather);
-  return Collective(real, f::kAllGather, sendbuff, recvbuff, sendcount, datatype, -1, -1, comm, stream, CALLER,
-                    sendbuff, recvbuff, sendcount, datatype, comm, stream);
+  return Collective(real, f::kAllGather, sendbuff, recvbuff, sendcount, datatype, -1, -1, comm,
+                    stream, CALLER, sendbuff, recvbuff, sendcount, datatype, comm, stream);
 }
 
-NCCLWATCH_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
-              ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+NCCLWATCH_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff,
+              size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+              cudaStream_t stream) {
   REAL_OR_FAIL(ncclReduceScatter);
-  return Collective(real, f::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, comm, stream, CALLER,
-                    sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+  return Collective(real, f::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, comm,
+                    stream, CALLER, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
 }
 
-NCCLWATCH_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-              ncclComm_t comm, cudaStream_t stream) {
+NCCLWATCH_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   REAL_OR_FAIL(ncclAlltoAll);
-  return Collective(real, f::kAllToAll, sendbuff, recvbuff, count, datatype, -1, -1, comm, stream, CALLER, sendbuff,
-                    recvbuff, count, datatype, comm, stream);
+  return Collective(real, f::kAllToAll, sendbuff, recvbuff, count, datatype, -1, -1, comm, stream,
+                    CALLER, sendbuff, recvbuff, count, datatype, comm, stream);
 }
 
-NCCLWATCH_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-              int root, ncclComm_t comm, cudaStream_t stream) {
+NCCLWATCH_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   REAL_OR_FAIL(ncclGather);
-  return Collective(real, f::kGather, sendbuff, recvbuff, count, datatype, -1, root, comm, stream, CALLER, sendbuff,
-                    recvbuff, count, datatype, root, comm, stream);
+  return Collective(real, f::kGather, sendbuff, recvbuff, count, datatype, -1, root, comm, stream,
+                    CALLER, sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 
-NCCLWATCH_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-              int root, ncclComm_t comm, cudaStream_t stream) {
+NCCLWATCH_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   REAL_OR_FAIL(ncclScatter);
-  return Collective(real, f::kScatter, sendbuff, recvbuff, count, datatype, -1, root, comm, stream, CALLER, sendbuff,
-                    recvbuff, count, datatype, root, comm, stream);
+  return Collective(real, f::kScatter, sendbuff, recvbuff, count, datatype, -1, root, comm, stream,
+                    CALLER, sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 
 // ------------------------------------------------------------ point-to-point
 
-NCCLWATCH_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-              ncclComm_t comm, cudaStream_t stream) {
+NCCLWATCH_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
+              int peer, ncclComm_t comm, cudaStream_t stream) {
   REAL_OR_FAIL(ncclSend);
   if (!Tracing()) return real(sendbuff, count, datatype, peer, comm, stream);
   P2pCall c = BeginP2p(true, sendbuff, count, datatype, peer, comm, stream, CALLER);
@@ -250,8 +254,8 @@ NCCLWATCH_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDa
   return r;
 }
 
-NCCLWATCH_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
-              ncclComm_t comm, cudaStream_t stream) {
+NCCLWATCH_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype,
+              int peer, ncclComm_t comm, cudaStream_t stream) {
   REAL_OR_FAIL(ncclRecv);
   if (!Tracing()) return real(recvbuff, count, datatype, peer, comm, stream);
   P2pCall c = BeginP2p(false, recvbuff, count, datatype, peer, comm, stream, CALLER);
@@ -296,7 +300,8 @@ NCCLWATCH_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
   return r;
 }
 
-NCCLWATCH_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+NCCLWATCH_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId,
+              int rank) {
   REAL_OR_FAIL(ncclCommInitRank);
   if (!Tracing()) return real(comm, nranks, commId, rank);
   CommInitBegin b;
@@ -308,8 +313,8 @@ NCCLWATCH_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, nccl
   return TracedInit(b, comm, false, [&] { return real(comm, nranks, commId, rank); });
 }
 
-NCCLWATCH_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-              ncclConfig_t* config) {
+NCCLWATCH_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks,
+              ncclUniqueId commId, int rank, ncclConfig_t* config) {
   REAL_OR_FAIL(ncclCommInitRankConfig);
   if (!Tracing()) return real(comm, nranks, commId, rank, config);
   CommInitBegin b;
@@ -322,10 +327,11 @@ NCCLWATCH_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks
   return TracedInit(b, comm, false, [&] { return real(comm, nranks, commId, rank, config); });
 }
 
-NCCLWATCH_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
-              ncclUniqueId* commIds, ncclConfig_t* config) {
+NCCLWATCH_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
+              int nId, ncclUniqueId* commIds, ncclConfig_t* config) {
   REAL_OR_FAIL(ncclCommInitRankScalable);
-  if (!Tracing() || commIds == nullptr || nId < 1) return real(newcomm, nranks, myrank, nId, commIds, config);
+  if (!Tracing() || commIds == nullptr || nId < 1)
+    return real(newcomm, nranks, myrank, nId, commIds, config);
   CommInitBegin b;
   b.comm = CommIdFromUniqueIds(commIds, sizeof(ncclUniqueId) * static_cast<size_t>(nId));
   b.call = f::kCommInitRankScalable;
@@ -333,7 +339,8 @@ NCCLWATCH_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int n
   b.rank = myrank;
   b.blocking = ConfigBlocking(config);
   b.caller = CALLER;
-  return TracedInit(b, newcomm, false, [&] { return real(newcomm, nranks, myrank, nId, commIds, config); });
+  return TracedInit(b, newcomm, false,
+                    [&] { return real(newcomm, nranks, myrank, nId, commIds, config); });
 }
 
 NCCLWATCH_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const int* devlist) {
@@ -375,12 +382,14 @@ NCCLWATCH_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
   return TracedInit(b, newcomm, true, [&] { return real(comm, color, key, newcomm, config); });
 }
 
-NCCLWATCH_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-              ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+NCCLWATCH_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
+              int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   REAL_OR_FAIL(ncclCommShrink);
-  if (!Tracing()) return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  if (!Tracing())
+    return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   CommState* parent = g_comms.FindOrAdopt(comm);
-  const int nexcluded = excludeRanksList != nullptr && excludeRanksCount > 0 ? excludeRanksCount : 0;
+  const int nexcluded =
+      excludeRanksList != nullptr && excludeRanksCount > 0 ? excludeRanksCount : 0;
   CommInitBegin b;
   b.call = f::kCommShrink;
   b.parent = parent ? parent->id : 0;
@@ -391,7 +400,9 @@ NCCLWATCH_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksLi
   b.nexcluded = nexcluded;
   b.blocking = ConfigBlocking(config);
   b.caller = CALLER;
-  return TracedInit(b, newcomm, true, [&] { return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags); });
+  return TracedInit(b, newcomm, true, [&] {
+    return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  });
 }
 
 namespace {
@@ -441,9 +452,11 @@ NCCLWATCH_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t
   if (Tracing()) {
     const int async = asyncError != nullptr ? *asyncError : -1;
     // A new error (not the one a watchdog polled a moment ago): with NCCL's text.
-    if (RecordAsyncError(comm, r, async, CALLER) && r == ncclSuccess && async >= 0 && !Accepted(async)) {
+    if (RecordAsyncError(comm, r, async, CALLER) && r == ncclSuccess && async >= 0 &&
+        !Accepted(async)) {
       auto last_error = NCCLWATCH_REAL(ncclGetLastError);
-      RecordNcclError(f::kCommGetAsyncError, async, comm, last_error != nullptr ? last_error(nullptr) : nullptr, true);
+      RecordNcclError(f::kCommGetAsyncError, async, comm,
+                      last_error != nullptr ? last_error(nullptr) : nullptr, true);
     }
   }
   return r;
@@ -455,7 +468,8 @@ NCCLWATCH_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t
 NCCLWATCH_API(ncclResult_t, ncclGetVersion, int* version) {
   REAL_OR_FAIL(ncclGetVersion);
   const ncclResult_t r = real(version);
-  if (Tracing()) RecordNcclVersion(r, r == ncclSuccess && version != nullptr ? *version : 0, CALLER);
+  if (Tracing())
+    RecordNcclVersion(r, r == ncclSuccess && version != nullptr ? *version : 0, CALLER);
   return r;
 }
 
@@ -519,7 +533,8 @@ NCCLWATCH_API(ncclResult_t, ncclMemFree, void* ptr) {
   return Api(real, f::kMemFree, nullptr, CALLER, ptr);
 }
 
-NCCLWATCH_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
+NCCLWATCH_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size,
+              void** handle) {
   REAL_OR_FAIL(ncclCommRegister);
   return Api(real, f::kCommRegister, comm, CALLER, comm, buff, size, handle);
 }
@@ -529,8 +544,8 @@ NCCLWATCH_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* han
   return Api(real, f::kCommDeregister, comm, CALLER, comm, handle);
 }
 
-NCCLWATCH_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-              int winFlags) {
+NCCLWATCH_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
+              ncclWindow_t* win, int winFlags) {
   REAL_OR_FAIL(ncclCommWindowRegister);
   return Api(real, f::kCommWindowRegister, comm, CALLER, comm, buff, size, win, winFlags);
 }
@@ -540,8 +555,8 @@ NCCLWATCH_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindo
   return Api(real, f::kCommWindowDeregister, comm, CALLER, comm, win);
 }
 
-NCCLWATCH_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
-              ncclScalarResidence_t residence, ncclComm_t comm) {
+NCCLWATCH_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
+              ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm) {
   REAL_OR_FAIL(ncclRedOpCreatePreMulSum);
   return Api(real, f::kRedOpCreatePreMulSum, comm, CALLER, op, scalar, datatype, residence, comm);
 }

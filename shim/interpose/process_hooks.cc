@@ -33,7 +33,8 @@ using namespace ncclwatch::shim;  // NOLINT: this file is the shim's libc surfac
 
 namespace {
 
-constexpr int kWatched[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGXCPU};
+constexpr int kWatched[] = {SIGSEGV, SIGBUS, SIGFPE,  SIGILL, SIGABRT,
+                            SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGXCPU};
 
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 using SignalFn = sighandler_t (*)(int, sighandler_t);
@@ -56,11 +57,15 @@ bool Watched(int signo) {
 }
 
 void ResolveLibc() {
-  if (g_real_sigaction == nullptr) g_real_sigaction = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
-  if (g_real_signal == nullptr) g_real_signal = reinterpret_cast<SignalFn>(dlsym(RTLD_NEXT, "signal"));
+  if (g_real_sigaction == nullptr)
+    g_real_sigaction = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
+  if (g_real_signal == nullptr)
+    g_real_signal = reinterpret_cast<SignalFn>(dlsym(RTLD_NEXT, "signal"));
   if (g_real_exit == nullptr) g_real_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "exit"));
-  if (g_real_underscore_exit == nullptr) g_real_underscore_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
-  if (g_real_big_exit == nullptr) g_real_big_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_Exit"));
+  if (g_real_underscore_exit == nullptr)
+    g_real_underscore_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
+  if (g_real_big_exit == nullptr)
+    g_real_big_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_Exit"));
 }
 
 uint32_t Disposition(const struct sigaction& a) {
@@ -96,8 +101,9 @@ void OnFatalSignal(int signo, siginfo_t* info, void* context) {
       g_real_sigaction(signo, &dfl, nullptr);
       // A fault re-executes the faulting instruction on return; anything else
       // is raised again (it stays pending until this handler returns).
-      const bool fault = info != nullptr && info->si_code > 0 &&
-                         (signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL);
+      const bool fault =
+          info != nullptr && info->si_code > 0 &&
+          (signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL);
       if (!fault) raise(signo);
       break;
     }
@@ -151,7 +157,8 @@ __attribute__((constructor)) void NcclwatchStart() {
 // shim's constructor registered OnExit), so this records an end with an
 // unknown status only when OnExit will not run.
 __attribute__((destructor)) void NcclwatchStop() {
-  if (!g_on_exit_registered && Tracing()) RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, -1);
+  if (!g_on_exit_registered && Tracing())
+    RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, -1);
 }
 
 }  // namespace
@@ -177,7 +184,8 @@ __attribute__((visibility("default"))) int sigaction(int signum, const struct si
   return 0;
 }
 
-__attribute__((visibility("default"))) sighandler_t signal(int signum, sighandler_t handler) noexcept {
+__attribute__((visibility("default"))) sighandler_t signal(int signum,
+                                                           sighandler_t handler) noexcept {
   ResolveLibc();
   if (!__atomic_load_n(&g_hooks_installed, __ATOMIC_ACQUIRE) || !Watched(signum)) {
     return g_real_signal ? g_real_signal(signum, handler) : SIG_ERR;

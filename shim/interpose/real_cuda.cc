@@ -32,7 +32,8 @@ int FindLibraries(dl_phdr_info* info, size_t, void* data) {
   char* into = nullptr;
   if (strncmp(base, "libcuda.so", 10) == 0) into = found->driver;
   if (strncmp(base, "libcudart.so", 12) == 0) into = found->runtime;
-  if (into != nullptr && into[0] == '\0' && strlen(path) < sizeof(found->driver)) strcpy(into, path);
+  if (into != nullptr && into[0] == '\0' && strlen(path) < sizeof(found->driver))
+    strcpy(into, path);
   return 0;
 }
 
@@ -53,7 +54,8 @@ void ResolveRealCuda() {
   dl_iterate_phdr(FindLibraries, &found);
   if (g_driver_version == nullptr) {
     g_ctx_get_device = reinterpret_cast<CtxGetDeviceFn>(Symbol(found.driver, "cuCtxGetDevice"));
-    g_device_pci_bus_id = reinterpret_cast<DeviceGetPciBusIdFn>(Symbol(found.driver, "cuDeviceGetPCIBusId"));
+    g_device_pci_bus_id =
+        reinterpret_cast<DeviceGetPciBusIdFn>(Symbol(found.driver, "cuDeviceGetPCIBusId"));
     g_driver_version = reinterpret_cast<VersionFn>(Symbol(found.driver, "cuDriverGetVersion"));
   }
   if (g_runtime_version == nullptr) {
@@ -74,7 +76,8 @@ int CudaRuntimeVersion() {
 bool CurrentCudaDevice(int* device, char* bus_id, size_t bus_id_len) {
   if (g_ctx_get_device == nullptr || g_ctx_get_device(device) != 0) return false;
   bus_id[0] = '\0';
-  if (g_device_pci_bus_id != nullptr && g_device_pci_bus_id(bus_id, static_cast<int>(bus_id_len), *device) != 0) {
+  if (g_device_pci_bus_id != nullptr &&
+      g_device_pci_bus_id(bus_id, static_cast<int>(bus_id_len), *device) != 0) {
     bus_id[0] = '\0';
   }
   return true;

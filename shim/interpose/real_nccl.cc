@@ -30,8 +30,10 @@ void* FindReal(const char* name) {
 }  // namespace
 
 void ResolveRealNccl() {
-#define NCCLWATCH_NCCL_FN(name) \
-  if (g_real.name == nullptr) __atomic_store_n(&g_real.name, reinterpret_cast<decltype(g_real.name)>(FindReal(#name)), __ATOMIC_RELEASE);
+#define NCCLWATCH_NCCL_FN(name)                                                              \
+  if (g_real.name == nullptr)                                                                \
+    __atomic_store_n(&g_real.name, reinterpret_cast<decltype(g_real.name)>(FindReal(#name)), \
+                     __ATOMIC_RELEASE);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include "interpose/nccl_functions.inc"
@@ -45,8 +47,10 @@ ncclResult_t NoRealNccl(const char* name) {
   static int said = 0;
   if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED) == 0) {
     char line[256];
-    const int n = snprintf(line, sizeof(line),
-                           "ncclwatch: %s: no NCCL library provides it; returning ncclSystemError (said once)\n", name);
+    const int n = snprintf(
+        line, sizeof(line),
+        "ncclwatch: %s: no NCCL library provides it; returning ncclSystemError (said once)\n",
+        name);
     if (n > 0) (void)!write(2, line, static_cast<size_t>(n));
   }
   return ncclSystemError;

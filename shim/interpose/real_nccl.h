@@ -35,8 +35,9 @@ ncclResult_t NoRealNccl(const char* name);
 
 }  // namespace ncclwatch::shim
 
-#define NCCLWATCH_REAL(name)                                                                   \
-  (__builtin_expect(::ncclwatch::shim::g_real.name != nullptr, 1) ? ::ncclwatch::shim::g_real.name \
-                                                                  : (::ncclwatch::shim::ResolveRealNccl(), ::ncclwatch::shim::g_real.name))
+#define NCCLWATCH_REAL(name)                                      \
+  (__builtin_expect(::ncclwatch::shim::g_real.name != nullptr, 1) \
+       ? ::ncclwatch::shim::g_real.name                           \
+       : (::ncclwatch::shim::ResolveRealNccl(), ::ncclwatch::shim::g_real.name))
 
 #endif  // NCCLWATCH_SHIM_INTERPOSE_REAL_NCCL_H_

@@ -40,7 +40,8 @@ bool MakeDirs(const char* dir, char* error, size_t n) {
     const bool end = *p == '\0';
     if (*p == '/' || end) {
       *p = '\0';
-      if (mkdir(path, 0700) != 0 && errno != EEXIST) return Fail(error, n, "cannot create %s: %s", path, strerror(errno));
+      if (mkdir(path, 0700) != 0 && errno != EEXIST)
+        return Fail(error, n, "cannot create %s: %s", path, strerror(errno));
       if (end) break;
       *p = '/';
     }
@@ -51,20 +52,24 @@ bool MakeDirs(const char* dir, char* error, size_t n) {
 }  // namespace
 
 bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
-  if (c.dir == nullptr || c.dir[0] == '\0') return Fail(error, error_len, "no trace directory given%s%s", "");
+  if (c.dir == nullptr || c.dir[0] == '\0')
+    return Fail(error, error_len, "no trace directory given%s%s", "");
   const uint64_t slot = NCCLWATCH_SLOT_BYTES;
   const uint64_t ring_slots = FloorPowerOfTwo(c.ring_bytes / slot < 64 ? 64 : c.ring_bytes / slot);
-  const uint64_t pinned_slots = FloorPowerOfTwo(c.pinned_bytes / slot < 64 ? 64 : c.pinned_bytes / slot);
+  const uint64_t pinned_slots =
+      FloorPowerOfTwo(c.pinned_bytes / slot < 64 ? 64 : c.pinned_bytes / slot);
   const uint64_t pinned_offset = NCCLWATCH_HEADER_REGION_BYTES;
   const uint64_t ring_offset = RoundUp(pinned_offset + pinned_slots * slot, kPage);
   const uint64_t total = ring_offset + ring_slots * slot;
 
   if (!MakeDirs(c.dir, error, error_len)) return false;
   struct stat st;
-  if (stat(c.dir, &st) != 0) return Fail(error, error_len, "cannot use %s: %s", c.dir, strerror(errno));
+  if (stat(c.dir, &st) != 0)
+    return Fail(error, error_len, "cannot use %s: %s", c.dir, strerror(errno));
   if (!S_ISDIR(st.st_mode)) return Fail(error, error_len, "%s is not a directory%s", c.dir);
   if ((st.st_mode & S_IWOTH) && !((st.st_mode & S_ISVTX) && st.st_uid == geteuid())) {
-    return Fail(error, error_len, "%s is writable by everyone and not a sticky directory of yours%s", c.dir);
+    return Fail(error, error_len,
+                "%s is writable by everyone and not a sticky directory of yours%s", c.dir);
   }
 
   char host[64];
@@ -112,7 +117,8 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
   h->pid = c.pid;
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  h->created_realtime_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  h->created_realtime_ns =
+      static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
   snprintf(h->host, sizeof(h->host), "%s", c.host);
   // The magic goes last: a reader never sees a valid magic on a half-made header.
   __atomic_thread_fence(__ATOMIC_RELEASE);
@@ -127,8 +133,8 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
   return true;
 }
 
-bool RingWriter::AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, uint64_t first, uint32_t nslots,
-                          const uint8_t* record, size_t len) {
+bool RingWriter::AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, uint64_t first,
+                          uint32_t nslots, const uint8_t* record, size_t len) {
   (void)slot_count;
   size_t done = 0;
   for (uint32_t j = 0; j < nslots; ++j) {
@@ -139,10 +145,11 @@ bool RingWriter::AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, ui
     // between the two stamp stores sees 0 and discards it.
     __atomic_store_n(&sh->stamp, 0, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
-    const size_t piece = len - done < NCCLWATCH_SLOT_PAYLOAD_BYTES ? len - done : NCCLWATCH_SLOT_PAYLOAD_BYTES;
+    const size_t piece =
+        len - done < NCCLWATCH_SLOT_PAYLOAD_BYTES ? len - done : NCCLWATCH_SLOT_PAYLOAD_BYTES;
     sh->length = static_cast<uint16_t>(piece);
-    sh->kind = nslots == 1 ? NCCLWATCH_SLOT_SINGLE
-               : j == 0    ? NCCLWATCH_SLOT_FIRST
+    sh->kind = nslots == 1       ? NCCLWATCH_SLOT_SINGLE
+               : j == 0          ? NCCLWATCH_SLOT_FIRST
                : j + 1 == nslots ? NCCLWATCH_SLOT_LAST
                                  : NCCLWATCH_SLOT_MIDDLE;
     sh->record_bytes = static_cast<uint32_t>(len);
@@ -156,9 +163,10 @@ bool RingWriter::AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, ui
 bool RingWriter::Append(Region region, const uint8_t* record, size_t len, RecordLocation* where) {
   ncclwatch_ring_header* h = __atomic_load_n(&header_, __ATOMIC_ACQUIRE);
   if (h == nullptr || len > NCCLWATCH_MAX_RECORD_BYTES) return false;
-  const uint32_t nslots =
-      len <= NCCLWATCH_SLOT_PAYLOAD_BYTES ? 1 : static_cast<uint32_t>((len + NCCLWATCH_SLOT_PAYLOAD_BYTES - 1) /
-                                                                      NCCLWATCH_SLOT_PAYLOAD_BYTES);
+  const uint32_t nslots = len <= NCCLWATCH_SLOT_PAYLOAD_BYTES
+                              ? 1
+                              : static_cast<uint32_t>((len + NCCLWATCH_SLOT_PAYLOAD_BYTES - 1) /
+                                                      NCCLWATCH_SLOT_PAYLOAD_BYTES);
   if (region == Region::kPinned) {
     const uint64_t first = __atomic_fetch_add(&h->pinned_next, nslots, __ATOMIC_RELAXED);
     if (first + nslots <= pinned_slots_) {

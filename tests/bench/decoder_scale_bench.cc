@@ -15,9 +15,9 @@
 // --benchmark_filter='ranks:64/calls:100000'.
 
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/resource.h>
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,7 +56,8 @@ class Jobs {
     dirs_.clear();
     if (root_.empty()) {
       std::string tmpl = (fs::temp_directory_path() / "ncclwatch-bench-XXXXXX").string();
-      if (mkdtemp(tmpl.data()) == nullptr) Die("cannot create a folder under " + fs::temp_directory_path().string());
+      if (mkdtemp(tmpl.data()) == nullptr)
+        Die("cannot create a folder under " + fs::temp_directory_path().string());
       root_ = tmpl;
     }
     std::string dir = root_ + "/" + std::to_string(ranks) + "x" + std::to_string(calls);
@@ -89,7 +90,9 @@ struct ChildCost {
   long peak_rss_kib = 0;
 };
 
-double Seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; }
+double Seconds(const timeval& tv) {
+  return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+}
 
 double WallNow() {
   timespec ts;
@@ -121,7 +124,8 @@ ChildCost Diagnose(const std::string& dir) {
   return Measure(
       [&] {
         if (!freopen("/dev/null", "w", stdout)) return 127;
-        execl(cli.c_str(), cli.c_str(), "diagnose", "--json", dir.c_str(), static_cast<char*>(nullptr));
+        execl(cli.c_str(), cli.c_str(), "diagnose", "--json", dir.c_str(),
+              static_cast<char*>(nullptr));
         return 127;
       },
       1);
@@ -154,7 +158,9 @@ void BM_Diagnose(benchmark::State& state) {
     read_bytes = ReadBytes(dir);
     diagnose = Diagnose(dir);
     if (!diagnose.ok || !read_bytes.ok) {
-      state.SkipWithError("ncclwatch diagnose did not report the divergence (exit != 1), or the files could not be read");
+      state.SkipWithError(
+          "ncclwatch diagnose did not report the divergence (exit != 1), or the files could not be "
+          "read");
       return;
     }
     state.SetIterationTime(diagnose.wall_s);

@@ -36,8 +36,8 @@ std::string& ScratchDir() {
   return dir;
 }
 
-using AllReduceFn = ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
-                                     cudaStream_t);
+using AllReduceFn = ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
+                                     ncclComm_t, cudaStream_t);
 using SendFn = ncclResult_t (*)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
 using InitFn = ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int);
 
@@ -89,25 +89,29 @@ Targets& Get() {
 void BM_AllReduce_Direct(benchmark::State& state) {
   Targets& t = Get();
   for (auto _ : state) {
-    benchmark::DoNotOptimize(t.direct_allreduce(&state, &t, 1024, ncclFloat32, ncclSum, t.comm, nullptr));
+    benchmark::DoNotOptimize(
+        t.direct_allreduce(&state, &t, 1024, ncclFloat32, ncclSum, t.comm, nullptr));
   }
 }
 
 void BM_AllReduce_ThroughShim(benchmark::State& state) {
   Targets& t = Get();
   for (auto _ : state) {
-    benchmark::DoNotOptimize(t.shim_allreduce(&state, &t, 1024, ncclFloat32, ncclSum, t.comm, nullptr));
+    benchmark::DoNotOptimize(
+        t.shim_allreduce(&state, &t, 1024, ncclFloat32, ncclSum, t.comm, nullptr));
   }
 }
 
 void BM_Send_Direct(benchmark::State& state) {
   Targets& t = Get();
-  for (auto _ : state) benchmark::DoNotOptimize(t.direct_send(&state, 1024, ncclFloat32, 5, t.comm, nullptr));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(t.direct_send(&state, 1024, ncclFloat32, 5, t.comm, nullptr));
 }
 
 void BM_Send_ThroughShim(benchmark::State& state) {
   Targets& t = Get();
-  for (auto _ : state) benchmark::DoNotOptimize(t.shim_send(&state, 1024, ncclFloat32, 5, t.comm, nullptr));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(t.shim_send(&state, 1024, ncclFloat32, 5, t.comm, nullptr));
 }
 
 void BM_RingAppend64(benchmark::State& state) {
@@ -128,7 +132,8 @@ void BM_RingAppend64(benchmark::State& state) {
   }();
   uint8_t record[64];
   std::memset(record, 0x2a, sizeof(record));
-  for (auto _ : state) benchmark::DoNotOptimize(w->Append(ncclwatch::shim::Region::kRing, record, sizeof(record)));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(w->Append(ncclwatch::shim::Region::kRing, record, sizeof(record)));
 }
 
 }  // namespace

@@ -68,25 +68,25 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
       w.Varint(f::process_start::kShimVersion, 1);
     });
     ok = ok && Put(ring, Region::kPinned, t, f::record::kTimeAnchor, [&](WireWriter& w) {
-      w.Varint(f::time_anchor::kT, t);
-      w.Varint(f::time_anchor::kMonotonicNs, t);
-      w.Varint(f::time_anchor::kRealtimeNs, Now(CLOCK_REALTIME));
-    });
+           w.Varint(f::time_anchor::kT, t);
+           w.Varint(f::time_anchor::kMonotonicNs, t);
+           w.Varint(f::time_anchor::kRealtimeNs, Now(CLOCK_REALTIME));
+         });
     ok = ok && Put(ring, Region::kPinned, ++t, f::record::kCommInitBegin, [&](WireWriter& w) {
-      w.Fixed64(f::comm_init_begin::kComm, kWorldComm);
-      w.Varint(f::comm_init_begin::kCall, f::kCommInitRank);
-      w.Sint(f::comm_init_begin::kNranks, job.ranks);
-      w.Sint(f::comm_init_begin::kRank, rank);
-      w.Sint(f::comm_init_begin::kBlocking, -1);
-    });
+           w.Fixed64(f::comm_init_begin::kComm, kWorldComm);
+           w.Varint(f::comm_init_begin::kCall, f::kCommInitRank);
+           w.Sint(f::comm_init_begin::kNranks, job.ranks);
+           w.Sint(f::comm_init_begin::kRank, rank);
+           w.Sint(f::comm_init_begin::kBlocking, -1);
+         });
     ok = ok && Put(ring, Region::kPinned, ++t, f::record::kCommInitEnd, [&](WireWriter& w) {
-      w.Fixed64(f::comm_init_end::kComm, kWorldComm);
-      w.Fixed32(f::comm_init_end::kResult, 0);
-      w.Fixed64(f::comm_init_end::kHandle, 0x7f0000001000ull);
-      w.Sint(f::comm_init_end::kRank, rank);
-      w.Sint(f::comm_init_end::kDevice, rank % 8);
-      w.Sint(f::comm_init_end::kNranks, job.ranks);
-    });
+           w.Fixed64(f::comm_init_end::kComm, kWorldComm);
+           w.Fixed32(f::comm_init_end::kResult, 0);
+           w.Fixed64(f::comm_init_end::kHandle, 0x7f0000001000ull);
+           w.Sint(f::comm_init_end::kRank, rank);
+           w.Sint(f::comm_init_end::kDevice, rank % 8);
+           w.Sint(f::comm_init_end::kNranks, job.ranks);
+         });
     for (uint64_t seq = 0; ok && seq < job.calls; ++seq) {
       const bool diverge = rank == job.diverging_rank && seq == job.diverging_seq;
       ok = Put(ring, Region::kRing, t += 1000, f::record::kCollective, [&](WireWriter& w) {
@@ -105,9 +105,9 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
       });
     }
     ok = ok && Put(ring, Region::kPinned, ++t, f::record::kProcessEnd, [&](WireWriter& w) {
-      w.Varint(f::process_end::kHow, f::process_end::kHowExit);
-      w.Sint(f::process_end::kExitCode, 0);
-    });
+           w.Varint(f::process_end::kHow, f::process_end::kHowExit);
+           w.Sint(f::process_end::kExitCode, 0);
+         });
     if (!ok) {
       *error = "a synthetic record did not fit";
       return false;

@@ -14,9 +14,9 @@ namespace ncclwatch::bench {
 
 struct SyntheticJob {
   int ranks = 8;
-  uint64_t calls = 1000;      // collectives per rank
-  int diverging_rank = -1;    // this rank calls with a different count...
-  uint64_t diverging_seq = 0; // ...at this sequence number
+  uint64_t calls = 1000;       // collectives per rank
+  int diverging_rank = -1;     // this rank calls with a different count...
+  uint64_t diverging_seq = 0;  // ...at this sequence number
 };
 
 // Writes one trace per rank into `dir` (which must exist). Returns false and

@@ -44,8 +44,8 @@ class ScratchDir {
   // Writes `size` bytes as file `name` in the folder; returns its path.
   std::string Write(const std::string& name, const uint8_t* data, size_t size) const {
     const std::string file = path_ + "/" + name;
-    std::ofstream(file, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                                  static_cast<std::streamsize>(size));
+    std::ofstream(file, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
     return file;
   }
 

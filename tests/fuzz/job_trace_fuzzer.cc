@@ -40,23 +40,31 @@ using ncclwatch::wire::WireWriter;
 
 // A 64-bit value: mostly small or on a boundary, sometimes anything.
 uint64_t Value(FuzzedDataProvider& in) {
-  static constexpr uint64_t kEdges[] = {0,           1,          2,          3,           7,
-                                        0x7fffffff,  0x80000000, 0xffffffff, 1ull << 32,  1ull << 40,
-                                        1ull << 62,  1ull << 63, ~0ull,      ~0ull - 1,   0x7fffffffffffffff};
+  static constexpr uint64_t kEdges[] = {
+      0,          1,          2,          3,          7,
+      0x7fffffff, 0x80000000, 0xffffffff, 1ull << 32, 1ull << 40,
+      1ull << 62, 1ull << 63, ~0ull,      ~0ull - 1,  0x7fffffffffffffff};
   switch (in.ConsumeIntegralInRange<int>(0, 3)) {
-    case 0: return in.ConsumeIntegralInRange<uint64_t>(0, 8);
-    case 1: return in.PickValueInArray(kEdges);
-    case 2: return in.ConsumeIntegralInRange<uint64_t>(0, 1000);
-    default: return in.ConsumeIntegral<uint64_t>();
+    case 0:
+      return in.ConsumeIntegralInRange<uint64_t>(0, 8);
+    case 1:
+      return in.PickValueInArray(kEdges);
+    case 2:
+      return in.ConsumeIntegralInRange<uint64_t>(0, 1000);
+    default:
+      return in.ConsumeIntegral<uint64_t>();
   }
 }
 int64_t Signed(FuzzedDataProvider& in) {
-  return in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(-2, 8) : static_cast<int64_t>(Value(in));
+  return in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(-2, 8)
+                          : static_cast<int64_t>(Value(in));
 }
 // Communicators: a few shared by the processes (so that analyses line them up), or any.
 uint64_t Comm(FuzzedDataProvider& in) {
-  static constexpr uint64_t kComms[] = {0x5eed0000c0ffee01ull, 0x5eed0000c0ffee02ull, 0x5eed0000c0ffee03ull, 0};
-  return in.ConsumeIntegralInRange<int>(0, 7) ? in.PickValueInArray(kComms) : in.ConsumeIntegral<uint64_t>();
+  static constexpr uint64_t kComms[] = {0x5eed0000c0ffee01ull, 0x5eed0000c0ffee02ull,
+                                        0x5eed0000c0ffee03ull, 0};
+  return in.ConsumeIntegralInRange<int>(0, 7) ? in.PickValueInArray(kComms)
+                                              : in.ConsumeIntegral<uint64_t>();
 }
 std::string Text(FuzzedDataProvider& in, size_t max) { return in.ConsumeRandomLengthString(max); }
 
@@ -122,11 +130,13 @@ void WriteProcess(FuzzedDataProvider& in, const std::string& dir, int index) {
             w.Sint(f::comm_init_begin::kKey, Signed(in));
             w.Varint(f::comm_init_begin::kSplitIndex, Value(in));
           }
-          for (int i = in.ConsumeIntegralInRange<int>(0, 3); i > 0; --i) w.Sint(f::comm_init_begin::kExcluded, Signed(in));
+          for (int i = in.ConsumeIntegralInRange<int>(0, 3); i > 0; --i)
+            w.Sint(f::comm_init_begin::kExcluded, Signed(in));
           w.Sint(f::comm_init_begin::kBlocking, Signed(in));
           w.Fixed64(f::comm_init_begin::kCaller, Value(in));
           w.Sint(f::comm_init_begin::kDevice, Signed(in));
-          w.String(f::comm_init_begin::kBusId, in.ConsumeBool() ? "0000:18:00.0" : Text(in, 16).c_str());
+          w.String(f::comm_init_begin::kBusId,
+                   in.ConsumeBool() ? "0000:18:00.0" : Text(in, 16).c_str());
         });
         break;
       case 3:
@@ -152,7 +162,8 @@ void WriteProcess(FuzzedDataProvider& in, const std::string& dir, int index) {
       case 6:
       case 7:
         Put(ring, in, &t, f::record::kCollective, [&](WireWriter& w) {
-          w.Fixed32(f::collective::kResult, in.ConsumeBool() ? 0 : static_cast<uint32_t>(Signed(in)));
+          w.Fixed32(f::collective::kResult,
+                    in.ConsumeBool() ? 0 : static_cast<uint32_t>(Signed(in)));
           w.Fixed64(f::collective::kComm, Comm(in));
           w.Varint(f::collective::kSeq, Value(in));
           w.Varint(f::collective::kCall, in.ConsumeIntegralInRange<uint32_t>(0, 12));
@@ -218,7 +229,8 @@ void WriteProcess(FuzzedDataProvider& in, const std::string& dir, int index) {
           w.Sint(f::sys_call::kFd, Signed(in));
           w.String(f::sys_call::kPath, in.ConsumeBool() ? "/dev/shm/nccl-x" : Text(in, 40).c_str());
           w.Varint(f::sys_call::kSize, Value(in));
-          const std::string addr = in.ConsumeBytesAsString(in.ConsumeIntegralInRange<size_t>(0, 32));
+          const std::string addr =
+              in.ConsumeBytesAsString(in.ConsumeIntegralInRange<size_t>(0, 32));
           w.Bytes(f::sys_call::kAddr, addr.data(), addr.size());
           w.Varint(f::sys_call::kArg, Value(in));
           w.Varint(f::sys_call::kInCall, in.ConsumeIntegralInRange<uint32_t>(0, 60));
@@ -242,15 +254,18 @@ void WriteProcess(FuzzedDataProvider& in, const std::string& dir, int index) {
           w.Sint(f::inventory::kCudaRuntimeVersion, Signed(in));
           for (int i = in.ConsumeIntegralInRange<int>(0, 3); i > 0; --i) {
             const size_t v = w.BeginMessage(f::inventory::kEnv);
-            w.String(f::inventory::variable::kName, in.ConsumeBool() ? "NCCL_SOCKET_IFNAME" : Text(in, 20).c_str());
+            w.String(f::inventory::variable::kName,
+                     in.ConsumeBool() ? "NCCL_SOCKET_IFNAME" : Text(in, 20).c_str());
             w.String(f::inventory::variable::kValue, Text(in, 20).c_str());
             w.EndMessage(v);
           }
           for (int i = in.ConsumeIntegralInRange<int>(0, 3); i > 0; --i) {
             const size_t v = w.BeginMessage(f::inventory::kInterfaces);
-            w.String(f::inventory::interface::kName, in.ConsumeBool() ? "eth0" : Text(in, 16).c_str());
+            w.String(f::inventory::interface::kName,
+                     in.ConsumeBool() ? "eth0" : Text(in, 16).c_str());
             w.Varint(f::inventory::interface::kFlags, Value(in));
-            const std::string addr = in.ConsumeBytesAsString(in.ConsumeIntegralInRange<size_t>(0, 32));
+            const std::string addr =
+                in.ConsumeBytesAsString(in.ConsumeIntegralInRange<size_t>(0, 32));
             w.Bytes(f::inventory::interface::kAddr, addr.data(), addr.size());
             w.Varint(f::inventory::interface::kPrefixLen, Value(in));
             w.EndMessage(v);
@@ -289,7 +304,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::vector<std::string> files;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.path(), ec)) files.push_back(entry.path());
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path(), ec))
+    files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   ncclwatch::decoder::JobAnalysis job;
   for (const std::string& file : files) {

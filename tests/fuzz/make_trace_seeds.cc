@@ -38,7 +38,8 @@ bool Put(RingWriter& ring, Region region, uint64_t t, uint32_t body, Fill fill) 
 
 // One seed: `calls` collectives, `pinned_extra` more pinned records than
 // the region holds, and a last error `error_len` bytes long.
-bool Seed(const std::string& out, const std::string& name, int rank, int calls, int pinned_extra, size_t error_len) {
+bool Seed(const std::string& out, const std::string& name, int rank, int calls, int pinned_extra,
+          size_t error_len) {
   const std::string scratch = out + "/." + name;
   std::filesystem::create_directories(scratch);
   ncclwatch::shim::RingConfig config;
@@ -63,10 +64,10 @@ bool Seed(const std::string& out, const std::string& name, int rank, int calls, 
     w.Sint(f::process_start::kWorldSize, 2);
   });
   ok = ok && Put(ring, Region::kPinned, t, f::record::kTimeAnchor, [&](WireWriter& w) {
-    w.Varint(f::time_anchor::kT, t);
-    w.Varint(f::time_anchor::kMonotonicNs, t);
-    w.Varint(f::time_anchor::kRealtimeNs, 1700000000000000000ull);
-  });
+         w.Varint(f::time_anchor::kT, t);
+         w.Varint(f::time_anchor::kMonotonicNs, t);
+         w.Varint(f::time_anchor::kRealtimeNs, 1700000000000000000ull);
+       });
   const int inits = pinned_extra > 0 ? 64 + pinned_extra : 1;  // the pinned region holds 64 slots
   for (int i = 0; ok && i < inits; ++i) {
     ok = Put(ring, Region::kPinned, ++t, f::record::kCommInitBegin, [&](WireWriter& w) {

@@ -8,7 +8,6 @@
 // world communicator (a Broadcast follows every 4th step's AllReduce).
 
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -54,7 +53,8 @@ uint64_t StepSeq(int step) { return static_cast<uint64_t>(step + step / 4); }
 
 }  // namespace
 
-TEST_CASE("healthy: a clean job with splits, groups and P2P gives no finding at all", "[diagnose]") {
+TEST_CASE("healthy: a clean job with splits, groups and P2P gives no finding at all",
+          "[diagnose]") {
   Scenario s;
   Run(&s, {"--steps", "12", "--pipeline", "--tensor-parallel"}, 120);
   for (const auto& r : s.job.ranks) REQUIRE(r.exit_code == 0);
@@ -64,7 +64,8 @@ TEST_CASE("healthy: a clean job with splits, groups and P2P gives no finding at 
   CHECK(s.diagnosis.findings.empty());
 }
 
-TEST_CASE("collective_mismatch, field op: one rank calls Broadcast where the others AllReduce", "[diagnose]") {
+TEST_CASE("collective_mismatch, field op: one rank calls Broadcast where the others AllReduce",
+          "[diagnose]") {
   Scenario s;
   Run(&s, {"--steps", "8", "--bug", "op:5:3"});
   const auto& f = RequireRoot(s, "collective_mismatch");
@@ -72,13 +73,17 @@ TEST_CASE("collective_mismatch, field op: one rank calls Broadcast where the oth
   CHECK(f.seq == StepSeq(3));
   CHECK(f.ranks == std::vector<int>{5});
   CHECK(f.field == "op");
-  CHECK(f.detail.find("rank 5 called Broadcast(count=4096, float32, root=0) as collective #3") != std::string::npos);
-  CHECK(f.detail.find("where ranks 0-4,6-7 called AllReduce(count=4096, float32, avg)") != std::string::npos);
+  CHECK(f.detail.find("rank 5 called Broadcast(count=4096, float32, root=0) as collective #3") !=
+        std::string::npos);
+  CHECK(f.detail.find("where ranks 0-4,6-7 called AllReduce(count=4096, float32, avg)") !=
+        std::string::npos);
 
   // The human report opens with the headline: the root cause's kind, where, and who.
   const jobs::DiagnosisView human = jobs::Diagnose({s.dir.path()}, false);
   CHECK(human.exit_code == 1);
-  CHECK(human.output.rfind("PROBLEM: collective_mismatch on communicator " + s.world.substr(0, 6) + " #3 (rank 5)\n", 0) == 0);
+  CHECK(human.output.rfind("PROBLEM: collective_mismatch on communicator " + s.world.substr(0, 6) +
+                               " #3 (rank 5)\n",
+                           0) == 0);
 }
 
 TEST_CASE("collective_mismatch, field count", "[diagnose]") {
@@ -121,7 +126,8 @@ TEST_CASE("collective_mismatch, field root", "[diagnose]") {
   CHECK(f.field == "root");
 }
 
-TEST_CASE("missing_rank: uneven iteration counts, the short rank destroys and exits", "[diagnose]") {
+TEST_CASE("missing_rank: uneven iteration counts, the short rank destroys and exits",
+          "[diagnose]") {
   Scenario s;
   Run(&s, {"--steps", "8", "--rank-steps", "3:5"});
   const auto& f = RequireRoot(s, "missing_rank");
@@ -229,10 +235,12 @@ TEST_CASE("order_inversion: two communicators in different orders on one stream"
   CHECK(f.raw.fields().at("same_stream").bool_value());
 }
 
-TEST_CASE("order_inversion on separate streams: a warning, and the job stays healthy", "[diagnose]") {
+TEST_CASE("order_inversion on separate streams: a warning, and the job stays healthy",
+          "[diagnose]") {
   Scenario s;
   Run(&s, {"--steps", "8", "--tensor-parallel", "--tp-stream", "--bug", "inversion:1:2"}, 120);
-  for (const auto& r : s.job.ranks) REQUIRE(r.exit_code == 0);  // no deadlock: the streams never wait on each other
+  for (const auto& r : s.job.ranks)
+    REQUIRE(r.exit_code == 0);  // no deadlock: the streams never wait on each other
   INFO(s.diagnosis.output);
   CHECK(s.diagnosis.exit_code == 0);
   CHECK(s.diagnosis.verdict == "healthy");
@@ -250,7 +258,8 @@ TEST_CASE("order_inversion on separate streams: a warning, and the job stays hea
   CHECK(human.output.rfind("HEALTHY, 1 warning\n", 0) == 0);
 }
 
-TEST_CASE("missing traces are named from the communicator's size; the rest is diagnosed", "[diagnose]") {
+TEST_CASE("missing traces are named from the communicator's size; the rest is diagnosed",
+          "[diagnose]") {
   Scenario s;
   Run(&s, {"--steps", "6"}, 120);
   std::filesystem::remove(jobs::TraceOf(s.dir.path(), 6));
@@ -271,8 +280,9 @@ TEST_CASE("a mismatch is still found after every rank's ring has wrapped", "[dia
   Scenario s;
   // A 64 KiB ring holds 512 slots; 200 steps with a pipeline exchange write
   // about 1200 records.
-  jobs::JobSpec spec = jobs::TracedJobSpec(4, "train_loop", {"--steps", "220", "--size", "64", "--pipeline", "--bug", "op:2:200"},
-                                           s.dir.path());
+  jobs::JobSpec spec = jobs::TracedJobSpec(
+      4, "train_loop", {"--steps", "220", "--size", "64", "--pipeline", "--bug", "op:2:200"},
+      s.dir.path());
   spec.env.push_back("NCCLWATCH_RING_SIZE=64K");
   spec.timeout_s = 8;
   s.job = jobs::RunJob(spec);

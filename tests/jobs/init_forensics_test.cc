@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "model/process_trace.h"
 #include "report/names.h"
 #include "support/netns.h"
 #include "support/traced_job.h"
-#include "model/process_trace.h"
 
 namespace {
 
@@ -91,7 +91,8 @@ void RequireSameFromLogs(const InitScenario& s) {
 }
 
 // The root cause must be an init_failure of `subsystem` with `err` (or null).
-const jobs::FindingView& RequireInitRoot(const InitScenario& s, const std::string& subsystem, const std::string& err) {
+const jobs::FindingView& RequireInitRoot(const InitScenario& s, const std::string& subsystem,
+                                         const std::string& err) {
   INFO("diagnosis:\n" << s.diagnosis.output);
   CHECK(s.diagnosis.exit_code == 1);
   CHECK(s.diagnosis.verdict == "problem");
@@ -124,14 +125,16 @@ std::vector<int> WaitedRanks(const InitScenario& s) {
 
 std::vector<std::string> RealNcclEnv(const std::string& dir, const std::string& extra) {
   // No LD_LIBRARY_PATH: the program finds the real libnccl.so.2.
-  std::vector<std::string> env = {"LD_LIBRARY_PATH", "LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir};
+  std::vector<std::string> env = {"LD_LIBRARY_PATH", "LD_PRELOAD=" + jobs::ShimPath(),
+                                  "NCCLWATCH_DIR=" + dir};
   if (!extra.empty()) env.push_back(extra);
   return env;
 }
 
 }  // namespace
 
-TEST_CASE("real NCCL: NCCL_SOCKET_IFNAME matching nothing fails ncclGetUniqueId; network named", "[init][real-nccl]") {
+TEST_CASE("real NCCL: NCCL_SOCKET_IFNAME matching nothing fails ncclGetUniqueId; network named",
+          "[init][real-nccl]") {
   InitScenario s;
   jobs::JobSpec spec;
   spec.argv = {jobs::BinDir() + "/uniqueid_probe"};
@@ -148,12 +151,14 @@ TEST_CASE("real NCCL: NCCL_SOCKET_IFNAME matching nothing fails ncclGetUniqueId;
   const auto& f = RequireInitRoot(s, "network", "");
   RequireSameFromLogs(s);
   CHECK(f.String("socket_ifname") == "nosuchif");
-  CHECK(f.detail.find("NCCL_SOCKET_IFNAME=nosuchif matches no usable interface") != std::string::npos);
+  CHECK(f.detail.find("NCCL_SOCKET_IFNAME=nosuchif matches no usable interface") !=
+        std::string::npos);
   CHECK(f.detail.find("lo 127.0.0.1/8") != std::string::npos);  // the interfaces that do exist
   CHECK(f.fix.find("NCCL_SOCKET_IFNAME") != std::string::npos);
 }
 
-TEST_CASE("real NCCL: ncclCommInitRank without a GPU driver; the driver/runtime skew named", "[init][real-nccl]") {
+TEST_CASE("real NCCL: ncclCommInitRank without a GPU driver; the driver/runtime skew named",
+          "[init][real-nccl]") {
   InitScenario s;
   jobs::JobSpec spec;
   spec.argv = {jobs::BinDir() + "/uniqueid_probe", "init"};
@@ -168,7 +173,8 @@ TEST_CASE("real NCCL: ncclCommInitRank without a GPU driver; the driver/runtime 
   s.explained = jobs::Explain({s.logs()});
   const auto& f = RequireInitRoot(s, "version", "");
   RequireSameFromLogs(s);
-  CHECK(f.detail.find("CUDA driver version is insufficient for CUDA runtime version") != std::string::npos);
+  CHECK(f.detail.find("CUDA driver version is insufficient for CUDA runtime version") !=
+        std::string::npos);
   CHECK(f.detail.find("none loaded") != std::string::npos);
   CHECK(f.fix.find("driver") != std::string::npos);
 }
@@ -181,16 +187,19 @@ TEST_CASE("a /dev/shm too small for NCCL's segments: shm, ENOSPC, every rank", "
   std::vector<int> ranks = f.ranks;
   std::sort(ranks.begin(), ranks.end());
   CHECK(ranks == std::vector<int>{0, 1, 2, 3});
-  CHECK(f.raw.fields().at("requested").number_value() == 9637892);  // NCCL's segment for one connection
+  CHECK(f.raw.fields().at("requested").number_value() ==
+        9637892);  // NCCL's segment for one connection
   CHECK(f.raw.fields().at("shm_size").number_value() == 16 << 20);
   CHECK(f.String("path").rfind("/dev/shm/nccl-", 0) == 0);
   CHECK(f.fix.find("--shm-size") != std::string::npos);
   CHECK(f.fix.find("NCCL_SHM_DISABLE=1") != std::string::npos);
 }
 
-TEST_CASE("a bad NCCL_SOCKET_IFNAME on one rank of four: network on that rank, the rest waited", "[init][net]") {
+TEST_CASE("a bad NCCL_SOCKET_IFNAME on one rank of four: network on that rank, the rest waited",
+          "[init][net]") {
   InitScenario s;
-  RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) { spec.ranks[2].env = {"NCCL_SOCKET_IFNAME=nosuchif"}; });
+  RunTrainLoop(&s, 4,
+               [](jobs::JobSpec& spec) { spec.ranks[2].env = {"NCCL_SOCKET_IFNAME=nosuchif"}; });
   const auto& f = RequireInitRoot(s, "network", "");
   RequireSameFromLogs(s);
   CHECK(f.ranks == std::vector<int>{2});
@@ -198,7 +207,8 @@ TEST_CASE("a bad NCCL_SOCKET_IFNAME on one rank of four: network on that rank, t
   CHECK(WaitedRanks(s) == std::vector<int>{0, 1, 3});
 }
 
-TEST_CASE("a rank whose only interface cannot reach the root: bootstrap, ENETUNREACH", "[init][net]") {
+TEST_CASE("a rank whose only interface cannot reach the root: bootstrap, ENETUNREACH",
+          "[init][net]") {
   jobs::NetNamespace other_host("unreach");
   REQUIRE(other_host.ok());
   other_host.AddInterface("ens9", "10.77.0.2/24");
@@ -213,8 +223,10 @@ TEST_CASE("a rank whose only interface cannot reach the root: bootstrap, ENETUNR
   CHECK(WaitedRanks(s) == std::vector<int>{0, 1, 2});
 }
 
-TEST_CASE("a rank that bootstraps over a container bridge on another network: bootstrap, the bridge named",
-          "[init][net]") {
+TEST_CASE(
+    "a rank that bootstraps over a container bridge on another network: bootstrap, the bridge "
+    "named",
+    "[init][net]") {
   jobs::NetNamespace other_host("bridge");
   REQUIRE(other_host.ok());
   other_host.AddInterface("ens9", "10.78.0.2/24");
@@ -231,7 +243,8 @@ TEST_CASE("a rank that bootstraps over a container bridge on another network: bo
   CHECK(f.fix.find("NCCL_SOCKET_IFNAME") != std::string::npos);
 }
 
-TEST_CASE("a root nobody listens at (NCCL_COMM_ID port differs): bootstrap, ECONNREFUSED", "[init][net]") {
+TEST_CASE("a root nobody listens at (NCCL_COMM_ID port differs): bootstrap, ECONNREFUSED",
+          "[init][net]") {
   InitScenario s;
   RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) {
     spec.env.push_back("NCCL_SOCKET_RETRY_CNT=3");
@@ -251,7 +264,8 @@ TEST_CASE("a root nobody listens at (NCCL_COMM_ID port differs): bootstrap, ECON
 
 TEST_CASE("version skew: one rank runs another NCCL", "[init][version]") {
   InitScenario s;
-  RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) { spec.ranks[3].env = {"NCCLSIM_NCCL_VERSION=2.27.3"}; });
+  RunTrainLoop(&s, 4,
+               [](jobs::JobSpec& spec) { spec.ranks[3].env = {"NCCLSIM_NCCL_VERSION=2.27.3"}; });
   const auto& f = RequireInitRoot(s, "version", "");
   RequireSameFromLogs(s);
   CHECK(f.ranks == std::vector<int>{3});
@@ -268,11 +282,13 @@ TEST_CASE("two ranks on one GPU: gpu, both ranks, the bus id", "[init][gpu]") {
   CHECK(f.String("bus_id") == "0000:18:00.0");
 }
 
-TEST_CASE("InfiniBand buffers over a low RLIMIT_MEMLOCK: ib, ENOMEM, the limit named", "[init][ib]") {
+TEST_CASE("InfiniBand buffers over a low RLIMIT_MEMLOCK: ib, ENOMEM, the limit named",
+          "[init][ib]") {
   InitScenario s;
   RunTrainLoop(&s, 2, [](jobs::JobSpec& spec) {
     spec.memlock_bytes = 64 << 10;  // a container's default ulimit -l, enforced by the kernel
-    spec.env.push_back("NCCL_SHM_DISABLE=1");  // local ranks over the (simulated) NIC, as on a real cluster
+    spec.env.push_back(
+        "NCCL_SHM_DISABLE=1");  // local ranks over the (simulated) NIC, as on a real cluster
     spec.env.push_back("NCCL_P2P_DISABLE=1");
     spec.env.push_back("NCCLSIM_IB_HCA=mlx5_0");
   });
@@ -280,7 +296,8 @@ TEST_CASE("InfiniBand buffers over a low RLIMIT_MEMLOCK: ib, ENOMEM, the limit n
   RequireSameFromLogs(s);
   CHECK(Sorted(f.ranks) == std::vector<int>{0, 1});
   CHECK(f.raw.fields().at("memlock").number_value() == 64 << 10);
-  CHECK(f.detail.find("Call to ibv_reg_mr failed with error Cannot allocate memory") != std::string::npos);
+  CHECK(f.detail.find("Call to ibv_reg_mr failed with error Cannot allocate memory") !=
+        std::string::npos);
   CHECK(f.detail.find("RLIMIT_MEMLOCK is only 64.0 KiB") != std::string::npos);
   CHECK(f.fix.find("ulimit -l unlimited") != std::string::npos);
   // NCCL's verbs calls go through dlvsym'ed pointers: the shim's wrapper saw
@@ -314,7 +331,8 @@ TEST_CASE("GPU memory exhausted while NCCL allocates its buffers: cuda", "[init]
 
 TEST_CASE("a healthy job's inventory makes no init finding", "[init]") {
   InitScenario s;
-  RunTrainLoop(&s, 2, [](jobs::JobSpec&) {}, 60);
+  RunTrainLoop(
+      &s, 2, [](jobs::JobSpec&) {}, 60);
   INFO(s.diagnosis.output << "\n" << s.explained.output);
   CHECK(s.diagnosis.verdict == "healthy");
   CHECK(s.diagnosis.findings.empty());

@@ -2,7 +2,6 @@
 // real /dev/shm, checked end to end.
 
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "support/job_launcher.h"
@@ -31,7 +30,8 @@ int LastStepDone(const std::string& out) {
   while ((pos = out.find("step ", pos)) != std::string::npos) {
     int k = -1;
     char tail[8] = {0};
-    if (std::sscanf(out.c_str() + pos, "step %d %4s", &k, tail) == 2 && std::string(tail) == "done") last = k;
+    if (std::sscanf(out.c_str() + pos, "step %d %4s", &k, tail) == 2 && std::string(tail) == "done")
+      last = k;
     pos += 5;
   }
   return last;
@@ -71,8 +71,8 @@ TEST_CASE("3 ranks: collectives on a rank count that is not a power of two", "[s
 }
 
 TEST_CASE("8 ranks: a training loop with pipeline and tensor-parallel groups", "[sim][jobs]") {
-  jobs::JobResult r =
-      jobs::RunJob(SimJob(8, "train_loop", {"--steps", "12", "--pipeline", "--tensor-parallel", "--size", "20000"}));
+  jobs::JobResult r = jobs::RunJob(SimJob(
+      8, "train_loop", {"--steps", "12", "--pipeline", "--tensor-parallel", "--size", "20000"}));
   RequireAllPassed(r, "train_loop: done");
   for (const jobs::RankResult& rr : r.ranks) CHECK(LastStepDone(rr.output) == 11);
 }
@@ -92,12 +92,13 @@ TEST_CASE("a rank that calls a different collective makes the job hang", "[sim][
   REQUIRE(r.timed_out);
   for (const jobs::RankResult& rr : r.ranks) {
     INFO("rank " << rr.rank << " output:\n" << rr.output);
-    CHECK(rr.killed_at_timeout);       // still blocked when the bound came
+    CHECK(rr.killed_at_timeout);          // still blocked when the bound came
     CHECK(LastStepDone(rr.output) == 2);  // steps 0-2 completed, step 3 never did
   }
 }
 
-TEST_CASE("a /dev/shm too small fails init with ncclSystemError and the ENOSPC WARN", "[sim][jobs][shm]") {
+TEST_CASE("a /dev/shm too small fails init with ncclSystemError and the ENOSPC WARN",
+          "[sim][jobs][shm]") {
   jobs::JobSpec spec = SimJob(4, "train_loop", {"--steps", "1"});
   spec.shm_size = "16m";  // 4 ranks need 12 connections of 9637892 bytes
   spec.timeout_s = 60;
@@ -112,7 +113,8 @@ TEST_CASE("a /dev/shm too small fails init with ncclSystemError and the ENOSPC W
       ++enospc;
       CHECK(Contains(rr.output, "NCCL WARN Error: failed to extend /dev/shm/nccl-"));
       CHECK(Contains(rr.output, " to 9637892 bytes"));
-      CHECK(Contains(rr.output, "unhandled system error (run with NCCL_DEBUG=INFO for details) (2)"));
+      CHECK(
+          Contains(rr.output, "unhandled system error (run with NCCL_DEBUG=INFO for details) (2)"));
     }
   }
   CHECK(enospc >= 1);
@@ -128,7 +130,9 @@ TEST_CASE("NCCL_SOCKET_IFNAME=nosuchif: no socket interface found", "[sim][jobs]
   INFO(root.output);
   CHECK(root.exit_code == 3);
   CHECK(Contains(root.output, "NCCL WARN Bootstrap : no socket interface found"));
-  CHECK(Contains(root.output, "ncclGetUniqueId failed: invalid usage (run with NCCL_DEBUG=WARN for details) (5)"));
+  CHECK(
+      Contains(root.output,
+               "ncclGetUniqueId failed: invalid usage (run with NCCL_DEBUG=WARN for details) (5)"));
   for (int i = 1; i < 4; ++i) CHECK(r.ranks[i].exit_code == 3);
 }
 
@@ -139,15 +143,18 @@ TEST_CASE("two ranks on one GPU fail init with Duplicate GPU detected", "[sim][j
   spec.timeout_s = 60;
   jobs::JobResult r = jobs::RunJob(spec);
   REQUIRE_FALSE(r.timed_out);
-  CHECK(Contains(r.ranks[0].output, "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 18000"));
-  CHECK(Contains(r.ranks[1].output, "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 18000"));
+  CHECK(Contains(r.ranks[0].output,
+                 "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 18000"));
+  CHECK(Contains(r.ranks[1].output,
+                 "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 18000"));
   for (const jobs::RankResult& rr : r.ranks) {
     INFO("rank " << rr.rank << " output:\n" << rr.output);
     CHECK(rr.exit_code == 3);
   }
   CHECK(Contains(r.ranks[0].output, "invalid usage"));
   // The others lose their peers mid-bootstrap.
-  CHECK(Contains(r.ranks[2].output + r.ranks[3].output, "remote process exited or there was a network error"));
+  CHECK(Contains(r.ranks[2].output + r.ranks[3].output,
+                 "remote process exited or there was a network error"));
 }
 
 TEST_CASE("a rank reporting another NCCL version fails everyone's init", "[sim][jobs]") {

@@ -41,7 +41,9 @@ void RequirePassed(const jobs::JobResult& r, const std::string& mode) {
   CHECK(r.ranks[0].output.find("lifecycle_check: " + mode + " passed") != std::string::npos);
 }
 
-bool Has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+bool Has(const std::string& s, const std::string& needle) {
+  return s.find(needle) != std::string::npos;
+}
 
 // A TCP port on 127.0.0.1 that nothing listens on.
 int ClosedPort() {
@@ -89,13 +91,19 @@ TEST_CASE("the rest of the NCCL API answers sensibly", "[sim][lifecycle]") {
   RequirePassed(Run(2, {"lifecycle_check", "api"}), "api");
 }
 
-TEST_CASE("a bootstrap root nobody listens on: refused, retried, ncclRemoteError", "[sim][bootstrap]") {
+TEST_CASE("a bootstrap root nobody listens on: refused, retried, ncclRemoteError",
+          "[sim][bootstrap]") {
   // Rank 1 of 2 alone, told the root is on a closed port.
   const std::string where = "127.0.0.1:" + std::to_string(ClosedPort());
   jobs::JobSpec spec;
   spec.argv = {jobs::BinDir() + "/train_loop", "--steps", "1"};
-  spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(), "NCCL_DEBUG=INFO", "NCCL_COMM_ID=" + where,
-              "NCCL_SOCKET_RETRY_CNT=3", "NCCL_SOCKET_RETRY_SLEEP_MSEC=10", "RANK=1", "WORLD_SIZE=2",
+  spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(),
+              "NCCL_DEBUG=INFO",
+              "NCCL_COMM_ID=" + where,
+              "NCCL_SOCKET_RETRY_CNT=3",
+              "NCCL_SOCKET_RETRY_SLEEP_MSEC=10",
+              "RANK=1",
+              "WORLD_SIZE=2",
               "JOBRUN_RENDEZVOUS"};
   spec.timeout_s = 60;
   jobs::JobResult r = jobs::RunJob(spec);
@@ -110,7 +118,8 @@ TEST_CASE("a bootstrap root nobody listens on: refused, retried, ncclRemoteError
   CHECK(Has(out, "remote process exited or there was a network error (6)"));
 }
 
-TEST_CASE("a root address on the subnet but not on this host: bind fails, ncclSystemError", "[sim][bootstrap]") {
+TEST_CASE("a root address on the subnet but not on this host: bind fails, ncclSystemError",
+          "[sim][bootstrap]") {
   // MASTER_ADDR pointing at another machine of the subnet, on the rank that
   // must create the root there. The bind fails locally; nothing is sent.
   jobs::NetNamespace ns("bind");
@@ -118,7 +127,8 @@ TEST_CASE("a root address on the subnet but not on this host: bind fails, ncclSy
   REQUIRE(ns.ok());
   jobs::JobSpec spec;
   spec.argv = {jobs::BinDir() + "/train_loop", "--steps", "1"};
-  spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(), "NCCL_DEBUG=WARN", "NCCL_COMM_ID=10.220.0.99:29500"};
+  spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(), "NCCL_DEBUG=WARN",
+              "NCCL_COMM_ID=10.220.0.99:29500"};
   spec.ranks[0].netns = ns.name();
   spec.timeout_s = 60;
   jobs::JobResult r = jobs::RunJob(spec);
@@ -136,7 +146,8 @@ TEST_CASE("every entry point of nccl.h is exported, with its pnccl twin", "[sim]
   std::string text((std::istreambuf_iterator<char>(header)), std::istreambuf_iterator<char>());
   std::set<std::string> names;
   std::regex decl(R"((?:ncclResult_t|const char\*|void)\s+(nccl[A-Za-z]+)\s*\()");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), decl); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), decl); it != std::sregex_iterator();
+       ++it) {
     names.insert((*it)[1]);
   }
   REQUIRE(names.size() >= 40);

@@ -6,17 +6,17 @@
 // traced; and it needs nothing but glibc.
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
-#include <csignal>
 #include <string>
 #include <vector>
 
+#include "model/process_trace.h"
 #include "report/names.h"
 #include "support/traced_job.h"
-#include "model/process_trace.h"
 
 namespace {
 
@@ -37,8 +37,8 @@ jobs::RankResult RunProbe(const std::vector<std::string>& args, const std::vecto
 }
 
 std::vector<std::string> Traced(const std::string& dir, std::vector<std::string> more = {}) {
-  std::vector<std::string> env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(), "LD_PRELOAD=" + jobs::ShimPath(),
-                                  "NCCLWATCH_DIR=" + dir};
+  std::vector<std::string> env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(),
+                                  "LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir};
   env.insert(env.end(), more.begin(), more.end());
   return env;
 }
@@ -98,15 +98,16 @@ TEST_CASE("results, outputs and errno are the same with and without the shim", "
   CHECK(t.p2p.size() == 2);
 }
 
-TEST_CASE("the libc calls the shim interposes: same results and errno, and none recorded when not NCCL's",
-          "[preload][libc]") {
+TEST_CASE(
+    "the libc calls the shim interposes: same results and errno, and none recorded when not NCCL's",
+    "[preload][libc]") {
   jobs::TempDir dir;
   const jobs::RankResult plain = RunProbe({"libc"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
   const jobs::RankResult traced = RunProbe({"libc"}, Traced(dir.path()));
   INFO("without:\n" << plain.output << "with:\n" << traced.output);
   CHECK(plain.exit_code == 0);
   CHECK(traced.output == plain.output);
-  CHECK(plain.output.find("errno=111") != std::string::npos);  // the refused connect
+  CHECK(plain.output.find("errno=111") != std::string::npos);       // the refused connect
   CHECK(plain.output.find("-> -1 errno=17") != std::string::npos);  // shm_open O_EXCL
   const ProcessTrace t = OnlyTrace(dir.path());
   CheckTracedStartToExit(t, "preload_probe");
@@ -125,7 +126,8 @@ TEST_CASE("the libc calls the shim interposes: same results and errno, and none 
   CHECK(kinds == std::set<std::string>{"getifaddrs", "bind", "listen"});
 }
 
-TEST_CASE("real NCCL under the shim: the same results, and the failures are traced", "[preload][real-nccl]") {
+TEST_CASE("real NCCL under the shim: the same results, and the failures are traced",
+          "[preload][real-nccl]") {
   // Real NCCL on this machine goes as far as its bootstrap.
   jobs::TempDir dir;
   for (const std::string ifname : {"nosuchif", "lo"}) {
@@ -144,7 +146,8 @@ TEST_CASE("real NCCL under the shim: the same results, and the failures are trac
     REQUIRE(t.ok());
     REQUIRE(t->apis.size() == 1);
     CHECK(ncclwatch::decoder::CallName(t->apis[0].call) == "ncclGetUniqueId");
-    CHECK((t->apis[0].result == 0 || t->apis[0].result == 5));  // success, or "no socket interface found"
+    CHECK((t->apis[0].result == 0 ||
+           t->apis[0].result == 5));  // success, or "no socket interface found"
   }
 }
 
@@ -169,11 +172,14 @@ TEST_CASE("a folder that cannot be used: one warning line, the job runs untraced
   INFO(r.output);
   CHECK(r.exit_code == 0);
   const std::string warning = r.output.substr(0, r.output.find('\n') + 1);
-  CHECK(warning.rfind("ncclwatch: not tracing this process: cannot create /proc/ncclwatch-cannot-be-here", 0) == 0);
+  CHECK(warning.rfind(
+            "ncclwatch: not tracing this process: cannot create /proc/ncclwatch-cannot-be-here",
+            0) == 0);
   CHECK(r.output.substr(warning.size()) == plain.output);
 }
 
-TEST_CASE("the program's own signal handler still runs, and the signal is recorded", "[preload][signals]") {
+TEST_CASE("the program's own signal handler still runs, and the signal is recorded",
+          "[preload][signals]") {
   jobs::TempDir dir;
   const jobs::RankResult r = RunProbe({"handler"}, Traced(dir.path()));
   INFO(r.output);
@@ -185,7 +191,8 @@ TEST_CASE("the program's own signal handler still runs, and the signal is record
   CHECK(t.signals[0].disposition == 2);
 }
 
-TEST_CASE("sigaction and signal report the program's handlers as it installed them", "[preload][signals]") {
+TEST_CASE("sigaction and signal report the program's handlers as it installed them",
+          "[preload][signals]") {
   jobs::TempDir dir;
   const jobs::RankResult plain = RunProbe({"chain"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
   const jobs::RankResult traced = RunProbe({"chain"}, Traced(dir.path()));
@@ -248,7 +255,8 @@ TEST_CASE("a forked child does not write its parent's trace", "[preload]") {
   CHECK(t.apis.size() == 2);  // the parent's two ncclGetUniqueId calls, not the child's five
 }
 
-TEST_CASE("threads calling NCCL at once: every call recorded, numbered per communicator rank", "[preload]") {
+TEST_CASE("threads calling NCCL at once: every call recorded, numbered per communicator rank",
+          "[preload]") {
   jobs::TempDir dir;
   const jobs::RankResult r = RunProbe({"threads"}, Traced(dir.path()));
   INFO(r.output);
@@ -286,7 +294,8 @@ TEST_CASE("a call from another library's constructor is traced", "[preload]") {
 
 TEST_CASE("NCCL loaded in a local scope (a Python extension's) is found and traced", "[preload]") {
   jobs::TempDir dir;
-  const jobs::RankResult plain = RunProbe({}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "local_scope_main");
+  const jobs::RankResult plain =
+      RunProbe({}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "local_scope_main");
   const jobs::RankResult traced = RunProbe({}, Traced(dir.path()), "local_scope_main");
   INFO(plain.output << "\n---\n" << traced.output);
   CHECK(plain.output.find("plugin result 0 version 22809") != std::string::npos);
@@ -303,7 +312,8 @@ TEST_CASE("NCCL loaded in a local scope (a Python extension's) is found and trac
   CHECK(t.nccl_version == 22809);
 }
 
-TEST_CASE("dlopen under the shim searches the caller's RUNPATH, as without it", "[preload][dlopen]") {
+TEST_CASE("dlopen under the shim searches the caller's RUNPATH, as without it",
+          "[preload][dlopen]") {
   jobs::TempDir dir;
   const jobs::RankResult plain = RunProbe({}, {}, "dlopen_origin_main");
   const jobs::RankResult traced = RunProbe({}, Traced(dir.path()), "dlopen_origin_main");
@@ -332,11 +342,12 @@ TEST_CASE("dlvsym under the shim answers as without it, whoever asks", "[preload
   CHECK(t.syscalls.empty());
 }
 
-TEST_CASE("real NCCL's dlopen of a plugin that is not there is noted, and seen not to load", "[preload][dlopen][real-nccl]") {
+TEST_CASE("real NCCL's dlopen of a plugin that is not there is noted, and seen not to load",
+          "[preload][dlopen][real-nccl]") {
   jobs::TempDir dir;
-  const jobs::RankResult r =
-      RunProbe({}, {"LD_LIBRARY_PATH", "LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir.path()},
-               "uniqueid_probe");
+  const jobs::RankResult r = RunProbe(
+      {}, {"LD_LIBRARY_PATH", "LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir.path()},
+      "uniqueid_probe");
   INFO(r.output);
   const ProcessTrace t = OnlyTrace(dir.path());
   bool env_plugin = false;
@@ -353,8 +364,9 @@ TEST_CASE("real NCCL's dlopen of a plugin that is not there is noted, and seen n
 
 TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[preload][abi]") {
   jobs::JobSpec spec;
-  spec.argv = {"/bin/sh", "-c", "readelf -d " + jobs::ShimPath() + " | grep NEEDED; nm -D --defined-only " +
-                                    jobs::ShimPath() + " | awk '{print $3}'"};
+  spec.argv = {"/bin/sh", "-c",
+               "readelf -d " + jobs::ShimPath() + " | grep NEEDED; nm -D --defined-only " +
+                   jobs::ShimPath() + " | awk '{print $3}'"};
   jobs::JobResult r = jobs::RunJob(spec);
   const std::string& out = r.ranks.at(0).output;
   INFO(out);
@@ -364,17 +376,42 @@ TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[pre
   int exported = 0;
   while (std::getline(lines, line)) {
     if (line.find("NEEDED") != std::string::npos) {
-      CHECK(line.find("[libc.so.6]") != std::string::npos);  // nothing else: no libstdc++, protobuf, abseil
+      CHECK(line.find("[libc.so.6]") !=
+            std::string::npos);  // nothing else: no libstdc++, protobuf, abseil
       continue;
     }
     if (line.empty()) continue;
     ++exported;
-    static const std::set<std::string> kLibc = {
-        "sigaction", "signal", "exit", "_exit", "_Exit",                                          // process
-        "socket", "bind", "listen", "connect", "accept", "accept4", "setsockopt", "getifaddrs",   // sockets
-        "shm_open", "open", "open64", "mkstemp", "unlink", "fallocate", "fallocate64", "posix_fallocate",  // /dev/shm
-        "posix_fallocate64", "ftruncate", "ftruncate64", "mmap", "mmap64", "dlopen", "dlvsym"};
-    const bool intercepted = line.rfind("nccl", 0) == 0 || line.rfind("pnccl", 0) == 0 || kLibc.count(line) == 1;
+    static const std::set<std::string> kLibc = {"sigaction",
+                                                "signal",
+                                                "exit",
+                                                "_exit",
+                                                "_Exit",  // process
+                                                "socket",
+                                                "bind",
+                                                "listen",
+                                                "connect",
+                                                "accept",
+                                                "accept4",
+                                                "setsockopt",
+                                                "getifaddrs",  // sockets
+                                                "shm_open",
+                                                "open",
+                                                "open64",
+                                                "mkstemp",
+                                                "unlink",
+                                                "fallocate",
+                                                "fallocate64",
+                                                "posix_fallocate",  // /dev/shm
+                                                "posix_fallocate64",
+                                                "ftruncate",
+                                                "ftruncate64",
+                                                "mmap",
+                                                "mmap64",
+                                                "dlopen",
+                                                "dlvsym"};
+    const bool intercepted =
+        line.rfind("nccl", 0) == 0 || line.rfind("pnccl", 0) == 0 || kLibc.count(line) == 1;
     INFO(line);
     CHECK(intercepted);
   }

@@ -2,13 +2,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <sched.h>
-#include <linux/capability.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/mount.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,7 +53,8 @@ struct ShmNamespace {
 
   std::string Create(const std::string& size) {
     int status_pipe[2], keep_pipe[2];
-    if (pipe2(status_pipe, O_CLOEXEC) != 0 || pipe2(keep_pipe, O_CLOEXEC) != 0) return strerror(errno);
+    if (pipe2(status_pipe, O_CLOEXEC) != 0 || pipe2(keep_pipe, O_CLOEXEC) != 0)
+      return strerror(errno);
     pid = fork();
     if (pid == 0) {
       close(status_pipe[0]);
@@ -185,8 +186,10 @@ JobResult RunJob(const JobSpec& spec) {
     auto apply = [&env](const std::vector<std::string>& list) {
       for (const std::string& kv : list) {
         size_t eq = kv.find('=');
-        if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-        else env.erase(kv);  // a bare name unsets the variable
+        if (eq != std::string::npos)
+          env[kv.substr(0, eq)] = kv.substr(eq + 1);
+        else
+          env.erase(kv);  // a bare name unsets the variable
       }
     };
     apply(spec.env);
@@ -225,7 +228,8 @@ JobResult RunJob(const JobSpec& spec) {
       setpgid(0, 0);
       // Joining a mount namespace moves the working folder to its root:
       // come back, so relative paths work as they do without --shm-size.
-      if (shm.ns_fd >= 0 && (setns(shm.ns_fd, CLONE_NEWNS) != 0 || chdir(cwd.c_str()) != 0)) _exit(126);
+      if (shm.ns_fd >= 0 && (setns(shm.ns_fd, CLONE_NEWNS) != 0 || chdir(cwd.c_str()) != 0))
+        _exit(126);
       if (c.netns_fd >= 0 && setns(c.netns_fd, CLONE_NEWNET) != 0) _exit(126);
       rlimit core;
       if (getrlimit(RLIMIT_CORE, &core) == 0 && core.rlim_cur != 0) {
@@ -233,8 +237,11 @@ JobResult RunJob(const JobSpec& spec) {
         setrlimit(RLIMIT_CORE, &core);
       }
       if (spec.memlock_bytes >= 0) {
-        const rlimit limit{static_cast<rlim_t>(spec.memlock_bytes), static_cast<rlim_t>(spec.memlock_bytes)};
-        if (setrlimit(RLIMIT_MEMLOCK, &limit) != 0 || prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0) != 0) _exit(126);
+        const rlimit limit{static_cast<rlim_t>(spec.memlock_bytes),
+                           static_cast<rlim_t>(spec.memlock_bytes)};
+        if (setrlimit(RLIMIT_MEMLOCK, &limit) != 0 ||
+            prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0) != 0)
+          _exit(126);
       }
       dup2(fds[1], 1);
       dup2(fds[1], 2);
@@ -266,8 +273,10 @@ JobResult RunJob(const JobSpec& spec) {
       }
     }
     if (pfds.empty() && running == 0) break;
-    if (!pfds.empty()) poll(pfds.data(), pfds.size(), 50);
-    else usleep(50000);
+    if (!pfds.empty())
+      poll(pfds.data(), pfds.size(), 50);
+    else
+      usleep(50000);
     for (size_t i = 0; i < pfds.size(); ++i) {
       if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       char buf[8192];
@@ -315,7 +324,8 @@ JobResult RunJob(const JobSpec& spec) {
   }
   for (Child& c : children) {
     if (c.out >= 0) close(c.out);
-    if (spec.echo && spec.tag_output && !c.pending.empty()) Echo("\n", static_cast<int>(&c - &children[0]), true, &c.pending);
+    if (spec.echo && spec.tag_output && !c.pending.empty())
+      Echo("\n", static_cast<int>(&c - &children[0]), true, &c.pending);
   }
   std::error_code ec;
   std::filesystem::remove_all(result.rendezvous_dir, ec);

@@ -38,7 +38,7 @@ struct JobSpec {
   std::vector<std::string> argv;  // the command every rank runs
   std::vector<std::string> env;   // "KEY=VALUE" for every rank; "KEY" unsets it
   std::map<int, RankOptions> ranks;
-  std::string shm_size;     // e.g. "16m"; empty: the host's /dev/shm
+  std::string shm_size;  // e.g. "16m"; empty: the host's /dev/shm
   // RLIMIT_MEMLOCK for every rank, in bytes (-1: inherited). The ranks also
   // lose CAP_IPC_LOCK, so that the limit binds a root job as it binds a user's.
   long long memlock_bytes = -1;
@@ -51,11 +51,11 @@ struct JobSpec {
 struct RankResult {
   int rank = 0;
   pid_t pid = 0;
-  bool exited = false;     // exited normally (see exit_code)
+  bool exited = false;  // exited normally (see exit_code)
   int exit_code = -1;
-  int signal = 0;          // the signal that ended it, if any
+  int signal = 0;  // the signal that ended it, if any
   bool killed_at_timeout = false;
-  std::string output;      // stdout and stderr, interleaved
+  std::string output;  // stdout and stderr, interleaved
 };
 
 struct JobResult {

@@ -20,7 +20,8 @@ namespace {
 int Usage(const char* msg) {
   std::fprintf(stderr, "jobrun: %s\n", msg);
   std::fprintf(stderr,
-               "usage: jobrun -n N [--timeout S] [--shm-size SIZE] [--memlock BYTES] [--env KEY=VAL] [--env-rank R:KEY=VAL]\n"
+               "usage: jobrun -n N [--timeout S] [--shm-size SIZE] [--memlock BYTES] [--env "
+               "KEY=VAL] [--env-rank R:KEY=VAL]\n"
                "              [--netns-rank R:NAME] -- program [args...]\n");
   return 2;
 }
@@ -69,8 +70,10 @@ int main(int argc, char** argv) {
       int r;
       std::string rest;
       if (!SplitRank(value(a.c_str()), &r, &rest)) return Usage("expected R:VALUE");
-      if (a == "--env-rank") spec.ranks[r].env.push_back(rest);
-      else spec.ranks[r].netns = rest;
+      if (a == "--env-rank")
+        spec.ranks[r].env.push_back(rest);
+      else
+        spec.ranks[r].netns = rest;
     } else if (a == "--no-tag") {
       spec.tag_output = false;
     } else {
@@ -89,9 +92,11 @@ int main(int argc, char** argv) {
   int status = 0;
   for (const jobs::RankResult& rr : r.ranks) {
     if (rr.killed_at_timeout) {
-      std::fprintf(stderr, "jobrun: rank %d still running after %.0f s: killed\n", rr.rank, spec.timeout_s);
+      std::fprintf(stderr, "jobrun: rank %d still running after %.0f s: killed\n", rr.rank,
+                   spec.timeout_s);
     } else if (rr.signal != 0) {
-      std::fprintf(stderr, "jobrun: rank %d died of signal %d (%s)\n", rr.rank, rr.signal, strsignal(rr.signal));
+      std::fprintf(stderr, "jobrun: rank %d died of signal %d (%s)\n", rr.rank, rr.signal,
+                   strsignal(rr.signal));
       if (status == 0) status = 128 + rr.signal;
     } else if (rr.exit_code != 0) {
       std::fprintf(stderr, "jobrun: rank %d exited with status %d\n", rr.rank, rr.exit_code);

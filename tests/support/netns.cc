@@ -11,7 +11,8 @@ int Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c
 
 }  // namespace
 
-NetNamespace::NetNamespace(const std::string& tag) : name_("ncclwatch-" + tag + "-" + std::to_string(getpid())) {
+NetNamespace::NetNamespace(const std::string& tag)
+    : name_("ncclwatch-" + tag + "-" + std::to_string(getpid())) {
   Sh("ip netns del " + name_);
   ok_ = Sh("ip netns add " + name_) == 0;
   Run("ip link set lo up");

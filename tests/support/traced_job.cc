@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "report/names.h"
 #include "model/process_trace.h"
+#include "report/names.h"
 
 namespace jobs {
 
@@ -60,10 +60,15 @@ const FindingView* DiagnosisView::First(const std::string& kind) const {
   return nullptr;
 }
 
-DiagnosisView Diagnose(const std::vector<std::string>& paths, bool json) { return RunNcclwatch("diagnose", paths, json); }
-DiagnosisView Explain(const std::vector<std::string>& paths, bool json) { return RunNcclwatch("explain", paths, json); }
+DiagnosisView Diagnose(const std::vector<std::string>& paths, bool json) {
+  return RunNcclwatch("diagnose", paths, json);
+}
+DiagnosisView Explain(const std::vector<std::string>& paths, bool json) {
+  return RunNcclwatch("explain", paths, json);
+}
 
-DiagnosisView RunNcclwatch(const std::string& command, const std::vector<std::string>& paths, bool json) {
+DiagnosisView RunNcclwatch(const std::string& command, const std::vector<std::string>& paths,
+                           bool json) {
   JobSpec spec;
   spec.argv = {NcclwatchPath(), command};
   if (json) spec.argv.push_back("--json");
@@ -88,9 +93,11 @@ DiagnosisView RunNcclwatch(const std::string& command, const std::vector<std::st
     f.field = f.String("field");
     f.detail = f.String("detail");
     f.fix = f.String("fix");
-    if (m.count("seq") && m.at("seq").has_number_value()) f.seq = static_cast<int64_t>(m.at("seq").number_value());
+    if (m.count("seq") && m.at("seq").has_number_value())
+      f.seq = static_cast<int64_t>(m.at("seq").number_value());
     if (m.count("ranks")) {
-      for (const auto& x : m.at("ranks").list_value().values()) f.ranks.push_back(static_cast<int>(x.number_value()));
+      for (const auto& x : m.at("ranks").list_value().values())
+        f.ranks.push_back(static_cast<int>(x.number_value()));
     }
     d.findings.push_back(f);
   }

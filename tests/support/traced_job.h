@@ -58,7 +58,8 @@ DiagnosisView Diagnose(const std::vector<std::string>& paths, bool json = true);
 // Runs `ncclwatch explain --json` on log files or folders.
 DiagnosisView Explain(const std::vector<std::string>& paths, bool json = true);
 // Either, or another command, with the same output contract.
-DiagnosisView RunNcclwatch(const std::string& command, const std::vector<std::string>& paths, bool json);
+DiagnosisView RunNcclwatch(const std::string& command, const std::vector<std::string>& paths,
+                           bool json);
 
 // The identity (16 hex digits) of a communicator in a trace folder: the
 // `index`-th one the process of global rank `rank` created with `call`

@@ -3,7 +3,6 @@
 // input that cannot be used).
 
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <string>
 #include <vector>
@@ -45,7 +44,8 @@ TEST_CASE("every command answers --help and -h with its usage, exit 0", "[cli]")
 TEST_CASE("the version comes from CMake's project()", "[cli]") {
   const jobs::RankResult r = Run({"version"});
   CHECK(r.exit_code == 0);
-  CHECK(StartsWith(r.output, std::string("ncclwatch ") + ncclwatch::decoder::kNcclwatchVersion + " "));
+  CHECK(StartsWith(r.output,
+                   std::string("ncclwatch ") + ncclwatch::decoder::kNcclwatchVersion + " "));
 }
 
 TEST_CASE("unusable input and unknown options: exit 2", "[cli]") {
@@ -57,19 +57,22 @@ TEST_CASE("unusable input and unknown options: exit 2", "[cli]") {
 TEST_CASE("explain: the headline first, exit 0 healthy and 1 a problem", "[cli]") {
   jobs::TempDir dir;
   const std::string clean = dir.path() + "/clean.log";
-  std::ofstream(clean) << "h:1:1 [0] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>\n"
-                          "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId "
-                          "18000 commId 0x1 - Init COMPLETE\n";
+  std::ofstream(clean)
+      << "h:1:1 [0] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>\n"
+         "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId "
+         "18000 commId 0x1 - Init COMPLETE\n";
   const jobs::RankResult healthy = Run({"explain", clean});
   INFO(healthy.output);
   CHECK(healthy.exit_code == 0);
   CHECK(StartsWith(healthy.output, "HEALTHY\n"));
 
   const std::string xid = dir.path() + "/dmesg.txt";
-  std::ofstream(xid) << "node7:300:300 [5] NCCL INFO ncclCommInitRank comm 0x1 rank 5 nranks 8 cudaDev 5 nvmlDev 5 "
-                        "busId 3b000 commId 0x1 - Init COMPLETE\n"
-                        "[123456.789012] NVRM: Xid (PCI:0000:3b:00): 79, pid=300, name=python, GPU has fallen off "
-                        "the bus.\n";
+  std::ofstream(xid)
+      << "node7:300:300 [5] NCCL INFO ncclCommInitRank comm 0x1 rank 5 nranks 8 cudaDev 5 nvmlDev "
+         "5 "
+         "busId 3b000 commId 0x1 - Init COMPLETE\n"
+         "[123456.789012] NVRM: Xid (PCI:0000:3b:00): 79, pid=300, name=python, GPU has fallen off "
+         "the bus.\n";
   const jobs::RankResult problem = Run({"explain", xid});
   INFO(problem.output);
   CHECK(problem.exit_code == 1);

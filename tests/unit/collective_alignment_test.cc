@@ -3,11 +3,12 @@
 // field it departs in, and the frontier; wrapped rings, refused and pending
 // calls, and sequence numbers no honest trace holds.
 
+#include "analysis/collective_alignment.h"
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <vector>
 
-#include "analysis/collective_alignment.h"
 #include "synthetic_process.h"
 
 namespace {
@@ -48,7 +49,8 @@ std::vector<ProcessTrace> Build(const std::vector<SyntheticProcess>& ps) {
 
 }  // namespace
 
-TEST_CASE("ranks that agree: no divergence, the frontier is the last number entered", "[alignment]") {
+TEST_CASE("ranks that agree: no divergence, the frontier is the last number entered",
+          "[alignment]") {
   const CollectiveAlignment al = Align(Build(Agreeing(4, 9)));
   CHECK_FALSE(al.FirstDivergence());
   REQUIRE(al.Frontier());
@@ -74,8 +76,10 @@ TEST_CASE("ranks that agree: no divergence, the frontier is the last number ente
   CHECK_FALSE(al.ReferenceAt(10, &sig, nullptr, &provider));
 }
 
-TEST_CASE("a rank that calls something else at #k: the first divergence is k, on that rank, in that field",
-          "[alignment]") {
+TEST_CASE(
+    "a rank that calls something else at #k: the first divergence is k, on that rank, in that "
+    "field",
+    "[alignment]") {
   struct Case {
     const char* name;
     Op expected;
@@ -111,12 +115,14 @@ TEST_CASE("a rank that calls something else at #k: the first divergence is k, on
     CHECK(m.at_divergence.seq == 4);
     CollectiveSignature ref;
     REQUIRE(al.ReferenceAt(4, &ref, nullptr, nullptr));
-    CHECK(CollectiveSignature::DifferingField(ref, CollectiveSignature::Of(m.at_divergence)) == c.field);
+    CHECK(CollectiveSignature::DifferingField(ref, CollectiveSignature::Of(m.at_divergence)) ==
+          c.field);
     CHECK(*al.Frontier() == 6);
   }
 }
 
-TEST_CASE("the deviant rank added first: the others diverge from it, at the same number", "[alignment]") {
+TEST_CASE("the deviant rank added first: the others diverge from it, at the same number",
+          "[alignment]") {
   std::vector<SyntheticProcess> ps = Agreeing(3, 1);
   ps[0].Collective(kComm, 2, AllReduce(7));
   ps[1].Collective(kComm, 2);
@@ -172,7 +178,8 @@ TEST_CASE("a member with no collective takes part, with nothing to compare", "[a
   CHECK(*al.Frontier() == 3);
 }
 
-TEST_CASE("rings wrapped at different points are compared only where both hold the number", "[alignment]") {
+TEST_CASE("rings wrapped at different points are compared only where both hold the number",
+          "[alignment]") {
   // Rank 0 holds #0..#9; rank 1's ring wrapped and holds #6..#12; rank 2's
   // holds #11..#12. What only one of them holds is compared with nobody.
   std::vector<SyntheticProcess> ps;
@@ -181,7 +188,11 @@ TEST_CASE("rings wrapped at different points are compared only where both hold t
     ps.back().Init(kComm, r, 3);
   }
   ps[0].Collectives(kComm, 0, 5, AllGather()).Collectives(kComm, 6, 9);
-  ps[1].Wrapped().Collectives(kComm, 6, 10).Collective(kComm, 11, Broadcast(8, 0)).Collective(kComm, 12);
+  ps[1]
+      .Wrapped()
+      .Collectives(kComm, 6, 10)
+      .Collective(kComm, 11, Broadcast(8, 0))
+      .Collective(kComm, 12);
   ps[2].Wrapped().Collective(kComm, 11, Broadcast(8, 0)).Collective(kComm, 12);
   const std::vector<ProcessTrace> traces = Build(ps);
   {
@@ -247,7 +258,8 @@ TEST_CASE("a refused call is not numbered; a pending call counts", "[alignment]"
   CHECK(al.members()[2].at_divergence.result == NCCLWATCH_RESULT_PENDING);
 }
 
-TEST_CASE("crafted sequence numbers neither allocate the span between them nor crash", "[alignment][hostile]") {
+TEST_CASE("crafted sequence numbers neither allocate the span between them nor crash",
+          "[alignment][hostile]") {
   const uint64_t huge = uint64_t{1} << 40;
   std::vector<SyntheticProcess> ps;
   for (int r = 0; r < 4; ++r) {
@@ -257,7 +269,10 @@ TEST_CASE("crafted sequence numbers neither allocate the span between them nor c
   ps[0].Collective(kComm, 0);
   ps[1].Collective(kComm, huge);
   ps[2].Collective(kComm, UINT64_MAX - 1).Collective(kComm, UINT64_MAX);
-  ps[3].Collective(kComm, 0).Collective(kComm, huge, AllReduce(3)).Collective(kComm, UINT64_MAX, AllGather());
+  ps[3]
+      .Collective(kComm, 0)
+      .Collective(kComm, huge, AllReduce(3))
+      .Collective(kComm, UINT64_MAX, AllGather());
   const CollectiveAlignment al = Align(Build(ps));
   REQUIRE(al.Frontier());
   CHECK(*al.Frontier() == UINT64_MAX);

@@ -2,8 +2,9 @@
 // `detail`, `fix`, rank groups and JSON out; the headline every human report
 // opens with; and the exit codes.
 
-#include <catch2/catch.hpp>
+#include "report/finding_text.h"
 
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <csignal>
 #include <sstream>
@@ -12,7 +13,6 @@
 #include "analysis/finding.h"
 #include "ncclwatch/trace_fields.h"
 #include "ncclwatch_version.h"
-#include "report/finding_text.h"
 #include "report/reports.h"
 
 namespace {
@@ -34,7 +34,9 @@ std::string Json(const Finding& f) {
 }
 
 // Names a call site by its process and address, so a test can see which one was asked for.
-std::string FakeSite(const CallSiteRef& s) { return "p" + std::to_string(s.process) + "+" + std::to_string(s.address); }
+std::string FakeSite(const CallSiteRef& s) {
+  return "p" + std::to_string(s.process) + "+" + std::to_string(s.address);
+}
 
 Finding Mismatch() {
   Finding f;
@@ -77,28 +79,37 @@ TEST_CASE("collective_mismatch: detail, fix and groups from the payload", "[repo
   const FindingText t = RenderFinding(Mismatch(), FakeSite);
   CHECK(t.title == "collective mismatch");
   CHECK(t.detail ==
-        "rank 5 called Broadcast(count=4096, float32, root=0) as collective #3 of communicator 3fa9c1 (8 ranks) "
+        "rank 5 called Broadcast(count=4096, float32, root=0) as collective #3 of communicator "
+        "3fa9c1 (8 ranks) "
         "where ranks 0-4,6-7 called AllReduce(count=4096, float32, avg)");
-  CHECK(t.fix.rfind("make every rank call the same collectives in the same order with the same arguments; rank 5 "
-                    "took another path at collective #3 (see its call site): one rank is in another phase",
-                    0) == 0);
+  CHECK(t.fix.rfind(
+            "make every rank call the same collectives in the same order with the same arguments; "
+            "rank 5 "
+            "took another path at collective #3 (see its call site): one rank is in another phase",
+            0) == 0);
   REQUIRE(t.groups.size() == 2);
   CHECK(t.groups[0].ranks == std::vector<int>{0, 1, 2, 3, 4, 6, 7});
   CHECK(t.groups[0].doing == "AllReduce(count=4096, float32, avg) #3 (p0+10)");
   CHECK(t.groups[1].doing == "Broadcast(count=4096, float32, root=0) #3 (p5+20)");
 }
 
-TEST_CASE("collective_mismatch: the JSON contract's fields, then the kind's facts", "[report][json]") {
+TEST_CASE("collective_mismatch: the JSON contract's fields, then the kind's facts",
+          "[report][json]") {
   const std::string json = Json(Mismatch());
-  CHECK(json.rfind("{\"kind\":\"collective_mismatch\",\"role\":\"root_cause\",\"job\":0,\"comm\":\"3fa9c10000000001\","
-                   "\"seq\":3,\"ranks\":[5],\"field\":\"op\",\"nranks\":8,\"detail\":\"rank 5 called Broadcast",
+  CHECK(json.rfind("{\"kind\":\"collective_mismatch\",\"role\":\"root_cause\",\"job\":0,\"comm\":"
+                   "\"3fa9c10000000001\","
+                   "\"seq\":3,\"ranks\":[5],\"field\":\"op\",\"nranks\":8,\"detail\":\"rank 5 "
+                   "called Broadcast",
                    0) == 0);
-  CHECK(json.find(",\"rank_groups\":[{\"ranks\":[0,1,2,3,4,6,7],\"doing\":\"AllReduce(count=4096, float32, avg) #3 "
+  CHECK(json.find(",\"rank_groups\":[{\"ranks\":[0,1,2,3,4,6,7],\"doing\":\"AllReduce(count=4096, "
+                  "float32, avg) #3 "
                   "(an unknown call site)\"},") != std::string::npos);
-  CHECK(json.find("],\"expected\":\"AllReduce(count=4096, float32, avg)\",\"groups\":[{\"ranks\":[0,1,2,3,4,6,7],"
-                  "\"call\":\"AllReduce(count=4096, float32, avg)\",\"call_site\":\"an unknown call site\"},{\"ranks\":[5],"
-                  "\"call\":\"Broadcast(count=4096, float32, root=0)\",\"call_site\":\"an unknown call site\"}]}") !=
-        std::string::npos);
+  CHECK(json.find("],\"expected\":\"AllReduce(count=4096, float32, "
+                  "avg)\",\"groups\":[{\"ranks\":[0,1,2,3,4,6,7],"
+                  "\"call\":\"AllReduce(count=4096, float32, avg)\",\"call_site\":\"an unknown "
+                  "call site\"},{\"ranks\":[5],"
+                  "\"call\":\"Broadcast(count=4096, float32, root=0)\",\"call_site\":\"an unknown "
+                  "call site\"}]}") != std::string::npos);
 }
 
 TEST_CASE("missing_rank: what the rank did instead, in words and in JSON", "[report]") {
@@ -118,9 +129,12 @@ TEST_CASE("missing_rank: what the rank did instead, in words and in JSON", "[rep
   f.facts = x;
   const FindingText t = RenderFinding(f, FakeSite);
   CHECK(t.detail ==
-        "rank 2 never entered collective #4 of communicator 3fa9c1 (8 ranks), AllReduce(count=4096, float32, avg), "
-        "which ranks 0-1,3-7 entered; it exited with code 0 after collective #3 without destroying it");
-  CHECK(t.fix.rfind("the rank's program ended early: make every rank run the same collectives", 0) == 0);
+        "rank 2 never entered collective #4 of communicator 3fa9c1 (8 ranks), "
+        "AllReduce(count=4096, float32, avg), "
+        "which ranks 0-1,3-7 entered; it exited with code 0 after collective #3 without destroying "
+        "it");
+  CHECK(t.fix.rfind("the rank's program ended early: make every rank run the same collectives",
+                    0) == 0);
   REQUIRE(t.groups.size() == 2);
   CHECK(t.groups[0].doing == "entered AllReduce(count=4096, float32, avg) #4 and waited");
   CHECK(t.groups[1].doing == "last entered #3 (p2+7), then exited (code 0)");
@@ -142,11 +156,14 @@ TEST_CASE("rank_died: the signal, and null when none was recorded", "[report][js
   x.departure.how = Departure::kDiedOfSignal;
   x.departure.signo = SIGSEGV;
   f.facts = x;
-  CHECK(RenderFinding(f, NoCallSites()).detail.find("; its process died of SIGSEGV before its first collective") !=
+  CHECK(RenderFinding(f, NoCallSites())
+            .detail.find("; its process died of SIGSEGV before its first collective") !=
         std::string::npos);
-  CHECK(Json(f).find(",\"did_instead\":\"died of SIGSEGV\",\"last_seq\":null,\"signal\":\"SIGSEGV\"}") !=
+  CHECK(Json(f).find(
+            ",\"did_instead\":\"died of SIGSEGV\",\"last_seq\":null,\"signal\":\"SIGSEGV\"}") !=
         std::string::npos);
-  std::get<MissingRankFacts>(f.facts).departure = {FindingKind::kRankDied, Departure::kKilledUntraced};
+  std::get<MissingRankFacts>(f.facts).departure = {FindingKind::kRankDied,
+                                                   Departure::kKilledUntraced};
   CHECK(Json(f).find(",\"signal\":null}") != std::string::npos);
 }
 
@@ -167,7 +184,8 @@ TEST_CASE("p2p_mismatch: the two sides of a send", "[report]") {
   f.facts = x;
   const FindingText t = RenderFinding(f, FakeSite);
   CHECK(t.detail ==
-        "rank 2 sent 4095 x float32 to rank 3 as its send #1 to that peer on communicator 3fa9c1 (8 ranks), but rank 3 "
+        "rank 2 sent 4095 x float32 to rank 3 as its send #1 to that peer on communicator 3fa9c1 "
+        "(8 ranks), but rank 3 "
         "posted its receive #1 from rank 2 for 4096 x float32");
   REQUIRE(t.groups.size() == 2);
   CHECK(t.groups[0].doing == "Send #1 of 4095 x float32 to rank 3 (p2+1)");
@@ -177,16 +195,19 @@ TEST_CASE("p2p_mismatch: the two sides of a send", "[report]") {
 TEST_CASE("order_inversion: one stream deadlocks, separate streams warn", "[report]") {
   const FindingText same = RenderFinding(Inversion(true), NoCallSites());
   CHECK(same.detail ==
-        "rank 1 issued collective #2 of 09572d before collective #2 of 3fa9c1, and rank 0 the reverse, each on a "
+        "rank 1 issued collective #2 of 09572d before collective #2 of 3fa9c1, and rank 0 the "
+        "reverse, each on a "
         "single stream: each waits for the other");
   const FindingText apart = RenderFinding(Inversion(false), NoCallSites());
   CHECK(apart.detail ==
-        "rank 1 issued collective #2 of 09572d before collective #2 of 3fa9c1, and rank 0 the reverse, on different "
+        "rank 1 issued collective #2 of 09572d before collective #2 of 3fa9c1, and rank 0 the "
+        "reverse, on different "
         "streams");
   REQUIRE(apart.groups.size() == 2);
   CHECK(apart.groups[0].doing == "collective #2 of 09572d then collective #2 of 3fa9c1");
   CHECK(Json(Inversion(false)).find(",\"role\":\"warning\",") != std::string::npos);
-  CHECK(Json(Inversion(false)).find(",\"other_comm\":\"09572d0000000002\",\"other_seq\":2,\"same_stream\":false}") !=
+  CHECK(Json(Inversion(false))
+            .find(",\"other_comm\":\"09572d0000000002\",\"other_seq\":2,\"same_stream\":false}") !=
         std::string::npos);
 }
 
@@ -207,20 +228,26 @@ TEST_CASE("init_failure: its facts as the JSON contract names them", "[report][j
   const FindingText t = RenderFinding(f, NoCallSites());
   CHECK(t.title == "NCCL initialisation failed: shared memory (/dev/shm) (ENOSPC)");
   CHECK(t.detail ==
-        "Rank 1 could not make NCCL's shared-memory segment in /dev/shm: fallocate of 9.2 MiB failed with ENOSPC; "
-        "/dev/shm on node3 is 1.0 MiB (unknown free when NCCL began) (each connection between two local ranks takes "
+        "Rank 1 could not make NCCL's shared-memory segment in /dev/shm: fallocate of 9.2 MiB "
+        "failed with ENOSPC; "
+        "/dev/shm on node3 is 1.0 MiB (unknown free when NCCL began) (each connection between two "
+        "local ranks takes "
         "such a segment)");
   CHECK(t.fix.rfind("give the container a larger /dev/shm (docker run --shm-size=8g;", 0) == 0);
   const std::string json = Json(f);
-  CHECK(json.rfind("{\"kind\":\"init_failure\",\"role\":\"root_cause\",\"job\":0,\"comm\":null,\"seq\":null,"
-                   "\"ranks\":[1],\"nranks\":null,\"detail\":\"Rank 1 could not make",
-                   0) == 0);
+  CHECK(
+      json.rfind(
+          "{\"kind\":\"init_failure\",\"role\":\"root_cause\",\"job\":0,\"comm\":null,\"seq\":null,"
+          "\"ranks\":[1],\"nranks\":null,\"detail\":\"Rank 1 could not make",
+          0) == 0);
   CHECK(json.find("\"rank_groups\":[{\"ranks\":[1],\"doing\":\"init failed: shm (ENOSPC)\"}],"
-                  "\"subsystem\":\"shm\",\"errno\":\"ENOSPC\",\"path\":\"/dev/shm/nccl-x\",\"requested\":9637892,"
+                  "\"subsystem\":\"shm\",\"errno\":\"ENOSPC\",\"path\":\"/dev/shm/"
+                  "nccl-x\",\"requested\":9637892,"
                   "\"shm_size\":1048576,\"shm_free\":null,\"pids\":[4711]}") != std::string::npos);
 }
 
-TEST_CASE("init_failure: processes of unknown rank are named by pid; the waiting ranks", "[report]") {
+TEST_CASE("init_failure: processes of unknown rank are named by pid; the waiting ranks",
+          "[report]") {
   Finding f;
   f.kind = FindingKind::kInitFailure;
   InitFailureFacts x;
@@ -231,10 +258,11 @@ TEST_CASE("init_failure: processes of unknown rank are named by pid; the waiting
   x.address = std::optional<std::string>("10.0.0.1:29500");
   x.attempts = 3;
   f.facts = x;
-  CHECK(RenderFinding(f, NoCallSites()).detail.rfind(
-            "Processes 7, 8 could not connect to the bootstrap root at 10.0.0.1:29500 (ECONNREFUSED, 3 attempts): "
-            "nothing listens there",
-            0) == 0);
+  CHECK(RenderFinding(f, NoCallSites())
+            .detail.rfind("Processes 7, 8 could not connect to the bootstrap root at "
+                          "10.0.0.1:29500 (ECONNREFUSED, 3 attempts): "
+                          "nothing listens there",
+                          0) == 0);
   Finding w;
   w.kind = FindingKind::kInitFailure;
   w.role = FindingRole::kConsequence;
@@ -247,11 +275,15 @@ TEST_CASE("init_failure: processes of unknown rank are named by pid; the waiting
   waiting.until = {"SIGTERM"};
   w.facts = waiting;
   const FindingText t = RenderFinding(w, NoCallSites());
-  CHECK(t.detail == "ranks 1-3 failed or waited in ncclCommInitRank because of the rank(s) above (until: SIGTERM)");
+  CHECK(t.detail ==
+        "ranks 1-3 failed or waited in ncclCommInitRank because of the rank(s) above (until: "
+        "SIGTERM)");
   CHECK(Json(w).find(",\"subsystem\":\"waiting\",\"errno\":null}") != std::string::npos);
 }
 
-TEST_CASE("explain's log facts: an Xid in words, its group named by the kind, xid and bus id in JSON", "[report][json]") {
+TEST_CASE(
+    "explain's log facts: an Xid in words, its group named by the kind, xid and bus id in JSON",
+    "[report][json]") {
   Finding f;
   f.kind = FindingKind::kGpuFault;
   f.ranks = {3};
@@ -264,8 +296,8 @@ TEST_CASE("explain's log facts: an Xid in words, its group named by the kind, xi
   CHECK(t.detail == "Rank 3 GPU 0000:3b:00 reported Xid 79: the GPU fell off the bus");
   CHECK(t.fix.rfind("take the GPU (or node) out of the job", 0) == 0);
   const std::string json = Json(f);
-  CHECK(json.find(",\"rank_groups\":[{\"ranks\":[3],\"doing\":\"gpu_fault\"}],\"xid\":79,\"bus_id\":\"0000:3b:00\"}") !=
-        std::string::npos);
+  CHECK(json.find(",\"rank_groups\":[{\"ranks\":[3],\"doing\":\"gpu_fault\"}],\"xid\":79,\"bus_"
+                  "id\":\"0000:3b:00\"}") != std::string::npos);
 }
 
 TEST_CASE("explain's watchdog timeout: the collectives each group timed out in", "[report]") {
@@ -279,20 +311,24 @@ TEST_CASE("explain's watchdog timeout: the collectives each group timed out in",
   x.timeouts = {{{0, 1, 2}, 17, "ALLREDUCE", "4096"}};
   f.facts = x;
   const FindingText t = RenderFinding(f, NoCallSites());
-  CHECK(t.detail == "PyTorch's watchdog timed out after 600000 ms: ranks 0-2 in ALLREDUCE(numel=4096) #17");
+  CHECK(t.detail ==
+        "PyTorch's watchdog timed out after 600000 ms: ranks 0-2 in ALLREDUCE(numel=4096) #17");
   REQUIRE(t.groups.size() == 1);
   CHECK(t.groups[0].doing == "timed out in ALLREDUCE(numel=4096) #17");
   CHECK(Json(f).find(",\"timeout_ms\":600000}") != std::string::npos);
 }
 
-TEST_CASE("the JSON envelope: version from CMake, verdict, findings, processes, unreadable", "[report][json]") {
+TEST_CASE("the JSON envelope: version from CMake, verdict, findings, processes, unreadable",
+          "[report][json]") {
   std::ostringstream out;
-  WriteJsonEnvelope(false, {Inversion(false)}, NoCallSites(), {"{\"pid\":1}"}, {{"a.trace", "torn"}}, out);
+  WriteJsonEnvelope(false, {Inversion(false)}, NoCallSites(), {"{\"pid\":1}"},
+                    {{"a.trace", "torn"}}, out);
   const std::string json = out.str();
-  CHECK(json.rfind(std::string("{\"ncclwatch\":\"") + kNcclwatchVersion + "\",\"verdict\":\"healthy\",\"findings\":[{",
+  CHECK(json.rfind(std::string("{\"ncclwatch\":\"") + kNcclwatchVersion +
+                       "\",\"verdict\":\"healthy\",\"findings\":[{",
                    0) == 0);
-  CHECK(json.find("],\"processes\":[{\"pid\":1}],\"unreadable\":[{\"path\":\"a.trace\",\"error\":\"torn\"}]}\n") !=
-        std::string::npos);
+  CHECK(json.find("],\"processes\":[{\"pid\":1}],\"unreadable\":[{\"path\":\"a.trace\",\"error\":"
+                  "\"torn\"}]}\n") != std::string::npos);
 }
 
 TEST_CASE("headline: healthy, with warnings and notes counted", "[report][headline]") {
@@ -304,13 +340,15 @@ TEST_CASE("headline: healthy, with warnings and notes counted", "[report][headli
   note.ranks = {6, 7};
   note.facts = MissingTracesFacts{};
   CHECK(Headline({Inversion(false)}, false) == "HEALTHY, 1 warning");
-  CHECK(Headline({Inversion(false), Inversion(false), note}, false) == "HEALTHY, 2 warnings, 1 note");
+  CHECK(Headline({Inversion(false), Inversion(false), note}, false) ==
+        "HEALTHY, 2 warnings, 1 note");
 }
 
 TEST_CASE("headline: the root cause first, where and who", "[report][headline]") {
   Finding consequence = Mismatch();
   consequence.role = FindingRole::kConsequence;
-  CHECK(Headline({Mismatch(), consequence}, true) == "PROBLEM: collective_mismatch on communicator 3fa9c1 #3 (rank 5)");
+  CHECK(Headline({Mismatch(), consequence}, true) ==
+        "PROBLEM: collective_mismatch on communicator 3fa9c1 #3 (rank 5)");
   Finding init;
   init.kind = FindingKind::kInitFailure;
   init.ranks = {1, 2, 3};
@@ -322,7 +360,8 @@ TEST_CASE("headline: the root cause first, where and who", "[report][headline]")
   Finding other_job = Mismatch();
   other_job.job = 1;
   CHECK(Headline({Mismatch(), other_job}, true) ==
-        "PROBLEM: collective_mismatch on communicator 3fa9c1 #3 (rank 5); and 1 more job with a problem");
+        "PROBLEM: collective_mismatch on communicator 3fa9c1 #3 (rank 5); and 1 more job with a "
+        "problem");
 }
 
 TEST_CASE("exit codes: 0 healthy (warnings allowed), 1 a problem", "[report][exit]") {

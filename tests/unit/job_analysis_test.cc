@@ -5,23 +5,23 @@
 // Finding assertions live in the few helpers below (ExpectOne, Claims,
 // Extra, Describe), so a change of the Finding's field types touches them only.
 
+#include "analysis/job_analysis.h"
+
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "analysis/diagnosis.h"
 #include "analysis/finding.h"
-#include "analysis/job_analysis.h"
 #include "ncclwatch/trace_fields.h"
 #include "report/finding_text.h"
 #include "report/names.h"
 #include "report/reports.h"
 #include "synthetic_process.h"
-
-#include <sstream>
 
 namespace {
 
@@ -51,7 +51,7 @@ struct Expected {
   std::optional<uint64_t> comm;
   std::optional<uint64_t> seq;
   std::vector<int> ranks;
-  std::string field;           // checked when not empty
+  std::string field;          // checked when not empty
   std::optional<int> nranks;  // checked when set
   std::optional<int> job;     // checked when set
 };
@@ -59,7 +59,8 @@ struct Expected {
 std::string Describe(const Diagnosis& d) {
   std::string s;
   for (const Finding& x : d.findings) {
-    s += std::string(ncclwatch::decoder::KindName(x.kind)) + "/" + ncclwatch::decoder::RoleName(x.role) + ": " +
+    s += std::string(ncclwatch::decoder::KindName(x.kind)) + "/" +
+         ncclwatch::decoder::RoleName(x.role) + ": " +
          ncclwatch::decoder::RenderFinding(x, ncclwatch::decoder::NoCallSites()).detail + "\n";
   }
   return s;
@@ -152,7 +153,8 @@ TEST_CASE("a healthy pipeline of sends and receives, no collective: no findings"
   CHECK_FALSE(d.problem);
 }
 
-TEST_CASE("crafted sequence numbers, diagnosed: no crash, no claim about numbers nobody holds", "[job][hostile]") {
+TEST_CASE("crafted sequence numbers, diagnosed: no crash, no claim about numbers nobody holds",
+          "[job][hostile]") {
   std::vector<SyntheticProcess> ps = Ranks(3);
   ps[0].Collective(kComm, 0, AllReduce().Pending());
   ps[1].Collective(kComm, uint64_t{1} << 40, AllReduce().Pending());
@@ -164,7 +166,8 @@ TEST_CASE("crafted sequence numbers, diagnosed: no crash, no claim about numbers
   CHECK(d.jobs.size() == 1);
 }
 
-TEST_CASE("a collective mismatch: the root cause names the communicator, number, rank and field", "[job]") {
+TEST_CASE("a collective mismatch: the root cause names the communicator, number, rank and field",
+          "[job]") {
   // Global ranks 4, 5, 6 hold ranks 0, 1, 2 of kComm; global rank 6 calls
   // AllReduce #4 with another count, and all three wait in it.
   std::vector<SyntheticProcess> ps = Ranks(3, 4);
@@ -174,15 +177,20 @@ TEST_CASE("a collective mismatch: the root cause names the communicator, number,
   ExpectOne(DiagnoseJob(ps), {"collective_mismatch", "root_cause", kComm, 4, {6}, "count", 3});
 }
 
-TEST_CASE("a mismatch in the redop of a rank added first: the majority still decides who deviates", "[job]") {
+TEST_CASE("a mismatch in the redop of a rank added first: the majority still decides who deviates",
+          "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(3);
   for (int r = 0; r < 3; ++r) {
-    ps[r].Collectives(kComm, 0, 1).Collective(kComm, 2, AllReduce().Redop(r == 0 ? kMax : kSum).Pending());
+    ps[r]
+        .Collectives(kComm, 0, 1)
+        .Collective(kComm, 2, AllReduce().Redop(r == 0 ? kMax : kSum).Pending());
   }
   ExpectOne(DiagnoseJob(ps), {"collective_mismatch", "root_cause", kComm, 2, {0}, "redop"});
 }
 
-TEST_CASE("a process with two ranks of a communicator: its ranks are named by their communicator rank", "[job]") {
+TEST_CASE(
+    "a process with two ranks of a communicator: its ranks are named by their communicator rank",
+    "[job]") {
   // ncclCommInitAll in process 0 (ranks 0 and 1, no launcher rank); rank 1
   // calls #2 in half precision.
   std::vector<SyntheticProcess> ps;
@@ -192,7 +200,9 @@ TEST_CASE("a process with two ranks of a communicator: its ranks are named by th
   ps[1].Init(kComm, 2, 3);
   for (uint64_t k = 0; k < 3; ++k) {
     const int32_t datatype = k == 2 ? kFloat16 : kFloat32;
-    ps[0].Collective(kComm, k, AllReduce().Rank(0)).Collective(kComm, k, AllReduce().Rank(1).Datatype(datatype));
+    ps[0]
+        .Collective(kComm, k, AllReduce().Rank(0))
+        .Collective(kComm, k, AllReduce().Rank(1).Datatype(datatype));
     ps[1].Collective(kComm, k);
   }
   ExpectOne(DiagnoseJob(ps), {"collective_mismatch", "root_cause", kComm, 2, {1}, "datatype", 3});
@@ -208,14 +218,17 @@ TEST_CASE("a rank that aborted the communicator: missing_rank, aborted", "[job]"
 
 TEST_CASE("a rank that exited early: missing_rank, and what it did instead", "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(2);
-  ps[0].Collectives(kComm, 0, 2).Collective(kComm, 3, AllReduce().Pending());  // waits in #3 for ever
-  ps[1].Collectives(kComm, 0, 2).Exit(0);                                       // never destroyed it
+  ps[0]
+      .Collectives(kComm, 0, 2)
+      .Collective(kComm, 3, AllReduce().Pending());  // waits in #3 for ever
+  ps[1].Collectives(kComm, 0, 2).Exit(0);            // never destroyed it
   const Finding x = ExpectOne(DiagnoseJob(ps), {"missing_rank", "root_cause", kComm, 3, {1}});
   CHECK(Extra(x, "did_instead").find("exit") != std::string::npos);
   CHECK(Extra(x, "last_seq") == "2");
 }
 
-TEST_CASE("a rank that exited before its first collective: missing_rank at #0, no last number", "[job]") {
+TEST_CASE("a rank that exited before its first collective: missing_rank at #0, no last number",
+          "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(2);
   ps[0].Collective(kComm, 0, AllReduce().Pending());
   ps[1].Exit(1);
@@ -232,14 +245,18 @@ TEST_CASE("a rank alive elsewhere: missing_rank, it kept calling other communica
   ps[1].Init(kOther, 0, 2);
   ps[2].Init(kOther, 1, 2);
   ps[0].Collectives(kComm, 0, 1).Collective(kComm, 2, AllReduce().Pending());
-  ps[1].Collectives(kComm, 0, 1).Collectives(kOther, 0, 3).Collective(kOther, 4, AllReduce().Pending());
+  ps[1]
+      .Collectives(kComm, 0, 1)
+      .Collectives(kOther, 0, 3)
+      .Collective(kOther, 4, AllReduce().Pending());
   ps[2].Collectives(kOther, 0, 3).Collective(kOther, 4, AllReduce().Pending());
   const Finding x = ExpectOne(DiagnoseJob(ps), {"missing_rank", "root_cause", kComm, 2, {1}});
   CHECK(Extra(x, "did_instead").find("kept calling other communicators") != std::string::npos);
   CHECK(Extra(x, "did_instead").find("AllReduce #4 of 77aa00") != std::string::npos);
 }
 
-TEST_CASE("a rank a signal ended: alive until the job was killed, or dead before the others waited", "[job]") {
+TEST_CASE("a rank a signal ended: alive until the job was killed, or dead before the others waited",
+          "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(2);
   ps[0].Collectives(kComm, 0, 1).At(1000).Collective(kComm, 2, AllReduce().Pending());
   ps[1].Collectives(kComm, 0, 1);
@@ -274,9 +291,14 @@ TEST_CASE("a rank killed by a crash signal: rank_died", "[job]") {
   CHECK(Extra(x, "last_seq") == "1");
 }
 
-TEST_CASE("a rank whose trace just stops where the others' end: rank_died (SIGKILL, OOM)", "[job]") {
+TEST_CASE("a rank whose trace just stops where the others' end: rank_died (SIGKILL, OOM)",
+          "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(2);
-  ps[0].Collectives(kComm, 0, 1).Collective(kComm, 2, AllReduce().Pending()).Signal(SIGTERM, 2).Exit(143);
+  ps[0]
+      .Collectives(kComm, 0, 1)
+      .Collective(kComm, 2, AllReduce().Pending())
+      .Signal(SIGTERM, 2)
+      .Exit(143);
   ps[1].Collectives(kComm, 0, 1);  // no exit, no signal
   const Finding x = ExpectOne(DiagnoseJob(ps), {"rank_died", "root_cause", kComm, 2, {1}});
   CHECK(Extra(x, "signal") == "null");
@@ -300,7 +322,8 @@ TEST_CASE("a rank that used two communicators and crashed: rank_died, once", "[j
   std::vector<SyntheticProcess> ps = Ranks(2);
   ps[0].Init(kOther, 0, 2);
   ps[1].Init(kOther, 1, 2);
-  ps[0].Collective(kComm, 0).Collective(kOther, 0).Collective(kComm, 1).Collective(kOther, 1, AllReduce().Pending());
+  ps[0].Collective(kComm, 0).Collective(kOther, 0).Collective(kComm, 1).Collective(
+      kOther, 1, AllReduce().Pending());
   ps[1].Collective(kComm, 0).Collective(kOther, 0).Signal(SIGBUS);
   const Finding x = ExpectOne(DiagnoseJob(ps), {"rank_died", "root_cause", kComm, 1, {1}});
   CHECK(Extra(x, "signal").find("SIGBUS") != std::string::npos);
@@ -327,7 +350,11 @@ TEST_CASE("a missing trace is a note, not a problem", "[job]") {
   ps.pop_back();  // rank 2's trace was not collected
   for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 3).Destroy(kComm).Exit(0);
   const Diagnosis d = DiagnoseJob(ps);
-  ExpectOne(d, {"missing_traces", "note", kComm, std::nullopt, {2}});  // communicator ranks: no global rank known
+  ExpectOne(d, {"missing_traces",
+                "note",
+                kComm,
+                std::nullopt,
+                {2}});  // communicator ranks: no global rank known
   CHECK_FALSE(d.problem);
 }
 
@@ -338,7 +365,8 @@ TEST_CASE("a send never received, end to end: p2p_mismatch between the two ranks
   ExpectOne(DiagnoseJob(ps), {"p2p_mismatch", "root_cause", kComm, 1, {10, 11}});
 }
 
-TEST_CASE("an order inversion on one stream, end to end: a root cause on the A communicator", "[job]") {
+TEST_CASE("an order inversion on one stream, end to end: a root cause on the A communicator",
+          "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(2);
   ps[0].Init(kOther, 0, 2);
   ps[1].Init(kOther, 1, 2);
@@ -368,8 +396,12 @@ TEST_CASE("a process's last call is the last in its timeline, whatever the table
   }
   SECTION("a collective, after another communicator's destroy") {
     SyntheticProcess p(0);
-    p.Init(kComm, 0, 1).Init(kOther, 0, 1).Collective(kOther, 0).Destroy(kOther).Collective(kComm, 0).Collective(
-        kComm, 1, AllReduce().Pending());
+    p.Init(kComm, 0, 1)
+        .Init(kOther, 0, 1)
+        .Collective(kOther, 0)
+        .Destroy(kOther)
+        .Collective(kComm, 0)
+        .Collective(kComm, 1, AllReduce().Pending());
     const JobAnalysis job = Analyze({p});
     const auto& last = job.processes()[0].last;
     CHECK(last.call == f::kAllReduce);
@@ -383,8 +415,9 @@ TEST_CASE("a process's last call is the last in its timeline, whatever the table
 // A member with no collective of the communicator in its trace, whose ring
 // wrapped: whatever it did on kComm was overwritten, so its trace cannot say
 // which collective it missed, and no claim about #0 is made.
-TEST_CASE("a rank whose ring lost every collective of the communicator is not said to have missed #0",
-          "[job]") {
+TEST_CASE(
+    "a rank whose ring lost every collective of the communicator is not said to have missed #0",
+    "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(2);
   ps[1].Init(kOther, 0, 1);
   ps[0].Collectives(kComm, 0, 5).Collective(kComm, 6, AllReduce().Pending());

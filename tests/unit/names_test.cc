@@ -1,12 +1,12 @@
 // The decoder's names for NCCL's numbers, checked against the real nccl.h
 // (NCCL 2.28.9) so a renumbering in a new NCCL shows up here first.
 
+#include "report/names.h"
+
 #include <nccl.h>
 
 #include <catch2/catch.hpp>
 #include <csignal>
-
-#include "report/names.h"
 
 namespace d = ncclwatch::decoder;
 

@@ -8,6 +8,8 @@
 // tests/jobs/init_forensics_test.cc; these are the formats this machine
 // cannot produce (older NCCL, InfiniBand, Xid, PyTorch).
 
+#include "logs/nccl_log.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,9 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "logs/log_diagnosis.h"
-#include "logs/nccl_log.h"
 #include "analysis/nccl_semantics.h"
+#include "logs/log_diagnosis.h"
 #include "report/finding_text.h"
 #include "support/traced_job.h"
 
@@ -31,10 +32,10 @@ using ncclwatch::decoder::Finding;
 using ncclwatch::decoder::FindingKind;
 using ncclwatch::decoder::FindingRole;
 using ncclwatch::decoder::InitFailureFacts;
-using ncclwatch::decoder::LogFacts;
-using ncclwatch::decoder::SignalName;
 using ncclwatch::decoder::LogDiagnosis;
+using ncclwatch::decoder::LogFacts;
 using ncclwatch::decoder::NcclLog;
+using ncclwatch::decoder::SignalName;
 
 // The finding in words, as the reports render it.
 ncclwatch::decoder::FindingText Text(const Finding& f) {
@@ -77,7 +78,9 @@ const LogFacts& Log(const Finding& f) {
   return *x;
 }
 
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool Has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -86,10 +89,12 @@ TEST_CASE("NCCL 2.7: a refused bootstrap connection, the rank found by eliminati
   l.File(
       "node1:1234:1234 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.0.1<0>\n"
       "node1:1234:1234 [0] NCCL INFO NCCL version 2.7.8+cuda11.0\n"
-      "node1:1234:1250 [0] NCCL INFO comm 0x7f00 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+      "node1:1234:1250 [0] NCCL INFO comm 0x7f00 rank 0 nranks 2 cudaDev 0 busId 1000 - Init "
+      "COMPLETE\n"
       "node2:2222:2222 [0] NCCL INFO Bootstrap : Using [0]eth0:10.0.1.2<0>\n"
       "\n"
-      "node2:2222:2222 [0] include/socket.h:403 NCCL WARN Connect to 10.0.0.1<49623> failed : Connection refused\n"
+      "node2:2222:2222 [0] include/socket.h:403 NCCL WARN Connect to 10.0.0.1<49623> failed : "
+      "Connection refused\n"
       "node2:2222:2222 [0] NCCL INFO bootstrap.cc:95 -> 2\n");
   const Finding& f = l.Root();
   CHECK(f.kind == FindingKind::kInitFailure);
@@ -102,21 +107,27 @@ TEST_CASE("NCCL 2.7: a refused bootstrap connection, the rank found by eliminati
   CHECK(l.log.processes()[0].bus_id == "0000:01:00.0");  // NCCL's busId 0x1000
 }
 
-TEST_CASE("NCCL 2.19+ behind torchrun's prefixes: an unprefixed version line, a timestamped /dev/shm WARN", "[logs]") {
+TEST_CASE(
+    "NCCL 2.19+ behind torchrun's prefixes: an unprefixed version line, a timestamped /dev/shm "
+    "WARN",
+    "[logs]") {
   Logs l;
   std::string text = "[default0]:NCCL version 2.19.3+cuda12.3\n";
   const char* bus[] = {"18000", "2a000", "3a000", "5d000"};
   for (int r = 0; r < 4; ++r) {
-    text += "[default" + std::to_string(r) + "]:node1:10" + std::to_string(r) + ":10" + std::to_string(r) + " [" +
-            std::to_string(r) + "] NCCL INFO ncclCommInitRank comm 0x1 rank " + std::to_string(r) +
-            " nranks 4 cudaDev " + std::to_string(r) + " nvmlDev " + std::to_string(r) + " busId " + bus[r] +
-            " commId 0xabc - Init START\n";
+    text += "[default" + std::to_string(r) + "]:node1:10" + std::to_string(r) + ":10" +
+            std::to_string(r) + " [" + std::to_string(r) +
+            "] NCCL INFO ncclCommInitRank comm 0x1 rank " + std::to_string(r) +
+            " nranks 4 cudaDev " + std::to_string(r) + " nvmlDev " + std::to_string(r) + " busId " +
+            bus[r] + " commId 0xabc - Init START\n";
   }
   text +=
       "[default2]:\n"
-      "[default2]:[2024-05-01 10:00:01] node1:102:110 [2] misc/shmutils.cc:87 NCCL WARN Error: failed to extend "
+      "[default2]:[2024-05-01 10:00:01] node1:102:110 [2] misc/shmutils.cc:87 NCCL WARN Error: "
+      "failed to extend "
       "/dev/shm/nccl-aBc123 to 9637892 bytes, error: No space left on device (28)\n"
-      "[default2]:[2024-05-01 10:00:01] node1:102:110 [2] misc/shmutils.cc:112 NCCL WARN Error while creating shared "
+      "[default2]:[2024-05-01 10:00:01] node1:102:110 [2] misc/shmutils.cc:112 NCCL WARN Error "
+      "while creating shared "
       "memory segment /dev/shm/nccl-aBc123 (size 9637888), error: No space left on device (28)\n";
   l.File(text);
   const Finding& f = l.Root();
@@ -132,11 +143,13 @@ TEST_CASE("NCCL 2.19+ behind torchrun's prefixes: an unprefixed version line, a 
 TEST_CASE("InfiniBand registration failing: ib", "[logs]") {
   Logs l;
   l.File(
-      "node3:77:77 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 5 nranks 8 cudaDev 0 nvmlDev 0 busId 18000 commId "
+      "node3:77:77 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 5 nranks 8 cudaDev 0 nvmlDev 0 "
+      "busId 18000 commId "
       "0x1 - Init START\n"
       "node3:77:77 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.1.0.3<0>\n"
       "\n"
-      "[2025-02-02 02:02:02] node3:77:90 [0] misc/ibvwrap.cc:40 NCCL WARN Call to ibv_reg_mr failed with error "
+      "[2025-02-02 02:02:02] node3:77:90 [0] misc/ibvwrap.cc:40 NCCL WARN Call to ibv_reg_mr "
+      "failed with error "
       "Cannot allocate memory\n");
   const Finding& f = l.Root();
   CHECK(Init(f).subsystem == "ib");
@@ -148,10 +161,12 @@ TEST_CASE("InfiniBand registration failing: ib", "[logs]") {
 TEST_CASE("NVLS at init without the Fabric Manager: fabric", "[logs]") {
   Logs l;
   l.File(
-      "gb1:5:5 [3] NCCL INFO ncclCommInitRank comm 0x1 rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId 5d000 commId 0x1 - "
+      "gb1:5:5 [3] NCCL INFO ncclCommInitRank comm 0x1 rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId "
+      "5d000 commId 0x1 - "
       "Init START\n"
       "\n"
-      "[2025-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not yet initialized'\n");
+      "[2025-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not "
+      "yet initialized'\n");
   const Finding& f = l.Root();
   CHECK(Init(f).subsystem == "fabric");
   CHECK(f.ranks == std::vector<int>{3});
@@ -162,11 +177,12 @@ TEST_CASE("PyTorch's watchdog, ranks in different collectives: collective_mismat
   Logs l;
   std::string text;
   for (int r = 0; r < 4; ++r) {
-    text += "[rank" + std::to_string(r) + "]:[E501 10:00:00.000000000 ProcessGroupNCCL.cpp:607] [Rank " +
-            std::to_string(r) +
+    text += "[rank" + std::to_string(r) +
+            "]:[E501 10:00:00.000000000 ProcessGroupNCCL.cpp:607] [Rank " + std::to_string(r) +
             "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=43, OpType=" +
             (r == 2 ? "BROADCAST" : "ALLREDUCE") +
-            ", NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n";
+            ", NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600012 milliseconds before "
+            "timing out.\n";
   }
   l.File(text);
   const Finding& f = l.Root();
@@ -176,17 +192,20 @@ TEST_CASE("PyTorch's watchdog, ranks in different collectives: collective_mismat
   CHECK(f.ranks == std::vector<int>{2});
 }
 
-TEST_CASE("PyTorch's watchdog, one rank never timed out: missing_rank, then the timeout", "[logs]") {
+TEST_CASE("PyTorch's watchdog, one rank never timed out: missing_rank, then the timeout",
+          "[logs]") {
   Logs l;
   std::string text;
   for (int r = 0; r < 4; ++r) {
     text += "node1:" + std::to_string(200 + r) + ":1 [" + std::to_string(r) +
-            "] NCCL INFO ncclCommInitRank comm 0x1 rank " + std::to_string(r) + " nranks 4 cudaDev " +
-            std::to_string(r) + " nvmlDev 0 busId " + std::to_string(r + 1) + "8000 commId 0x1 - Init COMPLETE\n";
+            "] NCCL INFO ncclCommInitRank comm 0x1 rank " + std::to_string(r) +
+            " nranks 4 cudaDev " + std::to_string(r) + " nvmlDev 0 busId " + std::to_string(r + 1) +
+            "8000 commId 0x1 - Init COMPLETE\n";
   }
   for (int r : {0, 1, 2}) {
     text += "[rank" + std::to_string(r) + "]:[Rank " + std::to_string(r) +
-            "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=8, "
+            "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, "
+            "NumelIn=8, "
             "NumelOut=8, Timeout(ms)=5000) ran for 5007 milliseconds before timing out.\n";
   }
   l.File(text);
@@ -203,11 +222,16 @@ TEST_CASE("PyTorch's watchdog, one rank never timed out: missing_rank, then the 
 TEST_CASE("an Xid in dmesg is the root cause of the watchdog timeouts that follow", "[logs]") {
   Logs l;
   l.File(
-      "node7:300:300 [5] NCCL INFO ncclCommInitRank comm 0x1 rank 5 nranks 8 cudaDev 5 nvmlDev 5 busId 3b000 commId "
+      "node7:300:300 [5] NCCL INFO ncclCommInitRank comm 0x1 rank 5 nranks 8 cudaDev 5 nvmlDev 5 "
+      "busId 3b000 commId "
       "0x1 - Init COMPLETE\n"
-      "[rank0]:[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=99, OpType=ALLREDUCE, "
-      "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n");
-  l.File("[123456.789012] NVRM: Xid (PCI:0000:3b:00): 79, pid=300, name=python, GPU has fallen off the bus.\n");
+      "[rank0]:[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=99, "
+      "OpType=ALLREDUCE, "
+      "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing "
+      "out.\n");
+  l.File(
+      "[123456.789012] NVRM: Xid (PCI:0000:3b:00): 79, pid=300, name=python, GPU has fallen off "
+      "the bus.\n");
   const Finding& f = l.Root();
   CHECK(f.kind == FindingKind::kGpuFault);
   CHECK(Log(f).xid == 79);
@@ -215,10 +239,12 @@ TEST_CASE("an Xid in dmesg is the root cause of the watchdog timeouts that follo
   CHECK(Has(Text(f).detail, "fell off the bus"));
 }
 
-TEST_CASE("torchrun's exit report: a rank killed by SIGKILL; the kernel's OOM killer first", "[logs]") {
+TEST_CASE("torchrun's exit report: a rank killed by SIGKILL; the kernel's OOM killer first",
+          "[logs]") {
   Logs l;
   l.File(
-      "[E0501 10:00:00.000000 1 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: -9)\n"
+      "[E0501 10:00:00.000000 1 torch/distributed/elastic/multiprocessing/api.py:826] failed "
+      "(exitcode: -9)\n"
       "Root Cause (first observed failure):\n"
       "[0]:\n"
       "  time      : 2024-05-01_10:00:00\n"
@@ -235,7 +261,8 @@ TEST_CASE("torchrun's exit report: a rank killed by SIGKILL; the kernel's OOM ki
     CHECK(f.ranks == std::vector<int>{3});
     CHECK((Log(f).signo && SignalName(*Log(f).signo) == "SIGKILL"));
   }
-  l.File("[98765.4321] Out of memory: Killed process 4242 (python) total-vm:1000kB, anon-rss:900kB\n");
+  l.File(
+      "[98765.4321] Out of memory: Killed process 4242 (python) total-vm:1000kB, anon-rss:900kB\n");
   const Finding& f = l.Root();
   CHECK(f.kind == FindingKind::kOutOfMemory);
   CHECK(Log(f).memory == std::optional<std::string>("host"));
@@ -246,9 +273,11 @@ TEST_CASE("torchrun's exit report: a rank killed by SIGKILL; the kernel's OOM ki
 TEST_CASE("mpirun's tags and its report of a crashed rank", "[logs]") {
   Logs l;
   l.File(
-      "[1,3]<stderr>:n1:99:99 [3] NCCL INFO ncclCommInitRank comm 0x1 rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId "
+      "[1,3]<stderr>:n1:99:99 [3] NCCL INFO ncclCommInitRank comm 0x1 rank 3 nranks 4 cudaDev 3 "
+      "nvmlDev 3 busId "
       "5d000 commId 0x1 - Init COMPLETE\n"
-      "mpirun noticed that process rank 3 with PID 99 on node n1 exited on signal 11 (Segmentation fault).\n");
+      "mpirun noticed that process rank 3 with PID 99 on node n1 exited on signal 11 (Segmentation "
+      "fault).\n");
   const Finding& f = l.Root();
   CHECK(f.kind == FindingKind::kRankDied);
   CHECK(f.ranks == std::vector<int>{3});
@@ -258,10 +287,12 @@ TEST_CASE("mpirun's tags and its report of a crashed rank", "[logs]") {
 TEST_CASE("P2P mapping failing after init, and a kernel's illegal access", "[logs]") {
   Logs l;
   l.File(
-      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1 - "
+      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId "
+      "18000 commId 0x1 - "
       "Init COMPLETE\n"
       "\n"
-      "[2025-01-01 00:00:09] h:1:3 [0] transport/p2p.cc:270 NCCL WARN Cuda failure 'peer mapping resources "
+      "[2025-01-01 00:00:09] h:1:3 [0] transport/p2p.cc:270 NCCL WARN Cuda failure 'peer mapping "
+      "resources "
       "exhausted'\n"
       "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n");
   const Finding& f = l.Root();
@@ -276,7 +307,8 @@ TEST_CASE("a clean log is healthy; a WARN-only log says what it lacks", "[logs]"
   Logs clean;
   clean.File(
       "h:1:1 [0] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>\n"
-      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1 - "
+      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId "
+      "18000 commId 0x1 - "
       "Init COMPLETE\n");
   clean.log.Finish();
   LogDiagnosis d = DiagnoseLogs(clean.log);
@@ -284,13 +316,16 @@ TEST_CASE("a clean log is healthy; a WARN-only log says what it lacks", "[logs]"
   CHECK(d.findings.empty());
 
   Logs warn_only;
-  warn_only.File("\nh:1:1 [0] init.cc:1 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 18000\n");
+  warn_only.File(
+      "\nh:1:1 [0] init.cc:1 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+      "device 18000\n");
   const Finding& f = warn_only.Root();
   CHECK(f.kind == FindingKind::kInitFailure);
   CHECK(Init(f).subsystem == "gpu");
   CHECK(f.ranks == std::vector<int>{0, 1});
   bool note = false;
-  for (const Finding& x : warn_only.d.findings) note |= x.kind == FindingKind::kLogInsufficient && x.role == FindingRole::kNote;
+  for (const Finding& x : warn_only.d.findings)
+    note |= x.kind == FindingKind::kLogInsufficient && x.role == FindingRole::kNote;
   CHECK(note);
 }
 
@@ -308,7 +343,8 @@ TEST_CASE("hostile files: binary, huge lines, unreadable; never a crash", "[logs
   CHECK_FALSE(log.AddFile(dir.path() + "/missing").ok());
   CHECK_FALSE(log.AddFile(dir.path()).ok());
   const std::string huge = dir.path() + "/huge.log";
-  std::ofstream(huge) << std::string(1 << 20, 'x') << " NCCL WARN " << std::string(1 << 20, 'y') << "\n";
+  std::ofstream(huge) << std::string(1 << 20, 'x') << " NCCL WARN " << std::string(1 << 20, 'y')
+                      << "\n";
   CHECK(log.AddFile(huge).ok());
   log.Finish();
   LogDiagnosis d = DiagnoseLogs(log);
@@ -335,26 +371,38 @@ TEST_CASE("explain on nothing usable: exit 2 and one line", "[logs][cli]") {
 // PyTorch and the kernel print it), with a number made absurd or the line
 // made long.
 
-TEST_CASE("numbers too big for their type are no numbers: no abort, the rest still read", "[logs][hostile]") {
+TEST_CASE("numbers too big for their type are no numbers: no abort, the rest still read",
+          "[logs][hostile]") {
   const std::string digits30 = "123456789012345678901234567890";
   Logs l;
   l.File(
       // NCCL's Init line (init.cc), rank and nranks past any int.
-      "node7:300:300 [5] NCCL INFO ncclCommInitRank comm 0x1 rank " + digits30 + " nranks " + digits30 +
+      "node7:300:300 [5] NCCL INFO ncclCommInitRank comm 0x1 rank " + digits30 + " nranks " +
+      digits30 +
       " cudaDev 5 nvmlDev 5 busId 3b000 commId 0x1 - Init COMPLETE\n"
       // "NCCL version" (init.cc), every part too long.
-      "node7:300:300 [5] NCCL INFO NCCL version 2." + digits30 + ".1+cuda" + digits30 + ".0\n"
+      "node7:300:300 [5] NCCL INFO NCCL version 2." +
+      digits30 + ".1+cuda" + digits30 +
+      ".0\n"
       // PyTorch's watchdog (ProcessGroupNCCL.cpp), a SeqNum past 2^64 and a rank past any int.
-      "[rank0]:[Rank " + digits30 + "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" + digits30 +
-      ", OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n"
+      "[rank0]:[Rank " +
+      digits30 + "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" + digits30 +
+      ", OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds "
+      "before timing out.\n"
       // torchrun's exit report (elastic/multiprocessing/api.py).
-      "  rank      : " + digits30 + " (local_rank: 3)\n"
-      "  exitcode  : -" + digits30 + " (pid: 4242)\n"
+      "  rank      : " +
+      digits30 +
+      " (local_rank: 3)\n"
+      "  exitcode  : -" +
+      digits30 +
+      " (pid: 4242)\n"
       // mpirun's report of a rank that died.
-      "mpirun noticed that process rank " + digits30 + " with PID 99 on node n1 exited on signal " + digits30 +
+      "mpirun noticed that process rank " +
+      digits30 + " with PID 99 on node n1 exited on signal " + digits30 +
       " (Segmentation fault).\n");
   // The kernel's Xid line (dmesg), the Xid past any int, in a file of its own.
-  l.File("[123456.789012] NVRM: Xid (PCI:0000:3b:00): " + digits30 + ", pid=300, name=python, GPU has fallen off the bus.\n");
+  l.File("[123456.789012] NVRM: Xid (PCI:0000:3b:00): " + digits30 +
+         ", pid=300, name=python, GPU has fallen off the bus.\n");
   l.log.Finish();
   l.d = DiagnoseLogs(l.log);
   REQUIRE(l.log.processes().size() == 1);
@@ -366,7 +414,8 @@ TEST_CASE("numbers too big for their type are no numbers: no abort, the rest sti
   CHECK(p.cuda_dev == 5);  // what could be read still is
   for (const Finding& f : l.d.findings) {
     const auto* facts = std::get_if<LogFacts>(&f.facts);
-    CHECK((facts == nullptr || !facts->xid.has_value()));  // no Xid finding from a number that is none
+    CHECK((facts == nullptr ||
+           !facts->xid.has_value()));  // no Xid finding from a number that is none
     CHECK(f.kind != FindingKind::kWatchdogTimeout);
   }
   // The line still tells that the GPU fell off the bus, by its words.
@@ -375,27 +424,37 @@ TEST_CASE("numbers too big for their type are no numbers: no abort, the rest sti
   CHECK(fault);
 }
 
-TEST_CASE("a timestamp out of range is no timestamp (its nanoseconds overflowed)", "[logs][hostile]") {
+TEST_CASE("a timestamp out of range is no timestamp (its nanoseconds overflowed)",
+          "[logs][hostile]") {
   Logs l;
   // "NVLS at init" above, in the year 4633 (found by nccl_log_fuzzer), and in 0632.
-  l.File("gb1:5:5 [3] NCCL INFO ncclCommInitRank comm 0x1 rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId 5d000 commId 0x1 "
-         "- Init START\n"
-         "\n"
-         "[4633-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not yet initialized'\n"
-         "[0632-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not yet initialized'\n");
+  l.File(
+      "gb1:5:5 [3] NCCL INFO ncclCommInitRank comm 0x1 rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId "
+      "5d000 commId 0x1 "
+      "- Init START\n"
+      "\n"
+      "[4633-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not "
+      "yet initialized'\n"
+      "[0632-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not "
+      "yet initialized'\n");
   CHECK_FALSE(l.log.timestamps());
   const Finding& f = l.Root();
   CHECK(Init(f).subsystem == "fabric");
 }
 
-TEST_CASE("a 65 KiB line is cut at kMaxLine, its NCCL prefix still read, the next line whole", "[logs][hostile]") {
+TEST_CASE("a 65 KiB line is cut at kMaxLine, its NCCL prefix still read, the next line whole",
+          "[logs][hostile]") {
   Logs l;
-  const std::string warn = "[2025-01-01 00:00:09] h:1:3 [0] transport/p2p.cc:270 NCCL WARN Cuda failure 'peer mapping "
-                           "resources exhausted' ";  // from "P2P mapping failing after init" above
-  l.File("h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1 - "
-         "Init COMPLETE\n" +
-         warn + std::string(65 * 1024, 'x') + "\n" +  // 65 KiB: std::regex used to overflow the stack here
-         "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  const std::string warn =
+      "[2025-01-01 00:00:09] h:1:3 [0] transport/p2p.cc:270 NCCL WARN Cuda failure 'peer mapping "
+      "resources exhausted' ";  // from "P2P mapping failing after init" above
+  l.File(
+      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId "
+      "18000 commId 0x1 - "
+      "Init COMPLETE\n" +
+      warn + std::string(65 * 1024, 'x') +
+      "\n" +  // 65 KiB: std::regex used to overflow the stack here
+      "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n");
   l.log.Finish();
   l.d = DiagnoseLogs(l.log);
   const auto& lines = l.log.lines();
@@ -417,10 +476,13 @@ TEST_CASE("a rank count no job has is not believed: nothing grows with it", "[lo
   // "missing_rank" above, with nranks 2^31-1: the ranks that never timed out
   // would have been listed one by one.
   std::string text =
-      "node1:200:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2147483647 cudaDev 0 nvmlDev 0 busId 18000 "
+      "node1:200:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2147483647 cudaDev 0 "
+      "nvmlDev 0 busId 18000 "
       "commId 0x1 - Init COMPLETE\n";
-  text += "[rank0]:[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, "
-          "NumelIn=8, NumelOut=8, Timeout(ms)=5000) ran for 5007 milliseconds before timing out.\n";
+  text +=
+      "[rank0]:[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
+      "OpType=ALLREDUCE, "
+      "NumelIn=8, NumelOut=8, Timeout(ms)=5000) ran for 5007 milliseconds before timing out.\n";
   l.File(text);
   l.log.Finish();
   l.d = DiagnoseLogs(l.log);
@@ -444,7 +506,8 @@ TEST_CASE("a FIFO and /dev/zero are refused at once, never read", "[logs][hostil
   CHECK(log.sources().empty());
 }
 
-TEST_CASE("logs past 1 GiB in all are refused by their size, before a byte is read", "[logs][hostile]") {
+TEST_CASE("logs past 1 GiB in all are refused by their size, before a byte is read",
+          "[logs][hostile]") {
   jobs::TempDir dir;
   const std::string big = dir.path() + "/big.log";  // sparse: no disk, no time
   // A version line as nccl_log.h quotes it (init.cc), then a hole to 1 GiB + 1 byte.
@@ -458,7 +521,9 @@ TEST_CASE("logs past 1 GiB in all are refused by their size, before a byte is re
   CHECK(log.lines().empty());
 }
 
-TEST_CASE("the CLI on hostile inputs: exit 2 with one line or a sane answer, never a crash or a hang", "[logs][cli][hostile]") {
+TEST_CASE(
+    "the CLI on hostile inputs: exit 2 with one line or a sane answer, never a crash or a hang",
+    "[logs][cli][hostile]") {
   jobs::TempDir dir;
   const std::string fifo = dir.path() + "/fifo";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
@@ -478,15 +543,18 @@ TEST_CASE("the CLI on hostile inputs: exit 2 with one line or a sane answer, nev
   // a 65 KiB line: read, with an answer (0 or 1), not a crash.
   const std::string digits30 = "123456789012345678901234567890";
   const std::string numbers = dir.path() + "/numbers.log";
-  std::ofstream(numbers) << "[123456.789012] NVRM: Xid (PCI:0000:3b:00): " << digits30
-                         << ", pid=300, name=python, GPU has fallen off the bus.\n"
-                         << "[rank0]:[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" << digits30
-                         << ", OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 "
-                            "milliseconds before timing out.\n";
+  std::ofstream(numbers)
+      << "[123456.789012] NVRM: Xid (PCI:0000:3b:00): " << digits30
+      << ", pid=300, name=python, GPU has fallen off the bus.\n"
+      << "[rank0]:[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum="
+      << digits30
+      << ", OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 "
+         "milliseconds before timing out.\n";
   const std::string long_line = dir.path() + "/long.log";
-  std::ofstream(long_line) << "[2025-01-01 00:00:09] h:1:3 [0] transport/p2p.cc:270 NCCL WARN Cuda failure 'peer "
-                              "mapping resources exhausted' "
-                           << std::string(65 * 1024, '(') << "\n";
+  std::ofstream(long_line)
+      << "[2025-01-01 00:00:09] h:1:3 [0] transport/p2p.cc:270 NCCL WARN Cuda failure 'peer "
+         "mapping resources exhausted' "
+      << std::string(65 * 1024, '(') << "\n";
   for (const std::string& path : {numbers, long_line}) {
     jobs::DiagnosisView v = jobs::RunNcclwatch("explain", {path}, true);
     INFO(path << ": " << v.output.substr(0, 2000));
@@ -495,20 +563,23 @@ TEST_CASE("the CLI on hostile inputs: exit 2 with one line or a sane answer, nev
   }
 }
 
-TEST_CASE("a refused file leaves nothing behind; CRLF line ends are not part of the text", "[logs][hostile]") {
+TEST_CASE("a refused file leaves nothing behind; CRLF line ends are not part of the text",
+          "[logs][hostile]") {
   jobs::TempDir dir;
   NcclLog log;
   const std::string good = dir.path() + "/good.log";
   // "a clean log is healthy" above, with Windows line ends.
-  std::ofstream(good) << "h:1:1 [0] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>\r\n"
-                         "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId "
-                         "18000 commId 0x1 - Init COMPLETE\r\n";
+  std::ofstream(good)
+      << "h:1:1 [0] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>\r\n"
+         "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId "
+         "18000 commId 0x1 - Init COMPLETE\r\n";
   REQUIRE(log.AddFile(good).ok());
   // An NCCL line of another process, then binary: refused at its 64th line.
   const std::string binary = dir.path() + "/binary.log";
   {
     std::ofstream out(binary, std::ios::binary);
-    out << "h:2:2 [1] NCCL INFO ncclCommInitRank comm 0x1 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 19000 commId 0x1 - "
+    out << "h:2:2 [1] NCCL INFO ncclCommInitRank comm 0x1 rank 1 nranks 2 cudaDev 1 nvmlDev 1 "
+           "busId 19000 commId 0x1 - "
            "Init COMPLETE\n";
     for (int i = 0; i < 70; ++i) out << std::string(1, '\0') << "\n";
   }

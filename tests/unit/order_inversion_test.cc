@@ -3,11 +3,12 @@
 // other) or on two; processes with no single order, and rings that lost
 // the start of one communicator.
 
+#include "analysis/order_inversion.h"
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <vector>
 
-#include "analysis/order_inversion.h"
 #include "synthetic_process.h"
 
 namespace {
@@ -91,18 +92,22 @@ TEST_CASE("only the earliest inversion of a pair is kept", "[order]") {
   CHECK(f[0].process == 2);
 }
 
-TEST_CASE("a rank that never issued the A collective skipped it, it did not reorder it", "[order]") {
+TEST_CASE("a rank that never issued the A collective skipped it, it did not reorder it",
+          "[order]") {
   std::vector<SyntheticProcess> ps = {Rank(0), Rank(1)};
   ps[0].Collective(kA, 0).Collective(kA, 1).Collective(kB, 0);
   ps[1].Collective(kA, 0).Collective(kB, 0);  // stopped before A#1
   CHECK(Findings(ps).empty());
 }
 
-TEST_CASE("a process with two ranks of one communicator has no single order, and is skipped", "[order]") {
+TEST_CASE("a process with two ranks of one communicator has no single order, and is skipped",
+          "[order]") {
   // Process 0 holds ranks 0 and 1 of A (ncclCommInitAll) and rank 0 of B.
   SyntheticProcess all(-1);
   all.Init(kA, 0, 3).Init(kA, 1, 3).Init(kB, 0, 2);
-  all.Collective(kB, 0).Collective(kA, 0, AllReduce().Rank(0)).Collective(kA, 0, AllReduce().Rank(1));
+  all.Collective(kB, 0)
+      .Collective(kA, 0, AllReduce().Rank(0))
+      .Collective(kA, 0, AllReduce().Rank(1));
   SyntheticProcess other(2);
   other.Init(kA, 2, 3).Init(kB, 1, 2).Collective(kA, 0).Collective(kB, 0);
   const ProcessTrace t = all.Build();
@@ -146,7 +151,8 @@ TEST_CASE("a wrapped A stream: B calls before its first A collective are not com
 // a certain deadlock, yet same_stream comes out false and the diagnosis
 // demotes it to a warning. The inversion to judge is the earliest A the two
 // ordered differently (A#0), with both ranks' streams for that A.
-TEST_CASE("an inversion on one stream hidden behind a later A collective on another", "[order][!mayfail]") {
+TEST_CASE("an inversion on one stream hidden behind a later A collective on another",
+          "[order][!mayfail]") {
   std::vector<SyntheticProcess> ps = {Rank(0), Rank(1)};
   ps[0].Collective(kB, 0).Collective(kA, 0).Collective(kA, 1, AllReduce().Stream(kOtherStream));
   ps[1].Collective(kA, 0).Collective(kA, 1, AllReduce().Stream(kOtherStream)).Collective(kB, 0);

@@ -3,11 +3,12 @@
 // before each side, and for a tail only one side posted; a peer whose trace
 // is missing proves nothing.
 
+#include "analysis/p2p_matching.h"
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <vector>
 
-#include "analysis/p2p_matching.h"
 #include "synthetic_process.h"
 
 namespace {
@@ -47,8 +48,14 @@ std::vector<P2pProblem> Match(const Pair& p) { return Match({p.r0.Build(), p.r1.
 
 TEST_CASE("sends and receives that match: no problem", "[p2p]") {
   Pair p;
-  p.r0.Collective(kComm, 0).Send(kComm, 0, 1).Recv(kComm, 0, 1).Send(kComm, 1, 1, Sized(100, kInt32));
-  p.r1.Collective(kComm, 0).Recv(kComm, 0, 0).Send(kComm, 0, 0).Recv(kComm, 1, 0, Sized(100, kInt32));
+  p.r0.Collective(kComm, 0)
+      .Send(kComm, 0, 1)
+      .Recv(kComm, 0, 1)
+      .Send(kComm, 1, 1, Sized(100, kInt32));
+  p.r1.Collective(kComm, 0)
+      .Recv(kComm, 0, 0)
+      .Send(kComm, 0, 0)
+      .Recv(kComm, 1, 0, Sized(100, kInt32));
   CHECK(Match(p).empty());
   // Whichever side is added first.
   P2pMatching m;
@@ -192,7 +199,7 @@ TEST_CASE("a peer whose ring wrapped past its sends proves nothing either", "[p2
   const std::vector<ProcessTrace> traces = {p.r0.Build(), p.r1.Build()};
   REQUIRE_FALSE(StreamOf(traces[0], kComm, 0).holds_start);
   const std::vector<P2pProblem> problems = Match(traces);
-  INFO("problems: " << problems.size() << ", the first of kind " << (problems.empty() ? -1 : problems[0].kind)
-                     << " (2: receive never sent)");
+  INFO("problems: " << problems.size() << ", the first of kind "
+                    << (problems.empty() ? -1 : problems[0].kind) << " (2: receive never sent)");
   CHECK(problems.empty());
 }

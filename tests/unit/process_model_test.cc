@@ -27,16 +27,17 @@ using ncclwatch::decoder::JobAnalysis;
 using ncclwatch::decoder::LoadProcessTrace;
 using ncclwatch::decoder::ProcessTrace;
 using ncclwatch::decoder::RecordImporter;
+using ncclwatch::shim::Region;
 using ncclwatch::shim::RingConfig;
 using ncclwatch::shim::RingWriter;
-using ncclwatch::shim::Region;
 
 ProcessTrace Import(const std::vector<pb::Record>& records) {
   ProcessTrace p;
   RecordImporter importer(&p);
   for (const pb::Record& r : records) {
     const std::string bytes = r.SerializeAsString();
-    REQUIRE(importer.Import(absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
+    REQUIRE(importer.Import(
+        absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
   }
   return p;
 }
@@ -47,16 +48,22 @@ class Values {
   explicit Values(uint32_t seed) : rng_(seed) {}
   uint64_t U64() {
     switch (rng_() % 4) {
-      case 0: return 0;
-      case 1: return UINT64_MAX - rng_() % 3;
-      default: return (static_cast<uint64_t>(rng_()) << 32) ^ rng_();
+      case 0:
+        return 0;
+      case 1:
+        return UINT64_MAX - rng_() % 3;
+      default:
+        return (static_cast<uint64_t>(rng_()) << 32) ^ rng_();
     }
   }
   int32_t I32() {
     switch (rng_() % 4) {
-      case 0: return -1;
-      case 1: return rng_() % 2 ? INT32_MIN : INT32_MAX;
-      default: return static_cast<int32_t>(rng_());
+      case 0:
+        return -1;
+      case 1:
+        return rng_() % 2 ? INT32_MIN : INT32_MAX;
+      default:
+        return static_cast<int32_t>(rng_());
     }
   }
   int64_t I64() { return static_cast<int64_t>(U64()); }
@@ -161,7 +168,8 @@ TEST_CASE("per-call records decode as libprotobuf decodes them", "[model][confor
   }
 }
 
-TEST_CASE("identity, inventory and system calls keep every byte the OS gave", "[model][conformance]") {
+TEST_CASE("identity, inventory and system calls keep every byte the OS gave",
+          "[model][conformance]") {
   for (uint32_t seed = 1; seed <= 50; ++seed) {
     Values v(seed);
     pb::Record s;
@@ -188,7 +196,8 @@ TEST_CASE("identity, inventory and system calls keep every byte the OS gave", "[
     auto* itf = i->add_interfaces();
     itf->set_name("eth\xff" + std::to_string(seed));
     itf->set_flags(0x41);
-    const unsigned char ipv4[16] = {2, 0, 0x1f, 0x90, 10, 0, 0, 1};  // AF_INET (little-endian), port 8080, 10.0.0.1
+    const unsigned char ipv4[16] = {2, 0, 0x1f, 0x90, 10,
+                                    0, 0, 1};  // AF_INET (little-endian), port 8080, 10.0.0.1
     itf->set_addr(std::string(reinterpret_cast<const char*>(ipv4), sizeof(ipv4)));
     itf->set_prefix_len(24);
     pb::Record sc;
@@ -260,15 +269,17 @@ TEST_CASE("a malformed record is refused, the next one still read", "[model][hos
   // well-formed, and skipped as a kind this version does not know).
   for (size_t cut = 1; cut < good.size(); ++cut)
     if (cut != 2) CHECK_FALSE(importer.Import(span(good.substr(0, cut))));
-  CHECK_FALSE(importer.Import(span(std::string("\x0b\x0c", 2))));            // a group wire type
-  CHECK_FALSE(importer.Import(span(std::string("\xba\x01\xff\xff\x03", 5))));  // a length beyond the record
+  CHECK_FALSE(importer.Import(span(std::string("\x0b\x0c", 2))));  // a group wire type
+  CHECK_FALSE(
+      importer.Import(span(std::string("\xba\x01\xff\xff\x03", 5))));  // a length beyond the record
   CHECK(p.collectives.empty());
   CHECK(p.last_order == 0);
   CHECK(importer.Import(span(good)));
   REQUIRE(p.collectives.size() == 1);
   CHECK(p.collectives[0].seq == 3);
   CHECK(p.collectives[0].order == 1);
-  CHECK(importer.Import(span(good.substr(0, 2))));  // no body: skipped, still counted in the timeline
+  CHECK(
+      importer.Import(span(good.substr(0, 2))));  // no body: skipped, still counted in the timeline
   CHECK(p.last_order == 2);
 }
 
@@ -279,7 +290,8 @@ void Append(RingWriter& w, Region region, const pb::Record& r) {
   REQUIRE(w.Append(region, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
 }
 
-pb::Record Collective(uint64_t t, uint64_t comm, uint64_t seq, int32_t result = 0, int32_t rank = 0) {
+pb::Record Collective(uint64_t t, uint64_t comm, uint64_t seq, int32_t result = 0,
+                      int32_t rank = 0) {
   pb::Record r;
   r.set_t(t);
   auto* c = r.mutable_collective();
@@ -378,7 +390,9 @@ TEST_CASE("the timeline is in true order across the pinned region and the ring",
   CHECK(job.processes()[0].last.call == f::kCommDestroy);
 }
 
-TEST_CASE("one stream per (communicator, rank): numbered calls, its start, collectives before each send", "[model]") {
+TEST_CASE(
+    "one stream per (communicator, rank): numbered calls, its start, collectives before each send",
+    "[model]") {
   TraceWriter tw;
   const uint64_t a = 0xa, b = 0xb;
   Append(tw.w, Region::kPinned, InitBegin(1, a, 0, 2));

@@ -4,13 +4,14 @@
 // across slots instead. The tracer is started the way the shim starts it,
 // into a private folder.
 
+#include "core/record_builder.h"
+
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-#include "core/record_builder.h"
 #include "core/tracer.h"
 #include "ncclwatch/trace.pb.h"
 #include "ncclwatch/trace_fields.h"
@@ -26,7 +27,8 @@ using ncclwatch::shim::CallRecord;
 using ncclwatch::wire::WireWriter;
 
 // The ring's records, less time anchors.
-std::vector<pb::Record> RingRecords(const std::string& path, ncclwatch::decoder::TraceFileStats* stats) {
+std::vector<pb::Record> RingRecords(const std::string& path,
+                                    ncclwatch::decoder::TraceFileStats* stats) {
   auto file = ncclwatch::decoder::TraceFile::Open(path);
   REQUIRE(file.ok());
   std::vector<pb::Record> out;
@@ -43,7 +45,8 @@ std::vector<pb::Record> RingRecords(const std::string& path, ncclwatch::decoder:
 
 }  // namespace
 
-TEST_CASE("per-call records are encoded in place, results patched, oversized ones spill", "[shim][record]") {
+TEST_CASE("per-call records are encoded in place, results patched, oversized ones spill",
+          "[shim][record]") {
   static jobs::TempDir dir;  // the tracer keeps its file for the life of the process
   setenv("NCCLWATCH_DIR", dir.path().c_str(), 1);
   ncclwatch::shim::InitTracer();

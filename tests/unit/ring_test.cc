@@ -44,7 +44,8 @@ Read ReadAll(const std::string& path) {
   REQUIRE(file.ok());
   (*file)->ForEachRecord(
       [&](bool pinned, uint64_t, absl::Span<const uint8_t> bytes) {
-        (pinned ? r.pinned : r.ring).emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+        (pinned ? r.pinned : r.ring)
+            .emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
       },
       &r.stats);
   return r;
@@ -86,7 +87,8 @@ TEST_CASE("records come back whole and in order, from both regions", "[ring]") {
   std::vector<std::string> want;
   for (int i = 0; i < 300; ++i) {
     // Sizes from 1 byte to several slots.
-    want.push_back(std::string(1 + (i * 37) % 700, static_cast<char>('a' + i % 26)) + std::to_string(i));
+    want.push_back(std::string(1 + (i * 37) % 700, static_cast<char>('a' + i % 26)) +
+                   std::to_string(i));
     REQUIRE(Append(w, Region::kRing, want.back()));
   }
   REQUIRE(Append(w, Region::kPinned, "identity"));
@@ -117,7 +119,8 @@ TEST_CASE("a record cut by the ring's oldest edge is skipped, not misread", "[ri
   char err[256];
   REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
   const std::string big(3 * NCCLWATCH_SLOT_PAYLOAD_BYTES, 'B');  // 3 slots
-  for (int i = 0; i < 40; ++i) REQUIRE(Append(w, Region::kRing, big));  // 120 slots: wraps mid-record
+  for (int i = 0; i < 40; ++i)
+    REQUIRE(Append(w, Region::kRing, big));  // 120 slots: wraps mid-record
   Read r = ReadAll(w.path());
   for (const std::string& s : r.ring) CHECK(s == big);
   CHECK(r.ring.size() == 21);  // 64 slots: 21 whole records and one slot of a record that is gone
@@ -133,7 +136,8 @@ TEST_CASE("threads append at once without losing or tearing a record", "[ring]")
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&w, t] {
-      for (int i = 0; i < kEach; ++i) Append(w, Region::kRing, std::to_string(t) + ":" + std::to_string(i));
+      for (int i = 0; i < kEach; ++i)
+        Append(w, Region::kRing, std::to_string(t) + ":" + std::to_string(i));
     });
   }
   for (auto& t : threads) t.join();
@@ -157,11 +161,12 @@ TEST_CASE("a slot whose stamp does not match its place is counted torn and skipp
   REQUIRE(w.Open(Config(dir.path(), 1 << 20), err, sizeof(err)));
   for (int i = 0; i < 10; ++i) REQUIRE(Append(w, Region::kRing, "r" + std::to_string(i)));
   // A writer killed between claiming slot 4 and publishing it leaves stamp 0.
-  auto* slot4 = reinterpret_cast<ncclwatch_slot_header*>(reinterpret_cast<uint8_t*>(w.header()) +
-                                                         w.header()->ring_offset + 4 * NCCLWATCH_SLOT_BYTES);
+  auto* slot4 = reinterpret_cast<ncclwatch_slot_header*>(
+      reinterpret_cast<uint8_t*>(w.header()) + w.header()->ring_offset + 4 * NCCLWATCH_SLOT_BYTES);
   slot4->stamp = 0;
   // A length that lies.
-  auto* slot6 = reinterpret_cast<ncclwatch_slot_header*>(reinterpret_cast<uint8_t*>(slot4) + 2 * NCCLWATCH_SLOT_BYTES);
+  auto* slot6 = reinterpret_cast<ncclwatch_slot_header*>(reinterpret_cast<uint8_t*>(slot4) +
+                                                         2 * NCCLWATCH_SLOT_BYTES);
   slot6->length = 500;
   Read r = ReadAll(w.path());
   CHECK(r.ring == std::vector<std::string>{"r0", "r1", "r2", "r3", "r5", "r7", "r8", "r9"});
@@ -182,7 +187,8 @@ TEST_CASE("the pinned region keeps its records and overflows into the ring", "[r
   CHECK(r.stats.pinned_overflow == 36);
 }
 
-TEST_CASE("records encoded in place: published, or given up as padding the reader skips", "[ring]") {
+TEST_CASE("records encoded in place: published, or given up as padding the reader skips",
+          "[ring]") {
   jobs::TempDir dir;
   RingWriter w;
   char err[256];
@@ -235,7 +241,8 @@ TEST_CASE("trace files are made only where it is safe, never over an existing fi
   CHECK((st.st_mode & 0777) == 0700);
   REQUIRE(stat(w.path(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
-  CHECK(static_cast<uint64_t>(st.st_blocks) * 512 >= w.header()->file_bytes);  // allocated, not sparse
+  CHECK(static_cast<uint64_t>(st.st_blocks) * 512 >=
+        w.header()->file_bytes);  // allocated, not sparse
 
   RingWriter again;  // the same name: refused, the first file untouched
   CHECK_FALSE(again.Open(c, err, sizeof(err)));
@@ -271,8 +278,10 @@ TEST_CASE("a hostile file gets a one-line reason, never a crash", "[ring][fuzz]"
   jobs::TempDir dir;
   char err[256];
   RingWriter w;
-  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES, 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
-  for (int i = 0; i < 100; ++i) Append(w, i % 5 ? Region::kRing : Region::kPinned, std::string(i % 300 + 1, 'x'));
+  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES, 64 * NCCLWATCH_SLOT_BYTES), err,
+                 sizeof(err)));
+  for (int i = 0; i < 100; ++i)
+    Append(w, i % 5 ? Region::kRing : Region::kPinned, std::string(i % 300 + 1, 'x'));
   std::ifstream in(w.path(), std::ios::binary);
   const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto try_file = [&](const std::string& bytes) {
@@ -286,12 +295,14 @@ TEST_CASE("a hostile file gets a one-line reason, never a crash", "[ring][fuzz]"
     }
     TraceFileStats stats;
     size_t bytes_seen = 0;
-    (*f)->ForEachRecord([&](bool, uint64_t, absl::Span<const uint8_t> b) { bytes_seen += b.size(); }, &stats);
+    (*f)->ForEachRecord(
+        [&](bool, uint64_t, absl::Span<const uint8_t> b) { bytes_seen += b.size(); }, &stats);
     CHECK(bytes_seen <= bytes.size());
     return std::string();
   };
   CHECK(try_file("").find("not an ncclwatch trace") != std::string::npos);
-  CHECK(try_file(std::string("NCCLWTRC") + std::string(100, '\0')).find("truncated trace") != std::string::npos);
+  CHECK(try_file(std::string("NCCLWTRC") + std::string(100, '\0')).find("truncated trace") !=
+        std::string::npos);
   CHECK(try_file(std::string(8192, 'z')).find("bad magic") != std::string::npos);
   CHECK(try_file(good.substr(0, good.size() / 2)).find("truncated trace") != std::string::npos);
   std::string v2 = good;
@@ -307,7 +318,8 @@ TEST_CASE("a hostile file gets a one-line reason, never a crash", "[ring][fuzz]"
     std::string bad = good;
     const int edits = 1 + static_cast<int>(rng() % 16);
     for (int e = 0; e < edits; ++e) {
-      const size_t at = rng() % (round % 3 == 0 ? 512 : bad.size());  // the header a third of the time
+      const size_t at =
+          rng() % (round % 3 == 0 ? 512 : bad.size());  // the header a third of the time
       bad[at] = static_cast<char>(rng());
     }
     try_file(bad);

@@ -36,7 +36,8 @@ TEST_CASE("a contiguous run, grown up and down, keeps every value", "[window]") 
   CHECK(keys.back() == 199);
 }
 
-TEST_CASE("numbers far apart are stored sparsely, not as the span between them", "[window][hostile]") {
+TEST_CASE("numbers far apart are stored sparsely, not as the span between them",
+          "[window][hostile]") {
   SequenceWindow<int> w;
   w.At(0) = 1;
   w.At(uint64_t{1} << 40) = 2;

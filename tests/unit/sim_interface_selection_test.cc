@@ -42,7 +42,8 @@ std::string Probe(const InterfaceLab& lab, bool simulated, const std::vector<std
   spec.argv = {jobs::BinDir() + "/uniqueid_probe"};
   spec.env = env;
   spec.env.push_back(simulated ? "LD_LIBRARY_PATH=" + jobs::SimLibDir() : "LD_LIBRARY_PATH=");
-  for (const char* unset : {"NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_COMM_ID", "NCCL_DEBUG"}) {
+  for (const char* unset :
+       {"NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_COMM_ID", "NCCL_DEBUG"}) {
     bool given = false;
     for (const std::string& kv : env) given |= kv.rfind(std::string(unset) + "=", 0) == 0;
     if (!given) spec.env.push_back(unset);
@@ -55,7 +56,8 @@ std::string Probe(const InterfaceLab& lab, bool simulated, const std::vector<std
   return r.ranks[0].output;
 }
 
-void Compare(const InterfaceLab& lab, const std::vector<std::string>& env, const std::string& expect_root) {
+void Compare(const InterfaceLab& lab, const std::vector<std::string>& env,
+             const std::string& expect_root) {
   const std::string real = Probe(lab, false, env);
   const std::string sim = Probe(lab, true, env);
   std::string where;
@@ -88,7 +90,8 @@ TEST_CASE("bootstrap interface selection matches real NCCL", "[sim][net]") {
   // tentative and both fail to bind it; later both pick it. Either way they agree.
   Compare(lab, {"NCCL_SOCKET_FAMILY=AF_INET6", "NCCL_SOCKET_IFNAME=eth1"}, "result ");
   Compare(lab, {"NCCL_COMM_ID=10.211.0.77:5000"}, "root AF_INET 10.211.0.77");
-  Compare(lab, {"NCCL_COMM_ID=10.99.0.1:5000"}, "lasterror NET/Socket : No usable listening interface found");
+  Compare(lab, {"NCCL_COMM_ID=10.99.0.1:5000"},
+          "lasterror NET/Socket : No usable listening interface found");
   Compare(lab, {"NCCL_COMM_ID=nonsense"}, "lasterror Invalid NCCL_COMM_ID");
 }
 

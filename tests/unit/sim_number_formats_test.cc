@@ -21,9 +21,10 @@ namespace {
 bool SameFloat(float a, float b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
 std::vector<float> Probes() {
-  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 65504.0f, 65519.0f, 65520.0f, 1e-8f, 6e-8f, 3e-5f,
-                          448.0f, 449.0f, 464.0f, 500.0f, 57344.0f, 60000.0f, 1e30f, -1e30f, INFINITY, -INFINITY,
-                          NAN, 3.3895314e38f, 1.17549435e-38f};
+  std::vector<float> v = {0.0f,     -0.0f,    1.0f,      -1.0f,    0.5f,          65504.0f,
+                          65519.0f, 65520.0f, 1e-8f,     6e-8f,    3e-5f,         448.0f,
+                          449.0f,   464.0f,   500.0f,    57344.0f, 60000.0f,      1e30f,
+                          -1e30f,   INFINITY, -INFINITY, NAN,      3.3895314e38f, 1.17549435e-38f};
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> mant(1.0f, 2.0f);
   std::uniform_int_distribution<int> exp(-30, 20);
@@ -49,8 +50,10 @@ TEST_CASE("half: every bit pattern decodes and floats round as CUDA does", "[sim
     uint16_t want;
     std::memcpy(&want, &h, 2);
     INFO("float " << f);
-    if (std::isnan(f)) REQUIRE(std::isnan(HalfToFloat(FloatToHalf(f))));
-    else REQUIRE(FloatToHalf(f) == want);
+    if (std::isnan(f))
+      REQUIRE(std::isnan(HalfToFloat(FloatToHalf(f))));
+    else
+      REQUIRE(FloatToHalf(f) == want);
   }
 }
 
@@ -67,8 +70,10 @@ TEST_CASE("bfloat16: every bit pattern decodes and floats round as CUDA does", "
     uint16_t want;
     std::memcpy(&want, &h, 2);
     INFO("float " << f);
-    if (std::isnan(f)) REQUIRE(std::isnan(Bfloat16ToFloat(FloatToBfloat16(f))));
-    else REQUIRE(FloatToBfloat16(f) == want);
+    if (std::isnan(f))
+      REQUIRE(std::isnan(Bfloat16ToFloat(FloatToBfloat16(f))));
+    else
+      REQUIRE(FloatToBfloat16(f) == want);
   }
 }
 

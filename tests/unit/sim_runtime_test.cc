@@ -173,13 +173,15 @@ TEST_CASE("driver entry points are found through cuGetProcAddress", "[sim][cuda]
   REQUIRE(cudaSetDevice(1) == cudaSuccess);
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult status;
-  REQUIRE(cudaGetDriverEntryPointByVersion("cuMemAlloc", &fn, CUDART_VERSION, cudaEnableDefault, &status) == cudaSuccess);
+  REQUIRE(cudaGetDriverEntryPointByVersion("cuMemAlloc", &fn, CUDART_VERSION, cudaEnableDefault,
+                                           &status) == cudaSuccess);
   REQUIRE(status == cudaDriverEntryPointSuccess);
   REQUIRE(fn != nullptr);
   CUdeviceptr p = 0;
   CHECK(reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(fn)(&p, 4096) == CUDA_SUCCESS);
   CHECK(p != 0);
-  REQUIRE(cudaGetDriverEntryPointByVersion("cuNoSuchFunction", &fn, CUDART_VERSION, cudaEnableDefault, &status) == cudaSuccess);
+  REQUIRE(cudaGetDriverEntryPointByVersion("cuNoSuchFunction", &fn, CUDART_VERSION,
+                                           cudaEnableDefault, &status) == cudaSuccess);
   CHECK(status == cudaDriverEntryPointSymbolNotFound);
   CHECK(fn == nullptr);
 }
@@ -195,7 +197,8 @@ TEST_CASE("CUDA IPC: another process maps this process's device memory", "[sim][
   cudaIpcMemHandle_t h;
   REQUIRE(cudaIpcGetMemHandle(&h, d) == cudaSuccess);
   void* self = nullptr;
-  CHECK(cudaIpcOpenMemHandle(&self, h, cudaIpcMemLazyEnablePeerAccess) == cudaErrorDeviceUninitialized);
+  CHECK(cudaIpcOpenMemHandle(&self, h, cudaIpcMemLazyEnablePeerAccess) ==
+        cudaErrorDeviceUninitialized);
 
   jobs::RankResult peer = RunProbe({"ipc-import", Hex(&h, sizeof(h)), std::to_string(n)},
                                    {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
@@ -211,8 +214,10 @@ TEST_CASE("CUDA IPC: another process maps this process's device memory", "[sim][
 TEST_CASE("CUDA IPC: an interprocess event is waited on by another process", "[sim][cuda][ipc]") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   cudaEvent_t ev;
-  CHECK(cudaEventCreateWithFlags(&ev, cudaEventInterprocess) == cudaErrorInvalidValue);  // needs DisableTiming
-  REQUIRE(cudaEventCreateWithFlags(&ev, cudaEventInterprocess | cudaEventDisableTiming) == cudaSuccess);
+  CHECK(cudaEventCreateWithFlags(&ev, cudaEventInterprocess) ==
+        cudaErrorInvalidValue);  // needs DisableTiming
+  REQUIRE(cudaEventCreateWithFlags(&ev, cudaEventInterprocess | cudaEventDisableTiming) ==
+          cudaSuccess);
   cudaStream_t s;
   REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
   std::atomic<bool> gate{false};
@@ -220,10 +225,15 @@ TEST_CASE("CUDA IPC: an interprocess event is waited on by another process", "[s
   REQUIRE(cudaEventRecord(ev, s) == cudaSuccess);
   cudaIpcEventHandle_t h;
   REQUIRE(cudaIpcGetEventHandle(&h, ev) == cudaSuccess);
-  std::thread opener([&] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); gate = true; });
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    gate = true;
+  });
   const auto t0 = std::chrono::steady_clock::now();
-  jobs::RankResult peer = RunProbe({"ipc-event", Hex(&h, sizeof(h))}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  jobs::RankResult peer =
+      RunProbe({"ipc-event", Hex(&h, sizeof(h))}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   opener.join();
   INFO(peer.output);
   CHECK(peer.exit_code == 0);
@@ -233,8 +243,8 @@ TEST_CASE("CUDA IPC: an interprocess event is waited on by another process", "[s
 }
 
 TEST_CASE("NCCLSIM_GPUS and CUDA_VISIBLE_DEVICES choose the visible GPUs", "[sim][cuda]") {
-  jobs::RankResult r = RunProbe({"devices"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir(), "NCCLSIM_GPUS=4",
-                                              "CUDA_VISIBLE_DEVICES=3,2,9"});
+  jobs::RankResult r = RunProbe({"devices"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir(),
+                                              "NCCLSIM_GPUS=4", "CUDA_VISIBLE_DEVICES=3,2,9"});
   INFO(r.output);
   CHECK(r.output.find("count 2 no error") != std::string::npos);
   CHECK(r.output.find("device 0 0000:5d:00.0") != std::string::npos);
@@ -245,20 +255,24 @@ TEST_CASE("without a driver the simulated runtime fails exactly like the real on
   // The simulated runtime alone in a folder: dlopen("libcuda.so.1") finds no driver.
   char tmpl[] = "/tmp/ncclsim-nodriver-XXXXXX";
   REQUIRE(mkdtemp(tmpl) != nullptr);
-  std::filesystem::copy_file(jobs::SimLibDir() + "/libcudart.so.13", std::string(tmpl) + "/libcudart.so.13");
+  std::filesystem::copy_file(jobs::SimLibDir() + "/libcudart.so.13",
+                             std::string(tmpl) + "/libcudart.so.13");
   jobs::RankResult sim = RunProbe({"devices"}, {"LD_LIBRARY_PATH=" + std::string(tmpl)});
   std::filesystem::remove_all(tmpl);
   // The real libcudart.so.13 on this driverless machine.
   jobs::RankResult real = RunProbe({"devices"}, {"LD_LIBRARY_PATH="});
   INFO("simulated:\n" << sim.output << "real:\n" << real.output);
-  CHECK(sim.output == "driver 0\ncount -1 CUDA driver version is insufficient for CUDA runtime version\n");
+  CHECK(sim.output ==
+        "driver 0\ncount -1 CUDA driver version is insufficient for CUDA runtime version\n");
   // Where the real runtime sees no driver either (this project's build
   // machines), both must say the same; on a GPU machine only the above holds.
   if (real.output.rfind("driver 0\n", 0) == 0) CHECK(sim.output == real.output);
 }
 
 TEST_CASE("a driver older than the runtime is refused", "[sim][cuda]") {
-  jobs::RankResult r = RunProbe({"devices"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir(), "NCCLSIM_DRIVER_VERSION=12040"});
+  jobs::RankResult r = RunProbe(
+      {"devices"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir(), "NCCLSIM_DRIVER_VERSION=12040"});
   INFO(r.output);
-  CHECK(r.output == "driver 12040\ncount -1 CUDA driver version is insufficient for CUDA runtime version\n");
+  CHECK(r.output ==
+        "driver 12040\ncount -1 CUDA driver version is insufficient for CUDA runtime version\n");
 }

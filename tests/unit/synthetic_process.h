@@ -65,17 +65,48 @@ struct Op {
   uint64_t stream = 0x5100;
   std::optional<int32_t> rank;  // the communicator rank, when not the one Init gave
 
-  Op& Datatype(int32_t d) { datatype = d; return *this; }
-  Op& Redop(int32_t r) { redop = r; return *this; }
-  Op& Root(int32_t r) { root = r; return *this; }
-  Op& Result(int32_t r) { result = r; return *this; }
-  Op& Pending() { result = NCCLWATCH_RESULT_PENDING; return *this; }
-  Op& Stream(uint64_t s) { stream = s; return *this; }
-  Op& Rank(int32_t r) { rank = r; return *this; }
+  Op& Datatype(int32_t d) {
+    datatype = d;
+    return *this;
+  }
+  Op& Redop(int32_t r) {
+    redop = r;
+    return *this;
+  }
+  Op& Root(int32_t r) {
+    root = r;
+    return *this;
+  }
+  Op& Result(int32_t r) {
+    result = r;
+    return *this;
+  }
+  Op& Pending() {
+    result = NCCLWATCH_RESULT_PENDING;
+    return *this;
+  }
+  Op& Stream(uint64_t s) {
+    stream = s;
+    return *this;
+  }
+  Op& Rank(int32_t r) {
+    rank = r;
+    return *this;
+  }
 };
 
-inline Op AllReduce(uint64_t count = 1024) { Op o; o.count = count; return o; }
-inline Op AllGather(uint64_t count = 1024) { Op o; o.call = pb::ALL_GATHER; o.count = count; o.redop.reset(); return o; }
+inline Op AllReduce(uint64_t count = 1024) {
+  Op o;
+  o.count = count;
+  return o;
+}
+inline Op AllGather(uint64_t count = 1024) {
+  Op o;
+  o.call = pb::ALL_GATHER;
+  o.count = count;
+  o.redop.reset();
+  return o;
+}
 inline Op Broadcast(uint64_t count, int32_t root) {
   Op o;
   o.call = pb::BROADCAST;
@@ -84,8 +115,18 @@ inline Op Broadcast(uint64_t count, int32_t root) {
   o.root = root;
   return o;
 }
-inline Op Bcast(uint64_t count, int32_t root) { Op o = Broadcast(count, root); o.call = pb::BCAST; return o; }
-inline Op Reduce(uint64_t count, int32_t root) { Op o; o.call = pb::REDUCE; o.count = count; o.root = root; return o; }
+inline Op Bcast(uint64_t count, int32_t root) {
+  Op o = Broadcast(count, root);
+  o.call = pb::BCAST;
+  return o;
+}
+inline Op Reduce(uint64_t count, int32_t root) {
+  Op o;
+  o.call = pb::REDUCE;
+  o.count = count;
+  o.root = root;
+  return o;
+}
 
 // The arguments of one send or receive.
 struct P2pArgs {
@@ -95,14 +136,17 @@ struct P2pArgs {
   uint64_t stream = 0x5100;
 };
 
-inline P2pArgs Sized(uint64_t count, int32_t datatype = kFloat32) { return P2pArgs{count, datatype}; }
+inline P2pArgs Sized(uint64_t count, int32_t datatype = kFloat32) {
+  return P2pArgs{count, datatype};
+}
 
 class SyntheticProcess {
  public:
   // A process the launcher named `global_rank` (-1: none, as without a launcher).
   explicit SyntheticProcess(int32_t global_rank = -1) {
     pb::Record& s = Add();
-    s.mutable_process_start()->set_pid(static_cast<uint32_t>(1000 + (global_rank < 0 ? 999 : global_rank)));
+    s.mutable_process_start()->set_pid(
+        static_cast<uint32_t>(1000 + (global_rank < 0 ? 999 : global_rank)));
     s.mutable_process_start()->set_host("node0");
     s.mutable_process_start()->set_global_rank(global_rank);
     if (global_rank >= 0) s.mutable_process_start()->set_rank_source("RANK");
@@ -162,11 +206,13 @@ class SyntheticProcess {
   }
 
   // Send #seq to `peer` (its number among this rank's sends to that peer).
-  SyntheticProcess& Send(uint64_t comm, uint64_t seq, int32_t peer, const P2pArgs& args = P2pArgs()) {
+  SyntheticProcess& Send(uint64_t comm, uint64_t seq, int32_t peer,
+                         const P2pArgs& args = P2pArgs()) {
     return PointToPoint(true, comm, seq, peer, args);
   }
   // Receive #seq from `peer`.
-  SyntheticProcess& Recv(uint64_t comm, uint64_t seq, int32_t peer, const P2pArgs& args = P2pArgs()) {
+  SyntheticProcess& Recv(uint64_t comm, uint64_t seq, int32_t peer,
+                         const P2pArgs& args = P2pArgs()) {
     return PointToPoint(false, comm, seq, peer, args);
   }
 
@@ -205,7 +251,8 @@ class SyntheticProcess {
     decoder::RecordImporter importer(&p);
     for (const pb::Record& r : records_) {
       const std::string bytes = r.SerializeAsString();
-      REQUIRE(importer.Import(absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
+      REQUIRE(importer.Import(
+          absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
       ++p.records;
     }
     decoder::FinishProcessTrace(&p);
@@ -242,7 +289,8 @@ class SyntheticProcess {
     return *this;
   }
 
-  SyntheticProcess& PointToPoint(bool send, uint64_t comm, uint64_t seq, int32_t peer, const P2pArgs& args) {
+  SyntheticProcess& PointToPoint(bool send, uint64_t comm, uint64_t seq, int32_t peer,
+                                 const P2pArgs& args) {
     pb::Record& r = Add();
     auto* p = r.mutable_p2p();
     p->set_result(args.result);
@@ -265,7 +313,8 @@ class SyntheticProcess {
 };
 
 // The stream of `comm`'s rank `rank` in `trace`; fails the test if absent.
-inline const decoder::CommStream& StreamOf(const decoder::ProcessTrace& trace, uint64_t comm, int32_t rank) {
+inline const decoder::CommStream& StreamOf(const decoder::ProcessTrace& trace, uint64_t comm,
+                                           int32_t rank) {
   for (const decoder::CommStream& s : trace.streams)
     if (s.comm == comm && s.rank == rank) return s;
   FAIL("no stream for rank " << rank << " of communicator " << comm);

@@ -35,16 +35,26 @@ int g_world = 1;
 
 size_t SizeOf(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    default: return 8;
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
 const char* TypeName(ncclDataType_t t) {
-  static const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                                "half", "float", "double", "bf16", "fp8e4m3", "fp8e5m2"};
+  static const char* names[] = {"int8", "uint8", "int32",  "uint32", "int64",   "uint64",
+                                "half", "float", "double", "bf16",   "fp8e4m3", "fp8e5m2"};
   return names[t];
 }
 
@@ -54,46 +64,143 @@ const char* OpName(ncclRedOp_t op) {
 }
 
 bool IsFloat(ncclDataType_t t) {
-  return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 || t == ncclFloat8e4m3 ||
-         t == ncclFloat8e5m2;
+  return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 ||
+         t == ncclFloat8e4m3 || t == ncclFloat8e5m2;
 }
 
 // Host-side element access, in the type's own representation.
 void Store(ncclDataType_t t, void* base, size_t i, double v) {
   char* p = static_cast<char*>(base) + i * SizeOf(t);
   switch (t) {
-    case ncclInt8: { int8_t x = static_cast<int8_t>(static_cast<int64_t>(v)); std::memcpy(p, &x, 1); break; }
-    case ncclUint8: { uint8_t x = static_cast<uint8_t>(static_cast<int64_t>(v)); std::memcpy(p, &x, 1); break; }
-    case ncclInt32: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
-    case ncclUint32: { uint32_t x = static_cast<uint32_t>(v); std::memcpy(p, &x, 4); break; }
-    case ncclInt64: { int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
-    case ncclUint64: { uint64_t x = static_cast<uint64_t>(v); std::memcpy(p, &x, 8); break; }
-    case ncclFloat16: { __half x = __float2half_rn(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
-    case ncclFloat32: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); break; }
-    case ncclFloat64: { std::memcpy(p, &v, 8); break; }
-    case ncclBfloat16: { __nv_bfloat16 x = __float2bfloat16_rn(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
-    case ncclFloat8e4m3: { __nv_fp8_e4m3 x(static_cast<float>(v)); std::memcpy(p, &x, 1); break; }
-    case ncclFloat8e5m2: { __nv_fp8_e5m2 x(static_cast<float>(v)); std::memcpy(p, &x, 1); break; }
-    default: break;
+    case ncclInt8: {
+      int8_t x = static_cast<int8_t>(static_cast<int64_t>(v));
+      std::memcpy(p, &x, 1);
+      break;
+    }
+    case ncclUint8: {
+      uint8_t x = static_cast<uint8_t>(static_cast<int64_t>(v));
+      std::memcpy(p, &x, 1);
+      break;
+    }
+    case ncclInt32: {
+      int32_t x = static_cast<int32_t>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case ncclUint32: {
+      uint32_t x = static_cast<uint32_t>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case ncclInt64: {
+      int64_t x = static_cast<int64_t>(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case ncclUint64: {
+      uint64_t x = static_cast<uint64_t>(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case ncclFloat16: {
+      __half x = __float2half_rn(static_cast<float>(v));
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case ncclFloat32: {
+      float x = static_cast<float>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case ncclFloat64: {
+      std::memcpy(p, &v, 8);
+      break;
+    }
+    case ncclBfloat16: {
+      __nv_bfloat16 x = __float2bfloat16_rn(static_cast<float>(v));
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case ncclFloat8e4m3: {
+      __nv_fp8_e4m3 x(static_cast<float>(v));
+      std::memcpy(p, &x, 1);
+      break;
+    }
+    case ncclFloat8e5m2: {
+      __nv_fp8_e5m2 x(static_cast<float>(v));
+      std::memcpy(p, &x, 1);
+      break;
+    }
+    default:
+      break;
   }
 }
 
 double Load(ncclDataType_t t, const void* base, size_t i) {
   const char* p = static_cast<const char*>(base) + i * SizeOf(t);
   switch (t) {
-    case ncclInt8: { int8_t x; std::memcpy(&x, p, 1); return x; }
-    case ncclUint8: { uint8_t x; std::memcpy(&x, p, 1); return x; }
-    case ncclInt32: { int32_t x; std::memcpy(&x, p, 4); return x; }
-    case ncclUint32: { uint32_t x; std::memcpy(&x, p, 4); return x; }
-    case ncclInt64: { int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
-    case ncclUint64: { uint64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
-    case ncclFloat16: { __half x; std::memcpy(&x, p, 2); return __half2float(x); }
-    case ncclFloat32: { float x; std::memcpy(&x, p, 4); return x; }
-    case ncclFloat64: { double x; std::memcpy(&x, p, 8); return x; }
-    case ncclBfloat16: { __nv_bfloat16 x; std::memcpy(&x, p, 2); return __bfloat162float(x); }
-    case ncclFloat8e4m3: { __nv_fp8_e4m3 x; std::memcpy(&x, p, 1); return static_cast<float>(x); }
-    case ncclFloat8e5m2: { __nv_fp8_e5m2 x; std::memcpy(&x, p, 1); return static_cast<float>(x); }
-    default: return 0;
+    case ncclInt8: {
+      int8_t x;
+      std::memcpy(&x, p, 1);
+      return x;
+    }
+    case ncclUint8: {
+      uint8_t x;
+      std::memcpy(&x, p, 1);
+      return x;
+    }
+    case ncclInt32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case ncclUint32: {
+      uint32_t x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case ncclInt64: {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      return static_cast<double>(x);
+    }
+    case ncclUint64: {
+      uint64_t x;
+      std::memcpy(&x, p, 8);
+      return static_cast<double>(x);
+    }
+    case ncclFloat16: {
+      __half x;
+      std::memcpy(&x, p, 2);
+      return __half2float(x);
+    }
+    case ncclFloat32: {
+      float x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case ncclFloat64: {
+      double x;
+      std::memcpy(&x, p, 8);
+      return x;
+    }
+    case ncclBfloat16: {
+      __nv_bfloat16 x;
+      std::memcpy(&x, p, 2);
+      return __bfloat162float(x);
+    }
+    case ncclFloat8e4m3: {
+      __nv_fp8_e4m3 x;
+      std::memcpy(&x, p, 1);
+      return static_cast<float>(x);
+    }
+    case ncclFloat8e5m2: {
+      __nv_fp8_e5m2 x;
+      std::memcpy(&x, p, 1);
+      return static_cast<float>(x);
+    }
+    default:
+      return 0;
   }
 }
 
@@ -101,11 +208,16 @@ double Load(ncclDataType_t t, const void* base, size_t i) {
 double Wrap(ncclDataType_t t, double v) {
   const int64_t x = static_cast<int64_t>(v);
   switch (t) {
-    case ncclInt8: return static_cast<int8_t>(x);
-    case ncclUint8: return static_cast<uint8_t>(x);
-    case ncclInt32: return static_cast<int32_t>(x);
-    case ncclUint32: return static_cast<uint32_t>(x);
-    default: return v;
+    case ncclInt8:
+      return static_cast<int8_t>(x);
+    case ncclUint8:
+      return static_cast<uint8_t>(x);
+    case ncclInt32:
+      return static_cast<int32_t>(x);
+    case ncclUint32:
+      return static_cast<uint32_t>(x);
+    default:
+      return v;
   }
 }
 
@@ -124,7 +236,9 @@ struct Buffer {
     CUDA_OK(cudaMemcpy(dev, host.data(), count * SizeOf(type), cudaMemcpyHostToDevice));
   }
   void Poison() { CUDA_OK(cudaMemset(dev, 0x5a, count * SizeOf(type))); }
-  void Fetch() { CUDA_OK(cudaMemcpy(host.data(), dev, count * SizeOf(type), cudaMemcpyDeviceToHost)); }
+  void Fetch() {
+    CUDA_OK(cudaMemcpy(host.data(), dev, count * SizeOf(type), cudaMemcpyDeviceToHost));
+  }
   double At(size_t i) const { return Load(type, host.data(), i); }
   char* DevAt(size_t i) const { return static_cast<char*>(dev) + i * SizeOf(type); }
 };
@@ -137,7 +251,9 @@ void Expect(const std::string& name, Buffer& buf, size_t offset, size_t count,
   for (size_t i = 0; i < count; ++i) {
     const double want = expect(i);
     const double got = buf.At(offset + i);
-    const bool ok = tolerance == 0 ? got == want : std::fabs(got - want) <= tolerance * std::max(1.0, std::fabs(want));
+    const bool ok = tolerance == 0
+                        ? got == want
+                        : std::fabs(got - want) <= tolerance * std::max(1.0, std::fabs(want));
     if (!ok) {
       std::printf("FAIL %s: element %zu: expected %.9g, got %.9g\n", name.c_str(), i, want, got);
       ++g_failures;
@@ -156,9 +272,12 @@ void CheckAllReduceEveryTypeAndOp(ncclComm_t comm, cudaStream_t s) {
     for (int o = 0; o < ncclNumOps; ++o) {
       const auto op = static_cast<ncclRedOp_t>(o);
       std::function<double(int, size_t)> v;
-      if (op == ncclProd) v = [](int r, size_t i) { return 1.0 + (r + i) % 2; };
-      else if (op == ncclMax || op == ncclMin) v = [](int r, size_t i) { return static_cast<double>((r * 7 + i) % 5); };
-      else v = [](int r, size_t i) { return static_cast<double>((r + i) % 2); };
+      if (op == ncclProd)
+        v = [](int r, size_t i) { return 1.0 + (r + i) % 2; };
+      else if (op == ncclMax || op == ncclMin)
+        v = [](int r, size_t i) { return static_cast<double>((r * 7 + i) % 5); };
+      else
+        v = [](int r, size_t i) { return static_cast<double>((r + i) % 2); };
       Buffer in(type, n), out(type, n);
       in.Fill([&](size_t i) { return v(g_rank, i); });
       out.Poison();
@@ -168,16 +287,21 @@ void CheckAllReduceEveryTypeAndOp(ncclComm_t comm, cudaStream_t s) {
         double acc = v(0, i);
         for (int r = 1; r < g_world; ++r) {
           const double x = v(r, i);
-          if (op == ncclProd) acc *= x;
-          else if (op == ncclMax) acc = std::max(acc, x);
-          else if (op == ncclMin) acc = std::min(acc, x);
-          else acc += x;
+          if (op == ncclProd)
+            acc *= x;
+          else if (op == ncclMax)
+            acc = std::max(acc, x);
+          else if (op == ncclMin)
+            acc = std::min(acc, x);
+          else
+            acc += x;
         }
         if (op == ncclAvg) acc = IsFloat(type) ? acc / g_world : std::floor(acc / g_world);
         return Wrap(type, acc);
       };
       double tol = 0;
-      if (op == ncclAvg && !PowerOfTwo(g_world)) tol = (type == ncclFloat8e4m3 || type == ncclFloat8e5m2) ? 0.25 : 0.02;
+      if (op == ncclAvg && !PowerOfTwo(g_world))
+        tol = (type == ncclFloat8e4m3 || type == ncclFloat8e5m2) ? 0.25 : 0.02;
       Expect(std::string("AllReduce ") + TypeName(type) + " " + OpName(op), out, 0, n, expect, tol);
     }
   }
@@ -219,7 +343,8 @@ void CheckRootedAndGathers(ncclComm_t comm, cudaStream_t s) {
       out.Poison();
       NCCL_OK(ncclAllGather(in.dev, out.dev, n, type, comm, s));
       CUDA_OK(cudaStreamSynchronize(s));
-      Expect("AllGather " + tn, out, 0, n * g_world, [&](size_t i) { return Pattern(static_cast<int>(i / n), i % n); });
+      Expect("AllGather " + tn, out, 0, n * g_world,
+             [&](size_t i) { return Pattern(static_cast<int>(i / n), i % n); });
     }
     {
       Buffer in(type, n * g_world), out(type, n);
@@ -234,13 +359,16 @@ void CheckRootedAndGathers(ncclComm_t comm, cudaStream_t s) {
       });
     }
     {
-      auto cell = [](int from, int to, size_t i) { return from * 10000.0 + to * 100.0 + static_cast<double>(i % 100); };
+      auto cell = [](int from, int to, size_t i) {
+        return from * 10000.0 + to * 100.0 + static_cast<double>(i % 100);
+      };
       Buffer in(type, n * g_world), out(type, n * g_world);
       in.Fill([&](size_t i) { return cell(g_rank, static_cast<int>(i / n), i % n); });
       out.Poison();
       NCCL_OK(ncclAlltoAll(in.dev, out.dev, n, type, comm, s));
       CUDA_OK(cudaStreamSynchronize(s));
-      Expect("AlltoAll " + tn, out, 0, n * g_world, [&](size_t i) { return cell(static_cast<int>(i / n), g_rank, i % n); });
+      Expect("AlltoAll " + tn, out, 0, n * g_world,
+             [&](size_t i) { return cell(static_cast<int>(i / n), g_rank, i % n); });
     }
     {
       Buffer in(type, n), out(type, n * g_world);
@@ -249,7 +377,8 @@ void CheckRootedAndGathers(ncclComm_t comm, cudaStream_t s) {
       NCCL_OK(ncclGather(in.dev, out.dev, n, type, 0, comm, s));
       CUDA_OK(cudaStreamSynchronize(s));
       if (g_rank == 0) {
-        Expect("Gather " + tn, out, 0, n * g_world, [&](size_t i) { return Pattern(static_cast<int>(i / n), i % n); });
+        Expect("Gather " + tn, out, 0, n * g_world,
+               [&](size_t i) { return Pattern(static_cast<int>(i / n), i % n); });
       }
     }
     {
@@ -314,15 +443,19 @@ void CheckGroupsInPlaceAndLarge(ncclComm_t comm, cudaStream_t s) {
       for (int r = 0; r < g_world; ++r) acc += r + i % 7;
       return acc;
     });
-    Expect("group: in-place AllReduce max", b, 0, n, [&](size_t i) { return (g_world - 1) * 2.0 + i % 3; });
+    Expect("group: in-place AllReduce max", b, 0, n,
+           [&](size_t i) { return (g_world - 1) * 2.0 + i % 3; });
     Expect("group: ncclBcast in place", c, 0, n, [](size_t i) { return static_cast<double>(i); });
   }
   {
     Buffer buf(ncclFloat32, n * g_world);
-    buf.Fill([&](size_t i) { return i / n == static_cast<size_t>(g_rank) ? Pattern(g_rank, i % n) : -7.0; });
+    buf.Fill([&](size_t i) {
+      return i / n == static_cast<size_t>(g_rank) ? Pattern(g_rank, i % n) : -7.0;
+    });
     NCCL_OK(ncclAllGather(buf.DevAt(g_rank * n), buf.dev, n, ncclFloat32, comm, s));
     CUDA_OK(cudaStreamSynchronize(s));
-    Expect("AllGather in place", buf, 0, n * g_world, [&](size_t i) { return Pattern(static_cast<int>(i / n), i % n); });
+    Expect("AllGather in place", buf, 0, n * g_world,
+           [&](size_t i) { return Pattern(static_cast<int>(i / n), i % n); });
   }
   {
     Buffer buf(ncclFloat32, n * g_world);
@@ -372,7 +505,8 @@ void CheckOperatorsAndEdges(ncclComm_t comm, cudaStream_t s) {
     buf.Fill([](size_t) { return 42.0; });
     NCCL_OK(ncclAllReduce(buf.dev, buf.dev, 0, ncclFloat32, ncclSum, comm, s));
     CUDA_OK(cudaStreamSynchronize(s));
-    Expect("AllReduce of zero elements leaves memory alone", buf, 0, 4, [](size_t) { return 42.0; });
+    Expect("AllReduce of zero elements leaves memory alone", buf, 0, 4,
+           [](size_t) { return 42.0; });
   }
   {
     ++g_checks;
@@ -399,7 +533,8 @@ void CheckSplit(ncclComm_t comm, cudaStream_t s) {
   if (sub_size == want_size && sub_rank == g_rank / 2) {
     std::printf("ok CommSplit: size %d, rank %d\n", sub_size, sub_rank);
   } else {
-    std::printf("FAIL CommSplit: size %d rank %d, expected %d and %d\n", sub_size, sub_rank, want_size, g_rank / 2);
+    std::printf("FAIL CommSplit: size %d rank %d, expected %d and %d\n", sub_size, sub_rank,
+                want_size, g_rank / 2);
     ++g_failures;
   }
   const size_t n = 300;
@@ -446,7 +581,8 @@ void CheckNonBlockingInit(cudaStream_t s) {
   buf.Fill([](size_t i) { return static_cast<double>(i % 2); });
   NCCL_OK(ncclAllReduce(buf.dev, buf.dev, 100, ncclUint8, ncclSum, comm, s));
   CUDA_OK(cudaStreamSynchronize(s));
-  Expect("AllReduce on a non-blocking communicator", buf, 0, 100, [](size_t i) { return (i % 2) * g_world * 1.0; });
+  Expect("AllReduce on a non-blocking communicator", buf, 0, 100,
+         [](size_t i) { return (i % 2) * g_world * 1.0; });
   // A non-blocking communicator finalizes in the background.
   ncclResult_t fin = ncclCommFinalize(comm);
   if (fin != ncclSuccess && fin != ncclInProgress) NCCL_OK(fin);

@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
     if (e != cudaSuccess) return Fail("cudaIpcOpenMemHandle", e);
     const size_t n = static_cast<size_t>(std::atol(argc > 3 ? argv[3] : "4096"));
     std::vector<unsigned char> host(n);
-    if ((e = cudaMemcpy(host.data(), p, n, cudaMemcpyDeviceToHost)) != cudaSuccess) return Fail("cudaMemcpy", e);
+    if ((e = cudaMemcpy(host.data(), p, n, cudaMemcpyDeviceToHost)) != cudaSuccess)
+      return Fail("cudaMemcpy", e);
     for (size_t i = 0; i < n; ++i) {
       if (host[i] != i % 251) {
         std::printf("byte %zu is %u, expected %zu\n", i, host[i], i % 251);
@@ -68,7 +69,8 @@ int main(int argc, char** argv) {
       }
     }
     for (size_t i = 0; i < n; ++i) host[i] = static_cast<unsigned char>(255 - i % 251);
-    if ((e = cudaMemcpy(p, host.data(), n, cudaMemcpyHostToDevice)) != cudaSuccess) return Fail("cudaMemcpy", e);
+    if ((e = cudaMemcpy(p, host.data(), n, cudaMemcpyHostToDevice)) != cudaSuccess)
+      return Fail("cudaMemcpy", e);
     if ((e = cudaIpcCloseMemHandle(p)) != cudaSuccess) return Fail("cudaIpcCloseMemHandle", e);
     std::printf("imported %zu bytes\n", n);
     return 0;

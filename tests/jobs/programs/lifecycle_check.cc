@@ -58,19 +58,22 @@ void InitAll() {
     NCCL_OK(ncclCommCuDevice(comms[d], &dev));
     NCCL_OK(ncclCommUserRank(comms[d], &rank));
     NCCL_OK(ncclCommCount(comms[d], &count));
-    Check(dev == d && rank == d && count == ndev, "InitAll comm " + std::to_string(d) + " on device " + std::to_string(dev));
+    Check(dev == d && rank == d && count == ndev,
+          "InitAll comm " + std::to_string(d) + " on device " + std::to_string(dev));
     CUDA_OK(cudaSetDevice(d));
     CUDA_OK(cudaStreamCreate(&streams[d]));
     bufs[d] = Upload(std::vector<float>(n, static_cast<float>(d + 1)));
   }
   NCCL_OK(ncclGroupStart());
-  for (int d = 0; d < ndev; ++d) NCCL_OK(ncclAllReduce(bufs[d], bufs[d], n, ncclFloat32, ncclSum, comms[d], streams[d]));
+  for (int d = 0; d < ndev; ++d)
+    NCCL_OK(ncclAllReduce(bufs[d], bufs[d], n, ncclFloat32, ncclSum, comms[d], streams[d]));
   NCCL_OK(ncclGroupEnd());
   for (int d = 0; d < ndev; ++d) {
     CUDA_OK(cudaSetDevice(d));
     CUDA_OK(cudaStreamSynchronize(streams[d]));
     std::vector<float> h = Download(bufs[d], n);
-    Check(h[0] == 10.0f && h[n - 1] == 10.0f, "grouped AllReduce from one thread, device " + std::to_string(d));
+    Check(h[0] == 10.0f && h[n - 1] == 10.0f,
+          "grouped AllReduce from one thread, device " + std::to_string(d));
   }
   for (ncclComm_t c : comms) NCCL_OK(ncclCommDestroy(c));
 }
@@ -96,7 +99,8 @@ void Shrink() {
   int count = 0, me = -1;
   NCCL_OK(ncclCommCount(small, &count));
   NCCL_OK(ncclCommUserRank(small, &me));
-  Check(count == world - 1 && me == rank, "shrunk communicator has " + std::to_string(count) + " ranks");
+  Check(count == world - 1 && me == rank,
+        "shrunk communicator has " + std::to_string(count) + " ranks");
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));
   float* d = Upload(std::vector<float>(1000, static_cast<float>(rank)));
@@ -129,7 +133,8 @@ void AbortOrRevoke(bool revoke) {
     } else {
       NCCL_OK(ncclCommAbort(comm));
     }
-    Check(cudaStreamSynchronize(s) == cudaSuccess, std::string(revoke ? "revoke" : "abort") + " released the stream");
+    Check(cudaStreamSynchronize(s) == cudaSuccess,
+          std::string(revoke ? "revoke" : "abort") + " released the stream");
     if (revoke) NCCL_OK(ncclCommDestroy(comm));
   } else {
     NCCL_OK(ncclCommAbort(comm));
@@ -155,7 +160,8 @@ void Scalable() {
     }
   }
   for (int i = 0; i < nids; ++i) {
-    const std::string path = std::string(std::getenv("JOBRUN_RENDEZVOUS")) + "/scalable_id_" + std::to_string(i);
+    const std::string path =
+        std::string(std::getenv("JOBRUN_RENDEZVOUS")) + "/scalable_id_" + std::to_string(i);
     ncclUniqueId id;
     for (;;) {
       FILE* f = std::fopen(path.c_str(), "rb");
@@ -190,7 +196,8 @@ void Api() {
   Check(std::string(ncclGetErrorString(static_cast<ncclResult_t>(99))) == "unknown result code",
         "ncclGetErrorString of an unknown code");
   Check(ncclGroupEnd() == ncclInvalidUsage, "ncclGroupEnd outside a group is invalid usage");
-  Check(std::string(ncclGetLastError(nullptr)) == "ncclGroupEnd: not in a group call.", "ncclGetLastError");
+  Check(std::string(ncclGetLastError(nullptr)) == "ncclGroupEnd: not in a group call.",
+        "ncclGetLastError");
 
   ncclComm_t comm = WorldComm();
   void* mem = nullptr;
@@ -212,14 +219,18 @@ void Api() {
   NCCL_OK(ncclGroupStart());
   NCCL_OK(ncclAllReduce(d, d, 1 << 16, ncclFloat32, ncclSum, comm, s));
   NCCL_OK(ncclGroupSimulateEnd(&info));
-  Check(info.estimatedTime > 0, "ncclGroupSimulateEnd estimates " + std::to_string(info.estimatedTime) + " us");
+  Check(info.estimatedTime > 0,
+        "ncclGroupSimulateEnd estimates " + std::to_string(info.estimatedTime) + " us");
   CUDA_OK(cudaStreamSynchronize(s));
   Check(Download(d, 1)[0] == 1.0f, "a simulated group launches nothing");
 
-  Check(ncclAllReduce(d, d, 16, static_cast<ncclDataType_t>(42), ncclSum, comm, s) == ncclInvalidArgument,
+  Check(ncclAllReduce(d, d, 16, static_cast<ncclDataType_t>(42), ncclSum, comm, s) ==
+            ncclInvalidArgument,
         "an invalid datatype is ncclInvalidArgument");
-  Check(ncclBroadcast(d, d, 16, ncclFloat32, 99, comm, s) == ncclInvalidArgument, "an invalid root is ncclInvalidArgument");
-  Check(std::string(ncclGetLastError(comm)).find("invalid root 99") != std::string::npos, "the WARN names the root");
+  Check(ncclBroadcast(d, d, 16, ncclFloat32, 99, comm, s) == ncclInvalidArgument,
+        "an invalid root is ncclInvalidArgument");
+  Check(std::string(ncclGetLastError(comm)).find("invalid root 99") != std::string::npos,
+        "the WARN names the root");
   ncclResult_t async = ncclInternalError;
   NCCL_OK(ncclCommGetAsyncError(comm, &async));
   Check(async == ncclSuccess, "a healthy communicator has no asynchronous error");
@@ -232,12 +243,18 @@ void Api() {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "initall") InitAll();
-  else if (mode == "shrink") Shrink();
-  else if (mode == "abort") AbortOrRevoke(false);
-  else if (mode == "revoke") AbortOrRevoke(true);
-  else if (mode == "scalable") Scalable();
-  else if (mode == "api") Api();
+  if (mode == "initall")
+    InitAll();
+  else if (mode == "shrink")
+    Shrink();
+  else if (mode == "abort")
+    AbortOrRevoke(false);
+  else if (mode == "revoke")
+    AbortOrRevoke(true);
+  else if (mode == "scalable")
+    Scalable();
+  else if (mode == "api")
+    Api();
   else {
     std::printf("usage: lifecycle_check initall|shrink|abort|revoke|scalable|api\n");
     return 2;

@@ -91,7 +91,8 @@ Options Parse(int argc, char** argv) {
       o.tp_stream = true;
     } else if (a == "--rank-steps") {
       std::string v = next();
-      if (std::sscanf(v.c_str(), "%d:%d", &o.uneven_rank, &o.uneven_steps) != 2) Usage("--rank-steps wants RANK:N");
+      if (std::sscanf(v.c_str(), "%d:%d", &o.uneven_rank, &o.uneven_steps) != 2)
+        Usage("--rank-steps wants RANK:N");
     } else if (a == "--bug") {
       std::string v = next();
       Bug b;
@@ -175,7 +176,8 @@ int main(int argc, char** argv) {
     }
 
     for (size_t i = 0; i < n; ++i) host[i] = Grad(rank, step, i);
-    CUDA_OK(cudaMemcpyAsync(d_grad, host.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+    CUDA_OK(
+        cudaMemcpyAsync(d_grad, host.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
 
     auto world_allreduce = [&] {
       if (bug == "skip") return;
@@ -204,16 +206,19 @@ int main(int argc, char** argv) {
 
     if (opt.pipeline) {
       for (size_t i = 0; i < n; ++i) act[i] = static_cast<float>(rank * 100 + step);
-      CUDA_OK(cudaMemcpyAsync(d_act_out, act.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+      CUDA_OK(cudaMemcpyAsync(d_act_out, act.data(), n * sizeof(float), cudaMemcpyHostToDevice,
+                              stream));
       NCCL_OK(ncclGroupStart());
       if (bug != "p2p-drop") {
-        NCCL_OK(ncclSend(d_act_out, bug == "p2p-count" ? n - 1 : n, ncclFloat32, next, comm, stream));
+        NCCL_OK(
+            ncclSend(d_act_out, bug == "p2p-count" ? n - 1 : n, ncclFloat32, next, comm, stream));
       }
       NCCL_OK(ncclRecv(d_act_in, n, ncclFloat32, prev, comm, stream));
       NCCL_OK(ncclGroupEnd());
     }
 
-    CUDA_OK(cudaMemcpyAsync(host.data(), d_grad, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CUDA_OK(
+        cudaMemcpyAsync(host.data(), d_grad, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
     if (opt.tp_stream) CUDA_OK(cudaStreamSynchronize(tp_stream));
     for (size_t i = 0; i < n; ++i) {
@@ -221,7 +226,8 @@ int main(int argc, char** argv) {
       for (int r = 0; r < world; ++r) mean += Grad(r, step, i);
       mean /= static_cast<float>(world);
       if (std::fabs(host[i] - mean) > 1e-4f && bug.empty()) {
-        std::fprintf(stderr, "rank %d step %d: averaged gradient %zu is %g, expected %g\n", rank, step, i, host[i], mean);
+        std::fprintf(stderr, "rank %d step %d: averaged gradient %zu is %g, expected %g\n", rank,
+                     step, i, host[i], mean);
         return 1;
       }
       params[i] -= 0.01f * host[i];
@@ -229,15 +235,18 @@ int main(int argc, char** argv) {
     if (opt.pipeline) {
       CUDA_OK(cudaMemcpy(act.data(), d_act_in, n * sizeof(float), cudaMemcpyDeviceToHost));
       if (act[0] != static_cast<float>(prev * 100 + step)) {
-        std::fprintf(stderr, "rank %d step %d: activation from rank %d is %g\n", rank, step, prev, act[0]);
+        std::fprintf(stderr, "rank %d step %d: activation from rank %d is %g\n", rank, step, prev,
+                     act[0]);
         return 1;
       }
     }
     if (step % 4 == 3) {
       const int root = bug == "root" ? 1 : 0;
-      CUDA_OK(cudaMemcpyAsync(d_params, params.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+      CUDA_OK(cudaMemcpyAsync(d_params, params.data(), n * sizeof(float), cudaMemcpyHostToDevice,
+                              stream));
       NCCL_OK(ncclBroadcast(d_params, d_params, n, ncclFloat32, root, comm, stream));
-      CUDA_OK(cudaMemcpyAsync(params.data(), d_params, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+      CUDA_OK(cudaMemcpyAsync(params.data(), d_params, n * sizeof(float), cudaMemcpyDeviceToHost,
+                              stream));
       CUDA_OK(cudaStreamSynchronize(stream));
     }
     double loss = 0;

@@ -40,12 +40,12 @@
 namespace {
 
 // errno before and after: the shim must leave it as NCCL leaves it.
-#define SHOW(expr)                                                             \
-  do {                                                                         \
-    errno = 4242;                                                              \
-    const int r = static_cast<int>(expr);                                      \
-    const int e = errno;                                                       \
-    std::printf("%-60s -> %d errno=%d\n", #expr, r, e);                        \
+#define SHOW(expr)                                      \
+  do {                                                  \
+    errno = 4242;                                       \
+    const int r = static_cast<int>(expr);               \
+    const int e = errno;                                \
+    std::printf("%-60s -> %d errno=%d\n", #expr, r, e); \
   } while (0)
 
 ncclComm_t OneRankComm() {
@@ -139,7 +139,8 @@ int Chain() {
   std::printf("initial: %s\n", old.sa_handler == SIG_DFL ? "default" : "other");
   sigaction(SIGTERM, &a, nullptr);
   sigaction(SIGTERM, &b, &old);
-  std::printf("after installing B, the previous one was %s\n", old.sa_handler == HandlerA ? "A" : "something else");
+  std::printf("after installing B, the previous one was %s\n",
+              old.sa_handler == HandlerA ? "A" : "something else");
   sigaction(SIGTERM, nullptr, &old);
   std::printf("now: %s, SA_RESTART %s\n", old.sa_handler == HandlerB ? "B" : "something else",
               (old.sa_flags & SA_RESTART) ? "kept" : "lost");
@@ -198,7 +199,8 @@ int Threads() {
       for (int i = 0; i < kCalls; ++i) {
         // One thread per rank, each rank's calls from its own thread: the
         // AllReduces meet across threads as they would across processes.
-        if (ncclAllReduce(buf, buf, 256, ncclFloat32, ncclSum, comms[d], s) != ncclSuccess) ++failures;
+        if (ncclAllReduce(buf, buf, 256, ncclFloat32, ncclSum, comms[d], s) != ncclSuccess)
+          ++failures;
       }
       cudaStreamSynchronize(s);
     });
@@ -290,10 +292,13 @@ int Libc() {
 int Dlvsym() {
   void* self = dlvsym(RTLD_DEFAULT, "getpid", "GLIBC_2.2.5");
   std::printf("RTLD_DEFAULT getpid is getpid: %d\n", self == reinterpret_cast<void*>(&getpid));
-  std::printf("RTLD_NEXT getpid found: %d\n", dlvsym(RTLD_NEXT, "getpid", "GLIBC_2.2.5") != nullptr);
-  std::printf("RTLD_NEXT nosuch found: %d\n", dlvsym(RTLD_NEXT, "ncclwatch_nosuch", "GLIBC_2.2.5") != nullptr);
+  std::printf("RTLD_NEXT getpid found: %d\n",
+              dlvsym(RTLD_NEXT, "getpid", "GLIBC_2.2.5") != nullptr);
+  std::printf("RTLD_NEXT nosuch found: %d\n",
+              dlvsym(RTLD_NEXT, "ncclwatch_nosuch", "GLIBC_2.2.5") != nullptr);
   void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-  std::printf("handle getpid is getpid: %d\n", dlvsym(libc, "getpid", "GLIBC_2.2.5") == reinterpret_cast<void*>(&getpid));
+  std::printf("handle getpid is getpid: %d\n",
+              dlvsym(libc, "getpid", "GLIBC_2.2.5") == reinterpret_cast<void*>(&getpid));
   std::printf("handle wrong version found: %d\n", dlvsym(libc, "getpid", "NOSUCH_1.0") != nullptr);
   return 0;
 }
@@ -312,6 +317,7 @@ int main(int argc, char** argv) {
   if (mode == "sigkill") return Sigkill();
   if (mode == "libc") return Libc();
   if (mode == "dlvsym") return Dlvsym();
-  std::printf("usage: preload_probe api|handler|chain|ignore|segv|fork|threads|sigkill|libc|dlvsym\n");
+  std::printf(
+      "usage: preload_probe api|handler|chain|ignore|segv|fork|threads|sigkill|libc|dlvsym\n");
   return 2;
 }

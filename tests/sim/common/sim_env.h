@@ -26,8 +26,8 @@ inline int64_t EnvInt(const char* name, int64_t fallback, int64_t lo, int64_t hi
   char* end = nullptr;
   long long v = std::strtoll(s, &end, 0);
   if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
-    std::fprintf(stderr, "ncclsim: %s='%s' is not an integer in [%lld, %lld]; using %lld\n", name, s,
-                 static_cast<long long>(lo), static_cast<long long>(hi),
+    std::fprintf(stderr, "ncclsim: %s='%s' is not an integer in [%lld, %lld]; using %lld\n", name,
+                 s, static_cast<long long>(lo), static_cast<long long>(hi),
                  static_cast<long long>(fallback));
     return fallback;
   }

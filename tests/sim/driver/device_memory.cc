@@ -69,9 +69,9 @@ struct Arena {
   int fd = -1;
   char* base = nullptr;
   uint64_t size = 0;
-  std::map<uint64_t, uint64_t> free_list;   // offset -> size, address order
-  std::map<uint64_t, Allocation> used;      // offset -> allocation
-  std::map<uintptr_t, Imported> imported;   // ptr -> mapping
+  std::map<uint64_t, uint64_t> free_list;  // offset -> size, address order
+  std::map<uint64_t, Allocation> used;     // offset -> allocation
+  std::map<uintptr_t, Imported> imported;  // ptr -> mapping
   uint64_t next_id = 1;
   uint64_t used_by_device[64] = {};
   bool ok = false;
@@ -84,14 +84,16 @@ Arena& TheArena() {
     a->size = gib << 30;
     a->fd = memfd_create("ncclsim-device-memory", MFD_CLOEXEC);
     if (a->fd >= 0 && ftruncate(a->fd, static_cast<off_t>(a->size)) == 0) {
-      void* p = mmap(nullptr, a->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, a->fd, 0);
+      void* p =
+          mmap(nullptr, a->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, a->fd, 0);
       if (p != MAP_FAILED) {
         a->base = static_cast<char*>(p);
         a->free_list[0] = a->size;
         a->ok = true;
       }
     }
-    if (!a->ok) std::fprintf(stderr, "ncclsim: cannot create the device memory arena: %s\n", strerror(errno));
+    if (!a->ok)
+      std::fprintf(stderr, "ncclsim: cannot create the device memory arena: %s\n", strerror(errno));
     return a;
   }();
   return *arena;
@@ -109,7 +111,8 @@ CUresult AllocDevice(int device, size_t bytes, bool /*managed*/, CUdeviceptr* ou
   std::lock_guard<std::mutex> lock(a.mu);
   if (!a.ok) return CUDA_ERROR_OUT_OF_MEMORY;
   const uint64_t need = RoundUp(bytes, kAlign);
-  if (a.used_by_device[dev->physical % 64] + need > dev->total_memory) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (a.used_by_device[dev->physical % 64] + need > dev->total_memory)
+    return CUDA_ERROR_OUT_OF_MEMORY;
   for (auto it = a.free_list.begin(); it != a.free_list.end(); ++it) {
     if (it->second < need) continue;
     const uint64_t off = it->first;
@@ -227,7 +230,8 @@ CUresult IpcImportMemory(const CUipcMemHandle& handle, CUdeviceptr* out) {
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   IpcMemPayload pl;
   std::memcpy(&pl, handle.reserved, sizeof(pl));
-  if (pl.magic != kIpcMagic || pl.version != kIpcVersion || pl.size == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (pl.magic != kIpcMagic || pl.version != kIpcVersion || pl.size == 0)
+    return CUDA_ERROR_INVALID_VALUE;
   if (pl.pid == static_cast<int32_t>(getpid())) return CUDA_ERROR_INVALID_CONTEXT;
   Arena& a = TheArena();
   std::lock_guard<std::mutex> lock(a.mu);

@@ -23,8 +23,8 @@ namespace {
 
 std::atomic<bool> g_initialized{false};
 
-#define SIM_REQUIRE_INIT() \
-  do {                     \
+#define SIM_REQUIRE_INIT()                                                                 \
+  do {                                                                                     \
     if (!g_initialized.load(std::memory_order_acquire)) return CUDA_ERROR_NOT_INITIALIZED; \
   } while (0)
 
@@ -206,20 +206,48 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
   if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
   int v = 0;
   switch (attrib) {  // an H100 SXM, where a program is likely to ask
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: v = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: v = 132; break;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: v = 32; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: v = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: v = 2048; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: v = 49152; break;
-    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: v = 1980000; break;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: v = 2619000; break;
-    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: v = 5120; break;
-    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: v = 50 << 20; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: v = d->pci_bus; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: v = d->pci_device; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: v = d->pci_domain; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      v = 9;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      v = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      v = 132;
+      break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+      v = 32;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      v = 1024;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+      v = 2048;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+      v = 49152;
+      break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+      v = 1980000;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+      v = 2619000;
+      break;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+      v = 5120;
+      break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+      v = 50 << 20;
+      break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+      v = d->pci_bus;
+      break;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+      v = d->pci_device;
+      break;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+      v = d->pci_domain;
+      break;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
     case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
@@ -228,8 +256,12 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
     case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
       v = 1;
       break;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: v = 2; break;
-    default: v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+      v = 2;
+      break;
+    default:
+      v = 0;
+      break;
   }
   *pi = v;
   return CUDA_SUCCESS;
@@ -253,7 +285,8 @@ CUresult cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
     if (std::sscanf(pciBusId, "%x:%x", &bus, &device) != 2) return CUDA_ERROR_INVALID_VALUE;
   }
   for (Device* d : VisibleDevices()) {
-    if (static_cast<unsigned>(d->pci_domain) == domain && static_cast<unsigned>(d->pci_bus) == bus &&
+    if (static_cast<unsigned>(d->pci_domain) == domain &&
+        static_cast<unsigned>(d->pci_bus) == bus &&
         static_cast<unsigned>(d->pci_device) == device) {
       *dev = d->ordinal;
       return CUDA_SUCCESS;
@@ -480,25 +513,33 @@ CUresult cuMemcpyDtoH(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
 CUresult cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
   return CopySync(PtrOf(dstDevice), PtrOf(srcDevice), ByteCount);
 }
-CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream) {
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                           CUstream hStream) {
   return CopyAsync(PtrOf(dstDevice), srcHost, ByteCount, hStream);
 }
-CUresult cuMemcpyDtoHAsync(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
+CUresult cuMemcpyDtoHAsync(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                           CUstream hStream) {
   return CopyAsync(dstHost, PtrOf(srcDevice), ByteCount, hStream);
 }
-CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
-  return CopyAsync(PtrOf(dstDevice), PtrOf(srcDevice), ByteCount, hStream);
-}
-CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext, CUdeviceptr srcDevice, CUcontext, size_t ByteCount) {
-  return CopySync(PtrOf(dstDevice), PtrOf(srcDevice), ByteCount);
-}
-CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext, CUdeviceptr srcDevice, CUcontext, size_t ByteCount,
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
                            CUstream hStream) {
   return CopyAsync(PtrOf(dstDevice), PtrOf(srcDevice), ByteCount, hStream);
 }
+CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext, CUdeviceptr srcDevice, CUcontext,
+                      size_t ByteCount) {
+  return CopySync(PtrOf(dstDevice), PtrOf(srcDevice), ByteCount);
+}
+CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext, CUdeviceptr srcDevice, CUcontext,
+                           size_t ByteCount, CUstream hStream) {
+  return CopyAsync(PtrOf(dstDevice), PtrOf(srcDevice), ByteCount, hStream);
+}
 
-CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N) { return FillSync(dstDevice, uc, N); }
-CUresult cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui, size_t N) { return FillSync(dstDevice, ui, N); }
+CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
+  return FillSync(dstDevice, uc, N);
+}
+CUresult cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
+  return FillSync(dstDevice, ui, N);
+}
 CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
   return FillAsync(dstDevice, uc, N, hStream);
 }
@@ -516,7 +557,8 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevi
   bool host = false;
   if (!LookupPointer(p, &info)) {
     std::lock_guard<std::mutex> lock(Host().mu);
-    host = InRanges(Host().pinned, p, &hbase, &hsize) || InRanges(Host().registered, p, &hbase, &hsize);
+    host = InRanges(Host().pinned, p, &hbase, &hsize) ||
+           InRanges(Host().registered, p, &hbase, &hsize);
     if (!host) return CUDA_ERROR_INVALID_VALUE;
   }
   switch (attribute) {
@@ -550,8 +592,8 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevi
   }
 }
 
-CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes, void** data,
-                                CUdeviceptr ptr) {
+CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes,
+                                void** data, CUdeviceptr ptr) {
   SIM_REQUIRE_INIT();
   if (attributes == nullptr || data == nullptr) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < numAttributes; ++i) {
@@ -668,12 +710,14 @@ CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void* userData, unsigned int flags) {
+CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void* userData,
+                             unsigned int flags) {
   SIM_REQUIRE_INIT();
   if (callback == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   CUstream_st* s = nullptr;
   if (CUresult rc = StreamForWork(hStream, &s)) return rc;
-  Enqueue(s, [callback, userData, hStream, s] { callback(hStream, StickyError(s->device), userData); });
+  Enqueue(
+      s, [callback, userData, hStream, s] { callback(hStream, StickyError(s->device), userData); });
   return CUDA_SUCCESS;
 }
 
@@ -747,7 +791,8 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdeviceptr dptr) {
 
 CUresult cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags) {
   SIM_REQUIRE_INIT();
-  if (Flags & ~static_cast<unsigned>(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) return CUDA_ERROR_INVALID_VALUE;
+  if (Flags & ~static_cast<unsigned>(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS))
+    return CUDA_ERROR_INVALID_VALUE;
   return IpcImportMemory(handle, pdptr);
 }
 

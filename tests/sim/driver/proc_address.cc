@@ -16,7 +16,8 @@ struct ProcEntry {
   void* fn;
 };
 
-#define SIM_PROC(name) {#name, reinterpret_cast<void*>(&name)}
+#define SIM_PROC(name) \
+  { #name, reinterpret_cast < void*>(&name) }
 
 const ProcEntry kProcTable[] = {
     SIM_PROC(cuInit),

@@ -38,7 +38,9 @@ void ibv_free_device_list(struct ibv_device** list) {
   std::free(list);
 }
 
-const char* ibv_get_device_name(struct ibv_device* device) { return device ? device->name : nullptr; }
+const char* ibv_get_device_name(struct ibv_device* device) {
+  return device ? device->name : nullptr;
+}
 
 struct ibv_context* ibv_open_device(struct ibv_device* device) {
   if (device == nullptr) {

@@ -21,8 +21,8 @@
 using namespace ncclsim::nccl;  // NOLINT: this file is the API surface of that namespace
 
 // Defines `ret func(args)` and makes `p##func` an alias of it.
-#define SIM_NCCL_API(ret, func, ...)                                                   \
-  extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__);             \
+#define SIM_NCCL_API(ret, func, ...)                                                        \
+  extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__);                  \
   extern "C" __attribute__((visibility("default"), alias(#func))) ret p##func(__VA_ARGS__); \
   extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__)
 
@@ -40,8 +40,9 @@ struct Registration {
   size_t size;
 };
 
-ncclResult_t Coll(Func func, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type,
-                  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t Coll(Func func, const void* sendbuff, void* recvbuff, size_t count,
+                  ncclDataType_t type, ncclRedOp_t op, int root, ncclComm_t comm,
+                  cudaStream_t stream) {
   OpArgs a;
   a.func = func;
   a.sendbuff = sendbuff;
@@ -75,19 +76,32 @@ BootstrapHandle HandleOf(const ncclUniqueId& id) {
 
 double ReadScalar(const void* p, ncclDataType_t type) {
   switch (type) {
-    case ncclInt8: return *static_cast<const int8_t*>(p);
-    case ncclUint8: return *static_cast<const uint8_t*>(p);
-    case ncclInt32: return *static_cast<const int32_t*>(p);
-    case ncclUint32: return *static_cast<const uint32_t*>(p);
-    case ncclInt64: return static_cast<double>(*static_cast<const int64_t*>(p));
-    case ncclUint64: return static_cast<double>(*static_cast<const uint64_t*>(p));
-    case ncclFloat16: return HalfToFloat(*static_cast<const uint16_t*>(p));
-    case ncclFloat32: return *static_cast<const float*>(p);
-    case ncclFloat64: return *static_cast<const double*>(p);
-    case ncclBfloat16: return Bfloat16ToFloat(*static_cast<const uint16_t*>(p));
-    case ncclFloat8e4m3: return Fp8E4M3ToFloat(*static_cast<const uint8_t*>(p));
-    case ncclFloat8e5m2: return Fp8E5M2ToFloat(*static_cast<const uint8_t*>(p));
-    default: return 0;
+    case ncclInt8:
+      return *static_cast<const int8_t*>(p);
+    case ncclUint8:
+      return *static_cast<const uint8_t*>(p);
+    case ncclInt32:
+      return *static_cast<const int32_t*>(p);
+    case ncclUint32:
+      return *static_cast<const uint32_t*>(p);
+    case ncclInt64:
+      return static_cast<double>(*static_cast<const int64_t*>(p));
+    case ncclUint64:
+      return static_cast<double>(*static_cast<const uint64_t*>(p));
+    case ncclFloat16:
+      return HalfToFloat(*static_cast<const uint16_t*>(p));
+    case ncclFloat32:
+      return *static_cast<const float*>(p);
+    case ncclFloat64:
+      return *static_cast<const double*>(p);
+    case ncclBfloat16:
+      return Bfloat16ToFloat(*static_cast<const uint16_t*>(p));
+    case ncclFloat8e4m3:
+      return Fp8E4M3ToFloat(*static_cast<const uint8_t*>(p));
+    case ncclFloat8e5m2:
+      return Fp8E5M2ToFloat(*static_cast<const uint8_t*>(p));
+    default:
+      return 0;
   }
 }
 
@@ -103,15 +117,24 @@ SIM_NCCL_API(ncclResult_t, ncclGetVersion, int* version) {
 
 SIM_NCCL_API(const char*, ncclGetErrorString, ncclResult_t code) {
   switch (code) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
+    case ncclSuccess:
+      return "no error";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError:
+      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError:
+      return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument:
+      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -126,17 +149,18 @@ SIM_NCCL_API(void, ncclResetDebugInit) {}
 
 SIM_NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) { return UniqueId(uniqueId); }
 
-SIM_NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+SIM_NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId,
+             int rank) {
   return CommInitRank(comm, nranks, {HandleOf(commId)}, rank, nullptr, "ncclCommInitRank");
 }
 
-SIM_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-             ncclConfig_t* config) {
+SIM_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks,
+             ncclUniqueId commId, int rank, ncclConfig_t* config) {
   return CommInitRank(comm, nranks, {HandleOf(commId)}, rank, config, "ncclCommInitRankConfig");
 }
 
-SIM_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
-             ncclUniqueId* commIds, ncclConfig_t* config) {
+SIM_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
+             int nId, ncclUniqueId* commIds, ncclConfig_t* config) {
   if (nId < 1 || commIds == nullptr) {
     WARN("ncclCommInitRankScalable : invalid number of unique ids %d", nId);
     return ncclInvalidArgument;
@@ -188,15 +212,17 @@ SIM_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, n
   return CommSplit(comm, color, key, newcomm, config);
 }
 
-SIM_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-             ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+SIM_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
+             int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   return CommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
 }
 
 SIM_NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) { return CommFinalize(comm); }
 SIM_NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) { return CommDestroy(comm); }
 SIM_NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) { return CommAbort(comm); }
-SIM_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) { return CommRevoke(comm, revokeFlags); }
+SIM_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
+  return CommRevoke(comm, revokeFlags);
+}
 
 SIM_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
   if (!IsComm(comm) || asyncError == nullptr) {
@@ -246,7 +272,8 @@ SIM_NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
   return ncclSuccess;
 }
 
-SIM_NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
+SIM_NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size,
+             void** handle) {
   NCCLCHECK(CommEnsureReady(comm, "CommRegister"));
   if (handle == nullptr) return ncclInvalidArgument;
   *handle = new Registration{buff, size};
@@ -259,12 +286,14 @@ SIM_NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* hand
   return ncclSuccess;
 }
 
-SIM_NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-             int winFlags) {
+SIM_NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
+             ncclWindow_t* win, int winFlags) {
   NCCLCHECK(CommEnsureReady(comm, "CommWindowRegister"));
   if (win == nullptr) return ncclInvalidArgument;
-  if ((winFlags & NCCL_WIN_COLL_SYMMETRIC) && reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT != 0) {
-    WARN("CommWindowRegister : buffer %p is not %d-byte aligned", buff, NCCL_WIN_REQUIRED_ALIGNMENT);
+  if ((winFlags & NCCL_WIN_COLL_SYMMETRIC) &&
+      reinterpret_cast<uintptr_t>(buff) % NCCL_WIN_REQUIRED_ALIGNMENT != 0) {
+    WARN("CommWindowRegister : buffer %p is not %d-byte aligned", buff,
+         NCCL_WIN_REQUIRED_ALIGNMENT);
     return ncclInvalidArgument;
   }
   *win = new ncclWindow_vidmem{buff, size, winFlags, comm};
@@ -279,8 +308,8 @@ SIM_NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow
 
 // ------------------------------------------------------------ reduction operators
 
-SIM_NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
-             ncclScalarResidence_t residence, ncclComm_t comm) {
+SIM_NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
+             ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm) {
   NCCLCHECK(CommEnsureReady(comm, "ncclRedOpCreatePreMulSum"));
   if (op == nullptr || scalar == nullptr || DataTypeSize(datatype) == 0) {
     WARN("ncclRedOpCreatePreMulSum : invalid arguments");
@@ -305,7 +334,8 @@ SIM_NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
   if (!IsComm(comm)) return ncclInvalidArgument;
   std::lock_guard<std::mutex> lock(comm->mu);
   if (op < ncclNumOps || comm->premul_ops.erase(op) == 0) {
-    WARN("ncclRedOpDestroy : operation %d is not a user-created operation of this communicator", op);
+    WARN("ncclRedOpDestroy : operation %d is not a user-created operation of this communicator",
+         op);
     return ncclInvalidArgument;
   }
   return ncclSuccess;
@@ -313,28 +343,30 @@ SIM_NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
 
 // ------------------------------------------------------------ collectives
 
-SIM_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-             ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+SIM_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
+             ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+             cudaStream_t stream) {
   return Coll(Func::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
 }
 
-SIM_NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-             cudaStream_t stream) {
+SIM_NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
+             ncclComm_t comm, cudaStream_t stream) {
   return Coll(Func::kBroadcast, buff, buff, count, datatype, ncclSum, root, comm, stream);
 }
 
-SIM_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-             int root, ncclComm_t comm, cudaStream_t stream) {
+SIM_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
+             ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   return Coll(Func::kBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
 }
 
-SIM_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-             ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+SIM_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
+             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return Coll(Func::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm, stream);
 }
 
-SIM_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
-             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+SIM_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff,
+             size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+             cudaStream_t stream) {
   return Coll(Func::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream);
 }
 
@@ -343,28 +375,28 @@ SIM_NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, 
   return Coll(Func::kAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm, stream);
 }
 
-SIM_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-             ncclComm_t comm, cudaStream_t stream) {
+SIM_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
+             ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return Coll(Func::kAlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, 0, comm, stream);
 }
 
-SIM_NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-             int root, ncclComm_t comm, cudaStream_t stream) {
+SIM_NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
+             ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   return Coll(Func::kGather, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
 }
 
-SIM_NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-             int root, ncclComm_t comm, cudaStream_t stream) {
+SIM_NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
+             ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   return Coll(Func::kScatter, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
 }
 
-SIM_NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-             ncclComm_t comm, cudaStream_t stream) {
+SIM_NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
+             int peer, ncclComm_t comm, cudaStream_t stream) {
   return Coll(Func::kSend, sendbuff, nullptr, count, datatype, ncclSum, peer, comm, stream);
 }
 
-SIM_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-             cudaStream_t stream) {
+SIM_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype,
+             int peer, ncclComm_t comm, cudaStream_t stream) {
   return Coll(Func::kRecv, nullptr, recvbuff, count, datatype, ncclSum, peer, comm, stream);
 }
 
@@ -372,4 +404,6 @@ SIM_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_
 
 SIM_NCCL_API(ncclResult_t, ncclGroupStart) { return GroupStart(); }
 SIM_NCCL_API(ncclResult_t, ncclGroupEnd) { return GroupEnd(); }
-SIM_NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) { return GroupSimulateEnd(simInfo); }
+SIM_NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
+  return GroupSimulateEnd(simInfo);
+}

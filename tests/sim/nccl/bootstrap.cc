@@ -67,8 +67,10 @@ void RootThread(Socket* listen, uint64_t magic) {
       const int hi = BlockStart(iroot + 1, nranks, nroots);
       expected = (hi - lo) + (nroots > 1 ? 1 : 0);
     } else if (info.nranks != nranks || info.nroots != nroots || info.iroot != iroot) {
-      WARN("Bootstrap Root : mismatch in info from procs, nranks %d vs %d, nroots %d vs %d, iroot %d vs %d", nranks,
-           info.nranks, nroots, info.nroots, iroot, info.iroot);
+      WARN(
+          "Bootstrap Root : mismatch in info from procs, nranks %d vs %d, nroots %d vs %d, iroot "
+          "%d vs %d",
+          nranks, info.nranks, nroots, info.nroots, iroot, info.iroot);
       goto out;
     }
     if (infos.count(info.rank)) {
@@ -84,7 +86,9 @@ void RootThread(Socket* listen, uint64_t magic) {
     for (int r = lo; r < hi; ++r) {
       const int next = (r + 1) % nranks;
       Socket to_rank;
-      if (Socket::Connect(infos[r].listen_root, magic, kSocketBootstrap, nullptr, &to_rank) != ncclSuccess) break;
+      if (Socket::Connect(infos[r].listen_root, magic, kSocketBootstrap, nullptr, &to_rank) !=
+          ncclSuccess)
+        break;
       if (to_rank.Send(&infos[next].ring_listen, sizeof(SocketAddress)) != ncclSuccess) break;
     }
   }
@@ -100,8 +104,8 @@ ncclResult_t ListenOnBootstrapIf(uint64_t magic, volatile uint32_t* abort_flag, 
   return Socket::Listen(local, magic, abort_flag, out);
 }
 
-ncclResult_t SendTo(const SocketAddress& addr, uint64_t magic, volatile uint32_t* abort_flag, const void* data,
-                    size_t size) {
+ncclResult_t SendTo(const SocketAddress& addr, uint64_t magic, volatile uint32_t* abort_flag,
+                    const void* data, size_t size) {
   Socket s;
   NCCLCHECK(Socket::Connect(addr, magic, kSocketBootstrap, abort_flag, &s));
   NCCLCHECK(s.Send(data, size));
@@ -125,7 +129,9 @@ ncclResult_t BootstrapNetInit() {
   if (comm_id != nullptr) {
     SocketAddress remote;
     if (SocketAddressFromString(comm_id, &remote) != ncclSuccess) {
-      WARN("Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> or [<ipv6>]:<port> or <hostname>:<port>");
+      WARN(
+          "Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> or [<ipv6>]:<port> or "
+          "<hostname>:<port>");
       return ncclInvalidArgument;
     }
     NCCLCHECK(FindInterfaceMatchSubnet(remote, &ifs));
@@ -141,7 +147,8 @@ ncclResult_t BootstrapNetInit() {
     }
   }
   st.iface = ifs[0];
-  INFO(kBootstrap, "Bootstrap: Using %s:%s", st.iface.name.c_str(), SocketAddressToString(st.iface.addr).c_str());
+  INFO(kBootstrap, "Bootstrap: Using %s:%s", st.iface.name.c_str(),
+       SocketAddressToString(st.iface.addr).c_str());
   st.done = true;
   return ncclSuccess;
 }
@@ -163,7 +170,9 @@ ncclResult_t BootstrapGetUniqueId(BootstrapHandle* handle) {
   if (env != nullptr) {
     INFO(kEnv, "NCCL_COMM_ID set by environment to %s", env);
     if (SocketAddressFromString(env, &handle->addr) != ncclSuccess) {
-      WARN("Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> or [<ipv6>]:<port> or <hostname>:<port>");
+      WARN(
+          "Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> or [<ipv6>]:<port> or "
+          "<hostname>:<port>");
       return ncclInvalidArgument;
     }
     handle->magic = kCommIdMagic;
@@ -232,8 +241,9 @@ ncclResult_t Bootstrap::Init(const std::vector<BootstrapHandle>& handles, int ra
   return ncclSuccess;
 }
 
-ncclResult_t Bootstrap::FromParent(Bootstrap& parent, const std::vector<int>& members, int new_rank, int tag,
-                                   uint64_t magic, volatile uint32_t* abort_flag, std::unique_ptr<Bootstrap>* out) {
+ncclResult_t Bootstrap::FromParent(Bootstrap& parent, const std::vector<int>& members, int new_rank,
+                                   int tag, uint64_t magic, volatile uint32_t* abort_flag,
+                                   std::unique_ptr<Bootstrap>* out) {
   auto b = std::make_unique<Bootstrap>();
   const int n = static_cast<int>(members.size());
   b->rank_ = new_rank;

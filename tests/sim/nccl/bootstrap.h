@@ -69,8 +69,9 @@ class Bootstrap {
   // (in new-rank order), of which this process is members[new_rank]. Uses only
   // the parent's p2p messages with tag `tag`, so ranks not in `members` take
   // no part.
-  static ncclResult_t FromParent(Bootstrap& parent, const std::vector<int>& members, int new_rank, int tag,
-                                 uint64_t magic, volatile uint32_t* abort_flag, std::unique_ptr<Bootstrap>* out);
+  static ncclResult_t FromParent(Bootstrap& parent, const std::vector<int>& members, int new_rank,
+                                 int tag, uint64_t magic, volatile uint32_t* abort_flag,
+                                 std::unique_ptr<Bootstrap>* out);
 
   // data holds nranks() blocks of `block` bytes; block rank() is ours.
   ncclResult_t AllGather(void* data, size_t block);

@@ -28,21 +28,21 @@ struct InitSource {
   int tag = 0;
 };
 
-#define SIM_CUDACHECK(cmd)                                 \
-  do {                                                     \
-    cudaError_t sim_err = (cmd);                           \
-    if (sim_err != cudaSuccess) {                          \
+#define SIM_CUDACHECK(cmd)                                    \
+  do {                                                        \
+    cudaError_t sim_err = (cmd);                              \
+    if (sim_err != cudaSuccess) {                             \
       WARN("Cuda failure '%s'", cudaGetErrorString(sim_err)); \
-      return ncclUnhandledCudaError;                       \
-    }                                                      \
+      return ncclUnhandledCudaError;                          \
+    }                                                         \
   } while (0)
 
 void ShowVersionOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
     char line[64];
-    std::snprintf(line, sizeof(line), "NCCL version %s+cuda%d.%d", NcclVersionString().c_str(), CUDART_VERSION / 1000,
-                  (CUDART_VERSION % 1000) / 10);
+    std::snprintf(line, sizeof(line), "NCCL version %s+cuda%d.%d", NcclVersionString().c_str(),
+                  CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
     if (DebugLevel() == kLogVersion || DebugLevel() == kLogWarn) {
       VERSION_LOG("%s", line);
     } else {
@@ -81,8 +81,8 @@ ncclResult_t ExchangePeerInfo(ncclComm* comm) {
   for (int i = 0; i < comm->nranks; ++i) {
     const PeerInfo& p = comm->peers[i];
     if (p.version != self.version) {
-      WARN("Mismatched NCCL version detected : rank %d version %d rank %d version %d", i, p.version, comm->rank,
-           self.version);
+      WARN("Mismatched NCCL version detected : rank %d version %d rank %d version %d", i, p.version,
+           comm->rank, self.version);
       return ncclInvalidUsage;
     }
     if (i != comm->rank && p.host_hash == self.host_hash && p.bus_id == self.bus_id) {
@@ -116,27 +116,35 @@ ncclResult_t InitSteps(ncclComm* comm, const InitSource& src, const char* func_n
   SIM_CUDACHECK(cudaDeviceGetPCIBusId(bus, sizeof(bus), comm->cuda_dev));
   comm->bus_id = BusIdToInt64(bus);
   if (src.parent == nullptr) {
-    INFO(kInit, "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init START", func_name,
-         static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev, comm->cuda_dev,
-         static_cast<unsigned long>(comm->bus_id), static_cast<unsigned long long>(comm->comm_hash));
-    if (EnvRaw("NCCL_COMM_ID") != nullptr && comm->rank == 0) NCCLCHECK(BootstrapCreateRoot(src.handles[0]));
-    NCCLCHECK(Bootstrap::Init(src.handles, comm->rank, comm->nranks, &comm->abort_flag, &comm->bootstrap));
+    INFO(kInit,
+         "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init START",
+         func_name, static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
+         comm->cuda_dev, static_cast<unsigned long>(comm->bus_id),
+         static_cast<unsigned long long>(comm->comm_hash));
+    if (EnvRaw("NCCL_COMM_ID") != nullptr && comm->rank == 0)
+      NCCLCHECK(BootstrapCreateRoot(src.handles[0]));
+    NCCLCHECK(Bootstrap::Init(src.handles, comm->rank, comm->nranks, &comm->abort_flag,
+                              &comm->bootstrap));
   } else {
     INFO(kInit,
-         "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx parent %p splitCount %d color %d key %d - Init "
+         "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx parent %p splitCount %d "
+         "color %d key %d - Init "
          "START",
-         func_name, static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev, comm->cuda_dev,
-         static_cast<unsigned long>(comm->bus_id), static_cast<void*>(src.parent), src.parent->split_count,
-         comm->split_color, comm->split_key);
-    NCCLCHECK(Bootstrap::FromParent(*src.parent->bootstrap, src.members, comm->rank, src.tag, comm->comm_hash,
-                                    &comm->abort_flag, &comm->bootstrap));
+         func_name, static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
+         comm->cuda_dev, static_cast<unsigned long>(comm->bus_id), static_cast<void*>(src.parent),
+         src.parent->split_count, comm->split_color, comm->split_key);
+    NCCLCHECK(Bootstrap::FromParent(*src.parent->bootstrap, src.members, comm->rank, src.tag,
+                                    comm->comm_hash, &comm->abort_flag, &comm->bootstrap));
   }
   NCCLCHECK(ExchangePeerInfo(comm));
-  INFO(kInit, "comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d", static_cast<void*>(comm),
-       comm->rank, comm->nranks, comm->nnodes, comm->local_ranks, comm->local_rank, 0);
+  INFO(kInit, "comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d",
+       static_cast<void*>(comm), comm->rank, comm->nranks, comm->nnodes, comm->local_ranks,
+       comm->local_rank, 0);
   if (comm->nnodes > 1) {
-    WARN("ncclsim: the ranks of this communicator are on %d hosts; the simulator has no inter-node transport",
-         comm->nnodes);
+    WARN(
+        "ncclsim: the ranks of this communicator are on %d hosts; the simulator has no inter-node "
+        "transport",
+        comm->nnodes);
     return ncclSystemError;
   }
   NCCLCHECK(comm->transport.Setup(*comm->bootstrap, comm->peers, comm->rank));
@@ -157,16 +165,20 @@ ncclResult_t RunInit(ncclComm* comm, const InitSource& src, const char* func_nam
   comm->state = CommState::kReady;
   comm->async_error = ncclSuccess;
   if (src.parent == nullptr) {
-    INFO(kInit, "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init COMPLETE",
-         func_name, static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev, comm->cuda_dev,
-         static_cast<unsigned long>(comm->bus_id), static_cast<unsigned long long>(comm->comm_hash));
+    INFO(kInit,
+         "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init "
+         "COMPLETE",
+         func_name, static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
+         comm->cuda_dev, static_cast<unsigned long>(comm->bus_id),
+         static_cast<unsigned long long>(comm->comm_hash));
   } else {
     INFO(kInit,
-         "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx parent %p splitCount %d color %d key %d - Init "
+         "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx parent %p splitCount %d "
+         "color %d key %d - Init "
          "COMPLETE",
-         func_name, static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev, comm->cuda_dev,
-         static_cast<unsigned long>(comm->bus_id), static_cast<void*>(src.parent), src.parent->split_count,
-         comm->split_color, comm->split_key);
+         func_name, static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
+         comm->cuda_dev, static_cast<unsigned long>(comm->bus_id), static_cast<void*>(src.parent),
+         src.parent->split_count, comm->split_color, comm->split_key);
   }
   return ncclSuccess;
 }
@@ -215,7 +227,8 @@ void Teardown(ncclComm* comm) {
 }
 
 void JoinBackground(ncclComm* comm) {
-  if (comm->background.joinable() && comm->background.get_id() != std::this_thread::get_id()) comm->background.join();
+  if (comm->background.joinable() && comm->background.get_id() != std::this_thread::get_id())
+    comm->background.join();
 }
 
 }  // namespace
@@ -251,8 +264,8 @@ void CommSetAsyncError(ncclComm_t comm, ncclResult_t error) {
   comm->async_error.compare_exchange_strong(expected, error);
 }
 
-ncclResult_t CommInitRank(ncclComm_t* out, int nranks, std::vector<BootstrapHandle> handles, int rank,
-                          const ncclConfig_t* config, const char* func_name) {
+ncclResult_t CommInitRank(ncclComm_t* out, int nranks, std::vector<BootstrapHandle> handles,
+                          int rank, const ncclConfig_t* config, const char* func_name) {
   if (out == nullptr) {
     WARN("%s : comm argument is NULL", func_name);
     return ncclInvalidArgument;
@@ -283,7 +296,8 @@ ncclResult_t CommInitRank(ncclComm_t* out, int nranks, std::vector<BootstrapHand
   return rc;
 }
 
-ncclResult_t CommSplit(ncclComm_t parent, int color, int key, ncclComm_t* out, const ncclConfig_t* config) {
+ncclResult_t CommSplit(ncclComm_t parent, int color, int key, ncclComm_t* out,
+                       const ncclConfig_t* config) {
   NCCLCHECK(CommEnsureReady(parent, "CommSplit"));
   if (out == nullptr) {
     WARN("CommSplit : newcomm argument is NULL");
@@ -306,7 +320,8 @@ ncclResult_t CommSplit(ncclComm_t parent, int color, int key, ncclComm_t* out, c
     NCCLCHECK(parent->bootstrap->AllGather(all.data(), sizeof(ColorKey)));
     const int split_index = parent->split_count++;
     if (color == NCCL_SPLIT_NOCOLOR) {
-      INFO(kInit, "Rank %d has color with NCCL_SPLIT_NOCOLOR, not creating a new communicator", parent->rank);
+      INFO(kInit, "Rank %d has color with NCCL_SPLIT_NOCOLOR, not creating a new communicator",
+           parent->rank);
       return ncclSuccess;
     }
     InitSource src;
@@ -316,7 +331,8 @@ ncclResult_t CommSplit(ncclComm_t parent, int color, int key, ncclComm_t* out, c
     std::stable_sort(src.members.begin(), src.members.end(),
                      [&all](int a, int b) { return all[a].key < all[b].key; });
     src.tag = kSplitTagBase + split_index;
-    child->rank = static_cast<int>(std::find(src.members.begin(), src.members.end(), parent->rank) - src.members.begin());
+    child->rank = static_cast<int>(std::find(src.members.begin(), src.members.end(), parent->rank) -
+                                   src.members.begin());
     child->nranks = static_cast<int>(src.members.size());
     child->split_color = color;
     child->split_key = key;
@@ -350,13 +366,15 @@ ncclResult_t CommShrink(ncclComm_t parent, const int* exclude, int nexclude, ncc
   std::set<int> excluded;
   for (int i = 0; i < nexclude; ++i) {
     if (exclude[i] < 0 || exclude[i] >= parent->nranks) {
-      WARN("CommShrink : invalid rank %d in the exclude list (ranks are 0..%d)", exclude[i], parent->nranks - 1);
+      WARN("CommShrink : invalid rank %d in the exclude list (ranks are 0..%d)", exclude[i],
+           parent->nranks - 1);
       return ncclInvalidArgument;
     }
     excluded.insert(exclude[i]);
   }
   if (excluded.count(parent->rank)) {
-    WARN("CommShrink : rank %d is in the exclude list and cannot take part in the shrink", parent->rank);
+    WARN("CommShrink : rank %d is in the exclude list and cannot take part in the shrink",
+         parent->rank);
     return ncclInvalidArgument;
   }
   // NCCL_SHRINK_ABORT: the parent's in-flight work is abandoned first.
@@ -370,7 +388,8 @@ ncclResult_t CommShrink(ncclComm_t parent, const int* exclude, int nexclude, ncc
       if (!excluded.count(r)) src.members.push_back(r);
     const int split_index = parent->split_count++;
     src.tag = kShrinkTagBase + split_index;
-    child->rank = static_cast<int>(std::find(src.members.begin(), src.members.end(), parent->rank) - src.members.begin());
+    child->rank = static_cast<int>(std::find(src.members.begin(), src.members.end(), parent->rank) -
+                                   src.members.begin());
     child->nranks = static_cast<int>(src.members.size());
     const int64_t mix[3] = {static_cast<int64_t>(parent->comm_hash), split_index, -2};
     child->comm_hash = Fnv1a(mix, sizeof(mix));
@@ -409,8 +428,9 @@ ncclResult_t CommDestroy(ncclComm_t comm) {
   // as it does with real NCCL (use ncclCommAbort to get out).
   if (comm->state != CommState::kFailed) comm->progress.WaitIdle();
   Teardown(comm);
-  INFO(kInit, "comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE", static_cast<void*>(comm), comm->rank,
-       comm->nranks, comm->cuda_dev, static_cast<unsigned long>(comm->bus_id));
+  INFO(kInit, "comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE",
+       static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
+       static_cast<unsigned long>(comm->bus_id));
   comm->state = CommState::kDestroyed;
   return ncclSuccess;
 }
@@ -421,15 +441,17 @@ ncclResult_t CommAbort(ncclComm_t comm) {
     WARN("Error: corrupted comm object detected");
     return ncclInvalidArgument;
   }
-  INFO(kInit, "comm %p rank %d nRanks %d cudaDev %d busId %lx - Abort START", static_cast<void*>(comm), comm->rank,
-       comm->nranks, comm->cuda_dev, static_cast<unsigned long>(comm->bus_id));
+  INFO(kInit, "comm %p rank %d nRanks %d cudaDev %d busId %lx - Abort START",
+       static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
+       static_cast<unsigned long>(comm->bus_id));
   __atomic_store_n(&comm->abort_flag, 1u, __ATOMIC_RELEASE);
   comm->progress.Abort(ncclInternalError);
   JoinBackground(comm);
   comm->progress.WaitIdle();
   Teardown(comm);
-  INFO(kInit, "comm %p rank %d nranks %d cudaDev %d busId %lx - Abort COMPLETE", static_cast<void*>(comm), comm->rank,
-       comm->nranks, comm->cuda_dev, static_cast<unsigned long>(comm->bus_id));
+  INFO(kInit, "comm %p rank %d nranks %d cudaDev %d busId %lx - Abort COMPLETE",
+       static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
+       static_cast<unsigned long>(comm->bus_id));
   comm->state = CommState::kDestroyed;
   return ncclSuccess;
 }
@@ -443,13 +465,15 @@ ncclResult_t CommRevoke(ncclComm_t comm, int flags) {
     WARN("CommRevoke : revokeFlags must be NCCL_REVOKE_DEFAULT (0), got %d", flags);
     return ncclInvalidArgument;
   }
-  INFO(kInit, "comm %p rank %d nRanks %d cudaDev %d busId %lx - Revoke START", static_cast<void*>(comm), comm->rank,
-       comm->nranks, comm->cuda_dev, static_cast<unsigned long>(comm->bus_id));
+  INFO(kInit, "comm %p rank %d nRanks %d cudaDev %d busId %lx - Revoke START",
+       static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
+       static_cast<unsigned long>(comm->bus_id));
   comm->progress.Abort(ncclInvalidUsage);
   comm->progress.WaitIdle();
   comm->state = CommState::kRevoked;
-  INFO(kInit, "comm %p rank %d nRanks %d cudaDev %d busId %lx - Revoke COMPLETE, result %d", static_cast<void*>(comm),
-       comm->rank, comm->nranks, comm->cuda_dev, static_cast<unsigned long>(comm->bus_id), 0);
+  INFO(kInit, "comm %p rank %d nRanks %d cudaDev %d busId %lx - Revoke COMPLETE, result %d",
+       static_cast<void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
+       static_cast<unsigned long>(comm->bus_id), 0);
   return ncclSuccess;
 }
 

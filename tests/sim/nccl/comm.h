@@ -75,10 +75,11 @@ struct ncclComm {
 namespace ncclsim::nccl {
 
 // ncclCommInitRank / InitRankConfig / InitRankScalable.
-ncclResult_t CommInitRank(ncclComm_t* out, int nranks, std::vector<BootstrapHandle> handles, int rank,
-                          const ncclConfig_t* config, const char* func_name);
+ncclResult_t CommInitRank(ncclComm_t* out, int nranks, std::vector<BootstrapHandle> handles,
+                          int rank, const ncclConfig_t* config, const char* func_name);
 // ncclCommSplit (color may be NCCL_SPLIT_NOCOLOR) and ncclCommShrink.
-ncclResult_t CommSplit(ncclComm_t parent, int color, int key, ncclComm_t* out, const ncclConfig_t* config);
+ncclResult_t CommSplit(ncclComm_t parent, int color, int key, ncclComm_t* out,
+                       const ncclConfig_t* config);
 ncclResult_t CommShrink(ncclComm_t parent, const int* exclude, int nexclude, ncclComm_t* out,
                         const ncclConfig_t* config, int flags);
 ncclResult_t CommFinalize(ncclComm_t comm);

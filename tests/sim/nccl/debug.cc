@@ -30,11 +30,23 @@ uint64_t ParseSubsys(const char* s) {
     const char* name;
     uint64_t bit;
   };
-  static const Name kNames[] = {{"INIT", kInit},   {"COLL", kColl},     {"P2P", kP2p},     {"SHM", kShm},
-                                {"NET", kNet},     {"GRAPH", kGraph},   {"TUNING", kTuning}, {"ENV", kEnv},
-                                {"ALLOC", kAlloc}, {"CALL", kCall},     {"PROXY", kProxy}, {"NVLS", kNvls},
-                                {"BOOTSTRAP", kBootstrap}, {"REG", kReg}, {"PROFILE", kProfile},
-                                {"RAS", kRas},     {"ALL", kAll}};
+  static const Name kNames[] = {{"INIT", kInit},
+                                {"COLL", kColl},
+                                {"P2P", kP2p},
+                                {"SHM", kShm},
+                                {"NET", kNet},
+                                {"GRAPH", kGraph},
+                                {"TUNING", kTuning},
+                                {"ENV", kEnv},
+                                {"ALLOC", kAlloc},
+                                {"CALL", kCall},
+                                {"PROXY", kProxy},
+                                {"NVLS", kNvls},
+                                {"BOOTSTRAP", kBootstrap},
+                                {"REG", kReg},
+                                {"PROFILE", kProfile},
+                                {"RAS", kRas},
+                                {"ALL", kAll}};
   const bool invert = s[0] == '^';
   if (invert) ++s;
   uint64_t mask = invert ? static_cast<uint64_t>(kAll) : 0;
@@ -97,14 +109,20 @@ DebugState& State() {
     gethostname(s->host, sizeof(s->host) - 1);
     if (char* dot = std::strchr(s->host, '.')) *dot = '\0';
     if (const char* lvl = getenv("NCCL_DEBUG")) {
-      if (strcasecmp(lvl, "VERSION") == 0) s->level = kLogVersion;
-      else if (strcasecmp(lvl, "WARN") == 0) s->level = kLogWarn;
-      else if (strcasecmp(lvl, "INFO") == 0) s->level = kLogInfo;
-      else if (strcasecmp(lvl, "ABORT") == 0) s->level = kLogAbort;
-      else if (strcasecmp(lvl, "TRACE") == 0) s->level = kLogTrace;
+      if (strcasecmp(lvl, "VERSION") == 0)
+        s->level = kLogVersion;
+      else if (strcasecmp(lvl, "WARN") == 0)
+        s->level = kLogWarn;
+      else if (strcasecmp(lvl, "INFO") == 0)
+        s->level = kLogInfo;
+      else if (strcasecmp(lvl, "ABORT") == 0)
+        s->level = kLogAbort;
+      else if (strcasecmp(lvl, "TRACE") == 0)
+        s->level = kLogTrace;
     }
     if (const char* sub = getenv("NCCL_DEBUG_SUBSYS")) s->mask = ParseSubsys(sub);
-    if (const char* ts = getenv("NCCL_DEBUG_TIMESTAMP_LEVELS")) s->timestamp_levels = ParseTimestampLevels(ts);
+    if (const char* ts = getenv("NCCL_DEBUG_TIMESTAMP_LEVELS"))
+      s->timestamp_levels = ParseTimestampLevels(ts);
     if (const char* f = getenv("NCCL_DEBUG_FILE")) {
       if (s->level > kLogVersion) s->file = OpenDebugFile(f, s->host);
     }
@@ -145,7 +163,8 @@ void Log(LogLevel level, uint64_t subsys, const char* file, int line, const char
     clamp();
   }
   if (level != kLogVersion) {
-    len += snprintf(buf + len, sizeof(buf) - len, "%s:%d:%ld ", st.host, getpid(), syscall(SYS_gettid));
+    len += snprintf(buf + len, sizeof(buf) - len, "%s:%d:%ld ", st.host, getpid(),
+                    syscall(SYS_gettid));
     clamp();
   }
   int dev = 0;

@@ -3,7 +3,8 @@
 // what the simulator prints:
 //
 //   host:pid:tid [dev] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>
-//   \n[2026-12-02 16:34:13] host:pid:tid [dev] bootstrap.cc:114 NCCL WARN Bootstrap : no socket interface found
+//   \n[2026-12-02 16:34:13] host:pid:tid [dev] bootstrap.cc:114 NCCL WARN Bootstrap : no socket
+//   interface found
 //
 // Honoured: NCCL_DEBUG (VERSION|WARN|INFO|TRACE), NCCL_DEBUG_SUBSYS (with ^),
 // NCCL_DEBUG_FILE (%h host, %p pid), NCCL_DEBUG_TIMESTAMP_LEVELS. Every WARN is
@@ -20,7 +21,14 @@
 
 namespace ncclsim::nccl {
 
-enum LogLevel { kLogNone = 0, kLogVersion = 1, kLogWarn = 2, kLogInfo = 3, kLogAbort = 4, kLogTrace = 5 };
+enum LogLevel {
+  kLogNone = 0,
+  kLogVersion = 1,
+  kLogWarn = 2,
+  kLogInfo = 3,
+  kLogAbort = 4,
+  kLogTrace = 5
+};
 
 // NCCL's debug subsystems (NCCL_DEBUG_SUBSYS).
 enum Subsys : uint64_t {
@@ -57,10 +65,16 @@ const char* HostName();
 
 }  // namespace ncclsim::nccl
 
-#define SIM_FILE_NAME (__builtin_strrchr(__FILE__, '/') ? __builtin_strrchr(__FILE__, '/') + 1 : __FILE__)
-#define WARN(...) ::ncclsim::nccl::Log(::ncclsim::nccl::kLogWarn, ::ncclsim::nccl::kAll, SIM_FILE_NAME, __LINE__, __VA_ARGS__)
-#define INFO(flags, ...) ::ncclsim::nccl::Log(::ncclsim::nccl::kLogInfo, (flags), SIM_FILE_NAME, __LINE__, __VA_ARGS__)
-#define VERSION_LOG(...) ::ncclsim::nccl::Log(::ncclsim::nccl::kLogVersion, ::ncclsim::nccl::kAll, SIM_FILE_NAME, __LINE__, __VA_ARGS__)
+#define SIM_FILE_NAME \
+  (__builtin_strrchr(__FILE__, '/') ? __builtin_strrchr(__FILE__, '/') + 1 : __FILE__)
+#define WARN(...)                                                                                 \
+  ::ncclsim::nccl::Log(::ncclsim::nccl::kLogWarn, ::ncclsim::nccl::kAll, SIM_FILE_NAME, __LINE__, \
+                       __VA_ARGS__)
+#define INFO(flags, ...) \
+  ::ncclsim::nccl::Log(::ncclsim::nccl::kLogInfo, (flags), SIM_FILE_NAME, __LINE__, __VA_ARGS__)
+#define VERSION_LOG(...)                                                                   \
+  ::ncclsim::nccl::Log(::ncclsim::nccl::kLogVersion, ::ncclsim::nccl::kAll, SIM_FILE_NAME, \
+                       __LINE__, __VA_ARGS__)
 
 // Propagates a failure with NCCL's "file:line -> code" INFO trail.
 #define NCCLCHECK(call)                                                             \

@@ -28,20 +28,21 @@
 
 namespace ncclsim::nccl {
 
-constexpr int kFifoSteps = 8;                   // NCCL_STEPS
-constexpr size_t kConnectionHeaderBytes = 4096; // sizeof(struct ncclRecvMem) in NCCL 2.28
-constexpr size_t kLlBufferBytes = 8 * 512 * kFifoSteps * 16;    // DEFAULT_LL_BUFFSIZE
-constexpr size_t kLl128BufferBytes = 120 * 640 * kFifoSteps * 8; // DEFAULT_LL128_BUFFSIZE
+constexpr int kFifoSteps = 8;                    // NCCL_STEPS
+constexpr size_t kConnectionHeaderBytes = 4096;  // sizeof(struct ncclRecvMem) in NCCL 2.28
+constexpr size_t kLlBufferBytes = 8 * 512 * kFifoSteps * 16;      // DEFAULT_LL_BUFFSIZE
+constexpr size_t kLl128BufferBytes = 120 * 640 * kFifoSteps * 8;  // DEFAULT_LL128_BUFFSIZE
 
 // What a message belongs to; sender and receiver must agree on all of it.
 struct OpSignature {
-  uint32_t func = 0;      // ncclFunc_t numbering (see ops.h)
+  uint32_t func = 0;  // ncclFunc_t numbering (see ops.h)
   uint32_t datatype = 0;
-  uint32_t redop = 0;     // ncclRedOp_t for built-ins, ncclNumOps for PreMulSum ops
-  int32_t root = 0;       // root for rooted collectives, 0 otherwise
+  uint32_t redop = 0;  // ncclRedOp_t for built-ins, ncclNumOps for PreMulSum ops
+  int32_t root = 0;    // root for rooted collectives, 0 otherwise
   uint64_t count = 0;
   bool operator==(const OpSignature& o) const {
-    return func == o.func && datatype == o.datatype && redop == o.redop && root == o.root && count == o.count;
+    return func == o.func && datatype == o.datatype && redop == o.redop && root == o.root &&
+           count == o.count;
   }
   bool operator!=(const OpSignature& o) const { return !(*this == o); }
 };
@@ -55,11 +56,13 @@ struct StepMeta {
 struct FifoControl {
   alignas(64) std::atomic<uint64_t> tail;  // written by the sender
   alignas(64) std::atomic<uint64_t> head;  // written by the receiver
-  alignas(64) uint64_t step_bytes;          // set by the receiver at creation
+  alignas(64) uint64_t step_bytes;         // set by the receiver at creation
   StepMeta steps[kFifoSteps];
 };
-static_assert(sizeof(FifoControl) <= kConnectionHeaderBytes, "control must fit the connection header");
-static_assert(std::atomic<uint64_t>::is_always_lock_free, "cross-process atomics must be lock-free");
+static_assert(sizeof(FifoControl) <= kConnectionHeaderBytes,
+              "control must fit the connection header");
+static_assert(std::atomic<uint64_t>::is_always_lock_free,
+              "cross-process atomics must be lock-free");
 
 inline size_t ConnectionBytes(size_t simple_bytes) {
   return kConnectionHeaderBytes + kLlBufferBytes + kLl128BufferBytes + simple_bytes;
@@ -83,9 +86,12 @@ class Fifo {
 
   // Sender side.
   bool CanPost() const {
-    return ctl_->tail.load(std::memory_order_relaxed) - ctl_->head.load(std::memory_order_acquire) < kFifoSteps;
+    return ctl_->tail.load(std::memory_order_relaxed) - ctl_->head.load(std::memory_order_acquire) <
+           kFifoSteps;
   }
-  char* PostSlot() const { return data_ + (ctl_->tail.load(std::memory_order_relaxed) % kFifoSteps) * step_bytes(); }
+  char* PostSlot() const {
+    return data_ + (ctl_->tail.load(std::memory_order_relaxed) % kFifoSteps) * step_bytes();
+  }
   void Post(const StepMeta& meta) {
     const uint64_t t = ctl_->tail.load(std::memory_order_relaxed);
     ctl_->steps[t % kFifoSteps] = meta;
@@ -100,7 +106,9 @@ class Fifo {
     *data = data_ + (h % kFifoSteps) * step_bytes();
     return true;
   }
-  void Pop() { ctl_->head.store(ctl_->head.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  void Pop() {
+    ctl_->head.store(ctl_->head.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
 
  private:
   FifoControl* ctl_ = nullptr;

@@ -74,12 +74,13 @@ ncclResult_t BuildReduction(ncclComm* comm, const OpArgs& args, Reduction* r) {
     std::lock_guard<std::mutex> lock(comm->mu);
     auto it = comm->premul_ops.find(args.redop);
     if (it == comm->premul_ops.end()) {
-      WARN("%s : reduction operation %d unknown to this communicator", FuncName(args.func), args.redop);
+      WARN("%s : reduction operation %d unknown to this communicator", FuncName(args.func),
+           args.redop);
       return ncclInvalidArgument;
     }
     if (it->second.type != args.datatype) {
-      WARN("%s : reduction operation %d was created for datatype %d, not %d", FuncName(args.func), args.redop,
-           it->second.type, args.datatype);
+      WARN("%s : reduction operation %d was created for datatype %d, not %d", FuncName(args.func),
+           args.redop, it->second.type, args.datatype);
       return ncclInvalidArgument;
     }
     *r = it->second;
@@ -110,7 +111,8 @@ ncclResult_t CheckArgs(ncclComm* comm, const OpArgs& args) {
     WARN("%s : invalid root %d (root should be in the 0..%d range)", name, args.peer, comm->nranks);
     return ncclInvalidArgument;
   }
-  if ((args.func == Func::kSend || args.func == Func::kRecv) && (args.peer < 0 || args.peer >= comm->nranks)) {
+  if ((args.func == Func::kSend || args.func == Func::kRecv) &&
+      (args.peer < 0 || args.peer >= comm->nranks)) {
     WARN("%s : invalid peer %d (peer should be in the 0..%d range)", name, args.peer, comm->nranks);
     return ncclInvalidArgument;
   }
@@ -142,7 +144,8 @@ ncclResult_t LaunchBatch(ncclComm* comm, std::vector<PendingOp*>& ops) {
   const GpuFault& knob = GpuFaultKnob();
   for (PendingOp* p : ops) {
     batch->ops.push_back(std::make_unique<Op>(p->args, comm->rank, comm->nranks, p->reduction));
-    if (std::find(streams.begin(), streams.end(), p->args.stream) == streams.end()) streams.push_back(p->args.stream);
+    if (std::find(streams.begin(), streams.end(), p->args.stream) == streams.end())
+      streams.push_back(p->args.stream);
     const int64_t index = g_op_index.fetch_add(1);
     fault |= knob.armed && index == knob.at_collective;
   }

@@ -48,10 +48,11 @@ Verbs& TheVerbs() {
     }
     v.loaded = Load(h, "ibv_get_device_list", &v.get_device_list) &&
                Load(h, "ibv_free_device_list", &v.free_device_list) &&
-               Load(h, "ibv_get_device_name", &v.get_device_name) && Load(h, "ibv_open_device", &v.open_device) &&
-               Load(h, "ibv_close_device", &v.close_device) && Load(h, "ibv_alloc_pd", &v.alloc_pd) &&
-               Load(h, "ibv_dealloc_pd", &v.dealloc_pd) && Load(h, "ibv_reg_mr", &v.reg_mr) &&
-               Load(h, "ibv_dereg_mr", &v.dereg_mr);
+               Load(h, "ibv_get_device_name", &v.get_device_name) &&
+               Load(h, "ibv_open_device", &v.open_device) &&
+               Load(h, "ibv_close_device", &v.close_device) &&
+               Load(h, "ibv_alloc_pd", &v.alloc_pd) && Load(h, "ibv_dealloc_pd", &v.dealloc_pd) &&
+               Load(h, "ibv_reg_mr", &v.reg_mr) && Load(h, "ibv_dereg_mr", &v.dereg_mr);
     if (!v.loaded) return;
     int n = 0;
     struct ibv_device** list = v.get_device_list(&n);
@@ -91,7 +92,8 @@ ncclResult_t IbRegistrations::Register(size_t bytes) {
     WARN("Failed to malloc %zu bytes", bytes);
     return ncclSystemError;
   }
-  struct ibv_mr* mr = v.reg_mr(static_cast<struct ibv_pd*>(pd_), addr, bytes, 0x7 /* local write, remote read/write */);
+  struct ibv_mr* mr = v.reg_mr(static_cast<struct ibv_pd*>(pd_), addr, bytes,
+                               0x7 /* local write, remote read/write */);
   if (mr == nullptr) {
     WARN("Call to ibv_reg_mr failed with error %s", strerror(errno));
     free(addr);

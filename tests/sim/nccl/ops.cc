@@ -16,17 +16,28 @@ bool Overlaps(const char* a, size_t an, const char* b, size_t bn) {
 
 const char* FuncName(Func f) {
   switch (f) {
-    case Func::kBroadcast: return "Broadcast";
-    case Func::kReduce: return "Reduce";
-    case Func::kAllGather: return "AllGather";
-    case Func::kReduceScatter: return "ReduceScatter";
-    case Func::kAllReduce: return "AllReduce";
-    case Func::kSendRecv: return "SendRecv";
-    case Func::kSend: return "Send";
-    case Func::kRecv: return "Recv";
-    case Func::kAlltoAll: return "AlltoAll";
-    case Func::kScatter: return "Scatter";
-    case Func::kGather: return "Gather";
+    case Func::kBroadcast:
+      return "Broadcast";
+    case Func::kReduce:
+      return "Reduce";
+    case Func::kAllGather:
+      return "AllGather";
+    case Func::kReduceScatter:
+      return "ReduceScatter";
+    case Func::kAllReduce:
+      return "AllReduce";
+    case Func::kSendRecv:
+      return "SendRecv";
+    case Func::kSend:
+      return "Send";
+    case Func::kRecv:
+      return "Recv";
+    case Func::kAlltoAll:
+      return "AlltoAll";
+    case Func::kScatter:
+      return "Scatter";
+    case Func::kGather:
+      return "Gather";
   }
   return "Unknown";
 }
@@ -46,7 +57,8 @@ Op::Op(const OpArgs& args, int rank, int nranks, const Reduction& reduction)
   const bool p2p = args.func == Func::kSend || args.func == Func::kRecv;
   sig_.func = static_cast<uint32_t>(p2p ? Func::kSendRecv : args.func);
   sig_.datatype = static_cast<uint32_t>(args.datatype);
-  sig_.redop = IsReduction(args.func) ? static_cast<uint32_t>(std::min<int>(args.redop, ncclNumOps)) : 0;
+  sig_.redop =
+      IsReduction(args.func) ? static_cast<uint32_t>(std::min<int>(args.redop, ncclNumOps)) : 0;
   sig_.root = IsRooted(args.func) ? args.peer : 0;
   sig_.count = args.count;
   if (bytes == 0) return;
@@ -126,12 +138,16 @@ Op::Op(const OpArgs& args, int rank, int nranks, const Reduction& reduction)
       }
       break;
     case Func::kSend:
-      if (root == me) self_unpaired_ = true;
-      else sends_.push_back({root, send, bytes});
+      if (root == me)
+        self_unpaired_ = true;
+      else
+        sends_.push_back({root, send, bytes});
       break;
     case Func::kRecv:
-      if (root == me) self_unpaired_ = true;
-      else recvs_.push_back({root, recv, bytes});
+      if (root == me)
+        self_unpaired_ = true;
+      else
+        recvs_.push_back({root, recv, bytes});
       break;
     case Func::kSendRecv:
       break;
@@ -141,7 +157,8 @@ Op::Op(const OpArgs& args, int rank, int nranks, const Reduction& reduction)
   // where this op's receives or local copy overwrite it (in-place AlltoAll).
   for (const Transfer& s : sends_) {
     for (const Transfer& r : recvs_) needs_snapshot_ |= Overlaps(s.buf, s.bytes, r.buf, r.bytes);
-    needs_snapshot_ |= local_src_ != local_dst_ && Overlaps(s.buf, s.bytes, local_dst_, local_bytes_);
+    needs_snapshot_ |=
+        local_src_ != local_dst_ && Overlaps(s.buf, s.bytes, local_dst_, local_bytes_);
     if (fold_) fold_->wait_for_sends |= Overlaps(s.buf, s.bytes, fold_->dst, fold_->bytes);
   }
 }
@@ -155,11 +172,14 @@ void Op::PairWithSelfSend(Op& send) {
 }
 
 bool Op::SendsTo(int peer) const {
-  return std::any_of(sends_.begin(), sends_.end(), [peer](const Transfer& s) { return s.peer == peer; });
+  return std::any_of(sends_.begin(), sends_.end(),
+                     [peer](const Transfer& s) { return s.peer == peer; });
 }
 
 bool Op::ReceivesFrom(int peer) const {
-  if (std::any_of(recvs_.begin(), recvs_.end(), [peer](const Transfer& r) { return r.peer == peer; })) return true;
+  if (std::any_of(recvs_.begin(), recvs_.end(),
+                  [peer](const Transfer& r) { return r.peer == peer; }))
+    return true;
   return fold_ && std::find(fold_->peers.begin(), fold_->peers.end(), peer) != fold_->peers.end();
 }
 
@@ -174,7 +194,8 @@ void Op::Start() {
     snapshot_.assign(lo, hi);
     for (Transfer& s : sends_) s.buf = snapshot_.data() + (s.buf - lo);
   }
-  if (local_bytes_ > 0 && local_src_ != local_dst_) std::memmove(local_dst_, local_src_, local_bytes_);
+  if (local_bytes_ > 0 && local_src_ != local_dst_)
+    std::memmove(local_dst_, local_src_, local_bytes_);
 }
 
 bool Op::ProgressSend(Transfer& s, Fifo& f) {
@@ -236,10 +257,12 @@ bool Op::ProgressFold(Transport& t) {
 bool Op::Progress(Transport& t, const LineUp& line) {
   bool moved = false;
   for (Transfer& s : sends_) {
-    if (s.done < s.bytes && line.send[s.peer].front() == this) moved |= ProgressSend(s, t.SendTo(s.peer));
+    if (s.done < s.bytes && line.send[s.peer].front() == this)
+      moved |= ProgressSend(s, t.SendTo(s.peer));
   }
   for (Transfer& r : recvs_) {
-    if (r.done < r.bytes && line.recv[r.peer].front() == this) moved |= ProgressRecv(r, t.RecvFrom(r.peer));
+    if (r.done < r.bytes && line.recv[r.peer].front() == this)
+      moved |= ProgressRecv(r, t.RecvFrom(r.peer));
   }
   if (fold_ && fold_->done < fold_->bytes) {
     bool first_everywhere = true;

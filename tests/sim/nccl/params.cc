@@ -22,7 +22,8 @@ int NcclVersionCode() {
     const char* v = EnvRaw("NCCLSIM_NCCL_VERSION");
     int c = NCCL_VERSION_CODE;
     if (v != nullptr && *v != '\0' && !ParseNcclVersion(v, &c)) {
-      std::fprintf(stderr, "ncclsim: NCCLSIM_NCCL_VERSION='%s' is not a version like 2.27.3; using %d\n", v,
+      std::fprintf(stderr,
+                   "ncclsim: NCCLSIM_NCCL_VERSION='%s' is not a version like 2.27.3; using %d\n", v,
                    NCCL_VERSION_CODE);
       c = NCCL_VERSION_CODE;
     }
@@ -50,7 +51,8 @@ std::string NcclVersionString() {
 
 size_t SimpleBufferBytes() {
   // 8 steps of at least 4 KiB, a multiple of 64 so every datatype divides a step.
-  static const size_t bytes = static_cast<size_t>(EnvInt("NCCL_BUFFSIZE", 1 << 22, 1 << 15, 1ll << 30)) / 512 * 512;
+  static const size_t bytes =
+      static_cast<size_t>(EnvInt("NCCL_BUFFSIZE", 1 << 22, 1 << 15, 1ll << 30)) / 512 * 512;
   return bytes;
 }
 
@@ -85,7 +87,9 @@ const GpuFault& GpuFaultKnob() {
     long long n = -1;
     int got = std::sscanf(v, "%lld:%31s", &n, kind);
     if (got < 1 || n < 0) {
-      std::fprintf(stderr, "ncclsim: NCCLSIM_GPU_FAULT='%s' is not N[:ecc|xid79|launch]; no fault injected\n", v);
+      std::fprintf(
+          stderr,
+          "ncclsim: NCCLSIM_GPU_FAULT='%s' is not N[:ecc|xid79|launch]; no fault injected\n", v);
       return g;
     }
     if (std::strcmp(kind, "ecc") == 0) {
@@ -95,7 +99,9 @@ const GpuFault& GpuFaultKnob() {
     } else if (std::strcmp(kind, "launch") == 0) {
       g.error = CUDA_ERROR_LAUNCH_FAILED;
     } else {
-      std::fprintf(stderr, "ncclsim: NCCLSIM_GPU_FAULT kind '%s' is not ecc, xid79 or launch; using ecc\n", kind);
+      std::fprintf(stderr,
+                   "ncclsim: NCCLSIM_GPU_FAULT kind '%s' is not ecc, xid79 or launch; using ecc\n",
+                   kind);
     }
     g.armed = true;
     g.at_collective = n;

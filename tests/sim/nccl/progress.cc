@@ -97,7 +97,9 @@ void ProgressEngine::Loop() {
           return b->active.load(std::memory_order_acquire);
         });
       };
-      cv_.wait(lock, [&] { return stop_ || abort_ != ncclSuccess || !incoming_.empty() || any_active(); });
+      cv_.wait(lock, [&] {
+        return stop_ || abort_ != ncclSuccess || !incoming_.empty() || any_active();
+      });
       if (stop_) return;
       abort = abort_;
       while (!incoming_.empty()) {
@@ -154,16 +156,19 @@ void ProgressEngine::Loop() {
     };
     for (size_t p = 0; p < line_.send.size(); ++p) {
       auto& sq = line_.send[p];
-      while (!sq.empty() && (sq.front()->SendDone(static_cast<int>(p)) || batch_over(sq.front()))) sq.pop_front();
+      while (!sq.empty() && (sq.front()->SendDone(static_cast<int>(p)) || batch_over(sq.front())))
+        sq.pop_front();
       auto& rq = line_.recv[p];
-      while (!rq.empty() && (rq.front()->RecvDone(static_cast<int>(p)) || batch_over(rq.front()))) rq.pop_front();
+      while (!rq.empty() && (rq.front()->RecvDone(static_cast<int>(p)) || batch_over(rq.front())))
+        rq.pop_front();
     }
     size_t finished = 0;
     for (auto it = pending_.begin(); it != pending_.end();) {
       Batch& b = **it;
       bool all_done = b.done;
       if (!all_done && b.active.load(std::memory_order_acquire) && !b.on_start) {
-        all_done = std::all_of(b.ops.begin(), b.ops.end(), [](const std::unique_ptr<Op>& o) { return o->Done(); });
+        all_done = std::all_of(b.ops.begin(), b.ops.end(),
+                               [](const std::unique_ptr<Op>& o) { return o->Done(); });
         if (all_done) b.Finish(ncclSuccess);
       }
       // A failed batch stays until no connection still lists its ops.

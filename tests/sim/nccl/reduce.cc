@@ -54,9 +54,7 @@ uint32_t Encode(double v, const FloatFormat& f) {
   const uint32_t inf_bits = ((1u << f.exp_bits) - 1) << f.man_bits;
   const double max_finite = MaxFinite(f);
   const double a = std::fabs(v);
-  auto overflow = [&] {
-    return sign | (f.saturate ? Encode(max_finite, f) : inf_bits);
-  };
+  auto overflow = [&] { return sign | (f.saturate ? Encode(max_finite, f) : inf_bits); };
   if (std::isinf(a)) return overflow();
   if (a == 0.0) return sign;
   const int emin = 1 - f.bias;
@@ -95,10 +93,18 @@ void ReduceIntegers(const Reduction& r, T* out, const void* const* in, int n, si
         continue;
       }
       switch (r.op) {
-        case ncclProd: acc = static_cast<T>(static_cast<U>(acc) * static_cast<U>(x)); break;
-        case ncclMax: acc = acc > x ? acc : x; break;
-        case ncclMin: acc = acc < x ? acc : x; break;
-        default: acc = static_cast<T>(static_cast<U>(acc) + static_cast<U>(x)); break;  // sum, avg
+        case ncclProd:
+          acc = static_cast<T>(static_cast<U>(acc) * static_cast<U>(x));
+          break;
+        case ncclMax:
+          acc = acc > x ? acc : x;
+          break;
+        case ncclMin:
+          acc = acc < x ? acc : x;
+          break;
+        default:
+          acc = static_cast<T>(static_cast<U>(acc) + static_cast<U>(x));
+          break;  // sum, avg
       }
     }
     if (r.op == ncclAvg) acc = static_cast<T>(acc / static_cast<T>(r.divisor));
@@ -120,10 +126,18 @@ void ReduceNativeFloats(const Reduction& r, T* out, const void* const* in, int n
         continue;
       }
       switch (r.op) {
-        case ncclProd: acc = acc * x; break;
-        case ncclMax: acc = std::fmax(acc, x); break;
-        case ncclMin: acc = std::fmin(acc, x); break;
-        default: acc = acc + x; break;
+        case ncclProd:
+          acc = acc * x;
+          break;
+        case ncclMax:
+          acc = std::fmax(acc, x);
+          break;
+        case ncclMin:
+          acc = std::fmin(acc, x);
+          break;
+        default:
+          acc = acc + x;
+          break;
       }
     }
     out[i] = acc;
@@ -132,8 +146,8 @@ void ReduceNativeFloats(const Reduction& r, T* out, const void* const* in, int n
 
 // Narrow floats: widen, operate, round back after every operation.
 template <typename Bits>
-void ReduceNarrowFloats(const Reduction& r, const FloatFormat& f, Bits* out, const void* const* in, int n,
-                        size_t count) {
+void ReduceNarrowFloats(const Reduction& r, const FloatFormat& f, Bits* out, const void* const* in,
+                        int n, size_t count) {
   auto round = [&f](double v) { return Decode(Encode(v, f), f); };
   const double factor = round(r.scalar);
   for (size_t i = 0; i < count; ++i) {
@@ -146,10 +160,18 @@ void ReduceNarrowFloats(const Reduction& r, const FloatFormat& f, Bits* out, con
         continue;
       }
       switch (r.op) {
-        case ncclProd: acc = round(acc * x); break;
-        case ncclMax: acc = std::fmax(acc, x); break;
-        case ncclMin: acc = std::fmin(acc, x); break;
-        default: acc = round(acc + x); break;
+        case ncclProd:
+          acc = round(acc * x);
+          break;
+        case ncclMax:
+          acc = std::fmax(acc, x);
+          break;
+        case ncclMin:
+          acc = std::fmin(acc, x);
+          break;
+        default:
+          acc = round(acc + x);
+          break;
       }
     }
     out[i] = static_cast<Bits>(Encode(acc, f));
@@ -185,19 +207,44 @@ void ReduceInto(const Reduction& r, void* out, const void* const* in, int n, siz
   // Each element is folded over all inputs before it is written, so `out`
   // may alias an input at the same index (in-place collectives).
   switch (r.type) {
-    case ncclInt8: ReduceIntegers(r, static_cast<int8_t*>(out), in, n, count); break;
-    case ncclUint8: ReduceIntegers(r, static_cast<uint8_t*>(out), in, n, count); break;
-    case ncclInt32: ReduceIntegers(r, static_cast<int32_t*>(out), in, n, count); break;
-    case ncclUint32: ReduceIntegers(r, static_cast<uint32_t*>(out), in, n, count); break;
-    case ncclInt64: ReduceIntegers(r, static_cast<int64_t*>(out), in, n, count); break;
-    case ncclUint64: ReduceIntegers(r, static_cast<uint64_t*>(out), in, n, count); break;
-    case ncclFloat32: ReduceNativeFloats(r, static_cast<float*>(out), in, n, count); break;
-    case ncclFloat64: ReduceNativeFloats(r, static_cast<double*>(out), in, n, count); break;
-    case ncclFloat16: ReduceNarrowFloats(r, kHalf, static_cast<uint16_t*>(out), in, n, count); break;
-    case ncclBfloat16: ReduceNarrowFloats(r, kBf16, static_cast<uint16_t*>(out), in, n, count); break;
-    case ncclFloat8e4m3: ReduceNarrowFloats(r, kE4M3, static_cast<uint8_t*>(out), in, n, count); break;
-    case ncclFloat8e5m2: ReduceNarrowFloats(r, kE5M2, static_cast<uint8_t*>(out), in, n, count); break;
-    default: break;
+    case ncclInt8:
+      ReduceIntegers(r, static_cast<int8_t*>(out), in, n, count);
+      break;
+    case ncclUint8:
+      ReduceIntegers(r, static_cast<uint8_t*>(out), in, n, count);
+      break;
+    case ncclInt32:
+      ReduceIntegers(r, static_cast<int32_t*>(out), in, n, count);
+      break;
+    case ncclUint32:
+      ReduceIntegers(r, static_cast<uint32_t*>(out), in, n, count);
+      break;
+    case ncclInt64:
+      ReduceIntegers(r, static_cast<int64_t*>(out), in, n, count);
+      break;
+    case ncclUint64:
+      ReduceIntegers(r, static_cast<uint64_t*>(out), in, n, count);
+      break;
+    case ncclFloat32:
+      ReduceNativeFloats(r, static_cast<float*>(out), in, n, count);
+      break;
+    case ncclFloat64:
+      ReduceNativeFloats(r, static_cast<double*>(out), in, n, count);
+      break;
+    case ncclFloat16:
+      ReduceNarrowFloats(r, kHalf, static_cast<uint16_t*>(out), in, n, count);
+      break;
+    case ncclBfloat16:
+      ReduceNarrowFloats(r, kBf16, static_cast<uint16_t*>(out), in, n, count);
+      break;
+    case ncclFloat8e4m3:
+      ReduceNarrowFloats(r, kE4M3, static_cast<uint8_t*>(out), in, n, count);
+      break;
+    case ncclFloat8e5m2:
+      ReduceNarrowFloats(r, kE5M2, static_cast<uint8_t*>(out), in, n, count);
+      break;
+    default:
+      break;
   }
 }
 

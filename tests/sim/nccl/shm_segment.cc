@@ -22,7 +22,8 @@ ncclResult_t ShmSegment::Create(size_t size, int attachers) {
   for (;;) {
     fd = mkstemp(path);
     if (fd >= 0 || errno != EINTR) break;
-    INFO(kAll, "mkstemp: Failed to create %s, error: %s (%d) - retrying", path, strerror(errno), errno);
+    INFO(kAll, "mkstemp: Failed to create %s, error: %s (%d) - retrying", path, strerror(errno),
+         errno);
   }
   if (fd < 0) {
     err = errno;
@@ -31,12 +32,13 @@ ncclResult_t ShmSegment::Create(size_t size, int attachers) {
     for (;;) {
       if (fallocate(fd, 0, 0, static_cast<off_t>(real)) == 0) break;
       if (errno == EINTR) {
-        INFO(kAll, "fallocate: Failed to extend %s to %zu bytes, error: %s (%d) - retrying", path, real,
-             strerror(errno), errno);
+        INFO(kAll, "fallocate: Failed to extend %s to %zu bytes, error: %s (%d) - retrying", path,
+             real, strerror(errno), errno);
         continue;
       }
       err = errno;
-      WARN("Error: failed to extend %s to %zu bytes, error: %s (%d)", path, real, strerror(err), err);
+      WARN("Error: failed to extend %s to %zu bytes, error: %s (%d)", path, real, strerror(err),
+           err);
       break;
     }
   }
@@ -50,7 +52,8 @@ ncclResult_t ShmSegment::Create(size_t size, int attachers) {
     }
   }
   if (err != 0) {
-    WARN("Error while creating shared memory segment %s (size %zu), error: %s (%d)", path, size, strerror(err), err);
+    WARN("Error while creating shared memory segment %s (size %zu), error: %s (%d)", path, size,
+         strerror(err), err);
     if (fd >= 0) {
       close(fd);
       unlink(path);
@@ -74,17 +77,18 @@ ncclResult_t ShmSegment::Attach(const std::string& path, size_t size) {
   if (fd < 0) {
     const int err = errno;
     WARN("Call to open failed: %s", strerror(err));
-    WARN("Error while attaching to shared memory segment %s (size %zu), error: %s (%d)", path.c_str(), size,
-         strerror(err), err);
+    WARN("Error while attaching to shared memory segment %s (size %zu), error: %s (%d)",
+         path.c_str(), size, strerror(err), err);
     return ncclSystemError;
   }
   void* p = mmap(nullptr, real, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
     const int err = errno;
     close(fd);
-    WARN("Error: Could not map %s size %zu, error: %s (%d)", path.c_str(), real, strerror(err), err);
-    WARN("Error while attaching to shared memory segment %s (size %zu), error: %s (%d)", path.c_str(), size,
-         strerror(err), err);
+    WARN("Error: Could not map %s size %zu, error: %s (%d)", path.c_str(), real, strerror(err),
+         err);
+    WARN("Error while attaching to shared memory segment %s (size %zu), error: %s (%d)",
+         path.c_str(), size, strerror(err), err);
     return ncclSystemError;
   }
   path_ = path;
@@ -94,7 +98,8 @@ ncclResult_t ShmSegment::Attach(const std::string& path, size_t size) {
   if (reinterpret_cast<std::atomic<int>*>(data_ + size)->fetch_sub(1) == 1) {
     // The last attacher removes the name; the mappings stay valid.
     if (unlink(path_.c_str()) != 0) {
-      INFO(kAlloc, "unlink shared memory %s failed, error: %s (%d)", path_.c_str(), strerror(errno), errno);
+      INFO(kAlloc, "unlink shared memory %s failed, error: %s (%d)", path_.c_str(), strerror(errno),
+           errno);
     }
   }
   return ncclSuccess;

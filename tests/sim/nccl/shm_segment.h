@@ -5,8 +5,9 @@
 // the file. A /dev/shm too small for the job therefore fails at fallocate with
 // ENOSPC, and the WARN lines name the file, the size and the errno:
 //
-//   NCCL WARN Error: failed to extend /dev/shm/nccl-a1B2c3 to 9637892 bytes, error: No space left on device (28)
-//   NCCL WARN Error while creating shared memory segment /dev/shm/nccl-a1B2c3 (size 9637888), error: No space left on device (28)
+//   NCCL WARN Error: failed to extend /dev/shm/nccl-a1B2c3 to 9637892 bytes, error: No space left
+//   on device (28) NCCL WARN Error while creating shared memory segment /dev/shm/nccl-a1B2c3 (size
+//   9637888), error: No space left on device (28)
 //
 // (NCCL 2.28 calls fallocate(2); releases before 2.19 called posix_fallocate(3).
 // Both reach the same system call on tmpfs.)

@@ -52,7 +52,8 @@ std::vector<IfPattern> ParsePatterns(const char* list) {
 bool MatchesAny(const char* name, const std::vector<IfPattern>& pats, bool exact) {
   if (pats.empty()) return true;
   for (const IfPattern& p : pats) {
-    if (exact ? p.prefix == name : std::strncmp(name, p.prefix.c_str(), p.prefix.size()) == 0) return true;
+    if (exact ? p.prefix == name : std::strncmp(name, p.prefix.c_str(), p.prefix.size()) == 0)
+      return true;
   }
   return false;
 }
@@ -66,7 +67,8 @@ int SocketFamilyFromEnv() {
   return -1;
 }
 
-ncclResult_t FindMatching(const char* list, int family, int max_ifs, std::vector<NetInterface>* out) {
+ncclResult_t FindMatching(const char* list, int family, int max_ifs,
+                          std::vector<NetInterface>* out) {
   bool invert = list[0] == '^';
   if (invert) ++list;
   bool exact = list[0] == '=';
@@ -83,7 +85,9 @@ ncclResult_t FindMatching(const char* list, int family, int max_ifs, std::vector
     if (fam != AF_INET && fam != AF_INET6) continue;
     if (!(i->ifa_flags & IFF_RUNNING)) continue;
     if (family != -1 && fam != family) continue;
-    if (fam == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr)) continue;
+    if (fam == AF_INET6 &&
+        IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr))
+      continue;
     if (MatchesAny(i->ifa_name, pats, exact) == invert) continue;
     bool seen = false;
     for (const NetInterface& n : *out) seen |= (n.name == i->ifa_name);
@@ -109,7 +113,8 @@ bool SameSubnet(const ifaddrs& local, const SocketAddress& remote) {
   auto* a = reinterpret_cast<const sockaddr_in6*>(local.ifa_addr);
   auto* m = reinterpret_cast<const sockaddr_in6*>(local.ifa_netmask);
   for (int c = 0; c < 16; ++c) {
-    if ((a->sin6_addr.s6_addr[c] ^ remote.sin6.sin6_addr.s6_addr[c]) & m->sin6_addr.s6_addr[c]) return false;
+    if ((a->sin6_addr.s6_addr[c] ^ remote.sin6.sin6_addr.s6_addr[c]) & m->sin6_addr.s6_addr[c])
+      return false;
   }
   return a->sin6_scope_id == remote.sin6.sin6_scope_id;
 }
@@ -149,14 +154,17 @@ void SleepMs(unsigned ms) {
   nanosleep(&ts, nullptr);
 }
 
-bool Aborted(volatile uint32_t* flag) { return flag != nullptr && __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0; }
+bool Aborted(volatile uint32_t* flag) {
+  return flag != nullptr && __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0;
+}
 
 }  // namespace
 
 std::string SocketAddressToString(const SocketAddress& addr) {
   if (addr.sa.sa_family != AF_INET && addr.sa.sa_family != AF_INET6) return "";
   char host[NI_MAXHOST], serv[NI_MAXSERV];
-  if (getnameinfo(&addr.sa, sizeof(addr), host, sizeof(host), serv, sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV)) {
+  if (getnameinfo(&addr.sa, sizeof(addr), host, sizeof(host), serv, sizeof(serv),
+                  NI_NUMERICHOST | NI_NUMERICSERV)) {
     return "";
   }
   return std::string(host) + "<" + serv + ">";
@@ -282,8 +290,8 @@ ncclResult_t Socket::WaitReady(short events) {
   }
 }
 
-ncclResult_t Socket::Listen(const SocketAddress& local, uint64_t magic, volatile uint32_t* abort_flag,
-                            Socket* out) {
+ncclResult_t Socket::Listen(const SocketAddress& local, uint64_t magic,
+                            volatile uint32_t* abort_flag, Socket* out) {
   out->Close();
   out->addr_ = local;
   out->magic_ = magic;
@@ -293,7 +301,8 @@ ncclResult_t Socket::Listen(const SocketAddress& local, uint64_t magic, volatile
     WARN("Call to socket failed: %s", strerror(errno));
     return ncclSystemError;
   }
-  const uint16_t port = ntohs(local.sa.sa_family == AF_INET ? local.sin.sin_port : local.sin6.sin6_port);
+  const uint16_t port =
+      ntohs(local.sa.sa_family == AF_INET ? local.sin.sin_port : local.sin6.sin6_port);
   if (port != 0) {  // a port forced by NCCL_COMM_ID: make sure we get it
     int one = 1;
     setsockopt(out->fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -344,15 +353,19 @@ ncclResult_t Socket::Connect(const SocketAddress& remote, uint64_t magic, Socket
     }
     const int err = errno;
     close(fd);
-    if (err == EINTR || err == EWOULDBLOCK || err == EAGAIN || err == ETIMEDOUT || err == EHOSTUNREACH ||
-        err == ECONNREFUSED) {
+    if (err == EINTR || err == EWOULDBLOCK || err == EAGAIN || err == ETIMEDOUT ||
+        err == EHOSTUNREACH || err == ECONNREFUSED) {
       if (retries++ == retry_cnt) {
-        WARN("socketStartConnect: connect to %s returned %s, exceeded error retry count after %d attempts",
-             where.c_str(), strerror(err), retries);
+        WARN(
+            "socketStartConnect: connect to %s returned %s, exceeded error retry count after %d "
+            "attempts",
+            where.c_str(), strerror(err), retries);
         return ncclRemoteError;
       }
       const unsigned sleep_ms = static_cast<unsigned>(retries * retry_ms);
-      INFO(kNet | kInit, "socketStartConnect: connect to %s returned %s, retrying (%d/%ld) after sleep for %u msec",
+      INFO(kNet | kInit,
+           "socketStartConnect: connect to %s returned %s, retrying (%d/%ld) after sleep for %u "
+           "msec",
            where.c_str(), strerror(err), retries, static_cast<long>(retry_cnt), sleep_ms);
       SleepMs(sleep_ms);
       continue;
@@ -399,8 +412,8 @@ ncclResult_t Socket::Accept(Socket* out) {
     }
     NCCLCHECK(conn.Recv(&type, sizeof(type)));
     if (type != kSocketBootstrap && type != kSocketProxy) {
-      WARN("socketFinalizeAccept from %s: wrong type %d != %d", SocketAddressToString(peer).c_str(), type,
-           static_cast<int>(kSocketBootstrap));
+      WARN("socketFinalizeAccept from %s: wrong type %d != %d", SocketAddressToString(peer).c_str(),
+           type, static_cast<int>(kSocketBootstrap));
       return ncclInternalError;
     }
     conn.type_ = static_cast<SocketType>(type);
@@ -423,10 +436,12 @@ ncclResult_t Socket::Send(const void* data, size_t size) {
       continue;
     }
     if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
-      WARN("socketProgress: Connection closed by remote peer %s", SocketAddressToString(addr_).c_str());
+      WARN("socketProgress: Connection closed by remote peer %s",
+           SocketAddressToString(addr_).c_str());
       return ncclRemoteError;
     }
-    WARN("socketProgressOpt: Call to send to %s failed : %s", SocketAddressToString(addr_).c_str(), strerror(errno));
+    WARN("socketProgressOpt: Call to send to %s failed : %s", SocketAddressToString(addr_).c_str(),
+         strerror(errno));
     return ncclRemoteError;
   }
   return ncclSuccess;
@@ -444,10 +459,12 @@ ncclResult_t Socket::Recv(void* data, size_t size) {
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
     if (n == 0 || errno == ECONNRESET) {
-      WARN("socketProgress: Connection closed by remote peer %s", SocketAddressToString(addr_).c_str());
+      WARN("socketProgress: Connection closed by remote peer %s",
+           SocketAddressToString(addr_).c_str());
       return ncclRemoteError;
     }
-    WARN("socketProgressOpt: Call to recv from %s failed : %s", SocketAddressToString(addr_).c_str(), strerror(errno));
+    WARN("socketProgressOpt: Call to recv from %s failed : %s",
+         SocketAddressToString(addr_).c_str(), strerror(errno));
     return ncclRemoteError;
   }
   return ncclSuccess;

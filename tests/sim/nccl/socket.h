@@ -66,8 +66,8 @@ class Socket {
 
   // Binds to `local` (port 0: any port, SO_REUSEADDR when a port is forced)
   // and listens; address() then holds the bound address.
-  static ncclResult_t Listen(const SocketAddress& local, uint64_t magic, volatile uint32_t* abort_flag,
-                             Socket* out);
+  static ncclResult_t Listen(const SocketAddress& local, uint64_t magic,
+                             volatile uint32_t* abort_flag, Socket* out);
 
   // Connects, retrying refused/unreachable/timed-out attempts as NCCL does
   // (NCCL_SOCKET_RETRY_CNT, NCCL_SOCKET_RETRY_SLEEP_MSEC), then sends magic

@@ -33,8 +33,9 @@ ncclResult_t Transport::Setup(Bootstrap& bootstrap, const std::vector<PeerInfo>&
   if (!P2pDisabled()) return SetupP2p(bootstrap, peers, rank, bytes);
   const std::string hca = IbDevice();
   if (hca.empty()) {
-    WARN("ncclsim: no transport between local ranks: NCCL_SHM_DISABLE=1 and NCCL_P2P_DISABLE=1, "
-         "and the simulator has no network transport");
+    WARN(
+        "ncclsim: no transport between local ranks: NCCL_SHM_DISABLE=1 and NCCL_P2P_DISABLE=1, "
+        "and the simulator has no network transport");
     return ncclInternalError;
   }
   // Through the (simulated) NIC: register each connection's send and receive
@@ -44,13 +45,14 @@ ncclResult_t Transport::Setup(Bootstrap& bootstrap, const std::vector<PeerInfo>&
     if (p == rank) continue;
     NCCLCHECK(ib_.Register(bytes));
     NCCLCHECK(ib_.Register(bytes));
-    INFO(kInit | kNet, "Channel 00/0 : %d[%d] -> %d[%d] [receive] via NET/IB/0", p, peers[p].cuda_dev, rank,
-         peers[rank].cuda_dev);
+    INFO(kInit | kNet, "Channel 00/0 : %d[%d] -> %d[%d] [receive] via NET/IB/0", p,
+         peers[p].cuda_dev, rank, peers[rank].cuda_dev);
   }
   return SetupP2p(bootstrap, peers, rank, bytes);
 }
 
-ncclResult_t Transport::SetupShm(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank, size_t bytes) {
+ncclResult_t Transport::SetupShm(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank,
+                                 size_t bytes) {
   const int n = static_cast<int>(peers.size());
   // Row r of `paths`: the segments rank r created, one per sender.
   std::vector<char> paths(static_cast<size_t>(n) * n * kPathBytes, 0);
@@ -60,9 +62,10 @@ ncclResult_t Transport::SetupShm(Bootstrap& bootstrap, const std::vector<PeerInf
     NCCLCHECK(seg->Create(bytes, 1));
     recv_[p] = Fifo(seg->data());
     recv_[p].Initialize(SimpleBufferBytes());
-    std::snprintf(&paths[(static_cast<size_t>(rank) * n + p) * kPathBytes], kPathBytes, "%s", seg->path().c_str());
-    INFO(kInit | kShm, "Channel 00/0 : %d[%d] -> %d[%d] via SHM/direct/direct", p, peers[p].cuda_dev, rank,
-         peers[rank].cuda_dev);
+    std::snprintf(&paths[(static_cast<size_t>(rank) * n + p) * kPathBytes], kPathBytes, "%s",
+                  seg->path().c_str());
+    INFO(kInit | kShm, "Channel 00/0 : %d[%d] -> %d[%d] via SHM/direct/direct", p,
+         peers[p].cuda_dev, rank, peers[rank].cuda_dev);
     segments_.push_back(std::move(seg));
   }
   NCCLCHECK(bootstrap.AllGather(paths.data(), static_cast<size_t>(n) * kPathBytes));
@@ -76,7 +79,8 @@ ncclResult_t Transport::SetupShm(Bootstrap& bootstrap, const std::vector<PeerInf
   return bootstrap.Barrier();
 }
 
-ncclResult_t Transport::SetupP2p(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank, size_t bytes) {
+ncclResult_t Transport::SetupP2p(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank,
+                                 size_t bytes) {
   const int n = static_cast<int>(peers.size());
   std::vector<IpcEntry> table(static_cast<size_t>(n) * n);
   std::memset(table.data(), 0, table.size() * sizeof(IpcEntry));
@@ -97,7 +101,8 @@ ncclResult_t Transport::SetupP2p(Bootstrap& bootstrap, const std::vector<PeerInf
     e.ptr = reinterpret_cast<uint64_t>(buf);
     e.pid = static_cast<int32_t>(getpid());
     e.valid = 1;
-    INFO(kInit | kP2p, "Channel 00/0 : %d[%d] -> %d[%d] via P2P/IPC", p, peers[p].cuda_dev, rank, peers[rank].cuda_dev);
+    INFO(kInit | kP2p, "Channel 00/0 : %d[%d] -> %d[%d] via P2P/IPC", p, peers[p].cuda_dev, rank,
+         peers[rank].cuda_dev);
   }
   NCCLCHECK(bootstrap.AllGather(table.data(), static_cast<size_t>(n) * sizeof(IpcEntry)));
   for (int p = 0; p < n; ++p) {

@@ -42,8 +42,10 @@ class Transport {
   Fifo& RecvFrom(int peer) { return recv_[peer]; }
 
  private:
-  ncclResult_t SetupShm(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank, size_t bytes);
-  ncclResult_t SetupP2p(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank, size_t bytes);
+  ncclResult_t SetupShm(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank,
+                        size_t bytes);
+  ncclResult_t SetupP2p(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank,
+                        size_t bytes);
 
   std::vector<Fifo> send_;
   std::vector<Fifo> recv_;

@@ -28,7 +28,8 @@ Binding* Bind() {
     b->error = cudaErrorInsufficientDriver;
     return b;
   }
-  using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  using GetProc =
+      CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
   auto get_proc = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
   if (get_proc == nullptr) {
     b->error = cudaErrorInsufficientDriver;
@@ -36,10 +37,10 @@ Binding* Bind() {
   }
   bool complete = true;
   char base[128];
-#define SIM_DRIVER_FN(name)                                                                  \
-  StripVersion(#name, base, sizeof(base));                                                   \
+#define SIM_DRIVER_FN(name)                                                                   \
+  StripVersion(#name, base, sizeof(base));                                                    \
   if (get_proc(base, reinterpret_cast<void**>(&b->table.name), CUDART_VERSION, 0, nullptr) != \
-      CUDA_SUCCESS)                                                                          \
+      CUDA_SUCCESS)                                                                           \
     complete = false;
 #include "runtime/driver_functions.inc"
 #undef SIM_DRIVER_FN

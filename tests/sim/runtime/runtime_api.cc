@@ -50,8 +50,8 @@ const DriverTable* Ready(cudaError_t* err) {
   return d;
 }
 
-#define SIM_READY(d)                   \
-  cudaError_t ready_err = cudaSuccess; \
+#define SIM_READY(d)                        \
+  cudaError_t ready_err = cudaSuccess;      \
   const DriverTable* d = Ready(&ready_err); \
   if (d == nullptr) return Ret(ready_err)
 
@@ -215,7 +215,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
   prop->warpSize = attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
   prop->maxThreadsPerBlock = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   prop->maxThreadsPerMultiProcessor = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
-  prop->sharedMemPerBlock = static_cast<size_t>(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
+  prop->sharedMemPerBlock =
+      static_cast<size_t>(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
   prop->memoryBusWidth = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
   prop->l2CacheSize = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   prop->pciBusID = attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
@@ -284,14 +285,16 @@ cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
   const int self = CurrentOrdinal(d);
   if (peerDevice == self) return Ret(cudaErrorInvalidDevice);
   std::lock_guard<std::mutex> lock(Peers().mu);
-  if (!Peers().enabled.emplace(self, peerDevice).second) return Ret(cudaErrorPeerAccessAlreadyEnabled);
+  if (!Peers().enabled.emplace(self, peerDevice).second)
+    return Ret(cudaErrorPeerAccessAlreadyEnabled);
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
   SIM_READY(d);
   std::lock_guard<std::mutex> lock(Peers().mu);
-  if (Peers().enabled.erase({CurrentOrdinal(d), peerDevice}) == 0) return Ret(cudaErrorPeerAccessNotEnabled);
+  if (Peers().enabled.erase({CurrentOrdinal(d), peerDevice}) == 0)
+    return Ret(cudaErrorPeerAccessNotEnabled);
   return cudaSuccess;
 }
 
@@ -398,8 +401,8 @@ cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDev
   return Ret(d->cuMemcpy(Dptr(dst), Dptr(src), count));
 }
 
-cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice, size_t count,
-                                cudaStream_t stream) {
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice,
+                                size_t count, cudaStream_t stream) {
   (void)dstDevice;
   (void)srcDevice;
   SIM_READY(d);
@@ -421,7 +424,8 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, c
   SIM_READY(d);
   std::memset(attributes, 0, sizeof(*attributes));
   unsigned type = 0;
-  if (d->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, Dptr(ptr)) != CUDA_SUCCESS) {
+  if (d->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, Dptr(ptr)) !=
+      CUDA_SUCCESS) {
     attributes->type = cudaMemoryTypeUnregistered;  // plain host memory: success, "no type"
     attributes->device = -2;
     attributes->hostPointer = const_cast<void*>(ptr);
@@ -454,7 +458,9 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags)
   return cudaStreamCreateWithPriority(pStream, flags, 0);
 }
 
-cudaError_t cudaStreamCreate(cudaStream_t* pStream) { return cudaStreamCreateWithPriority(pStream, 0, 0); }
+cudaError_t cudaStreamCreate(cudaStream_t* pStream) {
+  return cudaStreamCreateWithPriority(pStream, 0, 0);
+}
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   SIM_READY(d);
@@ -501,8 +507,8 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userD
   return Ret(d->cuLaunchHostFunc(stream, fn, userData));
 }
 
-cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* userData,
-                                  unsigned int flags) {
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
+                                  void* userData, unsigned int flags) {
   if (callback == nullptr || flags != 0) return Ret(cudaErrorInvalidValue);
   SIM_READY(d);
   auto* cb = new Callback{callback, stream, userData};
@@ -511,7 +517,8 @@ cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t call
   return Ret(rc);
 }
 
-cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus* pCaptureStatus) {
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+                                  enum cudaStreamCaptureStatus* pCaptureStatus) {
   (void)stream;
   if (pCaptureStatus == nullptr) return Ret(cudaErrorInvalidValue);
   *pCaptureStatus = cudaStreamCaptureStatusNone;  // the simulator never captures graphs
@@ -609,8 +616,8 @@ cudaError_t cudaIpcOpenEventHandle(cudaEvent_t* event, cudaIpcEventHandle_t hand
 
 // ----------------------------------------------------------------- driver entry points
 
-cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr, unsigned int cudaVersion,
-                                             unsigned long long flags,
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr,
+                                             unsigned int cudaVersion, unsigned long long flags,
                                              enum cudaDriverEntryPointQueryResult* driverStatus) {
   if (symbol == nullptr || funcPtr == nullptr) return Ret(cudaErrorInvalidValue);
   cudaError_t err = cudaSuccess;

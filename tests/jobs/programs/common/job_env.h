@@ -17,23 +17,24 @@
 #include <cstring>
 #include <string>
 
-#define CUDA_OK(cmd)                                                                                 \
-  do {                                                                                               \
-    cudaError_t job_err = (cmd);                                                                     \
-    if (job_err != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "rank %d: %s failed: %s\n", jobenv::Rank(), #cmd, cudaGetErrorString(job_err)); \
-      std::exit(2);                                                                                  \
-    }                                                                                                \
+#define CUDA_OK(cmd)                                                         \
+  do {                                                                       \
+    cudaError_t job_err = (cmd);                                             \
+    if (job_err != cudaSuccess) {                                            \
+      std::fprintf(stderr, "rank %d: %s failed: %s\n", jobenv::Rank(), #cmd, \
+                   cudaGetErrorString(job_err));                             \
+      std::exit(2);                                                          \
+    }                                                                        \
   } while (0)
 
-#define NCCL_OK(cmd)                                                                                  \
-  do {                                                                                                \
-    ncclResult_t job_res = (cmd);                                                                     \
-    if (job_res != ncclSuccess) {                                                                     \
-      std::fprintf(stderr, "rank %d: %s failed: %s (%d): %s\n", jobenv::Rank(), #cmd,                 \
-                   ncclGetErrorString(job_res), job_res, ncclGetLastError(nullptr));                  \
-      std::exit(3);                                                                                   \
-    }                                                                                                 \
+#define NCCL_OK(cmd)                                                                  \
+  do {                                                                                \
+    ncclResult_t job_res = (cmd);                                                     \
+    if (job_res != ncclSuccess) {                                                     \
+      std::fprintf(stderr, "rank %d: %s failed: %s (%d): %s\n", jobenv::Rank(), #cmd, \
+                   ncclGetErrorString(job_res), job_res, ncclGetLastError(nullptr));  \
+      std::exit(3);                                                                   \
+    }                                                                                 \
   } while (0)
 
 namespace jobenv {
@@ -81,8 +82,8 @@ inline ncclUniqueId ShareUniqueId(const char* name = "nccl_id") {
       std::rename(tmp.c_str(), out.c_str());
     }
     if (r != ncclSuccess) {
-      std::fprintf(stderr, "rank %d: ncclGetUniqueId failed: %s (%d): %s\n", Rank(), ncclGetErrorString(r), r,
-                   ncclGetLastError(nullptr));
+      std::fprintf(stderr, "rank %d: ncclGetUniqueId failed: %s (%d): %s\n", Rank(),
+                   ncclGetErrorString(r), r, ncclGetLastError(nullptr));
       std::exit(3);
     }
     return id;
