@@ -4,7 +4,10 @@
 # (or pass CUDAToolkit_ROOT / NCCL_ROOT to cmake).
 set -euo pipefail
 
-packages=(cmake g++ ninja-build libabsl-dev libre2-dev libprotobuf-dev protobuf-compiler catch2 libbenchmark-dev iproute2)
+# clang (with libFuzzer's runtime) builds the fuzzers; clang-format checks the
+# formatting (scripts/fuzz.sh, scripts/check-format.sh).
+packages=(cmake g++ ninja-build libabsl-dev libre2-dev libprotobuf-dev protobuf-compiler catch2 libbenchmark-dev iproute2
+  clang libclang-rt-14-dev clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the whole test suite (ctest);
-# then again with the decoder, the ncclwatch CLI and the Catch2 test binaries
-# built with ASan and UBSan, in ${ASAN_BUILD_DIR:-build-asan} (the shim, the
-# simulator and the programs the shim is preloaded into are never
-# instrumented: see ncclwatch_sanitize in CMakeLists.txt). Fails if the tests
-# left anything in the source tree. Arguments go to both ctest runs.
+# Installs what is missing, checks the formatting (scripts/check-format.sh),
+# builds, and runs the whole test suite (ctest); runs each fuzzer for
+# ${FUZZ_SECONDS:-30} s under ASan and UBSan (scripts/fuzz.sh, in
+# ${FUZZ_BUILD_DIR:-build-fuzz}); then the test suite again with the decoder,
+# the ncclwatch CLI and the Catch2 test binaries built with ASan and UBSan, in
+# ${ASAN_BUILD_DIR:-build-asan} (the shim, the simulator and the programs the
+# shim is preloaded into are never instrumented: see ncclwatch_sanitize in
+# CMakeLists.txt). Fails if the tests left anything in the source tree.
+# Arguments go to both ctest runs; FUZZ_SECONDS=0 skips the fuzzers.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$repo/build}
 asan_build=${ASAN_BUILD_DIR:-$repo/build-asan}
+fuzz_build=${FUZZ_BUILD_DIR:-$repo/build-fuzz}
+fuzz_seconds=${FUZZ_SECONDS:-30}
 "$repo/scripts/install-deps.sh"
 
 # What the source tree holds beyond its committed files: changes, untracked
@@ -20,15 +25,25 @@ tree_state() {
   {
     git -C "$repo" status --porcelain --untracked-files=all
     git -C "$repo" ls-files --others --ignored --exclude-standard --directory | sed 's/^/!! /'
-  } | awk -v a="${build#"$repo"/}/" -v b="${asan_build#"$repo"/}/" \
-    'substr($0, 4, length(a)) != a && substr($0, 4, length(b)) != b' | LC_ALL=C sort
+  } | awk -v a="${build#"$repo"/}/" -v b="${asan_build#"$repo"/}/" -v c="${fuzz_build#"$repo"/}/" \
+    'substr($0, 4, length(a)) != a && substr($0, 4, length(b)) != b && substr($0, 4, length(c)) != c' | LC_ALL=C sort
 }
 before=""
 ((in_git)) && before=$(tree_state)
 
 failed=0
+echo "== formatting (clang-format, the repo's .clang-format)"
+"$repo/scripts/check-format.sh" || failed=1
+
 "$repo/scripts/build.sh" -DNCCLWATCH_WERROR=ON
 (cd "$build" && ctest --output-on-failure -j "$(nproc)" "$@") || failed=1
+
+if ((fuzz_seconds > 0)); then
+  echo "== fuzzers, ${fuzz_seconds} s each, under ASan and UBSan ($fuzz_build)"
+  start=$SECONDS
+  FUZZ_BUILD_DIR=$fuzz_build "$repo/scripts/fuzz.sh" "$fuzz_seconds" || failed=1
+  echo "== fuzzers: $((SECONDS - start)) s"
+fi
 
 echo "== the same tests, the decoder and the test binaries under ASan and UBSan ($asan_build)"
 start=$SECONDS
