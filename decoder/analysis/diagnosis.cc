@@ -38,6 +38,7 @@ class Diagnoser {
     Orders();
     Init();
     Unreadable();
+    Duplicates();
     Conclude();
     return out_;
   }
@@ -429,6 +430,17 @@ class Diagnoser {
         candidates_.push_back(std::move(c));
       }
     }
+  }
+
+  void Duplicates() {
+    if (job_.duplicates().empty()) return;
+    Finding n;
+    n.kind = FindingKind::kDuplicateTraces;
+    n.role = FindingRole::kNote;
+    DuplicateTracesFacts facts;
+    for (const auto& [path, first] : job_.duplicates()) facts.duplicates.push_back({path, first});
+    n.facts = std::move(facts);
+    notes_.push_back(n);
   }
 
   void Unreadable() {

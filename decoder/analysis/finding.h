@@ -49,6 +49,7 @@ enum class FindingKind {
   // Notes:
   kMissingTraces,
   kUnreadableTraces,
+  kDuplicateTraces,
 };
 
 // Its place in the story.
@@ -145,6 +146,16 @@ struct MissingTracesFacts {};
 // unreadable_traces: why each file could not be read.
 struct UnreadableTracesFacts {
   std::vector<std::string> errors;
+};
+
+// duplicate_traces: files that hold the same process's trace (the same host,
+// pid and creation time: a folder given twice, a copy), read once.
+struct DuplicateTracesFacts {
+  struct Duplicate {
+    std::string path;   // the file not read
+    std::string first;  // the file read for that process
+  };
+  std::vector<Duplicate> duplicates;
 };
 
 // init_failure: which cause, the subsystem named, the errno, the processes,
@@ -289,9 +300,10 @@ struct LogFacts {
   std::vector<int> timed_out;  // kWatchdogMissing: the ranks that timed out
 };
 
-using FindingFacts = std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts,
-                                  P2pMismatchFacts, OrderInversionFacts, MissingTracesFacts,
-                                  UnreadableTracesFacts, InitFailureFacts, LogFacts>;
+using FindingFacts =
+    std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts, P2pMismatchFacts,
+                 OrderInversionFacts, MissingTracesFacts, UnreadableTracesFacts,
+                 DuplicateTracesFacts, InitFailureFacts, LogFacts>;
 
 struct Finding {
   FindingKind kind = FindingKind::kLogInsufficient;

@@ -125,6 +125,13 @@ void JobAnalysis::AddUnreadable(const std::string& path, const std::string& erro
 }
 
 void JobAnalysis::AddProcess(const ProcessTrace& t) {
+  // A trace is identified by what it holds, not by its path: the same
+  // folder given twice, or a copy, is one process.
+  auto [seen, fresh] = seen_.emplace(std::make_tuple(t.host, t.pid, t.created_realtime_ns), t.path);
+  if (!fresh) {
+    duplicates_.push_back({t.path, seen->second});
+    return;
+  }
   const int index = static_cast<int>(processes_.size());
   ProcessFacts p;
   p.index = index;

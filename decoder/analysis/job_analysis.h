@@ -16,6 +16,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "analysis/collective_alignment.h"
@@ -76,6 +78,9 @@ class JobAnalysis {
  public:
   void AddProcess(const ProcessTrace& trace);
   void AddUnreadable(const std::string& path, const std::string& error);
+  // Files that hold a process already added (the same host, pid and
+  // creation time): (the file, the one read), in the order met.
+  const std::vector<std::pair<std::string, std::string>>& duplicates() const { return duplicates_; }
   // After the last process.
   void Finish();
 
@@ -95,6 +100,9 @@ class JobAnalysis {
  private:
   std::vector<ProcessFacts> processes_;
   std::vector<UnreadableTrace> unreadable_;
+  std::vector<std::pair<std::string, std::string>> duplicates_;
+  std::map<std::tuple<std::string, uint32_t, uint64_t>, std::string>
+      seen_;  // identity -> first file
   std::map<uint64_t, CollectiveAlignment> alignments_;
   P2pMatching p2p_;
   OrderInversion order_;

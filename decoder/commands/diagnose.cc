@@ -1,6 +1,7 @@
 #include "commands/diagnose.h"
 
 #include <filesystem>
+#include <sstream>
 
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
@@ -8,6 +9,7 @@
 #include "model/trace_loader.h"
 #include "report/finding_text.h"
 #include "report/reports.h"
+#include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -51,7 +53,10 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
   if (json) {
     WriteJsonReport(job, d, out);
   } else {
-    WriteHumanReport(job, d, out);
+    // Text from the traces may hold any byte: escaped before a terminal sees it.
+    std::ostringstream human;
+    WriteHumanReport(job, d, human);
+    out << TerminalSafe(human.str());
   }
   return ExitCode(d.problem);
 }

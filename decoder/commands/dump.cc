@@ -8,6 +8,7 @@
 #include "model/process_trace.h"
 #include "ncclwatch/trace.pb.h"
 #include "report/names.h"
+#include "report/terminal_text.h"
 #include "trace/socket_address.h"
 #include "trace/trace_file.h"
 
@@ -215,7 +216,8 @@ int RunDump(const std::string& path, bool json, std::ostream& out, std::ostream&
       [&](bool pinned, uint64_t index, absl::Span<const uint8_t> bytes) {
         record.Clear();
         const bool parsed = record.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-        const double seconds = static_cast<double>(p.MonotonicNs(record.t()) - t0) / 1e9;
+        const double seconds =
+            (static_cast<double>(p.MonotonicNs(record.t())) - static_cast<double>(t0)) / 1e9;
         if (json) {
           std::string body;
           if (parsed) (void)google::protobuf::util::MessageToJsonString(record, &body, options);
@@ -223,9 +225,9 @@ int RunDump(const std::string& path, bool json, std::ostream& out, std::ostream&
               "{\"region\":\"%s\",\"index\":%u,\"seconds\":%.9f,\"record\":%s}\n",
               pinned ? "pinned" : "ring", index, seconds, parsed ? body : "null");
         } else {
-          out << absl::StrFormat("%-6s %7u %+13.6fs thread %-2u %s\n", pinned ? "pinned" : "ring",
-                                 index, seconds, record.thread(),
-                                 parsed ? Describe(p, record) : "(unparseable record)");
+          out << absl::StrFormat(
+              "%-6s %7u %+13.6fs thread %-2u %s\n", pinned ? "pinned" : "ring", index, seconds,
+              record.thread(), parsed ? TerminalSafe(Describe(p, record)) : "(unparseable record)");
         }
       },
       &stats);

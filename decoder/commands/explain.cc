@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -11,6 +12,7 @@
 #include "logs/nccl_log.h"
 #include "report/finding_text.h"
 #include "report/reports.h"
+#include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -55,7 +57,10 @@ int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& o
   if (json) {
     WriteExplainJsonReport(log, d, bad, out);
   } else {
-    WriteExplainHumanReport(log, d, bad, out);
+    // Text from the logs may hold any byte: escaped before a terminal sees it.
+    std::ostringstream human;
+    WriteExplainHumanReport(log, d, bad, human);
+    out << TerminalSafe(human.str());
   }
   return ExitCode(d.problem);
 }

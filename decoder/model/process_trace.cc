@@ -202,6 +202,7 @@ absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) 
   p.path = path;
   p.clock = file->header().clock;
   p.pid = file->header().pid;
+  p.created_realtime_ns = file->header().created_realtime_ns;
   p.host = file->header().host;
   // Most records are collectives: room for them up front, bounded so that a
   // crafted header (a huge sparse file) cannot make this a huge allocation.

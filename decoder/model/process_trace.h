@@ -42,6 +42,8 @@ struct ProcessTrace {
   std::string exe;
   std::string job_id;
   uint32_t clock = NCCLWATCH_CLOCK_MONOTONIC_NS;
+  uint64_t created_realtime_ns =
+      0;  // when the shim created the file (with host and pid, its identity)
   bool has_start = false;
   int32_t nccl_version = 0;  // what ncclGetVersion returned (e.g. 22809), 0 if never called
 

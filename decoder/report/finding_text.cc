@@ -85,6 +85,8 @@ std::string Title(const Finding& f) {
       return "the logs cannot tell";
     case FindingKind::kUnreadableTraces:
       return "unreadable traces";
+    case FindingKind::kDuplicateTraces:
+      return "the same traces given twice";
   }
   return KindName(f.kind);
 }
@@ -316,6 +318,17 @@ void Render(const Finding&, const UnreadableTracesFacts& x, const CallSiteNamer&
       "ncclwatch version need that version to read them";
 }
 
+void Render(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&, FindingText* t) {
+  std::vector<std::string> pairs;
+  for (const DuplicateTracesFacts::Duplicate& d : x.duplicates)
+    pairs.push_back(absl::StrCat(d.path, " (as ", d.first, ")"));
+  t->detail = absl::StrCat(
+      x.duplicates.size(),
+      " file(s) hold a process's trace that another file given also holds, and were read once: ",
+      absl::StrJoin(pairs, "; "));
+  t->fix = "nothing to do: each process counts once; pass each trace folder once";
+}
+
 void Render(const Finding& f, const InitFailureFacts& x, const CallSiteNamer&, FindingText* t) {
   RenderInitFailure(f, x, t);
 }
@@ -364,6 +377,8 @@ const char* KindName(FindingKind kind) {
       return "missing_traces";
     case FindingKind::kUnreadableTraces:
       return "unreadable_traces";
+    case FindingKind::kDuplicateTraces:
+      return "duplicate_traces";
   }
   return "unknown";
 }

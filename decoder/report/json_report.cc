@@ -51,6 +51,15 @@ void WriteFacts(const Finding&, const std::monostate&, const CallSiteNamer&, std
 void WriteFacts(const Finding&, const MissingTracesFacts&, const CallSiteNamer&, std::ostream&) {}
 void WriteFacts(const Finding&, const UnreadableTracesFacts&, const CallSiteNamer&, std::ostream&) {
 }
+void WriteFacts(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  out << ",\"duplicates\":[";
+  for (size_t i = 0; i < x.duplicates.size(); ++i) {
+    out << (i ? "," : "") << "{\"path\":" << JsonString(x.duplicates[i].path)
+        << ",\"same_as\":" << JsonString(x.duplicates[i].first) << "}";
+  }
+  out << "]";
+}
 
 void WriteFacts(const Finding&, const CollectiveMismatchFacts& x, const CallSiteNamer& sites,
                 std::ostream& out) {

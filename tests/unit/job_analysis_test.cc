@@ -428,3 +428,30 @@ TEST_CASE(
   INFO(Describe(d));
   CHECK_FALSE(Claims(d, kComm, 0, {1}));
 }
+
+TEST_CASE("the same trace given twice is one process, and a note says so", "[job][hostile]") {
+  std::vector<SyntheticProcess> ps = Ranks(2);
+  for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 3).Destroy(kComm).Exit(0);
+  JobAnalysis job;
+  ncclwatch::decoder::ProcessTrace first = ps[0].Build();
+  first.path = "a/rank0.trace";
+  ncclwatch::decoder::ProcessTrace copy = ps[0].Build();
+  copy.path = "b/rank0.trace";
+  ncclwatch::decoder::ProcessTrace second = ps[1].Build();
+  second.path = "a/rank1.trace";
+  job.AddProcess(first);
+  job.AddProcess(second);
+  job.AddProcess(copy);
+  job.Finish();
+  REQUIRE(job.processes().size() == 2);
+  REQUIRE(job.duplicates().size() == 1);
+  CHECK(job.duplicates()[0].first == "b/rank0.trace");
+  CHECK(job.duplicates()[0].second == "a/rank0.trace");
+  const Diagnosis d = Diagnose(job);
+  INFO(Describe(d));
+  CHECK_FALSE(d.problem);  // not "two ranks on one GPU", not two jobs
+  REQUIRE(d.findings.size() == 1);
+  CHECK(ncclwatch::decoder::KindName(d.findings[0].kind) == std::string("duplicate_traces"));
+  CHECK(ncclwatch::decoder::RoleName(d.findings[0].role) == std::string("note"));
+  CHECK(Extra(d.findings[0], "duplicates").find("b/rank0.trace") != std::string::npos);
+}

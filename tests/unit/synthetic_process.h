@@ -143,7 +143,7 @@ inline P2pArgs Sized(uint64_t count, int32_t datatype = kFloat32) {
 class SyntheticProcess {
  public:
   // A process the launcher named `global_rank` (-1: none, as without a launcher).
-  explicit SyntheticProcess(int32_t global_rank = -1) {
+  explicit SyntheticProcess(int32_t global_rank = -1) : created_(NextCreated()) {
     pb::Record& s = Add();
     s.mutable_process_start()->set_pid(
         static_cast<uint32_t>(1000 + (global_rank < 0 ? 999 : global_rank)));
@@ -247,6 +247,8 @@ class SyntheticProcess {
   decoder::ProcessTrace Build() const {
     decoder::ProcessTrace p;
     p.path = "synthetic";
+    p.created_realtime_ns =
+        created_;  // with host and pid, the trace's identity: distinct per process built
     p.stats.ring_overwritten = overwritten_;
     decoder::RecordImporter importer(&p);
     for (const pb::Record& r : records_) {
@@ -261,6 +263,12 @@ class SyntheticProcess {
 
  private:
   static constexpr uint64_t kTick = 10;
+
+  static uint64_t NextCreated() {
+    static uint64_t next = 1;
+    return next++;
+  }
+  uint64_t created_;
 
   static uint64_t Handle(uint64_t comm, int32_t rank) {
     return 0x7f0000000000ULL + (comm & 0xffff) * 0x100 + static_cast<uint64_t>(rank & 0xff);
