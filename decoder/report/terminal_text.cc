@@ -28,7 +28,8 @@ size_t Utf8SequenceAt(std::string_view s, size_t i) {
     cp = cp << 6 | (b(i + k) & 0x3f);
   }
   // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
-  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff)) {
+  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+      (cp >= 0xd800 && cp <= 0xdfff)) {
     return 0;
   }
   return n;
