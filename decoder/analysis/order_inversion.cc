@@ -12,8 +12,18 @@ struct Around {
   int64_t a_before = -1;   // last A seq issued before B#j
   bool same_prev = false;  // B#j on the stream of that A collective
   bool same_next = false;  // B#j on the stream of the first A collective after it
+  uint64_t same_mask = 0;  // bit i: B#j on the stream of A#(a_before - i), for the last 64 A
   int64_t when_ns = 0;
 };
+
+// Whether the side that issued A#k before B#j (its last A before B#j being
+// A#a_before) put the two on one stream: from its mask when A#k is among its
+// last 64, else from its last A (the nearest it knows).
+bool SameStreamBefore(int64_t a_before, uint64_t mask, bool same_prev, int64_t k) {
+  const int64_t back = a_before - k;
+  if (back >= 0 && back < 64) return (mask >> back) & 1;
+  return same_prev;
+}
 
 }  // namespace
 
@@ -38,6 +48,8 @@ void OrderInversion::AddProcess(int process, const ProcessTrace& trace) {
       around.reserve(sb.collectives.size());
       int64_t last_a = -1;
       uint64_t last_a_stream = 0;
+      uint64_t recent[64];  // the streams of the last 64 A collectives, a circle
+      uint64_t seen_a = 0;
       const bool a_complete =
           sa.holds_start;  // the trace holds this process's A collectives from A#0
       size_t ia = 0;
@@ -48,12 +60,15 @@ void OrderInversion::AddProcess(int process, const ProcessTrace& trace) {
           const CollectiveEvent& a = trace.collectives[sa.collectives[ia]];
           last_a = static_cast<int64_t>(a.seq);
           last_a_stream = a.stream;
+          recent[seen_a++ % 64] = a.stream;
         }
         if (last_a < 0 && !a_complete) continue;
         Around x;
         x.seq_b = b.seq;
         x.a_before = last_a;
         x.same_prev = last_a >= 0 && b.stream == last_a_stream;
+        for (uint64_t i = 0; i < 64 && i < seen_a; ++i)
+          if (recent[(seen_a - 1 - i) % 64] == b.stream) x.same_mask |= uint64_t{1} << i;
         x.when_ns = trace.RealtimeNs(b.t);
         // The first A collective after B#j, for "next A" streams.
         if (ia < sa.collectives.size())
@@ -70,6 +85,7 @@ void OrderInversion::AddProcess(int process, const ProcessTrace& trace) {
           ref.a_before = x.a_before;
           ref.same_prev = x.same_prev;
           ref.same_next = x.same_next;
+          ref.same_mask = x.same_mask;
           ref.provider = process;
           ref.provider_max_a = max_a;
           ref.when_ns = x.when_ns;
@@ -81,16 +97,23 @@ void OrderInversion::AddProcess(int process, const ProcessTrace& trace) {
         const int64_t conflicting_a = std::max(ref.a_before, x.a_before);
         if (max_a < conflicting_a || ref.provider_max_a < conflicting_a) continue;
         if (st.found && st.finding.seq_b <= x.seq_b) break;
+        // The earliest A the two ordered differently around B#j: one issued
+        // it before B#j, the other as its first A after B#j.
+        const int64_t first_a = std::min(ref.a_before, x.a_before) + 1;
         OrderInversionFinding f;
         f.comm_a = sa.comm;
         f.comm_b = sb.comm;
         f.seq_b = x.seq_b;
-        f.seq_a = static_cast<uint64_t>(conflicting_a);
+        f.seq_a = static_cast<uint64_t>(first_a);
         f.process = process;
         f.reference_process = ref.provider;
         f.process_a_first = x.a_before > ref.a_before;
-        const bool mine_same = f.process_a_first ? x.same_prev : x.same_next;
-        const bool ref_same = f.process_a_first ? ref.same_next : ref.same_prev;
+        const bool mine_same = f.process_a_first
+                                   ? SameStreamBefore(x.a_before, x.same_mask, x.same_prev, first_a)
+                                   : x.same_next;
+        const bool ref_same = f.process_a_first ? ref.same_next
+                                                : SameStreamBefore(ref.a_before, ref.same_mask,
+                                                                   ref.same_prev, first_a);
         f.same_stream = mine_same && ref_same;
         f.when_ns = std::max(ref.when_ns, x.when_ns);
         st.found = true;

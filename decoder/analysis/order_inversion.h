@@ -52,6 +52,7 @@ class OrderInversion {
     int64_t a_before = -1;   // last A seq issued before B#j, -1 none
     bool same_prev = false;  // B#j on the stream of that A collective
     bool same_next = false;  // B#j on the stream of the first A collective after it
+    uint64_t same_mask = 0;  // bit i: B#j on the stream of the provider's A#(a_before - i)
     int provider = -1;
     int64_t provider_max_a = -1;  // the provider's last A collective
     int64_t when_ns = 0;

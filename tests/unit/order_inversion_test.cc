@@ -142,22 +142,17 @@ TEST_CASE("a wrapped A stream: B calls before its first A collective are not com
   }
 }
 
-// BUG (analysis/order_inversion.cc, OrderInversion::AddProcess): when the
-// two ranks disagree by more than one A collective around B#j, the finding
-// names the latest A they ordered differently (max of the two answers) and
-// judges "same stream" from a mix of collectives: this rank's last A before
-// B#j (A#1, on another stream) against the reference's first A after B#j
-// (A#0). Here both ranks put A#0 and B#0 on one stream in opposite orders,
-// a certain deadlock, yet same_stream comes out false and the diagnosis
-// demotes it to a warning. The inversion to judge is the earliest A the two
-// ordered differently (A#0), with both ranks' streams for that A.
-TEST_CASE("an inversion on one stream hidden behind a later A collective on another",
-          "[order][!mayfail]") {
+// When the two ranks disagree by more than one A collective around B#j, the
+// inversion to judge is the earliest A they ordered differently (A#0 here),
+// with both ranks' streams for that A: both put A#0 and B#0 on one stream in
+// opposite orders, a certain deadlock, although A#1 is on another stream.
+TEST_CASE("an inversion on one stream hidden behind a later A collective on another", "[order]") {
   std::vector<SyntheticProcess> ps = {Rank(0), Rank(1)};
   ps[0].Collective(kB, 0).Collective(kA, 0).Collective(kA, 1, AllReduce().Stream(kOtherStream));
   ps[1].Collective(kA, 0).Collective(kA, 1, AllReduce().Stream(kOtherStream)).Collective(kB, 0);
   const std::vector<OrderInversionFinding> f = Findings(ps);
   REQUIRE(f.size() == 1);
   CHECK(f[0].seq_b == 0);
+  CHECK(f[0].seq_a == 0);
   CHECK(f[0].same_stream);
 }
