@@ -51,6 +51,50 @@ bool MakeDirs(const char* dir, char* error, size_t n) {
 
 }  // namespace
 
+SizeParse ParseByteSize(const char* s, uint64_t* bytes) {
+  if (s == nullptr || *s == '\0') return SizeParse::kMalformed;
+  if (*s == '-') return SizeParse::kNegative;
+  uint64_t v = 0;
+  bool overflow = false;
+  const char* p = s;
+  for (; *p >= '0' && *p <= '9'; ++p) {
+    const uint64_t digit = static_cast<uint64_t>(*p - '0');
+    if (v > (UINT64_MAX - digit) / 10) overflow = true;
+    v = v * 10 + digit;
+  }
+  if (p == s) return SizeParse::kMalformed;
+  int shift = 0;
+  switch (*p) {
+    case 'k':
+    case 'K':
+      shift = 10;
+      break;
+    case 'm':
+    case 'M':
+      shift = 20;
+      break;
+    case 'g':
+    case 'G':
+      shift = 30;
+      break;
+    case 't':
+    case 'T':
+      shift = 40;
+      break;
+    default:
+      break;
+  }
+  if (shift != 0) {
+    ++p;
+    if (*p == 'i' || *p == 'I') ++p;
+  }
+  if (*p == 'b' || *p == 'B') ++p;
+  if (*p != '\0') return SizeParse::kMalformed;
+  if (overflow || (shift != 0 && v > (UINT64_MAX >> shift))) return SizeParse::kOverflow;
+  *bytes = v << shift;
+  return SizeParse::kOk;
+}
+
 bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
   if (c.dir == nullptr || c.dir[0] == '\0')
     return Fail(error, error_len, "no trace directory given%s%s", "");

@@ -38,6 +38,13 @@ struct RingConfig {
   uint64_t start_ms = 0;  // goes into the file name
 };
 
+// ParseByteSize: a size setting such as NCCLWATCH_RING_SIZE, "16M", "512k",
+// "1G", "4GiB" or plain bytes (digits only: no sign, space or fraction).
+// kOverflow when the value does not fit 64 bits, suffix included. Start-up
+// only; writes *bytes only on kOk.
+enum class SizeParse { kOk, kMalformed, kNegative, kOverflow };
+SizeParse ParseByteSize(const char* s, uint64_t* bytes);
+
 // Where a record landed, so a field can be rewritten in place later (the
 // result of a call that had not returned when the record was written).
 struct RecordLocation {

@@ -29,6 +29,7 @@ using ncclwatch::shim::RecordLocation;
 using ncclwatch::shim::Region;
 using ncclwatch::shim::RingConfig;
 using ncclwatch::shim::RingWriter;
+using ncclwatch::shim::SizeParse;
 
 namespace {
 
@@ -227,6 +228,41 @@ TEST_CASE("a patch site rewrites 4 bytes of its record while the slot still hold
   for (int i = 0; i < 64; ++i) REQUIRE(Append(w, Region::kRing, "filler"));
   site.Write4("XXXX");  // the slot holds another record now: untouched
   for (const std::string& s : ReadAll(w.path()).ring) CHECK(s == "filler");
+}
+
+TEST_CASE("size settings: suffixes, and no silent wrap, sign or junk", "[ring][settings]") {
+  using ncclwatch::shim::ParseByteSize;
+  const auto ok = [](const char* s) {
+    uint64_t v = 0;
+    INFO(s);
+    REQUIRE(ParseByteSize(s, &v) == SizeParse::kOk);
+    return v;
+  };
+  CHECK(ok("65536") == 65536);
+  CHECK(ok("512k") == 512ull << 10);
+  CHECK(ok("16M") == 16ull << 20);
+  CHECK(ok("16MiB") == 16ull << 20);
+  CHECK(ok("1G") == 1ull << 30);
+  CHECK(ok("4GB") == 4ull << 30);
+  CHECK(ok("18446744073709551615") == UINT64_MAX);
+  CHECK(ok("17179869183G") == 17179869183ull << 30);
+
+  const auto bad = [](const char* s) {
+    uint64_t v = 12345;
+    const SizeParse r = ParseByteSize(s, &v);
+    CHECK(v == 12345);  // untouched unless the value is good
+    return r;
+  };
+  // Once 1 GiB (the shift wrapped) and 64K (strtoull negates).
+  CHECK(bad("17179869185G") == SizeParse::kOverflow);
+  CHECK(bad("17179869184G") == SizeParse::kOverflow);
+  CHECK(bad("18446744073709551616") == SizeParse::kOverflow);
+  CHECK(bad("99999999999999999999999") == SizeParse::kOverflow);
+  CHECK(bad("-18446744073709486080") == SizeParse::kNegative);
+  CHECK(bad("-1") == SizeParse::kNegative);
+  for (const char* s :
+       {"", " 16M", "16M ", "+16M", "16X", "1.5G", "G", "0x100000", "16MM", "16Mi B"})
+    CHECK(bad(s) == SizeParse::kMalformed);
 }
 
 TEST_CASE("trace files are made only where it is safe, never over an existing file", "[ring]") {
