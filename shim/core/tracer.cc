@@ -258,6 +258,7 @@ void InitTracer() {
   char error[512];
   if (g_ring.Open(config, error, sizeof(error))) {
     final_state = kTracing;
+    if (g_ring.notice()[0] != '\0') Warn(g_ring.notice());
   } else {
     snprintf(msg, sizeof(msg), "not tracing this process: %s", error);
     Warn(msg);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,11 +100,34 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
   if (c.dir == nullptr || c.dir[0] == '\0')
     return Fail(error, error_len, "no trace directory given%s%s", "");
   const uint64_t slot = NCCLWATCH_SLOT_BYTES;
-  const uint64_t ring_slots = FloorPowerOfTwo(c.ring_bytes / slot < 64 ? 64 : c.ring_bytes / slot);
   const uint64_t pinned_slots =
       FloorPowerOfTwo(c.pinned_bytes / slot < 64 ? 64 : c.pinned_bytes / slot);
   const uint64_t pinned_offset = NCCLWATCH_HEADER_REGION_BYTES;
   const uint64_t ring_offset = RoundUp(pinned_offset + pinned_slots * slot, kPage);
+  uint64_t ring_slots = FloorPowerOfTwo(c.ring_bytes / slot < 64 ? 64 : c.ring_bytes / slot);
+  notice_[0] = '\0';
+  // A file-size limit (ulimit -f) below the file would make the kernel send
+  // SIGXFSZ, which kills a program that never writes a big file itself. The
+  // ring shrinks to fit the limit instead, or the process runs untraced.
+  rlimit fsize;
+  if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+      ring_offset + ring_slots * slot > fsize.rlim_cur) {
+    const uint64_t limit = fsize.rlim_cur;
+    const uint64_t fit = limit > ring_offset ? (limit - ring_offset) / slot : 0;
+    char limit_text[32];
+    snprintf(limit_text, sizeof(limit_text), "%llu", static_cast<unsigned long long>(limit));
+    if (fit < 64) {
+      return Fail(error, error_len,
+                  "the file-size limit (ulimit -f) of %s bytes is below the smallest trace "
+                  "file%s",
+                  limit_text);
+    }
+    ring_slots = FloorPowerOfTwo(fit);
+    snprintf(notice_, sizeof(notice_),
+             "the file-size limit (ulimit -f) of %s bytes is below the trace file: its ring is cut "
+             "to %llu bytes",
+             limit_text, static_cast<unsigned long long>(ring_slots * slot));
+  }
   const uint64_t total = ring_offset + ring_slots * slot;
 
   if (!MakeDirs(c.dir, error, error_len)) return false;

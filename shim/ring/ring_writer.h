@@ -77,11 +77,16 @@ class RingWriter {
  public:
   // Creates <dir>/ncclwatch.<host>.<pid>.<start_ms>.trace: a new file (never
   // an existing one, never through a symlink) in a directory that is not
-  // world-writable unless it is sticky and owned by the caller. On failure
+  // world-writable unless it is sticky and owned by the caller. The file
+  // never outgrows RLIMIT_FSIZE (the ring is cut to fit, see notice()), so
+  // making it never raises SIGXFSZ. On failure
   // returns false and writes the reason into `error`. Not signal-safe.
   bool Open(const RingConfig& config, char* error, size_t error_len);
 
   bool is_open() const { return header_ != nullptr; }
+  // What Open() changed to make the file at all (a ring cut to fit the
+  // file-size limit), one line without a newline; "" if nothing.
+  const char* notice() const { return notice_; }
   const char* path() const { return path_; }
 
   // Appends one serialized record. Returns false if the writer is closed or
@@ -122,6 +127,7 @@ class RingWriter {
   uint64_t ring_slots_ = 0;
   uint64_t ring_mask_ = 0;
   char path_[512] = {0};
+  char notice_[256] = {0};
 };
 
 }  // namespace ncclwatch::shim

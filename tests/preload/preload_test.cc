@@ -25,8 +25,10 @@ using ncclwatch::decoder::LoadProcessTrace;
 using ncclwatch::decoder::ProcessTrace;
 
 jobs::RankResult RunProbe(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                          const std::string& program = "preload_probe") {
+                          const std::string& program = "preload_probe",
+                          long long fsize_bytes = -1) {
   jobs::JobSpec spec;
+  spec.fsize_bytes = fsize_bytes;
   spec.argv = {jobs::BinDir() + "/" + program};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.env = env;
@@ -176,6 +178,52 @@ TEST_CASE("a folder that cannot be used: one warning line, the job runs untraced
             "ncclwatch: not tracing this process: cannot create /proc/ncclwatch-cannot-be-here",
             0) == 0);
   CHECK(r.output.substr(warning.size()) == plain.output);
+}
+
+TEST_CASE(
+    "a file-size limit below the trace file: no SIGXFSZ, the program runs as without the shim",
+    "[preload][rlimit]") {
+  // ulimit -f once made the ring's preallocation raise SIGXFSZ: a job that
+  // runs fine untraced died with exit 153 under the shim. The probe's dlvsym
+  // mode: the simulated device memory is a 64 GiB memfd, which such a limit
+  // refuses with or without the shim.
+  constexpr long long kMiB = 1 << 20;
+  const jobs::RankResult plain =
+      RunProbe({"dlvsym"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "preload_probe", kMiB);
+  REQUIRE(plain.exited);
+  REQUIRE(plain.exit_code == 0);
+
+  SECTION("room for a smaller ring: traced into it, after one line") {
+    jobs::TempDir dir;
+    const jobs::RankResult r = RunProbe({"dlvsym"}, Traced(dir.path()), "preload_probe", kMiB);
+    INFO(r.output);
+    CHECK(r.exited);
+    CHECK(r.signal == 0);
+    CHECK(r.exit_code == plain.exit_code);
+    const std::string warning = r.output.substr(0, r.output.find('\n') + 1);
+    CHECK(warning.rfind("ncclwatch: the file-size limit (ulimit -f) of 1048576 bytes", 0) == 0);
+    CHECK(r.output.substr(warning.size()) == plain.output);
+    const ProcessTrace t = OnlyTrace(dir.path());
+    CheckTracedStartToExit(t, "preload_probe");
+    CHECK(fs::file_size(TraceFiles(dir.path())[0]) <= static_cast<uintmax_t>(kMiB));
+  }
+  SECTION("no room for the smallest file: untraced, after one line") {
+    constexpr long long kLimit = 64 << 10;
+    const jobs::RankResult small_plain =
+        RunProbe({"dlvsym"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "preload_probe", kLimit);
+    jobs::TempDir dir;
+    const jobs::RankResult r = RunProbe({"dlvsym"}, Traced(dir.path()), "preload_probe", kLimit);
+    INFO(r.output);
+    CHECK(r.exited);
+    CHECK(r.signal == 0);
+    CHECK(r.exit_code == small_plain.exit_code);
+    const std::string warning = r.output.substr(0, r.output.find('\n') + 1);
+    CHECK(warning.rfind("ncclwatch: not tracing this process: the file-size limit (ulimit -f) of "
+                        "65536 bytes is below the smallest trace file",
+                        0) == 0);
+    CHECK(r.output.substr(warning.size()) == small_plain.output);
+    CHECK(TraceFiles(dir.path()).empty());
+  }
 }
 
 TEST_CASE("the program's own signal handler still runs, and the signal is recorded",
