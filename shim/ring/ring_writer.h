@@ -76,8 +76,9 @@ struct SlotClaim {
 class RingWriter {
  public:
   // Creates <dir>/ncclwatch.<host>.<pid>.<start_ms>.trace: a new file (never
-  // an existing one, never through a symlink) in a directory that is not
-  // world-writable unless it is sticky and owned by the caller. The file
+  // an existing one, never through a symlink) in a directory that the
+  // caller owns (not a symbolic link to one) and that is not world-writable
+  // unless it is sticky. The file
   // never outgrows RLIMIT_FSIZE (the ring is cut to fit, see notice()), so
   // making it never raises SIGXFSZ. On failure
   // returns false and writes the reason into `error`. Not signal-safe.

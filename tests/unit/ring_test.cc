@@ -310,6 +310,47 @@ TEST_CASE("trace files are made only where it is safe, never over an existing fi
   CHECK(content == "precious");
 }
 
+TEST_CASE("a folder planted by someone else, or a symbolic link, is refused", "[ring]") {
+  jobs::TempDir dir;
+  char err[256];
+  const std::string ours = dir.path() + "/ours";
+  REQUIRE(mkdir(ours.c_str(), 0700) == 0);
+
+  // A link to a folder of ours: refused all the same, nothing written there.
+  const std::string link = dir.path() + "/link";
+  REQUIRE(symlink(ours.c_str(), link.c_str()) == 0);
+  for (const std::string& d : {link, link + "/", link + "//"}) {
+    RingWriter w;
+    INFO(d);
+    CHECK_FALSE(w.Open(Config(d, 1 << 20), err, sizeof(err)));
+    CHECK(std::string(err) == d + " is a symbolic link, not a folder of yours");
+  }
+  CHECK(std::filesystem::is_empty(ours));
+
+  // Someone else's folder, not writable by everyone: refused, though we could
+  // write in it (as root) and it passes the world-writable check.
+  if (geteuid() != 0) {
+    WARN("not root: cannot give a folder to another user; that part is skipped");
+    return;
+  }
+  for (const mode_t mode : {0700, 0755, 01777}) {
+    const std::string theirs = dir.path() + "/theirs" + std::to_string(mode);
+    REQUIRE(mkdir(theirs.c_str(), mode) == 0);
+    REQUIRE(chmod(theirs.c_str(), mode) == 0);
+    REQUIRE(chown(theirs.c_str(), 65534, 65534) == 0);
+    RingWriter w;
+    INFO(theirs);
+    CHECK_FALSE(w.Open(Config(theirs, 1 << 20), err, sizeof(err)));
+    CHECK(std::string(err) == theirs + " belongs to uid 65534, not to you (uid 0)");
+    CHECK(std::filesystem::is_empty(theirs));
+  }
+  // The same folder back in our hands is used.
+  const std::string mine = dir.path() + "/theirs" + std::to_string(0700);
+  REQUIRE(chown(mine.c_str(), 0, 0) == 0);
+  RingWriter w;
+  CHECK(w.Open(Config(mine, 1 << 20), err, sizeof(err)));
+}
+
 TEST_CASE("a hostile file gets a one-line reason, never a crash", "[ring][fuzz]") {
   jobs::TempDir dir;
   char err[256];
