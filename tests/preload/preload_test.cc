@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -151,6 +153,37 @@ TEST_CASE("real NCCL under the shim: the same results, and the failures are trac
     CHECK((t->apis[0].result == 0 ||
            t->apis[0].result == 5));  // success, or "no socket interface found"
   }
+}
+
+TEST_CASE("the inventory records no secret: not the variables, not inside a value",
+          "[preload][env]") {
+  jobs::TempDir dir;
+  const std::string secret = "s3cr3t-4a7f";
+  const jobs::RankResult r = RunProbe(
+      {"api"},
+      Traced(dir.path(), {"SLURM_JWT=" + secret, "FI_PSK=" + secret, "NCCL_IB_PASSPHRASE=" + secret,
+                          "OMPI_MCA_orte_precondition_transports=" + secret,
+                          "MASTER_ADDR=https://user:" + secret + "@host",
+                          "SLURM_JOB_COMMENT=run 7 token=" + secret,
+                          "NCCL_COMM_ID=user:" + secret + "@10.0.0.1:29500", "NCCL_IB_PKEY=0x8001",
+                          "NCCL_SOCKET_IFNAME=lo"}));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  REQUIRE(t.inventory.present);
+  CHECK(*t.inventory.Env("NCCL_IB_PKEY") == "0x8001");
+  CHECK(*t.inventory.Env("NCCL_SOCKET_IFNAME") == "lo");
+  CHECK(*t.inventory.Env("MASTER_ADDR") == "https://<redacted>@host");
+  CHECK(*t.inventory.Env("NCCL_COMM_ID") == "<redacted>@10.0.0.1:29500");
+  for (const char* name : {"SLURM_JWT", "FI_PSK", "NCCL_IB_PASSPHRASE",
+                           "OMPI_MCA_orte_precondition_transports", "SLURM_JOB_COMMENT"}) {
+    INFO(name);
+    CHECK(t.inventory.Env(name) == nullptr);
+  }
+  // Nowhere in the file, in any record.
+  std::ifstream in(TraceFiles(dir.path())[0], std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(bytes.find(secret) == std::string::npos);
 }
 
 TEST_CASE("NCCLWATCH=0 is a pure pass-through: no file at all", "[preload]") {
