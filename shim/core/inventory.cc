@@ -13,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "core/env_filter.h"
 #include "core/record_builder.h"
 #include "ncclwatch/trace_fields.h"
 
@@ -24,44 +25,6 @@ namespace {
 namespace f = fields::inventory;
 
 int g_inventory_done = 0;
-
-// Launcher, rendezvous and NCCL/CUDA variables: what init depends on.
-constexpr const char* kPrefixes[] = {"NCCL_",  "CUDA_", "NVIDIA_", "TORCH_NCCL_", "TORCHELASTIC_",
-                                     "SLURM_", "OMPI_", "PMI_",    "PMIX_RANK",   "UCX_",
-                                     "GLOO_",  "FI_",   "XLA_",    "TF_GPU"};
-constexpr const char* kNames[] = {"MASTER_ADDR",
-                                  "MASTER_PORT",
-                                  "WORLD_SIZE",
-                                  "RANK",
-                                  "LOCAL_RANK",
-                                  "LOCAL_WORLD_SIZE",
-                                  "GROUP_RANK",
-                                  "NODE_RANK",
-                                  "LD_LIBRARY_PATH",
-                                  "LD_PRELOAD",
-                                  "KUBERNETES_SERVICE_HOST",
-                                  "container",
-                                  "TORCH_DISTRIBUTED_DEBUG",
-                                  "HOSTNAME"};
-// Never recorded: any name containing one of these.
-constexpr const char* kSecrets[] = {"TOKEN",   "KEY",        "SECRET", "PASSWORD",
-                                    "PASSWD",  "CREDENTIAL", "AUTH",   "COOKIE",
-                                    "PRIVATE", "SESSION",    "CERT",   "SIGNATURE"};
-
-bool ContainsUpper(const char* name, int len, const char* word) {
-  const int wl = static_cast<int>(strlen(word));
-  for (int i = 0; i + wl <= len; ++i) {
-    int j = 0;
-    while (j < wl) {
-      char c = name[i + j];
-      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-      if (c != word[j]) break;
-      ++j;
-    }
-    if (j == wl) return true;
-  }
-  return false;
-}
 
 int PrefixLen(const unsigned char* mask, int bytes) {
   int n = 0;
@@ -107,12 +70,12 @@ void WriteEnvironment(wire::WireWriter& w) {
     if (eq == nullptr) continue;
     const int name_len = static_cast<int>(eq - *e);
     if (!RecordableVariable(*e, name_len)) continue;
-    size_t value_len = strlen(eq + 1);
-    if (value_len > 256) value_len = 256;
+    char value[256];  // at most 256 bytes of it, credentials redacted
+    const size_t value_len = RedactValue(eq + 1, strlen(eq + 1), value, sizeof(value));
     if (w.remaining() < static_cast<size_t>(name_len) + value_len + 16) break;
     const size_t at = w.BeginMessage(f::kEnv);
     w.Bytes(f::variable::kName, *e, static_cast<size_t>(name_len));
-    w.Bytes(f::variable::kValue, eq + 1, value_len);
+    w.Bytes(f::variable::kValue, value, value_len);
     w.EndMessage(at);
   }
 }
@@ -183,23 +146,6 @@ void FrameworkName(const Framework& fw, char* out, size_t n) {
 }
 
 }  // namespace
-
-bool RecordableVariable(const char* name, int len) {
-  if (len <= 0) return false;
-  bool listed = false;
-  for (const char* p : kPrefixes) {
-    const int pl = static_cast<int>(strlen(p));
-    if (len >= pl && strncmp(name, p, static_cast<size_t>(pl)) == 0) listed = true;
-  }
-  for (const char* x : kNames) {
-    if (static_cast<int>(strlen(x)) == len && strncmp(name, x, static_cast<size_t>(len)) == 0)
-      listed = true;
-  }
-  if (!listed) return false;
-  for (const char* s : kSecrets)
-    if (ContainsUpper(name, len, s)) return false;
-  return true;
-}
 
 void RecordInventoryOnce(const LoadedVersions& v) {
   if (__atomic_exchange_n(&g_inventory_done, 1, __ATOMIC_ACQ_REL) != 0) return;

@@ -24,11 +24,6 @@ struct LoadedVersions {
 // nothing.
 void RecordInventoryOnce(const LoadedVersions& versions);
 
-// Whether an environment variable may be recorded: on the allow-list
-// (NCCL_*, CUDA_*, the launchers' rank and rendezvous variables, ...) and
-// with no part of a secret's name in it (TOKEN, KEY, SECRET, PASSWORD, ...).
-bool RecordableVariable(const char* name, int name_len);
-
 }  // namespace ncclwatch::shim
 
 #endif  // NCCLWATCH_SHIM_CORE_INVENTORY_H_

@@ -47,36 +47,6 @@ void Warn(const char* msg) {
                  static_cast<size_t>(n) < sizeof(line) ? static_cast<size_t>(n) : sizeof(line) - 1);
 }
 
-// "16M", "512k", "1G" or plain bytes; 0 when unusable.
-uint64_t ParseSize(const char* s) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno != 0 || end == s) return 0;
-  switch (*end) {
-    case 'k':
-    case 'K':
-      v <<= 10;
-      ++end;
-      break;
-    case 'm':
-    case 'M':
-      v <<= 20;
-      ++end;
-      break;
-    case 'g':
-    case 'G':
-      v <<= 30;
-      ++end;
-      break;
-    default:
-      break;
-  }
-  if (*end == 'i' || *end == 'I') ++end;
-  if (*end == 'b' || *end == 'B') ++end;
-  return *end == '\0' ? v : 0;
-}
-
 struct RankSource {
   const char* var;
   const char* size_var;
@@ -240,13 +210,30 @@ void InitTracer() {
   config.dir = dir;
   char msg[640];
   if (const char* s = getenv("NCCLWATCH_RING_SIZE")) {
-    const uint64_t v = ParseSize(s);
-    if (v >= (64ull << 10) && v <= (64ull << 30)) {
-      config.ring_bytes = v;
-    } else {
-      snprintf(msg, sizeof(msg),
-               "NCCLWATCH_RING_SIZE='%s' is not a size from 64K to 64G; using 16M", s);
+    uint64_t v = 0;
+    const SizeParse parsed = ParseByteSize(s, &v);
+    const char* problem = nullptr;
+    if (parsed == SizeParse::kNegative) {
+      problem = "is negative";
+    } else if (parsed == SizeParse::kOverflow) {
+      problem = "is too large to be a size";
+    } else if (parsed != SizeParse::kOk) {
+      problem = "is not a size (16M, 512K, 1G or bytes)";
+    } else if (v < (64ull << 10) || v > (64ull << 30)) {
+      problem = "is not a size from 64K to 64G";
+    }
+    if (problem != nullptr) {
+      snprintf(msg, sizeof(msg), "NCCLWATCH_RING_SIZE='%.200s' %s; using 16M", s, problem);
       Warn(msg);
+    } else {
+      config.ring_bytes = v;
+      if (v > (4ull << 30)) {
+        snprintf(msg, sizeof(msg),
+                 "NCCLWATCH_RING_SIZE='%.200s' is over 4G: every traced process preallocates "
+                 "that much disk for its trace",
+                 s);
+        Warn(msg);
+      }
     }
   }
   if (const char* s = getenv("NCCLWATCH_FILE_MODE")) {
@@ -271,6 +258,7 @@ void InitTracer() {
   char error[512];
   if (g_ring.Open(config, error, sizeof(error))) {
     final_state = kTracing;
+    if (g_ring.notice()[0] != '\0') Warn(g_ring.notice());
   } else {
     snprintf(msg, sizeof(msg), "not tracing this process: %s", error);
     Warn(msg);

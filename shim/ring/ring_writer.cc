@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,23 +52,115 @@ bool MakeDirs(const char* dir, char* error, size_t n) {
 
 }  // namespace
 
+SizeParse ParseByteSize(const char* s, uint64_t* bytes) {
+  if (s == nullptr || *s == '\0') return SizeParse::kMalformed;
+  if (*s == '-') return SizeParse::kNegative;
+  uint64_t v = 0;
+  bool overflow = false;
+  const char* p = s;
+  for (; *p >= '0' && *p <= '9'; ++p) {
+    const uint64_t digit = static_cast<uint64_t>(*p - '0');
+    if (v > (UINT64_MAX - digit) / 10) overflow = true;
+    v = v * 10 + digit;
+  }
+  if (p == s) return SizeParse::kMalformed;
+  int shift = 0;
+  switch (*p) {
+    case 'k':
+    case 'K':
+      shift = 10;
+      break;
+    case 'm':
+    case 'M':
+      shift = 20;
+      break;
+    case 'g':
+    case 'G':
+      shift = 30;
+      break;
+    case 't':
+    case 'T':
+      shift = 40;
+      break;
+    default:
+      break;
+  }
+  if (shift != 0) {
+    ++p;
+    if (*p == 'i' || *p == 'I') ++p;
+  }
+  if (*p == 'b' || *p == 'B') ++p;
+  if (*p != '\0') return SizeParse::kMalformed;
+  if (overflow || (shift != 0 && v > (UINT64_MAX >> shift))) return SizeParse::kOverflow;
+  *bytes = v << shift;
+  return SizeParse::kOk;
+}
+
 bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
   if (c.dir == nullptr || c.dir[0] == '\0')
     return Fail(error, error_len, "no trace directory given%s%s", "");
   const uint64_t slot = NCCLWATCH_SLOT_BYTES;
-  const uint64_t ring_slots = FloorPowerOfTwo(c.ring_bytes / slot < 64 ? 64 : c.ring_bytes / slot);
   const uint64_t pinned_slots =
       FloorPowerOfTwo(c.pinned_bytes / slot < 64 ? 64 : c.pinned_bytes / slot);
   const uint64_t pinned_offset = NCCLWATCH_HEADER_REGION_BYTES;
   const uint64_t ring_offset = RoundUp(pinned_offset + pinned_slots * slot, kPage);
+  uint64_t ring_slots = FloorPowerOfTwo(c.ring_bytes / slot < 64 ? 64 : c.ring_bytes / slot);
+  notice_[0] = '\0';
+  // A file-size limit (ulimit -f) below the file would make the kernel send
+  // SIGXFSZ, which kills a program that never writes a big file itself. The
+  // ring shrinks to fit the limit instead, or the process runs untraced.
+  rlimit fsize;
+  if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+      ring_offset + ring_slots * slot > fsize.rlim_cur) {
+    const uint64_t limit = fsize.rlim_cur;
+    const uint64_t fit = limit > ring_offset ? (limit - ring_offset) / slot : 0;
+    char limit_text[32];
+    snprintf(limit_text, sizeof(limit_text), "%llu", static_cast<unsigned long long>(limit));
+    if (fit < 64) {
+      return Fail(error, error_len,
+                  "the file-size limit (ulimit -f) of %s bytes is below the smallest trace "
+                  "file%s",
+                  limit_text);
+    }
+    ring_slots = FloorPowerOfTwo(fit);
+    snprintf(notice_, sizeof(notice_),
+             "the file-size limit (ulimit -f) of %s bytes is below the trace file: its ring is cut "
+             "to %llu bytes",
+             limit_text, static_cast<unsigned long long>(ring_slots * slot));
+  }
   const uint64_t total = ring_offset + ring_slots * slot;
 
   if (!MakeDirs(c.dir, error, error_len)) return false;
+  // The folder must be the caller's own, reached without a symbolic link in
+  // its last step: anyone else's folder (another user may have made the
+  // default /tmp/ncclwatch-<uid> first) could be read, swapped or filled by
+  // them. The checks are made on the folder as opened, and the file is made
+  // relative to it, so nothing can be swapped in between.
+  char dir[512];
+  snprintf(dir, sizeof(dir), "%s", c.dir);  // MakeDirs refused longer names
+  for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; --n) dir[n - 1] = '\0';
   struct stat st;
-  if (stat(c.dir, &st) != 0)
+  if (lstat(dir, &st) != 0)
     return Fail(error, error_len, "cannot use %s: %s", c.dir, strerror(errno));
+  if (S_ISLNK(st.st_mode))
+    return Fail(error, error_len, "%s is a symbolic link, not a folder of yours%s", c.dir);
   if (!S_ISDIR(st.st_mode)) return Fail(error, error_len, "%s is not a directory%s", c.dir);
-  if ((st.st_mode & S_IWOTH) && !((st.st_mode & S_ISVTX) && st.st_uid == geteuid())) {
+  const int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) return Fail(error, error_len, "cannot use %s: %s", c.dir, strerror(errno));
+  if (fstat(dir_fd, &st) != 0) {
+    const int stat_errno = errno;
+    close(dir_fd);
+    return Fail(error, error_len, "cannot use %s: %s", c.dir, strerror(stat_errno));
+  }
+  if (st.st_uid != geteuid()) {
+    close(dir_fd);
+    char owner[64];
+    snprintf(owner, sizeof(owner), "uid %u, not to you (uid %u)", static_cast<unsigned>(st.st_uid),
+             static_cast<unsigned>(geteuid()));
+    return Fail(error, error_len, "%s belongs to %s", c.dir, owner);
+  }
+  if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+    close(dir_fd);
     return Fail(error, error_len,
                 "%s is writable by everyone and not a sticky directory of yours%s", c.dir);
   }
@@ -78,17 +171,25 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
     if (*h == '/' || *h == ' ') *h = '_';
   if (snprintf(path_, sizeof(path_), "%s/ncclwatch.%s.%u.%llu.trace", c.dir, host, c.pid,
                static_cast<unsigned long long>(c.start_ms)) >= static_cast<int>(sizeof(path_))) {
+    close(dir_fd);
     return Fail(error, error_len, "the path under %s is too long%s", c.dir);
   }
-  const int fd = open(path_, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, c.file_mode);
-  if (fd < 0) return Fail(error, error_len, "cannot create %s: %s", path_, strerror(errno));
+  const char* name = strrchr(path_, '/') + 1;
+  const int fd =
+      openat(dir_fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, c.file_mode);
+  if (fd < 0) {
+    const int open_errno = errno;
+    close(dir_fd);
+    return Fail(error, error_len, "cannot create %s: %s", path_, strerror(open_errno));
+  }
   (void)fchmod(fd, c.file_mode);  // exactly what was asked, whatever the umask
   // Every block is allocated now: a full disk must fail here, not as SIGBUS
   // in the middle of the program.
   const int rc = posix_fallocate(fd, 0, static_cast<off_t>(total));
   if (rc != 0) {
     close(fd);
-    unlink(path_);
+    unlinkat(dir_fd, name, 0);
+    close(dir_fd);
     char size[32];
     snprintf(size, sizeof(size), "%llu", static_cast<unsigned long long>(total));
     return Fail(error, error_len, "cannot allocate %s bytes for the trace: %s", size, strerror(rc));
@@ -97,9 +198,12 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
   const int map_errno = errno;
   close(fd);
   if (m == MAP_FAILED) {
-    unlink(path_);
+    unlinkat(dir_fd, name, 0);
+    close(dir_fd);
     return Fail(error, error_len, "cannot map %s: %s", path_, strerror(map_errno));
   }
+
+  close(dir_fd);
 
   auto* h = static_cast<ncclwatch_ring_header*>(m);
   h->format_version = NCCLWATCH_RING_FORMAT_VERSION;

@@ -38,6 +38,13 @@ struct RingConfig {
   uint64_t start_ms = 0;  // goes into the file name
 };
 
+// ParseByteSize: a size setting such as NCCLWATCH_RING_SIZE, "16M", "512k",
+// "1G", "4GiB" or plain bytes (digits only: no sign, space or fraction).
+// kOverflow when the value does not fit 64 bits, suffix included. Start-up
+// only; writes *bytes only on kOk.
+enum class SizeParse { kOk, kMalformed, kNegative, kOverflow };
+SizeParse ParseByteSize(const char* s, uint64_t* bytes);
+
 // Where a record landed, so a field can be rewritten in place later (the
 // result of a call that had not returned when the record was written).
 struct RecordLocation {
@@ -69,12 +76,18 @@ struct SlotClaim {
 class RingWriter {
  public:
   // Creates <dir>/ncclwatch.<host>.<pid>.<start_ms>.trace: a new file (never
-  // an existing one, never through a symlink) in a directory that is not
-  // world-writable unless it is sticky and owned by the caller. On failure
+  // an existing one, never through a symlink) in a directory that the
+  // caller owns (not a symbolic link to one) and that is not world-writable
+  // unless it is sticky. The file
+  // never outgrows RLIMIT_FSIZE (the ring is cut to fit, see notice()), so
+  // making it never raises SIGXFSZ. On failure
   // returns false and writes the reason into `error`. Not signal-safe.
   bool Open(const RingConfig& config, char* error, size_t error_len);
 
   bool is_open() const { return header_ != nullptr; }
+  // What Open() changed to make the file at all (a ring cut to fit the
+  // file-size limit), one line without a newline; "" if nothing.
+  const char* notice() const { return notice_; }
   const char* path() const { return path_; }
 
   // Appends one serialized record. Returns false if the writer is closed or
@@ -115,6 +128,7 @@ class RingWriter {
   uint64_t ring_slots_ = 0;
   uint64_t ring_mask_ = 0;
   char path_[512] = {0};
+  char notice_[256] = {0};
 };
 
 }  // namespace ncclwatch::shim

@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -25,8 +27,10 @@ using ncclwatch::decoder::LoadProcessTrace;
 using ncclwatch::decoder::ProcessTrace;
 
 jobs::RankResult RunProbe(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                          const std::string& program = "preload_probe") {
+                          const std::string& program = "preload_probe",
+                          long long fsize_bytes = -1) {
   jobs::JobSpec spec;
+  spec.fsize_bytes = fsize_bytes;
   spec.argv = {jobs::BinDir() + "/" + program};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.env = env;
@@ -151,6 +155,37 @@ TEST_CASE("real NCCL under the shim: the same results, and the failures are trac
   }
 }
 
+TEST_CASE("the inventory records no secret: not the variables, not inside a value",
+          "[preload][env]") {
+  jobs::TempDir dir;
+  const std::string secret = "s3cr3t-4a7f";
+  const jobs::RankResult r = RunProbe(
+      {"api"},
+      Traced(dir.path(), {"SLURM_JWT=" + secret, "FI_PSK=" + secret, "NCCL_IB_PASSPHRASE=" + secret,
+                          "OMPI_MCA_orte_precondition_transports=" + secret,
+                          "MASTER_ADDR=https://user:" + secret + "@host",
+                          "SLURM_JOB_COMMENT=run 7 token=" + secret,
+                          "NCCL_COMM_ID=user:" + secret + "@10.0.0.1:29500", "NCCL_IB_PKEY=0x8001",
+                          "NCCL_SOCKET_IFNAME=lo"}));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  REQUIRE(t.inventory.present);
+  CHECK(*t.inventory.Env("NCCL_IB_PKEY") == "0x8001");
+  CHECK(*t.inventory.Env("NCCL_SOCKET_IFNAME") == "lo");
+  CHECK(*t.inventory.Env("MASTER_ADDR") == "https://<redacted>@host");
+  CHECK(*t.inventory.Env("NCCL_COMM_ID") == "<redacted>@10.0.0.1:29500");
+  for (const char* name : {"SLURM_JWT", "FI_PSK", "NCCL_IB_PASSPHRASE",
+                           "OMPI_MCA_orte_precondition_transports", "SLURM_JOB_COMMENT"}) {
+    INFO(name);
+    CHECK(t.inventory.Env(name) == nullptr);
+  }
+  // Nowhere in the file, in any record.
+  std::ifstream in(TraceFiles(dir.path())[0], std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(bytes.find(secret) == std::string::npos);
+}
+
 TEST_CASE("NCCLWATCH=0 is a pure pass-through: no file at all", "[preload]") {
   jobs::TempDir dir;
   const jobs::RankResult plain = RunProbe({"api"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
@@ -176,6 +211,52 @@ TEST_CASE("a folder that cannot be used: one warning line, the job runs untraced
             "ncclwatch: not tracing this process: cannot create /proc/ncclwatch-cannot-be-here",
             0) == 0);
   CHECK(r.output.substr(warning.size()) == plain.output);
+}
+
+TEST_CASE(
+    "a file-size limit below the trace file: no SIGXFSZ, the program runs as without the shim",
+    "[preload][rlimit]") {
+  // ulimit -f once made the ring's preallocation raise SIGXFSZ: a job that
+  // runs fine untraced died with exit 153 under the shim. The probe's dlvsym
+  // mode: the simulated device memory is a 64 GiB memfd, which such a limit
+  // refuses with or without the shim.
+  constexpr long long kMiB = 1 << 20;
+  const jobs::RankResult plain =
+      RunProbe({"dlvsym"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "preload_probe", kMiB);
+  REQUIRE(plain.exited);
+  REQUIRE(plain.exit_code == 0);
+
+  SECTION("room for a smaller ring: traced into it, after one line") {
+    jobs::TempDir dir;
+    const jobs::RankResult r = RunProbe({"dlvsym"}, Traced(dir.path()), "preload_probe", kMiB);
+    INFO(r.output);
+    CHECK(r.exited);
+    CHECK(r.signal == 0);
+    CHECK(r.exit_code == plain.exit_code);
+    const std::string warning = r.output.substr(0, r.output.find('\n') + 1);
+    CHECK(warning.rfind("ncclwatch: the file-size limit (ulimit -f) of 1048576 bytes", 0) == 0);
+    CHECK(r.output.substr(warning.size()) == plain.output);
+    const ProcessTrace t = OnlyTrace(dir.path());
+    CheckTracedStartToExit(t, "preload_probe");
+    CHECK(fs::file_size(TraceFiles(dir.path())[0]) <= static_cast<uintmax_t>(kMiB));
+  }
+  SECTION("no room for the smallest file: untraced, after one line") {
+    constexpr long long kLimit = 64 << 10;
+    const jobs::RankResult small_plain =
+        RunProbe({"dlvsym"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "preload_probe", kLimit);
+    jobs::TempDir dir;
+    const jobs::RankResult r = RunProbe({"dlvsym"}, Traced(dir.path()), "preload_probe", kLimit);
+    INFO(r.output);
+    CHECK(r.exited);
+    CHECK(r.signal == 0);
+    CHECK(r.exit_code == small_plain.exit_code);
+    const std::string warning = r.output.substr(0, r.output.find('\n') + 1);
+    CHECK(warning.rfind("ncclwatch: not tracing this process: the file-size limit (ulimit -f) of "
+                        "65536 bytes is below the smallest trace file",
+                        0) == 0);
+    CHECK(r.output.substr(warning.size()) == small_plain.output);
+    CHECK(TraceFiles(dir.path()).empty());
+  }
 }
 
 TEST_CASE("the program's own signal handler still runs, and the signal is recorded",

@@ -243,6 +243,11 @@ JobResult RunJob(const JobSpec& spec) {
             prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0) != 0)
           _exit(126);
       }
+      if (spec.fsize_bytes >= 0) {
+        const rlimit limit{static_cast<rlim_t>(spec.fsize_bytes),
+                           static_cast<rlim_t>(spec.fsize_bytes)};
+        if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(126);
+      }
       dup2(fds[1], 1);
       dup2(fds[1], 2);
       execve(path.c_str(), argv.data(), c.envp.data());

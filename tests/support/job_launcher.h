@@ -10,6 +10,7 @@
 //   rank netns   a rank runs inside a network namespace made with `ip netns`
 //                (another host's interfaces, or no route to the root)
 //   memlock      a locked-memory limit (a container's or a scheduler's ulimit -l)
+//   fsize        a file-size limit (ulimit -f); binds root as it binds a user
 //
 // A rank never dumps core: the crashes tests provoke on purpose would leave
 // core files in the working folder (core_pattern is "core" by default).
@@ -42,6 +43,8 @@ struct JobSpec {
   // RLIMIT_MEMLOCK for every rank, in bytes (-1: inherited). The ranks also
   // lose CAP_IPC_LOCK, so that the limit binds a root job as it binds a user's.
   long long memlock_bytes = -1;
+  // RLIMIT_FSIZE (ulimit -f) for every rank, in bytes (-1: inherited).
+  long long fsize_bytes = -1;
   double timeout_s = 60;    // then every rank still running gets SIGTERM,
   double term_grace_s = 1;  // and SIGKILL this long after (as torchrun, Slurm do)
   bool tag_output = false;  // prefix lines with "[rank N] " when echoing

@@ -29,6 +29,7 @@ using ncclwatch::shim::RecordLocation;
 using ncclwatch::shim::Region;
 using ncclwatch::shim::RingConfig;
 using ncclwatch::shim::RingWriter;
+using ncclwatch::shim::SizeParse;
 
 namespace {
 
@@ -229,6 +230,41 @@ TEST_CASE("a patch site rewrites 4 bytes of its record while the slot still hold
   for (const std::string& s : ReadAll(w.path()).ring) CHECK(s == "filler");
 }
 
+TEST_CASE("size settings: suffixes, and no silent wrap, sign or junk", "[ring][settings]") {
+  using ncclwatch::shim::ParseByteSize;
+  const auto ok = [](const char* s) {
+    uint64_t v = 0;
+    INFO(s);
+    REQUIRE(ParseByteSize(s, &v) == SizeParse::kOk);
+    return v;
+  };
+  CHECK(ok("65536") == 65536);
+  CHECK(ok("512k") == 512ull << 10);
+  CHECK(ok("16M") == 16ull << 20);
+  CHECK(ok("16MiB") == 16ull << 20);
+  CHECK(ok("1G") == 1ull << 30);
+  CHECK(ok("4GB") == 4ull << 30);
+  CHECK(ok("18446744073709551615") == UINT64_MAX);
+  CHECK(ok("17179869183G") == 17179869183ull << 30);
+
+  const auto bad = [](const char* s) {
+    uint64_t v = 12345;
+    const SizeParse r = ParseByteSize(s, &v);
+    CHECK(v == 12345);  // untouched unless the value is good
+    return r;
+  };
+  // Once 1 GiB (the shift wrapped) and 64K (strtoull negates).
+  CHECK(bad("17179869185G") == SizeParse::kOverflow);
+  CHECK(bad("17179869184G") == SizeParse::kOverflow);
+  CHECK(bad("18446744073709551616") == SizeParse::kOverflow);
+  CHECK(bad("99999999999999999999999") == SizeParse::kOverflow);
+  CHECK(bad("-18446744073709486080") == SizeParse::kNegative);
+  CHECK(bad("-1") == SizeParse::kNegative);
+  for (const char* s :
+       {"", " 16M", "16M ", "+16M", "16X", "1.5G", "G", "0x100000", "16MM", "16Mi B"})
+    CHECK(bad(s) == SizeParse::kMalformed);
+}
+
 TEST_CASE("trace files are made only where it is safe, never over an existing file", "[ring]") {
   jobs::TempDir dir;
   char err[256];
@@ -272,6 +308,47 @@ TEST_CASE("trace files are made only where it is safe, never over an existing fi
   std::string content;
   in >> content;
   CHECK(content == "precious");
+}
+
+TEST_CASE("a folder planted by someone else, or a symbolic link, is refused", "[ring]") {
+  jobs::TempDir dir;
+  char err[256];
+  const std::string ours = dir.path() + "/ours";
+  REQUIRE(mkdir(ours.c_str(), 0700) == 0);
+
+  // A link to a folder of ours: refused all the same, nothing written there.
+  const std::string link = dir.path() + "/link";
+  REQUIRE(symlink(ours.c_str(), link.c_str()) == 0);
+  for (const std::string& d : {link, link + "/", link + "//"}) {
+    RingWriter w;
+    INFO(d);
+    CHECK_FALSE(w.Open(Config(d, 1 << 20), err, sizeof(err)));
+    CHECK(std::string(err) == d + " is a symbolic link, not a folder of yours");
+  }
+  CHECK(std::filesystem::is_empty(ours));
+
+  // Someone else's folder, not writable by everyone: refused, though we could
+  // write in it (as root) and it passes the world-writable check.
+  if (geteuid() != 0) {
+    WARN("not root: cannot give a folder to another user; that part is skipped");
+    return;
+  }
+  for (const mode_t mode : {0700, 0755, 01777}) {
+    const std::string theirs = dir.path() + "/theirs" + std::to_string(mode);
+    REQUIRE(mkdir(theirs.c_str(), mode) == 0);
+    REQUIRE(chmod(theirs.c_str(), mode) == 0);
+    REQUIRE(chown(theirs.c_str(), 65534, 65534) == 0);
+    RingWriter w;
+    INFO(theirs);
+    CHECK_FALSE(w.Open(Config(theirs, 1 << 20), err, sizeof(err)));
+    CHECK(std::string(err) == theirs + " belongs to uid 65534, not to you (uid 0)");
+    CHECK(std::filesystem::is_empty(theirs));
+  }
+  // The same folder back in our hands is used.
+  const std::string mine = dir.path() + "/theirs" + std::to_string(0700);
+  REQUIRE(chown(mine.c_str(), 0, 0) == 0);
+  RingWriter w;
+  CHECK(w.Open(Config(mine, 1 << 20), err, sizeof(err)));
 }
 
 TEST_CASE("a hostile file gets a one-line reason, never a crash", "[ring][fuzz]") {
