@@ -244,7 +244,9 @@ void JobAnalysis::Finish() {
   // everything since the communicator began.
   p2p_.Finish([this](uint64_t comm, int32_t rank, int* process) {
     *process = ProcessOf(comm, rank);
-    return *process >= 0 && processes_[*process].stats.ring_overwritten == 0;
+    if (*process < 0) return false;
+    const TraceFileStats& s = processes_[*process].stats;
+    return s.ring_overwritten == 0 && s.lapped_slots == 0;
   });
 }
 

@@ -42,7 +42,7 @@ void BuildStreams(ProcessTrace* p) {
   // send or receive knows how many collectives its rank had issued before it.
   // Consecutive calls are almost always on the same communicator: the last
   // one found is tried first.
-  const bool nothing_lost = p->stats.ring_overwritten == 0;
+  const bool nothing_lost = p->stats.ring_overwritten == 0 && p->stats.lapped_slots == 0;
   uint64_t last_comm = 0;
   int32_t last_rank = -1;
   Progress* last = nullptr;

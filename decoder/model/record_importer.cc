@@ -45,7 +45,7 @@ bool AppendSint32s(const WireField& x, std::vector<int32_t>* out) {
       }
     }
     if (!done) return false;
-    out->push_back(static_cast<int32_t>((v >> 1) ^ (~(v & 1) + 1)));
+    out->push_back(ZigzagDecode32(v));
   }
   return true;
 }
@@ -83,15 +83,15 @@ __attribute__((always_inline)) inline bool CollectiveField(uint8_t tag, const ui
       return ReadVarint(p, end, &e->count);
     case Tag(c::kDatatype, 0):
       if (!ReadVarint(p, end, &v)) return false;
-      e->datatype = static_cast<int32_t>(ZigzagDecode(v));
+      e->datatype = ZigzagDecode32(v);
       return true;
     case Tag(c::kRedop, 0):
       if (!ReadVarint(p, end, &v)) return false;
-      e->redop = static_cast<int32_t>(ZigzagDecode(v));
+      e->redop = ZigzagDecode32(v);
       return true;
     case Tag(c::kRoot, 0):
       if (!ReadVarint(p, end, &v)) return false;
-      e->root = static_cast<int32_t>(ZigzagDecode(v));
+      e->root = ZigzagDecode32(v);
       return true;
     case Tag(c::kStream, 1):
       return ReadFixed64(p, end, &e->stream);
@@ -101,7 +101,7 @@ __attribute__((always_inline)) inline bool CollectiveField(uint8_t tag, const ui
       return ReadFixed64(p, end, &e->caller);
     case Tag(c::kRank, 0):
       if (!ReadVarint(p, end, &v)) return false;
-      e->rank = static_cast<int32_t>(ZigzagDecode(v));
+      e->rank = ZigzagDecode32(v);
       return true;
     default:  // sendbuff, recvbuff, and fields a newer shim added
       return (tag >> 3) != 0 && SkipValue(p, end, tag & 7);
@@ -184,14 +184,14 @@ bool DecodeP2p(absl::Span<const uint8_t> b, P2pEvent* e) {
         break;
       case Tag(q::kPeer, 0):
         ok = ReadVarint(p, end, &v);
-        e->peer = static_cast<int32_t>(ZigzagDecode(v));
+        e->peer = ZigzagDecode32(v);
         break;
       case Tag(q::kCount, 0):
         ok = ReadVarint(p, end, &e->count);
         break;
       case Tag(q::kDatatype, 0):
         ok = ReadVarint(p, end, &v);
-        e->datatype = static_cast<int32_t>(ZigzagDecode(v));
+        e->datatype = ZigzagDecode32(v);
         break;
       case Tag(q::kStream, 1):
         ok = ReadFixed64(p, end, &e->stream);
@@ -207,7 +207,7 @@ bool DecodeP2p(absl::Span<const uint8_t> b, P2pEvent* e) {
         break;
       case Tag(q::kRank, 0):
         ok = ReadVarint(p, end, &v);
-        e->rank = static_cast<int32_t>(ZigzagDecode(v));
+        e->rank = ZigzagDecode32(v);
         break;
       default:
         ok = (tag >> 3) != 0 && SkipValue(p, end, tag & 7);
@@ -341,16 +341,6 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
   WireReader r(body);
   WireField x;
   switch (body_kind) {
-    case f::record::kCollective: {
-      // Decoded in place, into the table's new row.
-      CollectiveEvent& e = p.collectives.emplace_back();
-      e.order = order;
-      e.t = t;
-      e.thread = thread;
-      ok = DecodeCollective(body, &e);
-      if (!ok) p.collectives.pop_back();
-      break;
-    }
     case f::record::kP2p: {
       P2pEvent& e = p.p2p.emplace_back();
       e.order = order;
@@ -598,7 +588,8 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       ok = r.ok();
       if (!ok) break;
       for (auto it = p.comms.rbegin(); it != p.comms.rend(); ++it) {
-        if (it->handle == handle || (comm != 0 && it->comm == comm && it->handle == 0)) {
+        if ((handle != 0 && it->handle == handle) ||
+            (comm != 0 && it->comm == comm && it->handle == 0)) {
           it->end_call = call;
           it->end_result = result;
           it->end_t = t;

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -30,11 +31,18 @@ void LoadProcessTraces(const std::vector<std::string>& files, unsigned threads,
     std::vector<std::thread> workers;
     workers.reserve(n);
     // The calling thread loads the first file of the batch itself.
-    for (size_t i = 1; i < n; ++i) {
-      workers.emplace_back(
-          [&, i] { status[i] = LoadProcessTraceInto(files[begin + i], &traces[i]); });
+    size_t started = 1;
+    for (; started < n; ++started) {
+      try {
+        workers.emplace_back(
+            [&, i = started] { status[i] = LoadProcessTraceInto(files[begin + i], &traces[i]); });
+      } catch (const std::system_error&) {
+        break;  // no thread to be had (a limit): the rest of the batch is loaded here
+      }
     }
     status[0] = LoadProcessTraceInto(files[begin], &traces[0]);
+    for (size_t i = started; i < n; ++i)
+      status[i] = LoadProcessTraceInto(files[begin + i], &traces[i]);
     for (std::thread& w : workers) w.join();
     for (size_t i = 0; i < n; ++i) fn(files[begin + i], status[i], traces[i]);
   }

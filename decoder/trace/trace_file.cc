@@ -47,7 +47,7 @@ uint64_t TraceFile::LiveCursor(bool pinned) const {
   uint64_t v = 0;
   const size_t at = pinned ? offsetof(ncclwatch_ring_header, pinned_next)
                            : offsetof(ncclwatch_ring_header, ring_next);
-  return ReadAt(at, &v, sizeof(v)) ? v : 0;
+  return ReadAt(at, &v, sizeof(v)) ? v : kNoCursor;
 }
 
 uint64_t TraceFile::LiveOverflow() const {
@@ -134,8 +134,9 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
 }
 
 uint64_t TraceFile::SlotsInUse() const {
-  return std::min(LiveCursor(true), header_.pinned_slots) +
-         std::min(LiveCursor(false), header_.ring_slots);
+  const uint64_t pinned = LiveCursor(true), ring = LiveCursor(false);
+  return (pinned == kNoCursor ? 0 : std::min(pinned, header_.pinned_slots)) +
+         (ring == kNoCursor ? 0 : std::min(ring, header_.ring_slots));
 }
 
 uint64_t RecordTime(absl::Span<const uint8_t> record) {

@@ -19,6 +19,7 @@
 #define NCCLWATCH_DECODER_TRACE_TRACE_FILE_H_
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -39,6 +40,7 @@ struct TraceFileStats {
   uint64_t pinned_overflow = 0;   // pinned records the writer sent to the ring
   uint64_t padding_slots = 0;     // slots given up by an in-place write that did not fit
   uint64_t records = 0;           // whole records yielded
+  uint64_t lapped_slots = 0;      // slots a live writer claimed again while they were read
   bool truncated = false;         // the file shrank while it was read
 };
 
@@ -62,13 +64,16 @@ class TraceFile {
   void ForEachRecord(Fn&& fn, TraceFileStats* stats) const;
 
  private:
-  static constexpr uint64_t kChunkSlots = 2048;  // 256 KiB a read
+  static constexpr uint64_t kChunkSlots = 2048;      // 256 KiB a read
+  static constexpr uint64_t kInFlightSlots = 4096;   // the ring's newest slots, read twice
+  static constexpr uint64_t kNoCursor = UINT64_MAX;  // LiveCursor could not read it
 
   TraceFile() = default;
   // `n` bytes at `offset`, all of them, or false (the file is shorter now).
   bool ReadAt(uint64_t offset, void* out, size_t n) const;
-  // The live values of the header's cursors (pinned_next or ring_next) and
-  // of pinned_overflow, read from the file now.
+  // The live values of the header's cursors (pinned_next or ring_next;
+  // kNoCursor when the file no longer holds them) and of pinned_overflow,
+  // read from the file now.
   uint64_t LiveCursor(bool pinned) const;
   uint64_t LiveOverflow() const;
   template <typename Fn>
@@ -101,6 +106,7 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
   // mapped: a file that shrinks while it is read (a copy over it, a hostile
   // writer) gives a short read, not SIGBUS.
   std::unique_ptr<uint8_t[]> chunk(new uint8_t[kChunkSlots * kSlot]);
+  std::unique_ptr<uint8_t[]> again;  // a second copy, for slots a writer may be filling
   std::unique_ptr<uint8_t[]> gather(new uint8_t[NCCLWATCH_MAX_RECORD_SLOTS * kSlot]);
   std::unique_ptr<uint8_t[]> record(new uint8_t[NCCLWATCH_MAX_RECORD_BYTES]);
   auto header_of = [](const uint8_t* slot) {
@@ -124,20 +130,51 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       stats->truncated = true;
       return;
     }
+    // A copy promises no order among the bytes it reads, so a slot a live
+    // writer was filling can come out with its new stamp and old payload.
+    // Slots that may still be in flight (the pinned region, small, and the
+    // ring's newest kInFlightSlots) are read a second time after a fence,
+    // and count only if both copies agree byte for byte.
+    const bool twice = pinned || i + n + kInFlightSlots > cursor;
+    if (twice) {
+      if (!again) again.reset(new uint8_t[kChunkSlots * kSlot]);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (!read_slots(i, n, again.get())) {
+        stats->torn_slots += last - i;
+        stats->truncated = true;
+        return;
+      }
+    }
     // A live writer may have claimed some of these slots again while they
     // were copied: slot j is safe only while the cursor has not passed
-    // j + slots. (The pinned region is never overwritten.)
+    // j + slots. (The pinned region is never overwritten.) A cursor that
+    // cannot be read counts as having lapped them all.
     uint64_t safe_from = i;
     if (!pinned) {
+      std::atomic_thread_fence(std::memory_order_acquire);
       const uint64_t now = LiveCursor(false);
-      if (now > slots && now - slots > safe_from) safe_from = now - slots;
+      if (now == kNoCursor)
+        safe_from = i + n;
+      else if (now > slots && now - slots > safe_from)
+        safe_from = now - slots;
     }
     const uint64_t end = i + n;
+    // The copy to use, and whether slot `k` of the chunk was the same in both.
+    const uint8_t* const copy = twice ? again.get() : chunk.get();
+    auto stable = [&](uint64_t k) {
+      return !twice || std::memcmp(chunk.get() + k * kSlot, again.get() + k * kSlot, kSlot) == 0;
+    };
     while (i < end) {
       const uint64_t start = i;
-      const uint8_t* slot = chunk.get() + (i - (end - n)) * kSlot;
+      const uint64_t k = i - (end - n);
+      const uint8_t* slot = copy + k * kSlot;
       const ncclwatch_slot_header sh = header_of(slot);
-      if (i < safe_from || sh.stamp != i + 1 || sh.length > NCCLWATCH_SLOT_PAYLOAD_BYTES) {
+      if (i < safe_from) {
+        ++stats->lapped_slots;
+        ++i;
+        continue;
+      }
+      if (sh.stamp != i + 1 || sh.length > NCCLWATCH_SLOT_PAYLOAD_BYTES || !stable(k)) {
         ++stats->torn_slots;
         ++i;
         continue;
@@ -166,10 +203,19 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
         if (whole && i + nslots > end) {  // it runs past the chunk: read it on its own
           whole = read_slots(i, nslots, gather.get());
           parts = gather.get();
-          if (!pinned && whole) {
-            const uint64_t now = LiveCursor(false);
-            whole = now <= slots || now - slots <= i;
+          if (whole && twice) {  // and twice, as above
+            if (!again) again.reset(new uint8_t[kChunkSlots * kSlot]);
+            std::atomic_thread_fence(std::memory_order_acquire);
+            whole = read_slots(i, nslots, again.get()) &&
+                    std::memcmp(gather.get(), again.get(), nslots * kSlot) == 0;
           }
+          if (!pinned && whole) {
+            std::atomic_thread_fence(std::memory_order_acquire);
+            const uint64_t now = LiveCursor(false);
+            whole = now != kNoCursor && (now <= slots || now - slots <= i);
+          }
+        } else {
+          for (uint64_t j = 1; whole && j < nslots; ++j) whole = stable(k + j);
         }
         for (uint64_t j = 0; whole && j < nslots; ++j) {
           const ncclwatch_slot_header pc = header_of(parts + j * kSlot);
@@ -210,8 +256,10 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
 template <typename Fn>
 void TraceFile::ForEachRecord(Fn&& fn, TraceFileStats* stats) const {
   // Cursors are read once: records written after this point are not seen.
-  const uint64_t pinned_next = LiveCursor(true);
-  const uint64_t ring_next = LiveCursor(false);
+  uint64_t pinned_next = LiveCursor(true);
+  uint64_t ring_next = LiveCursor(false);
+  if (pinned_next == kNoCursor) pinned_next = 0;
+  if (ring_next == kNoCursor) ring_next = 0;
   stats->pinned_overflow = LiveOverflow();
   // The pinned region is small (process identity, modules, communicator
   // creation and end): hold its records, and hand each out just before the

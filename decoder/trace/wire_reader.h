@@ -40,7 +40,11 @@ struct WireField {
 
   // Signed views of `value`.
   int64_t Zigzag() const { return static_cast<int64_t>((value >> 1) ^ (~(value & 1) + 1)); }
-  int32_t Zigzag32() const { return static_cast<int32_t>(Zigzag()); }
+  // sint32 as libprotobuf reads it: the varint cut to 32 bits, then zigzag.
+  int32_t Zigzag32() const {
+    const uint32_t v32 = static_cast<uint32_t>(value);
+    return static_cast<int32_t>((v32 >> 1) ^ (~(v32 & 1) + 1));
+  }
   int32_t AsInt32() const { return static_cast<int32_t>(value); }  // sfixed32, int32
   std::string_view AsString() const {
     return std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size());
@@ -82,6 +86,11 @@ inline bool ReadFixed32(const uint8_t*& p, const uint8_t* end, uint32_t* out) {
   return true;
 }
 inline int64_t ZigzagDecode(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1)); }
+// sint32: libprotobuf cuts the varint to 32 bits first.
+inline int32_t ZigzagDecode32(uint64_t v) {
+  const uint32_t v32 = static_cast<uint32_t>(v);
+  return static_cast<int32_t>((v32 >> 1) ^ (~(v32 & 1) + 1));
+}
 // Skips the value of a field whose tag was just read.
 inline bool SkipValue(const uint8_t*& p, const uint8_t* end, uint32_t wire_type) {
   uint64_t v;

@@ -80,3 +80,16 @@ TEST_CASE("a value is created once and found again", "[window]") {
   CHECK(*w.Find(3) == 0);
   CHECK(w.Find(4) == nullptr);
 }
+
+TEST_CASE("numbers arriving in descending order are stored in linear time", "[window]") {
+  // A stream whose numbers descend (crafted) must not move the whole run for
+  // every new number: 1,000,000 of them finish at once.
+  SequenceWindow<int> w;
+  const uint64_t n = 1000000;
+  for (uint64_t i = 0; i < n; ++i) w.At(n - i) = 1;
+  CHECK(w.size() == n);
+  CHECK(w.Find(1) != nullptr);
+  CHECK(w.Find(n) != nullptr);
+  CHECK(w.Find(0) == nullptr);
+  CHECK(w.Find(n + 1) == nullptr);
+}
