@@ -32,19 +32,8 @@ bool AppendSint32s(const WireField& x, std::vector<int32_t>* out) {
   const uint8_t* p = x.bytes.data();
   const uint8_t* end = p + x.bytes.size();
   while (p < end) {
-    uint64_t v = 0;
-    int shift = 0;
-    bool done = false;
-    while (p < end && shift < 64) {
-      const uint8_t b = *p++;
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      shift += 7;
-      if ((b & 0x80) == 0) {
-        done = true;
-        break;
-      }
-    }
-    if (!done) return false;
+    uint64_t v;
+    if (!ReadVarint(p, end, &v)) return false;
     out->push_back(ZigzagDecode32(v));
   }
   return true;

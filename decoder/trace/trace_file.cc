@@ -79,7 +79,6 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
   std::unique_ptr<TraceFile> f(new TraceFile());
   f->path_ = path;
   f->fd_ = fd;  // closed by the destructor from here on
-  f->size_ = size;
   if (!f->ReadAt(0, &f->header_, sizeof(f->header_)))
     return Invalid(path, "cannot read the header");
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);

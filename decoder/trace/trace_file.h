@@ -82,7 +82,6 @@ class TraceFile {
 
   std::string path_;
   int fd_ = -1;
-  uint64_t size_ = 0;
   ncclwatch_ring_header header_{};
 };
 

@@ -32,6 +32,13 @@
 
 namespace ncclwatch::decoder {
 
+inline int64_t ZigzagDecode(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1)); }
+// sint32: libprotobuf cuts the varint to 32 bits first.
+inline int32_t ZigzagDecode32(uint64_t v) {
+  const uint32_t v32 = static_cast<uint32_t>(v);
+  return static_cast<int32_t>((v32 >> 1) ^ (~(v32 & 1) + 1));
+}
+
 struct WireField {
   uint32_t number = 0;
   uint32_t wire_type = 0;           // 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32
@@ -39,12 +46,10 @@ struct WireField {
   absl::Span<const uint8_t> bytes;  // length-delimited payload
 
   // Signed views of `value`.
-  int64_t Zigzag() const { return static_cast<int64_t>((value >> 1) ^ (~(value & 1) + 1)); }
-  // sint32 as libprotobuf reads it: the varint cut to 32 bits, then zigzag.
+  int64_t Zigzag() const { return ZigzagDecode(value); }
   int32_t Zigzag32() const {
-    const uint32_t v32 = static_cast<uint32_t>(value);
-    return static_cast<int32_t>((v32 >> 1) ^ (~(v32 & 1) + 1));
-  }
+    return ZigzagDecode32(value);
+  }  // cut to 32 bits first, as libprotobuf does
   int32_t AsInt32() const { return static_cast<int32_t>(value); }  // sfixed32, int32
   std::string_view AsString() const {
     return std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size());
@@ -84,12 +89,6 @@ inline bool ReadFixed32(const uint8_t*& p, const uint8_t* end, uint32_t* out) {
   std::memcpy(out, p, 4);
   p += 4;
   return true;
-}
-inline int64_t ZigzagDecode(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1)); }
-// sint32: libprotobuf cuts the varint to 32 bits first.
-inline int32_t ZigzagDecode32(uint64_t v) {
-  const uint32_t v32 = static_cast<uint32_t>(v);
-  return static_cast<int32_t>((v32 >> 1) ^ (~(v32 & 1) + 1));
 }
 // Skips the value of a field whose tag was just read.
 inline bool SkipValue(const uint8_t*& p, const uint8_t* end, uint32_t wire_type) {
@@ -156,18 +155,7 @@ class WireReader {
   bool ok() const { return ok_; }
 
  private:
-  bool Varint(uint64_t* out) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64 && p_ < end_; shift += 7) {
-      const uint8_t b = *p_++;
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) {
-        *out = v;
-        return true;
-      }
-    }
-    return false;
-  }
+  bool Varint(uint64_t* out) { return ReadVarint(p_, end_, out); }
   bool Fail() {
     ok_ = false;
     p_ = end_;
