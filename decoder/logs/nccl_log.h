@@ -105,6 +105,15 @@ class NcclLog {
   uint64_t bytes_read_ = 0;  // of all files, at most kMaxLogBytes
 };
 
+// The ncclResult_t a framework's error text names ("unhandled system error",
+// "ncclSystemError"), or -1.
+int32_t NcclResultFromText(const std::string& text);
+// Whether a line that is not NCCL's reports an NCCL error ("NCCL error in:
+// ...", DistBackendError, XLA's "NCCL operation ... failed: ...").
+bool NcclErrorText(const std::string& text);
+// The same, or a message of the catalogue that init forensics explains.
+bool LooksLikeError(const std::string& text);
+
 // 21803 from "2.18.3"; 0 when not a version.
 int32_t ParseNcclVersion(const std::string& text);
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analysis/nccl_semantics.h"
+#include "logs/message_catalogue.h"
 #include "report/names.h"
 
 namespace ncclwatch::decoder {
@@ -109,20 +110,11 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
       return true;
     case LogCause::kFabric:
       *head = absl::StrCat("NVLink fabric (NVLS/NVSwitch) setup failed: ", x.line);
-      *fix =
-          "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
-          "(systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -i fabric); "
-          "NCCL_NVLS_ENABLE=0 works "
-          "around NVLS while it is fixed";
+      *fix = CauseNamed("fabric")->fix;
       return true;
     case LogCause::kCudaIpc:
       *head = absl::StrCat("could not map another local GPU's memory (P2P/CUDA IPC): ", x.line);
-      *fix =
-          "check GPU peer access on the node (nvidia-smi topo -m; ACS and IOMMU settings in a VM), "
-          "give "
-          "containers --ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 "
-          "works "
-          "around it (through host memory, slower)";
+      *fix = CauseNamed("p2p")->fix;
       return true;
     case LogCause::kKernelError:
       *head = absl::StrCat("hit a CUDA error in a kernel: ", x.line);
@@ -159,6 +151,30 @@ void RenderLogFinding(const Finding& f, const LogFacts& x, FindingText* t) {
     return;
   }
   switch (x.cause) {
+    case LogCause::kCatalogued: {
+      // The catalogue's words for the message (logs/message_catalogue.h).
+      const CatalogueMessage* m = MessageById(x.message);
+      if (m == nullptr) return;
+      t->detail = absl::StrCat(RanksOrUnknown(f.ranks), " ", m->meaning,
+                               x.address ? absl::StrCat(" (", *x.address, ")") : "", ": ", x.line);
+      t->detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(t->detail[0])));
+      t->fix = CauseOf(*m).fix;
+      if (!f.ranks.empty()) t->groups.push_back({f.ranks, KindName(f.kind)});
+      return;
+    }
+    case LogCause::kTorchMismatch: {
+      std::vector<std::string> parts;
+      for (const LogFacts::Timeout& g : x.timeouts) {
+        parts.push_back(absl::StrCat(RanksOrUnknown(g.ranks), " ran ", g.op));
+        t->groups.push_back({g.ranks, absl::StrCat("ran ", g.op)});
+      }
+      t->detail = absl::StrCat(
+          "PyTorch's own check (TORCH_DISTRIBUTED_DEBUG=DETAIL) found the ranks in different "
+          "collectives",
+          parts.empty() ? "" : absl::StrCat(": ", absl::StrJoin(parts, "; ")), " (", x.line, ")");
+      t->fix = CauseNamed("torch_mismatch")->fix;
+      return;
+    }
     case LogCause::kLostPeer:
       t->detail =
           absl::StrCat(RanksOrUnknown(x.who), " lost the connection to a peer (",

@@ -1,0 +1,358 @@
+#include "logs/message_catalogue.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "re2/re2.h"
+#include "re2/set.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+// ------------------------------------------------------------ the causes
+
+const MessageCause kCauses[] = {
+    {"network", FindingKind::kInitFailure, "network",
+     "set NCCL_SOCKET_IFNAME on every rank to the interface that reaches the other nodes (ip -br "
+     "addr on each node), or unset it"},
+    {"bootstrap", FindingKind::kInitFailure, "bootstrap",
+     "give every rank the same, reachable root address (NCCL_COMM_ID, or the framework's "
+     "MASTER_ADDR/MASTER_PORT), check that nothing blocks the port between the nodes, and pin "
+     "NCCL_SOCKET_IFNAME to the interface the nodes share"},
+    {"shm", FindingKind::kInitFailure, "shm",
+     "give the container a larger /dev/shm (docker run --shm-size=8g, or --ipc=host; on "
+     "Kubernetes an emptyDir with medium: Memory on /dev/shm), or set NCCL_SHM_DISABLE=1"},
+    {"gpu", FindingKind::kInitFailure, "gpu",
+     "give each rank of a communicator its own GPU: set the device from LOCAL_RANK "
+     "(torch.cuda.set_device(local_rank)) and check CUDA_VISIBLE_DEVICES on every rank"},
+    {"version", FindingKind::kInitFailure, "version",
+     "run one NCCL everywhere, and one that the framework was built for: check "
+     "LD_LIBRARY_PATH/LD_PRELOAD for a second libnccl.so.2, the nvidia-nccl-cu* wheel against "
+     "torch's (python -c 'import torch; print(torch.cuda.nccl.version())'), and that the driver "
+     "is at least as new as the CUDA runtime"},
+    {"driver", FindingKind::kInitFailure, "cuda",
+     "make the GPU driver visible: run the container with the NVIDIA runtime (docker run --gpus "
+     "all, nvidia-container-toolkit), check nvidia-smi inside it and that libcuda.so.1 is on the "
+     "library path"},
+    {"ib", FindingKind::kInitFailure, "ib",
+     "check the HCA with ibstat/ibv_devinfo (port Active, link up), NCCL_IB_HCA, the locked-memory "
+     "limit (ulimit -l unlimited) and that the container sees /dev/infiniband; NCCL_IB_DISABLE=1 "
+     "falls back to sockets"},
+    {"fabric", FindingKind::kNvlinkFabric, "fabric",
+     "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
+     "(systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -i -A2 fabric); "
+     "NCCL_NVLS_ENABLE=0 works around NVLS meanwhile"},
+    {"p2p", FindingKind::kCudaIpcFailure, "p2p",
+     "check GPU peer access on the node (nvidia-smi topo -m; ACS/IOMMU settings in a VM), run "
+     "containers with --ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 "
+     "works around it (slower)"},
+    {"cuda", FindingKind::kCudaError, "cuda",
+     "check the GPU and its driver with nvidia-smi (an Xid in dmesg means the GPU needs a reset), "
+     "CUDA_VISIBLE_DEVICES, and that the framework's CUDA matches the driver; rerun with "
+     "CUDA_LAUNCH_BLOCKING=1 to find the failing call"},
+    {"config", FindingKind::kInitFailure, "unknown",
+     "correct the NCCL_* setting the message names (env | grep NCCL_ on every rank), or unset it"},
+    {"net_runtime", FindingKind::kNetworkError, "",
+     "the fabric between the nodes failed under the job: check the links and switch ports of the "
+     "nodes named (ibstat, ibdiagnet, the switch's port counters, dmesg for mlx5 errors), and "
+     "NCCL_IB_TIMEOUT/NCCL_IB_RETRY_CNT for a congested fabric; move the job off a flapping link"},
+    {"peer_lost", FindingKind::kRankDied, "",
+     "a peer went away: find the rank that died first (its own output, the launcher's exit "
+     "report, dmesg on its node for the OOM killer or an Xid); this rank only lost it"},
+    {"rendezvous", FindingKind::kRendezvousFailure, "",
+     "make every rank use the same MASTER_ADDR and MASTER_PORT (or --rdzv-endpoint), reachable "
+     "from every node, with a port nothing else holds (a previous run may still hold it), and "
+     "the same WORLD_SIZE (--nnodes x --nproc-per-node); check that every rank started"},
+    {"ddp_unused", FindingKind::kDdpUsage, "",
+     "parameters took no part in the loss in this iteration: pass find_unused_parameters=True to "
+     "DistributedDataParallel (or use every parameter, or freeze the unused ones before wrapping); "
+     "TORCH_DISTRIBUTED_DEBUG=DETAIL names them"},
+    {"ddp_ready_twice", FindingKind::kDdpUsage, "",
+     "a parameter got its gradient twice in one backward: reentrant activation checkpointing "
+     "(use use_reentrant=False), a module run twice per step, or shared weights; use "
+     "_set_static_graph() if the graph never changes, or run one forward per backward"},
+    {"ddp_model", FindingKind::kDdpUsage, "",
+     "build the same model on every rank before wrapping it in DistributedDataParallel (the same "
+     "config, the same parameters in the same order, the same shapes)"},
+    {"torch_mismatch", FindingKind::kCollectiveMismatch, "",
+     "make every rank call the same collectives in the same order with the same shapes; the "
+     "ranks that differ took another code path at that point"},
+    {"uneven", FindingKind::kMissingRank, "",
+     "give every rank the same number of batches (DistributedSampler with drop_last=True, or the "
+     "same dataset length), or wrap the loop in DDP's join() context manager for uneven inputs"},
+    {"teardown", FindingKind::kTeardownHang, "",
+     "end cleanly on every rank: call destroy_process_group() once all ranks are past their last "
+     "collective (a barrier first), and before exit; a rank that leaves early or hangs in a "
+     "collective blocks the others' teardown (TORCH_NCCL_ASYNC_ERROR_HANDLING=1 aborts instead)"},
+    {"watchdog", FindingKind::kWatchdogTimeout, "",
+     "a timeout is a symptom: a rank stopped calling collectives (it died, hung, or took another "
+     "path); look for the first error of each rank, and TORCH_NCCL_TRACE_BUFFER_SIZE / "
+     "TORCH_DISTRIBUTED_DEBUG=DETAIL name the collective"},
+    {"library", FindingKind::kInitFailure, "version",
+     "load the libnccl.so.2 the framework was built with: remove other NCCL builds from "
+     "LD_LIBRARY_PATH/LD_PRELOAD, or install the matching nvidia-nccl-cu* wheel"},
+};
+
+// ------------------------------------------------------------ the messages
+//
+// Specific before general: the first that matches wins.
+
+const std::vector<CatalogueMessage>& Table() {
+  static const std::vector<CatalogueMessage> table = {
+      // --- NCCL, initialisation
+      {"nccl.bootstrap.no_interface",
+       R"(no socket interface found|NET/Socket ?: no interface found|No usable listening interface)",
+       "NCCL 2.4-2.32 bootstrap.cc / net_socket.cc", MessagePhase::kInit, "network", false,
+       "found no network interface for NCCL's bootstrap (NCCL_SOCKET_IFNAME matches none, or no "
+       "interface is up)",
+       nullptr},
+      {"nccl.bootstrap.invalid_comm_id", R"(Invalid NCCL_COMM_ID)", "NCCL 2.4-2.32 bootstrap.cc",
+       MessagePhase::kInit, "bootstrap", false,
+       "was given an NCCL_COMM_ID that is not an address and port", nullptr},
+      {"nccl.socket.getaddrinfo", R"(error encountered when getting address info)",
+       "NCCL 2.12-2.32 misc/socket.cc", MessagePhase::kInit, "bootstrap", false,
+       "could not resolve the root's host name (NCCL_COMM_ID or MASTER_ADDR)", nullptr},
+      {"nccl.socket.connect",
+       R"([Cc]onnect to \S+ failed|Call to connect returned|[Cc]onnect(?:ion)? to \S+ timed out)",
+       "NCCL 2.4-2.32 misc/socket.cc (socketStartConnect, socketPollConnect)", MessagePhase::kAny,
+       "bootstrap", false, "could not connect to another rank or to the bootstrap root",
+       R"([Cc]onnect(?:ion)? to (\S+?)[,\s])"},
+      {"nccl.shm.segment",
+       R"(Error while creating shared memory segment|failed to extend \S*shm|unable to allocate shared memory|Cannot allocate memory.*/dev/shm|/dev/shm.*(?:No space|Cannot allocate))",
+       "NCCL 2.7-2.32 misc/shmutils.cc, transport/shm.cc", MessagePhase::kInit, "shm", false,
+       "could not create NCCL's shared-memory segment in /dev/shm", nullptr},
+      {"nccl.gpu.duplicate", R"(Duplicate GPU detected)", "NCCL 2.5-2.32 init.cc",
+       MessagePhase::kInit, "gpu", false, "shares a GPU with another rank of the same communicator",
+       nullptr},
+      {"nccl.version.mismatch", R"(Mismatched NCCL version|NCCL version mismatch)",
+       "NCCL bootstrap (version check)", MessagePhase::kInit, "version", false,
+       "runs another NCCL version than its peers", nullptr},
+      {"nccl.cuda.driver_insufficient",
+       R"(driver version is insufficient|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)",
+       "NCCL 2.4-2.32 (any CUDA call), CUDA runtime", MessagePhase::kAny, "version", false,
+       "has a CUDA driver older than the CUDA runtime (or none at all)", nullptr},
+      {"nccl.cuda.no_libcuda", R"(Failed to find CUDA library|libcuda\.so[.\d]*: cannot open)",
+       "NCCL 2.13-2.18 misc/cudawrap.cc", MessagePhase::kInit, "driver", false,
+       "could not load the GPU driver's library (libcuda.so): no driver in this container or "
+       "machine",
+       nullptr},
+      {"nccl.ib.completion",
+       R"(NET/IB ?: ?Got completion (?:from peer|with error)|NET/IB.*(?:status=|status )(?:12|5)\b|IBV_WC_RETRY_EXC_ERR|transport retry counter exceeded)",
+       "NCCL 2.4-2.32 transport/net_ib.cc (completion with error, with its status since 2.12)",
+       MessagePhase::kRuntime, "net_runtime", false,
+       "got an InfiniBand/RoCE completion error: a message to a peer failed on the fabric "
+       "(status 12 is retries exhausted: a link, a switch, or a peer that went away)",
+       R"(from peer (\S+?)[\s,])"},
+      {"nccl.ib.async_event", R"(NET/IB ?: ?\S+ Got async (?:error )?event|Got async event)",
+       "NCCL 2.7-2.32 transport/net_ib.cc (ibvAsyncThread)", MessagePhase::kRuntime, "net_runtime",
+       false, "got an InfiniBand async event (a port or device error)", nullptr},
+      {"nccl.ib.reg_mr", R"(ibv_reg_mr|ibv_reg_dmabuf_mr)", "NCCL 2.4-2.32 misc/ibvwrap.cc",
+       MessagePhase::kAny, "ib", false,
+       "could not register memory with the InfiniBand HCA (often a low RLIMIT_MEMLOCK)", nullptr},
+      {"nccl.ib.verbs", R"(NET/IB|NET/IBext|Call to ibv_\w+ failed|\bibv_\w+ failed|mlx5)",
+       "NCCL 2.4-2.32 transport/net_ib.cc, misc/ibvwrap.cc", MessagePhase::kInit, "ib", true,
+       "hit an InfiniBand verbs failure", nullptr},
+      {"nccl.fabric.not_initialized", R"(system not yet initialized)",
+       "NCCL 2.17-2.32 transport/nvls.cc (CUDA error 802 from the multicast API)",
+       MessagePhase::kAny, "fabric", false,
+       "found the NVLink fabric not ready (the Fabric Manager has not initialised it)", nullptr},
+      {"nccl.fabric.nvls", R"(NVLS|NVLink SHARP|(?i:fabric manager)|\bIMEX\b|cuMulticast|NVSwitch)",
+       "NCCL 2.17-2.32 transport/nvls.cc, CUDA multicast", MessagePhase::kAny, "fabric", true,
+       "could not use the NVLink fabric (NVSwitch, NVLS multicast)", nullptr},
+      {"nccl.p2p.ipc",
+       R"(P2P/IPC|cudaIpcOpenMemHandle|cudaIpcGetMemHandle|peer access|peer mapping|cuMemImportFromShareableHandle|IPC handle)",
+       "NCCL 2.4-2.32 transport/p2p.cc", MessagePhase::kAny, "p2p", true,
+       "could not map another local GPU's memory (P2P / CUDA IPC)", nullptr},
+      {"nccl.env.invalid",
+       R"(Invalid value .* for NCCL_|NCCL_\w+ set by environment to .* (?:is invalid|invalid value)|Unknown NCCL_\w+)",
+       "NCCL 2.4-2.32 misc/param.cc and its users", MessagePhase::kInit, "config", false,
+       "was given an NCCL_* setting NCCL does not accept", nullptr},
+      // --- NCCL, a running job
+      {"nccl.remote_error", R"(remote process exited or there was a network error|ncclRemoteError)",
+       "NCCL 2.12-2.32 ncclGetErrorString (ncclRemoteError)", MessagePhase::kAny, "peer_lost",
+       false, "lost a peer: NCCL says the remote process exited or the network failed", nullptr},
+      {"nccl.socket.closed", R"(Connection closed by remote peer|Connection reset by peer)",
+       "NCCL 2.4-2.32 misc/socket.cc", MessagePhase::kAny, "peer_lost", false,
+       "lost a socket connection to a peer (the process there died, or the network failed)",
+       R"((?:peer|from) (\S+?<\d+>|\d+\.\d+\.\d+\.\d+:?\d*))"},
+      {"nccl.socket.recv",
+       R"(Call to recv from \S+ failed|socketProgress(?:Opt)?: .*failed|socket progress error|NET/Socket ?: ?socket)",
+       "NCCL 2.4-2.32 misc/socket.cc, transport/net_socket.cc", MessagePhase::kRuntime, "peer_lost",
+       false, "failed to talk to a peer over a socket", nullptr},
+      {"nccl.proxy.error",
+       R"(\[Service thread\] Error encountered progressing|\[Proxy Service \d+\] Failed to execute operation|Proxy Call to rank \d+ failed|proxyProgress.*failed|\[Proxy Progress\])",
+       "NCCL 2.12-2.32 proxy.cc", MessagePhase::kRuntime, "peer_lost", false,
+       "had its proxy thread fail an operation with a peer (usually a peer that went away)",
+       nullptr},
+      // --- loaders and libraries
+      {"loader.nccl_symbol",
+       R"(undefined symbol: nccl\w+|version `?NCCL_[\d.]+'? not found|libnccl\.so[.\d]*: cannot open shared object file|Failed to load NCCL library)",
+       "the dynamic loader (glibc), torch/__init__.py import, vLLM pynccl_wrapper.py",
+       MessagePhase::kInit, "library", false,
+       "loaded an NCCL library that does not fit the framework (a missing symbol or version)",
+       nullptr},
+      // --- PyTorch c10d rendezvous (TCPStore)
+      {"torch.store.client_timeout", R"(The client socket has timed out after)",
+       "PyTorch 2.2+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
+       false,
+       "timed out connecting to the rendezvous store (TCPStore) as a client: nothing answered at "
+       "that address",
+       R"(connect to \(([^,()]+), (\d+)\))"},
+      {"torch.store.client_failed", R"(The client socket has failed to connect to)",
+       "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
+       false,
+       "could not connect to the rendezvous store (TCPStore) as a client (refused: nothing "
+       "listens there yet, or a wrong MASTER_ADDR/MASTER_PORT)",
+       R"(connect to \[?([^\]\s]+?)\]?:(\d+))"},
+      {"torch.store.server_bind",
+       R"(The server socket has failed to (?:listen|bind)|server socket.*(?:EADDRINUSE|[Aa]ddress already in use))",
+       "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
+       false,
+       "could not open the rendezvous store (TCPStore) as its server: the port is taken (another "
+       "job, or a previous run still holding it)",
+       R"(bind to \[?([^\]\s]+?)\]?:(\d+))"},
+      {"torch.store.clients_missing", R"(waiting for clients\. \d+/\d+ clients joined)",
+       "PyTorch 2.0+ torch/csrc/distributed/c10d/TCPStore.cpp", MessagePhase::kInit, "rendezvous",
+       false,
+       "as the rendezvous store's server, waited for every rank and fewer joined: ranks that never "
+       "started, a WORLD_SIZE larger than the ranks launched, or ranks pointed at another "
+       "MASTER_ADDR/PORT",
+       nullptr},
+      {"torch.store.barrier", R"(Timed out initializing process group in store based barrier)",
+       "PyTorch 1.8-2.x torch/distributed/distributed_c10d.py", MessagePhase::kInit, "rendezvous",
+       false,
+       "timed out waiting for all ranks at init_process_group's barrier (the ranks disagree on "
+       "the world size, or some never arrived)",
+       nullptr},
+      {"torch.store.connect_timeout", R"(connect\(\) timed out\. Original timeout was)",
+       "PyTorch 1.x torch/lib/c10d/TCPStore.cpp", MessagePhase::kInit, "rendezvous", false,
+       "timed out connecting to the rendezvous store (TCPStore)", nullptr},
+      {"torch.elastic.rendezvous",
+       R"(RendezvousTimeoutError|RendezvousConnectionError|RendezvousClosedError|The connection to the C10d store has failed|EtcdRendezvous\w*Error|[Ee]tcd.*(?:failed|timed out|[Ee]rror))",
+       "PyTorch 1.9+ torch/distributed/elastic/rendezvous/", MessagePhase::kInit, "rendezvous",
+       false, "failed torchrun's rendezvous (c10d or etcd backend)", nullptr},
+      {"torch.store.error", R"(DistNetworkError|DistStoreError)",
+       "PyTorch 2.1+ torch/distributed (the store's exception types)", MessagePhase::kInit,
+       "rendezvous", false, "failed talking to the rendezvous store (TCPStore)", nullptr},
+      // --- PyTorch DDP and the collectives it checks
+      {"torch.ddp.unused_parameters",
+       R"(Expected to have finished reduction in the prior iteration)",
+       "PyTorch 1.1+ torch/csrc/distributed/c10d/reducer.cpp", MessagePhase::kRuntime, "ddp_unused",
+       false,
+       "started an iteration before DDP had reduced every gradient of the last one: some "
+       "parameters took no part in the loss",
+       nullptr},
+      {"torch.ddp.ready_twice", R"(Expected to mark a variable ready only once)",
+       "PyTorch 1.1+ torch/csrc/distributed/c10d/reducer.cpp", MessagePhase::kRuntime,
+       "ddp_ready_twice", false,
+       "had DDP mark a parameter's gradient ready twice in one backward pass", nullptr},
+      {"torch.ddp.model_mismatch",
+       R"(DDP expects same model across all ranks|appears not to match (?:the )?(?:number|sizes|strides) of (?:the )?(?:model )?param)",
+       "PyTorch 1.9+ torch/csrc/distributed/c10d/comm.cpp, reducer.cpp "
+       "(verify_params_across_processes)",
+       MessagePhase::kInit, "ddp_model", false,
+       "built a different model than the other ranks before wrapping it in DDP", nullptr},
+      {"torch.debug.mismatch", R"(Detected mismatch between collectives on ranks)",
+       "PyTorch 1.10+ torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp "
+       "(TORCH_DISTRIBUTED_DEBUG=DETAIL)",
+       MessagePhase::kRuntime, "torch_mismatch", false,
+       "ran a different collective than another rank at the same point (PyTorch's own check)",
+       nullptr},
+      {"torch.join.uneven", R"(Detected at least one rank that exhausted inputs)",
+       "PyTorch 1.8+ torch/nn/parallel/distributed.py (join)", MessagePhase::kRuntime, "uneven",
+       false, "ran out of inputs before the other ranks (uneven inputs)", nullptr},
+      // --- PyTorch ProcessGroupNCCL: teardown, watchdog
+      {"torch.teardown.destroy",
+       R"(in destroy_process_group|destroy_process_group.*(?:hang|stuck|timed out)|ProcessGroupNCCL::shutdown|ProcessGroupNCCL::~ProcessGroupNCCL|abortCommsFromMap)",
+       "PyTorch torch/distributed/distributed_c10d.py, ProcessGroupNCCL.cpp (teardown frames)",
+       MessagePhase::kRuntime, "teardown", false,
+       "was still tearing its process group down (destroy_process_group) when it stopped", nullptr},
+      {"torch.watchdog.stuck",
+       R"(watchdog got stuck for \d+ seconds|Heartbeat monitor timed out|ProcessGroupNCCL watchdog hang)",
+       "PyTorch 2.2+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (heartbeat monitor)",
+       MessagePhase::kRuntime, "watchdog", false,
+       "had PyTorch's NCCL watchdog thread itself hang (blocked in an NCCL or CUDA call)", nullptr},
+      {"torch.watchdog.timeout",
+       R"(Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|Some NCCL operations have failed or timed out|WorkNCCL::checkTimeout|ProcessGroupNCCL::watchdogHandler|ncclCommWatchdog)",
+       "PyTorch 1.9+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", MessagePhase::kRuntime,
+       "watchdog", false, "timed out in a collective (PyTorch's NCCL watchdog)", nullptr},
+      // --- CUDA errors under a framework
+      {"cuda.error", R"(CUDA error: |cudaError\w+|CUDA_ERROR_\w+|Cuda failure)",
+       "the CUDA runtime through PyTorch (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK",
+       MessagePhase::kAny, "cuda", false, "hit a CUDA error", nullptr},
+  };
+  return table;
+}
+
+struct Matcher {
+  Matcher() : set(Options(), RE2::UNANCHORED) {
+    for (const CatalogueMessage& m : Table()) {
+      std::string error;
+      if (set.Add(m.pattern, &error) < 0) abort();  // a bad pattern is a bug in the table
+    }
+    if (!set.Compile()) abort();
+  }
+  static RE2::Options Options() {
+    RE2::Options o;
+    o.set_max_mem(int64_t{64} << 20);
+    o.set_log_errors(false);
+    return o;
+  }
+  RE2::Set set;
+};
+
+}  // namespace
+
+const std::vector<CatalogueMessage>& CatalogueMessages() { return Table(); }
+
+const CatalogueMessage* FindMessage(absl::string_view text) {
+  static const Matcher* matcher = new Matcher();
+  std::vector<int> hits;
+  if (!matcher->set.Match(re2::StringPiece(text.data(), text.size()), &hits) || hits.empty())
+    return nullptr;
+  int first = hits.front();
+  for (int h : hits) first = std::min(first, h);
+  return &Table()[static_cast<size_t>(first)];
+}
+
+const CatalogueMessage* MessageById(absl::string_view id) {
+  for (const CatalogueMessage& m : Table())
+    if (id == m.id) return &m;
+  return nullptr;
+}
+
+const MessageCause* CauseNamed(absl::string_view name) {
+  for (const MessageCause& c : kCauses)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+const MessageCause& CauseOf(const CatalogueMessage& m) {
+  const MessageCause* c = CauseNamed(m.cause);
+  if (c == nullptr) abort();  // every message names a cause of the table (tested)
+  return *c;
+}
+
+std::string MessageAddress(const CatalogueMessage& m, absl::string_view text) {
+  if (m.address == nullptr) return "";
+  RE2 re(m.address, RE2::Quiet);
+  std::string host, port;
+  if (re.NumberOfCapturingGroups() >= 2) {
+    if (RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), re, &host, &port))
+      return absl::StrCat(host, ":", port);
+    return "";
+  }
+  if (RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), re, &host)) return host;
+  return "";
+}
+
+bool ErrorWords(absl::string_view text) {
+  for (const char* w : {"rror", "failed", "Failed", "failure", "Failure", "refused", "timed out",
+                        "not supported", "unable", "Unable", "cannot", "Cannot"})
+    if (absl::StrContains(text, w)) return true;
+  return false;
+}
+
+}  // namespace ncclwatch::decoder
