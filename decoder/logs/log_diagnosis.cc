@@ -19,19 +19,29 @@
 namespace ncclwatch::decoder {
 namespace {
 
-// Whether the catalogue places a text in a running job: never evidence of a
-// failed init, whatever the logs say of the process's init.
-bool RuntimeMessage(const std::string& t) {
-  const CatalogueMessage* m = FindMessage(t);
-  return m != nullptr && m->phase == MessagePhase::kRuntime;
-}
-
 // A message of the catalogue that init forensics explains (a cause with a
 // subsystem whose finding is an init failure).
 bool InitMessage(const std::string& t) {
   const CatalogueMessage* m = FindMessage(t);
   return m != nullptr && m->phase != MessagePhase::kRuntime &&
          CauseOf(*m).kind == FindingKind::kInitFailure;
+}
+
+// Whether a line of a process is evidence for init forensics: what a process
+// reported while its init ran, or, for a process the logs only know from
+// such lines (no host:pid, no Init line), what can only come from an init.
+bool InitEvidenceLine(const LogProcess& p, const LogLine& l) {
+  const std::string& t = l.text;
+  if (l.level != LogLine::kWarn && !NcclErrorText(t) && !InitMessage(t)) return false;
+  const CatalogueMessage* m = FindMessage(t);
+  if (m != nullptr && m->phase == MessagePhase::kRuntime) return false;
+  if (p.host.empty() && !p.init_started) {
+    // Nothing tells when it was printed: a message of either phase is left
+    // to what it names apart from init, unless only init forensics names it.
+    return m == nullptr || m->phase == MessagePhase::kInit ||
+           CauseOf(*m).kind == FindingKind::kInitFailure;
+  }
+  return !p.init_complete || l.order < p.init_complete_order;
 }
 
 // A thing the logs show after (or apart from) initialisation.
@@ -136,9 +146,9 @@ class LogDiagnoser {
       for (size_t idx : p.lines) {
         const LogLine& l = log_.lines()[idx];
         e.end_ns = std::max(e.end_ns, When(l));
-        const bool during_init = !p.init_complete || l.order < p.init_complete_order;
+        const bool evidence = InitEvidenceLine(p, l);
         if (l.level == LogLine::kWarn) {
-          if (during_init && !RuntimeMessage(l.text)) {
+          if (evidence) {
             e.warnings.push_back(l.text);
             e.failures.push_back({When(l), "", -1, l.text, false});
           }
@@ -148,8 +158,7 @@ class LogDiagnoser {
             last_error_next = false;
           }
           if (absl::StrContains(l.text, "Last error:")) last_error_next = true;
-          if (during_init && (NcclErrorText(l.text) || InitMessage(l.text)) &&
-              !RuntimeMessage(l.text)) {
+          if (evidence) {
             e.failures.push_back({When(l), "", NcclResultFromText(l.text), l.text, false});
           }
         }
@@ -260,10 +269,7 @@ class LogDiagnoser {
       const int64_t when = When(l);
       std::string m1, m2, m3;
       // What a process reported while its NCCL init ran is init forensics' to explain.
-      if (l.process >= 0 && (l.level == LogLine::kWarn || NcclErrorText(t)) && !RuntimeMessage(t)) {
-        const LogProcess& p = log_.processes()[l.process];
-        if (!p.init_complete || l.order < p.init_complete_order) continue;
-      }
+      if (l.process >= 0 && InitEvidenceLine(log_.processes()[l.process], l)) continue;
       bool handled = false;  // by a reader below that measures more than the catalogue
       int xid = 0;
       if (absl::StrContains(t, "Xid") && RE2::PartialMatch(t, *kXid, &m1, &m2) &&

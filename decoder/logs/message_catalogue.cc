@@ -52,8 +52,6 @@ const MessageCause kCauses[] = {
      "check the GPU and its driver with nvidia-smi (an Xid in dmesg means the GPU needs a reset), "
      "CUDA_VISIBLE_DEVICES, and that the framework's CUDA matches the driver; rerun with "
      "CUDA_LAUNCH_BLOCKING=1 to find the failing call"},
-    {"config", FindingKind::kInitFailure, "unknown",
-     "correct the NCCL_* setting the message names (env | grep NCCL_ on every rank), or unset it"},
     {"net_runtime", FindingKind::kNetworkError, "",
      "the fabric between the nodes failed under the job: check the links and switch ports of the "
      "nodes named (ibstat, ibdiagnet, the switch's port counters, dmesg for mlx5 errors), and "
@@ -165,10 +163,6 @@ const std::vector<CatalogueMessage>& Table() {
        R"(P2P/IPC|cudaIpcOpenMemHandle|cudaIpcGetMemHandle|peer access|peer mapping|cuMemImportFromShareableHandle|IPC handle)",
        "NCCL 2.4-2.32 transport/p2p.cc", MessagePhase::kAny, "p2p", true,
        "could not map another local GPU's memory (P2P / CUDA IPC)", nullptr},
-      {"nccl.env.invalid",
-       R"(Invalid value .* for NCCL_|NCCL_\w+ set by environment to .* (?:is invalid|invalid value)|Unknown NCCL_\w+)",
-       "NCCL 2.4-2.32 misc/param.cc and its users", MessagePhase::kInit, "config", false,
-       "was given an NCCL_* setting NCCL does not accept", nullptr},
       // --- NCCL, a running job
       {"nccl.remote_error", R"(remote process exited or there was a network error|ncclRemoteError)",
        "NCCL 2.12-2.32 ncclGetErrorString (ncclRemoteError)", MessagePhase::kAny, "peer_lost",
@@ -265,7 +259,7 @@ const std::vector<CatalogueMessage>& Table() {
        false, "ran out of inputs before the other ranks (uneven inputs)", nullptr},
       // --- PyTorch ProcessGroupNCCL: teardown, watchdog
       {"torch.teardown.destroy",
-       R"(in destroy_process_group|destroy_process_group.*(?:hang|stuck|timed out)|ProcessGroupNCCL::shutdown|ProcessGroupNCCL::~ProcessGroupNCCL|abortCommsFromMap)",
+       R"(in destroy_process_group|\bdestroy_process_group \(\S*distributed_c10d\.py|destroy_process_group.*(?:hang|stuck|timed out)|ProcessGroupNCCL::shutdown|ProcessGroupNCCL::~ProcessGroupNCCL|abortCommsFromMap)",
        "PyTorch torch/distributed/distributed_c10d.py, ProcessGroupNCCL.cpp (teardown frames)",
        MessagePhase::kRuntime, "teardown", false,
        "was still tearing its process group down (destroy_process_group) when it stopped", nullptr},

@@ -3,6 +3,7 @@
 
 #include "report/init_text.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 
@@ -298,7 +299,10 @@ void RenderInitFailure(const Finding& f, const InitFailureFacts& x, FindingText*
   }
   // The ranks, or the processes by pid where no rank is known; the sentence
   // starts with them.
+  // pid 0: a process explain knows only from lines without a prefix.
+  const bool no_pids = std::all_of(x.pids.begin(), x.pids.end(), [](uint32_t p) { return p == 0; });
   const std::string noun = !f.ranks.empty() ? RanksOrProcess(f.ranks)
+                           : no_pids        ? "a process of the job (the logs name no rank or pid)"
                            : x.pids.size() == 1
                                ? absl::StrCat("the process (pid ", x.pids[0], ")")
                                : absl::StrCat("processes ", absl::StrJoin(x.pids, ", "));
