@@ -118,7 +118,7 @@ const std::vector<CatalogueMessage>& Table() {
        "bootstrap", false, "could not connect to another rank or to the bootstrap root",
        R"([Cc]onnect(?:ion)? to (\S+?)[,\s])"},
       {"nccl.shm.segment",
-       R"(Error while creating shared memory segment|failed to extend \S*shm|unable to allocate shared memory|Cannot allocate memory.*/dev/shm|/dev/shm.*(?:No space|Cannot allocate))",
+       R"(Error while (?:creating|attaching to) shared memory segment|failed to extend \S*shm|unable to allocate shared memory|Cannot allocate memory.*/dev/shm|/dev/shm.*(?:No space|Cannot allocate))",
        "NCCL 2.7-2.32 misc/shmutils.cc, transport/shm.cc", MessagePhase::kInit, "shm", false,
        "could not create NCCL's shared-memory segment in /dev/shm", nullptr},
       {"nccl.gpu.duplicate", R"(Duplicate GPU detected)", "NCCL 2.5-2.32 init.cc",

@@ -445,11 +445,14 @@ void NcclLog::Finish() {
   // made for each launcher rank (or file, when untagged), with no host or pid.
   if (by_host_pid_.empty()) {
     std::map<std::pair<int, int>, int> anonymous;  // (file, rank) -> process
+    bool after_last_error = false;  // PyTorch puts NCCL's last error on the line after
     for (size_t i = 0; i < lines_.size(); ++i) {
       LogLine& l = lines_[i];
-      if (l.process >= 0 ||
-          !(l.level == LogLine::kWarn || l.level == LogLine::kInfo || LooksLikeError(l.text)))
-        continue;
+      const bool last_error = absl::StrContains(l.text, "Last error:");
+      const bool take = l.level == LogLine::kWarn || l.level == LogLine::kInfo ||
+                        LooksLikeError(l.text) || last_error || after_last_error;
+      after_last_error = last_error;
+      if (l.process >= 0 || !take) continue;
       auto [it, fresh] = anonymous.emplace(std::make_pair(l.source, l.tagged_rank),
                                            static_cast<int>(processes_.size()));
       if (fresh) {
