@@ -21,8 +21,7 @@ namespace {
 
 // A message of the catalogue that init forensics explains (a cause with a
 // subsystem whose finding is an init failure).
-bool InitMessage(const std::string& t) {
-  const CatalogueMessage* m = FindMessage(t);
+bool InitMessage(const CatalogueMessage* m) {
   return m != nullptr && m->phase != MessagePhase::kRuntime &&
          CauseOf(*m).kind == FindingKind::kInitFailure;
 }
@@ -31,9 +30,8 @@ bool InitMessage(const std::string& t) {
 // reported while its init ran, or, for a process the logs only know from
 // such lines (no host:pid, no Init line), what can only come from an init.
 bool InitEvidenceLine(const LogProcess& p, const LogLine& l) {
-  const std::string& t = l.text;
-  if (l.level != LogLine::kWarn && !NcclErrorText(t) && !InitMessage(t)) return false;
-  const CatalogueMessage* m = FindMessage(t);
+  const CatalogueMessage* m = l.message;
+  if (l.level != LogLine::kWarn && !InitMessage(m) && !NcclErrorText(l.text)) return false;
   if (m != nullptr && m->phase == MessagePhase::kRuntime) return false;
   if (p.host.empty() && !p.init_started) {
     // Nothing tells when it was printed: a message of either phase is left
@@ -201,7 +199,7 @@ class LogDiagnoser {
   // cause (init causes are init forensics' to report, from the evidence).
   void Catalogued(const LogLine& l, int rank, int64_t when) {
     const std::string& t = l.text;
-    const CatalogueMessage* m = FindMessage(t);
+    const CatalogueMessage* m = l.message;
     if (m == nullptr) return;
     const MessageCause& cause = CauseOf(*m);
     if (cause.kind == FindingKind::kInitFailure) return;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -280,11 +281,14 @@ const std::vector<CatalogueMessage>& Table() {
   return table;
 }
 
+// The table's patterns, compiled once: all of them in one set (one pass
+// over a line finds every message it holds), and each address pattern.
 struct Matcher {
   Matcher() : set(Options(), RE2::UNANCHORED) {
     for (const CatalogueMessage& m : Table()) {
       std::string error;
       if (set.Add(m.pattern, &error) < 0) abort();  // a bad pattern is a bug in the table
+      addresses.push_back(m.address ? std::make_unique<RE2>(m.address, RE2::Quiet) : nullptr);
     }
     if (!set.Compile()) abort();
   }
@@ -295,16 +299,21 @@ struct Matcher {
     return o;
   }
   RE2::Set set;
+  std::vector<std::unique_ptr<RE2>> addresses;  // by the message's index
 };
+
+const Matcher& TheMatcher() {
+  static const Matcher* matcher = new Matcher();
+  return *matcher;
+}
 
 }  // namespace
 
 const std::vector<CatalogueMessage>& CatalogueMessages() { return Table(); }
 
 const CatalogueMessage* FindMessage(absl::string_view text) {
-  static const Matcher* matcher = new Matcher();
   std::vector<int> hits;
-  if (!matcher->set.Match(re2::StringPiece(text.data(), text.size()), &hits) || hits.empty())
+  if (!TheMatcher().set.Match(re2::StringPiece(text.data(), text.size()), &hits) || hits.empty())
     return nullptr;
   int first = hits.front();
   for (int h : hits) first = std::min(first, h);
@@ -330,15 +339,16 @@ const MessageCause& CauseOf(const CatalogueMessage& m) {
 }
 
 std::string MessageAddress(const CatalogueMessage& m, absl::string_view text) {
-  if (m.address == nullptr) return "";
-  RE2 re(m.address, RE2::Quiet);
+  const size_t index = static_cast<size_t>(&m - Table().data());
+  if (index >= Table().size() || !TheMatcher().addresses[index]) return "";
+  const RE2& re = *TheMatcher().addresses[index];
+  const re2::StringPiece piece(text.data(), text.size());
   std::string host, port;
   if (re.NumberOfCapturingGroups() >= 2) {
-    if (RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), re, &host, &port))
-      return absl::StrCat(host, ":", port);
+    if (RE2::PartialMatch(piece, re, &host, &port)) return absl::StrCat(host, ":", port);
     return "";
   }
-  if (RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), re, &host)) return host;
+  if (RE2::PartialMatch(piece, re, &host)) return host;
   return "";
 }
 

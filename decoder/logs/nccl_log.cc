@@ -130,10 +130,9 @@ bool NcclErrorText(const std::string& t) {
          (NcclResultFromText(t) >= 0 && absl::StrContains(t, "nccl"));
 }
 
-bool LooksLikeError(const std::string& t) {
-  if (NcclErrorText(t)) return true;
-  const CatalogueMessage* m = FindMessage(t);
-  return m != nullptr && CauseOf(*m).kind == FindingKind::kInitFailure;
+bool LooksLikeError(const LogLine& l) {
+  if (l.message != nullptr && CauseOf(*l.message).kind == FindingKind::kInitFailure) return true;
+  return NcclErrorText(l.text);
 }
 
 int32_t ParseNcclVersion(const std::string& text) {
@@ -360,6 +359,7 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
     const bool prefixed = NcclPrefix(before, &host, &pid);
     line.level = groups[1] == "WARN" || groups[1] == "ABORT" ? LogLine::kWarn : LogLine::kInfo;
     line.text = raw.substr(end);
+    if (line.level == LogLine::kWarn) line.message = FindMessage(line.text);
     ++nccl_lines_;
     if (prefixed) {
       line.process = ProcessFor(host, pid, source);
@@ -372,6 +372,7 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
     return;
   }
   line.text = std::move(raw);
+  line.message = FindMessage(line.text);
   lines_.push_back(std::move(line));
 }
 
@@ -450,7 +451,7 @@ void NcclLog::Finish() {
       LogLine& l = lines_[i];
       const bool last_error = absl::StrContains(l.text, "Last error:");
       const bool take = l.level == LogLine::kWarn || l.level == LogLine::kInfo ||
-                        LooksLikeError(l.text) || last_error || after_last_error;
+                        LooksLikeError(l) || last_error || after_last_error;
       after_last_error = last_error;
       if (l.process >= 0 || !take) continue;
       auto [it, fresh] = anonymous.emplace(std::make_pair(l.source, l.tagged_rank),

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "logs/message_catalogue.h"
 #include "trace/socket_address.h"
 
 namespace ncclwatch::decoder {
@@ -52,6 +53,10 @@ struct LogLine {
   int process = -1;      // index into NcclLog::processes(), -1 when unknown
   int tagged_rank = -1;  // from a launcher prefix
   std::string text;      // the message (after "NCCL WARN "), or the whole line without its prefix
+  // The catalogue's message the text holds (logs/message_catalogue.h), found
+  // once as the line is read; never looked for in INFO lines (NCCL's INFO
+  // lines are most of a log, and none of them is an error).
+  const CatalogueMessage* message = nullptr;
 };
 
 struct LogProcess {
@@ -112,7 +117,7 @@ int32_t NcclResultFromText(const std::string& text);
 // ...", DistBackendError, XLA's "NCCL operation ... failed: ...").
 bool NcclErrorText(const std::string& text);
 // The same, or a message of the catalogue that init forensics explains.
-bool LooksLikeError(const std::string& text);
+bool LooksLikeError(const LogLine& line);
 
 // 21803 from "2.18.3"; 0 when not a version.
 int32_t ParseNcclVersion(const std::string& text);
