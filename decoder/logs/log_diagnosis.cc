@@ -208,9 +208,22 @@ class LogDiagnoser {
       TorchMismatch(l, rank, when);
       return;
     }
-    const std::string address = MessageAddress(*m, t);
-    Event e{cause.kind, absl::StrCat(m->cause, "/", m->id, "/", address), rank, l.process, when, t};
+    // The rank the message names ("Rank 0 exhausted all inputs.", "[PG 0
+    // Rank 3]", "but Rank 1 has 42 params"), where no prefix or Init line did.
+    static const LazyRE2 kRankWord = {R"(\bRank (\d+)\b)"};
+    std::string rank_text;
+    int named = -1;
+    if (rank < 0 && RE2::PartialMatch(t, *kRankWord, &rank_text) &&
+        absl::SimpleAtoi(rank_text, &named) && named >= 0 && named < kMaxRanks)
+      rank = named;
     const absl::string_view name = m->cause;
+    // Uneven inputs: one finding, naming only the ranks that ran out (the
+    // others say that one did, not which).
+    if (name == "uneven" && absl::string_view(m->id) == "torch.join.uneven") rank = -1;
+    const std::string address = MessageAddress(*m, t);
+    const std::string key =
+        name == "uneven" ? "uneven" : absl::StrCat(m->cause, "/", m->id, "/", address);
+    Event e{cause.kind, key, rank, l.process, when, t};
     e.facts.cause = name == "fabric" ? LogCause::kFabric
                     : name == "p2p"  ? LogCause::kCudaIpc
                                      : LogCause::kCatalogued;
@@ -489,7 +502,10 @@ class LogDiagnoser {
         when = std::min(when, e->when);
       }
       x.ranks.assign(ranks.begin(), ranks.end());
-      const Event& first = *es.front();
+      // The words of the first event that names its rank (it says more),
+      // else of the first.
+      auto named = std::find_if(es.begin(), es.end(), [](const Event* e) { return e->rank >= 0; });
+      const Event& first = named != es.end() ? **named : *es.front();
       LogFacts facts = first.facts;
       facts.line = first.text;
       x.facts = std::move(facts);

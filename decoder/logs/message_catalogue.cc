@@ -25,6 +25,10 @@ const MessageCause kCauses[] = {
     {"shm", FindingKind::kInitFailure, "shm",
      "give the container a larger /dev/shm (docker run --shm-size=8g, or --ipc=host; on "
      "Kubernetes an emptyDir with medium: Memory on /dev/shm), or set NCCL_SHM_DISABLE=1"},
+    {"world_size", FindingKind::kInitFailure, "bootstrap",
+     "start every rank with the same world size (WORLD_SIZE, --nnodes x --nproc-per-node, the "
+     "nranks passed to ncclCommInitRank) and a distinct rank, and give each job its own "
+     "NCCL_COMM_ID/MASTER_PORT so two jobs never meet at one root"},
     {"gpu", FindingKind::kInitFailure, "gpu",
      "give each rank of a communicator its own GPU: set the device from LOCAL_RANK "
      "(torch.cuda.set_device(local_rank)) and check CUDA_VISIBLE_DEVICES on every rank"},
@@ -122,6 +126,10 @@ const std::vector<CatalogueMessage>& Table() {
        R"(Error while (?:creating|attaching to) shared memory segment|failed to extend \S*shm|unable to allocate shared memory|Cannot allocate memory.*/dev/shm|/dev/shm.*(?:No space|Cannot allocate))",
        "NCCL 2.7-2.32 misc/shmutils.cc, transport/shm.cc", MessagePhase::kInit, "shm", false,
        "could not create NCCL's shared-memory segment in /dev/shm", nullptr},
+      {"nccl.bootstrap.nranks_mismatch", R"(mismatch in rank count from procs)",
+       "NCCL 2.4-2.32 bootstrap.cc (the root, on ranks reporting different nranks)",
+       MessagePhase::kInit, "world_size", false,
+       "was started with a different number of ranks than the others (nranks disagrees)", nullptr},
       {"nccl.gpu.duplicate", R"(Duplicate GPU detected)", "NCCL 2.5-2.32 init.cc",
        MessagePhase::kInit, "gpu", false, "shares a GPU with another rank of the same communicator",
        nullptr},
@@ -254,6 +262,12 @@ const std::vector<CatalogueMessage>& Table() {
        "(TORCH_DISTRIBUTED_DEBUG=DETAIL)",
        MessagePhase::kRuntime, "torch_mismatch", false,
        "ran a different collective than another rank at the same point (PyTorch's own check)",
+       nullptr},
+      {"torch.join.exhausted", R"(Rank \d+ exhausted all inputs)",
+       "PyTorch 1.10+ torch/distributed/algorithms/join.py (Join with "
+       "throw_on_early_termination)",
+       MessagePhase::kRuntime, "uneven", false,
+       "ran out of inputs before the other ranks (uneven inputs): it left the training loop early",
        nullptr},
       {"torch.join.uneven", R"(Detected at least one rank that exhausted inputs)",
        "PyTorch 1.8+ torch/nn/parallel/distributed.py (join)", MessagePhase::kRuntime, "uneven",
