@@ -222,3 +222,88 @@ TEST_CASE("every message of the catalogue is matched by a line of the corpus", "
 }
 
 }  // namespace
+
+namespace {
+
+// The log as NcclLog reads it: the body of one corpus file.
+struct Read1 {
+  jobs::TempDir dir;
+  NcclLog log;
+  explicit Read1(const std::string& relative) {
+    const std::string path = dir.path() + "/log";
+    {
+      std::ofstream out(path);
+      for (const std::string& l : Read(fs::path(NCCLWATCH_LOG_CORPUS) / relative).body)
+        out << l << "\n";
+    }
+    REQUIRE(log.AddFile(path).ok());
+    log.Finish();
+  }
+  const ncclwatch::decoder::LogLine* FirstWarn() const {
+    for (const auto& l : log.lines())
+      if (l.level == ncclwatch::decoder::LogLine::kWarn) return &l;
+    return nullptr;
+  }
+};
+
+TEST_CASE("the reader: NCCL 2.32's function names, redacted pids, prefixes anywhere",
+          "[logs][corpus]") {
+  {
+    // "[time] vm:PID:TID [0] bootstrap.cc:129 (bootstrapNetInit) NCCL WARN ..."
+    Read1 r("real/2.32.3/bad_ifname.log");
+    REQUIRE(r.log.processes().size() == 1);
+    CHECK(r.log.processes()[0].host == "vm");
+    CHECK(r.log.processes()[0].pid > 0);
+    CHECK(r.log.processes()[0].env.at("NCCL_SOCKET_IFNAME") == "nosuchif");
+    REQUIRE(r.FirstWarn() != nullptr);
+    CHECK(r.FirstWarn()->text == "Bootstrap : no socket interface found");
+    CHECK(r.FirstWarn()->when_ns > 0);  // NCCL's WARN timestamp
+  }
+  {
+    // "worker-0:<pid>:<tid> [0] ...": the host kept, no pid.
+    Read1 r("quoted/nccl_redacted_pid.log");
+    REQUIRE(r.log.processes().size() == 1);
+    CHECK(r.log.processes()[0].host == "worker-0");
+    CHECK(r.log.processes()[0].pid == -1);
+  }
+  {
+    // Before NCCL 2.4: "host:pid:tid [dev] misc/ibvwrap.cu:61 WARN ..."
+    Read1 r("quoted/nccl_pre27_legacy_warn.log");
+    REQUIRE(r.FirstWarn() != nullptr);
+    CHECK(r.FirstWarn()->text == "Call to ibv_reg_mr failed");
+    CHECK(r.log.processes().at(0).host == "gpu-node1");
+    CHECK(r.log.processes().at(0).pid == 2211);
+  }
+  {
+    // grep -r's "file.log:" before NCCL's prefix.
+    Read1 r("quoted/nccl_grep_prefix.log");
+    REQUIRE(r.log.processes().size() == 1);
+    CHECK(r.log.processes()[0].host == "node-2");
+    CHECK(r.log.processes()[0].pid == 5776);
+  }
+  {
+    // Ray's "(RayWorkerWrapper pid=..., ip=...)" before NCCL's prefix.
+    Read1 r("quoted/ray_prefix_socket_closed.log");
+    REQUIRE(r.log.processes().size() == 1);
+    CHECK(r.log.processes()[0].host == "node7");
+    CHECK(r.log.processes()[0].rank == 3);  // from its Init line
+  }
+  {
+    // torchrun's "[rankN]:" before a glog prefix; srun's "N: ".
+    Read1 torch("quoted/torch_store_client_timeout.log");
+    for (const auto& l : torch.log.lines()) CHECK(l.tagged_rank == 1);
+    Read1 srun("quoted/torch_store_client_refused.log");
+    for (const auto& l : srun.log.lines()) CHECK(l.tagged_rank == 2);
+  }
+  {
+    // A WARN line alone, without host:pid:tid: a process of its own, no pid.
+    Read1 r("quoted/nccl_warn_fragment_ib_reg_mr.log");
+    REQUIRE(r.log.processes().size() == 1);
+    CHECK(r.log.processes()[0].host.empty());
+    CHECK(r.log.processes()[0].pid == -1);
+    REQUIRE(r.FirstWarn() != nullptr);
+    CHECK(r.FirstWarn()->message != nullptr);
+  }
+}
+
+}  // namespace
