@@ -79,6 +79,10 @@ const MessageCause kCauses[] = {
     {"ddp_model", FindingKind::kDdpUsage, "",
      "build the same model on every rank before wrapping it in DistributedDataParallel (the same "
      "config, the same parameters in the same order, the same shapes)"},
+    {"size_mismatch", FindingKind::kCollectiveMismatch, "",
+     "make every rank call the same collectives and sends/receives with the same counts and "
+     "datatypes (a last batch of another size, or a shape computed per rank, is the usual "
+     "cause); TORCH_DISTRIBUTED_DEBUG=DETAIL names the calls"},
     {"torch_mismatch", FindingKind::kCollectiveMismatch, "",
      "make every rank call the same collectives in the same order with the same shapes; the "
      "ranks that differ took another code path at that point"},
@@ -115,7 +119,7 @@ const std::vector<CatalogueMessage>& Table() {
        MessagePhase::kInit, "bootstrap", false,
        "was given an NCCL_COMM_ID that is not an address and port", nullptr},
       {"nccl.socket.getaddrinfo", R"(error encountered when getting address info)",
-       "NCCL 2.12-2.32 misc/socket.cc", MessagePhase::kInit, "bootstrap", false,
+       "NCCL 2.4-2.32 misc/socket.cc", MessagePhase::kInit, "bootstrap", false,
        "could not resolve the root's host name (NCCL_COMM_ID or MASTER_ADDR)", nullptr},
       {"nccl.socket.connect",
        R"([Cc]onnect to \S+ failed|Call to connect returned|[Cc]onnect(?:ion)? to \S+ timed out)",
@@ -124,13 +128,24 @@ const std::vector<CatalogueMessage>& Table() {
        R"([Cc]onnect(?:ion)? to (\S+?)[,\s])"},
       {"nccl.shm.segment",
        R"(Error while (?:creating|attaching to) shared memory segment|failed to extend \S*shm|unable to allocate shared memory|Cannot allocate memory.*/dev/shm|/dev/shm.*(?:No space|Cannot allocate))",
-       "NCCL 2.7-2.32 misc/shmutils.cc, transport/shm.cc", MessagePhase::kInit, "shm", false,
+       "NCCL 2.7-2.9 shmutils.cc ('failed to extend'), 2.10-2.32 ('Error while creating/attaching "
+       "to shared memory segment')",
+       MessagePhase::kInit, "shm", false,
        "could not create NCCL's shared-memory segment in /dev/shm", nullptr},
-      {"nccl.bootstrap.nranks_mismatch", R"(mismatch in rank count from procs)",
-       "NCCL 2.4-2.32 bootstrap.cc (the root, on ranks reporting different nranks)",
+      {"nccl.bootstrap.nranks_mismatch", R"(mismatch in (?:rank count|info) from procs)",
+       "NCCL 2.4-2.21 bootstrap.cc ('mismatch in rank count from procs'), 2.22+ ('mismatch in "
+       "info from procs, nranks ...'): the root, on ranks reporting different nranks",
        MessagePhase::kInit, "world_size", false,
        "was started with a different number of ranks than the others (nranks disagrees)", nullptr},
-      {"nccl.gpu.duplicate", R"(Duplicate GPU detected)", "NCCL 2.5-2.32 init.cc",
+      {"nccl.bootstrap.truncated", R"(Message truncated : received)",
+       "NCCL 2.12-2.30 bootstrap.cc (bootstrapRecv and its peers' exchange)", MessagePhase::kInit,
+       "world_size", false,
+       "received a bootstrap message of another size than it expected: ranks of different jobs, "
+       "sizes or NCCL versions met at one root",
+       nullptr},
+      {"nccl.gpu.duplicate", R"(Duplicate GPU detected|Multiple Ranks are using the same GPU)",
+       "NCCL 2.5-2.28 init.cc ('Duplicate GPU detected'), 2.30 ('Multiple Ranks are using the same "
+       "GPU/Partition')",
        MessagePhase::kInit, "gpu", false, "shares a GPU with another rank of the same communicator",
        nullptr},
       {"nccl.version.mismatch", R"(Mismatched NCCL version|NCCL version mismatch)",
@@ -141,7 +156,8 @@ const std::vector<CatalogueMessage>& Table() {
        "NCCL 2.4-2.32 (any CUDA call), CUDA runtime", MessagePhase::kAny, "version", false,
        "has a CUDA driver older than the CUDA runtime (or none at all)", nullptr},
       {"nccl.cuda.no_libcuda", R"(Failed to find CUDA library|libcuda\.so[.\d]*: cannot open)",
-       "NCCL 2.13-2.18 misc/cudawrap.cc", MessagePhase::kInit, "driver", false,
+       "NCCL 2.13-2.18 misc/cudawrap.cc (real 2.18.3 output in real/)", MessagePhase::kInit,
+       "driver", false,
        "could not load the GPU driver's library (libcuda.so): no driver in this container or "
        "machine",
        nullptr},
@@ -152,9 +168,13 @@ const std::vector<CatalogueMessage>& Table() {
        "got an InfiniBand/RoCE completion error: a message to a peer failed on the fabric "
        "(status 12 is retries exhausted: a link, a switch, or a peer that went away)",
        R"(from peer (\S+?)[\s,])"},
-      {"nccl.ib.async_event", R"(NET/IB ?: ?\S+ Got async (?:error )?event|Got async event)",
-       "NCCL 2.7-2.32 transport/net_ib.cc (ibvAsyncThread)", MessagePhase::kRuntime, "net_runtime",
-       false, "got an InfiniBand async event (a port or device error)", nullptr},
+      {"nccl.ib.async_event", R"(Got (?:non-fatal )?async event|NET/IB ?: ?\S+ async fatal event)",
+       "NCCL 2.4-2.21 transport/net_ib.cc ('Got async event : %s', with the device since 2.21), "
+       "2.30 "
+       "net_ib/common.cc "
+       "('async fatal event', 'Got non-fatal async event')",
+       MessagePhase::kRuntime, "net_runtime", false,
+       "got an InfiniBand async event (a port or device error)", nullptr},
       {"nccl.ib.reg_mr", R"(ibv_reg_mr|ibv_reg_dmabuf_mr)", "NCCL 2.4-2.32 misc/ibvwrap.cc",
        MessagePhase::kAny, "ib", false,
        "could not register memory with the InfiniBand HCA (often a low RLIMIT_MEMLOCK)", nullptr},
@@ -169,12 +189,12 @@ const std::vector<CatalogueMessage>& Table() {
        "NCCL 2.17-2.32 transport/nvls.cc, CUDA multicast", MessagePhase::kAny, "fabric", true,
        "could not use the NVLink fabric (NVSwitch, NVLS multicast)", nullptr},
       {"nccl.p2p.ipc",
-       R"(P2P/IPC|cudaIpcOpenMemHandle|cudaIpcGetMemHandle|peer access|peer mapping|cuMemImportFromShareableHandle|IPC handle)",
+       R"(P2P/IPC|failed to peer with device|cudaIpcOpenMemHandle|cudaIpcGetMemHandle|peer access|peer mapping|cuMemImportFromShareableHandle|IPC handle)",
        "NCCL 2.4-2.32 transport/p2p.cc", MessagePhase::kAny, "p2p", true,
        "could not map another local GPU's memory (P2P / CUDA IPC)", nullptr},
       // --- NCCL, a running job
       {"nccl.remote_error", R"(remote process exited or there was a network error|ncclRemoteError)",
-       "NCCL 2.12-2.32 ncclGetErrorString (ncclRemoteError)", MessagePhase::kAny, "peer_lost",
+       "NCCL 2.13-2.32 ncclGetErrorString (ncclRemoteError)", MessagePhase::kAny, "peer_lost",
        false, "lost a peer: NCCL says the remote process exited or the network failed", nullptr},
       {"nccl.socket.closed", R"(Connection closed by remote peer|Connection reset by peer)",
        "NCCL 2.4-2.32 misc/socket.cc", MessagePhase::kAny, "peer_lost", false,
@@ -182,13 +202,26 @@ const std::vector<CatalogueMessage>& Table() {
        R"((?:peer|from) (\S+?<\d+>|\d+\.\d+\.\d+\.\d+:?\d*))"},
       {"nccl.socket.recv",
        R"(Call to recv from \S+ failed|socketProgress(?:Opt)?: .*failed|socket progress error|NET/Socket ?: ?socket)",
-       "NCCL 2.4-2.32 misc/socket.cc, transport/net_socket.cc", MessagePhase::kRuntime, "peer_lost",
-       false, "failed to talk to a peer over a socket", nullptr},
+       "NCCL 2.10-2.32 misc/socket.cc ('Call to recv from %s failed'), transport/net_socket.cc",
+       MessagePhase::kRuntime, "peer_lost", false, "failed to talk to a peer over a socket",
+       nullptr},
       {"nccl.proxy.error",
        R"(\[Service thread\] Error encountered progressing|\[Proxy Service \d+\] Failed to execute operation|Proxy Call to rank \d+ failed|proxyProgress.*failed|\[Proxy Progress\])",
-       "NCCL 2.12-2.32 proxy.cc", MessagePhase::kRuntime, "peer_lost", false,
+       "NCCL 2.12-2.32 proxy.cc ('[Proxy Service %d] Failed to execute operation' since 2.12, "
+       "'[Service thread] Error encountered progressing' since 2.17)",
+       MessagePhase::kRuntime, "peer_lost", false,
        "had its proxy thread fail an operation with a peer (usually a peer that went away)",
        nullptr},
+      {"nccl.socket.truncated", R"(NET/Socket ?: ?peer \S+ message truncated)",
+       "NCCL 2.12-2.30 transport/net_socket.cc", MessagePhase::kRuntime, "size_mismatch", false,
+       "received more bytes from a peer than the operation expected: the two ranks disagree on "
+       "the operation's size",
+       R"(peer (\S+) message truncated)"},
+      {"nccl.ras.dead_peer", R"(RAS declaring peer \S+ as DEAD)",
+       "NCCL 2.24-2.30 ras/peers.cc (INFO, NCCL_DEBUG_SUBSYS including RAS)",
+       MessagePhase::kRuntime, "peer_lost", false,
+       "was told by NCCL's RAS that a peer stopped answering (declared dead)",
+       R"(peer (\S+) as DEAD)"},
       // --- loaders and libraries
       {"loader.nccl_symbol",
        R"(undefined symbol: nccl\w+|version `?NCCL_[\d.]+'? not found|libnccl\.so[.\d]*: cannot open shared object file|Failed to load NCCL library)",

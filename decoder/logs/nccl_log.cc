@@ -359,7 +359,10 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
     const bool prefixed = NcclPrefix(before, &host, &pid);
     line.level = groups[1] == "WARN" || groups[1] == "ABORT" ? LogLine::kWarn : LogLine::kInfo;
     line.text = raw.substr(end);
-    if (line.level == LogLine::kWarn) line.message = FindMessage(line.text);
+    // INFO lines are most of a log and none is an error; NCCL's RAS reports
+    // the peers it declares dead in them.
+    if (line.level == LogLine::kWarn || absl::StartsWith(line.text, "RAS "))
+      line.message = FindMessage(line.text);
     ++nccl_lines_;
     if (prefixed) {
       line.process = ProcessFor(host, pid, source);
