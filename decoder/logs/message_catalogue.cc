@@ -78,7 +78,9 @@ const MessageCause kCauses[] = {
      "_set_static_graph() if the graph never changes, or run one forward per backward"},
     {"ddp_model", FindingKind::kDdpUsage, "",
      "build the same model on every rank before wrapping it in DistributedDataParallel (the same "
-     "config, the same parameters in the same order, the same shapes)"},
+     "config, the same parameters in the same order, the same shapes); '0 params' on the other "
+     "side means that rank did not answer: look for why it was late or stuck, and for NCCL errors "
+     "before this one"},
     {"size_mismatch", FindingKind::kCollectiveMismatch, "",
      "make every rank call the same collectives and sends/receives with the same counts and "
      "datatypes (a last batch of another size, or a shape computed per rank, is the usual "
@@ -239,8 +241,10 @@ const std::vector<CatalogueMessage>& Table() {
       {"torch.store.client_failed", R"(The client socket has failed to connect to)",
        "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
        false,
-       "could not connect to the rendezvous store (TCPStore) as a client (refused: nothing "
-       "listens there yet, or a wrong MASTER_ADDR/MASTER_PORT)",
+       "could not connect to the rendezvous store (TCPStore) as a client (the errno says why: "
+       "refused "
+       "when nothing listens there yet or at a wrong MASTER_ADDR/MASTER_PORT, unreachable or timed "
+       "out when the address is not reachable from this node)",
        R"(connect to \[?([^\]\s]+?)\]?:(\d+))"},
       {"torch.store.server_bind",
        R"(The server socket has failed to (?:listen|bind)|server socket.*(?:EADDRINUSE|[Aa]ddress already in use))",
@@ -289,7 +293,10 @@ const std::vector<CatalogueMessage>& Table() {
        "PyTorch 1.9+ torch/csrc/distributed/c10d/comm.cpp, reducer.cpp "
        "(verify_params_across_processes)",
        MessagePhase::kInit, "ddp_model", false,
-       "built a different model than the other ranks before wrapping it in DDP", nullptr},
+       "failed DDP's check that every rank holds the same parameters: a different model on some "
+       "rank, or, when the other rank 'has inconsistent 0 params', that rank never took part (it "
+       "was stuck, or the collective that carries the check failed)",
+       nullptr},
       {"torch.debug.mismatch", R"(Detected mismatch between collectives on ranks)",
        "PyTorch 1.10+ torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp "
        "(TORCH_DISTRIBUTED_DEBUG=DETAIL)",

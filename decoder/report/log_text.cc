@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "analysis/nccl_semantics.h"
 #include "logs/message_catalogue.h"
 #include "report/names.h"
@@ -155,8 +156,10 @@ void RenderLogFinding(const Finding& f, const LogFacts& x, FindingText* t) {
       // The catalogue's words for the message (logs/message_catalogue.h).
       const CatalogueMessage* m = MessageById(x.message);
       if (m == nullptr) return;
+      // The report ends the sentence; the line's own full stop would double it.
       t->detail = absl::StrCat(RanksOrUnknown(f.ranks), " ", m->meaning,
-                               x.address ? absl::StrCat(" (", *x.address, ")") : "", ": ", x.line);
+                               x.address ? absl::StrCat(" (", *x.address, ")") : "", ": ",
+                               absl::StripSuffix(x.line, "."));
       t->detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(t->detail[0])));
       t->fix = CauseOf(*m).fix;
       if (!f.ranks.empty()) t->groups.push_back({f.ranks, KindName(f.kind)});
