@@ -127,7 +127,8 @@ int32_t NcclResultFromText(const std::string& t) {
 bool NcclErrorText(const std::string& t) {
   return absl::StrContains(t, "NCCL error") || absl::StrContains(t, "NCCL failure") ||
          absl::StrContains(t, "DistBackendError") ||
-         (NcclResultFromText(t) >= 0 && absl::StrContains(t, "nccl"));
+         (NcclResultFromText(t) >= 0 &&
+          (absl::StrContains(t, "nccl") || absl::StrContains(t, "NCCL")));
 }
 
 bool LooksLikeError(const LogLine& l) {
