@@ -224,9 +224,26 @@ class LogDiagnoser {
     const std::string key =
         name == "uneven" ? "uneven" : absl::StrCat(m->cause, "/", m->id, "/", address);
     Event e{cause.kind, key, rank, l.process, when, t};
-    e.facts.cause = name == "fabric" ? LogCause::kFabric
-                    : name == "p2p"  ? LogCause::kCudaIpc
-                                     : LogCause::kCatalogued;
+    // The causes whose findings existed before the catalogue keep their own
+    // facts; every other message is kCatalogued, described by the catalogue.
+    static const struct {
+      const char* cause;
+      LogCause log_cause;
+      const char* memory;
+    } kOwnFacts[] = {
+        {"fabric", LogCause::kFabric, nullptr},
+        {"p2p", LogCause::kCudaIpc, nullptr},
+        {"gpu_failed", LogCause::kGpuFailed, nullptr},
+        {"gpu_oom", LogCause::kGpuOutOfMemory, "gpu"},
+        {"host_oom", LogCause::kHostOutOfMemory, "host"},
+        {"kernel", LogCause::kKernelError, nullptr},
+    };
+    e.facts.cause = LogCause::kCatalogued;
+    for (const auto& own : kOwnFacts) {
+      if (name != own.cause) continue;
+      e.facts.cause = own.log_cause;
+      if (own.memory != nullptr) e.facts.memory = own.memory;
+    }
     e.facts.message = m->id;
     if (!address.empty()) e.facts.address = address;
     // A lost peer is what follows a death: after the deaths the logs name.
@@ -264,8 +281,6 @@ class LogDiagnoser {
     // and converted with a check: digits that overflow are no number here.
     static const LazyRE2 kXid = {
         R"(Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})[^)]*\): (\d+))"};
-    static const LazyRE2 kHostOom = {
-        R"((?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\))"};
     static const LazyRE2 kRemote = {R"(Connection closed by remote peer ([^\s,]+))"};
     static const LazyRE2 kSignalRank = {
         R"(rank (\d+)\b.*?(?:died of|exited on|killed by) signal (\d+))"};
@@ -296,40 +311,6 @@ class LogDiagnoser {
         e.facts.cause = LogCause::kXid;
         Add(e);
         continue;
-      }
-      for (const char* ecc : {"uncorrectable ECC error encountered", "GPU has fallen off the bus",
-                              "is/are busy or unavailable", "ECC error"}) {
-        if (absl::StrContains(t, ecc)) {
-          Event e{FindingKind::kGpuFault, ecc, rank, l.process, when, t};
-          e.facts.cause = LogCause::kGpuFailed;
-          Add(e);
-          handled = true;
-          break;
-        }
-      }
-      if (absl::StrContains(t, "out of memory") || absl::StrContains(t, "OutOfMemoryError") ||
-          absl::StrContains(t, "Failed to CUDA calloc")) {
-        Event e{FindingKind::kOutOfMemory, "gpu", rank, l.process, when, t};
-        e.facts.memory = "gpu";
-        e.facts.cause = LogCause::kGpuOutOfMemory;
-        Add(e);
-        handled = true;
-      } else if (RE2::PartialMatch(t, *kHostOom) || absl::StrContains(t, "oom-kill")) {
-        Event e{FindingKind::kOutOfMemory, "host", rank, l.process, when, t};
-        e.facts.memory = "host";
-        e.facts.cause = LogCause::kHostOutOfMemory;
-        Add(e);
-        handled = true;
-      }
-      for (const char* kernel : {"illegal memory access", "unspecified launch failure",
-                                 "misaligned address", "device-side assert"}) {
-        if (absl::StrContains(t, kernel)) {
-          Event e{FindingKind::kCudaError, kernel, rank, l.process, when, t};
-          e.facts.cause = LogCause::kKernelError;
-          Add(e);
-          handled = true;
-          break;
-        }
       }
       if (absl::StrContains(t, "Connection closed by remote peer") &&
           RE2::PartialMatch(t, *kRemote, &m1)) {

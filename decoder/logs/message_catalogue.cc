@@ -53,6 +53,21 @@ const MessageCause kCauses[] = {
      "check GPU peer access on the node (nvidia-smi topo -m; ACS/IOMMU settings in a VM), run "
      "containers with --ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 "
      "works around it (slower)"},
+    {"gpu_failed", FindingKind::kGpuFault, "",
+     "take the GPU (or node) out of the job: check it with nvidia-smi -q -d ECC,ROW_REMAPPER and "
+     "dmesg, reset it (nvidia-smi -r, or reboot the node) and report the Xid to the cluster's "
+     "administrators; restart the job from its last checkpoint without that GPU"},
+    {"gpu_oom", FindingKind::kOutOfMemory, "",
+     "reduce the memory per GPU (batch size, activation checkpointing, sharding) or leave room "
+     "for NCCL's buffers (created at init, and by each new communicator): lower NCCL_BUFFSIZE, or "
+     "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"},
+    {"host_oom", FindingKind::kOutOfMemory, "",
+     "give the job more host memory (the container's memory limit), or use less: fewer "
+     "data-loader workers, pinned-memory buffers, or CPU offload"},
+    {"kernel", FindingKind::kCudaError, "",
+     "a kernel of the program (or of a library) faulted: rerun that rank with "
+     "CUDA_LAUNCH_BLOCKING=1 or under compute-sanitizer to find it; if dmesg shows a hardware Xid "
+     "with it, treat it as a GPU fault"},
     {"cuda", FindingKind::kCudaError, "cuda",
      "check the GPU and its driver with nvidia-smi (an Xid in dmesg means the GPU needs a reset), "
      "CUDA_VISIBLE_DEVICES, and that the framework's CUDA matches the driver; rerun with "
@@ -327,6 +342,25 @@ const std::vector<CatalogueMessage>& Table() {
        R"(Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|Some NCCL operations have failed or timed out|WorkNCCL::checkTimeout|ProcessGroupNCCL::watchdogHandler|ncclCommWatchdog)",
        "PyTorch 1.9+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", MessagePhase::kRuntime,
        "watchdog", false, "timed out in a collective (PyTorch's NCCL watchdog)", nullptr},
+      // --- the GPU, its memory and the host's, kernels
+      {"host.oom_killer",
+       R"((?:Out of memory|Memory cgroup out of memory): Killed process \d+|oom-kill|oom_reaper)",
+       "the Linux kernel's OOM killer (mm/oom_kill.c), in dmesg", MessagePhase::kAny, "host_oom",
+       false, "was killed by the kernel's out-of-memory killer", nullptr},
+      {"gpu.failed",
+       R"(uncorrectable ECC error encountered|GPU has fallen off the bus|is/are busy or unavailable|ECC error)",
+       "the CUDA runtime's error strings (cudaErrorECCUncorrectable, cudaErrorDevicesUnavailable), "
+       "the driver's dmesg",
+       MessagePhase::kAny, "gpu_failed", false, "lost its GPU to a hardware failure", nullptr},
+      {"gpu.out_of_memory", R"(out of memory|OutOfMemoryError|Failed to CUDA calloc)",
+       "the CUDA runtime (cudaErrorMemoryAllocation), PyTorch's torch.cuda.OutOfMemoryError, NCCL "
+       "2.4-2.32 alloc.h ('Failed to CUDA calloc')",
+       MessagePhase::kAny, "gpu_oom", false, "ran out of GPU memory", nullptr},
+      {"cuda.kernel_fault",
+       R"(illegal memory access|unspecified launch failure|misaligned address|device-side assert)",
+       "the CUDA runtime's error strings for a faulting kernel (cudaErrorIllegalAddress, "
+       "cudaErrorLaunchFailure, cudaErrorMisalignedAddress, cudaErrorAssert)",
+       MessagePhase::kAny, "kernel", false, "hit a CUDA error in a kernel", nullptr},
       // --- CUDA errors under a framework
       {"cuda.error", R"(CUDA error: |cudaError\w+|CUDA_ERROR_\w+|Cuda failure)",
        "the CUDA runtime through PyTorch (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK",

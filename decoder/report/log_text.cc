@@ -62,13 +62,6 @@ XidInfo Xid(int xid) {
   }
 }
 
-constexpr char kHardwareFix[] =
-    "take the GPU (or node) out of the job: check it with nvidia-smi -q -d ECC,ROW_REMAPPER and "
-    "dmesg, reset it "
-    "(nvidia-smi -r, or reboot the node) and report the Xid to the cluster's administrators; "
-    "restart the job from "
-    "its last checkpoint without that GPU";
-
 // "ALLREDUCE(numel=4096) #17"
 std::string Describe(const LogFacts::Timeout& t) {
   return absl::StrCat(t.op, t.numel.empty() ? "" : absl::StrCat("(numel=", t.numel, ")"), " #",
@@ -84,7 +77,7 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
       const XidInfo info = Xid(xid);
       *head = absl::StrFormat("GPU %s reported Xid %d: %s", x.bus_id.value_or(""), xid, info.what);
       *fix = info.hardware
-                 ? kHardwareFix
+                 ? CauseNamed("gpu_failed")->fix
                  : "this Xid usually follows a fault in the program's own kernel: run the failing "
                    "rank "
                    "under compute-sanitizer, and check dmesg for an Xid 79/48/94/95 before it";
@@ -92,22 +85,15 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
     }
     case LogCause::kGpuFailed:
       *head = absl::StrCat("the GPU failed: ", x.line);
-      *fix = kHardwareFix;
+      *fix = CauseNamed("gpu_failed")->fix;
       return true;
     case LogCause::kGpuOutOfMemory:
       *head = absl::StrCat("ran out of GPU memory: ", x.line);
-      *fix =
-          "reduce the memory per GPU (batch size, activation checkpointing, sharding) or leave "
-          "room for NCCL's "
-          "buffers (created at init, and by each new communicator): lower NCCL_BUFFSIZE, or set "
-          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+      *fix = CauseNamed("gpu_oom")->fix;
       return true;
     case LogCause::kHostOutOfMemory:
       *head = absl::StrCat("was killed by the kernel's out-of-memory killer: ", x.line);
-      *fix =
-          "give the job more host memory (the container's memory limit), or use less: fewer "
-          "data-loader "
-          "workers, pinned-memory buffers, or CPU offload";
+      *fix = CauseNamed("host_oom")->fix;
       return true;
     case LogCause::kFabric:
       *head = absl::StrCat("NVLink fabric (NVLS/NVSwitch) setup failed: ", x.line);
@@ -119,12 +105,7 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
       return true;
     case LogCause::kKernelError:
       *head = absl::StrCat("hit a CUDA error in a kernel: ", x.line);
-      *fix =
-          "a kernel of the program (or of a library) faulted: rerun that rank with "
-          "CUDA_LAUNCH_BLOCKING=1 "
-          "or under compute-sanitizer to find it; if dmesg shows a hardware Xid with it, treat it "
-          "as a GPU "
-          "fault";
+      *fix = CauseNamed("kernel")->fix;
       return true;
     case LogCause::kLauncherDeath: {
       const int signo = x.signo.value_or(0);
