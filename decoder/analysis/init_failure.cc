@@ -551,6 +551,16 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
   for (const InitEvidence& r : ranks) {
     bool consequence = false;
     std::optional<Cause> c = Classify(r, job, &consequence);
+    if (c && c->facts.message.empty()) {
+      // The catalogue's id of the rank's message that names this subsystem, if one does.
+      for (const std::string& t : Texts(r)) {
+        const CatalogueMessage* m = FindMessage(t);
+        if (m != nullptr && c->facts.subsystem == CauseOf(*m).subsystem) {
+          c->facts.message = m->id;
+          break;
+        }
+      }
+    }
     if (consequence) consequences.insert(r.rank);
     if (!c) continue;
     const int64_t when = std::min(r.FirstFailureNs(), r.end_ns > 0 ? r.end_ns : INT64_MAX);
