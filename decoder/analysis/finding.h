@@ -261,8 +261,8 @@ struct InitFailureFacts {
   std::string call;                     // unknown: the failed call; waiting: the call waited in
   int result = -1;                      // unknown: its ncclResult_t, -1 unknown
   std::vector<std::string> until;       // waiting: how the waiting ranks ended
-  std::string message;  // the catalogue's id of the message that named the cause (kCatalogued,
-                        // kFabric, kPeerToPeer), "" when none did
+  std::string message;  // the catalogue's id of the rank's message that names the cause (or
+                        // its subsystem), "" when none does
 };
 
 // Findings of explain (logs/log_diagnosis.cc): what the log lines showed.
