@@ -168,8 +168,9 @@ const std::vector<CatalogueMessage>& Table() {
        MessagePhase::kInit, "gpu", false, "shares a GPU with another rank of the same communicator",
        nullptr},
       {"nccl.version.mismatch", R"(Mismatched NCCL version|NCCL version mismatch)",
-       "NCCL bootstrap (version check)", MessagePhase::kInit, "version", false,
-       "runs another NCCL version than its peers", nullptr},
+       "NCCL 2.23-2.30 init.cc ('Mismatched NCCL version detected : rank %d version %d rank %d "
+       "version %d'); before 2.23 a skew shows as a truncated bootstrap message or a hang",
+       MessagePhase::kInit, "version", false, "runs another NCCL version than its peers", nullptr},
       {"nccl.cuda.driver_insufficient",
        R"(driver version is insufficient|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)",
        "NCCL 2.4-2.32 (any CUDA call), CUDA runtime", MessagePhase::kAny, "version", false,
