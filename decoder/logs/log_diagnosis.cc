@@ -69,14 +69,20 @@ int Priority(const Finding& f) {
       return 4;
     case FindingKind::kInitFailure: {
       const auto* init = std::get_if<InitFailureFacts>(&f.facts);
-      return init != nullptr && init->subsystem == "waiting" ? 14 : 5;
+      return init != nullptr && init->subsystem == "waiting" ? 15 : 5;
     }
     case FindingKind::kRendezvousFailure:
       return 6;
     case FindingKind::kDdpUsage:
       return 7;
-    case FindingKind::kRankDied:
-      return 8;
+    case FindingKind::kRankDied: {
+      // A peer lost (a closed connection, NCCL's remote error, RAS) is what
+      // the others saw of a failure: after everything that could be it.
+      const auto* log = std::get_if<LogFacts>(&f.facts);
+      const bool lost_peer = log != nullptr && (log->cause == LogCause::kLostPeer ||
+                                                log->cause == LogCause::kCatalogued);
+      return lost_peer ? 12 : 8;
+    }
     case FindingKind::kCudaError:
       return 9;
     case FindingKind::kCollectiveMismatch:
@@ -84,11 +90,11 @@ int Priority(const Finding& f) {
     case FindingKind::kMissingRank:
       return 11;
     case FindingKind::kTeardownHang:
-      return 12;
-    case FindingKind::kWatchdogTimeout:
       return 13;
+    case FindingKind::kWatchdogTimeout:
+      return 14;
     default:
-      return 15;
+      return 16;
   }
 }
 
