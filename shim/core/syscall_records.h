@@ -33,10 +33,6 @@ struct SysCallEvent {
   const void* caller = nullptr;
 };
 
-// Tracing, without starting the tracer: a libc call made before the shim's
-// constructor ran is simply not recorded.
-inline bool TracingNow() { return __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kTracing; }
-
 // Whether a call deserves a record: it came from NCCL's code, or it failed
 // on a thread that is inside an NCCL init or teardown call.
 inline bool WantSysCall(const void* caller, bool failed) {
