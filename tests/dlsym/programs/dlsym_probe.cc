@@ -1,0 +1,88 @@
+// dlsym_probe: NCCL reached through dlopen and dlsym, as Python's ctypes and
+// frameworks' loaders reach it, printing what each call gave so that a run
+// with libncclwatch.so preloaded can be compared with one without. Not
+// linked with -lnccl.
+//
+//   dlsym_probe local            ctypes' CDLL: dlopen(RTLD_LOCAL), then dlsym and
+//                                dlvsym on the handle (nccl* and pnccl*)
+//   dlsym_probe copies DIR...    one libnccl.so.2 from each DIR (copies of one
+//                                library: separate NCCLs), ncclGetUniqueId of each
+//   dlsym_probe deepbind         dlopen(RTLD_DEEPBIND), then dlsym on the handle
+
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace {
+
+void* Open(const std::string& path, int flags) {
+  void* h = dlopen(path.c_str(), flags);
+  if (h == nullptr) {
+    std::printf("dlopen %s failed: %s\n", path.c_str(), dlerror());
+    std::exit(2);
+  }
+  return h;
+}
+
+template <typename Fn>
+Fn Sym(void* h, const char* name) {
+  void* p = dlsym(h, name);
+  if (p == nullptr) {
+    std::printf("dlsym %s failed: %s\n", name, dlerror());
+    std::exit(2);
+  }
+  return reinterpret_cast<Fn>(p);
+}
+
+void UniqueId(decltype(&ncclGetUniqueId) get, const char* what) {
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  std::printf("%s -> %d\n", what, static_cast<int>(get(&id)));
+}
+
+int Local() {
+  void* h = Open("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  int version = 0;
+  const ncclResult_t r = Sym<decltype(&ncclGetVersion)>(h, "ncclGetVersion")(&version);
+  std::printf("ncclGetVersion -> %d, %d\n", static_cast<int>(r), version);
+  UniqueId(Sym<decltype(&ncclGetUniqueId)>(h, "ncclGetUniqueId"), "ncclGetUniqueId");
+  UniqueId(Sym<decltype(&ncclGetUniqueId)>(h, "pncclGetUniqueId"), "pncclGetUniqueId");
+  auto error_string = Sym<decltype(&ncclGetErrorString)>(h, "ncclGetErrorString");
+  std::printf("ncclGetErrorString(3) = %s\n", error_string(ncclInternalError));
+  // dlvsym asks for an exact version, which NCCL's unversioned exports do
+  // not have: not found, with and without the shim alike.
+  std::printf("dlvsym found: %d\n", dlvsym(h, "ncclGetUniqueId", "NCCL_2.0") != nullptr);
+  std::printf("dlsym of a name NCCL lacks: %d\n", dlsym(h, "ncclNoSuchFunction") != nullptr);
+  return 0;
+}
+
+int Copies(int n, char** dirs) {
+  for (int i = 0; i < n; ++i) {
+    void* h = Open(std::string(dirs[i]) + "/libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    UniqueId(Sym<decltype(&ncclGetUniqueId)>(h, "ncclGetUniqueId"),
+             ("copy " + std::to_string(i)).c_str());
+  }
+  return 0;
+}
+
+int DeepBind() {
+  void* h = Open("libnccl.so.2", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  int version = 0;
+  const ncclResult_t r = Sym<decltype(&ncclGetVersion)>(h, "ncclGetVersion")(&version);
+  std::printf("ncclGetVersion -> %d, %d\n", static_cast<int>(r), version);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "local") return Local();
+  if (mode == "copies") return Copies(argc - 2, argv + 2);
+  if (mode == "deepbind") return DeepBind();
+  std::printf("usage: dlsym_probe local|copies DIR...|deepbind\n");
+  return 2;
+}
