@@ -8,6 +8,10 @@
 //   dlsym_probe copies DIR...    one libnccl.so.2 from each DIR (copies of one
 //                                library: separate NCCLs), ncclGetUniqueId of each
 //   dlsym_probe deepbind         dlopen(RTLD_DEEPBIND), then dlsym on the handle
+//   dlsym_probe init             ctypes-style: ncclGetUniqueId, then a one-rank
+//                                ncclCommInitRank (uniqueid_probe's output lines)
+//   dlsym_probe symbols NAME...  dlopen(RTLD_GLOBAL), then whether dlsym finds each
+//                                name in the handle and with RTLD_DEFAULT
 
 #include <dlfcn.h>
 #include <nccl.h>
@@ -76,6 +80,36 @@ int DeepBind() {
   return 0;
 }
 
+int Init() {
+  void* h = Open("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  auto get_id = Sym<decltype(&ncclGetUniqueId)>(h, "ncclGetUniqueId");
+  auto init = Sym<decltype(&ncclCommInitRank)>(h, "ncclCommInitRank");
+  auto error_string = Sym<decltype(&ncclGetErrorString)>(h, "ncclGetErrorString");
+  auto last_error = Sym<decltype(&ncclGetLastError)>(h, "ncclGetLastError");
+  auto destroy = Sym<decltype(&ncclCommDestroy)>(h, "ncclCommDestroy");
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  ncclResult_t r = get_id(&id);
+  std::printf("result %d %s\n", r, error_string(r));
+  std::printf("lasterror %s\n", last_error(nullptr));
+  if (r != ncclSuccess) return 0;
+  ncclComm_t comm = nullptr;
+  r = init(&comm, 1, id, 0);
+  std::printf("init result %d %s\n", r, error_string(r));
+  std::printf("init lasterror %s\n", last_error(nullptr));
+  if (r == ncclSuccess) destroy(comm);
+  return 0;
+}
+
+int Symbols(int n, char** names) {
+  void* h = Open("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
+  for (int i = 0; i < n; ++i) {
+    std::printf("%s handle=%d default=%d\n", names[i], dlsym(h, names[i]) != nullptr,
+                dlsym(RTLD_DEFAULT, names[i]) != nullptr);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,6 +117,8 @@ int main(int argc, char** argv) {
   if (mode == "local") return Local();
   if (mode == "copies") return Copies(argc - 2, argv + 2);
   if (mode == "deepbind") return DeepBind();
-  std::printf("usage: dlsym_probe local|copies DIR...|deepbind\n");
+  if (mode == "init") return Init();
+  if (mode == "symbols") return Symbols(argc - 2, argv + 2);
+  std::printf("usage: dlsym_probe local|copies DIR...|deepbind|init|symbols NAME...\n");
   return 2;
 }
