@@ -2,6 +2,7 @@
 
 #include "core/nccl_visibility.h"
 
+#include <errno.h>
 #include <link.h>
 #include <sched.h>
 #include <string.h>
@@ -153,15 +154,27 @@ int ScanCallback(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
+// Keeps errno across the shim's own work.
+class ErrnoGuard {
+ public:
+  ErrnoGuard() : saved_(errno) {}
+  ~ErrnoGuard() { errno = saved_; }
+
+ private:
+  int saved_;
+};
+
 }  // namespace
 
 void NoteNcclNotSeen(NcclNotSeen reason, const char* path) {
+  ErrnoGuard keep;
   Lock();
   Note(reason, path != nullptr ? path : "");
   Unlock();
 }
 
 void CheckNcclVisibility() {
+  ErrnoGuard keep;
   if (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff) return;
   Lock();
   Scan s;

@@ -36,13 +36,20 @@
 // wrapper that forwards every call unchanged and records the calls that
 // fail (ibv_reg_mr over RLIMIT_MEMLOCK, ibv_open_device, ...), with errno.
 //
-// Only on x86-64; elsewhere dlopen and dlvsym are not interposed.
+// Only on x86-64; elsewhere dlopen, dlsym and dlvsym are not interposed.
 //
-// HOT PATH (every dlopen/dlvsym of the process, every wrapped verbs call):
-// nothing here allocates, locks or makes a system call once glibc's
-// functions are resolved (the first call resolves them with dlsym), except
-// a module rescan when a library that may be an NCCL plugin looks up a verbs
-// function (not signal-safe, like the lookup itself).
+// HOT PATH (every dlopen/dlsym/dlvsym of the process, every wrapped verbs
+// call): a lookup of any other name, and every verbs call, allocate nothing,
+// take no lock and make no system call once glibc's functions are found
+// (the first call finds them in libc's symbol table, walking the module
+// list); the wrappers handed out are nccl_hooks.cc's, with its contract.
+// Not signal-safe, like the lookups themselves: each dlopen, and each lookup
+// of an NCCL name, looks at the modules loaded since the last look
+// (core/nccl_visibility.h) and may create the trace file; an NCCL lookup
+// takes a spin lock when it fills a library slot; a module rescan runs when a
+// library that may be an NCCL plugin looks up a verbs function. None of
+// them changes what the caller gets, except that an NCCL entry point comes
+// back as the shim's wrapper of exactly it.
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -61,7 +68,7 @@
 
 namespace {
 
-using namespace ncclwatch::shim;  // NOLINT: this file is the shim's dlopen/dlvsym surface
+using namespace ncclwatch::shim;  // NOLINT: this file is the shim's dlopen/dlsym/dlvsym surface
 
 void* g_real_dlopen = nullptr;
 void* g_real_dlvsym = nullptr;
@@ -310,13 +317,18 @@ struct DlvsymStep {
 
 // An NCCL entry point looked up by the program: the shim's wrapper for what
 // glibc finds for it (see the top of the file).
-DlvsymStep NcclLookup(void* real, bool versioned, void* handle, const char* name,
-                      const char* version, const void* caller) {
+static DlvsymStep NcclLookup(void* real, bool versioned, void* handle, const char* name,
+                             const char* version, const void* caller) {
+  const int saved = errno;
   CheckNcclVisibility();
+  errno = saved;
   bool ok = true;
   void* found = AskAsCaller(real, versioned, handle, name, version, caller, &ok);
   if (!ok) return {real, nullptr};
-  return {nullptr, WrapNcclLookup(name, found)};
+  const int after = errno;  // as glibc left it
+  void* wrapper = WrapNcclLookup(name, found);
+  errno = after;
+  return {nullptr, wrapper};
 }
 
 // dlsym's: what to do, as for dlvsym.
@@ -349,8 +361,10 @@ extern "C" __attribute__((visibility("hidden"), used)) void* NcclwatchBeforeDlop
   if (Enabled() && !FromShim(caller)) {
     // Before this load: what the previous ones brought (NCCL linked into a
     // framework library, a second libnccl.so).
+    const int saved = errno;
     CheckNcclVisibility();
     if ((flags & RTLD_DEEPBIND) != 0) NoteDeepBindDlopen(name);
+    errno = saved;
   }
   if (name != nullptr && WantSysCall(caller, false)) {
     SysCallEvent e;
