@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <iostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,7 +34,7 @@ std::vector<std::string> Traced(const std::string& dir) {
 jobs::RankResult Run(const std::string& program, const std::vector<std::string>& args,
                      const std::vector<std::string>& env) {
   jobs::JobSpec spec;
-  spec.argv = {jobs::BinDir() + "/" + program};
+  spec.argv = {program[0] == '/' ? program : jobs::BinDir() + "/" + program};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.env = env;
   spec.timeout_s = 60;
@@ -172,6 +173,30 @@ TEST_CASE("ctypes-style loading: the same answers, and the calls recorded", "[dl
   CHECK(ApiCalls(t) ==
         std::multiset<std::string>{"ncclGetVersion", "ncclGetUniqueId", "ncclGetUniqueId"});
   CHECK(t.not_seen.empty());
+}
+
+TEST_CASE("Python's ctypes: the calls recorded, the answers unchanged", "[dlsym][python]") {
+  // ctypes.CDLL is dlopen(RTLD_LOCAL); each attribute is a dlsym on the handle.
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  if (Run("/bin/sh", {"-c", "command -v " + python}, Plain()).exit_code != 0) {
+    std::cout << "NCCLWATCH-SKIP: no python3 to run ctypes with\n";
+    return;
+  }
+  const std::string script =
+      "import ctypes\n"
+      "lib = ctypes.CDLL('libnccl.so.2')\n"
+      "v = ctypes.c_int()\n"
+      "print('ncclGetVersion', lib.ncclGetVersion(ctypes.byref(v)), v.value)\n"
+      "uid = ctypes.create_string_buffer(128)\n"
+      "print('ncclGetUniqueId', lib.ncclGetUniqueId(uid))\n";
+  jobs::TempDir dir;
+  const jobs::RankResult r = Compare("/bin/sh", {"-c", python + " -c \"$0\"", script}, dir.path());
+  CHECK(r.output.find("ncclGetVersion 0 22809") != std::string::npos);
+  CHECK(r.output.find("ncclGetUniqueId 0") != std::string::npos);
+  // One file: the shell (and any launcher script in front of python) made none.
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CHECK(t.nccl_version == 22809);
+  CHECK(ApiCalls(t) == std::multiset<std::string>{"ncclGetVersion", "ncclGetUniqueId"});
 }
 
 TEST_CASE("a library in front of NCCL that forwards with dlsym(RTLD_NEXT) still reaches NCCL",
