@@ -132,7 +132,8 @@ struct ProcessEndEvent {
 struct NcclNotSeenEvent {
   uint64_t order = 0;
   uint64_t t = 0;
-  uint32_t reason = 0;  // 1 linked in, 2 RTLD_DEEPBIND, 3 a second libnccl, 4 no slot left
+  uint32_t reason = 0;  // 1 linked in, 2 RTLD_DEEPBIND, 3 a second libnccl, 4 no slot left,
+                        // 5 NCCL's code active, no call seen
   std::string path;
   bool calls_seen = false;  // the shim had seen NCCL calls when it was written
 };

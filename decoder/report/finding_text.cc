@@ -372,6 +372,14 @@ void Render(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&, 
                                      "are not recorded"));
         fixes.insert("load fewer NCCL libraries in one process");
         break;
+      case 5:
+        parts.push_back(absl::StrCat(who, ": the code of ", i.path,
+                                     " made system calls before the shim saw any NCCL call, so "
+                                     "NCCL was reached some way the shim does not see"));
+        fixes.insert(
+            "call NCCL through the dynamic linker or a pointer from dlsym/dlvsym, not one found "
+            "otherwise");
+        break;
       default:
         parts.push_back(absl::StrCat(who, ": NCCL code the shim cannot see (", i.path, ")"));
         break;

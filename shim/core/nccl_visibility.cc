@@ -10,11 +10,17 @@
 
 #include "core/comm_registry.h"
 #include "core/elf_symbols.h"
+#include "core/nccl_code.h"
 #include "core/record_builder.h"
 #include "core/tracer.h"
 #include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::shim {
+
+int g_nccl_code_active = 0;
+uintptr_t g_untraced_callers[kUntracedCallers];
+unsigned g_untraced_next = 0;
+
 namespace {
 
 namespace f = fields;
@@ -43,6 +49,7 @@ size_t g_last_modules = 0;
 
 // The first libnccl.so found, and whether NCCL is in the process at all.
 uintptr_t g_first_nccl = 0;
+char g_first_nccl_path[512];
 bool g_has_nccl = false;
 
 // RTLD_DEEPBIND dlopens waiting for NCCL to show up.
@@ -126,10 +133,23 @@ int ScanCallback(dl_phdr_info* info, size_t, void* data) {
   if (g_seen_count < kMaxSeen) g_seen[g_seen_count++] = key;
   if (Contains(info, s->self)) return 0;  // the shim exports NCCL's names itself
   if (!exe && name[0] == '\0') return 0;  // the vDSO
+  if (IsNcclModule(name)) {
+    // NCCL's code (libnccl.so, its plugins), known to the libc hooks before
+    // there is a trace file, so that its calls can raise ACTIVE_UNSEEN.
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+      const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+      if (ph.p_type != PT_LOAD) continue;
+      lo = ph.p_vaddr < lo ? ph.p_vaddr : lo;
+      hi = ph.p_vaddr + ph.p_memsz > hi ? ph.p_vaddr + ph.p_memsz : hi;
+    }
+    if (hi != 0) AddNcclCode(info->dlpi_addr + lo, info->dlpi_addr + hi);
+  }
   if (IsLibnccl(name)) {
     g_has_nccl = true;
     if (g_first_nccl == 0) {
       g_first_nccl = info->dlpi_addr;
+      CopyName(g_first_nccl_path, sizeof(g_first_nccl_path), name);
     } else if (g_first_nccl != info->dlpi_addr) {
       Add(s, NcclNotSeen::kSecondLibrary, name);
     }
@@ -182,6 +202,13 @@ void CheckNcclVisibility() {
   dl_iterate_phdr(ScanCallback, &s);
   if (s.index > 0) g_last_modules = s.index;
   for (int i = 0; i < s.nfound; ++i) Note(s.found[i].reason, s.found[i].path);
+  for (unsigned i = 0; i < kUntracedCallers; ++i) {
+    const uintptr_t a = __atomic_load_n(&g_untraced_callers[i], __ATOMIC_RELAXED);
+    if (a != 0 && FromNccl(reinterpret_cast<const void*>(a)))
+      __atomic_store_n(&g_nccl_code_active, 1, __ATOMIC_RELAXED);
+  }
+  if (__atomic_load_n(&g_nccl_code_active, __ATOMIC_RELAXED) != 0 && !TracingNow())
+    Note(NcclNotSeen::kActiveUnseen, g_first_nccl_path[0] != '\0' ? g_first_nccl_path : "NCCL");
   if (g_has_nccl) {
     for (int i = 0; i < g_deep_count; ++i) Note(NcclNotSeen::kDeepBind, g_deep[i]);
     g_deep_count = 0;

@@ -18,6 +18,14 @@
 //                   reaches only the first; dlsym lookups reach either.
 //   SLOTS_FULL      a dlsym lookup found an NCCL beyond the shim's library
 //                   slots (real_nccl.h) and was handed the real function.
+//   ACTIVE_UNSEEN   libnccl.so's (or a plugin's) code made C library calls
+//                   (sockets, /dev/shm files) before the shim saw any NCCL
+//                   call: NCCL was reached some way the shim does not see
+//                   (a pointer found without dlsym, RTLD_DEEPBIND). The libc
+//                   hooks only note the caller (NoteUntracedCall: a flag when
+//                   it is in NCCL's code already known, else its address in a
+//                   small ring, judged when the modules are next looked at,
+//                   for an NCCL loaded since); the record is written then.
 //
 // How it notices, given that the trace file only exists once the process
 // makes an NCCL call (core/tracer.h), and a process whose NCCL is invisible
@@ -39,6 +47,8 @@
 
 #include <stdint.h>
 
+#include "core/nccl_code.h"
+
 namespace ncclwatch::shim {
 
 enum class NcclNotSeen : uint32_t {  // trace.proto NcclNotSeen.Reason
@@ -46,7 +56,28 @@ enum class NcclNotSeen : uint32_t {  // trace.proto NcclNotSeen.Reason
   kDeepBind = 2,
   kSecondLibrary = 3,
   kSlotsFull = 4,
+  kActiveUnseen = 5,
 };
+
+// From the libc hooks, for a call they would record (socket, bind, ...)
+// while there is no trace file. HOT PATH: a few loads and stores;
+// async-signal-safe.
+extern int g_nccl_code_active;
+inline constexpr unsigned kUntracedCallers = 32;
+extern uintptr_t g_untraced_callers[kUntracedCallers];
+extern unsigned g_untraced_next;
+inline void NoteUntracedCall(const void* caller) {
+  if (FromNccl(caller)) {
+    __atomic_store_n(&g_nccl_code_active, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  const uintptr_t a = reinterpret_cast<uintptr_t>(caller);
+  const unsigned last = __atomic_load_n(&g_untraced_next, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&g_untraced_callers[(last - 1) % kUntracedCallers], __ATOMIC_RELAXED) == a)
+    return;  // the same call site again (a loop): keep the ring for others
+  const unsigned i = __atomic_fetch_add(&g_untraced_next, 1u, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_untraced_callers[i % kUntracedCallers], a, __ATOMIC_RELAXED);
+}
 
 // Records it (once per reason and path), creating the trace file if needed.
 void NoteNcclNotSeen(NcclNotSeen reason, const char* path);

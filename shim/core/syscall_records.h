@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/nccl_code.h"
+#include "core/nccl_visibility.h"
 #include "core/tracer.h"
 
 namespace ncclwatch::shim {
@@ -35,8 +36,13 @@ struct SysCallEvent {
 
 // Whether a call deserves a record: it came from NCCL's code, or it failed
 // on a thread that is inside an NCCL init or teardown call.
+// Without a trace file (no NCCL call seen yet), a call from NCCL's code is
+// only noted (core/nccl_visibility.h: ACTIVE_UNSEEN).
 inline bool WantSysCall(const void* caller, bool failed) {
-  if (!TracingNow()) return false;
+  if (!TracingNow()) {
+    NoteUntracedCall(caller);
+    return false;
+  }
   if (FromNccl(caller)) return true;
   return failed && ThisThread().in_call != 0;
 }

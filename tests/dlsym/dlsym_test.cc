@@ -257,6 +257,21 @@ TEST_CASE("NCCL loaded with RTLD_DEEPBIND is noted", "[dlsym]") {
   CheckNotVisible(dir.path(), "deepbind", "libnccl.so.2");
 }
 
+TEST_CASE("NCCL called through a pointer found without dlsym: its code at work is noted",
+          "[dlsym]") {
+  jobs::TempDir dir;
+  const jobs::RankResult r = Compare("dlsym_probe", {"raw"}, dir.path());
+  CHECK(r.output.find("found without dlsym: 1") != std::string::npos);
+  CHECK(r.output.find("ncclGetUniqueId -> 0") != std::string::npos);
+  // The call itself was not seen; NCCL's bootstrap sockets were, at exit.
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CHECK(t.apis.empty());
+  REQUIRE(t.not_seen.size() == 1);
+  CHECK(t.not_seen[0].reason == 5);
+  CHECK(fs::path(t.not_seen[0].path).filename() == "libnccl.so.2");
+  CheckNotVisible(dir.path(), "active_unseen", "libnccl.so.2");
+}
+
 TEST_CASE("NCCL linked into the program is reported as not visible, not as healthy",
           "[dlsym][static]") {
   for (const std::string program : {"static_nccl_main", "static_nccl_main_exported"}) {

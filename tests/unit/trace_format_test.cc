@@ -429,4 +429,6 @@ TEST_CASE("NcclNotSeen: the shim's field numbers and reasons are trace.proto's",
         f::nccl_not_seen::kSecondLibrary);
   CHECK(static_cast<uint32_t>(reason->FindValueByName("SLOTS_FULL")->number()) ==
         f::nccl_not_seen::kSlotsFull);
+  CHECK(static_cast<uint32_t>(reason->FindValueByName("ACTIVE_UNSEEN")->number()) ==
+        f::nccl_not_seen::kActiveUnseen);
 }

@@ -12,8 +12,11 @@
 //                                ncclCommInitRank (uniqueid_probe's output lines)
 //   dlsym_probe symbols NAME...  dlopen(RTLD_GLOBAL), then whether dlsym finds each
 //                                name in the handle and with RTLD_DEFAULT
+//   dlsym_probe raw              dlopen(RTLD_LOCAL), then ncclGetUniqueId found by
+//                                reading the library's symbol table, without dlsym
 
 #include <dlfcn.h>
+#include <link.h>
 #include <nccl.h>
 
 #include <cstdio>
@@ -110,6 +113,35 @@ int Symbols(int n, char** names) {
   return 0;
 }
 
+// `name` from the handle's dynamic symbol table, read in memory (its
+// symbols come right before its string table, as linkers lay them out).
+void* WithoutDlsym(void* handle, const char* name) {
+  link_map* lm = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == nullptr) return nullptr;
+  const ElfW(Sym)* symtab = nullptr;
+  const char* strtab = nullptr;
+  auto at = [&](ElfW(Addr) p) { return p < lm->l_addr ? lm->l_addr + p : p; };
+  for (const ElfW(Dyn)* d = lm->l_ld; d->d_tag != DT_NULL; ++d) {
+    if (d->d_tag == DT_SYMTAB) symtab = reinterpret_cast<const ElfW(Sym)*>(at(d->d_un.d_ptr));
+    if (d->d_tag == DT_STRTAB) strtab = reinterpret_cast<const char*>(at(d->d_un.d_ptr));
+  }
+  if (symtab == nullptr || strtab == nullptr || reinterpret_cast<const char*>(symtab) > strtab)
+    return nullptr;
+  for (const ElfW(Sym)* s = symtab + 1; reinterpret_cast<const char*>(s + 1) <= strtab; ++s) {
+    if (s->st_shndx != SHN_UNDEF && std::strcmp(strtab + s->st_name, name) == 0)
+      return reinterpret_cast<void*>(lm->l_addr + s->st_value);
+  }
+  return nullptr;
+}
+
+int Raw() {
+  void* h = Open("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  void* p = WithoutDlsym(h, "ncclGetUniqueId");
+  std::printf("found without dlsym: %d\n", p != nullptr);
+  if (p != nullptr) UniqueId(reinterpret_cast<decltype(&ncclGetUniqueId)>(p), "ncclGetUniqueId");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,6 +151,7 @@ int main(int argc, char** argv) {
   if (mode == "deepbind") return DeepBind();
   if (mode == "init") return Init();
   if (mode == "symbols") return Symbols(argc - 2, argv + 2);
-  std::printf("usage: dlsym_probe local|copies DIR...|deepbind|init|symbols NAME...\n");
+  if (mode == "raw") return Raw();
+  std::printf("usage: dlsym_probe local|copies DIR...|deepbind|init|symbols NAME...|raw\n");
   return 2;
 }
