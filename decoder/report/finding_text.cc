@@ -349,7 +349,7 @@ void Render(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&, 
     switch (i.reason) {
       case 1:
         parts.push_back(absl::StrCat(who, ": NCCL is linked into ", i.path,
-                                     ", whose calls to it never reach the shim"));
+                                     ", whose own calls to it may never reach the shim"));
         fixes.insert(
             "link NCCL dynamically (libnccl.so.2; for PyTorch, the nvidia-nccl wheel, "
             "USE_SYSTEM_NCCL=1) so its calls can be seen");

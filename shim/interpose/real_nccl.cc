@@ -19,6 +19,24 @@ RealNccl g_real_slots[kNcclSlots];
 
 namespace {
 
+// The first module other than the shim that defines `name`.
+struct AnyDefinition {
+  const char* name;
+  uintptr_t self;
+  void* found = nullptr;
+};
+
+int AnyDefinitionCallback(dl_phdr_info* info, size_t, void* data) {
+  auto* s = static_cast<AnyDefinition*>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type == PT_LOAD && s->self >= lo && s->self < lo + ph.p_memsz) return 0;  // the shim
+  }
+  s->found = FindDynamicSymbol(info, s->name);
+  return s->found != nullptr;
+}
+
 void* FindReal(const char* name) {
   if (void* p = dlsym(RTLD_NEXT, name)) return p;
   // NCCL loaded in a local scope (dlopen without RTLD_GLOBAL, as Python
@@ -31,7 +49,15 @@ void* FindReal(const char* name) {
       if (p) return p;
     }
   }
-  return nullptr;
+  // NCCL linked into a library loaded in a local scope that exports its
+  // entry points (a framework's): its own calls to them reach the shim
+  // through the global lookup, and must go on to its definitions, as
+  // without the shim. (core/nccl_visibility.h notes such a library.)
+  AnyDefinition any;
+  any.name = name;
+  any.self = reinterpret_cast<uintptr_t>(&AnyDefinitionCallback);
+  dl_iterate_phdr(AnyDefinitionCallback, &any);
+  return any.found;
 }
 
 #pragma GCC diagnostic push

@@ -4,9 +4,9 @@
 // dlopen, on the first call that finds one missing: first the next definition
 // after the shim in the global scope (dlsym RTLD_NEXT), then an already
 // loaded libnccl.so.2 even if it sits in a dlopen'ed local scope (PyTorch
-// loads it that way). That first-call resolution is the one place a hook is
-// not async-signal-safe (dlsym may allocate); every later call only reads a
-// pointer.
+// loads it that way), then any loaded module that exports the function (a
+// library with NCCL linked in, in a local scope). That first-call resolution is the one place a
+// hook is not async-signal-safe (dlsym may allocate); every later call only reads a pointer.
 //
 // Several NCCLs in one process. The exported hooks (nccl_hooks.cc) forward
 // to g_real, the NCCL the dynamic linker's global lookup finds. A program

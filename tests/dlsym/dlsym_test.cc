@@ -272,6 +272,21 @@ TEST_CASE("NCCL called through a pointer found without dlsym: its code at work i
   CheckNotVisible(dir.path(), "active_unseen", "libnccl.so.2");
 }
 
+TEST_CASE("a framework library with NCCL linked in, loaded in a local scope: unchanged, noted",
+          "[dlsym][static]") {
+  // Its calls to its own (exported) NCCL reach the shim through the global
+  // lookup; the shim must forward them to the framework's definitions.
+  jobs::TempDir dir;
+  const std::string lib = jobs::BinDir() + "/libfake_framework.so";
+  const jobs::RankResult r = Compare("dlsym_probe", {"framework", lib}, dir.path());
+  CHECK(r.output.find("framework_init -> 100") != std::string::npos);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  REQUIRE(t.not_seen.size() == 1);
+  CHECK(t.not_seen[0].reason == 1);
+  CHECK(t.not_seen[0].path == lib);
+  CheckNotVisible(dir.path(), "linked_in", "libfake_framework.so");
+}
+
 TEST_CASE("NCCL linked into the program is reported as not visible, not as healthy",
           "[dlsym][static]") {
   for (const std::string program : {"static_nccl_main", "static_nccl_main_exported"}) {

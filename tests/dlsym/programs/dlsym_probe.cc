@@ -14,6 +14,8 @@
 //                                name in the handle and with RTLD_DEFAULT
 //   dlsym_probe raw              dlopen(RTLD_LOCAL), then ncclGetUniqueId found by
 //                                reading the library's symbol table, without dlsym
+//   dlsym_probe framework PATH   dlopen(RTLD_LOCAL) a library with NCCL linked in,
+//                                then its framework_init()
 
 #include <dlfcn.h>
 #include <link.h>
@@ -134,6 +136,12 @@ void* WithoutDlsym(void* handle, const char* name) {
   return nullptr;
 }
 
+int Framework(const char* path) {
+  void* h = Open(path, RTLD_NOW | RTLD_LOCAL);
+  std::printf("framework_init -> %d\n", Sym<int (*)()>(h, "framework_init")());
+  return 0;
+}
+
 int Raw() {
   void* h = Open("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
   void* p = WithoutDlsym(h, "ncclGetUniqueId");
@@ -152,6 +160,8 @@ int main(int argc, char** argv) {
   if (mode == "init") return Init();
   if (mode == "symbols") return Symbols(argc - 2, argv + 2);
   if (mode == "raw") return Raw();
-  std::printf("usage: dlsym_probe local|copies DIR...|deepbind|init|symbols NAME...|raw\n");
+  if (mode == "framework" && argc > 2) return Framework(argv[2]);
+  std::printf(
+      "usage: dlsym_probe local|copies DIR...|deepbind|init|symbols NAME...|raw|framework PATH\n");
   return 2;
 }
