@@ -133,8 +133,11 @@ class Diagnoser {
   }
 
   Life LifeOf(const ProcessFacts& p) {
-    if (p.fate.kind == Fate::kExited)
-      return p.fate.exit_code == 0 ? Life::kCleanExit : Life::kErrorExit;
+    if (p.fate.kind == Fate::kExited) {
+      if (p.fate.exit_code == 0) return Life::kCleanExit;
+      // An error code after a signal it handled (SIGTERM, 143): the launcher ended it.
+      return p.fate.signo != 0 ? Life::kSignal : Life::kErrorExit;
+    }
     if (p.fate.kind == Fate::kSignal) return Life::kSignal;
     const ProcessCompletion& c = p.completion;
     const bool beats = c.beats > 0 && observed_.now_ns > 0;
@@ -412,7 +415,18 @@ class Diagnoser {
       d.end_call = mem->end_call;
       return d;
     }
+    const bool beats = p.completion.beats > 0;
+    const bool idle = !Waiting(m.process);
     if (p.fate.kind == Fate::kExited) {
+      // Exited on a signal it handled (the launcher's SIGTERM), after the
+      // others entered, its heartbeat going on and no NCCL call pending:
+      // it was alive, idle outside NCCL, until the job was ended.
+      if (p.fate.signo != 0 && p.fate.exit_code != 0 && beats && idle &&
+          p.fate.when_ns >= entered_ns) {
+        d.how = Departure::kAliveIdle;
+        d.until_signo = p.fate.signo;
+        return d;
+      }
       d.how = Departure::kExited;
       return d;
     }
@@ -430,8 +444,6 @@ class Diagnoser {
       d.later_site = Site(m.process, later->caller);
       return d;
     }
-    const bool beats = p.completion.beats > 0;
-    const bool idle = !Waiting(m.process);
     if (p.fate.kind == Fate::kSignal) {
       d.signo = p.fate.signo;
       if (CrashSignal(p.fate.signo) || p.fate.when_ns < entered_ns) {
@@ -885,10 +897,14 @@ class Diagnoser {
       facts.last = p.last;
       facts.tracked = p.completion.AllTracked();
       facts.work_done = facts.tracked && !Waiting(q);
-      std::optional<uint64_t> unused;
-      const LastCall doing = Doing(q);
-      Locate(q, doing.valid ? doing.comm : 0, &x, &unused);
-      if (!Waiting(q)) x.phase.reset();
+      if (Waiting(q)) {  // where it left work behind
+        std::optional<uint64_t> unused;
+        const LastCall doing = Doing(q);
+        Locate(q, doing.valid ? doing.comm : 0, &x, &unused);
+        x.phase.reset();
+      } else {
+        x.ranks = {p.rank >= 0 ? p.rank : static_cast<int>(p.pid)};
+      }
       x.when_ns = p.fate.when_ns;
       x.facts = std::move(facts);
       add(std::move(x), q);

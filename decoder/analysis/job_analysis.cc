@@ -40,6 +40,12 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
   e.host = t.host;
   e.pid = t.pid;
   for (const NcclErrorEvent& x : t.errors) {
+    // An asynchronous error on a communicator that was made happened after
+    // its init: the completion findings report it, not init forensics.
+    if (x.async && x.comm != 0) {
+      const CommMembership* m = t.Membership(x.comm);
+      if (m != nullptr && m->Formed()) continue;
+    }
     e.failures.push_back({t.RealtimeNs(x.t), CallName(x.call), x.result, x.text, x.async});
   }
   for (const SysCallEvent& c : t.syscalls) {
