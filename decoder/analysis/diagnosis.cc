@@ -897,6 +897,13 @@ class Diagnoser {
       facts.last = p.last;
       facts.tracked = p.completion.AllTracked();
       facts.work_done = facts.tracked && !Waiting(q);
+      for (int o : members) {
+        if (o != q && life_[o] != Life::kCleanExit && life_[o] != Life::kErrorExit &&
+            procs_[o].AliveUntilNs() >= p.fate.when_ns) {
+          facts.ended_after.push_back(procs_[o].rank);
+        }
+      }
+      std::sort(facts.ended_after.begin(), facts.ended_after.end());
       if (Waiting(q)) {  // where it left work behind
         std::optional<uint64_t> unused;
         const LastCall doing = Doing(q);

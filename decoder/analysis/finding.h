@@ -259,7 +259,8 @@ struct ExitErrorFacts {
   int signo = 0;  // a signal it handled before exiting, if any
   LastCall last;  // its last NCCL call
   bool tracked = false;
-  bool work_done = false;  // tracked, and every operation it issued had completed
+  bool work_done = false;        // tracked, and every operation it issued had completed
+  std::vector<int> ended_after;  // ranks that did not end cleanly after it (killed, waiting)
 };
 
 // trace_overwritten, nccl_calls_unseen: what the traces could not show.

@@ -201,7 +201,7 @@ DepartureText Departed(const MissingRankFacts& x, const CallSiteNamer& sites) {
     case Departure::kAliveIdle: {
       const std::string until = d.until_signo ? absl::StrCat(" until ", SignalName(d.until_signo),
                                                              " ended it with the rest of the job")
-                                : d.live      ? std::string(" (live: its heartbeat is fresh)")
+                                : d.live      ? std::string(" (live when diagnosed)")
                                               : std::string(" until the others' traces end");
       return {absl::StrCat("alive, idle outside NCCL", until),
               absl::StrCat("its heartbeat shows it alive", until, ", with no NCCL call pending, ",

@@ -274,14 +274,20 @@ void RenderExitError(const Finding& f, const ExitErrorFacts& x, FindingText* t) 
                                                     CommShort(*f.comm), " not completed")
                                      : std::string("with NCCL work not completed"))
                   : std::string("its NCCL calls had returned (GPU completion not tracked)");
-  t->detail = absl::StrFormat("%s exited with code %d%s; %s, and no trace shows another cause",
-                              rank, x.exit_code, signal, work);
+  const std::string after =
+      x.ended_after.empty()
+          ? ""
+          : absl::StrCat("; ", RanksNoun(x.ended_after),
+                         " did not end cleanly after it (killed, or left waiting): consequences");
+  t->detail = absl::StrFormat("%s exited with code %d%s; %s, and no trace shows another cause%s",
+                              rank, x.exit_code, signal, work, after);
   t->fix =
       "read that rank's own error output (the exception or message before it exited) and the "
       "launcher's log; the job is not healthy while a rank exits with an error";
   t->groups.push_back(
       {f.ranks, absl::StrCat("exited (code ", x.exit_code, ")",
                              x.last.valid ? absl::StrCat(" after ", DescribeCall(x.last)) : "")});
+  if (!x.ended_after.empty()) t->groups.push_back({x.ended_after, "ended after it"});
 }
 
 void RenderBlindSpot(const Finding& f, const BlindSpotFacts& x, FindingText* t) {

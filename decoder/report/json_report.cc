@@ -147,7 +147,8 @@ void WriteFacts(const Finding&, const HangFacts& x, const CallSiteNamer&, std::o
 void WriteFacts(const Finding&, const ExitErrorFacts& x, const CallSiteNamer&, std::ostream& out) {
   out << ",\"exit_code\":" << x.exit_code
       << ",\"signal\":" << (x.signo ? JsonString(SignalName(x.signo)) : "null")
-      << ",\"work_done\":" << (x.tracked ? (x.work_done ? "true" : "false") : "null");
+      << ",\"work_done\":" << (x.tracked ? (x.work_done ? "true" : "false") : "null")
+      << ",\"ended_after\":" << Ints(x.ended_after);
 }
 
 void WriteFacts(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&,

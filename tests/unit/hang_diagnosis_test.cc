@@ -294,7 +294,7 @@ TEST_CASE("missing_rank: alive, idle outside NCCL, from the heartbeat", "[hang]"
   SECTION("live: its heartbeat is fresh") {
     const Finding x = ExpectRoot(Diagnose(Analyze(ps), LiveAt(40 * kS + 1000)),
                                  {"missing_rank", kComm, 5, {1}, "step"});
-    CHECK(Extra(x, "did_instead") == "\"alive, idle outside NCCL (live: its heartbeat is fresh)\"");
+    CHECK(Extra(x, "did_instead") == "\"alive, idle outside NCCL (live when diagnosed)\"");
   }
   SECTION("the launcher's SIGTERM ended it with the rest") {
     for (SyntheticProcess& p : ps) p.Signal(SIGTERM, 2).Exit(143);
