@@ -204,8 +204,8 @@ DepartureText Departed(const MissingRankFacts& x, const CallSiteNamer& sites) {
                                 : d.live      ? std::string(" (live when diagnosed)")
                                               : std::string(" until the others' traces end");
       return {absl::StrCat("alive, idle outside NCCL", until),
-              absl::StrCat("its heartbeat shows it alive", until, ", with no NCCL call pending, ",
-                           after, ": it never came back to this communicator"),
+              absl::StrCat("it was alive", until, ", with no NCCL call pending, ", after,
+                           ": it never came back to this communicator"),
               "the rank is stuck outside NCCL (a data loader, I/O, a CPU-side lock, a different "
               "branch): see where its program is, e.g. with py-spy dump or gdb on the hung job"};
     }
