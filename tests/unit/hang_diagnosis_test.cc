@@ -391,3 +391,36 @@ TEST_CASE("a bootstrap root that exited before the others connected is the root 
   CHECK(d.findings[1].ranks == std::vector<int>{1, 2});
   CHECK(Extra(d.findings[1], "subsystem") == "\"waiting\"");
 }
+
+TEST_CASE("never_completed: a send and its receive, both posted, never completed", "[hang]") {
+  std::vector<SyntheticProcess> ps = Tracked(2);
+  ps[0].Send(kComm, 0, 1);
+  ps[1].Recv(kComm, 0, 0);
+  for (SyntheticProcess& p : ps) p.Heartbeats(kS, 20 * kS);
+  const Finding x =
+      ExpectRoot(Diagnose(Analyze(ps)), {"never_completed", kComm, 0, {0, 1}, "step"});
+  CHECK(Extra(x, "call") == "\"Send\"");
+  CHECK(Extra(x, "peer") == "1");
+}
+
+TEST_CASE("a hang in ncclCommFinalize is at teardown", "[hang]") {
+  std::vector<SyntheticProcess> ps = Tracked(2);
+  for (SyntheticProcess& p : ps)
+    p.Collectives(kComm, 0, 3).Progress(kComm, 4).FinalizePending(kComm).Heartbeats(kS, 20 * kS);
+  const Finding x =
+      ExpectRoot(Diagnose(Analyze(ps)), {"hang_unexplained", kComm, {}, {0, 1}, "teardown"});
+  const auto t = ncclwatch::decoder::RenderFinding(x, ncclwatch::decoder::NoCallSites());
+  CHECK(t.detail.find("ranks 0-1 inside ncclCommFinalize of 3fa9c1 (the call had not returned)") !=
+        std::string::npos);
+}
+
+TEST_CASE("post-mortem, a rank blocked in host code until SIGTERM: alive, idle outside NCCL",
+          "[hang]") {
+  std::vector<SyntheticProcess> ps = Tracked(2);
+  for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 4).Progress(kComm, 5);
+  ps[0].Collective(kComm, 5);
+  for (SyntheticProcess& p : ps) p.Heartbeats(kS, 40 * kS).Signal(SIGTERM);
+  const Finding x = ExpectRoot(Diagnose(Analyze(ps)), {"missing_rank", kComm, 5, {1}, "step"});
+  CHECK(Extra(x, "did_instead") ==
+        "\"alive, idle outside NCCL until SIGTERM ended it with the rest of the job\"");
+}

@@ -218,6 +218,12 @@ class SyntheticProcess {
 
   // ncclCommDestroy / ncclCommAbort of `comm`, returned.
   SyntheticProcess& Destroy(uint64_t comm) { return End(comm, pb::COMM_DESTROY); }
+  // ncclCommFinalize of `comm`, entered and never returned.
+  SyntheticProcess& FinalizePending(uint64_t comm) {
+    End(comm, pb::COMM_FINALIZE);
+    records_.back().mutable_comm_end()->set_result(NCCLWATCH_RESULT_PENDING);
+    return *this;
+  }
   SyntheticProcess& Abort(uint64_t comm) { return End(comm, pb::COMM_ABORT); }
 
   // exit(code).
