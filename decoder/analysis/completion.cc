@@ -71,13 +71,20 @@ ProcessCompletion SummariseCompletion(const ProcessTrace& t) {
         c.oldest = call;
       }
     };
+    // A collective whose completion is not followed (captured in a CUDA
+    // graph) at or after the count completed: the count may never pass it,
+    // so nothing from it on is judged.
+    uint64_t judged_below = UINT64_MAX;
+    for (const UntrackedEvent& u : t.untracked)
+      if (u.comm == s.comm && u.call != f::kSend && u.call != f::kRecv && u.seq >= c.completed)
+        judged_below = std::min(judged_below, u.seq);
     // Collectives from the newest back to the first one not completed.
     for (auto it = s.collectives.rbegin(); it != s.collectives.rend(); ++it) {
       const CollectiveEvent& e = t.collectives[*it];
       const bool returned = e.result != kResultPending;
       if (c.tracked && returned && e.seq < c.completed) break;
       if (!Accepted(e.result)) continue;
-      if (returned && (!c.tracked || untracked.count({e.comm, e.call, e.seq}))) continue;
+      if (returned && (!c.tracked || e.seq >= judged_below)) continue;
       consider(e.order,
                LastCall{true, e.call, e.comm, e.seq, true, !returned, t.RealtimeNs(e.t), e.caller});
     }

@@ -125,6 +125,10 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
     const std::string ago = Ago(p.last.when_ns, d.end_ns);
     if (!ago.empty()) absl::StrAppend(&story, ", ", ago);
     absl::StrAppend(&story, "; ", FateText(p.fate));
+    if (p.fate.kind == Fate::kNoEnd && p.completion.beats > 0) {
+      const std::string beat = Ago(p.completion.last_beat_ns, d.end_ns);
+      if (!beat.empty()) absl::StrAppend(&story, "; last heartbeat ", beat);
+    }
     last[story].push_back(p.rank >= 0 ? p.rank : static_cast<int>(p.pid));
   }
   if (d.problem) {

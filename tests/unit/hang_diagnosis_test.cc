@@ -424,3 +424,12 @@ TEST_CASE("post-mortem, a rank blocked in host code until SIGTERM: alive, idle o
   CHECK(Extra(x, "did_instead") ==
         "\"alive, idle outside NCCL until SIGTERM ended it with the rest of the job\"");
 }
+
+TEST_CASE("a collective captured in a CUDA graph is not judged, nor what follows it", "[hang]") {
+  std::vector<SyntheticProcess> ps = Tracked(2);
+  for (SyntheticProcess& p : ps)
+    p.Collectives(kComm, 0, 3).Progress(kComm, 3).Captured(kComm, 3).Collective(kComm, 4).Exit(0);
+  const Diagnosis d = Diagnose(Analyze(ps));
+  INFO(Describe(d));
+  CHECK_FALSE(d.problem);
+}

@@ -345,6 +345,16 @@ class SyntheticProcess {
     return *this;
   }
 
+  // Collective #seq of `comm` was issued during CUDA graph capture: not tracked.
+  SyntheticProcess& Captured(uint64_t comm, uint64_t seq) {
+    auto* u = Add().mutable_untracked();
+    u->set_comm(comm);
+    u->set_call(pb::ALL_REDUCE);
+    u->set_seq(seq);
+    u->set_reason(pb::Untracked::CAPTURED);
+    return *this;
+  }
+
   // A libnccl in the module map (the shim records the modules it saw).
   SyntheticProcess& LoadedNccl() {
     auto* m = Add().mutable_module();
