@@ -34,7 +34,7 @@ constexpr int64_t kFreshIntervals = 3;
 constexpr int64_t kFirstDeathIntervals = 2;
 // Live: an operation pending this long with nothing completed since is stuck
 // (unless the shim's watchdog said so sooner, with a Stall).
-constexpr int64_t kLiveStuckNs = 30'000'000'000;
+constexpr int64_t kLiveStuckNs = 10'000'000'000;
 
 // How a process stands at the end of its trace, or now.
 enum class Life {
@@ -1182,7 +1182,31 @@ class Diagnoser {
     notes_.push_back(n);
   }
 
+  // Live, a rank that is merely behind (it has not reached a collective, or
+  // not yet posted a send or receive, the others have) is not a finding while
+  // nothing in its job is stuck: ranks run at different steps.
+  bool NotYet(const Candidate& c) const {
+    if (c.process < 0 || life_[c.process] != Life::kLive) return false;
+    const int j = job_of_[c.process];
+    if (!job_live_[j]) return false;
+    bool behind = c.finding.kind == FindingKind::kMissingRank;
+    if (const auto* p2p = std::get_if<P2pMismatchFacts>(&c.finding.facts)) {
+      behind = p2p->problem == P2pMismatchFacts::Problem::kSendNotReceived ||
+               p2p->problem == P2pMismatchFacts::Problem::kReceiveNotSent;
+    }
+    if (!behind) return false;
+    for (int q : out_.jobs[j]) {
+      if (life_[q] != Life::kLive) return false;  // a rank ended or froze: not a race
+      for (const CommCompletion& cc : procs_[q].completion.comms)
+        if (Stuck(q, cc)) return false;
+    }
+    return true;
+  }
+
   void Conclude() {
+    candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
+                                     [&](const Candidate& c) { return NotYet(c); }),
+                      candidates_.end());
     // One finding per rank that died (the communicator where it was first
     // missed), and per rank that went missing for the same reason.
     std::stable_sort(candidates_.begin(), candidates_.end(),

@@ -433,3 +433,21 @@ TEST_CASE("a collective captured in a CUDA graph is not judged, nor what follows
   INFO(Describe(d));
   CHECK_FALSE(d.problem);
 }
+
+TEST_CASE("live: a rank merely behind is no finding until the others are stuck", "[hang]") {
+  std::vector<SyntheticProcess> ps = Tracked(2);
+  for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 4).Progress(kComm, 5);
+  for (SyntheticProcess& p : ps) p.Heartbeats(kS, 40 * kS);
+  ps[0].At(40 * kS + 100).Collective(kComm, 5);  // rank 1 has not reached #5 yet
+  SECTION("half a second later: healthy") {
+    const Diagnosis d = Diagnose(Analyze(ps), LiveAt(40 * kS + 500'000'000));
+    INFO(Describe(d));
+    CHECK_FALSE(d.problem);
+  }
+  SECTION("15 s later, both still beating: rank 1 is missing, alive and idle") {
+    for (SyntheticProcess& p : ps) p.Heartbeats(55 * kS, 55 * kS);
+    const Finding x = ExpectRoot(Diagnose(Analyze(ps), LiveAt(55 * kS + 1000)),
+                                 {"missing_rank", kComm, 5, {1}, "step"});
+    CHECK(Extra(x, "did_instead") == "\"alive, idle outside NCCL (live when diagnosed)\"");
+  }
+}
