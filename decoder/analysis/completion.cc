@@ -54,6 +54,7 @@ ProcessCompletion SummariseCompletion(const ProcessTrace& t) {
     uint64_t progress_t = 0;
     if (progress != nullptr) {
       c.completed = progress->collectives;
+      c.has_progress = true;
       c.progress_ns = t.RealtimeNs(progress->t);
       done_through_t = progress->enqueued_t;
       progress_t = progress->t;

@@ -30,15 +30,17 @@ namespace ncclwatch::decoder {
 struct CommCompletion {
   uint64_t comm = 0;
   int32_t rank = -1;
-  bool tracked = false;     // CUDA events followed its GPU work
-  std::string why_not;      // not tracked: the shim's reason, "" when no record said
-  uint64_t issued = 0;      // collectives issued: #0 .. #issued-1 (from its stream)
-  uint64_t completed = 0;   // collectives completed on the GPU (the last Progress)
-  int64_t progress_ns = 0;  // when that Progress was written (realtime), 0 none
-  bool pending = false;     // an operation not completed, or a call not returned
-  bool in_call = false;     // ... that call had not returned (blocked in NCCL)
-  LastCall oldest;          // the oldest such operation
-  bool stalled = false;     // a Stall was written after the last completion
+  bool tracked = false;       // CUDA events followed its GPU work
+  std::string why_not;        // not tracked: the shim's reason, "" when no record said
+  uint64_t issued = 0;        // collectives issued: #0 .. #issued-1 (from its stream)
+  uint64_t completed = 0;     // collectives completed on the GPU (the last Progress)
+  bool has_progress = false;  // a Progress was read (else `completed` is not known: the watcher
+                              // may not have written one yet)
+  int64_t progress_ns = 0;    // when that Progress was written (realtime), 0 none
+  bool pending = false;       // an operation not completed, or a call not returned
+  bool in_call = false;       // ... that call had not returned (blocked in NCCL)
+  LastCall oldest;            // the oldest such operation
+  bool stalled = false;       // a Stall was written after the last completion
   uint64_t stall_waited_ms = 0;
 };
 

@@ -19,7 +19,9 @@ namespace f = ::ncclwatch::fields;
 // A finding that may become the root cause, with the process it is about.
 // The lowest tier wins, then the earliest: tier 0 a CUDA error, tier 1 what
 // a rank did or suffered (mismatches, deaths, asynchronous errors), tier 2
-// an operation that never completed, tier 3 what is said when nothing else is.
+// an operation that never completed, tier 3 a rank missing from a collective
+// because its GPU never finished the one before, tier 4 what is said when
+// nothing else is.
 struct Candidate {
   Finding finding;
   int process = -1;
@@ -30,8 +32,9 @@ struct Candidate {
 // intervals old is live.
 constexpr int64_t kFreshIntervals = 3;
 // A process whose life ended more than this many intervals before the
-// others' stopped living first.
-constexpr int64_t kFirstDeathIntervals = 2;
+// others' stopped living first: heartbeats are discrete, so a gap of two
+// intervals (two beats missed) measures as 2 +- jitter.
+constexpr double kFirstDeathIntervals = 1.5;
 // Live: an operation pending this long with nothing completed since is stuck
 // (unless the shim's watchdog said so sooner, with a Stall).
 constexpr int64_t kLiveStuckNs = 10'000'000'000;
@@ -189,7 +192,9 @@ class Diagnoser {
     if (p.completion.beats == 0) return 0;
     const int64_t others = OthersAliveUntil(q);
     const int64_t gap = others - StoppedNs(q);
-    return others > 0 && gap > kFirstDeathIntervals * p.completion.IntervalNs() ? gap : 0;
+    return others > 0 && gap > kFirstDeathIntervals * static_cast<double>(p.completion.IntervalNs())
+               ? gap
+               : 0;
   }
 
   // Whether `q`'s communicator rank `c` waits on work that does not move:
@@ -234,6 +239,14 @@ class Diagnoser {
         auto [it, fresh] = first.emplace(m.comm, p.index);
         if (!fresh) parent[find(p.index)] = find(it->second);
       }
+    }
+    // The process that made a communicator's unique id hosts its bootstrap
+    // root, and belongs to that communicator's job even when it never joined
+    // it (it may have exited before the others started).
+    for (const ProcessFacts& p : procs_) {
+      if (p.init.made_unique_id == 0) continue;
+      if (auto it = first.find(p.init.made_unique_id); it != first.end())
+        parent[find(p.index)] = find(it->second);
     }
     // A job whose communicators never formed (its ranks disagreed on the
     // root, say) shares none: its processes are the launcher's ranks of one
@@ -383,6 +396,9 @@ class Diagnoser {
       for (const AlignedMember& m : members)
         if (m.any && m.hi >= g.next) others.push_back(Global(m.process, comm, m.comm_rank));
       Candidate c;
+      // A rank that waits for its own GPU to finish an earlier operation is
+      // missing because of that: the never_completed finding comes first.
+      if (g.departure.how == Departure::kWaitingOnGpu) c.tier = 3;
       Finding& x = c.finding;
       x.kind = g.departure.kind;
       x.comm = comm;
@@ -432,6 +448,27 @@ class Diagnoser {
     }
     // A crash ends the question: what it did on other communicators before
     // is not why it never came back.
+    if (p.fate.kind == Fate::kSignal && CrashSignal(p.fate.signo)) {
+      d.signo = p.fate.signo;
+      d.kind = FindingKind::kRankDied;
+      d.how = Departure::kDiedOfSignal;
+      return d;
+    }
+    // Its GPU never finished an earlier operation of this communicator: it
+    // waits there (a host sync, say), not elsewhere.
+    for (const CommCompletion& c : p.completion.comms) {
+      // (Without a Progress its watcher may not have written one yet: unknown.)
+      if (c.comm != comm || !c.tracked || !c.has_progress || !c.pending || !c.oldest.has_seq)
+        continue;
+      const bool collective = c.oldest.call != f::kSend && c.oldest.call != f::kRecv;
+      if (collective && c.oldest.seq < m.hi + 1 && life_[m.process] != Life::kCleanExit &&
+          life_[m.process] != Life::kErrorExit) {
+        d.how = Departure::kWaitingOnGpu;
+        d.later_call = c.oldest;
+        d.later_site = Site(m.process, c.oldest.caller);
+        return d;
+      }
+    }
     if (p.fate.kind == Fate::kSignal && CrashSignal(p.fate.signo)) {
       d.signo = p.fate.signo;
       d.kind = FindingKind::kRankDied;
@@ -533,7 +570,7 @@ class Diagnoser {
         facts.bus_id = e.bus_id;
         facts.host = p.host;
         Locate(p.index, e.comm, &x, &facts.completed);
-        if (e.comm != 0) facts.completed = e.completed;
+        if (e.comm != 0 && e.completed > 0) facts.completed = e.completed;
         x.when_ns = e.when_ns;
         facts.also = LaterErrors(p.index, e.when_ns);
         facts.waiting = WaitingOthers(p.index);
@@ -567,8 +604,28 @@ class Diagnoser {
     LastCall op;
     for (const CommCompletion& c : procs_[q].completion.comms) {
       if (c.comm != comm) continue;
-      if (c.tracked) *completed = c.completed;
+      if (c.tracked && c.has_progress) *completed = c.completed;
       if (c.pending) op = c.oldest;
+      // Its watcher wrote no Progress (it faulted or died first): the
+      // collective it had not finished is the first the other members had
+      // not finished either.
+      if (c.tracked && !c.has_progress && c.pending) {
+        std::optional<uint64_t> frontier;
+        for (const ProcessFacts& o : procs_) {
+          if (o.index == q) continue;
+          for (const CommCompletion& oc : o.completion.comms)
+            if (oc.comm == comm && oc.has_progress)
+              frontier = std::min(frontier.value_or(UINT64_MAX), oc.completed);
+        }
+        if (frontier && *frontier < c.issued) {
+          op = LastCall{true, op.call, comm, *frontier, true, false, op.when_ns, 0};
+          if (const auto al = job_.alignments().find(comm); al != job_.alignments().end()) {
+            CollectiveSignature sig;
+            if (al->second.ReferenceAt(*frontier, &sig, &op.when_ns, nullptr, &op.caller))
+              op.call = sig.call;
+          }
+        }
+      }
     }
     if (!op.valid && comm == 0) op = Doing(q);
     if (op.valid && op.comm != 0) comm = op.comm;
@@ -648,12 +705,17 @@ class Diagnoser {
       if (nranks <= 0 || static_cast<int>(ms.size()) < nranks) continue;
       bool tracked = true, stuck = false;
       uint64_t low = UINT64_MAX, issued = UINT64_MAX;
+      bool known = false;  // some member's watcher wrote a Progress
       for (const auto& [q, c] : ms) {
         tracked &= c->tracked;
         stuck |= Stuck(q, *c);
-        low = std::min(low, c->completed);
+        known |= c->has_progress;
         issued = std::min(issued, c->issued);
       }
+      // A member with no Progress yet (it died before its watcher wrote one)
+      // completed an unknown number: the others' counts decide.
+      for (const auto& [q, c] : ms)
+        if (c->has_progress || !known) low = std::min(low, c->completed);
       if (!tracked || !stuck) continue;
       if (issued > low) {
         const auto al = job_.alignments().find(comm);
@@ -663,10 +725,12 @@ class Diagnoser {
         }
         std::vector<std::pair<int, const CommCompletion*>> named;
         for (const auto& m : ms)
-          if (m.second->completed == low) named.push_back(m);
+          if (m.second->completed == low && (m.second->has_progress || !known)) named.push_back(m);
         NeverCompletedFacts facts;
-        facts.by = named.size() < ms.size() ? NeverCompletedFacts::By::kCompleted
-                                            : NeverCompletedFacts::By::kTie;
+        size_t counted = 0;
+        for (const auto& m : ms) counted += m.second->has_progress || !known;
+        facts.by = named.size() < counted ? NeverCompletedFacts::By::kCompleted
+                                          : NeverCompletedFacts::By::kTie;
         StoppedFirst(&named, &facts.by);
         CollectiveSignature sig;
         int64_t entered_ns = 0;
@@ -741,7 +805,8 @@ class Diagnoser {
       }
     }
     if (who >= 0 && procs_[who].completion.beats > 0 &&
-        next - alive > kFirstDeathIntervals * procs_[who].completion.IntervalNs()) {
+        next - alive >
+            kFirstDeathIntervals * static_cast<double>(procs_[who].completion.IntervalNs())) {
       named->erase(std::remove_if(named->begin(), named->end(),
                                   [&](const auto& m) { return m.first != who; }),
                    named->end());
@@ -881,7 +946,7 @@ class Diagnoser {
     }
     auto add = [&](Finding x, int q) {
       Candidate c;
-      c.tier = 3;
+      c.tier = 4;
       c.process = q;
       x.job = static_cast<int>(j);
       c.finding = std::move(x);

@@ -107,6 +107,7 @@ enum class Departure {
   kAliveIdle,  // its heartbeat went on (until the others' traces end, or now), no NCCL call pending
   kDiedFirst,  // no end recorded; its heartbeat stopped well before the others' (kind rank_died)
   kFrozen,     // the process exists, stopped (kind rank_frozen), or its heartbeat went stale
+  kWaitingOnGpu,  // its GPU never finished an earlier operation (later_call) of the communicator
 };
 
 // What Classify (diagnosis.cc) found a missing rank did instead.

@@ -230,6 +230,13 @@ DepartureText Departed(const MissingRankFacts& x, const CallSiteNamer& sites) {
               "or tracer): continue it (kill -CONT PID) or detach the debugger, and find what "
               "stopped it"};
     }
+    case Departure::kWaitingOnGpu:
+      return {absl::StrCat("waited for its GPU to finish ", DescribeCall(d.later_call),
+                           ", which never completed"),
+              absl::StrCat("its GPU never finished ", DescribeCall(d.later_call), " (",
+                           sites(d.later_site), "), so it never came back ", after),
+              "see the operation that never completed: that rank's GPU or network did not "
+              "finish it"};
     case Departure::kStopped:
       break;
   }

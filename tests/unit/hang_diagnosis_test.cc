@@ -451,3 +451,36 @@ TEST_CASE("live: a rank merely behind is no finding until the others are stuck",
     CHECK(Extra(x, "did_instead") == "\"alive, idle outside NCCL (live when diagnosed)\"");
   }
 }
+
+TEST_CASE("a bootstrap root that exited before the others started belongs to their job",
+          "[hang][init]") {
+  // No communicator links rank 0 to the others: only the unique id it made.
+  std::vector<SyntheticProcess> ps;
+  ps.emplace_back(0);
+  ps[0].UniqueId(kComm).Exit(1);
+  for (int r = 1; r < 3; ++r) {
+    ps.emplace_back(r);
+    ps.back().At(5 * kS).InitPending(kComm, r, 3);
+  }
+  const Diagnosis d = Diagnose(Analyze(ps));
+  REQUIRE(d.jobs.size() == 1);
+  const Finding x = ExpectRoot(d, {"init_failure", kComm, {}, {0}});
+  CHECK(Extra(x, "could_not_connect") == "[1,2]");
+}
+
+TEST_CASE("a rank whose GPU never finished #10 is missing from #11 because of it", "[hang]") {
+  // A dead receive path on rank 1: its #10 never completes; the others
+  // finished #10 and wait in #11, which rank 1 never enters (it waits on its GPU).
+  std::vector<SyntheticProcess> ps = Tracked(3);
+  for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 10);
+  ps[1].Progress(kComm, 10);
+  for (int r : {0, 2}) ps[r].Progress(kComm, 11).Collective(kComm, 11);
+  for (SyntheticProcess& p : ps) p.Heartbeats(kS, 20 * kS).Signal(SIGTERM);
+  const Diagnosis d = Diagnose(Analyze(ps));
+  const Finding x = ExpectRoot(d, {"never_completed", kComm, 10, {1}, "step"});
+  CHECK(Extra(x, "stopped_first_by") == "\"completed\"");
+  REQUIRE(d.findings.size() >= 2);
+  CHECK(ncclwatch::decoder::KindName(d.findings[1].kind) == std::string("missing_rank"));
+  CHECK(Extra(d.findings[1], "did_instead") ==
+        "\"waited for its GPU to finish AllReduce #10 of 3fa9c1, which never completed\"");
+}
