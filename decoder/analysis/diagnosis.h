@@ -15,7 +15,7 @@
 //   gpu_fault, cuda_error  a CUDA error the watcher met (first tier: always the root)
 //   nccl_async_error     an error NCCL reported asynchronously, with its text
 //   rank_died, rank_frozen  a process whose life ended (or froze) well before the
-//                        others': its heartbeat stopped more than 2 intervals earlier
+//                        others': its heartbeat stopped more than 1.5 intervals earlier
 //   never_completed      an operation every rank entered that the GPUs never
 //                        finished, naming the ranks whose progress stopped first
 // A CUDA error is the root cause wherever it is; otherwise the earliest
