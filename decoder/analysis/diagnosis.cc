@@ -776,11 +776,11 @@ class Diagnoser {
   }
 
   // Narrows `named` to the members whose progress stopped first: the
-  // earliest last completion (10 ms apart at least), else the earliest end
+  // earliest last completion (50 ms apart at least), else the earliest end
   // of life (two heartbeat intervals apart); a tie keeps them all.
   void StoppedFirst(std::vector<std::pair<int, const CommCompletion*>>* named,
                     NeverCompletedFacts::By* by) const {
-    constexpr int64_t kProgressTieNs = 10'000'000;
+    constexpr int64_t kProgressTieNs = 50'000'000;  // the watcher polls every 20 ms
     if (named->size() < 2) return;
     int64_t first = INT64_MAX;
     for (const auto& [q, c] : *named) first = std::min(first, c->progress_ns);
