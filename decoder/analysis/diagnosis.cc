@@ -8,15 +8,78 @@
 #include <tuple>
 
 #include "analysis/init_failure.h"
+#include "analysis/nccl_semantics.h"
+#include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::decoder {
 namespace {
 
+namespace f = ::ncclwatch::fields;
+
 // A finding that may become the root cause, with the process it is about.
+// The lowest tier wins, then the earliest: tier 0 a CUDA error, tier 1 what
+// a rank did or suffered (mismatches, deaths, asynchronous errors), tier 2
+// an operation that never completed, tier 3 a rank missing from a collective
+// because its GPU never finished the one before, tier 4 what is said when
+// nothing else is.
 struct Candidate {
   Finding finding;
   int process = -1;
+  int tier = 1;
 };
+
+// A process without an end record whose heartbeat is at most this many
+// intervals old is live.
+constexpr int64_t kFreshIntervals = 3;
+// A process whose life ended more than this many intervals before the
+// others' stopped living first: heartbeats are discrete, so a gap of two
+// intervals (two beats missed) measures as 2 +- jitter.
+constexpr double kFirstDeathIntervals = 1.5;
+// Live: an operation pending this long with nothing completed since is stuck
+// (unless the shim's watchdog said so sooner, with a Stall).
+constexpr int64_t kLiveStuckNs = 10'000'000'000;
+
+// How a process stands at the end of its trace, or now.
+enum class Life {
+  kCleanExit,  // exited with code 0
+  kErrorExit,  // exited with another code
+  kSignal,     // a signal ended it
+  kLive,       // no end; alive now (fresh heartbeat, or running on this host)
+  kFrozen,     // no end; exists and is stopped, or its heartbeat went stale while it exists
+  kStale,      // no end; its heartbeat is stale and it cannot be looked at (another host)
+  kGone,       // no end; post-mortem, or its process is gone
+};
+
+bool IsInitCall(uint32_t call) {
+  return call == f::kCommInitRank || call == f::kCommInitRankConfig || call == f::kCommInitAll ||
+         call == f::kCommInitRankScalable || call == f::kCommSplit || call == f::kCommShrink ||
+         call == f::kGetUniqueId;
+}
+
+bool IsEndCall(uint32_t call) {
+  return call == f::kCommFinalize || call == f::kCommDestroy || call == f::kCommAbort ||
+         call == f::kCommRevoke;
+}
+
+// Where a call waits, as the DDP hang checklist puts it.
+HangPhase PhaseOfCall(const LastCall& c) {
+  if (IsInitCall(c.call)) return HangPhase::kStartup;
+  if (IsEndCall(c.call)) return HangPhase::kTeardown;
+  if (c.has_seq && c.seq == 0 && c.call != f::kSend && c.call != f::kRecv)
+    return HangPhase::kStartup;
+  return HangPhase::kStep;
+}
+
+// Hardware faults among CUDA's errors; the rest are a kernel's or the program's.
+bool HardwareError(const std::string& name) {
+  for (const char* n :
+       {"CUDA_ERROR_ECC_UNCORRECTABLE", "CUDA_ERROR_HARDWARE_STACK_ERROR",
+        "CUDA_ERROR_NVLINK_UNCORRECTABLE", "CUDA_ERROR_DEVICE_UNAVAILABLE",
+        "CUDA_ERROR_DEVICE_NOT_LICENSED", "CUDA_ERROR_SYSTEM_NOT_READY", "CUDA_ERROR_UNKNOWN"}) {
+    if (name == n) return true;
+  }
+  return false;
+}
 
 bool CrashSignal(int signo) {
   return signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL ||
@@ -25,11 +88,13 @@ bool CrashSignal(int signo) {
 
 class Diagnoser {
  public:
-  explicit Diagnoser(const JobAnalysis& job) : job_(job), procs_(job.processes()) {}
+  Diagnoser(const JobAnalysis& job, const LivenessObservation& observed)
+      : job_(job), procs_(job.processes()), observed_(observed) {}
 
   Diagnosis Run() {
     ClusterJobs();
     for (const ProcessFacts& p : procs_) out_.end_ns = std::max(out_.end_ns, p.last_ns);
+    Lives();
     for (const auto& [comm, alignment] : job_.alignments()) {
       if (comm == 0) continue;
       DiagnoseCommunicator(comm, alignment);
@@ -37,14 +102,130 @@ class Diagnoser {
     PointToPoint();
     Orders();
     Init();
+    DeviceErrors();
+    StoppedRanks();
+    NeverCompleted();
     Unreadable();
     Duplicates();
     NotVisible();
+    BlindSpots();
     Conclude();
     return out_;
   }
 
  private:
+  // ------------------------------------------------------------ liveness
+
+  void Lives() {
+    life_.assign(procs_.size(), Life::kGone);
+    proc_state_.assign(procs_.size(), 0);
+    out_.tracked = !procs_.empty();
+    for (const ProcessFacts& p : procs_) {
+      life_[p.index] = LifeOf(p);
+      out_.tracked &= p.completion.AllTracked();
+    }
+    job_live_.assign(out_.jobs.size(), false);
+    for (size_t j = 0; j < out_.jobs.size(); ++j) {
+      for (int q : out_.jobs[j])
+        if (life_[q] == Life::kLive || life_[q] == Life::kFrozen) job_live_[j] = true;
+      // A stale heartbeat is a sign of trouble only beside a fresh one (or a
+      // process seen alive); among stale ones only, the job is over.
+      for (int q : out_.jobs[j])
+        if (life_[q] == Life::kStale) life_[q] = job_live_[j] ? Life::kFrozen : Life::kGone;
+      out_.live |= job_live_[j];
+    }
+  }
+
+  Life LifeOf(const ProcessFacts& p) {
+    if (p.fate.kind == Fate::kExited) {
+      if (p.fate.exit_code == 0) return Life::kCleanExit;
+      // An error code after a signal it handled (SIGTERM, 143): the launcher ended it.
+      return p.fate.signo != 0 ? Life::kSignal : Life::kErrorExit;
+    }
+    if (p.fate.kind == Fate::kSignal) return Life::kSignal;
+    const ProcessCompletion& c = p.completion;
+    const bool beats = c.beats > 0 && observed_.now_ns > 0;
+    const bool fresh =
+        beats && observed_.now_ns - c.last_beat_ns <= kFreshIntervals * c.IntervalNs();
+    if (const ProcessObservation* o = observed_.Find({p.host, p.pid, p.created_ns})) {
+      proc_state_[p.index] = o->letter;
+      switch (o->state) {
+        case ProcessObservation::State::kStopped:
+          return Life::kFrozen;
+        case ProcessObservation::State::kRunning:
+          return beats && !fresh ? Life::kFrozen : Life::kLive;
+        default:
+          return Life::kGone;
+      }
+    }
+    if (!beats) return Life::kGone;
+    return fresh ? Life::kLive : Life::kStale;
+  }
+
+  bool Ended(int q) const {
+    return life_[q] == Life::kCleanExit || life_[q] == Life::kErrorExit ||
+           life_[q] == Life::kSignal || life_[q] == Life::kGone;
+  }
+
+  // When `q` stopped living (realtime): its signal, else its last sign of life.
+  int64_t StoppedNs(int q) const {
+    const ProcessFacts& p = procs_[q];
+    if (p.fate.kind == Fate::kSignal && p.fate.when_ns > 0) return p.fate.when_ns;
+    return p.AliveUntilNs();
+  }
+
+  // The latest sign of life of the other processes of `q`'s job with
+  // heartbeats (now, if one of them is alive), 0 when none has any.
+  int64_t OthersAliveUntil(int q) const {
+    int64_t until = 0;
+    for (int o : out_.jobs[job_of_[q]]) {
+      if (o == q || procs_[o].completion.beats == 0) continue;
+      if (life_[o] == Life::kLive) until = std::max(until, observed_.now_ns);
+      until = std::max(until, procs_[o].AliveUntilNs());
+    }
+    return until;
+  }
+
+  // How long before the others `q` stopped living, when that is more than
+  // two heartbeat intervals (and both sides have heartbeats); else 0.
+  int64_t StoppedFirstBy(int q) const {
+    const ProcessFacts& p = procs_[q];
+    if (p.completion.beats == 0) return 0;
+    const int64_t others = OthersAliveUntil(q);
+    const int64_t gap = others - StoppedNs(q);
+    return others > 0 && gap > kFirstDeathIntervals * static_cast<double>(p.completion.IntervalNs())
+               ? gap
+               : 0;
+  }
+
+  // Whether `q`'s communicator rank `c` waits on work that does not move:
+  // post-mortem, anything pending when a process that did not exit cleanly
+  // ended (or at a clean exit); live, pending with nothing completed for a
+  // while, or a Stall since the last completion.
+  bool Stuck(int q, const CommCompletion& c) const {
+    if (!c.pending) return false;
+    if (life_[q] != Life::kLive) return true;
+    if (c.stalled) return true;
+    const int64_t since = std::max(c.progress_ns, c.oldest.when_ns);
+    return observed_.now_ns - since > kLiveStuckNs;
+  }
+
+  // `q`'s oldest pending operation (any communicator), or its last call.
+  LastCall Doing(int q) const {
+    const ProcessFacts& p = procs_[q];
+    const CommCompletion* oldest = nullptr;
+    for (const CommCompletion& c : p.completion.comms)
+      if (c.pending && (oldest == nullptr || c.oldest.when_ns < oldest->oldest.when_ns))
+        oldest = &c;
+    return oldest != nullptr ? oldest->oldest : p.last;
+  }
+
+  bool Waiting(int q) const {
+    for (const CommCompletion& c : procs_[q].completion.comms)
+      if (c.pending) return true;
+    return procs_[q].last.pending;
+  }
+
   void ClusterJobs() {
     std::vector<int> parent(procs_.size());
     std::iota(parent.begin(), parent.end(), 0);
@@ -59,6 +240,14 @@ class Diagnoser {
         auto [it, fresh] = first.emplace(m.comm, p.index);
         if (!fresh) parent[find(p.index)] = find(it->second);
       }
+    }
+    // The process that made a communicator's unique id hosts its bootstrap
+    // root, and belongs to that communicator's job even when it never joined
+    // it (it may have exited before the others started).
+    for (const ProcessFacts& p : procs_) {
+      if (p.init.made_unique_id == 0) continue;
+      if (auto it = first.find(p.init.made_unique_id); it != first.end())
+        parent[find(p.index)] = find(it->second);
     }
     // A job whose communicators never formed (its ranks disagreed on the
     // root, say) shares none: its processes are the launcher's ranks of one
@@ -208,6 +397,9 @@ class Diagnoser {
       for (const AlignedMember& m : members)
         if (m.any && m.hi >= g.next) others.push_back(Global(m.process, comm, m.comm_rank));
       Candidate c;
+      // A rank that waits for its own GPU to finish an earlier operation is
+      // missing because of that: the never_completed finding comes first.
+      if (g.departure.how == Departure::kWaitingOnGpu) c.tier = 3;
       Finding& x = c.finding;
       x.kind = g.departure.kind;
       x.comm = comm;
@@ -240,12 +432,44 @@ class Diagnoser {
       d.end_call = mem->end_call;
       return d;
     }
+    const bool beats = p.completion.beats > 0;
+    const bool idle = !Waiting(m.process);
     if (p.fate.kind == Fate::kExited) {
+      // Exited on a signal it handled (the launcher's SIGTERM), after the
+      // others entered, its heartbeat going on and no NCCL call pending:
+      // it was alive, idle outside NCCL, until the job was ended.
+      if (p.fate.signo != 0 && p.fate.exit_code != 0 && beats && idle &&
+          p.fate.when_ns >= entered_ns) {
+        d.how = Departure::kAliveIdle;
+        d.until_signo = p.fate.signo;
+        return d;
+      }
       d.how = Departure::kExited;
       return d;
     }
     // A crash ends the question: what it did on other communicators before
     // is not why it never came back.
+    if (p.fate.kind == Fate::kSignal && CrashSignal(p.fate.signo)) {
+      d.signo = p.fate.signo;
+      d.kind = FindingKind::kRankDied;
+      d.how = Departure::kDiedOfSignal;
+      return d;
+    }
+    // Its GPU never finished an earlier operation of this communicator: it
+    // waits there (a host sync, say), not elsewhere.
+    for (const CommCompletion& c : p.completion.comms) {
+      // (Without a Progress its watcher may not have written one yet: unknown.)
+      if (c.comm != comm || !c.tracked || !c.has_progress || !c.pending || !c.oldest.has_seq)
+        continue;
+      const bool collective = c.oldest.call != f::kSend && c.oldest.call != f::kRecv;
+      if (collective && c.oldest.seq < m.hi + 1 && life_[m.process] != Life::kCleanExit &&
+          life_[m.process] != Life::kErrorExit) {
+        d.how = Departure::kWaitingOnGpu;
+        d.later_call = c.oldest;
+        d.later_site = Site(m.process, c.oldest.caller);
+        return d;
+      }
+    }
     if (p.fate.kind == Fate::kSignal && CrashSignal(p.fate.signo)) {
       d.signo = p.fate.signo;
       d.kind = FindingKind::kRankDied;
@@ -263,10 +487,41 @@ class Diagnoser {
       if (CrashSignal(p.fate.signo) || p.fate.when_ns < entered_ns) {
         d.kind = FindingKind::kRankDied;
         d.how = Departure::kDiedOfSignal;
+      } else if (beats && idle) {
+        d.how = Departure::kAliveIdle;  // its heartbeat went on until the job was ended
+        d.until_signo = p.fate.signo;
+        d.signo = 0;
       } else {
         d.how = Departure::kAliveUntilSignal;
       }
       return d;
+    }
+    // No end recorded: what the heartbeat and the machine say.
+    const Life life = life_[m.process];
+    if (life == Life::kFrozen) {
+      d.kind = FindingKind::kRankFrozen;
+      d.how = Departure::kFrozen;
+      d.live = true;
+      d.proc_state = proc_state_[m.process];
+      d.stopped_before_ns = StoppedFirstBy(m.process);
+      return d;
+    }
+    if (life == Life::kLive && idle) {
+      d.how = Departure::kAliveIdle;
+      d.live = true;
+      return d;
+    }
+    if (beats && life == Life::kGone) {
+      if (const int64_t gap = StoppedFirstBy(m.process)) {
+        d.kind = FindingKind::kRankDied;
+        d.how = Departure::kDiedFirst;
+        d.stopped_before_ns = gap;
+        return d;
+      }
+      if (idle) {
+        d.how = Departure::kAliveIdle;  // alive until the others' traces end
+        return d;
+      }
     }
     if (JobRecordsEnds(m.process)) {
       d.kind = FindingKind::kRankDied;
@@ -275,6 +530,546 @@ class Diagnoser {
     }
     d.how = Departure::kStopped;
     return d;
+  }
+
+  // ------------------------------------------------- completion and liveness
+
+  // The global rank of process `q` on `comm` (its display rank when the
+  // communicator is unknown).
+  int RankOf(int q, uint64_t comm) const {
+    for (const CommCompletion& c : procs_[q].completion.comms)
+      if (c.comm == comm) return Global(q, comm, c.rank);
+    return procs_[q].rank;
+  }
+
+  // The ranks of `q`'s job, other than `q`, that wait on NCCL work.
+  std::vector<int> WaitingOthers(int q) const {
+    std::vector<int> out;
+    for (int o : out_.jobs[job_of_[q]])
+      if (o != q && Waiting(o)) out.push_back(procs_[o].rank);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // A CUDA error (tier 0) or an NCCL asynchronous error (tier 1): the first
+  // each process reported.
+  void DeviceErrors() {
+    for (const ProcessFacts& p : procs_) {
+      const ProcessCompletion& pc = p.completion;
+      if (!pc.device_errors.empty()) {
+        const DeviceError& e = pc.device_errors.front();
+        Candidate c;
+        c.tier = 0;
+        c.process = p.index;
+        Finding& x = c.finding;
+        x.kind = HardwareError(e.name) ? FindingKind::kGpuFault : FindingKind::kCudaError;
+        DeviceErrorFacts facts;
+        facts.result = e.result;
+        facts.name = e.name;
+        facts.text = e.text;
+        facts.device = e.device;
+        facts.bus_id = e.bus_id;
+        facts.host = p.host;
+        Locate(p.index, e.comm, &x, &facts.completed);
+        if (e.comm != 0 && e.completed > 0) facts.completed = e.completed;
+        x.when_ns = e.when_ns;
+        facts.also = LaterErrors(p.index, e.when_ns);
+        facts.waiting = WaitingOthers(p.index);
+        x.facts = std::move(facts);
+        candidates_.push_back(std::move(c));
+      }
+      if (!pc.async_errors.empty()) {
+        const AsyncError& e = pc.async_errors.front();
+        Candidate c;
+        c.process = p.index;
+        Finding& x = c.finding;
+        x.kind = FindingKind::kNcclAsyncError;
+        DeviceErrorFacts facts;
+        facts.nccl = true;
+        facts.result = e.result;
+        facts.text = e.text;
+        facts.host = p.host;
+        Locate(p.index, e.comm, &x, &facts.completed);
+        x.when_ns = e.when_ns;
+        facts.waiting = WaitingOthers(p.index);
+        x.facts = std::move(facts);
+        candidates_.push_back(std::move(c));
+      }
+    }
+  }
+
+  // A finding about process `q` on `comm`: its rank, the communicator's
+  // size, the operation it had not completed there (or anywhere), and where.
+  void Locate(int q, uint64_t comm, Finding* x, std::optional<uint64_t>* completed) const {
+    x->ranks = {RankOf(q, comm)};
+    LastCall op;
+    for (const CommCompletion& c : procs_[q].completion.comms) {
+      if (c.comm != comm) continue;
+      if (c.tracked && c.has_progress) *completed = c.completed;
+      if (c.pending) op = c.oldest;
+      // Its watcher wrote no Progress (it faulted or died first): the
+      // collective it had not finished is the first the other members had
+      // not finished either.
+      if (c.tracked && !c.has_progress && c.pending) {
+        std::optional<uint64_t> frontier;
+        for (const ProcessFacts& o : procs_) {
+          if (o.index == q) continue;
+          for (const CommCompletion& oc : o.completion.comms)
+            if (oc.comm == comm && oc.has_progress)
+              frontier = std::min(frontier.value_or(UINT64_MAX), oc.completed);
+        }
+        if (frontier && *frontier < c.issued) {
+          op = LastCall{true, op.call, comm, *frontier, true, false, op.when_ns, 0};
+          if (const auto al = job_.alignments().find(comm); al != job_.alignments().end()) {
+            CollectiveSignature sig;
+            if (al->second.ReferenceAt(*frontier, &sig, &op.when_ns, nullptr, &op.caller))
+              op.call = sig.call;
+          }
+        }
+      }
+    }
+    if (!op.valid && comm == 0) op = Doing(q);
+    if (op.valid && op.comm != 0) comm = op.comm;
+    if (comm != 0) {
+      x->comm = comm;
+      x->nranks = job_.CommSize(comm);
+    }
+    if (op.valid && op.has_seq) x->seq = op.seq;
+    if (op.valid) x->phase = PhaseOfCall(op);
+  }
+
+  // The ranks of `q`'s job that reported a CUDA or NCCL error after `when`.
+  std::vector<int> LaterErrors(int q, int64_t when) const {
+    std::vector<int> out;
+    for (int o : out_.jobs[job_of_[q]]) {
+      if (o == q) continue;
+      const ProcessCompletion& c = procs_[o].completion;
+      const bool later = (!c.device_errors.empty() && c.device_errors.front().when_ns >= when) ||
+                         (!c.async_errors.empty() && c.async_errors.front().when_ns >= when);
+      if (later) out.push_back(procs_[o].rank);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // Processes that stopped living before the others (their heartbeat ended
+  // more than two intervals earlier, a crash, or stopped now), where no
+  // collective the others entered without them already named them.
+  void StoppedRanks() {
+    std::set<int> named;
+    for (const Candidate& c : candidates_) {
+      if (c.finding.kind == FindingKind::kRankDied || c.finding.kind == FindingKind::kRankFrozen)
+        named.insert(c.finding.ranks.begin(), c.finding.ranks.end());
+    }
+    for (const ProcessFacts& p : procs_) {
+      const int q = p.index;
+      const Life life = life_[q];
+      if (life != Life::kSignal && life != Life::kGone && life != Life::kFrozen) continue;
+      const bool crash = life == Life::kSignal && CrashSignal(p.fate.signo);
+      const int64_t gap = StoppedFirstBy(q);
+      if (life != Life::kFrozen && !crash && gap == 0) continue;
+      if (named.count(p.rank)) continue;
+      Candidate c;
+      c.process = q;
+      Finding& x = c.finding;
+      StoppedRankFacts facts;
+      x.kind = life == Life::kFrozen ? FindingKind::kRankFrozen : FindingKind::kRankDied;
+      if (life == Life::kFrozen) {
+        const char letter = proc_state_[q];
+        facts.state = letter == 'T' || letter == 't' ? StoppedRankFacts::State::kStopped
+                                                     : StoppedRankFacts::State::kHeartbeatStale;
+        facts.proc_state = letter;
+      }
+      facts.signo = p.fate.kind == Fate::kSignal ? p.fate.signo : 0;
+      facts.stopped_ns = StoppedNs(q);
+      facts.before_others_ns = gap;
+      facts.doing = Doing(q);
+      facts.site = Site(q, facts.doing.caller);
+      facts.waiting = WaitingOthers(q);
+      std::optional<uint64_t> unused;
+      Locate(q, facts.doing.valid ? facts.doing.comm : 0, &x, &unused);
+      x.when_ns = facts.stopped_ns;
+      x.facts = std::move(facts);
+      candidates_.push_back(std::move(c));
+    }
+  }
+
+  // Operations every member of a communicator entered that did not complete
+  // on the GPUs (tier 2), where completion was tracked on every member.
+  void NeverCompleted() {
+    std::map<uint64_t, std::vector<std::pair<int, const CommCompletion*>>> members;
+    for (const ProcessFacts& p : procs_)
+      for (const CommCompletion& c : p.completion.comms)
+        if (c.comm != 0) members[c.comm].push_back({p.index, &c});
+    for (const auto& [comm, ms] : members) {
+      const int nranks = job_.CommSize(comm);
+      if (nranks <= 0 || static_cast<int>(ms.size()) < nranks) continue;
+      bool tracked = true, stuck = false;
+      uint64_t low = UINT64_MAX, issued = UINT64_MAX;
+      bool known = false;  // some member's watcher wrote a Progress
+      for (const auto& [q, c] : ms) {
+        tracked &= c->tracked;
+        stuck |= Stuck(q, *c);
+        known |= c->has_progress;
+        issued = std::min(issued, c->issued);
+      }
+      // A member with no Progress yet (it died before its watcher wrote one)
+      // completed an unknown number: the others' counts decide.
+      for (const auto& [q, c] : ms)
+        if (c->has_progress || !known) low = std::min(low, c->completed);
+      if (!tracked || !stuck) continue;
+      if (issued > low) {
+        const auto al = job_.alignments().find(comm);
+        if (al != job_.alignments().end()) {
+          const std::optional<uint64_t> divergence = al->second.FirstDivergence();
+          if (divergence && *divergence <= low) continue;  // the mismatch explains it
+        }
+        std::vector<std::pair<int, const CommCompletion*>> named;
+        for (const auto& m : ms)
+          if (m.second->completed == low && (m.second->has_progress || !known)) named.push_back(m);
+        NeverCompletedFacts facts;
+        size_t counted = 0;
+        for (const auto& m : ms) counted += m.second->has_progress || !known;
+        facts.by = named.size() < counted ? NeverCompletedFacts::By::kCompleted
+                                          : NeverCompletedFacts::By::kTie;
+        StoppedFirst(&named, &facts.by);
+        CollectiveSignature sig;
+        int64_t entered_ns = 0;
+        uint64_t caller = 0;
+        LastCall op{true, 0, comm, low, true};
+        if (al != job_.alignments().end() &&
+            al->second.ReferenceAt(low, &sig, &entered_ns, nullptr, &caller)) {
+          facts.collective = sig;
+          op.call = sig.call;
+          op.when_ns = entered_ns;
+          op.caller = caller;
+        }
+        for (const auto& [q, c] : named)
+          if (c->pending && c->oldest.has_seq && c->oldest.seq == low &&
+              c->oldest.call != f::kSend && c->oldest.call != f::kRecv) {
+            op = c->oldest;
+            break;
+          }
+        facts.op = op;
+        facts.completed = low;
+        AddNeverCompleted(comm, nranks, ms, named, std::move(facts));
+        continue;
+      }
+      // No collective left behind: a send or receive that never completed.
+      if (job_.p2p().problems().size() > 0) {
+        bool explained = false;
+        for (const P2pProblem& pr : job_.p2p().problems()) explained |= pr.comm == comm;
+        if (explained) continue;
+      }
+      std::vector<std::pair<int, const CommCompletion*>> named;
+      for (const auto& m : ms)
+        if (m.second->pending &&
+            (m.second->oldest.call == f::kSend || m.second->oldest.call == f::kRecv))
+          named.push_back(m);
+      if (named.empty()) continue;
+      NeverCompletedFacts facts;
+      facts.by = NeverCompletedFacts::By::kTie;
+      StoppedFirst(&named, &facts.by);
+      facts.op = named.front().second->oldest;
+      facts.completed = named.front().second->completed;
+      AddNeverCompleted(comm, nranks, ms, named, std::move(facts));
+    }
+  }
+
+  // Narrows `named` to the members whose progress stopped first: the
+  // earliest last completion (50 ms apart at least), else the earliest end
+  // of life (two heartbeat intervals apart); a tie keeps them all.
+  void StoppedFirst(std::vector<std::pair<int, const CommCompletion*>>* named,
+                    NeverCompletedFacts::By* by) const {
+    constexpr int64_t kProgressTieNs = 50'000'000;  // the watcher polls every 20 ms
+    if (named->size() < 2) return;
+    int64_t first = INT64_MAX;
+    for (const auto& [q, c] : *named) first = std::min(first, c->progress_ns);
+    std::vector<std::pair<int, const CommCompletion*>> early;
+    for (const auto& m : *named)
+      if (m.second->progress_ns - first <= kProgressTieNs) early.push_back(m);
+    if (early.size() < named->size()) {
+      *named = early;
+      if (*by == NeverCompletedFacts::By::kTie) *by = NeverCompletedFacts::By::kLastProgress;
+      return;
+    }
+    int64_t alive = INT64_MAX, next = INT64_MAX;
+    int who = -1;
+    for (const auto& [q, c] : *named) {
+      const int64_t until = procs_[q].AliveUntilNs();
+      if (until < alive) {
+        next = alive;
+        alive = until;
+        who = q;
+      } else {
+        next = std::min(next, until);
+      }
+    }
+    if (who >= 0 && procs_[who].completion.beats > 0 &&
+        next - alive >
+            kFirstDeathIntervals * static_cast<double>(procs_[who].completion.IntervalNs())) {
+      named->erase(std::remove_if(named->begin(), named->end(),
+                                  [&](const auto& m) { return m.first != who; }),
+                   named->end());
+      if (*by == NeverCompletedFacts::By::kTie) *by = NeverCompletedFacts::By::kLastProgress;
+    }
+  }
+
+  void AddNeverCompleted(uint64_t comm, int nranks,
+                         const std::vector<std::pair<int, const CommCompletion*>>& members,
+                         const std::vector<std::pair<int, const CommCompletion*>>& named,
+                         NeverCompletedFacts facts) {
+    Candidate c;
+    c.tier = 2;
+    c.process = named.front().first;
+    Finding& x = c.finding;
+    x.kind = FindingKind::kNeverCompleted;
+    x.comm = comm;
+    x.seq = facts.op.seq;
+    x.nranks = nranks;
+    std::map<uint64_t, std::vector<int>> others;
+    int64_t waited_from = INT64_MAX;
+    bool live = false;
+    for (const auto& [q, cc] : members) {
+      const int r = Global(q, comm, cc->rank);
+      const bool is_named =
+          std::any_of(named.begin(), named.end(), [&](const auto& m) { return m.second == cc; });
+      if (is_named) {
+        x.ranks.push_back(r);
+        facts.stopped_ns = std::max(facts.stopped_ns, cc->progress_ns);
+        facts.stall_record |= cc->stalled;
+      } else {
+        others[cc->completed].push_back(r);
+      }
+      if (facts.op.call != f::kSend && facts.op.call != f::kRecv) {
+        facts.entered.push_back(r);
+      } else if (is_named || (cc->pending && cc->oldest.peer >= 0)) {
+        facts.entered.push_back(r);
+      }
+      if (cc->pending) waited_from = std::min(waited_from, cc->oldest.when_ns);
+      live |= life_[q] == Life::kLive;
+    }
+    std::sort(x.ranks.begin(), x.ranks.end());
+    std::sort(facts.entered.begin(), facts.entered.end());
+    for (auto& [completed, ranks] : others) {
+      std::sort(ranks.begin(), ranks.end());
+      facts.others.push_back({ranks, completed});
+    }
+    facts.live = live;
+    const int64_t end = live ? observed_.now_ns : out_.end_ns;
+    if (waited_from != INT64_MAX && end > waited_from) facts.waited_ns = end - waited_from;
+    facts.site = Site(named.front().first, facts.op.caller);
+    x.when_ns = facts.stopped_ns > 0 ? facts.stopped_ns : facts.op.when_ns;
+    x.phase = PhaseOfCall(facts.op);
+    x.facts = std::move(facts);
+    candidates_.push_back(std::move(c));
+  }
+
+  // Blind spots, per job: processes whose records were overwritten before
+  // they could be read, and launcher ranks that loaded NCCL and made no call
+  // the shim saw.
+  void BlindSpots() {
+    overwritten_.assign(out_.jobs.size(), {});
+    unseen_.assign(out_.jobs.size(), {});
+    for (const ProcessFacts& p : procs_) {
+      if (p.lost_start) overwritten_[job_of_[p.index]].push_back(p.index);
+      // A process whose trace says why its NCCL could not be seen gets the
+      // nccl_not_visible note for it instead.
+      if (p.nccl_loaded && !p.nccl_calls && !p.rank_source.empty() && p.not_seen.empty())
+        unseen_[job_of_[p.index]].push_back(p.index);
+    }
+  }
+
+  // What a rank was doing when the job was seen hung or ended.
+  HangFacts::Group ActivityOf(int q) const {
+    const ProcessFacts& p = procs_[q];
+    HangFacts::Group g;
+    g.ranks = {p.rank >= 0 ? p.rank : static_cast<int>(p.pid)};
+    g.call = Doing(q);
+    const bool waiting = Waiting(q);
+    bool in_call = p.last.pending, stuck = false;
+    for (const CommCompletion& c : p.completion.comms) {
+      in_call |= c.in_call;
+      stuck |= Stuck(q, c);
+    }
+    const RankActivity waiting_as = in_call ? RankActivity::kInCall : RankActivity::kGpuPending;
+    switch (life_[q]) {
+      case Life::kCleanExit:
+        g.activity = waiting ? waiting_as : RankActivity::kExited;
+        break;
+      case Life::kErrorExit:
+        g.activity = RankActivity::kExitedError;
+        g.exit_code = p.fate.exit_code;
+        break;
+      case Life::kSignal:
+        g.activity = waiting ? waiting_as : RankActivity::kSignal;
+        g.signo = p.fate.signo;
+        break;
+      case Life::kGone:
+        g.activity = waiting ? waiting_as : RankActivity::kKilled;
+        break;
+      case Life::kLive:
+        g.activity = !waiting ? RankActivity::kIdle
+                     : stuck  ? waiting_as
+                              : RankActivity::kProgressing;
+        break;
+      case Life::kFrozen:
+      case Life::kStale:
+        g.activity = waiting ? waiting_as : RankActivity::kIdle;
+        break;
+    }
+    if (g.activity == RankActivity::kExited || g.activity == RankActivity::kKilled ||
+        g.activity == RankActivity::kSignal || g.activity == RankActivity::kExitedError ||
+        g.activity == RankActivity::kIdle) {
+      g.call = p.last;
+    }
+    return g;
+  }
+
+  // A job with no cause found: HEALTHY only when it is. Otherwise the
+  // findings that say what is known (tier 3).
+  void HealthCheck(size_t j, std::vector<Candidate>* kept) {
+    const std::vector<int>& members = out_.jobs[j];
+    std::vector<int> error_exit;
+    bool unhealthy = false;
+    for (int q : members) {
+      switch (life_[q]) {
+        case Life::kCleanExit:
+          unhealthy |= Waiting(q);
+          break;
+        case Life::kErrorExit:
+          error_exit.push_back(q);
+          break;
+        case Life::kLive:
+          for (const CommCompletion& c : procs_[q].completion.comms) unhealthy |= Stuck(q, c);
+          break;
+        default:
+          unhealthy = true;
+      }
+    }
+    auto add = [&](Finding x, int q) {
+      Candidate c;
+      c.tier = 4;
+      c.process = q;
+      x.job = static_cast<int>(j);
+      c.finding = std::move(x);
+      kept->push_back(std::move(c));
+    };
+    for (int q : error_exit) {
+      const ProcessFacts& p = procs_[q];
+      Finding x;
+      x.kind = FindingKind::kRankExitError;
+      ExitErrorFacts facts;
+      facts.exit_code = p.fate.exit_code;
+      facts.signo = p.fate.signo;
+      facts.last = p.last;
+      facts.tracked = p.completion.AllTracked();
+      facts.work_done = facts.tracked && !Waiting(q);
+      for (int o : members) {
+        if (o != q && life_[o] != Life::kCleanExit && life_[o] != Life::kErrorExit &&
+            procs_[o].AliveUntilNs() >= p.fate.when_ns) {
+          facts.ended_after.push_back(procs_[o].rank);
+        }
+      }
+      std::sort(facts.ended_after.begin(), facts.ended_after.end());
+      if (Waiting(q)) {  // where it left work behind
+        std::optional<uint64_t> unused;
+        const LastCall doing = Doing(q);
+        Locate(q, doing.valid ? doing.comm : 0, &x, &unused);
+        x.phase.reset();
+      } else {
+        x.ranks = {p.rank >= 0 ? p.rank : static_cast<int>(p.pid)};
+      }
+      x.when_ns = p.fate.when_ns;
+      x.facts = std::move(facts);
+      add(std::move(x), q);
+    }
+    if (!error_exit.empty()) return;
+    if (unhealthy && !overwritten_[j].empty())
+      add(BlindSpot(FindingKind::kTraceOverwritten, overwritten_[j]), overwritten_[j].front());
+    if (unhealthy) {
+      Finding x;
+      x.kind = FindingKind::kHangUnexplained;
+      HangFacts facts;
+      facts.live = job_live_[j];
+      facts.tracked = true;
+      std::map<std::tuple<RankActivity, uint32_t, uint64_t, uint64_t, bool, int, int, int>,
+               HangFacts::Group>
+          groups;
+      std::set<std::pair<uint64_t, uint64_t>> waited_at;
+      std::optional<HangPhase> phase;
+      for (int q : members) {
+        facts.tracked &= procs_[q].completion.AllTracked();
+        HangFacts::Group g = ActivityOf(q);
+        const bool waiting =
+            g.activity == RankActivity::kInCall || g.activity == RankActivity::kGpuPending;
+        if (waiting) {
+          x.ranks.push_back(g.ranks.front());
+          waited_at.insert({g.call.comm, g.call.has_seq ? g.call.seq : UINT64_MAX});
+          if (!phase && g.call.valid) phase = PhaseOfCall(g.call);
+        }
+        const auto key = std::make_tuple(g.activity, g.call.call, g.call.comm, g.call.seq,
+                                         g.call.has_seq, g.call.peer, g.exit_code, g.signo);
+        auto [it, fresh] = groups.try_emplace(key, g);
+        if (!fresh) it->second.ranks.push_back(g.ranks.front());
+      }
+      if (x.ranks.empty()) {
+        for (int q : members) x.ranks.push_back(procs_[q].rank);
+      }
+      std::sort(x.ranks.begin(), x.ranks.end());
+      if (waited_at.size() == 1 && waited_at.begin()->first != 0) {
+        x.comm = waited_at.begin()->first;
+        x.nranks = job_.CommSize(*x.comm);
+        if (waited_at.begin()->second != UINT64_MAX) x.seq = waited_at.begin()->second;
+      }
+      for (auto& [key, g] : groups) {
+        std::sort(g.ranks.begin(), g.ranks.end());
+        facts.groups.push_back(std::move(g));
+      }
+      std::sort(facts.groups.begin(), facts.groups.end(),
+                [](const HangFacts::Group& a, const HangFacts::Group& b) {
+                  return a.ranks.front() < b.ranks.front();
+                });
+      x.phase = phase;
+      x.when_ns = out_.end_ns;
+      x.facts = std::move(facts);
+      add(std::move(x), members.front());
+    }
+    if (!unseen_[j].empty())
+      add(BlindSpot(FindingKind::kNcclCallsUnseen, unseen_[j]), unseen_[j].front());
+  }
+
+  Finding BlindSpot(FindingKind kind, const std::vector<int>& processes) const {
+    Finding x;
+    x.kind = kind;
+    BlindSpotFacts facts;
+    for (int q : processes) {
+      const ProcessFacts& p = procs_[q];
+      x.ranks.push_back(p.rank >= 0 ? p.rank : static_cast<int>(p.pid));
+      facts.pids.push_back(p.pid);
+      if (kind == FindingKind::kNcclCallsUnseen) {
+        if (facts.nccl_path.empty()) facts.nccl_path = p.nccl_path;
+        continue;
+      }
+      // The ring held the newest slots; the whole run claimed ring_claimed.
+      const TraceFileStats& st = p.stats;
+      const uint64_t held = st.ring_claimed - std::min(st.ring_claimed, st.ring_overwritten);
+      const uint64_t ring = held * NCCLWATCH_SLOT_BYTES;
+      const uint64_t needed = st.ring_claimed * NCCLWATCH_SLOT_BYTES;
+      if (needed > facts.needed_bytes) {
+        facts.ring_bytes = ring;
+        facts.needed_bytes = needed;
+        facts.overwritten = st.ring_overwritten + st.lapped_slots;
+        facts.span_s =
+            p.last_ns > p.first_ns ? static_cast<double>(p.last_ns - p.first_ns) / 1e9 : 0;
+        facts.records_per_s =
+            facts.span_s > 0 ? static_cast<double>(st.ring_claimed) / facts.span_s : 0;
+      }
+    }
+    std::sort(x.ranks.begin(), x.ranks.end());
+    x.when_ns = out_.end_ns;
+    x.facts = std::move(facts);
+    return x;
   }
 
   void Mismatch(uint64_t comm, const CollectiveAlignment& al, uint64_t seq, int nranks) {
@@ -485,28 +1280,81 @@ class Diagnoser {
     notes_.push_back(n);
   }
 
+  // Live, a rank that is merely behind (it has not reached a collective, or
+  // not yet posted a send or receive, the others have) is not a finding while
+  // nothing in its job is stuck: ranks run at different steps.
+  bool NotYet(const Candidate& c) const {
+    if (c.process < 0 || life_[c.process] != Life::kLive) return false;
+    const int j = job_of_[c.process];
+    if (!job_live_[j]) return false;
+    bool behind = c.finding.kind == FindingKind::kMissingRank;
+    if (const auto* p2p = std::get_if<P2pMismatchFacts>(&c.finding.facts)) {
+      behind = p2p->problem == P2pMismatchFacts::Problem::kSendNotReceived ||
+               p2p->problem == P2pMismatchFacts::Problem::kReceiveNotSent;
+    }
+    if (!behind) return false;
+    for (int q : out_.jobs[j]) {
+      if (life_[q] != Life::kLive) return false;  // a rank ended or froze: not a race
+      for (const CommCompletion& cc : procs_[q].completion.comms)
+        if (Stuck(q, cc)) return false;
+    }
+    return true;
+  }
+
   void Conclude() {
+    candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
+                                     [&](const Candidate& c) { return NotYet(c); }),
+                      candidates_.end());
     // One finding per rank that died (the communicator where it was first
     // missed), and per rank that went missing for the same reason.
-    std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
-      return a.finding.when_ns < b.finding.when_ns;
-    });
+    std::stable_sort(candidates_.begin(), candidates_.end(),
+                     [](const Candidate& a, const Candidate& b) {
+                       if (a.tier != b.tier) return a.tier < b.tier;
+                       return a.finding.when_ns < b.finding.when_ns;
+                     });
     std::set<std::pair<FindingKind, std::vector<int>>> seen;
     std::vector<Candidate> kept;
     for (const Candidate& c : candidates_) {
-      if (c.finding.kind == FindingKind::kRankDied || c.finding.kind == FindingKind::kMissingRank) {
+      if (c.finding.kind == FindingKind::kRankDied || c.finding.kind == FindingKind::kMissingRank ||
+          c.finding.kind == FindingKind::kRankFrozen) {
         if (!seen.insert({c.finding.kind, c.finding.ranks}).second) continue;
       }
       kept.push_back(c);
     }
+    std::vector<bool> job_has_cause(out_.jobs.size(), false);
+    for (Candidate& c : kept) {
+      c.finding.job = c.process >= 0 ? job_of_[c.process] : 0;
+      job_has_cause[c.finding.job] = true;
+    }
+    // A job where nothing was found is healthy only when it is.
+    for (size_t j = 0; j < out_.jobs.size(); ++j)
+      if (!job_has_cause[j]) HealthCheck(j, &kept);
     std::vector<bool> job_has_root(out_.jobs.size(), false);
     for (Candidate& c : kept) {
       c.finding.job = c.process >= 0 ? job_of_[c.process] : 0;
       c.finding.role =
           job_has_root[c.finding.job] ? FindingRole::kConsequence : FindingRole::kRootCause;
       job_has_root[c.finding.job] = true;
+      // Where the hang is, for findings about a collective that have none yet.
+      if (!c.finding.phase && c.finding.comm && c.finding.seq &&
+          c.finding.kind != FindingKind::kInitFailure &&
+          c.finding.kind != FindingKind::kRankExitError) {
+        const bool p2p = c.finding.kind == FindingKind::kP2pMismatch;
+        c.finding.phase = !p2p && *c.finding.seq == 0 ? HangPhase::kStartup : HangPhase::kStep;
+      }
+    }
+    // A trace missing from a job where nothing else is found: the job cannot
+    // be called healthy without it.
+    for (Finding& n : notes_) {
+      if (n.kind != FindingKind::kMissingTraces) continue;
+      if (n.job < 0 || n.job >= static_cast<int>(out_.jobs.size()) || job_has_root[n.job]) continue;
+      n.role = FindingRole::kRootCause;
+      job_has_root[n.job] = true;
     }
     for (size_t j = 0; j < out_.jobs.size(); ++j) {
+      for (const Finding& n : notes_)
+        if (n.role == FindingRole::kRootCause && n.job == static_cast<int>(j))
+          out_.findings.push_back(n);
       for (const Candidate& c : kept)
         if (c.finding.job == static_cast<int>(j)) out_.findings.push_back(c.finding);
       for (const Finding& w : warnings_)
@@ -515,11 +1363,22 @@ class Diagnoser {
     // Warnings (communicators ordered differently on separate streams) and
     // notes leave a job healthy: only a cause makes a problem.
     out_.problem = !kept.empty();
-    for (const Finding& n : notes_) out_.findings.push_back(n);
+    for (const Finding& n : notes_) {
+      if (n.role == FindingRole::kRootCause) {
+        out_.problem = true;
+        continue;
+      }
+      out_.findings.push_back(n);
+    }
   }
 
   const JobAnalysis& job_;
   const std::vector<ProcessFacts>& procs_;
+  const LivenessObservation& observed_;
+  std::vector<Life> life_;
+  std::vector<char> proc_state_;
+  std::vector<bool> job_live_;
+  std::vector<std::vector<int>> overwritten_, unseen_;  // per job: blind spots' processes
   std::vector<int> job_of_;
   std::vector<Candidate> candidates_;
   std::vector<Finding> warnings_;
@@ -529,6 +1388,8 @@ class Diagnoser {
 
 }  // namespace
 
-Diagnosis Diagnose(const JobAnalysis& job) { return Diagnoser(job).Run(); }
+Diagnosis Diagnose(const JobAnalysis& job, const LivenessObservation& observed) {
+  return Diagnoser(job, observed).Run();
+}
 
 }  // namespace ncclwatch::decoder

@@ -11,8 +11,25 @@
 //   p2p_mismatch         a send and its receive that disagree, or lack the other
 //   order_inversion      two communicators' collectives ordered differently on the
 //                        same stream (a certain deadlock; on different streams a warning)
-// The earliest candidate of a job is its root cause; the others are its
-// consequences. Notes (missing or unreadable traces) do not make a problem.
+// and, from the shim's completion and liveness records (analysis/completion.h):
+//   gpu_fault, cuda_error  a CUDA error the watcher met (first tier: always the root)
+//   nccl_async_error     an error NCCL reported asynchronously, with its text
+//   rank_died, rank_frozen  a process whose life ended (or froze) well before the
+//                        others': its heartbeat stopped more than 1.5 intervals earlier
+//   never_completed      an operation every rank entered that the GPUs never
+//                        finished, naming the ranks whose progress stopped first
+// A CUDA error is the root cause wherever it is; otherwise the earliest
+// candidate of a job is its root cause, never_completed only when nothing
+// else is; the others are its consequences.
+//
+// HEALTHY only when it is: every rank exited with code 0 with its recorded
+// work complete (when tracked), or, live, every rank still makes progress.
+// A job that is not, and where nothing above is found, gets one of:
+//   rank_exit_error      a rank exited with an error code
+//   trace_overwritten    the ring lost the records that could have shown why
+//   hang_unexplained     it hung or was killed: what each rank was doing
+//   missing_traces, nccl_calls_unseen  (otherwise notes) what could not be seen
+// Hang findings carry where the hang is (`phase`).
 //
 // A job is the set of processes connected by the communicators they share;
 // traces of several jobs in one folder are diagnosed separately.
@@ -24,6 +41,7 @@
 
 #include "analysis/finding.h"
 #include "analysis/job_analysis.h"
+#include "model/process_liveness.h"
 
 namespace ncclwatch::decoder {
 
@@ -32,9 +50,13 @@ struct Diagnosis {
   bool problem = false;
   std::vector<std::vector<int>> jobs;  // process indices of each job
   int64_t end_ns = 0;                  // the last record of any process
+  bool live = false;                   // some process was seen alive when diagnosed
+  bool tracked = false;                // every process tracked its GPU completion
 };
 
-Diagnosis Diagnose(const JobAnalysis& job);
+// `observed` is what the machine saw of the processes now (diagnose fills it
+// from /proc and the clock); the default is post-mortem.
+Diagnosis Diagnose(const JobAnalysis& job, const LivenessObservation& observed = {});
 
 }  // namespace ncclwatch::decoder
 

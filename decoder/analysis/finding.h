@@ -38,12 +38,20 @@ enum class FindingKind {
   kP2pMismatch,         // a send and its receive disagree, or lack the other
   kOrderInversion,      // two communicators' collectives in different orders
   kInitFailure,         // NCCL's initialisation failed (init forensics)
+  // Completion and liveness (the shim's watcher records):
+  kNeverCompleted,    // an operation every rank entered that never completed on the GPUs
+  kNcclAsyncError,    // NCCL reported an asynchronous error (ncclCommGetAsyncError)
+  kRankFrozen,        // a process that stopped living (heartbeat stopped) while alive
+  kRankExitError,     // a rank exited with an error code, nothing else went wrong
+  kHangUnexplained,   // the job hung or was killed, and no trace shows why
+  kTraceOverwritten,  // the ring lost the records that could show the cause
+  kNcclCallsUnseen,   // a rank loaded NCCL, and none of its calls were seen
   // From explain (plain logs) only:
-  kGpuFault,
+  kGpuFault,  // (also from a trace's CudaError: DeviceErrorFacts)
   kOutOfMemory,
   kNvlinkFabric,
   kCudaIpcFailure,
-  kCudaError,
+  kCudaError,  // (also from a trace's CudaError: DeviceErrorFacts)
   kWatchdogTimeout,
   kLogInsufficient,
   kNetworkError,       // the network failed under a running job (IB completion errors, sockets)
@@ -63,6 +71,13 @@ enum class FindingRole {
   kConsequence,  // what followed from it
   kWarning,      // a risk that did not (yet) break the job: the job stays healthy
   kNote,         // about the input (traces missing or unreadable)
+};
+
+// Where a hang is, as the DDP hang checklist classifies it.
+enum class HangPhase {
+  kStartup,   // init, rendezvous, or the communicator's first collective (where NCCL connects)
+  kStep,      // a training step's collective or send/receive
+  kTeardown,  // finalize, destroy or abort
 };
 
 // A call in one process, named by the report from that process's modules.
@@ -94,6 +109,10 @@ enum class Departure {
   kAliveUntilSignal,    // alive outside NCCL until the job was ended by a signal
   kKilledUntraced,      // no end at all, where the rest of the job's traces end (SIGKILL, OOM)
   kStopped,             // no end recorded, like every trace of the job
+  kAliveIdle,  // its heartbeat went on (until the others' traces end, or now), no NCCL call pending
+  kDiedFirst,  // no end recorded; its heartbeat stopped well before the others' (kind rank_died)
+  kFrozen,     // the process exists, stopped (kind rank_frozen), or its heartbeat went stale
+  kWaitingOnGpu,  // its GPU never finished an earlier operation (later_call) of the communicator
 };
 
 // What Classify (diagnosis.cc) found a missing rank did instead.
@@ -105,6 +124,12 @@ struct DepartureFacts {
   int signo = 0;                 // the signal that ended it, when one did
   LastCall later_call;           // kOtherCommunicators: its last call on another communicator
   CallSiteRef later_site;        // ... and where it was made
+  // From the heartbeat: how long before the others' (kDiedFirst, kFrozen),
+  // whether the job was live when diagnosed, the state letter /proc showed.
+  int64_t stopped_before_ns = 0;
+  bool live = false;
+  char proc_state = 0;
+  int until_signo = 0;  // kAliveIdle: the signal that ended it with the rest of the job
 };
 
 // missing_rank and rank_died from traces: ranks that never entered
@@ -146,7 +171,114 @@ struct OrderInversionFacts {
 };
 
 // missing_traces: `ranks` are communicator ranks of `comm` with no trace.
+// As a root cause, nothing else was found, and without them the job cannot be
+// called healthy.
 struct MissingTracesFacts {};
+
+// never_completed: an operation (`comm`, `seq`) every rank entered and that
+// did not complete on the GPUs; `ranks` are those whose progress stopped first.
+struct NeverCompletedFacts {
+  LastCall op;  // the operation: call, communicator, number (peer and direction for P2P)
+  std::optional<CollectiveSignature> collective;  // a collective's arguments
+  std::vector<int> entered;                       // the ranks that entered it
+  uint64_t completed = 0;  // collectives of `comm` the named ranks' GPUs completed
+  enum class By {
+    kCompleted,     // the named ranks completed fewer collectives than the others
+    kLastProgress,  // as many; their last completion came first
+    kTie,           // no rank stopped before the others: every member is named
+  };
+  By by = By::kTie;
+  int64_t stopped_ns = 0;     // the named ranks' last completion (realtime), 0 none
+  int64_t waited_ns = 0;      // how long it had been pending when the traces end (or now)
+  bool stall_record = false;  // the shim's stall watchdog wrote a Stall for it
+  bool live = false;          // the job was live when diagnosed
+  struct Others {
+    std::vector<int> ranks;
+    uint64_t completed = 0;
+  };
+  std::vector<Others> others;  // the rest of the members, by their completed count
+  CallSiteRef site;            // where the named rank issued it
+};
+
+// gpu_fault or cuda_error from a trace (a CUDA error the watcher met), and
+// nccl_async_error (ncclCommGetAsyncError): the first rank that reported it.
+struct DeviceErrorFacts {
+  bool nccl = false;   // an NCCL async error; else a CUDA error
+  int32_t result = 0;  // CUresult, or ncclResult_t
+  std::string name;    // "CUDA_ERROR_ECC_UNCORRECTABLE" (CUDA only)
+  std::string text;    // cuGetErrorString, or NCCL's last error text
+  int32_t device = -1;
+  std::string bus_id;  // the GPU's, when its communicator recorded one
+  std::string host;
+  std::optional<uint64_t> completed;  // collectives of `comm` completed when it was seen
+  std::vector<int> also;              // ranks that reported an error after it
+  std::vector<int> waiting;           // ranks left waiting (their hangs are consequences)
+};
+
+// rank_frozen, and rank_died decided by liveness alone (every rank had entered
+// the operation): a process that stopped living before the others.
+struct StoppedRankFacts {
+  enum class State {
+    kDead,            // post-mortem, or its process is gone: it died (or froze and was killed)
+    kStopped,         // live: the process exists and is stopped (T in /proc/PID/stat)
+    kHeartbeatStale,  // live: its heartbeat is stale while the others' are fresh
+  };
+  State state = State::kDead;
+  char proc_state = 0;
+  int signo = 0;                 // the signal recorded, if any
+  int64_t stopped_ns = 0;        // its last sign of life (heartbeat or record)
+  int64_t before_others_ns = 0;  // how long before the others' last sign of life (or now)
+  LastCall doing;                // its oldest pending operation, or its last call
+  CallSiteRef site;
+  std::vector<int> waiting;  // the ranks left waiting
+};
+
+// What a rank was doing when a hang was seen (hang_unexplained's groups).
+enum class RankActivity {
+  kInCall,       // blocked inside an NCCL call that had not returned
+  kGpuPending,   // its GPU had not finished an operation
+  kIdle,         // alive, no NCCL call pending (outside NCCL)
+  kProgressing,  // live, completing work
+  kExited,       // exited with code 0
+  kExitedError,  // exited with an error code
+  kSignal,       // ended by a signal
+  kKilled,       // its trace stops with no exit or signal (SIGKILL, OOM)
+};
+
+// hang_unexplained: the job is not healthy and no trace shows why.
+struct HangFacts {
+  struct Group {
+    std::vector<int> ranks;
+    RankActivity activity = RankActivity::kIdle;
+    LastCall call;      // the call it was in or had made last
+    int exit_code = 0;  // kExitedError
+    int signo = 0;      // kSignal
+  };
+  std::vector<Group> groups;
+  bool live = false;
+  bool tracked = false;  // GPU completion was tracked on every rank
+};
+
+// rank_exit_error: a rank exited with an error code, and nothing else was found.
+struct ExitErrorFacts {
+  int exit_code = 0;
+  int signo = 0;  // a signal it handled before exiting, if any
+  LastCall last;  // its last NCCL call
+  bool tracked = false;
+  bool work_done = false;        // tracked, and every operation it issued had completed
+  std::vector<int> ended_after;  // ranks that did not end cleanly after it (killed, waiting)
+};
+
+// trace_overwritten, nccl_calls_unseen: what the traces could not show.
+struct BlindSpotFacts {
+  std::vector<uint32_t> pids;
+  uint64_t ring_bytes = 0;    // trace_overwritten: the ring's size
+  uint64_t needed_bytes = 0;  // ... a ring that would have held the whole run
+  uint64_t overwritten = 0;   // ... slots lost (wrapped or lapped while read)
+  double span_s = 0;          // ... the run's length, first record to last
+  double records_per_s = 0;
+  std::string nccl_path;  // nccl_calls_unseen: the libnccl it loaded
+};
 
 // unreadable_traces: why each file could not be read.
 struct UnreadableTracesFacts {
@@ -188,17 +320,19 @@ enum class InitCause {
   kSharedMemory,          // shm: /dev/shm too small
   kBootstrapRefused,      // bootstrap: nothing listens at the root's address
   kBootstrapUnreachable,  // bootstrap: the root's address cannot be reached
-  kDuplicateGpu,          // gpu: two ranks on one GPU
-  kVersionSkew,           // version: ranks with different NCCL versions
-  kDriverTooOld,          // version: a CUDA driver older than the runtime
-  kInfiniBand,            // ib
-  kFabric,                // fabric: NVLink fabric, NVLS
-  kPeerToPeer,            // p2p: CUDA IPC between local GPUs
-  kCuda,                  // cuda
-  kUnknown,               // a failure none of the above explains
-  kWaitedUnexplained,     // waiting: ranks that waited, and no trace shows a failure
-  kWaitedForCause,        // waiting: ranks that waited for the causes reported before them
-  kCatalogued,            // a message of the catalogue (logs/message_catalogue.h): `message`
+  kRootGone,  // bootstrap: the process that made the unique id (the root) ended before the others
+              // connected
+  kDuplicateGpu,       // gpu: two ranks on one GPU
+  kVersionSkew,        // version: ranks with different NCCL versions
+  kDriverTooOld,       // version: a CUDA driver older than the runtime
+  kInfiniBand,         // ib
+  kFabric,             // fabric: NVLink fabric, NVLS
+  kPeerToPeer,         // p2p: CUDA IPC between local GPUs
+  kCuda,               // cuda
+  kUnknown,            // a failure none of the above explains
+  kWaitedUnexplained,  // waiting: ranks that waited, and no trace shows a failure
+  kWaitedForCause,     // waiting: ranks that waited for the causes reported before them
+  kCatalogued,         // a message of the catalogue (logs/message_catalogue.h): `message`
 };
 
 struct InitInterface {
@@ -281,6 +415,11 @@ struct InitFailureFacts {
   std::vector<std::string> until;       // waiting: how the waiting ranks ended
   std::string message;  // the catalogue's id of the rank's message that names the cause (or
                         // its subsystem), "" when none does
+  // kRootGone: how the root's process ended (an exit code, a signal, or no
+  // record at all: killed), and the ranks that could not connect to it.
+  std::optional<int> exit_code;
+  int signo = 0;
+  std::vector<int> could_not_connect;
 };
 
 // Findings of explain (logs/log_diagnosis.cc): what the log lines showed.
@@ -334,7 +473,9 @@ struct LogFacts {
 using FindingFacts =
     std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts, P2pMismatchFacts,
                  OrderInversionFacts, MissingTracesFacts, UnreadableTracesFacts,
-                 DuplicateTracesFacts, InitFailureFacts, LogFacts, NcclNotVisibleFacts>;
+                 DuplicateTracesFacts, InitFailureFacts, LogFacts, NcclNotVisibleFacts,
+                 NeverCompletedFacts, DeviceErrorFacts, StoppedRankFacts, HangFacts, ExitErrorFacts,
+                 BlindSpotFacts>;
 
 struct Finding {
   FindingKind kind = FindingKind::kLogInsufficient;
@@ -346,6 +487,7 @@ struct Finding {
   int nranks = -1;      // the communicator's size
   int64_t when_ns = 0;  // realtime of the event it starts from
   int job = 0;
+  std::optional<HangPhase> phase;  // where the hang is (findings about a hang)
   FindingFacts facts;
 };
 

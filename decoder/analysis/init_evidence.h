@@ -75,6 +75,16 @@ struct InitEvidence {
   uint64_t comm = 0;            // the communicator it was making (traces)
   int64_t end_ns = 0;           // when its trace or log ends
   std::string end;              // how it ended: "exited (code 3)", "SIGTERM", ""
+  // How it ended, as facts (traces): an exit code, a signal, or neither
+  // recorded (SIGKILL, OOM, or still running).
+  std::optional<int> exit_code;
+  int signo = 0;
+  bool end_known = false;  // the source can tell (a trace); a log cannot
+
+  // The communicator identity of the ncclUniqueId it made (ncclGetUniqueId),
+  // 0 none: its process hosts that communicator's bootstrap root.
+  uint64_t made_unique_id = 0;
+  bool formed_from_unique_id = false;  // it called an init with that id itself
 
   const std::string* Env(const std::string& name) const {
     auto it = env.find(name);

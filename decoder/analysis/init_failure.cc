@@ -534,6 +534,33 @@ std::optional<Cause> Classify(const InitEvidence& r, const JobFacts& job, bool* 
   return Unknown(r);
 }
 
+// The bootstrap root gone: the process that made a communicator's unique id
+// (hosting its bootstrap root) ended before the ranks of that communicator
+// connected, and they failed or waited in init. Returns the root's cause, and
+// puts the ranks that could not connect in *victims.
+std::optional<Cause> RootGone(const InitEvidence& root, const std::vector<InitEvidence>& all,
+                              std::set<int>* victims) {
+  if (root.made_unique_id == 0 || root.formed_from_unique_id || root.init_pending) {
+    return std::nullopt;
+  }
+  if (!root.end_known || root.end_ns <= 0) return std::nullopt;
+  std::vector<int> stuck;
+  for (const InitEvidence& o : all) {
+    if (&o == &root || o.comm != root.made_unique_id) continue;
+    // It waited past the root's end, or failed after the root had gone.
+    if (o.init_pending || o.FirstFailureNs() >= root.end_ns) stuck.push_back(o.rank);
+  }
+  if (stuck.empty()) return std::nullopt;
+  Cause c = Of(InitCause::kRootGone, "bootstrap");
+  c.facts.exit_code = root.exit_code;
+  c.facts.signo = root.signo;
+  c.facts.host = root.host;
+  c.facts.could_not_connect = stuck;
+  std::sort(c.facts.could_not_connect.begin(), c.facts.could_not_connect.end());
+  victims->insert(stuck.begin(), stuck.end());
+  return c;
+}
+
 }  // namespace
 
 std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
@@ -548,9 +575,21 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
   const JobFacts job(ranks);
   std::set<int> explained;
   std::set<int> consequences;
+  // A bootstrap root that went away first is the cause of its ranks' failures.
+  std::map<int, Cause> roots_gone;
+  for (const InitEvidence& r : ranks)
+    if (std::optional<Cause> c = RootGone(r, ranks, &consequences))
+      roots_gone.emplace(r.process, *c);
   for (const InitEvidence& r : ranks) {
     bool consequence = false;
-    std::optional<Cause> c = Classify(r, job, &consequence);
+    std::optional<Cause> c;
+    if (auto root = roots_gone.find(r.process); root != roots_gone.end()) {
+      c = root->second;
+    } else if (consequences.count(r.rank) && !roots_gone.empty()) {
+      continue;  // it could not connect to a root that had gone
+    } else {
+      c = Classify(r, job, &consequence);
+    }
     if (c && c->facts.message.empty()) {
       // The catalogue's id of the rank's message that names this subsystem, if one does.
       for (const std::string& t : Texts(r)) {
@@ -567,7 +606,7 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const Group& g) { return SameCause(g.cause.facts, c->facts); });
     if (it == groups.end()) {
-      groups.push_back({*c, {}, {}, r.process, r.comm});
+      groups.push_back({*c, {}, {}, r.process, r.comm != 0 ? r.comm : r.made_unique_id});
       it = groups.end() - 1;
     }
     if (!c->ranks_override.empty()) {

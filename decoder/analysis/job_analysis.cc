@@ -40,6 +40,12 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
   e.host = t.host;
   e.pid = t.pid;
   for (const NcclErrorEvent& x : t.errors) {
+    // An asynchronous error on a communicator that was made happened after
+    // its init: the completion findings report it, not init forensics.
+    if (x.async && x.comm != 0) {
+      const CommMembership* m = t.Membership(x.comm);
+      if (m != nullptr && m->Formed()) continue;
+    }
     e.failures.push_back({t.RealtimeNs(x.t), CallName(x.call), x.result, x.text, x.async});
   }
   for (const SysCallEvent& c : t.syscalls) {
@@ -98,6 +104,16 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
   }
   e.end_ns = p.last_ns;
   e.end = FateText(p.fate);
+  e.end_known = true;
+  if (p.fate.kind == Fate::kExited) e.exit_code = p.fate.exit_code;
+  if (p.fate.kind == Fate::kSignal) e.signo = p.fate.signo;
+  for (const ApiEvent& a : t.apis) {
+    if (a.call == f::kGetUniqueId && Accepted(a.result) && a.value != 0) {
+      e.made_unique_id = static_cast<uint64_t>(a.value);
+    }
+  }
+  for (const CommMembership& m : t.comms)
+    if (e.made_unique_id != 0 && m.comm == e.made_unique_id) e.formed_from_unique_id = true;
   return e;
 }
 
@@ -236,6 +252,19 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
     if (s.any() || s.membership >= 0) alignments_[s.comm].AddMember(index, s, t);
   p2p_.AddProcess(index, t);
   order_.AddProcess(index, t);
+  p.created_ns = t.created_realtime_ns;
+  p.completion = SummariseCompletion(t);
+  for (const ModuleInfo& m : t.modules) {
+    const size_t slash = m.path.rfind('/');
+    if (m.path.compare(slash == std::string::npos ? 0 : slash + 1, 8, "libnccl.") == 0) {
+      p.nccl_loaded = true;
+      p.nccl_path = m.path;
+    }
+  }
+  p.nccl_calls = !t.comms.empty() || !t.collectives.empty() || !t.p2p.empty() ||
+                 !t.groups.empty() || !t.apis.empty();
+  p.lost_start = t.stats.lapped_slots > 0;
+  for (const CommStream& s : t.streams) p.lost_start |= !s.holds_start;
   p.init = InitEvidenceOf(t, p);
   processes_.push_back(std::move(p));
 }

@@ -12,6 +12,7 @@
 #ifndef NCCLWATCH_DECODER_ANALYSIS_JOB_ANALYSIS_H_
 #define NCCLWATCH_DECODER_ANALYSIS_JOB_ANALYSIS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "analysis/collective_alignment.h"
+#include "analysis/completion.h"
 #include "analysis/init_evidence.h"
 #include "analysis/last_call.h"
 #include "analysis/order_inversion.h"
@@ -62,6 +64,16 @@ struct ProcessFacts {
   uint64_t records = 0;
   InitEvidence init;                       // what its NCCL initialisation left behind
   std::vector<NcclNotSeenEvent> not_seen;  // NCCL code the shim could not see into
+  uint64_t created_ns = 0;       // when the shim created its trace (realtime): with host and pid,
+                                 // its identity
+  ProcessCompletion completion;  // its GPU completion, heartbeats and asynchronous errors
+  bool nccl_loaded = false;      // libnccl was in its module map
+  std::string nccl_path;
+  bool nccl_calls = false;  // any NCCL call of it was recorded
+  bool lost_start = false;  // a stream lost its start, or slots were lapped while read
+
+  // Its last sign of life (realtime): the last heartbeat or record.
+  int64_t AliveUntilNs() const { return std::max(completion.last_beat_ns, last_ns); }
 
   const ModuleInfo* ModuleAt(uint64_t address) const;
   // Whether it did anything on another communicator after its last

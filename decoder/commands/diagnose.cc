@@ -6,6 +6,7 @@
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
 #include "commands/input_files.h"
+#include "model/process_liveness.h"
 #include "model/trace_loader.h"
 #include "report/finding_text.h"
 #include "report/reports.h"
@@ -49,7 +50,11 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
     return 2;
   }
   job.Finish();
-  const Diagnosis d = Diagnose(job);
+  // What this machine sees of the traced processes now: whether the job is
+  // live, and which of its processes on this host still exist, and how.
+  std::vector<TracedProcessId> ids;
+  for (const ProcessFacts& p : job.processes()) ids.push_back({p.host, p.pid, p.created_ns});
+  const Diagnosis d = Diagnose(job, ObserveLiveness(ids));
   if (json) {
     WriteJsonReport(job, d, out);
   } else {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analysis/nccl_semantics.h"
+#include "report/hang_text.h"
 #include "report/init_text.h"
 #include "report/log_text.h"
 #include "report/names.h"
@@ -98,6 +99,20 @@ std::string Title(const Finding& f) {
       return "the same traces given twice";
     case FindingKind::kNcclNotVisible:
       return "NCCL the shim could not see";
+    case FindingKind::kNeverCompleted:
+      return "an operation every rank entered never completed";
+    case FindingKind::kNcclAsyncError:
+      return "NCCL reported an asynchronous error";
+    case FindingKind::kRankFrozen:
+      return "a rank froze";
+    case FindingKind::kRankExitError:
+      return "a rank exited with an error";
+    case FindingKind::kHangUnexplained:
+      return "hung, cause not visible";
+    case FindingKind::kTraceOverwritten:
+      return "the traces lost the records that would show the cause";
+    case FindingKind::kNcclCallsUnseen:
+      return "NCCL calls not seen";
   }
   return KindName(f.kind);
 }
@@ -194,6 +209,45 @@ DepartureText Departed(const MissingRankFacts& x, const CallSiteNamer& sites) {
           "check the node's kernel log (dmesg: oom-kill) and the container's memory limit, and the "
           "scheduler's "
           "log for a kill of that process"};
+    case Departure::kAliveIdle: {
+      const std::string until = d.until_signo ? absl::StrCat(" until ", SignalName(d.until_signo),
+                                                             " ended it with the rest of the job")
+                                : d.live      ? std::string(" (live when diagnosed)")
+                                              : std::string(" until the others' traces end");
+      return {absl::StrCat("alive, idle outside NCCL", until),
+              absl::StrCat("it was alive", until, ", with no NCCL call pending, ", after,
+                           ": it never came back to this communicator"),
+              "the rank is stuck outside NCCL (a data loader, I/O, a CPU-side lock, a different "
+              "branch): see where its program is, e.g. with py-spy dump or gdb on the hung job"};
+    }
+    case Departure::kDiedFirst:
+      return {absl::StrCat("died first: its heartbeat stopped ", Seconds(d.stopped_before_ns),
+                           " before the others' (no exit or signal recorded: SIGKILL or the "
+                           "out-of-memory killer)"),
+              absl::StrCat("its heartbeat stopped ", after, ", ", Seconds(d.stopped_before_ns),
+                           " before the others', with no exit or signal recorded: it died first "
+                           "(SIGKILL, the out-of-memory killer), and the others were killed later"),
+              "check the node's kernel log (dmesg: oom-kill) and the container's memory limit, and "
+              "the scheduler's log for a kill of that process"};
+    case Departure::kFrozen: {
+      const std::string state =
+          d.proc_state == 'T' || d.proc_state == 't'
+              ? absl::StrCat("its process is stopped (state ", std::string(1, d.proc_state), ")")
+              : absl::StrCat("its heartbeat stopped ", Seconds(d.stopped_before_ns),
+                             " before the others'");
+      return {absl::StrCat("froze: ", state),
+              absl::StrCat("it froze ", after, ": ", state, ", while the others are alive"),
+              "a stopped process holds the whole job (SIGSTOP, Ctrl-Z job control, a debugger "
+              "or tracer): continue it (kill -CONT PID) or detach the debugger, and find what "
+              "stopped it"};
+    }
+    case Departure::kWaitingOnGpu:
+      return {absl::StrCat("waited for its GPU to finish ", DescribeCall(d.later_call),
+                           ", which never completed"),
+              absl::StrCat("its GPU never finished ", DescribeCall(d.later_call), " (",
+                           sites(d.later_site), "), so it never came back ", after),
+              "see the operation that never completed: that rank's GPU or network did not "
+              "finish it"};
     case Departure::kStopped:
       break;
   }
@@ -313,8 +367,12 @@ void Render(const Finding& f, const OrderInversionFacts& x, const CallSiteNamer&
 
 void Render(const Finding& f, const MissingTracesFacts&, const CallSiteNamer&, FindingText* t) {
   t->detail =
-      absl::StrFormat("the traces of %s of %s are missing; the rest was diagnosed without them",
-                      RanksNoun(f.ranks), CommPhrase(f.comm.value_or(0), f.nranks));
+      absl::StrFormat("the traces of %s of %s are missing; the rest was diagnosed without them%s",
+                      RanksNoun(f.ranks), CommPhrase(f.comm.value_or(0), f.nranks),
+                      f.role == FindingRole::kRootCause
+                          ? ", and nothing else was found, but without them the job cannot be "
+                            "called healthy"
+                          : "");
   t->fix =
       "collect the trace folder (NCCLWATCH_DIR) of every node of the job and pass them all to "
       "ncclwatch diagnose";
@@ -401,6 +459,27 @@ void Render(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&, 
   if (t->fix.empty()) t->fix = "run the job with an NCCL the shim can see";
 }
 
+void Render(const Finding& f, const NeverCompletedFacts& x, const CallSiteNamer& sites,
+            FindingText* t) {
+  RenderNeverCompleted(f, x, sites, t);
+}
+void Render(const Finding& f, const DeviceErrorFacts& x, const CallSiteNamer&, FindingText* t) {
+  RenderDeviceError(f, x, t);
+}
+void Render(const Finding& f, const StoppedRankFacts& x, const CallSiteNamer& sites,
+            FindingText* t) {
+  RenderStoppedRank(f, x, sites, t);
+}
+void Render(const Finding& f, const HangFacts& x, const CallSiteNamer&, FindingText* t) {
+  RenderHang(f, x, t);
+}
+void Render(const Finding& f, const ExitErrorFacts& x, const CallSiteNamer&, FindingText* t) {
+  RenderExitError(f, x, t);
+}
+void Render(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&, FindingText* t) {
+  RenderBlindSpot(f, x, t);
+}
+
 void Render(const Finding&, const std::monostate&, const CallSiteNamer&, FindingText*) {}
 
 }  // namespace
@@ -453,6 +532,20 @@ const char* KindName(FindingKind kind) {
       return "duplicate_traces";
     case FindingKind::kNcclNotVisible:
       return "nccl_not_visible";
+    case FindingKind::kNeverCompleted:
+      return "never_completed";
+    case FindingKind::kNcclAsyncError:
+      return "nccl_async_error";
+    case FindingKind::kRankFrozen:
+      return "rank_frozen";
+    case FindingKind::kRankExitError:
+      return "rank_exit_error";
+    case FindingKind::kHangUnexplained:
+      return "hang_unexplained";
+    case FindingKind::kTraceOverwritten:
+      return "trace_overwritten";
+    case FindingKind::kNcclCallsUnseen:
+      return "nccl_calls_unseen";
   }
   return "unknown";
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "report/call_site.h"
 #include "report/finding_text.h"
+#include "report/hang_text.h"
 #include "report/names.h"
 #include "report/reports.h"
 
@@ -58,6 +59,7 @@ void WriteFindingsHuman(const std::vector<Finding>& findings, const CallSiteName
     out << "\nRoot cause" << (roots.size() > 1 ? absl::StrCat(" in job ", root->job + 1) : "")
         << ": " << t.title << "\n";
     out << "  " << t.detail << ".\n";
+    if (root->phase) out << "  Where: " << PhaseText(*root->phase) << ".\n";
     if (!t.groups.empty()) {
       out << "\n  What each group of ranks did:\n";
       WriteGroups(t.groups, out);
@@ -108,7 +110,11 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
                          comms.size(), comms.size() == 1 ? "" : "s");
   if (d.jobs.size() > 1) out << ", " << d.jobs.size() << " separate jobs";
   out << "\n";
-  if (!d.problem) out << "\nEvery rank made the same collectives, every send met its receive.\n";
+  if (!d.problem) {
+    out << "\nEvery rank made the same collectives, every send met its receive"
+        << (d.tracked ? ", and the GPUs completed every operation" : "")
+        << (d.live ? "; live: every rank is making progress" : "") << ".\n";
+  }
   WriteFindingsHuman(d.findings, sites, out);
 
   // What every rank did last, ranks with the same story together.
@@ -119,6 +125,10 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
     const std::string ago = Ago(p.last.when_ns, d.end_ns);
     if (!ago.empty()) absl::StrAppend(&story, ", ", ago);
     absl::StrAppend(&story, "; ", FateText(p.fate));
+    if (p.fate.kind == Fate::kNoEnd && p.completion.beats > 0) {
+      const std::string beat = Ago(p.completion.last_beat_ns, d.end_ns);
+      if (!beat.empty()) absl::StrAppend(&story, "; last heartbeat ", beat);
+    }
     last[story].push_back(p.rank >= 0 ? p.rank : static_cast<int>(p.pid));
   }
   if (d.problem) {

@@ -147,6 +147,21 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
               : "");
       return;
     }
+    case InitCause::kRootGone: {
+      const std::string how = x.exit_code ? absl::StrCat("exited with code ", *x.exit_code)
+                              : x.signo   ? absl::StrCat("died of ", SignalName(x.signo))
+                                          : "ended with no exit or signal recorded (killed)";
+      *detail = absl::StrFormat(
+          " made the ncclUniqueId, so its process hosted the communicator's bootstrap root, and "
+          "%s%s before %s connected to it; they could not connect, or waited, because of that",
+          how, x.host.empty() ? "" : absl::StrCat(" on ", x.host),
+          RanksNoun(x.could_not_connect, "the other ranks"));
+      *fix =
+          "find why this rank ended before ncclCommInitRank (its own error output, the "
+          "launcher's log); the rank that makes the unique id must stay alive until every rank "
+          "has joined the communicator";
+      return;
+    }
     case InitCause::kDuplicateGpu: {
       const std::string bus = x.bus_id && *x.bus_id ? **x.bus_id : "";
       *detail = absl::StrFormat(

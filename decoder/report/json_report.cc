@@ -7,10 +7,13 @@
 //  "processes": [...], "unreadable": [...]}
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "ncclwatch/trace_fields.h"
 #include "ncclwatch_version.h"
 #include "report/call_site.h"
 #include "report/finding_text.h"
+#include "report/hang_text.h"
 #include "report/json.h"
 #include "report/names.h"
 #include "report/reports.h"
@@ -89,6 +92,10 @@ void WriteFacts(const Finding&, const CollectiveMismatchFacts& x, const CallSite
   out << "]";
 }
 
+std::string SecondsJson(int64_t ns) {
+  return ns > 0 ? absl::StrFormat("%.3f", static_cast<double>(ns) / 1e9) : "null";
+}
+
 void WriteFacts(const Finding& f, const MissingRankFacts& x, const CallSiteNamer& sites,
                 std::ostream& out) {
   out << ",\"did_instead\":" << JsonString(DidInstead(x, sites))
@@ -96,6 +103,77 @@ void WriteFacts(const Finding& f, const MissingRankFacts& x, const CallSiteNamer
   if (f.kind == FindingKind::kRankDied)
     out << ",\"signal\":"
         << (x.departure.signo ? JsonString(SignalName(x.departure.signo)) : "null");
+  if (f.kind == FindingKind::kRankFrozen) {
+    const char s = x.departure.proc_state;
+    out << ",\"state\":" << JsonString(s == 'T' || s == 't' ? "stopped" : "heartbeat_stale");
+  }
+  if (x.departure.how == Departure::kDiedFirst || x.departure.how == Departure::kFrozen)
+    out << ",\"stopped_before_others_s\":" << SecondsJson(x.departure.stopped_before_ns);
+}
+
+void WriteFacts(const Finding&, const NeverCompletedFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  const char* by = x.by == NeverCompletedFacts::By::kCompleted      ? "completed"
+                   : x.by == NeverCompletedFacts::By::kLastProgress ? "last_progress"
+                                                                    : "tie";
+  const bool p2p = x.op.call == fields::kSend || x.op.call == fields::kRecv;
+  out << ",\"call\":"
+      << JsonString(x.collective ? DescribeCollective(*x.collective)
+                                 : (x.op.valid && x.op.call != 0 ? CallName(x.op.call) : ""))
+      << ",\"peer\":" << (p2p ? absl::StrCat(x.op.peer) : "null")
+      << ",\"completed\":" << x.completed << ",\"stopped_first_by\":" << JsonString(by)
+      << ",\"entered\":" << Ints(x.entered) << ",\"waited_s\":" << SecondsJson(x.waited_ns)
+      << ",\"stall_record\":" << (x.stall_record ? "true" : "false")
+      << ",\"live\":" << (x.live ? "true" : "false");
+}
+
+void WriteFacts(const Finding&, const DeviceErrorFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  if (x.nccl) {
+    out << ",\"nccl_result\":" << JsonString(ResultName(x.result))
+        << ",\"nccl_text\":" << JsonString(x.text);
+  } else {
+    out << ",\"cuda_error\":" << JsonString(x.name) << ",\"cuda_result\":" << x.result
+        << ",\"cuda_text\":" << JsonString(x.text)
+        << ",\"device\":" << (x.device >= 0 ? absl::StrCat(x.device) : "null")
+        << ",\"bus_id\":" << (x.bus_id.empty() ? "null" : JsonString(x.bus_id));
+  }
+  out << ",\"completed\":" << Num(x.completed) << ",\"waiting\":" << Ints(x.waiting);
+}
+
+void WriteFacts(const Finding&, const StoppedRankFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  const char* state = x.state == StoppedRankFacts::State::kDead      ? "dead"
+                      : x.state == StoppedRankFacts::State::kStopped ? "stopped"
+                                                                     : "heartbeat_stale";
+  out << ",\"state\":" << JsonString(state)
+      << ",\"signal\":" << (x.signo ? JsonString(SignalName(x.signo)) : "null")
+      << ",\"stopped_before_others_s\":" << SecondsJson(x.before_others_ns)
+      << ",\"doing\":" << (x.doing.valid ? JsonString(DescribeCall(x.doing)) : "null")
+      << ",\"waiting\":" << Ints(x.waiting);
+}
+
+void WriteFacts(const Finding&, const HangFacts& x, const CallSiteNamer&, std::ostream& out) {
+  out << ",\"live\":" << (x.live ? "true" : "false")
+      << ",\"tracked\":" << (x.tracked ? "true" : "false");
+}
+
+void WriteFacts(const Finding&, const ExitErrorFacts& x, const CallSiteNamer&, std::ostream& out) {
+  out << ",\"exit_code\":" << x.exit_code
+      << ",\"signal\":" << (x.signo ? JsonString(SignalName(x.signo)) : "null")
+      << ",\"work_done\":" << (x.tracked ? (x.work_done ? "true" : "false") : "null")
+      << ",\"ended_after\":" << Ints(x.ended_after);
+}
+
+void WriteFacts(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  if (f.kind == FindingKind::kTraceOverwritten) {
+    out << ",\"ring_size\":" << x.ring_bytes << ",\"ring_size_needed\":" << x.needed_bytes
+        << ",\"suggest\":" << JsonString("NCCLWATCH_RING_SIZE=" + RingSizeSetting(x.needed_bytes));
+  } else {
+    out << ",\"nccl_path\":" << JsonString(x.nccl_path);
+  }
+  out << ",\"pids\":[" << absl::StrJoin(x.pids, ",") << "]";
 }
 
 void WriteFacts(const Finding&, const P2pMismatchFacts& x, const CallSiteNamer&,
@@ -131,6 +209,11 @@ void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&,
     out << ",\"memlock\":"
         << (x.memlock->unlimited ? JsonString("unlimited") : Num(x.memlock->bytes));
   }
+  if (x.cause == InitCause::kRootGone) {
+    out << ",\"exit_code\":" << Num(x.exit_code)
+        << ",\"signal\":" << (x.signo ? JsonString(SignalName(x.signo)) : "null")
+        << ",\"could_not_connect\":" << Ints(x.could_not_connect);
+  }
   if (x.has_pids) out << ",\"pids\":[" << absl::StrJoin(x.pids, ",") << "]";
 }
 
@@ -156,6 +239,7 @@ void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, std::ostream
   if (f.kind == FindingKind::kCollectiveMismatch || !f.field.empty())
     out << ",\"field\":" << JsonString(f.field);
   out << ",\"nranks\":" << (f.nranks > 0 ? absl::StrCat(f.nranks) : "null");
+  if (f.phase) out << ",\"phase\":" << JsonString(PhaseName(*f.phase));
   out << ",\"detail\":" << JsonString(t.detail) << ",\"fix\":" << JsonString(t.fix);
   out << ",\"rank_groups\":[";
   for (size_t g = 0; g < t.groups.size(); ++g) {

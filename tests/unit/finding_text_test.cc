@@ -368,3 +368,81 @@ TEST_CASE("exit codes: 0 healthy (warnings allowed), 1 a problem", "[report][exi
   CHECK(ExitCode(false) == 0);
   CHECK(ExitCode(true) == 1);
 }
+
+TEST_CASE("never_completed: detail, fix, groups, phase and the JSON facts", "[report][hang]") {
+  Finding f;
+  f.kind = FindingKind::kNeverCompleted;
+  f.role = FindingRole::kRootCause;
+  f.comm = kComm;
+  f.seq = 7;
+  f.nranks = 4;
+  f.ranks = {2};
+  f.phase = HangPhase::kStep;
+  NeverCompletedFacts x;
+  x.op = LastCall{true, f::kAllReduce, kComm, 7, true, false, 0, 0};
+  x.collective = AllReduceAvg();
+  x.entered = {0, 1, 2, 3};
+  x.completed = 7;
+  x.by = NeverCompletedFacts::By::kCompleted;
+  x.others.push_back({{0, 1, 3}, 8});
+  x.waited_ns = 312'000'000'000;
+  x.stall_record = true;
+  x.site = {2, 99};
+  f.facts = x;
+  const FindingText t = RenderFinding(f, FakeSite);
+  CHECK(t.title == "an operation every rank entered never completed");
+  CHECK(t.detail ==
+        "AllReduce(count=4096, float32, avg) #7 of communicator 3fa9c1 (4 ranks) was entered by "
+        "ranks 0-3 and never completed on the GPUs; rank 2 stopped first: its GPU completed 7 "
+        "collectives of it, the others more (ranks 0-1,3 8); it had been pending for 312.0 s "
+        "when the traces end; the shim's stall watchdog reported it");
+  CHECK(t.fix.rfind("every rank entered it, so the GPUs or the network did not finish it: on "
+                    "rank 2's node",
+                    0) == 0);
+  REQUIRE(t.groups.size() == 2);
+  CHECK(t.groups[0].doing ==
+        "stopped first: entered AllReduce(count=4096, float32, avg) #7 (p2+99), GPU completed 7 "
+        "of it");
+  const std::string json = Json(f);
+  CHECK(json.find("\"kind\":\"never_completed\",\"role\":\"root_cause\",\"job\":0,\"comm\":"
+                  "\"3fa9c10000000001\",\"seq\":7,\"ranks\":[2],\"nranks\":4,\"phase\":\"step\"") ==
+        1);
+  CHECK(json.find(",\"call\":\"AllReduce(count=4096, float32, avg)\",\"peer\":null,\"completed\":"
+                  "7,\"stopped_first_by\":\"completed\",\"entered\":[0,1,2,3],\"waited_s\":312.000,"
+                  "\"stall_record\":true,\"live\":false}") != std::string::npos);
+  CHECK(Headline({f}, true) == "PROBLEM: never_completed on communicator 3fa9c1 #7 (rank 2)");
+  std::ostringstream human;
+  WriteFindingsHuman({f}, FakeSite, human);
+  CHECK(human.str().find("\n  Where: in a training step's collective or send/receive.\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("hang findings' JSON names: the contract the integration tests read", "[report][hang]") {
+  CHECK(std::string(KindName(FindingKind::kNeverCompleted)) == "never_completed");
+  CHECK(std::string(KindName(FindingKind::kNcclAsyncError)) == "nccl_async_error");
+  CHECK(std::string(KindName(FindingKind::kRankFrozen)) == "rank_frozen");
+  CHECK(std::string(KindName(FindingKind::kRankExitError)) == "rank_exit_error");
+  CHECK(std::string(KindName(FindingKind::kHangUnexplained)) == "hang_unexplained");
+  CHECK(std::string(KindName(FindingKind::kTraceOverwritten)) == "trace_overwritten");
+  CHECK(std::string(KindName(FindingKind::kNcclCallsUnseen)) == "nccl_calls_unseen");
+  Finding frozen;
+  frozen.kind = FindingKind::kRankFrozen;
+  frozen.ranks = {1};
+  frozen.comm = kComm;
+  frozen.seq = 5;
+  frozen.phase = HangPhase::kStartup;
+  StoppedRankFacts s;
+  s.state = StoppedRankFacts::State::kStopped;
+  s.proc_state = 'T';
+  s.before_others_ns = 30'000'000'000;
+  s.waiting = {0, 2};
+  frozen.facts = s;
+  const std::string json = Json(frozen);
+  CHECK(json.find("\"phase\":\"startup\"") != std::string::npos);
+  CHECK(json.find(",\"state\":\"stopped\",\"signal\":null,\"stopped_before_others_s\":30.000,"
+                  "\"doing\":null,\"waiting\":[0,2]}") != std::string::npos);
+  CHECK(RenderFinding(frozen, NoCallSites()).detail ==
+        "rank 1 is frozen: its process exists and is stopped (state T in /proc/PID/stat) before "
+        "any NCCL call; its heartbeat stopped 30.0 s before the others'; ranks 0,2 waited for "
+        "it");
+}

@@ -55,3 +55,62 @@ TEST_CASE("init: the same failure on hosts the words name apart is two causes", 
   CHECK(found[0].finding.ranks == std::vector<int>{0});
   CHECK(found[1].finding.ranks == std::vector<int>{1});
 }
+
+// The process that made the unique id hosts the bootstrap root: when it
+// exits before the others connect, it is the cause, with its exit code, and
+// the ranks refused at the root's address only waited for it.
+TEST_CASE("init: a bootstrap root that exited first is the root cause, not its victims", "[init]") {
+  constexpr uint64_t kId = 0xabcdef0012345678ull;
+  InitEvidence root;
+  root.process = 0;
+  root.rank = 0;
+  root.host = "node1";
+  root.pid = 1000;
+  root.made_unique_id = kId;
+  root.end_known = true;
+  root.exit_code = 1;
+  root.end_ns = 100;
+  root.end = "exited with code 1";
+  std::vector<InitEvidence> all = {root};
+  for (int r = 1; r < 4; ++r) {
+    InitEvidence e;
+    e.process = r;
+    e.rank = r;
+    e.host = "node1";
+    e.pid = static_cast<uint32_t>(1000 + r);
+    e.comm = kId;
+    e.end_known = true;
+    e.sys_failures.push_back({200 + r, "connect", ECONNREFUSED, "", -1, std::nullopt});
+    e.failures.push_back({300 + r, "ncclCommInitRank", 2, "unhandled system error", false});
+    all.push_back(e);
+  }
+  const std::vector<InitFinding> found = DiagnoseInit(all);
+  REQUIRE(found.size() == 2);
+  const Finding& f = found[0].finding;
+  CHECK(f.ranks == std::vector<int>{0});
+  CHECK(f.comm == kId);
+  const auto& facts = std::get<InitFailureFacts>(f.facts);
+  CHECK(facts.cause == InitCause::kRootGone);
+  CHECK(facts.subsystem == "bootstrap");
+  CHECK(facts.exit_code == 1);
+  CHECK(facts.could_not_connect == std::vector<int>{1, 2, 3});
+  CHECK(RenderFinding(f, NoCallSites()).detail ==
+        "Rank 0 made the ncclUniqueId, so its process hosted the communicator's bootstrap root, "
+        "and exited with code 1 on node1 before ranks 1-3 connected to it; they could not "
+        "connect, or waited, because of that");
+  const Finding& waited = found[1].finding;
+  CHECK(waited.ranks == std::vector<int>{1, 2, 3});
+  CHECK(std::get<InitFailureFacts>(waited.facts).cause == InitCause::kWaitedForCause);
+}
+
+TEST_CASE("init: a root that made the communicator itself is judged as before", "[init]") {
+  InitEvidence root = ShmRank(0, "node1", "/dev/shm/nccl-a");
+  root.made_unique_id = 0x1234;
+  root.formed_from_unique_id = true;
+  root.end_known = true;
+  root.exit_code = 1;
+  root.end_ns = 1;
+  const std::vector<InitFinding> found = DiagnoseInit({root, ShmRank(1, "node1", "/dev/shm/b")});
+  REQUIRE(found.size() == 1);
+  CHECK(std::get<InitFailureFacts>(found[0].finding.facts).cause == InitCause::kSharedMemory);
+}

@@ -345,17 +345,36 @@ TEST_CASE("two jobs in one folder are diagnosed apart", "[job]") {
   ExpectOne(d, {"missing_rank", "root_cause", kOther, 6, {0}, "", std::nullopt, 1});
 }
 
-TEST_CASE("a missing trace is a note, not a problem", "[job]") {
+// A process with no trace is a blind spot: where nothing else is found, the
+// job cannot be called healthy without it (issue 8), and the finding says
+// what to collect. Beside another cause it stays a note.
+TEST_CASE("a missing trace: not healthy when nothing else is found, a note beside a cause",
+          "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(3);
   ps.pop_back();  // rank 2's trace was not collected
-  for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 3).Destroy(kComm).Exit(0);
-  const Diagnosis d = DiagnoseJob(ps);
-  ExpectOne(d, {"missing_traces",
-                "note",
-                kComm,
-                std::nullopt,
-                {2}});  // communicator ranks: no global rank known
-  CHECK_FALSE(d.problem);
+  SECTION("nothing else found: the root cause") {
+    for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 3).Destroy(kComm).Exit(0);
+    const Diagnosis d = DiagnoseJob(ps);
+    const Finding x = ExpectOne(d, {"missing_traces",
+                                    "root_cause",
+                                    kComm,
+                                    std::nullopt,
+                                    {2}});  // communicator ranks: no global rank known
+    CHECK(d.problem);
+    const auto t = ncclwatch::decoder::RenderFinding(x, ncclwatch::decoder::NoCallSites());
+    CHECK(t.detail.find("cannot be called healthy") != std::string::npos);
+    CHECK(t.fix.find("collect the trace folder") == 0);
+  }
+  SECTION("beside a cause: a note") {
+    ps[0].Collectives(kComm, 0, 3).Collective(kComm, 4, AllReduce().Pending());
+    ps[1].Collectives(kComm, 0, 3).Exit(0);
+    const Diagnosis d = DiagnoseJob(ps);
+    INFO(Describe(d));
+    REQUIRE(d.findings.size() == 2);
+    CHECK(ncclwatch::decoder::KindName(d.findings[0].kind) == std::string("missing_rank"));
+    CHECK(ncclwatch::decoder::KindName(d.findings[1].kind) == std::string("missing_traces"));
+    CHECK(ncclwatch::decoder::RoleName(d.findings[1].role) == std::string("note"));
+  }
 }
 
 TEST_CASE("a send never received, end to end: p2p_mismatch between the two ranks", "[job]") {

@@ -218,6 +218,12 @@ class SyntheticProcess {
 
   // ncclCommDestroy / ncclCommAbort of `comm`, returned.
   SyntheticProcess& Destroy(uint64_t comm) { return End(comm, pb::COMM_DESTROY); }
+  // ncclCommFinalize of `comm`, entered and never returned.
+  SyntheticProcess& FinalizePending(uint64_t comm) {
+    End(comm, pb::COMM_FINALIZE);
+    records_.back().mutable_comm_end()->set_result(NCCLWATCH_RESULT_PENDING);
+    return *this;
+  }
   SyntheticProcess& Abort(uint64_t comm) { return End(comm, pb::COMM_ABORT); }
 
   // exit(code).
@@ -236,10 +242,133 @@ class SyntheticProcess {
     return *this;
   }
 
+  // ---- completion and liveness (the shim's watcher records)
+
+  // Completion of `comm` tracked with CUDA events (or not, with the shim's reason).
+  SyntheticProcess& Tracked(uint64_t comm, int32_t device = 0) {
+    auto* c = Add().mutable_completion_tracking();
+    c->set_comm(comm);
+    c->set_mechanism(pb::CompletionTracking::CUDA_EVENTS);
+    c->set_markers(64);
+    c->set_device(device);
+    return *this;
+  }
+  SyntheticProcess& NotTracked(uint64_t comm, const std::string& why) {
+    auto* c = Add().mutable_completion_tracking();
+    c->set_comm(comm);
+    c->set_mechanism(pb::CompletionTracking::NONE);
+    c->set_why_not(why);
+    return *this;
+  }
+
+  // The GPU finished `comm`'s collectives #0..#collectives-1, and every
+  // operation recorded up to now.
+  SyntheticProcess& Progress(uint64_t comm, uint64_t collectives, uint32_t pending = 0) {
+    const uint64_t through = t_;
+    auto* p = Add().mutable_progress();
+    p->set_comm(comm);
+    p->set_collectives(collectives);
+    p->set_enqueued_t(through);
+    p->set_pending(pending);
+    return *this;
+  }
+
+  // Heartbeats every `interval` ticks (ms apart as the shim says: the
+  // synthetic clock is 1 tick = 1 ns, so tests pass `interval_ms` * 1e6)
+  // from tick `from` through `to`; the clock ends at `to`.
+  SyntheticProcess& Heartbeats(uint64_t from, uint64_t to, uint32_t interval_ms = 1000) {
+    const uint64_t step = uint64_t{interval_ms} * 1'000'000;
+    for (uint64_t t = from; t <= to; t += step) {
+      At(t);
+      auto* h = Add().mutable_heartbeat();
+      h->set_beat(++beat_);
+      h->set_interval_ms(interval_ms);
+    }
+    return *this;
+  }
+
+  // The stall watchdog: collective #seq of `comm` waited `waited_ms`.
+  SyntheticProcess& Stall(uint64_t comm, uint64_t seq, uint64_t completed, uint64_t waited_ms) {
+    auto* st = Add().mutable_stall();
+    st->set_comm(comm);
+    st->set_call(pb::ALL_REDUCE);
+    st->set_seq(seq);
+    st->set_peer(-1);
+    st->set_waited_ms(waited_ms);
+    st->set_completed(completed);
+    st->set_pending(1);
+    st->set_rank(RankIn(comm));
+    return *this;
+  }
+
+  // A sticky CUDA error the watcher met on `comm`'s work.
+  SyntheticProcess& CudaError(uint64_t comm, const std::string& name, int32_t result,
+                              uint64_t completed, int32_t device = 0) {
+    auto* e = Add().mutable_cuda_error();
+    e->set_comm(comm);
+    e->set_result(result);
+    e->set_name(name);
+    e->set_text("uncorrectable ECC error encountered");
+    e->set_device(device);
+    e->set_where(pb::CudaError::EVENT_QUERY);
+    e->set_seq(completed);
+    return *this;
+  }
+
+  // NCCL reported an asynchronous error on `comm` (ncclCommGetAsyncError).
+  SyntheticProcess& AsyncError(uint64_t comm, int32_t result, const std::string& text) {
+    auto* e = Add().mutable_nccl_error();
+    e->set_call(pb::COMM_GET_ASYNC_ERROR);
+    e->set_result(result);
+    e->set_comm(comm);
+    e->set_last_error(text);
+    e->set_async(true);
+    return *this;
+  }
+
+  // ncclGetUniqueId made the id of communicator `comm` (its process hosts the root).
+  SyntheticProcess& UniqueId(uint64_t comm) {
+    auto* a = Add().mutable_api();
+    a->set_result(0);
+    a->set_call(pb::GET_UNIQUE_ID);
+    a->set_value(static_cast<int64_t>(comm));
+    return *this;
+  }
+
+  // ncclCommInitRank of `comm` entered and never returned.
+  SyntheticProcess& InitPending(uint64_t comm, int32_t rank, int32_t nranks) {
+    auto* begin = Add().mutable_comm_init_begin();
+    begin->set_comm(comm);
+    begin->set_call(pb::COMM_INIT_RANK);
+    begin->set_rank(rank);
+    begin->set_nranks(nranks);
+    return *this;
+  }
+
+  // Collective #seq of `comm` was issued during CUDA graph capture: not tracked.
+  SyntheticProcess& Captured(uint64_t comm, uint64_t seq) {
+    auto* u = Add().mutable_untracked();
+    u->set_comm(comm);
+    u->set_call(pb::ALL_REDUCE);
+    u->set_seq(seq);
+    u->set_reason(pb::Untracked::CAPTURED);
+    return *this;
+  }
+
+  // A libnccl in the module map (the shim records the modules it saw).
+  SyntheticProcess& LoadedNccl() {
+    auto* m = Add().mutable_module();
+    m->set_path("/usr/lib/libnccl.so.2");
+    m->set_base(0x7f0000000000);
+    m->set_start(0x7f0000000000);
+    m->set_end(0x7f0000100000);
+    return *this;
+  }
+
   // The process's ring wrapped: the file no longer holds its oldest records
   // (those not written here), as a loaded trace's statistics say.
-  SyntheticProcess& Wrapped() {
-    overwritten_ = 1;
+  SyntheticProcess& Wrapped(uint64_t slots = 1) {
+    overwritten_ = slots;
     return *this;
   }
 
@@ -250,6 +379,7 @@ class SyntheticProcess {
     p.created_realtime_ns =
         created_;  // with host and pid, the trace's identity: distinct per process built
     p.stats.ring_overwritten = overwritten_;
+    p.stats.ring_claimed = overwritten_ + records_.size();
     decoder::RecordImporter importer(&p);
     for (const pb::Record& r : records_) {
       const std::string bytes = r.SerializeAsString();
@@ -315,6 +445,7 @@ class SyntheticProcess {
   }
 
   uint64_t t_ = 0;
+  uint64_t beat_ = 0;
   uint64_t overwritten_ = 0;
   std::vector<pb::Record> records_;
   std::map<uint64_t, int32_t> rank_of_;

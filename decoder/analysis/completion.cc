@@ -1,0 +1,133 @@
+#include "analysis/completion.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "model/numbering.h"
+#include "ncclwatch/trace_fields.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+namespace f = ::ncclwatch::fields;
+
+}  // namespace
+
+bool ProcessCompletion::AllTracked() const {
+  if (comms.empty()) return false;
+  for (const CommCompletion& c : comms)
+    if (!c.tracked) return false;
+  return true;
+}
+
+bool ProcessCompletion::AnyPending() const {
+  for (const CommCompletion& c : comms)
+    if (c.pending) return true;
+  return false;
+}
+
+ProcessCompletion SummariseCompletion(const ProcessTrace& t) {
+  ProcessCompletion out;
+  const Liveness& live = t.liveness;
+  out.beats = live.beats;
+  out.interval_ms = live.interval_ms;
+  if (live.beats > 0) {
+    out.first_beat_ns = t.RealtimeNs(live.first_t);
+    out.last_beat_ns = t.RealtimeNs(live.last_t);
+  }
+  // Operations whose completion is not followed (issued during graph capture,
+  // or not yet enqueued by a non-blocking communicator).
+  std::set<std::tuple<uint64_t, uint32_t, uint64_t>> untracked;
+  for (const UntrackedEvent& u : t.untracked) untracked.insert({u.comm, u.call, u.seq});
+
+  for (const CommStream& s : t.streams) {
+    CommCompletion c;
+    c.comm = s.comm;
+    c.rank = s.rank;
+    if (const CompletionTrackingEvent* how = t.Tracking(s.comm)) {
+      c.tracked = how->Tracked();
+      c.why_not = how->why_not;
+    }
+    const ProgressEvent* progress = t.LastProgress(s.comm);
+    uint64_t done_through_t = 0;
+    uint64_t progress_t = 0;
+    if (progress != nullptr) {
+      c.completed = progress->collectives;
+      c.has_progress = true;
+      c.progress_ns = t.RealtimeNs(progress->t);
+      done_through_t = progress->enqueued_t;
+      progress_t = progress->t;
+    }
+    if (s.any()) {
+      const uint64_t last = t.collectives[s.collectives.back()].seq;
+      c.issued = last == UINT64_MAX ? last : last + 1;
+    }
+    uint64_t oldest_order = UINT64_MAX;
+    auto consider = [&](uint64_t order, const LastCall& call) {
+      c.pending = true;
+      c.in_call |= call.pending;
+      if (order < oldest_order) {
+        oldest_order = order;
+        c.oldest = call;
+      }
+    };
+    // A collective whose completion is not followed (captured in a CUDA
+    // graph) at or after the count completed: the count may never pass it,
+    // so nothing from it on is judged.
+    uint64_t judged_below = UINT64_MAX;
+    for (const UntrackedEvent& u : t.untracked)
+      if (u.comm == s.comm && u.call != f::kSend && u.call != f::kRecv && u.seq >= c.completed)
+        judged_below = std::min(judged_below, u.seq);
+    // Collectives from the newest back to the first one not completed.
+    for (auto it = s.collectives.rbegin(); it != s.collectives.rend(); ++it) {
+      const CollectiveEvent& e = t.collectives[*it];
+      const bool returned = e.result != kResultPending;
+      if (c.tracked && returned && e.seq < c.completed) break;
+      if (!Accepted(e.result)) continue;
+      if (returned && (!c.tracked || e.seq >= judged_below)) continue;
+      consider(e.order,
+               LastCall{true, e.call, e.comm, e.seq, true, !returned, t.RealtimeNs(e.t), e.caller});
+    }
+    // Sends and receives recorded after the last time known complete.
+    for (auto it = s.p2p.rbegin(); it != s.p2p.rend(); ++it) {
+      const P2pEvent& e = t.p2p[*it];
+      const bool returned = e.result != kResultPending;
+      if (c.tracked && returned && e.t <= done_through_t) break;
+      if (!Accepted(e.result)) continue;
+      const uint32_t call = e.send ? f::kSend : f::kRecv;
+      if (returned && (!c.tracked || untracked.count({e.comm, call, e.seq}))) continue;
+      consider(e.order, LastCall{true, call, e.comm, e.seq, true, !returned, t.RealtimeNs(e.t),
+                                 e.caller, e.send, e.peer});
+    }
+    for (const StallEvent& st : t.stalls) {
+      if (st.comm != s.comm || st.t < progress_t) continue;
+      c.stalled = true;
+      c.stall_waited_ms = std::max(c.stall_waited_ms, st.waited_ms);
+    }
+    out.comms.push_back(std::move(c));
+  }
+
+  for (const CudaErrorEvent& e : t.cuda_errors) {
+    DeviceError d;
+    d.when_ns = t.RealtimeNs(e.t);
+    d.comm = e.comm;
+    d.result = e.result;
+    d.name = e.name;
+    d.text = e.text;
+    d.device = e.device;
+    d.completed = e.seq;
+    if (const CommMembership* m = t.Membership(e.comm)) d.bus_id = m->bus_id;
+    out.device_errors.push_back(std::move(d));
+  }
+  for (const NcclErrorEvent& e : t.errors) {
+    if (!e.async) continue;
+    out.async_errors.push_back({t.RealtimeNs(e.t), e.comm, e.result, e.text});
+  }
+  auto by_time = [](const auto& a, const auto& b) { return a.when_ns < b.when_ns; };
+  std::stable_sort(out.device_errors.begin(), out.device_errors.end(), by_time);
+  std::stable_sort(out.async_errors.begin(), out.async_errors.end(), by_time);
+  return out;
+}
+
+}  // namespace ncclwatch::decoder
