@@ -50,6 +50,19 @@ std::string Output(const jobs::JobResult& job) {
   return all;
 }
 
+const jobs::FindingView& RequireRoot(const jobs::DiagnosisView& d, const std::string& kind) {
+  INFO("diagnosis:\n" << d.output);
+  CHECK(d.exit_code == 1);
+  CHECK(d.verdict == "problem");
+  const jobs::FindingView* root = d.Root();
+  REQUIRE(root != nullptr);
+  REQUIRE(root->kind == kind);
+  CHECK(&d.findings.front() == root);
+  CHECK_FALSE(root->detail.empty());
+  CHECK_FALSE(root->fix.empty());
+  return *root;
+}
+
 ncclwatch::decoder::ProcessTrace Load(const std::string& path) {
   auto t = ncclwatch::decoder::LoadProcessTrace(path);
   REQUIRE(t.ok());
@@ -88,6 +101,13 @@ TEST_CASE("the stall line comes on stderr within the configured time, with the o
     CHECK(trace.tracking[0].Tracked());
     CHECK(trace.liveness.beats >= 4);
   }
+  Finish(&s);
+  const auto& f = RequireRoot(s.diagnosis, "never_completed");
+  CHECK(f.comm == s.world);
+  CHECK(f.seq == 10);
+  CHECK(f.ranks == std::vector<int>{1});
+  CHECK(f.String("stopped_first_by") == "completed");
+  CHECK(f.String("phase") == "step");
 }
 
 TEST_CASE("completion is recorded: a clean job's traces say every collective completed", "[hang]") {
@@ -123,9 +143,13 @@ TEST_CASE("a GPU fault: the faulting rank's CUDA error is in its trace", "[hang]
   // Completed collectives the watcher had seen before the fault (after it
   // every query returns the sticky error, as CUDA's do): at most #0..#9.
   CHECK(trace.cuda_errors[0].seq <= 10);
-  INFO(s.diagnosis.output);
-  CHECK(s.diagnosis.verdict != "healthy");
-  CHECK(s.diagnosis.exit_code == 1);
+  const auto& f = RequireRoot(s.diagnosis, "gpu_fault");
+  CHECK(f.comm == s.world);
+  CHECK(f.seq == 10);
+  CHECK(f.ranks == std::vector<int>{2});
+  CHECK(f.String("cuda_error") == "CUDA_ERROR_ECC_UNCORRECTABLE");
+  for (const auto& other : s.diagnosis.findings)
+    if (&other != s.diagnosis.Root()) CHECK(other.role != "root_cause");
 }
 
 TEST_CASE("a rank SIGKILLed first, the rest SIGKILLed later: the heartbeats order the deaths",
@@ -145,8 +169,13 @@ TEST_CASE("a rank SIGKILLed first, the rest SIGKILLed later: the heartbeats orde
   REQUIRE(alive.liveness.beats >= 3);
   CHECK(alive.RealtimeNs(alive.liveness.last_t) - dead.RealtimeNs(dead.liveness.last_t) >
         2000000000LL);
-  INFO(s.diagnosis.output);
-  CHECK(s.diagnosis.verdict != "healthy");
+  const auto& f = RequireRoot(s.diagnosis, "rank_died");
+  CHECK(f.comm == s.world);
+  CHECK(f.seq == 3);
+  CHECK(f.ranks == std::vector<int>{3});
+  CHECK(f.String("did_instead").find("died first") == 0);
+  for (const auto& other : s.diagnosis.findings)
+    if (&other != s.diagnosis.Root()) CHECK(other.role != "root_cause");
 }
 
 TEST_CASE("a frozen rank (SIGSTOP): its heartbeat stops while the others beat", "[hang]") {
@@ -158,14 +187,17 @@ TEST_CASE("a frozen rank (SIGSTOP): its heartbeat stops while the others beat", 
   live = jobs::Diagnose({s.dir.path()});
   job.join();
   Finish(&s);
-  INFO("live diagnosis:\n" << live.output);
-  CHECK(live.verdict != "healthy");
-  CHECK(live.exit_code == 1);
+  const auto& f = RequireRoot(live, "rank_frozen");
+  CHECK(f.seq == 3);
+  CHECK(f.ranks == std::vector<int>{1});
+  CHECK(f.String("state") == "stopped");
   const auto frozen = Load(jobs::TraceOf(s.dir.path(), 1));
   const auto peer = Load(jobs::TraceOf(s.dir.path(), 0));
   CHECK(peer.RealtimeNs(peer.liveness.last_t) - frozen.RealtimeNs(frozen.liveness.last_t) >
         2000000000LL);
-  CHECK(s.diagnosis.verdict != "healthy");
+  // After the fact a stopped rank that was killed cannot be told from a dead one.
+  const auto& after = RequireRoot(s.diagnosis, "rank_died");
+  CHECK(after.ranks == std::vector<int>{1});
 }
 
 TEST_CASE("a small ring overwrote an early mismatch: never healthy", "[hang]") {
@@ -178,9 +210,8 @@ TEST_CASE("a small ring overwrote an early mismatch: never healthy", "[hang]") {
   const auto trace = Load(jobs::TraceOf(s.dir.path(), 0));
   CHECK(trace.collectives.empty());  // the mismatch at #1 is gone from the ring
   CHECK(trace.stats.ring_overwritten > 0);
-  INFO(s.diagnosis.output);
-  CHECK(s.diagnosis.verdict != "healthy");
-  CHECK(s.diagnosis.exit_code == 1);
+  const auto& f = RequireRoot(s.diagnosis, "trace_overwritten");
+  CHECK(f.String("suggest").find("NCCLWATCH_RING_SIZE=") == 0);
 }
 
 TEST_CASE("a rank alive in host code: its heartbeat says alive", "[hang]") {
@@ -192,8 +223,11 @@ TEST_CASE("a rank alive in host code: its heartbeat says alive", "[hang]") {
   // It beat until the launcher ended the job, as its peers did.
   CHECK(std::llabs(peer.RealtimeNs(peer.liveness.last_t) - idle.RealtimeNs(idle.liveness.last_t)) <
         1500000000LL);
-  INFO(s.diagnosis.output);
-  CHECK(s.diagnosis.verdict != "healthy");
+  const auto& f = RequireRoot(s.diagnosis, "missing_rank");
+  CHECK(f.comm == s.world);
+  CHECK(f.seq == 4 + 4 / 4);
+  CHECK(f.ranks == std::vector<int>{2});
+  CHECK(f.String("did_instead").find("alive, idle outside NCCL") == 0);
 }
 
 TEST_CASE("the bootstrap root exits before init: the others cannot connect", "[hang]") {
@@ -201,9 +235,10 @@ TEST_CASE("the bootstrap root exits before init: the others cannot connect", "[h
   s.job = jobs::RunJob(Spec(s, {"--steps", "4", "--bug", "exit-before-init:0:0"}, 6));
   Finish(&s);
   CHECK(s.job.ranks[0].exit_code == 1);
-  INFO(s.diagnosis.output);
-  CHECK(s.diagnosis.verdict != "healthy");
-  CHECK(s.diagnosis.exit_code == 1);
+  const auto& f = RequireRoot(s.diagnosis, "init_failure");
+  CHECK(f.String("subsystem") == "bootstrap");
+  CHECK(f.ranks == std::vector<int>{0});
+  CHECK(f.raw.fields().at("exit_code").number_value() == 1);
 }
 
 TEST_CASE("a live healthy job is healthy in every snapshot, ranks at different steps", "[hang]") {
