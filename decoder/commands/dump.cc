@@ -178,6 +178,45 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
       for (const auto& e : v.env()) absl::StrAppend(&s, " ", e.name(), "=", e.value());
       return s;
     }
+    case pb::Record::kCompletionTracking: {
+      const auto& c = r.completion_tracking();
+      if (c.mechanism() == pb::CompletionTracking::NONE)
+        return absl::StrCat("completion_tracking comm=", CommName(c.comm()), " none: \"",
+                            c.why_not(), "\"");
+      return absl::StrCat("completion_tracking comm=", CommName(c.comm()),
+                          " cuda_events=", c.markers(), " device=", c.device());
+    }
+    case pb::Record::kProgress: {
+      const auto& g = r.progress();
+      return absl::StrCat("progress comm=", CommName(g.comm()), " completed=", g.collectives(),
+                          " issued=", g.issued(), " pending=", g.pending(),
+                          " enqueued_t=", g.enqueued_t());
+    }
+    case pb::Record::kHeartbeat:
+      return absl::StrCat("heartbeat #", r.heartbeat().beat(), " every ",
+                          r.heartbeat().interval_ms(), " ms");
+    case pb::Record::kStall: {
+      const auto& st = r.stall();
+      std::string s = absl::StrCat("stall comm=", CommName(st.comm()), " ", CallName(st.call()),
+                                   " #", st.seq());
+      if (st.call() == pb::SEND || st.call() == pb::RECV)
+        absl::StrAppend(&s, st.send() ? " to " : " from ", st.peer());
+      absl::StrAppend(&s, " waited=", st.waited_ms(), "ms completed=", st.completed(),
+                      " pending=", st.pending());
+      return s;
+    }
+    case pb::Record::kCudaError: {
+      const auto& e = r.cuda_error();
+      return absl::StrCat("cuda_error comm=", CommName(e.comm()), " ", e.name(), " (", e.result(),
+                          ") \"", e.text(), "\" completed=", e.seq());
+    }
+    case pb::Record::kUntracked: {
+      const auto& u = r.untracked();
+      return absl::StrCat("untracked comm=", CommName(u.comm()), " ", CallName(u.call()), " #",
+                          u.seq(),
+                          u.reason() == pb::Untracked::CAPTURED ? " captured in a CUDA graph"
+                                                                : " not yet enqueued");
+    }
     default:
       return absl::StrCat("unknown ", r.ShortDebugString());
   }
