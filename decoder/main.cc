@@ -3,6 +3,7 @@
 //   ncclwatch diagnose [--json] PATH...   every trace under the folders/files
 //   ncclwatch explain [--json] LOG...      the same, from plain NCCL_DEBUG logs and error output
 //   ncclwatch dump [--json] FILE          one trace's records, one per line
+//   ncclwatch timeline PATH... -o FILE    the job as one Perfetto trace
 //   ncclwatch version
 //
 //   ncclwatch COMMAND --help (or -h)
@@ -19,6 +20,7 @@
 #include "commands/diagnose.h"
 #include "commands/dump.h"
 #include "commands/explain.h"
+#include "commands/timeline.h"
 #include "ncclwatch/ring_format.h"
 #include "ncclwatch_version.h"
 
@@ -28,6 +30,7 @@ constexpr char kUsage[] =
     "usage: ncclwatch diagnose [--json] PATH...   diagnose the traces in these folders or files\n"
     "       ncclwatch explain [--json] LOG...     the same from NCCL_DEBUG logs and error output\n"
     "       ncclwatch dump [--json] FILE          print one trace's records\n"
+    "       ncclwatch timeline PATH... -o FILE    the job as one Perfetto trace (ui.perfetto.dev)\n"
     "       ncclwatch version\n"
     "       ncclwatch COMMAND --help              one command's usage\n"
     "Exit codes: 0 healthy (warnings and notes allowed), 1 a problem, 2 input that cannot be "
@@ -57,6 +60,18 @@ const char* CommandUsage(const std::string& command) {
     return "usage: ncclwatch dump [--json] FILE\n"
            "  Prints one trace's records, one per line (--json: one JSON object per line).\n"
            "  Exit codes: 0 done, 2 a file that cannot be read.\n";
+  }
+  if (command == "timeline") {
+    return "usage: ncclwatch timeline PATH... -o FILE\n"
+           "  Writes every trace in the folders and files given as one Perfetto trace: a track "
+           "per\n"
+           "  rank and per communicator, a slice per collective and send/receive, flows linking a\n"
+           "  collective across ranks and a send to its receive, init steps, failing system calls\n"
+           "  and errors as instants, the root cause marked. Open FILE at "
+           "https://ui.perfetto.dev.\n"
+           "  -o FILE  where to write it (e.g. job.pftrace)\n"
+           "  Exit codes: 0 written, 2 input that cannot be used or a file that cannot be "
+           "written.\n";
   }
   if (command == "version")
     return "usage: ncclwatch version\n  Prints the version of ncclwatch and of its trace format.\n";
@@ -89,9 +104,15 @@ int Main(int argc, char** argv) {
       return 0;
     }
   }
+  std::string output;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--json")
+    if (command == "timeline" && (a == "-o" || a == "--output")) {
+      if (i + 1 >= argc) return Usage(a + " needs a file name");
+      output = argv[++i];
+    } else if (command == "timeline" && a.rfind("--output=", 0) == 0) {
+      output = a.substr(9);
+    } else if (a == "--json" && command != "timeline")
       json = true;
     else if (a.size() > 1 && a[0] == '-')
       return Usage("unknown option " + a);
@@ -110,6 +131,16 @@ int Main(int argc, char** argv) {
   if (command == "explain") {
     if (paths.empty()) return Usage("explain needs at least one log file or folder");
     return ncclwatch::decoder::RunExplain(paths, json, std::cout, std::cerr);
+  }
+  if (command == "timeline") {
+    if (paths.empty()) return Usage("timeline needs at least one folder or trace file");
+    if (output.empty()) return Usage("timeline needs -o FILE");
+    return ncclwatch::decoder::RunTimeline(paths, output, std::cout, std::cerr);
+  }
+  if (command == "timeline") {
+    if (paths.empty()) return Usage("timeline needs at least one folder or trace file");
+    if (output.empty()) return Usage("timeline needs -o FILE");
+    return ncclwatch::decoder::RunTimeline(paths, output, std::cout, std::cerr);
   }
   if (command == "diagnose") {
     if (paths.empty()) return Usage("diagnose needs at least one folder or trace file");
