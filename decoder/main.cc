@@ -4,6 +4,7 @@
 //   ncclwatch explain [--json] LOG...      the same, from plain NCCL_DEBUG logs and error output
 //   ncclwatch dump [--json] FILE          one trace's records, one per line
 //   ncclwatch timeline PATH... -o FILE    the job as one Perfetto trace
+//   ncclwatch run [--dir D] [--on-stall] -- CMD...   runs a job under the shim
 //   ncclwatch version
 //
 //   ncclwatch COMMAND --help (or -h)
@@ -20,6 +21,7 @@
 #include "commands/diagnose.h"
 #include "commands/dump.h"
 #include "commands/explain.h"
+#include "commands/run.h"
 #include "commands/timeline.h"
 #include "ncclwatch/ring_format.h"
 #include "ncclwatch_version.h"
@@ -31,6 +33,8 @@ constexpr char kUsage[] =
     "       ncclwatch explain [--json] LOG...     the same from NCCL_DEBUG logs and error output\n"
     "       ncclwatch dump [--json] FILE          print one trace's records\n"
     "       ncclwatch timeline PATH... -o FILE    the job as one Perfetto trace (ui.perfetto.dev)\n"
+    "       ncclwatch run [--dir D] [--on-stall] -- CMD...   run a job traced; diagnose it if it "
+    "fails\n"
     "       ncclwatch version\n"
     "       ncclwatch COMMAND --help              one command's usage\n"
     "Exit codes: 0 healthy (warnings and notes allowed), 1 a problem, 2 input that cannot be "
@@ -73,6 +77,17 @@ const char* CommandUsage(const std::string& command) {
            "  Exit codes: 0 written, 2 input that cannot be used or a file that cannot be "
            "written.\n";
   }
+  if (command == "run") {
+    return "usage: ncclwatch run [--dir D] [--on-stall] [--shim PATH] -- CMD [ARGS...]\n"
+           "  Runs CMD (torchrun, srun, mpirun, a container entrypoint, ...) with libncclwatch.so\n"
+           "  preloaded for it and every process it starts, tracing into D (default: a fresh\n"
+           "  ncclwatch-run-YYYYmmdd-HHMMSS here). Signals are passed on. When CMD fails or is\n"
+           "  interrupted, the diagnosis is printed on stderr, root cause first.\n"
+           "  --on-stall   also print it when a trace reports a stall, while the job runs on\n"
+           "  --shim PATH  the shim to preload (default: the one installed with ncclwatch)\n"
+           "  Exit code: CMD's (128+N when signal N ended it; 127 when it cannot be run), 2 bad "
+           "usage.\n";
+  }
   if (command == "version")
     return "usage: ncclwatch version\n  Prints the version of ncclwatch and of its trace format.\n";
   return nullptr;
@@ -92,6 +107,19 @@ int Main(int argc, char** argv) {
     const char* usage = argc > 2 ? CommandUsage(argv[2]) : nullptr;
     std::cout << (usage ? usage : kUsage);
     return 0;
+  }
+  // Commands with a command line of their own: only their options (before
+  // "--" or the first operand) are read here.
+  if (command == "run") {
+    std::vector<std::string> args(argv + 2, argv + argc);
+    for (const std::string& a : args) {
+      if (a == "--" || a.empty() || a[0] != '-') break;
+      if (a == "--help" || a == "-h") {
+        std::cout << CommandUsage(command);
+        return 0;
+      }
+    }
+    return ncclwatch::decoder::RunRun(args, std::cerr);
   }
   bool json = false;
   std::vector<std::string> paths;

@@ -1,0 +1,151 @@
+// `ncclwatch run`: real launchers and jobs on the simulator, run through the
+// command exactly as a user would (nothing preloaded or set by the test but
+// the simulator's library path): the shim must reach every rank, the
+// launcher's exit status must come back unchanged, and a failure must be
+// diagnosed on the spot.
+
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/traced_job.h"
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  int signal = 0;
+  std::string output;
+};
+
+// `ncclwatch run ARGS...`, from `cwd` when given.
+Outcome Run(const std::vector<std::string>& args, double timeout_s = 60) {
+  jobs::JobSpec spec;
+  spec.argv = {jobs::NcclwatchPath(), "run"};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(),
+              "LD_PRELOAD",
+              "NCCLWATCH_DIR",
+              "RANK",
+              "WORLD_SIZE",
+              "LOCAL_RANK",
+              "LOCAL_WORLD_SIZE"};
+  spec.timeout_s = timeout_s;
+  jobs::JobResult r = jobs::RunJob(spec);
+  Outcome o;
+  if (r.ranks.empty()) return o;
+  o.exit_code = r.ranks[0].exit_code;
+  o.signal = r.ranks[0].signal;
+  o.output = r.ranks[0].output;
+  return o;
+}
+
+size_t Traces(const std::string& dir) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".trace") ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "run: a rank segfaults, the launcher stops the rest: its exit code kept, rank and "
+    "SIGSEGV named",
+    "[run]") {
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/traces";
+  const Outcome o =
+      Run({"--dir", traces, "--", jobs::BinDir() + "/jobrun", "-n", "4", "--timeout", "5", "--",
+           jobs::BinDir() + "/train_loop", "--steps", "8", "--bug", "segv:2:3"});
+  INFO(o.output);
+  // jobrun ends the ranks still waiting at its timeout, and exits 124.
+  CHECK(o.exit_code == 124);
+  CHECK(o.output.find("jobrun: rank 2 died of signal 11") != std::string::npos);
+  CHECK(o.output.find("ncclwatch: tracing into " + traces) != std::string::npos);
+  CHECK(o.output.find("exited with status 124; the diagnosis of " + traces) != std::string::npos);
+  CHECK(o.output.find("PROBLEM: rank_died on communicator") != std::string::npos);
+  CHECK(o.output.find("(rank 2)") != std::string::npos);
+  CHECK(o.output.find("died of SIGSEGV") != std::string::npos);
+  // Every rank and the launcher were traced, with nothing set by hand.
+  CHECK(Traces(traces) == 5);
+}
+
+TEST_CASE("run: a healthy job exits 0 with no diagnosis, traces in a fresh folder", "[run]") {
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/t";
+  const Outcome o = Run({"--dir", traces, "--", jobs::BinDir() + "/jobrun", "-n", "2", "--",
+                         jobs::BinDir() + "/train_loop", "--steps", "3"});
+  INFO(o.output);
+  CHECK(o.exit_code == 0);
+  CHECK(o.output.find("PROBLEM") == std::string::npos);
+  CHECK(o.output.find("exited with status 0; traces in " + traces) != std::string::npos);
+  CHECK(Traces(traces) == 3);
+}
+
+TEST_CASE("run: exit codes as a shell gives them", "[run]") {
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/t";
+  CHECK(Run({"--dir", traces, "--", "sh", "-c", "exit 3"}).exit_code == 3);
+  CHECK(Run({"--dir", traces, "--", "sh", "-c", "kill -SEGV $$"}).exit_code == 128 + 11);
+  const Outcome missing = Run({"--dir", traces, "--", dir.path() + "/no-such-program"});
+  CHECK(missing.exit_code == 127);
+  CHECK(missing.output.find("cannot run " + dir.path() + "/no-such-program") != std::string::npos);
+}
+
+TEST_CASE("run: a signal sent to ncclwatch is diagnosed first, then passed on to the job",
+          "[run]") {
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/t";
+  // A one-rank job that stops calling NCCL and sleeps; `timeout` plays the
+  // user who gives up, sending SIGTERM to ncclwatch alone (--foreground).
+  jobs::JobSpec spec;
+  spec.argv = {"timeout",
+               "--foreground",
+               "--preserve-status",
+               "3",
+               jobs::NcclwatchPath(),
+               "run",
+               "--dir",
+               traces,
+               "--",
+               jobs::BinDir() + "/train_loop",
+               "--steps",
+               "8",
+               "--bug",
+               "hang:0:2"};
+  spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(),
+              "LD_PRELOAD",
+              "NCCLWATCH_DIR",
+              "RANK",
+              "WORLD_SIZE",
+              "LOCAL_RANK",
+              "LOCAL_WORLD_SIZE",
+              "JOBRUN_RENDEZVOUS"};
+  spec.timeout_s = 60;
+  jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  const std::string& out = r.ranks[0].output;
+  INFO(out);
+  CHECK(r.ranks[0].exit_code == 128 + 15);  // the job died of the SIGTERM passed on
+  CHECK(out.find("ncclwatch: interrupted by SIGTERM; the diagnosis of " + traces) !=
+        std::string::npos);
+  CHECK(out.find("ncclwatch: 1 process on 1 host") != std::string::npos);
+}
+
+TEST_CASE("run: bad usage is one line and exit 2", "[run]") {
+  jobs::TempDir dir;
+  Outcome o = Run({"--dir", dir.path()});
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("run needs a command") != std::string::npos);
+  o = Run({"--bogus", "--", "true"});
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("unknown option --bogus") != std::string::npos);
+  o = Run({"--shim", dir.path() + "/nope.so", "--dir", dir.path(), "--", "true"});
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("nope.so: no such file") != std::string::npos);
+}
