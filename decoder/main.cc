@@ -5,6 +5,7 @@
 //   ncclwatch dump [--json] FILE          one trace's records, one per line
 //   ncclwatch timeline PATH... -o FILE    the job as one Perfetto trace
 //   ncclwatch run [--dir D] [--on-stall] -- CMD...   runs a job under the shim
+//   ncclwatch probe [-n N] [--nnodes M --node-rank K --master ADDR:PORT]   the minimal job
 //   ncclwatch version
 //
 //   ncclwatch COMMAND --help (or -h)
@@ -21,6 +22,7 @@
 #include "commands/diagnose.h"
 #include "commands/dump.h"
 #include "commands/explain.h"
+#include "commands/probe.h"
 #include "commands/run.h"
 #include "commands/timeline.h"
 #include "ncclwatch/ring_format.h"
@@ -35,6 +37,8 @@ constexpr char kUsage[] =
     "       ncclwatch timeline PATH... -o FILE    the job as one Perfetto trace (ui.perfetto.dev)\n"
     "       ncclwatch run [--dir D] [--on-stall] -- CMD...   run a job traced; diagnose it if it "
     "fails\n"
+    "       ncclwatch probe [-n N] [--nccl PATH]  prove that NCCL forms here (--nnodes ... for "
+    "several nodes)\n"
     "       ncclwatch version\n"
     "       ncclwatch COMMAND --help              one command's usage\n"
     "Exit codes: 0 healthy (warnings and notes allowed), 1 a problem, 2 input that cannot be "
@@ -88,6 +92,20 @@ const char* CommandUsage(const std::string& command) {
            "  Exit code: CMD's (128+N when signal N ended it; 127 when it cannot be run), 2 bad "
            "usage.\n";
   }
+  if (command == "probe") {
+    return "usage: ncclwatch probe [-n N] [--nccl PATH] [--dir D] [--bytes B] [--timeout S]\n"
+           "                       [--nnodes M --node-rank K --master ADDR:PORT]\n"
+           "  The minimal job, before the real one: N ranks on this node (default one per visible\n"
+           "  GPU, else 2) form a communicator with the NCCL the job would use (the loader's, or\n"
+           "  --nccl PATH), run AllReduce, AllGather and a Send/Recv ring, check the data and\n"
+           "  time AllReduce, under the shim. Prints each rank's result, this node's inventory\n"
+           "  next to the other nodes' with what differs flagged, and on failure the diagnosis.\n"
+           "  --nnodes M --node-rank K --master ADDR:PORT  run on every node, node 0 at ADDR\n"
+           "  --dir D       the traces and the workers' output (default: a new "
+           "/tmp/ncclwatch-probe-*)\n"
+           "  --bytes B     the AllReduce's size (default 8 MiB); --timeout S (default 120)\n"
+           "  Exit codes: 0 NCCL formed and the data is right, 1 it did not, 2 bad usage.\n";
+  }
   if (command == "version")
     return "usage: ncclwatch version\n  Prints the version of ncclwatch and of its trace format.\n";
   return nullptr;
@@ -110,7 +128,7 @@ int Main(int argc, char** argv) {
   }
   // Commands with a command line of their own: only their options (before
   // "--" or the first operand) are read here.
-  if (command == "run") {
+  if (command == "run" || command == "probe") {
     std::vector<std::string> args(argv + 2, argv + argc);
     for (const std::string& a : args) {
       if (a == "--" || a.empty() || a[0] != '-') break;
@@ -119,6 +137,7 @@ int Main(int argc, char** argv) {
         return 0;
       }
     }
+    if (command == "probe") return ncclwatch::decoder::RunProbe(args, std::cout, std::cerr);
     return ncclwatch::decoder::RunRun(args, std::cerr);
   }
   bool json = false;
