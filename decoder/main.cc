@@ -5,6 +5,7 @@
 //   ncclwatch dump [--json] FILE          one trace's records, one per line
 //   ncclwatch timeline PATH... -o FILE    the job as one Perfetto trace
 //   ncclwatch run [--dir D] [--on-stall] -- CMD...   runs a job under the shim
+//   ncclwatch status PATH... [--watch]    the live state of a running job
 //   ncclwatch probe [-n N] [--nnodes M --node-rank K --master ADDR:PORT]   the minimal job
 //   ncclwatch version
 //
@@ -24,6 +25,7 @@
 #include "commands/explain.h"
 #include "commands/probe.h"
 #include "commands/run.h"
+#include "commands/status.h"
 #include "commands/timeline.h"
 #include "ncclwatch/ring_format.h"
 #include "ncclwatch_version.h"
@@ -37,6 +39,8 @@ constexpr char kUsage[] =
     "       ncclwatch timeline PATH... -o FILE    the job as one Perfetto trace (ui.perfetto.dev)\n"
     "       ncclwatch run [--dir D] [--on-stall] -- CMD...   run a job traced; diagnose it if it "
     "fails\n"
+    "       ncclwatch status PATH... [--watch]   the live state of a running job (--watch: like "
+    "top)\n"
     "       ncclwatch probe [-n N] [--nccl PATH]  prove that NCCL forms here (--nnodes ... for "
     "several nodes)\n"
     "       ncclwatch version\n"
@@ -92,6 +96,20 @@ const char* CommandUsage(const std::string& command) {
            "  Exit code: CMD's (128+N when signal N ended it; 127 when it cannot be run), 2 bad "
            "usage.\n";
   }
+  if (command == "status") {
+    return "usage: ncclwatch status PATH... [--watch] [--interval S] [--stuck-after S]\n"
+           "  The live state of a running job, from its traces: per communicator, each rank's "
+           "last\n"
+           "  entered and last completed collective, how long since its last progress and "
+           "heartbeat,\n"
+           "  which ranks lag, any stall or asynchronous error. The first line is STUCK: ... or\n"
+           "  PROGRESSING.\n"
+           "  --watch          redraw every S seconds (--interval, default 2) until interrupted\n"
+           "  --stuck-after S  pending work with no progress for S seconds is stuck (default 60;\n"
+           "                   a stall the shim reported is stuck at once)\n"
+           "  Exit codes: 0 everything progresses, 1 something is stuck, 2 input that cannot be "
+           "used.\n";
+  }
   if (command == "probe") {
     return "usage: ncclwatch probe [-n N] [--nccl PATH] [--dir D] [--bytes B] [--timeout S]\n"
            "                       [--nnodes M --node-rank K --master ADDR:PORT]\n"
@@ -128,7 +146,7 @@ int Main(int argc, char** argv) {
   }
   // Commands with a command line of their own: only their options (before
   // "--" or the first operand) are read here.
-  if (command == "run" || command == "probe") {
+  if (command == "run" || command == "probe" || command == "status") {
     std::vector<std::string> args(argv + 2, argv + argc);
     for (const std::string& a : args) {
       if (a == "--" || a.empty() || a[0] != '-') break;
@@ -138,6 +156,7 @@ int Main(int argc, char** argv) {
       }
     }
     if (command == "probe") return ncclwatch::decoder::RunProbe(args, std::cout, std::cerr);
+    if (command == "status") return ncclwatch::decoder::RunStatus(args, std::cout, std::cerr);
     return ncclwatch::decoder::RunRun(args, std::cerr);
   }
   bool json = false;
