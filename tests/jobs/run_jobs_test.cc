@@ -75,6 +75,51 @@ TEST_CASE(
   CHECK(Traces(traces) == 5);
 }
 
+TEST_CASE(
+    "run --on-stall: a hung job is diagnosed when the shim reports the stall, while it "
+    "still runs",
+    "[run]") {
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/traces";
+  // Rank 2 stops calling NCCL before step 3 and sleeps; the others wait in
+  // AllReduce #3. The shim reports the stall after 2 s; jobrun gives up at 8 s.
+  jobs::JobSpec spec;
+  spec.argv = {
+      jobs::NcclwatchPath(),          "run",     "--on-stall", "--dir",     traces,    "--",
+      jobs::BinDir() + "/jobrun",     "-n",      "4",          "--timeout", "8",       "--",
+      jobs::BinDir() + "/train_loop", "--steps", "8",          "--bug",     "hang:2:3"};
+  spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(),
+              "NCCLWATCH_STALL=2",
+              "LD_PRELOAD",
+              "NCCLWATCH_DIR",
+              "RANK",
+              "WORLD_SIZE",
+              "LOCAL_RANK",
+              "LOCAL_WORLD_SIZE"};
+  spec.timeout_s = 60;
+  const jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  const std::string& out = r.ranks[0].output;
+  INFO(out);
+  CHECK(r.ranks[0].exit_code == 124);
+  // The shim's own line, streamed as it happened.
+  CHECK(out.find("ncclwatch: STALL pid ") != std::string::npos);
+  CHECK(out.find("AllReduce #3 on communicator") != std::string::npos);
+  // ncclwatch's reading of the stall records, and the diagnosis, before the
+  // launcher ended the job.
+  const size_t stalled = out.find(") stalled in AllReduce #3 of communicator ");
+  const size_t diagnosis = out.find("ncclwatch: a stall was reported; the diagnosis of " + traces);
+  const size_t killed = out.find("jobrun: rank 0 still running after 8 s: killed");
+  CHECK(stalled != std::string::npos);
+  REQUIRE(diagnosis != std::string::npos);
+  REQUIRE(killed != std::string::npos);
+  CHECK(diagnosis < killed);
+  CHECK(out.find("PROBLEM: missing_rank", diagnosis) < killed);
+  CHECK(out.find("(rank 2)", diagnosis) < killed);
+  // And when the launcher has failed, the diagnosis of how the job ended.
+  CHECK(out.find("jobrun exited with status 124; the diagnosis of", killed) != std::string::npos);
+}
+
 TEST_CASE("run: a healthy job exits 0 with no diagnosis, traces in a fresh folder", "[run]") {
   jobs::TempDir dir;
   const std::string traces = dir.path() + "/t";
