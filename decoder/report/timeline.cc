@@ -1,6 +1,7 @@
 #include "report/timeline.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -214,9 +215,41 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     const CommMembership* m = trace.Membership(comm, comm_rank);
     return m ? m->nranks : -1;
   };
-  auto span_end = [&](uint64_t begin, int32_t result) -> uint64_t {
-    // The trace times no returns: a call still pending runs to the trace's end.
-    if (result == kResultPending) return std::max(Ns(trace.RealtimeNs(end_t)), begin + 1);
+  // GPU completion, where the shim tracked it: a communicator's Progress
+  // records in timeline order (their counts only grow).
+  std::map<uint64_t, std::vector<const ProgressEvent*>> progress;
+  for (const ProgressEvent& p : trace.progress) progress[p.comm].push_back(&p);
+  auto tracked = [&](uint64_t comm) {
+    const CompletionTrackingEvent* e = trace.Tracking(comm);
+    return e != nullptr && e->Tracked();
+  };
+  const uint64_t trace_end = Ns(trace.RealtimeNs(end_t));
+  // Where a slice ends, and the words for it. `done` finds the first
+  // Progress that covers the operation.
+  auto span_end = [&](uint64_t comm, uint64_t begin, int32_t result,
+                      const std::function<bool(const ProgressEvent&)>& done,
+                      std::string* how) -> uint64_t {
+    if (tracked(comm) && Accepted(result)) {
+      const auto it = progress.find(comm);
+      if (it != progress.end()) {
+        const auto& list = it->second;
+        const auto first = std::partition_point(list.begin(), list.end(),
+                                                [&](const ProgressEvent* p) { return !done(*p); });
+        if (first != list.end()) {
+          *how = "completed on the GPU";
+          return std::max(Ns(trace.RealtimeNs((*first)->t)), begin + 1);
+        }
+      }
+      *how = "not completed on the GPU when the trace ended";
+      return std::max(trace_end, begin + 1);
+    }
+    // Not tracked: the trace times no returns. A call still pending runs to
+    // the trace's end.
+    if (result == kResultPending) {
+      *how = "still inside the call when the trace ended";
+      return std::max(trace_end, begin + 1);
+    }
+    *how = "returned (completion not tracked; 1 µs drawn)";
     return begin + kReturnedCallNs;
   };
   auto mark_of = [&](const std::map<std::tuple<int, uint64_t, uint64_t>, size_t>& marks,
@@ -229,7 +262,10 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     if (!Accepted(c.result)) continue;  // refused: never enqueued, no number
     SliceSpan s;
     s.begin = Ns(trace.RealtimeNs(c.t));
-    s.end = span_end(s.begin, c.result);
+    std::string how;
+    s.end = span_end(
+        c.comm, s.begin, c.result, [&](const ProgressEvent& p) { return p.collectives > c.seq; },
+        &how);
     CollectiveSignature sig = CollectiveSignature::Of(c);
     std::string name = CallName(c.call) + " #" + std::to_string(c.seq);
     pf::TrackEvent& e = s.event;
@@ -247,9 +283,7 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     Annotate(&e, "rank", c.rank);
     Annotate(&e, "nranks", nranks_of(c.comm, c.rank));
     Annotate(&e, "result", ResultName(c.result));
-    Annotate(&e, "end",
-             c.result == kResultPending ? "still inside the call when the trace ended"
-                                        : "returned (1 µs drawn: returns are not timed)");
+    Annotate(&e, "end", how);
     if (c.stream) Annotate(&e, "stream", Hex(c.stream));
     if (c.caller) Annotate(&e, "call_site", CallSite(trace.modules, c.caller));
     e.add_flow_ids(Mix(Mix(0x636f6c6cULL, c.comm), c.seq));
@@ -259,7 +293,10 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     if (!Accepted(p.result)) continue;
     SliceSpan s;
     s.begin = Ns(trace.RealtimeNs(p.t));
-    s.end = span_end(s.begin, p.result);
+    std::string how;
+    s.end = span_end(
+        p.comm, s.begin, p.result, [&](const ProgressEvent& pr) { return pr.enqueued_t >= p.t; },
+        &how);
     pf::TrackEvent& e = s.event;
     std::string name = std::string(p.send ? "Send" : "Recv") + " #" + std::to_string(p.seq) +
                        (p.send ? " to " : " from ") + std::to_string(p.peer);
@@ -280,6 +317,7 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     Annotate(&e, "rank", p.rank);
     Annotate(&e, "peer", p.peer);
     Annotate(&e, "result", ResultName(p.result));
+    Annotate(&e, "end", how);
     if (p.caller) Annotate(&e, "call_site", CallSite(trace.modules, p.caller));
     const int32_t sender = p.send ? p.rank : p.peer;
     const int32_t receiver = p.send ? p.peer : p.rank;
@@ -391,6 +429,22 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     pf::TrackEvent* e = instant(s.t, SignalName(s.signo), "signal");
     if (s.sender_pid) Annotate(e, "sender_pid", s.sender_pid);
     if (s.address) Annotate(e, "address", Hex(s.address));
+  }
+  for (const StallEvent& st : trace.stalls) {
+    pf::TrackEvent* e =
+        instant(st.t,
+                "STALL: " + CallName(st.call) + " #" + std::to_string(st.seq) + " " +
+                    CommShort(st.comm) + " waited " + std::to_string(st.waited_ms / 1000) + " s",
+                "stall");
+    Annotate(e, "comm", CommName(st.comm));
+    Annotate(e, "completed", static_cast<int64_t>(st.completed));
+    Annotate(e, "pending", static_cast<int64_t>(st.pending));
+    if (st.peer >= 0) Annotate(e, "peer", st.peer);
+  }
+  for (const CudaErrorEvent& ce : trace.cuda_errors) {
+    pf::TrackEvent* e = instant(ce.t, "CUDA error " + ce.name, "error");
+    if (!ce.text.empty()) Annotate(e, "text", ce.text);
+    if (ce.comm) Annotate(e, "comm", CommName(ce.comm));
   }
   if (trace.end) {
     instant(trace.end->t, "exit " + std::to_string(trace.end->exit_code), "process");

@@ -9,13 +9,15 @@
 //   process track  "rank 3  host:pid"   (one per traced process)
 //     ├─ instants   init steps (ncclGetUniqueId, the init call begun, a
 //     │             communicator ended), failing system calls with their errno,
-//     │             NCCL's errors, a fatal signal, the process's exit
+//     │             NCCL's errors, CUDA errors, the shim's stall reports, a
+//     │             fatal signal, the process's exit
 //     └─ comm track "comm c06c50 rank 3/8"   (one per communicator rank)
 //          slices   a collective or a send/receive, from its enqueue to its
-//                   completion on the GPU when the trace has it, else to the
-//                   call's return: the trace does not time returns, so a call
-//                   that returned is drawn 1 µs long, and a call still
-//                   pending when the trace ended runs to the trace's end
+//                   completion on the GPU (the shim's Progress records); one
+//                   that never completed runs to the trace's end. Where
+//                   completion was not tracked, to the call's return: the
+//                   trace does not time returns, so a call that returned is
+//                   drawn 1 µs long, and one still pending runs to the end
 //          flows    one per collective sequence number of a communicator,
 //                   through every rank's slice of it; one per send and its
 //                   receive

@@ -173,6 +173,8 @@ TEST_CASE("timeline of a healthy job: tracks per rank and communicator, slices, 
         Annotation(*s.event, "comm").rfind(world, 0) == 0) {
       ++world_allreduce[process];
     }
+    // Every operation completed on the GPU: the slice ends at its completion.
+    CHECK(Annotation(*s.event, "end") == "completed on the GPU");
     if (s.event->name().rfind("Send #", 0) == 0) ++sends;
     if (s.event->name().rfind("Recv #", 0) == 0) ++recvs;
     CHECK_FALSE(HasCategory(*s.event, "root_cause"));
@@ -201,6 +203,7 @@ TEST_CASE("timeline of a broken job: the root cause's collective marked on the d
   jobs::TempDir dir;
   jobs::JobSpec spec =
       jobs::TracedJobSpec(4, "train_loop", {"--steps", "6", "--bug", "op:2:2"}, dir.path());
+  spec.env.push_back("NCCLWATCH_STALL=2");
   spec.timeout_s = 5;
   jobs::JobResult job = jobs::RunJob(spec);
   REQUIRE(job.error.empty());
@@ -229,11 +232,24 @@ TEST_CASE("timeline of a broken job: the root cause's collective marked on the d
     CHECK(e->name() == "ROOT CAUSE: collective_mismatch");
   }
   CHECK(instant);
-  // Collective #2's flow still joins every rank's slice of it.
+  // Collective #2's flow still joins every rank's slice of it; none of them
+  // completed, so each runs to its trace's end, and #1 before it completed.
   int seq2 = 0;
-  for (const auto& s : t.slices)
-    if (Annotation(*s.event, "seq") == "2" && HasCategory(*s.event, "collective")) ++seq2;
+  for (const auto& s : t.slices) {
+    if (!HasCategory(*s.event, "collective")) continue;
+    const std::string seq = Annotation(*s.event, "seq");
+    if (seq == "2") {
+      ++seq2;
+      CHECK(Annotation(*s.event, "end") == "not completed on the GPU when the trace ended");
+    }
+    if (seq == "1") CHECK(Annotation(*s.event, "end") == "completed on the GPU");
+  }
   CHECK(seq2 == 4);
+  // The shim's stall reports, as instants.
+  int stalls = 0;
+  for (const auto& [ts, e] : t.instants)
+    if (HasCategory(*e, "stall") && e->name().find(" #2 ") != std::string::npos) ++stalls;
+  CHECK(stalls == 4);
 }
 
 TEST_CASE("timeline of a failed init: the failing system call as an instant, marked",
