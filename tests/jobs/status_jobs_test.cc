@@ -112,6 +112,19 @@ TEST_CASE("status on a job that ended well: ENDED and exit 0", "[status]") {
   CHECK(r.ranks[0].exit_code == 0);
   CHECK(r.ranks[0].output.rfind("ENDED: every process has ended\n", 0) == 0);
   CHECK(r.ranks[0].output.find("exited (code 0)") != std::string::npos);
+
+  // --watch: redrawn every interval until interrupted; the last look's exit code.
+  spec.argv = {"timeout", "--preserve-status", "-s",      "INT",        "2",  jobs::NcclwatchPath(),
+               "status",  dir.path(),          "--watch", "--interval", "0.5"};
+  r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  INFO(r.ranks[0].output);
+  CHECK(r.ranks[0].exit_code == 0);
+  size_t frames = 0;
+  for (size_t at = 0;
+       (at = r.ranks[0].output.find("ENDED: every process", at)) != std::string::npos; ++at)
+    ++frames;
+  CHECK(frames >= 2);
 }
 
 TEST_CASE("status: bad input is one line and exit 2", "[status]") {
