@@ -669,8 +669,13 @@ int RunProbe(const std::vector<std::string>& args, std::ostream& out, std::ostre
       << "the diagnosis of its traces:\n";
   out.flush();
   std::ostringstream report, problems;
-  RunDiagnose({o.dir}, false, report, problems);
+  const int verdict = RunDiagnose({o.dir}, false, report, problems);
   out << report.str() << problems.str();
+  if (verdict == 0) {
+    out << "The traces show no failure inside NCCL: what the ranks said above is the reason (their "
+           "output is in "
+        << o.dir << "/probe-rank-*.log).\n";
+  }
   return 1;
 }
 

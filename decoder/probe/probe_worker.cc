@@ -182,13 +182,27 @@ int main() {
   const size_t count = std::max<size_t>(bytes / sizeof(float), 1);
 
   g_cuda = OpenCuda();
+  // A GPU the runtime cannot use (no driver, a driver too old, no device) is
+  // noted, and NCCL is still asked to form: a job would fail inside NCCL's
+  // init, and there the shim records the inventory and the failure that the
+  // diagnosis explains.
+  std::string cuda_failure;
   int devices = 0;
-  CudaOk(g_cuda.GetDeviceCount(&devices), "cudaGetDeviceCount");
-  if (devices < 1) Fail(3, "cudaGetDeviceCount", "no GPU is visible");
-  g_device = local_rank % devices;
-  CudaOk(g_cuda.SetDevice(g_device), "cudaSetDevice");
-  cudaStream_t stream;
-  CudaOk(g_cuda.StreamCreate(&stream), "cudaStreamCreate");
+  cudaError_t e = g_cuda.GetDeviceCount(&devices);
+  if (e != cudaSuccess) {
+    cuda_failure = std::string("cudaGetDeviceCount: ") + g_cuda.GetErrorString(e);
+  } else if (devices < 1) {
+    cuda_failure = "cudaGetDeviceCount: no GPU is visible";
+  }
+  cudaStream_t stream = nullptr;
+  if (cuda_failure.empty()) {
+    g_device = local_rank % devices;
+    CudaOk(g_cuda.SetDevice(g_device), "cudaSetDevice");
+    CudaOk(g_cuda.StreamCreate(&stream), "cudaStreamCreate");
+  } else {
+    std::fprintf(stderr, "probe: rank %d: %s; asking NCCL to form anyway\n", g_rank,
+                 cuda_failure.c_str());
+  }
 
   const ncclUniqueId id = ShareId(id_file);
   ncclComm_t comm;

@@ -113,6 +113,36 @@ TEST_CASE("probe: a /dev/shm too small fails, diagnosed, naming /dev/shm", "[pro
   CHECK(Has(o.output, "--shm-size"));
 }
 
+TEST_CASE("probe --nccl: a NCCL the loader would not find, preloaded behind the shim", "[probe]") {
+  jobs::TempDir dir;
+  const std::string nccl = jobs::SimLibDir() + "/libnccl.so.2";
+  const Outcome o =
+      Probe({"--nccl", nccl, "--dir", dir.path() + "/p", "--bytes", "65536"}, {"LD_LIBRARY_PATH"});
+  INFO(o.output);
+  CHECK(o.exit_code == 0);
+  CHECK(Has(o.output, "NCCL: 2.28.9 " + nccl));
+  CHECK(Has(o.output, "RESULT: OK"));
+}
+
+TEST_CASE(
+    "probe with the real NCCL the loader finds: on this GPU-less machine, the missing "
+    "driver named",
+    "[probe]") {
+  jobs::TempDir dir;
+  const Outcome o = Probe({"--dir", dir.path() + "/p", "--bytes", "65536", "--timeout", "60"},
+                          {"LD_LIBRARY_PATH"});
+  INFO(o.output);
+  if (o.exit_code == 0) {
+    CHECK(Has(o.output, "RESULT: OK"));  // a machine with a GPU and its driver
+    return;
+  }
+  CHECK(o.exit_code == 1);
+  CHECK(Has(o.output, "CUDA driver version is insufficient for CUDA runtime version"));
+  CHECK(Has(o.output, "PROBLEM: init_failure (version)"));
+  CHECK(Has(o.output, "the CUDA driver (none loaded"));
+  CHECK_FALSE(Has(o.output, "NCCL: 2.28.9 " + jobs::SimLibDir()));  // not the simulator's
+}
+
 TEST_CASE("probe: two nodes meet at the master, compare inventories, flag what differs",
           "[probe]") {
   jobs::TempDir dir;
