@@ -58,6 +58,22 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
     not_beating = ended.empty() && since_beat > std::max(kSilentBeats * interval, kMinSilenceNs);
   }
 
+  // Per communicator, once: its latest Progress and its stall reports.
+  std::map<uint64_t, const ProgressEvent*> latest;
+  for (const ProgressEvent& p : t.progress) {
+    const ProgressEvent*& l = latest[p.comm];
+    if (l == nullptr || p.order > l->order) l = &p;
+  }
+  std::map<uint64_t, std::vector<const StallEvent*>> stalls;
+  for (const StallEvent& st : t.stalls) stalls[st.comm].push_back(&st);
+  // The last asynchronous NCCL or CUDA error per communicator (0: none named).
+  std::map<uint64_t, std::string> errors;
+  for (const NcclErrorEvent& e : t.errors)
+    if (e.async)
+      errors[e.comm] = "async " + ResultName(e.result) + (e.text.empty() ? "" : ": " + e.text);
+  for (const CudaErrorEvent& e : t.cuda_errors)
+    errors[e.comm] = e.name + (e.text.empty() ? "" : ": " + e.text);
+
   for (const CommStream& s : t.streams) {
     RankStatus r;
     r.comm_rank = s.rank;
@@ -77,9 +93,8 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
       last_activity_t = std::max(last_activity_t, c.t);
     }
     // The latest Progress of this communicator, by time.
-    const ProgressEvent* progress = nullptr;
-    for (const ProgressEvent& p : t.progress)
-      if (p.comm == s.comm && (progress == nullptr || p.order > progress->order)) progress = &p;
+    const auto latest_it = latest.find(s.comm);
+    const ProgressEvent* progress = latest_it == latest.end() ? nullptr : latest_it->second;
     const CompletionTrackingEvent* tracking = t.Tracking(s.comm);
     r.tracked = tracking != nullptr && tracking->Tracked();
     if (progress) {
@@ -106,21 +121,18 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
     }
     if (progress) r.since_progress_ns = since(progress->t);
     const int64_t pending_for = r.pending.empty() ? -1 : since(pending_since_t);
-    for (const StallEvent& st : t.stalls) {
-      if (st.comm != s.comm) continue;
+    for (const StallEvent* stall : stalls[s.comm]) {
+      const StallEvent& st = *stall;
       // A stall of the work still pending: nothing completed since it.
       if (!r.pending.empty() && static_cast<int64_t>(st.completed) >= r.completed + 1) {
         r.stalled = true;
         r.stall_waited_ms = std::max(r.stall_waited_ms, st.waited_ms);
       }
     }
-    for (const NcclErrorEvent& e : t.errors) {
-      if (e.async && (e.comm == s.comm || e.comm == 0))
-        r.error = "async " + ResultName(e.result) + (e.text.empty() ? "" : ": " + e.text);
-    }
-    for (const CudaErrorEvent& e : t.cuda_errors) {
-      if (e.comm == s.comm || e.comm == 0) r.error = e.name + (e.text.empty() ? "" : ": " + e.text);
-    }
+    if (auto it = errors.find(s.comm); it != errors.end())
+      r.error = it->second;
+    else if (auto any = errors.find(0); any != errors.end())
+      r.error = any->second;
     r.stuck =
         r.ended.empty() && (!r.error.empty() || r.not_beating ||
                             (!r.pending.empty() && (r.stalled || pending_for >= stuck_after_ns_)));

@@ -1,6 +1,7 @@
 #include "report/timeline.h"
 
 #include <algorithm>
+#include <climits>
 #include <functional>
 #include <string>
 #include <utility>
@@ -20,6 +21,8 @@ namespace pf = ::ncclwatch::perfetto;
 
 // SEQ_INCREMENTAL_STATE_CLEARED: the first packet of a writer's sequence.
 constexpr uint32_t kSequenceStart = 1;
+// Lanes of one communicator track for slices in flight together.
+constexpr size_t kMaxLanes = 16;
 // A call that returned, with no completion time in the trace, is drawn this long.
 constexpr int64_t kReturnedCallNs = 1000;
 
@@ -168,8 +171,13 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
 
   // The process track. Perfetto tells processes apart by pid: a pid seen
   // already (the same pid on another host) is moved out of the way.
-  int32_t pid = static_cast<int32_t>(trace.pid);
-  while (pid <= 0 || !pids_used_.insert(pid).second) pid = pid <= 0 ? 1 : pid + 10'000'000;
+  int64_t pid = trace.pid;
+  for (int tries = 0;; ++tries) {
+    if (pid <= 0 || pid > INT32_MAX) pid = 1;
+    if (tries > 200) pid = static_cast<int64_t>(INT32_MAX) - next_free_pid_++;
+    if (pids_used_.insert(static_cast<int32_t>(pid)).second) break;
+    pid += 10'000'000;
+  }
   const uint64_t process_uuid =
       Mix(MixString(Mix(0x6e63636c77617463ULL, trace.pid), trace.host), trace.created_realtime_ns);
   const int32_t rank = trace.DisplayRank();
@@ -180,7 +188,7 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     pf::TrackDescriptor* track = packet.mutable_track_descriptor();
     track->set_uuid(process_uuid);
     track->set_name(Text(process_name));
-    track->mutable_process()->set_pid(pid);
+    track->mutable_process()->set_pid(static_cast<int32_t>(pid));
     track->mutable_process()->set_process_name(Text(process_name));
     if (!trace.exe.empty()) track->mutable_process()->add_cmdline(Text(trace.exe));
     write(packet);
@@ -352,6 +360,15 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     for (SliceSpan& s : list) {
       size_t lane = 0;
       while (lane < lane_end.size() && lane_end[lane] > s.begin) ++lane;
+      if (lane == kMaxLanes) {
+        // More operations in flight than lanes (a crafted trace, or a GPU
+        // hung under a long queue): drawn short in the lane that frees first.
+        lane = static_cast<size_t>(std::min_element(lane_end.begin(), lane_end.end()) -
+                                   lane_end.begin());
+        s.begin = std::max(s.begin, lane_end[lane]);
+        s.end = s.begin + 1;
+        Annotate(&s.event, "drawn", "1 ns: more operations in flight than the timeline has lanes");
+      }
       if (lane == lane_end.size()) {
         lane_end.push_back(0);
         uint64_t uuid = comm_uuid;

@@ -23,7 +23,8 @@
 //                   receive
 // Slices that overlap on one communicator (collectives in flight on the
 // GPU together) go to lanes, child tracks of the communicator's track, so
-// that every track's slices nest as Perfetto requires.
+// that every track's slices nest as Perfetto requires (at most 16 lanes;
+// beyond, a slice is drawn 1 ns long and says so).
 //
 // The diagnosis's root cause is marked: the operations it names (the
 // collective #seq on the deviating ranks, the sends and receives of a
@@ -98,6 +99,7 @@ class TimelineWriter {
   std::ostream& out_;
   std::set<int32_t> pids_used_;
   uint32_t next_sequence_ = 1;
+  int64_t next_free_pid_ = 0;
   TimelineStats stats_;
 };
 

@@ -4,6 +4,7 @@
 
 #include "report/timeline.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <sstream>
@@ -80,4 +81,42 @@ TEST_CASE("a receive for another size: both sides marked, linked by one flow", "
   // The collective's flow and the send's: each joins the two ranks.
   CHECK(flows.size() == 2);
   for (const auto& [id, uses] : flows) CHECK(uses == 2);
+}
+
+TEST_CASE("slices in flight together go to lanes, at most 16, and every track still nests",
+          "[timeline]") {
+  // 40 collectives that never returned (a crafted trace: NCCL blocks in one
+  // at a time), each running to the trace's end.
+  SyntheticProcess r0(0);
+  r0.Init(kComm, 0, 1);
+  for (uint64_t seq = 0; seq < 40; ++seq) r0.Collective(kComm, seq, AllReduce().Pending());
+  const nd::ProcessTrace t0 = r0.Build();
+  nd::JobAnalysis job;
+  job.AddProcess(t0);
+  job.Finish();
+  std::ostringstream bytes;
+  nd::TimelineWriter writer(bytes);
+  writer.MarkRootCauses(job, nd::Diagnose(job));
+  writer.AddProcess(t0, 0);
+  CHECK(writer.stats().slices == 40);
+  CHECK(writer.stats().lanes == 15);
+  pf::Trace trace;
+  REQUIRE(trace.ParseFromString(bytes.str()));
+  // Per track, in time order: a begin never comes while the track's last
+  // slice is open unless it ends first (ends sort before begins at one time).
+  std::map<uint64_t, int> open;
+  std::vector<const pf::TracePacket*> events;
+  for (const pf::TracePacket& p : trace.packet())
+    if (p.has_track_event()) events.push_back(&p);
+  std::stable_sort(events.begin(), events.end(),
+                   [](const auto* a, const auto* b) { return a->timestamp() < b->timestamp(); });
+  int most_open = 0;
+  for (const pf::TracePacket* p : events) {
+    const pf::TrackEvent& e = p->track_event();
+    if (e.type() == pf::TrackEvent::TYPE_SLICE_BEGIN)
+      most_open = std::max(most_open, ++open[e.track_uuid()]);
+    if (e.type() == pf::TrackEvent::TYPE_SLICE_END) CHECK(--open[e.track_uuid()] >= 0);
+  }
+  CHECK(most_open == 1);
+  for (const auto& [track, n] : open) CHECK(n == 0);
 }
