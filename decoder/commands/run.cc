@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -225,9 +226,14 @@ int RunRun(const std::vector<std::string>& args, std::ostream& err) {
       if (!from_terminal) kill(child, sig);
     }
     if (o.on_stall && std::chrono::steady_clock::now() >= next_poll) {
-      next_poll = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      // Every second, or less often when reading the traces takes long (a
+      // big job): the reading takes at most a tenth of the time.
+      const auto start = std::chrono::steady_clock::now();
       std::vector<std::string> lines;
       const uint64_t stalls = Stalls(o.dir, &lines);
+      const auto took = std::chrono::steady_clock::now() - start;
+      next_poll = std::chrono::steady_clock::now() +
+                  std::max<std::chrono::steady_clock::duration>(std::chrono::seconds(1), took * 10);
       if (stalls > stalls_seen) {
         if (stalls_seen == 0) {
           for (const std::string& l : lines) err << l << "\n";

@@ -18,9 +18,10 @@
 // It prints the diagnosis (the analysis of `diagnose`, root cause first) on
 // stderr when CMD fails, when it is interrupted (before the signal is passed
 // on, while the processes can still be inspected), and with --on-stall when a
-// trace first reports a stall (the folder is read every second; the job runs
-// on). It exits with CMD's exit status, 128+N when a signal N ended it (as a
-// shell does), 127 when CMD cannot be run, 2 for bad usage.
+// trace first reports a stall (the folder is read every second, or less
+// often for a job whose traces take long to read; the job runs on). It exits with CMD's exit
+// status, 128+N when a signal N ended it (as a shell does), 127 when CMD cannot be run, 2 for bad
+// usage.
 //
 // Thread-safety: blocks those signals in the calling process; call once.
 
