@@ -1,7 +1,8 @@
 // Progress of a long read, on a terminal: "ncclwatch: reading traces 1200/4096"
 // rewritten in place on stderr, at most ten times a second, and erased when
 // done. Nothing is printed when stderr is not a terminal (a pipe, a file, a
-// test), so reports and logs never hold progress lines.
+// test), so reports and logs never hold progress lines. Nothing is printed
+// for work done within 300 ms either (NCCLWATCH_PROGRESS_DELAY_MS, for tests).
 //
 // Thread-safety: one per command, used from the thread that reads.
 
@@ -34,6 +35,7 @@ class Progress {
   size_t done_ = 0;
   bool enabled_;
   bool shown_ = false;
+  std::chrono::milliseconds quiet_;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <deque>
 #include <functional>
 #include <string>
 #include <utility>
@@ -194,7 +195,7 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     write(packet);
   }
 
-  std::vector<PendingEvent> events;
+  std::deque<PendingEvent> events;  // a deque: `instant` hands out pointers into it
   uint64_t serial = 0;
   auto instant = [&](uint64_t t, const std::string& name, const std::string& category) {
     PendingEvent e;

@@ -277,3 +277,25 @@ TEST_CASE("timeline of a failed init: the failing system call as an instant, mar
   CHECK_FALSE(failed.empty());
   CHECK(failed == marked);
 }
+
+TEST_CASE("a long read shows its progress on a terminal, and only there", "[timeline][progress]") {
+  jobs::TempDir dir;
+  jobs::JobResult job =
+      jobs::RunJob(jobs::TracedJobSpec(2, "train_loop", {"--steps", "2"}, dir.path()));
+  REQUIRE(job.error.empty());
+  // On a terminal (script(1) gives the command one), with the delay before
+  // progress shows cut to nothing.
+  jobs::JobSpec spec;
+  spec.argv = {"script", "-qec", jobs::NcclwatchPath() + " diagnose " + dir.path(), "/dev/null"};
+  spec.env = {"NCCLWATCH_PROGRESS_DELAY_MS=0"};
+  jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  INFO(r.ranks[0].output);
+  CHECK(r.ranks[0].output.find("\rncclwatch: reading traces 1/2 (50%)") != std::string::npos);
+  CHECK(r.ranks[0].output.find("HEALTHY") != std::string::npos);
+  // Not on a pipe.
+  spec.argv = {jobs::NcclwatchPath(), "diagnose", dir.path()};
+  r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  CHECK(r.ranks[0].output.find("reading traces") == std::string::npos);
+}
