@@ -1,6 +1,7 @@
 #include "report/status_report.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -28,6 +29,12 @@ std::string Ago(int64_t ns) {
 
 std::string Seq(int64_t seq) { return seq < 0 ? "-" : "#" + std::to_string(seq); }
 
+// A sequence number or count from a trace, as a signed number that cannot
+// overflow when 1 is added or taken (a crafted trace may hold 2^64-1).
+int64_t Bounded(uint64_t n) {
+  return n > static_cast<uint64_t>(INT64_MAX / 2) ? INT64_MAX / 2 : static_cast<int64_t>(n);
+}
+
 }  // namespace
 
 JobStatusBuilder::JobStatusBuilder(int64_t now_ns, int64_t stuck_after_ns)
@@ -42,7 +49,12 @@ void JobStatusBuilder::AddUnreadable(const std::string& path, const std::string&
 void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
   ++status_.processes;
   const int64_t now = status_.now_ns;
-  auto since = [&](uint64_t tick) { return std::max<int64_t>(0, now - t.RealtimeNs(tick)); };
+  // Nanoseconds from `tick` to now, 0 when in the future; 128 bits, since a
+  // crafted trace's times may lie anywhere.
+  auto since = [&](uint64_t tick) -> int64_t {
+    const __int128 d = static_cast<__int128>(now) - t.RealtimeNs(tick);
+    return d < 0 ? 0 : d > INT64_MAX ? INT64_MAX : static_cast<int64_t>(d);
+  };
 
   std::string ended;
   if (t.end) {
@@ -89,7 +101,7 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
     uint64_t last_activity_t = m ? m->init_t : 0;
     if (!s.collectives.empty()) {
       const CollectiveEvent& c = t.collectives[s.collectives.back()];
-      r.entered = static_cast<int64_t>(c.seq);
+      r.entered = Bounded(c.seq);
       last_activity_t = std::max(last_activity_t, c.t);
     }
     // The latest Progress of this communicator, by time.
@@ -98,7 +110,7 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
     const CompletionTrackingEvent* tracking = t.Tracking(s.comm);
     r.tracked = tracking != nullptr && tracking->Tracked();
     if (progress) {
-      r.completed = static_cast<int64_t>(progress->collectives) - 1;
+      r.completed = Bounded(progress->collectives) - 1;
       r.pending_ops = progress->pending;
     }
     // What is pending: collectives entered and not completed (or, with no
@@ -124,7 +136,7 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
     for (const StallEvent* stall : stalls[s.comm]) {
       const StallEvent& st = *stall;
       // A stall of the work still pending: nothing completed since it.
-      if (!r.pending.empty() && static_cast<int64_t>(st.completed) >= r.completed + 1) {
+      if (!r.pending.empty() && Bounded(st.completed) >= r.completed + 1) {
         r.stalled = true;
         r.stall_waited_ms = std::max(r.stall_waited_ms, st.waited_ms);
       }
