@@ -205,3 +205,22 @@ TEST_CASE("the bootstrap root exits before init: the others cannot connect", "[h
   CHECK(s.diagnosis.verdict != "healthy");
   CHECK(s.diagnosis.exit_code == 1);
 }
+
+TEST_CASE("a live healthy job is healthy in every snapshot, ranks at different steps", "[hang]") {
+  Scenario s;
+  // Long enough to be diagnosed while it runs; the launcher ends it afterwards.
+  jobs::JobSpec spec = Spec(s, {"--steps", "1000000", "--pipeline", "--size", "64"}, 5);
+  std::vector<jobs::DiagnosisView> snapshots;
+  std::thread job([&] { s.job = jobs::RunJob(spec); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  for (int i = 0; i < 5; ++i) {
+    snapshots.push_back(jobs::Diagnose({s.dir.path()}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  job.join();
+  for (const auto& d : snapshots) {
+    INFO("live diagnosis:\n" << d.output);
+    CHECK(d.verdict == "healthy");
+    CHECK(d.exit_code == 0);
+  }
+}
