@@ -170,6 +170,16 @@ int RunRun(const std::vector<std::string>& args, std::ostream& err) {
   o.dir = fs::absolute(o.dir, ec).lexically_normal().string();
   if (!o.dir.empty() && o.dir.size() > 1 && o.dir.back() == '/') o.dir.pop_back();
   err << "ncclwatch: tracing into " << o.dir << "\n";
+  {
+    size_t old_traces = 0;
+    for (const auto& e : fs::directory_iterator(o.dir, ec))
+      old_traces += e.path().extension() == ".trace";
+    if (old_traces > 0) {
+      err << "ncclwatch: " << o.dir << " already holds " << old_traces
+          << " trace(s); the diagnosis reads them with this run's (leave out --dir for a fresh "
+             "folder)\n";
+    }
+  }
   err.flush();
 
   // Signals are taken synchronously: blocked here, unblocked in the child.
