@@ -120,7 +120,7 @@ TEST_CASE(
   CHECK(out.find("jobrun exited with status 124; the diagnosis of", killed) != std::string::npos);
 }
 
-TEST_CASE("run: a healthy job exits 0 with no diagnosis, traces in a fresh folder", "[run]") {
+TEST_CASE("run: a healthy job exits 0 with no diagnosis, every process traced", "[run]") {
   jobs::TempDir dir;
   const std::string traces = dir.path() + "/t";
   const Outcome o = Run({"--dir", traces, "--", jobs::BinDir() + "/jobrun", "-n", "2", "--",

@@ -90,8 +90,9 @@ TEST_CASE("a rank stuck after a stall, a rank behind: STUCK, the laggard named",
   CHECK(text.find("idle (nothing pending); lags behind the others") != std::string::npos);
 }
 
-TEST_CASE("pending work is stuck only after --stuck-after; a silent watcher is a frozen process",
-          "[status]") {
+TEST_CASE(
+    "pending work is stuck only after --stuck-after, and a silent watcher is a frozen process",
+    "[status]") {
   SyntheticProcess r0(0);
   r0.Init(kComm, 0, 1).Collectives(kComm, 0, 2);
   nd::ProcessTrace t0 = r0.Build();
