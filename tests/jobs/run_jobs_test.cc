@@ -132,6 +132,26 @@ TEST_CASE("run: a healthy job exits 0 with no diagnosis, every process traced", 
   CHECK(Traces(traces) == 3);
 }
 
+TEST_CASE("run: without --dir, a fresh folder per run in the working folder", "[run]") {
+  jobs::TempDir dir;
+  jobs::JobSpec spec;
+  spec.argv = {"sh", "-c", "cd \"$1\" && \"$0\" run -- true && \"$0\" run -- true",
+               jobs::NcclwatchPath(), dir.path()};
+  spec.env = {"LD_PRELOAD", "NCCLWATCH_DIR"};
+  const jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  INFO(r.ranks[0].output);
+  CHECK(r.ranks[0].exit_code == 0);
+  std::vector<std::string> folders;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    const std::string name = e.path().filename().string();
+    CHECK(name.rfind("ncclwatch-run-", 0) == 0);
+    CHECK(Traces(e.path().string()) == 1);  // `true`, traced
+    folders.push_back(name);
+  }
+  CHECK(folders.size() == 2);
+}
+
 TEST_CASE("run: exit codes as a shell gives them", "[run]") {
   jobs::TempDir dir;
   const std::string traces = dir.path() + "/t";
