@@ -46,6 +46,10 @@ enum class FindingKind {
   kCudaError,
   kWatchdogTimeout,
   kLogInsufficient,
+  kNetworkError,       // the network failed under a running job (IB completion errors, sockets)
+  kRendezvousFailure,  // the framework's rendezvous (TCPStore, c10d/etcd) before NCCL
+  kDdpUsage,           // DistributedDataParallel misused (unused parameters, multiple forwards)
+  kTeardownHang,       // the job hung or was aborted while tearing its process groups down
   // Notes:
   kMissingTraces,
   kUnreadableTraces,
@@ -176,6 +180,7 @@ enum class InitCause {
   kUnknown,               // a failure none of the above explains
   kWaitedUnexplained,     // waiting: ranks that waited, and no trace shows a failure
   kWaitedForCause,        // waiting: ranks that waited for the causes reported before them
+  kCatalogued,            // a message of the catalogue (logs/message_catalogue.h): `message`
 };
 
 struct InitInterface {
@@ -256,6 +261,8 @@ struct InitFailureFacts {
   std::string call;                     // unknown: the failed call; waiting: the call waited in
   int result = -1;                      // unknown: its ncclResult_t, -1 unknown
   std::vector<std::string> until;       // waiting: how the waiting ranks ended
+  std::string message;  // the catalogue's id of the rank's message that names the cause (or
+                        // its subsystem), "" when none does
 };
 
 // Findings of explain (logs/log_diagnosis.cc): what the log lines showed.
@@ -276,6 +283,10 @@ enum class LogCause {
   kUnseenRanks,       // log_insufficient note: ranks the logs hold nothing of
   kUnexplainedError,  // log_insufficient: an NCCL error the logs do not explain (line)
   kNoInfoLines,       // log_insufficient note: NCCL's warnings without its INFO lines
+  kCatalogued,        // a message of the catalogue (logs/message_catalogue.h): message, line,
+                      // address
+  kTorchMismatch,     // collective_mismatch PyTorch itself detected (TORCH_DISTRIBUTED_DEBUG=
+                      // DETAIL): timeouts holds each rank's collective (seq 0)
 };
 
 struct LogFacts {
@@ -297,7 +308,9 @@ struct LogFacts {
     std::string numel;  // "" unknown
   };
   std::vector<Timeout> timeouts;
-  std::vector<int> timed_out;  // kWatchdogMissing: the ranks that timed out
+  std::vector<int> timed_out;          // kWatchdogMissing: the ranks that timed out
+  std::string message;                 // kCatalogued: the catalogue's id of the message
+  std::optional<std::string> address;  // kCatalogued: the host:port a rendezvous message names
 };
 
 using FindingFacts =

@@ -83,6 +83,14 @@ std::string Title(const Finding& f) {
       return "PyTorch watchdog timeout";
     case FindingKind::kLogInsufficient:
       return "the logs cannot tell";
+    case FindingKind::kNetworkError:
+      return "the network failed under the job";
+    case FindingKind::kRendezvousFailure:
+      return "the framework's rendezvous failed";
+    case FindingKind::kDdpUsage:
+      return "DistributedDataParallel misused";
+    case FindingKind::kTeardownHang:
+      return "the job hung in teardown";
     case FindingKind::kUnreadableTraces:
       return "unreadable traces";
     case FindingKind::kDuplicateTraces:
@@ -373,6 +381,14 @@ const char* KindName(FindingKind kind) {
       return "watchdog_timeout";
     case FindingKind::kLogInsufficient:
       return "log_insufficient";
+    case FindingKind::kNetworkError:
+      return "network_error";
+    case FindingKind::kRendezvousFailure:
+      return "rendezvous_failure";
+    case FindingKind::kDdpUsage:
+      return "ddp_usage";
+    case FindingKind::kTeardownHang:
+      return "teardown_hang";
     case FindingKind::kMissingTraces:
       return "missing_traces";
     case FindingKind::kUnreadableTraces:

@@ -107,6 +107,7 @@ void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&,
         << ",\"shm_size\":" << Num(x.shm->shm_size) << ",\"shm_free\":" << Num(x.shm->shm_free);
   }
   if (x.address) out << ",\"address\":" << Str(*x.address);
+  if (!x.message.empty()) out << ",\"message\":" << JsonString(x.message);
   if (x.bus_id) out << ",\"bus_id\":" << Str(*x.bus_id);
   if (x.versions) out << ",\"versions\":" << Strings(*x.versions);
   if (x.cuda)
@@ -126,6 +127,8 @@ void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, std::os
   if (x.signo) out << ",\"signal\":" << JsonString(SignalName(*x.signo));
   if (x.timeout_ms) out << ",\"timeout_ms\":" << *x.timeout_ms;
   if (x.peer) out << ",\"peer\":" << JsonString(*x.peer);
+  if (!x.message.empty()) out << ",\"message\":" << JsonString(x.message);
+  if (x.address) out << ",\"address\":" << JsonString(*x.address);
 }
 
 }  // namespace
