@@ -82,11 +82,11 @@ TEST_CASE(
   jobs::TempDir dir;
   const std::string traces = dir.path() + "/traces";
   // Rank 2 stops calling NCCL before step 3 and sleeps; the others wait in
-  // AllReduce #3. The shim reports the stall after 2 s; jobrun gives up at 8 s.
+  // AllReduce #3. The shim reports the stall after 2 s; jobrun gives up at 12 s.
   jobs::JobSpec spec;
   spec.argv = {
       jobs::NcclwatchPath(),          "run",     "--on-stall", "--dir",     traces,    "--",
-      jobs::BinDir() + "/jobrun",     "-n",      "4",          "--timeout", "8",       "--",
+      jobs::BinDir() + "/jobrun",     "-n",      "4",          "--timeout", "12",      "--",
       jobs::BinDir() + "/train_loop", "--steps", "8",          "--bug",     "hang:2:3"};
   spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(),
               "NCCLWATCH_STALL=2",
@@ -109,7 +109,7 @@ TEST_CASE(
   // launcher ended the job.
   const size_t stalled = out.find(") stalled in AllReduce #3 of communicator ");
   const size_t diagnosis = out.find("ncclwatch: a stall was reported; the diagnosis of " + traces);
-  const size_t killed = out.find("jobrun: rank 0 still running after 8 s: killed");
+  const size_t killed = out.find("jobrun: rank 0 still running after 12 s: killed");
   CHECK(stalled != std::string::npos);
   REQUIRE(diagnosis != std::string::npos);
   REQUIRE(killed != std::string::npos);
@@ -172,7 +172,7 @@ TEST_CASE("run: a signal sent to ncclwatch is diagnosed first, then passed on to
   spec.argv = {"timeout",
                "--foreground",
                "--preserve-status",
-               "3",
+               "5",
                jobs::NcclwatchPath(),
                "run",
                "--dir",

@@ -17,17 +17,20 @@ struct Look {
 };
 
 // Starts `jobrun -n N --timeout T -- train_loop ARGS` in the background, runs
-// `ncclwatch status` after `wait_s`, then waits for the job to end.
+// `ncclwatch status` once the job's output has `lines` lines matching
+// `pattern` (or after T seconds), then waits for the job to end.
 Look LookAtLiveJob(const std::string& dir, int nranks, const std::vector<std::string>& args,
-                   int wait_s, int timeout_s) {
+                   const std::string& pattern, int lines, int timeout_s) {
   std::string job = "LD_PRELOAD=\"$2\" NCCLWATCH_DIR=\"$1\"/traces \"$0\"/jobrun -n " +
                     std::to_string(nranks) + " --timeout " + std::to_string(timeout_s) +
                     " -- \"$0\"/train_loop";
   for (const std::string& a : args) job += " " + a;
   const std::string script =
-      job + " > \"$1\"/job.out 2>&1 & sleep " + std::to_string(wait_s) +
-      "; echo STATUS; \"$0\"/ncclwatch status \"$1\"/traces; echo \"EXIT $?\"; "
-      "wait";
+      job + " > \"$1\"/job.out 2>&1 & i=0; until [ \"$(grep -c '" + pattern +
+      "' \"$1\"/job.out)\" -ge " + std::to_string(lines) + " ] || [ $i -ge " +
+      std::to_string(timeout_s * 10) +
+      " ]; do sleep 0.1; i=$((i+1)); done; sleep 0.5; echo STATUS; \"$0\"/ncclwatch status "
+      "\"$1\"/traces; echo \"EXIT $?\"; wait";
   jobs::JobSpec spec;
   spec.argv = {"sh", "-c", script, jobs::BinDir(), dir, jobs::ShimPath()};
   spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(), "NCCLWATCH_STALL=2"};
@@ -60,7 +63,8 @@ TEST_CASE("status on a live hung job: every rank listed, the stuck ones and the 
   jobs::TempDir dir;
   // Rank 2 stops calling NCCL before step 3's AllReduce (#3) and sleeps; the
   // others wait in it, and the shim reports their stall after 2 s.
-  const Look l = LookAtLiveJob(dir.path(), 4, {"--steps", "8", "--bug", "hang:2:3"}, 5, 9);
+  const Look l =
+      LookAtLiveJob(dir.path(), 4, {"--steps", "8", "--bug", "hang:2:3"}, "STALL pid", 3, 15);
   INFO(l.output);
   CHECK(l.status_exit == 1);
   CHECK(l.status.rfind("STUCK: communicator ", 0) == 0);
@@ -81,8 +85,10 @@ TEST_CASE("status on a live hung job: every rank listed, the stuck ones and the 
 
 TEST_CASE("status on a live healthy job: progressing and exit 0", "[status]") {
   jobs::TempDir dir;
-  // A long job, looked at after 1 s, and ended by its launcher at 3 s.
-  const Look l = LookAtLiveJob(dir.path(), 2, {"--steps", "10000000", "--size", "64"}, 1, 3);
+  // A long job, looked at once both ranks are past step 20, and ended by its
+  // launcher at 6 s.
+  const Look l =
+      LookAtLiveJob(dir.path(), 2, {"--steps", "10000000", "--size", "64"}, "step 20 done", 2, 6);
   INFO(l.output);
   CHECK(l.status_exit == 0);
   CHECK(l.status.rfind("PROGRESSING\n", 0) == 0);
