@@ -54,6 +54,7 @@ enum class FindingKind {
   kMissingTraces,
   kUnreadableTraces,
   kDuplicateTraces,
+  kNcclNotVisible,
 };
 
 // Its place in the story.
@@ -160,6 +161,23 @@ struct DuplicateTracesFacts {
     std::string first;  // the file read for that process
   };
   std::vector<Duplicate> duplicates;
+};
+
+// nccl_not_visible: processes with NCCL code the shim could not see into
+// (linked into a module other than libnccl.so, behind RTLD_DEEPBIND, a
+// second libnccl.so, a lookup beyond its library slots): their calls to it
+// may be missing from the traces, so a healthy verdict does not cover them.
+struct NcclNotVisibleFacts {
+  struct Item {
+    int process = -1;
+    int rank = -1;  // display rank, -1 unknown
+    std::string host;
+    uint32_t pid = 0;
+    uint32_t reason = 0;  // NcclNotSeenEvent::reason
+    std::string path;
+    bool calls_seen = false;
+  };
+  std::vector<Item> items;
 };
 
 // init_failure: which cause, the subsystem named, the errno, the processes,
@@ -316,7 +334,7 @@ struct LogFacts {
 using FindingFacts =
     std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts, P2pMismatchFacts,
                  OrderInversionFacts, MissingTracesFacts, UnreadableTracesFacts,
-                 DuplicateTracesFacts, InitFailureFacts, LogFacts>;
+                 DuplicateTracesFacts, InitFailureFacts, LogFacts, NcclNotVisibleFacts>;
 
 struct Finding {
   FindingKind kind = FindingKind::kLogInsufficient;

@@ -59,6 +59,7 @@ struct ProcessTrace {
   std::vector<SysCallEvent> syscalls;
   std::vector<NcclErrorEvent> errors;
   InventoryInfo inventory;
+  std::vector<NcclNotSeenEvent> not_seen;  // what the shim could not see
   // Completion and liveness (the shim's watcher threads).
   std::vector<CompletionTrackingEvent> tracking;
   std::vector<ProgressEvent> progress;

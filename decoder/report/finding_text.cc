@@ -1,6 +1,7 @@
 #include "report/finding_text.h"
 
 #include <algorithm>
+#include <set>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -95,6 +96,8 @@ std::string Title(const Finding& f) {
       return "unreadable traces";
     case FindingKind::kDuplicateTraces:
       return "the same traces given twice";
+    case FindingKind::kNcclNotVisible:
+      return "NCCL the shim could not see";
   }
   return KindName(f.kind);
 }
@@ -345,6 +348,59 @@ void Render(const Finding& f, const LogFacts& x, const CallSiteNamer&, FindingTe
   RenderLogFinding(f, x, t);
 }
 
+void Render(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&, FindingText* t) {
+  std::vector<std::string> parts;
+  std::set<std::string> fixes;
+  for (const NcclNotVisibleFacts::Item& i : x.items) {
+    const std::string who = absl::StrCat(i.rank >= 0 ? absl::StrCat("rank ", i.rank, " (") : "(",
+                                         "pid ", i.pid, " on ", i.host, ")");
+    switch (i.reason) {
+      case 1:
+        parts.push_back(absl::StrCat(who, ": NCCL is linked into ", i.path,
+                                     ", whose own calls to it may never reach the shim"));
+        fixes.insert(
+            "link NCCL dynamically (libnccl.so.2; for PyTorch, the nvidia-nccl wheel, "
+            "USE_SYSTEM_NCCL=1) so its calls can be seen");
+        break;
+      case 2:
+        parts.push_back(absl::StrCat(who, ": ", i.path,
+                                     " was loaded with RTLD_DEEPBIND, so its calls to NCCL may "
+                                     "bind to NCCL directly"));
+        fixes.insert("load it without RTLD_DEEPBIND");
+        break;
+      case 3:
+        parts.push_back(absl::StrCat(who, ": a second NCCL library, ", i.path,
+                                     ", is loaded; calls that reach it through the dynamic linker "
+                                     "go to the first one's wrappers"));
+        fixes.insert("load one libnccl.so.2 per process");
+        break;
+      case 4:
+        parts.push_back(absl::StrCat(who, ": dlsym found NCCL in ", i.path,
+                                     ", one library more than the shim keeps apart; its calls "
+                                     "are not recorded"));
+        fixes.insert("load fewer NCCL libraries in one process");
+        break;
+      case 5:
+        parts.push_back(absl::StrCat(who, ": the code of ", i.path,
+                                     " made system calls before the shim saw any NCCL call, so "
+                                     "NCCL was reached some way the shim does not see"));
+        fixes.insert(
+            "call NCCL through the dynamic linker or a pointer from dlsym/dlvsym, not one found "
+            "otherwise");
+        break;
+      default:
+        parts.push_back(absl::StrCat(who, ": NCCL code the shim cannot see (", i.path, ")"));
+        break;
+    }
+  }
+  t->detail = absl::StrCat(
+      "the shim could not see into all of the NCCL these processes used, so calls may be missing "
+      "from their traces and a healthy verdict does not cover them: ",
+      absl::StrJoin(parts, "; "));
+  t->fix = absl::StrJoin(fixes, "; ");
+  if (t->fix.empty()) t->fix = "run the job with an NCCL the shim can see";
+}
+
 void Render(const Finding&, const std::monostate&, const CallSiteNamer&, FindingText*) {}
 
 }  // namespace
@@ -395,6 +451,8 @@ const char* KindName(FindingKind kind) {
       return "unreadable_traces";
     case FindingKind::kDuplicateTraces:
       return "duplicate_traces";
+    case FindingKind::kNcclNotVisible:
+      return "nccl_not_visible";
   }
   return "unknown";
 }

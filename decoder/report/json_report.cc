@@ -49,6 +49,20 @@ std::string Strings(const std::vector<std::string>& v) {
 // A finding's kind-specific facts, after the common fields.
 void WriteFacts(const Finding&, const std::monostate&, const CallSiteNamer&, std::ostream&) {}
 void WriteFacts(const Finding&, const MissingTracesFacts&, const CallSiteNamer&, std::ostream&) {}
+void WriteFacts(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  static const char* const kReasons[] = {"unknown",        "linked_in",  "deepbind",
+                                         "second_library", "slots_full", "active_unseen"};
+  out << ",\"not_visible\":[";
+  for (size_t i = 0; i < x.items.size(); ++i) {
+    const NcclNotVisibleFacts::Item& it = x.items[i];
+    out << (i ? "," : "") << "{\"pid\":" << it.pid << ",\"host\":" << JsonString(it.host)
+        << ",\"rank\":" << it.rank << ",\"reason\":\"" << kReasons[it.reason < 6 ? it.reason : 0]
+        << "\",\"path\":" << JsonString(it.path)
+        << ",\"calls_seen\":" << (it.calls_seen ? "true" : "false") << "}";
+  }
+  out << "]";
+}
 void WriteFacts(const Finding&, const UnreadableTracesFacts&, const CallSiteNamer&, std::ostream&) {
 }
 void WriteFacts(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&,

@@ -171,6 +171,16 @@ constexpr uint32_t kComm = 1, kCall = 2, kSeq = 3, kReason = 4;
 constexpr uint32_t kCaptured = 1, kInProgress = 2;
 }  // namespace untracked
 
+// Record bodies 50-54: what the shim knows it cannot see.
+namespace record {
+constexpr uint32_t kNcclNotSeen = 50;
+}
+namespace nccl_not_seen {
+constexpr uint32_t kReason = 1, kPath = 2, kCallsSeen = 3;
+constexpr uint32_t kLinkedIn = 1, kDeepBind = 2, kSecondLibrary = 3, kSlotsFull = 4,
+                   kActiveUnseen = 5;
+}  // namespace nccl_not_seen
+
 }  // namespace ncclwatch::fields
 
 #endif  // NCCLWATCH_PROTO_NCCLWATCH_TRACE_FIELDS_H_
