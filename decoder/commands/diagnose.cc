@@ -6,6 +6,7 @@
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
 #include "commands/input_files.h"
+#include "commands/progress.h"
 #include "model/process_liveness.h"
 #include "model/trace_loader.h"
 #include "report/finding_text.h"
@@ -35,15 +36,18 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
     return 2;
   }
   JobAnalysis job;
+  Progress progress("reading traces", files.size());  // on a terminal only
   LoadProcessTraces(
       files, 0,
       [&](const std::string& file, const absl::Status& status, const ProcessTrace& trace) {
+        progress.Step();
         if (status.ok()) {
           job.AddProcess(trace);
         } else {
           job.AddUnreadable(file, std::string(status.message()));
         }
       });
+  progress.Done();
   if (job.processes().empty()) {
     err << "ncclwatch: none of the " << files.size()
         << " trace file(s) can be read; first: " << job.unreadable().front().error << "\n";

@@ -27,7 +27,8 @@ bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfin
 }  // namespace
 
 TEST_CASE("every command answers --help and -h with its usage, exit 0", "[cli]") {
-  for (const std::string command : {"diagnose", "explain", "dump", "version"}) {
+  for (const std::string command :
+       {"diagnose", "explain", "dump", "version", "timeline", "run", "status", "probe"}) {
     for (const std::string flag : {"--help", "-h"}) {
       INFO(command << " " << flag);
       const jobs::RankResult r = Run({command, flag});
@@ -52,6 +53,21 @@ TEST_CASE("unusable input and unknown options: exit 2", "[cli]") {
   CHECK(Run({"diagnose", "--frobnicate", "x"}).exit_code == 2);
   CHECK(Run({"frobnicate"}).exit_code == 2);
   CHECK(Run({"diagnose", "/nonexistent/ncclwatch-traces"}).exit_code == 2);
+  jobs::TempDir empty;
+  CHECK(Run({"timeline", empty.path()}).exit_code == 2);  // no -o
+  const jobs::RankResult no_traces =
+      Run({"timeline", empty.path(), "-o", empty.path() + "/t.pftrace"});
+  CHECK(no_traces.exit_code == 2);
+  CHECK(no_traces.output == "ncclwatch: no trace files (*.trace) under " + empty.path() + "\n");
+  CHECK(Run({"status"}).exit_code == 2);
+  CHECK(Run({"status", "/nonexistent/ncclwatch-traces"}).exit_code == 2);
+  CHECK(Run({"run"}).exit_code == 2);
+  CHECK(Run({"probe", "--nnodes", "2"}).exit_code == 2);  // no --master
+  CHECK(Run({"probe", "-n", "zero"}).exit_code == 2);
+  // `run`'s own options end at "--": the command's --help is the command's.
+  CHECK(StartsWith(
+      Run({"run", "--dir", empty.path() + "/t", "--", "sh", "-c", "echo ran --help"}).output,
+      "ncclwatch: tracing into"));
 }
 
 TEST_CASE("explain: the headline first, exit 0 healthy and 1 a problem", "[cli]") {

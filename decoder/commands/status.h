@@ -1,0 +1,25 @@
+// ncclwatch status PATH... [--watch] [--interval S] [--stuck-after S]: the
+// live state of a running job from its traces (report/status_report.h): per
+// communicator, each rank's last entered and last completed collective, how
+// long since its last progress and heartbeat, which ranks lag, any stall or
+// asynchronous error. --watch redraws it in place every S seconds (default
+// 2) like top, until interrupted.
+//
+// Exit codes: 0 everything progresses, 1 something is stuck, 2 input that
+// cannot be used.
+
+#ifndef NCCLWATCH_DECODER_COMMANDS_STATUS_H_
+#define NCCLWATCH_DECODER_COMMANDS_STATUS_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ncclwatch::decoder {
+
+// `args`: what follows `ncclwatch status`.
+int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_COMMANDS_STATUS_H_

@@ -1,0 +1,259 @@
+#include "report/status_report.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "analysis/nccl_semantics.h"
+#include "report/names.h"
+#include "report/terminal_text.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+// A live process whose watcher has not beaten for this many intervals (and
+// at least kMinSilenceNs) is frozen or was killed.
+constexpr int64_t kSilentBeats = 3;
+constexpr int64_t kMinSilenceNs = 5'000'000'000;
+
+std::string Ago(int64_t ns) {
+  if (ns < 0) return "-";
+  if (ns < 1'000'000'000) return absl::StrFormat("%.1f s ago", ns / 1e9);
+  if (ns < 120'000'000'000) return absl::StrFormat("%.0f s ago", ns / 1e9);
+  return absl::StrFormat("%.0f min ago", ns / 60e9);
+}
+
+std::string Seq(int64_t seq) { return seq < 0 ? "-" : "#" + std::to_string(seq); }
+
+// A sequence number or count from a trace, as a signed number that cannot
+// overflow when 1 is added or taken (a crafted trace may hold 2^64-1).
+int64_t Bounded(uint64_t n) {
+  return n > static_cast<uint64_t>(INT64_MAX / 2) ? INT64_MAX / 2 : static_cast<int64_t>(n);
+}
+
+}  // namespace
+
+JobStatusBuilder::JobStatusBuilder(int64_t now_ns, int64_t stuck_after_ns)
+    : stuck_after_ns_(stuck_after_ns) {
+  status_.now_ns = now_ns;
+}
+
+void JobStatusBuilder::AddUnreadable(const std::string& path, const std::string& why) {
+  status_.unreadable.push_back(path + ": " + why);
+}
+
+void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
+  ++status_.processes;
+  const int64_t now = status_.now_ns;
+  // Nanoseconds from `tick` to now, 0 when in the future; 128 bits, since a
+  // crafted trace's times may lie anywhere.
+  auto since = [&](uint64_t tick) -> int64_t {
+    const __int128 d = static_cast<__int128>(now) - t.RealtimeNs(tick);
+    return d < 0 ? 0 : d > INT64_MAX ? INT64_MAX : static_cast<int64_t>(d);
+  };
+
+  std::string ended;
+  if (t.end) {
+    ended = "exited (code " + std::to_string(t.end->exit_code) + ")";
+  } else if (!t.signals.empty()) {
+    ended = "died of " + SignalName(t.signals.back().signo);
+  }
+  int64_t since_beat = -1;
+  bool not_beating = false;
+  if (t.liveness.beats > 0) {
+    since_beat = since(t.liveness.last_t);
+    const int64_t interval = static_cast<int64_t>(t.liveness.interval_ms) * 1'000'000;
+    not_beating = ended.empty() && since_beat > std::max(kSilentBeats * interval, kMinSilenceNs);
+  }
+
+  // Per communicator, once: its latest Progress and its stall reports.
+  std::map<uint64_t, const ProgressEvent*> latest;
+  for (const ProgressEvent& p : t.progress) {
+    const ProgressEvent*& l = latest[p.comm];
+    if (l == nullptr || p.order > l->order) l = &p;
+  }
+  std::map<uint64_t, std::vector<const StallEvent*>> stalls;
+  for (const StallEvent& st : t.stalls) stalls[st.comm].push_back(&st);
+  // The last asynchronous NCCL or CUDA error per communicator (0: none named).
+  std::map<uint64_t, std::string> errors;
+  for (const NcclErrorEvent& e : t.errors)
+    if (e.async)
+      errors[e.comm] = "async " + ResultName(e.result) + (e.text.empty() ? "" : ": " + e.text);
+  for (const CudaErrorEvent& e : t.cuda_errors)
+    errors[e.comm] = e.name + (e.text.empty() ? "" : ": " + e.text);
+
+  for (const CommStream& s : t.streams) {
+    RankStatus r;
+    r.comm_rank = s.rank;
+    r.global_rank = t.DisplayRank();
+    r.host = t.host;
+    r.pid = t.pid;
+    r.ended = ended;
+    r.since_beat_ns = since_beat;
+    r.not_beating = not_beating;
+    const CommMembership* m = s.membership >= 0 ? &t.comms[s.membership] : nullptr;
+    if (m && m->end_call != 0 && r.ended.empty()) r.ended = "left (" + CallName(m->end_call) + ")";
+
+    uint64_t last_activity_t = m ? m->init_t : 0;
+    if (!s.collectives.empty()) {
+      const CollectiveEvent& c = t.collectives[s.collectives.back()];
+      r.entered = Bounded(c.seq);
+      last_activity_t = std::max(last_activity_t, c.t);
+    }
+    // The latest Progress of this communicator, by time.
+    const auto latest_it = latest.find(s.comm);
+    const ProgressEvent* progress = latest_it == latest.end() ? nullptr : latest_it->second;
+    const CompletionTrackingEvent* tracking = t.Tracking(s.comm);
+    r.tracked = tracking != nullptr && tracking->Tracked();
+    if (progress) {
+      r.completed = Bounded(progress->collectives) - 1;
+      r.pending_ops = progress->pending;
+    }
+    // What is pending: collectives entered and not completed (or, with no
+    // progress record yet, everything entered since tracking began).
+    // What is pending: collectives entered and not completed, or other
+    // operations (sends, receives) the last Progress counts.
+    const bool collectives_pending = r.tracked && r.entered > r.completed;
+    uint64_t pending_since_t = progress ? progress->t : last_activity_t;
+    if (collectives_pending) {
+      const uint64_t first = static_cast<uint64_t>(r.completed + 1);
+      for (uint32_t i : s.collectives) {
+        if (t.collectives[i].seq != first) continue;
+        r.pending = CallName(t.collectives[i].call) + " #" + std::to_string(first);
+        pending_since_t = std::max(pending_since_t, t.collectives[i].t);
+        break;
+      }
+      if (r.pending.empty()) r.pending = "collective #" + std::to_string(first);
+    } else if (r.tracked && r.pending_ops > 0) {
+      r.pending = std::to_string(r.pending_ops) + " operation(s)";
+    }
+    if (progress) r.since_progress_ns = since(progress->t);
+    const int64_t pending_for = r.pending.empty() ? -1 : since(pending_since_t);
+    for (const StallEvent* stall : stalls[s.comm]) {
+      const StallEvent& st = *stall;
+      // A stall of the work still pending: nothing completed since it.
+      if (!r.pending.empty() && Bounded(st.completed) >= r.completed + 1) {
+        r.stalled = true;
+        r.stall_waited_ms = std::max(r.stall_waited_ms, st.waited_ms);
+      }
+    }
+    if (auto it = errors.find(s.comm); it != errors.end())
+      r.error = it->second;
+    else if (auto any = errors.find(0); any != errors.end())
+      r.error = any->second;
+    r.stuck =
+        r.ended.empty() && (!r.error.empty() || r.not_beating ||
+                            (!r.pending.empty() && (r.stalled || pending_for >= stuck_after_ns_)));
+
+    auto it = std::find_if(status_.comms.begin(), status_.comms.end(),
+                           [&](const CommStatus& c) { return c.comm == s.comm; });
+    if (it == status_.comms.end()) {
+      status_.comms.push_back({s.comm, m ? m->nranks : -1, {}});
+      it = status_.comms.end() - 1;
+    }
+    if (it->nranks < 0 && m) it->nranks = m->nranks;
+    it->ranks.push_back(std::move(r));
+  }
+}
+
+JobStatus JobStatusBuilder::Finish() {
+  for (CommStatus& c : status_.comms) {
+    std::sort(c.ranks.begin(), c.ranks.end(),
+              [](const RankStatus& a, const RankStatus& b) { return a.comm_rank < b.comm_rank; });
+    int64_t furthest = -1;
+    for (const RankStatus& r : c.ranks) furthest = std::max(furthest, r.entered);
+    for (RankStatus& r : c.ranks) {
+      r.lagging = r.entered < furthest;
+      status_.stuck = status_.stuck || r.stuck;
+      status_.live = status_.live || r.ended.empty();
+      // Ended in the middle of its work, or by a signal: the job did not end well.
+      if (!r.ended.empty() && (!r.pending.empty() || r.ended.rfind("died", 0) == 0))
+        status_.ended_badly = true;
+    }
+  }
+  return std::move(status_);
+}
+
+void WriteStatus(const JobStatus& s, std::ostream& out) {
+  // The headline: STUCK with who and where, or PROGRESSING.
+  std::vector<std::string> stuck_lines;
+  for (const CommStatus& c : s.comms) {
+    std::map<std::string, std::vector<int>> by_what;
+    std::vector<int> lagging;
+    for (const RankStatus& r : c.ranks) {
+      if (r.stuck) {
+        std::string what = r.not_beating      ? "not beating (frozen or killed)"
+                           : !r.error.empty() ? "failed: " + r.error
+                                              : "stuck in " + r.pending;
+        by_what[what].push_back(r.comm_rank);
+      }
+      if (r.lagging && r.ended.empty()) lagging.push_back(r.comm_rank);
+    }
+    for (const auto& [what, ranks] : by_what) {
+      std::string line = "communicator " + CommShort(c.comm) + ": " + RanksNoun(ranks) + " " + what;
+      if (!lagging.empty() && what.rfind("stuck", 0) == 0)
+        line += ", waiting for " + RanksNoun(lagging) + " (behind)";
+      stuck_lines.push_back(line);
+    }
+  }
+  char when[64] = "";
+  const time_t secs = static_cast<time_t>(s.now_ns / 1'000'000'000);
+  struct tm tm;
+  if (gmtime_r(&secs, &tm)) strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  std::string text;
+  if (!s.live && !s.comms.empty()) {
+    text += s.ended_badly ? "ENDED BADLY: every process has ended, some by a signal or with work "
+                            "pending (ncclwatch diagnose says why)\n"
+                          : "ENDED: every process has ended\n";
+  } else if (s.stuck) {
+    text += "STUCK: " + stuck_lines.front() + "\n";
+    for (size_t i = 1; i < stuck_lines.size(); ++i) text += "       " + stuck_lines[i] + "\n";
+  } else {
+    text += "PROGRESSING\n";
+  }
+  text += absl::StrFormat("ncclwatch status: %d process%s, %d communicator%s; %s\n", s.processes,
+                          s.processes == 1 ? "" : "es", s.comms.size(),
+                          s.comms.size() == 1 ? "" : "s", when);
+  for (const CommStatus& c : s.comms) {
+    text += absl::StrFormat("\ncommunicator %s (%s ranks%s)\n", CommShort(c.comm),
+                            c.nranks > 0 ? std::to_string(c.nranks) : "?",
+                            c.nranks > 0 && static_cast<int>(c.ranks.size()) < c.nranks
+                                ? absl::StrFormat(", %d traced", c.ranks.size())
+                                : "");
+    text += absl::StrFormat("  %-5s %-22s %-8s %-10s %-13s %-13s %s\n", "rank", "process",
+                            "entered", "completed", "progress", "heartbeat", "state");
+    for (const RankStatus& r : c.ranks) {
+      std::string process = r.host + ":" + std::to_string(r.pid);
+      if (r.global_rank >= 0 && r.global_rank != r.comm_rank)
+        process += " (rank " + std::to_string(r.global_rank) + ")";
+      std::string state;
+      if (!r.ended.empty()) {
+        state = r.ended;
+      } else if (r.not_beating) {
+        state = "NOT BEATING: no heartbeat for " + Ago(r.since_beat_ns) + ": frozen or killed";
+      } else if (!r.error.empty()) {
+        state = "ERROR: " + r.error;
+      } else if (!r.pending.empty()) {
+        state = (r.stuck ? "STUCK in " : "running ") + r.pending;
+        if (r.stalled)
+          state += absl::StrFormat(" (stall reported after %d s)", r.stall_waited_ms / 1000);
+      } else if (!r.tracked) {
+        state = "completion not tracked";
+      } else {
+        state = "idle (nothing pending)";
+      }
+      if (r.lagging && r.ended.empty()) state += "; lags behind the others";
+      text += absl::StrFormat("  %-5d %-22s %-8s %-10s %-13s %-13s %s\n", r.comm_rank, process,
+                              Seq(r.entered), r.tracked ? Seq(r.completed) : "?",
+                              Ago(r.since_progress_ns), Ago(r.since_beat_ns), state);
+    }
+  }
+  for (const std::string& u : s.unreadable) text += "unreadable: " + u + "\n";
+  out << TerminalSafe(text);
+}
+
+}  // namespace ncclwatch::decoder

@@ -1,0 +1,91 @@
+// The live state of a job, from its traces: what `ncclwatch status` shows.
+//
+// JobStatusOf reads each process's model (its collectives, the watcher's
+// Progress, Heartbeat and Stall records, its asynchronous and CUDA errors)
+// and, per communicator, says for each rank how far it got: the last
+// collective it entered and the last its GPU completed, how long since its
+// communicator last made progress and since its watcher last beat, and
+// whether it is stuck. WriteStatus renders that as a table, the headline
+// first.
+//
+// A rank is stuck when it has work pending and
+//   - the shim reported a stall for it (NCCLWATCH_STALL), or
+//   - nothing of it completed for `stuck_after_ns`, or
+//   - it reported an asynchronous NCCL error or a CUDA error;
+// and a live process whose heartbeats stopped (for three intervals and at
+// least 5 s) is frozen or was killed. A rank lags when it entered fewer
+// collectives than the communicator's furthest rank. Processes that ended
+// are shown as ended, not stuck; a job whose every process ended is ENDED,
+// or ENDED BADLY when one ended by a signal or with work pending.
+//
+// Thread-safety: plain values.
+
+#ifndef NCCLWATCH_DECODER_REPORT_STATUS_REPORT_H_
+#define NCCLWATCH_DECODER_REPORT_STATUS_REPORT_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "model/process_trace.h"
+
+namespace ncclwatch::decoder {
+
+struct RankStatus {
+  int32_t comm_rank = -1;
+  int32_t global_rank = -1;
+  std::string host;
+  uint32_t pid = 0;
+  int64_t entered = -1;    // the last collective entered, -1 none
+  int64_t completed = -1;  // the last completed on the GPU, -1 none (or not tracked)
+  bool tracked = false;    // completion was tracked
+  std::string pending;     // "AllReduce #5" when work is pending
+  uint64_t pending_ops = 0;
+  int64_t since_progress_ns = -1;  // -1 unknown
+  int64_t since_beat_ns = -1;      // -1 no heartbeat
+  bool stalled = false;            // the shim reported a stall for the pending work
+  uint64_t stall_waited_ms = 0;
+  std::string error;  // an asynchronous NCCL error or a CUDA error
+  std::string ended;  // "exited (code 0)", "died of SIGSEGV"; "" while alive
+  bool not_beating = false;
+  bool stuck = false;
+  bool lagging = false;
+};
+
+struct CommStatus {
+  uint64_t comm = 0;
+  int32_t nranks = -1;
+  std::vector<RankStatus> ranks;  // by communicator rank
+};
+
+struct JobStatus {
+  int64_t now_ns = 0;  // CLOCK_REALTIME
+  size_t processes = 0;
+  std::vector<CommStatus> comms;
+  std::vector<std::string> unreadable;  // "path: why"
+  bool stuck = false;
+  bool live = false;         // some rank's process has not ended
+  bool ended_badly = false;  // a rank ended by a signal, or with work pending
+  // What `ncclwatch status` exits with: 1 stuck or ended badly, else 0.
+  int ExitCode() const { return stuck || (!live && ended_badly) ? 1 : 0; }
+};
+
+// Collects the job's status one process at a time.
+class JobStatusBuilder {
+ public:
+  JobStatusBuilder(int64_t now_ns, int64_t stuck_after_ns);
+  void AddProcess(const ProcessTrace& trace);
+  void AddUnreadable(const std::string& path, const std::string& why);
+  JobStatus Finish();
+
+ private:
+  JobStatus status_;
+  int64_t stuck_after_ns_;
+};
+
+void WriteStatus(const JobStatus& status, std::ostream& out);
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_REPORT_STATUS_REPORT_H_

@@ -1,0 +1,154 @@
+// `ncclwatch status` on live jobs: a job on the simulator, under the shim
+// with a short stall time (NCCLWATCH_STALL=2), looked at while it runs.
+
+#include <catch2/catch.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "support/traced_job.h"
+
+namespace {
+
+struct Look {
+  std::string output;  // the job's, then what status printed
+  std::string status;  // status's output alone
+  int status_exit = -1;
+};
+
+// Starts `jobrun -n N --timeout T -- train_loop ARGS` in the background, runs
+// `ncclwatch status` once the job's output has `lines` lines matching
+// `pattern` (or after T seconds), then waits for the job to end.
+Look LookAtLiveJob(const std::string& dir, int nranks, const std::vector<std::string>& args,
+                   const std::string& pattern, int lines, int timeout_s) {
+  std::string job = "LD_PRELOAD=\"$2\" NCCLWATCH_DIR=\"$1\"/traces \"$0\"/jobrun -n " +
+                    std::to_string(nranks) + " --timeout " + std::to_string(timeout_s) +
+                    " -- \"$0\"/train_loop";
+  for (const std::string& a : args) job += " " + a;
+  const std::string script =
+      job + " > \"$1\"/job.out 2>&1 & i=0; until [ \"$(grep -c '" + pattern +
+      "' \"$1\"/job.out)\" -ge " + std::to_string(lines) + " ] || [ $i -ge " +
+      std::to_string(timeout_s * 10) +
+      " ]; do sleep 0.1; i=$((i+1)); done; sleep 0.5; echo STATUS; \"$0\"/ncclwatch status "
+      "\"$1\"/traces; echo \"EXIT $?\"; wait";
+  jobs::JobSpec spec;
+  spec.argv = {"sh", "-c", script, jobs::BinDir(), dir, jobs::ShimPath()};
+  spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(), "NCCLWATCH_STALL=2"};
+  spec.timeout_s = timeout_s + 60;
+  jobs::JobResult r = jobs::RunJob(spec);
+  Look l;
+  if (r.ranks.empty()) return l;
+  l.output = r.ranks[0].output;
+  const size_t from = l.output.find("STATUS\n");
+  const size_t to = l.output.find("EXIT ");
+  if (from != std::string::npos && to != std::string::npos && to > from) {
+    l.status = l.output.substr(from + 7, to - from - 7);
+    l.status_exit = std::atoi(l.output.c_str() + to + 5);
+  }
+  return l;
+}
+
+// The table line of communicator rank `rank`.
+std::string RowOf(const std::string& status, int rank) {
+  std::smatch m;
+  const std::regex row("\\n  " + std::to_string(rank) + " +vm[^\\n]*|\\n  " + std::to_string(rank) +
+                       " +[^ ]+:[0-9]+[^\\n]*");
+  return std::regex_search(status, m, row) ? m.str().substr(1) : "";
+}
+
+}  // namespace
+
+TEST_CASE("status on a live hung job: every rank listed, the stuck ones and the laggard named",
+          "[status]") {
+  jobs::TempDir dir;
+  // Rank 2 stops calling NCCL before step 3's AllReduce (#3) and sleeps; the
+  // others wait in it, and the shim reports their stall after 2 s.
+  const Look l =
+      LookAtLiveJob(dir.path(), 4, {"--steps", "8", "--bug", "hang:2:3"}, "STALL pid", 3, 15);
+  INFO(l.output);
+  CHECK(l.status_exit == 1);
+  CHECK(l.status.rfind("STUCK: communicator ", 0) == 0);
+  CHECK(l.status.find("ranks 0-1,3 stuck in AllReduce #3, waiting for rank 2 (behind)") !=
+        std::string::npos);
+  for (int rank : {0, 1, 3}) {
+    const std::string row = RowOf(l.status, rank);
+    INFO("rank " << rank << ": " << row);
+    CHECK(row.find("#3       #2") != std::string::npos);  // entered #3, completed #2
+    CHECK(row.find("STUCK in AllReduce #3 (stall reported after") != std::string::npos);
+  }
+  const std::string row2 = RowOf(l.status, 2);
+  INFO(row2);
+  CHECK(row2.find("#2       #2") != std::string::npos);
+  CHECK(row2.find("idle (nothing pending); lags behind the others") != std::string::npos);
+  CHECK(row2.find("s ago") != std::string::npos);  // its heartbeat
+}
+
+TEST_CASE("status on a live healthy job: progressing and exit 0", "[status]") {
+  jobs::TempDir dir;
+  // A long job, looked at once both ranks are past step 20, and ended by its
+  // launcher at 6 s.
+  const Look l =
+      LookAtLiveJob(dir.path(), 2, {"--steps", "10000000", "--size", "64"}, "step 20 done", 2, 6);
+  INFO(l.output);
+  CHECK(l.status_exit == 0);
+  CHECK(l.status.rfind("PROGRESSING\n", 0) == 0);
+  // Each rank is somewhere past step 20: running an AllReduce, or between two.
+  for (int rank : {0, 1}) {
+    const std::string row = RowOf(l.status, rank);
+    INFO(row);
+    CHECK((row.find("running AllReduce #") != std::string::npos ||
+           row.find("idle (nothing pending)") != std::string::npos));
+    CHECK(row.find("STUCK") == std::string::npos);
+  }
+
+  // Once the launcher has killed it: ended badly, exit 1.
+  jobs::JobSpec spec;
+  spec.argv = {jobs::NcclwatchPath(), "status", dir.path() + "/traces"};
+  jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  INFO(r.ranks[0].output);
+  CHECK(r.ranks[0].exit_code == 1);
+  CHECK(r.ranks[0].output.rfind("ENDED BADLY: every process has ended", 0) == 0);
+  CHECK(r.ranks[0].output.find("died of SIGTERM") != std::string::npos);
+}
+
+TEST_CASE("status on a job that ended well: ENDED and exit 0", "[status]") {
+  jobs::TempDir dir;
+  jobs::JobResult job =
+      jobs::RunJob(jobs::TracedJobSpec(2, "train_loop", {"--steps", "3"}, dir.path()));
+  REQUIRE(job.error.empty());
+  jobs::JobSpec spec;
+  spec.argv = {jobs::NcclwatchPath(), "status", dir.path()};
+  jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  INFO(r.ranks[0].output);
+  CHECK(r.ranks[0].exit_code == 0);
+  CHECK(r.ranks[0].output.rfind("ENDED: every process has ended\n", 0) == 0);
+  CHECK(r.ranks[0].output.find("exited (code 0)") != std::string::npos);
+
+  // --watch: redrawn every interval until interrupted; the last look's exit code.
+  spec.argv = {"timeout", "--preserve-status", "-s",      "INT",        "2",  jobs::NcclwatchPath(),
+               "status",  dir.path(),          "--watch", "--interval", "0.5"};
+  r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  INFO(r.ranks[0].output);
+  CHECK(r.ranks[0].exit_code == 0);
+  size_t frames = 0;
+  for (size_t at = 0;
+       (at = r.ranks[0].output.find("ENDED: every process", at)) != std::string::npos; ++at)
+    ++frames;
+  CHECK(frames >= 2);
+}
+
+TEST_CASE("status: bad input is one line and exit 2", "[status]") {
+  jobs::TempDir dir;
+  jobs::JobSpec spec;
+  spec.argv = {jobs::NcclwatchPath(), "status", dir.path()};
+  jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  CHECK(r.ranks[0].exit_code == 2);
+  CHECK(r.ranks[0].output == "ncclwatch: no trace files (*.trace) under " + dir.path() + "\n");
+  spec.argv = {jobs::NcclwatchPath(), "status", dir.path() + "/none"};
+  r = jobs::RunJob(spec);
+  CHECK(r.ranks[0].exit_code == 2);
+}

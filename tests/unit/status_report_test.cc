@@ -1,0 +1,140 @@
+// The live status (report/status_report.h) on synthetic processes whose
+// completion and liveness tables are set by hand: who is stuck, who lags,
+// a frozen process, and numbers a crafted trace may hold.
+
+#include "report/status_report.h"
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <sstream>
+#include <string>
+
+#include "synthetic_process.h"
+
+namespace {
+
+using namespace ncclwatch::testing;  // NOLINT
+namespace nd = ::ncclwatch::decoder;
+
+constexpr uint64_t kComm = 0xc0ffee0000000001ULL;
+constexpr int64_t kSecond = 1'000'000'000;
+
+// Completion tracked for kComm, `completed` collectives done at tick `t`,
+// heartbeats until tick `beat_t`.
+void Track(nd::ProcessTrace* t, uint64_t completed, uint64_t at, uint64_t beat_t) {
+  nd::CompletionTrackingEvent tracking;
+  tracking.comm = kComm;
+  tracking.mechanism = 1;
+  t->tracking.push_back(tracking);
+  nd::ProgressEvent p;
+  p.comm = kComm;
+  p.collectives = completed;
+  p.t = at;
+  p.order = 1000;
+  t->progress.push_back(p);
+  t->liveness.beats = 10;
+  t->liveness.last_t = beat_t;
+  t->liveness.interval_ms = 1000;
+}
+
+std::string Render(const nd::JobStatus& s) {
+  std::ostringstream out;
+  nd::WriteStatus(s, out);
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("a rank stuck after a stall, a rank behind: STUCK, the laggard named", "[status]") {
+  SyntheticProcess r0(0), r1(1);
+  r0.Init(kComm, 0, 2).Collectives(kComm, 0, 5);
+  r1.Init(kComm, 1, 2).Collectives(kComm, 0, 4);
+  nd::ProcessTrace t0 = r0.Build(), t1 = r1.Build();
+  const int64_t now = static_cast<int64_t>(kRealtimeBase) + 100 * kSecond;
+  Track(&t0, 5, 200, 99 * kSecond);  // #0-#4 completed; #5 pending
+  Track(&t1, 5, 200, 99 * kSecond);  // all it entered completed
+  nd::StallEvent stall;
+  stall.comm = kComm;
+  stall.call = 1;
+  stall.seq = 5;
+  stall.completed = 5;
+  stall.waited_ms = 300'000;
+  t0.stalls.push_back(stall);
+
+  nd::JobStatusBuilder b(now, 60 * kSecond);
+  b.AddProcess(t0);
+  b.AddProcess(t1);
+  const nd::JobStatus s = b.Finish();
+  REQUIRE(s.comms.size() == 1);
+  REQUIRE(s.comms[0].ranks.size() == 2);
+  const nd::RankStatus& a = s.comms[0].ranks[0];
+  const nd::RankStatus& c = s.comms[0].ranks[1];
+  CHECK(a.entered == 5);
+  CHECK(a.completed == 4);
+  CHECK(a.pending == "AllReduce #5");
+  CHECK(a.stalled);
+  CHECK(a.stuck);
+  CHECK_FALSE(a.lagging);
+  CHECK(c.entered == 4);
+  CHECK(c.completed == 4);
+  CHECK(c.pending.empty());
+  CHECK_FALSE(c.stuck);
+  CHECK(c.lagging);
+  CHECK(s.ExitCode() == 1);
+  const std::string text = Render(s);
+  INFO(text);
+  CHECK(text.rfind("STUCK: communicator c0ffee: rank 0 stuck in AllReduce #5, waiting for rank 1 "
+                   "(behind)\n",
+                   0) == 0);
+  CHECK(text.find("STUCK in AllReduce #5 (stall reported after 300 s)") != std::string::npos);
+  CHECK(text.find("idle (nothing pending); lags behind the others") != std::string::npos);
+}
+
+TEST_CASE(
+    "pending work is stuck only after --stuck-after, and a silent watcher is a frozen process",
+    "[status]") {
+  SyntheticProcess r0(0);
+  r0.Init(kComm, 0, 1).Collectives(kComm, 0, 2);
+  nd::ProcessTrace t0 = r0.Build();
+  Track(&t0, 2, 40, 0);  // #2 pending since tick 40; the last heartbeat at tick 0
+  const int64_t base = static_cast<int64_t>(kRealtimeBase);
+  {
+    t0.liveness.last_t = 9 * kSecond;
+    nd::JobStatusBuilder b(base + 10 * kSecond, 60 * kSecond);
+    b.AddProcess(t0);
+    const nd::JobStatus s = b.Finish();
+    CHECK(s.ExitCode() == 0);
+    CHECK(Render(s).rfind("PROGRESSING\n", 0) == 0);
+  }
+  {
+    t0.liveness.last_t = 9 * kSecond;
+    nd::JobStatusBuilder b(base + 10 * kSecond, 5 * kSecond);
+    b.AddProcess(t0);
+    CHECK(b.Finish().ExitCode() == 1);
+  }
+  {
+    t0.liveness.last_t = 1 * kSecond;  // 9 s without a beat, at 1 s intervals
+    nd::JobStatusBuilder b(base + 10 * kSecond, 60 * kSecond);
+    b.AddProcess(t0);
+    const nd::JobStatus s = b.Finish();
+    CHECK(s.ExitCode() == 1);
+    CHECK(Render(s).find("not beating (frozen or killed)") != std::string::npos);
+  }
+}
+
+TEST_CASE("numbers a crafted trace may hold do not overflow", "[status]") {
+  SyntheticProcess r0(0);
+  r0.Init(kComm, 0, 2).Collective(kComm, UINT64_MAX);
+  nd::ProcessTrace t0 = r0.Build();
+  Track(&t0, UINT64_MAX, UINT64_MAX, UINT64_MAX);
+  nd::StallEvent stall;
+  stall.comm = kComm;
+  stall.completed = UINT64_MAX;
+  t0.stalls.push_back(stall);
+  for (int64_t now : {INT64_MIN, int64_t{0}, INT64_MAX}) {
+    nd::JobStatusBuilder b(now, INT64_MAX);
+    b.AddProcess(t0);
+    const nd::JobStatus s = b.Finish();
+    CHECK_FALSE(Render(s).empty());
+  }
+}
