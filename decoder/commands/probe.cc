@@ -137,8 +137,9 @@ Summary NodeSummary(const std::string& dir, const std::string& host_hint) {
         s["CUDA driver"] = Version(inv.cuda_driver_version);
         s["CUDA runtime"] = Version(inv.cuda_runtime_version);
         s["interfaces"] = TerminalSafe(Interfaces(inv));
-        s["/dev/shm"] =
-            inv.shm_known ? Bytes(inv.shm_size) + " (" + Bytes(inv.shm_free) + " free)" : "unknown";
+        // Its size is a setting to compare; what is free changes from moment to moment.
+        s["/dev/shm"] = inv.shm_known ? Bytes(inv.shm_size) : "unknown";
+        if (inv.shm_known) s["/dev/shm free"] = Bytes(inv.shm_free);
         s["memlock"] = inv.memlock_soft == UINT64_MAX ? "unlimited" : Bytes(inv.memlock_soft);
         if (!inv.container.empty()) s["container"] = inv.container;
         if (!inv.framework.empty()) s["framework"] = inv.framework;
@@ -193,7 +194,7 @@ void PrintInventory(const std::vector<Summary>& nodes, int me, std::ostream& out
       auto it = n.find(k);
       values.insert(it == n.end() ? "(unset)" : it->second);
     }
-    const bool differs = values.size() > 1;
+    const bool differs = values.size() > 1 && k != "/dev/shm free";
     differing += differs;
     auto value = [&](int i) {
       auto it = nodes[i].find(k);
