@@ -176,6 +176,30 @@ enum class InitCause {
   kUnknown,               // a failure none of the above explains
   kWaitedUnexplained,     // waiting: ranks that waited, and no trace shows a failure
   kWaitedForCause,        // waiting: ranks that waited for the causes reported before them
+  // From the memory-sharing CUDA calls the traces hold (gpu_sharing_failure.h):
+  kIpcImportRefused,       // ipc: another process's GPU memory could not be imported
+  kFabricManager,          // fabric: multicast objects or fabric handles refused
+  kPeerAccessUnsupported,  // p2p: the GPUs cannot access each other
+};
+
+// What a failed memory-sharing CUDA call showed (kIpcImportRefused,
+// kFabricManager, kPeerAccessUnsupported).
+struct GpuSharingFacts {
+  std::string function;  // "cuMemImportFromShareableHandle"
+  int32_t result = 0;    // its CUresult / cudaError_t
+  std::string handle;    // "POSIX file descriptor", "fabric", "legacy CUDA IPC", ""
+  bool in_container = false;
+  std::string container;                 // "docker", ...
+  std::vector<std::string> acs_bridges;  // PCIe bridges above the GPU with ACS redirect enabled
+  bool iommu = false;                    // an IOMMU is enabled
+  int device = -1;
+  int peer = -1;
+
+  bool operator==(const GpuSharingFacts& o) const {
+    return function == o.function && result == o.result && handle == o.handle &&
+           in_container == o.in_container && container == o.container &&
+           acs_bridges == o.acs_bridges && iommu == o.iommu;
+  }
 };
 
 struct InitInterface {
@@ -249,13 +273,14 @@ struct InitFailureFacts {
   bool root_on_local_net = true;  // bootstrap: an interface of the rank is on the root's network
   std::string virtual_bootstrap_iface;  // bootstrap: a container or virtual bridge NCCL picked
   std::vector<InitVersionGroup> version_groups;  // version skew
-  bool driver_known = false;            // driver too old: the driver's presence was recorded
-  bool low_memlock = false;             // ib: RLIMIT_MEMLOCK below what NCCL pins
-  std::optional<std::string> buffsize;  // cuda, out of memory: NCCL_BUFFSIZE
-  bool out_of_memory = false;           // cuda: the failure was an out-of-memory
-  std::string call;                     // unknown: the failed call; waiting: the call waited in
-  int result = -1;                      // unknown: its ncclResult_t, -1 unknown
-  std::vector<std::string> until;       // waiting: how the waiting ranks ended
+  bool driver_known = false;               // driver too old: the driver's presence was recorded
+  bool low_memlock = false;                // ib: RLIMIT_MEMLOCK below what NCCL pins
+  std::optional<std::string> buffsize;     // cuda, out of memory: NCCL_BUFFSIZE
+  bool out_of_memory = false;              // cuda: the failure was an out-of-memory
+  std::string call;                        // unknown: the failed call; waiting: the call waited in
+  int result = -1;                         // unknown: its ncclResult_t, -1 unknown
+  std::vector<std::string> until;          // waiting: how the waiting ranks ended
+  std::optional<GpuSharingFacts> sharing;  // ipc, fabric, p2p from the CUDA calls traced
 };
 
 // Findings of explain (logs/log_diagnosis.cc): what the log lines showed.

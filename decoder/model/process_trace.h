@@ -58,6 +58,7 @@ struct ProcessTrace {
   std::optional<ProcessEndEvent> end;
   std::vector<SysCallEvent> syscalls;
   std::vector<NcclErrorEvent> errors;
+  std::vector<CudaCallEvent> cuda_calls;  // memory-sharing CUDA calls
   InventoryInfo inventory;
 
   // One per (communicator, rank) that has a formed membership or a call.

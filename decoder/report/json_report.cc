@@ -116,6 +116,10 @@ void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&,
     out << ",\"memlock\":"
         << (x.memlock->unlimited ? JsonString("unlimited") : Num(x.memlock->bytes));
   }
+  if (x.sharing) {
+    out << ",\"cuda_call\":" << JsonString(x.sharing->function)
+        << ",\"cuda_result\":" << x.sharing->result;
+  }
   if (x.has_pids) out << ",\"pids\":[" << absl::StrJoin(x.pids, ",") << "]";
 }
 
