@@ -31,7 +31,7 @@ void RecordCudaCall(const CudaCallEvent& e) {
     if (e.size != 0) w.Varint(k::kSize, e.size);
     if (e.ptr != 0) w.Fixed64(k::kPtr, e.ptr);
     if (e.flags != 0) w.Varint(k::kFlags, e.flags);
-    if (e.fd >= 0) w.Sint(k::kFd, e.fd);
+    if (e.has_fd) w.Sint(k::kFd, e.fd);
     if (e.err != 0) w.Sint(k::kErr, e.err);
     if (e.num_devices != 0) w.Varint(k::kNumDevices, e.num_devices);
     if (e.access_flags != 0) w.Varint(k::kAccessFlags, e.access_flags);

@@ -28,6 +28,7 @@ struct CudaCallEvent {
   uint32_t handle_type = 0;
   uint64_t flags = 0;
   int fd = -1;
+  bool has_fd = false;  // fd is an argument or a result (-1 included)
   int can_access = -1;
   int err = 0;  // errno after a failing call
   uint32_t num_devices = 0;

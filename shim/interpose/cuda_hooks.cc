@@ -209,6 +209,7 @@ CUresult MemExport(void* shareableHandle, CUmemGenericAllocationHandle handle,
   if (r == CUDA_SUCCESS && shareableHandle != nullptr &&
       handleType == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
     e.fd = *static_cast<const int*>(shareableHandle);
+    e.has_fd = true;
   }
   Note(e, err);
   return r;
@@ -223,8 +224,10 @@ CUresult MemImport(CUmemGenericAllocationHandle* handle, void* osHandle,
   CudaCallEvent e = Event(f::kCuMemImportFromShareableHandle, r, DoorOf(S), CALLER, err);
   e.handle_type = static_cast<uint32_t>(shHandleType);
   // A POSIX handle is the descriptor itself, cast to a pointer.
-  if (shHandleType == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+  if (shHandleType == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
     e.fd = static_cast<int>(reinterpret_cast<intptr_t>(osHandle));
+    e.has_fd = true;
+  }
   if (r == CUDA_SUCCESS && handle != nullptr) e.handle = *handle;
   if (r != CUDA_SUCCESS) e.device = CurrentDevice();
   Note(e, err);
@@ -434,16 +437,27 @@ const DriverName kDriverNames[] = {
 
 bool TracingOff() { return __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff; }
 
-bool IsWrapper(void* p) {
-  for (const auto& row : kWrappers)
-    for (void* w : row)
-      if (w == p) return true;
+// Whether `p` is one of the wrappers; then *fn and *slot say which.
+bool IsWrapper(void* p, int* fn, int* slot) {
+  for (int i = 0; i < kDriverFns; ++i)
+    for (int s = 0; s < kSlots; ++s)
+      if (kWrappers[i][s] == p) {
+        *fn = i;
+        *slot = s;
+        return true;
+      }
   return false;
 }
 
 // The wrapper of driver function `fn` at `real` for `door` (0-2), or `real`.
+// A wrapper handed out by an inner lookup (a runtime whose driver table came
+// through the shim's cuGetProcAddress) is handed on as the same definition's
+// wrapper for the outer door, the one the caller used.
 void* Wrap(DriverFn fn, void* real, int door) {
-  if (real == nullptr || TracingOff() || IsWrapper(real)) return real;
+  int wrapped_fn = 0, slot = 0;
+  if (real != nullptr && IsWrapper(real, &wrapped_fn, &slot))
+    return kWrappers[wrapped_fn][slot / kDoors * kDoors + door];
+  if (real == nullptr || TracingOff()) return real;
   for (int d = 0; d < kDefinitions; ++d) {
     void* expected = nullptr;
     if (__atomic_compare_exchange_n(&g_real[fn][d], &expected, real, false, __ATOMIC_ACQ_REL,

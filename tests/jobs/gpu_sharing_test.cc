@@ -1,0 +1,197 @@
+// The CUDA calls that share GPU memory between processes and devices, for
+// real: a program's own IPC and cuMem calls (reached directly, through
+// cudaGetDriverEntryPointByVersion and through cuGetProcAddress) are in
+// `ncclwatch dump`; and the simulated NCCL, which gets its driver functions
+// as NCCL does and shares its P2P buffers through cuMem POSIX descriptors
+// passed over a Unix socket (or legacy CUDA IPC), fails its init the ways a
+// container without the host's IPC namespace and a node without its Fabric
+// Manager make real NCCL fail, and `ncclwatch diagnose --json` names the
+// subsystem, the CUDA call, its result and the fix.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "model/process_trace.h"
+#include "ncclwatch/trace_fields.h"
+#include "support/traced_job.h"
+
+namespace {
+
+namespace f = ncclwatch::fields;
+
+struct Scenario {
+  jobs::TempDir dir;
+  jobs::JobResult job;
+  jobs::DiagnosisView diagnosis;
+};
+
+// train_loop on `nranks` ranks under the shim, with `env` added.
+void RunTrainLoop(Scenario* s, int nranks, const std::vector<std::string>& env) {
+  jobs::JobSpec spec = jobs::TracedJobSpec(nranks, "train_loop", {"--steps", "2"}, s->dir.path());
+  spec.timeout_s = 20;
+  spec.env.insert(spec.env.end(), env.begin(), env.end());
+  s->job = jobs::RunJob(spec);
+  REQUIRE(s->job.error.empty());
+  s->diagnosis = jobs::Diagnose({s->dir.path()});
+  INFO("diagnosis:\n" << s->diagnosis.output);
+  REQUIRE(s->diagnosis.parsed);
+}
+
+std::vector<int> Sorted(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+const jobs::FindingView& RequireInitRoot(const Scenario& s, const std::string& subsystem) {
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(s.diagnosis.exit_code == 1);
+  CHECK(s.diagnosis.verdict == "problem");
+  const jobs::FindingView* root = s.diagnosis.Root();
+  REQUIRE(root != nullptr);
+  CHECK(&s.diagnosis.findings.front() == root);
+  REQUIRE(root->kind == "init_failure");
+  CHECK(root->String("subsystem") == subsystem);
+  CHECK_FALSE(root->detail.empty());
+  CHECK_FALSE(root->fix.empty());
+  return *root;
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The rank's recorded call of `function` that failed with `result`.
+const ncclwatch::decoder::CudaCallEvent* FailedCall(const ncclwatch::decoder::ProcessTrace& t,
+                                                    uint32_t function, int32_t result) {
+  for (const auto& c : t.cuda_calls)
+    if (c.function == function && c.result == result) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("a program's IPC and cuMem calls, however reached, are in dump", "[cuda][dump]") {
+  jobs::TempDir dir;
+  jobs::JobSpec spec = jobs::TracedJobSpec(1, "cuda_ipc_probe", {}, dir.path());
+  jobs::JobResult job = jobs::RunJob(spec);
+  REQUIRE(job.error.empty());
+  INFO(job.ranks.at(0).output);
+  REQUIRE(job.ranks.at(0).exit_code == 0);
+  const std::string trace = jobs::TraceOf(dir.path(), 0);
+  REQUIRE_FALSE(trace.empty());
+  jobs::DiagnosisView dump = jobs::RunNcclwatch("dump", {trace}, false);
+  const std::string& out = dump.output;
+  INFO(out);
+  CHECK(dump.exit_code == 0);
+  // The runtime function the program called, failing.
+  CHECK(Contains(out,
+                 "cuda_call cudaIpcOpenMemHandle result=cudaErrorInvalidValue (invalid argument) "
+                 "via=runtime"));
+  // The cuMem functions from cudaGetDriverEntryPointByVersion: the round trip
+  // that worked, then the import that failed, with its handle type and fd.
+  CHECK(Contains(out, "cuda_call cuMemCreate result=CUDA_SUCCESS via=cudaGetDriverEntryPoint"));
+  CHECK(Contains(out,
+                 "cuda_call cuMemExportToShareableHandle result=CUDA_SUCCESS "
+                 "via=cudaGetDriverEntryPoint handle_type=posix_fd fd="));
+  CHECK(Contains(out,
+                 "cuda_call cuMemImportFromShareableHandle result=CUDA_ERROR_INVALID_VALUE "
+                 "(invalid argument) via=cudaGetDriverEntryPoint"));
+  CHECK(Contains(out, "handle_type=posix_fd fd=-1"));
+  // Through cuGetProcAddress.
+  CHECK(Contains(out,
+                 "cuda_call cuDeviceCanAccessPeer result=CUDA_SUCCESS via=cuGetProcAddress "
+                 "device=0 peer=1 can_access=1"));
+  CHECK(Contains(out,
+                 "cuda_call cuIpcOpenMemHandle result=CUDA_ERROR_INVALID_VALUE "
+                 "(invalid argument) via=cuGetProcAddress"));
+  // The model has them too, the failures with their caller.
+  auto t = ncclwatch::decoder::LoadProcessTrace(trace);
+  REQUIRE(t.ok());
+  const auto* import = FailedCall(*t, f::kCuMemImportFromShareableHandle, 1);
+  REQUIRE(import != nullptr);
+  CHECK(import->fd == -1);
+  CHECK(import->handle_type == 1);
+  CHECK(import->via == f::cuda_call::kDriverEntryPoint);
+  CHECK(import->caller != 0);
+  CHECK_FALSE(import->from_nccl);
+  CHECK(FailedCall(*t, f::kCudaIpcOpenMemHandle, 1) != nullptr);
+}
+
+TEST_CASE("NCCL's cuMem import refused (a container without the host's IPC namespace): ipc",
+          "[cuda][init]") {
+  Scenario s;
+  RunTrainLoop(&s, 2, {"NCCL_SHM_DISABLE=1", "NCCLSIM_IPC_IMPORT=eperm"});
+  const auto& root = RequireInitRoot(s, "ipc");
+  CHECK(Sorted(root.ranks) == std::vector<int>{0, 1});
+  CHECK(root.String("errno") == "EPERM");
+  CHECK(root.String("cuda_call") == "cuMemImportFromShareableHandle");
+  CHECK(root.raw.fields().at("cuda_result").number_value() == 800);
+  CHECK(Contains(root.detail,
+                 "cuMemImportFromShareableHandle failed with CUDA_ERROR_NOT_PERMITTED "
+                 "(operation not permitted)"));
+  CHECK(Contains(root.fix, "--ipc=host"));
+  CHECK(Contains(root.fix, "NCCL_CUMEM_ENABLE=0"));
+  // NCCL reached the import through cudaGetDriverEntryPointByVersion, inside its init.
+  auto t = ncclwatch::decoder::LoadProcessTrace(jobs::TraceOf(s.dir.path(), 1));
+  REQUIRE(t.ok());
+  const auto* c = FailedCall(*t, f::kCuMemImportFromShareableHandle, 800);
+  REQUIRE(c != nullptr);
+  CHECK(c->from_nccl);
+  CHECK(c->via == f::cuda_call::kDriverEntryPoint);
+  CHECK(c->in_call == f::kCommInitRank);
+  CHECK(c->err == EPERM);
+  CHECK(c->handle_type == 1);
+}
+
+TEST_CASE("NCCL's legacy CUDA IPC open refused (NCCL_CUMEM_ENABLE=0): ipc", "[cuda][init]") {
+  Scenario s;
+  RunTrainLoop(&s, 2, {"NCCL_SHM_DISABLE=1", "NCCL_CUMEM_ENABLE=0", "NCCLSIM_IPC_IMPORT=eperm"});
+  const auto& root = RequireInitRoot(s, "ipc");
+  CHECK(Sorted(root.ranks) == std::vector<int>{0, 1});
+  CHECK(root.String("cuda_call") == "cudaIpcOpenMemHandle");
+  CHECK(root.raw.fields().at("cuda_result").number_value() == 800);
+  CHECK(Contains(root.detail, "legacy CUDA IPC handle"));
+  CHECK(Contains(root.fix, "--ipc=host --pid=host"));
+}
+
+TEST_CASE("NVLS multicast without a Fabric Manager: fabric on the rank that creates it",
+          "[cuda][init]") {
+  Scenario s;
+  RunTrainLoop(&s, 4, {"NCCLSIM_MULTICAST=nofm"});
+  const auto& root = RequireInitRoot(s, "fabric");
+  CHECK(root.ranks == std::vector<int>{0});
+  CHECK(root.String("cuda_call") == "cuMulticastCreate");
+  CHECK(root.raw.fields().at("cuda_result").number_value() == 802);
+  CHECK(Contains(root.detail,
+                 "cuMulticastCreate failed with CUDA_ERROR_SYSTEM_NOT_READY "
+                 "(system not yet initialized)"));
+  CHECK(Contains(root.fix, "nvidia-fabricmanager"));
+  CHECK(Contains(root.fix, "NCCL_NVLS_ENABLE=0"));
+  std::vector<int> waited;
+  for (const jobs::FindingView& x : s.diagnosis.findings)
+    if (x.String("subsystem") == "waiting") waited = Sorted(x.ranks);
+  CHECK(waited == std::vector<int>{1, 2, 3});
+}
+
+TEST_CASE("NVLS with a Fabric Manager, and P2P through cuMem: a healthy job", "[cuda]") {
+  Scenario s;
+  RunTrainLoop(&s, 4, {"NCCLSIM_MULTICAST=ok", "NCCL_SHM_DISABLE=1"});
+  INFO(s.diagnosis.output);
+  CHECK(s.diagnosis.verdict == "healthy");
+  CHECK(s.diagnosis.findings.empty());
+  for (const jobs::RankResult& r : s.job.ranks) CHECK(r.exit_code == 0);
+  auto t = ncclwatch::decoder::LoadProcessTrace(jobs::TraceOf(s.dir.path(), 2));
+  REQUIRE(t.ok());
+  int imports = 0, multicast = 0;
+  for (const auto& c : t->cuda_calls) {
+    CHECK(c.result == 0);
+    imports += c.function == f::kCuMemImportFromShareableHandle;
+    multicast += c.function == f::kCuMulticastAddDevice;
+  }
+  CHECK(imports == 4);  // three peers' buffers and the multicast object
+  CHECK(multicast == 1);
+}
