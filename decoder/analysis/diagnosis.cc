@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "analysis/init_failure.h"
+#include "analysis/setup_notes.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -39,6 +40,7 @@ class Diagnoser {
     Init();
     Unreadable();
     Duplicates();
+    Setup();
     Conclude();
     return out_;
   }
@@ -441,6 +443,18 @@ class Diagnoser {
     for (const auto& [path, first] : job_.duplicates()) facts.duplicates.push_back({path, first});
     n.facts = std::move(facts);
     notes_.push_back(n);
+  }
+
+  // Notes on how each job's ranks were set up (analysis/setup_notes.h).
+  void Setup() {
+    for (size_t j = 0; j < out_.jobs.size(); ++j) {
+      std::vector<const InitEvidence*> ranks;
+      for (int q : out_.jobs[j]) ranks.push_back(&procs_[q].init);
+      for (Finding& n : SetupNotes(ranks)) {
+        n.job = static_cast<int>(j);
+        notes_.push_back(std::move(n));
+      }
+    }
   }
 
   void Unreadable() {

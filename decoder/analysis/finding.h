@@ -50,6 +50,8 @@ enum class FindingKind {
   kMissingTraces,
   kUnreadableTraces,
   kDuplicateTraces,
+  kP2pPath,     // note: PCIe ACS redirection on the bridges above a host's GPUs
+  kConfigSkew,  // note: ranks whose NCCL_* settings, versions or interfaces differ
 };
 
 // Its place in the story.
@@ -325,10 +327,26 @@ struct LogFacts {
   std::vector<int> timed_out;  // kWatchdogMissing: the ranks that timed out
 };
 
+// p2p_path and config_skew notes (analysis/setup_notes.h).
+struct SetupFacts {
+  // p2p_path: the host, the bridges with ACS redirection, the GPUs below them.
+  std::string host;
+  std::vector<std::string> bridges;
+  std::vector<std::string> gpus;
+  bool iommu = false;
+  // config_skew: each setting that differs, with the ranks of each value
+  // ("" for unset), the most common value first.
+  struct Setting {
+    std::string name;  // "NCCL_SOCKET_IFNAME", "NCCL version", "CUDA driver", "interface"
+    std::vector<std::pair<std::string, std::vector<int>>> values;
+  };
+  std::vector<Setting> settings;
+};
+
 using FindingFacts =
     std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts, P2pMismatchFacts,
                  OrderInversionFacts, MissingTracesFacts, UnreadableTracesFacts,
-                 DuplicateTracesFacts, InitFailureFacts, LogFacts>;
+                 DuplicateTracesFacts, InitFailureFacts, LogFacts, SetupFacts>;
 
 struct Finding {
   FindingKind kind = FindingKind::kLogInsufficient;

@@ -177,6 +177,18 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
                         v.interfaces(i).prefix_len());
       }
       for (const auto& e : v.env()) absl::StrAppend(&s, " ", e.name(), "=", e.value());
+      if (v.iommu_enabled()) absl::StrAppend(&s, " iommu=on");
+      if (v.nvswitches()) absl::StrAppend(&s, " nvswitches=", v.nvswitches());
+      for (const auto& g : v.gpus()) {
+        absl::StrAppend(&s, " gpu=", g.bdf());
+        if (g.iommu_group() >= 0) absl::StrAppend(&s, "(iommu_group ", g.iommu_group(), ")");
+        for (const auto& b : g.bridges()) {
+          absl::StrAppend(&s, "<", b.bdf(), ":acs=",
+                          b.acs_ctrl() == -1   ? std::string("?")
+                          : b.acs_ctrl() == -2 ? std::string("none")
+                                               : Hex(static_cast<uint32_t>(b.acs_ctrl())));
+        }
+      }
       return s;
     }
     case pb::Record::kCudaCall: {

@@ -210,7 +210,6 @@ struct CudaCallEvent {
 struct GpuPathInfo {
   std::string bdf;
   int32_t iommu_group = -1;
-  uint32_t nvlinks = 0;
   struct Bridge {
     std::string bdf;
     int32_t acs_ctrl = -1;  // -1 unreadable, -2 no ACS capability
@@ -238,6 +237,7 @@ struct InventoryInfo {
   std::string container;
   std::vector<GpuPathInfo> gpus;  // the P2P hardware path
   bool iommu_enabled = false;
+  uint32_t nvswitches = 0;
 
   const std::string* Env(const std::string& name) const {
     auto it = env.find(name);

@@ -120,7 +120,6 @@ bool DecodeGpuPath(const WireField& x, std::vector<GpuPathInfo>* out) {
   while (gr.Next(&y)) {
     if (y.number == g::kBdf && Bytes(y)) gpu.bdf = Str(y);
     if (y.number == g::kIommuGroup && Varint(y)) gpu.iommu_group = y.Zigzag32();
-    if (y.number == g::kNvlinks && Varint(y)) gpu.nvlinks = static_cast<uint32_t>(y.value);
     if (y.number == g::kBridges && Bytes(y)) {
       GpuPathInfo::Bridge b;
       WireReader br(y.bytes);
@@ -880,6 +879,9 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
             break;
           case f::inventory::kIommuEnabled:
             if (Varint(x)) v.iommu_enabled = x.value != 0;
+            break;
+          case f::inventory::kNvswitches:
+            if (Varint(x)) v.nvswitches = static_cast<uint32_t>(x.value);
             break;
           default:
             break;

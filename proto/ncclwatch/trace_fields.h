@@ -139,7 +139,7 @@ constexpr uint32_t kEnv = 1, kNcclVersion = 2, kNcclPath = 3, kCudaDriverVersion
                    kShmKnown = 9, kShmSize = 10, kShmFree = 11, kMemlockSoft = 12,
                    kMemlockHard = 13, kCgroup = 14, kContainer = 15;
 // P2P hardware path
-constexpr uint32_t kGpus = 16, kIommuEnabled = 17;
+constexpr uint32_t kGpus = 16, kIommuEnabled = 17, kNvswitches = 18;
 namespace variable {
 constexpr uint32_t kName = 1, kValue = 2;
 }
@@ -147,7 +147,7 @@ namespace pci_bridge {
 constexpr uint32_t kBdf = 1, kAcsCtrl = 2;
 }
 namespace gpu {
-constexpr uint32_t kBdf = 1, kIommuGroup = 2, kNvlinks = 3, kBridges = 4;
+constexpr uint32_t kBdf = 1, kIommuGroup = 2, kBridges = 3;
 }
 namespace interface {
 constexpr uint32_t kName = 1, kFlags = 2, kAddr = 3, kPrefixLen = 4;

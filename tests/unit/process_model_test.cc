@@ -284,10 +284,10 @@ TEST_CASE("CUDA memory-sharing calls and the P2P path decode as libprotobuf deco
     pb::Record inv;
     auto* i = inv.mutable_inventory();
     i->set_iommu_enabled(seed % 2);
+    i->set_nvswitches(static_cast<uint32_t>(v.U64()));
     auto* g = i->add_gpus();
     g->set_bdf(v.Bytes());
     g->set_iommu_group(v.I32());
-    g->set_nvlinks(static_cast<uint32_t>(v.U64()));
     auto* b = g->add_bridges();
     b->set_bdf(v.Bytes());
     b->set_acs_ctrl(v.I32());
@@ -319,10 +319,10 @@ TEST_CASE("CUDA memory-sharing calls and the P2P path decode as libprotobuf deco
     CHECK(e.access_flags == c->access_flags());
     REQUIRE(t.inventory.present);
     CHECK(t.inventory.iommu_enabled == i->iommu_enabled());
+    CHECK(t.inventory.nvswitches == i->nvswitches());
     REQUIRE(t.inventory.gpus.size() == 1);
     CHECK(t.inventory.gpus[0].bdf == g->bdf());
     CHECK(t.inventory.gpus[0].iommu_group == g->iommu_group());
-    CHECK(t.inventory.gpus[0].nvlinks == g->nvlinks());
     REQUIRE(t.inventory.gpus[0].bridges.size() == 2);
     CHECK(t.inventory.gpus[0].bridges[0].bdf == b->bdf());
     CHECK(t.inventory.gpus[0].bridges[0].acs_ctrl == b->acs_ctrl());

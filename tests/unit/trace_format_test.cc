@@ -435,10 +435,10 @@ TEST_CASE("the CudaCall and P2P-path constants are trace.proto's", "[format]") {
   const auto* iv = pb::Inventory::descriptor();
   CHECK(number(iv, "gpus") == f::inventory::kGpus);
   CHECK(number(iv, "iommu_enabled") == f::inventory::kIommuEnabled);
+  CHECK(number(iv, "nvswitches") == f::inventory::kNvswitches);
   const auto* g = pb::Inventory::Gpu::descriptor();
   CHECK(number(g, "bdf") == f::inventory::gpu::kBdf);
   CHECK(number(g, "iommu_group") == f::inventory::gpu::kIommuGroup);
-  CHECK(number(g, "nvlinks") == f::inventory::gpu::kNvlinks);
   CHECK(number(g, "bridges") == f::inventory::gpu::kBridges);
   const auto* b = pb::Inventory::PciBridge::descriptor();
   CHECK(number(b, "bdf") == f::inventory::pci_bridge::kBdf);
