@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -194,4 +195,87 @@ TEST_CASE("NVLS with a Fabric Manager, and P2P through cuMem: a healthy job", "[
   }
   CHECK(imports == 4);  // three peers' buffers and the multicast object
   CHECK(multicast == 1);
+}
+
+namespace {
+
+void WriteFile(const std::filesystem::path& p, const std::string& bytes) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
+// A host's sysfs as the shim reads it: GPU 0000:18:00.0 below bridge
+// 0000:16:00.0 (ACS with request and completion redirect on, extended config
+// space readable) below root port 0000:15:01.0 (only the first 64 bytes of
+// config space readable, as for an unprivileged process), in IOMMU group 12;
+// an IOMMU; one NVSwitch.
+void FakeSysfs(const std::filesystem::path& root) {
+  namespace fs = std::filesystem;
+  const fs::path port = root / "devices/pci0000:15/0000:15:01.0";
+  const fs::path bridge = port / "0000:16:00.0";
+  const fs::path gpu = bridge / "0000:18:00.0";
+  const fs::path nvswitch = root / "devices/pci0000:00/0000:05:00.0";
+  WriteFile(gpu / "vendor", "0x10de\n");
+  WriteFile(gpu / "class", "0x030200\n");
+  WriteFile(nvswitch / "vendor", "0x10de\n");
+  WriteFile(nvswitch / "class", "0x068000\n");
+  WriteFile(port / "config", std::string(64, '\0'));
+  std::string config(4096, '\0');
+  const unsigned char acs[8] = {0x0d, 0x00, 0x01, 0x00, 0x1f, 0x00, 0x1d, 0x00};  // id, ver|next
+  config.replace(0x100, sizeof(acs), reinterpret_cast<const char*>(acs), sizeof(acs));
+  WriteFile(bridge / "config", config);
+  fs::create_directories(root / "kernel/iommu_groups/12");
+  fs::create_directory_symlink(root / "kernel/iommu_groups/12", gpu / "iommu_group");
+  fs::create_directories(root / "class/iommu/dmar0");
+  fs::create_directories(root / "bus/pci/devices");
+  for (const fs::path& d : {port, bridge, gpu, nvswitch})
+    fs::create_directory_symlink(d, root / "bus/pci/devices" / d.filename());
+}
+
+}  // namespace
+
+TEST_CASE("the P2P hardware path is inventoried; ACS redirection above the GPUs is a note",
+          "[cuda][inventory]") {
+  Scenario s;
+  const std::string sysfs = s.dir.path() + "/sysfs";
+  FakeSysfs(sysfs);
+  jobs::JobSpec spec = jobs::TracedJobSpec(2, "train_loop", {"--steps", "2"}, s.dir.path());
+  spec.timeout_s = 20;
+  spec.env.push_back("NCCLWATCH_TEST_SYSFS=" + sysfs);
+  s.job = jobs::RunJob(spec);
+  REQUIRE(s.job.error.empty());
+  for (const jobs::RankResult& r : s.job.ranks) CHECK(r.exit_code == 0);
+  std::vector<std::string> traces;
+  for (const auto& e : std::filesystem::directory_iterator(s.dir.path()))
+    if (e.path().extension() == ".trace") traces.push_back(e.path().string());
+  REQUIRE(traces.size() == 2);
+  s.diagnosis = jobs::Diagnose(traces);
+  INFO(s.diagnosis.output);
+  CHECK(s.diagnosis.exit_code == 0);
+  CHECK(s.diagnosis.verdict == "healthy");
+  REQUIRE(s.diagnosis.findings.size() == 1);
+  const jobs::FindingView& note = s.diagnosis.findings.front();
+  CHECK(note.kind == "p2p_path");
+  CHECK(note.role == "note");
+  CHECK(note.ranks == std::vector<int>{0, 1});
+  CHECK(Contains(note.detail,
+                 "PCIe ACS redirects peer-to-peer requests on bridge 0000:16:00.0 "
+                 "above GPU 0000:18:00.0 (an IOMMU is enabled)"));
+  CHECK(Contains(note.fix, "iommu=pt"));
+  auto t = ncclwatch::decoder::LoadProcessTrace(traces[0]);
+  REQUIRE(t.ok());
+  const auto& inv = t->inventory;
+  CHECK(inv.iommu_enabled);
+  CHECK(inv.nvswitches == 1);
+  REQUIRE(inv.gpus.size() == 1);
+  CHECK(inv.gpus[0].bdf == "0000:18:00.0");
+  CHECK(inv.gpus[0].iommu_group == 12);
+  REQUIRE(inv.gpus[0].bridges.size() == 2);
+  CHECK(inv.gpus[0].bridges[0].bdf == "0000:16:00.0");
+  CHECK(inv.gpus[0].bridges[0].acs_ctrl == 0x1d);
+  CHECK(inv.gpus[0].bridges[1].bdf == "0000:15:01.0");
+  CHECK(inv.gpus[0].bridges[1].acs_ctrl == -1);  // extended config space not readable
+  jobs::DiagnosisView dump = jobs::RunNcclwatch("dump", {traces[0]}, false);
+  CHECK(Contains(dump.output,
+                 "gpu=0000:18:00.0(iommu_group 12)<0000:16:00.0:acs=0x1d<0000:15:01.0:acs=?"));
 }
