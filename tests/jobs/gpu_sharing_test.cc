@@ -279,3 +279,25 @@ TEST_CASE("the P2P hardware path is inventoried; ACS redirection above the GPUs 
   CHECK(Contains(dump.output,
                  "gpu=0000:18:00.0(iommu_group 12)<0000:16:00.0:acs=0x1d<0000:15:01.0:acs=?"));
 }
+
+TEST_CASE("peer access that cannot be enabled between one process's GPUs: p2p", "[cuda][init]") {
+  Scenario s;
+  jobs::JobSpec spec = jobs::TracedJobSpec(1, "lifecycle_check", {"initall"}, s.dir.path());
+  spec.timeout_s = 20;
+  spec.env.push_back("NCCL_SHM_DISABLE=1");
+  spec.env.push_back("NCCLSIM_PEER_ACCESS=fail");
+  s.job = jobs::RunJob(spec);
+  REQUIRE(s.job.error.empty());
+  INFO(s.job.ranks.at(0).output);
+  CHECK(s.job.ranks.at(0).exit_code != 0);  // ncclCommInitAll failed
+  s.diagnosis = jobs::Diagnose({s.dir.path()});
+  REQUIRE(s.diagnosis.parsed);
+  const auto& root = RequireInitRoot(s, "p2p");
+  CHECK(root.String("cuda_call") == "cudaDeviceEnablePeerAccess");
+  CHECK(root.raw.fields().at("cuda_result").number_value() == 217);
+  CHECK(Contains(root.detail,
+                 "cudaDeviceEnablePeerAccess failed with "
+                 "cudaErrorPeerAccessUnsupported (peer access is not supported "
+                 "between these two devices)"));
+  CHECK(Contains(root.fix, "NCCL_P2P_DISABLE=1"));
+}
