@@ -21,6 +21,10 @@
 // shim's constructor, or at their first call when the runtime was loaded
 // later (that first call takes the loader's lock, once).
 //
+// The next definition is the one dlsym(RTLD_NEXT) finds, or, for a runtime
+// or driver loaded in a local scope (a Python extension's), the one in that
+// library, found with dl_iterate_phdr and dlopen(RTLD_NOLOAD).
+//
 // The shim exports cudaIpc*, the peer-access and entry-point functions and
 // cuGetProcAddress[_v2] by their unversioned names; a program linked with
 // the runtime or the driver binds to them before the real ones (glibc lets
@@ -35,6 +39,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -484,6 +489,37 @@ void* WrapProc(const char* symbol, void* real, int cuda_version, int door) {
 
 __thread int t_resolving __attribute__((tls_model("initial-exec")));
 
+struct LoadedLibrary {
+  const char* prefix;  // "libcudart.so"
+  char path[512];
+};
+
+int FindLoaded(dl_phdr_info* info, size_t, void* data) {
+  auto* want = static_cast<LoadedLibrary*>(data);
+  const char* path = info->dlpi_name;
+  if (path == nullptr || path[0] == '\0') return 0;
+  const char* base = strrchr(path, '/');
+  base = base != nullptr ? base + 1 : path;
+  if (strncmp(base, want->prefix, strlen(want->prefix)) != 0 || strlen(path) >= sizeof(want->path))
+    return 0;
+  strcpy(want->path, path);
+  return 1;
+}
+
+// `name` in the runtime (cuda*) or driver (cu*) the process loaded in a
+// local scope (dlopen without RTLD_GLOBAL, as Python extensions load theirs),
+// which RTLD_NEXT does not search; found without loading anything.
+void* FindInLocalScope(const char* name) {
+  LoadedLibrary lib{strncmp(name, "cuda", 4) == 0 ? "libcudart.so" : "libcuda.so", {0}};
+  dl_iterate_phdr(FindLoaded, &lib);
+  if (lib.path[0] == '\0') return nullptr;
+  void* h = dlopen(lib.path, RTLD_LAZY | RTLD_NOLOAD);
+  if (h == nullptr) return nullptr;
+  void* p = dlsym(h, name);
+  dlclose(h);  // drops the reference RTLD_NOLOAD took; the library stays loaded
+  return p;
+}
+
 template <typename Fn>
 Fn Next(Fn* slot, const char* name) {
   Fn fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
@@ -491,6 +527,7 @@ Fn Next(Fn* slot, const char* name) {
   t_resolving = 1;
   const int saved = errno;
   fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  if (fn == nullptr) fn = reinterpret_cast<Fn>(FindInLocalScope(name));
   errno = saved;
   t_resolving = 0;
   if (fn != nullptr) __atomic_store_n(slot, fn, __ATOMIC_RELEASE);

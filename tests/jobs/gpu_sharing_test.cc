@@ -301,3 +301,23 @@ TEST_CASE("peer access that cannot be enabled between one process's GPUs: p2p", 
                  "between these two devices)"));
   CHECK(Contains(root.fix, "NCCL_P2P_DISABLE=1"));
 }
+
+TEST_CASE("a runtime loaded in a local scope: the shim's cudaIpcOpenMemHandle still forwards",
+          "[cuda][preload]") {
+  jobs::TempDir dir;
+  const std::string plugin = jobs::BinDir() + "/libcuda_local_plugin.so";
+  jobs::JobSpec plain;
+  plain.argv = {jobs::BinDir() + "/cuda_local_main", plugin};
+  plain.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir()};
+  jobs::JobSpec traced = jobs::TracedJobSpec(1, "cuda_local_main", {plugin}, dir.path());
+  const jobs::JobResult a = jobs::RunJob(plain);
+  const jobs::JobResult b = jobs::RunJob(traced);
+  REQUIRE(a.error.empty());
+  REQUIRE(b.error.empty());
+  INFO(a.ranks.at(0).output << "\n---\n" << b.ranks.at(0).output);
+  CHECK(Contains(a.ranks.at(0).output, "cudaIpcOpenMemHandle returned 1"));
+  CHECK(b.ranks.at(0).output == a.ranks.at(0).output);
+  auto t = ncclwatch::decoder::LoadProcessTrace(jobs::TraceOf(dir.path(), 0));
+  REQUIRE(t.ok());
+  CHECK(FailedCall(*t, f::kCudaIpcOpenMemHandle, 1) != nullptr);
+}
