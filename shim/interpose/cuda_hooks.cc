@@ -116,6 +116,21 @@ inline CudaCallEvent Event(uint32_t function, int result, uint32_t door, const v
   return e;
 }
 
+// What the real function did to errno: cleared before the call, so that a
+// value left from an earlier failure is not taken for the call's; put back
+// when the call left it untouched, so the program sees what it would have.
+struct ErrnoProbe {
+  int before;
+  int visible = 0;  // errno as the program must see it after the call
+  ErrnoProbe() : before(errno) { errno = 0; }
+  int Set() {  // the errno the call set, 0 if none
+    const int now = errno;
+    visible = now != 0 ? now : before;
+    errno = visible;
+    return now;
+  }
+};
+
 // Records `e` if the process is traced, and gives errno back.
 inline void Note(const CudaCallEvent& e, int err) {
   if (Tracing()) RecordCudaCall(e);
@@ -134,61 +149,67 @@ void* WrapProc(const char* symbol, void* real, int cuda_version, int door);
 
 template <int S>
 CUresult IpcGetMem(CUipcMemHandle* pHandle, CUdeviceptr dptr) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuIpcGetMemHandle)>(kIpcGetMem, S)(pHandle, dptr);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuIpcGetMemHandle, r, DoorOf(S), CALLER, err);
   e.ptr = dptr;
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult IpcOpenMem(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuIpcOpenMemHandle)>(kIpcOpenMem, S)(pdptr, handle, Flags);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuIpcOpenMemHandle, r, DoorOf(S), CALLER, err);
   e.flags = Flags;
   if (r == CUDA_SUCCESS && pdptr != nullptr) e.ptr = *pdptr;
   if (r != CUDA_SUCCESS) e.device = CurrentDevice();
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult IpcCloseMem(CUdeviceptr dptr) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuIpcCloseMemHandle)>(kIpcCloseMem, S)(dptr);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuIpcCloseMemHandle, r, DoorOf(S), CALLER, err);
   e.ptr = dptr;
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult IpcGetEvent(CUipcEventHandle* pHandle, CUevent event) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuIpcGetEventHandle)>(kIpcGetEvent, S)(pHandle, event);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuIpcGetEventHandle, r, DoorOf(S), CALLER, err);
   e.handle = U(event);
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult IpcOpenEvent(CUevent* phEvent, CUipcEventHandle handle) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuIpcOpenEventHandle)>(kIpcOpenEvent, S)(phEvent, handle);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuIpcOpenEventHandle, r, DoorOf(S), CALLER, err);
   if (r == CUDA_SUCCESS && phEvent != nullptr) e.handle = U(*phEvent);
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult MemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                    const CUmemAllocationProp* prop, unsigned long long flags) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuMemCreate)>(kMemCreate, S)(handle, size, prop, flags);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuMemCreate, r, DoorOf(S), CALLER, err);
   e.size = size;
   e.flags = flags;
@@ -197,16 +218,17 @@ CUresult MemCreate(CUmemGenericAllocationHandle* handle, size_t size,
     e.handle_type = static_cast<uint32_t>(prop->requestedHandleTypes);
   }
   if (r == CUDA_SUCCESS && handle != nullptr) e.handle = *handle;
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult MemExport(void* shareableHandle, CUmemGenericAllocationHandle handle,
                    CUmemAllocationHandleType handleType, unsigned long long flags) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuMemExportToShareableHandle)>(kMemExport, S)(
       shareableHandle, handle, handleType, flags);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuMemExportToShareableHandle, r, DoorOf(S), CALLER, err);
   e.handle = handle;
   e.handle_type = static_cast<uint32_t>(handleType);
@@ -216,16 +238,17 @@ CUresult MemExport(void* shareableHandle, CUmemGenericAllocationHandle handle,
     e.fd = *static_cast<const int*>(shareableHandle);
     e.has_fd = true;
   }
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult MemImport(CUmemGenericAllocationHandle* handle, void* osHandle,
                    CUmemAllocationHandleType shHandleType) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuMemImportFromShareableHandle)>(kMemImport, S)(
       handle, osHandle, shHandleType);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuMemImportFromShareableHandle, r, DoorOf(S), CALLER, err);
   e.handle_type = static_cast<uint32_t>(shHandleType);
   // A POSIX handle is the descriptor itself, cast to a pointer.
@@ -235,28 +258,30 @@ CUresult MemImport(CUmemGenericAllocationHandle* handle, void* osHandle,
   }
   if (r == CUDA_SUCCESS && handle != nullptr) e.handle = *handle;
   if (r != CUDA_SUCCESS) e.device = CurrentDevice();
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult MemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                 unsigned long long flags) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuMemMap)>(kMemMap, S)(ptr, size, offset, handle, flags);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuMemMap, r, DoorOf(S), CALLER, err);
   e.ptr = ptr;
   e.size = size;
   e.handle = handle;
   e.flags = flags;
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult MemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuMemSetAccess)>(kMemSetAccess, S)(ptr, size, desc, count);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuMemSetAccess, r, DoorOf(S), CALLER, err);
   e.ptr = ptr;
   e.size = size;
@@ -265,39 +290,42 @@ CUresult MemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
     e.device = desc[0].location.id;
     e.access_flags = static_cast<uint32_t>(desc[0].flags);
   }
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult MemRelease(CUmemGenericAllocationHandle handle) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuMemRelease)>(kMemRelease, S)(handle);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuMemRelease, r, DoorOf(S), CALLER, err);
   e.handle = handle;
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult MemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
                            unsigned long long flags) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuMemAddressReserve)>(kMemAddressReserve, S)(
       ptr, size, alignment, addr, flags);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuMemAddressReserve, r, DoorOf(S), CALLER, err);
   e.size = size;
   e.flags = flags;
   e.ptr = r == CUDA_SUCCESS && ptr != nullptr ? *ptr : addr;
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult MulticastCreate(CUmemGenericAllocationHandle* mcHandle,
                          const CUmulticastObjectProp* prop) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuMulticastCreate)>(kMulticastCreate, S)(mcHandle, prop);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuMulticastCreate, r, DoorOf(S), CALLER, err);
   if (prop != nullptr) {
     e.size = prop->size;
@@ -307,18 +335,19 @@ CUresult MulticastCreate(CUmemGenericAllocationHandle* mcHandle,
   }
   if (r == CUDA_SUCCESS && mcHandle != nullptr) e.handle = *mcHandle;
   if (r != CUDA_SUCCESS) e.device = CurrentDevice();
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult MulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuMulticastAddDevice)>(kMulticastAddDevice, S)(mcHandle, dev);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuMulticastAddDevice, r, DoorOf(S), CALLER, err);
   e.handle = mcHandle;
   e.device = dev;
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
@@ -326,39 +355,42 @@ template <int S>
 CUresult MulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset,
                           CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size,
                           unsigned long long flags) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuMulticastBindMem)>(kMulticastBindMem, S)(
       mcHandle, mcOffset, memHandle, memOffset, size, flags);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuMulticastBindMem, r, DoorOf(S), CALLER, err);
   e.handle = mcHandle;
   e.size = size;
   e.flags = flags;
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult CtxEnablePeer(CUcontext peerContext, unsigned int Flags) {
+  ErrnoProbe probe;
   const CUresult r = Real<decltype(&cuCtxEnablePeerAccess)>(kCtxEnablePeer, S)(peerContext, Flags);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuCtxEnablePeerAccess, r, DoorOf(S), CALLER, err);
   e.handle = U(peerContext);
   e.flags = Flags;
   if (r != CUDA_SUCCESS) e.device = CurrentDevice();
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 template <int S>
 CUresult DeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
+  ErrnoProbe probe;
   const CUresult r =
       Real<decltype(&cuDeviceCanAccessPeer)>(kDeviceCanAccessPeer, S)(canAccessPeer, dev, peerDev);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCuDeviceCanAccessPeer, r, DoorOf(S), CALLER, err);
   e.device = dev;
   e.peer = peerDev;
   if (r == CUDA_SUCCESS && canAccessPeer != nullptr) e.can_access = *canAccessPeer;
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
@@ -588,11 +620,12 @@ __attribute__((constructor)) void ResolveAtStart() { ResolveRealCudaRuntime(); }
 NCCLWATCH_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* devPtr) {
   auto real = Next(&g_next.ipc_get_mem, "cudaIpcGetMemHandle");
   if (real == nullptr) return kNoRuntime;
+  ErrnoProbe probe;
   const cudaError_t r = real(handle, devPtr);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCudaIpcGetMemHandle, r, via::kRuntimeExport, CALLER, err);
   e.ptr = U(devPtr);
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
@@ -600,24 +633,26 @@ NCCLWATCH_EXPORT cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandl
                                                   unsigned int flags) {
   auto real = Next(&g_next.ipc_open_mem, "cudaIpcOpenMemHandle");
   if (real == nullptr) return kNoRuntime;
+  ErrnoProbe probe;
   const cudaError_t r = real(devPtr, handle, flags);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCudaIpcOpenMemHandle, r, via::kRuntimeExport, CALLER, err);
   e.flags = flags;
   if (r == cudaSuccess && devPtr != nullptr) e.ptr = U(*devPtr);
   if (r != cudaSuccess) e.device = CurrentDevice();
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 NCCLWATCH_EXPORT cudaError_t cudaIpcCloseMemHandle(void* devPtr) {
   auto real = Next(&g_next.ipc_close_mem, "cudaIpcCloseMemHandle");
   if (real == nullptr) return kNoRuntime;
+  ErrnoProbe probe;
   const cudaError_t r = real(devPtr);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCudaIpcCloseMemHandle, r, via::kRuntimeExport, CALLER, err);
   e.ptr = U(devPtr);
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
@@ -625,11 +660,12 @@ NCCLWATCH_EXPORT cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t* handle,
                                                    cudaEvent_t event) {
   auto real = Next(&g_next.ipc_get_event, "cudaIpcGetEventHandle");
   if (real == nullptr) return kNoRuntime;
+  ErrnoProbe probe;
   const cudaError_t r = real(handle, event);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCudaIpcGetEventHandle, r, via::kRuntimeExport, CALLER, err);
   e.handle = U(event);
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
@@ -637,24 +673,26 @@ NCCLWATCH_EXPORT cudaError_t cudaIpcOpenEventHandle(cudaEvent_t* event,
                                                     cudaIpcEventHandle_t handle) {
   auto real = Next(&g_next.ipc_open_event, "cudaIpcOpenEventHandle");
   if (real == nullptr) return kNoRuntime;
+  ErrnoProbe probe;
   const cudaError_t r = real(event, handle);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCudaIpcOpenEventHandle, r, via::kRuntimeExport, CALLER, err);
   if (r == cudaSuccess && event != nullptr) e.handle = U(*event);
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
 NCCLWATCH_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
   auto real = Next(&g_next.enable_peer, "cudaDeviceEnablePeerAccess");
   if (real == nullptr) return kNoRuntime;
+  ErrnoProbe probe;
   const cudaError_t r = real(peerDevice, flags);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCudaDeviceEnablePeerAccess, r, via::kRuntimeExport, CALLER, err);
   e.peer = peerDevice;
   e.flags = flags;
   if (r != cudaSuccess) e.device = CurrentDevice();
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 
@@ -662,13 +700,14 @@ NCCLWATCH_EXPORT cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int dev
                                                      int peerDevice) {
   auto real = Next(&g_next.can_access_peer, "cudaDeviceCanAccessPeer");
   if (real == nullptr) return kNoRuntime;
+  ErrnoProbe probe;
   const cudaError_t r = real(canAccessPeer, device, peerDevice);
-  const int err = errno;
+  const int err = probe.Set();
   CudaCallEvent e = Event(f::kCudaDeviceCanAccessPeer, r, via::kRuntimeExport, CALLER, err);
   e.device = device;
   e.peer = peerDevice;
   if (r == cudaSuccess && canAccessPeer != nullptr) e.can_access = *canAccessPeer;
-  Note(e, err);
+  Note(e, probe.visible);
   return r;
 }
 

@@ -82,6 +82,15 @@ TEST_CASE("a program's IPC and cuMem calls, however reached, are in dump", "[cud
   REQUIRE(job.error.empty());
   INFO(job.ranks.at(0).output);
   REQUIRE(job.ranks.at(0).exit_code == 0);
+  // The same results and errno without the shim.
+  jobs::JobSpec plain;
+  plain.argv = {jobs::BinDir() + "/cuda_ipc_probe"};
+  plain.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir()};
+  const jobs::JobResult untraced = jobs::RunJob(plain);
+  REQUIRE(untraced.error.empty());
+  CHECK(untraced.ranks.at(0).output == job.ranks.at(0).output);
+  CHECK(Contains(job.ranks.at(0).output,
+                 "errno after cudaIpcOpenMemHandle: " + std::to_string(EDOM)));
   const std::string trace = jobs::TraceOf(dir.path(), 0);
   REQUIRE_FALSE(trace.empty());
   jobs::DiagnosisView dump = jobs::RunNcclwatch("dump", {trace}, false);

@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -50,7 +51,9 @@ int main() {
   cudaIpcMemHandle_t bogus;
   std::memset(&bogus, 0, sizeof(bogus));
   void* p = nullptr;
+  errno = EDOM;  // left from earlier: the call does not touch it, and it must stay
   cudaError_t e = cudaIpcOpenMemHandle(&p, bogus, cudaIpcMemLazyEnablePeerAccess);
+  std::printf("errno after cudaIpcOpenMemHandle: %d\n", errno);
   Expect(e != cudaSuccess, "cudaIpcOpenMemHandle refuses a handle nobody exported", e);
   (void)cudaGetLastError();
 
