@@ -14,12 +14,12 @@
 //
 // HOT PATH (every wrapped call): no allocation, no lock, no system call,
 // async-signal-safe, errno as the real function left it, once the real
-// function is known. The lookups (cuGetProcAddress, cudaGetDriverEntryPoint,
-// WrapDriverSymbol) compare names and swap a pointer atomically: no
-// allocation, no lock, no system call either. The exported runtime
-// functions resolve the next definition with dlsym(RTLD_NEXT) in the
-// shim's constructor, or at their first call when the runtime was loaded
-// later (that first call takes the loader's lock, once).
+// function is known. A call that failed also asks the driver for the
+// calling thread's device (cuCtxGetDevice), when the driver is known. The lookups
+// (cuGetProcAddress, cudaGetDriverEntryPoint, WrapDriverSymbol) compare names and swap a pointer
+// atomically: no allocation, no lock, no system call either. The exported runtime functions resolve
+// the next definition with dlsym(RTLD_NEXT) in the shim's constructor, or at their first call when
+// the runtime was loaded later (that first call takes the loader's lock, once).
 //
 // The next definition is the one dlsym(RTLD_NEXT) finds, or, for a runtime
 // or driver loaded in a local scope (a Python extension's), the one in that
@@ -139,10 +139,11 @@ inline void Note(const CudaCallEvent& e, int err) {
 
 uint64_t U(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
+// The calling thread's device, on the failure path only: cuCtxGetDevice,
+// a query that changes no CUDA state.
 int CurrentDevice() {
   int device = -1;
-  char bus[32];
-  return CurrentCudaDevice(&device, bus, sizeof(bus)) ? device : -1;
+  return CurrentCudaOrdinal(&device) ? device : -1;
 }
 
 void* WrapProc(const char* symbol, void* real, int cuda_version, int door);
