@@ -245,6 +245,85 @@ struct InventoryInfo {
   }
 };
 
+// ---------------------------------------------------------------------------
+// Completion and liveness, written by the shim's watcher threads (trace.proto
+// CompletionTracking, Progress, Heartbeat, Stall, CudaError, Untracked).
+// ---------------------------------------------------------------------------
+
+// How a communicator's GPU completion was tracked in this process.
+struct CompletionTrackingEvent {
+  uint64_t order = 0;
+  uint64_t t = 0;
+  uint64_t comm = 0;
+  uint32_t mechanism = 0;  // 0 not tracked (`why_not`), 1 CUDA events
+  std::string why_not;
+  uint32_t markers = 0;
+  int32_t device = -1;
+
+  bool Tracked() const { return mechanism != 0; }
+};
+
+// The GPU had finished more of a communicator's work.
+struct ProgressEvent {
+  uint64_t order = 0;
+  uint64_t t = 0;
+  uint64_t comm = 0;
+  uint64_t collectives = 0;  // collectives #0 .. #collectives-1 completed
+  uint64_t enqueued_t = 0;   // operations recorded at or before this time completed
+  uint32_t pending = 0;
+  uint64_t issued = 0;
+};
+
+// A communicator's oldest pending operation completed nothing for the
+// stall time (NCCLWATCH_STALL).
+struct StallEvent {
+  uint64_t order = 0;
+  uint64_t t = 0;
+  uint64_t comm = 0;
+  uint32_t call = 0;
+  uint64_t seq = 0;
+  int32_t peer = -1;
+  bool send = false;
+  uint64_t waited_ms = 0;
+  uint64_t completed = 0;
+  uint32_t pending = 0;
+  uint32_t group_ops = 0;
+  int32_t rank = -1;
+  int32_t nranks = -1;
+};
+
+// A CUDA error the watcher met while following a communicator's work.
+struct CudaErrorEvent {
+  uint64_t order = 0;
+  uint64_t t = 0;
+  uint64_t comm = 0;
+  int32_t result = 0;  // CUresult
+  std::string name;    // CUDA_ERROR_ECC_UNCORRECTABLE
+  std::string text;
+  int32_t device = -1;
+  uint32_t where = 0;  // 1 event query, 2 event record
+  uint64_t seq = 0;    // collectives completed when it was seen
+};
+
+// An operation whose completion is not tracked (graph capture, not yet enqueued).
+struct UntrackedEvent {
+  uint64_t order = 0;
+  uint64_t t = 0;
+  uint64_t comm = 0;
+  uint32_t call = 0;
+  uint64_t seq = 0;
+  uint32_t reason = 0;  // 1 captured, 2 in progress (non-blocking)
+};
+
+// The watcher's heartbeats: how many, and when the first and last were written.
+struct Liveness {
+  uint64_t beats = 0;      // heartbeat records read
+  uint64_t last_beat = 0;  // the highest beat number
+  uint64_t first_t = 0;    // trace clock of the first and last read
+  uint64_t last_t = 0;
+  uint32_t interval_ms = 0;  // the interval the shim used
+};
+
 }  // namespace ncclwatch::decoder
 
 #endif  // NCCLWATCH_DECODER_MODEL_EVENTS_H_

@@ -168,6 +168,19 @@ uint64_t ProcessTrace::LastCallOrder() const {
   return last;
 }
 
+const CompletionTrackingEvent* ProcessTrace::Tracking(uint64_t comm) const {
+  for (const CompletionTrackingEvent& e : tracking)
+    if (e.comm == comm) return &e;
+  return nullptr;
+}
+
+const ProgressEvent* ProcessTrace::LastProgress(uint64_t comm) const {
+  const ProgressEvent* last = nullptr;
+  for (const ProgressEvent& e : progress)
+    if (e.comm == comm && (last == nullptr || e.collectives >= last->collectives)) last = &e;
+  return last;
+}
+
 void ProcessTrace::Reset() {
   // Tables are cleared, not freed: their capacity is reused.
   auto tables = std::make_tuple(&anchors, &modules, &comms, &collectives, &p2p, &groups, &apis,

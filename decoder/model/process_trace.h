@@ -60,6 +60,13 @@ struct ProcessTrace {
   std::vector<NcclErrorEvent> errors;
   std::vector<CudaCallEvent> cuda_calls;  // memory-sharing CUDA calls
   InventoryInfo inventory;
+  // Completion and liveness (the shim's watcher threads).
+  std::vector<CompletionTrackingEvent> tracking;
+  std::vector<ProgressEvent> progress;
+  std::vector<StallEvent> stalls;
+  std::vector<CudaErrorEvent> cuda_errors;
+  std::vector<UntrackedEvent> untracked;
+  Liveness liveness;
 
   // One per (communicator, rank) that has a formed membership or a call.
   std::vector<CommStream> streams;
@@ -88,6 +95,10 @@ struct ProcessTrace {
   // The order of the process's last call into NCCL that advanced a
   // communicator (a collective, send or receive, or group call), 0 if none.
   uint64_t LastCallOrder() const;
+  // How `comm`'s completion was tracked, or nullptr when no record says.
+  const CompletionTrackingEvent* Tracking(uint64_t comm) const;
+  // The latest Progress of `comm`, or nullptr.
+  const ProgressEvent* LastProgress(uint64_t comm) const;
   // Back to an empty trace, keeping the tables' memory.
   void Reset();
 };

@@ -1,5 +1,6 @@
 #include "model/record_importer.h"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -394,7 +395,7 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       } else if (number == f::record::kThread && wire_type == 0) {
         if (!ReadVarint(q, end, &v)) return false;
         thread = static_cast<uint32_t>(v);
-      } else if (((number >= f::record::kProcessStart && number <= f::record::kInventory) ||
+      } else if (((number >= f::record::kProcessStart && number <= f::record::kLastBody) ||
                   number == f::record::kCudaCall) &&
                  wire_type == 2) {
         if (!ReadVarint(q, end, &v) || v > static_cast<uint64_t>(end - q)) return false;
@@ -794,6 +795,183 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       }
       ok = r.ok();
       if (ok) p.errors.push_back(std::move(e));
+      break;
+    }
+    case f::record::kCompletionTracking: {
+      CompletionTrackingEvent e{order, t};
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::completion_tracking::kComm:
+            if (Fixed64(x)) e.comm = x.value;
+            break;
+          case f::completion_tracking::kMechanism:
+            if (Varint(x)) e.mechanism = static_cast<uint32_t>(x.value);
+            break;
+          case f::completion_tracking::kWhyNot:
+            if (Bytes(x)) e.why_not = Str(x);
+            break;
+          case f::completion_tracking::kMarkers:
+            if (Varint(x)) e.markers = static_cast<uint32_t>(x.value);
+            break;
+          case f::completion_tracking::kDevice:
+            if (Varint(x)) e.device = x.Zigzag32();
+            break;
+          default:
+            break;
+        }
+      }
+      ok = r.ok();
+      if (ok) p.tracking.push_back(std::move(e));
+      break;
+    }
+    case f::record::kProgress: {
+      ProgressEvent e{order, t};
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::progress::kComm:
+            if (Fixed64(x)) e.comm = x.value;
+            break;
+          case f::progress::kCollectives:
+            if (Varint(x)) e.collectives = x.value;
+            break;
+          case f::progress::kEnqueuedT:
+            if (Varint(x)) e.enqueued_t = x.value;
+            break;
+          case f::progress::kPending:
+            if (Varint(x)) e.pending = static_cast<uint32_t>(x.value);
+            break;
+          case f::progress::kIssued:
+            if (Varint(x)) e.issued = x.value;
+            break;
+          default:
+            break;
+        }
+      }
+      ok = r.ok();
+      if (ok) p.progress.push_back(e);
+      break;
+    }
+    case f::record::kHeartbeat: {
+      uint64_t beat = 0;
+      uint32_t interval = 0;
+      while (r.Next(&x)) {
+        if (x.number == f::heartbeat::kBeat && Varint(x)) beat = x.value;
+        if (x.number == f::heartbeat::kIntervalMs && Varint(x))
+          interval = static_cast<uint32_t>(x.value);
+      }
+      ok = r.ok();
+      if (ok) {
+        Liveness& l = p.liveness;
+        if (l.beats == 0 || t < l.first_t) l.first_t = t;
+        if (l.beats == 0 || t >= l.last_t) {
+          l.last_t = t;
+          l.interval_ms = interval;
+        }
+        l.last_beat = std::max(l.last_beat, beat);
+        ++l.beats;
+      }
+      break;
+    }
+    case f::record::kStall: {
+      StallEvent e{order, t};
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::stall::kComm:
+            if (Fixed64(x)) e.comm = x.value;
+            break;
+          case f::stall::kCall:
+            if (Varint(x)) e.call = static_cast<uint32_t>(x.value);
+            break;
+          case f::stall::kSeq:
+            if (Varint(x)) e.seq = x.value;
+            break;
+          case f::stall::kPeer:
+            if (Varint(x)) e.peer = x.Zigzag32();
+            break;
+          case f::stall::kSend:
+            if (Varint(x)) e.send = x.value != 0;
+            break;
+          case f::stall::kWaitedMs:
+            if (Varint(x)) e.waited_ms = x.value;
+            break;
+          case f::stall::kCompleted:
+            if (Varint(x)) e.completed = x.value;
+            break;
+          case f::stall::kPending:
+            if (Varint(x)) e.pending = static_cast<uint32_t>(x.value);
+            break;
+          case f::stall::kGroupOps:
+            if (Varint(x)) e.group_ops = static_cast<uint32_t>(x.value);
+            break;
+          case f::stall::kRank:
+            if (Varint(x)) e.rank = x.Zigzag32();
+            break;
+          case f::stall::kNranks:
+            if (Varint(x)) e.nranks = x.Zigzag32();
+            break;
+          default:
+            break;
+        }
+      }
+      ok = r.ok();
+      if (ok) p.stalls.push_back(e);
+      break;
+    }
+    case f::record::kCudaError: {
+      CudaErrorEvent e{order, t};
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::cuda_error::kComm:
+            if (Fixed64(x)) e.comm = x.value;
+            break;
+          case f::cuda_error::kResult:
+            if (Varint(x)) e.result = x.Zigzag32();
+            break;
+          case f::cuda_error::kName:
+            if (Bytes(x)) e.name = Str(x);
+            break;
+          case f::cuda_error::kText:
+            if (Bytes(x)) e.text = Str(x);
+            break;
+          case f::cuda_error::kDevice:
+            if (Varint(x)) e.device = x.Zigzag32();
+            break;
+          case f::cuda_error::kWhere:
+            if (Varint(x)) e.where = static_cast<uint32_t>(x.value);
+            break;
+          case f::cuda_error::kSeq:
+            if (Varint(x)) e.seq = x.value;
+            break;
+          default:
+            break;
+        }
+      }
+      ok = r.ok();
+      if (ok) p.cuda_errors.push_back(std::move(e));
+      break;
+    }
+    case f::record::kUntracked: {
+      UntrackedEvent e{order, t};
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::untracked::kComm:
+            if (Fixed64(x)) e.comm = x.value;
+            break;
+          case f::untracked::kCall:
+            if (Varint(x)) e.call = static_cast<uint32_t>(x.value);
+            break;
+          case f::untracked::kSeq:
+            if (Varint(x)) e.seq = x.value;
+            break;
+          case f::untracked::kReason:
+            if (Varint(x)) e.reason = static_cast<uint32_t>(x.value);
+            break;
+          default:
+            break;
+        }
+      }
+      ok = r.ok();
+      if (ok) p.untracked.push_back(e);
       break;
     }
     case f::record::kInventory: {

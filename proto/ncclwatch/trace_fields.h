@@ -61,8 +61,11 @@ namespace record {
 constexpr uint32_t kT = 1, kThread = 2, kProcessStart = 16, kProcessEnd = 17, kTimeAnchor = 18,
                    kModule = 19, kCommInitBegin = 20, kCommInitEnd = 21, kCommEnd = 22,
                    kCollective = 23, kP2p = 24, kGroup = 25, kApi = 26, kFatalSignal = 27,
-                   kSysCall = 28, kNcclError = 29, kInventory = 30;
-}
+                   kSysCall = 28, kNcclError = 29, kInventory = 30, kProgress = 31, kHeartbeat = 32,
+                   kStall = 33, kCudaError = 34, kCompletionTracking = 35, kUntracked = 36;
+// The highest body field a reader of this header knows.
+constexpr uint32_t kLastBody = kUntracked;
+}  // namespace record
 namespace process_start {
 constexpr uint32_t kPid = 1, kHost = 2, kGlobalRank = 3, kRankSource = 4, kWorldSize = 5,
                    kLocalRank = 6, kExe = 7, kJobId = 8, kShimVersion = 9;
@@ -153,6 +156,28 @@ namespace interface {
 constexpr uint32_t kName = 1, kFlags = 2, kAddr = 3, kPrefixLen = 4;
 }
 }  // namespace inventory
+namespace completion_tracking {
+constexpr uint32_t kComm = 1, kMechanism = 2, kWhyNot = 3, kMarkers = 4, kDevice = 5;
+constexpr uint32_t kNone = 0, kCudaEvents = 1;
+}  // namespace completion_tracking
+namespace progress {
+constexpr uint32_t kComm = 1, kCollectives = 2, kEnqueuedT = 3, kPending = 4, kIssued = 5;
+}
+namespace heartbeat {
+constexpr uint32_t kBeat = 1, kIntervalMs = 2;
+}
+namespace stall {
+constexpr uint32_t kComm = 1, kCall = 2, kSeq = 3, kPeer = 4, kSend = 5, kWaitedMs = 6,
+                   kCompleted = 7, kPending = 8, kGroupOps = 9, kRank = 10, kNranks = 11;
+}
+namespace cuda_error {
+constexpr uint32_t kComm = 1, kResult = 2, kName = 3, kText = 4, kDevice = 5, kWhere = 6, kSeq = 7;
+constexpr uint32_t kWhereEventQuery = 1, kWhereEventRecord = 2;
+}  // namespace cuda_error
+namespace untracked {
+constexpr uint32_t kComm = 1, kCall = 2, kSeq = 3, kReason = 4;
+constexpr uint32_t kCaptured = 1, kInProgress = 2;
+}  // namespace untracked
 
 // Record.cuda_call (CudaCall) and enum CudaFunction.
 namespace record {

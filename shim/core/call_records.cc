@@ -75,6 +75,7 @@ P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype, int pe
   ErrnoGuard keep;
   P2pCall c;
   CommState* cs = g_comms.FindOrAdopt(comm);
+  c.comm = cs;
   uint64_t* counters = cs ? __atomic_load_n(&cs->p2p_seq, __ATOMIC_ACQUIRE) : nullptr;
   if (counters != nullptr && peer >= 0 && peer < cs->nranks) {
     c.counter = counters + (send ? 0 : cs->nranks) + peer;

@@ -38,6 +38,7 @@ void EndCollective(const CollectiveCall& c, int result);
 
 struct P2pCall {
   CallRecord record;
+  CommState* comm = nullptr;
   uint64_t* counter = nullptr;
   uint64_t seq = 0;
 };

@@ -92,6 +92,7 @@ CommState* CommRegistry::Register(const void* handle, uint64_t id, int rank, int
   c->rank = rank;
   c->nranks = nranks;
   c->last_async = 0;
+  __atomic_store_n(&c->completion, nullptr, __ATOMIC_RELEASE);
   __atomic_store_n(&c->next_seq, 0ull, __ATOMIC_RELAXED);
   __atomic_store_n(&c->split_count, 0u, __ATOMIC_RELAXED);
   __atomic_store_n(&c->p2p_seq, p2p, __ATOMIC_RELAXED);

@@ -11,6 +11,7 @@
 //   id         the communicator's identity, the same on all its ranks
 //   next_seq   the number the next collective gets (as NCCL matches them)
 //   p2p_seq    per peer, the number the next send / receive gets
+//   completion how its GPU completion is followed (core/completion.h)
 //
 // Thread-safety: any thread may Find while another Registers; an entry is
 // visible only once complete (its `ready` flag is set with release ordering).
@@ -33,6 +34,7 @@ struct CommState {
   uint32_t split_count;  // atomic: ncclCommSplit/Shrink calls made on this comm
   uint64_t* p2p_seq;     // [nranks] sends, then [nranks] receives; nullptr if unknown size
   uint64_t last_async;   // the last (result, async error) recorded for it
+  void* completion;      // atomic: its CompletionTrack (core/completion.h), nullptr if untracked
 };
 
 class CommRegistry {

@@ -162,6 +162,8 @@ ThreadState& ThisThread() {
   return t_thread;
 }
 
+void SetThisThreadIndex(uint32_t index) { t_thread.index = index; }
+
 uint64_t NextGroupId() { return __atomic_add_fetch(&g_next_group, 1, __ATOMIC_RELAXED); }
 
 void WriteTimeAnchor(Region region) {

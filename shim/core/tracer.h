@@ -56,6 +56,10 @@ struct ThreadState {
 // Initial-exec TLS: reading it never allocates.
 ThreadState& ThisThread();
 
+// Gives this thread a fixed number instead of the next one (the watcher's
+// threads, so that the program's threads keep theirs).
+void SetThisThreadIndex(uint32_t index);
+
 // A new group id, unique in the process.
 uint64_t NextGroupId();
 

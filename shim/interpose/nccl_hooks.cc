@@ -14,6 +14,7 @@
 
 #include "core/call_records.h"
 #include "core/comm_registry.h"
+#include "core/completion.h"
 #include "core/inventory.h"
 #include "core/nccl_code.h"
 #include "core/tracer.h"
@@ -60,6 +61,7 @@ ncclResult_t Collective(Fn real, uint32_t call, const void* sendbuff, const void
                                      Reduces(call) ? redop : -1, root, comm, stream, caller);
   const ncclResult_t r = real(args...);
   EndCollective(c, r);
+  MarkOperation(c.comm, stream, r, call, c.seq, -1, false);
   NoteFailure(call, r, comm);
   return r;
 }
@@ -156,8 +158,10 @@ ncclResult_t TracedInit(CommInitBegin& b, ncclComm_t* out, bool ask_nccl, Call c
   const ncclResult_t r = call();
   NoteFailure(b.call, r, nullptr);
   ncclComm_t made = Made(r, out);
+  const int device = DeviceOf(made);
   RecordCommInitEnd(b.comm, r, made, ask_nccl ? RankOf(made) : b.rank,
-                    ask_nccl ? RanksOf(made) : b.nranks, DeviceOf(made));
+                    ask_nccl ? RanksOf(made) : b.nranks, device);
+  if (made != nullptr) TrackCompletion(g_comms.Find(made), made, device);
   return r;
 }
 
@@ -168,6 +172,9 @@ ncclResult_t TracedGroup(Fn real, uint32_t call, const void* caller, Args... arg
   CallRecord rec = BeginGroup(call, caller);
   const ncclResult_t r = real(args...);
   EndGroup(call, rec, r);
+  // The outermost end launched the group's operations (a simulated end launches nothing).
+  if (call != f::kGroupStart && ThisThread().group_depth == 0)
+    FlushGroupOperations(call == f::kGroupEnd ? r : -1);
   NoteFailure(call, r, nullptr);
   return r;
 }
@@ -250,6 +257,7 @@ NCCLWATCH_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDa
   P2pCall c = BeginP2p(true, sendbuff, count, datatype, peer, comm, stream, CALLER);
   const ncclResult_t r = real(sendbuff, count, datatype, peer, comm, stream);
   EndP2p(c, r);
+  MarkOperation(c.comm, stream, r, f::kSend, c.seq, peer, true);
   NoteFailure(f::kSend, r, comm);
   return r;
 }
@@ -261,6 +269,7 @@ NCCLWATCH_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType
   P2pCall c = BeginP2p(false, recvbuff, count, datatype, peer, comm, stream, CALLER);
   const ncclResult_t r = real(recvbuff, count, datatype, peer, comm, stream);
   EndP2p(c, r);
+  MarkOperation(c.comm, stream, r, f::kRecv, c.seq, peer, false);
   NoteFailure(f::kRecv, r, comm);
   return r;
 }
@@ -360,7 +369,9 @@ NCCLWATCH_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const i
   NoteFailure(f::kCommInitAll, r, nullptr);
   for (int i = 0; i < ndev; ++i) {
     ncclComm_t made = Accepted(r) ? comm[i] : nullptr;
-    RecordCommInitEnd(b.comm, r, made, i, ndev, DeviceOf(made));
+    const int device = DeviceOf(made);
+    RecordCommInitEnd(b.comm, r, made, i, ndev, device);
+    if (made != nullptr) TrackCompletion(g_comms.Find(made), made, device);
   }
   return r;
 }
@@ -411,8 +422,10 @@ template <typename Fn>
 ncclResult_t CommEnd(Fn real, uint32_t call, ncclComm_t comm) {
   if (!Tracing()) return real(comm);
   InitScope scope(call);
+  EndCompletion(comm);
   CallRecord rec = BeginCommEnd(call, comm);
   const ncclResult_t r = real(comm);
+  FlushCompletion(comm);
   NoteFailure(call, r, comm);
   EndCommEnd(rec, r);
   return r;
@@ -439,8 +452,10 @@ NCCLWATCH_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   REAL_OR_FAIL(ncclCommRevoke);
   if (!Tracing()) return real(comm, revokeFlags);
   InitScope scope(f::kCommRevoke);
+  EndCompletion(comm);
   CallRecord rec = BeginCommEnd(f::kCommRevoke, comm);
   const ncclResult_t r = real(comm, revokeFlags);
+  FlushCompletion(comm);
   NoteFailure(f::kCommRevoke, r, comm);
   EndCommEnd(rec, r);
   return r;

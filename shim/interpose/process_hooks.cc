@@ -26,6 +26,7 @@
 
 #include "core/call_records.h"
 #include "core/tracer.h"
+#include "core/watcher.h"
 #include "interpose/real_nccl.h"
 #include "ncclwatch/trace_fields.h"
 
@@ -139,7 +140,10 @@ void OnForkChild() { StopTracing(); }
 // Runs inside exit(), also the one libc makes when main returns (which does
 // not go through the exit() hook): it is told the exit status.
 void OnExit(int status, void*) {
-  if (Tracing()) RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, status);
+  if (Tracing()) {
+    FinalPoll();
+    RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, status);
+  }
 }
 
 __attribute__((constructor)) void NcclwatchStart() {
@@ -202,7 +206,10 @@ __attribute__((visibility("default"))) sighandler_t signal(int signum,
 }
 
 __attribute__((visibility("default"), noreturn)) void exit(int status) noexcept {
-  if (Tracing()) RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, status);
+  if (Tracing()) {
+    FinalPoll();
+    RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, status);
+  }
   ResolveLibc();
   if (g_real_exit != nullptr) g_real_exit(status);
   syscall(SYS_exit_group, status);

@@ -46,13 +46,36 @@ void* Symbol(const char* library, const char* name) {
   return p;
 }
 
+template <typename Fn>
+void Resolve(const char* library, const char* name, Fn* into) {
+  *into = reinterpret_cast<Fn>(Symbol(library, name));
+}
+
 }  // namespace
+
+CudaDriverCalls g_cuda = {};
 
 void ResolveRealCuda() {
   if (g_driver_version != nullptr && g_runtime_version != nullptr) return;
   Found found{};
   dl_iterate_phdr(FindLibraries, &found);
   if (g_driver_version == nullptr) {
+    // The exported names: cuda.h maps some of these to _v2 versions.
+    CudaDriverCalls c = {};
+    Resolve(found.driver, "cuEventCreate", &c.event_create);
+    Resolve(found.driver, "cuEventRecord", &c.event_record);
+    Resolve(found.driver, "cuEventQuery", &c.event_query);
+    Resolve(found.driver, "cuEventDestroy_v2", &c.event_destroy);
+    Resolve(found.driver, "cuStreamIsCapturing", &c.stream_is_capturing);
+    Resolve(found.driver, "cuCtxGetCurrent", &c.ctx_get_current);
+    Resolve(found.driver, "cuCtxSetCurrent", &c.ctx_set_current);
+    Resolve(found.driver, "cuCtxPushCurrent_v2", &c.ctx_push_current);
+    Resolve(found.driver, "cuCtxPopCurrent_v2", &c.ctx_pop_current);
+    Resolve(found.driver, "cuCtxGetDevice", &c.ctx_get_device);
+    Resolve(found.driver, "cuDevicePrimaryCtxRetain", &c.primary_ctx_retain);
+    Resolve(found.driver, "cuGetErrorName", &c.get_error_name);
+    Resolve(found.driver, "cuGetErrorString", &c.get_error_string);
+    g_cuda = c;
     g_ctx_get_device = reinterpret_cast<CtxGetDeviceFn>(Symbol(found.driver, "cuCtxGetDevice"));
     g_device_pci_bus_id =
         reinterpret_cast<DeviceGetPciBusIdFn>(Symbol(found.driver, "cuDeviceGetPCIBusId"));

@@ -22,6 +22,33 @@ void ResolveRealCuda();
 int CudaDriverVersion();   // cuDriverGetVersion, 0 unknown
 int CudaRuntimeVersion();  // cudaRuntimeGetVersion, 0 unknown
 
+// The driver functions completion tracking uses (core/completion.h), with
+// cuda.h's signatures written on plain types (CUresult and CUdevice are
+// ints; handles are pointers). Found by ResolveRealCuda; any may be null
+// (no driver loaded), and then completion is not tracked.
+struct CudaDriverCalls {
+  int (*event_create)(void** event, unsigned flags);
+  int (*event_record)(void* event, const void* stream);
+  int (*event_query)(void* event);
+  int (*event_destroy)(void* event);
+  int (*stream_is_capturing)(const void* stream, int* status);
+  int (*ctx_get_current)(void** ctx);
+  int (*ctx_set_current)(void* ctx);
+  int (*ctx_push_current)(void* ctx);
+  int (*ctx_pop_current)(void** ctx);
+  int (*ctx_get_device)(int* device);
+  int (*primary_ctx_retain)(void** ctx, int device);
+  int (*get_error_name)(int error, const char** name);
+  int (*get_error_string)(int error, const char** text);
+
+  bool CanTrack() const {
+    return event_create && event_record && event_query && stream_is_capturing && ctx_get_current &&
+           ctx_set_current && ctx_push_current && ctx_pop_current && ctx_get_device &&
+           primary_ctx_retain;
+  }
+};
+extern CudaDriverCalls g_cuda;
+
 // The current context's device and its PCI bus id ("0000:18:00.0"); false
 // when no context is current or no driver is loaded.
 bool CurrentCudaDevice(int* device, char* bus_id, size_t bus_id_len);

@@ -322,7 +322,7 @@ JobResult RunJob(const JobSpec& spec) {
       for (RankResult& rr : result.ranks) {
         if (rr.pid <= 0 || rr.exited || rr.signal != 0) continue;
         rr.killed_at_timeout = true;
-        if (first) killpg(rr.pid, SIGTERM);
+        if (first) killpg(rr.pid, spec.kill_at_timeout ? SIGKILL : SIGTERM);
         if (grace_over) killpg(rr.pid, SIGKILL);
       }
     }

@@ -45,10 +45,11 @@ struct JobSpec {
   long long memlock_bytes = -1;
   // RLIMIT_FSIZE (ulimit -f) for every rank, in bytes (-1: inherited).
   long long fsize_bytes = -1;
-  double timeout_s = 60;    // then every rank still running gets SIGTERM,
-  double term_grace_s = 1;  // and SIGKILL this long after (as torchrun, Slurm do)
-  bool tag_output = false;  // prefix lines with "[rank N] " when echoing
-  bool echo = false;        // copy the ranks' output to our stdout as it comes
+  double timeout_s = 60;         // then every rank still running gets SIGTERM,
+  double term_grace_s = 1;       // and SIGKILL this long after (as torchrun, Slurm do)
+  bool kill_at_timeout = false;  // SIGKILL at once instead (an OOM killer, `kill -9`)
+  bool tag_output = false;       // prefix lines with "[rank N] " when echoing
+  bool echo = false;             // copy the ranks' output to our stdout as it comes
 };
 
 struct RankResult {

@@ -168,6 +168,101 @@ TEST_CASE("per-call records decode as libprotobuf decodes them", "[model][confor
   }
 }
 
+TEST_CASE("completion and liveness records decode as libprotobuf decodes them",
+          "[model][conformance]") {
+  for (uint32_t seed = 1; seed <= 100; ++seed) {
+    Values v(seed);
+    std::vector<pb::Record> records(7);
+    records[0].mutable_completion_tracking()->set_comm(v.U64());
+    records[0].mutable_completion_tracking()->set_mechanism(pb::CompletionTracking::CUDA_EVENTS);
+    records[0].mutable_completion_tracking()->set_why_not(v.Bytes());
+    records[0].mutable_completion_tracking()->set_markers(static_cast<uint32_t>(v.U64()));
+    records[0].mutable_completion_tracking()->set_device(v.I32());
+    auto* pr = records[1].mutable_progress();
+    pr->set_comm(v.U64());
+    pr->set_collectives(v.U64());
+    pr->set_enqueued_t(v.U64());
+    pr->set_pending(static_cast<uint32_t>(v.U64()));
+    pr->set_issued(v.U64());
+    records[2].set_t(v.U64() | 2);  // after records[6]'s, which is half of it
+    records[2].mutable_heartbeat()->set_beat(v.U64());
+    records[2].mutable_heartbeat()->set_interval_ms(static_cast<uint32_t>(v.U64()));
+    auto* st = records[3].mutable_stall();
+    st->set_comm(v.U64());
+    st->set_call(pb::SEND);
+    st->set_seq(v.U64());
+    st->set_peer(v.I32());
+    st->set_send(seed % 2);
+    st->set_waited_ms(v.U64());
+    st->set_completed(v.U64());
+    st->set_pending(static_cast<uint32_t>(v.U64()));
+    st->set_group_ops(static_cast<uint32_t>(v.U64()));
+    st->set_rank(v.I32());
+    st->set_nranks(v.I32());
+    auto* ce = records[4].mutable_cuda_error();
+    ce->set_comm(v.U64());
+    ce->set_result(v.I32());
+    ce->set_name(v.Bytes());
+    ce->set_text(v.Bytes());
+    ce->set_device(v.I32());
+    ce->set_where(pb::CudaError::EVENT_QUERY);
+    ce->set_seq(v.U64());
+    auto* ut = records[5].mutable_untracked();
+    ut->set_comm(v.U64());
+    ut->set_call(pb::ALL_REDUCE);
+    ut->set_seq(v.U64());
+    ut->set_reason(pb::Untracked::CAPTURED);
+    records[6].set_t(records[2].t() / 2);
+    records[6].mutable_heartbeat()->set_beat(records[2].heartbeat().beat() / 2);
+    records[6].mutable_heartbeat()->set_interval_ms(7);
+
+    const ProcessTrace t = Import(records);
+    INFO("seed " << seed);
+    REQUIRE(t.tracking.size() == 1);
+    CHECK(t.tracking[0].comm == records[0].completion_tracking().comm());
+    CHECK(t.tracking[0].mechanism == 1);
+    CHECK(t.tracking[0].why_not == records[0].completion_tracking().why_not());
+    CHECK(t.tracking[0].markers == records[0].completion_tracking().markers());
+    CHECK(t.tracking[0].device == records[0].completion_tracking().device());
+    REQUIRE(t.progress.size() == 1);
+    CHECK(t.progress[0].comm == pr->comm());
+    CHECK(t.progress[0].collectives == pr->collectives());
+    CHECK(t.progress[0].enqueued_t == pr->enqueued_t());
+    CHECK(t.progress[0].pending == pr->pending());
+    CHECK(t.progress[0].issued == pr->issued());
+    CHECK(t.liveness.beats == 2);
+    CHECK(t.liveness.last_beat == records[2].heartbeat().beat());
+    CHECK(t.liveness.last_t == records[2].t());
+    CHECK(t.liveness.first_t == records[6].t());
+    CHECK(t.liveness.interval_ms == records[2].heartbeat().interval_ms());
+    REQUIRE(t.stalls.size() == 1);
+    CHECK(t.stalls[0].comm == st->comm());
+    CHECK(t.stalls[0].call == static_cast<uint32_t>(pb::SEND));
+    CHECK(t.stalls[0].seq == st->seq());
+    CHECK(t.stalls[0].peer == st->peer());
+    CHECK(t.stalls[0].send == st->send());
+    CHECK(t.stalls[0].waited_ms == st->waited_ms());
+    CHECK(t.stalls[0].completed == st->completed());
+    CHECK(t.stalls[0].pending == st->pending());
+    CHECK(t.stalls[0].group_ops == st->group_ops());
+    CHECK(t.stalls[0].rank == st->rank());
+    CHECK(t.stalls[0].nranks == st->nranks());
+    REQUIRE(t.cuda_errors.size() == 1);
+    CHECK(t.cuda_errors[0].comm == ce->comm());
+    CHECK(t.cuda_errors[0].result == ce->result());
+    CHECK(t.cuda_errors[0].name == ce->name());
+    CHECK(t.cuda_errors[0].text == ce->text());
+    CHECK(t.cuda_errors[0].device == ce->device());
+    CHECK(t.cuda_errors[0].where == 1);
+    CHECK(t.cuda_errors[0].seq == ce->seq());
+    REQUIRE(t.untracked.size() == 1);
+    CHECK(t.untracked[0].comm == ut->comm());
+    CHECK(t.untracked[0].seq == ut->seq());
+    CHECK(t.untracked[0].call == static_cast<uint32_t>(pb::ALL_REDUCE));
+    CHECK(t.untracked[0].reason == 1);
+  }
+}
+
 TEST_CASE("identity, inventory and system calls keep every byte the OS gave",
           "[model][conformance]") {
   for (uint32_t seed = 1; seed <= 50; ++seed) {

@@ -26,6 +26,9 @@
 //   kill      SIGKILLs itself
 //   segv      crashes (SIGSEGV)
 //   hang      stops calling NCCL and sleeps, alive
+//   stop      freezes: SIGSTOP to itself (as a debugger or a stuck page-in would)
+//   exit-before-init  (step ignored) exits with status 1 after the unique id
+//             is shared, before ncclCommInitRank: on rank 0, the bootstrap root dies
 //   p2p-count sends one element fewer in the pipeline exchange
 //   p2p-drop  posts its pipeline Recv but not its Send
 //   inversion issues the tensor-parallel AllReduce before the world one
@@ -128,6 +131,12 @@ int main(int argc, char** argv) {
   const int world = jobenv::WorldSize();
   CUDA_OK(cudaSetDevice(jobenv::Device()));
   ncclUniqueId id = jobenv::ShareUniqueId();
+  for (const Bug& b : opt.bugs) {
+    if (b.kind == "exit-before-init" && b.rank == rank) {
+      std::printf("rank %d exits before ncclCommInitRank\n", rank);
+      return 1;
+    }
+  }
   ncclComm_t comm = nullptr, tp = nullptr;
   NCCL_OK(ncclCommInitRank(&comm, world, id, rank));
   if (opt.tensor_parallel) NCCL_OK(ncclCommSplit(comm, rank / 2, rank, &tp, nullptr));
@@ -168,6 +177,11 @@ int main(int argc, char** argv) {
       std::printf("rank %d %s its communicators at step %d and exits\n", rank,
                   bug == "destroy" ? "destroyed" : "aborted", step);
       return 0;
+    }
+    if (bug == "stop") {
+      std::printf("rank %d freezes at step %d\n", rank, step);
+      std::fflush(stdout);
+      raise(SIGSTOP);
     }
     if (bug == "hang") {
       std::printf("rank %d stops at step %d\n", rank, step);

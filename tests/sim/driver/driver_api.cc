@@ -664,6 +664,16 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
   return CUDA_SUCCESS;
 }
 
+// The simulator never captures graphs: every stream reports "not capturing".
+CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
+  SIM_REQUIRE_INIT();
+  if (captureStatus == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* s = nullptr;
+  if (CUresult rc = ResolveStream(hStream, &s)) return rc;
+  *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
 CUresult cuStreamGetFlags(CUstream hStream, unsigned int* flags) {
   SIM_REQUIRE_INIT();
   CUstream_st* s = nullptr;
@@ -753,6 +763,8 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
   if (hEvent == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   CUstream_st* s = nullptr;
   if (CUresult rc = ResolveStream(hStream, &s)) return rc;
+  if (CUresult rc = StickyError(s->device)) return rc;
+  hEvent->device.store(s->device);
   RecordEvent(hEvent, s);
   return CUDA_SUCCESS;
 }
@@ -765,6 +777,11 @@ CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int f
 CUresult cuEventQuery(CUevent hEvent) {
   SIM_REQUIRE_INIT();
   if (hEvent == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  // After a fault the device's sticky error is what every query returns.
+  const int device = hEvent->device.load();
+  if (device >= 0) {
+    if (CUresult rc = StickyError(device)) return rc;
+  }
   return EventDone(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 

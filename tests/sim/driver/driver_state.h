@@ -122,6 +122,7 @@ struct EventCounters {
 
 struct CUevent_st {
   unsigned flags = 0;
+  std::atomic<int> device{-1};  // the device of the stream it was last recorded on
   ncclsim::driver::EventCounters* counters = nullptr;
   int shared_fd = -1;  // memfd holding `counters` for an interprocess event
   bool imported = false;

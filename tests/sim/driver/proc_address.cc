@@ -78,6 +78,7 @@ const ProcEntry kProcTable[] = {
     SIM_PROC(cuStreamDestroy),
     SIM_PROC(cuStreamSynchronize),
     SIM_PROC(cuStreamQuery),
+    SIM_PROC(cuStreamIsCapturing),
     SIM_PROC(cuStreamWaitEvent),
     SIM_PROC(cuStreamGetFlags),
     SIM_PROC(cuStreamGetPriority),

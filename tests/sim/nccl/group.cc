@@ -141,13 +141,16 @@ ncclResult_t LaunchBatch(ncclComm* comm, std::vector<PendingOp*>& ops) {
   auto batch = std::make_shared<Batch>();
   std::vector<cudaStream_t> streams;
   bool fault = false;
+  bool stall = false;
   const GpuFault& knob = GpuFaultKnob();
+  const NetStall& net = NetStallKnob();
   for (PendingOp* p : ops) {
     batch->ops.push_back(std::make_unique<Op>(p->args, comm->rank, comm->nranks, p->reduction));
     if (std::find(streams.begin(), streams.end(), p->args.stream) == streams.end())
       streams.push_back(p->args.stream);
     const int64_t index = g_op_index.fetch_add(1);
     fault |= knob.armed && index == knob.at_collective;
+    stall |= net.armed && index == net.at_operation;
   }
   // A Send to self meets the Recv from self of the same group.
   std::vector<Op*> self_sends;
@@ -170,6 +173,11 @@ ncclResult_t LaunchBatch(ncclComm* comm, std::vector<PendingOp*>& ops) {
   if (fault) {
     const CUresult error = knob.error;
     batch->on_start = [comm, error](Batch& b) { return InjectFault(comm, error, b); };
+  } else if (stall) {
+    batch->on_start = [](Batch&) {
+      KillNetReceive();
+      return true;
+    };
   } else {
     batch->on_start = [](Batch&) { return true; };
   }

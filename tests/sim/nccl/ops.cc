@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "nccl/params.h"
 #include "nccl/transport.h"
 
 namespace ncclsim::nccl {
@@ -260,6 +261,7 @@ bool Op::Progress(Transport& t, const LineUp& line) {
     if (s.done < s.bytes && line.send[s.peer].front() == this)
       moved |= ProgressSend(s, t.SendTo(s.peer));
   }
+  if (NetReceiveDead()) return moved;  // NCCLSIM_NET_STALL: nothing comes in
   for (Transfer& r : recvs_) {
     if (r.done < r.bytes && line.recv[r.peer].front() == this)
       moved |= ProgressRecv(r, t.RecvFrom(r.peer));

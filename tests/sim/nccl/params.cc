@@ -3,7 +3,9 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/sim_env.h"
@@ -109,5 +111,31 @@ const GpuFault& GpuFaultKnob() {
   }();
   return fault;
 }
+
+const NetStall& NetStallKnob() {
+  static const NetStall stall = [] {
+    NetStall n;
+    const char* v = EnvRaw("NCCLSIM_NET_STALL");
+    if (v == nullptr || *v == '\0') return n;
+    char* end = nullptr;
+    const long long at = std::strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || at < 0) {
+      std::fprintf(stderr,
+                   "ncclsim: NCCLSIM_NET_STALL='%s' is not N (an operation index); no stall\n", v);
+      return n;
+    }
+    n.armed = true;
+    n.at_operation = at;
+    return n;
+  }();
+  return stall;
+}
+
+namespace {
+std::atomic<bool> g_net_receive_dead{false};
+}  // namespace
+
+bool NetReceiveDead() { return g_net_receive_dead.load(std::memory_order_relaxed); }
+void KillNetReceive() { g_net_receive_dead.store(true); }
 
 }  // namespace ncclsim::nccl

@@ -36,6 +36,20 @@ struct GpuFault {
 };
 const GpuFault& GpuFaultKnob();
 
+// NCCLSIM_NET_STALL=N: from this process's N-th NCCL operation (0-based, all
+// communicators, as NCCLSIM_GPU_FAULT counts), when the stream reaches it,
+// the transport stops taking data in, as a NIC whose receive path died: every
+// rank enters the operation, what this rank sends still reaches its peers,
+// nothing it waits for arrives, and no error is reported.
+struct NetStall {
+  bool armed = false;
+  int64_t at_operation = 0;
+};
+const NetStall& NetStallKnob();
+// Set once the stalled operation started: receives stop (ops.cc).
+bool NetReceiveDead();
+void KillNetReceive();
+
 uint64_t Fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull);
 
 }  // namespace ncclsim::nccl

@@ -1,0 +1,332 @@
+// HOT PATH (MarkOperation, NoteGroupOperation, FlushGroupOperations): the
+// shim's own code allocates nothing, takes no lock and makes no system call;
+// the CUDA driver's cuStreamIsCapturing and cuEventRecord are called, errno
+// kept (see completion.h). TrackCompletion, EndCompletion and PollTrack are
+// not on the hot path.
+
+#include "core/completion.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "core/record_builder.h"
+#include "core/tracer.h"
+#include "core/watcher.h"
+#include "interpose/real_cuda.h"
+#include "ncclwatch/trace_fields.h"
+#include "ring/trace_clock.h"
+
+namespace ncclwatch::shim {
+namespace {
+
+namespace f = fields;
+
+constexpr int kCudaSuccess = 0;
+constexpr int kCudaNotReady = 600;      // CUDA_ERROR_NOT_READY
+constexpr int kCaptureNone = 0;         // CU_STREAM_CAPTURE_STATUS_NONE
+constexpr unsigned kDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
+
+CompletionTrack* g_tracks[kMaxTracks];
+size_t g_track_count = 0;  // atomic; entries below it are published
+
+// CommState -> its current track. A communicator made again at a reused
+// address gets a new track; the old one has been ended.
+CompletionTrack* TrackOf(const CommState* comm) {
+  auto* t = static_cast<CompletionTrack*>(__atomic_load_n(&comm->completion, __ATOMIC_ACQUIRE));
+  return (t != nullptr && !__atomic_load_n(&t->ended, __ATOMIC_ACQUIRE)) ? t : nullptr;
+}
+
+// What a thread noted inside a group, per communicator.
+struct GroupNote {
+  CommState* comm;
+  const void* stream;
+  uint64_t collectives;
+  uint64_t seq;
+  uint32_t call;
+  int32_t peer;
+  uint32_t send;
+  uint32_t ops;
+};
+constexpr int kGroupNotes = 16;
+struct GroupNotes {
+  GroupNote notes[kGroupNotes];
+  int count;
+};
+__thread GroupNotes t_group __attribute__((tls_model("initial-exec")));
+
+void WriteUntracked(const CommState* comm, uint32_t call, uint64_t seq, uint32_t reason) {
+  RecordBuilder<> r(f::record::kUntracked);
+  namespace k = f::untracked;
+  r.w().Fixed64(k::kComm, comm->id);
+  r.w().Varint(k::kCall, call);
+  r.w().Varint(k::kSeq, seq);
+  r.w().Varint(k::kReason, reason);
+  r.Append(Region::kRing);
+}
+
+// Records one marker on `stream` for what `note` describes.
+void Record(CompletionTrack* track, const GroupNote& note) {
+  int status = -1;
+  if (g_cuda.stream_is_capturing(note.stream, &status) != kCudaSuccess) return;
+  if (status != kCaptureNone) {
+    WriteUntracked(note.comm, note.call, note.seq, f::untracked::kCaptured);
+    return;
+  }
+  // One thread at a time per communicator (NCCL's rule): head is ours.
+  const uint64_t head = __atomic_load_n(&track->head, __ATOMIC_RELAXED);
+  if (head - __atomic_load_n(&track->tail, __ATOMIC_ACQUIRE) >= CompletionTrack::kMarkers) return;
+  Marker& m = track->markers[head % CompletionTrack::kMarkers];
+  if (g_cuda.event_record(m.event, note.stream) != kCudaSuccess) return;
+  m.collectives = note.collectives;
+  m.t = TraceNow();
+  m.seq = note.seq;
+  m.call = note.call;
+  m.peer = note.peer;
+  m.send = note.send;
+  m.group_ops = note.ops;
+  __atomic_store_n(&track->head, head + 1, __ATOMIC_RELEASE);
+}
+
+class ErrnoKeeper {
+ public:
+  ErrnoKeeper() : saved_(errno) {}
+  ~ErrnoKeeper() { errno = saved_; }
+
+ private:
+  int saved_;
+};
+
+void WriteTracking(uint64_t id, uint32_t mechanism, const char* why_not, uint32_t markers,
+                   int device) {
+  RecordBuilder<512> r(f::record::kCompletionTracking);
+  namespace k = f::completion_tracking;
+  r.w().Fixed64(k::kComm, id);
+  r.w().Varint(k::kMechanism, mechanism);
+  if (why_not != nullptr) r.w().String(k::kWhyNot, why_not);
+  r.w().Varint(k::kMarkers, markers);
+  r.w().Sint(k::kDevice, device);
+  r.Append(Region::kPinned);
+}
+
+}  // namespace
+
+CompletionTrack* TrackAt(size_t i) {
+  return i < kMaxTracks ? __atomic_load_n(&g_tracks[i], __ATOMIC_ACQUIRE) : nullptr;
+}
+
+size_t TrackCount() {
+  const size_t n = __atomic_load_n(&g_track_count, __ATOMIC_ACQUIRE);
+  return n < kMaxTracks ? n : kMaxTracks;
+}
+
+void TrackCompletion(CommState* comm, const void* handle, int device) {
+  if (comm == nullptr || !Tracing()) return;
+  ErrnoKeeper keep;
+  const char* why_not = nullptr;
+  if (!g_cuda.CanTrack()) why_not = "no CUDA driver loaded (libcuda.so.1 was not found)";
+  if (why_not == nullptr && !CompletionTrackingEnabled()) why_not = "NCCLWATCH_COMPLETION=0";
+  if (why_not == nullptr && __atomic_load_n(&g_track_count, __ATOMIC_RELAXED) >= kMaxTracks)
+    why_not = "more than 4096 communicators tracked in this process";
+  void* ctx = nullptr;
+  void* saved = nullptr;
+  bool switched = false;
+  if (why_not == nullptr) {
+    // The events belong to the context of the communicator's device: the
+    // calling thread's current one when it is that device's (the usual
+    // case), else the device's primary context (ncclCommInitAll).
+    int current_device = -1;
+    if (g_cuda.ctx_get_current(&saved) != kCudaSuccess) saved = nullptr;
+    if (saved != nullptr && g_cuda.ctx_get_device(&current_device) == kCudaSuccess &&
+        (device < 0 || current_device == device)) {
+      ctx = saved;
+      if (device < 0) device = current_device;
+    } else if (device >= 0 && g_cuda.primary_ctx_retain(&ctx, device) == kCudaSuccess &&
+               g_cuda.ctx_set_current(ctx) == kCudaSuccess) {
+      switched = true;
+    } else {
+      why_not = "no CUDA context for the communicator's device";
+    }
+  }
+  CompletionTrack* track = nullptr;
+  if (why_not == nullptr) {
+    void* m = mmap(nullptr, sizeof(CompletionTrack), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      why_not = "could not map memory for its markers";
+    } else {
+      track = static_cast<CompletionTrack*>(m);  // zeroed by mmap
+      uint32_t made = 0;
+      for (; made < CompletionTrack::kMarkers; ++made) {
+        if (g_cuda.event_create(&track->markers[made].event, kDisableTiming) != kCudaSuccess) break;
+      }
+      if (made < CompletionTrack::kMarkers) {
+        for (uint32_t i = 0; i < made; ++i)
+          if (g_cuda.event_destroy) g_cuda.event_destroy(track->markers[i].event);
+        munmap(m, sizeof(CompletionTrack));
+        track = nullptr;
+        why_not = "cuEventCreate failed";
+      }
+    }
+  }
+  if (switched) g_cuda.ctx_set_current(saved);
+  if (track == nullptr) {
+    WriteTracking(comm->id, f::completion_tracking::kNone, why_not, 0, device);
+    return;
+  }
+  track->comm = comm;
+  track->handle = handle;
+  track->id = comm->id;
+  track->context = ctx;
+  track->device = device;
+  track->progress_ns = MonotonicNs();
+  WriteTracking(comm->id, f::completion_tracking::kCudaEvents, nullptr, CompletionTrack::kMarkers,
+                device);
+  // Ends any earlier track of this CommState (a communicator at a reused address).
+  if (CompletionTrack* old = TrackOf(comm)) __atomic_store_n(&old->ended, 1u, __ATOMIC_RELEASE);
+  __atomic_store_n(&comm->completion, track, __ATOMIC_RELEASE);
+  const size_t i = __atomic_fetch_add(&g_track_count, 1, __ATOMIC_ACQ_REL);
+  if (i < kMaxTracks) __atomic_store_n(&g_tracks[i], track, __ATOMIC_RELEASE);
+  StartWatcher();
+}
+
+void MarkOperation(CommState* comm, const void* stream, int result, uint32_t call, uint64_t seq,
+                   int peer, bool send) {
+  if (comm == nullptr || (result != 0 && result != 7)) return;  // refused: nothing to complete
+  ErrnoKeeper keep;
+  CompletionTrack* track = TrackOf(comm);
+  if (track == nullptr) return;
+  const GroupNote note{
+      comm,           stream, __atomic_load_n(&comm->next_seq, __ATOMIC_RELAXED), seq, call, peer,
+      send ? 1u : 0u, 0};
+  if (ThisThread().group_depth > 0) {
+    GroupNotes& g = t_group;
+    for (int i = 0; i < g.count; ++i) {
+      if (g.notes[i].comm == comm) {
+        const uint32_t ops = g.notes[i].ops + 1;
+        g.notes[i] = note;
+        g.notes[i].ops = ops;
+        return;
+      }
+    }
+    if (g.count < kGroupNotes) {
+      g.notes[g.count] = note;
+      g.notes[g.count].ops = 1;
+      ++g.count;
+    }
+    return;  // more communicators than notes: a later marker covers the rest
+  }
+  if (result == 7) {  // ncclInProgress: a non-blocking communicator enqueues it later
+    WriteUntracked(comm, call, seq, f::untracked::kInProgress);
+    return;
+  }
+  Record(track, note);
+}
+
+void FlushGroupOperations(int result) {
+  GroupNotes& g = t_group;
+  if (g.count == 0) return;
+  ErrnoKeeper keep;
+  for (int i = 0; i < g.count; ++i) {
+    const GroupNote& note = g.notes[i];
+    CompletionTrack* track = TrackOf(note.comm);
+    if (track == nullptr) continue;
+    if (result == 0) {
+      Record(track, note);
+    } else if (result == 7) {
+      WriteUntracked(note.comm, note.call, note.seq, f::untracked::kInProgress);
+    }
+  }
+  g.count = 0;
+}
+
+void EndCompletion(const void* handle) {
+  const size_t n = TrackCount();
+  for (size_t i = 0; i < n; ++i) {
+    CompletionTrack* t = TrackAt(i);
+    if (t == nullptr || t->handle != handle || __atomic_load_n(&t->ended, __ATOMIC_ACQUIRE))
+      continue;
+    __atomic_store_n(&t->ended, 1u, __ATOMIC_SEQ_CST);
+    // A round of the watcher may be inside it (querying its events, asking
+    // NCCL for its asynchronous error): let it leave, but never wait on a
+    // watcher stuck in the driver for more than a second.
+    const uint64_t deadline = MonotonicNs() + 1000000000ull;
+    while (__atomic_load_n(&t->polling, __ATOMIC_SEQ_CST) && MonotonicNs() < deadline)
+      sched_yield();
+  }
+}
+
+void FlushCompletion(const void* handle) {
+  const size_t n = TrackCount();
+  for (size_t i = 0; i < n; ++i) {
+    CompletionTrack* t = TrackAt(i);
+    if (t == nullptr || t->handle != handle || !__atomic_load_n(&t->ended, __ATOMIC_ACQUIRE) ||
+        __atomic_exchange_n(&t->flushed, 1u, __ATOMIC_ACQ_REL))
+      continue;
+    if (__atomic_load_n(&t->polling, __ATOMIC_SEQ_CST)) continue;  // the watcher is stuck in it
+    ErrnoKeeper keep;
+    void* saved = nullptr;
+    const bool restore = g_cuda.ctx_get_current(&saved) == kCudaSuccess;
+    PollTrack(t, MonotonicNs());
+    if (restore) g_cuda.ctx_set_current(saved);
+  }
+}
+
+void PollTrack(CompletionTrack* track, uint64_t now_ns) {
+  const uint64_t head = __atomic_load_n(&track->head, __ATOMIC_ACQUIRE);
+  for (uint64_t i = track->seen; i < head; ++i)
+    track->seen_ns[i % CompletionTrack::kMarkers] = now_ns;
+  track->seen = head;
+  if (track->error != 0) return;
+  uint64_t tail = track->tail;
+  const uint64_t before = tail;
+  int failed = 0;
+  if (tail < head) g_cuda.ctx_set_current(track->context);
+  for (; tail < head; ++tail) {
+    const Marker& m = track->markers[tail % CompletionTrack::kMarkers];
+    const int rc = g_cuda.event_query(m.event);
+    if (rc == kCudaNotReady) break;
+    if (rc != kCudaSuccess) {
+      failed = rc;
+      break;
+    }
+    track->completed = m.collectives;
+    track->completed_t = m.t;
+  }
+  if (tail != before) {
+    __atomic_store_n(&track->tail, tail, __ATOMIC_RELEASE);
+    __atomic_store_n(&track->progress_ns, now_ns, __ATOMIC_RELAXED);
+    RecordBuilder<> r(f::record::kProgress);
+    namespace k = f::progress;
+    r.w().Fixed64(k::kComm, track->id);
+    r.w().Varint(k::kCollectives, track->completed);
+    r.w().Varint(k::kEnqueuedT, track->completed_t);
+    r.w().Varint(k::kPending, head - tail);
+    r.w().Varint(k::kIssued, __atomic_load_n(&track->comm->next_seq, __ATOMIC_RELAXED));
+    r.Append(Region::kRing);
+  }
+  if (failed != 0) {
+    track->error = failed;
+    const char* name = nullptr;
+    const char* text = nullptr;
+    if (g_cuda.get_error_name == nullptr || g_cuda.get_error_name(failed, &name) != kCudaSuccess)
+      name = nullptr;
+    if (g_cuda.get_error_string == nullptr ||
+        g_cuda.get_error_string(failed, &text) != kCudaSuccess)
+      text = nullptr;
+    RecordBuilder<640> r(f::record::kCudaError);
+    namespace k = f::cuda_error;
+    r.w().Fixed64(k::kComm, track->id);
+    r.w().Sint(k::kResult, failed);
+    if (name != nullptr) r.w().Bytes(k::kName, name, strnlen(name, 120));
+    if (text != nullptr) r.w().Bytes(k::kText, text, strnlen(text, 400));
+    r.w().Sint(k::kDevice, track->device);
+    r.w().Varint(k::kWhere, f::cuda_error::kWhereEventQuery);
+    r.w().Varint(k::kSeq, track->completed);
+    r.Append(Region::kPinned);
+  }
+}
+
+}  // namespace ncclwatch::shim

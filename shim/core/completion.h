@@ -1,0 +1,124 @@
+// GPU completion of each communicator's work, as CUDA events.
+//
+// Why events (README, "How completion is tracked"): after each operation NCCL
+// accepted, the shim records one CUDA event on the operation's stream, and a
+// watcher thread (core/watcher.h) queries the events in order. This is what
+// PyTorch's ProcessGroupNCCL does; it works with every NCCL release and every
+// way NCCL is reached, it never synchronises the program's streams (an event
+// record is an asynchronous stream operation that nothing waits on), and a
+// sticky device error shows up in the query. Stream memory operations
+// (cuStreamWriteValue64 into the trace mapping) would need the file-backed
+// mapping pinned for the GPU, which the kernel refuses for disk-backed files;
+// NCCL's profiler plugin exists only from NCCL 2.23 on and only for the NCCL
+// that loads it. The watcher writes what it learns (Progress records) into the
+// same crash-proof ring.
+//
+//   program thread (HOT PATH)                 watcher thread
+//   ─────────────────────────                 ──────────────
+//   ncclAllReduce(...) returns ncclSuccess
+//   cuStreamIsCapturing(stream) == NONE
+//   cuEventRecord(markers[head % N], stream)
+//   head = head + 1  (release) ─────────────> for i in tail..head:
+//                                               cuEventQuery(markers[i % N])
+//                                               done: tail = i + 1, Progress record
+//
+// Inside a group, operations are noted per thread and the markers are
+// recorded after the outermost ncclGroupEnd (when NCCL launched them). An
+// operation issued during CUDA graph capture gets no marker (one would add a
+// node to the program's graph): an Untracked record says so. So does an
+// operation a non-blocking communicator had not enqueued yet (ncclInProgress).
+// When a communicator's marker ring is full (the host is kMarkers operations
+// ahead of its GPU), the operation goes without one; a later marker on the
+// same communicator covers it, since NCCL runs a communicator's work in order.
+//
+// HOT PATH (MarkOperation, NoteGroupOperation, FlushGroupOperations): the
+// shim's own code allocates nothing, takes no lock and makes no system call;
+// the CUDA driver's cuStreamIsCapturing and cuEventRecord are called once
+// per operation (or per communicator per group), errno kept. They are not
+// async-signal-safe, and neither is the NCCL call they follow.
+// TrackCompletion and EndCompletion run when communicators are made and
+// destroyed; the rest runs on the watcher thread.
+
+#ifndef NCCLWATCH_SHIM_CORE_COMPLETION_H_
+#define NCCLWATCH_SHIM_CORE_COMPLETION_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/comm_registry.h"
+
+namespace ncclwatch::shim {
+
+// One operation (or group of operations) whose completion an event tells.
+struct Marker {
+  void* event;           // CUevent, created when the communicator was tracked
+  uint64_t collectives;  // the communicator's collective count once it is done
+  uint64_t t;            // trace clock when recorded: operations recorded before are covered
+  uint64_t seq;          // the (last) operation's number
+  uint32_t call;         // its trace.proto Call
+  int32_t peer;          // point-to-point: the peer, else -1
+  uint32_t send;         // point-to-point: 1 send, 0 receive
+  uint32_t group_ops;    // operations in its group, 0 outside one
+};
+
+// A communicator's markers and what the watcher learned from them.
+struct CompletionTrack {
+  static constexpr uint32_t kMarkers = 1024;
+
+  CommState* comm;
+  const void* handle;  // the ncclComm_t
+  uint64_t id;
+  void* context;  // CUcontext the events belong to
+  int device;
+  Marker markers[kMarkers];
+  uint64_t head;     // markers recorded (program threads; release)
+  uint64_t tail;     // markers seen complete (watcher; release)
+  uint32_t ended;    // set when the communicator is finalized, destroyed, aborted or revoked
+  uint32_t polling;  // the watcher is inside this communicator's round
+  uint32_t flushed;  // FlushCompletion ran
+  // The watcher's own (other threads read them for the stall check):
+  uint64_t completed;          // collectives completed
+  uint64_t completed_t;        // the newest completed marker's `t`
+  uint64_t progress_ns;        // CLOCK_MONOTONIC of the last completion seen
+  uint64_t seen;               // markers the watcher has noticed
+  uint64_t seen_ns[kMarkers];  // when it first noticed each pending one
+  int32_t error;               // the CUresult a query failed with, 0 none
+  uint64_t stall_reported;     // 1 + the marker index a stall was reported for, 0 none
+};
+
+// When a communicator is made (not the hot path): creates its events in the
+// context of its device and writes its CompletionTracking record (pinned
+// region), tracked or not and why. Starts the watcher with the first one.
+void TrackCompletion(CommState* comm, const void* handle, int device);
+
+// After an operation on `comm` returned `result` (HOT PATH). Outside a group
+// and accepted: a marker on `stream` (or an Untracked record); inside one:
+// noted for FlushGroupOperations.
+void MarkOperation(CommState* comm, const void* stream, int result, uint32_t call, uint64_t seq,
+                   int peer, bool send);
+
+// After the outermost ncclGroupEnd returned `result` (HOT PATH): one marker
+// per communicator used in the group, on the stream of its last operation.
+void FlushGroupOperations(int result);
+
+// Before a communicator is finalized, destroyed, aborted or revoked: the
+// watcher stops querying it (waiting, at most a second, for a round in
+// progress to leave it).
+void EndCompletion(const void* handle);
+// After that call returned: one last query of the communicator's markers on
+// the calling thread (NCCL has flushed or aborted its work), so the trace
+// says how much of it completed.
+void FlushCompletion(const void* handle);
+
+// The watcher's side (core/watcher.cc).
+constexpr size_t kMaxTracks = 4096;
+CompletionTrack* TrackAt(size_t i);  // nullptr past the last
+size_t TrackCount();
+// Queries `track`'s pending markers in order; writes a Progress record when
+// more completed and a CudaError record when a query fails. `now_ns` is
+// CLOCK_MONOTONIC.
+void PollTrack(CompletionTrack* track, uint64_t now_ns);
+
+}  // namespace ncclwatch::shim
+
+#endif  // NCCLWATCH_SHIM_CORE_COMPLETION_H_

@@ -1,0 +1,226 @@
+// Hangs where every rank called the same thing, reproduced for real on the
+// simulator under the preloaded shim: a GPU fault, a dead receive path, a rank
+// killed first, a frozen rank, a rank alive in host code, a dead bootstrap
+// root, and early records overwritten. Each must name its cause (never
+// "healthy"), and the shim's stall line must come within the configured time.
+//
+// 4-rank train_loop jobs; step k's AllReduce is collective #(k + k/4) of the
+// world communicator (a Broadcast follows every 4th step's AllReduce), and the
+// simulator counts NCCL operations the same way (NCCLSIM_GPU_FAULT and
+// NCCLSIM_NET_STALL at N hit collective #N).
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/process_trace.h"
+#include "support/traced_job.h"
+
+namespace {
+
+constexpr int kRanks = 4;
+
+struct Scenario {
+  jobs::TempDir dir;
+  jobs::JobResult job;
+  jobs::DiagnosisView diagnosis;
+  std::string world;
+};
+
+jobs::JobSpec Spec(const Scenario& s, const std::vector<std::string>& args, double bound) {
+  jobs::JobSpec spec = jobs::TracedJobSpec(kRanks, "train_loop", args, s.dir.path());
+  spec.timeout_s = bound;
+  return spec;
+}
+
+void Finish(Scenario* s) {
+  REQUIRE(s->job.error.empty());
+  s->diagnosis = jobs::Diagnose({s->dir.path()});
+  s->world = jobs::CommId(s->dir.path(), 0, "ncclCommInitRank");
+  INFO("diagnosis:\n" << s->diagnosis.output);
+  REQUIRE(s->diagnosis.parsed);
+}
+
+std::string Output(const jobs::JobResult& job) {
+  std::string all;
+  for (const auto& r : job.ranks) all += r.output;
+  return all;
+}
+
+ncclwatch::decoder::ProcessTrace Load(const std::string& path) {
+  auto t = ncclwatch::decoder::LoadProcessTrace(path);
+  REQUIRE(t.ok());
+  return *std::move(t);
+}
+
+}  // namespace
+
+TEST_CASE("the stall line comes on stderr within the configured time, with the operation",
+          "[hang]") {
+  Scenario s;
+  jobs::JobSpec spec = Spec(s, {"--steps", "30", "--size", "256"}, 6);
+  spec.env.push_back("NCCLWATCH_STALL=2");
+  spec.ranks[1].env.push_back("NCCLSIM_NET_STALL=10");
+  s.job = jobs::RunJob(spec);
+  REQUIRE(s.job.error.empty());
+  const std::string out = Output(s.job);
+  INFO(out);
+  // Rank 1 stopped taking data in during collective #10: it waits there; its
+  // peers finished #10 and wait in #11.
+  CHECK(s.job.ranks[1].output.find("ncclwatch: STALL pid " + std::to_string(s.job.ranks[1].pid) +
+                                   " rank 1: AllReduce #10 on communicator ") != std::string::npos);
+  CHECK(s.job.ranks[0].output.find("rank 0: AllReduce #11 on communicator ") != std::string::npos);
+  CHECK(out.find("it waits for the other 3 ranks of the communicator") != std::string::npos);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const auto trace = Load(jobs::TraceOf(s.dir.path(), rank));
+    INFO("rank " << rank);
+    REQUIRE(trace.stalls.size() == 1);
+    const auto& stall = trace.stalls[0];
+    CHECK(stall.seq == (rank == 1 ? 10u : 11u));
+    CHECK(stall.completed == (rank == 1 ? 10u : 11u));
+    // Reported once the stall time passed, at the next heartbeat (1 s).
+    CHECK(stall.waited_ms >= 2000);
+    CHECK(stall.waited_ms < 3500);
+    REQUIRE(trace.tracking.size() == 1);
+    CHECK(trace.tracking[0].Tracked());
+    CHECK(trace.liveness.beats >= 4);
+  }
+}
+
+TEST_CASE("completion is recorded: a clean job's traces say every collective completed", "[hang]") {
+  Scenario s;
+  s.job = jobs::RunJob(Spec(s, {"--steps", "9", "--pipeline"}, 60));
+  Finish(&s);
+  for (const auto& r : s.job.ranks) REQUIRE(r.exit_code == 0);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const auto trace = Load(jobs::TraceOf(s.dir.path(), rank));
+    const auto* membership = trace.Membership(std::stoull(s.world, nullptr, 16));
+    REQUIRE(membership != nullptr);
+    const auto* progress = trace.LastProgress(membership->comm);
+    REQUIRE(progress != nullptr);
+    // 9 AllReduces and 2 Broadcasts, all done before the destroy returned.
+    CHECK(progress->collectives == 11);
+    CHECK(progress->pending == 0);
+    CHECK(trace.cuda_errors.empty());
+    CHECK(trace.stalls.empty());
+  }
+  CHECK(s.diagnosis.verdict == "healthy");
+  CHECK(s.diagnosis.exit_code == 0);
+}
+
+TEST_CASE("a GPU fault: the faulting rank's CUDA error is in its trace", "[hang]") {
+  Scenario s;
+  jobs::JobSpec spec = Spec(s, {"--steps", "30", "--size", "256"}, 5);
+  spec.ranks[2].env.push_back("NCCLSIM_GPU_FAULT=10:ecc");
+  s.job = jobs::RunJob(spec);
+  Finish(&s);
+  const auto trace = Load(jobs::TraceOf(s.dir.path(), 2));
+  REQUIRE_FALSE(trace.cuda_errors.empty());
+  CHECK(trace.cuda_errors[0].name == "CUDA_ERROR_ECC_UNCORRECTABLE");
+  // Completed collectives the watcher had seen before the fault (after it
+  // every query returns the sticky error, as CUDA's do): at most #0..#9.
+  CHECK(trace.cuda_errors[0].seq <= 10);
+  INFO(s.diagnosis.output);
+  CHECK(s.diagnosis.verdict != "healthy");
+  CHECK(s.diagnosis.exit_code == 1);
+}
+
+TEST_CASE("a rank SIGKILLed first, the rest SIGKILLed later: the heartbeats order the deaths",
+          "[hang]") {
+  Scenario s;
+  jobs::JobSpec spec = Spec(s, {"--steps", "30", "--bug", "kill:3:3"}, 4);
+  spec.kill_at_timeout = true;  // no trace ends cleanly
+  s.job = jobs::RunJob(spec);
+  Finish(&s);
+  const auto dead = Load(jobs::TraceOf(s.dir.path(), 3));
+  const auto alive = Load(jobs::TraceOf(s.dir.path(), 0));
+  CHECK_FALSE(dead.end.has_value());
+  CHECK_FALSE(alive.end.has_value());
+  CHECK(alive.signals.empty());
+  // The others kept beating for seconds after rank 3's last heartbeat.
+  REQUIRE(dead.liveness.beats >= 1);
+  REQUIRE(alive.liveness.beats >= 3);
+  CHECK(alive.RealtimeNs(alive.liveness.last_t) - dead.RealtimeNs(dead.liveness.last_t) >
+        2000000000LL);
+  INFO(s.diagnosis.output);
+  CHECK(s.diagnosis.verdict != "healthy");
+}
+
+TEST_CASE("a frozen rank (SIGSTOP): its heartbeat stops while the others beat", "[hang]") {
+  Scenario s;
+  jobs::JobSpec spec = Spec(s, {"--steps", "30", "--bug", "stop:1:3"}, 5);
+  jobs::DiagnosisView live;
+  std::thread job([&] { s.job = jobs::RunJob(spec); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  live = jobs::Diagnose({s.dir.path()});
+  job.join();
+  Finish(&s);
+  INFO("live diagnosis:\n" << live.output);
+  CHECK(live.verdict != "healthy");
+  CHECK(live.exit_code == 1);
+  const auto frozen = Load(jobs::TraceOf(s.dir.path(), 1));
+  const auto peer = Load(jobs::TraceOf(s.dir.path(), 0));
+  CHECK(peer.RealtimeNs(peer.liveness.last_t) - frozen.RealtimeNs(frozen.liveness.last_t) >
+        2000000000LL);
+  CHECK(s.diagnosis.verdict != "healthy");
+}
+
+TEST_CASE("a small ring overwrote an early mismatch: never healthy", "[hang]") {
+  Scenario s;
+  jobs::JobSpec spec = Spec(s, {"--steps", "30", "--bug", "count:2:1"}, 8);
+  spec.env.push_back("NCCLWATCH_RING_SIZE=64K");
+  spec.env.push_back("NCCLWATCH_HEARTBEAT_MS=10");  // 100 records a second laps 512 slots
+  s.job = jobs::RunJob(spec);
+  Finish(&s);
+  const auto trace = Load(jobs::TraceOf(s.dir.path(), 0));
+  CHECK(trace.collectives.empty());  // the mismatch at #1 is gone from the ring
+  CHECK(trace.stats.ring_overwritten > 0);
+  INFO(s.diagnosis.output);
+  CHECK(s.diagnosis.verdict != "healthy");
+  CHECK(s.diagnosis.exit_code == 1);
+}
+
+TEST_CASE("a rank alive in host code: its heartbeat says alive", "[hang]") {
+  Scenario s;
+  s.job = jobs::RunJob(Spec(s, {"--steps", "30", "--bug", "hang:2:4"}, 4));
+  Finish(&s);
+  const auto idle = Load(jobs::TraceOf(s.dir.path(), 2));
+  const auto peer = Load(jobs::TraceOf(s.dir.path(), 0));
+  // It beat until the launcher ended the job, as its peers did.
+  CHECK(std::llabs(peer.RealtimeNs(peer.liveness.last_t) - idle.RealtimeNs(idle.liveness.last_t)) <
+        1500000000LL);
+  INFO(s.diagnosis.output);
+  CHECK(s.diagnosis.verdict != "healthy");
+}
+
+TEST_CASE("the bootstrap root exits before init: the others cannot connect", "[hang]") {
+  Scenario s;
+  s.job = jobs::RunJob(Spec(s, {"--steps", "4", "--bug", "exit-before-init:0:0"}, 6));
+  Finish(&s);
+  CHECK(s.job.ranks[0].exit_code == 1);
+  INFO(s.diagnosis.output);
+  CHECK(s.diagnosis.verdict != "healthy");
+  CHECK(s.diagnosis.exit_code == 1);
+}
+
+TEST_CASE("a live healthy job is healthy in every snapshot, ranks at different steps", "[hang]") {
+  Scenario s;
+  // Long enough to be diagnosed while it runs; the launcher ends it afterwards.
+  jobs::JobSpec spec = Spec(s, {"--steps", "1000000", "--pipeline", "--size", "64"}, 5);
+  std::vector<jobs::DiagnosisView> snapshots;
+  std::thread job([&] { s.job = jobs::RunJob(spec); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  for (int i = 0; i < 5; ++i) {
+    snapshots.push_back(jobs::Diagnose({s.dir.path()}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  job.join();
+  for (const auto& d : snapshots) {
+    INFO("live diagnosis:\n" << d.output);
+    CHECK(d.verdict == "healthy");
+    CHECK(d.exit_code == 0);
+  }
+}
