@@ -7,6 +7,8 @@
 # ${ASAN_BUILD_DIR:-build-asan} (the shim, the simulator and the programs the
 # shim is preloaded into are never instrumented: see ncclwatch_sanitize in
 # CMakeLists.txt). Fails if the tests left anything in the source tree.
+# Before the tests it fetches the real NCCL releases CI tests against
+# (scripts/fetch-nccl.sh --ci; tests/real).
 # Arguments go to both ctest runs; FUZZ_SECONDS=0 skips the fuzzers.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +36,20 @@ before=""
 failed=0
 echo "== formatting (clang-format, the repo's .clang-format)"
 "$repo/scripts/check-format.sh" || failed=1
+
+# Real NCCL releases for tests/real (the CI pair; cached outside the tree,
+# fetched once). Without them (no network) those tests report themselves
+# skipped, with the reason, rather than passing silently.
+echo "== real NCCL releases (scripts/fetch-nccl.sh --ci)"
+real_err=$(mktemp)
+if real=$("$repo/scripts/fetch-nccl.sh" --ci 2>"$real_err"); then
+  export NCCLWATCH_REAL_NCCL="$real"
+  printf '%s\n' "$real"
+else
+  export NCCLWATCH_REAL_NCCL_SKIP="scripts/fetch-nccl.sh --ci failed: $(tr '\n' ' ' <"$real_err")"
+  echo "test: SKIPPING the real NCCL release tests: $NCCLWATCH_REAL_NCCL_SKIP" >&2
+fi
+rm -f "$real_err"
 
 "$repo/scripts/build.sh" -DNCCLWATCH_WERROR=ON
 (cd "$build" && ctest --output-on-failure -j "$(nproc)" "$@") || failed=1

@@ -41,6 +41,7 @@ class Diagnoser {
     Unreadable();
     Duplicates();
     Setup();
+    NotVisible();
     Conclude();
     return out_;
   }
@@ -454,6 +455,36 @@ class Diagnoser {
         n.job = static_cast<int>(j);
         notes_.push_back(std::move(n));
       }
+    }
+  }
+
+  // One note per job whose processes had NCCL code the shim could not see.
+  void NotVisible() {
+    std::map<int, NcclNotVisibleFacts> by_job;
+    for (const ProcessFacts& p : procs_) {
+      for (const NcclNotSeenEvent& e : p.not_seen) {
+        NcclNotVisibleFacts::Item item;
+        item.process = p.index;
+        item.rank = p.rank;
+        item.host = p.host;
+        item.pid = p.pid;
+        item.reason = e.reason;
+        item.path = e.path;
+        item.calls_seen = e.calls_seen;
+        by_job[job_of_[p.index]].items.push_back(std::move(item));
+      }
+    }
+    for (auto& [job, facts] : by_job) {
+      Finding n;
+      n.kind = FindingKind::kNcclNotVisible;
+      n.role = FindingRole::kNote;
+      n.job = job;
+      std::set<int> ranks;
+      for (const NcclNotVisibleFacts::Item& i : facts.items)
+        if (i.rank >= 0) ranks.insert(i.rank);
+      n.ranks.assign(ranks.begin(), ranks.end());
+      n.facts = std::move(facts);
+      notes_.push_back(std::move(n));
     }
   }
 

@@ -46,12 +46,17 @@ enum class FindingKind {
   kCudaError,
   kWatchdogTimeout,
   kLogInsufficient,
+  kNetworkError,       // the network failed under a running job (IB completion errors, sockets)
+  kRendezvousFailure,  // the framework's rendezvous (TCPStore, c10d/etcd) before NCCL
+  kDdpUsage,           // DistributedDataParallel misused (unused parameters, multiple forwards)
+  kTeardownHang,       // the job hung or was aborted while tearing its process groups down
   // Notes:
   kMissingTraces,
   kUnreadableTraces,
   kDuplicateTraces,
   kP2pPath,     // note: PCIe ACS redirection on the bridges above a host's GPUs
   kConfigSkew,  // note: ranks whose NCCL_* settings, versions or interfaces differ
+  kNcclNotVisible,
 };
 
 // Its place in the story.
@@ -160,6 +165,23 @@ struct DuplicateTracesFacts {
   std::vector<Duplicate> duplicates;
 };
 
+// nccl_not_visible: processes with NCCL code the shim could not see into
+// (linked into a module other than libnccl.so, behind RTLD_DEEPBIND, a
+// second libnccl.so, a lookup beyond its library slots): their calls to it
+// may be missing from the traces, so a healthy verdict does not cover them.
+struct NcclNotVisibleFacts {
+  struct Item {
+    int process = -1;
+    int rank = -1;  // display rank, -1 unknown
+    std::string host;
+    uint32_t pid = 0;
+    uint32_t reason = 0;  // NcclNotSeenEvent::reason
+    std::string path;
+    bool calls_seen = false;
+  };
+  std::vector<Item> items;
+};
+
 // init_failure: which cause, the subsystem named, the errno, the processes,
 // and by cause what was measured. Fields a cause does not use stay empty, so
 // two ranks whose facts are equal have the same cause and are reported together.
@@ -178,6 +200,7 @@ enum class InitCause {
   kUnknown,               // a failure none of the above explains
   kWaitedUnexplained,     // waiting: ranks that waited, and no trace shows a failure
   kWaitedForCause,        // waiting: ranks that waited for the causes reported before them
+  kCatalogued,            // a message of the catalogue (logs/message_catalogue.h): `message`
   // From the memory-sharing CUDA calls the traces hold (gpu_sharing_failure.h):
   kIpcImportRefused,       // ipc: another process's GPU memory could not be imported
   kFabricManager,          // fabric: multicast objects or fabric handles refused
@@ -275,13 +298,15 @@ struct InitFailureFacts {
   bool root_on_local_net = true;  // bootstrap: an interface of the rank is on the root's network
   std::string virtual_bootstrap_iface;  // bootstrap: a container or virtual bridge NCCL picked
   std::vector<InitVersionGroup> version_groups;  // version skew
-  bool driver_known = false;               // driver too old: the driver's presence was recorded
-  bool low_memlock = false;                // ib: RLIMIT_MEMLOCK below what NCCL pins
-  std::optional<std::string> buffsize;     // cuda, out of memory: NCCL_BUFFSIZE
-  bool out_of_memory = false;              // cuda: the failure was an out-of-memory
-  std::string call;                        // unknown: the failed call; waiting: the call waited in
-  int result = -1;                         // unknown: its ncclResult_t, -1 unknown
-  std::vector<std::string> until;          // waiting: how the waiting ranks ended
+  bool driver_known = false;            // driver too old: the driver's presence was recorded
+  bool low_memlock = false;             // ib: RLIMIT_MEMLOCK below what NCCL pins
+  std::optional<std::string> buffsize;  // cuda, out of memory: NCCL_BUFFSIZE
+  bool out_of_memory = false;           // cuda: the failure was an out-of-memory
+  std::string call;                     // unknown: the failed call; waiting: the call waited in
+  int result = -1;                      // unknown: its ncclResult_t, -1 unknown
+  std::vector<std::string> until;       // waiting: how the waiting ranks ended
+  std::string message;  // the catalogue's id of the rank's message that names the cause (or
+                        // its subsystem), "" when none does
   std::optional<GpuSharingFacts> sharing;  // ipc, fabric, p2p from the CUDA calls traced
 };
 
@@ -303,6 +328,10 @@ enum class LogCause {
   kUnseenRanks,       // log_insufficient note: ranks the logs hold nothing of
   kUnexplainedError,  // log_insufficient: an NCCL error the logs do not explain (line)
   kNoInfoLines,       // log_insufficient note: NCCL's warnings without its INFO lines
+  kCatalogued,        // a message of the catalogue (logs/message_catalogue.h): message, line,
+                      // address
+  kTorchMismatch,     // collective_mismatch PyTorch itself detected (TORCH_DISTRIBUTED_DEBUG=
+                      // DETAIL): timeouts holds each rank's collective (seq 0)
 };
 
 struct LogFacts {
@@ -324,7 +353,9 @@ struct LogFacts {
     std::string numel;  // "" unknown
   };
   std::vector<Timeout> timeouts;
-  std::vector<int> timed_out;  // kWatchdogMissing: the ranks that timed out
+  std::vector<int> timed_out;          // kWatchdogMissing: the ranks that timed out
+  std::string message;                 // kCatalogued: the catalogue's id of the message
+  std::optional<std::string> address;  // kCatalogued: the host:port a rendezvous message names
 };
 
 // p2p_path and config_skew notes (analysis/setup_notes.h).
@@ -346,7 +377,7 @@ struct SetupFacts {
 using FindingFacts =
     std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts, P2pMismatchFacts,
                  OrderInversionFacts, MissingTracesFacts, UnreadableTracesFacts,
-                 DuplicateTracesFacts, InitFailureFacts, LogFacts, SetupFacts>;
+                 DuplicateTracesFacts, InitFailureFacts, LogFacts, NcclNotVisibleFacts, SetupFacts>;
 
 struct Finding {
   FindingKind kind = FindingKind::kLogInsufficient;

@@ -19,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "analysis/gpu_sharing_failure.h"
 #include "analysis/nccl_semantics.h"
+#include "logs/message_catalogue.h"
 #include "re2/re2.h"
 
 namespace ncclwatch::decoder {
@@ -61,13 +62,13 @@ bool SameCause(const InitFailureFacts& a, const InitFailureFacts& b) {
                   a.nccl_text, a.failed_loads, a.interfaces_known, a.interface_list, a.shm_call,
                   a.shm_call_traced, a.attempts, a.comm_ids, a.root_ip, a.root_port,
                   a.root_on_local_net, a.virtual_bootstrap_iface, a.version_groups, a.driver_known,
-                  a.low_memlock, a.buffsize, a.out_of_memory, a.call, a.result) ==
+                  a.low_memlock, a.buffsize, a.out_of_memory, a.call, a.result, a.message) ==
              std::tie(b.cause, b.subsystem, b.err, b.socket_ifname, b.address, b.bus_id, b.host,
                       b.nccl_text, b.failed_loads, b.interfaces_known, b.interface_list, b.shm_call,
                       b.shm_call_traced, b.attempts, b.comm_ids, b.root_ip, b.root_port,
                       b.root_on_local_net, b.virtual_bootstrap_iface, b.version_groups,
-                      b.driver_known, b.low_memlock, b.buffsize, b.out_of_memory, b.call,
-                      b.result) &&
+                      b.driver_known, b.low_memlock, b.buffsize, b.out_of_memory, b.call, b.result,
+                      b.message) &&
          shm(a) == shm(b) && cuda(a) == cuda(b) && memlock(a) == memlock(b) &&
          a.sharing == b.sharing;
 }
@@ -414,23 +415,55 @@ std::optional<Cause> InfiniBand(const InitEvidence& r, const std::vector<std::st
   return c;
 }
 
+// The first text a message of the catalogue (logs/message_catalogue.h)
+// names a cause in, and that message; causes[0] empty takes any cause that
+// init forensics files under a subsystem. Messages of a running job are not
+// evidence of a failed init.
+const CatalogueMessage* Catalogued(const std::vector<std::string>& texts,
+                                   std::initializer_list<const char*> causes,
+                                   const std::string** text) {
+  for (const std::string& t : texts) {
+    const CatalogueMessage* m = FindMessage(t);
+    if (m == nullptr || m->phase == MessagePhase::kRuntime || *CauseOf(*m).subsystem == '\0')
+      continue;
+    for (const char* c : causes) {
+      if (*c == '\0' || absl::string_view(c) == m->cause) {
+        *text = &t;
+        return m;
+      }
+    }
+  }
+  return nullptr;
+}
+
 std::optional<Cause> Fabric(const std::vector<std::string>& texts) {
-  const std::string* text =
-      FindText(texts, {"system not yet initialized", "NVLS", "NVLink SHARP", "abric Manager",
-                       "fabric manager", "IMEX", "cuMulticast"});
-  if (text == nullptr) return std::nullopt;
+  const std::string* text = nullptr;
+  const CatalogueMessage* m = Catalogued(texts, {"fabric"}, &text);
+  if (m == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kFabric, "fabric");
   c.facts.nccl_text = *text;
+  c.facts.message = m->id;
   return c;
 }
 
 std::optional<Cause> PeerToPeer(const std::vector<std::string>& texts) {
-  const std::string* text =
-      FindText(texts, {"P2P/IPC", "cudaIpcOpenMemHandle", "peer access", "peer mapping",
-                       "cuMemImportFromShareableHandle", "IPC handle"});
-  if (text == nullptr) return std::nullopt;
+  const std::string* text = nullptr;
+  const CatalogueMessage* m = Catalogued(texts, {"p2p"}, &text);
+  if (m == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kPeerToPeer, "p2p");
   c.facts.nccl_text = *text;
+  c.facts.message = m->id;
+  return c;
+}
+
+// Any other cause the catalogue names, with its subsystem.
+std::optional<Cause> OtherCatalogued(const std::vector<std::string>& texts) {
+  const std::string* text = nullptr;
+  const CatalogueMessage* m = Catalogued(texts, {""}, &text);
+  if (m == nullptr) return std::nullopt;
+  Cause c = Of(InitCause::kCatalogued, CauseOf(*m).subsystem);
+  c.facts.nccl_text = *text;
+  c.facts.message = m->id;
   return c;
 }
 
@@ -497,6 +530,7 @@ std::optional<Cause> Classify(const InitEvidence& r, const JobFacts& job, bool* 
   if (auto c = Fabric(texts)) return c;
   if (auto c = PeerToPeer(texts)) return c;
   if (auto c = CudaFailure(r, texts)) return c;
+  if (auto c = OtherCatalogued(texts)) return c;
   if (RemoteOnly(r)) {  // it only lost a peer that failed
     *consequence = true;
     return std::nullopt;
@@ -521,6 +555,16 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
   for (const InitEvidence& r : ranks) {
     bool consequence = false;
     std::optional<Cause> c = Classify(r, job, &consequence);
+    if (c && c->facts.message.empty()) {
+      // The catalogue's id of the rank's message that names this subsystem, if one does.
+      for (const std::string& t : Texts(r)) {
+        const CatalogueMessage* m = FindMessage(t);
+        if (m != nullptr && c->facts.subsystem == CauseOf(*m).subsystem) {
+          c->facts.message = m->id;
+          break;
+        }
+      }
+    }
     if (consequence) consequences.insert(r.rank);
     if (!c) continue;
     const int64_t when = std::min(r.FirstFailureNs(), r.end_ns > 0 ? r.end_ns : INT64_MAX);

@@ -152,6 +152,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   p.nccl_version = t.nccl_version;
   p.world_size = t.world_size;
   p.job_id = t.job_id;
+  p.not_seen = t.not_seen;
   p.exe = t.exe;
   p.modules = t.modules;
   p.comms = t.comms;

@@ -60,7 +60,8 @@ struct ProcessFacts {
   TraceFileStats stats;
   uint64_t unparsed = 0;
   uint64_t records = 0;
-  InitEvidence init;  // what its NCCL initialisation left behind
+  InitEvidence init;                       // what its NCCL initialisation left behind
+  std::vector<NcclNotSeenEvent> not_seen;  // NCCL code the shim could not see into
 
   const ModuleInfo* ModuleAt(uint64_t address) const;
   // Whether it did anything on another communicator after its last

@@ -13,30 +13,33 @@
 #include "absl/strings/str_join.h"
 #include "analysis/init_failure.h"
 #include "analysis/nccl_semantics.h"
+#include "logs/message_catalogue.h"
 #include "re2/re2.h"
 
 namespace ncclwatch::decoder {
 namespace {
 
-// The ncclResult_t named in a framework's error text ("unhandled system
-// error", "ncclSystemError"), or -1.
-int ResultFromText(const std::string& t) {
-  static const struct {
-    const char* text;
-    int result;
-  } kResults[] = {
-      {"unhandled cuda error", 1}, {"ncclUnhandledCudaError", 1}, {"unhandled system error", 2},
-      {"ncclSystemError", 2},      {"internal error", 3},         {"ncclInternalError", 3},
-      {"invalid argument", 4},     {"ncclInvalidArgument", 4},    {"invalid usage", 5},
-      {"ncclInvalidUsage", 5},     {"remote process exited", 6},  {"ncclRemoteError", 6}};
-  for (const auto& r : kResults)
-    if (absl::StrContains(t, r.text)) return r.result;
-  return -1;
+// A message of the catalogue that init forensics explains (a cause with a
+// subsystem whose finding is an init failure).
+bool InitMessage(const CatalogueMessage* m) {
+  return m != nullptr && m->phase != MessagePhase::kRuntime &&
+         CauseOf(*m).kind == FindingKind::kInitFailure;
 }
 
-bool NcclErrorLine(const std::string& t) {
-  return absl::StrContains(t, "NCCL error") || absl::StrContains(t, "DistBackendError") ||
-         (ResultFromText(t) >= 0 && absl::StrContains(t, "nccl"));
+// Whether a line of a process is evidence for init forensics: what a process
+// reported while its init ran, or, for a process the logs only know from
+// such lines (no host:pid, no Init line), what can only come from an init.
+bool InitEvidenceLine(const LogProcess& p, const LogLine& l) {
+  const CatalogueMessage* m = l.message;
+  if (l.level != LogLine::kWarn && !InitMessage(m) && !NcclErrorText(l.text)) return false;
+  if (m != nullptr && m->phase == MessagePhase::kRuntime) return false;
+  if (p.host.empty() && !p.init_started) {
+    // Nothing tells when it was printed: a message of either phase is left
+    // to what it names apart from init, unless only init forensics names it.
+    return m == nullptr || m->phase == MessagePhase::kInit ||
+           CauseOf(*m).kind == FindingKind::kInitFailure;
+  }
+  return !p.init_complete || l.order < p.init_complete_order;
 }
 
 // A thing the logs show after (or apart from) initialisation.
@@ -50,6 +53,8 @@ struct Event {
   LogFacts facts;  // the kind's facts (cause, xid, bus id, memory, signal)
 };
 
+// Hardware and resources first, then init, the framework's own checks,
+// deaths, mismatches, and last the timeouts and teardowns they cause.
 int Priority(const Finding& f) {
   switch (f.kind) {
     case FindingKind::kGpuFault:
@@ -60,22 +65,36 @@ int Priority(const Finding& f) {
       return 2;
     case FindingKind::kCudaIpcFailure:
       return 3;
+    case FindingKind::kNetworkError:
+      return 4;
     case FindingKind::kInitFailure: {
       const auto* init = std::get_if<InitFailureFacts>(&f.facts);
-      return init != nullptr && init->subsystem == "waiting" ? 10 : 4;
+      return init != nullptr && init->subsystem == "waiting" ? 15 : 5;
     }
-    case FindingKind::kRankDied:
-      return 5;
-    case FindingKind::kCudaError:
+    case FindingKind::kRendezvousFailure:
       return 6;
-    case FindingKind::kCollectiveMismatch:
+    case FindingKind::kDdpUsage:
       return 7;
-    case FindingKind::kMissingRank:
-      return 8;
-    case FindingKind::kWatchdogTimeout:
+    case FindingKind::kRankDied: {
+      // A peer lost (a closed connection, NCCL's remote error, RAS) is what
+      // the others saw of a failure: after everything that could be it.
+      const auto* log = std::get_if<LogFacts>(&f.facts);
+      const bool lost_peer = log != nullptr && (log->cause == LogCause::kLostPeer ||
+                                                log->cause == LogCause::kCatalogued);
+      return lost_peer ? 12 : 8;
+    }
+    case FindingKind::kCudaError:
       return 9;
-    default:
+    case FindingKind::kCollectiveMismatch:
+      return 10;
+    case FindingKind::kMissingRank:
       return 11;
+    case FindingKind::kTeardownHang:
+      return 13;
+    case FindingKind::kWatchdogTimeout:
+      return 14;
+    default:
+      return 16;
   }
 }
 
@@ -119,7 +138,7 @@ class LogDiagnoser {
       e.process = static_cast<int>(i);
       e.rank = p.rank;
       e.host = p.host;
-      e.pid = static_cast<uint32_t>(p.pid);
+      e.pid = p.pid < 0 ? 0 : static_cast<uint32_t>(p.pid);  // 0: no pid in the logs
       e.nccl_version = p.nccl_version;
       e.cuda_runtime_version = p.cuda_runtime;
       e.env = p.env;
@@ -131,9 +150,9 @@ class LogDiagnoser {
       for (size_t idx : p.lines) {
         const LogLine& l = log_.lines()[idx];
         e.end_ns = std::max(e.end_ns, When(l));
-        const bool during_init = !p.init_complete || l.order < p.init_complete_order;
+        const bool evidence = InitEvidenceLine(p, l);
         if (l.level == LogLine::kWarn) {
-          if (during_init) {
+          if (evidence) {
             e.warnings.push_back(l.text);
             e.failures.push_back({When(l), "", -1, l.text, false});
           }
@@ -143,8 +162,8 @@ class LogDiagnoser {
             last_error_next = false;
           }
           if (absl::StrContains(l.text, "Last error:")) last_error_next = true;
-          if (during_init && NcclErrorLine(l.text)) {
-            e.failures.push_back({When(l), "", ResultFromText(l.text), l.text, false});
+          if (evidence) {
+            e.failures.push_back({When(l), "", NcclResultFromText(l.text), l.text, false});
           }
         }
       }
@@ -182,13 +201,92 @@ class LogDiagnoser {
 
   void Add(Event e) { events_.push_back(std::move(e)); }
 
+  // A line that a message of the catalogue names: an event of the message's
+  // cause (init causes are init forensics' to report, from the evidence).
+  void Catalogued(const LogLine& l, int rank, int64_t when) {
+    const std::string& t = l.text;
+    const CatalogueMessage* m = l.message;
+    if (m == nullptr) return;
+    const MessageCause& cause = CauseOf(*m);
+    if (cause.kind == FindingKind::kInitFailure) return;
+    if (m->error_only && l.level != LogLine::kWarn && !ErrorWords(t)) return;
+    if (absl::string_view(m->cause) == "torch_mismatch") {
+      TorchMismatch(l, rank, when);
+      return;
+    }
+    // The rank the message names ("Rank 0 exhausted all inputs.", "[PG 0
+    // Rank 3]", "but Rank 1 has 42 params"), where no prefix or Init line did.
+    static const LazyRE2 kRankWord = {R"(\bRank (\d+)\b)"};
+    std::string rank_text;
+    int named = -1;
+    if (rank < 0 && RE2::PartialMatch(t, *kRankWord, &rank_text) &&
+        absl::SimpleAtoi(rank_text, &named) && named >= 0 && named < kMaxRanks)
+      rank = named;
+    const absl::string_view name = m->cause;
+    // Uneven inputs: one finding, naming only the ranks that ran out (the
+    // others say that one did, not which).
+    if (name == "uneven" && absl::string_view(m->id) == "torch.join.uneven") rank = -1;
+    const std::string address = MessageAddress(*m, t);
+    const std::string key =
+        name == "uneven" ? "uneven" : absl::StrCat(m->cause, "/", m->id, "/", address);
+    Event e{cause.kind, key, rank, l.process, when, t};
+    // The causes whose findings existed before the catalogue keep their own
+    // facts; every other message is kCatalogued, described by the catalogue.
+    static const struct {
+      const char* cause;
+      LogCause log_cause;
+      const char* memory;
+    } kOwnFacts[] = {
+        {"fabric", LogCause::kFabric, nullptr},
+        {"p2p", LogCause::kCudaIpc, nullptr},
+        {"gpu_failed", LogCause::kGpuFailed, nullptr},
+        {"gpu_oom", LogCause::kGpuOutOfMemory, "gpu"},
+        {"host_oom", LogCause::kHostOutOfMemory, "host"},
+        {"kernel", LogCause::kKernelError, nullptr},
+    };
+    e.facts.cause = LogCause::kCatalogued;
+    for (const auto& own : kOwnFacts) {
+      if (name != own.cause) continue;
+      e.facts.cause = own.log_cause;
+      if (own.memory != nullptr) e.facts.memory = own.memory;
+    }
+    e.facts.message = m->id;
+    if (!address.empty()) e.facts.address = address;
+    // A lost peer is what follows a death: after the deaths the logs name.
+    if (cause.kind == FindingKind::kRankDied) e.when = INT64_MAX - 2;
+    Add(e);
+  }
+
+  // PyTorch's own check (TORCH_DISTRIBUTED_DEBUG=DETAIL): "Rank 0 is running
+  // collective: CollectiveFingerPrint(OpType=ALLREDUCE, ...), but Rank 2 is
+  // running collective: CollectiveFingerPrint(OpType=BROADCAST, ...)".
+  void TorchMismatch(const LogLine& l, int rank, int64_t when) {
+    static const LazyRE2 kPair = {
+        R"(Rank (\d+) is running collective: (.*?),? but Rank (\d+) is running collective: (.*))"};
+    static const LazyRE2 kOp = {R"(OpType=(\w+))"};
+    std::string a, what_a, b, what_b;
+    Event e{FindingKind::kCollectiveMismatch, "torch_mismatch", rank, l.process, when, l.text};
+    e.facts.cause = LogCause::kTorchMismatch;
+    e.facts.message = "torch.debug.mismatch";
+    int ra = -1, rb = -1;
+    if (RE2::PartialMatch(l.text, *kPair, &a, &what_a, &b, &what_b) && absl::SimpleAtoi(a, &ra) &&
+        absl::SimpleAtoi(b, &rb) && ra >= 0 && rb >= 0 && ra < kMaxRanks && rb < kMaxRanks) {
+      auto op = [](const std::string& what) {
+        std::string o;
+        if (RE2::PartialMatch(what, *kOp, &o)) return o;
+        return what.substr(0, 80);
+      };
+      e.facts.timeouts = {{{ra}, 0, op(what_a), ""}, {{rb}, 0, op(what_b), ""}};
+      e.rank = rb;
+    }
+    Add(e);
+  }
+
   void ScanLines() {
     // RE2: linear in the line, whatever it holds. Numbers are taken as text
     // and converted with a check: digits that overflow are no number here.
     static const LazyRE2 kXid = {
         R"(Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})[^)]*\): (\d+))"};
-    static const LazyRE2 kHostOom = {
-        R"((?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\))"};
     static const LazyRE2 kRemote = {R"(Connection closed by remote peer ([^\s,]+))"};
     static const LazyRE2 kSignalRank = {
         R"(rank (\d+)\b.*?(?:died of|exited on|killed by) signal (\d+))"};
@@ -203,10 +301,8 @@ class LogDiagnoser {
       const int64_t when = When(l);
       std::string m1, m2, m3;
       // What a process reported while its NCCL init ran is init forensics' to explain.
-      if (l.process >= 0 && (l.level == LogLine::kWarn || NcclErrorLine(t))) {
-        const LogProcess& p = log_.processes()[l.process];
-        if (!p.init_complete || l.order < p.init_complete_order) continue;
-      }
+      if (l.process >= 0 && InitEvidenceLine(log_.processes()[l.process], l)) continue;
+      bool handled = false;  // by a reader below that measures more than the catalogue
       int xid = 0;
       if (absl::StrContains(t, "Xid") && RE2::PartialMatch(t, *kXid, &m1, &m2) &&
           absl::SimpleAtoi(m2, &xid)) {
@@ -222,61 +318,10 @@ class LogDiagnoser {
         Add(e);
         continue;
       }
-      for (const char* ecc : {"uncorrectable ECC error encountered", "GPU has fallen off the bus",
-                              "is/are busy or unavailable", "ECC error"}) {
-        if (absl::StrContains(t, ecc)) {
-          Event e{FindingKind::kGpuFault, ecc, rank, l.process, when, t};
-          e.facts.cause = LogCause::kGpuFailed;
-          Add(e);
-          break;
-        }
-      }
-      if (absl::StrContains(t, "out of memory") || absl::StrContains(t, "OutOfMemoryError") ||
-          absl::StrContains(t, "Failed to CUDA calloc")) {
-        Event e{FindingKind::kOutOfMemory, "gpu", rank, l.process, when, t};
-        e.facts.memory = "gpu";
-        e.facts.cause = LogCause::kGpuOutOfMemory;
-        Add(e);
-      } else if (RE2::PartialMatch(t, *kHostOom) || absl::StrContains(t, "oom-kill")) {
-        Event e{FindingKind::kOutOfMemory, "host", rank, l.process, when, t};
-        e.facts.memory = "host";
-        e.facts.cause = LogCause::kHostOutOfMemory;
-        Add(e);
-      }
-      for (const char* fabric : {"NVLS", "NVLink SHARP", "abric Manager", "fabric manager",
-                                 "system not yet initialized", "cuMulticast", "IMEX", "NVSwitch"}) {
-        if (absl::StrContains(t, fabric) &&
-            (l.level == LogLine::kWarn || absl::StrContains(t, "rror"))) {
-          Event e{FindingKind::kNvlinkFabric, "fabric", rank, l.process, when, t};
-          e.facts.cause = LogCause::kFabric;
-          Add(e);
-          break;
-        }
-      }
-      for (const char* ipc :
-           {"P2P/IPC", "cudaIpcOpenMemHandle", "peer access", "peer mapping resources",
-            "cuMemImportFromShareableHandle", "IPC handle"}) {
-        if (absl::StrContains(t, ipc) &&
-            (l.level == LogLine::kWarn || absl::StrContains(t, "rror") ||
-             absl::StrContains(t, "failed"))) {
-          Event e{FindingKind::kCudaIpcFailure, "ipc", rank, l.process, when, t};
-          e.facts.cause = LogCause::kCudaIpc;
-          Add(e);
-          break;
-        }
-      }
-      for (const char* kernel : {"illegal memory access", "unspecified launch failure",
-                                 "misaligned address", "device-side assert"}) {
-        if (absl::StrContains(t, kernel)) {
-          Event e{FindingKind::kCudaError, kernel, rank, l.process, when, t};
-          e.facts.cause = LogCause::kKernelError;
-          Add(e);
-          break;
-        }
-      }
       if (absl::StrContains(t, "Connection closed by remote peer") &&
           RE2::PartialMatch(t, *kRemote, &m1)) {
         remote_closed_.push_back({rank, m1});
+        handled = true;
       }
       // The launcher's word on a rank that died.
       if (RE2::PartialMatch(t, *kTorchRank, &m1) && !absl::SimpleAtoi(m1, &torch_rank))
@@ -307,14 +352,18 @@ class LogDiagnoser {
         e.facts.signo = signo;
         e.facts.cause = LogCause::kLauncherDeath;
         Add(e);
+        handled = true;
       }
+      if (!handled) Catalogued(l, rank, when);
     }
   }
 
   void Watchdogs(std::vector<Finding>* causes) {
+    // Whole or cut: a watchdog line may end anywhere after the op's name.
     static const LazyRE2 kWatchdog = {
-        R"(Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(-?\d+), NumelOut=(-?\d+))?, Timeout\(ms\)=(\d+)\))"};
-    static const LazyRE2 kRankWord = {R"(\[Rank (\d+)\])"};
+        R"(Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(-?\d+), NumelOut=(-?\d+))?(?:.*?Timeout\(ms\)=(\d+))?)"};
+    // "[Rank 3]", "[PG 0 Rank 3]", "[PG ID 0 PG GUID 0(default_pg) Rank 3]"
+    static const LazyRE2 kRankWord = {R"(\[(?:PG [^\]]*)?Rank (\d+)\])"};
     struct Timeout {
       uint64_t seq;
       std::string op;
@@ -338,6 +387,7 @@ class LogDiagnoser {
       by_rank[rank] = {seq, op, numel, When(l), timeout_ms};
     }
     if (by_rank.empty()) return;
+    watchdog_read_ = true;
     std::map<std::tuple<uint64_t, std::string, std::string>, std::vector<int>> groups;
     int64_t first = INT64_MAX;
     for (const auto& [rank, t] : by_rank) {
@@ -409,7 +459,8 @@ class LogDiagnoser {
     Facts(w).cause = LogCause::kWatchdogTimeout;
     for (const auto& [g, ranks] : groups) Facts(w).timeouts.push_back(timeout(g, ranks));
     w.when_ns = first + 1;
-    Facts(w).timeout_ms = by_rank.begin()->second.timeout_ms;
+    if (!by_rank.begin()->second.timeout_ms.empty())
+      Facts(w).timeout_ms = by_rank.begin()->second.timeout_ms;
     causes->push_back(w);
     if (!unseen.empty()) {
       Finding n;
@@ -423,7 +474,11 @@ class LogDiagnoser {
 
   void GroupEvents(std::vector<Finding>* causes) {
     std::map<std::pair<FindingKind, std::string>, std::vector<const Event*>> groups;
-    for (const Event& e : events_) groups[{e.kind, e.key}].push_back(&e);
+    for (const Event& e : events_) {
+      // The watchdog's lines read whole say more than the catalogue's word for them.
+      if (watchdog_read_ && e.kind == FindingKind::kWatchdogTimeout) continue;
+      groups[{e.kind, e.key}].push_back(&e);
+    }
     for (const auto& [key, es] : groups) {
       Finding x;
       x.kind = key.first;
@@ -434,7 +489,10 @@ class LogDiagnoser {
         when = std::min(when, e->when);
       }
       x.ranks.assign(ranks.begin(), ranks.end());
-      const Event& first = *es.front();
+      // The words of the first event that names its rank (it says more),
+      // else of the first.
+      auto named = std::find_if(es.begin(), es.end(), [](const Event* e) { return e->rank >= 0; });
+      const Event& first = named != es.end() ? **named : *es.front();
       LogFacts facts = first.facts;
       facts.line = first.text;
       x.facts = std::move(facts);
@@ -476,7 +534,12 @@ class LogDiagnoser {
     // Errors the logs show but nothing above explains.
     if (causes->empty()) {
       for (const LogLine& l : log_.lines()) {
-        if (l.level != LogLine::kWarn && !NcclErrorLine(l.text)) continue;
+        // NCCL's warnings, its errors in a framework's words, and any line
+        // that names NCCL with an error word: never "healthy".
+        if (l.level != LogLine::kWarn && !NcclErrorText(l.text) &&
+            !(l.level == LogLine::kOther && ErrorWords(l.text) &&
+              (absl::StrContains(l.text, "NCCL") || absl::StrContains(l.text, "nccl"))))
+          continue;
         Finding x;
         x.kind = FindingKind::kLogInsufficient;
         x.role = FindingRole::kRootCause;
@@ -512,6 +575,7 @@ class LogDiagnoser {
   std::vector<Event> events_;
   std::vector<std::pair<int, std::string>> remote_closed_;
   std::vector<Finding> notes_;
+  bool watchdog_read_ = false;  // Watchdogs() read PyTorch's timeout lines
 };
 
 }  // namespace

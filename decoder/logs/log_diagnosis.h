@@ -14,9 +14,19 @@
 //   collective_mismatch, missing_rank, watchdog_timeout
 //                     from PyTorch's watchdog lines: ranks that timed out in
 //                     different collectives, ranks that never timed out, or
-//                     all in the same one
-// Hardware and resource failures come first as root causes, then init
-// failures, deaths, and last the timeouts they cause. Where the logs cannot
+//                     all in the same one (or a line of it cut short, or only
+//                     its stack frames)
+// and every other message of the catalogue (message_catalogue.h) as its
+// cause's finding: network_error (IB completion errors, async events),
+// rendezvous_failure (TCPStore, c10d/etcd rendezvous: address and side),
+// ddp_usage (unused parameters, a gradient ready twice, different models),
+// collective_mismatch PyTorch's own check found, missing_rank for uneven
+// inputs, teardown_hang, rank_died for a peer NCCL lost. Messages that only
+// init forensics can explain (a loader's missing NCCL symbol, IB verbs) go
+// to it as the process's evidence.
+// Hardware and resource failures come first as root causes, then init and
+// rendezvous failures, the framework's usage errors, deaths, mismatches, and
+// last the timeouts and teardowns they cause. Where the logs cannot
 // tell, a note says so and what to collect.
 
 #ifndef NCCLWATCH_DECODER_LOGS_LOG_DIAGNOSIS_H_

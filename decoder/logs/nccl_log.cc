@@ -14,6 +14,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "logs/message_catalogue.h"
 #include "re2/re2.h"
 
 namespace ncclwatch::decoder {
@@ -22,36 +24,45 @@ namespace {
 // Patterns on log text go through RE2: linear time, and no recursion that a
 // long line could drive through the stack (std::regex's did, at ~40 KiB).
 
-// Launcher prefixes, each giving a rank; several may stack ("[default3]:[rank3]:").
+// Launcher prefixes that give a rank. Anywhere in the line: whatever
+// precedes one (a timestamp, a Kubernetes or Ray prefix, the file name grep
+// -r adds) is a prefix too, and several may stack ("[default3]:[rank3]:").
 bool StripTag(std::string* line, int* rank) {
-  static const LazyRE2 kTags[] = {
-      {R"(\[rank ?(\d+)\]:? ?)"},               // PyTorch "[rank3]:", jobrun "[rank 3] "
-      {R"(\[default(\d+)\]:)"},                 // torchrun --tee
-      {R"(\[\d+,(\d+)\]<std(?:out|err)>: ?)"},  // mpirun --tag-output
-      {R"((\d+): )"},                           // srun --label
-  };
-  if (line->empty() ||
-      !(line->front() == '[' || std::isdigit(static_cast<unsigned char>(line->front()))))
-    return false;
-  for (const LazyRE2& re : kTags) {
-    re2::StringPiece rest(*line);
-    re2::StringPiece digits;
-    if (RE2::Consume(&rest, *re, &digits)) {  // anchored at the start
+  static const LazyRE2 kTags = {
+      R"(\[rank ?(\d+)\]:? ?|\[default(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>: ?)"};
+  static const LazyRE2 kSrun = {R"((\d+): )"};  // srun --label, at the start only
+  if (line->find('[') != std::string::npos) {
+    re2::StringPiece text(*line), groups[4];
+    if (kTags->Match(text, 0, text.size(), RE2::UNANCHORED, groups, 4)) {
+      const re2::StringPiece digits = !groups[1].empty()   ? groups[1]
+                                      : !groups[2].empty() ? groups[2]
+                                                           : groups[3];
       int r = -1;
       if (absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &r) && r < kMaxRanks)
         *rank = r;
-      *line = std::string(rest.data(), rest.size());
+      const size_t end = static_cast<size_t>(groups[0].data() - line->data()) + groups[0].size();
+      line->erase(0, end);
       return true;
     }
   }
-  return false;
+  if (line->empty() || !std::isdigit(static_cast<unsigned char>(line->front()))) return false;
+  re2::StringPiece rest(*line), digits;
+  if (!RE2::Consume(&rest, *kSrun, &digits)) return false;
+  int r = -1;
+  if (absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &r) && r < kMaxRanks)
+    *rank = r;
+  *line = std::string(rest.data(), rest.size());
+  return true;
 }
 
-// "[2025-01-31 12:00:00]" or "[2025-01-31 12:00:00.123456]", as UTC nanoseconds.
+// A date and time anywhere in the line ("[2025-01-31 12:00:00]", NCCL's
+// default since 2.23; "2025-01-31T12:00:00.123Z" from Kubernetes or a
+// launcher; "2025-01-31 12:00:00,123" from Python's logging), as UTC
+// nanoseconds; 0 when none.
 int64_t Timestamp(const std::string& line) {
-  if (line.find('[') == std::string::npos) return 0;
+  if (line.find('-') == std::string::npos) return 0;
   static const LazyRE2 kTs = {
-      R"(\[(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\])"};
+      R"((\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?)"};
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
   std::string frac;
   // Every field has at most 9 digits: they cannot overflow.
@@ -96,6 +107,34 @@ std::optional<T> Number(absl::string_view digits) {
 }
 
 }  // namespace
+
+// The ncclResult_t named in a framework's error text ("unhandled system
+// error", "ncclSystemError"), or -1.
+int32_t NcclResultFromText(const std::string& t) {
+  static const struct {
+    const char* text;
+    int result;
+  } kResults[] = {
+      {"unhandled cuda error", 1}, {"ncclUnhandledCudaError", 1}, {"unhandled system error", 2},
+      {"ncclSystemError", 2},      {"internal error", 3},         {"ncclInternalError", 3},
+      {"invalid argument", 4},     {"ncclInvalidArgument", 4},    {"invalid usage", 5},
+      {"ncclInvalidUsage", 5},     {"remote process exited", 6},  {"ncclRemoteError", 6}};
+  for (const auto& r : kResults)
+    if (absl::StrContains(t, r.text)) return r.result;
+  return -1;
+}
+
+bool NcclErrorText(const std::string& t) {
+  return absl::StrContains(t, "NCCL error") || absl::StrContains(t, "NCCL failure") ||
+         absl::StrContains(t, "DistBackendError") ||
+         (NcclResultFromText(t) >= 0 &&
+          (absl::StrContains(t, "nccl") || absl::StrContains(t, "NCCL")));
+}
+
+bool LooksLikeError(const LogLine& l) {
+  if (l.message != nullptr && CauseOf(*l.message).kind == FindingKind::kInitFailure) return true;
+  return NcclErrorText(l.text);
+}
 
 int32_t ParseNcclVersion(const std::string& text) {
   static const LazyRE2 kVersion = {R"((\d+)\.(\d+)\.(\d+))"};
@@ -264,6 +303,23 @@ void NcclLog::NoteInfo(LogProcess& p, const std::string& text, uint64_t order) {
   }
 }
 
+namespace {
+
+// "host:pid:tid [dev] file.cc:12 (func) " just before NCCL's level word: the
+// prefix NCCL prints, every part optional except host:pid:tid. A pid or tid
+// may be redacted ("<pid>", "XXXX"): then the host is kept, the pid is -1.
+bool NcclPrefix(absl::string_view before, std::string* host, int* pid) {
+  static const LazyRE2 kPrefix = {
+      R"(([^\s\[\]:]+):(\d+|<?[A-Za-z_*-]+>?):(?:\d+|<?[A-Za-z_*-]+>?) (?:\[-?\d*\] )?(?:\S+:\d+ )?(?:\(\S*\) )?$)"};
+  std::string pid_text;
+  if (!RE2::PartialMatch(re2::StringPiece(before.data(), before.size()), *kPrefix, host, &pid_text))
+    return false;
+  if (!absl::SimpleAtoi(pid_text, pid) || *pid < 0) *pid = -1;
+  return true;
+}
+
+}  // namespace
+
 void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts) {
   while (!raw.empty() && (raw.back() == '\r' || raw.back() == ' ')) raw.pop_back();
   if (raw.empty()) return;
@@ -271,35 +327,56 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
   line.source = source;
   line.number = number;
   line.order = lines_.size();
-  for (int i = 0; i < 3 && StripTag(&raw, &line.tagged_rank); ++i) {
-  }
   if (int64_t ts = Timestamp(raw)) {
     *last_ts = ts;
     timestamps_ = true;
   }
   line.when_ns = *last_ts;
-  const size_t at = raw.find(" NCCL ");
-  if (at != std::string::npos) {
-    static const LazyRE2 kNccl = {
-        R"(([^\s\[\]]+):(\d+):(\d+) (?:\[(\d+)\] )?(?:[^\s]+:\d+ )?NCCL (WARN|INFO|CALL|TRACE)(?: (.*))?$)"};
-    std::string host, pid_text, level;
-    re2::StringPiece message;
-    if (RE2::PartialMatch(raw, *kNccl, &host, &pid_text, nullptr, nullptr, &level, &message)) {
-      int pid = -1;
-      (void)absl::SimpleAtoi(pid_text, &pid);
+  for (int i = 0; i < 3 && StripTag(&raw, &line.tagged_rank); ++i) {
+  }
+  // NCCL's lines: "NCCL WARN"/"NCCL INFO" anywhere, with host:pid:tid before
+  // it when the line kept it; before 2.4 (and in NCCL's forks) the level
+  // came without the NCCL word, after "host:pid:tid [dev]" or a source file.
+  static const LazyRE2 kLevel = {R"(\bNCCL (WARN|INFO|CALL|TRACE|ABORT)\b ?)"};
+  static const LazyRE2 kLegacy = {
+      R"((?:[^\s\[\]:]+:\d+:\d+ \[-?\d+\] (?:\S+:\d+ )?(WARN|INFO)|(?:^|\s)[\w./+-]+\.(?:cu|cc|c|cpp|h):\d+ (WARN))\b ?)"};
+  re2::StringPiece text(raw), groups[3];
+  bool found = false;
+  if (raw.find("NCCL ") != std::string::npos &&
+      kLevel->Match(text, 0, text.size(), RE2::UNANCHORED, groups, 2)) {
+    found = true;
+  } else if ((raw.find("WARN") != std::string::npos || raw.find("INFO") != std::string::npos) &&
+             kLegacy->Match(text, 0, text.size(), RE2::UNANCHORED, groups, 3)) {
+    if (groups[1].empty()) groups[1] = groups[2];
+    found = true;
+  }
+  if (found) {
+    const size_t level_at = static_cast<size_t>(groups[1].data() - raw.data());
+    const size_t end = static_cast<size_t>(groups[0].data() - raw.data()) + groups[0].size();
+    std::string host;
+    int pid = -1;
+    absl::string_view before = absl::string_view(raw).substr(0, level_at);
+    absl::ConsumeSuffix(&before, "NCCL ");
+    const bool prefixed = NcclPrefix(before, &host, &pid);
+    line.level = groups[1] == "WARN" || groups[1] == "ABORT" ? LogLine::kWarn : LogLine::kInfo;
+    line.text = raw.substr(end);
+    // INFO lines are most of a log and none is an error; NCCL's RAS reports
+    // the peers it declares dead in them.
+    if (line.level == LogLine::kWarn || absl::StartsWith(line.text, "RAS "))
+      line.message = FindMessage(line.text);
+    ++nccl_lines_;
+    if (prefixed) {
       line.process = ProcessFor(host, pid, source);
-      line.level = level == "WARN" ? LogLine::kWarn : LogLine::kInfo;
-      line.text = std::string(message.data(), message.size());
-      ++nccl_lines_;
       LogProcess& p = processes_[line.process];
       if (line.tagged_rank >= 0 && p.rank < 0) p.rank = line.tagged_rank;
       if (line.level == LogLine::kInfo) NoteInfo(p, line.text, line.order);
       p.lines.push_back(lines_.size());
-      lines_.push_back(std::move(line));
-      return;
     }
+    lines_.push_back(std::move(line));
+    return;
   }
   line.text = std::move(raw);
+  line.message = FindMessage(line.text);
   lines_.push_back(std::move(line));
 }
 
@@ -352,7 +429,7 @@ void NcclLog::Finish() {
     if (l.process >= 0) continue;
     // "NCCL version ..." without a prefix (2.19 on): the process whose NCCL
     // lines follow it in the same file.
-    const bool version = absl::StartsWith(l.text, "NCCL version ");
+    const bool version = l.level == LogLine::kOther && absl::StrContains(l.text, "NCCL version ");
     if (version) l.process = next_process[i];
     if (l.process < 0 && l.tagged_rank >= 0) {
       auto it = by_rank.find(l.tagged_rank);
@@ -365,7 +442,33 @@ void NcclLog::Finish() {
     if (l.process >= 0) {
       LogProcess& p = processes_[l.process];
       p.lines.push_back(i);
-      if (version) NoteInfo(p, l.text, l.order);
+      if (version || l.level == LogLine::kInfo) NoteInfo(p, l.text, l.order);
+    }
+  }
+  // A log with no NCCL prefix at all (a pasted fragment, a framework's error
+  // output): its WARN lines and errors still belong to some process. One is
+  // made for each launcher rank (or file, when untagged), with no host or pid.
+  if (by_host_pid_.empty()) {
+    std::map<std::pair<int, int>, int> anonymous;  // (file, rank) -> process
+    bool after_last_error = false;  // PyTorch puts NCCL's last error on the line after
+    for (size_t i = 0; i < lines_.size(); ++i) {
+      LogLine& l = lines_[i];
+      const bool last_error = absl::StrContains(l.text, "Last error:");
+      const bool take = l.level == LogLine::kWarn || l.level == LogLine::kInfo ||
+                        LooksLikeError(l) || last_error || after_last_error;
+      after_last_error = last_error;
+      if (l.process >= 0 || !take) continue;
+      auto [it, fresh] = anonymous.emplace(std::make_pair(l.source, l.tagged_rank),
+                                           static_cast<int>(processes_.size()));
+      if (fresh) {
+        LogProcess p;
+        p.source = l.source;
+        p.rank = l.tagged_rank;
+        processes_.push_back(p);
+      }
+      l.process = it->second;
+      processes_[l.process].lines.push_back(i);
+      if (l.level == LogLine::kInfo) NoteInfo(processes_[l.process], l.text, l.order);
     }
   }
   for (LogProcess& p : processes_) std::sort(p.lines.begin(), p.lines.end());

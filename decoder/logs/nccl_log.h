@@ -1,18 +1,27 @@
 // NcclLog: plain NCCL_DEBUG logs and a job's error output, read as hostile
 // input, into lines attributed to processes.
 //
-// What it understands, across NCCL 2.7 to 2.30:
+// What it understands, across NCCL 2.0 to 2.32:
 //   host:pid:tid [dev] NCCL INFO message
-//   host:pid:tid [dev] file.cc:123 NCCL WARN message     (a blank line before it)
-//   [2025-01-31 12:00:00] host:pid:tid ...               (NCCL_DEBUG_TIMESTAMP_*, WARN by default
-//   since 2.23) NCCL version 2.28.9+cuda13.0                         (no prefix since 2.19; INFO
-//   before)
-// with any launcher prefix in front: "[rank3]:" (PyTorch), "[default3]:"
-// (torchrun --tee), "3: " (srun --label), "[1,3]<stderr>:" (mpirun
-// --tag-output), "[rank 3] " (jobrun). Lines that are not NCCL's (a Python
+//   host:pid:tid [dev] file.cc:123 NCCL WARN message       (a blank line before it)
+//   host:pid:tid [dev] file.cc:123 (function) NCCL WARN ... (2.32)
+//   [2025-01-31 12:00:00] host:pid:tid ...                 (NCCL_DEBUG_TIMESTAMP_*, WARN by
+//                                                           default since 2.23)
+//   host:pid:tid [dev] misc/ibvwrap.cu:61 WARN message     (before 2.4: no NCCL word)
+//   NCCL version 2.28.9+cuda13.0                           (no prefix since 2.19; INFO before)
+// and what people paste of it: "NCCL WARN" found anywhere in a line,
+// host:pid:tid optional (a pid redacted to "<pid>" keeps the host, pid -1),
+// "file.cu:61 WARN ..." alone, a line cut anywhere. Whatever precedes a line
+// is a prefix: launchers' rank tags ("[rank3]:" PyTorch, "[default3]:"
+// torchrun --tee, "3: " srun --label, "[1,3]<stderr>:" mpirun --tag-output,
+// "[rank 3] " jobrun) are found after timestamps in any ISO form and after
+// Kubernetes, Ray or grep -r prefixes. Lines that are not NCCL's (a Python
 // traceback, PyTorch's watchdog, the launcher's exit report, dmesg) are kept
 // as "other" lines, attributed to a process by their prefix or, in a file
-// that holds one process's lines, to that process.
+// that holds one process's lines, to that process. A log with no NCCL
+// prefix at all (a fragment) gets one process per rank tag (or file), with
+// no host or pid, for its WARN lines and errors. Each WARN and other line is
+// matched once against the message catalogue (message_catalogue.h).
 //
 // Several ranks may be interleaved in one file or spread over many.
 // Thread-safety: single-threaded.
@@ -27,6 +36,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "logs/message_catalogue.h"
 #include "trace/socket_address.h"
 
 namespace ncclwatch::decoder {
@@ -52,6 +62,10 @@ struct LogLine {
   int process = -1;      // index into NcclLog::processes(), -1 when unknown
   int tagged_rank = -1;  // from a launcher prefix
   std::string text;      // the message (after "NCCL WARN "), or the whole line without its prefix
+  // The catalogue's message the text holds (logs/message_catalogue.h), found
+  // once as the line is read; never looked for in INFO lines (NCCL's INFO
+  // lines are most of a log, and none of them is an error).
+  const CatalogueMessage* message = nullptr;
 };
 
 struct LogProcess {
@@ -104,6 +118,15 @@ class NcclLog {
   bool timestamps_ = false;
   uint64_t bytes_read_ = 0;  // of all files, at most kMaxLogBytes
 };
+
+// The ncclResult_t a framework's error text names ("unhandled system error",
+// "ncclSystemError"), or -1.
+int32_t NcclResultFromText(const std::string& text);
+// Whether a line that is not NCCL's reports an NCCL error ("NCCL error in:
+// ...", DistBackendError, XLA's "NCCL operation ... failed: ...").
+bool NcclErrorText(const std::string& text);
+// The same, or a message of the catalogue that init forensics explains.
+bool LooksLikeError(const LogLine& line);
 
 // 21803 from "2.18.3"; 0 when not a version.
 int32_t ParseNcclVersion(const std::string& text);

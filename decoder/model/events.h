@@ -128,6 +128,16 @@ struct ProcessEndEvent {
   int32_t exit_code = -1;
 };
 
+// NCCL code in the process the shim could not see into (trace.proto NcclNotSeen).
+struct NcclNotSeenEvent {
+  uint64_t order = 0;
+  uint64_t t = 0;
+  uint32_t reason = 0;  // 1 linked in, 2 RTLD_DEEPBIND, 3 a second libnccl, 4 no slot left,
+                        // 5 NCCL's code active, no call seen
+  std::string path;
+  bool calls_seen = false;  // the shim had seen NCCL calls when it was written
+};
+
 struct ModuleInfo {
   std::string path;
   uint64_t base = 0;

@@ -60,6 +60,7 @@ struct ProcessTrace {
   std::vector<NcclErrorEvent> errors;
   std::vector<CudaCallEvent> cuda_calls;  // memory-sharing CUDA calls
   InventoryInfo inventory;
+  std::vector<NcclNotSeenEvent> not_seen;  // what the shim could not see
   // Completion and liveness (the shim's watcher threads).
   std::vector<CompletionTrackingEvent> tracking;
   std::vector<ProgressEvent> progress;

@@ -396,7 +396,7 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
         if (!ReadVarint(q, end, &v)) return false;
         thread = static_cast<uint32_t>(v);
       } else if (((number >= f::record::kProcessStart && number <= f::record::kLastBody) ||
-                  number == f::record::kCudaCall) &&
+                  number == f::record::kCudaCall || number == f::record::kNcclNotSeen) &&
                  wire_type == 2) {
         if (!ReadVarint(q, end, &v) || v > static_cast<uint64_t>(end - q)) return false;
         body_kind = number;
@@ -795,6 +795,29 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       }
       ok = r.ok();
       if (ok) p.errors.push_back(std::move(e));
+      break;
+    }
+    case f::record::kNcclNotSeen: {
+      NcclNotSeenEvent e;
+      e.order = order;
+      e.t = t;
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::nccl_not_seen::kReason:
+            if (Varint(x)) e.reason = static_cast<uint32_t>(x.value);
+            break;
+          case f::nccl_not_seen::kPath:
+            if (Bytes(x)) e.path = Str(x);
+            break;
+          case f::nccl_not_seen::kCallsSeen:
+            if (Varint(x)) e.calls_seen = x.value != 0;
+            break;
+          default:
+            break;
+        }
+      }
+      ok = r.ok();
+      if (ok) p.not_seen.push_back(std::move(e));
       break;
     }
     case f::record::kCompletionTracking: {

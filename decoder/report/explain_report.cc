@@ -37,7 +37,8 @@ void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d,
 void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d,
                              const UnreadableFiles& unreadable, std::ostream& out) {
   std::set<std::string> hosts;
-  for (const LogProcess& p : log.processes()) hosts.insert(p.host);
+  for (const LogProcess& p : log.processes())
+    if (!p.host.empty()) hosts.insert(p.host);  // lines without NCCL's prefix name none
   out << Headline(d.findings, d.problem) << "\n";
   out << absl::StrFormat("ncclwatch explain: %d file%s, %d NCCL process%s on %d host%s\n",
                          log.sources().size(), log.sources().size() == 1 ? "" : "s",

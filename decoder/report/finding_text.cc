@@ -1,6 +1,7 @@
 #include "report/finding_text.h"
 
 #include <algorithm>
+#include <set>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -84,6 +85,14 @@ std::string Title(const Finding& f) {
       return "PyTorch watchdog timeout";
     case FindingKind::kLogInsufficient:
       return "the logs cannot tell";
+    case FindingKind::kNetworkError:
+      return "the network failed under the job";
+    case FindingKind::kRendezvousFailure:
+      return "the framework's rendezvous failed";
+    case FindingKind::kDdpUsage:
+      return "DistributedDataParallel misused";
+    case FindingKind::kTeardownHang:
+      return "the job hung in teardown";
     case FindingKind::kUnreadableTraces:
       return "unreadable traces";
     case FindingKind::kDuplicateTraces:
@@ -92,6 +101,8 @@ std::string Title(const Finding& f) {
       return "PCIe ACS redirects GPU peer traffic";
     case FindingKind::kConfigSkew:
       return "the ranks are set up differently";
+    case FindingKind::kNcclNotVisible:
+      return "NCCL the shim could not see";
   }
   return KindName(f.kind);
 }
@@ -373,6 +384,59 @@ void Render(const Finding& f, const SetupFacts& x, const CallSiteNamer&, Finding
       "pin NCCL_SOCKET_IFNAME to an interface every node has";
 }
 
+void Render(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&, FindingText* t) {
+  std::vector<std::string> parts;
+  std::set<std::string> fixes;
+  for (const NcclNotVisibleFacts::Item& i : x.items) {
+    const std::string who = absl::StrCat(i.rank >= 0 ? absl::StrCat("rank ", i.rank, " (") : "(",
+                                         "pid ", i.pid, " on ", i.host, ")");
+    switch (i.reason) {
+      case 1:
+        parts.push_back(absl::StrCat(who, ": NCCL is linked into ", i.path,
+                                     ", whose own calls to it may never reach the shim"));
+        fixes.insert(
+            "link NCCL dynamically (libnccl.so.2; for PyTorch, the nvidia-nccl wheel, "
+            "USE_SYSTEM_NCCL=1) so its calls can be seen");
+        break;
+      case 2:
+        parts.push_back(absl::StrCat(who, ": ", i.path,
+                                     " was loaded with RTLD_DEEPBIND, so its calls to NCCL may "
+                                     "bind to NCCL directly"));
+        fixes.insert("load it without RTLD_DEEPBIND");
+        break;
+      case 3:
+        parts.push_back(absl::StrCat(who, ": a second NCCL library, ", i.path,
+                                     ", is loaded; calls that reach it through the dynamic linker "
+                                     "go to the first one's wrappers"));
+        fixes.insert("load one libnccl.so.2 per process");
+        break;
+      case 4:
+        parts.push_back(absl::StrCat(who, ": dlsym found NCCL in ", i.path,
+                                     ", one library more than the shim keeps apart; its calls "
+                                     "are not recorded"));
+        fixes.insert("load fewer NCCL libraries in one process");
+        break;
+      case 5:
+        parts.push_back(absl::StrCat(who, ": the code of ", i.path,
+                                     " made system calls before the shim saw any NCCL call, so "
+                                     "NCCL was reached some way the shim does not see"));
+        fixes.insert(
+            "call NCCL through the dynamic linker or a pointer from dlsym/dlvsym, not one found "
+            "otherwise");
+        break;
+      default:
+        parts.push_back(absl::StrCat(who, ": NCCL code the shim cannot see (", i.path, ")"));
+        break;
+    }
+  }
+  t->detail = absl::StrCat(
+      "the shim could not see into all of the NCCL these processes used, so calls may be missing "
+      "from their traces and a healthy verdict does not cover them: ",
+      absl::StrJoin(parts, "; "));
+  t->fix = absl::StrJoin(fixes, "; ");
+  if (t->fix.empty()) t->fix = "run the job with an NCCL the shim can see";
+}
+
 void Render(const Finding&, const std::monostate&, const CallSiteNamer&, FindingText*) {}
 
 }  // namespace
@@ -409,6 +473,14 @@ const char* KindName(FindingKind kind) {
       return "watchdog_timeout";
     case FindingKind::kLogInsufficient:
       return "log_insufficient";
+    case FindingKind::kNetworkError:
+      return "network_error";
+    case FindingKind::kRendezvousFailure:
+      return "rendezvous_failure";
+    case FindingKind::kDdpUsage:
+      return "ddp_usage";
+    case FindingKind::kTeardownHang:
+      return "teardown_hang";
     case FindingKind::kMissingTraces:
       return "missing_traces";
     case FindingKind::kUnreadableTraces:
@@ -419,6 +491,8 @@ const char* KindName(FindingKind kind) {
       return "p2p_path";
     case FindingKind::kConfigSkew:
       return "config_skew";
+    case FindingKind::kNcclNotVisible:
+      return "nccl_not_visible";
   }
   return "unknown";
 }

@@ -3,6 +3,7 @@
 
 #include "report/init_text.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 
@@ -12,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "analysis/gpu_sharing_failure.h"
 #include "analysis/nccl_semantics.h"
+#include "logs/message_catalogue.h"
 #include "report/finding_text.h"
 #include "report/names.h"
 
@@ -311,23 +313,22 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
       *detail = absl::StrFormat(
           ": the NVLink fabric (NVSwitch, NVLS multicast) was not usable during init: %s",
           x.nccl_text);
-      *fix =
-          "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
-          "(systemctl "
-          "status nvidia-fabricmanager; nvidia-smi -q | grep -i -A2 fabric); NCCL_NVLS_ENABLE=0 "
-          "works around NVLS "
-          "meanwhile";
+      *fix = CauseNamed("fabric")->fix;
       return;
     case InitCause::kPeerToPeer:
       *detail = absl::StrFormat(
           " could not map another local GPU's memory (P2P / CUDA IPC) during init: %s",
           x.nccl_text);
-      *fix =
-          "check GPU peer access on the node (nvidia-smi topo -m; ACS/IOMMU settings in a VM), run "
-          "containers with "
-          "--ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 works "
-          "around it (slower)";
+      *fix = CauseNamed("p2p")->fix;
       return;
+    case InitCause::kCatalogued: {
+      // The catalogue's words for the message (logs/message_catalogue.h).
+      const CatalogueMessage* m = MessageById(x.message);
+      if (m == nullptr) break;
+      *detail = absl::StrFormat(" %s: %s", m->meaning, x.nccl_text);
+      *fix = CauseOf(*m).fix;
+      return;
+    }
     case InitCause::kCuda:
       *detail =
           absl::StrFormat(": a CUDA call failed during NCCL init: %s",
@@ -394,7 +395,10 @@ void RenderInitFailure(const Finding& f, const InitFailureFacts& x, FindingText*
   }
   // The ranks, or the processes by pid where no rank is known; the sentence
   // starts with them.
+  // pid 0: a process explain knows only from lines without a prefix.
+  const bool no_pids = std::all_of(x.pids.begin(), x.pids.end(), [](uint32_t p) { return p == 0; });
   const std::string noun = !f.ranks.empty() ? RanksOrProcess(f.ranks)
+                           : no_pids        ? "a process of the job (the logs name no rank or pid)"
                            : x.pids.size() == 1
                                ? absl::StrCat("the process (pid ", x.pids[0], ")")
                                : absl::StrCat("processes ", absl::StrJoin(x.pids, ", "));

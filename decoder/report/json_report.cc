@@ -49,6 +49,20 @@ std::string Strings(const std::vector<std::string>& v) {
 // A finding's kind-specific facts, after the common fields.
 void WriteFacts(const Finding&, const std::monostate&, const CallSiteNamer&, std::ostream&) {}
 void WriteFacts(const Finding&, const MissingTracesFacts&, const CallSiteNamer&, std::ostream&) {}
+void WriteFacts(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  static const char* const kReasons[] = {"unknown",        "linked_in",  "deepbind",
+                                         "second_library", "slots_full", "active_unseen"};
+  out << ",\"not_visible\":[";
+  for (size_t i = 0; i < x.items.size(); ++i) {
+    const NcclNotVisibleFacts::Item& it = x.items[i];
+    out << (i ? "," : "") << "{\"pid\":" << it.pid << ",\"host\":" << JsonString(it.host)
+        << ",\"rank\":" << it.rank << ",\"reason\":\"" << kReasons[it.reason < 6 ? it.reason : 0]
+        << "\",\"path\":" << JsonString(it.path)
+        << ",\"calls_seen\":" << (it.calls_seen ? "true" : "false") << "}";
+  }
+  out << "]";
+}
 void WriteFacts(const Finding&, const UnreadableTracesFacts&, const CallSiteNamer&, std::ostream&) {
 }
 void WriteFacts(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&,
@@ -107,6 +121,7 @@ void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&,
         << ",\"shm_size\":" << Num(x.shm->shm_size) << ",\"shm_free\":" << Num(x.shm->shm_free);
   }
   if (x.address) out << ",\"address\":" << Str(*x.address);
+  if (!x.message.empty()) out << ",\"message\":" << JsonString(x.message);
   if (x.bus_id) out << ",\"bus_id\":" << Str(*x.bus_id);
   if (x.versions) out << ",\"versions\":" << Strings(*x.versions);
   if (x.cuda)
@@ -150,6 +165,8 @@ void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, std::os
   if (x.signo) out << ",\"signal\":" << JsonString(SignalName(*x.signo));
   if (x.timeout_ms) out << ",\"timeout_ms\":" << *x.timeout_ms;
   if (x.peer) out << ",\"peer\":" << JsonString(*x.peer);
+  if (!x.message.empty()) out << ",\"message\":" << JsonString(x.message);
+  if (x.address) out << ",\"address\":" << JsonString(*x.address);
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "analysis/nccl_semantics.h"
+#include "logs/message_catalogue.h"
 #include "report/names.h"
 
 namespace ncclwatch::decoder {
@@ -60,13 +62,6 @@ XidInfo Xid(int xid) {
   }
 }
 
-constexpr char kHardwareFix[] =
-    "take the GPU (or node) out of the job: check it with nvidia-smi -q -d ECC,ROW_REMAPPER and "
-    "dmesg, reset it "
-    "(nvidia-smi -r, or reboot the node) and report the Xid to the cluster's administrators; "
-    "restart the job from "
-    "its last checkpoint without that GPU";
-
 // "ALLREDUCE(numel=4096) #17"
 std::string Describe(const LogFacts::Timeout& t) {
   return absl::StrCat(t.op, t.numel.empty() ? "" : absl::StrCat("(numel=", t.numel, ")"), " #",
@@ -82,7 +77,7 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
       const XidInfo info = Xid(xid);
       *head = absl::StrFormat("GPU %s reported Xid %d: %s", x.bus_id.value_or(""), xid, info.what);
       *fix = info.hardware
-                 ? kHardwareFix
+                 ? CauseNamed("gpu_failed")->fix
                  : "this Xid usually follows a fault in the program's own kernel: run the failing "
                    "rank "
                    "under compute-sanitizer, and check dmesg for an Xid 79/48/94/95 before it";
@@ -90,48 +85,27 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
     }
     case LogCause::kGpuFailed:
       *head = absl::StrCat("the GPU failed: ", x.line);
-      *fix = kHardwareFix;
+      *fix = CauseNamed("gpu_failed")->fix;
       return true;
     case LogCause::kGpuOutOfMemory:
       *head = absl::StrCat("ran out of GPU memory: ", x.line);
-      *fix =
-          "reduce the memory per GPU (batch size, activation checkpointing, sharding) or leave "
-          "room for NCCL's "
-          "buffers (created at init, and by each new communicator): lower NCCL_BUFFSIZE, or set "
-          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+      *fix = CauseNamed("gpu_oom")->fix;
       return true;
     case LogCause::kHostOutOfMemory:
       *head = absl::StrCat("was killed by the kernel's out-of-memory killer: ", x.line);
-      *fix =
-          "give the job more host memory (the container's memory limit), or use less: fewer "
-          "data-loader "
-          "workers, pinned-memory buffers, or CPU offload";
+      *fix = CauseNamed("host_oom")->fix;
       return true;
     case LogCause::kFabric:
       *head = absl::StrCat("NVLink fabric (NVLS/NVSwitch) setup failed: ", x.line);
-      *fix =
-          "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
-          "(systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -i fabric); "
-          "NCCL_NVLS_ENABLE=0 works "
-          "around NVLS while it is fixed";
+      *fix = CauseNamed("fabric")->fix;
       return true;
     case LogCause::kCudaIpc:
       *head = absl::StrCat("could not map another local GPU's memory (P2P/CUDA IPC): ", x.line);
-      *fix =
-          "check GPU peer access on the node (nvidia-smi topo -m; ACS and IOMMU settings in a VM), "
-          "give "
-          "containers --ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 "
-          "works "
-          "around it (through host memory, slower)";
+      *fix = CauseNamed("p2p")->fix;
       return true;
     case LogCause::kKernelError:
       *head = absl::StrCat("hit a CUDA error in a kernel: ", x.line);
-      *fix =
-          "a kernel of the program (or of a library) faulted: rerun that rank with "
-          "CUDA_LAUNCH_BLOCKING=1 "
-          "or under compute-sanitizer to find it; if dmesg shows a hardware Xid with it, treat it "
-          "as a GPU "
-          "fault";
+      *fix = CauseNamed("kernel")->fix;
       return true;
     case LogCause::kLauncherDeath: {
       const int signo = x.signo.value_or(0);
@@ -159,6 +133,32 @@ void RenderLogFinding(const Finding& f, const LogFacts& x, FindingText* t) {
     return;
   }
   switch (x.cause) {
+    case LogCause::kCatalogued: {
+      // The catalogue's words for the message (logs/message_catalogue.h).
+      const CatalogueMessage* m = MessageById(x.message);
+      if (m == nullptr) return;
+      // The report ends the sentence; the line's own full stop would double it.
+      t->detail = absl::StrCat(RanksOrUnknown(f.ranks), " ", m->meaning,
+                               x.address ? absl::StrCat(" (", *x.address, ")") : "", ": ",
+                               absl::StripSuffix(x.line, "."));
+      t->detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(t->detail[0])));
+      t->fix = CauseOf(*m).fix;
+      if (!f.ranks.empty()) t->groups.push_back({f.ranks, KindName(f.kind)});
+      return;
+    }
+    case LogCause::kTorchMismatch: {
+      std::vector<std::string> parts;
+      for (const LogFacts::Timeout& g : x.timeouts) {
+        parts.push_back(absl::StrCat(RanksOrUnknown(g.ranks), " ran ", g.op));
+        t->groups.push_back({g.ranks, absl::StrCat("ran ", g.op)});
+      }
+      t->detail = absl::StrCat(
+          "PyTorch's own check (TORCH_DISTRIBUTED_DEBUG=DETAIL) found the ranks in different "
+          "collectives",
+          parts.empty() ? "" : absl::StrCat(": ", absl::StrJoin(parts, "; ")), " (", x.line, ")");
+      t->fix = CauseNamed("torch_mismatch")->fix;
+      return;
+    }
     case LogCause::kLostPeer:
       t->detail =
           absl::StrCat(RanksOrUnknown(x.who), " lost the connection to a peer (",

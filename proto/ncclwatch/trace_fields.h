@@ -216,6 +216,15 @@ enum CudaFunction : uint32_t {
   kCudaDeviceEnablePeerAccess = 50,
   kCudaDeviceCanAccessPeer = 51,
 };
+// Record bodies 50-54: what the shim knows it cannot see.
+namespace record {
+constexpr uint32_t kNcclNotSeen = 50;
+}
+namespace nccl_not_seen {
+constexpr uint32_t kReason = 1, kPath = 2, kCallsSeen = 3;
+constexpr uint32_t kLinkedIn = 1, kDeepBind = 2, kSecondLibrary = 3, kSlotsFull = 4,
+                   kActiveUnseen = 5;
+}  // namespace nccl_not_seen
 
 }  // namespace ncclwatch::fields
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/nccl_code.h"
+#include "core/nccl_visibility.h"
 #include "core/tracer.h"
 
 namespace ncclwatch::shim {
@@ -33,14 +34,15 @@ struct SysCallEvent {
   const void* caller = nullptr;
 };
 
-// Tracing, without starting the tracer: a libc call made before the shim's
-// constructor ran is simply not recorded.
-inline bool TracingNow() { return __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kTracing; }
-
 // Whether a call deserves a record: it came from NCCL's code, or it failed
 // on a thread that is inside an NCCL init or teardown call.
+// Without a trace file (no NCCL call seen yet), a call from NCCL's code is
+// only noted (core/nccl_visibility.h: ACTIVE_UNSEEN).
 inline bool WantSysCall(const void* caller, bool failed) {
-  if (!TracingNow()) return false;
+  if (!TracingNow()) {
+    NoteUntracedCall(caller);
+    return false;
+  }
   if (FromNccl(caller)) return true;
   return failed && ThisThread().in_call != 0;
 }

@@ -180,14 +180,40 @@ void RecordNewModules() {
   dl_iterate_phdr(ModuleCallback, nullptr);
 }
 
-void StopTracing() { __atomic_store_n(&g_tracer_state, kOff, __ATOMIC_RELEASE); }
+void TracerForkChild() {
+  // A child forked while another thread created the file sees kInitializing
+  // forever (that thread is not in the child): off, too.
+  if (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) != kArmed)
+    __atomic_store_n(&g_tracer_state, kOff, __ATOMIC_RELEASE);
+}
+
+void ArmTracer() {
+  const char* on = getenv("NCCLWATCH");
+  const int next = (on != nullptr && strcmp(on, "0") == 0) ? kOff : kArmed;
+  int expected = kUninitialized;
+  __atomic_compare_exchange_n(&g_tracer_state, &expected, next, false, __ATOMIC_ACQ_REL,
+                              __ATOMIC_ACQUIRE);
+}
+
+bool EnsureTracing() {
+  int s = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
+  if (s == kTracing) return true;
+  if (s == kOff) return false;
+  InitTracer();
+  return __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kTracing;
+}
 
 void InitTracer() {
-  int expected = kUninitialized;
-  if (!__atomic_compare_exchange_n(&g_tracer_state, &expected, kInitializing, false,
-                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-    while (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kInitializing) sched_yield();
-    return;
+  for (;;) {
+    int expected = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
+    if (expected == kInitializing) {
+      while (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kInitializing) sched_yield();
+      return;
+    }
+    if (expected != kUninitialized && expected != kArmed) return;
+    if (__atomic_compare_exchange_n(&g_tracer_state, &expected, kInitializing, false,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      break;
   }
   const int saved_errno = errno;
   int final_state = kOff;

@@ -7,6 +7,15 @@
 // lock, no system call, async-signal-safe, errno as NCCL left it, once the
 // real function is resolved (see real_nccl.h for the first call). The
 // communicator create/destroy hooks also record modules and query NCCL.
+//
+// This file is compiled once more for each library slot (real_nccl.h):
+// nccl_hooks_slot<k>.cc define NCCLWATCH_SLOT k and include it, which makes
+// the same hooks, hidden, in namespace ncclwatch_slot<k>, forwarding to
+// slot k's table: the wrappers dlsym hands out for another NCCL.
+
+#ifndef NCCLWATCH_SLOT
+#define NCCLWATCH_SLOT 0
+#endif
 
 #include <dlfcn.h>
 #include <nccl.h>
@@ -25,10 +34,24 @@
 using namespace ncclwatch::shim;  // NOLINT: this file is the shim's NCCL surface
 namespace f = ncclwatch::fields;
 
+#define NCCLWATCH_CAT2(a, b) a##b
+#define NCCLWATCH_CAT(a, b) NCCLWATCH_CAT2(a, b)
+
+#if NCCLWATCH_SLOT == 0
 #define NCCLWATCH_API(ret, func, ...)                                                       \
   extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__);                  \
   extern "C" __attribute__((visibility("default"), alias(#func))) ret p##func(__VA_ARGS__); \
   extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__)
+#define NCCLWATCH_HOOK(name) ::name
+#else
+#define NCCLWATCH_SLOT_NS NCCLWATCH_CAT(ncclwatch_slot, NCCLWATCH_SLOT)
+#define NCCLWATCH_API(ret, func, ...) \
+  namespace NCCLWATCH_SLOT_NS {       \
+  ret func(__VA_ARGS__);              \
+  }                                   \
+  ret NCCLWATCH_SLOT_NS::func(__VA_ARGS__)
+#define NCCLWATCH_HOOK(name) ::NCCLWATCH_SLOT_NS::name
+#endif
 
 #define CALLER __builtin_return_address(0)
 
@@ -108,8 +131,8 @@ void FirstInit() {
   LoadedVersions v;
   if (auto get_version = NCCLWATCH_REAL(ncclGetVersion)) get_version(&v.nccl);
   Dl_info info;
-  if (g_real.ncclGetVersion != nullptr &&
-      dladdr(reinterpret_cast<void*>(g_real.ncclGetVersion), &info) != 0) {
+  if (NCCLWATCH_TABLE.ncclGetVersion != nullptr &&
+      dladdr(reinterpret_cast<void*>(NCCLWATCH_TABLE.ncclGetVersion), &info) != 0) {
     v.nccl_path = info.dli_fname;
   }
   v.cuda_driver = CudaDriverVersion();
@@ -580,3 +603,16 @@ NCCLWATCH_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
   REAL_OR_FAIL(ncclRedOpDestroy);
   return Api(real, f::kRedOpDestroy, comm, CALLER, op, comm);
 }
+
+// ------------------------------------------------------------ this slot's wrappers
+
+namespace ncclwatch::shim {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+void* const NCCLWATCH_CAT(g_wrappers_slot, NCCLWATCH_SLOT)[kNcclFunctions] = {
+#define NCCLWATCH_NCCL_FN(name) reinterpret_cast<void*>(&NCCLWATCH_HOOK(name)),
+#include "interpose/nccl_functions.inc"
+#undef NCCLWATCH_NCCL_FN
+};
+#pragma GCC diagnostic pop
+}  // namespace ncclwatch::shim

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/call_records.h"
+#include "core/nccl_visibility.h"
 #include "core/tracer.h"
 #include "core/watcher.h"
 #include "interpose/real_nccl.h"
@@ -78,7 +79,7 @@ uint32_t Disposition(const struct sigaction& a) {
 void OnFatalSignal(int signo, siginfo_t* info, void* context) {
   const int saved = errno;
   const struct sigaction program = g_program_action[signo];
-  if (Tracing()) RecordFatalSignal(signo, info, Disposition(program));
+  if (TracingNow()) RecordFatalSignal(signo, info, Disposition(program));
   switch (Disposition(program)) {
     case 1:  // ignored
       break;
@@ -135,25 +136,31 @@ void InstallSignalHooks() {
   __atomic_store_n(&g_hooks_installed, 1, __ATOMIC_RELEASE);
 }
 
-void OnForkChild() { StopTracing(); }
+void OnForkChild() { TracerForkChild(); }
 
 // Runs inside exit(), also the one libc makes when main returns (which does
 // not go through the exit() hook): it is told the exit status.
 void OnExit(int status, void*) {
-  if (Tracing()) {
+  CheckNcclVisibility();  // what loaded since the last look, and may not have been seen
+  if (TracingNow()) {
     FinalPoll();
     RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, status);
   }
 }
 
+// Arms the tracer (the file comes with the first NCCL call: core/tracer.h)
+// and installs the process hooks whenever the shim is on, so that a process
+// traced later still has its signals and exit recorded. Then looks at the
+// modules loaded with the program for NCCL code it cannot see.
 __attribute__((constructor)) void NcclwatchStart() {
-  InitTracer();
+  ArmTracer();
   ResolveRealNccl();
   ResolveLibc();
-  if (Tracing()) {
+  if (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) != kOff) {
     InstallSignalHooks();
     pthread_atfork(nullptr, nullptr, OnForkChild);
     g_on_exit_registered = on_exit(OnExit, nullptr) == 0;
+    CheckNcclVisibility();
   }
 }
 
@@ -161,7 +168,7 @@ __attribute__((constructor)) void NcclwatchStart() {
 // shim's constructor registered OnExit), so this records an end with an
 // unknown status only when OnExit will not run.
 __attribute__((destructor)) void NcclwatchStop() {
-  if (!g_on_exit_registered && Tracing())
+  if (!g_on_exit_registered && TracingNow())
     RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, -1);
 }
 
@@ -206,7 +213,8 @@ __attribute__((visibility("default"))) sighandler_t signal(int signum,
 }
 
 __attribute__((visibility("default"), noreturn)) void exit(int status) noexcept {
-  if (Tracing()) {
+  CheckNcclVisibility();  // what loaded since the last look, and may not have been seen
+  if (TracingNow()) {
     FinalPoll();
     RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, status);
   }
@@ -217,7 +225,7 @@ __attribute__((visibility("default"), noreturn)) void exit(int status) noexcept 
 }
 
 __attribute__((visibility("default"), noreturn)) void _exit(int status) {
-  if (Tracing()) RecordProcessEnd(ncclwatch::fields::process_end::kHowUnderscoreExit, status);
+  if (TracingNow()) RecordProcessEnd(ncclwatch::fields::process_end::kHowUnderscoreExit, status);
   ResolveLibc();
   if (g_real_underscore_exit != nullptr) g_real_underscore_exit(status);
   syscall(SYS_exit_group, status);  // no libc to ask: end the process directly
@@ -225,7 +233,7 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status) {
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status) noexcept {
-  if (Tracing()) RecordProcessEnd(ncclwatch::fields::process_end::kHowUnderscoreExit, status);
+  if (TracingNow()) RecordProcessEnd(ncclwatch::fields::process_end::kHowUnderscoreExit, status);
   ResolveLibc();
   if (g_real_big_exit != nullptr) g_real_big_exit(status);
   syscall(SYS_exit_group, status);

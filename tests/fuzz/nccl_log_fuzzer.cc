@@ -5,7 +5,9 @@
 // over files as a job's are.
 //
 // Seeds: seeds/logs/, lines from NCCL, PyTorch, launchers and dmesg as the
-// unit tests quote them.
+// unit tests quote them, and files of the corpus of real text
+// (tests/data/logs/) without their header lines; nccl_log.dict holds the
+// message catalogue's words.
 
 #include <stddef.h>
 #include <stdint.h>

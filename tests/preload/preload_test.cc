@@ -201,6 +201,32 @@ TEST_CASE("NCCLWATCH=0 is a pure pass-through: no file at all", "[preload]") {
   CHECK(t.collectives.size() == 3);
 }
 
+TEST_CASE("a process that never calls NCCL leaves no file, even at exit or killed",
+          "[preload][lazy]") {
+  jobs::TempDir dir;
+  jobs::JobSpec spec;
+  spec.argv = {"/bin/true"};
+  spec.env = Traced(dir.path());
+  jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.error.empty());
+  CHECK(r.ranks.at(0).exit_code == 0);
+  // A shell (fork, exec, signals), a program dying of a signal, a program
+  // exiting non-zero: none of them touched NCCL.
+  spec.argv = {"/bin/sh", "-c", "/bin/true; /bin/false; exit 3"};
+  r = jobs::RunJob(spec);
+  REQUIRE(r.error.empty());
+  CHECK(r.ranks.at(0).exit_code == 3);
+  spec.argv = {"/bin/sh", "-c", "kill -SEGV $$"};
+  r = jobs::RunJob(spec);
+  REQUIRE(r.error.empty());
+  CHECK(r.ranks.at(0).signal == SIGSEGV);
+  CHECK(TraceFiles(dir.path()).empty());
+  // The same preload on a program that calls NCCL once, at its end, is traced.
+  const jobs::RankResult traced = RunProbe({"chain"}, Traced(dir.path()));
+  CHECK(traced.exit_code == 0);
+  CheckTracedStartToExit(OnlyTrace(dir.path()), "preload_probe");
+}
+
 TEST_CASE("a folder that cannot be used: one warning line, the job runs untraced", "[preload]") {
   const jobs::RankResult plain = RunProbe({"api"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
   const jobs::RankResult r = RunProbe({"api"}, Traced("/proc/ncclwatch-cannot-be-here"));
@@ -401,11 +427,8 @@ TEST_CASE("dlopen under the shim searches the caller's RUNPATH, as without it",
   INFO(plain.output << "\n---\n" << traced.output);
   CHECK(plain.output.find("sibling answered 42") != std::string::npos);
   CHECK(traced.output == plain.output);
-  // The shim traced the process; the program's own dlopen is not NCCL's, so
-  // it is not recorded.
-  const ProcessTrace t = OnlyTrace(dir.path());
-  CheckTracedStartToExit(t, "dlopen_origin_main");
-  CHECK(t.syscalls.empty());
+  // The program never calls NCCL: no trace file.
+  CHECK(TraceFiles(dir.path()).empty());
 }
 
 TEST_CASE("dlvsym under the shim answers as without it, whoever asks", "[preload][dlopen]") {
@@ -491,6 +514,7 @@ TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[pre
                                                 "mmap",
                                                 "mmap64",
                                                 "dlopen",
+                                                "dlsym",
                                                 "dlvsym"};
     // The CUDA memory-sharing functions a program calls directly, and the
     // driver lookups whose results are wrapped (interpose/cuda_hooks.cc).
@@ -506,5 +530,5 @@ TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[pre
     CHECK(intercepted);
   }
   CHECK(cuda_exports == 11);
-  CHECK(exported == 2 * 41 + 28 + cuda_exports);
+  CHECK(exported == 2 * 41 + 29 + cuda_exports);
 }

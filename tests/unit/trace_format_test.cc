@@ -495,3 +495,26 @@ TEST_CASE("the CudaCall and P2P-path constants are trace.proto's", "[format]") {
   CHECK(number(b, "bdf") == f::inventory::pci_bridge::kBdf);
   CHECK(number(b, "acs_ctrl") == f::inventory::pci_bridge::kAcsCtrl);
 }
+
+TEST_CASE("NcclNotSeen: the shim's field numbers and reasons are trace.proto's", "[format]") {
+  const google::protobuf::FieldDescriptor* body =
+      pb::Record::descriptor()->FindFieldByName("nccl_not_seen");
+  REQUIRE(body != nullptr);
+  CHECK(static_cast<uint32_t>(body->number()) == f::record::kNcclNotSeen);
+  const auto* d = pb::NcclNotSeen::descriptor();
+  CHECK(static_cast<uint32_t>(d->FindFieldByName("reason")->number()) == f::nccl_not_seen::kReason);
+  CHECK(static_cast<uint32_t>(d->FindFieldByName("path")->number()) == f::nccl_not_seen::kPath);
+  CHECK(static_cast<uint32_t>(d->FindFieldByName("calls_seen")->number()) ==
+        f::nccl_not_seen::kCallsSeen);
+  const auto* reason = pb::NcclNotSeen::Reason_descriptor();
+  CHECK(static_cast<uint32_t>(reason->FindValueByName("LINKED_IN")->number()) ==
+        f::nccl_not_seen::kLinkedIn);
+  CHECK(static_cast<uint32_t>(reason->FindValueByName("DEEPBIND")->number()) ==
+        f::nccl_not_seen::kDeepBind);
+  CHECK(static_cast<uint32_t>(reason->FindValueByName("SECOND_LIBRARY")->number()) ==
+        f::nccl_not_seen::kSecondLibrary);
+  CHECK(static_cast<uint32_t>(reason->FindValueByName("SLOTS_FULL")->number()) ==
+        f::nccl_not_seen::kSlotsFull);
+  CHECK(static_cast<uint32_t>(reason->FindValueByName("ACTIVE_UNSEEN")->number()) ==
+        f::nccl_not_seen::kActiveUnseen);
+}

@@ -4,7 +4,8 @@
 //   preload_probe api            calls that fail and calls that succeed, with
 //                                their results, outputs and errno
 //   preload_probe handler        installs its own SIGTERM handler, raises SIGTERM
-//   preload_probe chain          installs handlers twice, checks what sigaction reports
+//   preload_probe chain          installs handlers twice, checks what sigaction reports,
+//                                then calls ncclGetVersion
 //   preload_probe ignore         ignores SIGTERM, raises it, goes on
 //   preload_probe segv           dereferences a null pointer
 //   preload_probe fork           the child of a traced process makes NCCL calls
@@ -13,7 +14,8 @@
 //   preload_probe libc           the C library calls the shim interposes (sockets,
 //                                /dev/shm files), failing and succeeding, then
 //                                an ncclGetUniqueId that makes some of its own
-//   preload_probe dlvsym         dlvsym with RTLD_DEFAULT, RTLD_NEXT and a handle
+//   preload_probe dlvsym         dlvsym and dlsym with RTLD_DEFAULT, RTLD_NEXT and a
+//                                handle, then ncclGetVersion
 //
 // Written against the public NCCL and CUDA API only.
 
@@ -148,6 +150,10 @@ int Chain() {
   std::printf("signal(SIGINT) returned %s\n", prev == SIG_DFL ? "the default" : "something else");
   prev = signal(SIGINT, SIG_DFL);
   std::printf("then %s\n", prev == HandlerA ? "A" : "something else");
+  // Then NCCL, which makes the trace file: the shim's handlers were in
+  // front from the start, before there was a file.
+  int version = 0;
+  ncclGetVersion(&version);
   return 0;
 }
 
@@ -300,6 +306,16 @@ int Dlvsym() {
   std::printf("handle getpid is getpid: %d\n",
               dlvsym(libc, "getpid", "GLIBC_2.2.5") == reinterpret_cast<void*>(&getpid));
   std::printf("handle wrong version found: %d\n", dlvsym(libc, "getpid", "NOSUCH_1.0") != nullptr);
+  // The same through dlsym.
+  std::printf("dlsym RTLD_DEFAULT getpid is getpid: %d\n",
+              dlsym(RTLD_DEFAULT, "getpid") == reinterpret_cast<void*>(&getpid));
+  std::printf("dlsym RTLD_NEXT getpid found: %d\n", dlsym(RTLD_NEXT, "getpid") != nullptr);
+  std::printf("dlsym handle getpid is getpid: %d\n",
+              dlsym(libc, "getpid") == reinterpret_cast<void*>(&getpid));
+  std::printf("dlsym handle nosuch found: %d\n", dlsym(libc, "ncclwatch_nosuch") != nullptr);
+  // An NCCL call, so that the process is traced (the file comes with the first).
+  int version = 0;
+  std::printf("ncclGetVersion -> %d\n", static_cast<int>(ncclGetVersion(&version)));
   return 0;
 }
 

@@ -1,0 +1,453 @@
+#include "logs/message_catalogue.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "re2/re2.h"
+#include "re2/set.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+// ------------------------------------------------------------ the causes
+
+const MessageCause kCauses[] = {
+    {"network", FindingKind::kInitFailure, "network",
+     "set NCCL_SOCKET_IFNAME on every rank to the interface that reaches the other nodes (ip -br "
+     "addr on each node), or unset it"},
+    {"bootstrap", FindingKind::kInitFailure, "bootstrap",
+     "give every rank the same, reachable root address (NCCL_COMM_ID, or the framework's "
+     "MASTER_ADDR/MASTER_PORT), check that nothing blocks the port between the nodes, and pin "
+     "NCCL_SOCKET_IFNAME to the interface the nodes share"},
+    {"shm", FindingKind::kInitFailure, "shm",
+     "give the container a larger /dev/shm (docker run --shm-size=8g, or --ipc=host; on "
+     "Kubernetes an emptyDir with medium: Memory on /dev/shm), or set NCCL_SHM_DISABLE=1"},
+    {"world_size", FindingKind::kInitFailure, "bootstrap",
+     "start every rank with the same world size (WORLD_SIZE, --nnodes x --nproc-per-node, the "
+     "nranks passed to ncclCommInitRank) and a distinct rank, and give each job its own "
+     "NCCL_COMM_ID/MASTER_PORT so two jobs never meet at one root"},
+    {"gpu", FindingKind::kInitFailure, "gpu",
+     "give each rank of a communicator its own GPU: set the device from LOCAL_RANK "
+     "(torch.cuda.set_device(local_rank)) and check CUDA_VISIBLE_DEVICES on every rank"},
+    {"version", FindingKind::kInitFailure, "version",
+     "run one NCCL everywhere, and one that the framework was built for: check "
+     "LD_LIBRARY_PATH/LD_PRELOAD for a second libnccl.so.2, the nvidia-nccl-cu* wheel against "
+     "torch's (python -c 'import torch; print(torch.cuda.nccl.version())'), and that the driver "
+     "is at least as new as the CUDA runtime"},
+    {"driver", FindingKind::kInitFailure, "cuda",
+     "make the GPU driver visible: run the container with the NVIDIA runtime (docker run --gpus "
+     "all, nvidia-container-toolkit), check nvidia-smi inside it and that libcuda.so.1 is on the "
+     "library path"},
+    {"ib", FindingKind::kInitFailure, "ib",
+     "check the HCA with ibstat/ibv_devinfo (port Active, link up), NCCL_IB_HCA, the locked-memory "
+     "limit (ulimit -l unlimited) and that the container sees /dev/infiniband; NCCL_IB_DISABLE=1 "
+     "falls back to sockets"},
+    {"fabric", FindingKind::kNvlinkFabric, "fabric",
+     "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
+     "(systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -i -A2 fabric); "
+     "NCCL_NVLS_ENABLE=0 works around NVLS meanwhile"},
+    {"p2p", FindingKind::kCudaIpcFailure, "p2p",
+     "check GPU peer access on the node (nvidia-smi topo -m; ACS/IOMMU settings in a VM), run "
+     "containers with --ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 "
+     "works around it (slower)"},
+    {"gpu_failed", FindingKind::kGpuFault, "",
+     "take the GPU (or node) out of the job: check it with nvidia-smi -q -d ECC,ROW_REMAPPER and "
+     "dmesg, reset it (nvidia-smi -r, or reboot the node) and report the Xid to the cluster's "
+     "administrators; restart the job from its last checkpoint without that GPU"},
+    {"gpu_oom", FindingKind::kOutOfMemory, "",
+     "reduce the memory per GPU (batch size, activation checkpointing, sharding) or leave room "
+     "for NCCL's buffers (created at init, and by each new communicator): lower NCCL_BUFFSIZE, or "
+     "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"},
+    {"host_oom", FindingKind::kOutOfMemory, "",
+     "give the job more host memory (the container's memory limit), or use less: fewer "
+     "data-loader workers, pinned-memory buffers, or CPU offload"},
+    {"kernel", FindingKind::kCudaError, "",
+     "a kernel of the program (or of a library) faulted: rerun that rank with "
+     "CUDA_LAUNCH_BLOCKING=1 or under compute-sanitizer to find it; if dmesg shows a hardware Xid "
+     "with it, treat it as a GPU fault"},
+    {"cuda", FindingKind::kCudaError, "cuda",
+     "check the GPU and its driver with nvidia-smi (an Xid in dmesg means the GPU needs a reset), "
+     "CUDA_VISIBLE_DEVICES, and that the framework's CUDA matches the driver; rerun with "
+     "CUDA_LAUNCH_BLOCKING=1 to find the failing call"},
+    {"net_runtime", FindingKind::kNetworkError, "",
+     "the fabric between the nodes failed under the job: check the links and switch ports of the "
+     "nodes named (ibstat, ibdiagnet, the switch's port counters, dmesg for mlx5 errors), and "
+     "NCCL_IB_TIMEOUT/NCCL_IB_RETRY_CNT for a congested fabric; move the job off a flapping link"},
+    {"peer_lost", FindingKind::kRankDied, "",
+     "a peer went away: find the rank that died first (its own output, the launcher's exit "
+     "report, dmesg on its node for the OOM killer or an Xid); this rank only lost it"},
+    {"rendezvous", FindingKind::kRendezvousFailure, "",
+     "make every rank use the same MASTER_ADDR and MASTER_PORT (or --rdzv-endpoint), reachable "
+     "from every node, with a port nothing else holds (a previous run may still hold it), and "
+     "the same WORLD_SIZE (--nnodes x --nproc-per-node); check that every rank started"},
+    {"ddp_unused", FindingKind::kDdpUsage, "",
+     "parameters took no part in the loss in this iteration: pass find_unused_parameters=True to "
+     "DistributedDataParallel (or use every parameter, or freeze the unused ones before wrapping); "
+     "TORCH_DISTRIBUTED_DEBUG=DETAIL names them"},
+    {"ddp_ready_twice", FindingKind::kDdpUsage, "",
+     "a parameter got its gradient twice in one backward: reentrant activation checkpointing "
+     "(use use_reentrant=False), a module run twice per step, or shared weights; use "
+     "_set_static_graph() if the graph never changes, or run one forward per backward"},
+    {"ddp_model", FindingKind::kDdpUsage, "",
+     "build the same model on every rank before wrapping it in DistributedDataParallel (the same "
+     "config, the same parameters in the same order, the same shapes); '0 params' on the other "
+     "side means that rank did not answer: look for why it was late or stuck, and for NCCL errors "
+     "before this one"},
+    {"size_mismatch", FindingKind::kCollectiveMismatch, "",
+     "make every rank call the same collectives and sends/receives with the same counts and "
+     "datatypes (a last batch of another size, or a shape computed per rank, is the usual "
+     "cause); TORCH_DISTRIBUTED_DEBUG=DETAIL names the calls"},
+    {"torch_mismatch", FindingKind::kCollectiveMismatch, "",
+     "make every rank call the same collectives in the same order with the same shapes; the "
+     "ranks that differ took another code path at that point"},
+    {"uneven", FindingKind::kMissingRank, "",
+     "give every rank the same number of batches (DistributedSampler with drop_last=True, or the "
+     "same dataset length), or wrap the loop in DDP's join() context manager for uneven inputs"},
+    {"teardown", FindingKind::kTeardownHang, "",
+     "end cleanly on every rank: call destroy_process_group() once all ranks are past their last "
+     "collective (a barrier first), and before exit; a rank that leaves early or hangs in a "
+     "collective blocks the others' teardown (TORCH_NCCL_ASYNC_ERROR_HANDLING=1 aborts instead)"},
+    {"watchdog", FindingKind::kWatchdogTimeout, "",
+     "a timeout is a symptom: a rank stopped calling collectives (it died, hung, or took another "
+     "path); look for the first error of each rank, and TORCH_NCCL_TRACE_BUFFER_SIZE / "
+     "TORCH_DISTRIBUTED_DEBUG=DETAIL name the collective"},
+    {"library", FindingKind::kInitFailure, "version",
+     "load the libnccl.so.2 the framework was built with: remove other NCCL builds from "
+     "LD_LIBRARY_PATH/LD_PRELOAD, or install the matching nvidia-nccl-cu* wheel"},
+};
+
+// ------------------------------------------------------------ the messages
+//
+// Specific before general: the first that matches wins.
+
+const std::vector<CatalogueMessage>& Table() {
+  static const std::vector<CatalogueMessage> table = {
+      // --- NCCL, initialisation
+      {"nccl.bootstrap.no_interface",
+       R"(no socket interface found|NET/Socket ?: no interface found|No usable listening interface)",
+       "NCCL 2.4-2.32 bootstrap.cc / net_socket.cc", MessagePhase::kInit, "network", false,
+       "found no network interface for NCCL's bootstrap (NCCL_SOCKET_IFNAME matches none, or no "
+       "interface is up)",
+       nullptr},
+      {"nccl.bootstrap.invalid_comm_id", R"(Invalid NCCL_COMM_ID)", "NCCL 2.4-2.32 bootstrap.cc",
+       MessagePhase::kInit, "bootstrap", false,
+       "was given an NCCL_COMM_ID that is not an address and port", nullptr},
+      {"nccl.socket.getaddrinfo", R"(error encountered when getting address info)",
+       "NCCL 2.4-2.32 misc/socket.cc", MessagePhase::kInit, "bootstrap", false,
+       "could not resolve the root's host name (NCCL_COMM_ID or MASTER_ADDR)", nullptr},
+      {"nccl.socket.connect",
+       R"([Cc]onnect to \S+ (?:failed|returned)|Call to connect returned|[Cc]onnect(?:ion)? to \S+ timed out|socket(?:Start|Poll)Connect: exceeded (?:retries|timeouts))",
+       "NCCL 2.4-2.32 misc/socket.cc (socketStartConnect, socketPollConnect; 'exceeded "
+       "timeouts' since 2.18, 'exceeded error retry count' since 2.26)",
+       MessagePhase::kAny, "bootstrap", false,
+       "could not connect to another rank or to the bootstrap root",
+       R"([Cc]onnect(?:ion)? to (\S+?)[,\s])"},
+      {"nccl.shm.segment",
+       R"(Error while (?:creating|attaching to) shared memory segment|failed to extend \S*shm|unable to allocate shared memory|Cannot allocate memory.*/dev/shm|/dev/shm.*(?:No space|Cannot allocate))",
+       "NCCL 2.7-2.9 shmutils.cc ('failed to extend'), 2.10-2.32 ('Error while creating/attaching "
+       "to shared memory segment')",
+       MessagePhase::kInit, "shm", false,
+       "could not create NCCL's shared-memory segment in /dev/shm", nullptr},
+      {"nccl.bootstrap.nranks_mismatch", R"(mismatch in (?:rank count|info) from procs)",
+       "NCCL 2.4-2.21 bootstrap.cc ('mismatch in rank count from procs'), 2.22+ ('mismatch in "
+       "info from procs, nranks ...'): the root, on ranks reporting different nranks",
+       MessagePhase::kInit, "world_size", false,
+       "was started with a different number of ranks than the others (nranks disagrees)", nullptr},
+      {"nccl.bootstrap.truncated", R"(Message truncated : received)",
+       "NCCL 2.12-2.30 bootstrap.cc (bootstrapRecv and its peers' exchange)", MessagePhase::kInit,
+       "world_size", false,
+       "received a bootstrap message of another size than it expected: ranks of different jobs, "
+       "sizes or NCCL versions met at one root",
+       nullptr},
+      {"nccl.gpu.duplicate", R"(Duplicate GPU detected|Multiple Ranks are using the same GPU)",
+       "NCCL 2.5-2.28 init.cc ('Duplicate GPU detected'), 2.30 ('Multiple Ranks are using the same "
+       "GPU/Partition')",
+       MessagePhase::kInit, "gpu", false, "shares a GPU with another rank of the same communicator",
+       nullptr},
+      {"nccl.version.mismatch", R"(Mismatched NCCL version|NCCL version mismatch)",
+       "NCCL 2.23-2.30 init.cc ('Mismatched NCCL version detected : rank %d version %d rank %d "
+       "version %d'); before 2.23 a skew shows as a truncated bootstrap message or a hang",
+       MessagePhase::kInit, "version", false, "runs another NCCL version than its peers", nullptr},
+      {"nccl.cuda.driver_insufficient",
+       R"(driver version is insufficient|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)",
+       "NCCL 2.4-2.32 (any CUDA call), CUDA runtime", MessagePhase::kAny, "version", false,
+       "has a CUDA driver older than the CUDA runtime (or none at all)", nullptr},
+      {"nccl.cuda.no_libcuda", R"(Failed to find CUDA library|libcuda\.so[.\d]*: cannot open)",
+       "NCCL 2.13-2.18 misc/cudawrap.cc (real 2.18.3 output in real/)", MessagePhase::kInit,
+       "driver", false,
+       "could not load the GPU driver's library (libcuda.so): no driver in this container or "
+       "machine",
+       nullptr},
+      {"nccl.ib.completion",
+       R"(NET/IB ?: ?Got completion (?:from peer|with error)|NET/IB.*(?:status=|status )(?:12|5)\b|IBV_WC_RETRY_EXC_ERR|transport retry counter exceeded)",
+       "NCCL 2.4-2.32 transport/net_ib.cc (completion with error, with its status since 2.12)",
+       MessagePhase::kRuntime, "net_runtime", false,
+       "got an InfiniBand/RoCE completion error: a message to a peer failed on the fabric "
+       "(status 12 is retries exhausted: a link, a switch, or a peer that went away)",
+       R"(from peer (\S+?)[\s,])"},
+      {"nccl.ib.async_event", R"(Got (?:non-fatal )?async event|NET/IB ?: ?\S+ async fatal event)",
+       "NCCL 2.4-2.21 transport/net_ib.cc ('Got async event : %s', with the device since 2.21), "
+       "2.30 "
+       "net_ib/common.cc "
+       "('async fatal event', 'Got non-fatal async event')",
+       MessagePhase::kRuntime, "net_runtime", false,
+       "got an InfiniBand async event (a port or device error)", nullptr},
+      {"nccl.ib.reg_mr", R"(ibv_reg_mr|ibv_reg_dmabuf_mr)", "NCCL 2.4-2.32 misc/ibvwrap.cc",
+       MessagePhase::kAny, "ib", false,
+       "could not register memory with the InfiniBand HCA (often a low RLIMIT_MEMLOCK)", nullptr},
+      {"nccl.ib.verbs", R"(NET/IB|NET/IBext|Call to ibv_\w+ failed|\bibv_\w+ failed|mlx5)",
+       "NCCL 2.4-2.32 transport/net_ib.cc, misc/ibvwrap.cc", MessagePhase::kInit, "ib", true,
+       "hit an InfiniBand verbs failure", nullptr},
+      {"nccl.fabric.not_initialized", R"(system not yet initialized)",
+       "NCCL 2.17-2.32 transport/nvls.cc (CUDA error 802 from the multicast API)",
+       MessagePhase::kAny, "fabric", false,
+       "found the NVLink fabric not ready (the Fabric Manager has not initialised it)", nullptr},
+      {"nccl.fabric.nvls", R"(NVLS|NVLink SHARP|(?i:fabric manager)|\bIMEX\b|cuMulticast|NVSwitch)",
+       "NCCL 2.17-2.32 transport/nvls.cc, CUDA multicast", MessagePhase::kAny, "fabric", true,
+       "could not use the NVLink fabric (NVSwitch, NVLS multicast)", nullptr},
+      {"nccl.p2p.ipc",
+       R"(P2P/IPC|failed to peer with device|cudaIpcOpenMemHandle|cudaIpcGetMemHandle|peer access|peer mapping|cuMemImportFromShareableHandle|IPC handle)",
+       "NCCL 2.4-2.32 transport/p2p.cc", MessagePhase::kAny, "p2p", true,
+       "could not map another local GPU's memory (P2P / CUDA IPC)", nullptr},
+      // --- NCCL, a running job
+      {"nccl.remote_error", R"(remote process exited or there was a network error|ncclRemoteError)",
+       "NCCL 2.13-2.32 ncclGetErrorString (ncclRemoteError)", MessagePhase::kAny, "peer_lost",
+       false, "lost a peer: NCCL says the remote process exited or the network failed", nullptr},
+      {"nccl.socket.closed", R"(Connection closed by remote peer|Connection reset by peer)",
+       "NCCL 2.4-2.32 misc/socket.cc", MessagePhase::kAny, "peer_lost", false,
+       "lost a socket connection to a peer (the process there died, or the network failed)",
+       R"((?:peer|from) (\S+?<\d+>|\d+\.\d+\.\d+\.\d+:?\d*))"},
+      {"nccl.socket.recv",
+       R"(Call to recv from \S+ failed|socketProgress(?:Opt)?: .*failed|socket progress error|NET/Socket ?: ?socket)",
+       "NCCL 2.10-2.32 misc/socket.cc ('Call to recv from %s failed'), transport/net_socket.cc",
+       MessagePhase::kRuntime, "peer_lost", false, "failed to talk to a peer over a socket",
+       nullptr},
+      {"nccl.proxy.error",
+       R"(\[Service thread\] Error encountered progressing|\[Proxy Service \d+\] Failed to execute operation|Proxy Call to rank \d+ failed|proxyProgress.*failed|\[Proxy Progress\])",
+       "NCCL 2.12-2.32 proxy.cc ('[Proxy Service %d] Failed to execute operation' since 2.12, "
+       "'[Service thread] Error encountered progressing' since 2.17)",
+       MessagePhase::kRuntime, "peer_lost", false,
+       "had its proxy thread fail an operation with a peer (usually a peer that went away)",
+       nullptr},
+      {"nccl.socket.truncated", R"(NET/Socket ?: ?peer \S+ message truncated)",
+       "NCCL 2.12-2.30 transport/net_socket.cc", MessagePhase::kRuntime, "size_mismatch", false,
+       "received more bytes from a peer than the operation expected: the two ranks disagree on "
+       "the operation's size",
+       R"(peer (\S+) message truncated)"},
+      {"nccl.ras.dead_peer", R"(RAS declaring peer \S+ as DEAD)",
+       "NCCL 2.24-2.30 ras/peers.cc (INFO, NCCL_DEBUG_SUBSYS including RAS)",
+       MessagePhase::kRuntime, "peer_lost", false,
+       "was told by NCCL's RAS that a peer stopped answering (declared dead)",
+       R"(peer (\S+) as DEAD)"},
+      // --- loaders and libraries
+      {"loader.nccl_symbol",
+       R"(undefined symbol: nccl\w+|version `?NCCL_[\d.]+'? not found|libnccl\.so[.\d]*: cannot open shared object file|Failed to load NCCL library)",
+       "the dynamic loader (glibc), torch/__init__.py import, vLLM pynccl_wrapper.py",
+       MessagePhase::kInit, "library", false,
+       "loaded an NCCL library that does not fit the framework (a missing symbol or version)",
+       nullptr},
+      // --- PyTorch c10d rendezvous (TCPStore)
+      {"torch.store.client_timeout", R"(The client socket has timed out after)",
+       "PyTorch 2.2+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
+       false,
+       "timed out connecting to the rendezvous store (TCPStore) as a client: nothing answered at "
+       "that address",
+       R"(connect to \(([^,()]+), (\d+)\))"},
+      {"torch.store.client_failed", R"(The client socket has failed to connect to)",
+       "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
+       false,
+       "could not connect to the rendezvous store (TCPStore) as a client (the errno says why: "
+       "refused "
+       "when nothing listens there yet or at a wrong MASTER_ADDR/MASTER_PORT, unreachable or timed "
+       "out when the address is not reachable from this node)",
+       R"(connect to \[?([^\]\s]+?)\]?:(\d+))"},
+      {"torch.store.server_bind",
+       R"(The server socket has failed to (?:listen|bind)|server socket.*(?:EADDRINUSE|[Aa]ddress already in use))",
+       "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
+       false,
+       "could not open the rendezvous store (TCPStore) as its server: the port is taken (another "
+       "job, or a previous run still holding it)",
+       R"(bind to \[?([^\]\s]+?)\]?:(\d+))"},
+      {"torch.store.clients_missing", R"(waiting for clients\. \d+/\d+ clients joined)",
+       "PyTorch 2.0+ torch/csrc/distributed/c10d/TCPStore.cpp", MessagePhase::kInit, "rendezvous",
+       false,
+       "as the rendezvous store's server, waited for every rank and fewer joined: ranks that never "
+       "started, a WORLD_SIZE larger than the ranks launched, or ranks pointed at another "
+       "MASTER_ADDR/PORT",
+       nullptr},
+      {"torch.store.barrier", R"(Timed out initializing process group in store based barrier)",
+       "PyTorch 1.8-2.x torch/distributed/distributed_c10d.py", MessagePhase::kInit, "rendezvous",
+       false,
+       "timed out waiting for all ranks at init_process_group's barrier (the ranks disagree on "
+       "the world size, or some never arrived)",
+       nullptr},
+      {"torch.store.connect_timeout", R"(connect\(\) timed out\. Original timeout was)",
+       "PyTorch 1.x torch/lib/c10d/TCPStore.cpp", MessagePhase::kInit, "rendezvous", false,
+       "timed out connecting to the rendezvous store (TCPStore)", nullptr},
+      {"torch.elastic.rendezvous",
+       R"(RendezvousTimeoutError|RendezvousConnectionError|RendezvousClosedError|The connection to the C10d store has failed|EtcdRendezvous\w*Error|[Ee]tcd.*(?:failed|timed out|[Ee]rror))",
+       "PyTorch 1.9+ torch/distributed/elastic/rendezvous/", MessagePhase::kInit, "rendezvous",
+       false, "failed torchrun's rendezvous (c10d or etcd backend)", nullptr},
+      {"torch.store.error", R"(DistNetworkError|DistStoreError)",
+       "PyTorch 2.1+ torch/distributed (the store's exception types)", MessagePhase::kInit,
+       "rendezvous", false, "failed talking to the rendezvous store (TCPStore)", nullptr},
+      // --- PyTorch DDP and the collectives it checks
+      {"torch.ddp.unused_parameters",
+       R"(Expected to have finished reduction in the prior iteration)",
+       "PyTorch 1.1+ torch/csrc/distributed/c10d/reducer.cpp", MessagePhase::kRuntime, "ddp_unused",
+       false,
+       "started an iteration before DDP had reduced every gradient of the last one: some "
+       "parameters took no part in the loss",
+       nullptr},
+      {"torch.ddp.ready_twice", R"(Expected to mark a variable ready only once)",
+       "PyTorch 1.1+ torch/csrc/distributed/c10d/reducer.cpp", MessagePhase::kRuntime,
+       "ddp_ready_twice", false,
+       "had DDP mark a parameter's gradient ready twice in one backward pass", nullptr},
+      {"torch.ddp.model_mismatch",
+       R"(DDP expects same model across all ranks|appears not to match (?:the )?(?:number|sizes|strides) of (?:the )?(?:model )?param)",
+       "PyTorch 1.9+ torch/csrc/distributed/c10d/comm.cpp, reducer.cpp "
+       "(verify_params_across_processes)",
+       MessagePhase::kInit, "ddp_model", false,
+       "failed DDP's check that every rank holds the same parameters: a different model on some "
+       "rank, or, when the other rank 'has inconsistent 0 params', that rank never took part (it "
+       "was stuck, or the collective that carries the check failed)",
+       nullptr},
+      {"torch.debug.mismatch", R"(Detected mismatch between collectives on ranks)",
+       "PyTorch 1.10+ torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp "
+       "(TORCH_DISTRIBUTED_DEBUG=DETAIL)",
+       MessagePhase::kRuntime, "torch_mismatch", false,
+       "ran a different collective than another rank at the same point (PyTorch's own check)",
+       nullptr},
+      {"torch.join.exhausted", R"(Rank \d+ exhausted all inputs)",
+       "PyTorch 1.10+ torch/distributed/algorithms/join.py (Join with "
+       "throw_on_early_termination)",
+       MessagePhase::kRuntime, "uneven", false,
+       "ran out of inputs before the other ranks (uneven inputs): it left the training loop early",
+       nullptr},
+      {"torch.join.uneven", R"(Detected at least one rank that exhausted inputs)",
+       "PyTorch 1.8+ torch/nn/parallel/distributed.py (join)", MessagePhase::kRuntime, "uneven",
+       false, "ran out of inputs before the other ranks (uneven inputs)", nullptr},
+      // --- PyTorch ProcessGroupNCCL: teardown, watchdog
+      {"torch.teardown.destroy",
+       R"(in destroy_process_group|\bdestroy_process_group \(\S*distributed_c10d\.py|destroy_process_group.*(?:hang|stuck|timed out)|ProcessGroupNCCL::shutdown|ProcessGroupNCCL::~ProcessGroupNCCL|abortCommsFromMap)",
+       "PyTorch torch/distributed/distributed_c10d.py, ProcessGroupNCCL.cpp (teardown frames)",
+       MessagePhase::kRuntime, "teardown", false,
+       "was still tearing its process group down (destroy_process_group) when it stopped", nullptr},
+      {"torch.watchdog.stuck",
+       R"(watchdog got stuck for \d+ seconds|Heartbeat monitor timed out|ProcessGroupNCCL watchdog hang)",
+       "PyTorch 2.2+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (heartbeat monitor)",
+       MessagePhase::kRuntime, "watchdog", false,
+       "had PyTorch's NCCL watchdog thread itself hang (blocked in an NCCL or CUDA call)", nullptr},
+      {"torch.watchdog.timeout",
+       R"(Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|Some NCCL operations have failed or timed out|WorkNCCL::checkTimeout|ProcessGroupNCCL::watchdogHandler|ncclCommWatchdog)",
+       "PyTorch 1.9+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", MessagePhase::kRuntime,
+       "watchdog", false, "timed out in a collective (PyTorch's NCCL watchdog)", nullptr},
+      // --- the GPU, its memory and the host's, kernels
+      {"host.oom_killer",
+       R"((?:Out of memory|Memory cgroup out of memory): Killed process \d+|oom-kill|oom_reaper)",
+       "the Linux kernel's OOM killer (mm/oom_kill.c), in dmesg", MessagePhase::kAny, "host_oom",
+       false, "was killed by the kernel's out-of-memory killer", nullptr},
+      {"gpu.failed",
+       R"(uncorrectable ECC error encountered|GPU has fallen off the bus|is/are busy or unavailable|ECC error)",
+       "the CUDA runtime's error strings (cudaErrorECCUncorrectable, cudaErrorDevicesUnavailable), "
+       "the driver's dmesg",
+       MessagePhase::kAny, "gpu_failed", false, "lost its GPU to a hardware failure", nullptr},
+      {"gpu.out_of_memory", R"(out of memory|OutOfMemoryError|Failed to CUDA calloc)",
+       "the CUDA runtime (cudaErrorMemoryAllocation), PyTorch's torch.cuda.OutOfMemoryError, NCCL "
+       "2.4-2.32 alloc.h ('Failed to CUDA calloc')",
+       MessagePhase::kAny, "gpu_oom", false, "ran out of GPU memory", nullptr},
+      {"cuda.kernel_fault",
+       R"(illegal memory access|unspecified launch failure|misaligned address|device-side assert)",
+       "the CUDA runtime's error strings for a faulting kernel (cudaErrorIllegalAddress, "
+       "cudaErrorLaunchFailure, cudaErrorMisalignedAddress, cudaErrorAssert)",
+       MessagePhase::kAny, "kernel", false, "hit a CUDA error in a kernel", nullptr},
+      // --- CUDA errors under a framework
+      {"cuda.error", R"(CUDA error: |cudaError\w+|CUDA_ERROR_\w+|Cuda failure)",
+       "the CUDA runtime through PyTorch (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK",
+       MessagePhase::kAny, "cuda", false, "hit a CUDA error", nullptr},
+  };
+  return table;
+}
+
+// The table's patterns, compiled once: all of them in one set (one pass
+// over a line finds every message it holds), and each address pattern.
+struct Matcher {
+  Matcher() : set(Options(), RE2::UNANCHORED) {
+    for (const CatalogueMessage& m : Table()) {
+      std::string error;
+      if (set.Add(m.pattern, &error) < 0) abort();  // a bad pattern is a bug in the table
+      addresses.push_back(m.address ? std::make_unique<RE2>(m.address, RE2::Quiet) : nullptr);
+    }
+    if (!set.Compile()) abort();
+  }
+  static RE2::Options Options() {
+    RE2::Options o;
+    o.set_max_mem(int64_t{64} << 20);
+    o.set_log_errors(false);
+    return o;
+  }
+  RE2::Set set;
+  std::vector<std::unique_ptr<RE2>> addresses;  // by the message's index
+};
+
+const Matcher& TheMatcher() {
+  static const Matcher* matcher = new Matcher();
+  return *matcher;
+}
+
+}  // namespace
+
+const std::vector<CatalogueMessage>& CatalogueMessages() { return Table(); }
+
+const CatalogueMessage* FindMessage(absl::string_view text) {
+  std::vector<int> hits;
+  if (!TheMatcher().set.Match(re2::StringPiece(text.data(), text.size()), &hits) || hits.empty())
+    return nullptr;
+  int first = hits.front();
+  for (int h : hits) first = std::min(first, h);
+  return &Table()[static_cast<size_t>(first)];
+}
+
+const CatalogueMessage* MessageById(absl::string_view id) {
+  for (const CatalogueMessage& m : Table())
+    if (id == m.id) return &m;
+  return nullptr;
+}
+
+const MessageCause* CauseNamed(absl::string_view name) {
+  for (const MessageCause& c : kCauses)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+const MessageCause& CauseOf(const CatalogueMessage& m) {
+  const MessageCause* c = CauseNamed(m.cause);
+  if (c == nullptr) abort();  // every message names a cause of the table (tested)
+  return *c;
+}
+
+std::string MessageAddress(const CatalogueMessage& m, absl::string_view text) {
+  const size_t index = static_cast<size_t>(&m - Table().data());
+  if (index >= Table().size() || !TheMatcher().addresses[index]) return "";
+  const RE2& re = *TheMatcher().addresses[index];
+  const re2::StringPiece piece(text.data(), text.size());
+  std::string host, port;
+  if (re.NumberOfCapturingGroups() >= 2) {
+    if (RE2::PartialMatch(piece, re, &host, &port)) return absl::StrCat(host, ":", port);
+    return "";
+  }
+  if (RE2::PartialMatch(piece, re, &host)) return host;
+  return "";
+}
+
+bool ErrorWords(absl::string_view text) {
+  for (const char* w : {"rror", "failed", "Failed", "failure", "Failure", "refused", "timed out",
+                        "not supported", "unable", "Unable", "cannot", "Cannot"})
+    if (absl::StrContains(text, w)) return true;
+  return false;
+}
+
+}  // namespace ncclwatch::decoder

@@ -1,0 +1,86 @@
+// The message catalogue: what NCCL, the frameworks around it (PyTorch's
+// c10d, DDP and elastic launcher, JAX/XLA, vLLM) and the loader print when a
+// distributed job breaks, as one table of data. Each message has a stable id,
+// the pattern that recognises it, where and since when it is printed, whether
+// it belongs to NCCL's initialisation or to a running job, and the cause it
+// names. Each cause has the finding it gives, the subsystem init forensics
+// files it under, and the fix.
+//
+//     text ──FindMessage──> CatalogueMessage{id, phase, cause, meaning}
+//                                                │
+//                                                └──CauseOf──> MessageCause{kind, subsystem, fix}
+//
+// One table serves both readers of NCCL's words: init forensics
+// (analysis/init_failure.cc) takes the fabric, P2P and other init causes it
+// has no measurement for from it, and explain (logs/log_diagnosis.cc) turns
+// every message it finds into a finding. The reports (report/init_text.cc,
+// report/log_text.cc) take their meanings and fixes from it, so a message is
+// described once. It lives beside the log reader because messages are what
+// logs hold; analysis/ reads it as data, it includes nothing of logs/.
+//
+// The texts were read in NCCL's source history (2.4 to 2.32), PyTorch's
+// (torch/csrc/distributed/c10d/, torch/nn/parallel/, torch/distributed/) and
+// JAX/XLA's, and are matched, not copied: the meanings and fixes are ours.
+// tests/data/logs/ holds a line of real text for every message.
+//
+// Thread-safety: the table is constant; FindMessage may be called from any
+// thread (its matcher is built once, thread-safely).
+
+#ifndef NCCLWATCH_DECODER_LOGS_MESSAGE_CATALOGUE_H_
+#define NCCLWATCH_DECODER_LOGS_MESSAGE_CATALOGUE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "analysis/finding.h"
+
+namespace ncclwatch::decoder {
+
+// When a message is printed.
+enum class MessagePhase {
+  kInit,     // while a communicator (or the framework's rendezvous) is being set up
+  kRuntime,  // under a running job: never evidence of a failed init
+  kAny,
+};
+
+// What a message names: the finding it gives when explain sees it, the
+// subsystem init forensics reports it under ("" when it is never an init
+// cause), and what to do.
+struct MessageCause {
+  const char* name;
+  FindingKind kind;
+  const char* subsystem;
+  const char* fix;
+};
+
+struct CatalogueMessage {
+  const char* id;       // stable; the JSON's "message"
+  const char* pattern;  // RE2, unanchored, matched against the message text
+  const char* source;   // who prints it, and in which releases (where it was read)
+  MessagePhase phase;
+  const char* cause;    // a MessageCause's name
+  bool error_only;      // the words also appear in healthy INFO lines: only a WARN line
+                        // or a line with an error word counts
+  const char* meaning;  // what happened, in our words, to follow the ranks' noun
+  const char* address;  // RE2 with one or two groups (host, port) for the address it
+                        // names; nullptr when none
+};
+
+// The first message of the table (in table order: specific before general)
+// whose pattern the text holds, or nullptr. Linear in the text.
+const CatalogueMessage* FindMessage(absl::string_view text);
+const CatalogueMessage* MessageById(absl::string_view id);
+const MessageCause& CauseOf(const CatalogueMessage& m);
+const MessageCause* CauseNamed(absl::string_view name);
+// "host:port" (or the one group) that a message's address pattern finds, "" when none.
+std::string MessageAddress(const CatalogueMessage& m, absl::string_view text);
+// Whether a line reads as an error ("error", "failed", "refused", ...):
+// for messages whose words healthy INFO lines also use.
+bool ErrorWords(absl::string_view text);
+// Every message, for the tests that check each has real text.
+const std::vector<CatalogueMessage>& CatalogueMessages();
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_LOGS_MESSAGE_CATALOGUE_H_

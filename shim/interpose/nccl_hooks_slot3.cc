@@ -1,0 +1,6 @@
+// The NCCL hooks of library slot 3 (interpose/real_nccl.h): the wrappers
+// dlsym hands out for an NCCL other than the one the global lookup finds.
+// HOT PATH: as nccl_hooks.cc.
+
+#define NCCLWATCH_SLOT 3
+#include "interpose/nccl_hooks.cc"  // NOLINT(bugprone-suspicious-include)
