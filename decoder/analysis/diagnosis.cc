@@ -9,6 +9,7 @@
 
 #include "analysis/init_failure.h"
 #include "analysis/nccl_semantics.h"
+#include "analysis/setup_notes.h"
 #include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::decoder {
@@ -107,6 +108,7 @@ class Diagnoser {
     NeverCompleted();
     Unreadable();
     Duplicates();
+    Setup();
     NotVisible();
     BlindSpots();
     Conclude();
@@ -1237,6 +1239,18 @@ class Diagnoser {
     for (const auto& [path, first] : job_.duplicates()) facts.duplicates.push_back({path, first});
     n.facts = std::move(facts);
     notes_.push_back(n);
+  }
+
+  // Notes on how each job's ranks were set up (analysis/setup_notes.h).
+  void Setup() {
+    for (size_t j = 0; j < out_.jobs.size(); ++j) {
+      std::vector<const InitEvidence*> ranks;
+      for (int q : out_.jobs[j]) ranks.push_back(&procs_[q].init);
+      for (Finding& n : SetupNotes(ranks)) {
+        n.job = static_cast<int>(j);
+        notes_.push_back(std::move(n));
+      }
+    }
   }
 
   // One note per job whose processes had NCCL code the shim could not see.

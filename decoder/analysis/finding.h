@@ -62,6 +62,8 @@ enum class FindingKind {
   kMissingTraces,
   kUnreadableTraces,
   kDuplicateTraces,
+  kP2pPath,     // note: PCIe ACS redirection on the bridges above a host's GPUs
+  kConfigSkew,  // note: ranks whose NCCL_* settings, versions or interfaces differ
   kNcclNotVisible,
 };
 
@@ -333,6 +335,30 @@ enum class InitCause {
   kWaitedUnexplained,  // waiting: ranks that waited, and no trace shows a failure
   kWaitedForCause,     // waiting: ranks that waited for the causes reported before them
   kCatalogued,         // a message of the catalogue (logs/message_catalogue.h): `message`
+  // From the memory-sharing CUDA calls the traces hold (gpu_sharing_failure.h):
+  kIpcImportRefused,       // ipc: another process's GPU memory could not be imported
+  kFabricManager,          // fabric: multicast objects or fabric handles refused
+  kPeerAccessUnsupported,  // p2p: the GPUs cannot access each other
+};
+
+// What a failed memory-sharing CUDA call showed (kIpcImportRefused,
+// kFabricManager, kPeerAccessUnsupported).
+struct GpuSharingFacts {
+  std::string function;  // "cuMemImportFromShareableHandle"
+  int32_t result = 0;    // its CUresult / cudaError_t
+  std::string handle;    // "POSIX file descriptor", "fabric", "legacy CUDA IPC", ""
+  bool in_container = false;
+  std::string container;                 // "docker", ...
+  std::vector<std::string> acs_bridges;  // PCIe bridges above the GPU with ACS redirect enabled
+  bool iommu = false;                    // an IOMMU is enabled
+  int device = -1;
+  int peer = -1;
+
+  bool operator==(const GpuSharingFacts& o) const {
+    return function == o.function && result == o.result && handle == o.handle &&
+           in_container == o.in_container && container == o.container &&
+           acs_bridges == o.acs_bridges && iommu == o.iommu;
+  }
 };
 
 struct InitInterface {
@@ -420,6 +446,7 @@ struct InitFailureFacts {
   std::optional<int> exit_code;
   int signo = 0;
   std::vector<int> could_not_connect;
+  std::optional<GpuSharingFacts> sharing;  // ipc, fabric, p2p from the CUDA calls traced
 };
 
 // Findings of explain (logs/log_diagnosis.cc): what the log lines showed.
@@ -470,12 +497,28 @@ struct LogFacts {
   std::optional<std::string> address;  // kCatalogued: the host:port a rendezvous message names
 };
 
+// p2p_path and config_skew notes (analysis/setup_notes.h).
+struct SetupFacts {
+  // p2p_path: the host, the bridges with ACS redirection, the GPUs below them.
+  std::string host;
+  std::vector<std::string> bridges;
+  std::vector<std::string> gpus;
+  bool iommu = false;
+  // config_skew: each setting that differs, with the ranks of each value
+  // ("" for unset), the most common value first.
+  struct Setting {
+    std::string name;  // "NCCL_SOCKET_IFNAME", "NCCL version", "CUDA driver", "interface"
+    std::vector<std::pair<std::string, std::vector<int>>> values;
+  };
+  std::vector<Setting> settings;
+};
+
 using FindingFacts =
     std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts, P2pMismatchFacts,
                  OrderInversionFacts, MissingTracesFacts, UnreadableTracesFacts,
                  DuplicateTracesFacts, InitFailureFacts, LogFacts, NcclNotVisibleFacts,
                  NeverCompletedFacts, DeviceErrorFacts, StoppedRankFacts, HangFacts, ExitErrorFacts,
-                 BlindSpotFacts>;
+                 BlindSpotFacts, SetupFacts>;
 
 struct Finding {
   FindingKind kind = FindingKind::kLogInsufficient;

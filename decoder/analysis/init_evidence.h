@@ -48,6 +48,22 @@ struct InitEvidence {
   };
   std::vector<SysFailure> sys_failures;
 
+  // A CUDA call that shares memory between processes or devices and failed
+  // (traces: CudaCall records; benign answers such as "already enabled" left out).
+  struct CudaFailure {
+    int64_t when_ns = 0;
+    uint32_t function = 0;  // trace.proto CudaFunction
+    int32_t result = 0;
+    uint32_t handle_type = 0;
+    int err = 0;
+    int device = -1;
+    int peer = -1;
+    bool from_nccl = false;
+  };
+  std::vector<CudaFailure> cuda_failures;
+  std::vector<GpuPathInfo> gpus;  // the P2P hardware path (inventory)
+  bool iommu_enabled = false;
+
   std::vector<std::string> failed_loads;  // libraries NCCL dlopen'ed that did not load
   std::optional<SocketAddress>
       bootstrap_addr;                      // where NCCL bound its bootstrap (its chosen interface)

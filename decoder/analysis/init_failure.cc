@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "analysis/gpu_sharing_failure.h"
 #include "analysis/nccl_semantics.h"
 #include "logs/message_catalogue.h"
 #include "re2/re2.h"
@@ -27,6 +28,7 @@ int64_t InitEvidence::FirstFailureNs() const {
   int64_t t = INT64_MAX;
   for (const Failure& f : failures) t = std::min(t, f.when_ns);
   for (const SysFailure& s : sys_failures) t = std::min(t, s.when_ns);
+  for (const CudaFailure& c : cuda_failures) t = std::min(t, c.when_ns);
   return t;
 }
 
@@ -67,7 +69,8 @@ bool SameCause(const InitFailureFacts& a, const InitFailureFacts& b) {
                       b.root_on_local_net, b.virtual_bootstrap_iface, b.version_groups,
                       b.driver_known, b.low_memlock, b.buffsize, b.out_of_memory, b.call, b.result,
                       b.message) &&
-         shm(a) == shm(b) && cuda(a) == cuda(b) && memlock(a) == memlock(b);
+         shm(a) == shm(b) && cuda(a) == cuda(b) && memlock(a) == memlock(b) &&
+         a.sharing == b.sharing;
 }
 
 // What every rank's classification compares it with, computed once per job.
@@ -523,6 +526,7 @@ std::optional<Cause> Classify(const InitEvidence& r, const JobFacts& job, bool* 
   if (auto c = SharedMemory(r, texts)) return c;
   if (auto c = Bootstrap(r, texts, job)) return c;
   if (auto c = InfiniBand(r, texts)) return c;
+  if (std::optional<InitFailureFacts> sharing = GpuSharingCause(r)) return Cause{*sharing, {}};
   if (auto c = Fabric(texts)) return c;
   if (auto c = PeerToPeer(texts)) return c;
   if (auto c = CudaFailure(r, texts)) return c;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/gpu_sharing_failure.h"
 #include "analysis/nccl_semantics.h"
 #include "ncclwatch/trace_fields.h"
 
@@ -65,7 +66,15 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
       e.failed_loads.push_back(c.path);
     }
   }
+  for (const CudaCallEvent& c : t.cuda_calls) {
+    if (GpuSharingFailed(c.function, c.result)) {
+      e.cuda_failures.push_back({t.RealtimeNs(c.t), c.function, c.result, c.handle_type, c.err,
+                                 c.device, c.peer, c.from_nccl});
+    }
+  }
   const InventoryInfo& inv = t.inventory;
+  e.gpus = inv.gpus;
+  e.iommu_enabled = inv.iommu_enabled;
   if (inv.present) {
     e.nccl_version = inv.nccl_version;
     e.nccl_path = inv.nccl_path;

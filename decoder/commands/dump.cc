@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analysis/gpu_sharing_failure.h"
 #include "commands/input_files.h"
 #include "model/process_trace.h"
 #include "ncclwatch/trace.pb.h"
@@ -176,6 +177,52 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
                         v.interfaces(i).prefix_len());
       }
       for (const auto& e : v.env()) absl::StrAppend(&s, " ", e.name(), "=", e.value());
+      if (v.iommu_enabled()) absl::StrAppend(&s, " iommu=on");
+      if (v.nvswitches()) absl::StrAppend(&s, " nvswitches=", v.nvswitches());
+      for (const auto& g : v.gpus()) {
+        absl::StrAppend(&s, " gpu=", g.bdf());
+        if (g.iommu_group() >= 0) absl::StrAppend(&s, "(iommu_group ", g.iommu_group(), ")");
+        for (const auto& b : g.bridges()) {
+          absl::StrAppend(&s, "<", b.bdf(), ":acs=",
+                          b.acs_ctrl() == -1   ? std::string("?")
+                          : b.acs_ctrl() == -2 ? std::string("none")
+                                               : Hex(static_cast<uint32_t>(b.acs_ctrl())));
+        }
+      }
+      return s;
+    }
+    case pb::Record::kCudaCall: {
+      const auto& c = r.cuda_call();
+      const bool runtime = CudaRuntimeFunction(c.function());
+      std::string s = absl::StrCat("cuda_call ", CudaFunctionName(c.function()),
+                                   " result=", CudaResultName(c.result(), runtime));
+      if (c.result() != 0 && !CudaResultText(c.result()).empty())
+        absl::StrAppend(&s, " (", CudaResultText(c.result()), ")");
+      if (c.err()) absl::StrAppend(&s, " errno=", ErrnoName(c.err()));
+      static const char* const kVia[] = {"?", "runtime", "cuGetProcAddress",
+                                         "cudaGetDriverEntryPoint", "dlsym"};
+      absl::StrAppend(&s, " via=", c.via() < 5 ? kVia[c.via()] : "?");
+      if (c.has_device()) absl::StrAppend(&s, " device=", c.device());
+      if (c.has_peer()) absl::StrAppend(&s, " peer=", c.peer());
+      if (c.has_can_access()) absl::StrAppend(&s, " can_access=", c.can_access());
+      if (c.handle_type()) {
+        const uint32_t t = c.handle_type();
+        absl::StrAppend(&s, " handle_type=",
+                        t == 1   ? "posix_fd"
+                        : t == 8 ? "fabric"
+                        : t == 2 ? "win32"
+                        : t == 4 ? "win32_kmt"
+                                 : absl::StrCat(t));
+      }
+      if (c.has_fd()) absl::StrAppend(&s, " fd=", c.fd());
+      if (c.size()) absl::StrAppend(&s, " size=", c.size());
+      if (c.ptr()) absl::StrAppend(&s, " ptr=", Hex(c.ptr()));
+      if (c.handle()) absl::StrAppend(&s, " handle=", Hex(c.handle()));
+      if (c.flags()) absl::StrAppend(&s, " flags=", Hex(c.flags()));
+      if (c.num_devices()) absl::StrAppend(&s, " devices=", c.num_devices());
+      if (c.in_call() != pb::CALL_UNKNOWN) absl::StrAppend(&s, " in=", CallName(c.in_call()));
+      absl::StrAppend(&s, c.from_nccl() ? " from=nccl" : " from=other");
+      if (c.caller()) absl::StrAppend(&s, " caller=", Where(p, c.caller()));
       return s;
     }
     case pb::Record::kCompletionTracking: {

@@ -191,6 +191,42 @@ struct InterfaceInfo {
   bool Running() const { return flags & 0x40; }
 };
 
+// A CUDA call that shares memory between processes or devices (trace.proto
+// CudaCall): legacy IPC, cuMem shareable handles, multicast, peer access.
+struct CudaCallEvent {
+  uint64_t order = 0;
+  uint64_t t = 0;
+  uint32_t function = 0;  // trace.proto CudaFunction
+  int32_t result = 0;     // CUresult / cudaError_t
+  uint32_t via = 0;       // trace.proto CudaCall.Via
+  int32_t device = -1;
+  int32_t peer = -1;
+  uint64_t size = 0;
+  uint64_t ptr = 0;
+  uint64_t handle = 0;
+  uint32_t handle_type = 0;  // CUmemAllocationHandleType
+  uint64_t flags = 0;
+  int32_t fd = -1;
+  int32_t can_access = -1;
+  int32_t err = 0;
+  uint32_t in_call = 0;
+  bool from_nccl = false;
+  uint64_t caller = 0;
+  uint32_t num_devices = 0;
+  uint32_t access_flags = 0;
+};
+
+// A GPU's path to its peers (trace.proto Inventory.Gpu).
+struct GpuPathInfo {
+  std::string bdf;
+  int32_t iommu_group = -1;
+  struct Bridge {
+    std::string bdf;
+    int32_t acs_ctrl = -1;  // -1 unreadable, -2 no ACS capability
+  };
+  std::vector<Bridge> bridges;
+};
+
 // The process's inventory (trace.proto Inventory).
 struct InventoryInfo {
   bool present = false;
@@ -209,6 +245,9 @@ struct InventoryInfo {
   uint64_t memlock_hard = 0;
   std::string cgroup;
   std::string container;
+  std::vector<GpuPathInfo> gpus;  // the P2P hardware path
+  bool iommu_enabled = false;
+  uint32_t nvswitches = 0;
 
   const std::string* Env(const std::string& name) const {
     auto it = env.find(name);

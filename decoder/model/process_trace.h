@@ -58,6 +58,7 @@ struct ProcessTrace {
   std::optional<ProcessEndEvent> end;
   std::vector<SysCallEvent> syscalls;
   std::vector<NcclErrorEvent> errors;
+  std::vector<CudaCallEvent> cuda_calls;  // memory-sharing CUDA calls
   InventoryInfo inventory;
   std::vector<NcclNotSeenEvent> not_seen;  // what the shim could not see
   // Completion and liveness (the shim's watcher threads).

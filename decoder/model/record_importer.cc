@@ -40,6 +40,104 @@ bool AppendSint32s(const WireField& x, std::vector<int32_t>* out) {
   return true;
 }
 
+// A CudaCall body into a new row of `out`; false when it is malformed.
+bool DecodeCudaCall(WireReader& r, uint64_t order, uint64_t t, std::vector<CudaCallEvent>* out) {
+  namespace c = f::cuda_call;
+  CudaCallEvent e;
+  e.order = order;
+  e.t = t;
+  WireField x;
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case c::kFunction:
+        if (Varint(x)) e.function = static_cast<uint32_t>(x.value);
+        break;
+      case c::kResult:
+        if (Varint(x)) e.result = x.Zigzag32();
+        break;
+      case c::kVia:
+        if (Varint(x)) e.via = static_cast<uint32_t>(x.value);
+        break;
+      case c::kDevice:
+        if (Varint(x)) e.device = x.Zigzag32();
+        break;
+      case c::kPeer:
+        if (Varint(x)) e.peer = x.Zigzag32();
+        break;
+      case c::kSize:
+        if (Varint(x)) e.size = x.value;
+        break;
+      case c::kPtr:
+        if (Fixed64(x)) e.ptr = x.value;
+        break;
+      case c::kHandle:
+        if (Fixed64(x)) e.handle = x.value;
+        break;
+      case c::kHandleType:
+        if (Varint(x)) e.handle_type = static_cast<uint32_t>(x.value);
+        break;
+      case c::kFlags:
+        if (Varint(x)) e.flags = x.value;
+        break;
+      case c::kFd:
+        if (Varint(x)) e.fd = x.Zigzag32();
+        break;
+      case c::kCanAccess:
+        if (Varint(x)) e.can_access = x.Zigzag32();
+        break;
+      case c::kErr:
+        if (Varint(x)) e.err = x.Zigzag32();
+        break;
+      case c::kInCall:
+        if (Varint(x)) e.in_call = static_cast<uint32_t>(x.value);
+        break;
+      case c::kFromNccl:
+        if (Varint(x)) e.from_nccl = x.value != 0;
+        break;
+      case c::kCaller:
+        if (Fixed64(x)) e.caller = x.value;
+        break;
+      case c::kNumDevices:
+        if (Varint(x)) e.num_devices = static_cast<uint32_t>(x.value);
+        break;
+      case c::kAccessFlags:
+        if (Varint(x)) e.access_flags = static_cast<uint32_t>(x.value);
+        break;
+      default:
+        break;
+    }
+  }
+  if (!r.ok()) return false;
+  out->push_back(e);
+  return true;
+}
+
+// One Inventory.Gpu (its bridges included) appended to `out`.
+bool DecodeGpuPath(const WireField& x, std::vector<GpuPathInfo>* out) {
+  namespace g = f::inventory::gpu;
+  GpuPathInfo gpu;
+  WireReader gr(x.bytes);
+  WireField y;
+  while (gr.Next(&y)) {
+    if (y.number == g::kBdf && Bytes(y)) gpu.bdf = Str(y);
+    if (y.number == g::kIommuGroup && Varint(y)) gpu.iommu_group = y.Zigzag32();
+    if (y.number == g::kBridges && Bytes(y)) {
+      GpuPathInfo::Bridge b;
+      WireReader br(y.bytes);
+      WireField z;
+      while (br.Next(&z)) {
+        if (z.number == f::inventory::pci_bridge::kBdf && Bytes(z)) b.bdf = Str(z);
+        if (z.number == f::inventory::pci_bridge::kAcsCtrl && Varint(z)) b.acs_ctrl = z.Zigzag32();
+      }
+      if (!br.ok()) return false;
+      gpu.bridges.push_back(std::move(b));
+    }
+  }
+  if (!gr.ok()) return false;
+  out->push_back(std::move(gpu));
+  return true;
+}
+
 // The hottest records: a switch on the whole one-byte tag (field number
 // and wire type at once), so a field of the declared type costs one
 // comparison and one read. Any other tag (another wire type, a field a newer
@@ -298,7 +396,7 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
         if (!ReadVarint(q, end, &v)) return false;
         thread = static_cast<uint32_t>(v);
       } else if (((number >= f::record::kProcessStart && number <= f::record::kLastBody) ||
-                  number == f::record::kNcclNotSeen) &&
+                  number == f::record::kCudaCall || number == f::record::kNcclNotSeen) &&
                  wire_type == 2) {
         if (!ReadVarint(q, end, &v) || v > static_cast<uint64_t>(end - q)) return false;
         body_kind = number;
@@ -977,6 +1075,15 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
           case f::inventory::kContainer:
             if (Bytes(x)) v.container = Str(x);
             break;
+          case f::inventory::kGpus:
+            if (Bytes(x)) ok = DecodeGpuPath(x, &v.gpus);
+            break;
+          case f::inventory::kIommuEnabled:
+            if (Varint(x)) v.iommu_enabled = x.value != 0;
+            break;
+          case f::inventory::kNvswitches:
+            if (Varint(x)) v.nvswitches = static_cast<uint32_t>(x.value);
+            break;
           default:
             break;
         }
@@ -988,6 +1095,9 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       }
       break;
     }
+    case f::record::kCudaCall:
+      ok = DecodeCudaCall(r, order, t, &p.cuda_calls);
+      break;
     default:
       break;  // no body, or one this version does not know: skipped, as the schema allows
   }

@@ -46,6 +46,7 @@ std::string SubsystemTitle(const std::string& s) {
   if (s == "ib") return "InfiniBand";
   if (s == "fabric") return "NVLink fabric";
   if (s == "p2p") return "P2P / CUDA IPC";
+  if (s == "ipc") return "sharing GPU memory between processes (CUDA IPC / cuMem handles)";
   if (s == "cuda") return "CUDA";
   if (s == "waiting") return "waiting for another rank";
   return "cause unknown";
@@ -97,6 +98,10 @@ std::string Title(const Finding& f) {
       return "unreadable traces";
     case FindingKind::kDuplicateTraces:
       return "the same traces given twice";
+    case FindingKind::kP2pPath:
+      return "PCIe ACS redirects GPU peer traffic";
+    case FindingKind::kConfigSkew:
+      return "the ranks are set up differently";
     case FindingKind::kNcclNotVisible:
       return "NCCL the shim could not see";
     case FindingKind::kNeverCompleted:
@@ -406,6 +411,37 @@ void Render(const Finding& f, const LogFacts& x, const CallSiteNamer&, FindingTe
   RenderLogFinding(f, x, t);
 }
 
+void Render(const Finding& f, const SetupFacts& x, const CallSiteNamer&, FindingText* t) {
+  if (f.kind == FindingKind::kP2pPath) {
+    t->detail = absl::StrFormat(
+        "on %s, PCIe ACS redirects peer-to-peer requests on %s %s above GPU%s %s%s: traffic "
+        "between these GPUs goes up to the root complex%s, which makes P2P slow or hang "
+        "(NVIDIA's troubleshooting guide names ACS first for P2P hangs)",
+        x.host.empty() ? "a host" : x.host, x.bridges.size() == 1 ? "bridge" : "bridges",
+        absl::StrJoin(x.bridges, ", "), x.gpus.size() == 1 ? "" : "s", absl::StrJoin(x.gpus, ", "),
+        x.iommu ? " (an IOMMU is enabled)" : "",
+        x.iommu ? " and through the IOMMU, which may block it" : "");
+    t->fix =
+        "on bare metal, disable ACS on the PCIe switches (setpci on each bridge's ACS control, or "
+        "the BIOS setting) and boot with iommu=pt (or intel_iommu=off/amd_iommu=off); in a VM, "
+        "keep ACS and use NCCL_P2P_DISABLE=1 or NCCL_P2P_LEVEL=NVL; check with nvidia-smi topo -m "
+        "and the p2pBandwidthLatencyTest CUDA sample";
+    return;
+  }
+  std::vector<std::string> parts;
+  for (const SetupFacts::Setting& s : x.settings) {
+    std::vector<std::string> values;
+    for (const auto& [value, ranks] : s.values)
+      values.push_back(absl::StrCat(value.empty() ? "unset" : value, " on ", RanksNoun(ranks)));
+    parts.push_back(absl::StrCat(s.name, ": ", absl::StrJoin(values, ", ")));
+  }
+  t->detail = absl::StrCat("the ranks differ in how NCCL is set up: ", absl::StrJoin(parts, "; "));
+  t->fix =
+      "give every rank the same NCCL_* environment and the same NCCL and CUDA driver versions "
+      "(export the variables to every node: srun --export=ALL, mpirun -x, the pod spec), and "
+      "pin NCCL_SOCKET_IFNAME to an interface every node has";
+}
+
 void Render(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&, FindingText* t) {
   std::vector<std::string> parts;
   std::set<std::string> fixes;
@@ -530,6 +566,10 @@ const char* KindName(FindingKind kind) {
       return "unreadable_traces";
     case FindingKind::kDuplicateTraces:
       return "duplicate_traces";
+    case FindingKind::kP2pPath:
+      return "p2p_path";
+    case FindingKind::kConfigSkew:
+      return "config_skew";
     case FindingKind::kNcclNotVisible:
       return "nccl_not_visible";
     case FindingKind::kNeverCompleted:

@@ -7,9 +7,11 @@
 #include <cctype>
 #include <cerrno>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analysis/gpu_sharing_failure.h"
 #include "analysis/nccl_semantics.h"
 #include "logs/message_catalogue.h"
 #include "report/finding_text.h"
@@ -43,6 +45,95 @@ std::string FailedLoads(const InitFailureFacts& x) {
 
 std::string RanksOrProcess(const std::vector<int>& ranks) {
   return RanksNoun(ranks, "the process");
+}
+
+// "cuMemImportFromShareableHandle failed with CUDA_ERROR_NOT_PERMITTED
+// (operation not permitted)"
+std::string FailedCall(const GpuSharingFacts& s, int err) {
+  const bool runtime = absl::StartsWith(s.function, "cuda");
+  const std::string text = CudaResultText(s.result);
+  std::string out = absl::StrCat(s.function, " failed with ", CudaResultName(s.result, runtime));
+  if (!text.empty()) absl::StrAppend(&out, " (", text, ")");
+  if (err != 0) absl::StrAppend(&out, ", errno ", ErrnoName(err));
+  return out;
+}
+
+// The words of the causes gpu_sharing_failure.cc finds from the CUDA calls.
+void GpuSharingWords(const InitFailureFacts& x, const GpuSharingFacts& s, std::string* detail,
+                     std::string* fix) {
+  const std::string where =
+      s.in_container ? absl::StrCat(" in a container (", s.container, ")") : "";
+  switch (x.cause) {
+    case InitCause::kIpcImportRefused:
+      if (s.handle == "POSIX file descriptor") {
+        *detail = absl::StrFormat(
+            " could not import another local rank's GPU memory during init%s: %s; NCCL shares "
+            "its buffers between local ranks as cuMem POSIX file descriptors passed over a Unix "
+            "socket, which needs the ranks to share the host's IPC and PID namespaces (and, for "
+            "NCCL versions that fetch the descriptor with pidfd_getfd, CAP_SYS_PTRACE)",
+            where, FailedCall(s, x.err));
+        *fix =
+            "run the node's ranks in one container, or start each with docker run --ipc=host "
+            "--pid=host (Kubernetes: hostIPC and hostPID; add --cap-add SYS_PTRACE for NCCL "
+            "2.19-2.22); or set NCCL_CUMEM_ENABLE=0 to share through legacy CUDA IPC instead";
+      } else {
+        *detail = absl::StrFormat(
+            " could not open another local rank's GPU memory during init%s: %s; a legacy CUDA IPC "
+            "handle can only be opened by a process that shares the exporter's IPC and PID "
+            "namespaces and sees its GPU",
+            where, FailedCall(s, x.err));
+        *fix =
+            "run the node's ranks in one container, or with docker run --ipc=host --pid=host "
+            "(Kubernetes: hostIPC and hostPID), with every local GPU visible to every rank; "
+            "NCCL_P2P_DISABLE=1 avoids CUDA IPC (slower, through /dev/shm)";
+      }
+      return;
+    case InitCause::kFabricManager:
+      if (s.handle == "fabric") {
+        *detail = absl::StrFormat(
+            " could not share GPU memory through an NVLink fabric handle during init: %s; fabric "
+            "handles need the NVIDIA Fabric Manager (and IMEX across nodes) running and the "
+            "GPUs registered with the fabric",
+            FailedCall(s, x.err));
+        *fix =
+            "start the Fabric Manager on the node (systemctl start nvidia-fabricmanager, the same "
+            "version as the driver) and, for multi-node NVLink, the IMEX daemon (nvidia-imex) with "
+            "its channel visible in the container; or NCCL_MNNVL_ENABLE=0 NCCL_CUMEM_ENABLE=0";
+      } else {
+        *detail = absl::StrFormat(
+            " could not set up NVLink SHARP (NVLS) multicast during init: %s; multicast objects "
+            "are created by the NVSwitch fabric, which the NVIDIA Fabric Manager must have "
+            "initialised",
+            FailedCall(s, x.err));
+        *fix =
+            "start the Fabric Manager on the node (systemctl start nvidia-fabricmanager, the same "
+            "version as the driver; nvidia-smi -q shows the fabric state), or disable NVLS with "
+            "NCCL_NVLS_ENABLE=0";
+      }
+      return;
+    case InitCause::kPeerAccessUnsupported: {
+      std::string path;
+      if (!s.acs_bridges.empty()) {
+        path = absl::StrCat("; PCIe ACS redirects peer traffic on ",
+                            s.acs_bridges.size() == 1 ? "bridge " : "bridges ",
+                            absl::StrJoin(s.acs_bridges, ", "), " above the GPUs");
+      }
+      if (s.iommu) absl::StrAppend(&path, path.empty() ? "; " : ", and ", "an IOMMU is enabled");
+      const std::string devices = s.device >= 0 && s.peer >= 0
+                                      ? absl::StrFormat(" (device %d to %d)", s.device, s.peer)
+                                      : "";
+      *detail =
+          absl::StrFormat(" could not enable peer access between local GPUs%s during init: %s%s",
+                          devices, FailedCall(s, x.err), path);
+      *fix =
+          "check the GPU topology with nvidia-smi topo -m: peers need NVLink or a PCIe path "
+          "without ACS redirection (disable ACS on the PCIe switches, or boot with iommu=pt / "
+          "intel_iommu=off on bare metal); NCCL_P2P_DISABLE=1 works around it (slower)";
+      return;
+    }
+    default:
+      return;
+  }
 }
 
 // The detail after the ranks' noun, and the fix, of a cause.
@@ -280,6 +371,11 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
       *fix =
           "run again with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV and read this rank's "
           "first WARN line";
+      return;
+    case InitCause::kIpcImportRefused:
+    case InitCause::kFabricManager:
+    case InitCause::kPeerAccessUnsupported:
+      if (x.sharing) GpuSharingWords(x, *x.sharing, detail, fix);
       return;
     case InitCause::kWaitedUnexplained:
     case InitCause::kWaitedForCause:

@@ -214,7 +214,31 @@ void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&,
         << ",\"signal\":" << (x.signo ? JsonString(SignalName(x.signo)) : "null")
         << ",\"could_not_connect\":" << Ints(x.could_not_connect);
   }
+  if (x.sharing) {
+    out << ",\"cuda_call\":" << JsonString(x.sharing->function)
+        << ",\"cuda_result\":" << x.sharing->result;
+  }
   if (x.has_pids) out << ",\"pids\":[" << absl::StrJoin(x.pids, ",") << "]";
+}
+
+void WriteFacts(const Finding& f, const SetupFacts& x, const CallSiteNamer&, std::ostream& out) {
+  if (f.kind == FindingKind::kP2pPath) {
+    out << ",\"host\":" << JsonString(x.host) << ",\"bridges\":" << Strings(x.bridges)
+        << ",\"gpus\":" << Strings(x.gpus) << ",\"iommu\":" << (x.iommu ? "true" : "false");
+    return;
+  }
+  out << ",\"settings\":[";
+  for (size_t i = 0; i < x.settings.size(); ++i) {
+    out << (i ? "," : "") << "{\"name\":" << JsonString(x.settings[i].name) << ",\"values\":[";
+    for (size_t j = 0; j < x.settings[i].values.size(); ++j) {
+      const auto& [value, ranks] = x.settings[i].values[j];
+      out << (j ? "," : "")
+          << "{\"value\":" << (value.empty() ? std::string("null") : JsonString(value))
+          << ",\"ranks\":[" << absl::StrJoin(ranks, ",") << "]}";
+    }
+    out << "]}";
+  }
+  out << "]";
 }
 
 void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, std::ostream& out) {

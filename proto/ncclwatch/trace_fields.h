@@ -141,8 +141,16 @@ constexpr uint32_t kEnv = 1, kNcclVersion = 2, kNcclPath = 3, kCudaDriverVersion
                    kCudaRuntimeVersion = 5, kFramework = 6, kFrameworkPath = 7, kInterfaces = 8,
                    kShmKnown = 9, kShmSize = 10, kShmFree = 11, kMemlockSoft = 12,
                    kMemlockHard = 13, kCgroup = 14, kContainer = 15;
+// P2P hardware path
+constexpr uint32_t kGpus = 16, kIommuEnabled = 17, kNvswitches = 18;
 namespace variable {
 constexpr uint32_t kName = 1, kValue = 2;
+}
+namespace pci_bridge {
+constexpr uint32_t kBdf = 1, kAcsCtrl = 2;
+}
+namespace gpu {
+constexpr uint32_t kBdf = 1, kIommuGroup = 2, kBridges = 3;
 }
 namespace interface {
 constexpr uint32_t kName = 1, kFlags = 2, kAddr = 3, kPrefixLen = 4;
@@ -171,6 +179,43 @@ constexpr uint32_t kComm = 1, kCall = 2, kSeq = 3, kReason = 4;
 constexpr uint32_t kCaptured = 1, kInProgress = 2;
 }  // namespace untracked
 
+// Record.cuda_call (CudaCall) and enum CudaFunction.
+namespace record {
+constexpr uint32_t kCudaCall = 40;
+}
+namespace cuda_call {
+constexpr uint32_t kFunction = 1, kResult = 2, kVia = 3, kDevice = 4, kPeer = 5, kSize = 6,
+                   kPtr = 7, kHandle = 8, kHandleType = 9, kFlags = 10, kFd = 11, kCanAccess = 12,
+                   kErr = 13, kInCall = 14, kFromNccl = 15, kCaller = 16, kNumDevices = 17,
+                   kAccessFlags = 18;
+enum Via : uint32_t { kRuntimeExport = 1, kGetProcAddress = 2, kDriverEntryPoint = 3, kDlsym = 4 };
+}  // namespace cuda_call
+enum CudaFunction : uint32_t {
+  kCuIpcGetMemHandle = 1,
+  kCuIpcOpenMemHandle = 2,
+  kCuIpcCloseMemHandle = 3,
+  kCuIpcGetEventHandle = 4,
+  kCuIpcOpenEventHandle = 5,
+  kCuMemCreate = 10,
+  kCuMemExportToShareableHandle = 11,
+  kCuMemImportFromShareableHandle = 12,
+  kCuMemMap = 13,
+  kCuMemSetAccess = 14,
+  kCuMemRelease = 15,
+  kCuMemAddressReserve = 16,
+  kCuMulticastCreate = 20,
+  kCuMulticastAddDevice = 21,
+  kCuMulticastBindMem = 22,
+  kCuCtxEnablePeerAccess = 30,
+  kCuDeviceCanAccessPeer = 31,
+  kCudaIpcGetMemHandle = 40,
+  kCudaIpcOpenMemHandle = 41,
+  kCudaIpcCloseMemHandle = 42,
+  kCudaIpcGetEventHandle = 43,
+  kCudaIpcOpenEventHandle = 44,
+  kCudaDeviceEnablePeerAccess = 50,
+  kCudaDeviceCanAccessPeer = 51,
+};
 // Record bodies 50-54: what the shim knows it cannot see.
 namespace record {
 constexpr uint32_t kNcclNotSeen = 50;

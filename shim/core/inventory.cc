@@ -1,10 +1,12 @@
 #include "core/inventory.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <link.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +147,140 @@ void FrameworkName(const Framework& fw, char* out, size_t n) {
   snprintf(out, n, "%s %.*s", fw.name, static_cast<int>(end - q - 1), q + 1);
 }
 
+// ------------------------------------------------------------ P2P path
+//
+// What NVIDIA's troubleshooting guide checks when P2P between GPUs hangs or
+// crawls: whether the PCIe bridges between them have ACS redirection on
+// (peer traffic then goes up to the root complex, or is blocked by the
+// IOMMU), the GPUs' IOMMU groups, and NVSwitches. Read from sysfs only:
+// the bridges' extended config space (ACS lives there) needs CAP_SYS_ADMIN,
+// so an unprivileged process records the ACS state as unknown.
+
+constexpr int kMaxGpus = 32;
+constexpr int kMaxBridges = 8;
+
+// sysfs, or the folder a test points NCCLWATCH_TEST_SYSFS at.
+const char* SysfsRoot() {
+  const char* t = getenv("NCCLWATCH_TEST_SYSFS");
+  return t != nullptr && t[0] != '\0' ? t : "/sys";
+}
+
+// A hexadecimal sysfs attribute ("0x10de\n").
+bool HexAttribute(const char* dir, const char* name, unsigned long* out) {
+  char path[512], line[64];
+  if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= static_cast<int>(sizeof(path)))
+    return false;
+  if (!FirstLine(path, line, sizeof(line))) return false;
+  char* end = nullptr;
+  *out = strtoul(line, &end, 16);
+  return end != line;
+}
+
+bool IsBdf(const char* s) {  // "0000:18:00.0"
+  return strlen(s) == 12 && s[4] == ':' && s[7] == ':' && s[10] == '.';
+}
+
+// The ACS control word of the PCI function whose sysfs folder is `dir`:
+// -1 when its extended config space cannot be read, -2 without ACS.
+int AcsControl(const char* dir) {
+  char path[512];
+  if (snprintf(path, sizeof(path), "%s/config", dir) >= static_cast<int>(sizeof(path))) return -1;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  unsigned char config[4096];
+  const ssize_t got = pread(fd, config, sizeof(config), 0);
+  close(fd);
+  if (got < 0x104) return -1;
+  int at = 0x100;
+  for (int hops = 0; hops < 64 && at >= 0x100 && at + 8 <= got; ++hops) {
+    const uint32_t header = static_cast<uint32_t>(config[at]) | config[at + 1] << 8 |
+                            config[at + 2] << 16 | static_cast<uint32_t>(config[at + 3]) << 24;
+    if (header == 0 || header == 0xffffffffu) return -2;
+    if ((header & 0xffff) == 0x000d) return config[at + 6] | config[at + 7] << 8;  // ACS
+    at = static_cast<int>(header >> 20) & 0xffc;
+  }
+  return -2;
+}
+
+void WriteGpu(wire::WireWriter& w, const char* root, const char* bdf) {
+  char dir[512], link[600], target[1024];
+  if (snprintf(dir, sizeof(dir), "%s/bus/pci/devices/%s", root, bdf) >=
+      static_cast<int>(sizeof(dir)))
+    return;
+  const size_t at = w.BeginMessage(f::kGpus);
+  w.String(f::gpu::kBdf, bdf);
+  int group = -1;
+  const bool fits =
+      snprintf(link, sizeof(link), "%s/iommu_group", dir) < static_cast<int>(sizeof(link));
+  const ssize_t n = fits ? readlink(link, target, sizeof(target) - 1) : -1;
+  if (n > 0) {
+    target[n] = '\0';
+    const char* base = strrchr(target, '/');
+    group = atoi(base != nullptr ? base + 1 : target);
+  }
+  w.Sint(f::gpu::kIommuGroup, group);
+  // The bridges above it: the PCI functions its sysfs path goes through,
+  // nearest first.
+  if (realpath(dir, target) != nullptr) {
+    char* end = strrchr(target, '/');
+    int bridges = 0;
+    while (end != nullptr && bridges < kMaxBridges) {
+      *end = '\0';
+      const char* name = strrchr(target, '/');
+      if (name == nullptr || !IsBdf(name + 1)) break;
+      char bridge_dir[512];
+      if (snprintf(bridge_dir, sizeof(bridge_dir), "%s/bus/pci/devices/%s", root, name + 1) >=
+          static_cast<int>(sizeof(bridge_dir)))
+        break;
+      const size_t b = w.BeginMessage(f::gpu::kBridges);
+      w.String(f::pci_bridge::kBdf, name + 1);
+      w.Sint(f::pci_bridge::kAcsCtrl, AcsControl(bridge_dir));
+      w.EndMessage(b);
+      ++bridges;
+      end = strrchr(target, '/');
+    }
+  }
+  w.EndMessage(at);
+}
+
+void WriteP2pPath(wire::WireWriter& w) {
+  const char* root = SysfsRoot();
+  char path[512];
+  if (snprintf(path, sizeof(path), "%s/class/iommu", root) >= static_cast<int>(sizeof(path)))
+    return;
+  if (DIR* d = opendir(path)) {
+    bool any = false;
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') any = true;
+    closedir(d);
+    if (any) w.Varint(f::kIommuEnabled, 1);
+  }
+  if (snprintf(path, sizeof(path), "%s/bus/pci/devices", root) >= static_cast<int>(sizeof(path)))
+    return;
+  DIR* d = opendir(path);
+  if (d == nullptr) return;
+  int gpus = 0;
+  uint32_t nvswitches = 0;
+  while (dirent* e = readdir(d)) {
+    if (!IsBdf(e->d_name)) continue;
+    char dir[512];
+    if (snprintf(dir, sizeof(dir), "%s/%s", path, e->d_name) >= static_cast<int>(sizeof(dir)))
+      continue;
+    unsigned long vendor = 0, klass = 0;
+    if (!HexAttribute(dir, "vendor", &vendor) || vendor != 0x10de) continue;
+    if (!HexAttribute(dir, "class", &klass)) continue;
+    if ((klass >> 8) == 0x0680) {
+      ++nvswitches;
+    } else if (((klass >> 8) == 0x0302 || (klass >> 8) == 0x0300) && gpus < kMaxGpus &&
+               w.remaining() > 400) {
+      WriteGpu(w, root, e->d_name);
+      ++gpus;
+    }
+  }
+  closedir(d);
+  if (nvswitches != 0) w.Varint(f::kNvswitches, nvswitches);
+}
+
 }  // namespace
 
 void RecordInventoryOnce(const LoadedVersions& v) {
@@ -191,6 +327,7 @@ void RecordInventoryOnce(const LoadedVersions& v) {
 
   WriteInterfaces(w);
   WriteEnvironment(w);
+  WriteP2pPath(w);
   r.Append(Region::kPinned);
 }
 

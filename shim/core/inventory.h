@@ -3,10 +3,15 @@
 // hand: the launcher's and NCCL's environment (allow-listed, secrets never),
 // the NCCL, CUDA driver and runtime versions actually loaded, the framework,
 // every network interface with its flags and addresses, /dev/shm's size and
-// free space, RLIMIT_MEMLOCK, the cgroup and container.
+// free space, RLIMIT_MEMLOCK, the cgroup and container; and the P2P hardware
+// path from sysfs: each NVIDIA GPU's IOMMU group and the PCIe bridges above
+// it with their ACS control word (extended config space: readable with
+// CAP_SYS_ADMIN, else recorded as unknown), whether an IOMMU is on, how many
+// NVSwitches the host has. (A test points NCCLWATCH_TEST_SYSFS at a crafted
+// tree instead of /sys.)
 //
 // Not on the hot path: it reads files and asks the kernel (getifaddrs,
-// statvfs, getrlimit), and runs once, inside the first NCCL init call.
+// statvfs, getrlimit, opendir), and runs once, inside the first NCCL init call.
 
 #ifndef NCCLWATCH_SHIM_CORE_INVENTORY_H_
 #define NCCLWATCH_SHIM_CORE_INVENTORY_H_

@@ -26,9 +26,9 @@
 // Lookups the shim makes itself pass straight through, as does everything
 // when NCCLWATCH=0.
 //
-// HOOK POINT for the CUDA driver's entry points looked up with dlsym (the
-// CUDA-IPC wrappers): NcclwatchBeforeDlsym, where it says so; the answer for
-// RTLD_NEXT/RTLD_DEFAULT must be obtained with AskAsCaller, as for NCCL.
+// The CUDA driver's memory-sharing entry points looked up with dlsym (how
+// real NCCL's statically linked runtime finds the driver) are handed back
+// wrapped the same way (interpose/cuda_hooks.h, WrapDriverSymbol).
 //
 // One exception, where the caller does not matter: NCCL (or a plugin of its)
 // looking up a verbs function (ibv_*) in a library handle with dlvsym, as it
@@ -61,6 +61,7 @@
 #include "core/nccl_visibility.h"
 #include "core/syscall_records.h"
 #include "core/tracer.h"
+#include "interpose/cuda_hooks.h"
 #include "interpose/real_nccl.h"
 #include "ncclwatch/trace_fields.h"
 
@@ -309,6 +310,17 @@ void* AskAsCaller(void* fn, bool versioned, void* handle, const char* name, cons
 
 // ------------------------------------------------------------ the trampolines' C halves
 
+// A name WrapDriverSymbol may wrap: the first filter, on every dlsym.
+static bool IsDriverSharingName(const char* name) {
+  if (name == nullptr || name[0] != 'c' || name[1] != 'u') return false;
+  static const char* const kPrefixes[] = {
+      "cuIpc",           "cuMem", "cuMulticast", "cuCtxEnablePeerAccess", "cuDeviceCanAccessPeer",
+      "cuGetProcAddress"};
+  for (const char* p : kPrefixes)
+    if (strncmp(name, p, strlen(p)) == 0) return true;
+  return false;
+}
+
 // dlvsym's: what to do: jump to `target`, or, when it is null, return `value`.
 struct DlvsymStep {
   void* target;
@@ -338,8 +350,17 @@ extern "C" __attribute__((visibility("hidden"), used)) DlvsymStep NcclwatchBefor
   if (real == nullptr) return {nullptr, nullptr};
   if (IsNcclName(name) && Enabled() && !FromShim(caller))
     return NcclLookup(real, false, handle, name, nullptr, caller);
-  // HOOK POINT (CUDA driver entry points, libcuda's dlsym): here, before
-  // the jump; ask glibc with AskAsCaller and hand back a wrapper.
+  // The CUDA driver's memory-sharing entry points (and cuGetProcAddress):
+  // glibc's answer, as the caller, wrapped (interpose/cuda_hooks.h).
+  if (IsDriverSharingName(name) && Enabled() && !FromShim(caller)) {
+    bool ok = true;
+    void* found = AskAsCaller(real, false, handle, name, nullptr, caller, &ok);
+    if (!ok) return {real, nullptr};
+    const int after = errno;  // as glibc left it
+    void* wrapper = WrapDriverSymbol(name, found);
+    errno = after;
+    return {nullptr, wrapper};
+  }
   return {real, nullptr};
 }
 

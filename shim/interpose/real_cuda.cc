@@ -106,4 +106,9 @@ bool CurrentCudaDevice(int* device, char* bus_id, size_t bus_id_len) {
   return true;
 }
 
+bool CurrentCudaOrdinal(int* device) {
+  auto fn = __atomic_load_n(&g_ctx_get_device, __ATOMIC_ACQUIRE);
+  return fn != nullptr && fn(device) == 0;
+}
+
 }  // namespace ncclwatch::shim

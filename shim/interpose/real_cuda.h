@@ -53,6 +53,11 @@ extern CudaDriverCalls g_cuda;
 // when no context is current or no driver is loaded.
 bool CurrentCudaDevice(int* device, char* bus_id, size_t bus_id_len);
 
+// The current context's device only (cuCtxGetDevice), for the CUDA
+// wrappers' failure path; false when no context is current or no driver is
+// known yet.
+bool CurrentCudaOrdinal(int* device);
+
 }  // namespace ncclwatch::shim
 
 #endif  // NCCLWATCH_SHIM_INTERPOSE_REAL_CUDA_H_

@@ -97,7 +97,7 @@ void WriteProcess(FuzzedDataProvider& in, const std::string& dir, int index) {
   uint64_t t = in.ConsumeIntegral<uint32_t>();
   const int records = in.ConsumeIntegralInRange<int>(0, 200);
   for (int r = 0; r < records && in.remaining_bytes() > 0; ++r) {
-    switch (in.ConsumeIntegralInRange<int>(0, 15)) {
+    switch (in.ConsumeIntegralInRange<int>(0, 16)) {
       case 0:
         Put(ring, in, &t, f::record::kProcessStart, [&](WireWriter& w) {
           w.Varint(f::process_start::kPid, in.ConsumeIntegral<uint32_t>());
@@ -274,6 +274,35 @@ void WriteProcess(FuzzedDataProvider& in, const std::string& dir, int index) {
           w.Varint(f::inventory::kShmSize, Value(in));
           w.Varint(f::inventory::kShmFree, Value(in));
           w.Varint(f::inventory::kMemlockSoft, Value(in));
+          for (int i = in.ConsumeIntegralInRange<int>(0, 2); i > 0; --i) {
+            const size_t g = w.BeginMessage(f::inventory::kGpus);
+            w.String(f::inventory::gpu::kBdf,
+                     in.ConsumeBool() ? "0000:18:00.0" : Text(in, 16).c_str());
+            w.Sint(f::inventory::gpu::kIommuGroup, Signed(in));
+            for (int j = in.ConsumeIntegralInRange<int>(0, 2); j > 0; --j) {
+              const size_t b = w.BeginMessage(f::inventory::gpu::kBridges);
+              w.String(f::inventory::pci_bridge::kBdf, Text(in, 16).c_str());
+              w.Sint(f::inventory::pci_bridge::kAcsCtrl, Signed(in));
+              w.EndMessage(b);
+            }
+            w.EndMessage(g);
+          }
+          w.Varint(f::inventory::kIommuEnabled, in.ConsumeBool());
+        });
+        break;
+      case 15:
+        // A memory-sharing CUDA call, failed or not, from NCCL or not.
+        Put(ring, in, &t, f::record::kCudaCall, [&](WireWriter& w) {
+          w.Varint(f::cuda_call::kFunction, in.ConsumeIntegralInRange<uint32_t>(0, 60));
+          w.Sint(f::cuda_call::kResult, in.ConsumeBool() ? 0 : Signed(in));
+          w.Varint(f::cuda_call::kVia, in.ConsumeIntegralInRange<uint32_t>(0, 5));
+          w.Sint(f::cuda_call::kDevice, Signed(in));
+          w.Sint(f::cuda_call::kPeer, Signed(in));
+          w.Varint(f::cuda_call::kHandleType, in.ConsumeIntegralInRange<uint32_t>(0, 9));
+          w.Sint(f::cuda_call::kErr, Signed(in));
+          w.Varint(f::cuda_call::kInCall, in.ConsumeIntegralInRange<uint32_t>(0, 60));
+          w.Varint(f::cuda_call::kFromNccl, in.ConsumeBool());
+          w.Fixed64(f::cuda_call::kCaller, Value(in));
         });
         break;
       default:

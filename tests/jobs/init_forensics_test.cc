@@ -316,7 +316,8 @@ TEST_CASE("InfiniBand buffers over a low RLIMIT_MEMLOCK: ib, ENOMEM, the limit n
 TEST_CASE("GPU memory exhausted while NCCL allocates its buffers: cuda", "[init][cuda]") {
   InitScenario s;
   RunTrainLoop(&s, 2, [](jobs::JobSpec& spec) {
-    spec.env.push_back("NCCL_SHM_DISABLE=1");  // buffers in device memory, shared by CUDA IPC
+    spec.env.push_back("NCCL_SHM_DISABLE=1");   // buffers in device memory, shared by CUDA IPC
+    spec.env.push_back("NCCL_CUMEM_ENABLE=0");  // legacy IPC: cudaMalloc, NCCL's CUDACHECK text
     spec.env.push_back("NCCLSIM_ARENA_GIB=1");
     spec.env.push_back("NCCL_BUFFSIZE=1073741824");
   });

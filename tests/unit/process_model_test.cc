@@ -350,6 +350,81 @@ TEST_CASE("identity, inventory and system calls keep every byte the OS gave",
   }
 }
 
+TEST_CASE("CUDA memory-sharing calls and the P2P path decode as libprotobuf decodes them",
+          "[model][conformance]") {
+  for (uint32_t seed = 1; seed <= 100; ++seed) {
+    Values v(seed);
+    pb::Record r;
+    r.set_t(v.U64());
+    auto* c = r.mutable_cuda_call();
+    c->set_function(static_cast<pb::CudaFunction>(seed % 2 ? pb::CU_MEM_IMPORT_FROM_SHAREABLE_HANDLE
+                                                           : pb::CUDA_IPC_OPEN_MEM_HANDLE));
+    c->set_result(v.I32());
+    c->set_via(static_cast<pb::CudaCall::Via>(seed % 5));
+    c->set_device(v.I32());
+    c->set_peer(v.I32());
+    c->set_size(v.U64());
+    c->set_ptr(v.U64());
+    c->set_handle(v.U64());
+    c->set_handle_type(static_cast<uint32_t>(v.U64()));
+    c->set_flags(v.U64());
+    c->set_fd(v.I32());
+    c->set_can_access(v.I32());
+    c->set_err(v.I32());
+    c->set_in_call(pb::COMM_INIT_RANK);
+    c->set_from_nccl(seed % 3 == 0);
+    c->set_caller(v.U64());
+    c->set_num_devices(static_cast<uint32_t>(v.U64()));
+    c->set_access_flags(static_cast<uint32_t>(v.U64()));
+    pb::Record inv;
+    auto* i = inv.mutable_inventory();
+    i->set_iommu_enabled(seed % 2);
+    i->set_nvswitches(static_cast<uint32_t>(v.U64()));
+    auto* g = i->add_gpus();
+    g->set_bdf(v.Bytes());
+    g->set_iommu_group(v.I32());
+    auto* b = g->add_bridges();
+    b->set_bdf(v.Bytes());
+    b->set_acs_ctrl(v.I32());
+    g->add_bridges()->set_acs_ctrl(-2);
+
+    const ProcessTrace t = Import({r, inv});
+    INFO("seed " << seed);
+    REQUIRE(t.cuda_calls.size() == 1);
+    const auto& e = t.cuda_calls[0];
+    CHECK(e.t == r.t());
+    CHECK(e.order == 1);
+    CHECK(e.function == static_cast<uint32_t>(c->function()));
+    CHECK(e.result == c->result());
+    CHECK(e.via == static_cast<uint32_t>(c->via()));
+    CHECK(e.device == c->device());
+    CHECK(e.peer == c->peer());
+    CHECK(e.size == c->size());
+    CHECK(e.ptr == c->ptr());
+    CHECK(e.handle == c->handle());
+    CHECK(e.handle_type == c->handle_type());
+    CHECK(e.flags == c->flags());
+    CHECK(e.fd == c->fd());
+    CHECK(e.can_access == c->can_access());
+    CHECK(e.err == c->err());
+    CHECK(e.in_call == static_cast<uint32_t>(c->in_call()));
+    CHECK(e.from_nccl == c->from_nccl());
+    CHECK(e.caller == c->caller());
+    CHECK(e.num_devices == c->num_devices());
+    CHECK(e.access_flags == c->access_flags());
+    REQUIRE(t.inventory.present);
+    CHECK(t.inventory.iommu_enabled == i->iommu_enabled());
+    CHECK(t.inventory.nvswitches == i->nvswitches());
+    REQUIRE(t.inventory.gpus.size() == 1);
+    CHECK(t.inventory.gpus[0].bdf == g->bdf());
+    CHECK(t.inventory.gpus[0].iommu_group == g->iommu_group());
+    REQUIRE(t.inventory.gpus[0].bridges.size() == 2);
+    CHECK(t.inventory.gpus[0].bridges[0].bdf == b->bdf());
+    CHECK(t.inventory.gpus[0].bridges[0].acs_ctrl == b->acs_ctrl());
+    CHECK(t.inventory.gpus[0].bridges[1].acs_ctrl == -2);
+  }
+}
+
 TEST_CASE("a malformed record is refused, the next one still read", "[model][hostile]") {
   ProcessTrace p;
   RecordImporter importer(&p);

@@ -410,6 +410,92 @@ TEST_CASE("the hand encoder stops cleanly when the buffer is full", "[format]") 
   CHECK_FALSE(b.ok());  // nested messages are limited to 16383 bytes
 }
 
+TEST_CASE("the CudaCall and P2P-path constants are trace.proto's", "[format]") {
+  namespace c = f::cuda_call;
+  auto number = [](const google::protobuf::Descriptor* d, const char* field) {
+    const google::protobuf::FieldDescriptor* fd = d->FindFieldByName(field);
+    INFO(d->name() << "." << field);
+    REQUIRE(fd != nullptr);
+    return static_cast<uint32_t>(fd->number());
+  };
+  const auto* rec = pb::Record::descriptor();
+  CHECK(number(rec, "cuda_call") == f::record::kCudaCall);
+  const auto* cc = pb::CudaCall::descriptor();
+  const struct {
+    const char* name;
+    uint32_t value;
+  } fields[] = {{"function", c::kFunction},
+                {"result", c::kResult},
+                {"via", c::kVia},
+                {"device", c::kDevice},
+                {"peer", c::kPeer},
+                {"size", c::kSize},
+                {"ptr", c::kPtr},
+                {"handle", c::kHandle},
+                {"handle_type", c::kHandleType},
+                {"flags", c::kFlags},
+                {"fd", c::kFd},
+                {"can_access", c::kCanAccess},
+                {"err", c::kErr},
+                {"in_call", c::kInCall},
+                {"from_nccl", c::kFromNccl},
+                {"caller", c::kCaller},
+                {"num_devices", c::kNumDevices},
+                {"access_flags", c::kAccessFlags}};
+  for (const auto& x : fields) {
+    INFO(x.name);
+    CHECK(number(cc, x.name) == x.value);
+  }
+  CHECK(static_cast<uint32_t>(pb::CudaCall::RUNTIME_EXPORT) == c::kRuntimeExport);
+  CHECK(static_cast<uint32_t>(pb::CudaCall::GET_PROC_ADDRESS) == c::kGetProcAddress);
+  CHECK(static_cast<uint32_t>(pb::CudaCall::DRIVER_ENTRY_POINT) == c::kDriverEntryPoint);
+  CHECK(static_cast<uint32_t>(pb::CudaCall::DLSYM) == c::kDlsym);
+  const struct {
+    const char* name;
+    uint32_t value;
+  } functions[] = {{"CU_IPC_GET_MEM_HANDLE", f::kCuIpcGetMemHandle},
+                   {"CU_IPC_OPEN_MEM_HANDLE", f::kCuIpcOpenMemHandle},
+                   {"CU_IPC_CLOSE_MEM_HANDLE", f::kCuIpcCloseMemHandle},
+                   {"CU_IPC_GET_EVENT_HANDLE", f::kCuIpcGetEventHandle},
+                   {"CU_IPC_OPEN_EVENT_HANDLE", f::kCuIpcOpenEventHandle},
+                   {"CU_MEM_CREATE", f::kCuMemCreate},
+                   {"CU_MEM_EXPORT_TO_SHAREABLE_HANDLE", f::kCuMemExportToShareableHandle},
+                   {"CU_MEM_IMPORT_FROM_SHAREABLE_HANDLE", f::kCuMemImportFromShareableHandle},
+                   {"CU_MEM_MAP", f::kCuMemMap},
+                   {"CU_MEM_SET_ACCESS", f::kCuMemSetAccess},
+                   {"CU_MEM_RELEASE", f::kCuMemRelease},
+                   {"CU_MEM_ADDRESS_RESERVE", f::kCuMemAddressReserve},
+                   {"CU_MULTICAST_CREATE", f::kCuMulticastCreate},
+                   {"CU_MULTICAST_ADD_DEVICE", f::kCuMulticastAddDevice},
+                   {"CU_MULTICAST_BIND_MEM", f::kCuMulticastBindMem},
+                   {"CU_CTX_ENABLE_PEER_ACCESS", f::kCuCtxEnablePeerAccess},
+                   {"CU_DEVICE_CAN_ACCESS_PEER", f::kCuDeviceCanAccessPeer},
+                   {"CUDA_IPC_GET_MEM_HANDLE", f::kCudaIpcGetMemHandle},
+                   {"CUDA_IPC_OPEN_MEM_HANDLE", f::kCudaIpcOpenMemHandle},
+                   {"CUDA_IPC_CLOSE_MEM_HANDLE", f::kCudaIpcCloseMemHandle},
+                   {"CUDA_IPC_GET_EVENT_HANDLE", f::kCudaIpcGetEventHandle},
+                   {"CUDA_IPC_OPEN_EVENT_HANDLE", f::kCudaIpcOpenEventHandle},
+                   {"CUDA_DEVICE_ENABLE_PEER_ACCESS", f::kCudaDeviceEnablePeerAccess},
+                   {"CUDA_DEVICE_CAN_ACCESS_PEER", f::kCudaDeviceCanAccessPeer}};
+  for (const auto& x : functions) {
+    INFO(x.name);
+    const auto* v = pb::CudaFunction_descriptor()->FindValueByName(x.name);
+    REQUIRE(v != nullptr);
+    CHECK(static_cast<uint32_t>(v->number()) == x.value);
+  }
+  const auto* iv = pb::Inventory::descriptor();
+  CHECK(number(iv, "gpus") == f::inventory::kGpus);
+  CHECK(number(iv, "iommu_enabled") == f::inventory::kIommuEnabled);
+  CHECK(number(iv, "nvswitches") == f::inventory::kNvswitches);
+  const auto* g = pb::Inventory::Gpu::descriptor();
+  CHECK(number(g, "bdf") == f::inventory::gpu::kBdf);
+  CHECK(number(g, "iommu_group") == f::inventory::gpu::kIommuGroup);
+  CHECK(number(g, "bridges") == f::inventory::gpu::kBridges);
+  const auto* b = pb::Inventory::PciBridge::descriptor();
+  CHECK(number(b, "bdf") == f::inventory::pci_bridge::kBdf);
+  CHECK(number(b, "acs_ctrl") == f::inventory::pci_bridge::kAcsCtrl);
+}
+
 TEST_CASE("NcclNotSeen: the shim's field numbers and reasons are trace.proto's", "[format]") {
   const google::protobuf::FieldDescriptor* body =
       pb::Record::descriptor()->FindFieldByName("nccl_not_seen");

@@ -16,6 +16,7 @@
 
 #include "common/cuda_errors.h"
 #include "driver/driver_state.h"
+#include "driver/vmm.h"
 
 using namespace ncclsim::driver;  // NOLINT: this file is the API surface of that namespace
 
@@ -259,6 +260,13 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
     case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
       v = 2;
       break;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+      v = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED:
+      v = MulticastSupported() ? 1 : 0;
+      break;
     default:
       v = 0;
       break;
@@ -300,7 +308,7 @@ CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDe
   if (canAccessPeer == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult rc = CheckDevice(dev)) return rc;
   if (CUresult rc = CheckDevice(peerDev)) return rc;
-  *canAccessPeer = dev != peerDev ? 1 : 0;
+  *canAccessPeer = dev != peerDev && PeerAccessReported() ? 1 : 0;
   return CUDA_SUCCESS;
 }
 
@@ -810,6 +818,7 @@ CUresult cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned 
   SIM_REQUIRE_INIT();
   if (Flags & ~static_cast<unsigned>(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS))
     return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult rc = IpcImportRefusal()) return rc;
   return IpcImportMemory(handle, pdptr);
 }
 

@@ -100,6 +100,23 @@ const ProcEntry kProcTable[] = {
     SIM_PROC(cuIpcGetEventHandle),
     SIM_PROC(cuIpcOpenEventHandle),
     SIM_PROC(cuGetProcAddress),
+    SIM_PROC(cuCtxEnablePeerAccess),
+    SIM_PROC(cuCtxDisablePeerAccess),
+    SIM_PROC(cuMemGetAllocationGranularity),
+    SIM_PROC(cuMemCreate),
+    SIM_PROC(cuMemRelease),
+    SIM_PROC(cuMemExportToShareableHandle),
+    SIM_PROC(cuMemImportFromShareableHandle),
+    SIM_PROC(cuMemAddressReserve),
+    SIM_PROC(cuMemAddressFree),
+    SIM_PROC(cuMemMap),
+    SIM_PROC(cuMemUnmap),
+    SIM_PROC(cuMemSetAccess),
+    SIM_PROC(cuMulticastGetGranularity),
+    SIM_PROC(cuMulticastCreate),
+    SIM_PROC(cuMulticastAddDevice),
+    SIM_PROC(cuMulticastBindMem),
+    SIM_PROC(cuMulticastUnbind),
 };
 
 #undef SIM_PROC

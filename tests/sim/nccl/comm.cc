@@ -12,6 +12,7 @@
 #include "common/sim_env.h"
 #include "nccl/debug.h"
 #include "nccl/group.h"
+#include "nccl/nvls.h"
 #include "nccl/params.h"
 
 namespace ncclsim::nccl {
@@ -148,6 +149,7 @@ ncclResult_t InitSteps(ncclComm* comm, const InitSource& src, const char* func_n
     return ncclSystemError;
   }
   NCCLCHECK(comm->transport.Setup(*comm->bootstrap, comm->peers, comm->rank));
+  NCCLCHECK(NvlsSetup(comm));
   comm->progress.Start(&comm->transport, comm->nranks);
   return ncclSuccess;
 }

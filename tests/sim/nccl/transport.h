@@ -3,10 +3,17 @@
 //
 //   SHM (default)         each receive buffer is a /dev/shm segment (shm_segment.h);
 //                         names are all-gathered over the bootstrap, then attached.
-//   P2P (NCCL_SHM_DISABLE=1)  each receive buffer is device memory shared with
-//                         cudaIpcGetMemHandle / cudaIpcOpenMemHandle, as NCCL's
-//                         P2P transport shares GPU buffers (same-process peers
-//                         use the pointer directly, as CUDA IPC refuses them).
+//   P2P (NCCL_SHM_DISABLE=1)  each receive buffer is device memory shared as
+//                         NCCL's P2P transport shares GPU buffers: by default
+//                         a cuMem allocation (cuMemCreate with a POSIX-fd
+//                         handle type, mapped with cuMemAddressReserve/
+//                         cuMemMap/cuMemSetAccess) whose descriptor travels to
+//                         the sender over a Unix socket (ipc_socket.h) and is
+//                         imported with cuMemImportFromShareableHandle; with
+//                         NCCL_CUMEM_ENABLE=0 legacy CUDA IPC
+//                         (cudaIpcGetMemHandle / cudaIpcOpenMemHandle).
+//                         Same-process peers use the pointer directly, after
+//                         cudaDeviceEnablePeerAccess between different GPUs.
 //   NET/IB (NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1, NCCLSIM_IB_HCA set)
 //                         each connection's buffers are registered (pinned)
 //                         with the simulated HCA (net_ib.h), then as P2P.
@@ -19,8 +26,10 @@
 #ifndef NCCLWATCH_TESTS_SIM_NCCL_TRANSPORT_H_
 #define NCCLWATCH_TESTS_SIM_NCCL_TRANSPORT_H_
 
+#include <cuda.h>
 #include <nccl.h>
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -46,6 +55,18 @@ class Transport {
                         size_t bytes);
   ncclResult_t SetupP2p(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank,
                         size_t bytes);
+  ncclResult_t SetupCuMem(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank,
+                          size_t bytes);
+  ncclResult_t EnablePeerAccess(const std::vector<PeerInfo>& peers, int rank);
+  ncclResult_t MapCuMem(CUmemGenericAllocationHandle handle, size_t size, int device, char** out);
+
+  // A cuMem mapping this rank made: its own buffers and what it imported.
+  struct CuMemMapping {
+    uintptr_t ptr;
+    size_t size;
+    CUmemGenericAllocationHandle handle;
+  };
+  std::vector<CuMemMapping> cumem_;
 
   std::vector<Fifo> send_;
   std::vector<Fifo> recv_;

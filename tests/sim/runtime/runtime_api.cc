@@ -57,15 +57,6 @@ const DriverTable* Ready(cudaError_t* err) {
 
 CUdeviceptr Dptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
 
-struct PeerAccess {
-  std::mutex mu;
-  std::set<std::pair<int, int>> enabled;
-};
-PeerAccess& Peers() {
-  static auto* p = new PeerAccess();
-  return *p;
-}
-
 struct Callback {
   cudaStreamCallback_t fn;
   cudaStream_t stream;
@@ -284,18 +275,19 @@ cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
   if (peerDevice < 0 || peerDevice >= count) return Ret(cudaErrorInvalidDevice);
   const int self = CurrentOrdinal(d);
   if (peerDevice == self) return Ret(cudaErrorInvalidDevice);
-  std::lock_guard<std::mutex> lock(Peers().mu);
-  if (!Peers().enabled.emplace(self, peerDevice).second)
-    return Ret(cudaErrorPeerAccessAlreadyEnabled);
-  return cudaSuccess;
+  // As the real runtime: through the peer's primary context.
+  CUcontext peer = nullptr;
+  CUresult rc = d->cuDevicePrimaryCtxRetain(&peer, peerDevice);
+  if (rc == CUDA_SUCCESS) rc = d->cuCtxEnablePeerAccess(peer, 0);
+  return Ret(rc);
 }
 
 cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
   SIM_READY(d);
-  std::lock_guard<std::mutex> lock(Peers().mu);
-  if (Peers().enabled.erase({CurrentOrdinal(d), peerDevice}) == 0)
-    return Ret(cudaErrorPeerAccessNotEnabled);
-  return cudaSuccess;
+  CUcontext peer = nullptr;
+  CUresult rc = d->cuDevicePrimaryCtxRetain(&peer, peerDevice);
+  if (rc == CUDA_SUCCESS) rc = d->cuCtxDisablePeerAccess(peer);
+  return Ret(rc);
 }
 
 // ----------------------------------------------------------------- memory

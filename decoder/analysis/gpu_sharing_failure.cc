@@ -1,0 +1,238 @@
+#include "analysis/gpu_sharing_failure.h"
+
+#include <algorithm>
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "ncclwatch/trace_fields.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+namespace f = ::ncclwatch::fields;
+
+// CUmemAllocationHandleType (cuda.h).
+constexpr uint32_t kPosixFd = 1;
+constexpr uint32_t kFabricHandle = 8;
+
+// The results these calls give, with the driver's and the runtime's names
+// (the numbers are shared since CUDA 10) and cuGetErrorString's text.
+struct Result {
+  int32_t code;
+  const char* driver;
+  const char* runtime;
+  const char* text;
+};
+constexpr Result kResults[] = {
+    {1, "CUDA_ERROR_INVALID_VALUE", "cudaErrorInvalidValue", "invalid argument"},
+    {2, "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation", "out of memory"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED", "cudaErrorInitializationError", "initialization error"},
+    {35, "CUDA_ERROR_35", "cudaErrorInsufficientDriver",
+     "CUDA driver version is insufficient for CUDA runtime version"},
+    {100, "CUDA_ERROR_NO_DEVICE", "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {101, "CUDA_ERROR_INVALID_DEVICE", "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {201, "CUDA_ERROR_INVALID_CONTEXT", "cudaErrorDeviceUninitialized", "invalid device context"},
+    {205, "CUDA_ERROR_MAP_FAILED", "cudaErrorMapBufferObjectFailed",
+     "mapping of buffer object failed"},
+    {208, "CUDA_ERROR_ALREADY_MAPPED", "cudaErrorAlreadyMapped", "resource already mapped"},
+    {217, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "cudaErrorPeerAccessUnsupported",
+     "peer access is not supported between these two devices"},
+    {400, "CUDA_ERROR_INVALID_HANDLE", "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {500, "CUDA_ERROR_NOT_FOUND", "cudaErrorSymbolNotFound", "named symbol not found"},
+    {704, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "cudaErrorPeerAccessAlreadyEnabled",
+     "peer access is already enabled"},
+    {705, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED", "cudaErrorPeerAccessNotEnabled",
+     "peer access has not been enabled"},
+    {800, "CUDA_ERROR_NOT_PERMITTED", "cudaErrorNotPermitted", "operation not permitted"},
+    {801, "CUDA_ERROR_NOT_SUPPORTED", "cudaErrorNotSupported", "operation not supported"},
+    {802, "CUDA_ERROR_SYSTEM_NOT_READY", "cudaErrorSystemNotReady", "system not yet initialized"},
+    {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "cudaErrorSystemDriverMismatch",
+     "system has unsupported display driver / cuda driver combination"},
+    {999, "CUDA_ERROR_UNKNOWN", "cudaErrorUnknown", "unknown error"},
+};
+
+const Result* FindResult(int32_t code) {
+  for (const Result& r : kResults)
+    if (r.code == code) return &r;
+  return nullptr;
+}
+
+bool Multicast(uint32_t fn) {
+  return fn == f::kCuMulticastCreate || fn == f::kCuMulticastAddDevice ||
+         fn == f::kCuMulticastBindMem;
+}
+
+bool Import(uint32_t fn) {
+  return fn == f::kCuIpcOpenMemHandle || fn == f::kCudaIpcOpenMemHandle ||
+         fn == f::kCuMemImportFromShareableHandle || fn == f::kCuIpcOpenEventHandle ||
+         fn == f::kCudaIpcOpenEventHandle;
+}
+
+bool PeerAccess(uint32_t fn) {
+  return fn == f::kCuCtxEnablePeerAccess || fn == f::kCudaDeviceEnablePeerAccess ||
+         fn == f::kCuDeviceCanAccessPeer || fn == f::kCudaDeviceCanAccessPeer;
+}
+
+// The results that say the importing process may not have the memory: a
+// permission, a handle that does not name anything it can reach (another
+// namespace), a mapping refused.
+bool Refused(const InitEvidence::CudaFailure& c) {
+  return c.result == 800 || c.result == 1 || c.result == 400 || c.result == 205 ||
+         c.result == 201 || c.result == 999 || c.err == EPERM || c.err == EACCES;
+}
+
+std::string HandleKind(const InitEvidence::CudaFailure& c) {
+  if (c.function == f::kCuMemImportFromShareableHandle ||
+      c.function == f::kCuMemExportToShareableHandle || c.function == f::kCuMulticastCreate) {
+    if (c.handle_type == kFabricHandle) return "fabric";
+    if (c.handle_type & kPosixFd) return "POSIX file descriptor";
+    return "";
+  }
+  if (Import(c.function) || c.function == f::kCuIpcGetMemHandle ||
+      c.function == f::kCudaIpcGetMemHandle)
+    return "legacy CUDA IPC";
+  return "";
+}
+
+GpuSharingFacts FactsOf(const InitEvidence& r, const InitEvidence::CudaFailure& c) {
+  GpuSharingFacts s;
+  s.function = CudaFunctionName(c.function);
+  s.result = c.result;
+  s.handle = HandleKind(c);
+  s.container = r.container;
+  s.in_container = !r.container.empty();
+  s.device = c.device;
+  s.peer = c.peer;
+  return s;
+}
+
+InitFailureFacts Of(InitCause cause, const char* subsystem, const GpuSharingFacts& s, int err) {
+  InitFailureFacts x;
+  x.cause = cause;
+  x.subsystem = subsystem;
+  x.err = err;
+  x.sharing = s;
+  x.call = s.function;
+  return x;
+}
+
+}  // namespace
+
+std::string CudaFunctionName(uint32_t function) {
+  switch (function) {
+    case f::kCuIpcGetMemHandle:
+      return "cuIpcGetMemHandle";
+    case f::kCuIpcOpenMemHandle:
+      return "cuIpcOpenMemHandle";
+    case f::kCuIpcCloseMemHandle:
+      return "cuIpcCloseMemHandle";
+    case f::kCuIpcGetEventHandle:
+      return "cuIpcGetEventHandle";
+    case f::kCuIpcOpenEventHandle:
+      return "cuIpcOpenEventHandle";
+    case f::kCuMemCreate:
+      return "cuMemCreate";
+    case f::kCuMemExportToShareableHandle:
+      return "cuMemExportToShareableHandle";
+    case f::kCuMemImportFromShareableHandle:
+      return "cuMemImportFromShareableHandle";
+    case f::kCuMemMap:
+      return "cuMemMap";
+    case f::kCuMemSetAccess:
+      return "cuMemSetAccess";
+    case f::kCuMemRelease:
+      return "cuMemRelease";
+    case f::kCuMemAddressReserve:
+      return "cuMemAddressReserve";
+    case f::kCuMulticastCreate:
+      return "cuMulticastCreate";
+    case f::kCuMulticastAddDevice:
+      return "cuMulticastAddDevice";
+    case f::kCuMulticastBindMem:
+      return "cuMulticastBindMem";
+    case f::kCuCtxEnablePeerAccess:
+      return "cuCtxEnablePeerAccess";
+    case f::kCuDeviceCanAccessPeer:
+      return "cuDeviceCanAccessPeer";
+    case f::kCudaIpcGetMemHandle:
+      return "cudaIpcGetMemHandle";
+    case f::kCudaIpcOpenMemHandle:
+      return "cudaIpcOpenMemHandle";
+    case f::kCudaIpcCloseMemHandle:
+      return "cudaIpcCloseMemHandle";
+    case f::kCudaIpcGetEventHandle:
+      return "cudaIpcGetEventHandle";
+    case f::kCudaIpcOpenEventHandle:
+      return "cudaIpcOpenEventHandle";
+    case f::kCudaDeviceEnablePeerAccess:
+      return "cudaDeviceEnablePeerAccess";
+    case f::kCudaDeviceCanAccessPeer:
+      return "cudaDeviceCanAccessPeer";
+    default:
+      return absl::StrCat("CudaFunction ", function);
+  }
+}
+
+bool CudaRuntimeFunction(uint32_t function) { return function >= f::kCudaIpcGetMemHandle; }
+
+std::string CudaResultName(int32_t result, bool runtime) {
+  if (result == 0) return runtime ? "cudaSuccess" : "CUDA_SUCCESS";
+  if (const Result* r = FindResult(result)) return runtime ? r->runtime : r->driver;
+  return absl::StrCat("CUDA error ", result);
+}
+
+std::string CudaResultText(int32_t result) {
+  const Result* r = FindResult(result);
+  return r != nullptr ? r->text : "";
+}
+
+bool GpuSharingFailed(uint32_t function, int32_t result) {
+  if (result == 0) return false;
+  // Enabling peer access twice, or disabling it when it was not: answers, not failures.
+  if (PeerAccess(function) && (result == 704 || result == 705)) return false;
+  return true;
+}
+
+std::vector<std::string> AcsRedirectBridges(const std::vector<GpuPathInfo>& gpus) {
+  std::vector<std::string> out;
+  for (const GpuPathInfo& g : gpus)
+    for (const GpuPathInfo::Bridge& b : g.bridges)
+      if (b.acs_ctrl >= 0 && (b.acs_ctrl & 0x0c) != 0) out.push_back(b.bdf);  // RR or CR
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::optional<InitFailureFacts> GpuSharingCause(const InitEvidence& r) {
+  // NCCL's own calls first: a program's call that failed outside NCCL is
+  // evidence only when nothing of NCCL's failed.
+  const InitEvidence::CudaFailure* first = nullptr;
+  for (int pass = 0; pass < 2 && first == nullptr; ++pass) {
+    for (const InitEvidence::CudaFailure& c : r.cuda_failures) {
+      if (pass == 0 && !c.from_nccl) continue;
+      if (first == nullptr || c.when_ns < first->when_ns) first = &c;
+    }
+  }
+  if (first == nullptr) return std::nullopt;
+  const InitEvidence::CudaFailure& c = *first;
+  GpuSharingFacts s = FactsOf(r, c);
+  const bool fabric_handle =
+      c.handle_type == kFabricHandle &&
+      (c.function == f::kCuMemImportFromShareableHandle ||
+       c.function == f::kCuMemExportToShareableHandle || c.function == f::kCuMemCreate);
+  if (Multicast(c.function) || fabric_handle) {
+    return Of(InitCause::kFabricManager, "fabric", s, 0);
+  }
+  if (c.result == 217 || (PeerAccess(c.function) && c.result != 0)) {
+    s.acs_bridges = AcsRedirectBridges(r.gpus);
+    s.iommu = r.iommu_enabled;
+    return Of(InitCause::kPeerAccessUnsupported, "p2p", s, 0);
+  }
+  if ((Import(c.function) || c.function == f::kCuMemExportToShareableHandle) && Refused(c)) {
+    return Of(InitCause::kIpcImportRefused, "ipc", s,
+              c.err == EPERM || c.err == EACCES ? c.err : 0);
+  }
+  return std::nullopt;
+}
+
+}  // namespace ncclwatch::decoder
