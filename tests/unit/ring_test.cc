@@ -382,9 +382,16 @@ TEST_CASE("a hostile file gets a one-line reason, never a crash", "[ring][fuzz]"
         std::string::npos);
   CHECK(try_file(std::string(8192, 'z')).find("bad magic") != std::string::npos);
   CHECK(try_file(good.substr(0, good.size() / 2)).find("truncated trace") != std::string::npos);
-  std::string v2 = good;
-  v2[8] = 2;  // format version
-  CHECK(try_file(v2).find("format 2") != std::string::npos);
+  std::string v3 = good;
+  v3[8] = 3;  // format version: a newer one
+  CHECK(try_file(v3).find("trace file format 3; this ncclwatch reads formats 1 to 2") !=
+        std::string::npos);
+  std::string v0 = good;
+  v0[8] = 0;
+  CHECK(try_file(v0).find("format 0") != std::string::npos);
+  std::string v1 = good;
+  v1[8] = 1;  // format 1 (no call slots): these records are format 1's too, and read
+  CHECK(try_file(v1).empty());
   std::string s2 = good;
   s2[12] = 9;  // schema version
   CHECK(try_file(s2).find("schema version 9") != std::string::npos);
