@@ -2,12 +2,12 @@
 // fatal signals): no allocation, no lock, no system call, async-signal-safe,
 // errno untouched. Communicator creation and end are not on the hot path.
 //
-// errno: the per-call functions (Begin/EndCollective, Begin/EndP2p,
-// Begin/EndGroup, BeginApi) need no ErrnoGuard, because nothing they run can
-// set errno: table lookups, thread-local state, stores into the mapped ring,
-// the TSC or a vDSO clock_gettime with a valid clock (which sets errno only
-// on failure). Paths that may reach libc calls that can (the pinned
-// records, time anchors written from there, module scans) keep the guard.
+// errno: BeginApi, like the inline per-call functions in call_records.h,
+// needs no ErrnoGuard, because nothing it runs can set errno: table lookups,
+// thread-local state, stores into the mapped ring, the TSC or a vDSO
+// clock_gettime with a valid clock (which sets errno only on failure).
+// Paths that may reach libc calls that can (the pinned records, time anchors
+// written from there, module scans) keep the guard.
 
 #include "core/call_records.h"
 
@@ -31,125 +31,11 @@ class ErrnoGuard {
   int saved_;
 };
 
-uint64_t Ptr(const void* p) { return reinterpret_cast<uint64_t>(p); }
-
 int g_process_ended = 0;
 
 }  // namespace
 
-CollectiveCall BeginCollective(uint32_t call, const void* sendbuff, const void* recvbuff,
-                               size_t count, int datatype, int redop, int root, const void* comm,
-                               const void* stream, const void* caller) {
-  // No ErrnoGuard: nothing on this path can set errno (see the top).
-  CollectiveCall c;
-  c.comm = g_comms.FindOrAdopt(comm);
-  const ThreadState& t = ThisThread();
-  ncclwatch_call_slot v{};
-  v.thread = t.index;
-  if (c.comm != nullptr) {
-    c.seq = __atomic_load_n(&c.comm->next_seq, __ATOMIC_RELAXED);
-    v.comm = c.comm->id;
-    v.rank = c.comm->rank;
-  } else {
-    v.rank = -1;
-  }
-  v.seq = c.seq;
-  v.count = count;
-  v.stream = Ptr(stream);
-  v.sendbuff = Ptr(sendbuff);
-  v.recvbuff = Ptr(recvbuff);
-  if (t.group_depth > 0) {
-    v.group = t.group_id;
-    v.flags = NCCLWATCH_CALL_IN_GROUP;
-  }
-  v.caller = Ptr(caller);
-  v.call = call;
-  v.datatype = datatype;
-  v.redop = redop < 0 ? -1 : redop;
-  v.root = root < 0 ? -1 : root;
-  c.record = AppendCallSlot(NCCLWATCH_SLOT_COLLECTIVE, v);
-  return c;
-}
-
-void EndCollective(const CollectiveCall& c, int result) {
-  c.record.Finish(result);
-  // NCCL requires one thread at a time per communicator (its calls are
-  // ordered by the program), so a plain load and store suffice: no locked
-  // instruction on every call. Concurrent callers, which NCCL forbids, could
-  // at worst repeat a number.
-  if (c.comm != nullptr && Accepted(result) &&
-      __atomic_load_n(&c.comm->next_seq, __ATOMIC_RELAXED) == c.seq) {
-    __atomic_store_n(&c.comm->next_seq, c.seq + 1, __ATOMIC_RELAXED);
-  }
-}
-
-P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype, int peer,
-                 const void* comm, const void* stream, const void* caller) {
-  P2pCall c;
-  CommState* cs = g_comms.FindOrAdopt(comm);
-  c.comm = cs;
-  const ThreadState& t = ThisThread();
-  ncclwatch_call_slot v{};
-  v.thread = t.index;
-  v.rank = -1;
-  if (cs != nullptr) {
-    uint64_t* counters = __atomic_load_n(&cs->p2p_seq, __ATOMIC_ACQUIRE);
-    if (counters != nullptr && peer >= 0 && peer < cs->nranks) {
-      c.counter = counters + (send ? 0 : cs->nranks) + peer;
-      c.seq = __atomic_load_n(c.counter, __ATOMIC_RELAXED);
-    }
-    v.comm = cs->id;
-    v.rank = cs->rank;
-  }
-  v.seq = c.seq;
-  v.call = send ? f::kSend : f::kRecv;
-  v.peer = peer;
-  v.count = count;
-  v.datatype = datatype;
-  v.stream = Ptr(stream);
-  v.sendbuff = Ptr(buff);
-  if (t.group_depth > 0) {
-    v.group = t.group_id;
-    v.flags = NCCLWATCH_CALL_IN_GROUP;
-  }
-  v.caller = Ptr(caller);
-  v.redop = -1;
-  v.root = -1;
-  c.record = AppendCallSlot(NCCLWATCH_SLOT_P2P, v);
-  return c;
-}
-
-void EndP2p(const P2pCall& c, int result) {
-  c.record.Finish(result);
-  // As for collectives: one thread at a time per communicator, no lock prefix.
-  if (c.counter != nullptr && Accepted(result) &&
-      __atomic_load_n(c.counter, __ATOMIC_RELAXED) == c.seq) {
-    __atomic_store_n(c.counter, c.seq + 1, __ATOMIC_RELAXED);
-  }
-}
-
-CallRecord BeginGroup(uint32_t call, const void* caller) {
-  ThreadState& t = ThisThread();
-  if (call == f::kGroupStart) {
-    if (t.group_depth++ == 0) t.group_id = NextGroupId();
-  }
-  ncclwatch_call_slot v{};
-  v.thread = t.index;
-  v.call = call;
-  v.group = t.group_id;
-  v.depth = call == f::kGroupStart ? t.group_depth : (t.group_depth ? t.group_depth - 1 : 0);
-  v.caller = Ptr(caller);
-  v.redop = -1;
-  v.root = -1;
-  v.rank = -1;
-  return AppendCallSlot(NCCLWATCH_SLOT_GROUP, v);
-}
-
-void EndGroup(uint32_t call, const CallRecord& record, int result) {
-  record.Finish(result);
-  ThreadState& t = ThisThread();
-  if (call != f::kGroupStart && t.group_depth > 0 && --t.group_depth == 0) t.group_id = 0;
-}
+__thread CallCache t_call_cache __attribute__((tls_model("initial-exec")));
 
 CallRecord BeginApi(uint32_t call, const void* comm, int64_t value, const void* caller) {
   CommState* cs = comm ? g_comms.Find(comm) : nullptr;

@@ -12,6 +12,7 @@
 #include <nccl.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include <cstdio>
 #include <cstring>
@@ -136,8 +137,62 @@ void BM_RingAppend64(benchmark::State& state) {
     benchmark::DoNotOptimize(w->Append(ncclwatch::shim::Region::kRing, record, sizeof(record)));
 }
 
+ncclwatch::shim::RingWriter* BenchRing() {
+  static ncclwatch::shim::RingWriter* w = [] {
+    auto* r = new ncclwatch::shim::RingWriter();
+    ncclwatch::shim::RingConfig c;
+    static std::string dir = ScratchDir() + "/ring2";
+    c.dir = dir.c_str();
+    c.host = "bench";
+    c.pid = static_cast<uint32_t>(getpid());
+    c.start_ms = static_cast<uint64_t>(time(nullptr)) * 1000 + 1;
+    char err[256];
+    if (!r->Open(c, err, sizeof(err))) {
+      std::fprintf(stderr, "ring: %s\n", err);
+      std::exit(2);
+    }
+    return r;
+  }();
+  return w;
+}
+
+void BM_Rdtsc(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(__rdtsc());
+}
+
+void BM_CallSlotAppend(benchmark::State& state) {
+  ncclwatch::shim::RingWriter* w = BenchRing();
+  ncclwatch_call_slot s{};
+  for (auto _ : state) {
+    s.t = __rdtsc();
+    benchmark::DoNotOptimize(w->AppendCallSlot(NCCLWATCH_SLOT_COLLECTIVE, s));
+  }
+}
+
+// The same stores without the locked add: what a claim that shares no cache
+// line (a thread's own block of slots) would cost.
+void BM_CallSlotStoreNoLock(benchmark::State& state) {
+  ncclwatch::shim::RingWriter* w = BenchRing();
+  uint8_t* ring = reinterpret_cast<uint8_t*>(w->header()) + w->header()->ring_offset;
+  const uint64_t mask = w->header()->ring_slots - 1;
+  uint64_t idx = 0;
+  ncclwatch_call_slot s{};
+  for (auto _ : state) {
+    s.t = __rdtsc();
+    uint8_t* slot = ring + (idx & mask) * NCCLWATCH_SLOT_BYTES;
+    __atomic_store_n(reinterpret_cast<uint64_t*>(slot), 0, __ATOMIC_RELAXED);
+    std::memcpy(slot + NCCLWATCH_SLOT_HEADER_BYTES, &s, sizeof(s));
+    __atomic_store_n(reinterpret_cast<uint64_t*>(slot), idx + 1, __ATOMIC_RELEASE);
+    ++idx;
+    benchmark::ClobberMemory();
+  }
+}
+
 }  // namespace
 
+BENCHMARK(BM_Rdtsc);
+BENCHMARK(BM_CallSlotAppend);
+BENCHMARK(BM_CallSlotStoreNoLock);
 BENCHMARK(BM_AllReduce_Direct);
 BENCHMARK(BM_AllReduce_ThroughShim);
 BENCHMARK(BM_Send_Direct);
