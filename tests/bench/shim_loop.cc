@@ -57,19 +57,34 @@ __attribute__((noinline)) void Calls(ncclComm_t comm, long n) {
   for (long i = 0; i < n; ++i) ncclAllReduce(buf, buf, 16, ncclFloat32, ncclSum, comm, nullptr);
 }
 
-long CountInstructions(long k) {
+// The child execs this program again (`--traced K`), so that a preloaded
+// shim starts afresh in it (a forked child of a traced process is not
+// traced), stops itself before and after K calls, and is single-stepped in
+// between.
+void Traced(long k) {
+  ncclComm_t comm = MakeComm(0);
+  Calls(comm, 1000);  // warm: first-call resolution done, caches filled
+  raise(SIGSTOP);
+  Calls(comm, k);
+  raise(SIGSTOP);
+}
+
+long CountInstructions(const char* self, long k) {
   const pid_t pid = fork();
   if (pid == 0) {
     ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
-    ncclComm_t comm = MakeComm(0);
-    Calls(comm, 1000);  // warm: first-call resolution done, caches filled
-    raise(SIGSTOP);
-    Calls(comm, k);
-    raise(SIGSTOP);
-    _exit(0);
+    char arg[32];
+    snprintf(arg, sizeof(arg), "%ld", k);
+    execl(self, self, "--traced", arg, static_cast<char*>(nullptr));
+    _exit(127);
   }
   int status = 0;
-  waitpid(pid, &status, 0);  // the first stop
+  // Run (signals passed on) to the first SIGSTOP.
+  for (;;) {
+    if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status)) return -1;
+    if (WSTOPSIG(status) == SIGSTOP) break;
+    ptrace(PTRACE_CONT, pid, nullptr, nullptr);
+  }
   long steps = 0;
   for (;;) {
     ptrace(PTRACE_SINGLESTEP, pid, nullptr, nullptr);
@@ -93,10 +108,14 @@ int main(int argc, char** argv) {
     if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
     if (strcmp(argv[i], "--calls") == 0) calls = atol(argv[i + 1]);
     if (strcmp(argv[i], "--instructions") == 0) instructions = atol(argv[i + 1]);
+    if (strcmp(argv[i], "--traced") == 0) {
+      Traced(atol(argv[i + 1]));
+      return 0;
+    }
   }
   if (instructions > 0) {
-    const long with = CountInstructions(instructions);
-    const long without = CountInstructions(0);
+    const long with = CountInstructions(argv[0], instructions);
+    const long without = CountInstructions(argv[0], 0);
     if (with < 0 || without < 0) return 1;
     printf("instructions_per_call %.1f\n",
            static_cast<double>(with - without) / static_cast<double>(instructions));
