@@ -276,12 +276,10 @@ bool RecordImporter::ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payl
   // As the Record the slot stands for decodes (CallSlotToRecord): optional
   // fields absent when not set, proto3 defaults otherwise.
   if (kind == NCCLWATCH_SLOT_COLLECTIVE) {
-    static const CollectiveEvent kBlank{};
-    CollectiveEvent& e = p.collectives.emplace_back(kBlank);
+    // Built whole from the slot, every field given: the row is written once.
+    CollectiveEvent e;
     e.order = order;
     e.t = s.t;
-    e.thread = s.thread;
-    e.result = s.result;
     e.comm = s.comm;
     e.seq = s.seq;
     e.call = s.call;
@@ -291,8 +289,11 @@ bool RecordImporter::ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payl
     e.root = s.root >= 0 ? s.root : -1;
     e.stream = s.stream;
     e.group = in_group ? s.group : 0;
+    e.result = s.result;
     e.caller = s.caller;
+    e.thread = s.thread;
     e.rank = s.rank;
+    p.collectives.push_back(e);
   } else if (kind == NCCLWATCH_SLOT_P2P) {
     P2pEvent& e = p.p2p.emplace_back();
     e.order = order;

@@ -81,6 +81,34 @@ class TraceFile {
   static constexpr uint64_t kInFlightSlots = 4096;   // the ring's newest slots, read twice
   static constexpr uint64_t kNoCursor = UINT64_MAX;  // LiveCursor could not read it
 
+  // A thread's copy buffers (ReadRegion): kept for the life of the thread;
+  // a nested read (a callback that reads another trace) gets its own.
+  struct ReadBuffers {
+    std::unique_ptr<uint8_t[]> chunk{new uint8_t[kChunkSlots * NCCLWATCH_SLOT_BYTES]};
+    std::unique_ptr<uint8_t[]> again;
+    std::unique_ptr<uint8_t[]> gather{
+        new uint8_t[NCCLWATCH_MAX_RECORD_SLOTS * NCCLWATCH_SLOT_BYTES]};
+    std::unique_ptr<uint8_t[]> record{new uint8_t[NCCLWATCH_MAX_RECORD_BYTES]};
+    bool in_use = false;
+    static ReadBuffers& Claim() {
+      thread_local ReadBuffers mine;
+      if (!mine.in_use) {
+        mine.in_use = true;
+        return mine;
+      }
+      thread_local std::vector<std::unique_ptr<ReadBuffers>> nested;
+      for (auto& b : nested) {
+        if (!b->in_use) {
+          b->in_use = true;
+          return *b;
+        }
+      }
+      nested.push_back(std::make_unique<ReadBuffers>());
+      nested.back()->in_use = true;
+      return *nested.back();
+    }
+  };
+
   TraceFile() = default;
   // `n` bytes at `offset`, all of them, or false (the file is shorter now).
   bool ReadAt(uint64_t offset, void* out, size_t n) const;
@@ -127,10 +155,19 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
   // Slots are copied out of the file a chunk at a time with pread, never
   // mapped: a file that shrinks while it is read (a copy over it, a hostile
   // writer) gives a short read, not SIGBUS.
-  std::unique_ptr<uint8_t[]> chunk(new uint8_t[kChunkSlots * kSlot]);
-  std::unique_ptr<uint8_t[]> again;  // a second copy, for slots a writer may be filling
-  std::unique_ptr<uint8_t[]> gather(new uint8_t[NCCLWATCH_MAX_RECORD_SLOTS * kSlot]);
-  std::unique_ptr<uint8_t[]> record(new uint8_t[NCCLWATCH_MAX_RECORD_BYTES]);
+  // The buffers are the thread's, kept from one region and file to the
+  // next: allocated afresh for each, they were returned to the system and
+  // faulted in again every time (~150 page faults a file).
+  ReadBuffers& buffers = ReadBuffers::Claim();
+  struct Release {
+    ReadBuffers& b;
+    ~Release() { b.in_use = false; }
+  } release{buffers};
+  std::unique_ptr<uint8_t[]>& chunk = buffers.chunk;
+  std::unique_ptr<uint8_t[]>& again =
+      buffers.again;  // a second copy, for slots a writer may be filling
+  std::unique_ptr<uint8_t[]>& gather = buffers.gather;
+  std::unique_ptr<uint8_t[]>& record = buffers.record;
   auto header_of = [](const uint8_t* slot) {
     ncclwatch_slot_header sh;
     std::memcpy(&sh, slot, sizeof(sh));
