@@ -1,9 +1,12 @@
 // The shim's added cost per intercepted call, measured side by side in one
 // run: an AllReduce (and a Send) called directly on a do-nothing NCCL, and
-// the same call through libncclwatch.so on top of it. Also a bare append of a
-// 64-byte record to the ring, the floor of what recording can cost.
+// the same call through libncclwatch.so on top of it, and through another
+// build of the shim (NCCLWATCH_SHIM_BASELINE, e.g. main's) loaded beside it.
+// Also the floors: a TSC read alone, a bare 64-byte ring append, a call-slot
+// append, and the same stores without the locked add that claims the slot.
 //
-//   shim_overhead_bench --benchmark_repetitions=9 --benchmark_report_aggregates_only=true
+//   NCCLWATCH_SHIM_BASELINE=/path/to/main/libncclwatch.so shim_overhead_bench
+//       --benchmark_repetitions=9 --benchmark_report_aggregates_only=true
 //
 // Needs NCCLWATCH_SHIM and NCCL_NOOP (paths), set by CMake as defaults.
 
@@ -48,6 +51,10 @@ struct Targets {
   SendFn direct_send = nullptr;
   SendFn shim_send = nullptr;
   ncclComm_t comm = nullptr;
+  // NCCLWATCH_SHIM_BASELINE: another build of the shim (e.g. main's), loaded
+  // beside this one, so the two are measured side by side in one run.
+  AllReduceFn baseline_allreduce = nullptr;
+  SendFn baseline_send = nullptr;
 };
 
 Targets& Get() {
@@ -82,6 +89,17 @@ Targets& Get() {
     ncclUniqueId id;
     std::memset(&id, 7, sizeof(id));
     init(&x.comm, 8, id, 3);  // through the shim: the communicator becomes known to it
+    if (const char* base = getenv("NCCLWATCH_SHIM_BASELINE")) {
+      void* b = dlopen(base, RTLD_NOW | RTLD_LOCAL);
+      if (!b) {
+        std::fprintf(stderr, "cannot load %s: %s\n", base, dlerror());
+        std::exit(2);
+      }
+      x.baseline_allreduce = reinterpret_cast<AllReduceFn>(dlsym(b, "ncclAllReduce"));
+      x.baseline_send = reinterpret_cast<SendFn>(dlsym(b, "ncclSend"));
+      ncclComm_t same = nullptr;
+      reinterpret_cast<InitFn>(dlsym(b, "ncclCommInitRank"))(&same, 8, id, 3);
+    }
     return x;
   }();
   return t;
@@ -113,6 +131,28 @@ void BM_Send_ThroughShim(benchmark::State& state) {
   Targets& t = Get();
   for (auto _ : state)
     benchmark::DoNotOptimize(t.shim_send(&state, 1024, ncclFloat32, 5, t.comm, nullptr));
+}
+
+void BM_AllReduce_ThroughBaselineShim(benchmark::State& state) {
+  Targets& t = Get();
+  if (t.baseline_allreduce == nullptr) {
+    state.SkipWithError("NCCLWATCH_SHIM_BASELINE not set");
+    return;
+  }
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        t.baseline_allreduce(&state, &t, 1024, ncclFloat32, ncclSum, t.comm, nullptr));
+  }
+}
+
+void BM_Send_ThroughBaselineShim(benchmark::State& state) {
+  Targets& t = Get();
+  if (t.baseline_send == nullptr) {
+    state.SkipWithError("NCCLWATCH_SHIM_BASELINE not set");
+    return;
+  }
+  for (auto _ : state)
+    benchmark::DoNotOptimize(t.baseline_send(&state, 1024, ncclFloat32, 5, t.comm, nullptr));
 }
 
 void BM_RingAppend64(benchmark::State& state) {
@@ -197,6 +237,8 @@ BENCHMARK(BM_AllReduce_Direct);
 BENCHMARK(BM_AllReduce_ThroughShim);
 BENCHMARK(BM_Send_Direct);
 BENCHMARK(BM_Send_ThroughShim);
+BENCHMARK(BM_AllReduce_ThroughBaselineShim);
+BENCHMARK(BM_Send_ThroughBaselineShim);
 BENCHMARK(BM_RingAppend64);
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
