@@ -129,13 +129,13 @@ extern __thread CallCache t_call_cache __attribute__((tls_model("initial-exec"))
 
 inline uint64_t Ptr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
-inline ThreadState& CachedThread() {
+__attribute__((always_inline)) inline ThreadState& CachedThread() {
   CallCache& cache = t_call_cache;
   if (__builtin_expect(cache.thread == nullptr, 0)) cache.thread = &ThisThread();
   return *cache.thread;
 }
 
-inline CommState* CachedComm(const void* handle) {
+__attribute__((always_inline)) inline CommState* CachedComm(const void* handle) {
   CallCache& cache = t_call_cache;
   if (__builtin_expect(cache.handle == handle && handle != nullptr, 1) &&
       __atomic_load_n(&cache.comm->ready, __ATOMIC_ACQUIRE)) {
@@ -153,9 +153,9 @@ inline CommState* CachedComm(const void* handle) {
 // state, stores into the mapped ring, the TSC or a vDSO clock_gettime with a
 // valid clock, which sets errno only on failure), so they need no ErrnoGuard.
 
-inline CollectiveCall BeginCollective(uint32_t call, const void* sendbuff, const void* recvbuff,
-                                      size_t count, int datatype, int redop, int root,
-                                      const void* comm, const void* stream, const void* caller) {
+__attribute__((always_inline)) inline CollectiveCall BeginCollective(
+    uint32_t call, const void* sendbuff, const void* recvbuff, size_t count, int datatype,
+    int redop, int root, const void* comm, const void* stream, const void* caller) {
   CollectiveCall c;
   c.comm = CachedComm(comm);
   const ThreadState& t = CachedThread();
@@ -186,7 +186,7 @@ inline CollectiveCall BeginCollective(uint32_t call, const void* sendbuff, const
   return c;
 }
 
-inline void EndCollective(const CollectiveCall& c, int result) {
+__attribute__((always_inline)) inline void EndCollective(const CollectiveCall& c, int result) {
   c.record.Finish(result);
   // NCCL requires one thread at a time per communicator (its calls are
   // ordered by the program), so a plain load and store suffice: no locked
@@ -198,8 +198,9 @@ inline void EndCollective(const CollectiveCall& c, int result) {
   }
 }
 
-inline P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype, int peer,
-                        const void* comm, const void* stream, const void* caller) {
+__attribute__((always_inline)) inline P2pCall BeginP2p(bool send, const void* buff, size_t count,
+                                                       int datatype, int peer, const void* comm,
+                                                       const void* stream, const void* caller) {
   P2pCall c;
   CommState* cs = CachedComm(comm);
   c.comm = cs;
@@ -234,7 +235,7 @@ inline P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype,
   return c;
 }
 
-inline void EndP2p(const P2pCall& c, int result) {
+__attribute__((always_inline)) inline void EndP2p(const P2pCall& c, int result) {
   c.record.Finish(result);
   // As for collectives: one thread at a time per communicator, no lock prefix.
   if (c.counter != nullptr && Accepted(result) &&
@@ -243,7 +244,7 @@ inline void EndP2p(const P2pCall& c, int result) {
   }
 }
 
-inline CallRecord BeginGroup(uint32_t call, const void* caller) {
+__attribute__((always_inline)) inline CallRecord BeginGroup(uint32_t call, const void* caller) {
   ThreadState& t = CachedThread();
   if (call == fields::kGroupStart) {
     if (t.group_depth++ == 0) t.group_id = NextGroupId();
@@ -260,7 +261,8 @@ inline CallRecord BeginGroup(uint32_t call, const void* caller) {
   return AppendCallSlot(NCCLWATCH_SLOT_GROUP, v);
 }
 
-inline void EndGroup(uint32_t call, const CallRecord& record, int result) {
+__attribute__((always_inline)) inline void EndGroup(uint32_t call, const CallRecord& record,
+                                                    int result) {
   record.Finish(result);
   ThreadState& t = CachedThread();
   if (call != fields::kGroupStart && t.group_depth > 0 && --t.group_depth == 0) t.group_id = 0;
