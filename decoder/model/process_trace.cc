@@ -1,7 +1,5 @@
 #include "model/process_trace.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -13,22 +11,6 @@
 #include "util/status_macros.h"
 
 namespace ncclwatch::decoder {
-
-namespace {
-
-// The collectives table is the one big allocation (~100 bytes a record,
-// megabytes a trace): backed by 2 MiB pages where the kernel allows it
-// (transparent huge pages in `madvise` mode), its first use takes a page
-// fault per 2 MiB instead of per 4 KiB. A hint: failure changes nothing.
-template <typename T>
-void AskForHugePages(T* data, size_t n) {
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data + n)) & ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
-
-}  // namespace
 
 void BuildStreams(ProcessTrace* p) {
   // Streams by (communicator, rank), with the progress of each: how many
@@ -237,10 +219,7 @@ absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) 
   p.host = file->header().host;
   // Most records are collectives: room for them up front, bounded so that a
   // crafted header (a huge sparse file) cannot make this a huge allocation.
-  const size_t had = p.collectives.capacity();
   p.collectives.reserve(std::min<uint64_t>(file->SlotsInUse(), uint64_t{1} << 20));
-  if (p.collectives.capacity() != had)
-    AskForHugePages(p.collectives.data(), p.collectives.capacity());
   RecordImporter importer(&p);
   file->ForEachEntry(
       [&](bool, uint64_t, uint8_t kind, absl::Span<const uint8_t> bytes) {
