@@ -18,6 +18,7 @@ namespace ncclwatch::shim {
 namespace {
 
 constexpr uint64_t kPage = 4096;
+constexpr uint64_t kPrefaultMax = uint64_t{4} << 30;
 
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -223,7 +224,10 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
   }
 
   close(dir_fd);
-  Prefault(m, total);
+  // Rings above 4 GiB (which NCCLWATCH_RING_SIZE warns about) are faulted
+  // in up to there: the rest would hold gigabytes of memory, and seconds of
+  // start-up, for a lap many minutes away.
+  Prefault(m, total < kPrefaultMax ? total : kPrefaultMax);
 
   auto* h = static_cast<ncclwatch_ring_header*>(m);
   h->format_version = NCCLWATCH_RING_FORMAT_VERSION;
