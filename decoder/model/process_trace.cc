@@ -221,9 +221,10 @@ absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) 
   // crafted header (a huge sparse file) cannot make this a huge allocation.
   p.collectives.reserve(std::min<uint64_t>(file->SlotsInUse(), uint64_t{1} << 20));
   RecordImporter importer(&p);
-  file->ForEachRecord(
-      [&](bool, uint64_t, absl::Span<const uint8_t> bytes) {
-        if (importer.Import(bytes)) {
+  file->ForEachEntry(
+      [&](bool, uint64_t, uint8_t kind, absl::Span<const uint8_t> bytes) {
+        if (kind == NCCLWATCH_SLOT_SINGLE ? importer.Import(bytes)
+                                          : importer.ImportCallSlot(kind, bytes)) {
           ++p.records;
         } else {
           ++p.unparsed_records;

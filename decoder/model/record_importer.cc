@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "ncclwatch/trace_fields.h"
+#include "trace/call_slot.h"
 #include "trace/wire_reader.h"
 
 namespace ncclwatch::decoder {
@@ -363,6 +364,65 @@ bool DecodeApi(absl::Span<const uint8_t> b, ApiEvent* e, uint64_t* caller) {
 }
 
 }  // namespace
+
+bool RecordImporter::ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload) {
+  if (payload.size() != NCCLWATCH_SLOT_PAYLOAD_BYTES) return false;
+  const ncclwatch_call_slot s = ReadCallSlot(payload);
+  ProcessTrace& p = *p_;
+  const uint64_t order = p.last_order + 1;
+  const bool in_group = (s.flags & NCCLWATCH_CALL_IN_GROUP) != 0;
+  // As the Record the slot stands for decodes (CallSlotToRecord): optional
+  // fields absent when not set, proto3 defaults otherwise.
+  if (kind == NCCLWATCH_SLOT_COLLECTIVE) {
+    // Built whole from the slot, every field given: the row is written once.
+    CollectiveEvent e;
+    e.order = order;
+    e.t = s.t;
+    e.comm = s.comm;
+    e.seq = s.seq;
+    e.call = s.call;
+    e.count = s.count;
+    e.datatype = s.datatype;
+    e.redop = s.redop >= 0 ? s.redop : -1;
+    e.root = s.root >= 0 ? s.root : -1;
+    e.stream = s.stream;
+    e.group = in_group ? s.group : 0;
+    e.result = s.result;
+    e.caller = s.caller;
+    e.thread = s.thread;
+    e.rank = s.rank;
+    p.collectives.push_back(e);
+  } else if (kind == NCCLWATCH_SLOT_P2P) {
+    P2pEvent& e = p.p2p.emplace_back();
+    e.order = order;
+    e.t = s.t;
+    e.result = s.result;
+    e.comm = s.comm;
+    e.seq = s.seq;
+    e.send = s.call == f::kSend;
+    e.peer = s.peer;
+    e.count = s.count;
+    e.datatype = s.datatype;
+    e.stream = s.stream;
+    e.group = in_group ? s.group : 0;
+    e.caller = s.caller;
+    e.rank = s.rank;
+  } else if (kind == NCCLWATCH_SLOT_GROUP) {
+    GroupEvent& e = p.groups.emplace_back();
+    e.order = order;
+    e.t = s.t;
+    e.call = s.call;
+    e.group = s.group;
+    e.depth = s.depth;
+    e.result = s.result;
+    e.caller = s.caller;
+  } else {
+    return false;
+  }
+  p.last_order = order;
+  if (s.t > p.last_t) p.last_t = s.t;
+  return true;
+}
 
 bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
   // The envelope: time, thread, and one body (the last one wins, as for a

@@ -1,8 +1,9 @@
 // RecordImporter: trace.proto records, as bytes, into a ProcessTrace's tables.
 //
 // Each record is decoded straight from its bytes with WireReader
-// (trace/wire_reader.h): the per-call records (collectives, sends and
-// receives, groups, other API calls) become table rows without any
+// (trace/wire_reader.h), or, for call slots (format 2's fixed-layout
+// collectives, sends and receives and groups), copied field by field: the per-call records
+// (collectives, sends and receives, groups, other API calls) become table rows without any
 // allocation beyond the table's own growth; the rare records (identity,
 // modules, inventory, system calls, errors) copy their strings. Fields this
 // version does not know are skipped, as the schema's append-only rule
@@ -29,6 +30,13 @@ class RecordImporter {
 
   // Decodes one record and adds it to the trace; false if it is malformed.
   bool Import(absl::Span<const uint8_t> bytes);
+
+  // A call slot (TraceFile::ForEachEntry's kind and its 112-byte payload),
+  // read straight from its fixed layout into the table its kind names:
+  // the same row Import makes of the Record the slot stands for
+  // (trace/call_slot.h). False for a kind that is not a call slot's or a
+  // payload of the wrong size.
+  bool ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload);
 
  private:
   ProcessTrace* p_;

@@ -89,9 +89,12 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
   if (h.endian_check != NCCLWATCH_ENDIAN_CHECK) {
     return Invalid(path, "written on a machine of the other byte order");
   }
-  if (h.format_version != NCCLWATCH_RING_FORMAT_VERSION) {
-    return Invalid(path, absl::StrFormat("trace file format %u; this ncclwatch reads format %u",
-                                         h.format_version, NCCLWATCH_RING_FORMAT_VERSION));
+  if (h.format_version < NCCLWATCH_RING_FORMAT_OLDEST_READ ||
+      h.format_version > NCCLWATCH_RING_FORMAT_VERSION) {
+    return Invalid(path,
+                   absl::StrFormat("trace file format %u; this ncclwatch reads formats %u to %u",
+                                   h.format_version, NCCLWATCH_RING_FORMAT_OLDEST_READ,
+                                   NCCLWATCH_RING_FORMAT_VERSION));
   }
   if (h.schema_version != NCCLWATCH_SCHEMA_VERSION) {
     return Invalid(path,

@@ -3,7 +3,8 @@
 // Open() checks the header against the file's real size and the format's
 // constants before any offset is used, and refuses, with a one-line reason, a
 // file that is not a trace, was truncated, or comes from another format or
-// schema version. ForEachRecord() then yields every whole record of both
+// schema version (format 1, without call slots, is still read).
+// ForEachRecord() then yields every whole record of both
 // regions in the order they were written (the pinned region's records merged,
 // by their time stamps, into the ring's from its oldest surviving slot); a slot whose
 // stamp does not match its place (torn by a crash, overwritten, never
@@ -30,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ncclwatch/ring_format.h"
+#include "trace/call_slot.h"
 
 namespace ncclwatch::decoder {
 
@@ -58,15 +60,54 @@ class TraceFile {
   uint64_t SlotsInUse() const;
 
   // Calls fn(bool pinned, uint64_t index, absl::Span<const uint8_t> bytes)
-  // for every whole record, in timeline order; `bytes` is valid during the
-  // call only. (A template: the per-record call is inlined.)
+  // for every whole record, in timeline order; `bytes` is a trace.proto
+  // Record (a call slot is converted into the Record it stands for, see
+  // trace/call_slot.h) valid during the call only. (A template: the
+  // per-record call is inlined.)
   template <typename Fn>
   void ForEachRecord(Fn&& fn, TraceFileStats* stats) const;
+
+  // The same records, as stored: calls fn(bool pinned, uint64_t index,
+  // uint8_t kind, absl::Span<const uint8_t> bytes), where `kind` is
+  // NCCLWATCH_SLOT_SINGLE for a protobuf Record (`bytes`, whatever slots it
+  // spanned) or a call slot's kind (NCCLWATCH_SLOT_COLLECTIVE, _P2P, _GROUP),
+  // with `bytes` its NCCLWATCH_SLOT_PAYLOAD_BYTES-byte payload (ReadCallSlot).
+  // What the model's importer reads, with no conversion.
+  template <typename Fn>
+  void ForEachEntry(Fn&& fn, TraceFileStats* stats) const;
 
  private:
   static constexpr uint64_t kChunkSlots = 2048;      // 256 KiB a read
   static constexpr uint64_t kInFlightSlots = 4096;   // the ring's newest slots, read twice
   static constexpr uint64_t kNoCursor = UINT64_MAX;  // LiveCursor could not read it
+
+  // A thread's copy buffers (ReadRegion): kept for the life of the thread;
+  // a nested read (a callback that reads another trace) gets its own.
+  struct ReadBuffers {
+    std::unique_ptr<uint8_t[]> chunk{new uint8_t[kChunkSlots * NCCLWATCH_SLOT_BYTES]};
+    std::unique_ptr<uint8_t[]> again;
+    std::unique_ptr<uint8_t[]> gather{
+        new uint8_t[NCCLWATCH_MAX_RECORD_SLOTS * NCCLWATCH_SLOT_BYTES]};
+    std::unique_ptr<uint8_t[]> record{new uint8_t[NCCLWATCH_MAX_RECORD_BYTES]};
+    bool in_use = false;
+    static ReadBuffers& Claim() {
+      thread_local ReadBuffers mine;
+      if (!mine.in_use) {
+        mine.in_use = true;
+        return mine;
+      }
+      thread_local std::vector<std::unique_ptr<ReadBuffers>> nested;
+      for (auto& b : nested) {
+        if (!b->in_use) {
+          b->in_use = true;
+          return *b;
+        }
+      }
+      nested.push_back(std::make_unique<ReadBuffers>());
+      nested.back()->in_use = true;
+      return *nested.back();
+    }
+  };
 
   TraceFile() = default;
   // `n` bytes at `offset`, all of them, or false (the file is shorter now).
@@ -87,6 +128,15 @@ class TraceFile {
 
 // A record's time stamp (Record.t), 0 when it has none.
 uint64_t RecordTime(absl::Span<const uint8_t> record);
+// The same for an entry of ForEachEntry: a call slot's t, or RecordTime.
+inline uint64_t EntryTime(uint8_t kind, absl::Span<const uint8_t> bytes) {
+  if (kind != NCCLWATCH_SLOT_SINGLE && bytes.size() >= 8) {
+    uint64_t t;
+    std::memcpy(&t, bytes.data(), 8);
+    return t;
+  }
+  return RecordTime(bytes);
+}
 
 // ---- implementation
 
@@ -95,6 +145,7 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
                            TraceFileStats* stats) const {
   constexpr uint64_t kSlot = NCCLWATCH_SLOT_BYTES;
   const uint64_t mask = slots - 1;
+  const bool call_slots = header_.format_version >= 2;  // format 1 has none
   const uint64_t first = pinned ? 0 : (cursor > slots ? cursor - slots : 0);
   const uint64_t last = pinned ? (cursor < slots ? cursor : slots) : cursor;
   if (!pinned) {
@@ -104,10 +155,19 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
   // Slots are copied out of the file a chunk at a time with pread, never
   // mapped: a file that shrinks while it is read (a copy over it, a hostile
   // writer) gives a short read, not SIGBUS.
-  std::unique_ptr<uint8_t[]> chunk(new uint8_t[kChunkSlots * kSlot]);
-  std::unique_ptr<uint8_t[]> again;  // a second copy, for slots a writer may be filling
-  std::unique_ptr<uint8_t[]> gather(new uint8_t[NCCLWATCH_MAX_RECORD_SLOTS * kSlot]);
-  std::unique_ptr<uint8_t[]> record(new uint8_t[NCCLWATCH_MAX_RECORD_BYTES]);
+  // The buffers are the thread's, kept from one region and file to the
+  // next: allocated afresh for each, they were returned to the system and
+  // faulted in again every time (~150 page faults a file).
+  ReadBuffers& buffers = ReadBuffers::Claim();
+  struct Release {
+    ReadBuffers& b;
+    ~Release() { b.in_use = false; }
+  } release{buffers};
+  std::unique_ptr<uint8_t[]>& chunk = buffers.chunk;
+  std::unique_ptr<uint8_t[]>& again =
+      buffers.again;  // a second copy, for slots a writer may be filling
+  std::unique_ptr<uint8_t[]>& gather = buffers.gather;
+  std::unique_ptr<uint8_t[]>& record = buffers.record;
   auto header_of = [](const uint8_t* slot) {
     ncclwatch_slot_header sh;
     std::memcpy(&sh, slot, sizeof(sh));
@@ -189,7 +249,21 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
         ++i;
         if (sh.length == 0) continue;
         ++stats->records;
-        fn(pinned, start, absl::MakeConstSpan(slot + NCCLWATCH_SLOT_HEADER_BYTES, sh.length));
+        fn(pinned, start, uint8_t{NCCLWATCH_SLOT_SINGLE},
+           absl::MakeConstSpan(slot + NCCLWATCH_SLOT_HEADER_BYTES, sh.length));
+        continue;
+      } else if (sh.kind >= NCCLWATCH_SLOT_COLLECTIVE && sh.kind <= NCCLWATCH_SLOT_GROUP &&
+                 call_slots) {
+        // A call slot: one whole payload, or torn.
+        ++i;
+        if (sh.length != NCCLWATCH_SLOT_PAYLOAD_BYTES ||
+            sh.record_bytes != NCCLWATCH_SLOT_PAYLOAD_BYTES) {
+          ++stats->torn_slots;
+          continue;
+        }
+        ++stats->records;
+        fn(pinned, start, sh.kind,
+           absl::MakeConstSpan(slot + NCCLWATCH_SLOT_HEADER_BYTES, NCCLWATCH_SLOT_PAYLOAD_BYTES));
         continue;
       } else if (sh.kind == NCCLWATCH_SLOT_FIRST) {
         // Gather the record's slots; any gap or inconsistency discards all of them.
@@ -247,13 +321,13 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       }
       if (length == 0) continue;
       ++stats->records;
-      fn(pinned, start, absl::MakeConstSpan(record.get(), length));
+      fn(pinned, start, uint8_t{NCCLWATCH_SLOT_SINGLE}, absl::MakeConstSpan(record.get(), length));
     }
   }
 }
 
 template <typename Fn>
-void TraceFile::ForEachRecord(Fn&& fn, TraceFileStats* stats) const {
+void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats) const {
   // Cursors are read once: records written after this point are not seen.
   uint64_t pinned_next = LiveCursor(true);
   uint64_t ring_next = LiveCursor(false);
@@ -267,11 +341,13 @@ void TraceFile::ForEachRecord(Fn&& fn, TraceFileStats* stats) const {
   struct Held {
     uint64_t t;
     uint64_t index;
+    uint8_t kind;
     std::vector<uint8_t> bytes;
   };
   std::vector<Held> pinned;
-  auto hold = [&](bool, uint64_t index, absl::Span<const uint8_t> bytes) {
-    pinned.push_back({RecordTime(bytes), index, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+  auto hold = [&](bool, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes) {
+    pinned.push_back(
+        {EntryTime(kind, bytes), index, kind, std::vector<uint8_t>(bytes.begin(), bytes.end())});
   };
   ReadRegion(true, header_.pinned_offset, header_.pinned_slots, pinned_next, hold, stats);
   // Pinned records are claimed in order, but threads can take their time
@@ -279,17 +355,32 @@ void TraceFile::ForEachRecord(Fn&& fn, TraceFileStats* stats) const {
   std::stable_sort(pinned.begin(), pinned.end(),
                    [](const Held& a, const Held& b) { return a.t < b.t; });
   size_t next = 0;
-  auto merge = [&](bool, uint64_t index, absl::Span<const uint8_t> bytes) {
+  auto merge = [&](bool, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes) {
     if (next < pinned.size()) {
-      const uint64_t t = RecordTime(bytes);
+      const uint64_t t = EntryTime(kind, bytes);
       for (; next < pinned.size() && pinned[next].t <= t; ++next)
-        fn(true, pinned[next].index, absl::MakeConstSpan(pinned[next].bytes));
+        fn(true, pinned[next].index, pinned[next].kind, absl::MakeConstSpan(pinned[next].bytes));
     }
-    fn(false, index, bytes);
+    fn(false, index, kind, bytes);
   };
   ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, merge, stats);
   for (; next < pinned.size(); ++next)
-    fn(true, pinned[next].index, absl::MakeConstSpan(pinned[next].bytes));
+    fn(true, pinned[next].index, pinned[next].kind, absl::MakeConstSpan(pinned[next].bytes));
+}
+
+template <typename Fn>
+void TraceFile::ForEachRecord(Fn&& fn, TraceFileStats* stats) const {
+  uint8_t converted[kCallSlotRecordMax];
+  ForEachEntry(
+      [&](bool pinned, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes) {
+        if (kind == NCCLWATCH_SLOT_SINGLE) {
+          fn(pinned, index, bytes);
+          return;
+        }
+        const size_t n = CallSlotToRecord(kind, ReadCallSlot(bytes), converted);
+        fn(pinned, index, absl::MakeConstSpan(converted, n));
+      },
+      stats);
 }
 
 }  // namespace ncclwatch::decoder

@@ -16,7 +16,7 @@
 //   }
 //   if (!r.ok()) ...                              // malformed: count it torn
 //
-// libprotobuf stays the reference: tests/unit/record_decoder_test.cc checks
+// libprotobuf stays the reference: tests/unit/process_model_test.cc checks
 // this reader against it on every record kind.
 //
 // Thread-safety: a WireReader is used by one thread; it never writes.

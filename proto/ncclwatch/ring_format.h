@@ -19,11 +19,31 @@
  *   +--------+--------+------+-----+--------------+---------------------------+
  *   | stamp  | length | kind | res | record_bytes | payload (112 bytes)       |
  *   | u64    | u16    | u8   | u8  | u32          | protobuf Record, or a part|
+ *   |        |        |      |     |              | of one, or a call slot    |
  *   +--------+--------+------+-----+--------------+---------------------------+
+ *
+ * Call slots (format 2). The hottest records, collectives, sends and
+ * receives and group calls, are written as one fixed-layout struct
+ * (ncclwatch_call_slot, exactly one payload) instead of protobuf: a store per
+ * field, no varint arithmetic, no lengths, the time stamp fixed-width. The
+ * slot's kind says which trace.proto body it stands for (COLLECTIVE, P2P,
+ * GROUP); the decoder turns it into that Record (t, thread and the body's
+ * fields, optional ones only when set, see the struct), so a reader that
+ * wants protobuf gets the same Record the protobuf path would have written.
+ * Every other record is protobuf, as in format 1.
+ *
+ *   call slot payload (112 bytes, little-endian, offsets in bytes)
+ *    0 t u64 | 8 result i32 | 12 thread u32 | 16 comm u64 | 24 seq u64
+ *   32 count u64 | 40 stream u64 | 48 sendbuff u64 | 56 recvbuff u64
+ *   64 group u64 | 72 caller u64 | 80 call u32 | 84 datatype i32
+ *   88 redop i32 | 92 root i32 | 96 peer i32 | 100 rank i32 | 104 depth u32
+ *   108 flags u32
  *
  * Writing (any thread, lock-free): claim k consecutive logical slots with one
  * atomic add on the region's cursor (pinned_next, ring_next); slot i lives at
- * physical index i % slots. For each: set stamp to 0, write the payload, then
+ * physical index i % slots. A call slot's `result` (payload offset 8, within
+ * the slot's first cache line) is rewritten in place when the call returns,
+ * while the slot's stamp still names it. For each: set stamp to 0, write the payload, then
  * store stamp = i + 1 with release ordering. A record longer than one payload
  * spans slots marked FIRST, MIDDLE..., LAST; record_bytes (in FIRST) is its
  * total length. A record may also be encoded in place, straight into a
@@ -49,7 +69,10 @@
 #include <stdint.h>
 
 #define NCCLWATCH_RING_MAGIC "NCCLWTRC"
-#define NCCLWATCH_RING_FORMAT_VERSION 1u
+/* 2: call slots (COLLECTIVE, P2P, GROUP). A reader of format 2 also reads
+ * format 1, which is format 2 without them. */
+#define NCCLWATCH_RING_FORMAT_VERSION 2u
+#define NCCLWATCH_RING_FORMAT_OLDEST_READ 1u
 #define NCCLWATCH_SCHEMA_VERSION 1u
 #define NCCLWATCH_ENDIAN_CHECK 0x01020304u
 #define NCCLWATCH_HEADER_REGION_BYTES 4096u
@@ -73,8 +96,15 @@ enum ncclwatch_slot_kind {
   NCCLWATCH_SLOT_FIRST = 2,
   NCCLWATCH_SLOT_MIDDLE = 3,
   NCCLWATCH_SLOT_LAST = 4,
-  NCCLWATCH_SLOT_PADDING = 5 /* claimed, then given up: no record, skipped */
+  NCCLWATCH_SLOT_PADDING = 5, /* claimed, then given up: no record, skipped */
+  /* Format 2: one ncclwatch_call_slot standing for a Record with this body. */
+  NCCLWATCH_SLOT_COLLECTIVE = 6, /* Record.collective */
+  NCCLWATCH_SLOT_P2P = 7,        /* Record.p2p */
+  NCCLWATCH_SLOT_GROUP = 8       /* Record.group */
 };
+
+/* ncclwatch_call_slot.flags */
+#define NCCLWATCH_CALL_IN_GROUP 1u /* `group` is set (the call was inside a group) */
 
 typedef struct ncclwatch_ring_header {
   char magic[8];           /* NCCLWATCH_RING_MAGIC, no terminator */
@@ -112,7 +142,40 @@ typedef struct ncclwatch_slot_header {
   uint32_t record_bytes; /* FIRST: the whole record's length; SINGLE: = length */
 } ncclwatch_slot_header;
 
+/* A call slot's payload. Which fields a kind uses, and the Record field each
+ * becomes (trace.proto): every kind: t (Record.t), thread (Record.thread),
+ * result, caller. COLLECTIVE: comm, seq, call, count, datatype, redop and
+ * root (-1: absent), stream, sendbuff, recvbuff, group (when flags has
+ * NCCLWATCH_CALL_IN_GROUP), rank. P2P: comm, seq, call (SEND or RECV: the
+ * `send` field), peer, count, datatype, stream, sendbuff (`buff`), group (as
+ * above), rank. GROUP: call, group, depth. Fields a kind does not use are 0. */
+typedef struct ncclwatch_call_slot {
+  uint64_t t;      /* trace clock (header.clock) */
+  int32_t result;  /* NCCLWATCH_RESULT_PENDING until the call returns */
+  uint32_t thread; /* 1, 2, ... per process */
+  uint64_t comm;
+  uint64_t seq;
+  uint64_t count;
+  uint64_t stream;
+  uint64_t sendbuff;
+  uint64_t recvbuff;
+  uint64_t group;
+  uint64_t caller;
+  uint32_t call; /* trace.proto Call */
+  int32_t datatype;
+  int32_t redop;
+  int32_t root;
+  int32_t peer;
+  int32_t rank;
+  uint32_t depth;
+  uint32_t flags; /* NCCLWATCH_CALL_* */
+} ncclwatch_call_slot;
+
 #ifdef __cplusplus
+static_assert(sizeof(ncclwatch_call_slot) == NCCLWATCH_SLOT_PAYLOAD_BYTES, "one payload exactly");
+static_assert(offsetof(ncclwatch_call_slot, result) == 8, "the result is patched in place");
+static_assert(offsetof(ncclwatch_call_slot, call) == 80, "call slot layout");
+static_assert(offsetof(ncclwatch_call_slot, flags) == 108, "call slot layout");
 static_assert(sizeof(ncclwatch_ring_header) == 512, "header size is part of the format");
 static_assert(offsetof(ncclwatch_ring_header, clock) == 28, "header layout");
 static_assert(offsetof(ncclwatch_ring_header, host) == 88, "header layout");

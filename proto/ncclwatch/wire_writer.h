@@ -90,17 +90,30 @@ class WireWriter {
   void Tag(uint32_t field, WireType type) { RawVarint((static_cast<uint64_t>(field) << 3) | type); }
 
   // Written in place, byte by byte: no temporary and no variable-length
-  // memcpy (a libc call), which would cost more than the encoding.
+  // memcpy (a libc call), which would cost more than the encoding. Tags and
+  // most values take one byte: that path is a compare and a store. Longer
+  // ones check room for the most a varint can take when there is that much
+  // left (always, in a slot), so the loop needs no length computed first.
   void RawVarint(uint64_t v) {
-    const size_t n = static_cast<size_t>(64 - __builtin_clzll(v | 1) + 6) / 7;
-    if (!Room(n)) return;
+    if (__builtin_expect(v < 0x80, 1)) {
+      if (!Room(1)) return;
+      buf_[len_++] = static_cast<uint8_t>(v);
+      return;
+    }
+    if (cap_ - len_ < 10) {  // near the end: the exact length, or overflow
+      const size_t n = static_cast<size_t>(64 - __builtin_clzll(v) + 6) / 7;
+      if (!Room(n)) return;
+    } else if (!ok_) {
+      return;
+    }
     uint8_t* p = buf_ + len_;
+    uint8_t* const start = p;
     while (v >= 0x80) {
       *p++ = static_cast<uint8_t>(v | 0x80);
       v >>= 7;
     }
-    *p = static_cast<uint8_t>(v);
-    len_ += n;
+    *p++ = static_cast<uint8_t>(v);
+    len_ += static_cast<size_t>(p - start);
   }
 
   bool Room(size_t n) {

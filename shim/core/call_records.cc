@@ -1,6 +1,13 @@
 // HOT PATH (collectives, point-to-point, groups, API calls, process end,
 // fatal signals): no allocation, no lock, no system call, async-signal-safe,
 // errno untouched. Communicator creation and end are not on the hot path.
+//
+// errno: BeginApi, like the inline per-call functions in call_records.h,
+// needs no ErrnoGuard, because nothing it runs can set errno: table lookups,
+// thread-local state, stores into the mapped ring, the TSC or a vDSO
+// clock_gettime with a valid clock (which sets errno only on failure).
+// Paths that may reach libc calls that can (the pinned records, time anchors
+// written from there, module scans) keep the guard.
 
 #include "core/call_records.h"
 
@@ -24,116 +31,13 @@ class ErrnoGuard {
   int saved_;
 };
 
-uint64_t Ptr(const void* p) { return reinterpret_cast<uint64_t>(p); }
-
 int g_process_ended = 0;
 
 }  // namespace
 
-CollectiveCall BeginCollective(uint32_t call, const void* sendbuff, const void* recvbuff,
-                               size_t count, int datatype, int redop, int root, const void* comm,
-                               const void* stream, const void* caller) {
-  ErrnoGuard keep;
-  CollectiveCall c;
-  c.comm = g_comms.FindOrAdopt(comm);
-  c.seq = c.comm ? __atomic_load_n(&c.comm->next_seq, __ATOMIC_RELAXED) : 0;
-  const ThreadState& t = ThisThread();
-  namespace k = f::collective;
-  c.record = AppendRingRecord(f::record::kCollective, k::kResult, [&](wire::WireWriter& w) {
-    w.Fixed64(k::kComm, c.comm ? c.comm->id : 0);
-    w.Varint(k::kSeq, c.seq);
-    w.Varint(k::kCall, call);
-    w.Varint(k::kCount, count);
-    w.Sint(k::kDatatype, datatype);
-    if (redop >= 0) w.Sint(k::kRedop, redop);
-    if (root >= 0) w.Sint(k::kRoot, root);
-    w.Fixed64(k::kStream, Ptr(stream));
-    w.Fixed64(k::kSendbuff, Ptr(sendbuff));
-    w.Fixed64(k::kRecvbuff, Ptr(recvbuff));
-    if (t.group_depth > 0) w.Varint(k::kGroup, t.group_id);
-    w.Fixed64(k::kCaller, Ptr(caller));
-    w.Sint(k::kRank, c.comm ? c.comm->rank : -1);
-  });
-  return c;
-}
-
-void EndCollective(const CollectiveCall& c, int result) {
-  ErrnoGuard keep;
-  c.record.Finish(result);
-  // NCCL requires one thread at a time per communicator (its calls are
-  // ordered by the program), so a plain load and store suffice: no locked
-  // instruction on every call. Concurrent callers, which NCCL forbids, could
-  // at worst repeat a number.
-  if (c.comm != nullptr && Accepted(result) &&
-      __atomic_load_n(&c.comm->next_seq, __ATOMIC_RELAXED) == c.seq) {
-    __atomic_store_n(&c.comm->next_seq, c.seq + 1, __ATOMIC_RELAXED);
-  }
-}
-
-P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype, int peer,
-                 const void* comm, const void* stream, const void* caller) {
-  ErrnoGuard keep;
-  P2pCall c;
-  CommState* cs = g_comms.FindOrAdopt(comm);
-  c.comm = cs;
-  uint64_t* counters = cs ? __atomic_load_n(&cs->p2p_seq, __ATOMIC_ACQUIRE) : nullptr;
-  if (counters != nullptr && peer >= 0 && peer < cs->nranks) {
-    c.counter = counters + (send ? 0 : cs->nranks) + peer;
-    c.seq = __atomic_load_n(c.counter, __ATOMIC_RELAXED);
-  }
-  const ThreadState& t = ThisThread();
-  namespace k = f::p2p;
-  c.record = AppendRingRecord(f::record::kP2p, k::kResult, [&](wire::WireWriter& w) {
-    w.Fixed64(k::kComm, cs ? cs->id : 0);
-    w.Varint(k::kSeq, c.seq);
-    w.Varint(k::kSend, send ? 1 : 0);
-    w.Sint(k::kPeer, peer);
-    w.Varint(k::kCount, count);
-    w.Sint(k::kDatatype, datatype);
-    w.Fixed64(k::kStream, Ptr(stream));
-    w.Fixed64(k::kBuff, Ptr(buff));
-    if (t.group_depth > 0) w.Varint(k::kGroup, t.group_id);
-    w.Fixed64(k::kCaller, Ptr(caller));
-    w.Sint(k::kRank, cs ? cs->rank : -1);
-  });
-  return c;
-}
-
-void EndP2p(const P2pCall& c, int result) {
-  ErrnoGuard keep;
-  c.record.Finish(result);
-  // As for collectives: one thread at a time per communicator, no lock prefix.
-  if (c.counter != nullptr && Accepted(result) &&
-      __atomic_load_n(c.counter, __ATOMIC_RELAXED) == c.seq) {
-    __atomic_store_n(c.counter, c.seq + 1, __ATOMIC_RELAXED);
-  }
-}
-
-CallRecord BeginGroup(uint32_t call, const void* caller) {
-  ErrnoGuard keep;
-  ThreadState& t = ThisThread();
-  if (call == f::kGroupStart) {
-    if (t.group_depth++ == 0) t.group_id = NextGroupId();
-  }
-  namespace k = f::group;
-  return AppendRingRecord(f::record::kGroup, k::kResult, [&](wire::WireWriter& w) {
-    w.Varint(k::kCall, call);
-    w.Varint(k::kGroup, t.group_id);
-    w.Varint(k::kDepth,
-             call == f::kGroupStart ? t.group_depth : (t.group_depth ? t.group_depth - 1 : 0));
-    w.Fixed64(k::kCaller, Ptr(caller));
-  });
-}
-
-void EndGroup(uint32_t call, const CallRecord& record, int result) {
-  ErrnoGuard keep;
-  record.Finish(result);
-  ThreadState& t = ThisThread();
-  if (call != f::kGroupStart && t.group_depth > 0 && --t.group_depth == 0) t.group_id = 0;
-}
+__thread CallCache t_call_cache __attribute__((tls_model("initial-exec")));
 
 CallRecord BeginApi(uint32_t call, const void* comm, int64_t value, const void* caller) {
-  ErrnoGuard keep;
   CommState* cs = comm ? g_comms.Find(comm) : nullptr;
   namespace k = f::api;
   return AppendRingRecord(f::record::kApi, k::kResult, [&](wire::WireWriter& w) {

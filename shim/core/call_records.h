@@ -1,13 +1,12 @@
 // What the shim writes for each kind of NCCL call, and around the process's
 // life (exit, fatal signals).
 //
-// HOT PATH: Begin/EndCollective, Begin/EndP2p, BeginGroup/EndGroup,
-// BeginApi, RecordNcclVersion, RecordNcclError, RecordAsyncError and the
-// process functions (RecordProcessEnd, RecordFatalSignal) allocate nothing,
-// take no lock, make no system call, are async-signal-safe, and leave errno
-// as they found it. The communicator lifecycle functions run when
-// communicators are made and destroyed; RecordCommInitEnd also rescans the
-// modules (not signal-safe).
+// HOT PATH: Begin/EndCollective, Begin/EndP2p, BeginGroup/EndGroup (inline,
+// below: they are most of what an NCCL entry point costs), BeginApi, RecordNcclVersion,
+// RecordNcclError, RecordAsyncError and the process functions (RecordProcessEnd, RecordFatalSignal)
+// allocate nothing, take no lock, make no system call, are async-signal-safe, and leave errno as
+// they found it. The communicator lifecycle functions run when communicators are made and
+// destroyed; RecordCommInitEnd also rescans the modules (not signal-safe).
 
 #ifndef NCCLWATCH_SHIM_CORE_CALL_RECORDS_H_
 #define NCCLWATCH_SHIM_CORE_CALL_RECORDS_H_
@@ -18,6 +17,8 @@
 
 #include "core/comm_registry.h"
 #include "core/record_builder.h"
+#include "core/tracer.h"
+#include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::shim {
 
@@ -31,10 +32,10 @@ struct CollectiveCall {
 };
 
 // `root` < 0 for collectives without one, `redop` < 0 for those that do not reduce.
-CollectiveCall BeginCollective(uint32_t call, const void* sendbuff, const void* recvbuff,
-                               size_t count, int datatype, int redop, int root, const void* comm,
-                               const void* stream, const void* caller);
-void EndCollective(const CollectiveCall& c, int result);
+inline CollectiveCall BeginCollective(uint32_t call, const void* sendbuff, const void* recvbuff,
+                                      size_t count, int datatype, int redop, int root,
+                                      const void* comm, const void* stream, const void* caller);
+inline void EndCollective(const CollectiveCall& c, int result);
 
 struct P2pCall {
   CallRecord record;
@@ -43,13 +44,13 @@ struct P2pCall {
   uint64_t seq = 0;
 };
 
-P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype, int peer,
-                 const void* comm, const void* stream, const void* caller);
-void EndP2p(const P2pCall& c, int result);
+inline P2pCall BeginP2p(bool send, const void* buff, size_t count, int datatype, int peer,
+                        const void* comm, const void* stream, const void* caller);
+inline void EndP2p(const P2pCall& c, int result);
 
 // ncclGroupStart/End/SimulateEnd: keeps the thread's group depth and id.
-CallRecord BeginGroup(uint32_t call, const void* caller);
-void EndGroup(uint32_t call, const CallRecord& record, int result);
+inline CallRecord BeginGroup(uint32_t call, const void* caller);
+inline void EndGroup(uint32_t call, const CallRecord& record, int result);
 
 // Any other entry point; `value` is what it reported, where that matters.
 CallRecord BeginApi(uint32_t call, const void* comm, int64_t value, const void* caller);
@@ -110,6 +111,162 @@ void EndCommEnd(const CallRecord& record, int result);
 void RecordProcessEnd(uint32_t how, int exit_code);
 // From the signal handler. `disposition`: 0 default, 1 ignore, 2 handler.
 void RecordFatalSignal(int signo, const siginfo_t* info, uint32_t disposition);
+
+// ---- the per-call path, inline into each NCCL entry point
+
+// What the last per-call record of this thread looked up: its ThreadState
+// and the registry entry of the communicator it used. Consecutive calls of
+// a thread are almost always on one communicator, so most calls skip the
+// registry's lookup. Entries never move and are never freed, so a cached
+// pointer stays valid; one being re-registered (a new communicator at the
+// address) is not `ready` and is looked up again.
+struct CallCache {
+  ThreadState* thread;
+  const void* handle;
+  CommState* comm;
+};
+extern __thread CallCache t_call_cache __attribute__((tls_model("initial-exec")));
+
+inline uint64_t Ptr(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+__attribute__((always_inline)) inline ThreadState& CachedThread() {
+  CallCache& cache = t_call_cache;
+  if (__builtin_expect(cache.thread == nullptr, 0)) cache.thread = &ThisThread();
+  return *cache.thread;
+}
+
+__attribute__((always_inline)) inline CommState* CachedComm(const void* handle) {
+  CallCache& cache = t_call_cache;
+  if (__builtin_expect(cache.handle == handle && handle != nullptr, 1) &&
+      __atomic_load_n(&cache.comm->ready, __ATOMIC_ACQUIRE)) {
+    return cache.comm;
+  }
+  CommState* c = g_comms.FindOrAdopt(handle);
+  if (c != nullptr) {
+    cache.handle = handle;
+    cache.comm = c;
+  }
+  return c;
+}
+
+// errno: nothing on these paths can set it (table lookups, thread-local
+// state, stores into the mapped ring, the TSC or a vDSO clock_gettime with a
+// valid clock, which sets errno only on failure), so they need no ErrnoGuard.
+
+__attribute__((always_inline)) inline CollectiveCall BeginCollective(
+    uint32_t call, const void* sendbuff, const void* recvbuff, size_t count, int datatype,
+    int redop, int root, const void* comm, const void* stream, const void* caller) {
+  CollectiveCall c;
+  c.comm = CachedComm(comm);
+  const ThreadState& t = CachedThread();
+  ncclwatch_call_slot v{};
+  v.thread = t.index;
+  if (c.comm != nullptr) {
+    c.seq = __atomic_load_n(&c.comm->next_seq, __ATOMIC_RELAXED);
+    v.comm = c.comm->id;
+    v.rank = c.comm->rank;
+  } else {
+    v.rank = -1;
+  }
+  v.seq = c.seq;
+  v.count = count;
+  v.stream = Ptr(stream);
+  v.sendbuff = Ptr(sendbuff);
+  v.recvbuff = Ptr(recvbuff);
+  if (t.group_depth > 0) {
+    v.group = t.group_id;
+    v.flags = NCCLWATCH_CALL_IN_GROUP;
+  }
+  v.caller = Ptr(caller);
+  v.call = call;
+  v.datatype = datatype;
+  v.redop = redop < 0 ? -1 : redop;
+  v.root = root < 0 ? -1 : root;
+  c.record = AppendCallSlot(NCCLWATCH_SLOT_COLLECTIVE, v);
+  return c;
+}
+
+__attribute__((always_inline)) inline void EndCollective(const CollectiveCall& c, int result) {
+  c.record.Finish(result);
+  // NCCL requires one thread at a time per communicator (its calls are
+  // ordered by the program), so a plain load and store suffice: no locked
+  // instruction on every call. Concurrent callers, which NCCL forbids, could
+  // at worst repeat a number.
+  if (c.comm != nullptr && Accepted(result) &&
+      __atomic_load_n(&c.comm->next_seq, __ATOMIC_RELAXED) == c.seq) {
+    __atomic_store_n(&c.comm->next_seq, c.seq + 1, __ATOMIC_RELAXED);
+  }
+}
+
+__attribute__((always_inline)) inline P2pCall BeginP2p(bool send, const void* buff, size_t count,
+                                                       int datatype, int peer, const void* comm,
+                                                       const void* stream, const void* caller) {
+  P2pCall c;
+  CommState* cs = CachedComm(comm);
+  c.comm = cs;
+  const ThreadState& t = CachedThread();
+  ncclwatch_call_slot v{};
+  v.thread = t.index;
+  v.rank = -1;
+  if (cs != nullptr) {
+    uint64_t* counters = __atomic_load_n(&cs->p2p_seq, __ATOMIC_ACQUIRE);
+    if (counters != nullptr && peer >= 0 && peer < cs->nranks) {
+      c.counter = counters + (send ? 0 : cs->nranks) + peer;
+      c.seq = __atomic_load_n(c.counter, __ATOMIC_RELAXED);
+    }
+    v.comm = cs->id;
+    v.rank = cs->rank;
+  }
+  v.seq = c.seq;
+  v.call = send ? fields::kSend : fields::kRecv;
+  v.peer = peer;
+  v.count = count;
+  v.datatype = datatype;
+  v.stream = Ptr(stream);
+  v.sendbuff = Ptr(buff);
+  if (t.group_depth > 0) {
+    v.group = t.group_id;
+    v.flags = NCCLWATCH_CALL_IN_GROUP;
+  }
+  v.caller = Ptr(caller);
+  v.redop = -1;
+  v.root = -1;
+  c.record = AppendCallSlot(NCCLWATCH_SLOT_P2P, v);
+  return c;
+}
+
+__attribute__((always_inline)) inline void EndP2p(const P2pCall& c, int result) {
+  c.record.Finish(result);
+  // As for collectives: one thread at a time per communicator, no lock prefix.
+  if (c.counter != nullptr && Accepted(result) &&
+      __atomic_load_n(c.counter, __ATOMIC_RELAXED) == c.seq) {
+    __atomic_store_n(c.counter, c.seq + 1, __ATOMIC_RELAXED);
+  }
+}
+
+__attribute__((always_inline)) inline CallRecord BeginGroup(uint32_t call, const void* caller) {
+  ThreadState& t = CachedThread();
+  if (call == fields::kGroupStart) {
+    if (t.group_depth++ == 0) t.group_id = NextGroupId();
+  }
+  ncclwatch_call_slot v{};
+  v.thread = t.index;
+  v.call = call;
+  v.group = t.group_id;
+  v.depth = call == fields::kGroupStart ? t.group_depth : (t.group_depth ? t.group_depth - 1 : 0);
+  v.caller = Ptr(caller);
+  v.redop = -1;
+  v.root = -1;
+  v.rank = -1;
+  return AppendCallSlot(NCCLWATCH_SLOT_GROUP, v);
+}
+
+__attribute__((always_inline)) inline void EndGroup(uint32_t call, const CallRecord& record,
+                                                    int result) {
+  record.Finish(result);
+  ThreadState& t = CachedThread();
+  if (call != fields::kGroupStart && t.group_depth > 0 && --t.group_depth == 0) t.group_id = 0;
+}
 
 }  // namespace ncclwatch::shim
 

@@ -195,9 +195,9 @@ void TrackCompletion(CommState* comm, const void* handle, int device) {
 void MarkOperation(CommState* comm, const void* stream, int result, uint32_t call, uint64_t seq,
                    int peer, bool send) {
   if (comm == nullptr || (result != 0 && result != 7)) return;  // refused: nothing to complete
-  ErrnoKeeper keep;
   CompletionTrack* track = TrackOf(comm);
-  if (track == nullptr) return;
+  if (track == nullptr) return;  // untracked (no GPU): before errno is saved, which costs two calls
+  ErrnoKeeper keep;
   const GroupNote note{
       comm,           stream, __atomic_load_n(&comm->next_seq, __ATOMIC_RELAXED), seq, call, peer,
       send ? 1u : 0u, 0};

@@ -1,7 +1,7 @@
 // RecordBuilder: encodes one trace.proto Record on the stack and appends it.
 //
 // HOT PATH: allocates nothing, takes no lock, makes no system call, is
-// async-signal-safe.
+// async-signal-safe, and leaves errno as it was (nothing here can set it).
 //
 //   RecordBuilder<> r(fields::record::kCollective);
 //   r.PendingResult(fields::collective::kResult);   // first, so it is cheap to find
@@ -12,8 +12,10 @@
 //   call.Finish(result);                           // patches the result in place
 //
 // RecordBuilder encodes on the stack and copies into the ring (any region,
-// any size); AppendRingRecord, below, encodes straight into a ring slot and
-// is what every per-call record uses.
+// any size); AppendRingRecord, below, encodes straight into a ring slot (API
+// calls and other per-call records); AppendCallSlot, last, stores the
+// hottest ones (collectives, point-to-point, groups) as a fixed-layout call
+// slot, with no encoding at all.
 //
 // Writing the record before the call and its result after means a trace
 // shows a call the process never returned from as entered and pending.
@@ -23,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/tracer.h"
 #include "ncclwatch/ring_format.h"
@@ -118,6 +121,33 @@ CallRecord AppendRingRecord(uint32_t body_field, uint32_t result_field, Fill fil
   if (result_field != 0) r.PendingResult(result_field);
   fill(r.w());
   return r.Append(Region::kRing);
+}
+
+// The hottest records (collectives, sends and receives, group calls) as a
+// call slot (ring_format.h): a fixed-layout struct stored straight into a
+// ring slot, a store per field, the time stamp fixed-width, no encoding.
+// The decoder turns it into the same trace.proto Record. `v` holds every
+// field but t and result, which are set here (t as late as possible, result
+// pending); CallRecord::Finish writes the result when the call returns.
+// Callers load everything `v` needs before calling, so that no store into
+// the slot can be taken to alias what is still to be read.
+__attribute__((always_inline)) inline CallRecord AppendCallSlot(uint8_t kind,
+                                                                const ncclwatch_call_slot& v) {
+  CallRecord call;
+  SlotClaim claim;
+  if (__builtin_expect(!g_ring.ClaimSlot(&claim), 0)) return call;
+  ncclwatch_call_slot s = v;
+  s.t = TraceNow();
+  s.result = NCCLWATCH_RESULT_PENDING;
+  memcpy(claim.payload, &s, sizeof(s));
+  g_ring.PublishCallSlot(claim, kind);
+  call.result.at = claim.payload + offsetof(ncclwatch_call_slot, result);
+  call.result.stamp =
+      &reinterpret_cast<const ncclwatch_slot_header*>(claim.payload - NCCLWATCH_SLOT_HEADER_BYTES)
+           ->stamp;
+  call.result.expect = claim.where.index + 1;
+  AnchorIfDue(claim.where.index);
+  return call;
 }
 
 }  // namespace ncclwatch::shim

@@ -74,11 +74,13 @@ bool Reduces(uint32_t call) {
   return call == f::kAllReduce || call == f::kReduce || call == f::kReduceScatter;
 }
 
-// One collective: record, forward, record the result.
+// One collective: record, forward, record the result. Inlined into each
+// entry point, so its arguments are not copied onto the stack once more.
 template <typename Fn, typename... Args>
-ncclResult_t Collective(Fn real, uint32_t call, const void* sendbuff, const void* recvbuff,
-                        size_t count, ncclDataType_t datatype, int redop, int root, ncclComm_t comm,
-                        cudaStream_t stream, const void* caller, Args... args) {
+__attribute__((always_inline)) inline ncclResult_t Collective(
+    Fn real, uint32_t call, const void* sendbuff, const void* recvbuff, size_t count,
+    ncclDataType_t datatype, int redop, int root, ncclComm_t comm, cudaStream_t stream,
+    const void* caller, Args... args) {
   if (!Tracing()) return real(args...);
   CollectiveCall c = BeginCollective(call, sendbuff, recvbuff, count, datatype,
                                      Reduces(call) ? redop : -1, root, comm, stream, caller);

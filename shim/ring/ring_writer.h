@@ -1,10 +1,14 @@
 // RingWriter: appends records to a trace file (proto/ncclwatch/ring_format.h).
 //
-// HOT PATH: Append(), ClaimSlot(), Publish(), Discard(), PatchSite and
-// everything they call allocate nothing, take no lock, make no system call
-// and are async-signal-safe; any number of threads (and a signal handler)
-// may append at once. Open() is start-up only:
-// it creates the file, allocates its blocks and maps it.
+// HOT PATH: Append(), ClaimSlot(), Publish(), Discard(), PublishCallSlot(),
+// PatchSite and everything they call allocate nothing, take no lock, make no
+// system call, never touch errno and are async-signal-safe; any number of
+// threads (and a signal handler) may append at once. The per-call path
+// (ClaimSlot, Publish*, PatchSite) is inline, here. Open() is start-up only:
+// it creates the file, allocates its blocks, maps it and faults every page
+// of the mapping in (MADV_POPULATE_WRITE where the kernel has it, else a
+// write to each page), so no record ever takes a page fault on the first
+// lap of the ring.
 //
 // Records go to one of two regions. kRing wraps and keeps the newest; kPinned
 // is written once and never overwritten, for what the rest of a trace cannot
@@ -98,9 +102,38 @@ class RingWriter {
   // the ring's next slot (marked unwritten) for the caller to encode into,
   // then Publish(claim, len) with len <= NCCLWATCH_SLOT_PAYLOAD_BYTES, or
   // Discard(claim) if the record did not fit. Saves the copy of Append.
-  bool ClaimSlot(SlotClaim* claim);
-  void Publish(const SlotClaim& claim, size_t len);
-  void Discard(const SlotClaim& claim);
+  bool ClaimSlot(SlotClaim* claim) {
+    ncclwatch_ring_header* h = __atomic_load_n(&header_, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(h == nullptr, 0)) return false;
+    const uint64_t idx = __atomic_fetch_add(&h->ring_next, 1, __ATOMIC_RELAXED);
+    uint8_t* slot = ring_ + (idx & ring_mask_) * NCCLWATCH_SLOT_BYTES;
+    __atomic_store_n(&reinterpret_cast<ncclwatch_slot_header*>(slot)->stamp, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    claim->payload = slot + NCCLWATCH_SLOT_HEADER_BYTES;
+    claim->where = RecordLocation{ring_, ring_slots_, idx};
+    return true;
+  }
+  void Publish(const SlotClaim& claim, size_t len) {
+    Seal(claim, static_cast<uint16_t>(len), NCCLWATCH_SLOT_SINGLE);
+  }
+  void Discard(const SlotClaim& claim) { Seal(claim, 0, NCCLWATCH_SLOT_PADDING); }
+  // A claimed slot filled with an ncclwatch_call_slot (claim.payload):
+  // published as `kind` (NCCLWATCH_SLOT_COLLECTIVE, _P2P or _GROUP).
+  void PublishCallSlot(const SlotClaim& claim, uint8_t kind) {
+    Seal(claim, NCCLWATCH_SLOT_PAYLOAD_BYTES, kind);
+  }
+
+  // A whole call slot appended to the ring, for writers off the hot path
+  // (tests, benchmarks, seeds); the shim's own path is AppendCallSlot in
+  // core/record_builder.h.
+  bool AppendCallSlot(uint8_t kind, const ncclwatch_call_slot& s, RecordLocation* where = nullptr) {
+    SlotClaim claim;
+    if (!ClaimSlot(&claim)) return false;
+    memcpy(claim.payload, &s, sizeof(s));
+    PublishCallSlot(claim, kind);
+    if (where != nullptr) *where = claim.where;
+    return true;
+  }
 
   // The 4 bytes at `offset` in the record at `where`, when they lie in its
   // first slot's payload within the slot's first cache line (a result
@@ -118,6 +151,20 @@ class RingWriter {
   ncclwatch_ring_header* header() const { return header_; }
 
  private:
+  // The slot's header, then its stamp with release ordering: the record is
+  // whole from here on. One 8-byte store for length, kind and record_bytes.
+  static void Seal(const SlotClaim& claim, uint16_t len, uint8_t kind) {
+    uint8_t* slot = claim.payload - NCCLWATCH_SLOT_HEADER_BYTES;
+    const uint64_t word = uint64_t{len} | uint64_t{kind} << 16 | uint64_t{len} << 32;
+    static_assert(offsetof(ncclwatch_slot_header, length) == 8 &&
+                      offsetof(ncclwatch_slot_header, kind) == 10 &&
+                      offsetof(ncclwatch_slot_header, record_bytes) == 12,
+                  "Seal writes the slot header's second word at once");
+    memcpy(slot + 8, &word, 8);
+    __atomic_store_n(&reinterpret_cast<ncclwatch_slot_header*>(slot)->stamp, claim.where.index + 1,
+                     __ATOMIC_RELEASE);
+  }
+  static void Prefault(void* mapping, uint64_t bytes);
   bool AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, uint64_t first, uint32_t nslots,
                 const uint8_t* record, size_t len);
 

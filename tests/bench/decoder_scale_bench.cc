@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "synthetic_trace.h"
@@ -44,11 +45,15 @@ class Jobs {
  public:
   ~Jobs() {
     std::error_code ec;
+    if (getenv("NCCLWATCH_BENCH_KEEP") != nullptr) {  // for measuring by hand afterwards
+      std::fprintf(stderr, "decoder_scale_bench: kept %s\n", root_.c_str());
+      return;
+    }
     if (!root_.empty()) fs::remove_all(root_, ec);
   }
   // Keeps only the latest job on disk (1,024 x 100,000 is 17 GB).
-  const std::string& Get(int ranks, uint64_t calls) {
-    auto key = std::make_pair(ranks, calls);
+  const std::string& Get(int ranks, uint64_t calls, bool call_slots) {
+    auto key = std::make_tuple(ranks, calls, call_slots);
     auto it = dirs_.find(key);
     if (it != dirs_.end()) return it->second;
     std::error_code ec;
@@ -60,13 +65,15 @@ class Jobs {
         Die("cannot create a folder under " + fs::temp_directory_path().string());
       root_ = tmpl;
     }
-    std::string dir = root_ + "/" + std::to_string(ranks) + "x" + std::to_string(calls);
+    std::string dir = root_ + "/" + std::to_string(ranks) + "x" + std::to_string(calls) +
+                      (call_slots ? "" : "-protobuf");
     fs::create_directory(dir);
     ncclwatch::bench::SyntheticJob job;
     job.ranks = ranks;
     job.calls = calls;
     job.diverging_rank = ranks / 2;
     job.diverging_seq = calls - 1;
+    job.call_slots = call_slots;
     std::string error;
     if (!ncclwatch::bench::WriteSyntheticJob(dir, job, &error)) Die(error);
     return dirs_[key] = dir;
@@ -78,7 +85,7 @@ class Jobs {
     std::exit(2);
   }
   std::string root_;
-  std::map<std::pair<int, uint64_t>, std::string> dirs_;
+  std::map<std::tuple<int, uint64_t, bool>, std::string> dirs_;
 };
 
 Jobs g_jobs;
@@ -151,7 +158,8 @@ ChildCost ReadBytes(const std::string& dir) {
 void BM_Diagnose(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
   const uint64_t calls = static_cast<uint64_t>(state.range(1));
-  const std::string& dir = g_jobs.Get(ranks, calls);
+  const bool call_slots = state.range(2) != 0;
+  const std::string& dir = g_jobs.Get(ranks, calls, call_slots);
   ChildCost diagnose, read_bytes;
   for (auto _ : state) {
     // Side by side: the files are in the page cache for both.
@@ -178,16 +186,19 @@ void BM_Diagnose(benchmark::State& state) {
 }  // namespace
 
 // Growth in ranks at 100,000 records each, up to the 1,024 x 100,000 job,
-// and growth in records per rank at 64 ranks.
+// and growth in records per rank at 64 ranks. slots:1 writes collectives as
+// call slots (format 2, today's shim), slots:0 as protobuf Records (format
+// 1's shim), side by side at 64 x 100,000.
 BENCHMARK(BM_Diagnose)
-    ->ArgNames({"ranks", "calls"})
-    ->Args({64, 10000})
-    ->Args({64, 30000})
-    ->Args({8, 100000})
-    ->Args({64, 100000})
-    ->Args({256, 100000})
-    ->Args({1024, 100000})
-    ->Args({1024, 10000})
+    ->ArgNames({"ranks", "calls", "slots"})
+    ->Args({64, 10000, 1})
+    ->Args({64, 30000, 1})
+    ->Args({8, 100000, 1})
+    ->Args({64, 100000, 1})
+    ->Args({64, 100000, 0})
+    ->Args({256, 100000, 1})
+    ->Args({1024, 100000, 1})
+    ->Args({1024, 10000, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime()
     ->Iterations(1);

@@ -1,9 +1,12 @@
 // The shim's added cost per intercepted call, measured side by side in one
 // run: an AllReduce (and a Send) called directly on a do-nothing NCCL, and
-// the same call through libncclwatch.so on top of it. Also a bare append of a
-// 64-byte record to the ring, the floor of what recording can cost.
+// the same call through libncclwatch.so on top of it, and through another
+// build of the shim (NCCLWATCH_SHIM_BASELINE, e.g. main's) loaded beside it.
+// Also the floors: a TSC read alone, a bare 64-byte ring append, a call-slot
+// append, and the same stores without the locked add that claims the slot.
 //
-//   shim_overhead_bench --benchmark_repetitions=9 --benchmark_report_aggregates_only=true
+//   NCCLWATCH_SHIM_BASELINE=/path/to/main/libncclwatch.so shim_overhead_bench
+//       --benchmark_repetitions=9 --benchmark_report_aggregates_only=true
 //
 // Needs NCCLWATCH_SHIM and NCCL_NOOP (paths), set by CMake as defaults.
 
@@ -12,6 +15,7 @@
 #include <nccl.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include <cstdio>
 #include <cstring>
@@ -47,6 +51,10 @@ struct Targets {
   SendFn direct_send = nullptr;
   SendFn shim_send = nullptr;
   ncclComm_t comm = nullptr;
+  // NCCLWATCH_SHIM_BASELINE: another build of the shim (e.g. main's), loaded
+  // beside this one, so the two are measured side by side in one run.
+  AllReduceFn baseline_allreduce = nullptr;
+  SendFn baseline_send = nullptr;
 };
 
 Targets& Get() {
@@ -81,6 +89,17 @@ Targets& Get() {
     ncclUniqueId id;
     std::memset(&id, 7, sizeof(id));
     init(&x.comm, 8, id, 3);  // through the shim: the communicator becomes known to it
+    if (const char* base = getenv("NCCLWATCH_SHIM_BASELINE")) {
+      void* b = dlopen(base, RTLD_NOW | RTLD_LOCAL);
+      if (!b) {
+        std::fprintf(stderr, "cannot load %s: %s\n", base, dlerror());
+        std::exit(2);
+      }
+      x.baseline_allreduce = reinterpret_cast<AllReduceFn>(dlsym(b, "ncclAllReduce"));
+      x.baseline_send = reinterpret_cast<SendFn>(dlsym(b, "ncclSend"));
+      ncclComm_t same = nullptr;
+      reinterpret_cast<InitFn>(dlsym(b, "ncclCommInitRank"))(&same, 8, id, 3);
+    }
     return x;
   }();
   return t;
@@ -114,6 +133,28 @@ void BM_Send_ThroughShim(benchmark::State& state) {
     benchmark::DoNotOptimize(t.shim_send(&state, 1024, ncclFloat32, 5, t.comm, nullptr));
 }
 
+void BM_AllReduce_ThroughBaselineShim(benchmark::State& state) {
+  Targets& t = Get();
+  if (t.baseline_allreduce == nullptr) {
+    state.SkipWithError("NCCLWATCH_SHIM_BASELINE not set");
+    return;
+  }
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        t.baseline_allreduce(&state, &t, 1024, ncclFloat32, ncclSum, t.comm, nullptr));
+  }
+}
+
+void BM_Send_ThroughBaselineShim(benchmark::State& state) {
+  Targets& t = Get();
+  if (t.baseline_send == nullptr) {
+    state.SkipWithError("NCCLWATCH_SHIM_BASELINE not set");
+    return;
+  }
+  for (auto _ : state)
+    benchmark::DoNotOptimize(t.baseline_send(&state, 1024, ncclFloat32, 5, t.comm, nullptr));
+}
+
 void BM_RingAppend64(benchmark::State& state) {
   static ncclwatch::shim::RingWriter* w = [] {
     auto* r = new ncclwatch::shim::RingWriter();
@@ -136,12 +177,68 @@ void BM_RingAppend64(benchmark::State& state) {
     benchmark::DoNotOptimize(w->Append(ncclwatch::shim::Region::kRing, record, sizeof(record)));
 }
 
+ncclwatch::shim::RingWriter* BenchRing() {
+  static ncclwatch::shim::RingWriter* w = [] {
+    auto* r = new ncclwatch::shim::RingWriter();
+    ncclwatch::shim::RingConfig c;
+    static std::string dir = ScratchDir() + "/ring2";
+    c.dir = dir.c_str();
+    c.host = "bench";
+    c.pid = static_cast<uint32_t>(getpid());
+    c.start_ms = static_cast<uint64_t>(time(nullptr)) * 1000 + 1;
+    char err[256];
+    if (!r->Open(c, err, sizeof(err))) {
+      std::fprintf(stderr, "ring: %s\n", err);
+      std::exit(2);
+    }
+    return r;
+  }();
+  return w;
+}
+
+void BM_Rdtsc(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(__rdtsc());
+}
+
+void BM_CallSlotAppend(benchmark::State& state) {
+  ncclwatch::shim::RingWriter* w = BenchRing();
+  ncclwatch_call_slot s{};
+  for (auto _ : state) {
+    s.t = __rdtsc();
+    benchmark::DoNotOptimize(w->AppendCallSlot(NCCLWATCH_SLOT_COLLECTIVE, s));
+  }
+}
+
+// The same stores without the locked add: what a claim that shares no cache
+// line (a thread's own block of slots) would cost.
+void BM_CallSlotStoreNoLock(benchmark::State& state) {
+  ncclwatch::shim::RingWriter* w = BenchRing();
+  uint8_t* ring = reinterpret_cast<uint8_t*>(w->header()) + w->header()->ring_offset;
+  const uint64_t mask = w->header()->ring_slots - 1;
+  uint64_t idx = 0;
+  ncclwatch_call_slot s{};
+  for (auto _ : state) {
+    s.t = __rdtsc();
+    uint8_t* slot = ring + (idx & mask) * NCCLWATCH_SLOT_BYTES;
+    __atomic_store_n(reinterpret_cast<uint64_t*>(slot), 0, __ATOMIC_RELAXED);
+    std::memcpy(slot + NCCLWATCH_SLOT_HEADER_BYTES, &s, sizeof(s));
+    __atomic_store_n(reinterpret_cast<uint64_t*>(slot), idx + 1, __ATOMIC_RELEASE);
+    ++idx;
+    benchmark::ClobberMemory();
+  }
+}
+
 }  // namespace
 
+BENCHMARK(BM_Rdtsc);
+BENCHMARK(BM_CallSlotAppend);
+BENCHMARK(BM_CallSlotStoreNoLock);
 BENCHMARK(BM_AllReduce_Direct);
 BENCHMARK(BM_AllReduce_ThroughShim);
 BENCHMARK(BM_Send_Direct);
 BENCHMARK(BM_Send_ThroughShim);
+BENCHMARK(BM_AllReduce_ThroughBaselineShim);
+BENCHMARK(BM_Send_ThroughBaselineShim);
 BENCHMARK(BM_RingAppend64);
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

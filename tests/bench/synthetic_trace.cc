@@ -56,6 +56,9 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
       *error = err;
       return false;
     }
+    // Protobuf collectives are all format 1 had: mark the file so, so that
+    // an ncclwatch from before format 2 reads it too (side by side).
+    if (!job.call_slots) ring.header()->format_version = 1;
     uint64_t t = Now(CLOCK_MONOTONIC);
     bool ok = Put(ring, Region::kPinned, t, f::record::kProcessStart, [&](WireWriter& w) {
       w.Varint(f::process_start::kPid, config.pid);
@@ -89,6 +92,23 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
          });
     for (uint64_t seq = 0; ok && seq < job.calls; ++seq) {
       const bool diverge = rank == job.diverging_rank && seq == job.diverging_seq;
+      if (job.call_slots) {
+        ncclwatch_call_slot s{};
+        s.t = t += 1000;
+        s.comm = kWorldComm;
+        s.seq = seq;
+        s.call = f::kAllReduce;
+        s.count = diverge ? 1000 : 1u << 20;
+        s.datatype = 7;  // ncclFloat32
+        s.redop = 0;     // ncclSum
+        s.root = -1;
+        s.stream = 0x5000;
+        s.sendbuff = s.recvbuff = 0x7f1000000000ull;
+        s.caller = 0x401234;
+        s.rank = rank;
+        ok = ring.AppendCallSlot(NCCLWATCH_SLOT_COLLECTIVE, s);
+        continue;
+      }
       ok = Put(ring, Region::kRing, t += 1000, f::record::kCollective, [&](WireWriter& w) {
         w.Fixed32(f::collective::kResult, 0);
         w.Fixed64(f::collective::kComm, kWorldComm);

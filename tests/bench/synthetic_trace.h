@@ -17,6 +17,9 @@ struct SyntheticJob {
   uint64_t calls = 1000;       // collectives per rank
   int diverging_rank = -1;     // this rank calls with a different count...
   uint64_t diverging_seq = 0;  // ...at this sequence number
+  // Collectives as call slots (format 2, what the shim writes now), or as
+  // protobuf Records (what format 1's shim wrote; the decoder reads both).
+  bool call_slots = true;
 };
 
 // Writes one trace per rank into `dir` (which must exist). Returns false and

@@ -82,6 +82,33 @@ void Put(RingWriter& ring, FuzzedDataProvider& in, uint64_t* t, uint32_t body, F
   if (w.ok()) ring.Append(in.ConsumeBool() ? Region::kPinned : Region::kRing, buf, w.size());
 }
 
+// Writes one call slot (format 2's fixed layout for collectives, sends and
+// receives, groups) of kind `kind`, every field fuzzed, to the ring.
+void PutCallSlot(RingWriter& ring, FuzzedDataProvider& in, uint64_t* t, uint8_t kind, int index) {
+  ncclwatch_call_slot s{};
+  *t += in.ConsumeBool() ? in.ConsumeIntegralInRange<uint64_t>(0, 1000000) : Value(in);
+  s.t = *t;
+  s.thread = in.ConsumeIntegralInRange<uint32_t>(0, 3);
+  s.result = in.ConsumeBool() ? 0 : static_cast<int32_t>(Signed(in));
+  s.comm = Comm(in);
+  s.seq = Value(in);
+  s.call = in.ConsumeIntegralInRange<uint32_t>(0, 14);
+  s.count = Value(in);
+  s.datatype = static_cast<int32_t>(Signed(in));
+  s.redop = in.ConsumeBool() ? -1 : static_cast<int32_t>(Signed(in));
+  s.root = in.ConsumeBool() ? -1 : static_cast<int32_t>(Signed(in));
+  s.peer = static_cast<int32_t>(Signed(in));
+  s.stream = Value(in);
+  s.sendbuff = Value(in);
+  s.recvbuff = Value(in);
+  s.group = Value(in);
+  s.depth = static_cast<uint32_t>(Value(in));
+  s.flags = in.ConsumeIntegral<uint32_t>();
+  s.caller = Value(in);
+  s.rank = in.ConsumeBool() ? index : static_cast<int32_t>(Signed(in));
+  ring.AppendCallSlot(kind, s);
+}
+
 void WriteProcess(FuzzedDataProvider& in, const std::string& dir, int index) {
   const std::string host = in.ConsumeBool() ? "node" + std::to_string(index % 2) : Text(in, 40);
   ncclwatch::shim::RingConfig config;
@@ -158,9 +185,15 @@ void WriteProcess(FuzzedDataProvider& in, const std::string& dir, int index) {
           w.Sint(f::comm_end::kRank, Signed(in));
         });
         break;
+      case 7:
+        PutCallSlot(
+            ring, in, &t,
+            in.PickValueInArray<uint8_t>({NCCLWATCH_SLOT_COLLECTIVE, NCCLWATCH_SLOT_COLLECTIVE,
+                                          NCCLWATCH_SLOT_P2P, NCCLWATCH_SLOT_GROUP}),
+            index);
+        break;
       case 5:
       case 6:
-      case 7:
         Put(ring, in, &t, f::record::kCollective, [&](WireWriter& w) {
           w.Fixed32(f::collective::kResult,
                     in.ConsumeBool() ? 0 : static_cast<uint32_t>(Signed(in)));

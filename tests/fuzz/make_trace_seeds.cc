@@ -1,7 +1,8 @@
 // make_trace_seeds OUT_DIR: writes the trace_file_fuzzer's seeds, small
 // traces made by the shim's own ring writer: a ring that wrapped (200 calls
 // in 64 slots), records that span several slots, a pinned region that
-// overflowed into the ring, and a trace with nothing in it. Each is a few
+// overflowed into the ring, a trace with nothing in it, and one of call
+// slots (format 2's fixed-layout collectives, sends, groups) that wrapped. Each is a few
 // tens of KiB; they are made when the fuzzers run, never checked in.
 
 #include <stdint.h>
@@ -39,7 +40,7 @@ bool Put(RingWriter& ring, Region region, uint64_t t, uint32_t body, Fill fill) 
 // One seed: `calls` collectives, `pinned_extra` more pinned records than
 // the region holds, and a last error `error_len` bytes long.
 bool Seed(const std::string& out, const std::string& name, int rank, int calls, int pinned_extra,
-          size_t error_len) {
+          size_t error_len, bool call_slots = false) {
   const std::string scratch = out + "/." + name;
   std::filesystem::create_directories(scratch);
   ncclwatch::shim::RingConfig config;
@@ -78,6 +79,24 @@ bool Seed(const std::string& out, const std::string& name, int rank, int calls, 
     });
   }
   for (int seq = 0; ok && seq < calls; ++seq) {
+    if (call_slots) {  // format 2's fixed layout, as the shim writes collectives
+      ncclwatch_call_slot s{};
+      s.t = t += 1000;
+      s.comm = kComm;
+      s.seq = static_cast<uint64_t>(seq);
+      s.call = seq % 4 == 3 ? f::kSend : f::kAllReduce;
+      s.count = 1024;
+      s.datatype = 7;
+      s.redop = 0;
+      s.root = -1;
+      s.peer = 1 - rank;
+      s.rank = rank;
+      ok = ring.AppendCallSlot(seq % 4 == 3   ? NCCLWATCH_SLOT_P2P
+                               : seq % 4 == 2 ? NCCLWATCH_SLOT_GROUP
+                                              : NCCLWATCH_SLOT_COLLECTIVE,
+                               s);
+      continue;
+    }
     ok = Put(ring, Region::kRing, t += 1000, f::record::kCollective, [&](WireWriter& w) {
       w.Fixed32(f::collective::kResult, 0);
       w.Fixed64(f::collective::kComm, kComm);
@@ -121,5 +140,6 @@ int main(int argc, char** argv) {
   ok &= Seed(out, "wrapped_ring.trace", 1, 200, 0, 0);
   ok &= Seed(out, "long_record.trace", 0, 3, 0, 2000);
   ok &= Seed(out, "pinned_overflow.trace", 1, 10, 70, 0);
+  ok &= Seed(out, "call_slots.trace", 0, 100, 0, 0, true);
   return ok ? 0 : 1;
 }

@@ -17,6 +17,7 @@
 #include "ncclwatch/trace_fields.h"
 #include "ring/ring_writer.h"
 #include "support/traced_job.h"
+#include "trace/call_slot.h"
 
 namespace {
 
@@ -609,4 +610,127 @@ TEST_CASE("a wrapped ring: the stream knows it lost its start", "[model]") {
   CHECK(t->collectives[t->streams[0].collectives.front()].seq > 0);
   REQUIRE(t->streams[0].p2p.size() == 1);
   CHECK(t->streams[0].collectives_before_p2p[0] == -1);
+}
+
+TEST_CASE("call slots decode as the Records they stand for, as libprotobuf reads those",
+          "[model][conformance]") {
+  using ncclwatch::decoder::CallSlotToRecord;
+  using ncclwatch::decoder::kCallSlotRecordMax;
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    Values v(seed);
+    ncclwatch_call_slot s;
+    s.t = v.U64();
+    s.result = v.I32();
+    s.thread = static_cast<uint32_t>(v.U64());
+    s.comm = v.U64();
+    s.seq = v.U64();
+    s.count = v.U64();
+    s.stream = v.U64();
+    s.sendbuff = v.U64();
+    s.recvbuff = v.U64();
+    s.group = v.U64();
+    s.caller = v.U64();
+    s.call = seed % 3 == 0 ? static_cast<uint32_t>(v.U64()) : seed % 15;
+    s.datatype = v.I32();
+    s.redop = v.I32();
+    s.root = v.I32();
+    s.peer = v.I32();
+    s.rank = v.I32();
+    s.depth = static_cast<uint32_t>(v.U64());
+    s.flags = static_cast<uint32_t>(v.U64());
+    const uint8_t kinds[] = {NCCLWATCH_SLOT_COLLECTIVE, NCCLWATCH_SLOT_P2P, NCCLWATCH_SLOT_GROUP};
+    for (const uint8_t kind : kinds) {
+      INFO("seed " << seed << " kind " << int{kind});
+      uint8_t bytes[kCallSlotRecordMax];
+      const size_t n = CallSlotToRecord(kind, s, bytes);
+      REQUIRE(n > 0);
+      pb::Record r;
+      REQUIRE(r.ParseFromArray(bytes, static_cast<int>(n)));
+      CHECK(r.t() == s.t);
+      CHECK(r.thread() == s.thread);
+      const bool in_group = s.flags & NCCLWATCH_CALL_IN_GROUP;
+      // The model's rows: straight from the slot, and from the Record's bytes.
+      ProcessTrace direct, via;
+      RecordImporter(&direct).ImportCallSlot(
+          kind, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(&s), sizeof(s)));
+      REQUIRE(RecordImporter(&via).Import(absl::MakeConstSpan(bytes, n)));
+      if (kind == NCCLWATCH_SLOT_COLLECTIVE) {
+        REQUIRE(r.has_collective());
+        const auto& x = r.collective();
+        CHECK(x.result() == s.result);
+        CHECK(x.comm() == s.comm);
+        CHECK(x.seq() == s.seq);
+        CHECK(static_cast<uint32_t>(x.call()) == s.call);
+        CHECK(x.count() == s.count);
+        CHECK(x.datatype() == s.datatype);
+        CHECK(x.has_redop() == (s.redop >= 0));
+        CHECK(x.has_root() == (s.root >= 0));
+        CHECK(x.stream() == s.stream);
+        CHECK(x.sendbuff() == s.sendbuff);
+        CHECK(x.recvbuff() == s.recvbuff);
+        CHECK(x.group() == (in_group ? s.group : 0));
+        CHECK(x.caller() == s.caller);
+        CHECK(x.rank() == s.rank);
+        REQUIRE(direct.collectives.size() == 1);
+        REQUIRE(via.collectives.size() == 1);
+        const auto& a = direct.collectives[0];
+        const auto& b = via.collectives[0];
+        CHECK(a.t == b.t);
+        CHECK(a.thread == b.thread);
+        CHECK(a.result == b.result);
+        CHECK(a.comm == b.comm);
+        CHECK(a.seq == b.seq);
+        CHECK(a.call == b.call);
+        CHECK(a.count == b.count);
+        CHECK(a.datatype == b.datatype);
+        CHECK(a.redop == b.redop);
+        CHECK(a.root == b.root);
+        CHECK(a.stream == b.stream);
+        CHECK(a.group == b.group);
+        CHECK(a.caller == b.caller);
+        CHECK(a.rank == b.rank);
+      } else if (kind == NCCLWATCH_SLOT_P2P) {
+        REQUIRE(r.has_p2p());
+        const auto& y = r.p2p();
+        CHECK(y.result() == s.result);
+        CHECK(y.send() == (s.call == f::kSend));
+        CHECK(y.peer() == s.peer);
+        CHECK(y.buff() == s.sendbuff);
+        CHECK(y.group() == (in_group ? s.group : 0));
+        REQUIRE(direct.p2p.size() == 1);
+        REQUIRE(via.p2p.size() == 1);
+        const auto& a = direct.p2p[0];
+        const auto& b = via.p2p[0];
+        CHECK(a.t == b.t);
+        CHECK(a.result == b.result);
+        CHECK(a.comm == b.comm);
+        CHECK(a.seq == b.seq);
+        CHECK(a.send == b.send);
+        CHECK(a.peer == b.peer);
+        CHECK(a.count == b.count);
+        CHECK(a.datatype == b.datatype);
+        CHECK(a.stream == b.stream);
+        CHECK(a.group == b.group);
+        CHECK(a.caller == b.caller);
+        CHECK(a.rank == b.rank);
+      } else {
+        REQUIRE(r.has_group());
+        CHECK(r.group().result() == s.result);
+        CHECK(static_cast<uint32_t>(r.group().call()) == s.call);
+        CHECK(r.group().group() == s.group);
+        CHECK(r.group().depth() == s.depth);
+        CHECK(r.group().caller() == s.caller);
+        REQUIRE(direct.groups.size() == 1);
+        REQUIRE(via.groups.size() == 1);
+        const auto& a = direct.groups[0];
+        const auto& b = via.groups[0];
+        CHECK(a.t == b.t);
+        CHECK(a.result == b.result);
+        CHECK(a.call == b.call);
+        CHECK(a.group == b.group);
+        CHECK(a.depth == b.depth);
+        CHECK(a.caller == b.caller);
+      }
+    }
+  }
 }

@@ -43,6 +43,32 @@ TEST_CASE("the ring file's layout is pinned", "[format]") {
   CHECK(offsetof(ncclwatch_slot_header, kind) == 10);
   CHECK(offsetof(ncclwatch_slot_header, record_bytes) == 12);
   CHECK(NCCLWATCH_SLOT_PAYLOAD_BYTES == 112);
+  // Format 2's call slot: one payload exactly, every field at its place.
+  CHECK(NCCLWATCH_RING_FORMAT_VERSION == 2);
+  CHECK(NCCLWATCH_SLOT_COLLECTIVE == 6);
+  CHECK(NCCLWATCH_SLOT_P2P == 7);
+  CHECK(NCCLWATCH_SLOT_GROUP == 8);
+  CHECK(NCCLWATCH_CALL_IN_GROUP == 1);
+  CHECK(sizeof(ncclwatch_call_slot) == 112);
+  CHECK(offsetof(ncclwatch_call_slot, t) == 0);
+  CHECK(offsetof(ncclwatch_call_slot, result) == 8);
+  CHECK(offsetof(ncclwatch_call_slot, thread) == 12);
+  CHECK(offsetof(ncclwatch_call_slot, comm) == 16);
+  CHECK(offsetof(ncclwatch_call_slot, seq) == 24);
+  CHECK(offsetof(ncclwatch_call_slot, count) == 32);
+  CHECK(offsetof(ncclwatch_call_slot, stream) == 40);
+  CHECK(offsetof(ncclwatch_call_slot, sendbuff) == 48);
+  CHECK(offsetof(ncclwatch_call_slot, recvbuff) == 56);
+  CHECK(offsetof(ncclwatch_call_slot, group) == 64);
+  CHECK(offsetof(ncclwatch_call_slot, caller) == 72);
+  CHECK(offsetof(ncclwatch_call_slot, call) == 80);
+  CHECK(offsetof(ncclwatch_call_slot, datatype) == 84);
+  CHECK(offsetof(ncclwatch_call_slot, redop) == 88);
+  CHECK(offsetof(ncclwatch_call_slot, root) == 92);
+  CHECK(offsetof(ncclwatch_call_slot, peer) == 96);
+  CHECK(offsetof(ncclwatch_call_slot, rank) == 100);
+  CHECK(offsetof(ncclwatch_call_slot, depth) == 104);
+  CHECK(offsetof(ncclwatch_call_slot, flags) == 108);
   CHECK(NCCLWATCH_MAX_RECORD_BYTES == 73 * 112);
 }
 
