@@ -8,7 +8,14 @@
 //   NCCLWATCH_SHIM_BASELINE=/path/to/main/libncclwatch.so shim_overhead_bench
 //       --benchmark_repetitions=9 --benchmark_report_aggregates_only=true
 //
-// Needs NCCLWATCH_SHIM and NCCL_NOOP (paths), set by CMake as defaults.
+// Completion tracking: the shim is also loaded a second time (a copy of the
+// file, so a separate instance) with a do-nothing CUDA driver (CUDA_NOOP,
+// events that complete at once) and NCCLWATCH_COMPLETION on, and the same
+// calls are timed through both in batches of 1024 (one marker pool) with the
+// watcher given time to drain the pool between batches, as a GPU that keeps
+// up would. The first instance runs with NCCLWATCH_COMPLETION=0.
+//
+// Needs NCCLWATCH_SHIM, NCCL_NOOP and CUDA_NOOP (paths), set by CMake as defaults.
 
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
@@ -55,6 +62,9 @@ struct Targets {
   // beside this one, so the two are measured side by side in one run.
   AllReduceFn baseline_allreduce = nullptr;
   SendFn baseline_send = nullptr;
+  // The shim instance that tracks completion (on the do-nothing driver).
+  AllReduceFn completion_allreduce = nullptr;
+  ncclComm_t completion_comm = nullptr;
 };
 
 Targets& Get() {
@@ -76,6 +86,15 @@ Targets& Get() {
       std::exit(2);
     }
     setenv("NCCLWATCH_DIR", ScratchDir().c_str(), 1);
+    const char* cuda = getenv("CUDA_NOOP");
+#ifdef CUDA_NOOP_DEFAULT
+    if (!cuda) cuda = CUDA_NOOP_DEFAULT;
+#endif
+    if (dlopen(cuda, RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      std::fprintf(stderr, "cannot load %s: %s\n", cuda, dlerror());
+      std::exit(2);
+    }
+    setenv("NCCLWATCH_COMPLETION", "0", 1);
     void* s = dlopen(shim, RTLD_NOW | RTLD_LOCAL);
     if (!s) {
       std::fprintf(stderr, "cannot load %s: %s\n", shim, dlerror());
@@ -89,6 +108,21 @@ Targets& Get() {
     ncclUniqueId id;
     std::memset(&id, 7, sizeof(id));
     init(&x.comm, 8, id, 3);  // through the shim: the communicator becomes known to it
+    {
+      const std::string copy = ScratchDir() + "/libncclwatch-completion.so";
+      std::filesystem::copy_file(shim, copy, std::filesystem::copy_options::overwrite_existing);
+      setenv("NCCLWATCH_COMPLETION", "1", 1);
+      void* c = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!c) {
+        std::fprintf(stderr, "cannot load %s: %s\n", copy.c_str(), dlerror());
+        std::exit(2);
+      }
+      x.completion_allreduce = reinterpret_cast<AllReduceFn>(dlsym(c, "ncclAllReduce"));
+      // Another handle, so the two instances do not share a registry entry's address.
+      ncclUniqueId other;
+      std::memset(&other, 9, sizeof(other));
+      reinterpret_cast<InitFn>(dlsym(c, "ncclCommInitRank"))(&x.completion_comm, 8, other, 3);
+    }
     if (const char* base = getenv("NCCLWATCH_SHIM_BASELINE")) {
       void* b = dlopen(base, RTLD_NOW | RTLD_LOCAL);
       if (!b) {
@@ -119,6 +153,46 @@ void BM_AllReduce_ThroughShim(benchmark::State& state) {
     benchmark::DoNotOptimize(
         t.shim_allreduce(&state, &t, 1024, ncclFloat32, ncclSum, t.comm, nullptr));
   }
+}
+
+// Batches of 1024 calls (one marker pool), the watcher given 30 ms between
+// batches (it polls every 20 ms); the time is per batch, the counter per call.
+template <bool kTracked>
+void BatchedAllReduce(benchmark::State& state) {
+  Targets& t = Get();
+  const AllReduceFn fn = kTracked ? t.completion_allreduce : t.shim_allreduce;
+  const ncclComm_t comm = kTracked ? t.completion_comm : t.comm;
+  constexpr int kBatch = 1024;
+  for (auto _ : state) {
+    for (int i = 0; i < kBatch; ++i)
+      benchmark::DoNotOptimize(fn(&state, &t, 1024, ncclFloat32, ncclSum, comm, nullptr));
+    state.PauseTiming();
+    usleep(30000);
+    state.ResumeTiming();
+  }
+  state.counters["ns_per_call"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kBatch,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_AllReduce_ThroughShim_Batched(benchmark::State& state) { BatchedAllReduce<false>(state); }
+void BM_AllReduce_ThroughShimCompletion_Batched(benchmark::State& state) {
+  BatchedAllReduce<true>(state);
+}
+void BM_AllReduce_Direct_Batched(benchmark::State& state) {
+  Targets& t = Get();
+  constexpr int kBatch = 1024;
+  for (auto _ : state) {
+    for (int i = 0; i < kBatch; ++i)
+      benchmark::DoNotOptimize(
+          t.direct_allreduce(&state, &t, 1024, ncclFloat32, ncclSum, t.comm, nullptr));
+    state.PauseTiming();
+    usleep(30000);
+    state.ResumeTiming();
+  }
+  state.counters["ns_per_call"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kBatch,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void BM_Send_Direct(benchmark::State& state) {
@@ -240,6 +314,9 @@ BENCHMARK(BM_Send_ThroughShim);
 BENCHMARK(BM_AllReduce_ThroughBaselineShim);
 BENCHMARK(BM_Send_ThroughBaselineShim);
 BENCHMARK(BM_RingAppend64);
+BENCHMARK(BM_AllReduce_Direct_Batched)->Iterations(100);
+BENCHMARK(BM_AllReduce_ThroughShim_Batched)->Iterations(100);
+BENCHMARK(BM_AllReduce_ThroughShimCompletion_Batched)->Iterations(100);
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -1,0 +1,64 @@
+// A do-nothing CUDA driver (libcuda.so.1) with the functions the shim's
+// completion tracking calls: events are recorded and complete at once, no
+// stream is ever capturing. What the shim adds on top of it is its own cost
+// of tracking completion; a real driver's cuStreamIsCapturing and
+// cuEventRecord come on top of that (they are the driver's, as PyTorch pays
+// them for its own events).
+
+#include <cuda.h>
+
+namespace {
+int g_context;
+int g_events[4096];
+int g_next_event;
+}  // namespace
+
+extern "C" {
+
+CUresult cuDriverGetVersion(int* v) {
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxGetCurrent(CUcontext* ctx) {
+  *ctx = reinterpret_cast<CUcontext>(&g_context);
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult cuCtxPushCurrent_v2(CUcontext) { return CUDA_SUCCESS; }
+CUresult cuCtxPopCurrent_v2(CUcontext* ctx) {
+  if (ctx) *ctx = reinterpret_cast<CUcontext>(&g_context);
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxGetDevice(CUdevice* device) {
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice) {
+  *ctx = reinterpret_cast<CUcontext>(&g_context);
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetPCIBusId(char* bus, int len, CUdevice) {
+  if (len > 0) bus[0] = '\0';
+  return CUDA_SUCCESS;
+}
+CUresult cuEventCreate(CUevent* event, unsigned) {
+  *event = reinterpret_cast<CUevent>(&g_events[g_next_event++ % 4096]);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventDestroy_v2(CUevent) { return CUDA_SUCCESS; }
+CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
+CUresult cuEventQuery(CUevent) { return CUDA_SUCCESS; }
+CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* status) {
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult cuGetErrorName(CUresult, const char** s) {
+  *s = "CUDA_SUCCESS";
+  return CUDA_SUCCESS;
+}
+CUresult cuGetErrorString(CUresult, const char** s) {
+  *s = "no error";
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"
