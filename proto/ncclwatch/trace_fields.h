@@ -57,6 +57,99 @@ enum Call : uint32_t {
   kRedOpDestroy = 57,
 };
 
+// The name of a Call: what NCCL calls an operation ("AllReduce", "Send"),
+// the entry point's name for the rest ("ncclCommInitRank"); nullptr for a
+// value this header does not know. Shared by the shim's stall line and the
+// decoder's reports.
+constexpr const char* CallName(uint32_t call) {
+  switch (call) {
+    case kAllReduce:
+      return "AllReduce";
+    case kBroadcast:
+      return "Broadcast";
+    case kBcast:
+      return "Bcast";
+    case kReduce:
+      return "Reduce";
+    case kAllGather:
+      return "AllGather";
+    case kReduceScatter:
+      return "ReduceScatter";
+    case kAllToAll:
+      return "AlltoAll";
+    case kGather:
+      return "Gather";
+    case kScatter:
+      return "Scatter";
+    case kSend:
+      return "Send";
+    case kRecv:
+      return "Recv";
+    case kGroupStart:
+      return "ncclGroupStart";
+    case kGroupEnd:
+      return "ncclGroupEnd";
+    case kGroupSimulateEnd:
+      return "ncclGroupSimulateEnd";
+    case kGetUniqueId:
+      return "ncclGetUniqueId";
+    case kCommInitRank:
+      return "ncclCommInitRank";
+    case kCommInitRankConfig:
+      return "ncclCommInitRankConfig";
+    case kCommInitAll:
+      return "ncclCommInitAll";
+    case kCommInitRankScalable:
+      return "ncclCommInitRankScalable";
+    case kCommSplit:
+      return "ncclCommSplit";
+    case kCommShrink:
+      return "ncclCommShrink";
+    case kCommFinalize:
+      return "ncclCommFinalize";
+    case kCommDestroy:
+      return "ncclCommDestroy";
+    case kCommAbort:
+      return "ncclCommAbort";
+    case kCommRevoke:
+      return "ncclCommRevoke";
+    case kCommGetAsyncError:
+      return "ncclCommGetAsyncError";
+    case kCommCount:
+      return "ncclCommCount";
+    case kCommCuDevice:
+      return "ncclCommCuDevice";
+    case kCommUserRank:
+      return "ncclCommUserRank";
+    case kGetVersion:
+      return "ncclGetVersion";
+    case kGetErrorString:
+      return "ncclGetErrorString";
+    case kGetLastError:
+      return "ncclGetLastError";
+    case kResetDebugInit:
+      return "ncclResetDebugInit";
+    case kCommRegister:
+      return "ncclCommRegister";
+    case kCommDeregister:
+      return "ncclCommDeregister";
+    case kCommWindowRegister:
+      return "ncclCommWindowRegister";
+    case kCommWindowDeregister:
+      return "ncclCommWindowDeregister";
+    case kMemAlloc:
+      return "ncclMemAlloc";
+    case kMemFree:
+      return "ncclMemFree";
+    case kRedOpCreatePreMulSum:
+      return "ncclRedOpCreatePreMulSum";
+    case kRedOpDestroy:
+      return "ncclRedOpDestroy";
+    default:
+      return nullptr;
+  }
+}
+
 namespace record {
 constexpr uint32_t kT = 1, kThread = 2, kProcessStart = 16, kProcessEnd = 17, kTimeAnchor = 18,
                    kModule = 19, kCommInitBegin = 20, kCommInitEnd = 21, kCommEnd = 22,

@@ -132,32 +132,8 @@ void PollRound(bool async_errors) {
 }
 
 const char* OpName(uint32_t call) {
-  switch (call) {
-    case f::kAllReduce:
-      return "AllReduce";
-    case f::kBroadcast:
-      return "Broadcast";
-    case f::kBcast:
-      return "Bcast";
-    case f::kReduce:
-      return "Reduce";
-    case f::kAllGather:
-      return "AllGather";
-    case f::kReduceScatter:
-      return "ReduceScatter";
-    case f::kAllToAll:
-      return "AlltoAll";
-    case f::kGather:
-      return "Gather";
-    case f::kScatter:
-      return "Scatter";
-    case f::kSend:
-      return "Send";
-    case f::kRecv:
-      return "Recv";
-    default:
-      return "operation";
-  }
+  const char* name = f::CallName(call);
+  return name != nullptr ? name : "operation";
 }
 
 void ReportStall(CompletionTrack* t, const Marker& m, uint64_t waited_ns, uint64_t pending) {
