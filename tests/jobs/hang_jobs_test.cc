@@ -259,3 +259,20 @@ TEST_CASE("a live healthy job is healthy in every snapshot, ranks at different s
     CHECK(d.exit_code == 0);
   }
 }
+
+TEST_CASE("healthy: two threads driving two communicators, traced to the end", "[hang]") {
+  Scenario s;
+  s.job = jobs::RunJob(Spec(s, {"--steps", "12", "--tp-thread", "--pipeline"}, 60));
+  Finish(&s);
+  for (const auto& r : s.job.ranks) REQUIRE(r.exit_code == 0);
+  INFO(s.diagnosis.output);
+  CHECK(s.diagnosis.verdict == "healthy");
+  CHECK(s.diagnosis.exit_code == 0);
+  const auto trace = Load(jobs::TraceOf(s.dir.path(), 1));
+  CHECK(trace.tracking.size() == 2);  // both communicators' completion followed
+  for (const auto& t : trace.tracking) {
+    const auto* p = trace.LastProgress(t.comm);
+    REQUIRE(p != nullptr);
+    CHECK(p->collectives == p->issued);
+  }
+}

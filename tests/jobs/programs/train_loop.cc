@@ -8,9 +8,12 @@
 // Send/Recv; with --tensor-parallel, each step also AllReduces on a second
 // communicator split from the first (pairs of ranks); with --tp-stream, those
 // go on a stream of their own (so issuing them in another order than the
-// world's is no deadlock: the decoder warns, and the job stays healthy).
+// world's is no deadlock: the decoder warns, and the job stays healthy); with
+// --tp-thread, a second thread drives the tensor-parallel communicator on its
+// own stream while the first drives the world.
 //
 //   train_loop [--steps N] [--size ELEMENTS] [--pipeline] [--tensor-parallel] [--tp-stream]
+//              [--tp-thread]
 //              [--rank-steps RANK:N] [--bug KIND:RANK:STEP]...
 //
 // Bugs (each on one rank, at one step):
@@ -46,6 +49,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/job_env.h"
@@ -64,6 +68,7 @@ struct Options {
   bool pipeline = false;
   bool tensor_parallel = false;
   bool tp_stream = false;
+  bool tp_thread = false;
   int uneven_rank = -1;
   int uneven_steps = 0;
   std::vector<Bug> bugs;
@@ -92,6 +97,8 @@ Options Parse(int argc, char** argv) {
       o.tensor_parallel = true;
     } else if (a == "--tp-stream") {
       o.tp_stream = true;
+    } else if (a == "--tp-thread") {
+      o.tensor_parallel = o.tp_stream = o.tp_thread = true;
     } else if (a == "--rank-steps") {
       std::string v = next();
       if (std::sscanf(v.c_str(), "%d:%d", &o.uneven_rank, &o.uneven_steps) != 2)
@@ -159,6 +166,22 @@ int main(int argc, char** argv) {
   CUDA_OK(cudaMalloc(&d_tp, n * sizeof(float)));
 
   const int steps = rank == opt.uneven_rank ? opt.uneven_steps : opt.steps;
+  // --tp-thread: a second thread drives the tensor-parallel communicator, on
+  // its own stream and buffers, while this one drives the world.
+  std::thread tp_driver;
+  float* d_tp_in = nullptr;
+  if (opt.tp_thread) {
+    CUDA_OK(cudaMalloc(&d_tp_in, n * sizeof(float)));
+    CUDA_OK(cudaMemset(d_tp_in, 0, n * sizeof(float)));
+    const int device = jobenv::Device();
+    tp_driver = std::thread([&, device] {
+      CUDA_OK(cudaSetDevice(device));
+      for (int i = 0; i < steps; ++i) {
+        NCCL_OK(ncclAllReduce(d_tp_in, d_tp, n, ncclFloat32, ncclSum, tp, tp_stream));
+        CUDA_OK(cudaStreamSynchronize(tp_stream));
+      }
+    });
+  }
   const int next = (rank + 1) % world, prev = (rank + world - 1) % world;
   for (int step = 0; step < steps; ++step) {
     const std::string bug = BugAt(opt, rank, step);
@@ -208,7 +231,8 @@ int main(int argc, char** argv) {
       }
     };
     auto tp_allreduce = [&] {
-      if (tp) NCCL_OK(ncclAllReduce(d_grad, d_tp, n, ncclFloat32, ncclSum, tp, tp_stream));
+      if (tp && !opt.tp_thread)
+        NCCL_OK(ncclAllReduce(d_grad, d_tp, n, ncclFloat32, ncclSum, tp, tp_stream));
     };
     if (bug == "inversion") {
       tp_allreduce();
@@ -269,6 +293,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
 
+  if (tp_driver.joinable()) tp_driver.join();
   if (tp) NCCL_OK(ncclCommDestroy(tp));
   NCCL_OK(ncclCommDestroy(comm));
   if (opt.tp_stream) CUDA_OK(cudaStreamDestroy(tp_stream));
