@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/process_trace.h"
+#include "ncclwatch/trace_fields.h"
 #include "report/names.h"
 #include "support/traced_job.h"
 
@@ -531,4 +532,28 @@ TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[pre
   }
   CHECK(cuda_exports == 11);
   CHECK(exported == 2 * 41 + 29 + cuda_exports);
+}
+
+TEST_CASE("an operation issued under CUDA graph capture gets no completion marker", "[preload]") {
+  jobs::TempDir dir;
+  // No LD_LIBRARY_PATH: the probe's RUNPATH finds the do-nothing NCCL.
+  const jobs::RankResult r = RunProbe({CUDA_NOOP_PATH},
+                                      {"LD_PRELOAD=" + jobs::ShimPath(),
+                                       "NCCLWATCH_DIR=" + dir.path(), "CUDA_NOOP_CAPTURING=0x1000"},
+                                      "capture_probe");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  REQUIRE(t.tracking.size() == 1);
+  CHECK(t.tracking[0].Tracked());
+  // AllReduce #0 on the capturing stream: recorded as captured, no marker.
+  REQUIRE(t.untracked.size() == 1);
+  CHECK(t.untracked[0].seq == 0);
+  CHECK(t.untracked[0].reason == ncclwatch::fields::untracked::kCaptured);
+  // AllReduce #1 on an ordinary stream: its marker completed (by the
+  // destroy's last query at the latest).
+  const auto* p = t.LastProgress(t.tracking[0].comm);
+  REQUIRE(p != nullptr);
+  CHECK(p->collectives == 2);
+  CHECK(p->pending == 0);
 }

@@ -4,8 +4,13 @@
 // of tracking completion; a real driver's cuStreamIsCapturing and
 // cuEventRecord come on top of that (they are the driver's, as PyTorch pays
 // them for its own events).
+//
+// CUDA_NOOP_CAPTURING=0xADDR makes the stream with that handle report that a
+// CUDA graph capture is active on it (cuStreamIsCapturing), as a stream
+// between cudaStreamBeginCapture and cudaStreamEndCapture does.
 
 #include <cuda.h>
+#include <stdlib.h>
 
 namespace {
 int g_context;
@@ -48,8 +53,13 @@ CUresult cuEventCreate(CUevent* event, unsigned) {
 CUresult cuEventDestroy_v2(CUevent) { return CUDA_SUCCESS; }
 CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
 CUresult cuEventQuery(CUevent) { return CUDA_SUCCESS; }
-CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* status) {
-  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
+  static const unsigned long long capturing = [] {
+    const char* v = getenv("CUDA_NOOP_CAPTURING");
+    return v ? strtoull(v, nullptr, 0) : 0ull;
+  }();
+  const bool active = capturing != 0 && reinterpret_cast<unsigned long long>(stream) == capturing;
+  *status = active ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 CUresult cuGetErrorName(CUresult, const char** s) {
