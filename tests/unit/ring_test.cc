@@ -425,9 +425,14 @@ TEST_CASE("a new ring is faulted in when it is made: no record takes a page faul
   for (unsigned char r : resident) in += r & 1;
   CHECK(in == resident.size());
   // Writable too: no write fault either (the pages are dirty, not the zero page).
+  // (Under AddressSanitizer the first touch of the shadow of each ring page
+  // faults too, so the count is checked only in the plain build.)
+  const std::vector<uint8_t> record(64, 'x');
   rusage before{}, after{};
   getrusage(RUSAGE_THREAD, &before);
-  for (int i = 0; i < 20000; ++i) Append(w, Region::kRing, std::string(64, 'x'));
+  for (int i = 0; i < 20000; ++i) w.Append(Region::kRing, record.data(), record.size());
   getrusage(RUSAGE_THREAD, &after);
+#if !defined(__SANITIZE_ADDRESS__)
   CHECK(after.ru_minflt - before.ru_minflt < 10);
+#endif
 }
