@@ -832,7 +832,9 @@ class Diagnoser {
     std::map<uint64_t, std::vector<int>> others;
     int64_t waited_from = INT64_MAX;
     bool live = false;
-    for (const auto& [q, cc] : members) {
+    for (const auto& member : members) {
+      const auto q = member.first;
+      const auto* cc = member.second;
       const int r = Global(q, comm, cc->rank);
       const bool is_named =
           std::any_of(named.begin(), named.end(), [&](const auto& m) { return m.second == cc; });
