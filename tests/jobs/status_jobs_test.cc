@@ -92,11 +92,13 @@ TEST_CASE("status on a live healthy job: progressing and exit 0", "[status]") {
   INFO(l.output);
   CHECK(l.status_exit == 0);
   CHECK(l.status.rfind("PROGRESSING\n", 0) == 0);
-  // Each rank is somewhere past step 20: running an AllReduce, or between two.
+  // Each rank is somewhere past step 20: running a step's AllReduce (or the
+  // Broadcast every 4th step adds), or between two.
   for (int rank : {0, 1}) {
     const std::string row = RowOf(l.status, rank);
     INFO(row);
     CHECK((row.find("running AllReduce #") != std::string::npos ||
+           row.find("running Broadcast #") != std::string::npos ||
            row.find("idle (nothing pending)") != std::string::npos));
     CHECK(row.find("STUCK") == std::string::npos);
   }
