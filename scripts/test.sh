@@ -10,8 +10,9 @@
 # Before the tests it fetches the real NCCL releases CI tests against
 # (scripts/fetch-nccl.sh --ci; tests/real).
 # Arguments go to both ctest runs; FUZZ_SECONDS=0 skips the fuzzers. The
-# sanitizer pass leaves out the tests of the simulator alone (sim_*) and of
-# the real NCCL releases (real:), whose code is never instrumented.
+# sanitizer pass leaves out the tests whose subject is never instrumented:
+# the simulator (sim_*), the real NCCL releases (real:), and the shim as a
+# guest (preload:, dlsym:, gpu_sharing:); the decoder's job tests stay in.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$repo/build}
@@ -68,7 +69,7 @@ start=$SECONDS
 BUILD_DIR=$asan_build "$repo/scripts/build.sh" -DNCCLWATCH_WERROR=ON -DNCCLWATCH_SANITIZE=address,undefined \
   -DNCCLWATCH_BUILD_BENCHMARKS=OFF
 (cd "$asan_build" && UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
-  ctest --output-on-failure -j "$(nproc)" -E '^(sim_|real:)' "$@") || failed=1
+  ctest --output-on-failure -j "$(nproc)" -E '^(sim_|real:|preload:|dlsym:|gpu_sharing:)' "$@") || failed=1
 echo "== sanitizer build and tests: $((SECONDS - start)) s"
 
 if ((in_git)); then
