@@ -13,6 +13,7 @@
 
 #include <errno.h>
 
+#include "core/errno_guard.h"
 #include "core/tracer.h"
 #include "ncclwatch/trace_fields.h"
 
@@ -20,16 +21,6 @@ namespace ncclwatch::shim {
 namespace {
 
 namespace f = fields;
-
-// Keeps errno across the shim's own work: the program must see NCCL's.
-class ErrnoGuard {
- public:
-  ErrnoGuard() : saved_(errno) {}
-  ~ErrnoGuard() { errno = saved_; }
-
- private:
-  int saved_;
-};
 
 int g_process_ended = 0;
 

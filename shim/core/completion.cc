@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "core/errno_guard.h"
 #include "core/record_builder.h"
 #include "core/tracer.h"
 #include "core/watcher.h"
@@ -90,15 +91,6 @@ void Record(CompletionTrack* track, const GroupNote& note) {
   __atomic_store_n(&track->head, head + 1, __ATOMIC_RELEASE);
 }
 
-class ErrnoKeeper {
- public:
-  ErrnoKeeper() : saved_(errno) {}
-  ~ErrnoKeeper() { errno = saved_; }
-
- private:
-  int saved_;
-};
-
 void WriteTracking(uint64_t id, uint32_t mechanism, const char* why_not, uint32_t markers,
                    int device) {
   RecordBuilder<512> r(f::record::kCompletionTracking);
@@ -124,7 +116,7 @@ size_t TrackCount() {
 
 void TrackCompletion(CommState* comm, const void* handle, int device) {
   if (comm == nullptr || !Tracing()) return;
-  ErrnoKeeper keep;
+  ErrnoGuard keep;
   const char* why_not = nullptr;
   if (!g_cuda.CanTrack()) why_not = "no CUDA driver loaded (libcuda.so.1 was not found)";
   if (why_not == nullptr && !CompletionTrackingEnabled()) why_not = "NCCLWATCH_COMPLETION=0";
@@ -197,7 +189,7 @@ void MarkOperation(CommState* comm, const void* stream, int result, uint32_t cal
   if (comm == nullptr || (result != 0 && result != 7)) return;  // refused: nothing to complete
   CompletionTrack* track = TrackOf(comm);
   if (track == nullptr) return;  // untracked (no GPU): before errno is saved, which costs two calls
-  ErrnoKeeper keep;
+  ErrnoGuard keep;
   const GroupNote note{
       comm,           stream, __atomic_load_n(&comm->next_seq, __ATOMIC_RELAXED), seq, call, peer,
       send ? 1u : 0u, 0};
@@ -228,7 +220,7 @@ void MarkOperation(CommState* comm, const void* stream, int result, uint32_t cal
 void FlushGroupOperations(int result) {
   GroupNotes& g = t_group;
   if (g.count == 0) return;
-  ErrnoKeeper keep;
+  ErrnoGuard keep;
   for (int i = 0; i < g.count; ++i) {
     const GroupNote& note = g.notes[i];
     CompletionTrack* track = TrackOf(note.comm);
@@ -266,7 +258,7 @@ void FlushCompletion(const void* handle) {
         __atomic_exchange_n(&t->flushed, 1u, __ATOMIC_ACQ_REL))
       continue;
     if (__atomic_load_n(&t->polling, __ATOMIC_SEQ_CST)) continue;  // the watcher is stuck in it
-    ErrnoKeeper keep;
+    ErrnoGuard keep;
     void* saved = nullptr;
     const bool restore = g_cuda.ctx_get_current(&saved) == kCudaSuccess;
     PollTrack(t, MonotonicNs());

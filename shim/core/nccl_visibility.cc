@@ -10,6 +10,7 @@
 
 #include "core/comm_registry.h"
 #include "core/elf_symbols.h"
+#include "core/errno_guard.h"
 #include "core/nccl_code.h"
 #include "core/record_builder.h"
 #include "core/tracer.h"
@@ -173,16 +174,6 @@ int ScanCallback(dl_phdr_info* info, size_t, void* data) {
   }
   return 0;
 }
-
-// Keeps errno across the shim's own work.
-class ErrnoGuard {
- public:
-  ErrnoGuard() : saved_(errno) {}
-  ~ErrnoGuard() { errno = saved_; }
-
- private:
-  int saved_;
-};
 
 }  // namespace
 
