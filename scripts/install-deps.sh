@@ -5,9 +5,10 @@
 set -euo pipefail
 
 # clang (with libFuzzer's runtime) builds the fuzzers; clang-format checks the
-# formatting (scripts/fuzz.sh, scripts/check-format.sh).
+# formatting (scripts/fuzz.sh, scripts/check-format.sh); ccache lets
+# scripts/test.sh's two builds share what they compile alike.
 packages=(cmake g++ ninja-build libabsl-dev libre2-dev libprotobuf-dev protobuf-compiler catch2 libbenchmark-dev iproute2
-  clang libclang-rt-14-dev clang-format)
+  clang libclang-rt-14-dev clang-format ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

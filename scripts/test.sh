@@ -10,9 +10,10 @@
 # Before the tests it fetches the real NCCL releases CI tests against
 # (scripts/fetch-nccl.sh --ci; tests/real).
 # Arguments go to both ctest runs; FUZZ_SECONDS=0 skips the fuzzers. The
-# sanitizer pass leaves out the tests whose subject is never instrumented:
-# the simulator (sim_*), the real NCCL releases (real:), and the shim as a
-# guest (preload:, dlsym:, gpu_sharing:); the decoder's job tests stay in.
+# sanitizer pass neither builds nor runs the tests whose subject is never
+# instrumented (NCCLWATCH_BUILD_GUEST_TESTS=OFF): the simulator (sim_*), the
+# real NCCL releases (real:), and the shim as a guest (preload:, dlsym:,
+# gpu_sharing:); the decoder's job tests stay in.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$repo/build}
@@ -36,9 +37,13 @@ tree_state() {
 before=""
 ((in_git)) && before=$(tree_state)
 
-failed=0
+# What failed, said again at the very end (a CI log is often read from its tail).
+failures=()
+fail() { failures+=("$1"); }
+# The tests that failed in a build folder, as ctest left them, on one line.
+failed_tests() { tr "\\n" " " 2>/dev/null <"$1/Testing/Temporary/LastTestsFailed.log" | cut -c1-2000; }
 echo "== formatting (clang-format, the repo's .clang-format)"
-"$repo/scripts/check-format.sh" || failed=1
+"$repo/scripts/check-format.sh" || fail "formatting (scripts/check-format.sh)"
 
 # Real NCCL releases for tests/real (the CI pair; cached outside the tree,
 # fetched once). Without them (no network) those tests report themselves
@@ -54,22 +59,35 @@ else
 fi
 rm -f "$real_err"
 
-"$repo/scripts/build.sh" -DNCCLWATCH_WERROR=ON
-(cd "$build" && ctest --output-on-failure -j "$(nproc)" "$@") || failed=1
+# Both builds go through ccache, with one cache: everything the sanitizer
+# pass does not instrument (the shim, the simulator, the job programs) is
+# compiled once. Paths are taken relative to the source tree, and the build
+# folder left out of the hash, so the two builds' objects match.
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_DIR=${CCACHE_DIR:-$build/ccache} CCACHE_BASEDIR=$repo CCACHE_NOHASHDIR=true
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
+
+echo "== build and tests ($build)"
+start=$SECONDS
+"$repo/scripts/build.sh" -DNCCLWATCH_WERROR=ON "${launcher[@]}"
+(cd "$build" && ctest --output-on-failure -j "$(nproc)" "$@") || fail "tests ($build): $(failed_tests "$build")"
+echo "== build and tests: $((SECONDS - start)) s"
 
 if ((fuzz_seconds > 0)); then
   echo "== fuzzers, ${fuzz_seconds} s each, under ASan and UBSan ($fuzz_build)"
   start=$SECONDS
-  FUZZ_BUILD_DIR=$fuzz_build "$repo/scripts/fuzz.sh" "$fuzz_seconds" || failed=1
+  FUZZ_BUILD_DIR=$fuzz_build "$repo/scripts/fuzz.sh" "$fuzz_seconds" || fail "fuzzers (scripts/fuzz.sh)"
   echo "== fuzzers: $((SECONDS - start)) s"
 fi
 
 echo "== the same tests, the decoder and the test binaries under ASan and UBSan ($asan_build)"
 start=$SECONDS
 BUILD_DIR=$asan_build "$repo/scripts/build.sh" -DNCCLWATCH_WERROR=ON -DNCCLWATCH_SANITIZE=address,undefined \
-  -DNCCLWATCH_BUILD_BENCHMARKS=OFF
+  -DNCCLWATCH_BUILD_BENCHMARKS=OFF -DNCCLWATCH_BUILD_GUEST_TESTS=OFF "${launcher[@]}"
 (cd "$asan_build" && UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
-  ctest --output-on-failure -j "$(nproc)" -E '^(sim_|real:|preload:|dlsym:|gpu_sharing:)' "$@") || failed=1
+  ctest --output-on-failure -j "$(nproc)" -E '^(sim_|real:|preload:|dlsym:|gpu_sharing:)' "$@") || fail "tests under ASan and UBSan ($asan_build): $(failed_tests "$asan_build")"
 echo "== sanitizer build and tests: $((SECONDS - start)) s"
 
 if ((in_git)); then
@@ -77,7 +95,11 @@ if ((in_git)); then
   if [[ -n $left ]]; then
     echo "test: the tests left these in the source tree (a test writes only in its own temporary folder):" >&2
     printf '%s\n' "$left" | sed 's/^/  /' >&2
-    failed=1
+    fail "files left in the source tree"
   fi
 fi
-exit "$failed"
+if ((${#failures[@]} > 0)); then
+  printf 'test: FAILED: %s\n' "${failures[@]}" >&2
+  exit 1
+fi
+echo "test: all passed"
