@@ -222,6 +222,14 @@ class Diagnoser {
     return oldest != nullptr ? oldest->oldest : p.last;
   }
 
+  // Whether `q`'s own completion count stopped short of the truth: its GPU
+  // reported a sticky CUDA error, after which every query of its markers
+  // fails, so what its watcher had not yet seen complete (up to a poll
+  // interval of work, many collectives on a fast GPU) stays uncounted. The
+  // other members' counts bound it from below: a collective completes on
+  // none of them unless every member's GPU ran it.
+  bool Blind(int q) const { return !procs_[q].completion.device_errors.empty(); }
+
   bool Waiting(int q) const {
     for (const CommCompletion& c : procs_[q].completion.comms)
       if (c.pending) return true;
@@ -573,7 +581,7 @@ class Diagnoser {
         facts.bus_id = e.bus_id;
         facts.host = p.host;
         Locate(p.index, e.comm, &x, &facts.completed);
-        if (e.comm != 0 && e.completed > 0) facts.completed = e.completed;
+        if (e.comm != 0 && e.completed > facts.completed.value_or(0)) facts.completed = e.completed;
         x.when_ns = e.when_ns;
         facts.also = LaterErrors(p.index, e.when_ns);
         facts.waiting = WaitingOthers(p.index);
@@ -609,18 +617,20 @@ class Diagnoser {
       if (c.comm != comm) continue;
       if (c.tracked && c.has_progress) *completed = c.completed;
       if (c.pending) op = c.oldest;
-      // Its watcher wrote no Progress (it faulted or died first): the
-      // collective it had not finished is the first the other members had
-      // not finished either.
-      if (c.tracked && !c.has_progress && c.pending) {
+      // Its watcher wrote no Progress (it faulted or died first), or lost
+      // sight at a sticky error (Blind): the collective it had not finished
+      // is the first the other members had not finished either.
+      if (c.tracked && (!c.has_progress || Blind(q)) && c.pending) {
         std::optional<uint64_t> frontier;
         for (const ProcessFacts& o : procs_) {
-          if (o.index == q) continue;
+          if (o.index == q || Blind(o.index)) continue;
           for (const CommCompletion& oc : o.completion.comms)
             if (oc.comm == comm && oc.has_progress)
               frontier = std::min(frontier.value_or(UINT64_MAX), oc.completed);
         }
+        if (frontier && c.has_progress && *frontier <= c.completed) frontier.reset();
         if (frontier && *frontier < c.issued) {
+          *completed = *frontier;
           op = LastCall{true, op.call, comm, *frontier, true, false, op.when_ns, 0};
           if (const auto al = job_.alignments().find(comm); al != job_.alignments().end()) {
             CollectiveSignature sig;
@@ -708,17 +718,19 @@ class Diagnoser {
       if (nranks <= 0 || static_cast<int>(ms.size()) < nranks) continue;
       bool tracked = true, stuck = false;
       uint64_t low = UINT64_MAX, issued = UINT64_MAX;
-      bool known = false;  // some member's watcher wrote a Progress
+      // A member with no Progress yet (it died before its watcher wrote one)
+      // completed an unknown number, and a Blind one at least its count:
+      // the others' counts decide, when there are others.
+      auto counts = [&](int q, const CommCompletion& c) { return c.has_progress && !Blind(q); };
+      bool known = false;  // some member's count decides
       for (const auto& [q, c] : ms) {
         tracked &= c->tracked;
         stuck |= Stuck(q, *c);
-        known |= c->has_progress;
+        known |= counts(q, *c);
         issued = std::min(issued, c->issued);
       }
-      // A member with no Progress yet (it died before its watcher wrote one)
-      // completed an unknown number: the others' counts decide.
       for (const auto& [q, c] : ms)
-        if (c->has_progress || !known) low = std::min(low, c->completed);
+        if (counts(q, *c) || !known) low = std::min(low, c->completed);
       if (!tracked || !stuck) continue;
       if (issued > low) {
         const auto al = job_.alignments().find(comm);
@@ -728,10 +740,11 @@ class Diagnoser {
         }
         std::vector<std::pair<int, const CommCompletion*>> named;
         for (const auto& m : ms)
-          if (m.second->completed == low && (m.second->has_progress || !known)) named.push_back(m);
+          if (m.second->completed == low && (counts(m.first, *m.second) || !known))
+            named.push_back(m);
         NeverCompletedFacts facts;
         size_t counted = 0;
-        for (const auto& m : ms) counted += m.second->has_progress || !known;
+        for (const auto& m : ms) counted += counts(m.first, *m.second) || !known;
         facts.by = named.size() < counted ? NeverCompletedFacts::By::kCompleted
                                           : NeverCompletedFacts::By::kTie;
         StoppedFirst(&named, &facts.by);

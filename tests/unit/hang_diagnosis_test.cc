@@ -184,6 +184,26 @@ TEST_CASE("a GPU fault on one rank of 4: gpu_fault names that rank and the error
   CHECK(detail.find("rank 2's GPU 3 on node0 reported CUDA_ERROR_ECC_UNCORRECTABLE") == 0);
 }
 
+TEST_CASE("a GPU fault its watcher saw late: the others' counts place it, not its own", "[hang]") {
+  // Rank 2's watcher last saw 3 collectives complete; then its GPU ran #3..#5
+  // (the others completed them, which needs every member's GPU) and
+  // faulted in #6. After a sticky error no marker can be queried, so its own
+  // count stays at 3: a bound, not the place of the fault.
+  std::vector<SyntheticProcess> ps = Tracked(4);
+  for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 7);
+  for (int r : {0, 1, 3}) ps[r].Progress(kComm, 6);
+  ps[2].Progress(kComm, 3);
+  ps[2].At(2 * kS).CudaError(kComm, "CUDA_ERROR_ECC_UNCORRECTABLE", 214, 3, 3).At(3 * kS).Exit(1);
+  for (int r : {0, 1, 3}) ps[r].Heartbeats(kS, 60 * kS).Signal(SIGTERM, 2).Exit(143);
+  const Diagnosis d = Diagnose(Analyze(ps));
+  const Finding x = ExpectRoot(d, {"gpu_fault", kComm, 6, {2}, "step"});
+  CHECK(Extra(x, "completed") == "6");
+  for (const Finding& other : d.findings) {
+    if (other.kind != ncclwatch::decoder::FindingKind::kNeverCompleted) continue;
+    CHECK(other.seq == std::optional<uint64_t>{6});
+  }
+}
+
 TEST_CASE("an NCCL async error: the rank that reported it first, with NCCL's text", "[hang]") {
   std::vector<SyntheticProcess> ps = Tracked(3);
   for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 3).Progress(kComm, 3).Collective(kComm, 4);
