@@ -12,7 +12,37 @@ namespace {
 
 namespace f = ::ncclwatch::fields;
 
+// Chooses `c`'s pending operation again from what is left unfinished.
+void Derive(CommCompletion* c) {
+  c->pending = false;
+  c->in_call = false;
+  c->oldest = LastCall{};
+  uint64_t oldest_order = UINT64_MAX;
+  auto consider = [&](uint64_t order, const LastCall& call) {
+    c->pending = true;
+    c->in_call |= call.pending;
+    if (order < oldest_order) {
+      oldest_order = order;
+      c->oldest = call;
+    }
+  };
+  for (const auto& [order, call] : c->unfinished_collectives) consider(order, call);
+  if (c->unfinished_p2p.second.valid) consider(c->unfinished_p2p.first, c->unfinished_p2p.second);
+  c->in_call |= c->p2p_in_call;
+}
+
 }  // namespace
+
+void RaiseCompleted(uint64_t floor, CommCompletion* c) {
+  floor = std::min(floor, c->issued);
+  if (floor <= c->completed) return;
+  c->completed = floor;
+  auto& u = c->unfinished_collectives;
+  u.erase(std::remove_if(u.begin(), u.end(),
+                         [&](const auto& e) { return !e.second.pending && e.second.seq < floor; }),
+          u.end());
+  Derive(c);
+}
 
 bool ProcessCompletion::AllTracked() const {
   if (comms.empty()) return false;
@@ -63,15 +93,6 @@ ProcessCompletion SummariseCompletion(const ProcessTrace& t) {
       const uint64_t last = t.collectives[s.collectives.back()].seq;
       c.issued = last == UINT64_MAX ? last : last + 1;
     }
-    uint64_t oldest_order = UINT64_MAX;
-    auto consider = [&](uint64_t order, const LastCall& call) {
-      c.pending = true;
-      c.in_call |= call.pending;
-      if (order < oldest_order) {
-        oldest_order = order;
-        c.oldest = call;
-      }
-    };
     // A collective whose completion is not followed (captured in a CUDA
     // graph) at or after the count completed: the count may never pass it,
     // so nothing from it on is judged.
@@ -86,8 +107,9 @@ ProcessCompletion SummariseCompletion(const ProcessTrace& t) {
       if (c.tracked && returned && e.seq < c.completed) break;
       if (!Accepted(e.result)) continue;
       if (returned && (!c.tracked || e.seq >= judged_below)) continue;
-      consider(e.order,
-               LastCall{true, e.call, e.comm, e.seq, true, !returned, t.RealtimeNs(e.t), e.caller});
+      c.unfinished_collectives.push_back(
+          {e.order,
+           LastCall{true, e.call, e.comm, e.seq, true, !returned, t.RealtimeNs(e.t), e.caller}});
     }
     // Sends and receives recorded after the last time known complete.
     for (auto it = s.p2p.rbegin(); it != s.p2p.rend(); ++it) {
@@ -97,9 +119,12 @@ ProcessCompletion SummariseCompletion(const ProcessTrace& t) {
       if (!Accepted(e.result)) continue;
       const uint32_t call = e.send ? f::kSend : f::kRecv;
       if (returned && (!c.tracked || untracked.count({e.comm, call, e.seq}))) continue;
-      consider(e.order, LastCall{true, call, e.comm, e.seq, true, !returned, t.RealtimeNs(e.t),
-                                 e.caller, e.send, e.peer});
+      c.p2p_in_call |= !returned;
+      if (e.order < c.unfinished_p2p.first)
+        c.unfinished_p2p = {e.order, LastCall{true, call, e.comm, e.seq, true, !returned,
+                                              t.RealtimeNs(e.t), e.caller, e.send, e.peer}};
     }
+    Derive(&c);
     for (const StallEvent& st : t.stalls) {
       if (st.comm != s.comm || st.t < progress_t) continue;
       c.stalled = true;

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/last_call.h"
@@ -42,7 +43,23 @@ struct CommCompletion {
   LastCall oldest;            // the oldest such operation
   bool stalled = false;       // a Stall was written after the last completion
   uint64_t stall_waited_ms = 0;
+
+  // What `pending`, `in_call` and `oldest` were chosen from, with each
+  // operation's place in the process's timeline: the collectives not known
+  // complete (newest first), and the oldest send or receive not known
+  // complete (if any), for RaiseCompleted.
+  std::vector<std::pair<uint64_t, LastCall>> unfinished_collectives;
+  std::pair<uint64_t, LastCall> unfinished_p2p{UINT64_MAX, LastCall{}};
+  bool p2p_in_call = false;  // a send or receive of it had not returned
 };
+
+// Raises `c`'s count of completed collectives to `floor` (at most what it
+// issued) where it was lower, and with it what is pending: for a rank whose
+// own count stopped short of the truth (a sticky CUDA error, a death before
+// its watcher's next poll) while the other members' counts prove more (a
+// collective completes on none of them unless every member's GPU ran it).
+// Calls that never returned stay pending.
+void RaiseCompleted(uint64_t floor, CommCompletion* c);
 
 // A CUDA error the watcher met (trace.proto CudaError).
 struct DeviceError {

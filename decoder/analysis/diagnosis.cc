@@ -96,6 +96,7 @@ class Diagnoser {
     ClusterJobs();
     for (const ProcessFacts& p : procs_) out_.end_ns = std::max(out_.end_ns, p.last_ns);
     Lives();
+    Reconcile();
     for (const auto& [comm, alignment] : job_.alignments()) {
       if (comm == 0) continue;
       DiagnoseCommunicator(comm, alignment);
@@ -216,22 +217,57 @@ class Diagnoser {
   LastCall Doing(int q) const {
     const ProcessFacts& p = procs_[q];
     const CommCompletion* oldest = nullptr;
-    for (const CommCompletion& c : p.completion.comms)
+    for (const CommCompletion& c : Comms(p.index))
       if (c.pending && (oldest == nullptr || c.oldest.when_ns < oldest->oldest.when_ns))
         oldest = &c;
     return oldest != nullptr ? oldest->oldest : p.last;
   }
 
-  // Whether `q`'s own completion count stopped short of the truth: its GPU
-  // reported a sticky CUDA error, after which every query of its markers
-  // fails, so what its watcher had not yet seen complete (up to a poll
-  // interval of work, many collectives on a fast GPU) stays uncounted. The
-  // other members' counts bound it from below: a collective completes on
-  // none of them unless every member's GPU ran it.
+  // Whether `q`'s GPU reported a sticky CUDA error: every query of its
+  // markers fails from then on, so its own completion count stopped short.
   bool Blind(int q) const { return !procs_[q].completion.device_errors.empty(); }
 
+  // `q`'s communicator ranks' completion, as Reconcile left it.
+  const std::vector<CommCompletion>& Comms(int q) const { return comms_[q]; }
+
+  // A process whose own completion counts stopped short of the truth: what
+  // its watcher had not yet seen complete (up to a poll interval of work,
+  // many collectives on a fast GPU) when its GPU faulted (Blind) or it
+  // stopped living before the others stays uncounted. The other members'
+  // counts bound its own from below, since a collective completes on none
+  // of them unless every member's GPU ran it: its counts are raised to
+  // theirs. (A live rank whose count lags stays as it is: its GPU may truly
+  // wait there, as behind a dead receive path.)
+  void Reconcile() {
+    comms_.clear();
+    for (const ProcessFacts& p : procs_) comms_.push_back(p.completion.comms);
+    std::vector<bool> short_count(procs_.size(), false);
+    for (const ProcessFacts& p : procs_) {
+      const int q = p.index;
+      const Life life = life_[q];
+      const bool stopped =
+          (life == Life::kSignal || life == Life::kGone || life == Life::kFrozen) &&
+          ((life == Life::kSignal && CrashSignal(p.fate.signo)) || StoppedFirstBy(q) > 0);
+      short_count[q] = Blind(q) || stopped;
+    }
+    for (const ProcessFacts& p : procs_) {
+      if (!short_count[p.index]) continue;
+      for (CommCompletion& c : comms_[p.index]) {
+        if (!c.tracked || c.comm == 0) continue;
+        std::optional<uint64_t> floor;
+        for (const ProcessFacts& o : procs_) {
+          if (short_count[o.index]) continue;
+          for (const CommCompletion& oc : o.completion.comms)
+            if (oc.comm == c.comm && oc.tracked && oc.has_progress)
+              floor = std::min(floor.value_or(UINT64_MAX), oc.completed);
+        }
+        if (floor) RaiseCompleted(*floor, &c);
+      }
+    }
+  }
+
   bool Waiting(int q) const {
-    for (const CommCompletion& c : procs_[q].completion.comms)
+    for (const CommCompletion& c : Comms(q))
       if (c.pending) return true;
     return procs_[q].last.pending;
   }
@@ -467,7 +503,7 @@ class Diagnoser {
     }
     // Its GPU never finished an earlier operation of this communicator: it
     // waits there (a host sync, say), not elsewhere.
-    for (const CommCompletion& c : p.completion.comms) {
+    for (const CommCompletion& c : Comms(p.index)) {
       // (Without a Progress its watcher may not have written one yet: unknown.)
       if (c.comm != comm || !c.tracked || !c.has_progress || !c.pending || !c.oldest.has_seq)
         continue;
@@ -547,7 +583,7 @@ class Diagnoser {
   // The global rank of process `q` on `comm` (its display rank when the
   // communicator is unknown).
   int RankOf(int q, uint64_t comm) const {
-    for (const CommCompletion& c : procs_[q].completion.comms)
+    for (const CommCompletion& c : Comms(q))
       if (c.comm == comm) return Global(q, comm, c.rank);
     return procs_[q].rank;
   }
@@ -613,24 +649,22 @@ class Diagnoser {
   void Locate(int q, uint64_t comm, Finding* x, std::optional<uint64_t>* completed) const {
     x->ranks = {RankOf(q, comm)};
     LastCall op;
-    for (const CommCompletion& c : procs_[q].completion.comms) {
+    for (const CommCompletion& c : Comms(q)) {
       if (c.comm != comm) continue;
       if (c.tracked && c.has_progress) *completed = c.completed;
       if (c.pending) op = c.oldest;
-      // Its watcher wrote no Progress (it faulted or died first), or lost
-      // sight at a sticky error (Blind): the collective it had not finished
-      // is the first the other members had not finished either.
-      if (c.tracked && (!c.has_progress || Blind(q)) && c.pending) {
+      // Its watcher wrote no Progress (it faulted or died first): the
+      // collective it had not finished is the first the other members had
+      // not finished either.
+      if (c.tracked && !c.has_progress && c.pending) {
         std::optional<uint64_t> frontier;
         for (const ProcessFacts& o : procs_) {
-          if (o.index == q || Blind(o.index)) continue;
-          for (const CommCompletion& oc : o.completion.comms)
+          if (o.index == q) continue;
+          for (const CommCompletion& oc : Comms(o.index))
             if (oc.comm == comm && oc.has_progress)
               frontier = std::min(frontier.value_or(UINT64_MAX), oc.completed);
         }
-        if (frontier && c.has_progress && *frontier <= c.completed) frontier.reset();
         if (frontier && *frontier < c.issued) {
-          *completed = *frontier;
           op = LastCall{true, op.call, comm, *frontier, true, false, op.when_ns, 0};
           if (const auto al = job_.alignments().find(comm); al != job_.alignments().end()) {
             CollectiveSignature sig;
@@ -711,26 +745,24 @@ class Diagnoser {
   void NeverCompleted() {
     std::map<uint64_t, std::vector<std::pair<int, const CommCompletion*>>> members;
     for (const ProcessFacts& p : procs_)
-      for (const CommCompletion& c : p.completion.comms)
+      for (const CommCompletion& c : Comms(p.index))
         if (c.comm != 0) members[c.comm].push_back({p.index, &c});
     for (const auto& [comm, ms] : members) {
       const int nranks = job_.CommSize(comm);
       if (nranks <= 0 || static_cast<int>(ms.size()) < nranks) continue;
       bool tracked = true, stuck = false;
       uint64_t low = UINT64_MAX, issued = UINT64_MAX;
-      // A member with no Progress yet (it died before its watcher wrote one)
-      // completed an unknown number, and a Blind one at least its count:
-      // the others' counts decide, when there are others.
-      auto counts = [&](int q, const CommCompletion& c) { return c.has_progress && !Blind(q); };
-      bool known = false;  // some member's count decides
+      bool known = false;  // some member's watcher wrote a Progress
       for (const auto& [q, c] : ms) {
         tracked &= c->tracked;
         stuck |= Stuck(q, *c);
-        known |= counts(q, *c);
+        known |= c->has_progress;
         issued = std::min(issued, c->issued);
       }
+      // A member with no Progress yet (it died before its watcher wrote one)
+      // completed an unknown number: the others' counts decide.
       for (const auto& [q, c] : ms)
-        if (counts(q, *c) || !known) low = std::min(low, c->completed);
+        if (c->has_progress || !known) low = std::min(low, c->completed);
       if (!tracked || !stuck) continue;
       if (issued > low) {
         const auto al = job_.alignments().find(comm);
@@ -740,11 +772,10 @@ class Diagnoser {
         }
         std::vector<std::pair<int, const CommCompletion*>> named;
         for (const auto& m : ms)
-          if (m.second->completed == low && (counts(m.first, *m.second) || !known))
-            named.push_back(m);
+          if (m.second->completed == low && (m.second->has_progress || !known)) named.push_back(m);
         NeverCompletedFacts facts;
         size_t counted = 0;
-        for (const auto& m : ms) counted += counts(m.first, *m.second) || !known;
+        for (const auto& m : ms) counted += m.second->has_progress || !known;
         facts.by = named.size() < counted ? NeverCompletedFacts::By::kCompleted
                                           : NeverCompletedFacts::By::kTie;
         StoppedFirst(&named, &facts.by);
@@ -905,7 +936,7 @@ class Diagnoser {
     g.call = Doing(q);
     const bool waiting = Waiting(q);
     bool in_call = p.last.pending, stuck = false;
-    for (const CommCompletion& c : p.completion.comms) {
+    for (const CommCompletion& c : Comms(p.index)) {
       in_call |= c.in_call;
       stuck |= Stuck(q, c);
     }
@@ -958,7 +989,7 @@ class Diagnoser {
           error_exit.push_back(q);
           break;
         case Life::kLive:
-          for (const CommCompletion& c : procs_[q].completion.comms) unhealthy |= Stuck(q, c);
+          for (const CommCompletion& c : Comms(q)) unhealthy |= Stuck(q, c);
           break;
         default:
           unhealthy = true;
@@ -1324,7 +1355,7 @@ class Diagnoser {
     if (!behind) return false;
     for (int q : out_.jobs[j]) {
       if (life_[q] != Life::kLive) return false;  // a rank ended or froze: not a race
-      for (const CommCompletion& cc : procs_[q].completion.comms)
+      for (const CommCompletion& cc : Comms(q))
         if (Stuck(q, cc)) return false;
     }
     return true;
@@ -1403,6 +1434,7 @@ class Diagnoser {
 
   const JobAnalysis& job_;
   const std::vector<ProcessFacts>& procs_;
+  std::vector<std::vector<CommCompletion>> comms_;  // per process (Reconcile)
   const LivenessObservation& observed_;
   std::vector<Life> life_;
   std::vector<char> proc_state_;

@@ -265,6 +265,20 @@ TEST_CASE("rank_died by the order of deaths: every trace ends without an exit", 
   CHECK(Extra(x, "stopped_before_others_s").find("30.") == 0);
 }
 
+TEST_CASE("rank_died whose watcher had not yet seen its last collective complete", "[hang]") {
+  // As above, but rank 1's watcher last saw #0..#3 complete: #4 completed on
+  // ranks 0 and 2, so on rank 1's GPU too, and it is not where rank 1 stopped.
+  std::vector<SyntheticProcess> ps = Tracked(3);
+  for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 4);
+  ps[1].Progress(kComm, 4).Heartbeats(kS, 10 * kS);
+  for (int r : {0, 2}) ps[r].Progress(kComm, 5).Collective(kComm, 5).Heartbeats(kS, 40 * kS);
+  const Diagnosis d = Diagnose(Analyze(ps));
+  const Finding x = ExpectRoot(d, {"rank_died", kComm, 5, {1}, "step"});
+  CHECK(Extra(x, "did_instead").find("\"died first: its heartbeat stopped 30.0 s before") == 0);
+  for (const Finding& other : d.findings)
+    CHECK(other.kind != ncclwatch::decoder::FindingKind::kNeverCompleted);
+}
+
 TEST_CASE("rank_died by liveness when every rank had entered the collective", "[hang]") {
   std::vector<SyntheticProcess> ps = Tracked(3);
   for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 5).Progress(kComm, 5);
