@@ -23,20 +23,30 @@ const MessageCause kCauses[] = {
      "MASTER_ADDR/MASTER_PORT), check that nothing blocks the port between the nodes, and pin "
      "NCCL_SOCKET_IFNAME to the interface the nodes share"},
     {"shm", FindingKind::kInitFailure, "shm",
-     "give the container a larger /dev/shm (docker run --shm-size=8g, or --ipc=host; on "
-     "Kubernetes an emptyDir with medium: Memory on /dev/shm), or set NCCL_SHM_DISABLE=1"},
+     "give the container a larger /dev/shm (docker run --shm-size=8g; on Kubernetes a "
+     "memory-backed emptyDir mounted at /dev/shm) or share the host's (--ipc=host); "
+     "NCCL_SHM_DISABLE=1 avoids /dev/shm at the cost of bandwidth between local GPUs"},
     {"world_size", FindingKind::kInitFailure, "bootstrap",
      "start every rank with the same world size (WORLD_SIZE, --nnodes x --nproc-per-node, the "
      "nranks passed to ncclCommInitRank) and a distinct rank, and give each job its own "
      "NCCL_COMM_ID/MASTER_PORT so two jobs never meet at one root"},
     {"gpu", FindingKind::kInitFailure, "gpu",
-     "give each rank of a communicator its own GPU: set the device from LOCAL_RANK "
-     "(torch.cuda.set_device(local_rank)) and check CUDA_VISIBLE_DEVICES on every rank"},
+     "give each rank its own GPU: select the device from the local rank "
+     "(torch.cuda.set_device(LOCAL_RANK), CUDA_VISIBLE_DEVICES per rank), and do not start more "
+     "processes on a node than it has GPUs"},
     {"version", FindingKind::kInitFailure, "version",
      "run one NCCL everywhere, and one that the framework was built for: check "
      "LD_LIBRARY_PATH/LD_PRELOAD for a second libnccl.so.2, the nvidia-nccl-cu* wheel against "
      "torch's (python -c 'import torch; print(torch.cuda.nccl.version())'), and that the driver "
      "is at least as new as the CUDA runtime"},
+    {"version_skew", FindingKind::kInitFailure, "version",
+     "run the same NCCL on every node: the same container image or wheel (nvidia-nccl-cu*), and "
+     "no other libnccl.so.2 earlier on LD_LIBRARY_PATH; check with NCCL_DEBUG=VERSION"},
+    {"driver_old", FindingKind::kInitFailure, "version",
+     "install a driver at least as new as the CUDA version of the NCCL and framework build (CUDA "
+     "13 needs driver 580 or newer, CUDA 12 needs 525 or newer), or use a build for the installed "
+     "driver's CUDA; in a container, run it with the NVIDIA container runtime (--gpus all) so the "
+     "host driver is mounted"},
     {"driver", FindingKind::kInitFailure, "cuda",
      "make the GPU driver visible: run the container with the NVIDIA runtime (docker run --gpus "
      "all, nvidia-container-toolkit), check nvidia-smi inside it and that libcuda.so.1 is on the "
@@ -45,6 +55,10 @@ const MessageCause kCauses[] = {
      "check the HCA with ibstat/ibv_devinfo (port Active, link up), NCCL_IB_HCA, the locked-memory "
      "limit (ulimit -l unlimited) and that the container sees /dev/infiniband; NCCL_IB_DISABLE=1 "
      "falls back to sockets"},
+    // No message names it: init forensics measures the limit (RLIMIT_MEMLOCK).
+    {"ib_memlock", FindingKind::kInitFailure, "ib",
+     "raise the locked-memory limit to unlimited (ulimit -l unlimited; docker run --ulimit "
+     "memlock=-1; Slurm: PropagateResourceLimitsExcept=MEMLOCK or a higher limit in slurmd)"},
     {"fabric", FindingKind::kNvlinkFabric, "fabric",
      "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
      "(systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -i -A2 fabric); "
@@ -129,7 +143,8 @@ const std::vector<CatalogueMessage>& Table() {
       {"nccl.bootstrap.no_interface",
        R"(no socket interface found|NET/Socket ?: no interface found|No usable listening interface)",
        "NCCL 2.4-2.32 bootstrap.cc / net_socket.cc", MessagePhase::kInit, "network", false,
-       "found no network interface for NCCL's bootstrap (NCCL_SOCKET_IFNAME matches none, or no "
+       "found no network interface for NCCL's bootstrap (NCCL_SOCKET_IFNAME matches none, or "
+       "no "
        "interface is up)",
        nullptr},
       {"nccl.bootstrap.invalid_comm_id", R"(Invalid NCCL_COMM_ID)", "NCCL 2.4-2.32 bootstrap.cc",
@@ -147,7 +162,8 @@ const std::vector<CatalogueMessage>& Table() {
        R"([Cc]onnect(?:ion)? to (\S+?)[,\s])"},
       {"nccl.shm.segment",
        R"(Error while (?:creating|attaching to) shared memory segment|failed to extend \S*shm|unable to allocate shared memory|Cannot allocate memory.*/dev/shm|/dev/shm.*(?:No space|Cannot allocate))",
-       "NCCL 2.7-2.9 shmutils.cc ('failed to extend'), 2.10-2.32 ('Error while creating/attaching "
+       "NCCL 2.7-2.9 shmutils.cc ('failed to extend'), 2.10-2.32 ('Error while "
+       "creating/attaching "
        "to shared memory segment')",
        MessagePhase::kInit, "shm", false,
        "could not create NCCL's shared-memory segment in /dev/shm", nullptr},
@@ -159,21 +175,24 @@ const std::vector<CatalogueMessage>& Table() {
       {"nccl.bootstrap.truncated", R"(Message truncated : received)",
        "NCCL 2.12-2.30 bootstrap.cc (bootstrapRecv and its peers' exchange)", MessagePhase::kInit,
        "world_size", false,
-       "received a bootstrap message of another size than it expected: ranks of different jobs, "
+       "received a bootstrap message of another size than it expected: ranks of different "
+       "jobs, "
        "sizes or NCCL versions met at one root",
        nullptr},
       {"nccl.gpu.duplicate", R"(Duplicate GPU detected|Multiple Ranks are using the same GPU)",
-       "NCCL 2.5-2.28 init.cc ('Duplicate GPU detected'), 2.30 ('Multiple Ranks are using the same "
+       "NCCL 2.5-2.28 init.cc ('Duplicate GPU detected'), 2.30 ('Multiple Ranks are using the "
+       "same "
        "GPU/Partition')",
        MessagePhase::kInit, "gpu", false, "shares a GPU with another rank of the same communicator",
        nullptr},
       {"nccl.version.mismatch", R"(Mismatched NCCL version|NCCL version mismatch)",
        "NCCL 2.23-2.30 init.cc ('Mismatched NCCL version detected : rank %d version %d rank %d "
        "version %d'); before 2.23 a skew shows as a truncated bootstrap message or a hang",
-       MessagePhase::kInit, "version", false, "runs another NCCL version than its peers", nullptr},
+       MessagePhase::kInit, "version_skew", false, "runs another NCCL version than its peers",
+       nullptr},
       {"nccl.cuda.driver_insufficient",
        R"(driver version is insufficient|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)",
-       "NCCL 2.4-2.32 (any CUDA call), CUDA runtime", MessagePhase::kAny, "version", false,
+       "NCCL 2.4-2.32 (any CUDA call), CUDA runtime", MessagePhase::kAny, "driver_old", false,
        "has a CUDA driver older than the CUDA runtime (or none at all)", nullptr},
       {"nccl.cuda.no_libcuda", R"(Failed to find CUDA library|libcuda\.so[.\d]*: cannot open)",
        "NCCL 2.13-2.18 misc/cudawrap.cc (real 2.18.3 output in real/)", MessagePhase::kInit,
@@ -187,14 +206,15 @@ const std::vector<CatalogueMessage>& Table() {
        MessagePhase::kRuntime, "net_runtime", false,
        "got an InfiniBand/RoCE completion error: a message to a peer failed on the fabric "
        "(status 12 is retries exhausted: a link, a switch, or a peer that went away)",
-       R"(from peer (\S+?)[\s,])"},
+       R"(from peer (\S+?)[\s,])", "net/ib"},
       {"nccl.ib.async_event", R"(Got (?:non-fatal )?async event|NET/IB ?: ?\S+ async fatal event)",
-       "NCCL 2.4-2.21 transport/net_ib.cc ('Got async event : %s', with the device since 2.21), "
+       "NCCL 2.4-2.21 transport/net_ib.cc ('Got async event : %s', with the device since "
+       "2.21), "
        "2.30 "
        "net_ib/common.cc "
        "('async fatal event', 'Got non-fatal async event')",
        MessagePhase::kRuntime, "net_runtime", false,
-       "got an InfiniBand async event (a port or device error)", nullptr},
+       "got an InfiniBand async event (a port or device error)", nullptr, "net/ib"},
       {"nccl.ib.reg_mr", R"(ibv_reg_mr|ibv_reg_dmabuf_mr)", "NCCL 2.4-2.32 misc/ibvwrap.cc",
        MessagePhase::kAny, "ib", false,
        "could not register memory with the InfiniBand HCA (often a low RLIMIT_MEMLOCK)", nullptr},
@@ -215,33 +235,34 @@ const std::vector<CatalogueMessage>& Table() {
       // --- NCCL, a running job
       {"nccl.remote_error", R"(remote process exited or there was a network error|ncclRemoteError)",
        "NCCL 2.13-2.32 ncclGetErrorString (ncclRemoteError)", MessagePhase::kAny, "peer_lost",
-       false, "lost a peer: NCCL says the remote process exited or the network failed", nullptr},
+       false, "lost a peer: NCCL says the remote process exited or the network failed", nullptr,
+       "net"},
       {"nccl.socket.closed", R"(Connection closed by remote peer|Connection reset by peer)",
        "NCCL 2.4-2.32 misc/socket.cc", MessagePhase::kAny, "peer_lost", false,
        "lost a socket connection to a peer (the process there died, or the network failed)",
-       R"((?:peer|from) (\S+?<\d+>|\d+\.\d+\.\d+\.\d+:?\d*))"},
+       R"((?:peer|from) (\S+?<\d+>|\d+\.\d+\.\d+\.\d+:?\d*))", "net/socket"},
       {"nccl.socket.recv",
        R"(Call to recv from \S+ failed|socketProgress(?:Opt)?: .*failed|socket progress error|NET/Socket ?: ?socket)",
        "NCCL 2.10-2.32 misc/socket.cc ('Call to recv from %s failed'), transport/net_socket.cc",
        MessagePhase::kRuntime, "peer_lost", false, "failed to talk to a peer over a socket",
-       nullptr},
+       nullptr, "net/socket"},
       {"nccl.proxy.error",
        R"(\[Service thread\] Error encountered progressing|\[Proxy Service \d+\] Failed to execute operation|Proxy Call to rank \d+ failed|proxyProgress.*failed|\[Proxy Progress\])",
        "NCCL 2.12-2.32 proxy.cc ('[Proxy Service %d] Failed to execute operation' since 2.12, "
        "'[Service thread] Error encountered progressing' since 2.17)",
        MessagePhase::kRuntime, "peer_lost", false,
        "had its proxy thread fail an operation with a peer (usually a peer that went away)",
-       nullptr},
+       nullptr, "proxy"},
       {"nccl.socket.truncated", R"(NET/Socket ?: ?peer \S+ message truncated)",
        "NCCL 2.12-2.30 transport/net_socket.cc", MessagePhase::kRuntime, "size_mismatch", false,
        "received more bytes from a peer than the operation expected: the two ranks disagree on "
        "the operation's size",
-       R"(peer (\S+) message truncated)"},
+       R"(peer (\S+) message truncated)", "net/socket"},
       {"nccl.ras.dead_peer", R"(RAS declaring peer \S+ as DEAD)",
        "NCCL 2.24-2.30 ras/peers.cc (INFO, NCCL_DEBUG_SUBSYS including RAS)",
        MessagePhase::kRuntime, "peer_lost", false,
        "was told by NCCL's RAS that a peer stopped answering (declared dead)",
-       R"(peer (\S+) as DEAD)"},
+       R"(peer (\S+) as DEAD)", "ras"},
       // --- loaders and libraries
       {"loader.nccl_symbol",
        R"(undefined symbol: nccl\w+|version `?NCCL_[\d.]+'? not found|libnccl\.so[.\d]*: cannot open shared object file|Failed to load NCCL library)",
@@ -253,47 +274,52 @@ const std::vector<CatalogueMessage>& Table() {
       {"torch.store.client_timeout", R"(The client socket has timed out after)",
        "PyTorch 2.2+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
        false,
-       "timed out connecting to the rendezvous store (TCPStore) as a client: nothing answered at "
+       "timed out connecting to the rendezvous store (TCPStore) as a client: nothing answered "
+       "at "
        "that address",
-       R"(connect to \(([^,()]+), (\d+)\))"},
+       R"(connect to \(([^,()]+), (\d+)\))", "c10d/store"},
       {"torch.store.client_failed", R"(The client socket has failed to connect to)",
        "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
        false,
        "could not connect to the rendezvous store (TCPStore) as a client (the errno says why: "
        "refused "
-       "when nothing listens there yet or at a wrong MASTER_ADDR/MASTER_PORT, unreachable or timed "
+       "when nothing listens there yet or at a wrong MASTER_ADDR/MASTER_PORT, unreachable or "
+       "timed "
        "out when the address is not reachable from this node)",
-       R"(connect to \[?([^\]\s]+?)\]?:(\d+))"},
+       R"(connect to \[?([^\]\s]+?)\]?:(\d+))", "c10d/store"},
       {"torch.store.server_bind",
        R"(The server socket has failed to (?:listen|bind)|server socket.*(?:EADDRINUSE|[Aa]ddress already in use))",
        "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
        false,
-       "could not open the rendezvous store (TCPStore) as its server: the port is taken (another "
+       "could not open the rendezvous store (TCPStore) as its server: the port is taken "
+       "(another "
        "job, or a previous run still holding it)",
-       R"(bind to \[?([^\]\s]+?)\]?:(\d+))"},
+       R"(bind to \[?([^\]\s]+?)\]?:(\d+))", "c10d/store"},
       {"torch.store.clients_missing", R"(waiting for clients\. \d+/\d+ clients joined)",
        "PyTorch 2.0+ torch/csrc/distributed/c10d/TCPStore.cpp", MessagePhase::kInit, "rendezvous",
        false,
-       "as the rendezvous store's server, waited for every rank and fewer joined: ranks that never "
+       "as the rendezvous store's server, waited for every rank and fewer joined: ranks that "
+       "never "
        "started, a WORLD_SIZE larger than the ranks launched, or ranks pointed at another "
        "MASTER_ADDR/PORT",
-       nullptr},
+       nullptr, "c10d/store"},
       {"torch.store.barrier", R"(Timed out initializing process group in store based barrier)",
        "PyTorch 1.8-2.x torch/distributed/distributed_c10d.py", MessagePhase::kInit, "rendezvous",
        false,
        "timed out waiting for all ranks at init_process_group's barrier (the ranks disagree on "
        "the world size, or some never arrived)",
-       nullptr},
+       nullptr, "c10d/store"},
       {"torch.store.connect_timeout", R"(connect\(\) timed out\. Original timeout was)",
        "PyTorch 1.x torch/lib/c10d/TCPStore.cpp", MessagePhase::kInit, "rendezvous", false,
-       "timed out connecting to the rendezvous store (TCPStore)", nullptr},
+       "timed out connecting to the rendezvous store (TCPStore)", nullptr, "c10d/store"},
       {"torch.elastic.rendezvous",
        R"(RendezvousTimeoutError|RendezvousConnectionError|RendezvousClosedError|The connection to the C10d store has failed|EtcdRendezvous\w*Error|[Ee]tcd.*(?:failed|timed out|[Ee]rror))",
        "PyTorch 1.9+ torch/distributed/elastic/rendezvous/", MessagePhase::kInit, "rendezvous",
-       false, "failed torchrun's rendezvous (c10d or etcd backend)", nullptr},
+       false, "failed torchrun's rendezvous (c10d or etcd backend)", nullptr, "torchrun"},
       {"torch.store.error", R"(DistNetworkError|DistStoreError)",
        "PyTorch 2.1+ torch/distributed (the store's exception types)", MessagePhase::kInit,
-       "rendezvous", false, "failed talking to the rendezvous store (TCPStore)", nullptr},
+       "rendezvous", false, "failed talking to the rendezvous store (TCPStore)", nullptr,
+       "c10d/store"},
       // --- PyTorch DDP and the collectives it checks
       {"torch.ddp.unused_parameters",
        R"(Expected to have finished reduction in the prior iteration)",
@@ -301,71 +327,79 @@ const std::vector<CatalogueMessage>& Table() {
        false,
        "started an iteration before DDP had reduced every gradient of the last one: some "
        "parameters took no part in the loss",
-       nullptr},
+       nullptr, "ddp"},
       {"torch.ddp.ready_twice", R"(Expected to mark a variable ready only once)",
        "PyTorch 1.1+ torch/csrc/distributed/c10d/reducer.cpp", MessagePhase::kRuntime,
        "ddp_ready_twice", false,
-       "had DDP mark a parameter's gradient ready twice in one backward pass", nullptr},
+       "had DDP mark a parameter's gradient ready twice in one backward pass", nullptr, "ddp"},
       {"torch.ddp.model_mismatch",
        R"(DDP expects same model across all ranks|appears not to match (?:the )?(?:number|sizes|strides) of (?:the )?(?:model )?param)",
        "PyTorch 1.9+ torch/csrc/distributed/c10d/comm.cpp, reducer.cpp "
        "(verify_params_across_processes)",
        MessagePhase::kInit, "ddp_model", false,
-       "failed DDP's check that every rank holds the same parameters: a different model on some "
-       "rank, or, when the other rank 'has inconsistent 0 params', that rank never took part (it "
+       "failed DDP's check that every rank holds the same parameters: a different model on "
+       "some "
+       "rank, or, when the other rank 'has inconsistent 0 params', that rank never took part "
+       "(it "
        "was stuck, or the collective that carries the check failed)",
-       nullptr},
+       nullptr, "ddp"},
       {"torch.debug.mismatch", R"(Detected mismatch between collectives on ranks)",
        "PyTorch 1.10+ torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp "
        "(TORCH_DISTRIBUTED_DEBUG=DETAIL)",
        MessagePhase::kRuntime, "torch_mismatch", false,
        "ran a different collective than another rank at the same point (PyTorch's own check)",
-       nullptr},
+       nullptr, "c10d"},
       {"torch.join.exhausted", R"(Rank \d+ exhausted all inputs)",
        "PyTorch 1.10+ torch/distributed/algorithms/join.py (Join with "
        "throw_on_early_termination)",
        MessagePhase::kRuntime, "uneven", false,
-       "ran out of inputs before the other ranks (uneven inputs): it left the training loop early",
-       nullptr},
+       "ran out of inputs before the other ranks (uneven inputs): it left the training loop "
+       "early",
+       nullptr, "ddp"},
       {"torch.join.uneven", R"(Detected at least one rank that exhausted inputs)",
        "PyTorch 1.8+ torch/nn/parallel/distributed.py (join)", MessagePhase::kRuntime, "uneven",
-       false, "ran out of inputs before the other ranks (uneven inputs)", nullptr},
+       false, "ran out of inputs before the other ranks (uneven inputs)", nullptr, "ddp"},
       // --- PyTorch ProcessGroupNCCL: teardown, watchdog
       {"torch.teardown.destroy",
        R"(in destroy_process_group|\bdestroy_process_group \(\S*distributed_c10d\.py|destroy_process_group.*(?:hang|stuck|timed out)|ProcessGroupNCCL::shutdown|ProcessGroupNCCL::~ProcessGroupNCCL|abortCommsFromMap)",
        "PyTorch torch/distributed/distributed_c10d.py, ProcessGroupNCCL.cpp (teardown frames)",
        MessagePhase::kRuntime, "teardown", false,
-       "was still tearing its process group down (destroy_process_group) when it stopped", nullptr},
+       "was still tearing its process group down (destroy_process_group) when it stopped", nullptr,
+       "c10d"},
       {"torch.watchdog.stuck",
        R"(watchdog got stuck for \d+ seconds|Heartbeat monitor timed out|ProcessGroupNCCL watchdog hang)",
        "PyTorch 2.2+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (heartbeat monitor)",
        MessagePhase::kRuntime, "watchdog", false,
-       "had PyTorch's NCCL watchdog thread itself hang (blocked in an NCCL or CUDA call)", nullptr},
+       "had PyTorch's NCCL watchdog thread itself hang (blocked in an NCCL or CUDA call)", nullptr,
+       "c10d"},
       {"torch.watchdog.timeout",
        R"(Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|Some NCCL operations have failed or timed out|WorkNCCL::checkTimeout|ProcessGroupNCCL::watchdogHandler|ncclCommWatchdog)",
        "PyTorch 1.9+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", MessagePhase::kRuntime,
-       "watchdog", false, "timed out in a collective (PyTorch's NCCL watchdog)", nullptr},
+       "watchdog", false, "timed out in a collective (PyTorch's NCCL watchdog)", nullptr, "c10d"},
       // --- the GPU, its memory and the host's, kernels
       {"host.oom_killer",
        R"((?:Out of memory|Memory cgroup out of memory): Killed process \d+|oom-kill|oom_reaper)",
        "the Linux kernel's OOM killer (mm/oom_kill.c), in dmesg", MessagePhase::kAny, "host_oom",
-       false, "was killed by the kernel's out-of-memory killer", nullptr},
+       false, "was killed by the kernel's out-of-memory killer", nullptr, "host"},
       {"gpu.failed",
        R"(uncorrectable ECC error encountered|GPU has fallen off the bus|is/are busy or unavailable|ECC error)",
-       "the CUDA runtime's error strings (cudaErrorECCUncorrectable, cudaErrorDevicesUnavailable), "
+       "the CUDA runtime's error strings (cudaErrorECCUncorrectable, "
+       "cudaErrorDevicesUnavailable), "
        "the driver's dmesg",
-       MessagePhase::kAny, "gpu_failed", false, "lost its GPU to a hardware failure", nullptr},
+       MessagePhase::kAny, "gpu_failed", false, "lost its GPU to a hardware failure", nullptr,
+       "gpu"},
       {"gpu.out_of_memory", R"(out of memory|OutOfMemoryError|Failed to CUDA calloc)",
-       "the CUDA runtime (cudaErrorMemoryAllocation), PyTorch's torch.cuda.OutOfMemoryError, NCCL "
+       "the CUDA runtime (cudaErrorMemoryAllocation), PyTorch's torch.cuda.OutOfMemoryError, "
+       "NCCL "
        "2.4-2.32 alloc.h ('Failed to CUDA calloc')",
-       MessagePhase::kAny, "gpu_oom", false, "ran out of GPU memory", nullptr},
+       MessagePhase::kAny, "gpu_oom", false, "ran out of GPU memory", nullptr, "cuda"},
       {"cuda.kernel_fault",
        R"(illegal memory access|unspecified launch failure|misaligned address|device-side assert)",
        "the CUDA runtime's error strings for a faulting kernel (cudaErrorIllegalAddress, "
        "cudaErrorLaunchFailure, cudaErrorMisalignedAddress, cudaErrorAssert)",
-       MessagePhase::kAny, "kernel", false, "hit a CUDA error in a kernel", nullptr},
+       MessagePhase::kAny, "kernel", false, "hit a CUDA error in a kernel", nullptr, "cuda"},
       // --- CUDA errors under a framework
-      {"cuda.error", R"(CUDA error: |cudaError\w+|CUDA_ERROR_\w+|Cuda failure)",
+      {"cuda.error", R"(CUDA error[: ]|[Cc]uda failure|CUDA failure|cudaError\w+|CUDA_ERROR_\w+)",
        "the CUDA runtime through PyTorch (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK",
        MessagePhase::kAny, "cuda", false, "hit a CUDA error", nullptr},
   };
@@ -402,13 +436,28 @@ const Matcher& TheMatcher() {
 
 const std::vector<CatalogueMessage>& CatalogueMessages() { return Table(); }
 
-const CatalogueMessage* FindMessage(absl::string_view text) {
+std::vector<const CatalogueMessage*> FindMessages(absl::string_view text) {
   std::vector<int> hits;
-  if (!TheMatcher().set.Match(re2::StringPiece(text.data(), text.size()), &hits) || hits.empty())
-    return nullptr;
-  int first = hits.front();
-  for (int h : hits) first = std::min(first, h);
-  return &Table()[static_cast<size_t>(first)];
+  std::vector<const CatalogueMessage*> out;
+  if (!TheMatcher().set.Match(re2::StringPiece(text.data(), text.size()), &hits)) return out;
+  std::sort(hits.begin(), hits.end());
+  for (int h : hits) out.push_back(&Table()[static_cast<size_t>(h)]);
+  return out;
+}
+
+const CatalogueMessage* FindMessage(absl::string_view text) {
+  const std::vector<const CatalogueMessage*> all = FindMessages(text);
+  return all.empty() ? nullptr : all.front();
+}
+
+const CatalogueMessage* FindMessageInOtherText(absl::string_view text) {
+  for (const CatalogueMessage* m : FindMessages(text))
+    if (!m->nccl_only) return m;
+  return nullptr;
+}
+
+const char* MessageArea(const CatalogueMessage& m) {
+  return m.area != nullptr ? m.area : CauseOf(m).subsystem;
 }
 
 const CatalogueMessage* MessageById(absl::string_view id) {
