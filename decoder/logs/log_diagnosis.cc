@@ -208,8 +208,13 @@ class LogDiagnoser {
     const CatalogueMessage* m = l.message;
     if (m == nullptr) return;
     const MessageCause& cause = CauseOf(*m);
-    if (cause.kind == FindingKind::kInitFailure) return;
     if (m->error_only && l.level != LogLine::kWarn && !ErrorWords(t)) return;
+    // A message of an init cause outside any init (a bad argument to a
+    // collective, a plugin or topology warning under a running job): the
+    // catalogue's words for it, as a note of what the logs show, after every
+    // cause they explain.
+    const FindingKind kind =
+        cause.kind == FindingKind::kInitFailure ? FindingKind::kLogInsufficient : cause.kind;
     if (absl::string_view(m->cause) == "torch_mismatch") {
       TorchMismatch(l, rank, when);
       return;
@@ -229,7 +234,7 @@ class LogDiagnoser {
     const std::string address = MessageAddress(*m, t);
     const std::string key =
         name == "uneven" ? "uneven" : absl::StrCat(m->cause, "/", m->id, "/", address);
-    Event e{cause.kind, key, rank, l.process, when, t};
+    Event e{kind, key, rank, l.process, when, t};
     // The causes whose findings existed before the catalogue keep their own
     // facts; every other message is kCatalogued, described by the catalogue.
     static const struct {

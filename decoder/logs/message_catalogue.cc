@@ -128,6 +128,60 @@ const MessageCause kCauses[] = {
      "a timeout is a symptom: a rank stopped calling collectives (it died, hung, or took another "
      "path); look for the first error of each rank, and TORCH_NCCL_TRACE_BUFFER_SIZE / "
      "TORCH_DISTRIBUTED_DEBUG=DETAIL name the collective"},
+    {"usage", FindingKind::kInitFailure, "usage",
+     "fix the NCCL call the message names: its communicator (one that is valid, not destroyed, "
+     "revoked or aborted), counts, datatype, reduction, root and buffers (device memory of the "
+     "communicator's GPU), a config made with NCCL_CONFIG_INITIALIZER, and group calls that "
+     "balance; a framework's NCCL error with 'invalid usage' names the same; NCCL_DEBUG=INFO "
+     "shows the call"},
+    {"config", FindingKind::kInitFailure, "config",
+     "check the NCCL_* variables and ncclConfig_t fields the message names (NCCL_DEBUG=INFO "
+     "NCCL_DEBUG_SUBSYS=ENV lists the ones set) and unset those the job does not need: NCCL "
+     "ignores, caps or refuses values it cannot use, and says which"},
+    {"topology", FindingKind::kInitFailure, "topology",
+     "NCCL could not build the node's topology (GPUs, NICs, PCI switches, NVLinks, CPUs): make "
+     "/sys visible in the container (it reads /sys/bus/pci and /sys/class/net), check "
+     "nvidia-smi topo -m, give every node the same GPUs and NICs, and check NCCL_TOPO_FILE / "
+     "NCCL_GRAPH_FILE if set; NCCL_DEBUG_SUBSYS=GRAPH,TOPO shows what it found"},
+    {"plugin", FindingKind::kInitFailure, "plugin",
+     "check the plugin NCCL loaded (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN, NCCL_PROFILER_PLUGIN, "
+     "libnccl-net*.so on LD_LIBRARY_PATH): its version must fit this NCCL and its own "
+     "dependencies must load; NCCL_DEBUG_SUBSYS=INIT,NET names the one in use, and unsetting it "
+     "falls back to NCCL's own"},
+    {"system", FindingKind::kInitFailure, "system",
+     "a system call or host allocation failed (the message gives its errno): check the "
+     "process's limits (ulimit -n for file descriptors, ulimit -u for threads, the container's "
+     "memory and pid limits), that /tmp and /dev/shm are writable, and dmesg"},
+    {"socket", FindingKind::kNetworkError, "network",
+     "a socket between ranks failed: check that the nodes reach each other on the interface "
+     "NCCL chose (NCCL_SOCKET_IFNAME on every rank), that no firewall drops the ports, and "
+     "whether a peer process died first (its own output)"},
+    {"proxy", FindingKind::kLogInsufficient, "proxy",
+     "NCCL's proxy thread (which drives the network and local peers for each rank) failed: it "
+     "usually follows another rank's death or an earlier NCCL error; find each rank's first "
+     "WARN line (NCCL_DEBUG=WARN on every rank) and any rank that died"},
+    {"internal", FindingKind::kLogInsufficient, "internal",
+     "NCCL's own consistency check failed: it usually follows an earlier error (look for each "
+     "rank's first WARN line); if it is the first, collect NCCL_DEBUG=INFO logs of every rank "
+     "and report it to NVIDIA/nccl with the NCCL version, or try the newest release"},
+    {"collnet", FindingKind::kInitFailure, "collnet",
+     "CollNet (in-network reductions, SHARP) needs its plugin (nccl-rdma-sharp-plugins) and a "
+     "fabric that supports it on every node: check the plugin's log, or turn it off with "
+     "NCCL_COLLNET_ENABLE=0"},
+    {"gdr", FindingKind::kInitFailure, "gdr",
+     "GPUDirect RDMA or GDRCopy failed: check that the nvidia-peermem (or DMA-BUF support) and "
+     "gdrdrv kernel modules are loaded and fit the driver, or turn them off "
+     "(NCCL_GDRCOPY_ENABLE=0, "
+     "NCCL_NET_GDR_LEVEL=LOC)"},
+    {"nvml", FindingKind::kInitFailure, "nvml",
+     "NCCL could not use NVML (libnvidia-ml.so.1, the driver's management library): run the "
+     "container with the NVIDIA runtime so the host driver's libraries are mounted, check that "
+     "nvidia-smi works there and that the library matches the driver"},
+    {"device_api", FindingKind::kInitFailure, "device_api",
+     "NCCL's device-side communication (the device API of 2.28+: GIN, one-sided RMA, symmetric "
+     "memory windows, memory suspend) was refused: check the feature's requirements in the "
+     "release notes (driver, NIC with DMA-BUF or GDAKI, CUDA 12.5+ for RMA), register windows "
+     "the same way on every rank, or leave it off (NCCL_GIN_ENABLE=0)"},
     {"library", FindingKind::kInitFailure, "version",
      "load the libnccl.so.2 the framework was built with: remove other NCCL builds from "
      "LD_LIBRARY_PATH/LD_PRELOAD, or install the matching nvidia-nccl-cu* wheel"},
@@ -179,6 +233,12 @@ const std::vector<CatalogueMessage>& Table() {
        "jobs, "
        "sizes or NCCL versions met at one root",
        nullptr},
+      {"nccl.bootstrap.rank_twice", R"(ranks has already checked in)",
+       "NCCL 2.19-2.31 bootstrap.cc (the root, when a rank checks in twice)", MessagePhase::kInit,
+       "world_size", false,
+       "checked in at the bootstrap root as a rank another process had already claimed (two "
+       "ranks with one rank number, or two jobs at one root)",
+       nullptr, "bootstrap"},
       {"nccl.gpu.duplicate", R"(Duplicate GPU detected|Multiple Ranks are using the same GPU)",
        "NCCL 2.5-2.28 init.cc ('Duplicate GPU detected'), 2.30 ('Multiple Ranks are using the "
        "same "
@@ -402,6 +462,213 @@ const std::vector<CatalogueMessage>& Table() {
       {"cuda.error", R"(CUDA error[: ]|[Cc]uda failure|CUDA failure|cudaError\w+|CUDA_ERROR_\w+)",
        "the CUDA runtime through PyTorch (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK",
        MessagePhase::kAny, "cuda", false, "hit a CUDA error", nullptr},
+      // --- NCCL's other WARN messages, 2.4-2.31 (tests/data/nccl_warns.tsv, made by
+      // scripts/extract-nccl-warns.py from NCCL's history): by subsystem, from
+      // the words each prints. Specific first; NCCL-only (nccl_only): many of
+      // the words would mean something else in a program's own output.
+      {"nccl.enqueue.collective_mismatch",
+       R"(Mismatched collective detected|may be caused by a collective mismatch|)"
+       R"(symmetric registration check failed)",
+       "NCCL 2.23-2.31 init.cc (the hang check), misc/argcheck.cc", MessagePhase::kRuntime,
+       "size_mismatch", false,
+       "was told by NCCL that the ranks' collectives do not match (NCCL's own check)", nullptr,
+       "enqueue", true},
+      {"nccl.usage.launch_race", R"(host threads racing to launch NCCL on same device)",
+       "NCCL 2.26-2.31 misc/strongstream.cc (launchRaceFatalMsg, printed as WARN(\"%s\"))",
+       MessagePhase::kAny, "usage", false,
+       "had two of its host threads launch NCCL work on one device at the same time", nullptr,
+       "enqueue"},
+      {"nccl.library.too_old",
+       R"(NCCL library (?:version )?is too old|not backwards compatible|)"
+       R"(compiled with too old version of NCCL)",
+       "NCCL 2.28-2.31 dev_runtime.cc, devcomm/ (the device API's version check)",
+       MessagePhase::kInit, "version", false,
+       "runs an NCCL library of another version than the one the program was compiled with",
+       nullptr, "init", true},
+      {"nccl.cuda.driver_old",
+       R"(Failed to load CUDA missing symbol|PFN functions not found|)"
+       R"(Retrieve \S+ (?:version \d+ )?failed with|cuDriverGetVersion failed|)"
+       R"(older than the minimum version|requires CUDA driver|not supported prior to CUDA|)"
+       R"(does not support this CUDA version|due to old driver|CUDA runtime >= 11\.3)",
+       "NCCL 2.9-2.31 misc/cudawrap.cc, misc/strongstream.cc, enqueue.cc, include/alloc.h",
+       MessagePhase::kAny, "driver_old", false,
+       "found a CUDA driver too old for this NCCL (a driver entry point or feature missing)",
+       nullptr, "cuda", true},
+      {"nccl.cuda.device",
+       R"(Failed to (?:create|set) CUDA (?:context|device)|CUDA device \d+ >= MAX|)"
+       R"(Unknown device error|Invalid device \d+ \(totalnDev|cudaFree \S+ failed|)"
+       R"(sync (?:device|host)Stream error|maxSharedMem)",
+       "NCCL 2.9-2.31 proxy.cc, bootstrap.cc, init.cc, transport/net.cc", MessagePhase::kAny,
+       "cuda", false, "could not use its CUDA device (context, device selection or a stream)",
+       nullptr, "cuda", true},
+      {"nccl.alloc.gpu",
+       R"(Failed to CUDA (?:host )?(?:malloc|calloc|alloc)|cuMem\w+ failed|)"
+       R"([Mm]emory allocation failed)",
+       "NCCL 2.4-2.31 include/alloc.h", MessagePhase::kAny, "gpu_oom", false,
+       "could not allocate GPU (or pinned host) memory for its buffers", nullptr, "alloc", true},
+      {"nccl.gpu.shared",
+       R"(Multiple ranks detected using the same GPU|ncclCheckMultiRank|rank \d+ exceeds ndev)",
+       "NCCL 2.30-2.31 graph/topo.cc, init.cc", MessagePhase::kInit, "gpu", false,
+       "shares a GPU with another rank of the same communicator", nullptr, "init", true},
+      {"nccl.fabric.mnnvl",
+       R"(MNNVL|[Mm]ultimem|Multicast support|NVswitch links mismatch|FABRIC handle|\(FABRIC\))",
+       "NCCL 2.19-2.31 init.cc, mnnvl.cc, transport/p2p.cc, dev_runtime.cc, mem_manager.cc",
+       MessagePhase::kAny, "fabric", false,
+       "could not use the multi-node NVLink fabric (MNNVL, multicast)", nullptr, "nvls", true},
+      {"nccl.p2p.disabled",
+       R"(P2P is disabled between|IPC register userbuff|invalid IPC peer|Legacy IPC|IPC: |)"
+       R"(P2P computation)",
+       "NCCL 2.4-2.31 graph/paths.cc, transport/p2p.cc, os/windows_ipcsocket.cc",
+       MessagePhase::kAny, "p2p", false, "could not use P2P between local GPUs", nullptr, "p2p",
+       true},
+      {"nccl.gdr",
+       R"(GDRCOPY|GDRCopy|\bgdr_\w+|DMA-BUF (?:fd|mapping|mmap)|GDR (?:Flush|flag)|)"
+       R"(NCCL_GDRCOPY|Peermem)",
+       "NCCL 2.12-2.31 misc/gdrwrap.cc, transport/net.cc", MessagePhase::kAny, "gdr", false,
+       "could not use GPUDirect RDMA or GDRCopy", nullptr, "gdr", true},
+      {"nccl.nvml", R"(\bnvml\w*\(|NVML|libnvidia-ml|nvml\.dll)",
+       "NCCL 2.5-2.31 misc/nvmlwrap.cc, graph/xml.cc", MessagePhase::kAny, "nvml", false,
+       "could not query the GPUs through NVML", nullptr, "nvml", true},
+      {"nccl.collnet", R"(CollNet|COLLNET|[Cc]ollnet|SHARP|sharp resources)",
+       "NCCL 2.6-2.31 transport/coll_net.cc, init.cc, enqueue.cc, graph/tuning.cc",
+       MessagePhase::kAny, "collnet", false, "could not use CollNet (in-network reductions)",
+       nullptr, "collnet", true},
+      {"nccl.ib.more",
+       R"(NET/MLX5|libibverbs|\bibv_\w+|\bIBV_|Listencomm|plane IDs?\b|plane ID that|\bFLID\b|)"
+       R"(sendComm|qp depth|\bGDAKI\b|DOCA failure|dlvsym failed)",
+       "NCCL 2.4-2.31 misc/ibvwrap.cc, misc/mlx5dvwrap.cc, transport/net_ib/", MessagePhase::kAny,
+       "ib", false, "hit an InfiniBand verbs failure", nullptr, "net/ib", true},
+      {"nccl.ib.fatal", R"(communicator encountered a fatal error \(detected in)",
+       "NCCL 2.23-2.29 transport/net_ib/common.cc (after a fatal async event)",
+       MessagePhase::kRuntime, "net_runtime", false,
+       "had its InfiniBand communicator fail (a fatal event on the device)", nullptr, "net/ib",
+       true},
+      {"nccl.library.load",
+       R"(Failed to open \S+|[Dd]lsym failed on|lib wrapper not initialized|)"
+       R"(Failed to load \S+\.(?:so|dll))",
+       "NCCL 2.4-2.31 misc/gdrwrap.cc, misc/ibvwrap.cc, misc/mlx5dvwrap.cc, os/windows.cc",
+       MessagePhase::kAny, "plugin", false,
+       "could not load an optional library it uses (libibverbs, libgdrapi, libnvidia-ml, a "
+       "plugin) or one of its symbols",
+       nullptr, "plugin", true},
+      {"nccl.plugin",
+       R"([Pp]lugin|netPlugin|ginPlugin|rmaPlugin|[Tt]uner|[Pp]rofiler|)"
+       R"(Network returned 0 device|device code index|maxP2pBytes|maxCollBytes|netName)",
+       "NCCL 2.4-2.31 plugin/, misc/tuner.cc, transport/net.cc", MessagePhase::kAny, "plugin",
+       false, "had a network, tuner or profiler plugin fail", nullptr, "plugin", true},
+      {"nccl.device_api",
+       R"(\bGIN\b|GIN_|GIN-|[Ee]lastic GIN|\bRMA\b|RMA-|[Oo]ne[- ]sided|ncclPutSignal|)"
+       R"(ncclSignal|ncclWaitSignal|ncclRma|[Ss]ymmetric|[Dd]ev(?:ice)? ?comm|\bLSA\b|lsaRank|)"
+       R"(MemManager|Memory (?:suspend|resume)|MCBasePtr|[Ww]indow (?:registration|address|)"
+       R"(has)|window 0x|peerWin|srcWin|CE collective|ncclDevr|physical segments|)"
+       R"(CU_MEM_LOCATION|[Gg]in (?:type|connect)|GFD test|Rma connect|DOCA Error|)"
+       R"(Not enough space to get elements)",
+       "NCCL 2.27-2.31 dev_runtime*.cc, gin/, rma/, mem_manager.cc, enqueue.cc, "
+       "scheduler/symmetric_sched.cc",
+       MessagePhase::kAny, "device_api", false,
+       "could not set up NCCL's device-side communication (GIN, RMA, symmetric windows)", nullptr,
+       "device_api", true},
+      {"nccl.usage",
+       R"([Ii]nvali[dg] (?:arguments?|handle|rank|root|type|reduction|device count|config|)"
+       R"(NCCL_COMM_BLOCKING|pointer|intra-node)|invalid device count|argument is NULL|)"
+       R"(is not a valid pointer|mismatchs with NCCL device|unknown to this communicator|)"
+       R"(improper usage|should not be called|not in a group call|)"
+       R"(not allowed in the same group|Illegal to have|none or all communicators|)"
+       R"(mixing different streams|must either be all uncaptured|)"
+       R"(being captured by the expected graph|graph id=|communicator was revoked|)"
+       R"(has already been destroyed|before the previous operation returned|must be 0\)|)"
+       R"(ncclCommGrow|ncclRedOpDestroy|ncclRedOp_t|[Ff]lags \d+ is invalid|)"
+       R"(without a matching (?:send|recv)|not within valid range|corrupted comm object|)"
+       R"(FP8 reduction|_INITIALIZER|Split shares resources|pass NULL|)"
+       R"(handles and parent are NULL|parent comm and handle|register fails, buffer|)"
+       R"(does not satisfy|nranks=\d+|register user buffers)",
+       "NCCL 2.4-2.31 misc/argcheck.cc, init.cc, enqueue.cc, group.cc, bootstrap.cc",
+       MessagePhase::kAny, "usage", false,
+       "was called wrongly by the program (NCCL's argument or state check)", nullptr, "usage",
+       true},
+      {"nccl.config",
+       R"(NCCL_[A-Z0-9_]+|[Nn]o algorithm/protocol|no symmetric kernel available|)"
+       R"(Invalid \S+ \d+ \((?:maximum|minimum|must be)|User asked for a (?:maximum|minimum)|)"
+       R"([Cc]hannels upper limit|min(?:CTAs|CTAs)|maxCTAs|CTAPolicy|cost_model|)"
+       R"(Unrecognized (?:element|prefix) token|must have a prefix|PARAM: Duplicate|)"
+       R"(Duplicate registration for key|SHM locality|splitShare \d+ is not|)"
+       R"(graphStreamOrdering|[Vv]alue \d+ is too big|Net registration invalid algorithm|CC On)",
+       "NCCL 2.4-2.31 init.cc, enqueue.cc, graph/tuning.cc, graph/connect.cc, misc/rings.cc, "
+       "tuning/, param/",
+       MessagePhase::kAny, "config", false,
+       "could not use a setting it was given (an NCCL_* variable or a communicator config)",
+       nullptr, "config", true},
+      {"nccl.topology",
+       R"(\bXML\b|[Tt]opology|TOPO|[Tt]opo[A-Z ]|ncclTopo|KV Convert|Attribute \S+ of node|)"
+       R"(numa ID|CPU architecture|nvlink detection|trying to use CUDA instead|)"
+       R"([Cc]ould not find (?:GPU|gpu|NET|net|node|id|local|intermediate|rev link|a path|)"
+       R"(any local path|CPU|real path)|Couldn't find net|[Nn]o path computed|reverse path|)"
+       R"(ring \d+ does not|does not loop back|tree already has|Add (?:NVLink|PCI Link|)"
+       R"(C2c) error|[Bb]usId|PCI bus ID|MLOPart|hostHash|netMasks|NUMA|CPU affinity|)"
+       R"(sched_[gs]etaffinity|AffinityMask|requires NIC|NET devices|fused NIC|NICs|)"
+       R"(merging multiple devices|netDevs|network devices|too many (?:DEV )?nodes|)"
+       R"(nodes of type|[Ii]ntra ?(?:node|proc)? ranks|local ranks rank|nLocals|)"
+       R"([Rr]ings?\b.*(?:start/end|falling back|limiting)|Could not create rings|)"
+       R"(transport to connect next group|NRINGS|mixed local (?:Net|CollNet) device counts|)"
+       R"(GetAdaptersAddresses|SetupDi\w+|adapter addresses|(?:name|value) \S+ too long)",
+       "NCCL 2.4-2.31 graph/ (topo.cc, xml.cc, paths.cc, search.cc, connect.cc, rings.cc), "
+       "init.cc, "
+       "os/",
+       MessagePhase::kAny, "topology", false,
+       "could not make sense of the node's topology (GPUs, NICs, PCI, NVLink, CPUs)", nullptr,
+       "topology", true},
+      {"nccl.shm.more",
+       R"([Ss]hared memory|\bSHM\b|Could not map|failed to extend|Multiple (?:starts|)"
+       R"(ends) found in group|view of file|named pipe|[Pp]ipe name|NamedPipe)",
+       "NCCL 2.4-2.31 misc/shmutils.cc, include/shm.h, transport/shm.cc, os/", MessagePhase::kAny,
+       "shm", false, "could not set up shared memory with a local rank", nullptr, "shm", true},
+      {"nccl.proxy.service",
+       R"(\[Proxy Service(?: UDS)?\]|\[Service thread\]|\[Proxy service\]|[Pp]roxy|opId|)"
+       R"(op chain|\bpool \d+|[Ll]ist loop|Inactive op|dequeue|shared buffer|no transport for|)"
+       R"(No transport found|abort state|abortFlag|[Rr]em Allocator)",
+       "NCCL 2.4-2.31 proxy.cc, transport.cc, bootstrap.cc", MessagePhase::kAny, "proxy", false,
+       "had NCCL's proxy thread fail", nullptr, "proxy", true},
+      {"nccl.socket.more",
+       R"(\bNet : |NET/Socket|Socket :|ncclSocket\w*|ncclOsSocket\w*|socket(?:Finalize|Try|)"
+       R"(Poll|Progress|Start)\w*|[Ss]ocket (?:creation|state|is invalid|at index|pair|)"
+       R"(handle)|NULL socket|invalid socket|(?:over|to|for) socket|\bUDS\b|[Aa]ccept failed|)"
+       R"([Aa]ccept:|poll\(\) (?:failed|returned)|AF_INET|IPv4_or_hostname|IPv6|)"
+       R"(address family|IP family|same subnet as remote|connect returned|\bWSA\w*|)"
+       R"(ioctlsocket|[Rr]eceiving data over|[Ss]ending data over|OOB_NET_IFNAME|)"
+       R"(NCCL_COMM_ID is set|Failed to send: |Failed to recv: |close socket)",
+       "NCCL 2.4-2.31 misc/socket.cc, include/socket.h, transport/net_socket.cc, os/, "
+       "bootstrap.cc",
+       MessagePhase::kAny, "socket", false, "had a socket between ranks fail", nullptr,
+       "net/socket", true},
+      {"nccl.system",
+       R"(Call to \S+ failed|[Tt]hread (?:creation|join) failed|pthread_join|join thread|)"
+       R"([Mm]alloc(?: of)? .*failed|malloc\(|calloc\(|returned null|Allocation failed|)"
+       R"(Failed to (?:malloc|allocate)|[Uu]nable to allocate|random_device|getRandomData|)"
+       R"(close failed|environment variable|DuplicateHandle|WriteFile|SetNamedPipe|)"
+       R"(Name too large|CloseHandle|capture mode|too many async|Too many async|)"
+       R"(allocate memory)",
+       "NCCL 2.4-2.31 include/checks.h, include/utils.h, misc/utils.cc, group.cc, os/",
+       MessagePhase::kAny, "system", false, "had a system call or host allocation fail", nullptr,
+       "system", true},
+      {"nccl.internal",
+       R"([Ii]nternal error|[Uu]nexpected|[Uu]nknown (?:collective|pattern|collnet|command|)"
+       R"(message|notification|device|desc|handle|event|netDevs|\w+ type)|)"
+       R"([Mm]ismatched response|doesn't match|already completed|has been lost|)"
+       R"(out of (?:bounds?|range)|is NULL|NULL user pointer|wrong (?:magic|type|socket)|)"
+       R"(not ready|unexpected socket|[Ss]chedule (?:creation|not aligned)|plan not aligned|)"
+       R"(has bugs|[Tt]oo many (?:aggregated|collectives|work|connections)|)"
+       R"(too many (?:collectives|work elements)|refcount|reference count|Could not find pool|)"
+       R"(Couldn't find|[Nn]o allocation found|shadow pool|extends beyond|is not power of 2|)"
+       R"(Intrusive address map|[Oo]bject pointer|Group creation failed|[Cc]ould not receive|)"
+       R"(not found|\bRAS\b|[Kk]ey size|regBufType|job error|[Ee]rror waiting|Deregister|)"
+       R"(deregister|Failure in host setup|hostStreamPlanCallback|helper resource|)"
+       R"([Cc]ontext \d+ is invalid|[Ss]ignal index|sizes: want|reqSize|respSize|)"
+       R"(Cannot store sizes|already (?:suspended|exported)|[Nn]ot in suspended state|)"
+       R"(sizes of|launch too many|[Cc]ould not find|Already|commReclaim|SetAsyncError|)"
+       R"(client status|PXN|neither send or recv)",
+       "NCCL 2.4-2.31 (NCCL's own consistency checks, all subsystems)", MessagePhase::kAny,
+       "internal", false, "hit one of NCCL's internal consistency checks", nullptr, "internal",
+       true},
   };
   return table;
 }
