@@ -231,6 +231,9 @@ class LogDiagnoser {
     // Uneven inputs: one finding, naming only the ranks that ran out (the
     // others say that one did, not which).
     if (name == "uneven" && absl::string_view(m->id) == "torch.join.uneven") rank = -1;
+    // A JAX barrier's timeout: the task that reports it waited; the ones that
+    // never came are named on the lines after it, not by the reporter's tag.
+    if (name == "jax_barrier") rank = -1;
     const std::string address = MessageAddress(*m, t);
     const std::string key =
         name == "uneven" ? "uneven" : absl::StrCat(m->cause, "/", m->id, "/", address);
@@ -257,8 +260,11 @@ class LogDiagnoser {
     }
     e.facts.message = m->id;
     if (!address.empty()) e.facts.address = address;
-    // A lost peer is what follows a death: after the deaths the logs name.
-    if (cause.kind == FindingKind::kRankDied) e.when = INT64_MAX - 2;
+    // A lost peer is what follows a death: after the deaths the logs name;
+    // and one that names the peer (a task, an address) before one that only
+    // relays that some peer failed.
+    if (cause.kind == FindingKind::kRankDied)
+      e.when = address.empty() ? INT64_MAX - 1 : INT64_MAX - 2;
     Add(e);
   }
 

@@ -182,6 +182,25 @@ const MessageCause kCauses[] = {
      "memory windows, memory suspend) was refused: check the feature's requirements in the "
      "release notes (driver, NIC with DMA-BUF or GDAKI, CUDA 12.5+ for RMA), register windows "
      "the same way on every rank, or leave it off (NCCL_GIN_ENABLE=0)"},
+    {"jax_task_lost", FindingKind::kRankDied, "",
+     "a JAX task stopped answering the coordination service (it crashed, was killed by the OOM "
+     "killer or the scheduler, or hung hard): read that task's own log up to where it stopped, "
+     "and its node's dmesg and scheduler events (preemption, eviction); every other task only "
+     "reports it. A longer heartbeat_timeout_seconds (jax.distributed.initialize) only makes the "
+     "others wait longer"},
+    {"jax_leader_lost", FindingKind::kRankDied, "",
+     "the coordination service runs in JAX process 0 (the coordinator_address of "
+     "jax.distributed.initialize): when it stops or restarts every task fails; read process 0's "
+     "log for its first error, and the scheduler's events for its node"},
+    {"jax_rendezvous", FindingKind::kRendezvousFailure, "",
+     "start every task with the same coordinator_address (reachable from every node, on a port "
+     "nothing else holds), the same num_processes and a distinct process_id (or let "
+     "jax.distributed.initialize detect them from the cluster), and check that every task "
+     "started; initialization_timeout bounds the wait"},
+    {"jax_barrier", FindingKind::kMissingRank, "",
+     "some tasks never reached the point the others waited at (the barrier or key named): they "
+     "died, hung, started late or took another code path; read the logs of the tasks named as "
+     "timed out, and make every task run the same steps"},
     {"library", FindingKind::kInitFailure, "version",
      "load the libnccl.so.2 the framework was built with: remove other NCCL builds from "
      "LD_LIBRARY_PATH/LD_PRELOAD, or install the matching nvidia-nccl-cu* wheel"},
@@ -330,6 +349,69 @@ const std::vector<CatalogueMessage>& Table() {
        MessagePhase::kInit, "library", false,
        "loaded an NCCL library that does not fit the framework (a missing symbol or version)",
        nullptr},
+      // --- JAX/XLA's distributed runtime (the coordination service of
+      // xla/tsl/distributed_runtime/coordination/ and xla/pjrt/distributed/)
+      {"jax.coordination.heartbeat",
+       R"(heartbeat timeout\. This indicates that the remote task has failed|)"
+       R"(tasks are unhealthy \(stopped sending heartbeats\)|)"
+       R"(coordinator detected missing heartbeats|)"
+       R"(Terminating process because of missing heartbeat)",
+       "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc "
+       "(CheckHeartbeatTimeout), xla/pjrt/distributed/client.h (before 2023: 'the coordinator "
+       "detected missing heartbeats')",
+       MessagePhase::kRuntime, "jax_task_lost", false,
+       "was told by JAX's coordination service that a task stopped sending heartbeats (it "
+       "died)",
+       R"((/job:[^/\s]+/replica:\d+/task:\d+))", "jax/coordination"},
+      {"jax.coordination.restarted",
+       R"(Heartbeat: Incarnation ID mismatch|tried to connect with a different incarnation)",
+       "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc (RecordHeartbeat, "
+       "RegisterTaskAsync)",
+       MessagePhase::kRuntime, "jax_task_lost", false,
+       "was told by JAX's coordination service that a task restarted (it had crashed)",
+       R"((/job:[^/\s]+/replica:\d+/task:\d+))", "jax/coordination"},
+      {"jax.coordination.leader",
+       R"(Coordination service has stopped\.|Leader incarnation ID mismatch|)"
+       R"(Barrier failed because service is shutting down|Shutdown barrier has failed)",
+       "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc, "
+       "coordination_service_agent.cc (StartSendingHeartbeats)",
+       MessagePhase::kRuntime, "jax_leader_lost", false,
+       "lost JAX's coordination service (process 0, its leader, stopped or restarted)", nullptr,
+       "jax/coordination"},
+      {"jax.coordination.register_barrier", R"(Barrier timed out\. Id: \[Init\])",
+       "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc "
+       "(CheckBarrierTimeout "
+       "on [Init]Wait_for_all_tasks_to_register)",
+       MessagePhase::kInit, "jax_rendezvous", false,
+       "timed out waiting for every JAX task to register with the coordination service (some "
+       "never connected)",
+       nullptr, "jax/coordination"},
+      {"jax.coordination.unexpected_task", R"(Unexpected task registered with task_name=)",
+       "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc "
+       "(RegisterTaskAsync)",
+       MessagePhase::kInit, "jax_rendezvous", false,
+       "registered with JAX's coordination service as a task it does not expect (num_processes "
+       "or "
+       "process_id disagree)",
+       R"(task_name=(\S+))", "jax/coordination"},
+      {"jax.coordination.barrier",
+       R"(Barrier timed out\. Id: |GetKeyValue\(\) timed out with key: )",
+       "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc "
+       "(CheckBarrierTimeout), "
+       "coordination_service_agent.cc (GetKeyValue)",
+       MessagePhase::kRuntime, "jax_barrier", false,
+       "timed out at a JAX barrier (or waiting for a key) that other tasks never reached",
+       R"((?:Id|key): ([^\s.,]+))", "jax/coordination"},
+      {"jax.coordination.polled_error",
+       R"(Terminating process because the JAX distributed service detected fatal errors|)"
+       R"(Polled an error from coordination service)",
+       "XLA xla/pjrt/distributed/client.h (missed_heartbeat_callback), "
+       "xla/tsl/distributed_runtime/coordination/coordination_service_agent.cc "
+       "(StartPollingForError)",
+       MessagePhase::kRuntime, "jax_task_lost", false,
+       "was stopped by JAX because the coordination service reported an error (usually another "
+       "task died)",
+       nullptr, "jax/coordination"},
       // --- PyTorch c10d rendezvous (TCPStore)
       {"torch.store.client_timeout", R"(The client socket has timed out after)",
        "PyTorch 2.2+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
