@@ -588,9 +588,8 @@ const std::vector<CatalogueMessage>& Table() {
        R"([Mm]emory allocation failed)",
        "NCCL 2.4-2.31 include/alloc.h", MessagePhase::kAny, "gpu_oom", false,
        "could not allocate GPU (or pinned host) memory for its buffers", nullptr, "alloc", true},
-      {"nccl.gpu.shared",
-       R"(Multiple ranks detected using the same GPU|ncclCheckMultiRank|rank \d+ exceeds ndev)",
-       "NCCL 2.30-2.31 graph/topo.cc, init.cc", MessagePhase::kInit, "gpu", false,
+      {"nccl.gpu.shared", R"(Multiple ranks detected using the same GPU|ncclCheckMultiRank)",
+       "NCCL 2.30-2.31 graph/topo.cc", MessagePhase::kInit, "gpu", false,
        "shares a GPU with another rank of the same communicator", nullptr, "init", true},
       {"nccl.fabric.mnnvl",
        R"(MNNVL|[Mm]ultimem|Multicast support|NVswitch links mismatch|FABRIC handle|\(FABRIC\))",
@@ -663,7 +662,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(without a matching (?:send|recv)|not within valid range|corrupted comm object|)"
        R"(FP8 reduction|_INITIALIZER|Split shares resources|pass NULL|)"
        R"(handles and parent are NULL|parent comm and handle|register fails, buffer|)"
-       R"(does not satisfy|nranks=\d+|register user buffers)",
+       R"(does not satisfy|nranks=\d+|register user buffers|exceeds ndev)",
        "NCCL 2.4-2.31 misc/argcheck.cc, init.cc, enqueue.cc, group.cc, bootstrap.cc",
        MessagePhase::kAny, "usage", false,
        "was called wrongly by the program (NCCL's argument or state check)", nullptr, "usage",
