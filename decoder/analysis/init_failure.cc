@@ -144,6 +144,16 @@ const std::string* FindCauseText(const RankTexts& texts,
   });
 }
 
+// Whether the text holds a message of the cause named.
+bool Holds(const RankTexts& texts, const std::string& text, absl::string_view cause) {
+  for (const RankText& t : texts) {
+    if (t.text != text) continue;
+    return std::any_of(t.messages.begin(), t.messages.end(),
+                       [&](const CatalogueMessage* m) { return m->cause == cause; });
+  }
+  return false;
+}
+
 // strerror text back to its errno ("Connection refused" -> ECONNREFUSED).
 int ErrnoFromText(const std::string& text) {
   int best = 0;
@@ -513,7 +523,8 @@ std::optional<Cause> CudaFailure(const InitEvidence& r, const RankTexts& texts) 
   if (text == nullptr && !cuda_result) return std::nullopt;
   Cause c = Of(InitCause::kCuda, "cuda");
   if (text != nullptr) c.facts.nccl_text = *text;
-  if (text != nullptr && absl::StrContains(*text, "out of memory")) {
+  // The same text naming GPU memory (NCCL's "Cuda failure 'out of memory'").
+  if (text != nullptr && Holds(texts, *text, "gpu_oom")) {
     c.facts.out_of_memory = true;
     if (const std::string* buffsize = r.Env("NCCL_BUFFSIZE")) c.facts.buffsize = *buffsize;
   }
