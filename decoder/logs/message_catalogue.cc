@@ -146,8 +146,9 @@ const MessageCause kCauses[] = {
     {"plugin", FindingKind::kInitFailure, "plugin",
      "check the plugin NCCL loaded (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN, NCCL_PROFILER_PLUGIN, "
      "libnccl-net*.so on LD_LIBRARY_PATH): its version must fit this NCCL and its own "
-     "dependencies must load; NCCL_DEBUG_SUBSYS=INIT,NET names the one in use, and unsetting it "
-     "falls back to NCCL's own"},
+     "dependencies must load; NCCL_DEBUG_SUBSYS=INIT,NET names the one in use and why the others "
+     "failed (without a plugin NCCL uses its own IB and socket transports, which need an "
+     "InfiniBand device or a usable socket interface)"},
     {"system", FindingKind::kInitFailure, "system",
      "a system call or host allocation failed (the message gives its errno): check the "
      "process's limits (ulimit -n for file descriptors, ulimit -u for threads, the container's "
