@@ -723,7 +723,7 @@ const std::vector<CatalogueMessage>& Table() {
        MessagePhase::kAny, "socket", false, "had a socket between ranks fail", nullptr,
        "net/socket", true},
       {"nccl.system",
-       R"(Call to \S+ failed|[Tt]hread (?:creation|join) failed|pthread_join|join thread|)"
+       R"(Call to \S+(?: \S+)? failed|[Tt]hread (?:creation|join) failed|pthread_join|join thread|)"
        R"([Mm]alloc(?: of)? .*failed|malloc\(|calloc\(|returned null|Allocation failed|)"
        R"(Failed to (?:malloc|allocate)|[Uu]nable to allocate|random_device|getRandomData|)"
        R"(close failed|environment variable|DuplicateHandle|WriteFile|SetNamedPipe|)"
