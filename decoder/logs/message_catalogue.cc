@@ -280,6 +280,13 @@ const std::vector<CatalogueMessage>& Table() {
        "could not load the GPU driver's library (libcuda.so): no driver in this container or "
        "machine",
        nullptr},
+      {"nccl.ib.size_mismatch", R"(NET/IB.* collective mismatch error)",
+       "NCCL 2.4-2.19 transport/net_ib.cc (the receiver, when a peer sends more than it posted; "
+       "'peer %s' since 2.10)",
+       MessagePhase::kRuntime, "size_mismatch", false,
+       "received more bytes from a peer over InfiniBand than the operation expected: the two ranks "
+       "disagree on the operation's size",
+       R"(peer (\S+) collective mismatch)", "net/ib"},
       {"nccl.ib.completion",
        R"(NET/IB ?: ?Got completion (?:from peer|with error)|NET/IB.*(?:status=|status )(?:12|5)\b|IBV_WC_RETRY_EXC_ERR|transport retry counter exceeded)",
        "NCCL 2.4-2.32 transport/net_ib.cc (completion with error, with its status since 2.12)",
@@ -333,7 +340,7 @@ const std::vector<CatalogueMessage>& Table() {
        MessagePhase::kRuntime, "peer_lost", false,
        "had its proxy thread fail an operation with a peer (usually a peer that went away)",
        nullptr, "proxy"},
-      {"nccl.socket.truncated", R"(NET/Socket ?: ?peer \S+ message truncated)",
+      {"nccl.socket.truncated", R"(NET/Socket ?: ?(?:peer \S+ )?message truncated)",
        "NCCL 2.12-2.30 transport/net_socket.cc", MessagePhase::kRuntime, "size_mismatch", false,
        "received more bytes from a peer than the operation expected: the two ranks disagree on "
        "the operation's size",
