@@ -83,22 +83,75 @@ struct JobFacts {
   std::optional<Cause> skew;  // when the ranks run more than one NCCL version
 };
 
-// Every text NCCL gave this rank: failures' last errors and WARN lines.
-// NCCL's own words first (its WARN lines), then what the failed calls said.
-std::vector<std::string> Texts(const InitEvidence& r) {
-  std::vector<std::string> out = r.warnings;
-  for (const InitEvidence::Failure& f : r.failures)
-    if (!f.text.empty() && std::find(out.begin(), out.end(), f.text) == out.end())
-      out.push_back(f.text);
+// A text a rank was given, with every message of the catalogue
+// (logs/message_catalogue.h) it holds: the catalogue is init forensics' one
+// table of what NCCL's words mean, shared with explain.
+struct RankText {
+  std::string text;
+  std::vector<const CatalogueMessage*> messages;  // in table order
+};
+using RankTexts = std::vector<RankText>;
+
+// Every text this rank was given: NCCL's own words first (its WARN lines,
+// and the last error of a traced NCCL call), then what else the failed calls
+// said (a framework's words, in which NCCL-only messages are not looked for).
+RankTexts Texts(const InitEvidence& r) {
+  RankTexts out;
+  auto add = [&](const std::string& t, bool nccl) {
+    if (t.empty()) return;
+    for (const RankText& o : out)
+      if (o.text == t) return;
+    RankText x{t, FindMessages(t)};
+    if (!nccl) {
+      x.messages.erase(std::remove_if(x.messages.begin(), x.messages.end(),
+                                      [](const CatalogueMessage* m) { return m->nccl_only; }),
+                       x.messages.end());
+    }
+    out.push_back(std::move(x));
+  };
+  for (const std::string& w : r.warnings) add(w, true);
+  for (const InitEvidence::Failure& f : r.failures) add(f.text, !f.call.empty());
   return out;
 }
 
-const std::string* FindText(const std::vector<std::string>& texts,
-                            std::initializer_list<const char*> needles) {
-  for (const std::string& t : texts)
-    for (const char* n : needles)
-      if (absl::StrContains(t, n)) return &t;
+// The first text holding a message `want` accepts (and that message in *m).
+template <typename Want>
+const std::string* FindMessageText(const RankTexts& texts, Want want,
+                                   const CatalogueMessage** m = nullptr) {
+  for (const RankText& t : texts) {
+    for (const CatalogueMessage* x : t.messages) {
+      if (!want(*x)) continue;
+      if (m != nullptr) *m = x;
+      return &t.text;
+    }
+  }
   return nullptr;
+}
+
+// The first text holding one of the messages named.
+const std::string* FindMessageText(const RankTexts& texts,
+                                   std::initializer_list<absl::string_view> ids) {
+  return FindMessageText(texts, [&](const CatalogueMessage& m) {
+    return std::find(ids.begin(), ids.end(), m.id) != ids.end();
+  });
+}
+
+// The first text holding a message of one of the causes named.
+const std::string* FindCauseText(const RankTexts& texts,
+                                 std::initializer_list<absl::string_view> causes) {
+  return FindMessageText(texts, [&](const CatalogueMessage& m) {
+    return std::find(causes.begin(), causes.end(), m.cause) != causes.end();
+  });
+}
+
+// Whether the text holds a message of the cause named.
+bool Holds(const RankTexts& texts, const std::string& text, absl::string_view cause) {
+  for (const RankText& t : texts) {
+    if (t.text != text) continue;
+    return std::any_of(t.messages.begin(), t.messages.end(),
+                       [&](const CatalogueMessage* m) { return m->cause == cause; });
+  }
+  return false;
 }
 
 // strerror text back to its errno ("Connection refused" -> ECONNREFUSED).
@@ -176,10 +229,8 @@ Cause Of(InitCause cause, const char* subsystem) {
   return c;
 }
 
-std::optional<Cause> NoInterface(const InitEvidence& r, const std::vector<std::string>& texts) {
-  if (!FindText(texts, {"no socket interface found", "NET/Socket : no interface found",
-                        "No usable listening interface"}))
-    return std::nullopt;
+std::optional<Cause> NoInterface(const InitEvidence& r, const RankTexts& texts) {
+  if (!FindCauseText(texts, {"network"})) return std::nullopt;
   Cause c = Of(InitCause::kNoInterface, "network");
   const std::string* ifname = r.Env("NCCL_SOCKET_IFNAME");
   c.facts.host = r.host;
@@ -194,7 +245,7 @@ std::optional<Cause> NoInterface(const InitEvidence& r, const std::vector<std::s
   return c;
 }
 
-std::optional<Cause> SharedMemory(const InitEvidence& r, const std::vector<std::string>& texts) {
+std::optional<Cause> SharedMemory(const InitEvidence& r, const RankTexts& texts) {
   const InitEvidence::SysFailure* sys = nullptr;
   for (const InitEvidence::SysFailure& s : r.sys_failures) {
     if (!absl::StartsWith(s.path, "/dev/shm")) continue;
@@ -202,9 +253,7 @@ std::optional<Cause> SharedMemory(const InitEvidence& r, const std::vector<std::
     sys = &s;
     break;
   }
-  const std::string* text = FindText(
-      texts, {"failed to extend", "shared memory segment", "failed to create shared memory",
-              "/dev/shm", "unable to allocate shared memory"});
+  const std::string* text = FindCauseText(texts, {"shm"});
   if (sys == nullptr && text == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kSharedMemory, "shm");
   int64_t size = sys ? sys->size : -1;
@@ -239,8 +288,7 @@ bool ConnectErrno(int e) {
          e == ECONNRESET || e == ECONNABORTED || e == EADDRNOTAVAIL;
 }
 
-std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::string>& texts,
-                               const JobFacts& job) {
+std::optional<Cause> Bootstrap(const InitEvidence& r, const RankTexts& texts, const JobFacts& job) {
   const std::vector<InitEvidence>& all = job.all;
   const InitEvidence::SysFailure* sys = nullptr;
   int attempts = 0;
@@ -251,7 +299,7 @@ std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::str
   }
   std::optional<SocketAddress> addr = sys ? sys->addr : std::nullopt;
   int err = sys ? sys->err : 0;
-  const std::string* text = FindText(texts, {"connect to ", "Connect to "});
+  const std::string* text = FindMessageText(texts, {"nccl.socket.connect"});
   if (text != nullptr) {
     static const LazyRE2 kConnect = {R"([Cc]onnect to (\S+?)(?:,| returned| failed)(.*))"};
     std::string to, rest;
@@ -300,7 +348,7 @@ std::optional<Cause> Bootstrap(const InitEvidence& r, const std::vector<std::str
   return c;
 }
 
-std::optional<Cause> DuplicateGpu(const InitEvidence& r, const std::vector<std::string>& texts,
+std::optional<Cause> DuplicateGpu(const InitEvidence& r, const RankTexts& texts,
                                   const JobFacts& job) {
   // From the bus ids the traces recorded: the same GPU on the same host.
   std::vector<int> sharing;
@@ -308,7 +356,7 @@ std::optional<Cause> DuplicateGpu(const InitEvidence& r, const std::vector<std::
     for (const InitEvidence* o : job.by_gpu.at({r.host, r.bus_id}))
       if (o->comm == r.comm || o->comm == 0 || r.comm == 0) sharing.push_back(o->rank);
   }
-  const std::string* text = FindText(texts, {"Duplicate GPU detected"});
+  const std::string* text = FindCauseText(texts, {"gpu"});
   if (sharing.size() < 2 && text == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kDuplicateGpu, "gpu");
   std::string bus = r.bus_id;
@@ -358,9 +406,9 @@ Cause SkewCause(const std::map<int32_t, std::vector<const InitEvidence*>>& by_ve
   return c;
 }
 
-std::optional<Cause> NcclVersionSkew(const std::vector<std::string>& texts, const JobFacts& job) {
+std::optional<Cause> NcclVersionSkew(const RankTexts& texts, const JobFacts& job) {
   if (job.skew) return job.skew;
-  const std::string* text = FindText(texts, {"Mismatched NCCL version", "NCCL version mismatch"});
+  const std::string* text = FindMessageText(texts, {"nccl.version.mismatch"});
   if (text == nullptr) return std::nullopt;
   return SkewCause(job.by_version, text);
 }
@@ -373,10 +421,8 @@ JobFacts::JobFacts(const std::vector<InitEvidence>& ranks) : all(ranks) {
   if (by_version.size() >= 2) skew = SkewCause(by_version, nullptr);
 }
 
-std::optional<Cause> DriverTooOld(const InitEvidence& r, const std::vector<std::string>& texts) {
-  const std::string* text =
-      FindText(texts, {"driver version is insufficient", "cudaErrorInsufficientDriver",
-                       "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"});
+std::optional<Cause> DriverTooOld(const InitEvidence& r, const RankTexts& texts) {
+  const std::string* text = FindCauseText(texts, {"driver_old"});
   const bool older = r.cuda_driver_version > 0 && r.cuda_runtime_version > 0 &&
                      r.cuda_driver_version / 1000 < r.cuda_runtime_version / 1000;
   if (text == nullptr && !older) return std::nullopt;
@@ -390,8 +436,11 @@ std::optional<Cause> DriverTooOld(const InitEvidence& r, const std::vector<std::
   return c;
 }
 
-std::optional<Cause> InfiniBand(const InitEvidence& r, const std::vector<std::string>& texts) {
-  const std::string* text = FindText(texts, {"NET/IB", "ibv_", "IBV_", "NET/IBext", "mlx5"});
+std::optional<Cause> InfiniBand(const InitEvidence& r, const RankTexts& texts) {
+  // Any message of the verbs or of NCCL's IB transport, of either phase.
+  const std::string* text = FindMessageText(texts, [](const CatalogueMessage& m) {
+    return absl::string_view(m.cause) == "ib" || absl::string_view(MessageArea(m)) == "net/ib";
+  });
   const InitEvidence::SysFailure* verbs = nullptr;
   for (const InitEvidence::SysFailure& s : r.sys_failures)
     if (verbs == nullptr && absl::StartsWith(s.call, "ibv_")) verbs = &s;
@@ -419,16 +468,16 @@ std::optional<Cause> InfiniBand(const InitEvidence& r, const std::vector<std::st
 // names a cause in, and that message; causes[0] empty takes any cause that
 // init forensics files under a subsystem. Messages of a running job are not
 // evidence of a failed init.
-const CatalogueMessage* Catalogued(const std::vector<std::string>& texts,
+const CatalogueMessage* Catalogued(const RankTexts& texts,
                                    std::initializer_list<const char*> causes,
                                    const std::string** text) {
-  for (const std::string& t : texts) {
-    const CatalogueMessage* m = FindMessage(t);
-    if (m == nullptr || m->phase == MessagePhase::kRuntime || *CauseOf(*m).subsystem == '\0')
-      continue;
+  for (const RankText& t : texts) {
+    if (t.messages.empty()) continue;
+    const CatalogueMessage* m = t.messages.front();  // what the text says first
+    if (m->phase == MessagePhase::kRuntime || *CauseOf(*m).subsystem == '\0') continue;
     for (const char* c : causes) {
       if (*c == '\0' || absl::string_view(c) == m->cause) {
-        *text = &t;
+        *text = &t.text;
         return m;
       }
     }
@@ -436,7 +485,7 @@ const CatalogueMessage* Catalogued(const std::vector<std::string>& texts,
   return nullptr;
 }
 
-std::optional<Cause> Fabric(const std::vector<std::string>& texts) {
+std::optional<Cause> Fabric(const RankTexts& texts) {
   const std::string* text = nullptr;
   const CatalogueMessage* m = Catalogued(texts, {"fabric"}, &text);
   if (m == nullptr) return std::nullopt;
@@ -446,7 +495,7 @@ std::optional<Cause> Fabric(const std::vector<std::string>& texts) {
   return c;
 }
 
-std::optional<Cause> PeerToPeer(const std::vector<std::string>& texts) {
+std::optional<Cause> PeerToPeer(const RankTexts& texts) {
   const std::string* text = nullptr;
   const CatalogueMessage* m = Catalogued(texts, {"p2p"}, &text);
   if (m == nullptr) return std::nullopt;
@@ -457,7 +506,7 @@ std::optional<Cause> PeerToPeer(const std::vector<std::string>& texts) {
 }
 
 // Any other cause the catalogue names, with its subsystem.
-std::optional<Cause> OtherCatalogued(const std::vector<std::string>& texts) {
+std::optional<Cause> OtherCatalogued(const RankTexts& texts) {
   const std::string* text = nullptr;
   const CatalogueMessage* m = Catalogued(texts, {""}, &text);
   if (m == nullptr) return std::nullopt;
@@ -467,25 +516,32 @@ std::optional<Cause> OtherCatalogued(const std::vector<std::string>& texts) {
   return c;
 }
 
-std::optional<Cause> CudaFailure(const InitEvidence& r, const std::vector<std::string>& texts) {
-  const std::string* text =
-      FindText(texts, {"Cuda failure", "CUDA failure", "cuda failure", "CUDA error"});
+std::optional<Cause> CudaFailure(const InitEvidence& r, const RankTexts& texts) {
+  const std::string* text = FindCauseText(texts, {"cuda"});
   bool cuda_result = false;
   for (const InitEvidence::Failure& f : r.failures) cuda_result |= f.result == 1;
   if (text == nullptr && !cuda_result) return std::nullopt;
   Cause c = Of(InitCause::kCuda, "cuda");
   if (text != nullptr) c.facts.nccl_text = *text;
-  if (text != nullptr && absl::StrContains(*text, "out of memory")) {
+  // The same text naming GPU memory (NCCL's "Cuda failure 'out of memory'").
+  if (text != nullptr && Holds(texts, *text, "gpu_oom")) {
     c.facts.out_of_memory = true;
     if (const std::string* buffsize = r.Env("NCCL_BUFFSIZE")) c.facts.buffsize = *buffsize;
   }
   return c;
 }
 
-bool RemoteOnly(const InitEvidence& r) {
+// Whether every failure of the rank is a peer it lost (ncclRemoteError, or
+// a message of the catalogue that names a lost peer).
+bool RemoteOnly(const InitEvidence& r, const RankTexts& texts) {
   for (const InitEvidence::Failure& f : r.failures) {
-    if (f.result != 6 && !absl::StrContains(f.text, "remote peer") &&
-        !absl::StrContains(f.text, "closed by"))
+    if (f.result == 6) continue;
+    const auto t = std::find_if(texts.begin(), texts.end(),
+                                [&](const RankText& x) { return x.text == f.text; });
+    if (t == texts.end() ||
+        std::none_of(t->messages.begin(), t->messages.end(), [](const CatalogueMessage* m) {
+          return absl::string_view(m->cause) == "peer_lost";
+        }))
       return false;
   }
   return true;
@@ -508,7 +564,7 @@ std::optional<Cause> Unknown(const InitEvidence& r) {
 // it is another rank's doing (it lost a peer, or NCCL told every rank of a
 // mismatch that the other ranks brought).
 std::optional<Cause> Classify(const InitEvidence& r, const JobFacts& job, bool* consequence) {
-  const std::vector<std::string> texts = Texts(r);
+  const RankTexts texts = Texts(r);
   const bool failed = !r.failures.empty() || !r.sys_failures.empty();
   *consequence = false;
   if (auto c = DuplicateGpu(r, texts, job)) return c;
@@ -531,7 +587,7 @@ std::optional<Cause> Classify(const InitEvidence& r, const JobFacts& job, bool* 
   if (auto c = PeerToPeer(texts)) return c;
   if (auto c = CudaFailure(r, texts)) return c;
   if (auto c = OtherCatalogued(texts)) return c;
-  if (RemoteOnly(r)) {  // it only lost a peer that failed
+  if (RemoteOnly(r, texts)) {  // it only lost a peer that failed
     *consequence = true;
     return std::nullopt;
   }
@@ -596,13 +652,12 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
     }
     if (c && c->facts.message.empty()) {
       // The catalogue's id of the rank's message that names this subsystem, if one does.
-      for (const std::string& t : Texts(r)) {
-        const CatalogueMessage* m = FindMessage(t);
-        if (m != nullptr && c->facts.subsystem == CauseOf(*m).subsystem) {
-          c->facts.message = m->id;
-          break;
-        }
-      }
+      const CatalogueMessage* m = nullptr;
+      if (FindMessageText(
+              Texts(r),
+              [&](const CatalogueMessage& x) { return c->facts.subsystem == CauseOf(x).subsystem; },
+              &m))
+        c->facts.message = m->id;
     }
     if (consequence) consequences.insert(r.rank);
     if (!c) continue;

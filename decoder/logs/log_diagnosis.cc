@@ -208,8 +208,13 @@ class LogDiagnoser {
     const CatalogueMessage* m = l.message;
     if (m == nullptr) return;
     const MessageCause& cause = CauseOf(*m);
-    if (cause.kind == FindingKind::kInitFailure) return;
     if (m->error_only && l.level != LogLine::kWarn && !ErrorWords(t)) return;
+    // A message of an init cause outside any init (a bad argument to a
+    // collective, a plugin or topology warning under a running job): the
+    // catalogue's words for it, as a note of what the logs show, after every
+    // cause they explain.
+    const FindingKind kind =
+        cause.kind == FindingKind::kInitFailure ? FindingKind::kLogInsufficient : cause.kind;
     if (absl::string_view(m->cause) == "torch_mismatch") {
       TorchMismatch(l, rank, when);
       return;
@@ -226,10 +231,13 @@ class LogDiagnoser {
     // Uneven inputs: one finding, naming only the ranks that ran out (the
     // others say that one did, not which).
     if (name == "uneven" && absl::string_view(m->id) == "torch.join.uneven") rank = -1;
+    // A JAX barrier's timeout: the task that reports it waited; the ones that
+    // never came are named on the lines after it, not by the reporter's tag.
+    if (name == "jax_barrier") rank = -1;
     const std::string address = MessageAddress(*m, t);
     const std::string key =
         name == "uneven" ? "uneven" : absl::StrCat(m->cause, "/", m->id, "/", address);
-    Event e{cause.kind, key, rank, l.process, when, t};
+    Event e{kind, key, rank, l.process, when, t};
     // The causes whose findings existed before the catalogue keep their own
     // facts; every other message is kCatalogued, described by the catalogue.
     static const struct {
@@ -252,8 +260,11 @@ class LogDiagnoser {
     }
     e.facts.message = m->id;
     if (!address.empty()) e.facts.address = address;
-    // A lost peer is what follows a death: after the deaths the logs name.
-    if (cause.kind == FindingKind::kRankDied) e.when = INT64_MAX - 2;
+    // A lost peer is what follows a death: after the deaths the logs name;
+    // and one that names the peer (a task, an address) before one that only
+    // relays that some peer failed.
+    if (cause.kind == FindingKind::kRankDied)
+      e.when = address.empty() ? INT64_MAX - 1 : INT64_MAX - 2;
     Add(e);
   }
 

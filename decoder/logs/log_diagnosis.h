@@ -21,9 +21,14 @@
 // rendezvous_failure (TCPStore, c10d/etcd rendezvous: address and side),
 // ddp_usage (unused parameters, a gradient ready twice, different models),
 // collective_mismatch PyTorch's own check found, missing_rank for uneven
-// inputs, teardown_hang, rank_died for a peer NCCL lost. Messages that only
-// init forensics can explain (a loader's missing NCCL symbol, IB verbs) go
-// to it as the process's evidence.
+// inputs, teardown_hang, rank_died for a peer NCCL lost; from JAX/XLA's
+// coordination service, rank_died for a task whose heartbeats stopped (or
+// that restarted, or the service gone), rendezvous_failure for the
+// registration barrier of jax.distributed.initialize, missing_rank for a
+// barrier some tasks never reached. Messages that only init forensics can
+// explain (a loader's missing NCCL symbol, IB verbs) go to it as the
+// process's evidence; printed under a running job, they are log_insufficient
+// with the catalogue's words.
 // Hardware and resource failures come first as root causes, then init and
 // rendezvous failures, the framework's usage errors, deaths, mismatches, and
 // last the timeouts and teardowns they cause. Where the logs cannot

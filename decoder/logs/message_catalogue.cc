@@ -23,20 +23,30 @@ const MessageCause kCauses[] = {
      "MASTER_ADDR/MASTER_PORT), check that nothing blocks the port between the nodes, and pin "
      "NCCL_SOCKET_IFNAME to the interface the nodes share"},
     {"shm", FindingKind::kInitFailure, "shm",
-     "give the container a larger /dev/shm (docker run --shm-size=8g, or --ipc=host; on "
-     "Kubernetes an emptyDir with medium: Memory on /dev/shm), or set NCCL_SHM_DISABLE=1"},
+     "give the container a larger /dev/shm (docker run --shm-size=8g; on Kubernetes a "
+     "memory-backed emptyDir mounted at /dev/shm) or share the host's (--ipc=host); "
+     "NCCL_SHM_DISABLE=1 avoids /dev/shm at the cost of bandwidth between local GPUs"},
     {"world_size", FindingKind::kInitFailure, "bootstrap",
      "start every rank with the same world size (WORLD_SIZE, --nnodes x --nproc-per-node, the "
      "nranks passed to ncclCommInitRank) and a distinct rank, and give each job its own "
      "NCCL_COMM_ID/MASTER_PORT so two jobs never meet at one root"},
     {"gpu", FindingKind::kInitFailure, "gpu",
-     "give each rank of a communicator its own GPU: set the device from LOCAL_RANK "
-     "(torch.cuda.set_device(local_rank)) and check CUDA_VISIBLE_DEVICES on every rank"},
+     "give each rank its own GPU: select the device from the local rank "
+     "(torch.cuda.set_device(LOCAL_RANK), CUDA_VISIBLE_DEVICES per rank), and do not start more "
+     "processes on a node than it has GPUs"},
     {"version", FindingKind::kInitFailure, "version",
      "run one NCCL everywhere, and one that the framework was built for: check "
      "LD_LIBRARY_PATH/LD_PRELOAD for a second libnccl.so.2, the nvidia-nccl-cu* wheel against "
      "torch's (python -c 'import torch; print(torch.cuda.nccl.version())'), and that the driver "
      "is at least as new as the CUDA runtime"},
+    {"version_skew", FindingKind::kInitFailure, "version",
+     "run the same NCCL on every node: the same container image or wheel (nvidia-nccl-cu*), and "
+     "no other libnccl.so.2 earlier on LD_LIBRARY_PATH; check with NCCL_DEBUG=VERSION"},
+    {"driver_old", FindingKind::kInitFailure, "version",
+     "install a driver at least as new as the CUDA version of the NCCL and framework build (CUDA "
+     "13 needs driver 580 or newer, CUDA 12 needs 525 or newer), or use a build for the installed "
+     "driver's CUDA; in a container, run it with the NVIDIA container runtime (--gpus all) so the "
+     "host driver is mounted"},
     {"driver", FindingKind::kInitFailure, "cuda",
      "make the GPU driver visible: run the container with the NVIDIA runtime (docker run --gpus "
      "all, nvidia-container-toolkit), check nvidia-smi inside it and that libcuda.so.1 is on the "
@@ -45,6 +55,10 @@ const MessageCause kCauses[] = {
      "check the HCA with ibstat/ibv_devinfo (port Active, link up), NCCL_IB_HCA, the locked-memory "
      "limit (ulimit -l unlimited) and that the container sees /dev/infiniband; NCCL_IB_DISABLE=1 "
      "falls back to sockets"},
+    // No message names it: init forensics measures the limit (RLIMIT_MEMLOCK).
+    {"ib_memlock", FindingKind::kInitFailure, "ib",
+     "raise the locked-memory limit to unlimited (ulimit -l unlimited; docker run --ulimit "
+     "memlock=-1; Slurm: PropagateResourceLimitsExcept=MEMLOCK or a higher limit in slurmd)"},
     {"fabric", FindingKind::kNvlinkFabric, "fabric",
      "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
      "(systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -i -A2 fabric); "
@@ -114,6 +128,80 @@ const MessageCause kCauses[] = {
      "a timeout is a symptom: a rank stopped calling collectives (it died, hung, or took another "
      "path); look for the first error of each rank, and TORCH_NCCL_TRACE_BUFFER_SIZE / "
      "TORCH_DISTRIBUTED_DEBUG=DETAIL name the collective"},
+    {"usage", FindingKind::kInitFailure, "usage",
+     "fix the NCCL call the message names: its communicator (one that is valid, not destroyed, "
+     "revoked or aborted), counts, datatype, reduction, root and buffers (device memory of the "
+     "communicator's GPU), a config made with NCCL_CONFIG_INITIALIZER, and group calls that "
+     "balance; a framework's NCCL error with 'invalid usage' names the same; NCCL_DEBUG=INFO "
+     "shows the call"},
+    {"config", FindingKind::kInitFailure, "config",
+     "check the NCCL_* variables and ncclConfig_t fields the message names (NCCL_DEBUG=INFO "
+     "NCCL_DEBUG_SUBSYS=ENV lists the ones set) and unset those the job does not need: NCCL "
+     "ignores, caps or refuses values it cannot use, and says which"},
+    {"topology", FindingKind::kInitFailure, "topology",
+     "NCCL could not build the node's topology (GPUs, NICs, PCI switches, NVLinks, CPUs): make "
+     "/sys visible in the container (it reads /sys/bus/pci and /sys/class/net), check "
+     "nvidia-smi topo -m, give every node the same GPUs and NICs, and check NCCL_TOPO_FILE / "
+     "NCCL_GRAPH_FILE if set; NCCL_DEBUG_SUBSYS=GRAPH,TOPO shows what it found"},
+    {"plugin", FindingKind::kInitFailure, "plugin",
+     "check the plugin NCCL loaded (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN, NCCL_PROFILER_PLUGIN, "
+     "libnccl-net*.so on LD_LIBRARY_PATH): its version must fit this NCCL and its own "
+     "dependencies must load; NCCL_DEBUG_SUBSYS=INIT,NET names the one in use and why the others "
+     "failed (without a plugin NCCL uses its own IB and socket transports, which need an "
+     "InfiniBand device or a usable socket interface)"},
+    {"system", FindingKind::kInitFailure, "system",
+     "a system call or host allocation failed (the message gives its errno): check the "
+     "process's limits (ulimit -n for file descriptors, ulimit -u for threads, the container's "
+     "memory and pid limits), that /tmp and /dev/shm are writable, and dmesg"},
+    {"socket", FindingKind::kNetworkError, "network",
+     "a socket between ranks failed: check that the nodes reach each other on the interface "
+     "NCCL chose (NCCL_SOCKET_IFNAME on every rank), that no firewall drops the ports, and "
+     "whether a peer process died first (its own output)"},
+    {"proxy", FindingKind::kLogInsufficient, "proxy",
+     "NCCL's proxy thread (which drives the network and local peers for each rank) failed: it "
+     "usually follows another rank's death or an earlier NCCL error; find each rank's first "
+     "WARN line (NCCL_DEBUG=WARN on every rank) and any rank that died"},
+    {"internal", FindingKind::kLogInsufficient, "internal",
+     "NCCL's own consistency check failed: it usually follows an earlier error (look for each "
+     "rank's first WARN line); if it is the first, collect NCCL_DEBUG=INFO logs of every rank "
+     "and report it to NVIDIA/nccl with the NCCL version, or try the newest release"},
+    {"collnet", FindingKind::kInitFailure, "collnet",
+     "CollNet (in-network reductions, SHARP) needs its plugin (nccl-rdma-sharp-plugins) and a "
+     "fabric that supports it on every node: check the plugin's log, or turn it off with "
+     "NCCL_COLLNET_ENABLE=0"},
+    {"gdr", FindingKind::kInitFailure, "gdr",
+     "GPUDirect RDMA or GDRCopy failed: check that the nvidia-peermem (or DMA-BUF support) and "
+     "gdrdrv kernel modules are loaded and fit the driver, or turn them off "
+     "(NCCL_GDRCOPY_ENABLE=0, "
+     "NCCL_NET_GDR_LEVEL=LOC)"},
+    {"nvml", FindingKind::kInitFailure, "nvml",
+     "NCCL could not use NVML (libnvidia-ml.so.1, the driver's management library): run the "
+     "container with the NVIDIA runtime so the host driver's libraries are mounted, check that "
+     "nvidia-smi works there and that the library matches the driver"},
+    {"device_api", FindingKind::kInitFailure, "device_api",
+     "NCCL's device-side communication (the device API of 2.28+: GIN, one-sided RMA, symmetric "
+     "memory windows, memory suspend) was refused: check the feature's requirements in the "
+     "release notes (driver, NIC with DMA-BUF or GDAKI, CUDA 12.5+ for RMA), register windows "
+     "the same way on every rank, or leave it off (NCCL_GIN_ENABLE=0)"},
+    {"jax_task_lost", FindingKind::kRankDied, "",
+     "a JAX task stopped answering the coordination service (it crashed, was killed by the OOM "
+     "killer or the scheduler, or hung hard): read that task's own log up to where it stopped, "
+     "and its node's dmesg and scheduler events (preemption, eviction); every other task only "
+     "reports it. A longer heartbeat_timeout_seconds (jax.distributed.initialize) only makes the "
+     "others wait longer"},
+    {"jax_leader_lost", FindingKind::kRankDied, "",
+     "the coordination service runs in JAX process 0 (the coordinator_address of "
+     "jax.distributed.initialize): when it stops or restarts every task fails; read process 0's "
+     "log for its first error, and the scheduler's events for its node"},
+    {"jax_rendezvous", FindingKind::kRendezvousFailure, "",
+     "start every task with the same coordinator_address (reachable from every node, on a port "
+     "nothing else holds), the same num_processes and a distinct process_id (or let "
+     "jax.distributed.initialize detect them from the cluster), and check that every task "
+     "started; initialization_timeout bounds the wait"},
+    {"jax_barrier", FindingKind::kMissingRank, "",
+     "some tasks never reached the point the others waited at (the barrier or key named): they "
+     "died, hung, started late or took another code path; read the logs of the tasks named as "
+     "timed out, and make every task run the same steps"},
     {"library", FindingKind::kInitFailure, "version",
      "load the libnccl.so.2 the framework was built with: remove other NCCL builds from "
      "LD_LIBRARY_PATH/LD_PRELOAD, or install the matching nvidia-nccl-cu* wheel"},
@@ -129,7 +217,8 @@ const std::vector<CatalogueMessage>& Table() {
       {"nccl.bootstrap.no_interface",
        R"(no socket interface found|NET/Socket ?: no interface found|No usable listening interface)",
        "NCCL 2.4-2.32 bootstrap.cc / net_socket.cc", MessagePhase::kInit, "network", false,
-       "found no network interface for NCCL's bootstrap (NCCL_SOCKET_IFNAME matches none, or no "
+       "found no network interface for NCCL's bootstrap (NCCL_SOCKET_IFNAME matches none, or "
+       "no "
        "interface is up)",
        nullptr},
       {"nccl.bootstrap.invalid_comm_id", R"(Invalid NCCL_COMM_ID)", "NCCL 2.4-2.32 bootstrap.cc",
@@ -147,7 +236,8 @@ const std::vector<CatalogueMessage>& Table() {
        R"([Cc]onnect(?:ion)? to (\S+?)[,\s])"},
       {"nccl.shm.segment",
        R"(Error while (?:creating|attaching to) shared memory segment|failed to extend \S*shm|unable to allocate shared memory|Cannot allocate memory.*/dev/shm|/dev/shm.*(?:No space|Cannot allocate))",
-       "NCCL 2.7-2.9 shmutils.cc ('failed to extend'), 2.10-2.32 ('Error while creating/attaching "
+       "NCCL 2.7-2.9 shmutils.cc ('failed to extend'), 2.10-2.32 ('Error while "
+       "creating/attaching "
        "to shared memory segment')",
        MessagePhase::kInit, "shm", false,
        "could not create NCCL's shared-memory segment in /dev/shm", nullptr},
@@ -159,21 +249,30 @@ const std::vector<CatalogueMessage>& Table() {
       {"nccl.bootstrap.truncated", R"(Message truncated : received)",
        "NCCL 2.12-2.30 bootstrap.cc (bootstrapRecv and its peers' exchange)", MessagePhase::kInit,
        "world_size", false,
-       "received a bootstrap message of another size than it expected: ranks of different jobs, "
+       "received a bootstrap message of another size than it expected: ranks of different "
+       "jobs, "
        "sizes or NCCL versions met at one root",
        nullptr},
+      {"nccl.bootstrap.rank_twice", R"(ranks has already checked in)",
+       "NCCL 2.19-2.31 bootstrap.cc (the root, when a rank checks in twice)", MessagePhase::kInit,
+       "world_size", false,
+       "checked in at the bootstrap root as a rank another process had already claimed (two "
+       "ranks with one rank number, or two jobs at one root)",
+       nullptr, "bootstrap"},
       {"nccl.gpu.duplicate", R"(Duplicate GPU detected|Multiple Ranks are using the same GPU)",
-       "NCCL 2.5-2.28 init.cc ('Duplicate GPU detected'), 2.30 ('Multiple Ranks are using the same "
+       "NCCL 2.5-2.28 init.cc ('Duplicate GPU detected'), 2.30 ('Multiple Ranks are using the "
+       "same "
        "GPU/Partition')",
        MessagePhase::kInit, "gpu", false, "shares a GPU with another rank of the same communicator",
        nullptr},
       {"nccl.version.mismatch", R"(Mismatched NCCL version|NCCL version mismatch)",
        "NCCL 2.23-2.30 init.cc ('Mismatched NCCL version detected : rank %d version %d rank %d "
        "version %d'); before 2.23 a skew shows as a truncated bootstrap message or a hang",
-       MessagePhase::kInit, "version", false, "runs another NCCL version than its peers", nullptr},
+       MessagePhase::kInit, "version_skew", false, "runs another NCCL version than its peers",
+       nullptr},
       {"nccl.cuda.driver_insufficient",
        R"(driver version is insufficient|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)",
-       "NCCL 2.4-2.32 (any CUDA call), CUDA runtime", MessagePhase::kAny, "version", false,
+       "NCCL 2.4-2.32 (any CUDA call), CUDA runtime", MessagePhase::kAny, "driver_old", false,
        "has a CUDA driver older than the CUDA runtime (or none at all)", nullptr},
       {"nccl.cuda.no_libcuda", R"(Failed to find CUDA library|libcuda\.so[.\d]*: cannot open)",
        "NCCL 2.13-2.18 misc/cudawrap.cc (real 2.18.3 output in real/)", MessagePhase::kInit,
@@ -181,20 +280,28 @@ const std::vector<CatalogueMessage>& Table() {
        "could not load the GPU driver's library (libcuda.so): no driver in this container or "
        "machine",
        nullptr},
+      {"nccl.ib.size_mismatch", R"(NET/IB.* collective mismatch error)",
+       "NCCL 2.4-2.19 transport/net_ib.cc (the receiver, when a peer sends more than it posted; "
+       "'peer %s' since 2.10)",
+       MessagePhase::kRuntime, "size_mismatch", false,
+       "received more bytes from a peer over InfiniBand than the operation expected: the two ranks "
+       "disagree on the operation's size",
+       R"(peer (\S+) collective mismatch)", "net/ib"},
       {"nccl.ib.completion",
        R"(NET/IB ?: ?Got completion (?:from peer|with error)|NET/IB.*(?:status=|status )(?:12|5)\b|IBV_WC_RETRY_EXC_ERR|transport retry counter exceeded)",
        "NCCL 2.4-2.32 transport/net_ib.cc (completion with error, with its status since 2.12)",
        MessagePhase::kRuntime, "net_runtime", false,
        "got an InfiniBand/RoCE completion error: a message to a peer failed on the fabric "
        "(status 12 is retries exhausted: a link, a switch, or a peer that went away)",
-       R"(from peer (\S+?)[\s,])"},
+       R"(from peer (\S+?)[\s,])", "net/ib"},
       {"nccl.ib.async_event", R"(Got (?:non-fatal )?async event|NET/IB ?: ?\S+ async fatal event)",
-       "NCCL 2.4-2.21 transport/net_ib.cc ('Got async event : %s', with the device since 2.21), "
+       "NCCL 2.4-2.21 transport/net_ib.cc ('Got async event : %s', with the device since "
+       "2.21), "
        "2.30 "
        "net_ib/common.cc "
        "('async fatal event', 'Got non-fatal async event')",
        MessagePhase::kRuntime, "net_runtime", false,
-       "got an InfiniBand async event (a port or device error)", nullptr},
+       "got an InfiniBand async event (a port or device error)", nullptr, "net/ib"},
       {"nccl.ib.reg_mr", R"(ibv_reg_mr|ibv_reg_dmabuf_mr)", "NCCL 2.4-2.32 misc/ibvwrap.cc",
        MessagePhase::kAny, "ib", false,
        "could not register memory with the InfiniBand HCA (often a low RLIMIT_MEMLOCK)", nullptr},
@@ -215,33 +322,34 @@ const std::vector<CatalogueMessage>& Table() {
       // --- NCCL, a running job
       {"nccl.remote_error", R"(remote process exited or there was a network error|ncclRemoteError)",
        "NCCL 2.13-2.32 ncclGetErrorString (ncclRemoteError)", MessagePhase::kAny, "peer_lost",
-       false, "lost a peer: NCCL says the remote process exited or the network failed", nullptr},
+       false, "lost a peer: NCCL says the remote process exited or the network failed", nullptr,
+       "net"},
       {"nccl.socket.closed", R"(Connection closed by remote peer|Connection reset by peer)",
        "NCCL 2.4-2.32 misc/socket.cc", MessagePhase::kAny, "peer_lost", false,
        "lost a socket connection to a peer (the process there died, or the network failed)",
-       R"((?:peer|from) (\S+?<\d+>|\d+\.\d+\.\d+\.\d+:?\d*))"},
+       R"((?:peer|from) (\S+?<\d+>|\d+\.\d+\.\d+\.\d+:?\d*))", "net/socket"},
       {"nccl.socket.recv",
        R"(Call to recv from \S+ failed|socketProgress(?:Opt)?: .*failed|socket progress error|NET/Socket ?: ?socket)",
        "NCCL 2.10-2.32 misc/socket.cc ('Call to recv from %s failed'), transport/net_socket.cc",
        MessagePhase::kRuntime, "peer_lost", false, "failed to talk to a peer over a socket",
-       nullptr},
+       nullptr, "net/socket"},
       {"nccl.proxy.error",
        R"(\[Service thread\] Error encountered progressing|\[Proxy Service \d+\] Failed to execute operation|Proxy Call to rank \d+ failed|proxyProgress.*failed|\[Proxy Progress\])",
        "NCCL 2.12-2.32 proxy.cc ('[Proxy Service %d] Failed to execute operation' since 2.12, "
        "'[Service thread] Error encountered progressing' since 2.17)",
        MessagePhase::kRuntime, "peer_lost", false,
        "had its proxy thread fail an operation with a peer (usually a peer that went away)",
-       nullptr},
-      {"nccl.socket.truncated", R"(NET/Socket ?: ?peer \S+ message truncated)",
+       nullptr, "proxy"},
+      {"nccl.socket.truncated", R"(NET/Socket ?: ?(?:peer \S+ )?message truncated)",
        "NCCL 2.12-2.30 transport/net_socket.cc", MessagePhase::kRuntime, "size_mismatch", false,
        "received more bytes from a peer than the operation expected: the two ranks disagree on "
        "the operation's size",
-       R"(peer (\S+) message truncated)"},
+       R"(peer (\S+) message truncated)", "net/socket"},
       {"nccl.ras.dead_peer", R"(RAS declaring peer \S+ as DEAD)",
        "NCCL 2.24-2.30 ras/peers.cc (INFO, NCCL_DEBUG_SUBSYS including RAS)",
        MessagePhase::kRuntime, "peer_lost", false,
        "was told by NCCL's RAS that a peer stopped answering (declared dead)",
-       R"(peer (\S+) as DEAD)"},
+       R"(peer (\S+) as DEAD)", "ras"},
       // --- loaders and libraries
       {"loader.nccl_symbol",
        R"(undefined symbol: nccl\w+|version `?NCCL_[\d.]+'? not found|libnccl\.so[.\d]*: cannot open shared object file|Failed to load NCCL library)",
@@ -249,51 +357,119 @@ const std::vector<CatalogueMessage>& Table() {
        MessagePhase::kInit, "library", false,
        "loaded an NCCL library that does not fit the framework (a missing symbol or version)",
        nullptr},
+      // --- JAX/XLA's distributed runtime (the coordination service of
+      // xla/tsl/distributed_runtime/coordination/ and xla/pjrt/distributed/)
+      {"jax.coordination.heartbeat",
+       R"(heartbeat timeout\. This indicates that the remote task has failed|)"
+       R"(tasks are unhealthy \(stopped sending heartbeats\)|)"
+       R"(coordinator detected missing heartbeats|)"
+       R"(Terminating process because of missing heartbeat)",
+       "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc "
+       "(CheckHeartbeatTimeout), xla/pjrt/distributed/client.h (before 2023: 'the coordinator "
+       "detected missing heartbeats')",
+       MessagePhase::kRuntime, "jax_task_lost", false,
+       "was told by JAX's coordination service that a task stopped sending heartbeats (it "
+       "died)",
+       R"((/job:[^/\s]+/replica:\d+/task:\d+))", "jax/coordination"},
+      {"jax.coordination.restarted",
+       R"(Heartbeat: Incarnation ID mismatch|tried to connect with a different incarnation)",
+       "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc (RecordHeartbeat, "
+       "RegisterTaskAsync)",
+       MessagePhase::kRuntime, "jax_task_lost", false,
+       "was told by JAX's coordination service that a task restarted (it had crashed)",
+       R"((/job:[^/\s]+/replica:\d+/task:\d+))", "jax/coordination"},
+      {"jax.coordination.leader",
+       R"(Coordination service has stopped\.|Leader incarnation ID mismatch|)"
+       R"(Barrier failed because service is shutting down|Shutdown barrier has failed)",
+       "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc, "
+       "coordination_service_agent.cc (StartSendingHeartbeats)",
+       MessagePhase::kRuntime, "jax_leader_lost", false,
+       "lost JAX's coordination service (process 0, its leader, stopped or restarted)", nullptr,
+       "jax/coordination"},
+      {"jax.coordination.register_barrier", R"(Barrier timed out\. Id: \[Init\])",
+       "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc "
+       "(CheckBarrierTimeout "
+       "on [Init]Wait_for_all_tasks_to_register)",
+       MessagePhase::kInit, "jax_rendezvous", false,
+       "timed out waiting for every JAX task to register with the coordination service (some "
+       "never connected)",
+       nullptr, "jax/coordination"},
+      {"jax.coordination.unexpected_task", R"(Unexpected task registered with task_name=)",
+       "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc "
+       "(RegisterTaskAsync)",
+       MessagePhase::kInit, "jax_rendezvous", false,
+       "registered with JAX's coordination service as a task it does not expect (num_processes "
+       "or "
+       "process_id disagree)",
+       R"(task_name=(\S+))", "jax/coordination"},
+      {"jax.coordination.barrier",
+       R"(Barrier timed out\. Id: |GetKeyValue\(\) timed out with key: )",
+       "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc "
+       "(CheckBarrierTimeout), "
+       "coordination_service_agent.cc (GetKeyValue)",
+       MessagePhase::kRuntime, "jax_barrier", false,
+       "timed out at a JAX barrier (or waiting for a key) that other tasks never reached",
+       R"((?:Id|key): ([^\s.,]+))", "jax/coordination"},
+      {"jax.coordination.polled_error",
+       R"(Terminating process because the JAX distributed service detected fatal errors|)"
+       R"(Polled an error from coordination service)",
+       "XLA xla/pjrt/distributed/client.h (missed_heartbeat_callback), "
+       "xla/tsl/distributed_runtime/coordination/coordination_service_agent.cc "
+       "(StartPollingForError)",
+       MessagePhase::kRuntime, "jax_task_lost", false,
+       "was stopped by JAX because the coordination service reported an error (usually another "
+       "task died)",
+       nullptr, "jax/coordination"},
       // --- PyTorch c10d rendezvous (TCPStore)
       {"torch.store.client_timeout", R"(The client socket has timed out after)",
        "PyTorch 2.2+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
        false,
-       "timed out connecting to the rendezvous store (TCPStore) as a client: nothing answered at "
+       "timed out connecting to the rendezvous store (TCPStore) as a client: nothing answered "
+       "at "
        "that address",
-       R"(connect to \(([^,()]+), (\d+)\))"},
+       R"(connect to \(([^,()]+), (\d+)\))", "c10d/store"},
       {"torch.store.client_failed", R"(The client socket has failed to connect to)",
        "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
        false,
        "could not connect to the rendezvous store (TCPStore) as a client (the errno says why: "
        "refused "
-       "when nothing listens there yet or at a wrong MASTER_ADDR/MASTER_PORT, unreachable or timed "
+       "when nothing listens there yet or at a wrong MASTER_ADDR/MASTER_PORT, unreachable or "
+       "timed "
        "out when the address is not reachable from this node)",
-       R"(connect to \[?([^\]\s]+?)\]?:(\d+))"},
+       R"(connect to \[?([^\]\s]+?)\]?:(\d+))", "c10d/store"},
       {"torch.store.server_bind",
        R"(The server socket has failed to (?:listen|bind)|server socket.*(?:EADDRINUSE|[Aa]ddress already in use))",
        "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
        false,
-       "could not open the rendezvous store (TCPStore) as its server: the port is taken (another "
+       "could not open the rendezvous store (TCPStore) as its server: the port is taken "
+       "(another "
        "job, or a previous run still holding it)",
-       R"(bind to \[?([^\]\s]+?)\]?:(\d+))"},
+       R"(bind to \[?([^\]\s]+?)\]?:(\d+))", "c10d/store"},
       {"torch.store.clients_missing", R"(waiting for clients\. \d+/\d+ clients joined)",
        "PyTorch 2.0+ torch/csrc/distributed/c10d/TCPStore.cpp", MessagePhase::kInit, "rendezvous",
        false,
-       "as the rendezvous store's server, waited for every rank and fewer joined: ranks that never "
+       "as the rendezvous store's server, waited for every rank and fewer joined: ranks that "
+       "never "
        "started, a WORLD_SIZE larger than the ranks launched, or ranks pointed at another "
        "MASTER_ADDR/PORT",
-       nullptr},
+       nullptr, "c10d/store"},
       {"torch.store.barrier", R"(Timed out initializing process group in store based barrier)",
        "PyTorch 1.8-2.x torch/distributed/distributed_c10d.py", MessagePhase::kInit, "rendezvous",
        false,
        "timed out waiting for all ranks at init_process_group's barrier (the ranks disagree on "
        "the world size, or some never arrived)",
-       nullptr},
+       nullptr, "c10d/store"},
       {"torch.store.connect_timeout", R"(connect\(\) timed out\. Original timeout was)",
        "PyTorch 1.x torch/lib/c10d/TCPStore.cpp", MessagePhase::kInit, "rendezvous", false,
-       "timed out connecting to the rendezvous store (TCPStore)", nullptr},
+       "timed out connecting to the rendezvous store (TCPStore)", nullptr, "c10d/store"},
       {"torch.elastic.rendezvous",
        R"(RendezvousTimeoutError|RendezvousConnectionError|RendezvousClosedError|The connection to the C10d store has failed|EtcdRendezvous\w*Error|[Ee]tcd.*(?:failed|timed out|[Ee]rror))",
        "PyTorch 1.9+ torch/distributed/elastic/rendezvous/", MessagePhase::kInit, "rendezvous",
-       false, "failed torchrun's rendezvous (c10d or etcd backend)", nullptr},
+       false, "failed torchrun's rendezvous (c10d or etcd backend)", nullptr, "torchrun"},
       {"torch.store.error", R"(DistNetworkError|DistStoreError)",
        "PyTorch 2.1+ torch/distributed (the store's exception types)", MessagePhase::kInit,
-       "rendezvous", false, "failed talking to the rendezvous store (TCPStore)", nullptr},
+       "rendezvous", false, "failed talking to the rendezvous store (TCPStore)", nullptr,
+       "c10d/store"},
       // --- PyTorch DDP and the collectives it checks
       {"torch.ddp.unused_parameters",
        R"(Expected to have finished reduction in the prior iteration)",
@@ -301,73 +477,287 @@ const std::vector<CatalogueMessage>& Table() {
        false,
        "started an iteration before DDP had reduced every gradient of the last one: some "
        "parameters took no part in the loss",
-       nullptr},
+       nullptr, "ddp"},
       {"torch.ddp.ready_twice", R"(Expected to mark a variable ready only once)",
        "PyTorch 1.1+ torch/csrc/distributed/c10d/reducer.cpp", MessagePhase::kRuntime,
        "ddp_ready_twice", false,
-       "had DDP mark a parameter's gradient ready twice in one backward pass", nullptr},
+       "had DDP mark a parameter's gradient ready twice in one backward pass", nullptr, "ddp"},
       {"torch.ddp.model_mismatch",
        R"(DDP expects same model across all ranks|appears not to match (?:the )?(?:number|sizes|strides) of (?:the )?(?:model )?param)",
        "PyTorch 1.9+ torch/csrc/distributed/c10d/comm.cpp, reducer.cpp "
        "(verify_params_across_processes)",
        MessagePhase::kInit, "ddp_model", false,
-       "failed DDP's check that every rank holds the same parameters: a different model on some "
-       "rank, or, when the other rank 'has inconsistent 0 params', that rank never took part (it "
+       "failed DDP's check that every rank holds the same parameters: a different model on "
+       "some "
+       "rank, or, when the other rank 'has inconsistent 0 params', that rank never took part "
+       "(it "
        "was stuck, or the collective that carries the check failed)",
-       nullptr},
+       nullptr, "ddp"},
       {"torch.debug.mismatch", R"(Detected mismatch between collectives on ranks)",
        "PyTorch 1.10+ torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp "
        "(TORCH_DISTRIBUTED_DEBUG=DETAIL)",
        MessagePhase::kRuntime, "torch_mismatch", false,
        "ran a different collective than another rank at the same point (PyTorch's own check)",
-       nullptr},
+       nullptr, "c10d"},
       {"torch.join.exhausted", R"(Rank \d+ exhausted all inputs)",
        "PyTorch 1.10+ torch/distributed/algorithms/join.py (Join with "
        "throw_on_early_termination)",
        MessagePhase::kRuntime, "uneven", false,
-       "ran out of inputs before the other ranks (uneven inputs): it left the training loop early",
-       nullptr},
+       "ran out of inputs before the other ranks (uneven inputs): it left the training loop "
+       "early",
+       nullptr, "ddp"},
       {"torch.join.uneven", R"(Detected at least one rank that exhausted inputs)",
        "PyTorch 1.8+ torch/nn/parallel/distributed.py (join)", MessagePhase::kRuntime, "uneven",
-       false, "ran out of inputs before the other ranks (uneven inputs)", nullptr},
+       false, "ran out of inputs before the other ranks (uneven inputs)", nullptr, "ddp"},
       // --- PyTorch ProcessGroupNCCL: teardown, watchdog
       {"torch.teardown.destroy",
        R"(in destroy_process_group|\bdestroy_process_group \(\S*distributed_c10d\.py|destroy_process_group.*(?:hang|stuck|timed out)|ProcessGroupNCCL::shutdown|ProcessGroupNCCL::~ProcessGroupNCCL|abortCommsFromMap)",
        "PyTorch torch/distributed/distributed_c10d.py, ProcessGroupNCCL.cpp (teardown frames)",
        MessagePhase::kRuntime, "teardown", false,
-       "was still tearing its process group down (destroy_process_group) when it stopped", nullptr},
+       "was still tearing its process group down (destroy_process_group) when it stopped", nullptr,
+       "c10d"},
       {"torch.watchdog.stuck",
        R"(watchdog got stuck for \d+ seconds|Heartbeat monitor timed out|ProcessGroupNCCL watchdog hang)",
        "PyTorch 2.2+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (heartbeat monitor)",
        MessagePhase::kRuntime, "watchdog", false,
-       "had PyTorch's NCCL watchdog thread itself hang (blocked in an NCCL or CUDA call)", nullptr},
+       "had PyTorch's NCCL watchdog thread itself hang (blocked in an NCCL or CUDA call)", nullptr,
+       "c10d"},
       {"torch.watchdog.timeout",
        R"(Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|Some NCCL operations have failed or timed out|WorkNCCL::checkTimeout|ProcessGroupNCCL::watchdogHandler|ncclCommWatchdog)",
        "PyTorch 1.9+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", MessagePhase::kRuntime,
-       "watchdog", false, "timed out in a collective (PyTorch's NCCL watchdog)", nullptr},
+       "watchdog", false, "timed out in a collective (PyTorch's NCCL watchdog)", nullptr, "c10d"},
       // --- the GPU, its memory and the host's, kernels
       {"host.oom_killer",
        R"((?:Out of memory|Memory cgroup out of memory): Killed process \d+|oom-kill|oom_reaper)",
        "the Linux kernel's OOM killer (mm/oom_kill.c), in dmesg", MessagePhase::kAny, "host_oom",
-       false, "was killed by the kernel's out-of-memory killer", nullptr},
+       false, "was killed by the kernel's out-of-memory killer", nullptr, "host"},
       {"gpu.failed",
        R"(uncorrectable ECC error encountered|GPU has fallen off the bus|is/are busy or unavailable|ECC error)",
-       "the CUDA runtime's error strings (cudaErrorECCUncorrectable, cudaErrorDevicesUnavailable), "
+       "the CUDA runtime's error strings (cudaErrorECCUncorrectable, "
+       "cudaErrorDevicesUnavailable), "
        "the driver's dmesg",
-       MessagePhase::kAny, "gpu_failed", false, "lost its GPU to a hardware failure", nullptr},
+       MessagePhase::kAny, "gpu_failed", false, "lost its GPU to a hardware failure", nullptr,
+       "gpu"},
       {"gpu.out_of_memory", R"(out of memory|OutOfMemoryError|Failed to CUDA calloc)",
-       "the CUDA runtime (cudaErrorMemoryAllocation), PyTorch's torch.cuda.OutOfMemoryError, NCCL "
+       "the CUDA runtime (cudaErrorMemoryAllocation), PyTorch's torch.cuda.OutOfMemoryError, "
+       "NCCL "
        "2.4-2.32 alloc.h ('Failed to CUDA calloc')",
-       MessagePhase::kAny, "gpu_oom", false, "ran out of GPU memory", nullptr},
+       MessagePhase::kAny, "gpu_oom", false, "ran out of GPU memory", nullptr, "cuda"},
       {"cuda.kernel_fault",
        R"(illegal memory access|unspecified launch failure|misaligned address|device-side assert)",
        "the CUDA runtime's error strings for a faulting kernel (cudaErrorIllegalAddress, "
        "cudaErrorLaunchFailure, cudaErrorMisalignedAddress, cudaErrorAssert)",
-       MessagePhase::kAny, "kernel", false, "hit a CUDA error in a kernel", nullptr},
+       MessagePhase::kAny, "kernel", false, "hit a CUDA error in a kernel", nullptr, "cuda"},
       // --- CUDA errors under a framework
-      {"cuda.error", R"(CUDA error: |cudaError\w+|CUDA_ERROR_\w+|Cuda failure)",
+      {"cuda.error", R"(CUDA error[: ]|[Cc]uda failure|CUDA failure|cudaError\w+|CUDA_ERROR_\w+)",
        "the CUDA runtime through PyTorch (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK",
        MessagePhase::kAny, "cuda", false, "hit a CUDA error", nullptr},
+      // --- NCCL's other WARN messages, 2.4-2.31 (tests/data/nccl_warns.tsv, made by
+      // scripts/extract-nccl-warns.py from NCCL's history): by subsystem, from
+      // the words each prints. Specific first; NCCL-only (nccl_only): many of
+      // the words would mean something else in a program's own output.
+      {"nccl.enqueue.collective_mismatch",
+       R"(Mismatched collective detected|may be caused by a collective mismatch|)"
+       R"(symmetric registration check failed)",
+       "NCCL 2.23-2.31 init.cc (the hang check), misc/argcheck.cc", MessagePhase::kRuntime,
+       "size_mismatch", false,
+       "was told by NCCL that the ranks' collectives do not match (NCCL's own check)", nullptr,
+       "enqueue", true},
+      {"nccl.usage.launch_race", R"(host threads racing to launch NCCL on same device)",
+       "NCCL 2.26-2.31 misc/strongstream.cc (launchRaceFatalMsg, printed as WARN(\"%s\"))",
+       MessagePhase::kAny, "usage", false,
+       "had two of its host threads launch NCCL work on one device at the same time", nullptr,
+       "enqueue"},
+      {"nccl.library.too_old",
+       R"(NCCL library (?:version )?is too old|not backwards compatible|)"
+       R"(compiled with too old version of NCCL)",
+       "NCCL 2.28-2.31 dev_runtime.cc, devcomm/ (the device API's version check)",
+       MessagePhase::kInit, "version", false,
+       "runs an NCCL library of another version than the one the program was compiled with",
+       nullptr, "init", true},
+      {"nccl.cuda.driver_old",
+       R"(Failed to load CUDA missing symbol|PFN functions not found|)"
+       R"(Retrieve \S+ (?:version \d+ )?failed with|cuDriverGetVersion failed|)"
+       R"(older than the minimum version|requires CUDA driver|not supported prior to CUDA|)"
+       R"(does not support this CUDA version|due to old driver|CUDA runtime >= 11\.3)",
+       "NCCL 2.9-2.31 misc/cudawrap.cc, misc/strongstream.cc, enqueue.cc, include/alloc.h",
+       MessagePhase::kAny, "driver_old", false,
+       "found a CUDA driver too old for this NCCL (a driver entry point or feature missing)",
+       nullptr, "cuda", true},
+      {"nccl.cuda.device",
+       R"(Failed to (?:create|set) CUDA (?:context|device)|CUDA device \d+ >= MAX|)"
+       R"(Unknown device error|Invalid device \d+ \(totalnDev|cudaFree \S+ failed|)"
+       R"(sync (?:device|host)Stream error|maxSharedMem)",
+       "NCCL 2.9-2.31 proxy.cc, bootstrap.cc, init.cc, transport/net.cc", MessagePhase::kAny,
+       "cuda", false, "could not use its CUDA device (context, device selection or a stream)",
+       nullptr, "cuda", true},
+      {"nccl.alloc.gpu",
+       R"(Failed to CUDA (?:host )?(?:malloc|calloc|alloc)|cuMem\w+ failed|)"
+       R"([Mm]emory allocation failed)",
+       "NCCL 2.4-2.31 include/alloc.h", MessagePhase::kAny, "gpu_oom", false,
+       "could not allocate GPU (or pinned host) memory for its buffers", nullptr, "alloc", true},
+      {"nccl.gpu.shared", R"(Multiple ranks detected using the same GPU|ncclCheckMultiRank)",
+       "NCCL 2.30-2.31 graph/topo.cc", MessagePhase::kInit, "gpu", false,
+       "shares a GPU with another rank of the same communicator", nullptr, "init", true},
+      {"nccl.fabric.mnnvl",
+       R"(MNNVL|[Mm]ultimem|Multicast support|NVswitch links mismatch|FABRIC handle|\(FABRIC\))",
+       "NCCL 2.19-2.31 init.cc, mnnvl.cc, transport/p2p.cc, dev_runtime.cc, mem_manager.cc",
+       MessagePhase::kAny, "fabric", false,
+       "could not use the multi-node NVLink fabric (MNNVL, multicast)", nullptr, "nvls", true},
+      {"nccl.p2p.disabled",
+       R"(P2P is disabled between|IPC register userbuff|invalid IPC peer|Legacy IPC|IPC: |)"
+       R"(P2P computation)",
+       "NCCL 2.4-2.31 graph/paths.cc, transport/p2p.cc, os/windows_ipcsocket.cc",
+       MessagePhase::kAny, "p2p", false, "could not use P2P between local GPUs", nullptr, "p2p",
+       true},
+      {"nccl.gdr",
+       R"(GDRCOPY|GDRCopy|\bgdr_\w+|DMA-BUF (?:fd|mapping|mmap)|GDR (?:Flush|flag)|)"
+       R"(NCCL_GDRCOPY|Peermem)",
+       "NCCL 2.12-2.31 misc/gdrwrap.cc, transport/net.cc", MessagePhase::kAny, "gdr", false,
+       "could not use GPUDirect RDMA or GDRCopy", nullptr, "gdr", true},
+      {"nccl.nvml", R"(\bnvml\w*\(|NVML|libnvidia-ml|nvml\.dll)",
+       "NCCL 2.5-2.31 misc/nvmlwrap.cc, graph/xml.cc", MessagePhase::kAny, "nvml", false,
+       "could not query the GPUs through NVML", nullptr, "nvml", true},
+      {"nccl.collnet", R"(CollNet|COLLNET|[Cc]ollnet|SHARP|sharp resources)",
+       "NCCL 2.6-2.31 transport/coll_net.cc, init.cc, enqueue.cc, graph/tuning.cc",
+       MessagePhase::kAny, "collnet", false, "could not use CollNet (in-network reductions)",
+       nullptr, "collnet", true},
+      {"nccl.ib.more",
+       R"(NET/MLX5|libibverbs|\bibv_\w+|\bIBV_|Listencomm|plane IDs?\b|plane ID that|\bFLID\b|)"
+       R"(sendComm|qp depth|\bGDAKI\b|DOCA failure|dlvsym failed)",
+       "NCCL 2.4-2.31 misc/ibvwrap.cc, misc/mlx5dvwrap.cc, transport/net_ib/", MessagePhase::kAny,
+       "ib", false, "hit an InfiniBand verbs failure", nullptr, "net/ib", true},
+      {"nccl.ib.fatal", R"(communicator encountered a fatal error \(detected in)",
+       "NCCL 2.23-2.29 transport/net_ib/common.cc (after a fatal async event)",
+       MessagePhase::kRuntime, "net_runtime", false,
+       "had its InfiniBand communicator fail (a fatal event on the device)", nullptr, "net/ib",
+       true},
+      {"nccl.library.load",
+       R"(Failed to open \S+|[Dd]lsym failed on|lib wrapper not initialized|)"
+       R"(Failed to load \S+\.(?:so|dll))",
+       "NCCL 2.4-2.31 misc/gdrwrap.cc, misc/ibvwrap.cc, misc/mlx5dvwrap.cc, os/windows.cc",
+       MessagePhase::kAny, "plugin", false,
+       "could not load an optional library it uses (libibverbs, libgdrapi, libnvidia-ml, a "
+       "plugin) or one of its symbols",
+       nullptr, "plugin", true},
+      {"nccl.plugin",
+       R"([Pp]lugin|netPlugin|ginPlugin|rmaPlugin|[Tt]uner|[Pp]rofiler|)"
+       R"(Network returned 0 device|device code index|maxP2pBytes|maxCollBytes|netName)",
+       "NCCL 2.4-2.31 plugin/, misc/tuner.cc, transport/net.cc", MessagePhase::kAny, "plugin",
+       false, "had a network, tuner or profiler plugin fail", nullptr, "plugin", true},
+      {"nccl.device_api",
+       R"(\bGIN\b|GIN_|GIN-|[Ee]lastic GIN|\bRMA\b|RMA-|[Oo]ne[- ]sided|ncclPutSignal|)"
+       R"(ncclSignal|ncclWaitSignal|ncclRma|[Ss]ymmetric|[Dd]ev(?:ice)? ?comm|\bLSA\b|lsaRank|)"
+       R"(MemManager|Memory (?:suspend|resume)|MCBasePtr|[Ww]indow (?:registration|address|)"
+       R"(has)|window 0x|peerWin|srcWin|CE collective|ncclDevr|physical segments|)"
+       R"(CU_MEM_LOCATION|[Gg]in (?:type|connect)|GFD test|Rma connect|DOCA Error|)"
+       R"(Not enough space to get elements)",
+       "NCCL 2.27-2.31 dev_runtime*.cc, gin/, rma/, mem_manager.cc, enqueue.cc, "
+       "scheduler/symmetric_sched.cc",
+       MessagePhase::kAny, "device_api", false,
+       "could not set up NCCL's device-side communication (GIN, RMA, symmetric windows)", nullptr,
+       "device_api", true},
+      {"nccl.usage",
+       R"([Ii]nvali[dg] (?:arguments?|handle|rank|root|type|reduction|device count|config|)"
+       R"(NCCL_COMM_BLOCKING|pointer|intra-node)|invalid device count|argument is NULL|)"
+       R"(is not a valid pointer|mismatchs with NCCL device|unknown to this communicator|)"
+       R"(improper usage|should not be called|not in a group call|)"
+       R"(not allowed in the same group|Illegal to have|none or all communicators|)"
+       R"(mixing different streams|must either be all uncaptured|)"
+       R"(being captured by the expected graph|graph id=|communicator was revoked|)"
+       R"(has already been destroyed|before the previous operation returned|must be 0\)|)"
+       R"(ncclCommGrow|ncclRedOpDestroy|ncclRedOp_t|[Ff]lags \d+ is invalid|)"
+       R"(without a matching (?:send|recv)|not within valid range|corrupted comm object|)"
+       R"(FP8 reduction|_INITIALIZER|Split shares resources|pass NULL|)"
+       R"(handles and parent are NULL|parent comm and handle|register fails, buffer|)"
+       R"(does not satisfy|nranks=\d+|register user buffers|exceeds ndev)",
+       "NCCL 2.4-2.31 misc/argcheck.cc, init.cc, enqueue.cc, group.cc, bootstrap.cc",
+       MessagePhase::kAny, "usage", false,
+       "was called wrongly by the program (NCCL's argument or state check)", nullptr, "usage",
+       true},
+      {"nccl.config",
+       R"(NCCL_[A-Z0-9_]+|[Nn]o algorithm/protocol|no symmetric kernel available|)"
+       R"(Invalid \S+ \d+ \((?:maximum|minimum|must be)|User asked for a (?:maximum|minimum)|)"
+       R"([Cc]hannels upper limit|min(?:CTAs|CTAs)|maxCTAs|CTAPolicy|cost_model|)"
+       R"(Unrecognized (?:element|prefix) token|must have a prefix|PARAM: Duplicate|)"
+       R"(Duplicate registration for key|SHM locality|splitShare \d+ is not|)"
+       R"(graphStreamOrdering|[Vv]alue \d+ is too big|Net registration invalid algorithm|CC On)",
+       "NCCL 2.4-2.31 init.cc, enqueue.cc, graph/tuning.cc, graph/connect.cc, misc/rings.cc, "
+       "tuning/, param/",
+       MessagePhase::kAny, "config", false,
+       "could not use a setting it was given (an NCCL_* variable or a communicator config)",
+       nullptr, "config", true},
+      {"nccl.topology",
+       R"(\bXML\b|[Tt]opology|TOPO|[Tt]opo[A-Z ]|ncclTopo|KV Convert|Attribute \S+ of node|)"
+       R"(numa ID|CPU architecture|nvlink detection|trying to use CUDA instead|)"
+       R"([Cc]ould not find (?:GPU|gpu|NET|net|node|id|local|intermediate|rev link|a path|)"
+       R"(any local path|CPU|real path)|Couldn't find net|[Nn]o path computed|reverse path|)"
+       R"(ring \d+ does not|does not loop back|tree already has|Add (?:NVLink|PCI Link|)"
+       R"(C2c) error|[Bb]usId|PCI bus ID|MLOPart|hostHash|netMasks|NUMA|CPU affinity|)"
+       R"(sched_[gs]etaffinity|AffinityMask|requires NIC|NET devices|fused NIC|NICs|)"
+       R"(merging multiple devices|netDevs|network devices|too many (?:DEV )?nodes|)"
+       R"(nodes of type|[Ii]ntra ?(?:node|proc)? ranks|local ranks rank|nLocals|)"
+       R"([Rr]ings?\b.*(?:start/end|falling back|limiting)|Could not create rings|)"
+       R"(transport to connect next group|NRINGS|mixed local (?:Net|CollNet) device counts|)"
+       R"(GetAdaptersAddresses|SetupDi\w+|adapter addresses|(?:name|value) \S+ too long)",
+       "NCCL 2.4-2.31 graph/ (topo.cc, xml.cc, paths.cc, search.cc, connect.cc, rings.cc), "
+       "init.cc, "
+       "os/",
+       MessagePhase::kAny, "topology", false,
+       "could not make sense of the node's topology (GPUs, NICs, PCI, NVLink, CPUs)", nullptr,
+       "topology", true},
+      {"nccl.shm.more",
+       R"([Ss]hared memory|\bSHM\b|Could not map|failed to extend|Multiple (?:starts|)"
+       R"(ends) found in group|view of file|named pipe|[Pp]ipe name|NamedPipe)",
+       "NCCL 2.4-2.31 misc/shmutils.cc, include/shm.h, transport/shm.cc, os/", MessagePhase::kAny,
+       "shm", false, "could not set up shared memory with a local rank", nullptr, "shm", true},
+      {"nccl.proxy.service",
+       R"(\[Proxy Service(?: UDS)?\]|\[Service thread\]|\[Proxy service\]|[Pp]roxy|opId|)"
+       R"(op chain|\bpool \d+|[Ll]ist loop|Inactive op|dequeue|shared buffer|no transport for|)"
+       R"(No transport found|abort state|abortFlag|[Rr]em Allocator)",
+       "NCCL 2.4-2.31 proxy.cc, transport.cc, bootstrap.cc", MessagePhase::kAny, "proxy", false,
+       "had NCCL's proxy thread fail", nullptr, "proxy", true},
+      {"nccl.socket.more",
+       R"(\bNet : |NET/Socket|Socket :|ncclSocket\w*|ncclOsSocket\w*|socket(?:Finalize|Try|)"
+       R"(Poll|Progress|Start)\w*|[Ss]ocket (?:creation|state|is invalid|at index|pair|)"
+       R"(handle)|NULL socket|invalid socket|(?:over|to|for) socket|\bUDS\b|[Aa]ccept failed|)"
+       R"([Aa]ccept:|poll\(\) (?:failed|returned)|AF_INET|IPv4_or_hostname|IPv6|)"
+       R"(address family|IP family|same subnet as remote|connect returned|\bWSA\w*|)"
+       R"(ioctlsocket|[Rr]eceiving data over|[Ss]ending data over|OOB_NET_IFNAME|)"
+       R"(NCCL_COMM_ID is set|Failed to send: |Failed to recv: |close socket)",
+       "NCCL 2.4-2.31 misc/socket.cc, include/socket.h, transport/net_socket.cc, os/, "
+       "bootstrap.cc",
+       MessagePhase::kAny, "socket", false, "had a socket between ranks fail", nullptr,
+       "net/socket", true},
+      {"nccl.system",
+       R"(Call to \S+(?: \S+)? failed|[Tt]hread (?:creation|join) failed|pthread_join|join thread|)"
+       R"([Mm]alloc(?: of)? .*failed|malloc\(|calloc\(|returned null|Allocation failed|)"
+       R"(Failed to (?:malloc|allocate)|[Uu]nable to allocate|random_device|getRandomData|)"
+       R"(close failed|environment variable|DuplicateHandle|WriteFile|SetNamedPipe|)"
+       R"(Name too large|CloseHandle|capture mode|too many async|Too many async|)"
+       R"(allocate memory)",
+       "NCCL 2.4-2.31 include/checks.h, include/utils.h, misc/utils.cc, group.cc, os/",
+       MessagePhase::kAny, "system", false, "had a system call or host allocation fail", nullptr,
+       "system", true},
+      {"nccl.internal",
+       R"([Ii]nternal error|[Uu]nexpected|[Uu]nknown (?:collective|pattern|collnet|command|)"
+       R"(message|notification|device|desc|handle|event|netDevs|\w+ type)|)"
+       R"([Mm]ismatched response|doesn't match|already completed|has been lost|)"
+       R"(out of (?:bounds?|range)|is NULL|NULL user pointer|wrong (?:magic|type|socket)|)"
+       R"(not ready|unexpected socket|[Ss]chedule (?:creation|not aligned)|plan not aligned|)"
+       R"(has bugs|[Tt]oo many (?:aggregated|collectives|work|connections)|)"
+       R"(too many (?:collectives|work elements)|refcount|reference count|Could not find pool|)"
+       R"(Couldn't find|[Nn]o allocation found|shadow pool|extends beyond|is not power of 2|)"
+       R"(Intrusive address map|[Oo]bject pointer|Group creation failed|[Cc]ould not receive|)"
+       R"(not found|\bRAS\b|[Kk]ey size|regBufType|job error|[Ee]rror waiting|Deregister|)"
+       R"(deregister|Failure in host setup|hostStreamPlanCallback|helper resource|)"
+       R"([Cc]ontext \d+ is invalid|[Ss]ignal index|sizes: want|reqSize|respSize|)"
+       R"(Cannot store sizes|already (?:suspended|exported)|[Nn]ot in suspended state|)"
+       R"(sizes of|launch too many|[Cc]ould not find|Already|commReclaim|SetAsyncError|)"
+       R"(client status|PXN|neither send or recv)",
+       "NCCL 2.4-2.31 (NCCL's own consistency checks, all subsystems)", MessagePhase::kAny,
+       "internal", false, "hit one of NCCL's internal consistency checks", nullptr, "internal",
+       true},
   };
   return table;
 }
@@ -402,13 +792,28 @@ const Matcher& TheMatcher() {
 
 const std::vector<CatalogueMessage>& CatalogueMessages() { return Table(); }
 
-const CatalogueMessage* FindMessage(absl::string_view text) {
+std::vector<const CatalogueMessage*> FindMessages(absl::string_view text) {
   std::vector<int> hits;
-  if (!TheMatcher().set.Match(re2::StringPiece(text.data(), text.size()), &hits) || hits.empty())
-    return nullptr;
-  int first = hits.front();
-  for (int h : hits) first = std::min(first, h);
-  return &Table()[static_cast<size_t>(first)];
+  std::vector<const CatalogueMessage*> out;
+  if (!TheMatcher().set.Match(re2::StringPiece(text.data(), text.size()), &hits)) return out;
+  std::sort(hits.begin(), hits.end());
+  for (int h : hits) out.push_back(&Table()[static_cast<size_t>(h)]);
+  return out;
+}
+
+const CatalogueMessage* FindMessage(absl::string_view text) {
+  const std::vector<const CatalogueMessage*> all = FindMessages(text);
+  return all.empty() ? nullptr : all.front();
+}
+
+const CatalogueMessage* FindMessageInOtherText(absl::string_view text) {
+  for (const CatalogueMessage* m : FindMessages(text))
+    if (!m->nccl_only) return m;
+  return nullptr;
+}
+
+const char* MessageArea(const CatalogueMessage& m) {
+  return m.area != nullptr ? m.area : CauseOf(m).subsystem;
 }
 
 const CatalogueMessage* MessageById(absl::string_view id) {

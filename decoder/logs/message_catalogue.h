@@ -11,17 +11,29 @@
 //                                                └──CauseOf──> MessageCause{kind, subsystem, fix}
 //
 // One table serves both readers of NCCL's words: init forensics
-// (analysis/init_failure.cc) takes the fabric, P2P and other init causes it
-// has no measurement for from it, and explain (logs/log_diagnosis.cc) turns
-// every message it finds into a finding. The reports (report/init_text.cc,
+// (analysis/init_failure.cc) classifies a rank's texts by the messages they
+// hold (network, shm, bootstrap, gpu, version, ib, fabric, p2p, cuda and
+// every other subsystem named here) and takes its fixes from the causes, and
+// explain (logs/log_diagnosis.cc) turns every message it finds into a
+// finding. The reports (report/init_text.cc,
 // report/log_text.cc) take their meanings and fixes from it, so a message is
 // described once. It lives beside the log reader because messages are what
 // logs hold; analysis/ reads it as data, it includes nothing of logs/.
 //
 // The texts were read in NCCL's source history (2.4 to 2.32), PyTorch's
 // (torch/csrc/distributed/c10d/, torch/nn/parallel/, torch/distributed/) and
-// JAX/XLA's, and are matched, not copied: the meanings and fixes are ours.
-// tests/data/logs/ holds a line of real text for every message.
+// JAX/XLA's (xla/tsl/distributed_runtime/coordination/, xla/pjrt/distributed/),
+// and are matched, not copied: the meanings and fixes are ours.
+// tests/data/logs/ holds a line of real text for every message, and
+// tests/data/nccl_warns.tsv every WARN format of NCCL 2.4 to 2.31 (from
+// scripts/extract-nccl-warns.py), each of which a message here must name
+// with its subsystem (nccl_warns_test.cc).
+//
+// Each message has its subsystem (`area`: the part of NCCL or of the
+// framework that prints it); most of NCCL's WARN messages are matched by the
+// words of their subsystem, after the specific messages, and only in NCCL's
+// own lines (`nccl_only`): "Invalid handle" in a program's traceback is not
+// NCCL's.
 //
 // Thread-safety: the table is constant; FindMessage may be called from any
 // thread (its matcher is built once, thread-safely).
@@ -65,11 +77,27 @@ struct CatalogueMessage {
   const char* meaning;  // what happened, in our words, to follow the ranks' noun
   const char* address;  // RE2 with one or two groups (host, port) for the address it
                         // names; nullptr when none
+  // The part of NCCL (or of the framework) that prints it ("net/ib", "proxy",
+  // "topology", "c10d", "jax/coordination"); nullptr: its cause's subsystem.
+  const char* area = nullptr;
+  // Words only NCCL's own WARN text gives a meaning to ("Invalid handle",
+  // "Could not find pool"): matched in NCCL's lines (and in the texts of
+  // init forensics, which are NCCL's), never in a framework's or a program's.
+  bool nccl_only = false;
 };
 
 // The first message of the table (in table order: specific before general)
 // whose pattern the text holds, or nullptr. Linear in the text.
 const CatalogueMessage* FindMessage(absl::string_view text);
+// The same for a line that is not NCCL's own (a framework's, the launcher's,
+// the program's): nccl_only messages are not looked for in it.
+const CatalogueMessage* FindMessageInOtherText(absl::string_view text);
+// Every message the text holds, in table order: for a reader that looks for
+// one cause among several messages a line may hold (init forensics).
+std::vector<const CatalogueMessage*> FindMessages(absl::string_view text);
+// The message's subsystem: its area, else its cause's subsystem ("" for
+// neither).
+const char* MessageArea(const CatalogueMessage& m);
 const CatalogueMessage* MessageById(absl::string_view id);
 const MessageCause& CauseOf(const CatalogueMessage& m);
 const MessageCause* CauseNamed(absl::string_view name);

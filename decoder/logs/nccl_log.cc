@@ -376,7 +376,7 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
     return;
   }
   line.text = std::move(raw);
-  line.message = FindMessage(line.text);
+  line.message = FindMessageInOtherText(line.text);
   lines_.push_back(std::move(line));
 }
 

@@ -49,6 +49,9 @@ std::string SubsystemTitle(const std::string& s) {
   if (s == "ipc") return "sharing GPU memory between processes (CUDA IPC / cuMem handles)";
   if (s == "cuda") return "CUDA";
   if (s == "waiting") return "waiting for another rank";
+  // The other subsystems the message catalogue files NCCL's words under
+  // (logs/message_catalogue.cc: usage, config, topology, plugin, ...).
+  if (!s.empty() && s != "unknown") return s;
   return "cause unknown";
 }
 

@@ -180,12 +180,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
           shm.requested ? absl::StrCat(size_word, Bytes(static_cast<uint64_t>(*shm.requested)))
                         : "",
           x.err ? absl::StrCat(" failed with ", ErrnoName(x.err)) : " failed", room);
-      *fix =
-          "give the container a larger /dev/shm (docker run --shm-size=8g; on Kubernetes a "
-          "memory-backed emptyDir "
-          "mounted at /dev/shm) or share the host's (--ipc=host); NCCL_SHM_DISABLE=1 avoids "
-          "/dev/shm at the cost "
-          "of bandwidth between local GPUs";
+      *fix = CauseNamed("shm")->fix;
       return;
     }
     case InitCause::kBootstrapRefused:
@@ -260,11 +255,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
           "(\"Duplicate GPU "
           "detected\")",
           bus.empty() ? "" : absl::StrCat(" (PCI bus id ", bus, ")"), HostPhrase(x));
-      *fix =
-          "give each rank its own GPU: select the device from the local rank "
-          "(torch.cuda.set_device(LOCAL_RANK), "
-          "CUDA_VISIBLE_DEVICES per rank), and do not start more processes on a node than it has "
-          "GPUs";
+      *fix = CauseNamed("gpu")->fix;
       return;
     }
     case InitCause::kVersionSkew: {
@@ -277,10 +268,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
       if (!x.nccl_text.empty()) parts.push_back(x.nccl_text);
       *detail = absl::StrFormat(": the NCCL version differs from the rest of the job: %s",
                                 absl::StrJoin(parts, "; "));
-      *fix =
-          "run the same NCCL on every node: the same container image or wheel (nvidia-nccl-cu*), "
-          "and no other "
-          "libnccl.so.2 earlier on LD_LIBRARY_PATH; check with NCCL_DEBUG=VERSION";
+      *fix = CauseNamed("version_skew")->fix;
       return;
     }
     case InitCause::kDriverTooOld: {
@@ -294,13 +282,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
       *detail = absl::StrFormat(
           ": the CUDA driver (%s) is older than the CUDA runtime NCCL uses%s; NCCL said: %s",
           driver, runtime, x.nccl_text.empty() ? "nothing" : x.nccl_text);
-      *fix =
-          "install a driver at least as new as the CUDA version of the NCCL and framework build "
-          "(CUDA 13 needs "
-          "driver 580 or newer, CUDA 12 needs 525 or newer), or use a build for the installed "
-          "driver's CUDA; in a "
-          "container, run it with the NVIDIA container runtime (--gpus all) so the host driver is "
-          "mounted";
+      *fix = CauseNamed("driver_old")->fix;
       return;
     }
     case InitCause::kInfiniBand: {
@@ -314,14 +296,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
                                                        ", and NCCL pins its buffers for the NIC")
                                         : "",
                           FailedLoads(x));
-      *fix = x.low_memlock
-                 ? "raise the locked-memory limit to unlimited (ulimit -l unlimited; docker run "
-                   "--ulimit "
-                   "memlock=-1; Slurm: PropagateResourceLimitsExcept=MEMLOCK or a higher limit in "
-                   "slurmd)"
-                 : "check the HCA with ibstat/ibv_devinfo (port Active, link up), NCCL_IB_HCA, and "
-                   "that the "
-                   "container sees /dev/infiniband; NCCL_IB_DISABLE=1 falls back to sockets";
+      *fix = CauseNamed(x.low_memlock ? "ib_memlock" : "ib")->fix;
       return;
     }
     case InitCause::kFabric:
@@ -357,10 +332,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
             "and "
             "optimizer fill the GPU, or cap the framework's cache (PYTORCH_CUDA_ALLOC_CONF)");
       } else {
-        *fix =
-            "check the GPU and its driver with nvidia-smi (an Xid in dmesg means the GPU needs a "
-            "reset), "
-            "CUDA_VISIBLE_DEVICES, and that the framework's CUDA matches the driver";
+        *fix = CauseNamed("cuda")->fix;
       }
       return;
     case InitCause::kUnknown:

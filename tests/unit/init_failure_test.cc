@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "logs/message_catalogue.h"
 #include "report/finding_text.h"
 
 namespace {
@@ -113,4 +114,60 @@ TEST_CASE("init: a root that made the communicator itself is judged as before", 
   const std::vector<InitFinding> found = DiagnoseInit({root, ShmRank(1, "node1", "/dev/shm/b")});
   REQUIRE(found.size() == 1);
   CHECK(std::get<InitFailureFacts>(found[0].finding.facts).cause == InitCause::kSharedMemory);
+}
+
+namespace {
+
+// A rank whose init failed with NCCL's words: as a traced call's last error
+// (NCCL's own text), or as a framework's line (a text that may not be NCCL's).
+InitEvidence WordsRank(int rank, const std::string& text, bool traced) {
+  InitEvidence e;
+  e.process = rank;
+  e.rank = rank;
+  e.host = "node1";
+  e.pid = static_cast<uint32_t>(2000 + rank);
+  e.failures.push_back({300 + rank, traced ? "ncclCommInitRank" : "", 4, text, false});
+  return e;
+}
+
+const InitFailureFacts& OnlyFacts(const std::vector<InitFinding>& found) {
+  REQUIRE(found.size() == 1);
+  return std::get<InitFailureFacts>(found[0].finding.facts);
+}
+
+}  // namespace
+
+TEST_CASE("init: the message catalogue names the subsystem and gives the fix", "[init]") {
+  // NCCL 2.14-2.31 init.cc's WARN "Invalid config blocking attribute value %d",
+  // as the last error of a traced ncclCommInitRankConfig.
+  {
+    const std::vector<InitFinding> found =
+        DiagnoseInit({WordsRank(0, "Invalid config blocking attribute value 2", true)});
+    const InitFailureFacts& x = OnlyFacts(found);
+    CHECK(x.cause == InitCause::kCatalogued);
+    CHECK(x.subsystem == "usage");
+    CHECK(x.message == "nccl.usage");
+    CHECK(RenderFinding(found[0].finding, NoCallSites()).fix == CauseNamed("usage")->fix);
+  }
+  // NCCL 2.27-2.31 plugin/net.cc's WARN "Failed to initialize any NET plugin", in a log.
+  {
+    InitEvidence e = WordsRank(1, "Failed to initialize any NET plugin", false);
+    e.warnings.push_back("Failed to initialize any NET plugin");
+    const InitFailureFacts& x = OnlyFacts(DiagnoseInit({e}));
+    CHECK(x.subsystem == "plugin");
+    CHECK(x.message == "nccl.plugin");
+  }
+  // The same words in a line that need not be NCCL's (no WARN, no traced
+  // call): NCCL-only messages are not looked for in it.
+  {
+    const InitFailureFacts& x =
+        OnlyFacts(DiagnoseInit({WordsRank(2, "Invalid config blocking attribute value 2", false)}));
+    CHECK(x.cause == InitCause::kUnknown);
+  }
+  // A cause init forensics measures has the catalogue's fix too.
+  {
+    const std::vector<InitFinding> found = DiagnoseInit({ShmRank(0, "node1", "/dev/shm/nccl-a")});
+    REQUIRE(found.size() == 1);
+    CHECK(RenderFinding(found[0].finding, NoCallSites()).fix == CauseNamed("shm")->fix);
+  }
 }

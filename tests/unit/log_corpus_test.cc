@@ -3,7 +3,8 @@
 // several releases, message formats quoted from NCCL's, PyTorch's, XLA's and
 // vLLM's sources behind the prefixes launchers add, and whole job logs. Each
 // file says what explain must conclude; every message of the catalogue must
-// be matched by some line of the corpus.
+// be matched by some line of the corpus (or by a line NCCL's WARN formats of
+// tests/data/nccl_warns.tsv make).
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -21,6 +22,7 @@
 #include "logs/log_diagnosis.h"
 #include "logs/message_catalogue.h"
 #include "logs/nccl_log.h"
+#include "nccl_warns.h"
 #include "report/finding_text.h"
 #include "support/traced_job.h"
 
@@ -213,6 +215,14 @@ TEST_CASE("every message of the catalogue is matched by a line of the corpus", "
           matched.insert(m->id);
       }
     }
+  }
+  // And the lines NCCL's WARN formats make (tests/data/nccl_warns.tsv, quoted
+  // from NCCL's sources of every release: nccl_warns_test.cc).
+  std::string header;
+  for (const nccl_warns::Format& f : nccl_warns::Read(
+           (fs::path(NCCLWATCH_LOG_CORPUS) / ".." / "nccl_warns.tsv").string(), &header)) {
+    if (const CatalogueMessage* m = ncclwatch::decoder::FindMessage(nccl_warns::Fill(f.format)))
+      matched.insert(m->id);
   }
   for (const CatalogueMessage& m : ncclwatch::decoder::CatalogueMessages()) {
     INFO(m.id);
