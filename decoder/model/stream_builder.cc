@@ -38,7 +38,8 @@ void StreamBuilder::Finish(ProcessTrace* p) {
   // Members that formed count even with no call: they were expected to call.
   for (size_t i = 0; i < p->comms.size(); ++i) {
     const CommMembership& m = p->comms[i];
-    if (m.comm != 0 && m.rank >= 0 && m.Formed()) find(m.comm, m.rank).membership = static_cast<int>(i);
+    if (m.comm != 0 && m.rank >= 0 && m.Formed())
+      find(m.comm, m.rank).membership = static_cast<int>(i);
   }
   const bool nothing_lost = p->stats.ring_overwritten == 0 && p->stats.lapped_slots == 0;
   for (Calls& c : calls_) {
