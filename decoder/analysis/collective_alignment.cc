@@ -5,21 +5,6 @@
 
 namespace ncclwatch::decoder {
 
-CollectiveSignature CollectiveSignature::Of(const CollectiveEvent& e) {
-  CollectiveSignature s;
-  s.call = MatchingCall(e.call);
-  s.count = e.count;
-  s.datatype = e.datatype;
-  s.redop = IsReductionCall(e.call) ? e.redop : -1;
-  s.root = IsRootedCall(e.call) ? e.root : -1;
-  return s;
-}
-
-bool CollectiveSignature::operator==(const CollectiveSignature& o) const {
-  return call == o.call && count == o.count && datatype == o.datatype && redop == o.redop &&
-         root == o.root;
-}
-
 std::string CollectiveSignature::DifferingField(const CollectiveSignature& a,
                                                 const CollectiveSignature& b) {
   if (a.call != b.call) return "op";
