@@ -22,6 +22,9 @@ void CollectiveAlignment::AddMember(int process, const CommStream& stream,
   m.comm_rank = stream.rank;
   m.holds_start = stream.holds_start;
   const int me = static_cast<int>(members_.size());
+  // The first member with collectives gives the reference its numbers, in
+  // a row: room for them at once.
+  ref_.Reserve(stream.collectives.size());
   for (uint32_t index : stream.collectives) {
     const CollectiveEvent& e = trace.collectives[index];
     const CollectiveSignature sig = CollectiveSignature::Of(e);

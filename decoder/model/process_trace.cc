@@ -155,6 +155,7 @@ void FinishProcessTrace(ProcessTrace* p) {
 
 absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) {
   ProcessTrace& p = *trace;
+  std::vector<CommStream> old_streams = std::move(p.streams);  // their memory is reused
   p.Reset();
   NCCLWATCH_ASSIGN_OR_RETURN(std::unique_ptr<TraceFile> file, TraceFile::Open(path));
   p.path = path;
@@ -166,6 +167,7 @@ absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) 
   // crafted header (a huge sparse file) cannot make this a huge allocation.
   p.collectives.reserve(std::min<uint64_t>(file->SlotsInUse(), uint64_t{1} << 20));
   RecordImporter importer(&p);
+  importer.Recycle(std::move(old_streams));
   file->ForEachEntry(
       [&](bool, uint64_t, uint8_t kind, absl::Span<const uint8_t> bytes) {
         if (kind == NCCLWATCH_SLOT_SINGLE ? importer.Import(bytes)

@@ -42,6 +42,10 @@ class RecordImporter {
   // payload of the wrong size.
   bool ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload);
 
+  // The streams of a trace loaded before, whose memory the new streams
+  // reuse (StreamBuilder::Recycle).
+  void Recycle(std::vector<CommStream>&& old) { streams_.Recycle(std::move(old)); }
+
   // After the last record: what FinishProcessTrace does (the clock anchors
   // sorted, the streams built), from the calls this importer added. Only for
   // a trace whose every collective and point-to-point row it added.

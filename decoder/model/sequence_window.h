@@ -54,6 +54,16 @@ class SequenceWindow {
     return const_cast<T*>(static_cast<const SequenceWindow*>(this)->Find(seq));
   }
 
+  // Room for `n` numbers in a row before the dense run moves, when nothing
+  // is stored yet: a caller that knows how many it will store first saves
+  // the run's growth by doubling (each step a copy into memory faulted in
+  // afresh). Capacity only: what is stored, and where, is unchanged.
+  void Reserve(size_t n) {
+    if (!empty()) return;
+    dense_.reserve(n);
+    set_.reserve(n);
+  }
+
   bool empty() const { return stored_ == 0; }
   size_t size() const { return stored_; }
 

@@ -1,5 +1,7 @@
 #include "model/stream_builder.h"
 
+#include <algorithm>
+
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
@@ -10,9 +12,29 @@ StreamBuilder::Calls& StreamBuilder::Find(uint64_t comm, int32_t rank) {
     Calls& c = calls_.emplace_back();
     c.comm = comm;
     c.rank = rank;
+    if (!spare_.empty()) {
+      CommStream& s = spare_.back();
+      c.collectives = std::move(s.collectives);
+      c.pending = std::move(s.pending_collectives);
+      c.p2p = std::move(s.p2p);
+      c.collectives_before_p2p = std::move(s.collectives_before_p2p);
+      spare_.pop_back();
+      c.collectives.clear();
+      c.pending.clear();
+      c.p2p.clear();
+      c.collectives_before_p2p.clear();
+    }
   }
   last_ = it->second;
   return calls_[last_];
+}
+
+void StreamBuilder::Recycle(std::vector<CommStream>&& old) {
+  spare_ = std::move(old);
+  // The largest last, taken first: the busiest communicator comes first.
+  std::sort(spare_.begin(), spare_.end(), [](const CommStream& a, const CommStream& b) {
+    return a.collectives.capacity() < b.collectives.capacity();
+  });
 }
 
 void StreamBuilder::AddP2p(size_t index, const P2pEvent& e) {
@@ -57,6 +79,7 @@ void StreamBuilder::Finish(ProcessTrace* p) {
   }
   calls_.clear();
   index_.clear();
+  spare_.clear();
   last_ = SIZE_MAX;
 }
 

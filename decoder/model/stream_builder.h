@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/comm_stream.h"
 #include "model/events.h"
 
 namespace ncclwatch::decoder {
@@ -49,6 +50,10 @@ class StreamBuilder {
     s.collectives.push_back(static_cast<uint32_t>(index));
     if (e.result == kResultPending) s.pending.push_back(static_cast<uint32_t>(index));
   }
+  // Streams of an earlier trace, whose vectors' memory the new streams
+  // reuse (cleared first): loading many traces one after another then
+  // allocates, and faults in, their index vectors once, not once a trace.
+  void Recycle(std::vector<CommStream>&& old);
   // The send or receive at `index` of ProcessTrace::p2p, likewise.
   void AddP2p(size_t index, const P2pEvent& e);
   // Replaces `trace->streams` with the streams built. Reads the trace's
@@ -82,7 +87,8 @@ class StreamBuilder {
   }
   Calls& Find(uint64_t comm, int32_t rank);
 
-  std::vector<Calls> calls_;  // in the order of their first call
+  std::vector<Calls> calls_;       // in the order of their first call
+  std::vector<CommStream> spare_;  // Recycle's, taken from the back
   std::map<std::pair<uint64_t, int32_t>, size_t> index_;
   size_t last_ = SIZE_MAX;
 };

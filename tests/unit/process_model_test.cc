@@ -675,34 +675,62 @@ TEST_CASE("a wrapped ring: the stream knows it lost its start", "[model]") {
   CHECK(t->streams[0].collectives_before_p2p[0] == -1);
 }
 
+namespace {
+
+// A random mix of collectives and sends on several communicators and ranks
+// (some refused, pending, on no communicator or no rank, some before any
+// collective), with and without memberships, in a ring that wraps when
+// `seed` is a multiple of 3.
+void WriteRandomCalls(uint32_t seed, RingWriter& w) {
+  std::mt19937 rng(seed);
+  auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  const uint64_t comms[] = {0xa, 0xb, 0xc, 0};
+  const int32_t results[] = {0, 0, 0, 4, 7, NCCLWATCH_RESULT_PENDING};
+  uint64_t t = 1;
+  for (uint64_t comm : {0xa, 0xb})
+    if (pick(2) == 0) {
+      Append(w, Region::kPinned, InitBegin(t++, comm, 0, 2));
+      Append(w, Region::kPinned, InitEnd(t++, comm, comm << 4, 0));
+    }
+  uint64_t seq[4] = {pick(2), 0, 0, 0};
+  const int calls = 50 + static_cast<int>(pick(150));
+  for (int i = 0; i < calls; ++i) {
+    const uint32_t c = pick(4);
+    const int32_t rank = pick(8) == 0 ? -1 : static_cast<int32_t>(pick(2));
+    if (pick(4) == 0) {
+      const int32_t peer = pick(8) == 0 ? -1 : 1 - rank;
+      Append(w, Region::kRing, Send(t++, comms[c], pick(5), peer, rank));
+    } else {
+      Append(w, Region::kRing, Collective(t++, comms[c], seq[c]++, results[pick(6)], rank));
+    }
+  }
+}
+
+uint64_t RingBytesFor(uint32_t seed) { return seed % 3 == 0 ? 64 * NCCLWATCH_SLOT_BYTES : 1 << 20; }
+
+void CheckSameStreams(const std::vector<CommStream>& got, const std::vector<CommStream>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const CommStream& a = got[i];
+    const CommStream& b = want[i];
+    CHECK(a.comm == b.comm);
+    CHECK(a.rank == b.rank);
+    CHECK(a.membership == b.membership);
+    CHECK(a.collectives == b.collectives);
+    CHECK(a.pending_collectives == b.pending_collectives);
+    CHECK(a.p2p == b.p2p);
+    CHECK(a.collectives_before_p2p == b.collectives_before_p2p);
+    CHECK(a.holds_start == b.holds_start);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("the streams built while loading are those BuildStreams makes from the tables",
           "[model]") {
-  // Random mixes of collectives and sends on several communicators and ranks
-  // (some refused, pending, on no communicator or no rank, some before any
-  // collective), with and without memberships, in rings that wrap or not.
   for (uint32_t seed = 1; seed <= 60; ++seed) {
-    std::mt19937 rng(seed);
-    auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
-    TraceWriter tw(seed % 3 == 0 ? 64 * NCCLWATCH_SLOT_BYTES : 1 << 20);
-    const uint64_t comms[] = {0xa, 0xb, 0xc, 0};
-    const int32_t results[] = {0, 0, 0, 4, 7, NCCLWATCH_RESULT_PENDING};
-    uint64_t t = 1;
-    for (uint64_t comm : {0xa, 0xb})
-      if (pick(2) == 0) {
-        Append(tw.w, Region::kPinned, InitBegin(t++, comm, 0, 2));
-        Append(tw.w, Region::kPinned, InitEnd(t++, comm, comm << 4, 0));
-      }
-    uint64_t seq[4] = {pick(2), 0, 0, 0};
-    for (int i = 0; i < 150; ++i) {
-      const uint32_t c = pick(4);
-      const int32_t rank = pick(8) == 0 ? -1 : static_cast<int32_t>(pick(2));
-      if (pick(4) == 0) {
-        const int32_t peer = pick(8) == 0 ? -1 : 1 - rank;
-        Append(tw.w, Region::kRing, Send(t++, comms[c], pick(5), peer, rank));
-      } else {
-        Append(tw.w, Region::kRing, Collective(t++, comms[c], seq[c]++, results[pick(6)], rank));
-      }
-    }
+    TraceWriter tw(RingBytesFor(seed));
+    WriteRandomCalls(seed, tw.w);
     absl::StatusOr<ProcessTrace> loaded = LoadProcessTrace(tw.w.path());
     REQUIRE(loaded.ok());
     ProcessTrace rebuilt = *loaded;
@@ -710,21 +738,28 @@ TEST_CASE("the streams built while loading are those BuildStreams makes from the
     ncclwatch::decoder::BuildStreams(&rebuilt);
     const std::vector<CommStream> want = StreamsByWalkingTables(*loaded);
     INFO("seed " << seed);
-    for (const std::vector<CommStream>* got : {&loaded->streams, &rebuilt.streams}) {
-      REQUIRE(got->size() == want.size());
-      for (size_t i = 0; i < want.size(); ++i) {
-        const CommStream& a = (*got)[i];
-        const CommStream& b = want[i];
-        CHECK(a.comm == b.comm);
-        CHECK(a.rank == b.rank);
-        CHECK(a.membership == b.membership);
-        CHECK(a.collectives == b.collectives);
-        CHECK(a.pending_collectives == b.pending_collectives);
-        CHECK(a.p2p == b.p2p);
-        CHECK(a.collectives_before_p2p == b.collectives_before_p2p);
-        CHECK(a.holds_start == b.holds_start);
-      }
-    }
+    CheckSameStreams(loaded->streams, want);
+    CheckSameStreams(rebuilt.streams, want);
+  }
+}
+
+TEST_CASE("traces loaded one after another into one ProcessTrace are as if each were alone",
+          "[model]") {
+  // LoadProcessTraceInto reuses the tables' and the streams' memory: nothing
+  // of the trace before may show through.
+  ProcessTrace reused;
+  for (uint32_t seed = 1; seed <= 30; ++seed) {
+    TraceWriter tw(RingBytesFor(seed));
+    WriteRandomCalls(seed, tw.w);
+    INFO("seed " << seed);
+    REQUIRE(ncclwatch::decoder::LoadProcessTraceInto(tw.w.path(), &reused).ok());
+    absl::StatusOr<ProcessTrace> alone = LoadProcessTrace(tw.w.path());
+    REQUIRE(alone.ok());
+    CHECK(reused.records == alone->records);
+    CHECK(reused.collectives.size() == alone->collectives.size());
+    CHECK(reused.p2p.size() == alone->p2p.size());
+    CheckSameStreams(reused.streams, alone->streams);
+    CheckSameStreams(reused.streams, StreamsByWalkingTables(*alone));
   }
 }
 
