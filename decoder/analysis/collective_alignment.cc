@@ -5,21 +5,6 @@
 
 namespace ncclwatch::decoder {
 
-CollectiveSignature CollectiveSignature::Of(const CollectiveEvent& e) {
-  CollectiveSignature s;
-  s.call = MatchingCall(e.call);
-  s.count = e.count;
-  s.datatype = e.datatype;
-  s.redop = IsReductionCall(e.call) ? e.redop : -1;
-  s.root = IsRootedCall(e.call) ? e.root : -1;
-  return s;
-}
-
-bool CollectiveSignature::operator==(const CollectiveSignature& o) const {
-  return call == o.call && count == o.count && datatype == o.datatype && redop == o.redop &&
-         root == o.root;
-}
-
 std::string CollectiveSignature::DifferingField(const CollectiveSignature& a,
                                                 const CollectiveSignature& b) {
   if (a.call != b.call) return "op";
@@ -37,6 +22,9 @@ void CollectiveAlignment::AddMember(int process, const CommStream& stream,
   m.comm_rank = stream.rank;
   m.holds_start = stream.holds_start;
   const int me = static_cast<int>(members_.size());
+  // The first member with collectives gives the reference its numbers, in
+  // a row: room for them at once.
+  ref_.Reserve(stream.collectives.size());
   for (uint32_t index : stream.collectives) {
     const CollectiveEvent& e = trace.collectives[index];
     const CollectiveSignature sig = CollectiveSignature::Of(e);

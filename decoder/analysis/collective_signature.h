@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "analysis/nccl_semantics.h"
 #include "model/events.h"
 
 namespace ncclwatch::decoder {
@@ -20,8 +21,20 @@ struct CollectiveSignature {
   int32_t redop = -1;
   int32_t root = -1;
 
-  static CollectiveSignature Of(const CollectiveEvent& e);
-  bool operator==(const CollectiveSignature& o) const;
+  // (Inline: the collective alignment makes and compares one per collective.)
+  static CollectiveSignature Of(const CollectiveEvent& e) {
+    CollectiveSignature s;
+    s.call = MatchingCall(e.call);
+    s.count = e.count;
+    s.datatype = e.datatype;
+    s.redop = IsReductionCall(e.call) ? e.redop : -1;
+    s.root = IsRootedCall(e.call) ? e.root : -1;
+    return s;
+  }
+  bool operator==(const CollectiveSignature& o) const {
+    return call == o.call && count == o.count && datatype == o.datatype && redop == o.redop &&
+           root == o.root;
+  }
   bool operator!=(const CollectiveSignature& o) const { return !(*this == o); }
   // The first field two signatures differ in: "op", "count", "datatype", "redop", "root".
   static std::string DifferingField(const CollectiveSignature& a, const CollectiveSignature& b);

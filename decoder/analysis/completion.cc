@@ -101,7 +101,10 @@ ProcessCompletion SummariseCompletion(const ProcessTrace& t) {
       if (u.comm == s.comm && u.call != f::kSend && u.call != f::kRecv && u.seq >= c.completed)
         judged_below = std::min(judged_below, u.seq);
     // Collectives from the newest back to the first one not completed.
-    for (auto it = s.collectives.rbegin(); it != s.collectives.rend(); ++it) {
+    // Untracked, only calls that never returned count: the stream lists
+    // those, so the walk is over them alone, not over every collective.
+    const std::vector<uint32_t>& candidates = c.tracked ? s.collectives : s.pending_collectives;
+    for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
       const CollectiveEvent& e = t.collectives[*it];
       const bool returned = e.result != kResultPending;
       if (c.tracked && returned && e.seq < c.completed) break;

@@ -112,17 +112,4 @@ std::string NcclVersionString(int32_t code) {
 
 std::string CommName(uint64_t comm) { return absl::StrFormat("%016x", comm); }
 
-uint32_t MatchingCall(uint32_t call) {
-  return call == f::kBcast ? static_cast<uint32_t>(f::kBroadcast) : call;
-}
-
-bool IsRootedCall(uint32_t call) {
-  return call == f::kBroadcast || call == f::kBcast || call == f::kReduce || call == f::kGather ||
-         call == f::kScatter;
-}
-
-bool IsReductionCall(uint32_t call) {
-  return call == f::kAllReduce || call == f::kReduce || call == f::kReduceScatter;
-}
-
 }  // namespace ncclwatch::decoder

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ncclwatch/trace_fields.h"
+
 namespace ncclwatch::decoder {
 
 std::string CallName(uint32_t call);          // "AllReduce", "ncclCommSplit", ...
@@ -31,10 +33,21 @@ std::string SysCallName(uint32_t kind);       // "connect", "posix_fallocate"
 std::string NcclVersionString(int32_t code);  // 22809 -> "2.28.9"; 2804 -> "2.8.4"
 std::string CommName(uint64_t comm);          // a communicator's identity: 16 hex digits
 
-// Calls NCCL matches with each other: ncclBcast is a Broadcast.
-uint32_t MatchingCall(uint32_t call);
-bool IsRootedCall(uint32_t call);
-bool IsReductionCall(uint32_t call);
+// Calls NCCL matches with each other: ncclBcast is a Broadcast. (Inline:
+// the collective alignment asks for every collective.)
+inline uint32_t MatchingCall(uint32_t call) {
+  namespace f = ::ncclwatch::fields;
+  return call == f::kBcast ? static_cast<uint32_t>(f::kBroadcast) : call;
+}
+inline bool IsRootedCall(uint32_t call) {
+  namespace f = ::ncclwatch::fields;
+  return call == f::kBroadcast || call == f::kBcast || call == f::kReduce || call == f::kGather ||
+         call == f::kScatter;
+}
+inline bool IsReductionCall(uint32_t call) {
+  namespace f = ::ncclwatch::fields;
+  return call == f::kAllReduce || call == f::kReduce || call == f::kReduceScatter;
+}
 
 }  // namespace ncclwatch::decoder
 

@@ -26,6 +26,9 @@ struct CommStream {
 
   // Numbered collectives, in call order: indices into ProcessTrace::collectives.
   std::vector<uint32_t> collectives;
+  // Those of them whose call had not returned when the trace was read
+  // (result pending), in call order: indices into ProcessTrace::collectives.
+  std::vector<uint32_t> pending_collectives;
   // Numbered sends and receives, in call order: indices into ProcessTrace::p2p,
   // and for each, how many collectives of this communicator the rank had
   // issued before it (-1 when the trace lost the start).

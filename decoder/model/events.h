@@ -26,23 +26,26 @@
 
 namespace ncclwatch::decoder {
 
+// The fields are laid out without padding (96 bytes a row, not 104: the
+// table is the decoder's largest), what the analyses compare first.
 struct CollectiveEvent {
   uint64_t order = 0;  // position in the process's timeline
   uint64_t t = 0;
   uint64_t comm = 0;
   uint64_t seq = 0;
-  uint32_t call = 0;  // trace.proto Call
   uint64_t count = 0;
+  uint32_t call = 0;  // trace.proto Call
   int32_t datatype = 0;
   int32_t redop = -1;  // -1: not a reduction
   int32_t root = -1;   // -1: not rooted
+  int32_t result = kResultPending;
+  int32_t rank = -1;
   uint64_t stream = 0;
   uint64_t group = 0;
-  int32_t result = kResultPending;
   uint64_t caller = 0;
   uint32_t thread = 0;
-  int32_t rank = -1;
 };
+static_assert(sizeof(CollectiveEvent) == 96, "a collective's row has padding again");
 
 struct P2pEvent {
   uint64_t order = 0;

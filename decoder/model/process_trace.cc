@@ -3,85 +3,27 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <map>
 #include <tuple>
 #include <utility>
 
 #include "model/record_importer.h"
+#include "model/stream_builder.h"
 #include "util/status_macros.h"
 
 namespace ncclwatch::decoder {
 
 void BuildStreams(ProcessTrace* p) {
-  // Streams by (communicator, rank), with the progress of each: how many
-  // collectives it had issued, and whether from #0.
-  struct Progress {
-    size_t stream = 0;
-    bool seen = false;
-    bool from_start = false;
-    int64_t issued = 0;  // last collective seq + 1
-  };
-  std::map<std::pair<uint64_t, int32_t>, Progress> index;
-  auto find = [&](uint64_t comm, int32_t rank) -> Progress& {
-    auto [it, fresh] = index.emplace(std::make_pair(comm, rank), Progress{p->streams.size()});
-    if (fresh) {
-      CommStream s;
-      s.comm = comm;
-      s.rank = rank;
-      p->streams.push_back(std::move(s));
-    }
-    return it->second;
-  };
-  // Members that formed count even with no call: they were expected to call.
-  for (size_t i = 0; i < p->comms.size(); ++i) {
-    const CommMembership& m = p->comms[i];
-    if (m.comm != 0 && m.rank >= 0 && m.Formed())
-      p->streams[find(m.comm, m.rank).stream].membership = static_cast<int>(i);
-  }
   // Collectives and point-to-point calls, merged in timeline order, so each
   // send or receive knows how many collectives its rank had issued before it.
-  // Consecutive calls are almost always on the same communicator: the last
-  // one found is tried first.
-  const bool nothing_lost = p->stats.ring_overwritten == 0 && p->stats.lapped_slots == 0;
-  uint64_t last_comm = 0;
-  int32_t last_rank = -1;
-  Progress* last = nullptr;
+  StreamBuilder builder;
   size_t c = 0;
-  auto take_collectives_until = [&](uint64_t order) {
-    for (; c < p->collectives.size() && p->collectives[c].order < order; ++c) {
-      const CollectiveEvent& e = p->collectives[c];
-      if (e.comm == 0 || e.rank < 0 || !Accepted(e.result)) continue;
-      if (last == nullptr || e.comm != last_comm || e.rank != last_rank) {
-        last = &find(e.comm, e.rank);
-        last_comm = e.comm;
-        last_rank = e.rank;
-      }
-      if (!last->seen) {
-        last->seen = true;
-        last->from_start = e.seq == 0;
-      }
-      // A crafted number near 2^63 must not overflow the count.
-      last->issued =
-          e.seq < static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(e.seq) + 1 : INT64_MAX;
-      p->streams[last->stream].collectives.push_back(static_cast<uint32_t>(c));
-    }
-  };
   for (size_t i = 0; i < p->p2p.size(); ++i) {
-    const P2pEvent& e = p->p2p[i];
-    take_collectives_until(e.order);
-    if (e.comm == 0 || e.rank < 0 || e.peer < 0 || !Accepted(e.result)) continue;
-    Progress& pr = find(e.comm, e.rank);
-    // No collective yet: none before it, unless the trace lost them.
-    const int64_t before = !pr.seen ? (nothing_lost ? 0 : -1) : (pr.from_start ? pr.issued : -1);
-    CommStream& s = p->streams[pr.stream];
-    s.p2p.push_back(static_cast<uint32_t>(i));
-    s.collectives_before_p2p.push_back(before);
+    for (; c < p->collectives.size() && p->collectives[c].order < p->p2p[i].order; ++c)
+      builder.AddCollective(c, p->collectives[c]);
+    builder.AddP2p(i, p->p2p[i]);
   }
-  take_collectives_until(UINT64_MAX);
-  for (CommStream& s : p->streams) {
-    s.holds_start =
-        s.collectives.empty() ? nothing_lost : p->collectives[s.collectives.front()].seq == 0;
-  }
+  for (; c < p->collectives.size(); ++c) builder.AddCollective(c, p->collectives[c]);
+  builder.Finish(p);
 }
 
 int32_t ProcessTrace::DisplayRank() const {
@@ -201,15 +143,19 @@ void ProcessTrace::Reset() {
   *this = std::move(fresh);
 }
 
-void FinishProcessTrace(ProcessTrace* p) {
+void SortAnchors(ProcessTrace* p) {
   std::sort(p->anchors.begin(), p->anchors.end(),
             [](const TimeAnchorEvent& a, const TimeAnchorEvent& b) { return a.t < b.t; });
-  p->streams.clear();
+}
+
+void FinishProcessTrace(ProcessTrace* p) {
+  SortAnchors(p);
   BuildStreams(p);
 }
 
 absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) {
   ProcessTrace& p = *trace;
+  std::vector<CommStream> old_streams = std::move(p.streams);  // their memory is reused
   p.Reset();
   NCCLWATCH_ASSIGN_OR_RETURN(std::unique_ptr<TraceFile> file, TraceFile::Open(path));
   p.path = path;
@@ -221,6 +167,7 @@ absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) 
   // crafted header (a huge sparse file) cannot make this a huge allocation.
   p.collectives.reserve(std::min<uint64_t>(file->SlotsInUse(), uint64_t{1} << 20));
   RecordImporter importer(&p);
+  importer.Recycle(std::move(old_streams));
   file->ForEachEntry(
       [&](bool, uint64_t, uint8_t kind, absl::Span<const uint8_t> bytes) {
         if (kind == NCCLWATCH_SLOT_SINGLE ? importer.Import(bytes)
@@ -231,7 +178,7 @@ absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) 
         }
       },
       &p.stats);
-  FinishProcessTrace(&p);
+  importer.Finish();
   return absl::OkStatus();
 }
 

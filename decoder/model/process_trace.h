@@ -113,6 +113,8 @@ void FinishProcessTrace(ProcessTrace* trace);
 
 // Builds `trace->streams` from its tables (FinishProcessTrace's second step).
 void BuildStreams(ProcessTrace* trace);
+// Sorts `trace->anchors` by time (FinishProcessTrace's first step).
+void SortAnchors(ProcessTrace* trace);
 
 // The same into `trace`, which is reset first but keeps its tables' memory:
 // loading many traces one after another into one ProcessTrace allocates

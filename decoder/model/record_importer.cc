@@ -365,6 +365,11 @@ bool DecodeApi(absl::Span<const uint8_t> b, ApiEvent* e, uint64_t* caller) {
 
 }  // namespace
 
+void RecordImporter::Finish() {
+  SortAnchors(p_);
+  streams_.Finish(p_);
+}
+
 bool RecordImporter::ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload) {
   if (payload.size() != NCCLWATCH_SLOT_PAYLOAD_BYTES) return false;
   const ncclwatch_call_slot s = ReadCallSlot(payload);
@@ -392,6 +397,7 @@ bool RecordImporter::ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payl
     e.thread = s.thread;
     e.rank = s.rank;
     p.collectives.push_back(e);
+    streams_.AddCollective(p.collectives.size() - 1, e);
   } else if (kind == NCCLWATCH_SLOT_P2P) {
     P2pEvent& e = p.p2p.emplace_back();
     e.order = order;
@@ -407,6 +413,7 @@ bool RecordImporter::ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payl
     e.group = in_group ? s.group : 0;
     e.caller = s.caller;
     e.rank = s.rank;
+    streams_.AddP2p(p.p2p.size() - 1, e);
   } else if (kind == NCCLWATCH_SLOT_GROUP) {
     GroupEvent& e = p.groups.emplace_back();
     e.order = order;
@@ -483,6 +490,7 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       p.collectives.pop_back();
       return false;
     }
+    streams_.AddCollective(p.collectives.size() - 1, e);
     p.last_order = order;
     if (t > p.last_t) p.last_t = t;
     return true;
@@ -495,7 +503,11 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       e.order = order;
       e.t = t;
       ok = DecodeP2p(body, &e);
-      if (!ok) p.p2p.pop_back();
+      if (ok) {
+        streams_.AddP2p(p.p2p.size() - 1, e);
+      } else {
+        p.p2p.pop_back();
+      }
       break;
     }
     case f::record::kGroup: {

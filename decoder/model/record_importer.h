@@ -11,6 +11,9 @@
 // ProcessTrace::unparsed_records and otherwise ignored.
 //
 // Records must be imported in timeline order (TraceFile::ForEachRecord's).
+// Each collective, send and receive is handed to a StreamBuilder as its row
+// is added, so Finish builds the trace's streams without walking its tables
+// again (model/stream_builder.h).
 //
 // Thread-safety: one importer per ProcessTrace, on one thread.
 
@@ -21,6 +24,7 @@
 
 #include "absl/types/span.h"
 #include "model/process_trace.h"
+#include "model/stream_builder.h"
 
 namespace ncclwatch::decoder {
 
@@ -38,8 +42,18 @@ class RecordImporter {
   // payload of the wrong size.
   bool ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload);
 
+  // The streams of a trace loaded before, whose memory the new streams
+  // reuse (StreamBuilder::Recycle).
+  void Recycle(std::vector<CommStream>&& old) { streams_.Recycle(std::move(old)); }
+
+  // After the last record: what FinishProcessTrace does (the clock anchors
+  // sorted, the streams built), from the calls this importer added. Only for
+  // a trace whose every collective and point-to-point row it added.
+  void Finish();
+
  private:
   ProcessTrace* p_;
+  StreamBuilder streams_;
 };
 
 }  // namespace ncclwatch::decoder

@@ -36,6 +36,53 @@ class SequenceWindow {
 
   // The value at `seq`, created if absent.
   T& At(uint64_t seq) {
+    // The common case inline: a number the dense run already holds (seq
+    // below base_ wraps to a huge offset, past the run).
+    const uint64_t i = seq - base_;
+    if (i < dense_.size() && set_[i]) return dense_[i];
+    return AtSlow(seq);
+  }
+
+  // The value at `seq`, or nullptr.
+  const T* Find(uint64_t seq) const {
+    if (seq >= base_ && seq - base_ < dense_.size())
+      return set_[seq - base_] ? &dense_[seq - base_] : nullptr;
+    auto it = sparse_.find(seq);
+    return it == sparse_.end() ? nullptr : &it->second;
+  }
+  T* Find(uint64_t seq) {
+    return const_cast<T*>(static_cast<const SequenceWindow*>(this)->Find(seq));
+  }
+
+  // Room for `n` numbers in a row before the dense run moves, when nothing
+  // is stored yet: a caller that knows how many it will store first saves
+  // the run's growth by doubling (each step a copy into memory faulted in
+  // afresh). Capacity only: what is stored, and where, is unchanged.
+  void Reserve(size_t n) {
+    if (!empty()) return;
+    dense_.reserve(n);
+    set_.reserve(n);
+  }
+
+  bool empty() const { return stored_ == 0; }
+  size_t size() const { return stored_; }
+
+  // Every stored value, by ascending sequence number.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    auto s = sparse_.begin();
+    for (size_t i = 0; i < dense_.size(); ++i) {
+      if (!set_[i]) continue;
+      const uint64_t seq = base_ + i;
+      for (; s != sparse_.end() && s->first < seq; ++s) fn(s->first, s->second);
+      fn(seq, dense_[i]);
+    }
+    for (; s != sparse_.end(); ++s) fn(s->first, s->second);
+  }
+
+ private:
+  // At, for a number not yet stored or outside the dense run.
+  T& AtSlow(uint64_t seq) {
     if (T* d = Dense(seq)) return *d;
     auto it = sparse_.find(seq);
     if (it != sparse_.end()) return it->second;
@@ -77,34 +124,6 @@ class SequenceWindow {
     return sparse_[seq];
   }
 
-  // The value at `seq`, or nullptr.
-  const T* Find(uint64_t seq) const {
-    if (seq >= base_ && seq - base_ < dense_.size())
-      return set_[seq - base_] ? &dense_[seq - base_] : nullptr;
-    auto it = sparse_.find(seq);
-    return it == sparse_.end() ? nullptr : &it->second;
-  }
-  T* Find(uint64_t seq) {
-    return const_cast<T*>(static_cast<const SequenceWindow*>(this)->Find(seq));
-  }
-
-  bool empty() const { return stored_ == 0; }
-  size_t size() const { return stored_; }
-
-  // Every stored value, by ascending sequence number.
-  template <typename Fn>
-  void ForEach(Fn&& fn) const {
-    auto s = sparse_.begin();
-    for (size_t i = 0; i < dense_.size(); ++i) {
-      if (!set_[i]) continue;
-      const uint64_t seq = base_ + i;
-      for (; s != sparse_.end() && s->first < seq; ++s) fn(s->first, s->second);
-      fn(seq, dense_[i]);
-    }
-    for (; s != sparse_.end(); ++s) fn(s->first, s->second);
-  }
-
- private:
   // Moves sparse values that the dense range now covers into it.
   void Absorb() {
     for (auto it = sparse_.lower_bound(base_);

@@ -2,10 +2,12 @@
 // the caller one at a time in the order given.
 //
 // A job's traces are independent until the analyses join them, so they are
-// decoded in parallel, a batch of `threads` files at a time; the callback
-// sees them in file order on the calling thread, so results never depend on
-// scheduling, and at most one batch of decoded traces is in memory at once
-// (memory stays flat in the number of ranks).
+// decoded in parallel by worker threads that live for the whole call, each
+// taking the next file as soon as a trace is free to load it into; the
+// callback sees them in file order on the calling thread (while the workers
+// load the next ones), so results never depend on scheduling, and at most
+// `threads` + 1 decoded traces are in memory at once (memory stays flat in
+// the number of ranks).
 //
 // Thread-safety: call from one thread; `fn` runs on that thread.
 

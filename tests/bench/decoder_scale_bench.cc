@@ -8,6 +8,11 @@
 //
 //   decoder_scale_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 //
+// Set NCCLWATCH_CLI_BASELINE to another build's ncclwatch (e.g. main's) to
+// run it too, right after, on the same files: base_cpu_s, base_M_rec_per_cpu_s
+// and x_base (this CPU time over the baseline's) compare the two side by
+// side, under the same load.
+//
 // Each job has one rank that changes the count of its last collective, so
 // the decoder must read every record to reach the verdict. Traces are written
 // once per size under $TMPDIR (17 GB free needed for the largest) and
@@ -126,8 +131,7 @@ ChildCost Measure(Child child, int want_exit) {
 
 // `ncclwatch diagnose --json DIR`: must end with "problem found" (exit 1),
 // the verdict these jobs must produce.
-ChildCost Diagnose(const std::string& dir) {
-  const std::string cli = Cli();
+ChildCost Diagnose(const std::string& dir, const std::string& cli) {
   return Measure(
       [&] {
         if (!freopen("/dev/null", "w", stdout)) return 127;
@@ -160,12 +164,14 @@ void BM_Diagnose(benchmark::State& state) {
   const uint64_t calls = static_cast<uint64_t>(state.range(1));
   const bool call_slots = state.range(2) != 0;
   const std::string& dir = g_jobs.Get(ranks, calls, call_slots);
-  ChildCost diagnose, read_bytes;
+  const char* baseline_cli = getenv("NCCLWATCH_CLI_BASELINE");
+  ChildCost diagnose, read_bytes, baseline;
   for (auto _ : state) {
-    // Side by side: the files are in the page cache for both.
+    // Side by side: the files are in the page cache for all.
     read_bytes = ReadBytes(dir);
-    diagnose = Diagnose(dir);
-    if (!diagnose.ok || !read_bytes.ok) {
+    diagnose = Diagnose(dir, Cli());
+    if (baseline_cli != nullptr) baseline = Diagnose(dir, baseline_cli);
+    if (!diagnose.ok || !read_bytes.ok || (baseline_cli != nullptr && !baseline.ok)) {
       state.SkipWithError(
           "ncclwatch diagnose did not report the divergence (exit != 1), or the files could not be "
           "read");
@@ -181,6 +187,11 @@ void BM_Diagnose(benchmark::State& state) {
   state.counters["read_cpu_s"] = read_bytes.cpu_s;
   state.counters["x_read"] = diagnose.cpu_s / read_bytes.cpu_s;
   state.counters["peak_rss_MiB"] = static_cast<double>(diagnose.peak_rss_kib) / 1024.0;
+  if (baseline_cli != nullptr) {
+    state.counters["base_cpu_s"] = baseline.cpu_s;
+    state.counters["base_M_rec_per_cpu_s"] = records / baseline.cpu_s / 1e6;
+    state.counters["x_base"] = diagnose.cpu_s / baseline.cpu_s;
+  }
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/job_analysis.h"
@@ -522,6 +524,67 @@ struct TraceWriter {
   }
 };
 
+// The streams as the decoder built them before StreamBuilder (a walk over
+// the finished tables): the oracle the builder is checked against.
+std::vector<CommStream> StreamsByWalkingTables(const ProcessTrace& t) {
+  using ncclwatch::decoder::Accepted;
+  std::vector<CommStream> streams;
+  struct Progress {
+    size_t stream = 0;
+    bool seen = false;
+    bool from_start = false;
+    int64_t issued = 0;
+  };
+  std::map<std::pair<uint64_t, int32_t>, Progress> index;
+  auto find = [&](uint64_t comm, int32_t rank) -> Progress& {
+    auto [it, fresh] = index.emplace(std::make_pair(comm, rank), Progress{streams.size()});
+    if (fresh) {
+      CommStream s;
+      s.comm = comm;
+      s.rank = rank;
+      streams.push_back(std::move(s));
+    }
+    return it->second;
+  };
+  for (size_t i = 0; i < t.comms.size(); ++i) {
+    const auto& m = t.comms[i];
+    if (m.comm != 0 && m.rank >= 0 && m.Formed())
+      streams[find(m.comm, m.rank).stream].membership = static_cast<int>(i);
+  }
+  const bool nothing_lost = t.stats.ring_overwritten == 0 && t.stats.lapped_slots == 0;
+  size_t c = 0;
+  auto take_collectives_until = [&](uint64_t order) {
+    for (; c < t.collectives.size() && t.collectives[c].order < order; ++c) {
+      const auto& e = t.collectives[c];
+      if (e.comm == 0 || e.rank < 0 || !Accepted(e.result)) continue;
+      Progress& pr = find(e.comm, e.rank);
+      if (!pr.seen) {
+        pr.seen = true;
+        pr.from_start = e.seq == 0;
+      }
+      pr.issued =
+          e.seq < static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(e.seq) + 1 : INT64_MAX;
+      streams[pr.stream].collectives.push_back(static_cast<uint32_t>(c));
+      if (e.result == NCCLWATCH_RESULT_PENDING)
+        streams[pr.stream].pending_collectives.push_back(static_cast<uint32_t>(c));
+    }
+  };
+  for (size_t i = 0; i < t.p2p.size(); ++i) {
+    const auto& e = t.p2p[i];
+    take_collectives_until(e.order);
+    if (e.comm == 0 || e.rank < 0 || e.peer < 0 || !Accepted(e.result)) continue;
+    Progress& pr = find(e.comm, e.rank);
+    const int64_t before = !pr.seen ? (nothing_lost ? 0 : -1) : (pr.from_start ? pr.issued : -1);
+    streams[pr.stream].p2p.push_back(static_cast<uint32_t>(i));
+    streams[pr.stream].collectives_before_p2p.push_back(before);
+  }
+  take_collectives_until(UINT64_MAX);
+  for (CommStream& s : streams)
+    s.holds_start =
+        s.collectives.empty() ? nothing_lost : t.collectives[s.collectives.front()].seq == 0;
+  return streams;
+}
+
 }  // namespace
 
 TEST_CASE("the timeline is in true order across the pinned region and the ring", "[model]") {
@@ -610,6 +673,94 @@ TEST_CASE("a wrapped ring: the stream knows it lost its start", "[model]") {
   CHECK(t->collectives[t->streams[0].collectives.front()].seq > 0);
   REQUIRE(t->streams[0].p2p.size() == 1);
   CHECK(t->streams[0].collectives_before_p2p[0] == -1);
+}
+
+namespace {
+
+// A random mix of collectives and sends on several communicators and ranks
+// (some refused, pending, on no communicator or no rank, some before any
+// collective), with and without memberships, in a ring that wraps when
+// `seed` is a multiple of 3.
+void WriteRandomCalls(uint32_t seed, RingWriter& w) {
+  std::mt19937 rng(seed);
+  auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  const uint64_t comms[] = {0xa, 0xb, 0xc, 0};
+  const int32_t results[] = {0, 0, 0, 4, 7, NCCLWATCH_RESULT_PENDING};
+  uint64_t t = 1;
+  for (uint64_t comm : {0xa, 0xb})
+    if (pick(2) == 0) {
+      Append(w, Region::kPinned, InitBegin(t++, comm, 0, 2));
+      Append(w, Region::kPinned, InitEnd(t++, comm, comm << 4, 0));
+    }
+  uint64_t seq[4] = {pick(2), 0, 0, 0};
+  const int calls = 50 + static_cast<int>(pick(150));
+  for (int i = 0; i < calls; ++i) {
+    const uint32_t c = pick(4);
+    const int32_t rank = pick(8) == 0 ? -1 : static_cast<int32_t>(pick(2));
+    if (pick(4) == 0) {
+      const int32_t peer = pick(8) == 0 ? -1 : 1 - rank;
+      Append(w, Region::kRing, Send(t++, comms[c], pick(5), peer, rank));
+    } else {
+      Append(w, Region::kRing, Collective(t++, comms[c], seq[c]++, results[pick(6)], rank));
+    }
+  }
+}
+
+uint64_t RingBytesFor(uint32_t seed) { return seed % 3 == 0 ? 64 * NCCLWATCH_SLOT_BYTES : 1 << 20; }
+
+void CheckSameStreams(const std::vector<CommStream>& got, const std::vector<CommStream>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const CommStream& a = got[i];
+    const CommStream& b = want[i];
+    CHECK(a.comm == b.comm);
+    CHECK(a.rank == b.rank);
+    CHECK(a.membership == b.membership);
+    CHECK(a.collectives == b.collectives);
+    CHECK(a.pending_collectives == b.pending_collectives);
+    CHECK(a.p2p == b.p2p);
+    CHECK(a.collectives_before_p2p == b.collectives_before_p2p);
+    CHECK(a.holds_start == b.holds_start);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the streams built while loading are those BuildStreams makes from the tables",
+          "[model]") {
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    TraceWriter tw(RingBytesFor(seed));
+    WriteRandomCalls(seed, tw.w);
+    absl::StatusOr<ProcessTrace> loaded = LoadProcessTrace(tw.w.path());
+    REQUIRE(loaded.ok());
+    ProcessTrace rebuilt = *loaded;
+    rebuilt.streams.clear();
+    ncclwatch::decoder::BuildStreams(&rebuilt);
+    const std::vector<CommStream> want = StreamsByWalkingTables(*loaded);
+    INFO("seed " << seed);
+    CheckSameStreams(loaded->streams, want);
+    CheckSameStreams(rebuilt.streams, want);
+  }
+}
+
+TEST_CASE("traces loaded one after another into one ProcessTrace are as if each were alone",
+          "[model]") {
+  // LoadProcessTraceInto reuses the tables' and the streams' memory: nothing
+  // of the trace before may show through.
+  ProcessTrace reused;
+  for (uint32_t seed = 1; seed <= 30; ++seed) {
+    TraceWriter tw(RingBytesFor(seed));
+    WriteRandomCalls(seed, tw.w);
+    INFO("seed " << seed);
+    REQUIRE(ncclwatch::decoder::LoadProcessTraceInto(tw.w.path(), &reused).ok());
+    absl::StatusOr<ProcessTrace> alone = LoadProcessTrace(tw.w.path());
+    REQUIRE(alone.ok());
+    CHECK(reused.records == alone->records);
+    CHECK(reused.collectives.size() == alone->collectives.size());
+    CHECK(reused.p2p.size() == alone->p2p.size());
+    CheckSameStreams(reused.streams, alone->streams);
+    CheckSameStreams(reused.streams, StreamsByWalkingTables(*alone));
+  }
 }
 
 TEST_CASE("call slots decode as the Records they stand for, as libprotobuf reads those",

@@ -93,3 +93,18 @@ TEST_CASE("numbers arriving in descending order are stored in linear time", "[wi
   CHECK(w.Find(0) == nullptr);
   CHECK(w.Find(n + 1) == nullptr);
 }
+
+TEST_CASE("room reserved up front changes nothing stored", "[window]") {
+  SequenceWindow<int> plain, reserved;
+  reserved.Reserve(1000);
+  for (SequenceWindow<int>* w : {&plain, &reserved}) {
+    for (uint64_t s = 500; s < 700; ++s) w->At(s) = static_cast<int>(s);
+    for (uint64_t s = 499; s >= 400; --s) w->At(s) = static_cast<int>(s);
+    w->At(uint64_t{1} << 40) = 7;
+    w->Reserve(1 << 20);  // not empty any more: ignored
+    w->At(800) = 8;
+  }
+  CHECK(Keys(plain) == Keys(reserved));
+  CHECK(reserved.size() == plain.size());
+  for (uint64_t s : Keys(plain)) CHECK(*plain.Find(s) == *reserved.Find(s));
+}

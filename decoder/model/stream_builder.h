@@ -1,0 +1,98 @@
+// StreamBuilder: a process's CommStreams (model/comm_stream.h), built from
+// its collectives and point-to-point calls handed over one at a time in
+// timeline order.
+//
+// RecordImporter hands each call over as it adds the row, while the row is
+// still in the cache, so loading a trace never walks its tables a second
+// time; BuildStreams hands over the rows of tables filled some other way
+// (tests), merged by `order`. Both give the same streams: Finish lays them
+// out as BuildStreams always has, the formed memberships' streams first (in
+// the order of ProcessTrace::comms), then the others in the order their
+// first call came.
+//
+//   StreamBuilder b;
+//   b.AddCollective(i, trace.collectives[i]);  // every call, in timeline order
+//   b.AddP2p(j, trace.p2p[j]);
+//   b.Finish(&trace);  // after the last record: memberships and stats are known
+//
+// Thread-safety: one builder per ProcessTrace, on one thread.
+
+#ifndef NCCLWATCH_DECODER_MODEL_STREAM_BUILDER_H_
+#define NCCLWATCH_DECODER_MODEL_STREAM_BUILDER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "model/comm_stream.h"
+#include "model/events.h"
+
+namespace ncclwatch::decoder {
+
+struct ProcessTrace;
+
+class StreamBuilder {
+ public:
+  // The collective at `index` of ProcessTrace::collectives, the process's
+  // next call into NCCL. Inlined: the importer calls it for every row.
+  void AddCollective(size_t index, const CollectiveEvent& e) {
+    if (e.comm == 0 || e.rank < 0 || !Accepted(e.result)) return;
+    Calls& s = Of(e.comm, e.rank);
+    if (!s.seen) {
+      s.seen = true;
+      s.from_start = e.seq == 0;
+    }
+    // A crafted number near 2^63 must not overflow the count.
+    s.issued =
+        e.seq < static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(e.seq) + 1 : INT64_MAX;
+    s.collectives.push_back(static_cast<uint32_t>(index));
+    if (e.result == kResultPending) s.pending.push_back(static_cast<uint32_t>(index));
+  }
+  // Streams of an earlier trace, whose vectors' memory the new streams
+  // reuse (cleared first): loading many traces one after another then
+  // allocates, and faults in, their index vectors once, not once a trace.
+  void Recycle(std::vector<CommStream>&& old);
+  // The send or receive at `index` of ProcessTrace::p2p, likewise.
+  void AddP2p(size_t index, const P2pEvent& e);
+  // Replaces `trace->streams` with the streams built. Reads the trace's
+  // memberships and stats (whether its ring lost records), which are only
+  // known once every record is in. The builder is empty afterwards.
+  void Finish(ProcessTrace* trace);
+
+ private:
+  // What one (communicator, rank) did, as the calls came.
+  struct Calls {
+    uint64_t comm = 0;
+    int32_t rank = -1;
+    bool seen = false;        // a collective came
+    bool from_start = false;  // the first one was #0
+    int64_t issued = 0;       // the last collective's seq + 1
+    std::vector<uint32_t> collectives;
+    std::vector<uint32_t> pending;
+    std::vector<uint32_t> p2p;
+    // Collectives issued before each send or receive; kNoneYet when none
+    // had come, which Finish resolves once it knows whether any were lost.
+    std::vector<int64_t> collectives_before_p2p;
+  };
+  static constexpr int64_t kNoneYet = INT64_MIN;
+
+  // The entry of (comm, rank), made on first use. Consecutive calls are
+  // almost always on the same communicator: the last one found is tried first.
+  Calls& Of(uint64_t comm, int32_t rank) {
+    if (last_ < calls_.size() && calls_[last_].comm == comm && calls_[last_].rank == rank)
+      return calls_[last_];
+    return Find(comm, rank);
+  }
+  Calls& Find(uint64_t comm, int32_t rank);
+
+  std::vector<Calls> calls_;       // in the order of their first call
+  std::vector<CommStream> spare_;  // Recycle's, taken from the back
+  std::map<std::pair<uint64_t, int32_t>, size_t> index_;
+  size_t last_ = SIZE_MAX;
+};
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_MODEL_STREAM_BUILDER_H_
