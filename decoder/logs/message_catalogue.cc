@@ -961,7 +961,11 @@ std::string MessageAddress(const CatalogueMessage& m, absl::string_view text) {
   const re2::StringPiece piece(text.data(), text.size());
   std::string host, port;
   if (re.NumberOfCapturingGroups() >= 2) {
-    if (RE2::PartialMatch(piece, re, &host, &port)) return absl::StrCat(host, ":", port);
+    if (RE2::PartialMatch(piece, re, &host, &port)) {
+      // An IPv6 host keeps its brackets ("[::]:29500"), so the port stays apart.
+      if (host.find(':') != std::string::npos) return absl::StrCat("[", host, "]:", port);
+      return absl::StrCat(host, ":", port);
+    }
     return "";
   }
   if (RE2::PartialMatch(piece, re, &host)) return host;

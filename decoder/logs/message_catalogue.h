@@ -107,7 +107,8 @@ const char* MessageArea(const CatalogueMessage& m);
 const CatalogueMessage* MessageById(absl::string_view id);
 const MessageCause& CauseOf(const CatalogueMessage& m);
 const MessageCause* CauseNamed(absl::string_view name);
-// "host:port" (or the one group) that a message's address pattern finds, "" when none.
+// "host:port" ("[v6]:port") or the one group that a message's address pattern finds, ""
+// when none.
 std::string MessageAddress(const CatalogueMessage& m, absl::string_view text);
 // Whether a line reads as an error ("error", "failed", "refused", ...):
 // for messages whose words healthy INFO lines also use.
