@@ -27,6 +27,10 @@ Two readers, one per kind of source a wheel ships:
   placeholders) or the literal pieces of c10::str. A string is taken when it
   carries the words of one of the named C++ sources (below, SO_SOURCES) and
   an error word, and reads as a message (words, not a symbol or a schema).
+  A binary keeps no file names: the source column names the first source
+  whose words the string carries, a claim by vocabulary, not a location; and
+  a piece of c10::str is a message's fixed part, without what it is joined
+  to. Needs binutils' `strings`.
 
 Usage: scripts/extract-torch-messages.py WHEEL... > tests/data/torch_messages.tsv
 
