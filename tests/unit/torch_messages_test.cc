@@ -199,3 +199,27 @@ TEST_CASE("every PyTorch distributed message is recognised with its subsystem's 
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("PyTorch's lines of a healthy job are no problem", "[logs][catalogue][torch]") {
+  // socket.cpp's connect report (an INFO line, 2.2-2.15: 'The client socket has
+  // connected to {} on {}.'), and reducer.cpp's advice (TORCH_WARN_ONCE,
+  // tests/data/torch_messages.tsv) as glog prints them: the words of
+  // torch.store.socket and torch.ddp.other, in lines that report no error.
+  for (const std::string line :
+       {"[rank1]:[I1203 10:02:41.443520947 socket.cpp:787] [c10d] The client socket has "
+        "connected to [node0]:29500 on [node1]:51234.",
+        "[rank0]:[W1203 10:05:00.101000000 reducer.cpp:1400] Warning: find_unused_parameters=True "
+        "was specified in DDP constructor, but did not find any unused parameters in the forward "
+        "pass. This flag results in an extra traversal of the autograd graph every iteration, "
+        "which can adversely affect performance."}) {
+    INFO(line);
+    NcclLog log;
+    const LogDiagnosis d = Explain(line, &log);
+    CHECK_FALSE(d.problem);
+    CHECK(d.findings.empty());
+  }
+}
+
+}  // namespace
