@@ -224,13 +224,28 @@ class LogDiagnoser {
     static const LazyRE2 kRankWord = {R"(\bRank (\d+)\b)"};
     std::string rank_text;
     int named = -1;
-    if (rank < 0 && RE2::PartialMatch(t, *kRankWord, &rank_text) &&
+    const absl::string_view name = m->cause;
+    // A monitored barrier's report names the rank that never came, not the
+    // reporter ("Rank 1 failed to pass monitoredBarrier in 30000 ms").
+    const bool names_missing = name == "torch_barrier";
+    if ((rank < 0 || names_missing) && RE2::PartialMatch(t, *kRankWord, &rank_text) &&
         absl::SimpleAtoi(rank_text, &named) && named >= 0 && named < kMaxRanks)
       rank = named;
-    const absl::string_view name = m->cause;
+    else if (names_missing)
+      rank = -1;
     // Uneven inputs: one finding, naming only the ranks that ran out (the
-    // others say that one did, not which).
+    // others say that one did, not which; Join's skew warning names the rank
+    // short of inputs, whoever prints it).
     if (name == "uneven" && absl::string_view(m->id) == "torch.join.uneven") rank = -1;
+    static const LazyRE2 kShortRank = {R"(rank (\d+) has at least)"};
+    if (absl::string_view(m->id) == "torch.join.skew") {
+      int short_rank = -1;
+      rank = RE2::PartialMatch(t, *kShortRank, &rank_text) &&
+                     absl::SimpleAtoi(rank_text, &short_rank) && short_rank >= 0 &&
+                     short_rank < kMaxRanks
+                 ? short_rank
+                 : -1;
+    }
     // A JAX barrier's timeout: the task that reports it waited; the ones that
     // never came are named on the lines after it, not by the reporter's tag.
     if (name == "jax_barrier") rank = -1;

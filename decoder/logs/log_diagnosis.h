@@ -21,7 +21,9 @@
 // rendezvous_failure (TCPStore, c10d/etcd rendezvous: address and side),
 // ddp_usage (unused parameters, a gradient ready twice, different models),
 // collective_mismatch PyTorch's own check found, missing_rank for uneven
-// inputs, teardown_hang, rank_died for a peer NCCL lost; from JAX/XLA's
+// inputs (the rank Join's skew warning names) and for a monitored barrier
+// (the rank it names, not the reporter), teardown_hang, rank_died for a peer
+// NCCL lost; from JAX/XLA's
 // coordination service, rank_died for a task whose heartbeats stopped (or
 // that restarted, or the service gone), rendezvous_failure for the
 // registration barrier of jax.distributed.initialize, missing_rank for a

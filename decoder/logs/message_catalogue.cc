@@ -202,6 +202,25 @@ const MessageCause kCauses[] = {
      "some tasks never reached the point the others waited at (the barrier or key named): they "
      "died, hung, started late or took another code path; read the logs of the tasks named as "
      "timed out, and make every task run the same steps"},
+    {"c10d_usage", FindingKind::kLogInsufficient, "",
+     "fix the torch.distributed call the message names: init_process_group once per process, "
+     "before any collective, with a backend this build has, a world size and rank every process "
+     "agrees on and a timeout as a timedelta; groups made with new_group/split_group from ranks "
+     "of the world, the same on every rank; the error's own words say which argument"},
+    {"torch_nccl", FindingKind::kLogInsufficient, "",
+     "PyTorch's NCCL process group reported an NCCL call or communicator failing: its words name "
+     "the call; why is in NCCL's own WARN line (rerun with NCCL_DEBUG=WARN, or read the "
+     "'Last error:' PyTorch prints) and in the first error of each rank: an abort, a destroyed or "
+     "invalidated communicator, or a failed call usually follows another rank's failure"},
+    {"torch_barrier", FindingKind::kMissingRank, "",
+     "some ranks never reached the barrier (monitored_barrier names them): they died, hung, or "
+     "took another code path before it; read those ranks' own logs, and make every rank run the "
+     "same steps"},
+    {"ddp_misc", FindingKind::kDdpUsage, "",
+     "check how DistributedDataParallel is built and used: the constructor's arguments (process "
+     "group or device mesh, bucket sizes, static_graph, find_unused_parameters, "
+     "gradient_as_bucket_view), the communication hooks and join() handlers registered, and that "
+     "gradients keep the layout DDP expects; the message names which"},
     {"library", FindingKind::kInitFailure, "version",
      "load the libnccl.so.2 the framework was built with: remove other NCCL builds from "
      "LD_LIBRARY_PATH/LD_PRELOAD, or install the matching nvidia-nccl-cu* wheel"},
@@ -758,6 +777,107 @@ const std::vector<CatalogueMessage>& Table() {
        "NCCL 2.4-2.31 (NCCL's own consistency checks, all subsystems)", MessagePhase::kAny,
        "internal", false, "hit one of NCCL's internal consistency checks", nullptr, "internal",
        true},
+      // --- PyTorch's other distributed messages (tests/data/torch_messages.tsv, made
+      // by scripts/extract-torch-messages.py from the torch wheels of 2.0 to 2.15):
+      // by the words of the source that prints them, after every specific
+      // message above. Never NCCL-only: they are the framework's own lines.
+      {"torch.store.socket",
+       R"(The (?:client|server) socket|The socket (?:cannot|is not)|waitForInput: (?:poll for )?)"
+       R"(socket|TCPStore|UV Store (?:addr|bind|listen)|c10::Store trace)",
+       "PyTorch 2.0-2.15 torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp, "
+       "TCPStoreLibUvBackend.cpp",
+       MessagePhase::kInit, "rendezvous", true,
+       "had its rendezvous store (TCPStore) or a socket of it fail",
+       R"((?:socket on|connect to) \[?([^\]\s,]+?)\]?:(\d+))", "c10d/store"},
+      {"torch.c10d.init_method",
+       R"([Rr]endezvous handler for|re-?rendezvous using \w+://|)"
+       R"(Error initializing torch\.distributed using)",
+       "PyTorch 2.0-2.15 torch/distributed/rendezvous.py (init_method's URL: env://, tcp://, "
+       "file://)",
+       MessagePhase::kInit, "rendezvous", false,
+       "could not rendezvous through the init_method URL it was given (its scheme, or a second "
+       "rendezvous through it)",
+       nullptr, "c10d/init"},
+      {"torch.elastic.other",
+       R"([Rr]endezvous|\betcd\b|Etcd|C10d store|--master-(?:port|addr)|--node-rank|)"
+       R"(minimum number of nodes|maximum number of nodes|run id must|state object is corrupt|)"
+       R"(read timeout must|out of tree plugin|timer has already started|store type given|)"
+       R"(timeout \(\S+\) must be positive|protocol must be HTTP|must be of type str or bytes|)"
+       R"(cas_backoff|Shutdown failed|Socket creation attempt|create a socket|)"
+       R"(failed to observe version)",
+       "PyTorch 2.0-2.15 torch/distributed/elastic/rendezvous/ (api.py, dynamic_rendezvous.py, "
+       "c10d_rendezvous_backend.py, etcd_*.py, static_tcp_rendezvous.py, utils.py)",
+       MessagePhase::kInit, "rendezvous", true,
+       "failed torchrun's rendezvous: its endpoint, backend or configuration", nullptr, "torchrun"},
+      {"torch.join.skew", R"(Detected uneven input skew)",
+       "PyTorch 1.10-2.15 torch/distributed/algorithms/join.py (Join's skew warning)",
+       MessagePhase::kRuntime, "uneven", false,
+       "had far fewer inputs than the other ranks (uneven inputs)", nullptr, "ddp"},
+      {"torch.c10d.monitored_barrier",
+       R"(failed to pass monitoredBarrier|timed out in monitoredBarrier|)"
+       R"(received errors while waiting|Monitored Barrier encountered error)",
+       "PyTorch 1.10-2.15 torch/csrc/distributed/c10d/ProcessGroupGloo.cpp, "
+       "ProcessGroupWrapper.cpp (monitored_barrier)",
+       MessagePhase::kRuntime, "torch_barrier", false,
+       "waited at a monitored barrier that other ranks never reached", nullptr, "c10d"},
+      {"torch.c10d.unsupported",
+       R"(does not support monitoredBarrier|only GLOO supports monitored barrier)",
+       "PyTorch 2.0-2.15 torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp, Backend.hpp",
+       MessagePhase::kAny, "c10d_usage", false,
+       "called a process-group operation its backend does not have", nullptr, "c10d"},
+      {"torch.ddp.other",
+       R"(DistributedDataParallel|\bDDP\b|[Jj]oin(?:able| context manager| hook)|bucket view|)"
+       R"(bucket_cap_mb|static_graph|find_unused_parameters|gradient_as_bucket_view|)"
+       R"(python reducer|broadcast_buffers|forward_sync_buffers|delay_all_reduce|AccumulateGrad|)"
+       R"(device_mesh|[Dd]elayed gradient|logger must not be None|hook must be callable|)"
+       R"(mixed precision config|Manual backward finalization|unused parameters map|device mesh)",
+       "PyTorch 2.0-2.15 torch/nn/parallel/distributed.py, torch/distributed/algorithms/join.py, "
+       "torch/csrc/distributed/c10d/reducer.cpp",
+       MessagePhase::kRuntime, "ddp_misc", true,
+       "had DistributedDataParallel refuse how it was built or used", nullptr, "ddp"},
+      {"torch.watchdog.other",
+       R"([Ww]atchdog (?:caught|got stuck|hang|detected|wrote aborted)|detected by watchdog|)"
+       R"(blocking the watchdog|watchdog is not actually stuck|indeed a watchdog hang|)"
+       R"([Hh]eartbeat monitor|monitor thread timeout|Timeout at (?:collective|NCCL)|)"
+       R"(lagging(?:/dead/mismatched)? ranks|DESYNC_DEBUG|timed out in blocking wait|)"
+       R"(NCCL timeout|NCCL operation timed out|collective operation timeout|)"
+       R"(HEARTBEAT_TIMEOUT_SEC|timeout watchdog|deadlock state in watchdog)",
+       "PyTorch 2.0-2.15 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (watchdog, heartbeat "
+       "monitor, desync report)",
+       MessagePhase::kRuntime, "watchdog", false,
+       "timed out in a collective, or had PyTorch's NCCL watchdog report a hang", nullptr,
+       "c10d/nccl"},
+      {"torch.nccl.process_group",
+       R"(ProcessGroupNCCL(?:'s|:? |,|\.Options)|ProcessGroupNCCL::(?:split|shrink|WorkNCCL::abort)|)"
+       R"(WindowNCCL|NCCLPG|NCCL [\w -]{0,40}failed|NCCL [Cc]ommunicators? (?:encountered|was |)"
+       R"(already|cannot|not initialized|since)|(?:abort(?:ed)?|from|aborting) (?:\w+ )?(?:an |the |its )?)"
+       R"(NCCL [Cc]ommunicator|NCCL (?:\w+ ){0,2}(?:[Aa]sync Error|Last Error|operation failed|)"
+       R"(stream resources|tensor allocation|host-side|symmetric|does not|shrink|split|timeout)|)"
+       R"((?:with|for) NCCL(?: process group|:| reductions|$)|NCCL process group|NCCL_SPLIT_NOCOLOR|)"
+       R"(TORCH_NCCL_\w+ must|\bnccl_\w+: |NCCL unique ID|ncclMemFree|in this NCCL version|)"
+       R"(NCCL Error|NCCL error!|ncclInvalidUsage|NCCL mem allocator|nccl2 shrink|)"
+       R"(NCCLSymmetricMemory|NCCLPreMulSum|TORCH_SYMMMEM)",
+       "PyTorch 2.0-2.15 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, NCCLUtils.cpp/.hpp",
+       MessagePhase::kRuntime, "torch_nccl", true,
+       "had PyTorch's NCCL process group report an NCCL call or communicator failing", nullptr,
+       "c10d/nccl"},
+      {"torch.c10d.usage",
+       R"([Pp]rocess ?[Gg]roup(?:[ .,;:']|s\b|$)|ProcessGroupWrapper|init_process_group|init_method|)"
+       R"(new_group|[Ss]ubgroup|)"
+       R"(split group|split_ranks|group_size|[Gg]roup (?:name|rank|\S+ is not registered)|)"
+       R"(group_(?:desc|name)|[Dd]efault (?:group|device|pg)|parent group|not part of the|)"
+       R"(Global rank|\bRank \S+ (?:has appeared|is out of range)|rank must be|world_size must|)"
+       R"(`(?:rank|url|world_size)` must|(?:rank|world size|port number|path) (?:parameter )?)"
+       R"(missing|world size (?:\(\S+\) )?must be divisible|world size set by|)"
+       R"(node-specific arguments|[Bb]ackend (?:type|mismatch|names must|'\S+' is not present|)"
+       R"(for device|\S+\) Debug)|c10d backend|Requested backend|Distributed package|urllib|)"
+       R"(timedelta|device_id|monitored_barrier|ProcessGroupGloo|hostname cannot|)"
+       R"(\branks (?:must|list)|bound device|\bisend\b|Multiple backends|)"
+       R"(use_local_synchronization|port must have value|accelerator support)",
+       "PyTorch 2.0-2.15 torch/distributed/distributed_c10d.py (init_process_group, new_group, "
+       "split_group, destroy_process_group), torch/distributed/rendezvous.py",
+       MessagePhase::kAny, "c10d_usage", true,
+       "had torch.distributed refuse how a process group was set up or used", nullptr, "c10d/init"},
   };
   return table;
 }
@@ -841,7 +961,11 @@ std::string MessageAddress(const CatalogueMessage& m, absl::string_view text) {
   const re2::StringPiece piece(text.data(), text.size());
   std::string host, port;
   if (re.NumberOfCapturingGroups() >= 2) {
-    if (RE2::PartialMatch(piece, re, &host, &port)) return absl::StrCat(host, ":", port);
+    if (RE2::PartialMatch(piece, re, &host, &port)) {
+      // An IPv6 host keeps its brackets ("[::]:29500"), so the port stays apart.
+      if (host.find(':') != std::string::npos) return absl::StrCat("[", host, "]:", port);
+      return absl::StrCat(host, ":", port);
+    }
     return "";
   }
   if (RE2::PartialMatch(piece, re, &host)) return host;

@@ -27,7 +27,13 @@
 // tests/data/logs/ holds a line of real text for every message, and
 // tests/data/nccl_warns.tsv every WARN format of NCCL 2.4 to 2.31 (from
 // scripts/extract-nccl-warns.py), each of which a message here must name
-// with its subsystem (nccl_warns_test.cc).
+// with its subsystem (nccl_warns_test.cc), and tests/data/torch_messages.tsv
+// PyTorch 2.0-2.15's distributed messages (scripts/extract-torch-messages.py),
+// each of which explain must recognise with its subsystem's finding
+// (torch_messages_test.cc). PyTorch's messages are matched by the words of
+// the source that prints them, after the specific ones; those whose words
+// are common (a rank, a backend, a group) only in a line that reads as an
+// error (error_only).
 //
 // Each message has its subsystem (`area`: the part of NCCL or of the
 // framework that prints it); most of NCCL's WARN messages are matched by the
@@ -101,7 +107,8 @@ const char* MessageArea(const CatalogueMessage& m);
 const CatalogueMessage* MessageById(absl::string_view id);
 const MessageCause& CauseOf(const CatalogueMessage& m);
 const MessageCause* CauseNamed(absl::string_view name);
-// "host:port" (or the one group) that a message's address pattern finds, "" when none.
+// "host:port" ("[v6]:port") or the one group that a message's address pattern finds, ""
+// when none.
 std::string MessageAddress(const CatalogueMessage& m, absl::string_view text);
 // Whether a line reads as an error ("error", "failed", "refused", ...):
 // for messages whose words healthy INFO lines also use.

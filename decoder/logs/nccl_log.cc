@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "logs/fragments.h"
 #include "logs/message_catalogue.h"
 #include "re2/re2.h"
 
@@ -193,7 +194,8 @@ absl::Status NcclLog::AddFile(const std::string& path) {
     bytes_read_ = bytes_before;
     return why;
   };
-  std::string raw;  // the line so far, at most kMaxLine bytes of it
+  std::string raw;           // the line so far, at most kMaxLine bytes of it
+  last_error_open_ = false;  // a file's first line follows nothing
   int number = 0;
   int64_t last_ts = 0;
   size_t binary = 0;
@@ -375,6 +377,20 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
     lines_.push_back(std::move(line));
     return;
   }
+  // A bare NCCL message without its WARN marker (fragments.h): a WARN line
+  // that lost its prefix, kept as one.
+  const bool after_last_error = last_error_open_;
+  last_error_open_ = false;
+  if (std::optional<NcclFragment> fragment = FindNcclFragment(raw, after_last_error)) {
+    line.level = LogLine::kWarn;
+    line.text = raw.substr(fragment->message_at);
+    line.message = fragment->message;
+    ++nccl_lines_;
+    lines_.push_back(std::move(line));
+    return;
+  }
+  // PyTorch prints NCCL's last WARN text on the line after this one.
+  last_error_open_ = absl::EndsWith(raw, "Last error:");
   line.text = std::move(raw);
   line.message = FindMessageInOtherText(line.text);
   lines_.push_back(std::move(line));

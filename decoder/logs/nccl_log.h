@@ -116,7 +116,8 @@ class NcclLog {
   std::map<std::pair<std::string, int>, int> by_host_pid_;
   size_t nccl_lines_ = 0;
   bool timestamps_ = false;
-  uint64_t bytes_read_ = 0;  // of all files, at most kMaxLogBytes
+  bool last_error_open_ = false;  // the last line read ended with PyTorch's "Last error:"
+  uint64_t bytes_read_ = 0;       // of all files, at most kMaxLogBytes
 };
 
 // The ncclResult_t a framework's error text names ("unhandled system error",

@@ -43,7 +43,8 @@ struct Expect {
   std::string kind;
   std::string subsystem;
   std::string message;
-  std::string ranks;  // "2", "0,3"
+  std::string ranks;    // "2", "0,3"
+  std::string address;  // "10.0.0.1:29500": the address the finding names
 };
 
 Expect ParseExpect(absl::string_view words) {
@@ -55,6 +56,8 @@ Expect ParseExpect(absl::string_view words) {
       e.message = std::string(w);
     } else if (absl::ConsumePrefix(&w, "ranks=")) {
       e.ranks = std::string(w);
+    } else if (absl::ConsumePrefix(&w, "address=")) {
+      e.address = std::string(w);
     } else if (e.kind.empty()) {
       e.kind = std::string(w);
     }
@@ -137,6 +140,11 @@ void Check(const CorpusFile& f, const Expect& e) {
   }
   if (!e.message.empty()) CHECK(MessageOf(root) == e.message);
   if (!e.ranks.empty()) CHECK(RanksText(root.ranks) == e.ranks);
+  if (!e.address.empty()) {
+    const auto* log_facts = std::get_if<LogFacts>(&root.facts);
+    REQUIRE(log_facts != nullptr);
+    CHECK(log_facts->address.value_or("") == e.address);
+  }
 }
 
 // <case> -> what to conclude, from real/EXPECT or sim/EXPECT.
