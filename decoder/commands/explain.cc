@@ -48,7 +48,7 @@ int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& o
     return 2;
   }
   const LogDiagnosis d = DiagnoseLogs(log);
-  if (log.nccl_lines() == 0 && !d.problem) {
+  if (log.nccl_lines() == 0 && d.findings.empty()) {
     err << "ncclwatch: nothing in "
         << (files.size() == 1 ? files.front() : absl::StrCat(files.size(), " files"))
         << " looks like an NCCL log (NCCL_DEBUG=INFO or WARN) or a job's NCCL error output\n";

@@ -209,6 +209,28 @@ class LogDiagnoser {
     if (m == nullptr) return;
     const MessageCause& cause = CauseOf(*m);
     if (m->error_only && l.level != LogLine::kWarn && !ErrorWords(t)) return;
+    // A risk, not a failure: one warning, whatever the number of ranks that
+    // print it; the job stays healthy on its account.
+    if (WarningOnly(*m)) {
+      for (Finding& n : notes_) {
+        const auto* x = std::get_if<LogFacts>(&n.facts);
+        if (x == nullptr || x->message != m->id) continue;
+        if (rank >= 0 && std::find(n.ranks.begin(), n.ranks.end(), rank) == n.ranks.end()) {
+          n.ranks.push_back(rank);
+          std::sort(n.ranks.begin(), n.ranks.end());
+        }
+        return;
+      }
+      Finding n;
+      if (rank >= 0) n.ranks = {rank};
+      n.kind = cause.kind;
+      n.role = FindingRole::kWarning;
+      Facts(n).cause = LogCause::kCatalogued;
+      Facts(n).message = m->id;
+      Facts(n).line = t;
+      notes_.push_back(n);
+      return;
+    }
     // A message of an init cause outside any init (a bad argument to a
     // collective, a plugin or topology warning under a running job): the
     // catalogue's words for it, as a note of what the logs show, after every
@@ -562,6 +584,7 @@ class LogDiagnoser {
       for (const LogLine& l : log_.lines()) {
         // NCCL's warnings, its errors in a framework's words, and any line
         // that names NCCL with an error word: never "healthy".
+        if (l.message != nullptr && WarningOnly(*l.message)) continue;
         if (l.level != LogLine::kWarn && !NcclErrorText(l.text) &&
             !(l.level == LogLine::kOther && ErrorWords(l.text) &&
               (absl::StrContains(l.text, "NCCL") || absl::StrContains(l.text, "nccl"))))

@@ -124,6 +124,11 @@ const MessageCause kCauses[] = {
      "end cleanly on every rank: call destroy_process_group() once all ranks are past their last "
      "collective (a barrier first), and before exit; a rank that leaves early or hangs in a "
      "collective blocks the others' teardown (TORCH_NCCL_ASYNC_ERROR_HANDLING=1 aborts instead)"},
+    // Not a failure: a risk explain reports as a warning (the job stays
+    // healthy on its account).
+    {"teardown_risk", FindingKind::kTeardownHang, "",
+     "call destroy_process_group() on every rank after its last collective and before it exits; "
+     "without it a rank that exits first can leave the others blocked in their own teardown"},
     {"watchdog", FindingKind::kWatchdogTimeout, "",
      "a timeout is a symptom: a rank stopped calling collectives (it died, hung, or took another "
      "path); look for the first error of each rank, and TORCH_NCCL_TRACE_BUFFER_SIZE / "
@@ -535,6 +540,11 @@ const std::vector<CatalogueMessage>& Table() {
        MessagePhase::kRuntime, "teardown", false,
        "was still tearing its process group down (destroy_process_group) when it stopped", nullptr,
        "c10d"},
+      {"torch.teardown.not_destroyed",
+       R"(NCCL communicator hasn't been destroyed|process group has NOT been destroyed before we destruct ProcessGroupNCCL)",
+       "PyTorch 2.4+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (its destructor, at exit)",
+       MessagePhase::kRuntime, "teardown_risk", false,
+       "exited without destroying its process group (destroy_process_group)", nullptr, "c10d"},
       {"torch.watchdog.stuck",
        R"(watchdog got stuck for \d+ seconds|Heartbeat monitor timed out|ProcessGroupNCCL watchdog hang)",
        "PyTorch 2.2+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (heartbeat monitor)",
@@ -970,6 +980,10 @@ std::string MessageAddress(const CatalogueMessage& m, absl::string_view text) {
   }
   if (RE2::PartialMatch(piece, re, &host)) return host;
   return "";
+}
+
+bool WarningOnly(const CatalogueMessage& m) {
+  return absl::string_view(m.cause) == "teardown_risk";
 }
 
 bool ErrorWords(absl::string_view text) {

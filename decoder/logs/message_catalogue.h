@@ -110,6 +110,9 @@ const MessageCause* CauseNamed(absl::string_view name);
 // "host:port" ("[v6]:port") or the one group that a message's address pattern finds, ""
 // when none.
 std::string MessageAddress(const CatalogueMessage& m, absl::string_view text);
+// Whether the message names a risk, not a failure (a job that exited
+// without destroy_process_group): explain reports it as a warning.
+bool WarningOnly(const CatalogueMessage& m);
 // Whether a line reads as an error ("error", "failed", "refused", ...):
 // for messages whose words healthy INFO lines also use.
 bool ErrorWords(absl::string_view text);

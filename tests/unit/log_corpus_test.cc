@@ -43,8 +43,9 @@ struct Expect {
   std::string kind;
   std::string subsystem;
   std::string message;
-  std::string ranks;    // "2", "0,3"
-  std::string address;  // "10.0.0.1:29500": the address the finding names
+  std::string ranks;     // "2", "0,3"
+  std::string address;   // "10.0.0.1:29500": the address the finding names
+  bool healthy = false;  // "healthy": no problem; `kind` is then a warning's
 };
 
 Expect ParseExpect(absl::string_view words) {
@@ -58,6 +59,8 @@ Expect ParseExpect(absl::string_view words) {
       e.ranks = std::string(w);
     } else if (absl::ConsumePrefix(&w, "address=")) {
       e.address = std::string(w);
+    } else if (w == "healthy") {
+      e.healthy = true;
     } else if (e.kind.empty()) {
       e.kind = std::string(w);
     }
@@ -126,10 +129,18 @@ void Check(const CorpusFile& f, const Expect& e) {
   NcclLog log;
   const LogDiagnosis d = Explain(f.body, &log);
   REQUIRE_FALSE(d.findings.empty());
-  const Finding& root = d.findings.front();
+  // A healthy log's finding to check is its first warning.
+  const Finding* first = &d.findings.front();
+  if (e.healthy) {
+    first = nullptr;
+    for (const Finding& x : d.findings)
+      if (x.role == ncclwatch::decoder::FindingRole::kWarning && first == nullptr) first = &x;
+    REQUIRE(first != nullptr);
+  }
+  const Finding& root = *first;
   const auto text = ncclwatch::decoder::RenderFinding(root, ncclwatch::decoder::NoCallSites());
   INFO(text.detail);
-  CHECK(d.problem);
+  CHECK(d.problem == !e.healthy);
   CHECK(KindName(root.kind) == e.kind);
   CHECK_FALSE(text.detail.empty());
   CHECK_FALSE(text.fix.empty());
