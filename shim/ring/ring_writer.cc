@@ -284,17 +284,18 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
 uint64_t RingWriter::Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t now,
                             bool* anchor_due) {
   // The new block's size, from how the last one went (ring_writer.h).
+  const bool same_ring = b->generation == generation_;
   uint32_t size = 1;
   uint8_t contended = 0;
   if (block_fixed_) {
     size = max_block_;
-  } else if (b->generation == generation_ && b->next == b->end && b->size != 0) {
-    // Used up: grow if that was fast and shared twice running, shrink if no
-    // other thread claimed meanwhile.
+  } else if (same_ring && b->size != 0 && b->next == b->end) {
+    // Used up: grow if other threads' claims came between this one's, fast,
+    // twice running; shrink if none did.
     const bool fast = now - b->claimed < grow_ticks_;
-    contended = b->contended;
+    contended = fast ? b->contended : 0;
     size = b->size;
-    if (contended >= 2 && fast)
+    if (contended >= 2)
       size = size < max_block_ ? size + 1 : max_block_;
     else if (contended == 0 && size > 1)
       --size;
@@ -305,23 +306,39 @@ uint64_t RingWriter::Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t no
     __atomic_store_n(&h->claim_blocks_used, 1u, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
   }
-  const bool same_ring = b->generation == generation_;
   const uint64_t idx = __atomic_fetch_add(&h->ring_next, size, __ATOMIC_RELAXED);
-  // Another thread claimed since this one's last claim: count it, if this
-  // block followed a fast one.
-  if (same_ring && idx != b->end && now - b->claimed < grow_ticks_)
+  // Did another thread claim since this one's last claim, soon after it?
+  if (same_ring && idx != b->last && now - b->claimed < grow_ticks_)
     contended = contended < 255 ? contended + 1 : contended;
   else
     contended = 0;
   b->generation = generation_;
   b->next = idx + 1;
   b->end = idx + size;
+  b->last = idx + size;
   b->claimed = now;
   b->size = size;
   b->contended = contended;
+  // Blocks of one that need not grow take the inline path from here on.
+  const bool grow = block_fixed_ || size != 1 || contended >= 2;
+  b->single = max_block_ <= 1 || !grow ? generation_ : 0;
   // A time anchor is due when the block holds a slot 65536 * k.
   *anchor_due = idx == 0 || ((idx - 1) >> 16) != ((idx + size - 1) >> 16);
   return idx;
+}
+
+void RingWriter::NoteOtherClaims(ClaimBlock* b, uint64_t now) const {
+  // As in Refill: another thread claimed since this one's last claim. Twice
+  // within grow_ticks_: the next claim goes through Refill, which grows.
+  const uint8_t c = b->contended;
+  b->contended = now - b->claimed < grow_ticks_ ? static_cast<uint8_t>(c < 255 ? c + 1 : c) : 1;
+  b->claimed = now;
+  if (b->contended >= 2 && max_block_ > 1) b->single = 0;
+}
+
+uint64_t RingWriter::ClaimFromCursor(ncclwatch_ring_header* h, uint64_t* now) const {
+  *now = Now();
+  return __atomic_fetch_add(&h->ring_next, 1, __ATOMIC_RELAXED);
 }
 
 void RingWriter::ForkChild() {

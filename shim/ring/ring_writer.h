@@ -44,14 +44,19 @@
 //     under a millisecond, so blocks are used only on rings of 4096 slots
 //     (512 KiB) or more, and at most ring_slots / 2048 slots each (a 64-slot
 //     test ring: blocks of 1).
-//   - Signals: ClaimSlot marks the thread's block busy (a plain TLS store,
-//     with compiler-only signal fences around the block's use). A handler
-//     that interrupts a claim on the same thread sees busy and claims from
-//     the shared cursor instead, so the interrupted `next++` and the handler
-//     can never get the same slot. A handler that runs outside a claim uses
-//     the block normally (it finishes before the thread resumes). A handler
-//     that longjmps out of a claim leaves busy set: that thread then claims
-//     from the cursor, as before blocks.
+//   - Signals: a claim from a block marks the thread's block busy (a plain
+//     TLS store, with compiler-only signal fences around the block's use).
+//     A handler that interrupts such a claim on the same thread sees busy
+//     and claims from the shared cursor instead, so the interrupted `next++`
+//     and the handler can never get the same slot. A handler that runs
+//     outside a claim uses the block normally (it finishes before the
+//     thread resumes). A handler that longjmps out of a claim leaves busy
+//     set: that thread then claims from the cursor, as before blocks.
+//     Blocks of one need no flag: they take no slot from a block, and what
+//     they write (`last`, the contention count) only steers the next size.
+//   - Cost: blocks of one are the old claim plus a TLS compare and store
+//     (238 instructions a shim_loop call against 217; the same CPU time,
+//     README); a slot from a block saves the locked add.
 //   - TLS is initial-exec (as ThisThread's), so touching it never allocates
 //     and is signal-safe. It is one block per thread, tagged with the
 //     generation of the writer whose ring holds it: a thread writing to
@@ -110,9 +115,11 @@ struct ClaimBlock {
   uint64_t generation;  // RingWriter::generation_ of the ring it is in; 0: none
   uint64_t next;        // the next logical slot to take
   uint64_t end;         // one past the block's last slot
-  uint64_t claimed;     // trace clock when it was claimed
-  uint32_t size;        // its size
-  uint8_t contended;    // consecutive fast refills another thread's claim preceded
+  uint64_t claimed;     // trace clock at its claim, or at the last claim another thread's preceded
+  uint64_t last;        // one past the last slot this thread claimed from the cursor
+  uint64_t single;      // generation_ while claims take one slot from the cursor inline
+  uint32_t size;        // the block's size
+  uint8_t contended;    // fast claims in a row that another thread's claim preceded
   uint8_t busy;         // a claim on this thread is using the block
 };
 // Initial-exec TLS: reading it never allocates.
@@ -184,34 +191,41 @@ class RingWriter {
   // slot comes from the thread's claim block when it has a live one, else
   // from the cursor (Refill); claim->t is the clock read the block's expiry
   // was checked against, for the caller to use as the record's time.
-  bool ClaimSlot(SlotClaim* claim) {
+  __attribute__((always_inline)) bool ClaimSlot(SlotClaim* claim) {
     ncclwatch_ring_header* h = __atomic_load_n(&header_, __ATOMIC_ACQUIRE);
     if (__builtin_expect(h == nullptr, 0)) return false;
     ClaimBlock& b = t_claim_block;
     uint64_t idx, now;
     uint8_t flags = NCCLWATCH_SLOT_CLAIMED;
-    bool anchor_due;
-    if (__builtin_expect(max_block_ <= 1 || b.busy != 0, 0)) {
-      // No blocks on this ring, or a signal handler that interrupted a claim
-      // on this thread: the shared cursor, one slot.
+    bool anchor_due = false;
+    if (__builtin_expect(b.single == generation_, 1)) {
+      // Blocks of one (the thread's usual case until other threads claim at
+      // speed; every claim on a ring without blocks): one slot from the
+      // cursor, as before blocks. This takes no slot from a block and
+      // writes only what counts other threads' claims, so it needs no busy
+      // flag: a handler that runs in between claims a slot of its own.
       now = Now();
       idx = __atomic_fetch_add(&h->ring_next, 1, __ATOMIC_RELAXED);
+      if (__builtin_expect(idx != b.last, 0)) NoteOtherClaims(&b, now);
+      b.last = idx + 1;
       anchor_due = (idx & 0xffff) == 0;
-    } else {
+    } else if (__builtin_expect(b.busy == 0, 1)) {
       b.busy = 1;
       __atomic_signal_fence(__ATOMIC_SEQ_CST);
       now = Now();
-      if (__builtin_expect(
-              b.generation == generation_ && b.next != b.end && now - b.claimed < block_ticks_,
-              1)) {
-        idx = b.next++;
+      if (b.next != b.end && b.generation == generation_ && now - b.claimed < block_ticks_) {
+        idx = b.next++;  // from the thread's block
         flags = 0;
-        anchor_due = false;
       } else {
         idx = Refill(h, &b, now, &anchor_due);
       }
       __atomic_signal_fence(__ATOMIC_SEQ_CST);
       b.busy = 0;
+    } else {
+      // A signal handler that interrupted a claim from the block on this
+      // thread: the cursor, one slot.
+      idx = ClaimFromCursor(h, &now);
+      anchor_due = (idx & 0xffff) == 0;
     }
     uint8_t* slot = ring_ + (idx & ring_mask_) * NCCLWATCH_SLOT_BYTES;
     __atomic_store_n(&reinterpret_cast<ncclwatch_slot_header*>(slot)->stamp,
@@ -295,6 +309,10 @@ class RingWriter {
   // ClaimSlot's slow path: a new block for this thread (its size chosen as
   // the top of this file says), its first slot returned. Out of line.
   uint64_t Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t now, bool* anchor_due);
+  // Blocks of one: another thread claimed since this one's last claim.
+  void NoteOtherClaims(ClaimBlock* b, uint64_t now) const;
+  // One slot from the cursor, and the clock (no blocks, or in a handler).
+  uint64_t ClaimFromCursor(ncclwatch_ring_header* h, uint64_t* now) const;
   static void Prefault(void* mapping, uint64_t bytes);
   bool AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, uint64_t first, uint32_t nslots,
                 const uint8_t* record, size_t len);
