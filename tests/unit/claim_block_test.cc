@@ -297,7 +297,7 @@ TEST_CASE("records from claim blocks come back in time order", "[ring][claim]") 
   CHECK(!std::is_sorted(indexes.begin(), indexes.end()));
 }
 
-TEST_CASE("one writing thread keeps blocks of one slot; contending threads get bigger ones",
+TEST_CASE("one writing thread keeps blocks of one slot, contending threads get bigger ones",
           "[ring][claim]") {
   jobs::TempDir dir;
   char err[256];
@@ -460,8 +460,8 @@ TEST_CASE("TimeOrder: anchors go out at once, block records when an anchor passe
 }
 
 TEST_CASE(
-    "TimeOrder: the writer's window bounds what is held without anchors; held bytes "
-    "survive their buffer",
+    "TimeOrder: the writer's window bounds what is held without anchors, and held "
+    "bytes survive their buffer",
     "[claim][time_order]") {
   std::vector<std::pair<uint64_t, std::string>> out;
   auto sink = [&](uint64_t t, uint64_t, uint8_t, absl::Span<const uint8_t> b) {
@@ -491,7 +491,7 @@ TEST_CASE(
   CHECK(order.held() == 0);
 }
 
-TEST_CASE("TimeOrder: a late record goes out at once, never dropped; what it holds is bounded",
+TEST_CASE("TimeOrder: a late record goes out at once, never dropped, and what it holds is bounded",
           "[claim][time_order]") {
   uint64_t seen = 0;
   auto sink = [&](uint64_t, uint64_t, uint8_t, absl::Span<const uint8_t>) { ++seen; };
