@@ -26,7 +26,7 @@
 //
 // The choices, and why:
 //   - Size adapts per thread. A block grows by one slot (to
-//     claim_block_slots, 16 by measurement, README) only when the thread
+//     claim_block_slots, 32 by measurement, README) only when the thread
 //     used its last block up within claim_block_ticks / 16 (~20-60 us) and
 //     another thread claimed in between, twice in a row; it shrinks when no
 //     other thread claimed, and falls to 1 when a block expires unfinished.
@@ -87,7 +87,7 @@ namespace ncclwatch::shim {
 enum class Region { kRing, kPinned };
 
 // Claim blocks: the defaults (see the top of this file).
-constexpr uint32_t kClaimBlockSlots = 16;
+constexpr uint32_t kClaimBlockSlots = 32;
 constexpr uint64_t kClaimBlockTicks = uint64_t{1} << 20;
 // Rings below this many slots have no blocks; above, blocks are at most
 // ring_slots / kSlotsPerBlockSlot slots.

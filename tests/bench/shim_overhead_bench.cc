@@ -4,7 +4,7 @@
 // build of the shim (NCCLWATCH_SHIM_BASELINE, e.g. main's) loaded beside it.
 // Also the floors: a TSC read alone, a bare 64-byte ring append, a call-slot
 // append, and the same stores without the locked add that claims the slot;
-// and call slots claimed from claim blocks of 1 to 32 slots, on one thread
+// and call slots claimed from claim blocks of 1 to 64 slots, on one thread
 // and on two (BM_CallSlotClaimBlock: the block size's measurement).
 //
 //   NCCLWATCH_SHIM_BASELINE=/path/to/main/libncclwatch.so shim_overhead_bench
@@ -312,7 +312,7 @@ void BM_CallSlotStoreNoLock(benchmark::State& state) {
 ncclwatch::shim::RingWriter* BlockRing(int64_t slots) {
   static ncclwatch::shim::RingWriter* rings[64] = {};
   static const bool made = [] {
-    for (int64_t s : {1, 4, 8, 16, 32}) {
+    for (int64_t s : {1, 4, 8, 16, 32, 64}) {
       auto* r = new ncclwatch::shim::RingWriter();
       ncclwatch::shim::RingConfig c;
       static std::string dir = ScratchDir() + "/blocks";
@@ -357,6 +357,7 @@ BENCHMARK(BM_CallSlotClaimBlock)
     ->Arg(8)
     ->Arg(16)
     ->Arg(32)
+    ->Arg(64)
     ->Threads(1)
     ->Threads(2)
     ->UseRealTime();

@@ -304,7 +304,8 @@ TEST_CASE("one writing thread keeps blocks of one slot, contending threads get b
   SECTION("one thread: every slot claimed from the cursor, in order") {
     RingWriter w;
     REQUIRE(w.Open(Config(dir.path(), 16 << 20), err, sizeof(err)));
-    REQUIRE(w.max_claim_block() == 16);  // the default, on the default ring
+    REQUIRE(w.max_claim_block() ==
+            ncclwatch::shim::kClaimBlockSlots);  // the default ring: the default
     uint64_t not_claimed = 0;
     for (uint64_t i = 0; i < 50000; ++i) {
       uint8_t flags = 0;
