@@ -290,15 +290,16 @@ uint64_t RingWriter::Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t no
   if (block_fixed_) {
     size = max_block_;
   } else if (same_ring && b->size != 0 && b->next == b->end) {
-    // Used up: grow if other threads' claims came between this one's, fast,
-    // twice running; shrink if none did.
+    // Used up: the full size if other threads' claims came between this
+    // one's, fast, twice running (below 16 slots a block saves little:
+    // README); half if none did.
     const bool fast = now - b->claimed < grow_ticks_;
     contended = fast ? b->contended : 0;
     size = b->size;
     if (contended >= 2)
-      size = size < max_block_ ? size + 1 : max_block_;
+      size = max_block_;
     else if (contended == 0 && size > 1)
-      --size;
+      size /= 2;
   }  // else: none yet, another ring's, or it expired unfinished: 1.
   if (size > 1 && __atomic_load_n(&h->claim_blocks_used, __ATOMIC_RELAXED) == 0) {
     // Before the add: a reader that sees a block's slots under the cursor

@@ -25,16 +25,16 @@
 //                              └ next++ per claim, no shared write
 //
 // The choices, and why:
-//   - Size adapts per thread. A block grows by one slot (to
-//     claim_block_slots, 32 by measurement, README) only when the thread
-//     used its last block up within claim_block_ticks / 16 (~20-60 us) and
-//     another thread claimed in between, twice in a row; it shrinks when no
-//     other thread claimed, and falls to 1 when a block expires unfinished.
-//     A block's unused rest is never written (lost ring capacity), so slow
-//     threads, bursts and processes with one NCCL thread keep blocks of 1
-//     (the old behaviour, records in claim order, the decoder's fast path);
-//     only threads that contend at speed, where the shared line costs, get
-//     big ones.
+//   - Size adapts per thread. A thread takes blocks of claim_block_slots
+//     (32, by measurement: README) once it used its last block up within
+//     claim_block_ticks / 16 (~20-60 us) with another thread's claim in
+//     between, twice running; the size halves when no other thread claimed
+//     meanwhile, and falls to 1 when a block expires unfinished. A block's
+//     unused rest is never written (lost ring capacity: at most 31 slots at
+//     the end of a burst of contended calls), so slow threads, bursts and
+//     processes with one NCCL thread keep blocks of 1 (the old behaviour,
+//     records in claim order, the decoder's fast path); only threads that
+//     contend at speed, where the shared line costs, get big ones.
 //   - Expiry by age: a block is used only within claim_block_ticks (2^20
 //     trace-clock ticks, ~0.3-1 ms) of its claim. The ClaimSlot clock read
 //     is the record's time stamp too (SlotClaim::t), so this costs no extra
