@@ -20,6 +20,12 @@ __thread ClaimBlock t_claim_block __attribute__((tls_model("initial-exec")));
 
 namespace {
 
+// Claims in a row, each soon after the last, that another claim came
+// between before a thread takes blocks: threads that call at once interleave
+// at nearly every claim; a process's one NCCL thread and its watcher, whose
+// records also come from the cursor, hardly ever four times running.
+constexpr uint8_t kContendedClaims = 4;
+
 // The last generation a writer took (Open, ForkChild).
 uint64_t g_generations = 0;
 
@@ -291,12 +297,12 @@ uint64_t RingWriter::Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t no
     size = max_block_;
   } else if (same_ring && b->size != 0 && b->next == b->end) {
     // Used up: the full size if other threads' claims came between this
-    // one's, fast, twice running (below 16 slots a block saves little:
+    // one's, fast, kContendedClaims times running (below 16 slots a block saves little:
     // README); half if none did.
     const bool fast = now - b->claimed < grow_ticks_;
     contended = fast ? b->contended : 0;
     size = b->size;
-    if (contended >= 2)
+    if (contended >= kContendedClaims)
       size = max_block_;
     else if (contended == 0 && size > 1)
       size /= 2;
@@ -321,7 +327,7 @@ uint64_t RingWriter::Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t no
   b->size = size;
   b->contended = contended;
   // Blocks of one that need not grow take the inline path from here on.
-  const bool grow = block_fixed_ || size != 1 || contended >= 2;
+  const bool grow = block_fixed_ || size != 1 || contended >= kContendedClaims;
   b->single = max_block_ <= 1 || !grow ? generation_ : 0;
   // A time anchor is due when the block holds a slot 65536 * k.
   *anchor_due = idx == 0 || ((idx - 1) >> 16) != ((idx + size - 1) >> 16);
@@ -329,12 +335,13 @@ uint64_t RingWriter::Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t no
 }
 
 void RingWriter::NoteOtherClaims(ClaimBlock* b, uint64_t now) const {
-  // As in Refill: another thread claimed since this one's last claim. Twice
-  // within grow_ticks_: the next claim goes through Refill, which grows.
+  // As in Refill: another thread claimed since this one's last claim.
+  // kContendedClaims times, each within grow_ticks_ of the last: the next
+  // claim goes through Refill, which grows.
   const uint8_t c = b->contended;
   b->contended = now - b->claimed < grow_ticks_ ? static_cast<uint8_t>(c < 255 ? c + 1 : c) : 1;
   b->claimed = now;
-  if (b->contended >= 2 && max_block_ > 1) b->single = 0;
+  if (b->contended >= kContendedClaims && max_block_ > 1) b->single = 0;
 }
 
 uint64_t RingWriter::ClaimFromCursor(ncclwatch_ring_header* h, uint64_t* now) const {

@@ -28,8 +28,8 @@
 //   - Size adapts per thread. A thread takes blocks of claim_block_slots
 //     (32, by measurement: README) once it used its last block up within
 //     claim_block_ticks / 16 (~20-60 us) with another thread's claim in
-//     between, twice running; the size halves when no other thread claimed
-//     meanwhile, and falls to 1 when a block expires unfinished. A block's
+//     between, four times running (not a watcher's occasional record); the size halves when no
+//     other thread claimed meanwhile, and falls to 1 when a block expires unfinished. A block's
 //     unused rest is never written (lost ring capacity: at most 31 slots at
 //     the end of a burst of contended calls), so slow threads, bursts and
 //     processes with one NCCL thread keep blocks of 1 (the old behaviour,
