@@ -50,6 +50,11 @@ uint64_t TraceFile::LiveCursor(bool pinned) const {
   return ReadAt(at, &v, sizeof(v)) ? v : kNoCursor;
 }
 
+bool TraceFile::LiveClaimBlocksUsed() const {
+  uint32_t v = 0;
+  return ReadAt(offsetof(ncclwatch_ring_header, claim_blocks_used), &v, sizeof(v)) && v != 0;
+}
+
 uint64_t TraceFile::LiveOverflow() const {
   uint64_t v = 0;
   return ReadAt(offsetof(ncclwatch_ring_header, pinned_overflow), &v, sizeof(v)) ? v : 0;

@@ -3,10 +3,12 @@
 // Open() checks the header against the file's real size and the format's
 // constants before any offset is used, and refuses, with a one-line reason, a
 // file that is not a trace, was truncated, or comes from another format or
-// schema version (format 1, without call slots, is still read).
+// schema version (formats 1 and 2 are still read).
 // ForEachRecord() then yields every whole record of both
 // regions in the order they were written (the pinned region's records merged,
-// by their time stamps, into the ring's from its oldest surviving slot); a slot whose
+// by their time stamps, into the ring's from its oldest surviving slot; a
+// format-3 ring whose threads claimed blocks of slots put back in time order
+// within the writer's bound, trace/time_order.h); a slot whose
 // stamp does not match its place (torn by a crash, overwritten, never
 // written) or whose lengths do not add up is skipped and counted, never used.
 // The process may still be running, and the file may even shrink while it
@@ -32,13 +34,15 @@
 #include "absl/types/span.h"
 #include "ncclwatch/ring_format.h"
 #include "trace/call_slot.h"
+#include "trace/time_order.h"
 
 namespace ncclwatch::decoder {
 
 struct TraceFileStats {
   uint64_t ring_claimed = 0;      // records' slots ever claimed in the ring
   uint64_t ring_overwritten = 0;  // slots the ring no longer holds (it wrapped)
-  uint64_t torn_slots = 0;        // slots in range that were not whole
+  uint64_t torn_slots = 0;        // slots in range not whole (a writer stopped mid-record)
+  uint64_t unwritten_slots = 0;   // format 3: slots in range never written (claim blocks' rest)
   uint64_t pinned_overflow = 0;   // pinned records the writer sent to the ring
   uint64_t padding_slots = 0;     // slots given up by an in-place write that did not fit
   uint64_t records = 0;           // whole records yielded
@@ -117,9 +121,16 @@ class TraceFile {
   // read from the file now.
   uint64_t LiveCursor(bool pinned) const;
   uint64_t LiveOverflow() const;
-  template <typename Fn>
+  // Whether a thread of the writer has claimed a block of more than one
+  // slot (format 3; read after the cursors).
+  bool LiveClaimBlocksUsed() const;
+  // Calls fn(pinned, index, kind, bytes, slot_flags) for each whole record,
+  // in logical order; one-slot records' bytes stay valid until retire() is
+  // called (just before the buffers they are in are overwritten),
+  // multi-slot records' only during the call.
+  template <typename Fn, typename Retire>
   void ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, Fn& fn,
-                  TraceFileStats* stats) const;
+                  Retire& retire, TraceFileStats* stats) const;
 
   std::string path_;
   int fd_ = -1;
@@ -140,12 +151,19 @@ inline uint64_t EntryTime(uint8_t kind, absl::Span<const uint8_t> bytes) {
 
 // ---- implementation
 
-template <typename Fn>
+template <typename Fn, typename Retire>
 void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, Fn& fn,
-                           TraceFileStats* stats) const {
+                           Retire& retire, TraceFileStats* stats) const {
   constexpr uint64_t kSlot = NCCLWATCH_SLOT_BYTES;
   const uint64_t mask = slots - 1;
   const bool call_slots = header_.format_version >= 2;  // format 1 has none
+  // Format 3's ring: a slot of this lap that holds no stamp of it, or an
+  // earlier lap's, was never written (a claim block's unused rest), not torn.
+  const bool unwritten_slots = !pinned && header_.format_version >= 3;
+  auto never_written = [&](uint64_t stamp, uint64_t i) {
+    const uint64_t s = stamp & ~uint64_t{NCCLWATCH_STAMP_WRITING};
+    return stamp == 0 || (s != 0 && s <= i && ((s - 1) & mask) == (i & mask));
+  };
   const uint64_t first = pinned ? 0 : (cursor > slots ? cursor - slots : 0);
   const uint64_t last = pinned ? (cursor < slots ? cursor : slots) : cursor;
   if (!pinned) {
@@ -184,6 +202,7 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
   while (i < last) {
     // A chunk of physical slots from i's, up to the region's end.
     const uint64_t n = std::min({kChunkSlots, slots - (i & mask), last - i});
+    retire();
     if (!read_slots(i, n, chunk.get())) {
       stats->torn_slots += last - i;
       stats->truncated = true;
@@ -234,7 +253,10 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
         continue;
       }
       if (sh.stamp != i + 1 || sh.length > NCCLWATCH_SLOT_PAYLOAD_BYTES || !stable(k)) {
-        ++stats->torn_slots;
+        if (unwritten_slots && sh.stamp != i + 1 && never_written(sh.stamp, i) && stable(k))
+          ++stats->unwritten_slots;
+        else
+          ++stats->torn_slots;
         ++i;
         continue;
       }
@@ -250,7 +272,7 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
         if (sh.length == 0) continue;
         ++stats->records;
         fn(pinned, start, uint8_t{NCCLWATCH_SLOT_SINGLE},
-           absl::MakeConstSpan(slot + NCCLWATCH_SLOT_HEADER_BYTES, sh.length));
+           absl::MakeConstSpan(slot + NCCLWATCH_SLOT_HEADER_BYTES, sh.length), sh.flags);
         continue;
       } else if (sh.kind >= NCCLWATCH_SLOT_COLLECTIVE && sh.kind <= NCCLWATCH_SLOT_GROUP &&
                  call_slots) {
@@ -263,7 +285,8 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
         }
         ++stats->records;
         fn(pinned, start, sh.kind,
-           absl::MakeConstSpan(slot + NCCLWATCH_SLOT_HEADER_BYTES, NCCLWATCH_SLOT_PAYLOAD_BYTES));
+           absl::MakeConstSpan(slot + NCCLWATCH_SLOT_HEADER_BYTES, NCCLWATCH_SLOT_PAYLOAD_BYTES),
+           sh.flags);
         continue;
       } else if (sh.kind == NCCLWATCH_SLOT_FIRST) {
         // Gather the record's slots; any gap or inconsistency discards all of them.
@@ -274,6 +297,7 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
                      nslots <= NCCLWATCH_MAX_RECORD_SLOTS && nslots <= last - i;
         const uint8_t* parts = slot;
         if (whole && i + nslots > end) {  // it runs past the chunk: read it on its own
+          retire();                       // `again` is read into below
           whole = read_slots(i, nslots, gather.get());
           parts = gather.get();
           if (whole && twice) {  // and twice, as above
@@ -321,7 +345,8 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       }
       if (length == 0) continue;
       ++stats->records;
-      fn(pinned, start, uint8_t{NCCLWATCH_SLOT_SINGLE}, absl::MakeConstSpan(record.get(), length));
+      fn(pinned, start, uint8_t{NCCLWATCH_SLOT_SINGLE}, absl::MakeConstSpan(record.get(), length),
+         sh.flags);
     }
   }
 }
@@ -345,25 +370,48 @@ void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats) const {
     std::vector<uint8_t> bytes;
   };
   std::vector<Held> pinned;
-  auto hold = [&](bool, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes) {
+  auto hold = [&](bool, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes, uint8_t) {
     pinned.push_back(
         {EntryTime(kind, bytes), index, kind, std::vector<uint8_t>(bytes.begin(), bytes.end())});
   };
-  ReadRegion(true, header_.pinned_offset, header_.pinned_slots, pinned_next, hold, stats);
+  auto nothing_held = [] {};
+  ReadRegion(true, header_.pinned_offset, header_.pinned_slots, pinned_next, hold, nothing_held,
+             stats);
   // Pinned records are claimed in order, but threads can take their time
   // stamps in a different order than they claim: sort by time, stably.
   std::stable_sort(pinned.begin(), pinned.end(),
                    [](const Held& a, const Held& b) { return a.t < b.t; });
   size_t next = 0;
-  auto merge = [&](bool, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes) {
-    if (next < pinned.size()) {
-      const uint64_t t = EntryTime(kind, bytes);
-      for (; next < pinned.size() && pinned[next].t <= t; ++next)
-        fn(true, pinned[next].index, pinned[next].kind, absl::MakeConstSpan(pinned[next].bytes));
-    }
-    fn(false, index, kind, bytes);
+  auto release_pinned = [&](uint64_t t) {
+    for (; next < pinned.size() && pinned[next].t <= t; ++next)
+      fn(true, pinned[next].index, pinned[next].kind, absl::MakeConstSpan(pinned[next].bytes));
   };
-  ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, merge, stats);
+  // Read after the cursors: a block under them is seen here too.
+  if (header_.format_version >= 3 && LiveClaimBlocksUsed()) {
+    // Threads claimed blocks of slots: the ring's records, put back in time
+    // order (trace/time_order.h), then merged with the pinned ones.
+    TimeOrder order(header_.claim_block_ticks);
+    auto out = [&](uint64_t t, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes) {
+      release_pinned(t);
+      fn(false, index, kind, bytes);
+    };
+    auto add = [&](bool, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes,
+                   uint8_t flags) {
+      order.Add(EntryTime(kind, bytes), (flags & NCCLWATCH_SLOT_CLAIMED) != 0, index, kind, bytes,
+                out);
+    };
+    auto keep = [&] { order.Keep(); };
+    ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, add, keep, stats);
+    order.Flush(out);
+  } else {
+    // Records in claim order (formats 1 and 2; format 3 with blocks of one).
+    auto merge = [&](bool, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes, uint8_t) {
+      if (next < pinned.size()) release_pinned(EntryTime(kind, bytes));
+      fn(false, index, kind, bytes);
+    };
+    ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, merge, nothing_held,
+               stats);
+  }
   for (; next < pinned.size(); ++next)
     fn(true, pinned[next].index, pinned[next].kind, absl::MakeConstSpan(pinned[next].bytes));
 }

@@ -43,19 +43,47 @@
  * atomic add on the region's cursor (pinned_next, ring_next); slot i lives at
  * physical index i % slots. A call slot's `result` (payload offset 8, within
  * the slot's first cache line) is rewritten in place when the call returns,
- * while the slot's stamp still names it. For each: set stamp to 0, write the payload, then
- * store stamp = i + 1 with release ordering. A record longer than one payload
- * spans slots marked FIRST, MIDDLE..., LAST; record_bytes (in FIRST) is its
- * total length. A record may also be encoded in place, straight into a
- * claimed slot; if it turns out not to fit, that slot is published as
+ * while the slot's stamp still names it. For each: set stamp to
+ * (i + 1) | NCCLWATCH_STAMP_WRITING (format 3; 0 before), write the payload,
+ * then store stamp = i + 1 with release ordering. A record longer than one
+ * payload spans slots marked FIRST, MIDDLE..., LAST; record_bytes (in FIRST)
+ * is its total length. A record may also be encoded in place, straight into
+ * a claimed slot; if it turns out not to fit, that slot is published as
  * PADDING (no payload) and the record is written again as above.
+ *
+ * Claim blocks (format 3). A thread that writes one-slot records fast while
+ * other threads do too claims ring slots a block at a time: one atomic add of
+ * up to claim_block_slots on ring_next, then the block's slots one by one
+ * with no shared write. So records of different threads are no longer in
+ * time order by logical index. What bounds the disorder:
+ *   - a block is written only within claim_block_ticks (trace clock) of its
+ *     claim, and only by the thread that claimed it (never after a fork);
+ *   - a slot claimed from the cursor as its record was written (the first
+ *     slot of a block, and every record not written from a block) has
+ *     NCCLWATCH_SLOT_CLAIMED in its flags: such records are in time order
+ *     among themselves, as in format 2, and a record at a later logical
+ *     index than one of them is not earlier than it (up to the few
+ *     instructions between a writer's clock read and its claim);
+ *   - so a record's t is less than claim_block_ticks later than that of any
+ *     record at a higher logical index.
+ * claim_blocks_used stays 0 while every block had one slot (a process with
+ * one writing thread, and every ring under 512 KiB): its records are in
+ * claim order, exactly as in format 2. A block's slots that its thread did
+ * not use (it paused past claim_block_ticks, exited, forked, or the process
+ * ended) are never written: they keep stamp 0, or a previous lap's stamp.
+ * Multi-slot records, pinned records and records written from a signal
+ * handler that interrupted a claim take their slots from the cursor.
  *
  * Reading: with W = the cursor, the live logical range of the ring is
  * [max(0, W - ring_slots), W). Physical slot p belongs to the logical index
  * i in that range with i % ring_slots == p; its record is whole only if stamp
  * == i + 1 (before and after copying the payload, for a live process).
- * Anything else is a torn or not-yet-written slot: skipped and counted, never
- * trusted. Records are in logical order; slots are never reordered.
+ * Anything else is skipped and counted, never trusted: in format 3, a stamp
+ * of 0 or of an earlier lap (i + 1 - k * ring_slots, WRITING bit aside) is a
+ * slot never written in this lap (a claim block's unused rest); any other
+ * stamp (i + 1 | WRITING: a writer stopped mid-record) is torn. Slots are
+ * never moved; a reader that wants time order restores it within the bound
+ * above (claim_block_ticks, or the next CLAIMED record's t).
  *
  * A reader must treat every byte as hostile: check the header against the
  * file's size and these constants before using an offset, and bound every
@@ -70,8 +98,9 @@
 
 #define NCCLWATCH_RING_MAGIC "NCCLWTRC"
 /* 2: call slots (COLLECTIVE, P2P, GROUP). A reader of format 2 also reads
- * format 1, which is format 2 without them. */
-#define NCCLWATCH_RING_FORMAT_VERSION 2u
+ * format 1, which is format 2 without them. 3: claim blocks (above), the
+ * WRITING stamp, slot flags. A reader of format 3 reads 1 and 2 too. */
+#define NCCLWATCH_RING_FORMAT_VERSION 3u
 #define NCCLWATCH_RING_FORMAT_OLDEST_READ 1u
 #define NCCLWATCH_SCHEMA_VERSION 1u
 #define NCCLWATCH_ENDIAN_CHECK 0x01020304u
@@ -82,6 +111,11 @@
 /* The most slots one record may span (8 KiB of payload). */
 #define NCCLWATCH_MAX_RECORD_SLOTS 73u
 #define NCCLWATCH_MAX_RECORD_BYTES (NCCLWATCH_MAX_RECORD_SLOTS * NCCLWATCH_SLOT_PAYLOAD_BYTES)
+/* Format 3: slot i's stamp while it is written, (i + 1) | NCCLWATCH_STAMP_WRITING. */
+#define NCCLWATCH_STAMP_WRITING (1ull << 63)
+/* ncclwatch_slot_header.flags (format 3): the slot was claimed from the
+ * cursor as its record was written (not taken later from a claim block). */
+#define NCCLWATCH_SLOT_CLAIMED 1u
 /* A `result` field's value while the call has not returned. */
 #define NCCLWATCH_RESULT_PENDING 2147483647
 
@@ -124,7 +158,15 @@ typedef struct ncclwatch_ring_header {
   uint32_t reserved0;
   uint64_t created_realtime_ns; /* CLOCK_REALTIME at creation */
   char host[64];                /* NUL-terminated */
-  uint8_t reserved1[104];
+  /* Format 3 (0 before). The most slots a thread claims at once; 1: none. */
+  uint32_t claim_block_slots;
+  /* 0 while no block of more than one slot was claimed; then 1 (the first
+   * such claim sets it, before its atomic add). */
+  uint32_t claim_blocks_used;
+  /* A block's slots are written only within this many trace-clock ticks of
+   * its claim. */
+  uint64_t claim_block_ticks;
+  uint8_t reserved1[88];
   /* Cursors, each alone on a cache line; updated with atomic adds. */
   uint64_t pinned_next; /* pinned slots claimed (may exceed pinned_slots) */
   uint8_t pad_pinned[56];
@@ -135,10 +177,10 @@ typedef struct ncclwatch_ring_header {
 } ncclwatch_ring_header;
 
 typedef struct ncclwatch_slot_header {
-  uint64_t stamp;  /* logical index + 1 once whole; 0 while written */
-  uint16_t length; /* payload bytes in this slot */
-  uint8_t kind;    /* enum ncclwatch_slot_kind */
-  uint8_t reserved;
+  uint64_t stamp;        /* logical index + 1 once whole; see NCCLWATCH_STAMP_WRITING */
+  uint16_t length;       /* payload bytes in this slot */
+  uint8_t kind;          /* enum ncclwatch_slot_kind */
+  uint8_t flags;         /* NCCLWATCH_SLOT_CLAIMED (format 3; 0 before) */
   uint32_t record_bytes; /* FIRST: the whole record's length; SINGLE: = length */
 } ncclwatch_slot_header;
 
@@ -179,6 +221,10 @@ static_assert(offsetof(ncclwatch_call_slot, flags) == 108, "call slot layout");
 static_assert(sizeof(ncclwatch_ring_header) == 512, "header size is part of the format");
 static_assert(offsetof(ncclwatch_ring_header, clock) == 28, "header layout");
 static_assert(offsetof(ncclwatch_ring_header, host) == 88, "header layout");
+static_assert(offsetof(ncclwatch_ring_header, claim_block_slots) == 152, "header layout");
+static_assert(offsetof(ncclwatch_ring_header, claim_blocks_used) == 156, "header layout");
+static_assert(offsetof(ncclwatch_ring_header, claim_block_ticks) == 160, "header layout");
+static_assert(offsetof(ncclwatch_slot_header, flags) == 11, "slot header layout");
 static_assert(offsetof(ncclwatch_ring_header, pinned_next) == 256, "cursor on its own cache line");
 static_assert(offsetof(ncclwatch_ring_header, ring_next) == 320, "cursor on its own cache line");
 static_assert(offsetof(ncclwatch_ring_header, pinned_overflow) == 384, "header layout");

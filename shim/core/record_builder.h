@@ -43,9 +43,14 @@ struct CallRecord {
   void Finish(int32_t r) const { result.Write4(&r); }
 };
 
-// Every 65536 ring slots, pairs the trace clock with the wall clocks again.
+// Every 65536 ring slots, pairs the trace clock with the wall clocks again:
+// when a record from the cursor took slot 65536 * k, or a claim
+// (SlotClaim::anchor_due) took it or the claim block that holds it.
 inline void AnchorIfDue(uint64_t ring_index) {
   if ((ring_index & 0xffff) == 0) WriteTimeAnchor(Region::kRing);
+}
+inline void AnchorIfDue(const SlotClaim& claim) {
+  if (__builtin_expect(claim.anchor_due, 0)) WriteTimeAnchor(Region::kRing);
 }
 
 template <size_t kCapacity = 256>
@@ -100,7 +105,7 @@ CallRecord AppendRingRecord(uint32_t body_field, uint32_t result_field, Fill fil
   SlotClaim claim;
   if (g_ring.ClaimSlot(&claim)) {
     wire::WireWriter w(claim.payload, NCCLWATCH_SLOT_PAYLOAD_BYTES);
-    w.Varint(fields::record::kT, TraceNow());
+    w.Varint(fields::record::kT, claim.t);
     w.Varint(fields::record::kThread, ThisThread().index);
     const size_t body = w.BeginMessage(body_field);
     uint8_t* result = result_field != 0
@@ -112,10 +117,11 @@ CallRecord AppendRingRecord(uint32_t body_field, uint32_t result_field, Fill fil
       g_ring.Publish(claim, w.size());
       if (result != nullptr)
         call.result = RingWriter::SiteOf(claim.where, static_cast<size_t>(result - claim.payload));
-      AnchorIfDue(claim.where.index);
+      AnchorIfDue(claim);
       return call;
     }
     g_ring.Discard(claim);
+    if (claim.anchor_due) WriteTimeAnchor(Region::kRing);
   }
   RecordBuilder<> r(body_field);
   if (result_field != 0) r.PendingResult(result_field);
@@ -127,8 +133,9 @@ CallRecord AppendRingRecord(uint32_t body_field, uint32_t result_field, Fill fil
 // call slot (ring_format.h): a fixed-layout struct stored straight into a
 // ring slot, a store per field, the time stamp fixed-width, no encoding.
 // The decoder turns it into the same trace.proto Record. `v` holds every
-// field but t and result, which are set here (t as late as possible, result
-// pending); CallRecord::Finish writes the result when the call returns.
+// field but t and result, which are set here (t the claim's clock read, as
+// late as possible; result pending); CallRecord::Finish writes the result
+// when the call returns.
 // Callers load everything `v` needs before calling, so that no store into
 // the slot can be taken to alias what is still to be read.
 __attribute__((always_inline)) inline CallRecord AppendCallSlot(uint8_t kind,
@@ -137,7 +144,7 @@ __attribute__((always_inline)) inline CallRecord AppendCallSlot(uint8_t kind,
   SlotClaim claim;
   if (__builtin_expect(!g_ring.ClaimSlot(&claim), 0)) return call;
   ncclwatch_call_slot s = v;
-  s.t = TraceNow();
+  s.t = claim.t;
   s.result = NCCLWATCH_RESULT_PENDING;
   memcpy(claim.payload, &s, sizeof(s));
   g_ring.PublishCallSlot(claim, kind);
@@ -146,7 +153,7 @@ __attribute__((always_inline)) inline CallRecord AppendCallSlot(uint8_t kind,
       &reinterpret_cast<const ncclwatch_slot_header*>(claim.payload - NCCLWATCH_SLOT_HEADER_BYTES)
            ->stamp;
   call.result.expect = claim.where.index + 1;
-  AnchorIfDue(claim.where.index);
+  AnchorIfDue(claim);
   return call;
 }
 

@@ -136,7 +136,13 @@ void InstallSignalHooks() {
   __atomic_store_n(&g_hooks_installed, 1, __ATOMIC_RELEASE);
 }
 
-void OnForkChild() { TracerForkChild(); }
+// The child stops tracing its parent's file, and (should anything still
+// write there) the forking thread's claim block, which the same thread in
+// the parent goes on using, is dropped: the child never writes its slots.
+void OnForkChild() {
+  g_ring.ForkChild();
+  TracerForkChild();
+}
 
 // Runs inside exit(), also the one libc makes when main returns (which does
 // not go through the exit() hook): it is told the exit status.

@@ -1,6 +1,6 @@
-// HOT PATH (Append, AppendAt; ClaimSlot, Publish, Discard are inline in the
-// header): no allocation, no lock, no system call, errno untouched,
-// async-signal-safe. Open() is start-up only.
+// HOT PATH (Append, AppendAt, Refill, ForkChild; ClaimSlot, Publish, Discard
+// are inline in the header): no allocation, no lock, no system call, errno
+// untouched, async-signal-safe. Open() is start-up only.
 
 #include "ring/ring_writer.h"
 
@@ -15,7 +15,19 @@
 #include <unistd.h>
 
 namespace ncclwatch::shim {
+
+__thread ClaimBlock t_claim_block __attribute__((tls_model("initial-exec")));
+
 namespace {
+
+// Claims in a row, each soon after the last, that another claim came
+// between before a thread takes blocks: threads that call at once interleave
+// at nearly every claim; a process's one NCCL thread and its watcher, whose
+// records also come from the cursor, hardly ever four times running.
+constexpr uint8_t kContendedClaims = 4;
+
+// The last generation a writer took (Open, ForkChild).
+uint64_t g_generations = 0;
 
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kPrefaultMax = uint64_t{4} << 30;
@@ -243,6 +255,14 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
   h->ring_offset = ring_offset;
   h->ring_slots = ring_slots;
   h->pid = c.pid;
+  // Claim blocks: none on small rings (see ring_writer.h).
+  uint64_t max_block = c.claim_block_slots != 0 ? c.claim_block_slots : kClaimBlockSlots;
+  if (c.claim_block_slots == 0 && max_block > ring_slots / kSlotsPerBlockSlot)
+    max_block = ring_slots / kSlotsPerBlockSlot;
+  if (max_block > ring_slots / 4) max_block = ring_slots / 4;  // never most of the ring
+  if (max_block < 1) max_block = 1;
+  h->claim_block_slots = static_cast<uint32_t>(max_block);
+  h->claim_block_ticks = c.claim_block_ticks != 0 ? c.claim_block_ticks : kClaimBlockTicks;
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   h->created_realtime_ns =
@@ -257,8 +277,81 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
   pinned_slots_ = pinned_slots;
   ring_slots_ = ring_slots;
   ring_mask_ = ring_slots - 1;
+  generation_ = __atomic_add_fetch(&g_generations, 1, __ATOMIC_RELAXED);
+  block_ticks_ = h->claim_block_ticks;
+  grow_ticks_ = block_ticks_ / 16;
+  max_block_ = h->claim_block_slots;
+  block_fixed_ = c.claim_block_fixed;
+  clock_ = c.clock;
   __atomic_store_n(&header_, h, __ATOMIC_RELEASE);
   return true;
+}
+
+uint64_t RingWriter::Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t now,
+                            bool* anchor_due) {
+  // The new block's size, from how the last one went (ring_writer.h).
+  const bool same_ring = b->generation == generation_;
+  uint32_t size = 1;
+  uint8_t contended = 0;
+  if (block_fixed_) {
+    size = max_block_;
+  } else if (same_ring && b->size != 0 && b->next == b->end) {
+    // Used up: the full size if other threads' claims came between this
+    // one's, fast, kContendedClaims times running (below 16 slots a block saves little:
+    // README); half if none did.
+    const bool fast = now - b->claimed < grow_ticks_;
+    contended = fast ? b->contended : 0;
+    size = b->size;
+    if (contended >= kContendedClaims)
+      size = max_block_;
+    else if (contended == 0 && size > 1)
+      size /= 2;
+  }  // else: none yet, another ring's, or it expired unfinished: 1.
+  if (size > 1 && __atomic_load_n(&h->claim_blocks_used, __ATOMIC_RELAXED) == 0) {
+    // Before the add: a reader that sees a block's slots under the cursor
+    // sees this too.
+    __atomic_store_n(&h->claim_blocks_used, 1u, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+  }
+  const uint64_t idx = __atomic_fetch_add(&h->ring_next, size, __ATOMIC_RELAXED);
+  // Did another thread claim since this one's last claim, soon after it?
+  if (same_ring && idx != b->last && now - b->claimed < grow_ticks_)
+    contended = contended < 255 ? contended + 1 : contended;
+  else
+    contended = 0;
+  b->generation = generation_;
+  b->next = idx + 1;
+  b->end = idx + size;
+  b->last = idx + size;
+  b->claimed = now;
+  b->size = size;
+  b->contended = contended;
+  // Blocks of one that need not grow take the inline path from here on.
+  const bool grow = block_fixed_ || size != 1 || contended >= kContendedClaims;
+  b->single = max_block_ <= 1 || !grow ? generation_ : 0;
+  // A time anchor is due when the block holds a slot 65536 * k.
+  *anchor_due = idx == 0 || ((idx - 1) >> 16) != ((idx + size - 1) >> 16);
+  return idx;
+}
+
+void RingWriter::NoteOtherClaims(ClaimBlock* b, uint64_t now) const {
+  // As in Refill: another thread claimed since this one's last claim.
+  // kContendedClaims times, each within grow_ticks_ of the last: the next
+  // claim goes through Refill, which grows.
+  const uint8_t c = b->contended;
+  b->contended = now - b->claimed < grow_ticks_ ? static_cast<uint8_t>(c < 255 ? c + 1 : c) : 1;
+  b->claimed = now;
+  if (b->contended >= kContendedClaims && max_block_ > 1) b->single = 0;
+}
+
+uint64_t RingWriter::ClaimFromCursor(ncclwatch_ring_header* h, uint64_t* now) const {
+  *now = Now();
+  return __atomic_fetch_add(&h->ring_next, 1, __ATOMIC_RELAXED);
+}
+
+void RingWriter::ForkChild() {
+  generation_ = __atomic_add_fetch(&g_generations, 1, __ATOMIC_RELAXED);
+  t_claim_block = ClaimBlock{};
 }
 
 bool RingWriter::AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, uint64_t first,
@@ -270,8 +363,8 @@ bool RingWriter::AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, ui
     uint8_t* slot = slots + (idx & mask) * NCCLWATCH_SLOT_BYTES;
     auto* sh = reinterpret_cast<ncclwatch_slot_header*>(slot);
     // Invalidate, then fill, then publish: a live reader that copies the slot
-    // between the two stamp stores sees 0 and discards it.
-    __atomic_store_n(&sh->stamp, 0, __ATOMIC_RELAXED);
+    // between the two stamp stores sees it being written and discards it.
+    __atomic_store_n(&sh->stamp, (idx + 1) | NCCLWATCH_STAMP_WRITING, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     const size_t piece =
         len - done < NCCLWATCH_SLOT_PAYLOAD_BYTES ? len - done : NCCLWATCH_SLOT_PAYLOAD_BYTES;
@@ -280,6 +373,7 @@ bool RingWriter::AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, ui
                : j == 0          ? NCCLWATCH_SLOT_FIRST
                : j + 1 == nslots ? NCCLWATCH_SLOT_LAST
                                  : NCCLWATCH_SLOT_MIDDLE;
+    sh->flags = NCCLWATCH_SLOT_CLAIMED;  // from the cursor, as it is written
     sh->record_bytes = static_cast<uint32_t>(len);
     memcpy(slot + NCCLWATCH_SLOT_HEADER_BYTES, record + done, piece);
     done += piece;

@@ -15,6 +15,60 @@
 // be read without (process identity, communicators); when kPinned is full its
 // records go to the ring and the header counts them.
 //
+// Claim blocks (ClaimSlot). Every claim used to be one `lock xadd` on the
+// header's ring_next: one cache line that bounces between cores when several
+// threads call NCCL at once (two threads of a process cost more a call than
+// two processes). A thread now claims a block of slots with one add and
+// takes them one by one from its thread-local ClaimBlock:
+//
+//   ring_next ──add(size)──> [ next ... end )   this thread's block
+//                              └ next++ per claim, no shared write
+//
+// The choices, and why:
+//   - Size adapts per thread. A thread takes blocks of claim_block_slots
+//     (32, by measurement: README) once it used its last block up within
+//     claim_block_ticks / 16 (~20-60 us) with another thread's claim in
+//     between, four times running (not a watcher's occasional record); the size halves when no
+//     other thread claimed meanwhile, and falls to 1 when a block expires unfinished. A block's
+//     unused rest is never written (lost ring capacity: at most 31 slots at
+//     the end of a burst of contended calls), so slow threads, bursts and
+//     processes with one NCCL thread keep blocks of 1 (the old behaviour,
+//     records in claim order, the decoder's fast path); only threads that
+//     contend at speed, where the shared line costs, get big ones.
+//   - Expiry by age: a block is used only within claim_block_ticks (2^20
+//     trace-clock ticks, ~0.3-1 ms) of its claim. The ClaimSlot clock read
+//     is the record's time stamp too (SlotClaim::t), so this costs no extra
+//     read. It bounds how far out of time order a record may be (the
+//     decoder's reorder window, in the header), and keeps a block from being
+//     written after the ring has lapped it: that takes ring_slots claims in
+//     under a millisecond, so blocks are used only on rings of 4096 slots
+//     (512 KiB) or more, and at most ring_slots / 2048 slots each (a 64-slot
+//     test ring: blocks of 1).
+//   - Signals: a claim from a block marks the thread's block busy (a plain
+//     TLS store, with compiler-only signal fences around the block's use).
+//     A handler that interrupts such a claim on the same thread sees busy
+//     and claims from the shared cursor instead, so the interrupted `next++`
+//     and the handler can never get the same slot. A handler that runs
+//     outside a claim uses the block normally (it finishes before the
+//     thread resumes). A handler that longjmps out of a claim leaves busy
+//     set: that thread then claims from the cursor, as before blocks.
+//     Blocks of one need no flag: they take no slot from a block, and what
+//     they write (`last`, the contention count) only steers the next size.
+//   - Cost: blocks of one are the old claim plus a TLS compare and store
+//     (238 instructions a shim_loop call against 217; the same CPU time,
+//     README); a slot from a block saves the locked add.
+//   - TLS is initial-exec (as ThisThread's), so touching it never allocates
+//     and is signal-safe. It is one block per thread, tagged with the
+//     generation of the writer whose ring holds it: a thread writing to
+//     another RingWriter (tests, benchmarks) starts a new block there.
+//   - fork(): ForkChild() (the shim's atfork child handler) gives the writer
+//     a new generation and drops the calling thread's block, so a child can
+//     never write into slots its parent's thread still owns.
+//   - Append() (multi-slot records, the pinned region) always takes its
+//     slots from the cursor.
+//   - Every slot claimed from the cursor as its record is written carries
+//     NCCLWATCH_SLOT_CLAIMED: the decoder's anchors for restoring time order.
+//
 // Ownership: the mapping lives for the life of the process; the file belongs
 // to the user who ran the program.
 
@@ -26,10 +80,18 @@
 #include <string.h>
 
 #include "ncclwatch/ring_format.h"
+#include "ring/trace_clock.h"
 
 namespace ncclwatch::shim {
 
 enum class Region { kRing, kPinned };
+
+// Claim blocks: the defaults (see the top of this file).
+constexpr uint32_t kClaimBlockSlots = 32;
+constexpr uint64_t kClaimBlockTicks = uint64_t{1} << 20;
+// Rings below this many slots have no blocks; above, blocks are at most
+// ring_slots / kSlotsPerBlockSlot slots.
+constexpr uint64_t kSlotsPerBlockSlot = 2048;
 
 struct RingConfig {
   const char* dir = nullptr;  // created (0700) if missing
@@ -40,7 +102,28 @@ struct RingConfig {
   const char* host = "";
   uint32_t pid = 0;
   uint64_t start_ms = 0;  // goes into the file name
+  // Claim blocks: the most slots a block may have (0: chosen by the ring's
+  // size, see above; 1: none), and how long it may be used (0: the default).
+  uint32_t claim_block_slots = 0;
+  uint64_t claim_block_ticks = 0;
+  // Tests: every block has claim_block_slots slots, contended or not.
+  bool claim_block_fixed = false;
 };
+
+// One thread's claim block (see the top of this file).
+struct ClaimBlock {
+  uint64_t generation;  // RingWriter::generation_ of the ring it is in; 0: none
+  uint64_t next;        // the next logical slot to take
+  uint64_t end;         // one past the block's last slot
+  uint64_t claimed;     // trace clock at its claim, or at the last claim another thread's preceded
+  uint64_t last;        // one past the last slot this thread claimed from the cursor
+  uint64_t single;      // generation_ while claims take one slot from the cursor inline
+  uint32_t size;        // the block's size
+  uint8_t contended;    // fast claims in a row that another thread's claim preceded
+  uint8_t busy;         // a claim on this thread is using the block
+};
+// Initial-exec TLS: reading it never allocates.
+extern __thread ClaimBlock t_claim_block __attribute__((tls_model("initial-exec")));
 
 // ParseByteSize: a size setting such as NCCLWATCH_RING_SIZE, "16M", "512k",
 // "1G", "4GiB" or plain bytes (digits only: no sign, space or fraction).
@@ -75,6 +158,9 @@ struct PatchSite {
 struct SlotClaim {
   uint8_t* payload = nullptr;  // NCCLWATCH_SLOT_PAYLOAD_BYTES bytes to encode into
   RecordLocation where;
+  uint64_t t = 0;           // the trace clock at the claim: the record's time stamp
+  uint8_t flags = 0;        // the slot's NCCLWATCH_SLOT_CLAIMED, or 0
+  bool anchor_due = false;  // the claim took slot 65536 * k (or the block holding it)
 };
 
 class RingWriter {
@@ -99,18 +185,57 @@ class RingWriter {
   bool Append(Region region, const uint8_t* record, size_t len, RecordLocation* where = nullptr);
 
   // The in-place path, for records that almost always fit one slot: claims
-  // the ring's next slot (marked unwritten) for the caller to encode into,
-  // then Publish(claim, len) with len <= NCCLWATCH_SLOT_PAYLOAD_BYTES, or
-  // Discard(claim) if the record did not fit. Saves the copy of Append.
-  bool ClaimSlot(SlotClaim* claim) {
+  // a ring slot (marked being written) for the caller to encode into, then
+  // Publish(claim, len) with len <= NCCLWATCH_SLOT_PAYLOAD_BYTES, or
+  // Discard(claim) if the record did not fit. Saves the copy of Append. The
+  // slot comes from the thread's claim block when it has a live one, else
+  // from the cursor (Refill); claim->t is the clock read the block's expiry
+  // was checked against, for the caller to use as the record's time.
+  __attribute__((always_inline)) bool ClaimSlot(SlotClaim* claim) {
     ncclwatch_ring_header* h = __atomic_load_n(&header_, __ATOMIC_ACQUIRE);
     if (__builtin_expect(h == nullptr, 0)) return false;
-    const uint64_t idx = __atomic_fetch_add(&h->ring_next, 1, __ATOMIC_RELAXED);
+    ClaimBlock& b = t_claim_block;
+    uint64_t idx, now;
+    uint8_t flags = NCCLWATCH_SLOT_CLAIMED;
+    bool anchor_due = false;
+    if (__builtin_expect(b.single == generation_, 1)) {
+      // Blocks of one (the thread's usual case until other threads claim at
+      // speed; every claim on a ring without blocks): one slot from the
+      // cursor, as before blocks. This takes no slot from a block and
+      // writes only what counts other threads' claims, so it needs no busy
+      // flag: a handler that runs in between claims a slot of its own.
+      now = Now();
+      idx = __atomic_fetch_add(&h->ring_next, 1, __ATOMIC_RELAXED);
+      if (__builtin_expect(idx != b.last, 0)) NoteOtherClaims(&b, now);
+      b.last = idx + 1;
+      anchor_due = (idx & 0xffff) == 0;
+    } else if (__builtin_expect(b.busy == 0, 1)) {
+      b.busy = 1;
+      __atomic_signal_fence(__ATOMIC_SEQ_CST);
+      now = Now();
+      if (b.next != b.end && b.generation == generation_ && now - b.claimed < block_ticks_) {
+        idx = b.next++;  // from the thread's block
+        flags = 0;
+      } else {
+        idx = Refill(h, &b, now, &anchor_due);
+      }
+      __atomic_signal_fence(__ATOMIC_SEQ_CST);
+      b.busy = 0;
+    } else {
+      // A signal handler that interrupted a claim from the block on this
+      // thread: the cursor, one slot.
+      idx = ClaimFromCursor(h, &now);
+      anchor_due = (idx & 0xffff) == 0;
+    }
     uint8_t* slot = ring_ + (idx & ring_mask_) * NCCLWATCH_SLOT_BYTES;
-    __atomic_store_n(&reinterpret_cast<ncclwatch_slot_header*>(slot)->stamp, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&reinterpret_cast<ncclwatch_slot_header*>(slot)->stamp,
+                     (idx + 1) | NCCLWATCH_STAMP_WRITING, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     claim->payload = slot + NCCLWATCH_SLOT_HEADER_BYTES;
     claim->where = RecordLocation{ring_, ring_slots_, idx};
+    claim->t = now;
+    claim->flags = flags;
+    claim->anchor_due = anchor_due;
     return true;
   }
   void Publish(const SlotClaim& claim, size_t len) {
@@ -149,21 +274,45 @@ class RingWriter {
   }
 
   ncclwatch_ring_header* header() const { return header_; }
+  // The most slots a claim block has on this ring (1: no blocks).
+  uint32_t max_claim_block() const { return max_block_; }
+
+  // In a forked child, on the one thread there is: the writer takes a new
+  // generation and the thread's claim block is dropped, so the child never
+  // writes into slots its parent's thread owns. Async-signal-safe.
+  void ForkChild();
+
+  // This writer's clock (the header's), as ClaimSlot reads it.
+  uint64_t Now() const {
+#if defined(__x86_64__)
+    if (clock_ == NCCLWATCH_CLOCK_TSC) return __rdtsc();
+#endif
+    return MonotonicNs();
+  }
 
  private:
   // The slot's header, then its stamp with release ordering: the record is
   // whole from here on. One 8-byte store for length, kind and record_bytes.
   static void Seal(const SlotClaim& claim, uint16_t len, uint8_t kind) {
     uint8_t* slot = claim.payload - NCCLWATCH_SLOT_HEADER_BYTES;
-    const uint64_t word = uint64_t{len} | uint64_t{kind} << 16 | uint64_t{len} << 32;
+    const uint64_t word =
+        uint64_t{len} | uint64_t{kind} << 16 | uint64_t{claim.flags} << 24 | uint64_t{len} << 32;
     static_assert(offsetof(ncclwatch_slot_header, length) == 8 &&
                       offsetof(ncclwatch_slot_header, kind) == 10 &&
+                      offsetof(ncclwatch_slot_header, flags) == 11 &&
                       offsetof(ncclwatch_slot_header, record_bytes) == 12,
                   "Seal writes the slot header's second word at once");
     memcpy(slot + 8, &word, 8);
     __atomic_store_n(&reinterpret_cast<ncclwatch_slot_header*>(slot)->stamp, claim.where.index + 1,
                      __ATOMIC_RELEASE);
   }
+  // ClaimSlot's slow path: a new block for this thread (its size chosen as
+  // the top of this file says), its first slot returned. Out of line.
+  uint64_t Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t now, bool* anchor_due);
+  // Blocks of one: another thread claimed since this one's last claim.
+  void NoteOtherClaims(ClaimBlock* b, uint64_t now) const;
+  // One slot from the cursor, and the clock (no blocks, or in a handler).
+  uint64_t ClaimFromCursor(ncclwatch_ring_header* h, uint64_t* now) const;
   static void Prefault(void* mapping, uint64_t bytes);
   bool AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, uint64_t first, uint32_t nslots,
                 const uint8_t* record, size_t len);
@@ -174,6 +323,12 @@ class RingWriter {
   uint64_t pinned_slots_ = 0;
   uint64_t ring_slots_ = 0;
   uint64_t ring_mask_ = 0;
+  uint64_t generation_ = 0;  // unique among the process's writers (and its forks)
+  uint64_t block_ticks_ = 0;
+  uint64_t grow_ticks_ = 0;  // a block used up within this is used fast
+  uint32_t max_block_ = 1;
+  uint32_t clock_ = NCCLWATCH_CLOCK_MONOTONIC_NS;
+  bool block_fixed_ = false;
   char path_[512] = {0};
   char notice_[256] = {0};
 };

@@ -2,10 +2,16 @@
 // do-nothing one, libnccl.so.2) that calls ncclAllReduce in a loop on one or
 // more threads, each on its own communicator, run once plain and once with
 // libncclwatch.so in LD_PRELOAD (the caller does that: scripts, README).
-// Prints the wall-clock nanoseconds per call of each thread (the median of
-// the threads), and the process's CPU nanoseconds per call.
+// Prints the wall-clock and the CPU nanoseconds per call of each thread's
+// timed calls (the medians of the threads).
 //
-//   shim_loop [--threads T] [--calls N] [--instructions K]
+//   shim_loop [--threads T | --processes P] [--calls N] [--instructions K]
+//
+// --processes P: the same loop on one thread in each of P processes forked
+// before any NCCL call (so a preloaded shim gives each its own trace file),
+// for comparing T threads of one process with T processes: the cost of what
+// threads share. Threads and processes start their timed calls together,
+// after their warm-up; CPU time is that of the calls only, in both modes.
 //
 // --instructions K: instead, counts the instructions K calls execute on one
 // thread, exactly, by single-stepping them under ptrace (no PMU needed; KVM
@@ -18,12 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -35,20 +41,18 @@ double Now() {
   return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
 }
 
-double CpuNs() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return (static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
-          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec)) *
-         1e3;
-}
-
 ncclComm_t MakeComm(int rank) {
   ncclUniqueId id;
   memset(&id, 7, sizeof(id));
   ncclComm_t comm = nullptr;
   ncclCommInitRank(&comm, 8, id, rank);
   return comm;
+}
+
+double ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
 }
 
 // N calls; `noinline` keeps the loop the same with and without the shim.
@@ -98,14 +102,85 @@ long CountInstructions(const char* self, long k) {
   return steps;
 }
 
+struct LoopResult {
+  double wall_ns;  // per call
+  double cpu_ns;   // per call
+};
+
+// One thread's timed loop: warm, wait for `go`, time `calls` calls.
+template <typename Wait>
+LoopResult TimedLoop(ncclComm_t comm, long calls, Wait wait_for_go) {
+  Calls(comm, calls / 100);  // warm
+  wait_for_go();
+  const double cpu = ThreadCpuNs();
+  const double start = Now();
+  Calls(comm, calls);
+  return {(Now() - start) / static_cast<double>(calls),
+          (ThreadCpuNs() - cpu) / static_cast<double>(calls)};
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// P processes, forked before any NCCL call, one loop each; they report
+// through a pipe. Returns false if one failed.
+bool RunProcesses(int processes, long calls, std::vector<LoopResult>* results) {
+  int report[2], ready[2], go[2];
+  if (pipe(report) != 0 || pipe(ready) != 0 || pipe(go) != 0) return false;
+  std::vector<pid_t> children;
+  for (int p = 0; p < processes; ++p) {
+    const pid_t pid = fork();
+    if (pid < 0) return false;
+    if (pid == 0) {
+      close(report[0]);
+      close(ready[0]);
+      close(go[1]);
+      ncclComm_t comm = MakeComm(p);
+      const LoopResult r = TimedLoop(comm, calls, [&] {
+        const char byte = 1;
+        if (write(ready[1], &byte, 1) != 1) _exit(1);
+        char got;
+        while (read(go[0], &got, 1) > 0) {
+        }  // the parent closes it: all are ready
+      });
+      _exit(write(report[1], &r, sizeof(r)) == static_cast<ssize_t>(sizeof(r)) ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  close(report[1]);
+  close(ready[1]);
+  close(go[0]);
+  for (int p = 0; p < processes; ++p) {
+    char byte;
+    if (read(ready[0], &byte, 1) != 1) return false;
+  }
+  close(go[1]);
+  bool ok = true;
+  for (int p = 0; p < processes; ++p) {
+    LoopResult r{};
+    if (read(report[0], &r, sizeof(r)) != static_cast<ssize_t>(sizeof(r))) ok = false;
+    results->push_back(r);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = 1;
+  int processes = 0;
   long calls = 20000000;
   long instructions = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--processes") == 0) processes = atoi(argv[i + 1]);
     if (strcmp(argv[i], "--calls") == 0) calls = atol(argv[i + 1]);
     if (strcmp(argv[i], "--instructions") == 0) instructions = atol(argv[i + 1]);
     if (strcmp(argv[i], "--traced") == 0) {
@@ -121,23 +196,32 @@ int main(int argc, char** argv) {
            static_cast<double>(with - without) / static_cast<double>(instructions));
     return 0;
   }
-  std::vector<ncclComm_t> comms(threads);
-  for (int t = 0; t < threads; ++t) comms[t] = MakeComm(t);
-  std::vector<double> ns(threads);
-  const double cpu0 = CpuNs();
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      Calls(comms[t], calls / 100);  // warm
-      const double start = Now();
-      Calls(comms[t], calls);
-      ns[t] = (Now() - start) / static_cast<double>(calls);
-    });
+  std::vector<LoopResult> results;
+  if (processes > 0) {
+    if (!RunProcesses(processes, calls, &results)) return 1;
+  } else {
+    std::vector<ncclComm_t> comms(threads);
+    for (int t = 0; t < threads; ++t) comms[t] = MakeComm(t);
+    results.resize(threads);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        results[t] = TimedLoop(comms[t], calls, [&] {
+          ready.fetch_add(1);
+          while (ready.load() < threads) std::this_thread::yield();
+        });
+      });
+    }
+    for (std::thread& w : workers) w.join();
   }
-  for (std::thread& w : workers) w.join();
-  const double cpu = (CpuNs() - cpu0) / (static_cast<double>(calls) * 1.01 * threads);
-  std::sort(ns.begin(), ns.end());
-  printf("threads %d calls %ld wall_ns_per_call %.2f cpu_ns_per_call %.2f\n", threads, calls,
-         ns[ns.size() / 2], cpu);
+  std::vector<double> wall, cpu;
+  for (const LoopResult& r : results) {
+    wall.push_back(r.wall_ns);
+    cpu.push_back(r.cpu_ns);
+  }
+  printf("%s %d calls %ld wall_ns_per_call %.2f cpu_ns_per_call %.2f\n",
+         processes > 0 ? "processes" : "threads", processes > 0 ? processes : threads, calls,
+         Median(wall), Median(cpu));
   return 0;
 }

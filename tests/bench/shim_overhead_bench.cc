@@ -3,7 +3,9 @@
 // the same call through libncclwatch.so on top of it, and through another
 // build of the shim (NCCLWATCH_SHIM_BASELINE, e.g. main's) loaded beside it.
 // Also the floors: a TSC read alone, a bare 64-byte ring append, a call-slot
-// append, and the same stores without the locked add that claims the slot.
+// append, and the same stores without the locked add that claims the slot;
+// and call slots claimed from claim blocks of 1 to 64 slots, on one thread
+// and on two (BM_CallSlotClaimBlock: the block size's measurement).
 //
 //   NCCLWATCH_SHIM_BASELINE=/path/to/main/libncclwatch.so shim_overhead_bench
 //       --benchmark_repetitions=9 --benchmark_report_aggregates_only=true
@@ -302,8 +304,63 @@ void BM_CallSlotStoreNoLock(benchmark::State& state) {
   }
 }
 
+// Call slots claimed from claim blocks of a fixed size (the argument; 1:
+// every slot from the shared cursor, as before blocks), on one thread or
+// two: what a block size buys threads that write at once (each thread its
+// own blocks, in one ring per size). The shim's own blocks adapt
+// (ring_writer.h) and reach claim_block_slots when threads contend.
+ncclwatch::shim::RingWriter* BlockRing(int64_t slots) {
+  static ncclwatch::shim::RingWriter* rings[64] = {};
+  static const bool made = [] {
+    for (int64_t s : {1, 4, 8, 16, 32, 64}) {
+      auto* r = new ncclwatch::shim::RingWriter();
+      ncclwatch::shim::RingConfig c;
+      static std::string dir = ScratchDir() + "/blocks";
+      c.dir = dir.c_str();
+      c.host = "bench";
+      c.pid = static_cast<uint32_t>(getpid());
+      c.start_ms = static_cast<uint64_t>(time(nullptr)) * 1000 + 10 + static_cast<uint64_t>(s);
+      c.clock = ncclwatch::shim::ChooseTraceClock();
+      c.claim_block_slots = static_cast<uint32_t>(s);
+      c.claim_block_fixed = true;
+      char err[256];
+      if (!r->Open(c, err, sizeof(err))) {
+        std::fprintf(stderr, "ring: %s\n", err);
+        std::exit(2);
+      }
+      rings[s] = r;
+    }
+    return true;
+  }();
+  (void)made;
+  return rings[slots];
+}
+
+void BM_CallSlotClaimBlock(benchmark::State& state) {
+  ncclwatch::shim::RingWriter* w = BlockRing(state.range(0));
+  ncclwatch_call_slot s{};
+  for (auto _ : state) {
+    ncclwatch::shim::SlotClaim claim;
+    w->ClaimSlot(&claim);
+    s.t = claim.t;
+    std::memcpy(claim.payload, &s, sizeof(s));
+    w->PublishCallSlot(claim, NCCLWATCH_SLOT_COLLECTIVE);
+  }
+}
+
 }  // namespace
 
+BENCHMARK(BM_CallSlotClaimBlock)
+    ->ArgName("block")
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16)
+    ->Arg(32)
+    ->Arg(64)
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
 BENCHMARK(BM_Rdtsc);
 BENCHMARK(BM_CallSlotAppend);
 BENCHMARK(BM_CallSlotStoreNoLock);

@@ -4,8 +4,13 @@
 #include <nccl.h>
 
 namespace {
-int g_comm_storage[64];
-}
+// Each ncclCommInitRank makes a communicator of its own, as NCCL does:
+// threads that each init one (shim_loop --threads) must not share one, or
+// the shim's per-communicator state is one cache line both write.
+constexpr int kComms = 64;
+alignas(128) int g_comm_storage[kComms][32];
+int g_next_comm = 0;
+}  // namespace
 
 extern "C" {
 
@@ -14,7 +19,8 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   return ncclSuccess;
 }
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int, ncclUniqueId, int) {
-  *comm = reinterpret_cast<ncclComm_t>(g_comm_storage);
+  const int n = __atomic_fetch_add(&g_next_comm, 1, __ATOMIC_RELAXED) % kComms;
+  *comm = reinterpret_cast<ncclComm_t>(g_comm_storage[n]);
   return ncclSuccess;
 }
 ncclResult_t ncclCommCuDevice(const ncclComm_t, int* device) {

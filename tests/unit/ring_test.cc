@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstddef>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -163,17 +165,53 @@ TEST_CASE("a slot whose stamp does not match its place is counted torn and skipp
   char err[256];
   REQUIRE(w.Open(Config(dir.path(), 1 << 20), err, sizeof(err)));
   for (int i = 0; i < 10; ++i) REQUIRE(Append(w, Region::kRing, "r" + std::to_string(i)));
-  // A writer killed between claiming slot 4 and publishing it leaves stamp 0.
-  auto* slot4 = reinterpret_cast<ncclwatch_slot_header*>(
-      reinterpret_cast<uint8_t*>(w.header()) + w.header()->ring_offset + 4 * NCCLWATCH_SLOT_BYTES);
-  slot4->stamp = 0;
-  // A length that lies.
-  auto* slot6 = reinterpret_cast<ncclwatch_slot_header*>(reinterpret_cast<uint8_t*>(slot4) +
-                                                         2 * NCCLWATCH_SLOT_BYTES);
-  slot6->length = 500;
+  auto slot = [&](int i) {
+    return reinterpret_cast<ncclwatch_slot_header*>(reinterpret_cast<uint8_t*>(w.header()) +
+                                                    w.header()->ring_offset +
+                                                    i * NCCLWATCH_SLOT_BYTES);
+  };
+  // A writer killed between claiming slot 4 and publishing it leaves it
+  // marked as being written: torn.
+  slot(4)->stamp = 5 | NCCLWATCH_STAMP_WRITING;
+  // A length that lies: torn.
+  slot(6)->length = 500;
+  // Slot 2 never written (the unused rest of a claim block: stamp 0), slot 8
+  // holding an earlier lap's record (stamp 9 - ring_slots would be; here the
+  // ring is larger, so a stamp from the future is torn instead).
+  slot(2)->stamp = 0;
+  slot(8)->stamp = 9 + w.header()->ring_slots;
   Read r = ReadAll(w.path());
-  CHECK(r.ring == std::vector<std::string>{"r0", "r1", "r2", "r3", "r5", "r7", "r8", "r9"});
-  CHECK(r.stats.torn_slots == 2);
+  CHECK(r.ring == std::vector<std::string>{"r0", "r1", "r3", "r5", "r7", "r9"});
+  CHECK(r.stats.torn_slots == 3);
+  CHECK(r.stats.unwritten_slots == 1);
+  // Format 2 had no claim blocks: every slot under the cursor was claimed
+  // for a record, and one that is not whole is torn, stamp 0 too.
+  w.header()->format_version = 2;
+  r = ReadAll(w.path());
+  CHECK(r.ring.size() == 6);
+  CHECK(r.stats.torn_slots == 4);
+  CHECK(r.stats.unwritten_slots == 0);
+}
+
+TEST_CASE("a slot an earlier lap wrote and this lap never did counts as unwritten", "[ring]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));  // 64 slots
+  for (int i = 0; i < 100; ++i) REQUIRE(Append(w, Region::kRing, "r" + std::to_string(i)));
+  // Logical 70 (physical 6) holds record 70; make it hold record 6 (stamp 7),
+  // as if slot 70 had been in a claim block its thread never used.
+  auto* slot6 = reinterpret_cast<ncclwatch_slot_header*>(
+      reinterpret_cast<uint8_t*>(w.header()) + w.header()->ring_offset + 6 * NCCLWATCH_SLOT_BYTES);
+  slot6->stamp = 7;
+  // And logical 71 as if a writer died in an earlier lap's record 7.
+  (slot6 + NCCLWATCH_SLOT_BYTES / sizeof(*slot6))->stamp = 8 | NCCLWATCH_STAMP_WRITING;
+  Read r = ReadAll(w.path());
+  CHECK(r.ring.size() == 62);
+  CHECK(std::find(r.ring.begin(), r.ring.end(), "r6") == r.ring.end());  // never the old record
+  CHECK(std::find(r.ring.begin(), r.ring.end(), "r70") == r.ring.end());
+  CHECK(r.stats.unwritten_slots == 2);
+  CHECK(r.stats.torn_slots == 0);
 }
 
 TEST_CASE("the pinned region keeps its records and overflows into the ring", "[ring]") {
@@ -204,12 +242,14 @@ TEST_CASE("records encoded in place: published, or given up as padding the reade
   w.Publish(a, 5);
   std::memcpy(b.payload, "did not fit", 11);
   w.Discard(b);
-  // c was claimed and never published (the writer died while encoding): torn.
+  // c was claimed and never published (the writer died while encoding): torn
+  // (marked as being written), not unwritten.
   REQUIRE(Append(w, Region::kRing, "after"));
   Read r = ReadAll(w.path());
   CHECK(r.ring == std::vector<std::string>{"first", "after"});
   CHECK(r.stats.padding_slots == 1);
   CHECK(r.stats.torn_slots == 1);
+  CHECK(r.stats.unwritten_slots == 0);
 }
 
 TEST_CASE("a patch site rewrites 4 bytes of its record while the slot still holds it", "[ring]") {
@@ -384,10 +424,16 @@ TEST_CASE("a hostile file gets a one-line reason, never a crash", "[ring][fuzz]"
         std::string::npos);
   CHECK(try_file(std::string(8192, 'z')).find("bad magic") != std::string::npos);
   CHECK(try_file(good.substr(0, good.size() / 2)).find("truncated trace") != std::string::npos);
-  std::string v3 = good;
-  v3[8] = 3;  // format version: a newer one
-  CHECK(try_file(v3).find("trace file format 3; this ncclwatch reads formats 1 to 2") !=
+  std::string v4 = good;
+  v4[8] = 4;  // format version: a newer one
+  CHECK(try_file(v4).find("trace file format 4; this ncclwatch reads formats 1 to 3") !=
         std::string::npos);
+  std::string v2 = good;
+  v2[8] = 2;  // format 2 (no claim blocks): these records are format 2's too, and read
+  CHECK(try_file(v2).empty());
+  std::string blocks = good;
+  blocks[offsetof(ncclwatch_ring_header, claim_blocks_used)] = 1;  // the time-order path
+  CHECK(try_file(blocks).empty());
   std::string v0 = good;
   v0[8] = 0;
   CHECK(try_file(v0).find("format 0") != std::string::npos);
@@ -408,6 +454,7 @@ TEST_CASE("a hostile file gets a one-line reason, never a crash", "[ring][fuzz]"
           rng() % (round % 3 == 0 ? 512 : bad.size());  // the header a third of the time
       bad[at] = static_cast<char>(rng());
     }
+    if (round % 2) bad[offsetof(ncclwatch_ring_header, claim_blocks_used)] = 1;
     try_file(bad);
   }
 }

@@ -34,6 +34,11 @@ TEST_CASE("the ring file's layout is pinned", "[format]") {
   CHECK(offsetof(ncclwatch_ring_header, pid) == 72);
   CHECK(offsetof(ncclwatch_ring_header, created_realtime_ns) == 80);
   CHECK(offsetof(ncclwatch_ring_header, host) == 88);
+  // Format 3: claim blocks.
+  CHECK(offsetof(ncclwatch_ring_header, claim_block_slots) == 152);
+  CHECK(offsetof(ncclwatch_ring_header, claim_blocks_used) == 156);
+  CHECK(offsetof(ncclwatch_ring_header, claim_block_ticks) == 160);
+  CHECK(offsetof(ncclwatch_ring_header, reserved1) == 168);
   CHECK(offsetof(ncclwatch_ring_header, pinned_next) == 256);
   CHECK(offsetof(ncclwatch_ring_header, ring_next) == 320);
   CHECK(offsetof(ncclwatch_ring_header, pinned_overflow) == 384);
@@ -41,10 +46,14 @@ TEST_CASE("the ring file's layout is pinned", "[format]") {
   CHECK(offsetof(ncclwatch_slot_header, stamp) == 0);
   CHECK(offsetof(ncclwatch_slot_header, length) == 8);
   CHECK(offsetof(ncclwatch_slot_header, kind) == 10);
+  CHECK(offsetof(ncclwatch_slot_header, flags) == 11);
   CHECK(offsetof(ncclwatch_slot_header, record_bytes) == 12);
+  CHECK(NCCLWATCH_SLOT_CLAIMED == 1);
+  CHECK(NCCLWATCH_STAMP_WRITING == uint64_t{1} << 63);
   CHECK(NCCLWATCH_SLOT_PAYLOAD_BYTES == 112);
   // Format 2's call slot: one payload exactly, every field at its place.
-  CHECK(NCCLWATCH_RING_FORMAT_VERSION == 2);
+  CHECK(NCCLWATCH_RING_FORMAT_VERSION == 3);
+  CHECK(NCCLWATCH_RING_FORMAT_OLDEST_READ == 1);
   CHECK(NCCLWATCH_SLOT_COLLECTIVE == 6);
   CHECK(NCCLWATCH_SLOT_P2P == 7);
   CHECK(NCCLWATCH_SLOT_GROUP == 8);
