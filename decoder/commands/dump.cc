@@ -319,8 +319,10 @@ int RunDump(const std::string& path, bool json, std::ostream& out, std::ostream&
       &stats);
   if (!json) {
     out << absl::StrFormat(
-        "# %u records; %u torn slots; %u ring slots overwritten; %u pinned records overflowed\n",
-        stats.records, stats.torn_slots, stats.ring_overwritten, stats.pinned_overflow);
+        "# %u records; %u torn slots; %u ring slots overwritten; %u pinned records overflowed; "
+        "%u slots claimed in threads' blocks and never written\n",
+        stats.records, stats.torn_slots, stats.ring_overwritten, stats.pinned_overflow,
+        stats.unwritten_slots);
   }
   return 0;
 }

@@ -302,8 +302,8 @@ void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& o
         ",\"end\":", FateJson(p.fate),
         ",\"last_call\":", p.last.valid ? JsonString(DescribeCall(p.last)) : "null",
         ",\"last_call_pending\":", p.last.pending ? "true" : "false", ",\"records\":", p.records,
-        ",\"torn_slots\":", p.stats.torn_slots + p.unparsed,
-        ",\"overwritten_slots\":", p.stats.ring_overwritten, "}"));
+        ",\"torn_slots\":", p.stats.torn_slots + p.unparsed, ",\"overwritten_slots\":",
+        p.stats.ring_overwritten, ",\"unwritten_slots\":", p.stats.unwritten_slots, "}"));
   }
   UnreadableFiles unreadable;
   for (const UnreadableTrace& u : job.unreadable()) unreadable.push_back({u.path, u.error});
