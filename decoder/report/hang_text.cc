@@ -61,6 +61,14 @@ std::string Seconds(int64_t ns) {
   return absl::StrFormat("%.1f s", static_cast<double>(std::max<int64_t>(ns, 0)) / 1e9);
 }
 
+// The same for a span in seconds, which a crafted trace's time stamps can
+// make longer than int64 nanoseconds hold (or NaN): saturated.
+std::string SpanSeconds(double s) {
+  if (!(s > 0)) return Seconds(0);
+  if (s >= 9.2e9) return absl::StrFormat("%.1f s", s);
+  return Seconds(static_cast<int64_t>(s * 1e9));
+}
+
 std::string RingSizeSetting(uint64_t bytes) {
   uint64_t size = 64 << 10;  // the smallest ring
   while (size < bytes && size < (64ull << 30)) size <<= 1;
@@ -309,8 +317,7 @@ void RenderBlindSpot(const Finding& f, const BlindSpotFacts& x, FindingText* t) 
       "the job did not end cleanly and its cause is not in the traces: %s's ring of %s held only "
       "its newest records (%.0f records/s over %s); %u older slots were overwritten, and with "
       "them what happened first",
-      ranks, Bytes(x.ring_bytes), x.records_per_s, Seconds(static_cast<int64_t>(x.span_s * 1e9)),
-      x.overwritten);
+      ranks, Bytes(x.ring_bytes), x.records_per_s, SpanSeconds(x.span_s), x.overwritten);
   t->fix = absl::StrFormat(
       "rerun with NCCLWATCH_RING_SIZE=%s (a ring of %s holds this whole run) and diagnose again; "
       "meanwhile collect %s",

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <csignal>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -445,4 +446,26 @@ TEST_CASE("hang findings' JSON names: the contract the integration tests read", 
         "rank 1 is frozen: its process exists and is stopped (state T in /proc/PID/stat) before "
         "any NCCL call; its heartbeat stopped 30.0 s before the others'; ranks 0,2 waited for "
         "it");
+}
+
+TEST_CASE("trace_overwritten: a crafted trace's span beyond int64 nanoseconds is said, not UB",
+          "[report][hang]") {
+  // A job_trace_fuzzer input: time stamps 2^63 ns apart made the span's
+  // conversion to nanoseconds overflow (UBSan: outside the range of long).
+  for (const double span : {1e300, 9.3e9, std::numeric_limits<double>::quiet_NaN(), -5.0, 12.5}) {
+    Finding f;
+    f.kind = FindingKind::kTraceOverwritten;
+    f.ranks = {0};
+    BlindSpotFacts b;
+    b.ring_bytes = 1 << 20;
+    b.needed_bytes = 4 << 20;
+    b.overwritten = 100;
+    b.span_s = span;
+    b.records_per_s = 1;
+    f.facts = b;
+    const FindingText t = RenderFinding(f, FakeSite);
+    INFO(t.detail);
+    CHECK(t.detail.find(" s); 100 older slots were overwritten") != std::string::npos);
+    if (span == 12.5) CHECK(t.detail.find("over 12.5 s)") != std::string::npos);
+  }
 }
