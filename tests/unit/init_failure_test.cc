@@ -153,15 +153,17 @@ TEST_CASE("init: the message catalogue names the subsystem and gives the fix", "
   {
     InitEvidence e = WordsRank(1, "Failed to initialize any NET plugin", false);
     e.warnings.push_back("Failed to initialize any NET plugin");
-    const InitFailureFacts& x = OnlyFacts(DiagnoseInit({e}));
+    const std::vector<InitFinding> found = DiagnoseInit({e});  // x refers into it
+    const InitFailureFacts& x = OnlyFacts(found);
     CHECK(x.subsystem == "plugin");
     CHECK(x.message == "nccl.plugin");
   }
   // The same words in a line that need not be NCCL's (no WARN, no traced
   // call): NCCL-only messages are not looked for in it.
   {
-    const InitFailureFacts& x =
-        OnlyFacts(DiagnoseInit({WordsRank(2, "Invalid config blocking attribute value 2", false)}));
+    const std::vector<InitFinding> found =
+        DiagnoseInit({WordsRank(2, "Invalid config blocking attribute value 2", false)});
+    const InitFailureFacts& x = OnlyFacts(found);
     CHECK(x.cause == InitCause::kUnknown);
   }
   // A cause init forensics measures has the catalogue's fix too.
