@@ -1,6 +1,5 @@
 #include "commands/diagnose.h"
 
-#include <filesystem>
 #include <sstream>
 
 #include "analysis/diagnosis.h"
@@ -14,27 +13,14 @@
 #include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {
-namespace {
-
-namespace fs = std::filesystem;
-
-bool IsTraceName(const fs::path& p) { return p.extension() == ".trace"; }
-
-}  // namespace
-
 int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& out,
                 std::ostream& err) {
-  absl::StatusOr<std::vector<std::string>> found = InputFiles(paths, IsTraceName);
+  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths);
   if (!found.ok()) {
     err << "ncclwatch: " << found.status().message() << "\n";
     return 2;
   }
   const std::vector<std::string>& files = *found;
-  if (files.empty()) {
-    err << "ncclwatch: no trace files (*.trace) under " << paths.front()
-        << (paths.size() > 1 ? " and the rest" : "") << "\n";
-    return 2;
-  }
   JobAnalysis job;
   Progress progress("reading traces", files.size());  // on a terminal only
   LoadProcessTraces(

@@ -57,4 +57,15 @@ absl::StatusOr<std::vector<std::string>> InputFiles(
   return files;
 }
 
+bool IsTraceFile(const fs::path& p) { return p.extension() == ".trace"; }
+
+absl::StatusOr<std::vector<std::string>> TraceFiles(const std::vector<std::string>& paths) {
+  absl::StatusOr<std::vector<std::string>> files = InputFiles(paths, IsTraceFile);
+  if (files.ok() && files->empty()) {
+    return absl::NotFoundError(absl::StrCat("no trace files (*.trace) under ", paths.front(),
+                                            paths.size() > 1 ? " and the rest" : ""));
+  }
+  return files;
+}
+
 }  // namespace ncclwatch::decoder

@@ -21,6 +21,13 @@ absl::StatusOr<std::vector<std::string>> InputFiles(
     const std::vector<std::string>& paths,
     const std::function<bool(const std::filesystem::path&)>& wanted);
 
+// Whether a file is named as a trace (*.trace).
+bool IsTraceFile(const std::filesystem::path& p);
+
+// The trace files under `paths` (InputFiles with IsTraceFile), or
+// NotFound "no trace files (*.trace) under PATH" when there are none.
+absl::StatusOr<std::vector<std::string>> TraceFiles(const std::vector<std::string>& paths);
+
 }  // namespace ncclwatch::decoder
 
 #endif  // NCCLWATCH_DECODER_COMMANDS_INPUT_FILES_H_

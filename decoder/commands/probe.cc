@@ -119,8 +119,7 @@ std::string Version(int32_t v) {
 Summary NodeSummary(const std::string& dir, const std::string& host_hint) {
   Summary s;
   s["host"] = host_hint;
-  absl::StatusOr<std::vector<std::string>> files =
-      InputFiles({dir}, [](const fs::path& p) { return p.extension() == ".trace"; });
+  absl::StatusOr<std::vector<std::string>> files = InputFiles({dir}, IsTraceFile);
   if (!files.ok()) return s;
   bool have = false;
   LoadProcessTraces(

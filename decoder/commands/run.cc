@@ -61,8 +61,7 @@ std::string FreshDir() {
 // The number of stall records in the folder's traces, and one line for each
 // process's latest.
 uint64_t Stalls(const std::string& dir, std::vector<std::string>* lines) {
-  absl::StatusOr<std::vector<std::string>> files =
-      InputFiles({dir}, [](const fs::path& p) { return p.extension() == ".trace"; });
+  absl::StatusOr<std::vector<std::string>> files = InputFiles({dir}, IsTraceFile);
   if (!files.ok()) return 0;
   uint64_t n = 0;
   LoadProcessTraces(

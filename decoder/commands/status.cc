@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <filesystem>
 #include <sstream>
 
 #include "commands/input_files.h"
@@ -15,8 +14,6 @@
 
 namespace ncclwatch::decoder {
 namespace {
-
-namespace fs = std::filesystem;
 
 volatile sig_atomic_t g_stop = 0;
 void OnStop(int) { g_stop = 1; }
@@ -45,15 +42,9 @@ int64_t NowNs() {
 // One look at the traces: 0 progressing, 1 stuck, 2 unusable input.
 int Snapshot(const std::vector<std::string>& paths, double stuck_after_s, std::ostream& out,
              std::ostream& err) {
-  absl::StatusOr<std::vector<std::string>> files =
-      InputFiles(paths, [](const fs::path& p) { return p.extension() == ".trace"; });
+  absl::StatusOr<std::vector<std::string>> files = TraceFiles(paths);
   if (!files.ok()) {
     err << "ncclwatch: " << files.status().message() << "\n";
-    return 2;
-  }
-  if (files->empty()) {
-    err << "ncclwatch: no trace files (*.trace) under " << paths.front()
-        << (paths.size() > 1 ? " and the rest" : "") << "\n";
     return 2;
   }
   JobStatusBuilder builder(NowNs(), static_cast<int64_t>(stuck_after_s * 1e9));

@@ -18,24 +18,16 @@ namespace ncclwatch::decoder {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool IsTraceName(const fs::path& p) { return p.extension() == ".trace"; }
-
 }  // namespace
 
 int RunTimeline(const std::vector<std::string>& paths, const std::string& output, std::ostream& out,
                 std::ostream& err) {
-  absl::StatusOr<std::vector<std::string>> found = InputFiles(paths, IsTraceName);
+  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths);
   if (!found.ok()) {
     err << "ncclwatch: " << found.status().message() << "\n";
     return 2;
   }
   const std::vector<std::string>& files = *found;
-  if (files.empty()) {
-    err << "ncclwatch: no trace files (*.trace) under " << paths.front()
-        << (paths.size() > 1 ? " and the rest" : "") << "\n";
-    return 2;
-  }
 
   // First the diagnosis, for the root cause to mark.
   JobAnalysis job;
