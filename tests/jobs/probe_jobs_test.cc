@@ -28,14 +28,7 @@ Outcome Probe(const std::vector<std::string>& args, const std::vector<std::strin
   jobs::JobSpec spec;
   spec.argv = {jobs::NcclwatchPath(), "probe"};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-  spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(),
-              "LD_PRELOAD",
-              "NCCLWATCH_DIR",
-              "RANK",
-              "WORLD_SIZE",
-              "LOCAL_RANK",
-              "LOCAL_WORLD_SIZE",
-              "JOBRUN_RENDEZVOUS"};
+  spec.env = jobs::LauncherEnv();
   spec.env.insert(spec.env.end(), env.begin(), env.end());
   spec.shm_size = shm_size;
   spec.timeout_s = 120;
@@ -169,14 +162,7 @@ TEST_CASE("probe: two nodes meet at the master, compare inventories, flag what d
                              "r1=$?; echo; echo NODE1; cat \"$1/n1.out\"; echo \"exit $r0 $r1\"";
   jobs::JobSpec spec;
   spec.argv = {"sh", "-c", script, jobs::NcclwatchPath(), dir.path()};
-  spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(),
-              "LD_PRELOAD",
-              "NCCLWATCH_DIR",
-              "RANK",
-              "WORLD_SIZE",
-              "LOCAL_RANK",
-              "LOCAL_WORLD_SIZE",
-              "JOBRUN_RENDEZVOUS"};
+  spec.env = jobs::LauncherEnv();
   spec.timeout_s = 120;
   jobs::JobResult r = jobs::RunJob(spec);
   REQUIRE(r.ranks.size() == 1);

@@ -143,14 +143,7 @@ TEST_CASE("run: without --dir, a fresh folder per run in the working folder", "[
                jobs::NcclwatchPath(),
                dir.path(),
                jobs::BinDir() + "/train_loop"};
-  spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(),
-              "LD_PRELOAD",
-              "NCCLWATCH_DIR",
-              "RANK",
-              "WORLD_SIZE",
-              "LOCAL_RANK",
-              "LOCAL_WORLD_SIZE",
-              "JOBRUN_RENDEZVOUS"};
+  spec.env = jobs::LauncherEnv();
   const jobs::JobResult r = jobs::RunJob(spec);
   REQUIRE(r.ranks.size() == 1);
   INFO(r.ranks[0].output);
@@ -196,14 +189,7 @@ TEST_CASE("run: a signal sent to ncclwatch is diagnosed first, then passed on to
                "8",
                "--bug",
                "hang:0:2"};
-  spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(),
-              "LD_PRELOAD",
-              "NCCLWATCH_DIR",
-              "RANK",
-              "WORLD_SIZE",
-              "LOCAL_RANK",
-              "LOCAL_WORLD_SIZE",
-              "JOBRUN_RENDEZVOUS"};
+  spec.env = jobs::LauncherEnv();
   spec.timeout_s = 60;
   jobs::JobResult r = jobs::RunJob(spec);
   REQUIRE(r.ranks.size() == 1);

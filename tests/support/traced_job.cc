@@ -31,6 +31,17 @@ std::string ShimPath() {
 
 std::string NcclwatchPath() { return BinDir() + "/ncclwatch"; }
 
+std::vector<std::string> LauncherEnv() {
+  return {"LD_LIBRARY_PATH=" + SimLibDir(),
+          "LD_PRELOAD",
+          "NCCLWATCH_DIR",
+          "RANK",
+          "WORLD_SIZE",
+          "LOCAL_RANK",
+          "LOCAL_WORLD_SIZE",
+          "JOBRUN_RENDEZVOUS"};
+}
+
 JobSpec TracedJobSpec(int nranks, const std::string& program, const std::vector<std::string>& args,
                       const std::string& dir) {
   JobSpec spec;

@@ -30,6 +30,12 @@ class TempDir {
 std::string ShimPath();
 std::string NcclwatchPath();
 
+// The environment of one process that runs `ncclwatch` itself as a launcher
+// would be run (ncclwatch run, probe): the simulator's libraries, and
+// nothing of a rank's own (the shim, the trace folder, RANK, WORLD_SIZE, the
+// launcher's rendezvous) left over from the test's launcher.
+std::vector<std::string> LauncherEnv();
+
 // A job on the simulator with libncclwatch.so preloaded, tracing into `dir`.
 JobSpec TracedJobSpec(int nranks, const std::string& program, const std::vector<std::string>& args,
                       const std::string& dir);
