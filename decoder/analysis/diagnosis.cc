@@ -227,6 +227,15 @@ class Diagnoser {
   // markers fails from then on, so its own completion count stopped short.
   bool Blind(int q) const { return !procs_[q].completion.device_errors.empty(); }
 
+  // Whether `q` stopped living before the others of its job: a crash, or an
+  // end (a signal, gone, frozen) more than two heartbeat intervals before
+  // theirs.
+  bool DiedFirst(int q) const {
+    const Life life = life_[q];
+    if (life != Life::kSignal && life != Life::kGone && life != Life::kFrozen) return false;
+    return (life == Life::kSignal && CrashSignal(procs_[q].fate.signo)) || StoppedFirstBy(q) > 0;
+  }
+
   // `q`'s communicator ranks' completion, as Reconcile left it.
   const std::vector<CommCompletion>& Comms(int q) const { return comms_[q]; }
 
@@ -242,14 +251,8 @@ class Diagnoser {
     comms_.clear();
     for (const ProcessFacts& p : procs_) comms_.push_back(p.completion.comms);
     std::vector<bool> short_count(procs_.size(), false);
-    for (const ProcessFacts& p : procs_) {
-      const int q = p.index;
-      const Life life = life_[q];
-      const bool stopped =
-          (life == Life::kSignal || life == Life::kGone || life == Life::kFrozen) &&
-          ((life == Life::kSignal && CrashSignal(p.fate.signo)) || StoppedFirstBy(q) > 0);
-      short_count[q] = Blind(q) || stopped;
-    }
+    for (const ProcessFacts& p : procs_)
+      short_count[p.index] = Blind(p.index) || DiedFirst(p.index);
     for (const ProcessFacts& p : procs_) {
       if (!short_count[p.index]) continue;
       for (CommCompletion& c : comms_[p.index]) {
@@ -710,10 +713,9 @@ class Diagnoser {
     for (const ProcessFacts& p : procs_) {
       const int q = p.index;
       const Life life = life_[q];
-      if (life != Life::kSignal && life != Life::kGone && life != Life::kFrozen) continue;
-      const bool crash = life == Life::kSignal && CrashSignal(p.fate.signo);
+      // Frozen now, or died first.
+      if (life != Life::kFrozen && !DiedFirst(q)) continue;
       const int64_t gap = StoppedFirstBy(q);
-      if (life != Life::kFrozen && !crash && gap == 0) continue;
       if (named.count(p.rank)) continue;
       Candidate c;
       c.process = q;
