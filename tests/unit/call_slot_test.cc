@@ -8,6 +8,7 @@
 // way the shim starts it, into a private folder, once for the process.
 
 #include <stdlib.h>
+#include <string.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -76,6 +77,21 @@ Parsed RingRecords() {
 }
 
 }  // namespace
+
+TEST_CASE("StoreCallSlot stores every field where the struct has it", "[shim][record]") {
+  // Every byte of the source distinct, so a field stored at the wrong
+  // offset, or a pair of 4-byte fields swapped, shows.
+  ncclwatch_call_slot v;
+  auto* bytes = reinterpret_cast<uint8_t*>(&v);
+  for (size_t i = 0; i < sizeof(v); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 1);
+  uint8_t slot[sizeof(ncclwatch_call_slot)];
+  memset(slot, 0xee, sizeof(slot));
+  shim::StoreCallSlot(slot, v, 0x1122334455667788ull);
+  ncclwatch_call_slot want = v;
+  want.t = 0x1122334455667788ull;
+  want.result = NCCLWATCH_RESULT_PENDING;
+  CHECK(memcmp(slot, &want, sizeof(want)) == 0);
+}
 
 TEST_CASE("collectives, sends and groups are call slots that decode as their Records",
           "[shim][record][conformance]") {
