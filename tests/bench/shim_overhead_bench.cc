@@ -375,6 +375,19 @@ BENCHMARK(BM_AllReduce_Direct_Batched)->Iterations(100);
 BENCHMARK(BM_AllReduce_ThroughShim_Batched)->Iterations(100);
 BENCHMARK(BM_AllReduce_ThroughShimCompletion_Batched)->Iterations(100);
 int main(int argc, char** argv) {
+  // The shim's thread-locals are initial-exec (a TLS access never
+  // allocates), and this program dlopens it two or three times: more than
+  // the static TLS glibc keeps for dlopen by default (512 bytes). The
+  // tunable is read when the program starts, so set it and start again.
+  const char* tunables = getenv("GLIBC_TUNABLES");
+  if (tunables == nullptr || std::strstr(tunables, "glibc.rtld.optional_static_tls") == nullptr) {
+    std::string t = "glibc.rtld.optional_static_tls=16384";
+    if (tunables != nullptr && *tunables != '\0') t = std::string(tunables) + ":" + t;
+    setenv("GLIBC_TUNABLES", t.c_str(), 1);
+    execv("/proc/self/exe", argv);
+    std::perror("execv /proc/self/exe");
+    return 2;
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
