@@ -296,14 +296,15 @@ uint64_t RingWriter::Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t no
   if (block_fixed_) {
     size = max_block_;
   } else if (same_ring && b->size != 0 && b->next == b->end) {
-    // Used up: the full size if other threads' claims came between this
-    // one's, fast, kContendedClaims times running (below 16 slots a block saves little:
-    // README); half if none did.
+    // Used up: twice the size if other threads' claims came between this
+    // one's, fast, kContendedClaims times running; half if none did.
+    // Doubling, not a jump to the largest, bounds what a burst that ends
+    // leaves unwritten by what the burst used (ring_writer.h).
     const bool fast = now - b->claimed < grow_ticks_;
     contended = fast ? b->contended : 0;
     size = b->size;
     if (contended >= kContendedClaims)
-      size = max_block_;
+      size = size * 2 < max_block_ ? size * 2 : max_block_;
     else if (contended == 0 && size > 1)
       size /= 2;
   }  // else: none yet, another ring's, or it expired unfinished: 1.

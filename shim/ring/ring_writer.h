@@ -25,25 +25,36 @@
 //                              └ next++ per claim, no shared write
 //
 // The choices, and why:
-//   - Size adapts per thread. A thread takes blocks of claim_block_slots
-//     (32, by measurement: README) once it used its last block up within
-//     claim_block_ticks / 16 (~20-60 us) with another thread's claim in
-//     between, four times running (not a watcher's occasional record); the size halves when no
-//     other thread claimed meanwhile, and falls to 1 when a block expires unfinished. A block's
-//     unused rest is never written (lost ring capacity: at most 31 slots at
-//     the end of a burst of contended calls), so slow threads, bursts and
-//     processes with one NCCL thread keep blocks of 1 (the old behaviour,
-//     records in claim order, the decoder's fast path); only threads that
-//     contend at speed, where the shared line costs, get big ones.
+//   - Size adapts per thread. Once a thread used its last block (at first
+//     one slot) up within claim_block_ticks / 16 (~20-60 us) with another
+//     thread's claim in between, four times running (not a watcher's
+//     occasional record), each new block is twice the last, up to
+//     claim_block_slots (256: README); the size halves when no other thread
+//     claimed meanwhile, and falls to 1 when a block expires unfinished. A
+//     block's unused rest is never written (lost ring capacity at the end of
+//     a burst of contended calls: doubling keeps it below what the burst
+//     used, and under 256 slots), so slow threads, bursts and processes
+//     with one NCCL thread keep blocks of 1 (the old behaviour, records in
+//     claim order, the decoder's fast path); only threads that contend at
+//     speed, where sharing costs, get big ones. Why 256 (32 KiB): the
+//     shared cursor's line is not all that two threads share; they also
+//     take turns on the ring's pages, and blocks of one page (32 slots) kept
+//     the hardware prefetchers of a Sapphire Rapids guest from running
+//     ahead of either (two threads 1.3x two processes); eight pages run as
+//     two processes do.
 //   - Expiry by age: a block is used only within claim_block_ticks (2^20
 //     trace-clock ticks, ~0.3-1 ms) of its claim. The ClaimSlot clock read
 //     is the record's time stamp too (SlotClaim::t), so this costs no extra
 //     read. It bounds how far out of time order a record may be (the
 //     decoder's reorder window, in the header), and keeps a block from being
 //     written after the ring has lapped it: that takes ring_slots claims in
-//     under a millisecond, so blocks are used only on rings of 4096 slots
-//     (512 KiB) or more, and at most ring_slots / 2048 slots each (a 64-slot
-//     test ring: blocks of 1).
+//     under a millisecond, so blocks are used only on rings of 1024 slots
+//     (128 KiB) or more, and at most ring_slots / 512 slots each (a 64-slot
+//     test ring: blocks of 1; the default ring of 131072 slots: 256). Many
+//     threads claiming at full speed could still lap a ring within a
+//     block's lifetime; a slot written that late carries an older stamp
+//     than its place holds, and the decoder counts it lost, never as a
+//     newer record.
 //   - Signals: a claim from a block marks the thread's block busy (a plain
 //     TLS store, with compiler-only signal fences around the block's use).
 //     A handler that interrupts such a claim on the same thread sees busy
@@ -87,11 +98,11 @@ namespace ncclwatch::shim {
 enum class Region { kRing, kPinned };
 
 // Claim blocks: the defaults (see the top of this file).
-constexpr uint32_t kClaimBlockSlots = 32;
+constexpr uint32_t kClaimBlockSlots = 256;
 constexpr uint64_t kClaimBlockTicks = uint64_t{1} << 20;
 // Rings below this many slots have no blocks; above, blocks are at most
 // ring_slots / kSlotsPerBlockSlot slots.
-constexpr uint64_t kSlotsPerBlockSlot = 2048;
+constexpr uint64_t kSlotsPerBlockSlot = 512;
 
 struct RingConfig {
   const char* dir = nullptr;  // created (0700) if missing

@@ -348,6 +348,33 @@ TEST_CASE("one writing thread keeps blocks of one slot, contending threads get b
     CHECK(r.stats.unwritten_slots == r.stats.ring_claimed - 2 * kEach);
     CheckEveryRecordOnce(r.ring, 1, {kEach, kEach});
   }
+  SECTION("blocks double as they grow: a short burst leaves less unwritten than it used") {
+    RingWriter w;
+    REQUIRE(w.Open(Config(dir.path(), 16 << 20), err, sizeof(err)));
+    REQUIRE(w.max_claim_block() == 256);
+    std::atomic<uint64_t> turn{0};
+    constexpr uint64_t kEach = 24;  // a burst far shorter than the largest block
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 2; ++k) {
+      threads.emplace_back([&, k] {
+        for (uint64_t i = 0; i < kEach; ++i) {
+          while (turn.load() % 2 != static_cast<uint64_t>(k)) sched_yield();
+          uint8_t flags = 0;
+          Write(w, static_cast<uint32_t>(k + 1), i, &flags);
+          turn.fetch_add(1);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    CHECK(w.header()->claim_blocks_used == 1);
+    Read r = ReadAll(w.path());
+    CHECK(r.ring.size() == 2 * kEach);
+    CHECK(r.stats.unwritten_slots == r.stats.ring_claimed - 2 * kEach);
+    // A jump to the largest block after four contended claims would leave
+    // most of 2 x 256 slots unwritten; doubling leaves fewer than were used.
+    CHECK(r.stats.unwritten_slots < 2 * kEach);
+    CheckEveryRecordOnce(r.ring, 1, {kEach, kEach});
+  }
   SECTION("a small ring has no blocks") {
     RingWriter w;
     REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
