@@ -184,8 +184,8 @@ void TrackCompletion(CommState* comm, const void* handle, int device) {
   StartWatcher();
 }
 
-void MarkOperation(CommState* comm, const void* stream, int result, uint32_t call, uint64_t seq,
-                   int peer, bool send) {
+void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint32_t call,
+                          uint64_t seq, int peer, bool send) {
   if (comm == nullptr || (result != 0 && result != 7)) return;  // refused: nothing to complete
   CompletionTrack* track = TrackOf(comm);
   if (track == nullptr) return;  // untracked (no GPU): before errno is saved, which costs two calls

@@ -93,9 +93,15 @@ void TrackCompletion(CommState* comm, const void* handle, int device);
 
 // After an operation on `comm` returned `result` (HOT PATH). Outside a group
 // and accepted: a marker on `stream` (or an Untracked record); inside one:
-// noted for FlushGroupOperations.
-void MarkOperation(CommState* comm, const void* stream, int result, uint32_t call, uint64_t seq,
-                   int peer, bool send);
+// noted for FlushGroupOperations. Inline up to the question whether `comm`
+// is tracked at all, which most calls answer no to when no GPU is followed.
+void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint32_t call,
+                          uint64_t seq, int peer, bool send);
+inline void MarkOperation(CommState* comm, const void* stream, int result, uint32_t call,
+                          uint64_t seq, int peer, bool send) {
+  if (comm == nullptr || __atomic_load_n(&comm->completion, __ATOMIC_ACQUIRE) == nullptr) return;
+  MarkTrackedOperation(comm, stream, result, call, seq, peer, send);
+}
 
 // After the outermost ncclGroupEnd returned `result` (HOT PATH): one marker
 // per communicator used in the group, on the stream of its last operation.
