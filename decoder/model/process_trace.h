@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "model/comm_stream.h"
 #include "model/events.h"
+#include "model/table_allocator.h"
 #include "ncclwatch/ring_format.h"
 #include "trace/trace_file.h"
 
@@ -50,9 +51,9 @@ struct ProcessTrace {
   std::vector<TimeAnchorEvent> anchors;  // sorted by t
   std::vector<ModuleInfo> modules;
   std::vector<CommMembership> comms;
-  std::vector<CollectiveEvent> collectives;
-  std::vector<P2pEvent> p2p;
-  std::vector<GroupEvent> groups;
+  Table<CollectiveEvent> collectives;  // large: huge pages (model/table_allocator.h)
+  Table<P2pEvent> p2p;
+  Table<GroupEvent> groups;
   std::vector<ApiEvent> apis;
   std::vector<FatalSignalEvent> signals;
   std::optional<ProcessEndEvent> end;

@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/table_allocator.h"
+
 namespace ncclwatch::decoder {
 
 template <typename T>
@@ -147,7 +149,7 @@ class SequenceWindow {
   }
 
   uint64_t base_ = 0;
-  std::vector<T> dense_;
+  Table<T> dense_;  // large for long jobs: huge pages
   std::vector<bool> set_;
   std::map<uint64_t, T> sparse_;
   size_t stored_ = 0;
