@@ -15,6 +15,10 @@ std::string CollectiveSignature::DifferingField(const CollectiveSignature& a,
   return "";
 }
 
+namespace {
+constexpr size_t kRowsAhead = 8;
+}  // namespace
+
 void CollectiveAlignment::AddMember(int process, const CommStream& stream,
                                     const ProcessTrace& trace) {
   AlignedMember m;
@@ -25,8 +29,16 @@ void CollectiveAlignment::AddMember(int process, const CommStream& stream,
   // The first member with collectives gives the reference its numbers, in
   // a row: room for them at once.
   ref_.Reserve(stream.collectives.size());
-  for (uint32_t index : stream.collectives) {
-    const CollectiveEvent& e = trace.collectives[index];
+  const std::vector<uint32_t>& calls = stream.collectives;
+  for (size_t k = 0; k < calls.size(); ++k) {
+    // The rows are far larger than the cache and read once: ask for the
+    // row eight calls ahead (both lines a 96-byte row may touch).
+    if (k + kRowsAhead < calls.size()) {
+      const char* ahead = reinterpret_cast<const char*>(&trace.collectives[calls[k + kRowsAhead]]);
+      __builtin_prefetch(ahead);
+      __builtin_prefetch(ahead + sizeof(CollectiveEvent) - 1);
+    }
+    const CollectiveEvent& e = trace.collectives[calls[k]];
     const CollectiveSignature sig = CollectiveSignature::Of(e);
     if (!m.any) {
       m.any = true;
