@@ -1,0 +1,146 @@
+// MappedFile (decoder/trace/mapped_file.h): a file that shrinks under its
+// mapping reads as zeros past its new end and says so, never SIGBUS; a
+// SIGBUS outside any mapping still does what it did before (kills, or runs
+// the handler that was there).
+
+#include "trace/mapped_file.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "support/traced_job.h"
+
+namespace {
+
+using ncclwatch::decoder::MappedFile;
+
+constexpr size_t kBytes = 64 << 10;
+
+// A file of kBytes bytes, each its offset's low byte (never all zeros).
+std::string MakeFile(const std::string& dir) {
+  const std::string path = dir + "/mapped";
+  std::vector<uint8_t> bytes(kBytes);
+  for (size_t i = 0; i < kBytes; ++i) bytes[i] = static_cast<uint8_t>(i | 1);
+  const int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, bytes.data(), kBytes) == static_cast<ssize_t>(kBytes));
+  close(fd);
+  return path;
+}
+
+TEST_CASE("a mapping reads the file where it lies", "[trace][map]") {
+  jobs::TempDir dir;
+  const std::string path = MakeFile(dir.path());
+  const int fd = open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  auto m = MappedFile::Map(fd, kBytes);
+  close(fd);  // the mapping outlives the descriptor
+  REQUIRE(m != nullptr);
+  CHECK(m->size() == kBytes);
+  CHECK(m->data()[0] == 1);
+  CHECK(m->data()[kBytes - 1] == static_cast<uint8_t>((kBytes - 1) | 1));
+  CHECK(!m->shrank());
+  CHECK(MappedFile::Map(fd, 0) == nullptr);  // nothing to map
+}
+
+TEST_CASE("a file that shrinks under its mapping reads as zeros past its end, not SIGBUS",
+          "[trace][map]") {
+  jobs::TempDir dir;
+  const std::string path = MakeFile(dir.path());
+  const int fd = open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  auto m = MappedFile::Map(fd, kBytes);
+  close(fd);
+  REQUIRE(m != nullptr);
+  REQUIRE(truncate(path.c_str(), 8192) == 0);  // two pages left
+  CHECK(m->data()[100] == (100 | 1));          // before the cut: the file's bytes
+  CHECK(!m->shrank());
+  size_t nonzero = 0;
+  for (size_t i = 8192; i < kBytes; ++i) nonzero += m->data()[i] != 0;
+  CHECK(nonzero == 0);
+  CHECK(m->shrank());
+  CHECK(m->data()[100] == (100 | 1));  // the part still in the file is untouched
+}
+
+TEST_CASE("two mappings at once: only the one whose file shrank reads zeros", "[trace][map]") {
+  jobs::TempDir a, b;
+  const std::string pa = MakeFile(a.path()), pb = MakeFile(b.path());
+  const int fa = open(pa.c_str(), O_RDONLY), fb = open(pb.c_str(), O_RDONLY);
+  auto ma = MappedFile::Map(fa, kBytes);
+  auto mb = MappedFile::Map(fb, kBytes);
+  close(fa);
+  close(fb);
+  REQUIRE(ma != nullptr);
+  REQUIRE(mb != nullptr);
+  REQUIRE(truncate(pb.c_str(), 0) == 0);
+  CHECK(mb->data()[kBytes / 2] == 0);
+  CHECK(mb->shrank());
+  CHECK(ma->data()[kBytes / 2] == static_cast<uint8_t>((kBytes / 2) | 1));
+  CHECK(!ma->shrank());
+}
+
+// In a child: `fn`, then exit 0; returns how the child ended.
+template <typename Fn>
+int InChild(Fn fn) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    fn();
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  return status;
+}
+
+TEST_CASE("a SIGBUS outside any mapping still kills, or reaches the handler there before",
+          "[trace][map]") {
+  jobs::TempDir dir;
+  const std::string path = MakeFile(dir.path());
+  // A mapping of our own, not a MappedFile, over a file that then shrinks.
+  auto touch_outside = [&] {
+    const int fd = open(path.c_str(), O_RDONLY);
+    auto* raw = static_cast<volatile uint8_t*>(mmap(nullptr, kBytes, PROT_READ, MAP_SHARED, fd, 0));
+    const int fd2 = open(path.c_str(), O_RDONLY);
+    auto keep = MappedFile::Map(fd2, kBytes);  // the handler is installed
+    if (truncate(path.c_str(), 0) != 0) _exit(3);
+    (void)raw[kBytes - 1];  // SIGBUS: not ours
+    _exit(4);               // never reached
+  };
+  SECTION("no handler before: the process dies of SIGBUS") {
+    const int status = InChild(touch_outside);
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGBUS);
+  }
+  SECTION("a handler before: it runs") {
+    const int status = InChild([&] {
+      struct sigaction sa {};
+      sa.sa_handler = [](int) { _exit(42); };
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGBUS, &sa, nullptr);
+      touch_outside();
+    });
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 42);
+  }
+  SECTION("a SIGBUS sent with kill still kills") {
+    const int status = InChild([&] {
+      const int fd = open(path.c_str(), O_RDONLY);
+      auto keep = MappedFile::Map(fd, kBytes);
+      kill(getpid(), SIGBUS);
+      _exit(5);
+    });
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGBUS);
+  }
+}
+
+}  // namespace
