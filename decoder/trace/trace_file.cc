@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ncclwatch/trace_fields.h"
 #include "trace/wire_reader.h"
 
 namespace ncclwatch::decoder {
@@ -31,6 +32,11 @@ TraceFile::~TraceFile() {
 }
 
 bool TraceFile::ReadAt(uint64_t offset, void* out, size_t n) const {
+  if (map_ != nullptr) {
+    if (offset > map_->size() || n > map_->size() - offset) return false;
+    std::memcpy(out, map_->data() + offset, n);
+    return !map_->shrank();  // zeros from past a shrunk file's end are no bytes of it
+  }
   auto* p = static_cast<uint8_t*>(out);
   while (n > 0) {
     const ssize_t got = pread(fd_, p, n, static_cast<off_t>(offset));
@@ -60,7 +66,7 @@ uint64_t TraceFile::LiveOverflow() const {
   return ReadAt(offsetof(ncclwatch_ring_header, pinned_overflow), &v, sizeof(v)) ? v : 0;
 }
 
-absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& path, ReadMode mode) {
   // Non-blocking, so that a FIFO given as a trace cannot hang the open.
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", strerror(errno)));
@@ -136,6 +142,9 @@ absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& pa
         path, absl::StrFormat("truncated trace: %u bytes, its header says %u", size, expected));
   }
   f->header_.host[sizeof(f->header_.host) - 1] = '\0';
+  // Read where it lies from here on (the header's size is the file's, or
+  // less); copied out with pread when it cannot be mapped.
+  if (mode == ReadMode::kMapped) f->map_ = MappedFile::Map(fd, expected);
 
   return f;
 }
@@ -144,6 +153,14 @@ uint64_t TraceFile::SlotsInUse() const {
   const uint64_t pinned = LiveCursor(true), ring = LiveCursor(false);
   return (pinned == kNoCursor ? 0 : std::min(pinned, header_.pinned_slots)) +
          (ring == kNoCursor ? 0 : std::min(ring, header_.ring_slots));
+}
+
+bool IsProcessEnd(absl::Span<const uint8_t> record) {
+  WireReader r(record);
+  WireField f;
+  while (r.Next(&f))
+    if (f.number == fields::record::kProcessEnd && f.wire_type == 2) return true;
+  return false;
 }
 
 uint64_t RecordTime(absl::Span<const uint8_t> record) {

@@ -12,9 +12,17 @@
 // stamp does not match its place (torn by a crash, overwritten, never
 // written) or whose lengths do not add up is skipped and counted, never used.
 // The process may still be running, and the file may even shrink while it
-// is read: slots are copied out with pread (never mapped, so a short file is
-// a short read and the rest counts as torn, not SIGBUS), and a slot counts
-// only if the ring's cursor had not lapped it by the end of the copy.
+// is read. The file is mapped (trace/mapped_file.h: a page past a shrunk
+// file's end reads as zeros, never SIGBUS, and the rest counts as torn).
+// The slots a writer may still be filling (the pinned region and the ring's
+// newest slots) are copied out and count only if the copy is whole (their
+// stamps unchanged across it, seqlock-style; read twice and compared when
+// read with pread); those near the point where a live writer laps the ring
+// are copied out, and count only if the ring's cursor had not lapped them
+// by the end of the copy. The rest, which no writer can reach while they
+// are read (its process ended, or it would need a quarter of the ring's
+// claims first), is read where it lies, with no copy. Without a mapping
+// (mmap refused) every slot is copied out with pread.
 //
 // Thread-safety: a TraceFile may be read by one thread at a time.
 
@@ -34,6 +42,7 @@
 #include "absl/types/span.h"
 #include "ncclwatch/ring_format.h"
 #include "trace/call_slot.h"
+#include "trace/mapped_file.h"
 #include "trace/time_order.h"
 
 namespace ncclwatch::decoder {
@@ -50,9 +59,15 @@ struct TraceFileStats {
   bool truncated = false;         // the file shrank while it was read
 };
 
+// How a TraceFile reads its slots: mapped (where no writer can reach them,
+// in place), or every one copied out with pread (what a file that cannot
+// be mapped gets; tests read both ways).
+enum class ReadMode { kMapped, kCopied };
+
 class TraceFile {
  public:
-  static absl::StatusOr<std::unique_ptr<TraceFile>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<TraceFile>> Open(const std::string& path,
+                                                         ReadMode mode = ReadMode::kMapped);
   ~TraceFile();
 
   // A validated copy of the header, taken at Open.
@@ -81,15 +96,18 @@ class TraceFile {
   void ForEachEntry(Fn&& fn, TraceFileStats* stats) const;
 
  private:
-  static constexpr uint64_t kChunkSlots = 2048;      // 256 KiB a read
-  static constexpr uint64_t kInFlightSlots = 4096;   // the ring's newest slots, read twice
+  static constexpr uint64_t kChunkSlots = 2048;     // 256 KiB a read
+  static constexpr uint64_t kInFlightSlots = 4096;  // the ring's newest slots, copied whole
+  // A live writer's claims, at least, between the ring's cursor and a slot
+  // read where it lies (more where a quarter of the ring is more).
+  static constexpr uint64_t kLapMarginSlots = 4096;
   static constexpr uint64_t kNoCursor = UINT64_MAX;  // LiveCursor could not read it
 
   // A thread's copy buffers (ReadRegion): kept for the life of the thread;
   // a nested read (a callback that reads another trace) gets its own.
   struct ReadBuffers {
     std::unique_ptr<uint8_t[]> chunk{new uint8_t[kChunkSlots * NCCLWATCH_SLOT_BYTES]};
-    std::unique_ptr<uint8_t[]> again;
+    std::unique_ptr<uint8_t[]> again;  // pread's second copy, to compare
     std::unique_ptr<uint8_t[]> gather{
         new uint8_t[NCCLWATCH_MAX_RECORD_SLOTS * NCCLWATCH_SLOT_BYTES]};
     std::unique_ptr<uint8_t[]> record{new uint8_t[NCCLWATCH_MAX_RECORD_BYTES]};
@@ -126,19 +144,24 @@ class TraceFile {
   bool LiveClaimBlocksUsed() const;
   // Calls fn(pinned, index, kind, bytes, slot_flags) for each whole record,
   // in logical order; one-slot records' bytes stay valid until retire() is
-  // called (just before the buffers they are in are overwritten),
-  // multi-slot records' only during the call.
+  // called (just before the buffers they are in are overwritten, or the
+  // next chunk is read), multi-slot records' only during the call.
+  // `writer_ended`: the process wrote its end record, so only the ring's
+  // newest slots may still change (exit-time calls).
   template <typename Fn, typename Retire>
-  void ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, Fn& fn,
-                  Retire& retire, TraceFileStats* stats) const;
+  void ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, bool writer_ended,
+                  Fn& fn, Retire& retire, TraceFileStats* stats) const;
 
   std::string path_;
   int fd_ = -1;
   ncclwatch_ring_header header_{};
+  std::unique_ptr<MappedFile> map_;  // nullptr: read with pread
 };
 
 // A record's time stamp (Record.t), 0 when it has none.
 uint64_t RecordTime(absl::Span<const uint8_t> record);
+// Whether a record is the process's end (Record.process_end).
+bool IsProcessEnd(absl::Span<const uint8_t> record);
 // The same for an entry of ForEachEntry: a call slot's t, or RecordTime.
 inline uint64_t EntryTime(uint8_t kind, absl::Span<const uint8_t> bytes) {
   if (kind != NCCLWATCH_SLOT_SINGLE && bytes.size() >= 8) {
@@ -152,8 +175,8 @@ inline uint64_t EntryTime(uint8_t kind, absl::Span<const uint8_t> bytes) {
 // ---- implementation
 
 template <typename Fn, typename Retire>
-void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, Fn& fn,
-                           Retire& retire, TraceFileStats* stats) const {
+void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor,
+                           bool writer_ended, Fn& fn, Retire& retire, TraceFileStats* stats) const {
   constexpr uint64_t kSlot = NCCLWATCH_SLOT_BYTES;
   const uint64_t mask = slots - 1;
   const bool call_slots = header_.format_version >= 2;  // format 1 has none
@@ -170,9 +193,10 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     stats->ring_claimed = cursor;
     stats->ring_overwritten = first;
   }
-  // Slots are copied out of the file a chunk at a time with pread, never
-  // mapped: a file that shrinks while it is read (a copy over it, a hostile
-  // writer) gives a short read, not SIGBUS.
+  // Where no writer can reach them, slots are read in the mapping; the
+  // others are copied out a chunk at a time (from the mapping, or with
+  // pread). A file that shrinks while it is read (a copy over it, a hostile
+  // writer) gives zeros or a short read, never SIGBUS.
   // The buffers are the thread's, kept from one region and file to the
   // next: allocated afresh for each, they were returned to the system and
   // faulted in again every time (~150 page faults a file).
@@ -182,8 +206,6 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     ~Release() { b.in_use = false; }
   } release{buffers};
   std::unique_ptr<uint8_t[]>& chunk = buffers.chunk;
-  std::unique_ptr<uint8_t[]>& again =
-      buffers.again;  // a second copy, for slots a writer may be filling
   std::unique_ptr<uint8_t[]>& gather = buffers.gather;
   std::unique_ptr<uint8_t[]>& record = buffers.record;
   auto header_of = [](const uint8_t* slot) {
@@ -198,30 +220,72 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     if (!ReadAt(offset + p * kSlot, out, head * kSlot)) return false;
     return head == n || ReadAt(offset, out + head * kSlot, (n - head) * kSlot);
   };
+  // The same for slots a live writer may be filling, with stable[k] set
+  // when slot k was copied whole: a copy promises no order among the bytes
+  // it reads, so such a slot could come out with its new stamp and old
+  // payload. From the mapping, seqlock-style: the stamp before the copy,
+  // the copy, a fence, the stamp again; the writer stamps a slot "being
+  // written" before it touches its payload and stamps it whole last, so an
+  // unchanged stamp means an unchanged slot (a result patched in place
+  // reads as either value). With pread, twice, and the copies must agree.
+  auto copy_slots = [&](uint64_t from, uint64_t n, uint8_t* out, uint8_t* stable) {
+    if (map_ != nullptr) {
+      for (uint64_t k = 0; k < n; ++k) {
+        const uint8_t* src = map_->data() + offset + ((from + k) & mask) * kSlot;
+        const auto* stamp = reinterpret_cast<const uint64_t*>(src);
+        const uint64_t before = __atomic_load_n(stamp, __ATOMIC_ACQUIRE);
+        std::memcpy(out + k * kSlot, src, kSlot);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        stable[k] = __atomic_load_n(stamp, __ATOMIC_RELAXED) == before;
+      }
+      return !map_->shrank();
+    }
+    if (!read_slots(from, n, out)) return false;
+    if (!buffers.again) buffers.again.reset(new uint8_t[NCCLWATCH_MAX_RECORD_SLOTS * kSlot]);
+    uint8_t* again = buffers.again.get();
+    for (uint64_t done = 0; done < n;) {  // in pieces of the second buffer's size
+      const uint64_t piece = std::min<uint64_t>(n - done, NCCLWATCH_MAX_RECORD_SLOTS);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (!read_slots(from + done, piece, again)) return false;
+      for (uint64_t k = 0; k < piece; ++k)
+        stable[done + k] =
+            std::memcmp(out + (done + k) * kSlot, again + k * kSlot, kSlot) == 0 ? 1 : 0;
+      done += piece;
+    }
+    return true;
+  };
+  uint8_t stable_slots[kChunkSlots];
+  uint8_t stable_gather[NCCLWATCH_MAX_RECORD_SLOTS];
+  // How far ahead of the cursor a live writer must be for a slot to be read
+  // where it lies (see kLapMarginSlots).
+  const uint64_t margin = std::max(kLapMarginSlots, slots / 4);
   uint64_t i = first;
   while (i < last) {
     // A chunk of physical slots from i's, up to the region's end.
     const uint64_t n = std::min({kChunkSlots, slots - (i & mask), last - i});
     retire();
-    if (!read_slots(i, n, chunk.get())) {
+    // Slots that may still be in flight: the pinned region (small), and the
+    // ring's newest kInFlightSlots.
+    const bool in_flight = pinned || i + n + kInFlightSlots > cursor;
+    // The others are read where they lie when no writer can reach them
+    // while they are: its process ended, or the ring's cursor is `margin`
+    // claims short of lapping the chunk's first slot. Else copied out.
+    const uint8_t* in_place = nullptr;
+    if (map_ != nullptr && !in_flight) {
+      bool far = writer_ended;
+      if (!far) {
+        std::atomic_thread_fence(std::memory_order_acquire);
+        const uint64_t now = LiveCursor(false);
+        far = now != kNoCursor && now <= i + slots && i + slots - now >= margin;
+      }
+      if (far) in_place = map_->data() + offset + (i & mask) * kSlot;
+    }
+    const bool copied = in_place == nullptr;
+    if (copied && !(in_flight ? copy_slots(i, n, chunk.get(), stable_slots)
+                              : read_slots(i, n, chunk.get()))) {
       stats->torn_slots += last - i;
       stats->truncated = true;
       return;
-    }
-    // A copy promises no order among the bytes it reads, so a slot a live
-    // writer was filling can come out with its new stamp and old payload.
-    // Slots that may still be in flight (the pinned region, small, and the
-    // ring's newest kInFlightSlots) are read a second time after a fence,
-    // and count only if both copies agree byte for byte.
-    const bool twice = pinned || i + n + kInFlightSlots > cursor;
-    if (twice) {
-      if (!again) again.reset(new uint8_t[kChunkSlots * kSlot]);
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (!read_slots(i, n, again.get())) {
-        stats->torn_slots += last - i;
-        stats->truncated = true;
-        return;
-      }
     }
     // A live writer may have claimed some of these slots again while they
     // were copied: slot j is safe only while the cursor has not passed
@@ -237,11 +301,9 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
         safe_from = now - slots;
     }
     const uint64_t end = i + n;
-    // The copy to use, and whether slot `k` of the chunk was the same in both.
-    const uint8_t* const copy = twice ? again.get() : chunk.get();
-    auto stable = [&](uint64_t k) {
-      return !twice || std::memcmp(chunk.get() + k * kSlot, again.get() + k * kSlot, kSlot) == 0;
-    };
+    const uint8_t* const copy = copied ? chunk.get() : in_place;
+    // Whether slot `k` of the chunk was copied whole.
+    auto stable = [&](uint64_t k) { return !in_flight || stable_slots[k] != 0; };
     while (i < end) {
       const uint64_t start = i;
       const uint64_t k = i - (end - n);
@@ -297,15 +359,13 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
                      nslots <= NCCLWATCH_MAX_RECORD_SLOTS && nslots <= last - i;
         const uint8_t* parts = slot;
         if (whole && i + nslots > end) {  // it runs past the chunk: read it on its own
-          retire();                       // `again` is read into below
-          whole = read_slots(i, nslots, gather.get());
-          parts = gather.get();
-          if (whole && twice) {  // and twice, as above
-            if (!again) again.reset(new uint8_t[kChunkSlots * kSlot]);
-            std::atomic_thread_fence(std::memory_order_acquire);
-            whole = read_slots(i, nslots, again.get()) &&
-                    std::memcmp(gather.get(), again.get(), nslots * kSlot) == 0;
+          if (in_flight) {                // as above
+            whole = copy_slots(i, nslots, gather.get(), stable_gather);
+            for (uint64_t j = 0; whole && j < nslots; ++j) whole = stable_gather[j] != 0;
+          } else {
+            whole = read_slots(i, nslots, gather.get());
           }
+          parts = gather.get();
           if (!pinned && whole) {
             std::atomic_thread_fence(std::memory_order_acquire);
             const uint64_t now = LiveCursor(false);
@@ -348,6 +408,13 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       fn(pinned, start, uint8_t{NCCLWATCH_SLOT_SINGLE}, absl::MakeConstSpan(record.get(), length),
          sh.flags);
     }
+    // The file shrank under the mapping: what lay past its new end read as
+    // zeros (never a record); the rest of the region is gone too.
+    if (map_ != nullptr && map_->shrank()) {
+      stats->torn_slots += last - i;
+      stats->truncated = true;
+      return;
+    }
   }
 }
 
@@ -370,13 +437,15 @@ void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats) const {
     std::vector<uint8_t> bytes;
   };
   std::vector<Held> pinned;
+  bool writer_ended = false;
   auto hold = [&](bool, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes, uint8_t) {
+    if (kind == NCCLWATCH_SLOT_SINGLE && IsProcessEnd(bytes)) writer_ended = true;
     pinned.push_back(
         {EntryTime(kind, bytes), index, kind, std::vector<uint8_t>(bytes.begin(), bytes.end())});
   };
   auto nothing_held = [] {};
-  ReadRegion(true, header_.pinned_offset, header_.pinned_slots, pinned_next, hold, nothing_held,
-             stats);
+  ReadRegion(true, header_.pinned_offset, header_.pinned_slots, pinned_next, false, hold,
+             nothing_held, stats);
   // Pinned records are claimed in order, but threads can take their time
   // stamps in a different order than they claim: sort by time, stably.
   std::stable_sort(pinned.begin(), pinned.end(),
@@ -401,7 +470,8 @@ void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats) const {
                 out);
     };
     auto keep = [&] { order.Keep(); };
-    ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, add, keep, stats);
+    ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, writer_ended, add, keep,
+               stats);
     order.Flush(out);
   } else {
     // Records in claim order (formats 1 and 2; format 3 with blocks of one).
@@ -409,8 +479,8 @@ void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats) const {
       if (next < pinned.size()) release_pinned(EntryTime(kind, bytes));
       fn(false, index, kind, bytes);
     };
-    ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, merge, nothing_held,
-               stats);
+    ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, writer_ended, merge,
+               nothing_held, stats);
   }
   for (; next < pinned.size(); ++next)
     fn(true, pinned[next].index, pinned[next].kind, absl::MakeConstSpan(pinned[next].bytes));

@@ -27,6 +27,7 @@
 #include "support/traced_job.h"
 #include "trace/trace_file.h"
 
+using ncclwatch::decoder::ReadMode;
 using ncclwatch::decoder::TraceFile;
 using ncclwatch::decoder::TraceFileStats;
 using ncclwatch::shim::RecordLocation;
@@ -43,9 +44,9 @@ struct Read {
   TraceFileStats stats;
 };
 
-Read ReadAll(const std::string& path) {
+Read ReadAll(const std::string& path, ReadMode mode = ReadMode::kMapped) {
   Read r;
-  auto file = TraceFile::Open(path);
+  auto file = TraceFile::Open(path, mode);
   REQUIRE(file.ok());
   (*file)->ForEachRecord(
       [&](bool pinned, uint64_t, absl::Span<const uint8_t> bytes) {
@@ -85,6 +86,7 @@ bool Append(RingWriter& w, Region region, const std::string& s, RecordLocation* 
 }  // namespace
 
 TEST_CASE("records come back whole and in order, from both regions", "[ring]") {
+  const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
   jobs::TempDir dir;
   RingWriter w;
   char err[256];
@@ -97,20 +99,79 @@ TEST_CASE("records come back whole and in order, from both regions", "[ring]") {
     REQUIRE(Append(w, Region::kRing, want.back()));
   }
   REQUIRE(Append(w, Region::kPinned, "identity"));
-  Read r = ReadAll(w.path());
+  Read r = ReadAll(w.path(), mode);
   CHECK(r.pinned == std::vector<std::string>{"identity"});
   CHECK(r.ring == want);
   CHECK(r.stats.torn_slots == 0);
   CHECK(r.stats.ring_overwritten == 0);
 }
 
+// A ProcessEnd record (trace.proto Record.process_end, empty): what tells
+// the reader that the writer is gone.
+const std::string kProcessEnd("\x8a\x01\x00", 3);
+
+// `n` records of 1 byte to several slots, then the process's end.
+std::vector<std::string> WriteEndedTrace(RingWriter& w, int n) {
+  std::vector<std::string> want;
+  for (int i = 0; i < n; ++i) {
+    want.push_back(std::string(1 + (i * 37) % 300, static_cast<char>('a' + i % 26)) +
+                   std::to_string(i));
+    REQUIRE(Append(w, Region::kRing, want.back()));
+  }
+  REQUIRE(Append(w, Region::kPinned, kProcessEnd));
+  return want;
+}
+
+TEST_CASE("a trace read where it lies gives what a copy gives", "[ring]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 8 << 20), err, sizeof(err)));  // 65536 slots: no lap
+  const std::vector<std::string> want = WriteEndedTrace(w, 20000);
+  const Read mapped = ReadAll(w.path(), ReadMode::kMapped);
+  const Read copied = ReadAll(w.path(), ReadMode::kCopied);
+  CHECK(mapped.ring == want);
+  CHECK(copied.ring == want);
+  CHECK(mapped.pinned == std::vector<std::string>{kProcessEnd});
+  CHECK(mapped.stats.records == copied.stats.records);
+  CHECK(mapped.stats.torn_slots == 0);
+  CHECK(copied.stats.torn_slots == 0);
+}
+
+TEST_CASE("a trace that shrinks while it is read is cut short, never a crash", "[ring]") {
+  const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 8 << 20), err, sizeof(err)));
+  const std::vector<std::string> want = WriteEndedTrace(w, 20000);
+  auto file = TraceFile::Open(w.path(), mode);
+  REQUIRE(file.ok());
+  const uint64_t cut = w.header()->ring_offset + 3000 * NCCLWATCH_SLOT_BYTES;
+  std::vector<std::string> got;
+  TraceFileStats stats;
+  (*file)->ForEachRecord(
+      [&](bool pinned, uint64_t, absl::Span<const uint8_t> bytes) {
+        if (pinned) return;
+        got.emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+        if (got.size() == 100) REQUIRE(truncate(w.path(), static_cast<off_t>(cut)) == 0);
+      },
+      &stats);
+  CHECK(stats.truncated);
+  REQUIRE(got.size() >= 100);
+  CHECK(got.size() < want.size());
+  // What came is what was written, in order: nothing torn or made of zeros.
+  CHECK(std::equal(got.begin(), got.end(), want.begin()));
+}
+
 TEST_CASE("a full ring keeps the newest records", "[ring]") {
+  const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
   jobs::TempDir dir;
   RingWriter w;
   char err[256];
   REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));  // 64 slots
   for (int i = 0; i < 1000; ++i) REQUIRE(Append(w, Region::kRing, "record " + std::to_string(i)));
-  Read r = ReadAll(w.path());
+  Read r = ReadAll(w.path(), mode);
   REQUIRE(r.ring.size() == 64);
   CHECK(r.ring.front() == "record 936");
   CHECK(r.ring.back() == "record 999");
@@ -119,6 +180,7 @@ TEST_CASE("a full ring keeps the newest records", "[ring]") {
 }
 
 TEST_CASE("a record cut by the ring's oldest edge is skipped, not misread", "[ring]") {
+  const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
   jobs::TempDir dir;
   RingWriter w;
   char err[256];
@@ -126,7 +188,7 @@ TEST_CASE("a record cut by the ring's oldest edge is skipped, not misread", "[ri
   const std::string big(3 * NCCLWATCH_SLOT_PAYLOAD_BYTES, 'B');  // 3 slots
   for (int i = 0; i < 40; ++i)
     REQUIRE(Append(w, Region::kRing, big));  // 120 slots: wraps mid-record
-  Read r = ReadAll(w.path());
+  Read r = ReadAll(w.path(), mode);
   for (const std::string& s : r.ring) CHECK(s == big);
   CHECK(r.ring.size() == 21);  // 64 slots: 21 whole records and one slot of a record that is gone
   CHECK(r.stats.torn_slots == 1);
@@ -160,6 +222,7 @@ TEST_CASE("threads append at once without losing or tearing a record", "[ring]")
 }
 
 TEST_CASE("a slot whose stamp does not match its place is counted torn and skipped", "[ring]") {
+  const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
   jobs::TempDir dir;
   RingWriter w;
   char err[256];
@@ -180,14 +243,14 @@ TEST_CASE("a slot whose stamp does not match its place is counted torn and skipp
   // ring is larger, so a stamp from the future is torn instead).
   slot(2)->stamp = 0;
   slot(8)->stamp = 9 + w.header()->ring_slots;
-  Read r = ReadAll(w.path());
+  Read r = ReadAll(w.path(), mode);
   CHECK(r.ring == std::vector<std::string>{"r0", "r1", "r3", "r5", "r7", "r9"});
   CHECK(r.stats.torn_slots == 3);
   CHECK(r.stats.unwritten_slots == 1);
   // Format 2 had no claim blocks: every slot under the cursor was claimed
   // for a record, and one that is not whole is torn, stamp 0 too.
   w.header()->format_version = 2;
-  r = ReadAll(w.path());
+  r = ReadAll(w.path(), mode);
   CHECK(r.ring.size() == 6);
   CHECK(r.stats.torn_slots == 4);
   CHECK(r.stats.unwritten_slots == 0);
