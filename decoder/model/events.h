@@ -29,6 +29,31 @@ namespace ncclwatch::decoder {
 // The fields are laid out without padding (96 bytes a row, not 104: the
 // table is the decoder's largest), what the analyses compare first.
 struct CollectiveEvent {
+  CollectiveEvent() = default;
+  // Every field given, in their order: the importer's row, stored straight
+  // into the table (a row built on the stack and copied in is reloaded 16
+  // bytes at a time, which the store buffer cannot forward from the 4- and
+  // 8-byte stores that built it).
+  CollectiveEvent(uint64_t order_, uint64_t t_, uint64_t comm_, uint64_t seq_, uint64_t count_,
+                  uint32_t call_, int32_t datatype_, int32_t redop_, int32_t root_, int32_t result_,
+                  int32_t rank_, uint64_t stream_, uint64_t group_, uint64_t caller_,
+                  uint32_t thread_)
+      : order(order_),
+        t(t_),
+        comm(comm_),
+        seq(seq_),
+        count(count_),
+        call(call_),
+        datatype(datatype_),
+        redop(redop_),
+        root(root_),
+        result(result_),
+        rank(rank_),
+        stream(stream_),
+        group(group_),
+        caller(caller_),
+        thread(thread_) {}
+
   uint64_t order = 0;  // position in the process's timeline
   uint64_t t = 0;
   uint64_t comm = 0;

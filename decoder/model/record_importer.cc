@@ -379,24 +379,11 @@ bool RecordImporter::ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payl
   // As the Record the slot stands for decodes (CallSlotToRecord): optional
   // fields absent when not set, proto3 defaults otherwise.
   if (kind == NCCLWATCH_SLOT_COLLECTIVE) {
-    // Built whole from the slot, every field given: the row is written once.
-    CollectiveEvent e;
-    e.order = order;
-    e.t = s.t;
-    e.comm = s.comm;
-    e.seq = s.seq;
-    e.call = s.call;
-    e.count = s.count;
-    e.datatype = s.datatype;
-    e.redop = s.redop >= 0 ? s.redop : -1;
-    e.root = s.root >= 0 ? s.root : -1;
-    e.stream = s.stream;
-    e.group = in_group ? s.group : 0;
-    e.result = s.result;
-    e.caller = s.caller;
-    e.thread = s.thread;
-    e.rank = s.rank;
-    p.collectives.push_back(e);
+    // Built whole from the slot, every field given, where the row lies.
+    const CollectiveEvent& e =
+        p.collectives.emplace_back(order, s.t, s.comm, s.seq, s.count, s.call, s.datatype,
+                                   s.redop >= 0 ? s.redop : -1, s.root >= 0 ? s.root : -1, s.result,
+                                   s.rank, s.stream, in_group ? s.group : 0, s.caller, s.thread);
     streams_.AddCollective(p.collectives.size() - 1, e);
   } else if (kind == NCCLWATCH_SLOT_P2P) {
     P2pEvent& e = p.p2p.emplace_back();
