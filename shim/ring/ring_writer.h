@@ -100,6 +100,10 @@ enum class Region { kRing, kPinned };
 // Claim blocks: the defaults (see the top of this file).
 constexpr uint32_t kClaimBlockSlots = 256;
 constexpr uint64_t kClaimBlockTicks = uint64_t{1} << 20;
+// How many slots ahead a claim asks the cache for the slot it will write
+// then (ClaimSlot): 16, by measurement (README: the first lap of a 1 GiB
+// ring, whose every slot is a line no cache holds, 34 -> 23 ns a call).
+constexpr uint64_t kWriteAheadSlots = 16;
 // Rings below this many slots have no blocks; above, blocks are at most
 // ring_slots / kSlotsPerBlockSlot slots.
 constexpr uint64_t kSlotsPerBlockSlot = 512;
@@ -209,6 +213,7 @@ class RingWriter {
     uint64_t idx, now;
     uint8_t flags = NCCLWATCH_SLOT_CLAIMED;
     bool anchor_due = false;
+    bool write_ahead = true;  // ask for the slot kWriteAheadSlots on (below)
     if (__builtin_expect(b.single == generation_, 1)) {
       // Blocks of one (the thread's usual case until other threads claim at
       // speed; every claim on a ring without blocks): one slot from the
@@ -230,6 +235,8 @@ class RingWriter {
       } else {
         idx = Refill(h, &b, now, &anchor_due);
       }
+      // Within the block only: past its end lie other threads' slots.
+      write_ahead = b.end - idx > kWriteAheadSlots;
       __atomic_signal_fence(__ATOMIC_SEQ_CST);
       b.busy = 0;
     } else {
@@ -237,8 +244,18 @@ class RingWriter {
       // thread: the cursor, one slot.
       idx = ClaimFromCursor(h, &now);
       anchor_due = (idx & 0xffff) == 0;
+      write_ahead = false;
     }
     uint8_t* slot = ring_ + (idx & ring_mask_) * NCCLWATCH_SLOT_BYTES;
+    if (write_ahead) {
+      // Ask for the lines of a slot this thread will write soon, for
+      // writing: the slot's first store then finds its line in the cache
+      // instead of waiting on memory (a hint: it never faults, and changes
+      // nothing anyone reads).
+      uint8_t* ahead = ring_ + ((idx + kWriteAheadSlots) & ring_mask_) * NCCLWATCH_SLOT_BYTES;
+      __builtin_prefetch(ahead, 1);
+      __builtin_prefetch(ahead + 64, 1);
+    }
     __atomic_store_n(&reinterpret_cast<ncclwatch_slot_header*>(slot)->stamp,
                      (idx + 1) | NCCLWATCH_STAMP_WRITING, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
