@@ -50,7 +50,7 @@ def release_tags(git_dir):
 
 
 def strip_comments(src):
-    """Comments removed, strings and characters kept, line continuations joined."""
+    """Comments removed, strings and characters kept, line continuations removed."""
     out, i, n = [], 0, len(src)
     while i < n:
         c = src[i]
@@ -70,7 +70,9 @@ def strip_comments(src):
         else:
             out.append(c)
             i += 1
-    return "".join(out).replace("\\\n", " ")
+    # A backslash-newline is removed entirely (as the C preprocessor does), also
+    # inside a string literal: "a \\<newline>  b" is "a   b".
+    return "".join(out).replace("\\\n", "")
 
 
 TOKEN = re.compile(r'\s+|(?:u8|[uUL])?"(?:[^"\\\n]|\\.)*"|#\s*\w+|\w+|.', re.S)
