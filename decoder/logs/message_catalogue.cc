@@ -229,6 +229,31 @@ const MessageCause kCauses[] = {
     {"library", FindingKind::kInitFailure, "version",
      "load the libnccl.so.2 the framework was built with: remove other NCCL builds from "
      "LD_LIBRARY_PATH/LD_PRELOAD, or install the matching nvidia-nccl-cu* wheel"},
+    {"process_killed", FindingKind::kRankDied, "",
+     "a process of the job was killed by a signal (-9: SIGKILL, most often the kernel's OOM "
+     "killer or the scheduler; -11: a segmentation fault; -6: an abort): read dmesg on that node "
+     "for the OOM killer or an Xid, and the rank's own output for its last lines (DeepSpeed's "
+     "--enable_each_rank_log keeps one file per rank); the launcher stopped the other ranks"},
+    {"deepspeed_init", FindingKind::kLogInsufficient, "",
+     "initialise DeepSpeed's communication once in every process before anything uses it: "
+     "deepspeed.init_distributed() (or deepspeed.initialize with dist_init_required left on), "
+     "started by one launcher (deepspeed, torchrun or mpirun, not two of them) so that RANK, "
+     "WORLD_SIZE and MASTER_ADDR/MASTER_PORT agree with what MPI reports"},
+    {"model_parallel", FindingKind::kLogInsufficient, "",
+     "check the model-parallel layout: tensor x pipeline (x context) parallel sizes must divide "
+     "the number of processes (Megatron: --tensor-model-parallel-size, "
+     "--pipeline-model-parallel-size, --context-parallel-size; the rest is data parallel) or, in "
+     "SGLang, equal it (--tp-size x --pp-size GPUs); and set the parallel groups up once per "
+     "process, after torch.distributed and before the model is built "
+     "(initialize_model_parallel); the message names the sizes or the group"},
+    // Not NCCL's init (SGLang checks after it): the framework's refusal, in
+    // the catalogue's words, as for c10d_usage.
+    {"gpu_busy", FindingKind::kLogInsufficient, "",
+     "another process holds memory on one of the job's GPUs (a server or job still running, or "
+     "two servers sharing GPUs): find it with nvidia-smi (its pid and memory) on each GPU of the "
+     "job and stop it, or give this job GPUs of its own (CUDA_VISIBLE_DEVICES); SGLang's check "
+     "can be turned off (SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1), at the risk of running out of "
+     "memory on the fuller GPU"},
 };
 
 // ------------------------------------------------------------ the messages
@@ -381,6 +406,53 @@ const std::vector<CatalogueMessage>& Table() {
        MessagePhase::kInit, "library", false,
        "loaded an NCCL library that does not fit the framework (a missing symbol or version)",
        nullptr},
+      // --- DeepSpeed, Megatron-core and SGLang (read with
+      // scripts/list-python-messages.py in their PyPI releases; quoted in
+      // tests/data/logs/quoted/{deepspeed,megatron,sglang}_*.log). Where they
+      // only pass on PyTorch's or NCCL's words, those messages name the cause.
+      {"deepspeed.launcher.killed", R"(exits with return code = -\d+)",
+       "DeepSpeed 0.14-0.19 deepspeed/launcher/launch.py (sigkill_handler: '{cmd} exits with "
+       "return code = {code}', the command of the last rank it started, not of the one that died)",
+       MessagePhase::kRuntime, "process_killed", false,
+       "reported, as the DeepSpeed launcher of a node, that a process it started there was killed "
+       "by a signal (a negative return code is the signal), and stopped the others",
+       nullptr, "deepspeed/launcher"},
+      {"deepspeed.comm.not_initialized",
+       R"(DeepSpeed backend not set, please initialize it|)"
+       R"(Distributed backend is not initialized\. Please set dist_init_required|)"
+       R"(MPI (?:rank|world size) \d+ does not match torch)",
+       "DeepSpeed 0.14-0.19 deepspeed/comm/comm.py (the asserts of every collective and of "
+       "init_distributed, mpi_discovery)",
+       MessagePhase::kInit, "deepspeed_init", false,
+       "used DeepSpeed's communication before it was initialised, or with a rank or world size "
+       "that MPI and torch.distributed disagree on",
+       nullptr, "deepspeed/comm"},
+      {"model_parallel.world_size",
+       R"(world_size \(\d+\) is not (?:divisible by|equal to tensor_model_parallel_size))",
+       "Megatron-core 0.10-0.16 megatron/core/parallel_state.py (initialize_model_parallel: "
+       "'world_size ({}) is not divisible by {}'), SGLang 0.4-0.5 "
+       "sglang/srt/distributed/parallel_state.py ('world_size ({}) is not equal to "
+       "tensor_model_parallel_size ({}) x pipeline_model_parallel_size ({})')",
+       MessagePhase::kInit, "model_parallel", false,
+       "was started with a number of processes that the model-parallel sizes do not fit", nullptr,
+       "model_parallel"},
+      {"model_parallel.group_state",
+       R"(\b(?:model|data|pipeline|context|expert|embedding|tensor)[\w +-]*? group(?:-gloo)? )"
+       R"((?:is )?(?:not|already) initialized)",
+       "Megatron-core 0.10-0.16 megatron/core/parallel_state.py, SGLang 0.4-0.5 "
+       "sglang/srt/distributed/parallel_state.py (the asserts of initialize_model_parallel and of "
+       "each get_*_group)",
+       MessagePhase::kInit, "model_parallel", false,
+       "asked for a model-parallel group before the groups were set up, or set them up twice",
+       nullptr, "model_parallel"},
+      {"sglang.memory_unbalanced",
+       R"(The memory capacity is unbalanced\. Some GPUs may be occupied by other processes)",
+       "SGLang 0.4-0.5 sglang/srt/model_executor/model_runner.py (init_torch_distributed: the "
+       "tensor-parallel ranks' free GPU memory compared)",
+       MessagePhase::kInit, "gpu_busy", false,
+       "found less free memory on another GPU of its tensor-parallel group than on its own "
+       "(another process holds memory there)",
+       nullptr, "sglang"},
       // --- JAX/XLA's distributed runtime (the coordination service of
       // xla/tsl/distributed_runtime/coordination/ and xla/pjrt/distributed/)
       {"jax.coordination.heartbeat",

@@ -325,6 +325,16 @@ TEST_CASE("the reader: NCCL 2.32's function names, redacted pids, prefixes anywh
     for (const auto& l : srun.log.lines()) CHECK(l.tagged_rank == 2);
   }
   {
+    // SGLang's "[2025-06-01 10:00:09 TP1] " (its logger's time and TP rank):
+    // the rank, and the time stamp kept; the traceback after it is untagged.
+    Read1 r("quoted/sglang_memory_unbalanced.log");
+    REQUIRE(r.log.lines().size() >= 2);
+    CHECK(r.log.lines()[0].tagged_rank == 1);
+    CHECK(r.log.lines()[0].text == "Init torch distributed begin.");
+    CHECK(r.log.lines()[0].when_ns > 0);
+    CHECK(r.log.lines().back().tagged_rank == -1);
+  }
+  {
     // A WARN line alone, without host:pid:tid: a process of its own, no pid.
     Read1 r("quoted/nccl_warn_fragment_ib_reg_mr.log");
     REQUIRE(r.log.processes().size() == 1);
