@@ -344,7 +344,10 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
   // NCCL's lines: "NCCL WARN"/"NCCL INFO" anywhere, with host:pid:tid before
   // it when the line kept it; before 2.4 (and in NCCL's forks) the level
   // came without the NCCL word, after "host:pid:tid [dev]" or a source file.
-  static const LazyRE2 kLevel = {R"(\bNCCL (WARN|INFO|CALL|TRACE|ABORT)\b ?)"};
+  // 2.32's "NCCL ATTN" (a level below WARN: notices, some of them WARN
+  // messages of earlier releases) is read as NCCL's INFO is: its own line,
+  // no error by itself.
+  static const LazyRE2 kLevel = {R"(\bNCCL (WARN|INFO|CALL|TRACE|ABORT|ATTN)\b ?)"};
   static const LazyRE2 kLegacy = {
       R"((?:[^\s\[\]:]+:\d+:\d+ \[-?\d+\] (?:\S+:\d+ )?(WARN|INFO)|(?:^|\s)[\w./+-]+\.(?:cu|cc|c|cpp|h):\d+ (WARN))\b ?)"};
   re2::StringPiece text(raw), groups[3];
