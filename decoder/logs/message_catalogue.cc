@@ -229,6 +229,31 @@ const MessageCause kCauses[] = {
     {"library", FindingKind::kInitFailure, "version",
      "load the libnccl.so.2 the framework was built with: remove other NCCL builds from "
      "LD_LIBRARY_PATH/LD_PRELOAD, or install the matching nvidia-nccl-cu* wheel"},
+    {"process_killed", FindingKind::kRankDied, "",
+     "a process of the job was killed by a signal (-9: SIGKILL, most often the kernel's OOM "
+     "killer or the scheduler; -11: a segmentation fault; -6: an abort): read dmesg on that node "
+     "for the OOM killer or an Xid, and the rank's own output for its last lines (DeepSpeed's "
+     "--enable_each_rank_log keeps one file per rank); the launcher stopped the other ranks"},
+    {"deepspeed_init", FindingKind::kLogInsufficient, "",
+     "initialise DeepSpeed's communication once in every process before anything uses it: "
+     "deepspeed.init_distributed() (or deepspeed.initialize with dist_init_required left on), "
+     "started by one launcher (deepspeed, torchrun or mpirun, not two of them) so that RANK, "
+     "WORLD_SIZE and MASTER_ADDR/MASTER_PORT agree with what MPI reports"},
+    {"model_parallel", FindingKind::kLogInsufficient, "",
+     "check the model-parallel layout: tensor x pipeline (x context) parallel sizes must divide "
+     "the number of processes (Megatron: --tensor-model-parallel-size, "
+     "--pipeline-model-parallel-size, --context-parallel-size; the rest is data parallel) or, in "
+     "SGLang, equal it (--tp-size x --pp-size GPUs); and set the parallel groups up once per "
+     "process, after torch.distributed and before the model is built "
+     "(initialize_model_parallel); the message names the sizes or the group"},
+    // Not NCCL's init (SGLang checks after it): the framework's refusal, in
+    // the catalogue's words, as for c10d_usage.
+    {"gpu_busy", FindingKind::kLogInsufficient, "",
+     "another process holds memory on one of the job's GPUs (a server or job still running, or "
+     "two servers sharing GPUs): find it with nvidia-smi (its pid and memory) on each GPU of the "
+     "job and stop it, or give this job GPUs of its own (CUDA_VISIBLE_DEVICES); SGLang's check "
+     "can be turned off (SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1), at the risk of running out of "
+     "memory on the fuller GPU"},
 };
 
 // ------------------------------------------------------------ the messages
@@ -239,7 +264,8 @@ const std::vector<CatalogueMessage>& Table() {
   static const std::vector<CatalogueMessage> table = {
       // --- NCCL, initialisation
       {"nccl.bootstrap.no_interface",
-       R"(no socket interface found|NET/Socket ?: no interface found|No usable listening interface)",
+       R"(no socket interface found|NET/Socket ?: no interface found|No usable listening interface|)"
+       R"((?:^|\s)\S+ : no interface found)",
        "NCCL 2.4-2.32 bootstrap.cc / net_socket.cc", MessagePhase::kInit, "network", false,
        "found no network interface for NCCL's bootstrap (NCCL_SOCKET_IFNAME matches none, or "
        "no "
@@ -278,7 +304,7 @@ const std::vector<CatalogueMessage>& Table() {
        "sizes or NCCL versions met at one root",
        nullptr},
       {"nccl.bootstrap.rank_twice", R"(ranks has already checked in)",
-       "NCCL 2.19-2.31 bootstrap.cc (the root, when a rank checks in twice)", MessagePhase::kInit,
+       "NCCL 2.4-2.32 bootstrap.cc (the root, when a rank checks in twice)", MessagePhase::kInit,
        "world_size", false,
        "checked in at the bootstrap root as a rank another process had already claimed (two "
        "ranks with one rank number, or two jobs at one root)",
@@ -326,6 +352,21 @@ const std::vector<CatalogueMessage>& Table() {
        "('async fatal event', 'Got non-fatal async event')",
        MessagePhase::kRuntime, "net_runtime", false,
        "got an InfiniBand async event (a port or device error)", nullptr, "net/ib"},
+      {"nccl.ib.gid_change", R"(NET/IB ?: .*(?:during GID change|after GID-change event))",
+       "NCCL 2.31-2.32 transport/net_ib/common.cc (the handler of a port's GID change event)",
+       MessagePhase::kRuntime, "net_runtime", false,
+       "had the GID (the address) of an InfiniBand/RoCE port change under the job and could not "
+       "take the new one (NCCL marks the device failed)",
+       nullptr, "net/ib", true},
+      {"nccl.ib.port_recovery",
+       R"(NET/IB ?: .*(?:[Pp]ort recovery|[Rr]esiliency|[Pp]robe completion|[Pp]robing QP|)"
+       R"([Oo]utstanding probe|Dummy receive completion))",
+       "NCCL 2.31-2.32 transport/net_ib/p2p_resiliency*.cc (moving a connection off a failed "
+       "port)",
+       MessagePhase::kRuntime, "internal", false,
+       "had NCCL's InfiniBand port recovery (moving traffic off a failed port, 2.31+) fail one of "
+       "its own checks, after a port failed",
+       nullptr, "net/ib", true},
       {"nccl.ib.reg_mr", R"(ibv_reg_mr|ibv_reg_dmabuf_mr)", "NCCL 2.4-2.32 misc/ibvwrap.cc",
        MessagePhase::kAny, "ib", false,
        "could not register memory with the InfiniBand HCA (often a low RLIMIT_MEMLOCK)", nullptr},
@@ -381,6 +422,53 @@ const std::vector<CatalogueMessage>& Table() {
        MessagePhase::kInit, "library", false,
        "loaded an NCCL library that does not fit the framework (a missing symbol or version)",
        nullptr},
+      // --- DeepSpeed, Megatron-core and SGLang (read with
+      // scripts/list-python-messages.py in their PyPI releases; quoted in
+      // tests/data/logs/quoted/{deepspeed,megatron,sglang}_*.log). Where they
+      // only pass on PyTorch's or NCCL's words, those messages name the cause.
+      {"deepspeed.launcher.killed", R"(exits with return code = -\d+)",
+       "DeepSpeed 0.14-0.19 deepspeed/launcher/launch.py (sigkill_handler: '{cmd} exits with "
+       "return code = {code}', the command of the last rank it started, not of the one that died)",
+       MessagePhase::kRuntime, "process_killed", false,
+       "reported, as the DeepSpeed launcher of a node, that a process it started there was killed "
+       "by a signal (a negative return code is the signal), and stopped the others",
+       nullptr, "deepspeed/launcher"},
+      {"deepspeed.comm.not_initialized",
+       R"(DeepSpeed backend not set, please initialize it|)"
+       R"(Distributed backend is not initialized\. Please set dist_init_required|)"
+       R"(MPI (?:rank|world size) \d+ does not match torch)",
+       "DeepSpeed 0.14-0.19 deepspeed/comm/comm.py (the asserts of every collective and of "
+       "init_distributed, mpi_discovery)",
+       MessagePhase::kInit, "deepspeed_init", false,
+       "used DeepSpeed's communication before it was initialised, or with a rank or world size "
+       "that MPI and torch.distributed disagree on",
+       nullptr, "deepspeed/comm"},
+      {"model_parallel.world_size",
+       R"(world_size \(\d+\) is not (?:divisible by|equal to tensor_model_parallel_size))",
+       "Megatron-core 0.10-0.16 megatron/core/parallel_state.py (initialize_model_parallel: "
+       "'world_size ({}) is not divisible by {}'), SGLang 0.4-0.5 "
+       "sglang/srt/distributed/parallel_state.py ('world_size ({}) is not equal to "
+       "tensor_model_parallel_size ({}) x pipeline_model_parallel_size ({})')",
+       MessagePhase::kInit, "model_parallel", false,
+       "was started with a number of processes that the model-parallel sizes do not fit", nullptr,
+       "model_parallel"},
+      {"model_parallel.group_state",
+       R"(\b(?:model|data|pipeline|context|expert|embedding|tensor)[\w +-]*? group(?:-gloo)? )"
+       R"((?:is )?(?:not|already) initialized)",
+       "Megatron-core 0.10-0.16 megatron/core/parallel_state.py, SGLang 0.4-0.5 "
+       "sglang/srt/distributed/parallel_state.py (the asserts of initialize_model_parallel and of "
+       "each get_*_group)",
+       MessagePhase::kInit, "model_parallel", false,
+       "asked for a model-parallel group before the groups were set up, or set them up twice",
+       nullptr, "model_parallel"},
+      {"sglang.memory_unbalanced",
+       R"(The memory capacity is unbalanced\. Some GPUs may be occupied by other processes)",
+       "SGLang 0.4-0.5 sglang/srt/model_executor/model_runner.py (init_torch_distributed: the "
+       "tensor-parallel ranks' free GPU memory compared)",
+       MessagePhase::kInit, "gpu_busy", false,
+       "found less free memory on another GPU of its tensor-parallel group than on its own "
+       "(another process holds memory there)",
+       nullptr, "sglang"},
       // --- JAX/XLA's distributed runtime (the coordination service of
       // xla/tsl/distributed_runtime/coordination/ and xla/pjrt/distributed/)
       {"jax.coordination.heartbeat",
@@ -581,26 +669,64 @@ const std::vector<CatalogueMessage>& Table() {
       {"cuda.error", R"(CUDA error[: ]|[Cc]uda failure|CUDA failure|cudaError\w+|CUDA_ERROR_\w+)",
        "the CUDA runtime through PyTorch (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK",
        MessagePhase::kAny, "cuda", false, "hit a CUDA error", nullptr},
-      // --- NCCL's other WARN messages, 2.4-2.31 (tests/data/nccl_warns.tsv, made by
-      // scripts/extract-nccl-warns.py from NCCL's history): by subsystem, from
-      // the words each prints. Specific first; NCCL-only (nccl_only): many of
-      // the words would mean something else in a program's own output.
+      // --- NCCL's other WARN messages, 2.4-2.32 (tests/data/nccl_warns.tsv, made by
+      // scripts/extract-nccl-warns.py from NCCL's history and, for 2.31.2-2.32.6,
+      // its libraries): by subsystem, from the words each prints. Specific
+      // first; NCCL-only (nccl_only): many of the words would mean something
+      // else in a program's own output.
+      {"nccl.proxy.request_size",
+       R"(Invalid (?:NET|P2P IPC|CollNet|UDS proxy) (?:(?:de)?register )?(?:request|response) size)",
+       "NCCL 2.31-2.32 transport/net.cc, p2p.cc, coll_net.cc, proxy.cc (a request to the proxy "
+       "thread checked)",
+       MessagePhase::kAny, "internal", false,
+       "had a request between a rank and its proxy thread arrive with a size it does not expect "
+       "(NCCL's own check of its proxy protocol)",
+       nullptr, "proxy", true},
+      {"nccl.ras.diagnostics", R"(RAS (?:\w+ )?diagnostics|progress counter monitor)",
+       "NCCL 2.31-2.32 ras/diagnostics*.cc, ras/collectives.cc (RAS's ECC, NVLink, driver and "
+       "environment checks across ranks), 2.32 ras/progress_monitor.cc",
+       MessagePhase::kAny, "internal", false,
+       "had NCCL's RAS diagnostics (its checks of ECC, NVLink, drivers and settings across ranks, "
+       "and its progress monitor) fail one of their own checks",
+       nullptr, "ras", true},
+      {"nccl.rma.socket_closed",
+       R"(RMA/Socket ?: .*(?:socket (?:from|to) peer=\d+ closed|closed before|from closed peer))",
+       "NCCL 2.32 the one-sided RMA transport over sockets (rma/, 'RMA/Socket : ...')",
+       MessagePhase::kRuntime, "peer_lost", false,
+       "lost the socket to a peer of its one-sided (RMA) transfers: the process there died, or the "
+       "network failed",
+       nullptr, "rma", true},
+      {"nccl.bootstrap.async_send",
+       R"(asynchronous (?:bootstrap )?send|bootstrap state is closing)",
+       "NCCL 2.32 bootstrap.cc (bootstrapSend, bootstrapRecv, bootstrapClose: sends to peers that "
+       "complete in the background)",
+       MessagePhase::kAny, "bootstrap", false,
+       "had a message to another rank over NCCL's bootstrap network fail (sent in the background, "
+       "reported at the next send or receive)",
+       nullptr, "bootstrap", true},
+      {"nccl.socket.encryption",
+       R"(\bTLS\b|ncclCrypt|ncclSetEncryption|encryption mode|pre-shared key|config->psk)",
+       "NCCL 2.32 misc/crypt.cc (the encryption of NCCL's sockets)", MessagePhase::kAny, "config",
+       false,
+       "could not set NCCL's sockets up with the encryption it was configured for (TLS, a "
+       "pre-shared key), which this build or the setting does not allow",
+       nullptr, "net/socket", true},
       {"nccl.enqueue.collective_mismatch",
        R"(Mismatched collective detected|may be caused by a collective mismatch|)"
        R"(symmetric registration check failed)",
-       "NCCL 2.23-2.31 init.cc (the hang check), misc/argcheck.cc", MessagePhase::kRuntime,
+       "NCCL 2.23-2.32 init.cc (the hang check), misc/argcheck.cc", MessagePhase::kRuntime,
        "size_mismatch", false,
        "was told by NCCL that the ranks' collectives do not match (NCCL's own check)", nullptr,
        "enqueue", true},
       {"nccl.usage.launch_race", R"(host threads racing to launch NCCL on same device)",
-       "NCCL 2.26-2.31 misc/strongstream.cc (launchRaceFatalMsg, printed as WARN(\"%s\"))",
+       "NCCL 2.26-2.32 misc/strongstream.cc (launchRaceFatalMsg, printed as WARN(\"%s\"))",
        MessagePhase::kAny, "usage", false,
        "had two of its host threads launch NCCL work on one device at the same time", nullptr,
        "enqueue"},
       {"nccl.library.too_old",
        R"(NCCL library (?:version )?is too old|not backwards compatible|)"
        R"(compiled with too old version of NCCL)",
-       "NCCL 2.28-2.31 dev_runtime.cc, devcomm/ (the device API's version check)",
+       "NCCL 2.28-2.32 dev_runtime.cc, devcomm/ (the device API's version check)",
        MessagePhase::kInit, "version", false,
        "runs an NCCL library of another version than the one the program was compiled with",
        nullptr, "init", true},
@@ -608,8 +734,9 @@ const std::vector<CatalogueMessage>& Table() {
        R"(Failed to load CUDA missing symbol|PFN functions not found|)"
        R"(Retrieve \S+ (?:version \d+ )?failed with|cuDriverGetVersion failed|)"
        R"(older than the minimum version|requires CUDA driver|not supported prior to CUDA|)"
-       R"(does not support this CUDA version|due to old driver|CUDA runtime >= 11\.3)",
-       "NCCL 2.9-2.31 misc/cudawrap.cc, misc/strongstream.cc, enqueue.cc, include/alloc.h",
+       R"(does not support this CUDA version|due to old driver|CUDA runtime >= 11\.3|)"
+       R"(require CUDA \d+\.\d+ or newer)",
+       "NCCL 2.9-2.32 misc/cudawrap.cc, misc/strongstream.cc, enqueue.cc, include/alloc.h",
        MessagePhase::kAny, "driver_old", false,
        "found a CUDA driver too old for this NCCL (a driver entry point or feature missing)",
        nullptr, "cuda", true},
@@ -617,54 +744,55 @@ const std::vector<CatalogueMessage>& Table() {
        R"(Failed to (?:create|set) CUDA (?:context|device)|CUDA device \d+ >= MAX|)"
        R"(Unknown device error|Invalid device \d+ \(totalnDev|cudaFree \S+ failed|)"
        R"(sync (?:device|host)Stream error|maxSharedMem)",
-       "NCCL 2.9-2.31 proxy.cc, bootstrap.cc, init.cc, transport/net.cc", MessagePhase::kAny,
+       "NCCL 2.9-2.32 proxy.cc, bootstrap.cc, init.cc, transport/net.cc", MessagePhase::kAny,
        "cuda", false, "could not use its CUDA device (context, device selection or a stream)",
        nullptr, "cuda", true},
       {"nccl.alloc.gpu",
        R"(Failed to CUDA (?:host )?(?:malloc|calloc|alloc)|cuMem\w+ failed|)"
        R"([Mm]emory allocation failed)",
-       "NCCL 2.4-2.31 include/alloc.h", MessagePhase::kAny, "gpu_oom", false,
+       "NCCL 2.4-2.32 include/alloc.h", MessagePhase::kAny, "gpu_oom", false,
        "could not allocate GPU (or pinned host) memory for its buffers", nullptr, "alloc", true},
       {"nccl.gpu.shared", R"(Multiple ranks detected using the same GPU|ncclCheckMultiRank)",
-       "NCCL 2.30-2.31 graph/topo.cc", MessagePhase::kInit, "gpu", false,
+       "NCCL 2.30.3-2.30.4 graph/topo.cc", MessagePhase::kInit, "gpu", false,
        "shares a GPU with another rank of the same communicator", nullptr, "init", true},
       {"nccl.fabric.mnnvl",
-       R"(MNNVL|[Mm]ultimem|Multicast support|NVswitch links mismatch|FABRIC handle|\(FABRIC\))",
-       "NCCL 2.19-2.31 init.cc, mnnvl.cc, transport/p2p.cc, dev_runtime.cc, mem_manager.cc",
+       R"(MNNVL|[Mm]ultimem|Multicast support|[Mm]ulticast memory|NVswitch links mismatch|)"
+       R"(FABRIC handle|\(FABRIC\))",
+       "NCCL 2.19-2.32 init.cc, mnnvl.cc, transport/p2p.cc, dev_runtime.cc, mem_manager.cc",
        MessagePhase::kAny, "fabric", false,
        "could not use the multi-node NVLink fabric (MNNVL, multicast)", nullptr, "nvls", true},
       {"nccl.p2p.disabled",
        R"(P2P is disabled between|IPC register userbuff|invalid IPC peer|Legacy IPC|IPC: |)"
-       R"(P2P computation)",
-       "NCCL 2.4-2.31 graph/paths.cc, transport/p2p.cc, os/windows_ipcsocket.cc",
+       R"(P2P computation|Diagnostics P2P|P2P IPC|IPC registration)",
+       "NCCL 2.4-2.32 graph/paths.cc, transport/p2p.cc, os/windows_ipcsocket.cc",
        MessagePhase::kAny, "p2p", false, "could not use P2P between local GPUs", nullptr, "p2p",
        true},
       {"nccl.gdr",
        R"(GDRCOPY|GDRCopy|\bgdr_\w+|DMA-BUF (?:fd|mapping|mmap)|GDR (?:Flush|flag)|)"
        R"(NCCL_GDRCOPY|Peermem)",
-       "NCCL 2.12-2.31 misc/gdrwrap.cc, transport/net.cc", MessagePhase::kAny, "gdr", false,
+       "NCCL 2.12-2.32 misc/gdrwrap.cc, transport/net.cc", MessagePhase::kAny, "gdr", false,
        "could not use GPUDirect RDMA or GDRCopy", nullptr, "gdr", true},
       {"nccl.nvml", R"(\bnvml\w*\(|NVML|libnvidia-ml|nvml\.dll)",
-       "NCCL 2.5-2.31 misc/nvmlwrap.cc, graph/xml.cc", MessagePhase::kAny, "nvml", false,
+       "NCCL 2.5-2.32 misc/nvmlwrap.cc, graph/xml.cc", MessagePhase::kAny, "nvml", false,
        "could not query the GPUs through NVML", nullptr, "nvml", true},
       {"nccl.collnet", R"(CollNet|COLLNET|[Cc]ollnet|SHARP|sharp resources)",
-       "NCCL 2.6-2.31 transport/coll_net.cc, init.cc, enqueue.cc, graph/tuning.cc",
+       "NCCL 2.6-2.32 transport/coll_net.cc, init.cc, enqueue.cc, graph/tuning.cc",
        MessagePhase::kAny, "collnet", false, "could not use CollNet (in-network reductions)",
        nullptr, "collnet", true},
       {"nccl.ib.more",
        R"(NET/MLX5|libibverbs|\bibv_\w+|\bIBV_|Listencomm|plane IDs?\b|plane ID that|\bFLID\b|)"
-       R"(sendComm|qp depth|\bGDAKI\b|DOCA failure|dlvsym failed)",
-       "NCCL 2.4-2.31 misc/ibvwrap.cc, misc/mlx5dvwrap.cc, transport/net_ib/", MessagePhase::kAny,
+       R"(sendComm|qp depth|\bGDAKI\b|DOCA failure|dlvsym failed|ordering_semantic|doca_\w+)",
+       "NCCL 2.4-2.32 misc/ibvwrap.cc, misc/mlx5dvwrap.cc, transport/net_ib/", MessagePhase::kAny,
        "ib", false, "hit an InfiniBand verbs failure", nullptr, "net/ib", true},
       {"nccl.ib.fatal", R"(communicator encountered a fatal error \(detected in)",
-       "NCCL 2.23-2.29 transport/net_ib/common.cc (after a fatal async event)",
+       "NCCL 2.23-2.32 transport/net_ib/common.cc (after a fatal async event)",
        MessagePhase::kRuntime, "net_runtime", false,
        "had its InfiniBand communicator fail (a fatal event on the device)", nullptr, "net/ib",
        true},
       {"nccl.library.load",
        R"(Failed to open \S+|[Dd]lsym failed on|lib wrapper not initialized|)"
        R"(Failed to load \S+\.(?:so|dll))",
-       "NCCL 2.4-2.31 misc/gdrwrap.cc, misc/ibvwrap.cc, misc/mlx5dvwrap.cc, os/windows.cc",
+       "NCCL 2.4-2.32 misc/gdrwrap.cc, misc/ibvwrap.cc, misc/mlx5dvwrap.cc, os/windows.cc",
        MessagePhase::kAny, "plugin", false,
        "could not load an optional library it uses (libibverbs, libgdrapi, libnvidia-ml, a "
        "plugin) or one of its symbols",
@@ -672,7 +800,7 @@ const std::vector<CatalogueMessage>& Table() {
       {"nccl.plugin",
        R"([Pp]lugin|netPlugin|ginPlugin|rmaPlugin|[Tt]uner|[Pp]rofiler|)"
        R"(Network returned 0 device|device code index|maxP2pBytes|maxCollBytes|netName)",
-       "NCCL 2.4-2.31 plugin/, misc/tuner.cc, transport/net.cc", MessagePhase::kAny, "plugin",
+       "NCCL 2.4-2.32 plugin/, misc/tuner.cc, transport/net.cc", MessagePhase::kAny, "plugin",
        false, "had a network, tuner or profiler plugin fail", nullptr, "plugin", true},
       {"nccl.device_api",
        R"(\bGIN\b|GIN_|GIN-|[Ee]lastic GIN|\bRMA\b|RMA-|[Oo]ne[- ]sided|ncclPutSignal|)"
@@ -680,8 +808,10 @@ const std::vector<CatalogueMessage>& Table() {
        R"(MemManager|Memory (?:suspend|resume)|MCBasePtr|[Ww]indow (?:registration|address|)"
        R"(has)|window 0x|peerWin|srcWin|CE collective|ncclDevr|physical segments|)"
        R"(CU_MEM_LOCATION|[Gg]in (?:type|connect)|GFD test|Rma connect|DOCA Error|)"
-       R"(Not enough space to get elements)",
-       "NCCL 2.27-2.31 dev_runtime*.cc, gin/, rma/, mem_manager.cc, enqueue.cc, "
+       R"(Not enough space to get elements|\bCFT\b|[Cc]ft[A-Z]|(?:MC|UC) team|[Ss]egment count|)"
+       R"(ncclSymk|ncclGenk|\bCOUNTED\b|DevComm|ginCustomArray|RMA_\w+|)"
+       R"(kernel \S+ for \S+ with red op)",
+       "NCCL 2.27-2.32 dev_runtime*.cc, gin/, rma/, mem_manager.cc, enqueue.cc, "
        "scheduler/symmetric_sched.cc",
        MessagePhase::kAny, "device_api", false,
        "could not set up NCCL's device-side communication (GIN, RMA, symmetric windows)", nullptr,
@@ -699,8 +829,9 @@ const std::vector<CatalogueMessage>& Table() {
        R"(without a matching (?:send|recv)|not within valid range|corrupted comm object|)"
        R"(FP8 reduction|_INITIALIZER|Split shares resources|pass NULL|)"
        R"(handles and parent are NULL|parent comm and handle|register fails, buffer|)"
-       R"(does not satisfy|nranks=\d+|register user buffers|exceeds ndev)",
-       "NCCL 2.4-2.31 misc/argcheck.cc, init.cc, enqueue.cc, group.cc, bootstrap.cc",
+       R"(does not satisfy|nranks=\d+|register user buffers|exceeds ndev|)"
+       R"(ncclCollConfig_t (?:magic|size)|launch-completion event|excludeRanksList)",
+       "NCCL 2.4-2.32 misc/argcheck.cc, init.cc, enqueue.cc, group.cc, bootstrap.cc",
        MessagePhase::kAny, "usage", false,
        "was called wrongly by the program (NCCL's argument or state check)", nullptr, "usage",
        true},
@@ -710,8 +841,9 @@ const std::vector<CatalogueMessage>& Table() {
        R"([Cc]hannels upper limit|min(?:CTAs|CTAs)|maxCTAs|CTAPolicy|cost_model|)"
        R"(Unrecognized (?:element|prefix) token|must have a prefix|PARAM: Duplicate|)"
        R"(Duplicate registration for key|SHM locality|splitShare \d+ is not|)"
-       R"(graphStreamOrdering|[Vv]alue \d+ is too big|Net registration invalid algorithm|CC On)",
-       "NCCL 2.4-2.31 init.cc, enqueue.cc, graph/tuning.cc, graph/connect.cc, misc/rings.cc, "
+       R"(graphStreamOrdering|[Vv]alue \d+ is too big|Net registration invalid algorithm|CC On|)"
+       R"(algSelection|forceAlgSelection|Empty entry when parsing)",
+       "NCCL 2.4-2.32 init.cc, enqueue.cc, graph/tuning.cc, graph/connect.cc, misc/rings.cc, "
        "tuning/, param/",
        MessagePhase::kAny, "config", false,
        "could not use a setting it was given (an NCCL_* variable or a communicator config)",
@@ -728,8 +860,9 @@ const std::vector<CatalogueMessage>& Table() {
        R"(nodes of type|[Ii]ntra ?(?:node|proc)? ranks|local ranks rank|nLocals|)"
        R"([Rr]ings?\b.*(?:start/end|falling back|limiting)|Could not create rings|)"
        R"(transport to connect next group|NRINGS|mixed local (?:Net|CollNet) device counts|)"
-       R"(GetAdaptersAddresses|SetupDi\w+|adapter addresses|(?:name|value) \S+ too long)",
-       "NCCL 2.4-2.31 graph/ (topo.cc, xml.cc, paths.cc, search.cc, connect.cc, rings.cc), "
+       R"(GetAdaptersAddresses|SetupDi\w+|adapter addresses|(?:name|value) \S+ too long|)"
+       R"(Path has \d+ hops|more than \d+ rails|No rails found|Graph search)",
+       "NCCL 2.4-2.32 graph/ (topo.cc, xml.cc, paths.cc, search.cc, connect.cc, rings.cc), "
        "init.cc, "
        "os/",
        MessagePhase::kAny, "topology", false,
@@ -738,13 +871,13 @@ const std::vector<CatalogueMessage>& Table() {
       {"nccl.shm.more",
        R"([Ss]hared memory|\bSHM\b|Could not map|failed to extend|Multiple (?:starts|)"
        R"(ends) found in group|view of file|named pipe|[Pp]ipe name|NamedPipe)",
-       "NCCL 2.4-2.31 misc/shmutils.cc, include/shm.h, transport/shm.cc, os/", MessagePhase::kAny,
+       "NCCL 2.4-2.32 misc/shmutils.cc, include/shm.h, transport/shm.cc, os/", MessagePhase::kAny,
        "shm", false, "could not set up shared memory with a local rank", nullptr, "shm", true},
       {"nccl.proxy.service",
        R"(\[Proxy Service(?: UDS)?\]|\[Service thread\]|\[Proxy service\]|[Pp]roxy|opId|)"
        R"(op chain|\bpool \d+|[Ll]ist loop|Inactive op|dequeue|shared buffer|no transport for|)"
        R"(No transport found|abort state|abortFlag|[Rr]em Allocator)",
-       "NCCL 2.4-2.31 proxy.cc, transport.cc, bootstrap.cc", MessagePhase::kAny, "proxy", false,
+       "NCCL 2.4-2.32 proxy.cc, transport.cc, bootstrap.cc", MessagePhase::kAny, "proxy", false,
        "had NCCL's proxy thread fail", nullptr, "proxy", true},
       {"nccl.socket.more",
        R"(\bNet : |NET/Socket|Socket :|ncclSocket\w*|ncclOsSocket\w*|socket(?:Finalize|Try|)"
@@ -753,8 +886,8 @@ const std::vector<CatalogueMessage>& Table() {
        R"([Aa]ccept:|poll\(\) (?:failed|returned)|AF_INET|IPv4_or_hostname|IPv6|)"
        R"(address family|IP family|same subnet as remote|connect returned|\bWSA\w*|)"
        R"(ioctlsocket|[Rr]eceiving data over|[Ss]ending data over|OOB_NET_IFNAME|)"
-       R"(NCCL_COMM_ID is set|Failed to send: |Failed to recv: |close socket)",
-       "NCCL 2.4-2.31 misc/socket.cc, include/socket.h, transport/net_socket.cc, os/, "
+       R"(NCCL_COMM_ID is set|Failed to send: |Failed to recv: |close socket|ncclNetIfs)",
+       "NCCL 2.4-2.32 misc/socket.cc, include/socket.h, transport/net_socket.cc, os/, "
        "bootstrap.cc",
        MessagePhase::kAny, "socket", false, "had a socket between ranks fail", nullptr,
        "net/socket", true},
@@ -765,7 +898,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(close failed|environment variable|DuplicateHandle|WriteFile|SetNamedPipe|)"
        R"(Name too large|CloseHandle|capture mode|too many async|Too many async|)"
        R"(allocate memory)",
-       "NCCL 2.4-2.31 include/checks.h, include/utils.h, misc/utils.cc, group.cc, os/",
+       "NCCL 2.4-2.32 include/checks.h, include/utils.h, misc/utils.cc, group.cc, os/",
        MessagePhase::kAny, "system", false, "had a system call or host allocation fail", nullptr,
        "system", true},
       {"nccl.internal",
@@ -783,8 +916,9 @@ const std::vector<CatalogueMessage>& Table() {
        R"([Cc]ontext \d+ is invalid|[Ss]ignal index|sizes: want|reqSize|respSize|)"
        R"(Cannot store sizes|already (?:suspended|exported)|[Nn]ot in suspended state|)"
        R"(sizes of|launch too many|[Cc]ould not find|Already|commReclaim|SetAsyncError|)"
-       R"(client status|PXN|neither send or recv)",
-       "NCCL 2.4-2.31 (NCCL's own consistency checks, all subsystems)", MessagePhase::kAny,
+       R"(client status|PXN|neither send or recv|work queue is not empty|[Aa]sync job state|)"
+       R"(group blocking state|communicator mismatch|FIFO size|work descriptor)",
+       "NCCL 2.4-2.32 (NCCL's own consistency checks, all subsystems)", MessagePhase::kAny,
        "internal", false, "hit one of NCCL's internal consistency checks", nullptr, "internal",
        true},
       // --- PyTorch's other distributed messages (tests/data/torch_messages.tsv, made

@@ -1,10 +1,11 @@
 // The message catalogue: what NCCL, the frameworks around it (PyTorch's
-// c10d, DDP and elastic launcher, JAX/XLA, vLLM) and the loader print when a
-// distributed job breaks, as one table of data. Each message has a stable id,
-// the pattern that recognises it, where and since when it is printed, whether
-// it belongs to NCCL's initialisation or to a running job, and the cause it
-// names. Each cause has the finding it gives, the subsystem init forensics
-// files it under, and the fix.
+// c10d, DDP and elastic launcher, JAX/XLA, vLLM, DeepSpeed, Megatron-core,
+// SGLang) and the loader print when a distributed job breaks, as one table
+// of data. Each message has a stable id, the pattern that recognises it,
+// where and since when it is printed, whether it belongs to NCCL's
+// initialisation or to a running job, and the cause it names. Each cause has
+// the finding it gives, the subsystem init forensics files it under, and the
+// fix.
 //
 //     text ──FindMessage──> CatalogueMessage{id, phase, cause, meaning}
 //                                                │
@@ -20,20 +21,22 @@
 // described once. It lives beside the log reader because messages are what
 // logs hold; analysis/ reads it as data, it includes nothing of logs/.
 //
-// The texts were read in NCCL's source history (2.4 to 2.32), PyTorch's
-// (torch/csrc/distributed/c10d/, torch/nn/parallel/, torch/distributed/) and
-// JAX/XLA's (xla/tsl/distributed_runtime/coordination/, xla/pjrt/distributed/),
-// and are matched, not copied: the meanings and fixes are ours.
-// tests/data/logs/ holds a line of real text for every message, and
-// tests/data/nccl_warns.tsv every WARN format of NCCL 2.4 to 2.31 (from
-// scripts/extract-nccl-warns.py), each of which a message here must name
-// with its subsystem (nccl_warns_test.cc), and tests/data/torch_messages.tsv
-// PyTorch 2.0-2.15's distributed messages (scripts/extract-torch-messages.py),
-// each of which explain must recognise with its subsystem's finding
-// (torch_messages_test.cc). PyTorch's messages are matched by the words of
-// the source that prints them, after the specific ones; those whose words
-// are common (a rank, a backend, a group) only in a line that reads as an
-// error (error_only).
+// The texts were read in NCCL's source history (2.4 to 2.31) and libraries
+// (2.31.2 to 2.32.6), PyTorch's (torch/csrc/distributed/c10d/,
+// torch/nn/parallel/, torch/distributed/), JAX/XLA's
+// (xla/tsl/distributed_runtime/coordination/, xla/pjrt/distributed/) and the
+// PyPI releases of DeepSpeed, Megatron-core and SGLang
+// (scripts/list-python-messages.py), and are matched, not copied: the
+// meanings and fixes are ours. tests/data/logs/ holds a line of real text for
+// every message, and tests/data/nccl_warns.tsv every WARN format of NCCL 2.4
+// to 2.32 (from scripts/extract-nccl-warns.py), each of which a message here
+// must name with its subsystem (nccl_warns_test.cc), and
+// tests/data/torch_messages.tsv PyTorch 2.0-2.15's distributed messages
+// (scripts/extract-torch-messages.py), each of which explain must recognise
+// with its subsystem's finding (torch_messages_test.cc). PyTorch's messages
+// are matched by the words of the source that prints them, after the specific
+// ones; those whose words are common (a rank, a backend, a group) only in a
+// line that reads as an error (error_only).
 //
 // Each message has its subsystem (`area`: the part of NCCL or of the
 // framework that prints it); most of NCCL's WARN messages are matched by the

@@ -28,16 +28,21 @@ namespace {
 // Launcher prefixes that give a rank. Anywhere in the line: whatever
 // precedes one (a timestamp, a Kubernetes or Ray prefix, the file name grep
 // -r adds) is a prefix too, and several may stack ("[default3]:[rank3]:").
+// SGLang's logger puts the tensor-parallel rank after its time stamp
+// ("[2025-06-01 10:00:09 TP3] "): the process's rank when nothing else (a
+// data- or pipeline-parallel rank: "DP0 TP3", "PP1 TP3") comes before it.
 bool StripTag(std::string* line, int* rank) {
   static const LazyRE2 kTags = {
-      R"(\[rank ?(\d+)\]:? ?|\[default(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>: ?)"};
+      R"(\[rank ?(\d+)\]:? ?|\[default(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>: ?|)"
+      R"(\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? TP(\d+)(?: EP\d+)?\] ?)"};
   static const LazyRE2 kSrun = {R"((\d+): )"};  // srun --label, at the start only
   if (line->find('[') != std::string::npos) {
-    re2::StringPiece text(*line), groups[4];
-    if (kTags->Match(text, 0, text.size(), RE2::UNANCHORED, groups, 4)) {
+    re2::StringPiece text(*line), groups[5];
+    if (kTags->Match(text, 0, text.size(), RE2::UNANCHORED, groups, 5)) {
       const re2::StringPiece digits = !groups[1].empty()   ? groups[1]
                                       : !groups[2].empty() ? groups[2]
-                                                           : groups[3];
+                                      : !groups[3].empty() ? groups[3]
+                                                           : groups[4];
       int r = -1;
       if (absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &r) && r < kMaxRanks)
         *rank = r;
@@ -339,7 +344,10 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
   // NCCL's lines: "NCCL WARN"/"NCCL INFO" anywhere, with host:pid:tid before
   // it when the line kept it; before 2.4 (and in NCCL's forks) the level
   // came without the NCCL word, after "host:pid:tid [dev]" or a source file.
-  static const LazyRE2 kLevel = {R"(\bNCCL (WARN|INFO|CALL|TRACE|ABORT)\b ?)"};
+  // 2.32's "NCCL ATTN" (a level below WARN: notices, some of them WARN
+  // messages of earlier releases) is read as NCCL's INFO is: its own line,
+  // no error by itself.
+  static const LazyRE2 kLevel = {R"(\bNCCL (WARN|INFO|CALL|TRACE|ABORT|ATTN)\b ?)"};
   static const LazyRE2 kLegacy = {
       R"((?:[^\s\[\]:]+:\d+:\d+ \[-?\d+\] (?:\S+:\d+ )?(WARN|INFO)|(?:^|\s)[\w./+-]+\.(?:cu|cc|c|cpp|h):\d+ (WARN))\b ?)"};
   re2::StringPiece text(raw), groups[3];

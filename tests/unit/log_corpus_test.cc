@@ -275,7 +275,7 @@ struct Read1 {
   }
 };
 
-TEST_CASE("the reader: NCCL 2.32's function names, redacted pids, prefixes anywhere",
+TEST_CASE("the reader: NCCL 2.32's function names and ATTN level, redacted pids, prefixes anywhere",
           "[logs][corpus]") {
   {
     // "[time] vm:PID:TID [0] bootstrap.cc:129 (bootstrapNetInit) NCCL WARN ..."
@@ -323,6 +323,30 @@ TEST_CASE("the reader: NCCL 2.32's function names, redacted pids, prefixes anywh
     for (const auto& l : torch.log.lines()) CHECK(l.tagged_rank == 1);
     Read1 srun("quoted/torch_store_client_refused.log");
     for (const auto& l : srun.log.lines()) CHECK(l.tagged_rank == 2);
+  }
+  {
+    // 2.32's "NCCL ATTN" notice: NCCL's own line of that process, read as
+    // INFO is (no error by itself); the WARN lines after it are the cause.
+    Read1 r("quoted/nccl_232_ib_gid_change.log");
+    REQUIRE(r.log.processes().size() == 1);
+    CHECK(r.log.processes()[0].host == "node4");
+    CHECK(r.log.processes()[0].rank == 3);
+    const auto& attn = r.log.lines().at(1);
+    CHECK(attn.level == ncclwatch::decoder::LogLine::kInfo);
+    CHECK(attn.process == 0);
+    CHECK(attn.text == "Peer 10.0.0.9<41522> closed before socket hello, discarding");
+    REQUIRE(r.FirstWarn() != nullptr);
+    CHECK(r.FirstWarn()->text == "NET/IB : mlx5_0:1 query_port failed during GID change (res=110)");
+  }
+  {
+    // SGLang's "[2025-06-01 10:00:09 TP1] " (its logger's time and TP rank):
+    // the rank, and the time stamp kept; the traceback after it is untagged.
+    Read1 r("quoted/sglang_memory_unbalanced.log");
+    REQUIRE(r.log.lines().size() >= 2);
+    CHECK(r.log.lines()[0].tagged_rank == 1);
+    CHECK(r.log.lines()[0].text == "Init torch distributed begin.");
+    CHECK(r.log.lines()[0].when_ns > 0);
+    CHECK(r.log.lines().back().tagged_rank == -1);
   }
   {
     // A WARN line alone, without host:pid:tid: a process of its own, no pid.
