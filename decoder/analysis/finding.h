@@ -467,6 +467,8 @@ enum class LogCause {
   kUnseenRanks,       // log_insufficient note: ranks the logs hold nothing of
   kUnexplainedError,  // log_insufficient: an NCCL error the logs do not explain (line)
   kNoInfoLines,       // log_insufficient note: NCCL's warnings without its INFO lines
+  kNotice,            // log_insufficient warning: an NCCL notice (2.32's ATTN) the catalogue
+                      // does not name (line)
   kCatalogued,        // a message of the catalogue (logs/message_catalogue.h): message, line,
                       // address
   kTorchMismatch,     // collective_mismatch PyTorch itself detected (TORCH_DISTRIBUTED_DEBUG=

@@ -31,6 +31,9 @@ bool InitMessage(const CatalogueMessage* m) {
 // such lines (no host:pid, no Init line), what can only come from an init.
 bool InitEvidenceLine(const LogProcess& p, const LogLine& l) {
   const CatalogueMessage* m = l.message;
+  // NCCL's notices name what it worked around, never why an init failed:
+  // they are warnings of their own (Catalogued).
+  if (l.level == LogLine::kNotice) return false;
   if (l.level != LogLine::kWarn && !InitMessage(m) && !NcclErrorText(l.text)) return false;
   if (m != nullptr && m->phase == MessagePhase::kRuntime) return false;
   if (p.host.empty() && !p.init_started) {
@@ -206,12 +209,25 @@ class LogDiagnoser {
   void Catalogued(const LogLine& l, int rank, int64_t when) {
     const std::string& t = l.text;
     const CatalogueMessage* m = l.message;
-    if (m == nullptr) return;
+    if (m == nullptr) {
+      // An NCCL notice the catalogue does not name: said, as a warning.
+      if (l.level == LogLine::kNotice) {
+        Finding n;
+        if (rank >= 0) n.ranks = {rank};
+        n.kind = FindingKind::kLogInsufficient;
+        n.role = FindingRole::kWarning;
+        Facts(n).cause = LogCause::kNotice;
+        Facts(n).line = t;
+        notes_.push_back(n);
+      }
+      return;
+    }
     const MessageCause& cause = CauseOf(*m);
     if (m->error_only && l.level != LogLine::kWarn && !ErrorWords(t)) return;
-    // A risk, not a failure: one warning, whatever the number of ranks that
-    // print it; the job stays healthy on its account.
-    if (WarningOnly(*m)) {
+    // A risk, not a failure (NCCL's notices are that too): one warning,
+    // whatever the number of ranks that print it; the job stays healthy on
+    // its account.
+    if (WarningOnly(*m) || l.level == LogLine::kNotice) {
       for (Finding& n : notes_) {
         const auto* x = std::get_if<LogFacts>(&n.facts);
         if (x == nullptr || x->message != m->id) continue;

@@ -901,6 +901,21 @@ const std::vector<CatalogueMessage>& Table() {
        "NCCL 2.4-2.32 include/checks.h, include/utils.h, misc/utils.cc, group.cc, os/",
        MessagePhase::kAny, "system", false, "had a system call or host allocation fail", nullptr,
        "system", true},
+      // --- NCCL's teardown and its notices of skew (before the internal checks,
+      // whose words, commReclaim, the older teardown text shares)
+      {"nccl.teardown.cleanup",
+       R"(cleanup comm \S+ rank -?\d+ failed in destroy/abort|commDestroySync error)",
+       "NCCL 2.14-2.30 src/init.cc commReclaim (WARN); 2.32 (NCCL ATTN)", MessagePhase::kRuntime,
+       "teardown", false,
+       "failed to free a communicator in ncclCommDestroy or ncclCommAbort (its peers, or its "
+       "network, were already gone)",
+       nullptr, "init", true},
+      {"nccl.version.git", R"(Mismatched NCCL git versions detected)",
+       "NCCL 2.32 src/init.cc (NCCL ATTN: rank 0's build fingerprint against each rank's)",
+       MessagePhase::kInit, "version_skew", false,
+       "found a rank running another build of NCCL than rank 0's (another git version under the "
+       "same release number)",
+       nullptr, "version", true},
       {"nccl.internal",
        R"([Ii]nternal error|[Uu]nexpected|[Uu]nknown (?:collective|pattern|collnet|command|)"
        R"(message|notification|device|desc|handle|event|netDevs|\w+ type)|)"

@@ -344,9 +344,10 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
   // NCCL's lines: "NCCL WARN"/"NCCL INFO" anywhere, with host:pid:tid before
   // it when the line kept it; before 2.4 (and in NCCL's forks) the level
   // came without the NCCL word, after "host:pid:tid [dev]" or a source file.
-  // 2.32's "NCCL ATTN" (a level below WARN: notices, some of them WARN
-  // messages of earlier releases) is read as NCCL's INFO is: its own line,
-  // no error by itself.
+  // 2.32's "NCCL ATTN" is a level below WARN, for notices, some of them WARN
+  // messages of earlier releases ("cleanup comm ... failed in
+  // destroy/abort", "Failed to initialize NET plugin"): one that names a
+  // failure is read as a WARN line, the others as notices (LogLine::kNotice).
   static const LazyRE2 kLevel = {R"(\bNCCL (WARN|INFO|CALL|TRACE|ABORT|ATTN)\b ?)"};
   static const LazyRE2 kLegacy = {
       R"((?:[^\s\[\]:]+:\d+:\d+ \[-?\d+\] (?:\S+:\d+ )?(WARN|INFO)|(?:^|\s)[\w./+-]+\.(?:cu|cc|c|cpp|h):\d+ (WARN))\b ?)"};
@@ -368,11 +369,16 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
     absl::string_view before = absl::string_view(raw).substr(0, level_at);
     absl::ConsumeSuffix(&before, "NCCL ");
     const bool prefixed = NcclPrefix(before, &host, &pid);
-    line.level = groups[1] == "WARN" || groups[1] == "ABORT" ? LogLine::kWarn : LogLine::kInfo;
     line.text = raw.substr(end);
+    if (groups[1] == "WARN" || groups[1] == "ABORT")
+      line.level = LogLine::kWarn;
+    else if (groups[1] == "ATTN")
+      line.level = ErrorWords(line.text) ? LogLine::kWarn : LogLine::kNotice;
+    else
+      line.level = LogLine::kInfo;
     // INFO lines are most of a log and none is an error; NCCL's RAS reports
     // the peers it declares dead in them.
-    if (line.level == LogLine::kWarn || absl::StartsWith(line.text, "RAS "))
+    if (line.level != LogLine::kInfo || absl::StartsWith(line.text, "RAS "))
       line.message = FindMessage(line.text);
     ++nccl_lines_;
     if (prefixed) {

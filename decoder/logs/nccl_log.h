@@ -53,7 +53,10 @@ constexpr size_t kMaxLine = 64 * 1024;
 constexpr int kMaxRanks = 1 << 20;
 
 struct LogLine {
-  enum Level { kWarn, kInfo, kOther };
+  // kNotice: NCCL 2.32's "NCCL ATTN" line that names no failure (one that
+  // does, "failed", "error", ..., is read as a WARN line: 2.32 moved some of
+  // its WARN messages there).
+  enum Level { kWarn, kInfo, kNotice, kOther };
   Level level = kOther;
   int source = 0;        // index into NcclLog::sources()
   int number = 0;        // 1-based line number in its file

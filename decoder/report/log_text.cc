@@ -230,6 +230,12 @@ void RenderLogFinding(const Finding& f, const LogFacts& x, FindingText* t) {
           "libncclwatch.so "
           "and use ncclwatch diagnose";
       return;
+    case LogCause::kNotice:
+      t->detail = absl::StrCat("NCCL printed a notice (NCCL ATTN): ", x.line);
+      t->fix =
+          "read it: NCCL 2.32 and later print notices for what they work around or give up on; "
+          "one that names a failure is read as NCCL's warnings are";
+      return;
     case LogCause::kNoInfoLines:
       t->detail =
           "the logs have NCCL's warnings but no INFO lines, so ranks, versions and interfaces are "

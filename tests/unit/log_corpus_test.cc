@@ -325,14 +325,15 @@ TEST_CASE("the reader: NCCL 2.32's function names and ATTN level, redacted pids,
     for (const auto& l : srun.log.lines()) CHECK(l.tagged_rank == 2);
   }
   {
-    // 2.32's "NCCL ATTN" notice: NCCL's own line of that process, read as
-    // INFO is (no error by itself); the WARN lines after it are the cause.
+    // 2.32's "NCCL ATTN" notice: NCCL's own line of that process, a notice
+    // (it names no failure: a warning of the report, no error by itself);
+    // the WARN lines after it are the cause.
     Read1 r("quoted/nccl_232_ib_gid_change.log");
     REQUIRE(r.log.processes().size() == 1);
     CHECK(r.log.processes()[0].host == "node4");
     CHECK(r.log.processes()[0].rank == 3);
     const auto& attn = r.log.lines().at(1);
-    CHECK(attn.level == ncclwatch::decoder::LogLine::kInfo);
+    CHECK(attn.level == ncclwatch::decoder::LogLine::kNotice);
     CHECK(attn.process == 0);
     CHECK(attn.text == "Peer 10.0.0.9<41522> closed before socket hello, discarding");
     REQUIRE(r.FirstWarn() != nullptr);

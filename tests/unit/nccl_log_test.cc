@@ -329,6 +329,39 @@ TEST_CASE("a clean log is healthy; a WARN-only log says what it lacks", "[logs]"
   CHECK(note);
 }
 
+TEST_CASE("NCCL's notices (2.32's ATTN): a failure is read as a WARN, the rest are warnings",
+          "[logs]") {
+  // The two quoted in tests/data/logs/quoted/nccl_232_attn_*.log, and one no
+  // release prints (the catalogue cannot name it: a later release's words).
+  const std::string init =
+      "h:7:7 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId "
+      "18000 commId 0x1 - Init COMPLETE\n";
+  Logs failed;
+  failed.File(init +
+              "h:7:7 [0] init.cc:3440 (commReclaim) NCCL ATTN cleanup comm 0x1 rank 0 failed in "
+              "destroy/abort, error 6\n");
+  CHECK(failed.Root().kind == FindingKind::kTeardownHang);
+
+  for (const std::string notice :
+       {"Mismatched NCCL git versions detected: rank 0 fingerprint 0x3fa1c2d4, rank 1 "
+        "fingerprint 0x8b07e615",
+        "Something NCCL 2.99 says that no release before it did"}) {
+    Logs notes;
+    notes.File(init + "h:7:7 [0] init.cc:1 (f) NCCL ATTN " + notice + "\n");
+    notes.log.Finish();
+    const LogDiagnosis d = DiagnoseLogs(notes.log);
+    CHECK_FALSE(d.problem);  // a notice is not an error ...
+    size_t warnings = 0;     // ... and never silence
+    for (const Finding& x : d.findings) {
+      if (x.role != FindingRole::kWarning) continue;
+      ++warnings;
+      CHECK(Has(Text(x).detail, notice));
+      CHECK(x.ranks == std::vector<int>{0});
+    }
+    CHECK(warnings == 1);
+  }
+}
+
 TEST_CASE("hostile files: binary, huge lines, unreadable; never a crash", "[logs]") {
   jobs::TempDir dir;
   NcclLog log;
