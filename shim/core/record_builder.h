@@ -129,42 +129,6 @@ CallRecord AppendRingRecord(uint32_t body_field, uint32_t result_field, Fill fil
   return r.Append(Region::kRing);
 }
 
-// Stores `v` into a slot's payload as `dst`, with `t` and a pending result:
-// one scalar store per field (two 4-byte fields to a store), straight from
-// registers. Never copy the struct as a whole from the stack: the compiler
-// then writes its fields to the stack one by one and reads them back 16
-// bytes at a time, and a load that spans several smaller stores cannot take
-// its bytes from the store buffer. It waits until every older store,
-// the previous call's slot included (a cache miss on a ring larger than the
-// cache), has reached the cache: a third of the shim's cost per call on a
-// Sapphire Rapids guest (README).
-__attribute__((always_inline)) inline void StoreCallSlot(uint8_t* dst, const ncclwatch_call_slot& v,
-                                                         uint64_t t) {
-  auto put8 = [dst](size_t offset, uint64_t x) { memcpy(dst + offset, &x, 8); };
-  auto pair = [](uint32_t lo, uint32_t hi) { return uint64_t{lo} | uint64_t{hi} << 32; };
-  auto u = [](int32_t x) { return static_cast<uint32_t>(x); };
-  put8(offsetof(ncclwatch_call_slot, t), t);
-  put8(offsetof(ncclwatch_call_slot, result), pair(u(NCCLWATCH_RESULT_PENDING), v.thread));
-  put8(offsetof(ncclwatch_call_slot, comm), v.comm);
-  put8(offsetof(ncclwatch_call_slot, seq), v.seq);
-  put8(offsetof(ncclwatch_call_slot, count), v.count);
-  put8(offsetof(ncclwatch_call_slot, stream), v.stream);
-  put8(offsetof(ncclwatch_call_slot, sendbuff), v.sendbuff);
-  put8(offsetof(ncclwatch_call_slot, recvbuff), v.recvbuff);
-  put8(offsetof(ncclwatch_call_slot, group), v.group);
-  put8(offsetof(ncclwatch_call_slot, caller), v.caller);
-  put8(offsetof(ncclwatch_call_slot, call), pair(v.call, u(v.datatype)));
-  put8(offsetof(ncclwatch_call_slot, redop), pair(u(v.redop), u(v.root)));
-  put8(offsetof(ncclwatch_call_slot, peer), pair(u(v.peer), u(v.rank)));
-  put8(offsetof(ncclwatch_call_slot, depth), pair(v.depth, v.flags));
-  static_assert(offsetof(ncclwatch_call_slot, thread) == 12 &&
-                    offsetof(ncclwatch_call_slot, datatype) == 84 &&
-                    offsetof(ncclwatch_call_slot, root) == 92 &&
-                    offsetof(ncclwatch_call_slot, rank) == 100 &&
-                    offsetof(ncclwatch_call_slot, flags) == 108,
-                "StoreCallSlot pairs these 4-byte fields with the one before each");
-}
-
 // The hottest records (collectives, sends and receives, group calls) as a
 // call slot (ring_format.h): a fixed-layout struct stored straight into a
 // ring slot, a store per field, the time stamp fixed-width, no encoding.
@@ -179,7 +143,7 @@ __attribute__((always_inline)) inline CallRecord AppendCallSlot(uint8_t kind,
   CallRecord call;
   SlotClaim claim;
   if (__builtin_expect(!g_ring.ClaimSlot(&claim), 0)) return call;
-  StoreCallSlot(claim.payload, v, claim.t);
+  StoreCallSlot(claim.payload, v, claim.t, NCCLWATCH_RESULT_PENDING);
   g_ring.PublishCallSlot(claim, kind);
   call.result.at = claim.payload + offsetof(ncclwatch_call_slot, result);
   call.result.stamp =

@@ -86,7 +86,7 @@ TEST_CASE("StoreCallSlot stores every field where the struct has it", "[shim][re
   for (size_t i = 0; i < sizeof(v); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 1);
   uint8_t slot[sizeof(ncclwatch_call_slot)];
   memset(slot, 0xee, sizeof(slot));
-  shim::StoreCallSlot(slot, v, 0x1122334455667788ull);
+  shim::StoreCallSlot(slot, v, 0x1122334455667788ull, NCCLWATCH_RESULT_PENDING);
   ncclwatch_call_slot want = v;
   want.t = 0x1122334455667788ull;
   want.result = NCCLWATCH_RESULT_PENDING;
