@@ -30,6 +30,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "ring/ring_writer.h"
@@ -260,6 +261,7 @@ ncclwatch::shim::RingWriter* BenchRing() {
     static std::string dir = ScratchDir() + "/ring2";
     c.dir = dir.c_str();
     c.host = "bench";
+    c.clock = ncclwatch::shim::ChooseTraceClock();  // the shim's (core/tracer.cc)
     c.pid = static_cast<uint32_t>(getpid());
     c.start_ms = static_cast<uint64_t>(time(nullptr)) * 1000 + 1;
     char err[256];
@@ -280,7 +282,7 @@ void BM_CallSlotAppend(benchmark::State& state) {
   ncclwatch::shim::RingWriter* w = BenchRing();
   ncclwatch_call_slot s{};
   for (auto _ : state) {
-    s.t = __rdtsc();
+    // The claim reads the TSC (its block's expiry check), as the shim's does.
     benchmark::DoNotOptimize(w->AppendCallSlot(NCCLWATCH_SLOT_COLLECTIVE, s));
   }
 }
@@ -310,9 +312,9 @@ void BM_CallSlotStoreNoLock(benchmark::State& state) {
 // own blocks, in one ring per size). The shim's own blocks adapt
 // (ring_writer.h) and reach claim_block_slots when threads contend.
 ncclwatch::shim::RingWriter* BlockRing(int64_t slots) {
-  static ncclwatch::shim::RingWriter* rings[64] = {};
+  static std::map<int64_t, ncclwatch::shim::RingWriter*> rings;
   static const bool made = [] {
-    for (int64_t s : {1, 4, 8, 16, 32, 64}) {
+    for (int64_t s : {1, 4, 8, 16, 32, 64, 128, 256, 512}) {
       auto* r = new ncclwatch::shim::RingWriter();
       ncclwatch::shim::RingConfig c;
       static std::string dir = ScratchDir() + "/blocks";
@@ -358,6 +360,9 @@ BENCHMARK(BM_CallSlotClaimBlock)
     ->Arg(16)
     ->Arg(32)
     ->Arg(64)
+    ->Arg(128)
+    ->Arg(256)
+    ->Arg(512)
     ->Threads(1)
     ->Threads(2)
     ->UseRealTime();
