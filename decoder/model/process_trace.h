@@ -26,7 +26,6 @@
 #include "absl/status/statusor.h"
 #include "model/comm_stream.h"
 #include "model/events.h"
-#include "model/table_allocator.h"
 #include "ncclwatch/ring_format.h"
 #include "trace/trace_file.h"
 
@@ -51,9 +50,9 @@ struct ProcessTrace {
   std::vector<TimeAnchorEvent> anchors;  // sorted by t
   std::vector<ModuleInfo> modules;
   std::vector<CommMembership> comms;
-  Table<CollectiveEvent> collectives;  // large: huge pages (model/table_allocator.h)
-  Table<P2pEvent> p2p;
-  Table<GroupEvent> groups;
+  std::vector<CollectiveEvent> collectives;
+  std::vector<P2pEvent> p2p;
+  std::vector<GroupEvent> groups;
   std::vector<ApiEvent> apis;
   std::vector<FatalSignalEvent> signals;
   std::optional<ProcessEndEvent> end;

@@ -27,8 +27,6 @@
 #include <utility>
 #include <vector>
 
-#include "model/table_allocator.h"
-
 namespace ncclwatch::decoder {
 
 template <typename T>
@@ -149,7 +147,7 @@ class SequenceWindow {
   }
 
   uint64_t base_ = 0;
-  Table<T> dense_;  // large for long jobs: huge pages
+  std::vector<T> dense_;
   std::vector<bool> set_;
   std::map<uint64_t, T> sparse_;
   size_t stored_ = 0;
