@@ -297,6 +297,32 @@ TEST_CASE("records from claim blocks come back in time order", "[ring][claim]") 
   CHECK(!std::is_sorted(indexes.begin(), indexes.end()));
 }
 
+namespace {
+
+// Two threads write `each` records apiece, taking turns one record at a
+// time (every claim follows the other thread's); how many of each thread's
+// slots came from its blocks.
+std::vector<uint64_t> TakeTurns(RingWriter& w, uint64_t each) {
+  std::atomic<uint64_t> turn{0};
+  std::vector<uint64_t> from_blocks(2, 0);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 2; ++k) {
+    threads.emplace_back([&, k] {
+      for (uint64_t i = 0; i < each; ++i) {
+        while (turn.load() % 2 != static_cast<uint64_t>(k)) sched_yield();
+        uint8_t flags = 0;
+        Write(w, static_cast<uint32_t>(k + 1), i, &flags);
+        from_blocks[k] += (flags & NCCLWATCH_SLOT_CLAIMED) == 0;
+        turn.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return from_blocks;
+}
+
+}  // namespace
+
 TEST_CASE("one writing thread keeps blocks of one slot, contending threads get bigger ones",
           "[ring][claim]") {
   jobs::TempDir dir;
@@ -323,23 +349,8 @@ TEST_CASE("one writing thread keeps blocks of one slot, contending threads get b
   SECTION("two threads that alternate fast: blocks grow") {
     RingWriter w;
     REQUIRE(w.Open(Config(dir.path(), 16 << 20), err, sizeof(err)));
-    std::atomic<uint64_t> turn{0};
     constexpr uint64_t kEach = 4000;
-    std::vector<uint64_t> from_blocks(2, 0);
-    std::vector<std::thread> threads;
-    for (int k = 0; k < 2; ++k) {
-      threads.emplace_back([&, k] {
-        for (uint64_t i = 0; i < kEach; ++i) {
-          // Take turns, one record each: every claim follows the other's.
-          while (turn.load() % 2 != static_cast<uint64_t>(k)) sched_yield();
-          uint8_t flags = 0;
-          Write(w, static_cast<uint32_t>(k + 1), i, &flags);
-          from_blocks[k] += (flags & NCCLWATCH_SLOT_CLAIMED) == 0;
-          turn.fetch_add(1);
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
+    const std::vector<uint64_t> from_blocks = TakeTurns(w, kEach);
     CHECK(w.header()->claim_blocks_used == 1);
     CHECK(from_blocks[0] + from_blocks[1] > kEach);  // most slots came from blocks
     Read r = ReadAll(w.path());
@@ -352,20 +363,8 @@ TEST_CASE("one writing thread keeps blocks of one slot, contending threads get b
     RingWriter w;
     REQUIRE(w.Open(Config(dir.path(), 16 << 20), err, sizeof(err)));
     REQUIRE(w.max_claim_block() == 256);
-    std::atomic<uint64_t> turn{0};
     constexpr uint64_t kEach = 24;  // a burst far shorter than the largest block
-    std::vector<std::thread> threads;
-    for (int k = 0; k < 2; ++k) {
-      threads.emplace_back([&, k] {
-        for (uint64_t i = 0; i < kEach; ++i) {
-          while (turn.load() % 2 != static_cast<uint64_t>(k)) sched_yield();
-          uint8_t flags = 0;
-          Write(w, static_cast<uint32_t>(k + 1), i, &flags);
-          turn.fetch_add(1);
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
+    TakeTurns(w, kEach);
     CHECK(w.header()->claim_blocks_used == 1);
     Read r = ReadAll(w.path());
     CHECK(r.ring.size() == 2 * kEach);
