@@ -287,7 +287,9 @@ int RunDump(const std::string& path, bool json, std::ostream& out, std::ostream&
     err << "ncclwatch: " << trace.status().message() << "\n";
     return 2;
   }
-  absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(path);
+  // Copied, slot by slot: dump writes as it reads, to a pipe that may
+  // stall (a pager), for as long as a live writer needs to lap the ring.
+  absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(path, ReadMode::kCopied);
   if (!file.ok()) {
     err << "ncclwatch: " << file.status().message() << "\n";
     return 2;

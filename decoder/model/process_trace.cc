@@ -153,11 +153,14 @@ void FinishProcessTrace(ProcessTrace* p) {
   BuildStreams(p);
 }
 
-absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) {
+namespace {
+
+// One reading of the file into `p` (reset first).
+absl::Status LoadOnce(const std::string& path, ReadMode mode, ProcessTrace* trace) {
   ProcessTrace& p = *trace;
   std::vector<CommStream> old_streams = std::move(p.streams);  // their memory is reused
   p.Reset();
-  NCCLWATCH_ASSIGN_OR_RETURN(std::unique_ptr<TraceFile> file, TraceFile::Open(path));
+  NCCLWATCH_ASSIGN_OR_RETURN(std::unique_ptr<TraceFile> file, TraceFile::Open(path, mode));
   p.path = path;
   p.clock = file->header().clock;
   p.pid = file->header().pid;
@@ -179,6 +182,16 @@ absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) 
       },
       &p.stats);
   importer.Finish();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace) {
+  NCCLWATCH_RETURN_IF_ERROR(LoadOnce(path, ReadMode::kMapped, trace));
+  // A live writer lapped, or the file shrank under, slots read in place
+  // while they were used (trace/trace_file.h): read it all again, copied.
+  if (trace->stats.read_again) return LoadOnce(path, ReadMode::kCopied, trace);
   return absl::OkStatus();
 }
 

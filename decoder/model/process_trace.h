@@ -118,7 +118,9 @@ void SortAnchors(ProcessTrace* trace);
 
 // The same into `trace`, which is reset first but keeps its tables' memory:
 // loading many traces one after another into one ProcessTrace allocates
-// (and faults in) that memory once.
+// (and faults in) that memory once. The file is read mapped, and read again
+// copied when its reader cannot vouch for what it read in place
+// (TraceFileStats::read_again: a live writer lapped it, or it shrank).
 absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace);
 
 }  // namespace ncclwatch::decoder

@@ -19,10 +19,14 @@
 // stamps unchanged across it, seqlock-style; read twice and compared when
 // read with pread); those near the point where a live writer laps the ring
 // are copied out, and count only if the ring's cursor had not lapped them
-// by the end of the copy. The rest, which no writer can reach while they
-// are read (its process ended, or it would need a quarter of the ring's
-// claims first), is read where it lies, with no copy. Without a mapping
-// (mmap refused) every slot is copied out with pread.
+// by the end of the copy. The rest, which a writer is not expected to reach
+// while they are read (its process ended, or it would need a quarter of the
+// ring's claims first), is read where it lies, with no copy, and checked
+// after its records were handed out: if the writer claimed any of those
+// slots for its next lap meanwhile, or the file shrank under them, the
+// stats say read_again, and the caller reads the file again copied
+// (ReadMode::kCopied: every slot copied out with pread, as a file that
+// cannot be mapped is read).
 //
 // Thread-safety: a TraceFile may be read by one thread at a time.
 
@@ -57,6 +61,11 @@ struct TraceFileStats {
   uint64_t records = 0;           // whole records yielded
   uint64_t lapped_slots = 0;      // slots a live writer claimed again while they were read
   bool truncated = false;         // the file shrank while it was read
+  // Slots read in place (in the mapping) may have changed while they were
+  // used: a live writer claimed them for its next lap, or the file shrank
+  // under them. What was yielded is then not to be trusted: read the file
+  // again with ReadMode::kCopied (LoadProcessTrace does).
+  bool read_again = false;
 };
 
 // How a TraceFile reads its slots: mapped (where no writer can reach them,
@@ -146,8 +155,9 @@ class TraceFile {
   // in logical order; one-slot records' bytes stay valid until retire() is
   // called (just before the buffers they are in are overwritten, or the
   // next chunk is read), multi-slot records' only during the call.
-  // `writer_ended`: the process wrote its end record, so only the ring's
-  // newest slots may still change (exit-time calls).
+  // `writer_ended`: the process wrote its end record, so few more records
+  // are to come (exit-time calls; when they lap what was read in place,
+  // read_again says so).
   template <typename Fn, typename Retire>
   void ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, bool writer_ended,
                   Fn& fn, Retire& retire, TraceFileStats* stats) const;
@@ -208,9 +218,12 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
   std::unique_ptr<uint8_t[]>& chunk = buffers.chunk;
   std::unique_ptr<uint8_t[]>& gather = buffers.gather;
   std::unique_ptr<uint8_t[]>& record = buffers.record;
+  // The stamp with acquire ordering, then the rest: in the mapping, a slot
+  // whose final stamp is seen is seen with the payload it was published with.
   auto header_of = [](const uint8_t* slot) {
     ncclwatch_slot_header sh;
-    std::memcpy(&sh, slot, sizeof(sh));
+    sh.stamp = __atomic_load_n(reinterpret_cast<const uint64_t*>(slot), __ATOMIC_ACQUIRE);
+    std::memcpy(reinterpret_cast<uint8_t*>(&sh) + 8, slot + 8, sizeof(sh) - 8);
     return sh;
   };
   // Logical slots [from, from + n) into `out`, wrapping at the region's end.
@@ -241,17 +254,11 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       return !map_->shrank();
     }
     if (!read_slots(from, n, out)) return false;
-    if (!buffers.again) buffers.again.reset(new uint8_t[NCCLWATCH_MAX_RECORD_SLOTS * kSlot]);
-    uint8_t* again = buffers.again.get();
-    for (uint64_t done = 0; done < n;) {  // in pieces of the second buffer's size
-      const uint64_t piece = std::min<uint64_t>(n - done, NCCLWATCH_MAX_RECORD_SLOTS);
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (!read_slots(from + done, piece, again)) return false;
-      for (uint64_t k = 0; k < piece; ++k)
-        stable[done + k] =
-            std::memcmp(out + (done + k) * kSlot, again + k * kSlot, kSlot) == 0 ? 1 : 0;
-      done += piece;
-    }
+    if (!buffers.again) buffers.again.reset(new uint8_t[kChunkSlots * kSlot]);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (!read_slots(from, n, buffers.again.get())) return false;  // n <= kChunkSlots
+    for (uint64_t k = 0; k < n; ++k)
+      stable[k] = std::memcmp(out + k * kSlot, buffers.again.get() + k * kSlot, kSlot) == 0;
     return true;
   };
   uint8_t stable_slots[kChunkSlots];
@@ -408,11 +415,22 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       fn(pinned, start, uint8_t{NCCLWATCH_SLOT_SINGLE}, absl::MakeConstSpan(record.get(), length),
          sh.flags);
     }
+    if (in_place != nullptr) {
+      // Held records that point into the mapping are copied first; then,
+      // were these slots still the file's while they were used? A writer
+      // that claimed index j + slots may have been rewriting slot j.
+      retire();
+      std::atomic_thread_fence(std::memory_order_acquire);
+      const uint64_t now = LiveCursor(false);
+      if (now == kNoCursor || now > end - n + slots) stats->read_again = true;
+    }
     // The file shrank under the mapping: what lay past its new end read as
-    // zeros (never a record); the rest of the region is gone too.
+    // zeros (never a record, though a record checked before the cut may
+    // have been read as zeros after it: read_again); the rest is gone.
     if (map_ != nullptr && map_->shrank()) {
       stats->torn_slots += last - i;
       stats->truncated = true;
+      stats->read_again = true;
       return;
     }
   }

@@ -164,6 +164,42 @@ TEST_CASE("a trace that shrinks while it is read is cut short, never a crash", "
   CHECK(std::equal(got.begin(), got.end(), want.begin()));
 }
 
+TEST_CASE("a live writer that laps slots read in place is caught: read again, copied", "[ring]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 8 << 20), err, sizeof(err)));  // 65536 slots
+  for (int i = 0; i < 30000; ++i) REQUIRE(Append(w, Region::kRing, "r" + std::to_string(i)));
+  const uint64_t slots = w.header()->ring_slots;
+  SECTION("a writer far from lapping: the mapped read stands") {
+    auto file = TraceFile::Open(w.path());
+    REQUIRE(file.ok());
+    TraceFileStats stats;
+    (*file)->ForEachRecord([](bool, uint64_t, absl::Span<const uint8_t>) {}, &stats);
+    CHECK(stats.records == 30000);
+    CHECK_FALSE(stats.read_again);
+  }
+  SECTION("the writer laps the first chunk while its records are used") {
+    auto file = TraceFile::Open(w.path());
+    REQUIRE(file.ok());
+    TraceFileStats stats;
+    bool lapped = false;
+    (*file)->ForEachRecord(
+        [&](bool pinned, uint64_t, absl::Span<const uint8_t>) {
+          if (pinned || lapped) return;
+          lapped = true;  // the oldest slots are claimed for the next lap
+          while (w.header()->ring_next <= slots) REQUIRE(Append(w, Region::kRing, "later"));
+        },
+        &stats);
+    CHECK(stats.read_again);
+    // Copied, the file reads whole (the newest lap).
+    const Read again = ReadAll(w.path(), ReadMode::kCopied);
+    CHECK_FALSE(again.stats.read_again);
+    CHECK(again.stats.torn_slots == 0);
+    CHECK(again.ring.back() == "later");
+  }
+}
+
 TEST_CASE("a full ring keeps the newest records", "[ring]") {
   const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
   jobs::TempDir dir;
