@@ -1,6 +1,8 @@
 // The SIGBUS handler here runs in signal context: it allocates nothing,
-// takes no lock and makes only async-signal-safe calls (mmap, sigaction,
-// raise; errno restored).
+// takes no lock and makes only calls that are async-signal-safe on Linux
+// (sigaction and raise by POSIX; mmap, a plain system call in glibc, in
+// practice), errno restored. A thread that blocks SIGBUS is still killed by
+// a fault (the kernel forces it): nothing here can change that.
 
 #include "trace/mapped_file.h"
 
@@ -32,8 +34,11 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
   if (info->si_code > 0) {  // a fault, not a signal someone sent
     for (Entry& e : g_entries) {
       const uintptr_t start = e.start.load(std::memory_order_acquire);
-      const uintptr_t end = e.end.load(std::memory_order_relaxed);
-      if (start == 0 || addr < start || addr >= end) continue;
+      const uintptr_t end = e.end.load(std::memory_order_acquire);
+      // The pair of one mapping: `start` unchanged across the load of `end`
+      // (another thread may have retired the entry and mapped anew).
+      if (start == 0 || e.start.load(std::memory_order_acquire) != start) continue;
+      if (addr < start || addr >= end) continue;
       // Past the file's end now: zeros over the rest of the mapping.
       const uintptr_t page = addr & ~(g_page - 1);
       void* z = mmap(reinterpret_cast<void*>(page), end - page, PROT_READ,
@@ -57,6 +62,10 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
     g_previous.sa_handler(sig);
     return;
   }
+  if (g_previous.sa_handler == SIG_IGN && info->si_code <= 0) {  // sent, and ignored before
+    errno = saved_errno;
+    return;
+  }
   // The default action: a fault repeats when the handler returns and then
   // kills; a signal that was sent is sent again, and kills once unblocked.
   struct sigaction dfl {};
@@ -72,11 +81,14 @@ void InstallHandler() {
   std::call_once(once, [] {
     const long page = sysconf(_SC_PAGESIZE);
     if (page > 0) g_page = static_cast<uintptr_t>(page);
+    // What SIGBUS did before, read before ours is installed, so a fault on
+    // another thread in between finds it filled.
+    sigaction(SIGBUS, nullptr, &g_previous);
     struct sigaction sa {};
     sa.sa_sigaction = OnSigbus;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, &g_previous);
+    sigaction(SIGBUS, &sa, nullptr);
   });
 }
 

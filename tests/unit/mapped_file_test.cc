@@ -131,6 +131,17 @@ TEST_CASE("a SIGBUS outside any mapping still kills, or reaches the handler ther
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 42);
   }
+  SECTION("a SIGBUS sent while it was ignored is still ignored") {
+    const int status = InChild([&] {
+      signal(SIGBUS, SIG_IGN);
+      const int fd = open(path.c_str(), O_RDONLY);
+      auto keep = MappedFile::Map(fd, kBytes);
+      kill(getpid(), SIGBUS);
+      _exit(6);
+    });
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 6);
+  }
   SECTION("a SIGBUS sent with kill still kills") {
     const int status = InChild([&] {
       const int fd = open(path.c_str(), O_RDONLY);
