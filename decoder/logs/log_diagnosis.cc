@@ -204,6 +204,30 @@ class LogDiagnoser {
 
   void Add(Event e) { events_.push_back(std::move(e)); }
 
+  // One warning of `kind` for what a line says (the catalogue's message
+  // `id`, or the line itself when it has none), whatever the number of
+  // ranks that print it: the ranks of the lines are added to the first.
+  void Warn(FindingKind kind, LogCause cause, const char* id, const std::string& line, int rank) {
+    for (Finding& n : notes_) {
+      const auto* x = std::get_if<LogFacts>(&n.facts);
+      if (x == nullptr || x->cause != cause || (id != nullptr ? x->message != id : x->line != line))
+        continue;
+      if (rank >= 0 && std::find(n.ranks.begin(), n.ranks.end(), rank) == n.ranks.end()) {
+        n.ranks.push_back(rank);
+        std::sort(n.ranks.begin(), n.ranks.end());
+      }
+      return;
+    }
+    Finding n;
+    if (rank >= 0) n.ranks = {rank};
+    n.kind = kind;
+    n.role = FindingRole::kWarning;
+    Facts(n).cause = cause;
+    if (id != nullptr) Facts(n).message = id;
+    Facts(n).line = line;
+    notes_.push_back(n);
+  }
+
   // A line that a message of the catalogue names: an event of the message's
   // cause (init causes are init forensics' to report, from the evidence).
   void Catalogued(const LogLine& l, int rank, int64_t when) {
@@ -211,40 +235,16 @@ class LogDiagnoser {
     const CatalogueMessage* m = l.message;
     if (m == nullptr) {
       // An NCCL notice the catalogue does not name: said, as a warning.
-      if (l.level == LogLine::kNotice) {
-        Finding n;
-        if (rank >= 0) n.ranks = {rank};
-        n.kind = FindingKind::kLogInsufficient;
-        n.role = FindingRole::kWarning;
-        Facts(n).cause = LogCause::kNotice;
-        Facts(n).line = t;
-        notes_.push_back(n);
-      }
+      if (l.level == LogLine::kNotice)
+        Warn(FindingKind::kLogInsufficient, LogCause::kNotice, nullptr, t, rank);
       return;
     }
     const MessageCause& cause = CauseOf(*m);
     if (m->error_only && l.level != LogLine::kWarn && !ErrorWords(t)) return;
-    // A risk, not a failure (NCCL's notices are that too): one warning,
-    // whatever the number of ranks that print it; the job stays healthy on
-    // its account.
+    // A risk, not a failure (NCCL's notices are that too): a warning; the
+    // job stays healthy on its account.
     if (WarningOnly(*m) || l.level == LogLine::kNotice) {
-      for (Finding& n : notes_) {
-        const auto* x = std::get_if<LogFacts>(&n.facts);
-        if (x == nullptr || x->message != m->id) continue;
-        if (rank >= 0 && std::find(n.ranks.begin(), n.ranks.end(), rank) == n.ranks.end()) {
-          n.ranks.push_back(rank);
-          std::sort(n.ranks.begin(), n.ranks.end());
-        }
-        return;
-      }
-      Finding n;
-      if (rank >= 0) n.ranks = {rank};
-      n.kind = cause.kind;
-      n.role = FindingRole::kWarning;
-      Facts(n).cause = LogCause::kCatalogued;
-      Facts(n).message = m->id;
-      Facts(n).line = t;
-      notes_.push_back(n);
+      Warn(cause.kind, LogCause::kCatalogued, m->id, t, rank);
       return;
     }
     // A message of an init cause outside any init (a bad argument to a

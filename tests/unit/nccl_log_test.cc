@@ -360,6 +360,22 @@ TEST_CASE("NCCL's notices (2.32's ATTN): a failure is read as a WARN, the rest a
     }
     CHECK(warnings == 1);
   }
+  // The same notice from two ranks: one warning, both ranks.
+  Logs two;
+  two.File(init + "h:7:7 [0] init.cc:1 (f) NCCL ATTN Something NCCL 2.99 says\n" +
+           "h:8:8 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 1 nvmlDev 1 "
+           "busId 2a000 commId 0x1 - Init COMPLETE\n" +
+           "h:8:8 [0] init.cc:1 (f) NCCL ATTN Something NCCL 2.99 says\n");
+  two.log.Finish();
+  const LogDiagnosis d = DiagnoseLogs(two.log);
+  CHECK_FALSE(d.problem);
+  size_t warnings = 0;
+  for (const Finding& x : d.findings) {
+    if (x.role != FindingRole::kWarning) continue;
+    ++warnings;
+    CHECK(x.ranks == std::vector<int>{0, 1});
+  }
+  CHECK(warnings == 1);
 }
 
 TEST_CASE("hostile files: binary, huge lines, unreadable; never a crash", "[logs]") {
