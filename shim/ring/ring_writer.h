@@ -52,9 +52,10 @@
 //     (128 KiB) or more, and at most ring_slots / 512 slots each (a 64-slot
 //     test ring: blocks of 1; the default ring of 131072 slots: 256). Many
 //     threads claiming at full speed could still lap a ring within a
-//     block's lifetime; a slot written that late carries an older stamp
-//     than its place holds, and the decoder counts it lost, never as a
-//     newer record.
+//     block's lifetime; a slot its block's thread writes that late can
+//     lose the newer lap's record, or mix both records' bytes under the
+//     newer stamp. Such a ring is far too small for its threads: it
+//     loses records (the decoder cannot always tell which).
 //   - Signals: a claim from a block marks the thread's block busy (a plain
 //     TLS store, with compiler-only signal fences around the block's use).
 //     A handler that interrupts such a claim on the same thread sees busy
