@@ -68,9 +68,10 @@ struct TraceFileStats {
   bool read_again = false;
 };
 
-// How a TraceFile reads its slots: mapped (where no writer can reach them,
-// in place), or every one copied out with pread (what a file that cannot
-// be mapped gets; tests read both ways).
+// How a TraceFile reads its slots: mapped (in place where no writer is
+// expected to reach them, checked afterwards: read_again), or every one
+// copied out with pread (what a file that cannot be mapped gets, and what a
+// read_again asks for; tests read both ways).
 enum class ReadMode { kMapped, kCopied };
 
 class TraceFile {
@@ -203,13 +204,12 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     stats->ring_claimed = cursor;
     stats->ring_overwritten = first;
   }
-  // Where no writer can reach them, slots are read in the mapping; the
-  // others are copied out a chunk at a time (from the mapping, or with
-  // pread). A file that shrinks while it is read (a copy over it, a hostile
-  // writer) gives zeros or a short read, never SIGBUS.
-  // The buffers are the thread's, kept from one region and file to the
-  // next: allocated afresh for each, they were returned to the system and
-  // faulted in again every time (~150 page faults a file).
+  // Where no writer is expected to reach them, slots are read in the
+  // mapping (and checked after use); the others are copied out a chunk at a time (from the mapping,
+  // or with pread). A file that shrinks while it is read (a copy over it, a hostile writer) gives
+  // zeros or a short read, never SIGBUS. The buffers are the thread's, kept from one region and
+  // file to the next: allocated afresh for each, they were returned to the system and faulted in
+  // again every time (~150 page faults a file).
   ReadBuffers& buffers = ReadBuffers::Claim();
   struct Release {
     ReadBuffers& b;
@@ -274,9 +274,10 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     // Slots that may still be in flight: the pinned region (small), and the
     // ring's newest kInFlightSlots.
     const bool in_flight = pinned || i + n + kInFlightSlots > cursor;
-    // The others are read where they lie when no writer can reach them
-    // while they are: its process ended, or the ring's cursor is `margin`
-    // claims short of lapping the chunk's first slot. Else copied out.
+    // The others are read where they lie when no writer is expected to
+    // reach them while they are: its process ended, or the ring's cursor is
+    // `margin` claims short of lapping the chunk's first slot (checked again
+    // after use, below). Else copied out.
     const uint8_t* in_place = nullptr;
     if (map_ != nullptr && !in_flight) {
       bool far = writer_ended;
