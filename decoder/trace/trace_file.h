@@ -14,12 +14,14 @@
 // The process may still be running, and the file may even shrink while it
 // is read. The file is mapped (trace/mapped_file.h: a page past a shrunk
 // file's end reads as zeros, never SIGBUS, and the rest counts as torn).
-// The slots a writer may still be filling (the pinned region and the ring's
-// newest slots) are copied out and count only if the copy is whole (their
-// stamps unchanged across it, seqlock-style; read twice and compared when
-// read with pread); those near the point where a live writer laps the ring
-// are copied out, and count only if the ring's cursor had not lapped them
-// by the end of the copy. The rest, which a writer is not expected to reach
+// The slots a live writer may still be filling (the pinned region and the
+// ring's newest slots) are copied out and count only if the copy is whole
+// (their stamps unchanged across it, seqlock-style; read twice and compared
+// when read with pread; a writer that ended has its newest slots read in
+// place, below: one it is still filling has no final stamp yet); those
+// near the point where a live writer laps the ring are copied out, and
+// count only if the ring's cursor had not lapped them by the end of the
+// copy. The rest, which a writer is not expected to reach
 // while they are read (its process ended, or it would need a quarter of the
 // ring's claims first), is read where it lies, with no copy, and checked
 // after its records were handed out: if the writer claimed any of those
@@ -112,6 +114,9 @@ class TraceFile {
   // read where it lies (more where a quarter of the ring is more).
   static constexpr uint64_t kLapMarginSlots = 4096;
   static constexpr uint64_t kNoCursor = UINT64_MAX;  // LiveCursor could not read it
+  // How far ahead of the slot being read the next is asked for: the
+  // hardware's prefetchers stop at each 4 KiB page of the mapping.
+  static constexpr uint64_t kReadAheadSlots = 32;
 
   // A thread's copy buffers (ReadRegion): kept for the life of the thread;
   // a nested read (a callback that reads another trace) gets its own.
@@ -245,6 +250,8 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     if (map_ != nullptr) {
       for (uint64_t k = 0; k < n; ++k) {
         const uint8_t* src = map_->data() + offset + ((from + k) & mask) * kSlot;
+        if (k + kReadAheadSlots < n)
+          __builtin_prefetch(map_->data() + offset + ((from + k + kReadAheadSlots) & mask) * kSlot);
         const auto* stamp = reinterpret_cast<const uint64_t*>(src);
         const uint64_t before = __atomic_load_n(stamp, __ATOMIC_ACQUIRE);
         std::memcpy(out + k * kSlot, src, kSlot);
@@ -272,8 +279,13 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     const uint64_t n = std::min({kChunkSlots, slots - (i & mask), last - i});
     retire();
     // Slots that may still be in flight: the pinned region (small), and the
-    // ring's newest kInFlightSlots.
-    const bool in_flight = pinned || i + n + kInFlightSlots > cursor;
+    // ring's newest kInFlightSlots, copied whole. Not those of a writer that
+    // ended, in the mapping: read where they lie, a slot it is still filling
+    // holds no final stamp yet (the stamp is read first, with acquire
+    // ordering, and the writer stamps last) and counts torn, as its unstable
+    // copy would; one it claims again is found after use (read_again).
+    const bool in_flight =
+        pinned || ((map_ == nullptr || !writer_ended) && i + n + kInFlightSlots > cursor);
     // The others are read where they lie when no writer is expected to
     // reach them while they are: its process ended, or the ring's cursor is
     // `margin` claims short of lapping the chunk's first slot (checked again
@@ -316,6 +328,7 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       const uint64_t start = i;
       const uint64_t k = i - (end - n);
       const uint8_t* slot = copy + k * kSlot;
+      if (k + kReadAheadSlots < n) __builtin_prefetch(slot + kReadAheadSlots * kSlot);
       const ncclwatch_slot_header sh = header_of(slot);
       if (i < safe_from) {
         ++stats->lapped_slots;
