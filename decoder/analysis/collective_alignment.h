@@ -62,11 +62,11 @@ class CollectiveAlignment {
   std::optional<uint64_t> Frontier() const;
 
  private:
-  struct Reference {
+  struct Reference {  // 48 bytes, one a collective
     CollectiveSignature sig;
     int64_t time_ns = 0;
-    int provider = -1;  // index into members_
     uint64_t caller = 0;
+    int provider = -1;  // index into members_
   };
   SequenceWindow<Reference> ref_;
   std::vector<AlignedMember> members_;

@@ -15,8 +15,16 @@
 namespace ncclwatch::decoder {
 
 struct CollectiveSignature {
-  uint32_t call = 0;
+  CollectiveSignature() = default;
+  CollectiveSignature(uint32_t call_, uint64_t count_, int32_t datatype_, int32_t redop_,
+                      int32_t root_)
+      : count(count_), call(call_), datatype(datatype_), redop(redop_), root(root_) {}
+
+  // The count first: 24 bytes, no padding (the collective alignment keeps
+  // one for every collective of a job; the constructor takes the fields in
+  // the order they are read out).
   uint64_t count = 0;
+  uint32_t call = 0;
   int32_t datatype = 0;
   int32_t redop = -1;
   int32_t root = -1;
@@ -39,6 +47,7 @@ struct CollectiveSignature {
   // The first field two signatures differ in: "op", "count", "datatype", "redop", "root".
   static std::string DifferingField(const CollectiveSignature& a, const CollectiveSignature& b);
 };
+static_assert(sizeof(CollectiveSignature) == 24, "a collective's signature has padding again");
 
 }  // namespace ncclwatch::decoder
 

@@ -40,6 +40,12 @@ class SequenceWindow {
     // below base_ wraps to a huge offset, past the run).
     const uint64_t i = seq - base_;
     if (i < dense_.size() && set_[i]) return dense_[i];
+    // The next number after the run (the first rank's numbers, in order).
+    if (i == dense_.size() && i != 0 && sparse_.empty()) {
+      ++stored_;
+      set_.push_back(1);
+      return dense_.emplace_back();
+    }
     return AtSlow(seq);
   }
 
@@ -90,7 +96,7 @@ class SequenceWindow {
     if (dense_.empty() && sparse_.empty()) {
       base_ = seq;
       dense_.emplace_back();
-      set_.push_back(true);
+      set_.push_back(1);
       return dense_.back();
     }
     if (!dense_.empty()) {
@@ -99,8 +105,8 @@ class SequenceWindow {
         if (seq - base_ < limit) {  // no wrap: seq >= base_, and the +1 comes after the bound
           const uint64_t need = seq - base_ + 1;
           dense_.resize(need);
-          set_.resize(need, false);
-          set_[need - 1] = true;
+          set_.resize(need, 0);
+          set_[need - 1] = 1;
           Absorb();
           return dense_[need - 1];
         }
@@ -113,9 +119,9 @@ class SequenceWindow {
           uint64_t room = std::max<uint64_t>(grow, dense_.size());
           room = std::min<uint64_t>({room, limit - dense_.size(), base_});
           dense_.insert(dense_.begin(), room, T{});
-          set_.insert(set_.begin(), room, false);
+          set_.insert(set_.begin(), room, uint8_t{0});
           base_ -= room;
-          set_[seq - base_] = true;
+          set_[seq - base_] = 1;
           Absorb();
           return dense_[seq - base_];
         }
@@ -129,7 +135,7 @@ class SequenceWindow {
     for (auto it = sparse_.lower_bound(base_);
          it != sparse_.end() && it->first - base_ < dense_.size();) {
       dense_[it->first - base_] = std::move(it->second);
-      set_[it->first - base_] = true;
+      set_[it->first - base_] = 1;
       it = sparse_.erase(it);
     }
   }
@@ -138,7 +144,7 @@ class SequenceWindow {
     if (seq < base_ || seq - base_ >= dense_.size() || !set_[seq - base_]) {
       if (seq >= base_ && seq - base_ < dense_.size()) {  // inside, not yet set
         ++stored_;
-        set_[seq - base_] = true;
+        set_[seq - base_] = 1;
         return &dense_[seq - base_];
       }
       return nullptr;
@@ -148,7 +154,7 @@ class SequenceWindow {
 
   uint64_t base_ = 0;
   std::vector<T> dense_;
-  std::vector<bool> set_;
+  std::vector<uint8_t> set_;  // a byte, not a bit, a number: At's test is one load
   std::map<uint64_t, T> sparse_;
   size_t stored_ = 0;
 };
