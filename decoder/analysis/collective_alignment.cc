@@ -39,6 +39,10 @@ void CollectiveAlignment::AddMember(int process, const CommStream& stream,
       __builtin_prefetch(ahead + sizeof(CollectiveEvent) - 1);
     }
     const CollectiveEvent& e = trace.collectives[calls[k]];
+    // And the reference that far on (numbers come in a row), which the
+    // cache does not hold either once a job has more than ~40,000
+    // collectives.
+    ref_.Prefetch(e.seq + kRowsAhead);
     const CollectiveSignature sig = CollectiveSignature::Of(e);
     if (!m.any) {
       m.any = true;

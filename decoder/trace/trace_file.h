@@ -250,8 +250,12 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     if (map_ != nullptr) {
       for (uint64_t k = 0; k < n; ++k) {
         const uint8_t* src = map_->data() + offset + ((from + k) & mask) * kSlot;
-        if (k + kReadAheadSlots < n)
-          __builtin_prefetch(map_->data() + offset + ((from + k + kReadAheadSlots) & mask) * kSlot);
+        if (k + kReadAheadSlots < n) {
+          const uint8_t* ahead =
+              map_->data() + offset + ((from + k + kReadAheadSlots) & mask) * kSlot;
+          __builtin_prefetch(ahead);
+          __builtin_prefetch(ahead + 64);
+        }
         const auto* stamp = reinterpret_cast<const uint64_t*>(src);
         const uint64_t before = __atomic_load_n(stamp, __ATOMIC_ACQUIRE);
         std::memcpy(out + k * kSlot, src, kSlot);
@@ -328,7 +332,10 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       const uint64_t start = i;
       const uint64_t k = i - (end - n);
       const uint8_t* slot = copy + k * kSlot;
-      if (k + kReadAheadSlots < n) __builtin_prefetch(slot + kReadAheadSlots * kSlot);
+      if (k + kReadAheadSlots < n) {  // both lines of the slot
+        __builtin_prefetch(slot + kReadAheadSlots * kSlot);
+        __builtin_prefetch(slot + kReadAheadSlots * kSlot + 64);
+      }
       const ncclwatch_slot_header sh = header_of(slot);
       if (i < safe_from) {
         ++stats->lapped_slots;
