@@ -1,8 +1,12 @@
 // The ncclwatch command line: every command's --help, the version from
-// CMake, and explain's headline and exit codes (0 healthy, 1 a problem, 2
-// input that cannot be used).
+// CMake, explain's headline and exit codes (0 healthy, 1 a problem, 2
+// input that cannot be used), and the libraries the program needs.
 
+#include <elf.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -23,6 +27,52 @@ jobs::RankResult Run(const std::vector<std::string>& args) {
 }
 
 bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// The shared libraries an ELF64 program names (DT_NEEDED), read from its
+// dynamic section: what the loader will look for, as `ldd` lists them.
+std::vector<std::string> NeededLibraries(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in);
+  auto read = [&](uint64_t offset, void* out, size_t n) {
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(static_cast<char*>(out), static_cast<std::streamsize>(n));
+    REQUIRE(in.gcount() == static_cast<std::streamsize>(n));
+  };
+  Elf64_Ehdr eh;
+  read(0, &eh, sizeof(eh));
+  REQUIRE(std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0);
+  REQUIRE(eh.e_ident[EI_CLASS] == ELFCLASS64);
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  for (size_t i = 0; i < ph.size(); ++i)
+    read(eh.e_phoff + i * eh.e_phentsize, &ph[i], sizeof(Elf64_Phdr));
+  // An address of the loaded program, as a place in the file.
+  auto file_offset = [&](uint64_t vaddr) {
+    for (const Elf64_Phdr& p : ph)
+      if (p.p_type == PT_LOAD && vaddr >= p.p_vaddr && vaddr < p.p_vaddr + p.p_filesz)
+        return vaddr - p.p_vaddr + p.p_offset;
+    FAIL("address " << vaddr << " is in no loaded segment");
+    return uint64_t{0};
+  };
+  std::vector<Elf64_Dyn> dynamic;
+  for (const Elf64_Phdr& p : ph) {
+    if (p.p_type != PT_DYNAMIC) continue;
+    dynamic.resize(p.p_filesz / sizeof(Elf64_Dyn));
+    read(p.p_offset, dynamic.data(), dynamic.size() * sizeof(Elf64_Dyn));
+  }
+  uint64_t strtab = 0;
+  for (const Elf64_Dyn& d : dynamic)
+    if (d.d_tag == DT_STRTAB) strtab = file_offset(d.d_un.d_ptr);
+  REQUIRE(strtab != 0);
+  std::vector<std::string> needed;
+  for (const Elf64_Dyn& d : dynamic) {
+    if (d.d_tag != DT_NEEDED) continue;
+    char name[256] = {};
+    in.seekg(static_cast<std::streamoff>(strtab + d.d_un.d_val));
+    in.read(name, sizeof(name) - 1);
+    needed.emplace_back(name);
+  }
+  return needed;
+}
 
 }  // namespace
 
@@ -47,6 +97,25 @@ TEST_CASE("the version comes from CMake's project()", "[cli]") {
   CHECK(r.exit_code == 0);
   CHECK(StartsWith(r.output,
                    std::string("ncclwatch ") + ncclwatch::decoder::kNcclwatchVersion + " "));
+}
+
+TEST_CASE("the program is one file: abseil, protobuf and RE2 are linked in", "[cli]") {
+  // What the README promises for containers: copy `ncclwatch` and run it.
+  const std::vector<std::string> needed = NeededLibraries(jobs::NcclwatchPath());
+  REQUIRE_FALSE(needed.empty());
+  CHECK(std::find(needed.begin(), needed.end(), "libc.so.6") != needed.end());
+  for (const std::string& lib : needed) {
+    INFO(lib);
+#ifdef NCCLWATCH_TEST_STATIC_DEPS
+    CHECK_FALSE(StartsWith(lib, "libabsl_"));
+    CHECK_FALSE(StartsWith(lib, "libprotobuf"));
+    CHECK_FALSE(StartsWith(lib, "libre2"));
+#endif
+#ifdef NCCLWATCH_TEST_STATIC_RUNTIME
+    CHECK_FALSE(StartsWith(lib, "libstdc++"));
+    CHECK_FALSE(StartsWith(lib, "libgcc_s"));
+#endif
+  }
 }
 
 TEST_CASE("unusable input and unknown options: exit 2", "[cli]") {
