@@ -81,6 +81,10 @@ class Jobs {
     job.call_slots = call_slots;
     std::string error;
     if (!ncclwatch::bench::WriteSyntheticJob(dir, job, &error)) Die(error);
+    // The traces were written through shared mappings: their pages are
+    // dirty, and the kernel's writeback would flush them while the runs
+    // below are timed, beside them on the same cores. Flushed first.
+    sync();
     return dirs_[key] = dir;
   }
 
