@@ -108,8 +108,10 @@ class TraceFile {
   void ForEachEntry(Fn&& fn, TraceFileStats* stats) const;
 
  private:
-  static constexpr uint64_t kChunkSlots = 2048;     // 256 KiB a read
-  static constexpr uint64_t kInFlightSlots = 4096;  // the ring's newest slots, copied whole
+  static constexpr uint64_t kChunkSlots = 2048;  // 256 KiB a read
+  // The ring's newest slots: copied whole, seqlock-style (in place for an
+  // ended writer; a record of its that runs past a chunk is still copied so).
+  static constexpr uint64_t kInFlightSlots = 4096;
   // A live writer's claims, at least, between the ring's cursor and a slot
   // read where it lies (more where a quarter of the ring is more).
   static constexpr uint64_t kLapMarginSlots = 4096;
@@ -288,8 +290,8 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     // holds no final stamp yet (the stamp is read first, with acquire
     // ordering, and the writer stamps last) and counts torn, as its unstable
     // copy would; one it claims again is found after use (read_again).
-    const bool in_flight =
-        pinned || ((map_ == nullptr || !writer_ended) && i + n + kInFlightSlots > cursor);
+    const bool newest = !pinned && i + n + kInFlightSlots > cursor;
+    const bool in_flight = pinned || ((map_ == nullptr || !writer_ended) && newest);
     // The others are read where they lie when no writer is expected to
     // reach them while they are: its process ended, or the ring's cursor is
     // `margin` claims short of lapping the chunk's first slot (checked again
@@ -332,7 +334,7 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       const uint64_t start = i;
       const uint64_t k = i - (end - n);
       const uint8_t* slot = copy + k * kSlot;
-      if (k + kReadAheadSlots < n) {  // both lines of the slot
+      if (!copied && k + kReadAheadSlots < n) {  // both lines of the slot, in the mapping
         __builtin_prefetch(slot + kReadAheadSlots * kSlot);
         __builtin_prefetch(slot + kReadAheadSlots * kSlot + 64);
       }
@@ -387,7 +389,11 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
                      nslots <= NCCLWATCH_MAX_RECORD_SLOTS && nslots <= last - i;
         const uint8_t* parts = slot;
         if (whole && i + nslots > end) {  // it runs past the chunk: read it on its own
-          if (in_flight) {                // as above
+          // Copied as the writer may still be filling it: seqlock-style, or
+          // twice with pread (a plain copy promises no order among the
+          // slots' bytes, so a slot could come out with its final stamp and
+          // an older payload), also for an ended writer's newest slots.
+          if (in_flight || newest) {
             whole = copy_slots(i, nslots, gather.get(), stable_gather);
             for (uint64_t j = 0; whole && j < nslots; ++j) whole = stable_gather[j] != 0;
           } else {

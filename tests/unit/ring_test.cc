@@ -4,6 +4,7 @@
 // its records and overflows into the ring; a file is created only where it is
 // safe; and a hostile file never crashes the reader.
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -163,6 +164,50 @@ TEST_CASE("an ended writer's newest slots, read where they lie, skip one it is s
   CHECK(after.ring.size() == want.size() + 1);
   CHECK(after.ring.back() == std::string(16, 'x'));
   CHECK(after.stats.torn_slots == 0);
+}
+
+TEST_CASE("an ended writer's record across a chunk's end, among its newest slots, is checked",
+          "[ring]") {
+  // A record of several slots that runs past the reader's 2,048-slot chunk
+  // is read on its own; among an ended writer's newest slots it is copied
+  // with its stamps checked, and its last slot still being written (stamped
+  // so) loses the whole record, nothing else.
+  const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
+  jobs::TempDir dir;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(Config(dir.path(), 8 << 20), err, sizeof(err)));
+  std::vector<std::string> want;
+  for (int i = 0; i < 2046; ++i) {
+    want.push_back("r" + std::to_string(i));
+    REQUIRE(Append(w, Region::kRing, want.back()));
+  }
+  const std::string across(500, 'x');  // 5 slots, from 2,046 to 2,050
+  REQUIRE(Append(w, Region::kRing, across));
+  const uint64_t last = w.header()->ring_next - 1;
+  REQUIRE(last == 2050);
+  for (int i = 0; i < 10; ++i) REQUIRE(Append(w, Region::kRing, "after" + std::to_string(i)));
+  REQUIRE(Append(w, Region::kPinned, kProcessEnd));
+  std::vector<std::string> whole = want;
+  whole.push_back(across);
+  for (int i = 0; i < 10; ++i) whole.push_back("after" + std::to_string(i));
+
+  const Read r = ReadAll(w.path(), mode);
+  CHECK(r.ring == whole);
+  CHECK(r.stats.torn_slots == 0);
+
+  // The last slot stamped "being written", as a writer still at it leaves it.
+  const int fd = open(w.path(), O_RDWR);
+  REQUIRE(fd >= 0);
+  const uint64_t stamp = (last + 1) | NCCLWATCH_STAMP_WRITING;
+  const off_t at = static_cast<off_t>(w.header()->ring_offset + last * NCCLWATCH_SLOT_BYTES);
+  REQUIRE(pwrite(fd, &stamp, sizeof(stamp), at) == static_cast<ssize_t>(sizeof(stamp)));
+  close(fd);
+  std::vector<std::string> without = want;
+  for (int i = 0; i < 10; ++i) without.push_back("after" + std::to_string(i));
+  const Read torn = ReadAll(w.path(), mode);
+  CHECK(torn.ring == without);
+  CHECK(torn.stats.torn_slots == 5);
 }
 
 TEST_CASE("a trace that shrinks while it is read is cut short, never a crash", "[ring]") {
