@@ -40,11 +40,13 @@ class SequenceWindow {
     // below base_ wraps to a huge offset, past the run).
     const uint64_t i = seq - base_;
     if (i < dense_.size() && set_[i]) return dense_[i];
-    // The next number after the run (the first rank's numbers, in order).
-    if (i == dense_.size() && i != 0 && sparse_.empty()) {
-      ++stored_;
+    // The next number after the run (the first rank's numbers, in order),
+    // unless it wrapped past 2^64 (then below base_: the slow path's).
+    if (i == dense_.size() && seq > base_ && sparse_.empty()) {
+      T& v = dense_.emplace_back();
       set_.push_back(1);
-      return dense_.emplace_back();
+      ++stored_;
+      return v;
     }
     return AtSlow(seq);
   }

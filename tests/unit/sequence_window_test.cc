@@ -54,6 +54,20 @@ TEST_CASE("numbers far apart are stored sparsely, not as the span between them",
   CHECK(Keys(w) == std::vector<uint64_t>{0, 1, uint64_t{1} << 40, UINT64_MAX - 1, UINT64_MAX});
 }
 
+TEST_CASE("the number after 2^64 - 1 is not appended to the run: it is 0, below it",
+          "[window][hostile]") {
+  SequenceWindow<int> w;
+  w.At(UINT64_MAX) = 1;
+  w.At(0) = 2;  // base + 1 wraps to 0
+  w.At(1) = 3;
+  CHECK(w.size() == 3);
+  REQUIRE(w.Find(0) != nullptr);
+  CHECK(*w.Find(0) == 2);
+  CHECK(*w.Find(1) == 3);
+  CHECK(*w.Find(UINT64_MAX) == 1);
+  CHECK(Keys(w) == std::vector<uint64_t>{0, 1, UINT64_MAX});
+}
+
 TEST_CASE("a sparse value is taken into the dense run when the run reaches it", "[window]") {
   SequenceWindow<int> w;
   w.At(0) = 7;
