@@ -83,8 +83,11 @@ class Jobs {
     if (!ncclwatch::bench::WriteSyntheticJob(dir, job, &error)) Die(error);
     // The traces were written through shared mappings: their pages are
     // dirty, and the kernel's writeback would flush them while the runs
-    // below are timed, beside them on the same cores. Flushed first.
-    sync();
+    // below are timed, beside them on the same cores. Flushed first (their
+    // file system only).
+    const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+    if (dir_fd < 0 || syncfs(dir_fd) != 0) Die("cannot flush the traces in " + dir);
+    close(dir_fd);
     return dirs_[key] = dir;
   }
 
