@@ -62,7 +62,7 @@ class CollectiveAlignment {
   std::optional<uint64_t> Frontier() const;
 
  private:
-  struct Reference {  // 48 bytes, one a collective
+  struct Reference {  // 48 bytes, one for each collective
     CollectiveSignature sig;
     int64_t time_ns = 0;
     uint64_t caller = 0;

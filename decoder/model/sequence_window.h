@@ -167,7 +167,7 @@ class SequenceWindow {
 
   uint64_t base_ = 0;
   std::vector<T> dense_;
-  std::vector<uint8_t> set_;  // a byte, not a bit, a number: At's test is one load
+  std::vector<uint8_t> set_;  // one byte a number, not a bit: At's test is one load
   std::map<uint64_t, T> sparse_;
   size_t stored_ = 0;
 };
