@@ -81,6 +81,16 @@ RingConfig Config(const std::string& dir, uint64_t ring_bytes, uint64_t pinned_b
   return c;
 }
 
+// Opens `w` on a trace in `dir` (a ring of `ring_bytes`), or fails the test
+// with the writer's reason.
+void OpenIn(RingWriter& w, const jobs::TempDir& dir, uint64_t ring_bytes,
+            uint64_t pinned_bytes = 256 << 10) {
+  char err[256] = "";
+  const bool opened = w.Open(Config(dir.path(), ring_bytes, pinned_bytes), err, sizeof(err));
+  INFO(err);
+  REQUIRE(opened);
+}
+
 bool Append(RingWriter& w, Region region, const std::string& s, RecordLocation* where = nullptr) {
   return w.Append(region, reinterpret_cast<const uint8_t*>(s.data()), s.size(), where);
 }
@@ -91,8 +101,7 @@ TEST_CASE("records come back whole and in order, from both regions", "[ring]") {
   const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 1 << 20), err, sizeof(err)));
+  OpenIn(w, dir, 1 << 20);
   std::vector<std::string> want;
   for (int i = 0; i < 300; ++i) {
     // Sizes from 1 byte to several slots.
@@ -127,8 +136,7 @@ std::vector<std::string> WriteEndedTrace(RingWriter& w, int n) {
 TEST_CASE("a trace read where it lies gives what a copy gives", "[ring]") {
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 8 << 20), err, sizeof(err)));  // 65536 slots: no lap
+  OpenIn(w, dir, 8 << 20);  // 65536 slots: no lap
   const std::vector<std::string> want = WriteEndedTrace(w, 20000);
   const Read mapped = ReadAll(w.path(), ReadMode::kMapped);
   const Read copied = ReadAll(w.path(), ReadMode::kCopied);
@@ -148,8 +156,7 @@ TEST_CASE("an ended writer's newest slots, read where they lie, skip one it is s
   const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 8 << 20), err, sizeof(err)));
+  OpenIn(w, dir, 8 << 20);
   const std::vector<std::string> want = WriteEndedTrace(w, 3000);  // all of them the newest
   SlotClaim claim;
   REQUIRE(w.ClaimSlot(&claim));
@@ -175,8 +182,7 @@ TEST_CASE("an ended writer's record across a chunk's end, among its newest slots
   const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 8 << 20), err, sizeof(err)));
+  OpenIn(w, dir, 8 << 20);
   std::vector<std::string> want;
   for (int i = 0; i < 2046; ++i) {
     want.push_back("r" + std::to_string(i));
@@ -214,8 +220,7 @@ TEST_CASE("a trace that shrinks while it is read is cut short, never a crash", "
   const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 8 << 20), err, sizeof(err)));
+  OpenIn(w, dir, 8 << 20);
   const std::vector<std::string> want = WriteEndedTrace(w, 20000);
   auto file = TraceFile::Open(w.path(), mode);
   REQUIRE(file.ok());
@@ -239,8 +244,7 @@ TEST_CASE("a trace that shrinks while it is read is cut short, never a crash", "
 TEST_CASE("a live writer that laps slots read in place is caught: read again, copied", "[ring]") {
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 8 << 20), err, sizeof(err)));  // 65536 slots
+  OpenIn(w, dir, 8 << 20);  // 65536 slots
   for (int i = 0; i < 30000; ++i) REQUIRE(Append(w, Region::kRing, "r" + std::to_string(i)));
   const uint64_t slots = w.header()->ring_slots;
   SECTION("a writer far from lapping: the mapped read stands") {
@@ -276,8 +280,7 @@ TEST_CASE("a full ring keeps the newest records", "[ring]") {
   const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));  // 64 slots
+  OpenIn(w, dir, 64 * NCCLWATCH_SLOT_BYTES);  // 64 slots
   for (int i = 0; i < 1000; ++i) REQUIRE(Append(w, Region::kRing, "record " + std::to_string(i)));
   Read r = ReadAll(w.path(), mode);
   REQUIRE(r.ring.size() == 64);
@@ -291,8 +294,7 @@ TEST_CASE("a record cut by the ring's oldest edge is skipped, not misread", "[ri
   const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
+  OpenIn(w, dir, 64 * NCCLWATCH_SLOT_BYTES);
   const std::string big(3 * NCCLWATCH_SLOT_PAYLOAD_BYTES, 'B');  // 3 slots
   for (int i = 0; i < 40; ++i)
     REQUIRE(Append(w, Region::kRing, big));  // 120 slots: wraps mid-record
@@ -305,8 +307,7 @@ TEST_CASE("a record cut by the ring's oldest edge is skipped, not misread", "[ri
 TEST_CASE("threads append at once without losing or tearing a record", "[ring]") {
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 8 << 20), err, sizeof(err)));
+  OpenIn(w, dir, 8 << 20);
   constexpr int kThreads = 4, kEach = 5000;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -333,8 +334,7 @@ TEST_CASE("a slot whose stamp does not match its place is counted torn and skipp
   const ReadMode mode = GENERATE(ReadMode::kMapped, ReadMode::kCopied);
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 1 << 20), err, sizeof(err)));
+  OpenIn(w, dir, 1 << 20);
   for (int i = 0; i < 10; ++i) REQUIRE(Append(w, Region::kRing, "r" + std::to_string(i)));
   auto slot = [&](int i) {
     return reinterpret_cast<ncclwatch_slot_header*>(reinterpret_cast<uint8_t*>(w.header()) +
@@ -367,8 +367,7 @@ TEST_CASE("a slot whose stamp does not match its place is counted torn and skipp
 TEST_CASE("a slot an earlier lap wrote and this lap never did counts as unwritten", "[ring]") {
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));  // 64 slots
+  OpenIn(w, dir, 64 * NCCLWATCH_SLOT_BYTES);  // 64 slots
   for (int i = 0; i < 100; ++i) REQUIRE(Append(w, Region::kRing, "r" + std::to_string(i)));
   // Logical 70 (physical 6) holds record 70; make it hold record 6 (stamp 7),
   // as if slot 70 had been in a claim block its thread never used.
@@ -388,8 +387,7 @@ TEST_CASE("a slot an earlier lap wrote and this lap never did counts as unwritte
 TEST_CASE("the pinned region keeps its records and overflows into the ring", "[ring]") {
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 1 << 20, 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
+  OpenIn(w, dir, 1 << 20, 64 * NCCLWATCH_SLOT_BYTES);
   for (int i = 0; i < 100; ++i) REQUIRE(Append(w, Region::kPinned, "p" + std::to_string(i)));
   Read r = ReadAll(w.path());
   REQUIRE(r.pinned.size() == 64);
@@ -403,8 +401,7 @@ TEST_CASE("records encoded in place: published, or given up as padding the reade
           "[ring]") {
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
+  OpenIn(w, dir, 64 * NCCLWATCH_SLOT_BYTES);
   ncclwatch::shim::SlotClaim a, b, c;
   REQUIRE(w.ClaimSlot(&a));
   REQUIRE(w.ClaimSlot(&b));
@@ -426,8 +423,7 @@ TEST_CASE("records encoded in place: published, or given up as padding the reade
 TEST_CASE("a patch site rewrites 4 bytes of its record while the slot still holds it", "[ring]") {
   jobs::TempDir dir;
   RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES), err, sizeof(err)));
+  OpenIn(w, dir, 64 * NCCLWATCH_SLOT_BYTES);
   SlotClaim claim;
   REQUIRE(w.ClaimSlot(&claim));
   std::memcpy(claim.payload, "rc=????", 7);
@@ -566,10 +562,8 @@ TEST_CASE("a folder planted by someone else, or a symbolic link, is refused", "[
 
 TEST_CASE("a hostile file gets a one-line reason, never a crash", "[ring][fuzz]") {
   jobs::TempDir dir;
-  char err[256];
   RingWriter w;
-  REQUIRE(w.Open(Config(dir.path(), 64 * NCCLWATCH_SLOT_BYTES, 64 * NCCLWATCH_SLOT_BYTES), err,
-                 sizeof(err)));
+  OpenIn(w, dir, 64 * NCCLWATCH_SLOT_BYTES, 64 * NCCLWATCH_SLOT_BYTES);
   for (int i = 0; i < 100; ++i)
     Append(w, i % 5 ? Region::kRing : Region::kPinned, std::string(i % 300 + 1, 'x'));
   std::ifstream in(w.path(), std::ios::binary);
@@ -632,9 +626,8 @@ TEST_CASE("a hostile file gets a one-line reason, never a crash", "[ring][fuzz]"
 
 TEST_CASE("a new ring is faulted in when it is made: no record takes a page fault", "[ring]") {
   jobs::TempDir dir;
-  char err[256];
   RingWriter w;
-  REQUIRE(w.Open(Config(dir.path(), 4 << 20), err, sizeof(err)));
+  OpenIn(w, dir, 4 << 20);
   const size_t bytes = w.header()->file_bytes;
   const long page = sysconf(_SC_PAGESIZE);
   std::vector<unsigned char> resident((bytes + page - 1) / page);
