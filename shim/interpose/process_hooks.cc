@@ -51,6 +51,20 @@ ExitFn g_real_big_exit = nullptr;
 int g_hooks_installed = 0;
 int g_on_exit_registered = 0;
 struct sigaction g_program_action[NSIG];  // what the program believes is installed
+// The process g_program_action belongs to: set by the constructor and in a
+// forked child (the fork handler), never by a vfork child, which shares this
+// memory with its parent until it execs or exits.
+pid_t g_table_pid = 0;
+
+// Whether the caller is a process other than the table's owner: a vfork
+// child (CPython's subprocess since 3.10, posix_spawn), or a child cloned
+// without fork handlers. Such a child has signal dispositions of its own in
+// the kernel, but may share this memory with its parent: what it installs
+// must not be written into the table the parent's handler reads. One system
+// call (getpid is not cached by glibc): never on the hot path.
+bool InAnotherProcess() {
+  return static_cast<pid_t>(syscall(SYS_getpid)) != __atomic_load_n(&g_table_pid, __ATOMIC_ACQUIRE);
+}
 
 bool Watched(int signo) {
   for (int s : kWatched)
@@ -127,6 +141,7 @@ int InstallFor(int signo, const struct sigaction& act) {
 void InstallSignalHooks() {
   ResolveLibc();
   if (g_real_sigaction == nullptr) return;
+  __atomic_store_n(&g_table_pid, static_cast<pid_t>(syscall(SYS_getpid)), __ATOMIC_RELEASE);
   for (int s : kWatched) {
     struct sigaction current;
     if (g_real_sigaction(s, nullptr, &current) != 0) continue;
@@ -140,6 +155,7 @@ void InstallSignalHooks() {
 // write there) the forking thread's claim block, which the same thread in
 // the parent goes on using, is dropped: the child never writes its slots.
 void OnForkChild() {
+  __atomic_store_n(&g_table_pid, static_cast<pid_t>(syscall(SYS_getpid)), __ATOMIC_RELEASE);
   g_ring.ForkChild();
   TracerForkChild();
 }
@@ -191,6 +207,18 @@ __attribute__((visibility("default"))) int sigaction(int signum, const struct si
   }
   if (!__atomic_load_n(&g_hooks_installed, __ATOMIC_ACQUIRE) || !Watched(signum)) {
     return g_real_sigaction(signum, act, oldact);
+  }
+  if (InAnotherProcess()) {
+    // A vfork child (e.g. resetting every handler before exec): its own
+    // kernel dispositions change, the parent's table does not. Where the
+    // shim's handler is still in place it reports what the program installed.
+    struct sigaction kernel;
+    if (g_real_sigaction(signum, act, &kernel) != 0) return -1;
+    if (oldact != nullptr) {
+      const bool ours = (kernel.sa_flags & SA_SIGINFO) && kernel.sa_sigaction == OnFatalSignal;
+      *oldact = ours ? g_program_action[signum] : kernel;
+    }
+    return 0;
   }
   const struct sigaction previous = g_program_action[signum];
   if (act != nullptr) {

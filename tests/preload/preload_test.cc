@@ -9,6 +9,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <set>
@@ -32,7 +33,7 @@ jobs::RankResult RunProbe(const std::vector<std::string>& args, const std::vecto
                           long long fsize_bytes = -1) {
   jobs::JobSpec spec;
   spec.fsize_bytes = fsize_bytes;
-  spec.argv = {jobs::BinDir() + "/" + program};
+  spec.argv = {program.front() == '/' ? program : jobs::BinDir() + "/" + program};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.env = env;
   spec.timeout_s = 60;
@@ -312,6 +313,54 @@ TEST_CASE("sigaction and signal report the program's handlers as it installed th
   const ProcessTrace t = OnlyTrace(dir.path());
   CheckTracedStartToExit(t, "preload_probe");
   CHECK(t.signals.empty());
+}
+
+TEST_CASE("a vfork child that resets its handlers before exec leaves the parent's in place",
+          "[preload][signals]") {
+  jobs::TempDir dir;
+  const jobs::RankResult plain = RunProbe({"vfork"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult traced = RunProbe({"vfork"}, Traced(dir.path()));
+  INFO("without:\n" << plain.output << "with:\n" << traced.output);
+  CHECK(plain.output.find("handlers ran: SIGINT yes, SIGTERM yes") != std::string::npos);
+  CHECK(traced.output == plain.output);
+  CHECK(traced.exit_code == 0);
+  // Traced to a clean exit, and both signals went to the program's handler.
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CheckTracedStartToExit(t, "preload_probe");
+  REQUIRE(t.signals.size() == 2);
+  CHECK(t.signals[0].disposition == 2);
+  CHECK(t.signals[1].disposition == 2);
+}
+
+// CPython 3.10+ runs a subprocess's child in vfork (import torch itself runs
+// one): the parent's SIGINT handler, KeyboardInterrupt, must survive it.
+TEST_CASE("a real CPython keeps its signal handlers after a subprocess", "[preload][signals]") {
+  jobs::TempDir dir;
+  if (RunProbe({"-c", "command -v python3"}, {}, "/bin/sh").exit_code != 0) {
+    std::cout << "NCCLWATCH-SKIP: no python3 on PATH\n";
+    return;
+  }
+  const std::string script =
+      "import signal, subprocess, os, time\n"
+      "signal.signal(signal.SIGINT, lambda *a: print('handler ran', flush=True))\n"
+      "subprocess.run(['true'])\n"
+      "os.kill(os.getpid(), signal.SIGINT)\n"
+      "time.sleep(0.2)\n"
+      "try:\n"
+      "    signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+      "    subprocess.run(['true'])\n"
+      "    os.kill(os.getpid(), signal.SIGINT)\n"
+      "    time.sleep(0.2)\n"
+      "except KeyboardInterrupt:\n"
+      "    print('KeyboardInterrupt', flush=True)\n";
+  const std::vector<std::string> args = {"-c", "exec python3 -c \"$0\"", script};
+  const jobs::RankResult plain = RunProbe(args, {}, "/bin/sh");
+  const jobs::RankResult traced = RunProbe(args, Traced(dir.path()), "/bin/sh");
+  INFO("without:\n" << plain.output << "with:\n" << traced.output);
+  CHECK(plain.output == "handler ran\nKeyboardInterrupt\n");
+  CHECK(traced.output == plain.output);
+  CHECK(traced.exit_code == plain.exit_code);
+  CHECK(traced.exit_code == 0);
 }
 
 TEST_CASE("an ignored signal stays ignored", "[preload][signals]") {

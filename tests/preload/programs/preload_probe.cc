@@ -16,6 +16,10 @@
 //                                an ncclGetUniqueId that makes some of its own
 //   preload_probe dlvsym         dlvsym and dlsym with RTLD_DEFAULT, RTLD_NEXT and a
 //                                handle, then ncclGetVersion
+//   preload_probe vfork          installs SIGINT and SIGTERM handlers, makes an NCCL
+//                                call, then a vfork child resets every handler
+//                                before exec (as CPython's subprocess does); the
+//                                parent then raises both signals
 //
 // Written against the public NCCL and CUDA API only.
 
@@ -319,6 +323,47 @@ int Dlvsym() {
   return 0;
 }
 
+volatile sig_atomic_t g_vfork_seen = 0;
+void OnVforkTest(int signo) { g_vfork_seen |= signo == SIGINT ? 1 : 2; }
+
+int Vfork() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnVforkTest;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  int version = 0;
+  ncclGetVersion(&version);  // traced from here
+  const pid_t child = vfork();
+  if (child == 0) {
+    // What CPython's _posixsubprocess does in its vfork child: every handler
+    // that is neither default nor ignored goes back to the default.
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; ++s) {
+      struct sigaction now;
+      if (s == SIGKILL || s == SIGSTOP || sigaction(s, nullptr, &now) != 0) continue;
+      if (!(now.sa_flags & SA_SIGINFO) && (now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN))
+        continue;
+      sigaction(s, &dfl, nullptr);
+    }
+    execl("/bin/true", "true", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::printf("child exited %d\n", WEXITSTATUS(status));
+  struct sigaction now;
+  sigaction(SIGINT, nullptr, &now);
+  std::printf("SIGINT handler reported: %s\n", now.sa_handler == OnVforkTest ? "ours" : "other");
+  raise(SIGINT);
+  raise(SIGTERM);
+  std::printf("handlers ran: SIGINT %s, SIGTERM %s\n", (g_vfork_seen & 1) ? "yes" : "no",
+              (g_vfork_seen & 2) ? "yes" : "no");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -333,6 +378,7 @@ int main(int argc, char** argv) {
   if (mode == "sigkill") return Sigkill();
   if (mode == "libc") return Libc();
   if (mode == "dlvsym") return Dlvsym();
+  if (mode == "vfork") return Vfork();
   std::printf(
       "usage: preload_probe api|handler|chain|ignore|segv|fork|threads|sigkill|libc|dlvsym\n");
   return 2;
