@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -264,7 +265,7 @@ JobResult RunJob(const JobSpec& spec) {
   for (Child& c : children)
     if (c.netns_fd >= 0) close(c.netns_fd);
 
-  const double deadline = NowS() + spec.timeout_s;
+  double deadline = NowS() + spec.timeout_s;
   int running = 0;
   for (const RankResult& rr : result.ranks) running += rr.pid > 0 ? 1 : 0;
   double all_exited_at = -1;
@@ -307,6 +308,9 @@ JobResult RunJob(const JobSpec& spec) {
           rr.signal = WTERMSIG(status);
         }
         --running;
+        const bool failed = rr.signal != 0 || rr.exit_code != 0;
+        if (failed && spec.teardown_after_failure_s >= 0 && !result.timed_out)
+          deadline = std::min(deadline, NowS() + spec.teardown_after_failure_s);
       }
     }
     if (running == 0) {

@@ -48,8 +48,12 @@ struct JobSpec {
   double timeout_s = 60;         // then every rank still running gets SIGTERM,
   double term_grace_s = 1;       // and SIGKILL this long after (as torchrun, Slurm do)
   bool kill_at_timeout = false;  // SIGKILL at once instead (an OOM killer, `kill -9`)
-  bool tag_output = false;       // prefix lines with "[rank N] " when echoing
-  bool echo = false;             // copy the ranks' output to our stdout as it comes
+  // When >= 0: once a rank fails (exits non-zero or by a signal), the rest
+  // are torn down this many seconds later, SIGTERM then SIGKILL as at the
+  // bound: what torchrun, srun and mpirun do when a worker dies.
+  double teardown_after_failure_s = -1;
+  bool tag_output = false;  // prefix lines with "[rank N] " when echoing
+  bool echo = false;        // copy the ranks' output to our stdout as it comes
 };
 
 struct RankResult {

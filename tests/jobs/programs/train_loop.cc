@@ -14,7 +14,8 @@
 //
 //   train_loop [--steps N] [--size ELEMENTS] [--pipeline] [--tensor-parallel] [--tp-stream]
 //              [--tp-thread]
-//              [--rank-steps RANK:N] [--bug KIND:RANK:STEP]...
+//              [--rank-steps RANK:N] [--step-ms MS] [--checkpoint-ms MS] [--no-sync]
+//              [--bug KIND:RANK:STEP]...
 //
 // Bugs (each on one rank, at one step):
 //   op        calls Broadcast where the others call AllReduce
@@ -34,8 +35,19 @@
 //             is shared, before ncclCommInitRank: on rank 0, the bootstrap root dies
 //   p2p-count sends one element fewer in the pipeline exchange
 //   p2p-drop  posts its pipeline Recv but not its Send
+//   p2p-recv-count  receives one element fewer in the pipeline exchange
 //   inversion issues the tensor-parallel AllReduce before the world one
+//   kill-in   issues the step's AllReduce, then SIGKILLs itself while it is
+//             pending (an OOM kill inside a collective)
+//   checkpoint  spends --checkpoint-ms in host code before the step (a
+//             checkpoint, a data loader), outside NCCL
+//   skip-split  (step ignored) does not call ncclCommSplit (--tensor-parallel)
+//             and goes on to the world communicator's first collective
 // --rank-steps gives one rank a different number of steps (uneven data).
+// --no-sync never waits for the GPU: the host enqueues step after step, as
+// a job whose GPUs stalled goes on enqueuing until NCCL's queues fill.
+// --step-ms spends that long in host code in every step (a job that is busy
+// and progressing, not stuck); --checkpoint-ms is the checkpoint bug's time.
 //
 // Prints "step K done" after each step and "train_loop: done" at the end.
 
@@ -44,6 +56,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +84,9 @@ struct Options {
   bool tp_thread = false;
   int uneven_rank = -1;
   int uneven_steps = 0;
+  int step_ms = 0;
+  bool no_sync = false;
+  int checkpoint_ms = 2000;
   std::vector<Bug> bugs;
 };
 
@@ -103,6 +119,12 @@ Options Parse(int argc, char** argv) {
       std::string v = next();
       if (std::sscanf(v.c_str(), "%d:%d", &o.uneven_rank, &o.uneven_steps) != 2)
         Usage("--rank-steps wants RANK:N");
+    } else if (a == "--no-sync") {
+      o.no_sync = true;
+    } else if (a == "--step-ms") {
+      o.step_ms = std::atoi(next().c_str());
+    } else if (a == "--checkpoint-ms") {
+      o.checkpoint_ms = std::atoi(next().c_str());
     } else if (a == "--bug") {
       std::string v = next();
       Bug b;
@@ -146,7 +168,11 @@ int main(int argc, char** argv) {
   }
   ncclComm_t comm = nullptr, tp = nullptr;
   NCCL_OK(ncclCommInitRank(&comm, world, id, rank));
-  if (opt.tensor_parallel) NCCL_OK(ncclCommSplit(comm, rank / 2, rank, &tp, nullptr));
+  bool skip_split = false;
+  for (const Bug& b : opt.bugs) skip_split |= b.kind == "skip-split" && b.rank == rank;
+  if (skip_split) std::printf("rank %d skips ncclCommSplit\n", rank);
+  if (opt.tensor_parallel && !skip_split)
+    NCCL_OK(ncclCommSplit(comm, rank / 2, rank, &tp, nullptr));
   cudaStream_t stream, tp_stream;
   CUDA_OK(cudaStreamCreate(&stream));
   if (opt.tp_stream) {
@@ -211,6 +237,12 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       for (;;) pause();
     }
+    if (bug == "checkpoint") {
+      std::printf("rank %d checkpoints at step %d\n", rank, step);
+      std::fflush(stdout);
+      std::this_thread::sleep_for(std::chrono::milliseconds(opt.checkpoint_ms));
+    }
+    if (opt.step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opt.step_ms));
 
     for (size_t i = 0; i < n; ++i) host[i] = Grad(rank, step, i);
     CUDA_OK(
@@ -234,12 +266,24 @@ int main(int argc, char** argv) {
       if (tp && !opt.tp_thread)
         NCCL_OK(ncclAllReduce(d_grad, d_tp, n, ncclFloat32, ncclSum, tp, tp_stream));
     };
+    if (bug == "kill-in") {
+      // The stream is held in host work first, so the AllReduce is still
+      // pending on this rank's GPU when the process dies, however fast the
+      // peers are (deterministic: the collective never completes anywhere).
+      CUDA_OK(cudaLaunchHostFunc(
+          stream, [](void*) { std::this_thread::sleep_for(std::chrono::seconds(60)); }, nullptr));
+    }
     if (bug == "inversion") {
       tp_allreduce();
       world_allreduce();
     } else {
       world_allreduce();
       tp_allreduce();
+    }
+    if (bug == "kill-in") {
+      std::printf("rank %d is killed inside step %d's AllReduce\n", rank, step);
+      std::fflush(stdout);
+      raise(SIGKILL);
     }
 
     if (opt.pipeline) {
@@ -251,10 +295,16 @@ int main(int argc, char** argv) {
         NCCL_OK(
             ncclSend(d_act_out, bug == "p2p-count" ? n - 1 : n, ncclFloat32, next, comm, stream));
       }
-      NCCL_OK(ncclRecv(d_act_in, n, ncclFloat32, prev, comm, stream));
+      NCCL_OK(
+          ncclRecv(d_act_in, bug == "p2p-recv-count" ? n - 1 : n, ncclFloat32, prev, comm, stream));
       NCCL_OK(ncclGroupEnd());
     }
 
+    if (opt.no_sync) {
+      std::printf("step %d enqueued\n", step);
+      std::fflush(stdout);
+      continue;
+    }
     CUDA_OK(
         cudaMemcpyAsync(host.data(), d_grad, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
