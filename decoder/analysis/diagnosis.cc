@@ -39,6 +39,13 @@ constexpr double kFirstDeathIntervals = 1.5;
 // Live: an operation pending this long with nothing completed since is stuck
 // (unless the shim's watchdog said so sooner, with a Stall).
 constexpr int64_t kLiveStuckNs = 10'000'000'000;
+// Post-mortem, in a job its launcher or scheduler ended with a signal (a
+// walltime, a cancel, the teardown after one rank died): what had waited less
+// than this when the signal came was in flight, not stuck, and a rank that
+// far behind was merely behind (as NotYet is, live). A hang caught this
+// early cannot be told from a running job: it is reported as killed while
+// running, which says so.
+constexpr int64_t kTeardownRaceNs = 1'000'000'000;
 
 // How a process stands at the end of its trace, or now.
 enum class Life {
@@ -207,8 +214,14 @@ class Diagnoser {
   // while, or a Stall since the last completion.
   bool Stuck(int q, const CommCompletion& c) const {
     if (!c.pending) return false;
-    if (life_[q] != Life::kLive) return true;
     if (c.stalled) return true;
+    if (life_[q] != Life::kLive) {
+      // Where completion and liveness were followed, an operation that was
+      // in flight when the launcher ended the job is not stuck.
+      const int64_t teardown = TeardownNs(job_of_[q]);
+      return teardown <= 0 || !c.tracked || procs_[q].completion.beats == 0 ||
+             teardown - std::max(c.progress_ns, c.oldest.when_ns) >= kTeardownRaceNs;
+    }
     const int64_t since = std::max(c.progress_ns, c.oldest.when_ns);
     return observed_.now_ns - since > kLiveStuckNs;
   }
@@ -227,13 +240,86 @@ class Diagnoser {
   // markers fails from then on, so its own completion count stopped short.
   bool Blind(int q) const { return !procs_[q].completion.device_errors.empty(); }
 
-  // Whether `q` stopped living before the others of its job: a crash, or an
+  // Whether `q` stopped living before the others of its job: a crash, an
   // end (a signal, gone, frozen) more than two heartbeat intervals before
-  // theirs.
+  // theirs, or a death with nothing recorded before the launcher's teardown.
   bool DiedFirst(int q) const {
     const Life life = life_[q];
     if (life != Life::kSignal && life != Life::kGone && life != Life::kFrozen) return false;
-    return (life == Life::kSignal && CrashSignal(procs_[q].fate.signo)) || StoppedFirstBy(q) > 0;
+    return (life == Life::kSignal && CrashSignal(procs_[q].fate.signo)) || StoppedFirstBy(q) > 0 ||
+           TeardownAfter(q).first != 0;
+  }
+
+  // Whether a signal that is not a crash (the launcher's SIGTERM, a
+  // scheduler's SIGINT) ended `q`, recorded: it did not survive it, or it
+  // exited on it.
+  bool TornDown(int q) const {
+    const Fate& fate = procs_[q].fate;
+    if (fate.signo == 0 || CrashSignal(fate.signo) || fate.signal_ns <= 0) return false;
+    return fate.kind == Fate::kSignal || (fate.kind == Fate::kExited && fate.exit_code != 0);
+  }
+
+  // When the launcher (or scheduler) ended job `j` with a signal: the first
+  // such signal recorded, where every process of the job that did not exit
+  // cleanly recorded one, or died with nothing recorded before them. 0 when
+  // the job was not ended so (all SIGKILLed, a crash, still running).
+  int64_t TeardownNs(int j) const {
+    if (job_live_[j]) return 0;
+    int64_t first = INT64_MAX;
+    for (int q : out_.jobs[j]) {
+      if (life_[q] == Life::kCleanExit) continue;
+      if (TornDown(q)) {
+        first = std::min(first, procs_[q].fate.signal_ns);
+      } else if (TeardownAfter(q).first == 0) {
+        return 0;
+      }
+    }
+    return first == INT64_MAX ? 0 : first;
+  }
+
+  // Whether candidate `c` is only that a rank was behind when the launcher
+  // ended the job: the others had waited for it less than kTeardownRaceNs.
+  bool BehindAtTeardown(const Candidate& c) const {
+    if (c.process < 0) return false;
+    const int64_t teardown = TeardownNs(job_of_[c.process]);
+    if (teardown <= 0 || teardown - c.finding.when_ns >= kTeardownRaceNs) return false;
+    if (const auto* m = std::get_if<MissingRankFacts>(&c.finding.facts)) {
+      return c.finding.kind == FindingKind::kMissingRank &&
+             (m->departure.how == Departure::kAliveIdle ||
+              m->departure.how == Departure::kAliveUntilSignal);
+    }
+    if (const auto* p2p = std::get_if<P2pMismatchFacts>(&c.finding.facts)) {
+      return p2p->problem == P2pMismatchFacts::Problem::kSendNotReceived ||
+             p2p->problem == P2pMismatchFacts::Problem::kReceiveNotSent;
+    }
+    return false;
+  }
+
+  // When `q` ended with nothing recorded (no end, no signal: SIGKILL, the
+  // OOM killer) while every other process of its job that did not exit
+  // cleanly recorded the signal that ended it, at or after `q`'s last sign
+  // of life: the signal and how long after. Launchers tear a job down when
+  // one worker dies (torchrun, srun and mpirun SIGTERM the rest), so the one
+  // without a recorded signal died first, however short the gap. {0, 0}
+  // otherwise.
+  // (Only where `q` has heartbeats: its watcher ran, and its trace is one
+  // that records the signals that end it.)
+  std::pair<int, int64_t> TeardownAfter(int q) const {
+    if (life_[q] != Life::kGone || procs_[q].fate.kind != Fate::kNoEnd ||
+        procs_[q].completion.beats == 0)
+      return {0, 0};
+    const int64_t last = procs_[q].AliveUntilNs();
+    int signo = 0;
+    int64_t first = INT64_MAX;
+    for (int o : out_.jobs[job_of_[q]]) {
+      if (o == q || life_[o] == Life::kCleanExit) continue;
+      if (!TornDown(o) || procs_[o].fate.signal_ns < last) return {0, 0};
+      if (procs_[o].fate.signal_ns < first) {
+        first = procs_[o].fate.signal_ns;
+        signo = procs_[o].fate.signo;
+      }
+    }
+    return signo != 0 ? std::make_pair(signo, first - last) : std::make_pair(0, int64_t{0});
   }
 
   // `q`'s communicator ranks' completion, as Reconcile left it.
@@ -734,6 +820,7 @@ class Diagnoser {
       facts.doing = Doing(q);
       facts.site = Site(q, facts.doing.caller);
       facts.waiting = WaitingOthers(q);
+      std::tie(facts.teardown_signo, facts.teardown_after_ns) = TeardownAfter(q);
       std::optional<uint64_t> unused;
       Locate(q, facts.doing.valid ? facts.doing.comm : 0, &x, &unused);
       x.when_ns = facts.stopped_ns;
@@ -1035,6 +1122,7 @@ class Diagnoser {
       add(std::move(x), q);
     }
     if (!error_exit.empty()) return;
+    if (unhealthy && KilledWhileRunning(j, add)) return;
     if (unhealthy && !overwritten_[j].empty())
       add(BlindSpot(FindingKind::kTraceOverwritten, overwritten_[j]), overwritten_[j].front());
     if (unhealthy) {
@@ -1087,6 +1175,54 @@ class Diagnoser {
     }
     if (!unseen_[j].empty())
       add(BlindSpot(FindingKind::kNcclCallsUnseen, unseen_[j]), unseen_[j].front());
+  }
+
+  // A job its launcher or scheduler ended with a signal (a walltime, a
+  // cancel) while nothing in it was stuck: no operation or call had waited
+  // kTeardownRaceNs when the signal came. Said so, with the signal and each
+  // rank's last progress; no rank is blamed. Only where every rank's GPU
+  // completion and heartbeat were followed, its last NCCL call is in its
+  // trace, and its ring held its whole run or it made progress just before
+  // the signal (a ring that lost its start may have lost what waited).
+  // Returns whether it added it.
+  template <typename Add>
+  bool KilledWhileRunning(size_t j, Add add) const {
+    const int64_t teardown = TeardownNs(static_cast<int>(j));
+    if (teardown <= 0) return false;
+    KilledWhileRunningFacts facts;
+    int64_t last_signal = 0;
+    for (int q : out_.jobs[j]) {
+      const ProcessFacts& p = procs_[q];
+      if (life_[q] != Life::kCleanExit && !TornDown(q)) return false;
+      if (!p.completion.AllTracked() || p.completion.beats == 0 || !p.last.valid) return false;
+      for (const CommCompletion& c : Comms(q))
+        if (Stuck(q, c)) return false;
+      if (p.last.pending && teardown - p.last.when_ns >= kTeardownRaceNs) return false;
+      KilledWhileRunningFacts::Rank r;
+      r.rank = p.rank >= 0 ? p.rank : static_cast<int>(p.pid);
+      r.last = p.last;
+      r.finished = life_[q] == Life::kCleanExit;
+      r.progress_ns = p.last.valid ? p.last.when_ns : 0;
+      for (const CommCompletion& c : Comms(q))
+        r.progress_ns = std::max(r.progress_ns, c.progress_ns);
+      if (!r.finished) {
+        r.before_signal_ns = std::max<int64_t>(p.fate.signal_ns - r.progress_ns, 0);
+        if (p.lost_start && r.before_signal_ns >= kTeardownRaceNs) return false;
+        last_signal = std::max(last_signal, p.fate.signal_ns);
+        if (facts.signo == 0 || p.fate.signal_ns == teardown) facts.signo = p.fate.signo;
+      }
+      facts.ranks.push_back(r);
+    }
+    std::sort(facts.ranks.begin(), facts.ranks.end(),
+              [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    facts.signal_ns = teardown;
+    facts.spread_ns = last_signal - teardown;
+    Finding x;
+    x.kind = FindingKind::kKilledWhileRunning;
+    x.when_ns = teardown;
+    x.facts = std::move(facts);
+    add(std::move(x), out_.jobs[j].front());
+    return true;
   }
 
   Finding BlindSpot(FindingKind kind, const std::vector<int>& processes) const {
@@ -1364,9 +1500,10 @@ class Diagnoser {
   }
 
   void Conclude() {
-    candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
-                                     [&](const Candidate& c) { return NotYet(c); }),
-                      candidates_.end());
+    candidates_.erase(
+        std::remove_if(candidates_.begin(), candidates_.end(),
+                       [&](const Candidate& c) { return NotYet(c) || BehindAtTeardown(c); }),
+        candidates_.end());
     // One finding per rank that died (the communicator where it was first
     // missed), and per rank that went missing for the same reason.
     std::stable_sort(candidates_.begin(), candidates_.end(),

@@ -39,13 +39,14 @@ enum class FindingKind {
   kOrderInversion,      // two communicators' collectives in different orders
   kInitFailure,         // NCCL's initialisation failed (init forensics)
   // Completion and liveness (the shim's watcher records):
-  kNeverCompleted,    // an operation every rank entered that never completed on the GPUs
-  kNcclAsyncError,    // NCCL reported an asynchronous error (ncclCommGetAsyncError)
-  kRankFrozen,        // a process that stopped living (heartbeat stopped) while alive
-  kRankExitError,     // a rank exited with an error code, nothing else went wrong
-  kHangUnexplained,   // the job hung or was killed, and no trace shows why
-  kTraceOverwritten,  // the ring lost the records that could show the cause
-  kNcclCallsUnseen,   // a rank loaded NCCL, and none of its calls were seen
+  kNeverCompleted,      // an operation every rank entered that never completed on the GPUs
+  kNcclAsyncError,      // NCCL reported an asynchronous error (ncclCommGetAsyncError)
+  kRankFrozen,          // a process that stopped living (heartbeat stopped) while alive
+  kRankExitError,       // a rank exited with an error code, nothing else went wrong
+  kHangUnexplained,     // the job hung or was killed, and no trace shows why
+  kKilledWhileRunning,  // a launcher or scheduler signal ended the job while it progressed
+  kTraceOverwritten,    // the ring lost the records that could show the cause
+  kNcclCallsUnseen,     // a rank loaded NCCL, and none of its calls were seen
   // From explain (plain logs) only:
   kGpuFault,  // (also from a trace's CudaError: DeviceErrorFacts)
   kOutOfMemory,
@@ -233,6 +234,10 @@ struct StoppedRankFacts {
   LastCall doing;                // its oldest pending operation, or its last call
   CallSiteRef site;
   std::vector<int> waiting;  // the ranks left waiting
+  // Died before the launcher tore the rest down: the signal every other rank
+  // recorded (0 if not so), and how long after this rank's last sign of life.
+  int teardown_signo = 0;
+  int64_t teardown_after_ns = 0;
 };
 
 // What a rank was doing when a hang was seen (hang_unexplained's groups).
@@ -259,6 +264,24 @@ struct HangFacts {
   std::vector<Group> groups;
   bool live = false;
   bool tracked = false;  // GPU completion was tracked on every rank
+};
+
+// killed_while_running: every rank that did not finish was ended by the
+// launcher's or scheduler's signal (a walltime, a cancel) while nothing was
+// stuck: what each rank had done last, and how long before the signal it
+// last made progress.
+struct KilledWhileRunningFacts {
+  struct Rank {
+    int rank = -1;
+    LastCall last;                 // its last NCCL call
+    int64_t progress_ns = 0;       // its last progress: an operation completed or a call made
+    int64_t before_signal_ns = 0;  // how long before its signal that was
+    bool finished = false;         // it had exited cleanly before the others were ended
+  };
+  int signo = 0;
+  int64_t signal_ns = 0;  // the first rank's signal
+  int64_t spread_ns = 0;  // from the first rank's signal to the last's
+  std::vector<Rank> ranks;
 };
 
 // rank_exit_error: a rank exited with an error code, and nothing else was found.
@@ -520,7 +543,7 @@ using FindingFacts =
                  OrderInversionFacts, MissingTracesFacts, UnreadableTracesFacts,
                  DuplicateTracesFacts, InitFailureFacts, LogFacts, NcclNotVisibleFacts,
                  NeverCompletedFacts, DeviceErrorFacts, StoppedRankFacts, HangFacts, ExitErrorFacts,
-                 BlindSpotFacts, SetupFacts>;
+                 BlindSpotFacts, SetupFacts, KilledWhileRunningFacts>;
 
 struct Finding {
   FindingKind kind = FindingKind::kLogInsufficient;

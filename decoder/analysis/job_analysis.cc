@@ -185,7 +185,10 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
     p.fate.kind = Fate::kExited;
     p.fate.exit_code = t.end->exit_code;
     p.fate.when_ns = t.RealtimeNs(t.end->t);
-    if (signal != nullptr && signal->order < t.end->order) p.fate.signo = signal->signo;
+    if (signal != nullptr && signal->order < t.end->order) {
+      p.fate.signo = signal->signo;
+      p.fate.signal_ns = t.RealtimeNs(signal->t);
+    }
   } else if (signal != nullptr) {
     const uint64_t last_call_order = t.LastCallOrder();
     const bool carried_on = signal->disposition != 0 && last_call_order > signal->order;
@@ -194,6 +197,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
       p.fate.signo = signal->signo;
       p.fate.disposition = signal->disposition;
       p.fate.when_ns = t.RealtimeNs(signal->t);
+      p.fate.signal_ns = p.fate.when_ns;
     }
   }
 

@@ -38,6 +38,9 @@ struct Fate {
   int signo = 0;
   uint32_t disposition = 0;  // of the signal: 0 default, 1 ignored, 2 the program's handler
   int64_t when_ns = 0;
+  // When the recorded signal (signo) came: for a signal it did not survive,
+  // when_ns; for one it handled and then exited on, before when_ns.
+  int64_t signal_ns = 0;
 };
 
 struct ProcessFacts {

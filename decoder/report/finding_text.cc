@@ -117,6 +117,8 @@ std::string Title(const Finding& f) {
       return "a rank exited with an error";
     case FindingKind::kHangUnexplained:
       return "hung, cause not visible";
+    case FindingKind::kKilledWhileRunning:
+      return "killed while it ran";
     case FindingKind::kTraceOverwritten:
       return "the traces lost the records that would show the cause";
     case FindingKind::kNcclCallsUnseen:
@@ -512,6 +514,10 @@ void Render(const Finding& f, const StoppedRankFacts& x, const CallSiteNamer& si
 void Render(const Finding& f, const HangFacts& x, const CallSiteNamer&, FindingText* t) {
   RenderHang(f, x, t);
 }
+void Render(const Finding& f, const KilledWhileRunningFacts& x, const CallSiteNamer&,
+            FindingText* t) {
+  RenderKilledWhileRunning(f, x, t);
+}
 void Render(const Finding& f, const ExitErrorFacts& x, const CallSiteNamer&, FindingText* t) {
   RenderExitError(f, x, t);
 }
@@ -585,6 +591,8 @@ const char* KindName(FindingKind kind) {
       return "rank_exit_error";
     case FindingKind::kHangUnexplained:
       return "hang_unexplained";
+    case FindingKind::kKilledWhileRunning:
+      return "killed_while_running";
     case FindingKind::kTraceOverwritten:
       return "trace_overwritten";
     case FindingKind::kNcclCallsUnseen:
@@ -638,6 +646,8 @@ std::string Headline(const std::vector<Finding>& findings, bool problem) {
     absl::StrAppend(&line, " (", init->subsystem,
                     init->err ? absl::StrCat(", ", ErrnoName(init->err)) : "", ")");
   }
+  if (const auto* killed = std::get_if<KilledWhileRunningFacts>(&root->facts))
+    absl::StrAppend(&line, " (", SignalName(killed->signo), ")");
   if (root->comm) {
     absl::StrAppend(&line, " on communicator ", CommShort(*root->comm));
     if (root->seq) absl::StrAppend(&line, " #", *root->seq);

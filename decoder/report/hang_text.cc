@@ -217,6 +217,13 @@ void RenderStoppedRank(const Finding& f, const StoppedRankFacts& x, const CallSi
           x.signo
               ? absl::StrFormat("%s died of %s %s%s%s", rank, SignalName(x.signo), doing,
                                 before.empty() ? "" : absl::StrCat(", ", before, " end"), waiting)
+          : x.teardown_signo
+              ? absl::StrFormat(
+                    "%s died %s with no exit or signal recorded (killed by SIGKILL or the "
+                    "out-of-memory killer), while every other rank recorded the %s that ended "
+                    "it %s later: the launcher's teardown after the first death%s",
+                    rank, doing, SignalName(x.teardown_signo), Seconds(x.teardown_after_ns),
+                    waiting)
               : absl::StrFormat(
                     "%s stopped living %s: its heartbeat ended %s with no exit or signal "
                     "recorded (it was killed, by SIGKILL or the out-of-memory killer, or "
@@ -271,6 +278,44 @@ void RenderHang(const Finding& f, const HangFacts& x, FindingText* t) {
       absl::StrCat("collect what the traces cannot show: ", kCollectStacks,
                    f.ranks.empty() ? "" : absl::StrCat(", starting with ", RanksNoun(f.ranks)));
   for (const HangFacts::Group& g : x.groups) t->groups.push_back({g.ranks, ActivityText(g)});
+}
+
+namespace {
+// A short duration for a reader, to the millisecond below a second: "20 ms", "1.4 s".
+std::string ShortSpan(int64_t ns) {
+  if (ns < 1'000'000'000) return absl::StrCat(std::max<int64_t>(ns, 0) / 1'000'000, " ms");
+  return Seconds(ns);
+}
+}  // namespace
+
+void RenderKilledWhileRunning(const Finding&, const KilledWhileRunningFacts& x, FindingText* t) {
+  int64_t longest = 0;
+  std::vector<int> ended;
+  for (const KilledWhileRunningFacts::Rank& r : x.ranks) {
+    if (r.finished) continue;
+    ended.push_back(r.rank);
+    longest = std::max(longest, r.before_signal_ns);
+  }
+  t->detail = absl::StrFormat(
+      "%s ended the job (%s, %s) while it was running: nothing was stuck (no NCCL operation or "
+      "call had waited %s when it came), and every rank had made progress at most %s before it; "
+      "no rank is to blame",
+      SignalName(x.signo), RanksNoun(ended),
+      x.spread_ns < 100'000'000 ? std::string("at once")
+                                : absl::StrCat("within ", ShortSpan(x.spread_ns)),
+      Seconds(1'000'000'000), ShortSpan(longest));
+  t->fix =
+      "nothing in NCCL failed: the launcher or scheduler ended the job (a time limit, a cancel, a "
+      "preemption). If it should have finished, give it more time or checkpoint before the "
+      "limit; look at the scheduler's log for why it was ended";
+  for (const KilledWhileRunningFacts::Rank& r : x.ranks) {
+    std::string doing =
+        r.finished ? std::string("had finished (exited with code 0)")
+                   : absl::StrCat("progressing; last progress ", ShortSpan(r.before_signal_ns),
+                                  " before ", SignalName(x.signo));
+    if (r.last.valid) absl::StrAppend(&doing, ", last call ", DescribeCall(r.last));
+    t->groups.push_back({{r.rank}, doing});
+  }
 }
 
 void RenderExitError(const Finding& f, const ExitErrorFacts& x, FindingText* t) {

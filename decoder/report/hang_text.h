@@ -1,7 +1,7 @@
 // The words of the completion and liveness findings (never_completed,
 // gpu_fault and cuda_error from a trace, nccl_async_error, rank_died and
 // rank_frozen by liveness, hang_unexplained, rank_exit_error,
-// trace_overwritten, nccl_calls_unseen) and of where a hang is, from their
+// trace_overwritten, nccl_calls_unseen, killed_while_running) and of where a hang is, from their
 // facts (analysis/finding.h). finding_text.cc dispatches here.
 
 #ifndef NCCLWATCH_DECODER_REPORT_HANG_TEXT_H_
@@ -31,6 +31,7 @@ void RenderDeviceError(const Finding& f, const DeviceErrorFacts& x, FindingText*
 void RenderStoppedRank(const Finding& f, const StoppedRankFacts& x, const CallSiteNamer& sites,
                        FindingText* t);
 void RenderHang(const Finding& f, const HangFacts& x, FindingText* t);
+void RenderKilledWhileRunning(const Finding& f, const KilledWhileRunningFacts& x, FindingText* t);
 void RenderExitError(const Finding& f, const ExitErrorFacts& x, FindingText* t);
 void RenderBlindSpot(const Finding& f, const BlindSpotFacts& x, FindingText* t);
 

@@ -151,11 +151,30 @@ void WriteFacts(const Finding&, const StoppedRankFacts& x, const CallSiteNamer&,
       << ",\"stopped_before_others_s\":" << SecondsJson(x.before_others_ns)
       << ",\"doing\":" << (x.doing.valid ? JsonString(DescribeCall(x.doing)) : "null")
       << ",\"waiting\":" << Ints(x.waiting);
+  // Only for a rank that died before the launcher's teardown of the rest.
+  if (x.teardown_signo) {
+    out << ",\"torn_down_by\":" << JsonString(SignalName(x.teardown_signo))
+        << ",\"torn_down_after_s\":" << SecondsJson(x.teardown_after_ns);
+  }
 }
 
 void WriteFacts(const Finding&, const HangFacts& x, const CallSiteNamer&, std::ostream& out) {
   out << ",\"live\":" << (x.live ? "true" : "false")
       << ",\"tracked\":" << (x.tracked ? "true" : "false");
+}
+
+void WriteFacts(const Finding&, const KilledWhileRunningFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  out << ",\"signal\":" << JsonString(SignalName(x.signo))
+      << ",\"signal_spread_s\":" << SecondsJson(x.spread_ns) << ",\"last_progress\":[";
+  for (size_t i = 0; i < x.ranks.size(); ++i) {
+    const KilledWhileRunningFacts::Rank& r = x.ranks[i];
+    out << (i ? "," : "") << "{\"rank\":" << r.rank
+        << ",\"finished\":" << (r.finished ? "true" : "false")
+        << ",\"before_signal_s\":" << (r.finished ? "null" : SecondsJson(r.before_signal_ns))
+        << ",\"last_call\":" << (r.last.valid ? JsonString(DescribeCall(r.last)) : "null") << "}";
+  }
+  out << "]";
 }
 
 void WriteFacts(const Finding&, const ExitErrorFacts& x, const CallSiteNamer&, std::ostream& out) {

@@ -518,3 +518,57 @@ TEST_CASE("a rank whose GPU never finished #10 is missing from #11 because of it
   CHECK(Extra(d.findings[1], "did_instead") ==
         "\"waited for its GPU to finish AllReduce #10 of 3fa9c1, which never completed\"");
 }
+
+TEST_CASE(
+    "a rank dead with nothing recorded before the launcher's SIGTERM died first, however "
+    "short the gap",
+    "[hang][teardown]") {
+  // Ranks 0-3 at #5; rank 2 entered #6 and died (SIGKILL, OOM: no record);
+  // 0.4 s after its last sign of life the others recorded SIGTERM. Rank 0 was
+  // still in host code (it never entered #6): merely behind, not blamed.
+  std::vector<SyntheticProcess> ps = Tracked(4);
+  for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 5).Progress(kComm, 6);
+  for (int r : {1, 2, 3}) ps[r].At(2 * kS).Collective(kComm, 6);
+  ps[2].Heartbeats(kS, 2 * kS + kS / 10);
+  for (int r : {0, 1, 3}) ps[r].Heartbeats(kS, 2 * kS).At(2 * kS + 4 * kS / 10).Signal(SIGTERM);
+  const Diagnosis d = Diagnose(Analyze(ps));
+  const Finding x = ExpectRoot(d, {"rank_died", kComm, 6, {2}, "step"});
+  CHECK(Extra(x, "signal") == "null");
+  CHECK(Extra(x, "torn_down_by") == "\"SIGTERM\"");
+  CHECK(Extra(x, "torn_down_after_s") == "0.400");
+  for (const Finding& other : d.findings) CHECK(other.ranks != std::vector<int>{0});
+  const std::string detail =
+      ncclwatch::decoder::RenderFinding(x, ncclwatch::decoder::NoCallSites()).detail;
+  INFO(detail);
+  CHECK(detail.find("while every other rank recorded the SIGTERM that ended it 0.4 s later") !=
+        std::string::npos);
+}
+
+TEST_CASE("a job its scheduler ended while it progressed: killed_while_running, no rank blamed",
+          "[hang][teardown]") {
+  // Every rank completed #0..#8 and entered #9 just before SIGTERM reached
+  // them all (a walltime); rank 3 was still in host code.
+  std::vector<SyntheticProcess> ps = Tracked(4);
+  for (SyntheticProcess& p : ps)
+    p.Heartbeats(kS, 9 * kS).Collectives(kComm, 0, 8).Progress(kComm, 9);
+  for (int r : {0, 1, 2}) ps[r].Collective(kComm, 9);
+  for (SyntheticProcess& p : ps) p.At(9 * kS + kS / 20).Signal(SIGTERM);
+  const Diagnosis d = Diagnose(Analyze(ps));
+  const Finding x = ExpectRoot(d, {"killed_while_running", {}, {}, {}});
+  CHECK(d.findings.size() == 1);
+  CHECK(Extra(x, "signal") == "\"SIGTERM\"");
+  CHECK(ncclwatch::decoder::Headline(d.findings, d.problem) ==
+        "PROBLEM: killed_while_running (SIGTERM)");
+  const auto t = ncclwatch::decoder::RenderFinding(x, ncclwatch::decoder::NoCallSites());
+  CHECK(t.detail.find("no rank is to blame") != std::string::npos);
+  CHECK(t.fix.find("GPU") == std::string::npos);
+  SECTION("the same, but #9 had waited 5 s when SIGTERM came: stuck, not running") {
+    std::vector<SyntheticProcess> hung = Tracked(4);
+    for (SyntheticProcess& p : hung)
+      p.Heartbeats(kS, 3 * kS).Collectives(kComm, 0, 8).Progress(kComm, 9);
+    for (int r : {0, 1, 2}) hung[r].Collective(kComm, 9);
+    for (SyntheticProcess& p : hung) p.Heartbeats(4 * kS, 9 * kS).At(9 * kS).Signal(SIGTERM);
+    const Diagnosis stuck = Diagnose(Analyze(hung));
+    ExpectRoot(stuck, {"missing_rank", kComm, 9, {3}, "step"});
+  }
+}
