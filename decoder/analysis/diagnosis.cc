@@ -120,6 +120,7 @@ class Diagnoser {
     NotVisible();
     BlindSpots();
     Conclude();
+    Pending();
     return out_;
   }
 
@@ -1569,6 +1570,63 @@ class Diagnoser {
       }
       out_.findings.push_back(n);
     }
+  }
+
+  // A live job with no problem is running: per communicator, the oldest
+  // operation not done everywhere, the ranks that entered it and those that
+  // had not, and for how long.
+  void Pending() {
+    out_.running = out_.live && !out_.problem;
+    if (!out_.running) return;
+    for (const auto& [comm, al] : job_.alignments()) {
+      if (comm == 0 || al.members().empty()) continue;
+      const int job = job_of_[al.members().front().process];
+      if (!job_live_[job]) continue;
+      // The lowest number some member has not entered, where another has.
+      std::optional<uint64_t> lowest;
+      for (const AlignedMember& m : al.members()) {
+        if (m.any && m.hi == UINT64_MAX) continue;
+        const uint64_t next = m.any ? m.hi + 1 : 0;
+        lowest = std::min(lowest.value_or(UINT64_MAX), next);
+      }
+      PendingOperation p;
+      p.comm = comm;
+      CollectiveSignature sig;
+      int provider = -1;
+      uint64_t caller = 0;
+      if (lowest && al.ReferenceAt(*lowest, &sig, &p.since_ns, &provider, &caller)) {
+        p.seq = *lowest;
+        p.call = LastCall{true, sig.call, comm, p.seq, true};
+        p.call.when_ns = p.since_ns;
+        p.call.caller = caller;
+        for (const AlignedMember& m : al.members()) {
+          const int r = Global(m.process, comm, m.comm_rank);
+          (m.any && m.hi >= p.seq ? p.entered : p.not_entered).push_back(r);
+        }
+      } else {
+        // Every member entered everything: the oldest operation a GPU has not finished.
+        const LastCall* oldest = nullptr;
+        for (const AlignedMember& m : al.members()) {
+          for (const CommCompletion& c : Comms(m.process))
+            if (c.comm == comm && c.pending &&
+                (oldest == nullptr || c.oldest.when_ns < oldest->when_ns))
+              oldest = &c.oldest;
+          p.entered.push_back(Global(m.process, comm, m.comm_rank));
+        }
+        if (oldest == nullptr) continue;
+        p.call = *oldest;
+        p.seq = oldest->seq;
+        p.since_ns = oldest->when_ns;
+      }
+      std::sort(p.entered.begin(), p.entered.end());
+      std::sort(p.not_entered.begin(), p.not_entered.end());
+      p.pending_ns = std::max<int64_t>(observed_.now_ns - p.since_ns, 0);
+      out_.pending.push_back(std::move(p));
+    }
+    std::stable_sort(out_.pending.begin(), out_.pending.end(),
+                     [](const PendingOperation& a, const PendingOperation& b) {
+                       return a.pending_ns > b.pending_ns;
+                     });
   }
 
   const JobAnalysis& job_;

@@ -23,7 +23,9 @@
 // else is; the others are its consequences.
 //
 // HEALTHY only when it is: every rank exited with code 0 with its recorded
-// work complete (when tracked), or, live, every rank still makes progress.
+// work complete (when tracked). Live, a job where nothing is certain or
+// stuck is RUNNING (every rank still makes progress, or nothing has waited
+// long enough to call it stuck), with what is pending: never healthy.
 // A job that is not, and where nothing above is found, gets one of:
 //   rank_exit_error      a rank exited with an error code
 //   trace_overwritten    the ring lost the records that could have shown why
@@ -48,6 +50,10 @@ namespace ncclwatch::decoder {
 struct Diagnosis {
   std::vector<Finding> findings;  // per job: root cause, consequences, warnings; then notes
   bool problem = false;
+  // Live and nothing certain or stuck: the verdict is `running`, never
+  // healthy, with what is pending (longest first).
+  bool running = false;
+  std::vector<PendingOperation> pending;
   std::vector<std::vector<int>> jobs;  // process indices of each job
   int64_t end_ns = 0;                  // the last record of any process
   bool live = false;                   // some process was seen alive when diagnosed

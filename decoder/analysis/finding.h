@@ -545,6 +545,18 @@ using FindingFacts =
                  NeverCompletedFacts, DeviceErrorFacts, StoppedRankFacts, HangFacts, ExitErrorFacts,
                  BlindSpotFacts, SetupFacts, KilledWhileRunningFacts>;
 
+// An operation of a live job not yet done everywhere: what a `running`
+// verdict shows.
+struct PendingOperation {
+  uint64_t comm = 0;
+  uint64_t seq = 0;
+  LastCall call;                 // the operation, as the first rank that entered it called it
+  std::vector<int> entered;      // global ranks that entered it
+  std::vector<int> not_entered;  // ... and those that had not
+  int64_t since_ns = 0;          // when the first rank entered it (realtime)
+  int64_t pending_ns = 0;        // from then until the diagnosis
+};
+
 struct Finding {
   FindingKind kind = FindingKind::kLogInsufficient;
   FindingRole role = FindingRole::kRootCause;

@@ -660,6 +660,24 @@ std::string Headline(const std::vector<Finding>& findings, bool problem) {
   return line;
 }
 
+std::string PendingText(const PendingOperation& p) {
+  std::string line = absl::StrCat(CallName(p.call.call), " #", p.seq, " on communicator ",
+                                  CommShort(p.comm), " pending ", Seconds(p.pending_ns));
+  if (!p.not_entered.empty())
+    absl::StrAppend(&line, " (", RanksNoun(p.not_entered), " not entered)");
+  else
+    absl::StrAppend(&line, " (entered by every rank, not complete on the GPUs)");
+  return line;
+}
+
+std::string RunningHeadline(const std::vector<Finding>& findings,
+                            const std::vector<PendingOperation>& pending) {
+  std::string line = Headline(findings, false);
+  line.replace(0, std::string("HEALTHY").size(), "RUNNING");
+  if (!pending.empty()) absl::StrAppend(&line, ": ", PendingText(pending.front()));
+  return line;
+}
+
 std::string DidInstead(const MissingRankFacts& facts, const CallSiteNamer& sites) {
   return Departed(facts, sites).did;
 }

@@ -59,6 +59,13 @@ std::string DidInstead(const MissingRankFacts& facts, const CallSiteNamer& sites
 
 // The first line of a human report: see above. `problem` is the verdict.
 std::string Headline(const std::vector<Finding>& findings, bool problem);
+// The same for a live job that is running (no problem): "RUNNING", or
+// "RUNNING: AllReduce #12 on communicator 3fa9c1 pending 6.1 s (rank 4 not
+// entered)" for the operation pending longest.
+std::string RunningHeadline(const std::vector<Finding>& findings,
+                            const std::vector<PendingOperation>& pending);
+// One pending operation in words, as the headline and the report list it.
+std::string PendingText(const PendingOperation& p);
 
 // The exit status for a verdict: 0 healthy, 1 a problem (2, input that cannot
 // be used, is the commands' own).

@@ -104,16 +104,25 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
       if (m.comm) comms.insert(m.comm);
   }
   const CallSiteNamer sites = TraceCallSites(job);
-  out << Headline(d.findings, d.problem) << "\n";
+  out << (d.running ? RunningHeadline(d.findings, d.pending) : Headline(d.findings, d.problem))
+      << "\n";
   out << absl::StrFormat("ncclwatch: %d process%s on %d host%s, %d communicator%s", procs.size(),
                          procs.size() == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s",
                          comms.size(), comms.size() == 1 ? "" : "s");
   if (d.jobs.size() > 1) out << ", " << d.jobs.size() << " separate jobs";
   out << "\n";
-  if (!d.problem) {
+  if (d.running) {
+    out << "\nLive: the job is running, and nothing is certain or stuck yet: every rank made the "
+           "same collectives so far, every send it has met its receive, and no operation has "
+           "waited long enough to call it stuck.\n";
+    if (!d.pending.empty()) {
+      out << "\nPending now:\n";
+      for (const PendingOperation& p : d.pending) out << "  " << PendingText(p) << "\n";
+    }
+    out << "Run diagnose again to see whether it moves; a wait that lasts becomes a finding.\n";
+  } else if (!d.problem) {
     out << "\nEvery rank made the same collectives, every send met its receive"
-        << (d.tracked ? ", and the GPUs completed every operation" : "")
-        << (d.live ? "; live: every rank is making progress" : "") << ".\n";
+        << (d.tracked ? ", and the GPUs completed every operation" : "") << ".\n";
   }
   WriteFindingsHuman(d.findings, sites, out);
 

@@ -1,9 +1,11 @@
 // The JSON contract (stable; documented in README.md), one writer for
 // diagnose and explain:
 //
-// {"ncclwatch": VERSION, "verdict": "healthy"|"problem",
+// {"ncclwatch": VERSION, "verdict": "healthy"|"running"|"problem",
 //  "findings": [{"kind", "role", "job", "comm", "seq", "ranks", "field", "nranks",
 //                "detail", "fix", "rank_groups", ...the kind's facts}],
+//  "pending": [{"comm", "seq", "call", "entered", "not_entered", "pending_s"}]
+//             (only when running),
 //  "processes": [...], "unreadable": [...]}
 
 #include "absl/strings/str_cat.h"
@@ -296,14 +298,28 @@ void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, std::ostream
 
 void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
                        const CallSiteNamer& sites, const std::vector<std::string>& processes,
-                       const UnreadableFiles& unreadable, std::ostream& out) {
-  out << "{\"ncclwatch\":" << JsonString(kNcclwatchVersion)
-      << ",\"verdict\":" << (problem ? "\"problem\"" : "\"healthy\"") << ",\"findings\":[";
+                       const UnreadableFiles& unreadable, std::ostream& out,
+                       const std::vector<PendingOperation>* running) {
+  const char* verdict = problem ? "\"problem\"" : running ? "\"running\"" : "\"healthy\"";
+  out << "{\"ncclwatch\":" << JsonString(kNcclwatchVersion) << ",\"verdict\":" << verdict
+      << ",\"findings\":[";
   for (size_t i = 0; i < findings.size(); ++i) {
     if (i) out << ",";
     WriteFindingJson(findings[i], sites, out);
   }
-  out << "],\"processes\":[" << absl::StrJoin(processes, ",") << "],\"unreadable\":[";
+  out << "]";
+  if (running != nullptr && !problem) {
+    out << ",\"pending\":[";
+    for (size_t i = 0; i < running->size(); ++i) {
+      const PendingOperation& p = (*running)[i];
+      out << (i ? "," : "") << "{\"comm\":" << JsonString(CommName(p.comm)) << ",\"seq\":" << p.seq
+          << ",\"call\":" << JsonString(CallName(p.call.call)) << ",\"entered\":" << Ints(p.entered)
+          << ",\"not_entered\":" << Ints(p.not_entered)
+          << ",\"pending_s\":" << SecondsJson(p.pending_ns) << "}";
+    }
+    out << "]";
+  }
+  out << ",\"processes\":[" << absl::StrJoin(processes, ",") << "],\"unreadable\":[";
   for (size_t i = 0; i < unreadable.size(); ++i) {
     out << (i ? "," : "") << "{\"path\":" << JsonString(unreadable[i].first)
         << ",\"error\":" << JsonString(unreadable[i].second) << "}";
@@ -326,7 +342,8 @@ void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& o
   }
   UnreadableFiles unreadable;
   for (const UnreadableTrace& u : job.unreadable()) unreadable.push_back({u.path, u.error});
-  WriteJsonEnvelope(d.problem, d.findings, TraceCallSites(job), processes, unreadable, out);
+  WriteJsonEnvelope(d.problem, d.findings, TraceCallSites(job), processes, unreadable, out,
+                    d.running ? &d.pending : nullptr);
 }
 
 }  // namespace ncclwatch::decoder

@@ -42,9 +42,12 @@ void WriteFindingsHuman(const std::vector<Finding>& findings, const CallSiteName
 void WriteNotesHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites,
                      std::ostream& out);
 void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, std::ostream& out);
+// `running` (a live job with no problem): the verdict is "running", and its
+// pending operations follow the findings.
 void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
                        const CallSiteNamer& sites, const std::vector<std::string>& processes,
-                       const UnreadableFiles& unreadable, std::ostream& out);
+                       const UnreadableFiles& unreadable, std::ostream& out,
+                       const std::vector<PendingOperation>* running = nullptr);
 
 }  // namespace ncclwatch::decoder
 

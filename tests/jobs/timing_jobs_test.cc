@@ -182,27 +182,6 @@ TEST_CASE("a receive one element short, then a collective: the count mismatch, e
   OnlyRootBlames(s.diagnosis);
 }
 
-// A live healthy job is running, never "healthy", and never a finding for a
-// rank that is merely behind, however loaded the machine.
-TEST_CASE("a live healthy job is running in every snapshot, never a finding", "[timing]") {
-  Scenario s;
-  jobs::JobSpec spec = Spec(s, 4, {"--steps", "1000000", "--pipeline", "--size", "64"}, 6);
-  std::vector<jobs::DiagnosisView> snapshots;
-  std::thread job([&] { s.job = jobs::RunJob(spec); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  for (int i = 0; i < 6; ++i) {
-    snapshots.push_back(jobs::Diagnose({s.dir.path()}));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
-  job.join();
-  for (const auto& d : snapshots) {
-    INFO("live diagnosis:\n" << d.output);
-    CHECK(d.verdict == "running");
-    CHECK(d.exit_code == 0);
-    for (const auto& f : d.findings) CHECK(f.role != "root_cause");
-  }
-}
-
 // The ring laps while the GPUs stall at a count mismatch and the hosts go on
 // enqueuing: the operation the hang is about is kept where the ring cannot
 // lap it, so the mismatch is still named with its arguments.

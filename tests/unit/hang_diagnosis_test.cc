@@ -139,18 +139,39 @@ TEST_CASE("healthy, tracked: every rank exited 0 and its GPU completed everythin
   CHECK_FALSE(d.live);
 }
 
-TEST_CASE("live and making progress: healthy; live with nothing completing: never healthy",
+TEST_CASE("live and making progress: running; live with nothing completing: never healthy",
           "[hang]") {
   std::vector<SyntheticProcess> ps = Tracked(2);
   for (SyntheticProcess& p : ps)
     p.Collectives(kComm, 0, 4).Progress(kComm, 5).Heartbeats(kS, 40 * kS);
-  SECTION("the newest collective was issued a moment ago: healthy") {
+  SECTION("the newest collective was issued a moment ago: running, with it pending") {
     for (SyntheticProcess& p : ps) p.At(40 * kS + 100).Collective(kComm, 5);
     const Diagnosis d = Diagnose(Analyze(ps), LiveAt(40 * kS + 500'000'000));
     INFO(Describe(d));
     CHECK(d.live);
     CHECK_FALSE(d.problem);
+    CHECK(d.running);
     CHECK(d.findings.empty());
+    REQUIRE(d.pending.size() == 1);
+    CHECK(d.pending[0].seq == 5);
+    CHECK(d.pending[0].entered == std::vector<int>{0, 1});
+    CHECK(d.pending[0].not_entered.empty());
+    CHECK(ncclwatch::decoder::RunningHeadline(d.findings, d.pending) ==
+          "RUNNING: AllReduce #5 on communicator 3fa9c1 pending 0.5 s (entered by every rank, not "
+          "complete on the GPUs)");
+  }
+  SECTION("rank 1 has not entered #5 yet, 6 s on: running, naming it, not yet a finding") {
+    ps[0].At(34 * kS).Collective(kComm, 5);
+    const Diagnosis d = Diagnose(Analyze(ps), LiveAt(40 * kS + 1000));
+    INFO(Describe(d));
+    CHECK(d.running);
+    CHECK_FALSE(d.problem);
+    REQUIRE(d.pending.size() == 1);
+    CHECK(d.pending[0].seq == 5);
+    CHECK(d.pending[0].entered == std::vector<int>{0});
+    CHECK(d.pending[0].not_entered == std::vector<int>{1});
+    CHECK(ncclwatch::decoder::RunningHeadline(d.findings, d.pending) ==
+          "RUNNING: AllReduce #5 on communicator 3fa9c1 pending 6.0 s (rank 1 not entered)");
   }
   SECTION("collective #5 pending for 35 s on both ranks: never_completed, a tie") {
     for (SyntheticProcess& p : ps) p.At(5 * kS + 100).Collective(kComm, 5);
