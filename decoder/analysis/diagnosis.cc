@@ -110,6 +110,7 @@ class Diagnoser {
     }
     PointToPoint();
     Orders();
+    SkippedCreation();
     Init();
     DeviceErrors();
     StoppedRanks();
@@ -1401,11 +1402,134 @@ class Diagnoser {
   }
 
   // Init forensics, job by job: each job's ranks' initialisation evidence.
+  // Members of a communicator that never called a split (or shrink) of it
+  // which the other members entered and still wait in: NCCL's split is
+  // collective over the parent, so the rank that went elsewhere is the
+  // cause, with what it did instead; the waiting ranks are not (their wait
+  // is neither an init failure nor a rank missing from the parent's next
+  // collective).
+  void SkippedCreation() {
+    struct Creation {
+      uint32_t call = 0;
+      int64_t first_ns = INT64_MAX;
+      bool pending = false;
+      std::set<int> callers;  // processes
+    };
+    std::map<std::pair<uint64_t, uint32_t>, Creation> creations;  // (parent, split index)
+    for (const ProcessFacts& p : procs_) {
+      for (size_t i = 0; i < p.comms.size(); ++i) {
+        const CommMembership& m = p.comms[i];
+        if ((m.init_call != f::kCommSplit && m.init_call != f::kCommShrink) || m.parent == 0)
+          continue;
+        Creation& c = creations[{m.parent, m.split_index}];
+        c.call = m.init_call;
+        c.first_ns = std::min(c.first_ns, p.comm_init_ns[i]);
+        c.pending |= !m.init_returned;
+        c.callers.insert(p.index);
+      }
+    }
+    for (const auto& [key, c] : creations) {
+      const auto& [parent, split_index] = key;
+      if (!c.pending) continue;
+      std::vector<int> skipped, entered;
+      int skipper = -1;
+      for (const ProcessFacts& p : procs_) {
+        const CommMembership* in_parent = nullptr;
+        for (const CommMembership& m : p.comms)
+          if (m.comm == parent && m.Formed()) in_parent = &m;
+        if (in_parent == nullptr) continue;
+        const int r = Global(p.index, parent, in_parent->rank);
+        if (c.callers.count(p.index)) {
+          entered.push_back(r);
+          continue;
+        }
+        // A shrink leaves out the ranks it excludes.
+        if (c.call == f::kCommShrink) {
+          bool excluded = false;
+          for (int q : c.callers)
+            for (const CommMembership& m : procs_[q].comms)
+              if (m.parent == parent && m.split_index == split_index)
+                excluded |= std::count(m.excluded.begin(), m.excluded.end(), in_parent->rank) > 0;
+          if (excluded) continue;
+        }
+        skipped.push_back(r);
+        if (skipper < 0) skipper = p.index;
+        skipped_creation_.insert({parent, p.index});
+      }
+      if (skipped.empty()) continue;
+      for (int q : c.callers) waiting_in_creation_.insert(q);
+      std::sort(skipped.begin(), skipped.end());
+      std::sort(entered.begin(), entered.end());
+      Candidate cand;
+      cand.process = skipper;
+      Finding& x = cand.finding;
+      x.kind = FindingKind::kMissingRank;
+      x.comm = parent;
+      x.nranks = job_.CommSize(parent);
+      x.ranks = skipped;
+      x.when_ns = c.first_ns;
+      x.phase = HangPhase::kStartup;
+      MissingRankFacts facts;
+      facts.creation_call = c.call;
+      facts.split_index = split_index;
+      facts.entered = entered;
+      facts.departure = WhatInstead(skipper, parent);
+      x.facts = std::move(facts);
+      candidates_.push_back(std::move(cand));
+    }
+  }
+
+  // An init_failure that says only that its ranks waited for others.
+  static bool WaitingOnly(const Finding& x) {
+    const auto* init = std::get_if<InitFailureFacts>(&x.facts);
+    return init != nullptr && init->subsystem == "waiting";
+  }
+
+  // A rank missing from a collective because it waits in a split another
+  // member never called (SkippedCreation names that member).
+  bool WaitsInSkippedCreation(const Candidate& c) const {
+    if (c.finding.kind != FindingKind::kMissingRank || c.process < 0) return false;
+    const auto* m = std::get_if<MissingRankFacts>(&c.finding.facts);
+    return m != nullptr && m->creation_call == 0 && waiting_in_creation_.count(c.process) > 0;
+  }
+
+  // What process `q`, a member of `comm` that never made a call the others
+  // made on it, did instead: left it, exited, died, or went on to other work.
+  DepartureFacts WhatInstead(int q, uint64_t comm) const {
+    const ProcessFacts& p = procs_[q];
+    DepartureFacts d;
+    if (p.fate.kind == Fate::kExited) d.exit_code = p.fate.exit_code;
+    for (const CommMembership& m : p.comms) {
+      if (m.comm == comm && m.end_call != 0) {
+        d.how = Departure::kLeftCommunicator;
+        d.end_call = m.end_call;
+        return d;
+      }
+    }
+    if (p.fate.kind == Fate::kSignal && CrashSignal(p.fate.signo)) {
+      d.kind = FindingKind::kRankDied;
+      d.how = Departure::kDiedOfSignal;
+      d.signo = p.fate.signo;
+      return d;
+    }
+    if (p.last.valid) {
+      d.how = Departure::kWentOn;
+      d.later_call = p.last;
+      d.later_site = Site(q, p.last.caller);
+      return d;
+    }
+    d.how = p.fate.kind == Fate::kExited ? Departure::kExited : Departure::kStopped;
+    return d;
+  }
+
   void Init() {
     for (const std::vector<int>& members : out_.jobs) {
       std::vector<InitEvidence> evidence;
       for (int q : members) evidence.push_back(procs_[q].init);
       for (InitFinding& f : DiagnoseInit(evidence)) {
+        // Ranks that only wait in a split another member never called: the
+        // skipped-creation finding explains them.
+        if (WaitingOnly(f.finding) && waiting_in_creation_.count(f.process) > 0) continue;
         Candidate c;
         c.finding = std::move(f.finding);
         c.finding.nranks = c.finding.comm ? job_.CommSize(*c.finding.comm) : -1;
@@ -1501,10 +1625,12 @@ class Diagnoser {
   }
 
   void Conclude() {
-    candidates_.erase(
-        std::remove_if(candidates_.begin(), candidates_.end(),
-                       [&](const Candidate& c) { return NotYet(c) || BehindAtTeardown(c); }),
-        candidates_.end());
+    candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
+                                     [&](const Candidate& c) {
+                                       return NotYet(c) || BehindAtTeardown(c) ||
+                                              WaitsInSkippedCreation(c);
+                                     }),
+                      candidates_.end());
     // One finding per rank that died (the communicator where it was first
     // missed), and per rank that went missing for the same reason.
     std::stable_sort(candidates_.begin(), candidates_.end(),
@@ -1639,6 +1765,10 @@ class Diagnoser {
   std::vector<std::vector<int>> overwritten_, unseen_;  // per job: blind spots' processes
   std::vector<int> job_of_;
   std::vector<Candidate> candidates_;
+  // SkippedCreation: (parent communicator, process) that never called a split
+  // the others wait in, and the processes waiting in such a split.
+  std::set<std::pair<uint64_t, int>> skipped_creation_;
+  std::set<int> waiting_in_creation_;
   std::vector<Finding> warnings_;
   std::vector<Finding> notes_;
   Diagnosis out_;

@@ -116,6 +116,7 @@ enum class Departure {
   kDiedFirst,  // no end recorded; its heartbeat stopped well before the others' (kind rank_died)
   kFrozen,     // the process exists, stopped (kind rank_frozen), or its heartbeat went stale
   kWaitingOnGpu,  // its GPU never finished an earlier operation (later_call) of the communicator
+  kWentOn,        // it went on to other NCCL work (later_call) without the call the others made
 };
 
 // What Classify (diagnosis.cc) found a missing rank did instead.
@@ -138,7 +139,12 @@ struct DepartureFacts {
 // missing_rank and rank_died from traces: ranks that never entered
 // collective `seq`.
 struct MissingRankFacts {
-  CollectiveSignature call;          // the collective the others entered
+  CollectiveSignature call;  // the collective the others entered
+  // Or, where the others wait in a call that makes a communicator from this
+  // one (ncclCommSplit, ncclCommShrink: collective over it), that call and
+  // which of the communicator's splits it is; `call` is then unset.
+  uint32_t creation_call = 0;
+  uint32_t split_index = 0;
   std::vector<int> entered;          // the ranks that entered it
   std::optional<uint64_t> last_seq;  // the missing ranks' last collective on it
   CallSiteRef last_site;             // where that one was called

@@ -56,6 +56,7 @@ struct ProcessFacts {
   int32_t nccl_version = 0;  // as ncclGetVersion reported it; 0 unknown
   std::vector<ModuleInfo> modules;
   std::vector<CommMembership> comms;
+  std::vector<int64_t> comm_init_ns;  // when comms[i]'s init began (realtime)
   Fate fate;
   LastCall last;
   std::map<uint64_t, CollectiveEvent> last_collective;  // per communicator

@@ -251,6 +251,14 @@ DepartureText Departed(const MissingRankFacts& x, const CallSiteNamer& sites) {
               "or tracer): continue it (kill -CONT PID) or detach the debugger, and find what "
               "stopped it"};
     }
+    case Departure::kWentOn:
+      return {absl::StrCat("went on to ", DescribeCall(d.later_call)),
+              absl::StrCat("it went on without it: its last call was ", DescribeCall(d.later_call),
+                           " from ", sites(d.later_site)),
+              "the rank took another code path: it skipped the call the others made and waits "
+              "elsewhere; make every rank of the communicator make the same calls on it in the "
+              "same order (a communicator split is collective over its parent, like a "
+              "collective)"};
     case Departure::kWaitingOnGpu:
       return {absl::StrCat("waited for its GPU to finish ", DescribeCall(d.later_call),
                            ", which never completed"),
@@ -273,8 +281,19 @@ DepartureText Departed(const MissingRankFacts& x, const CallSiteNamer& sites) {
 
 void Render(const Finding& f, const MissingRankFacts& x, const CallSiteNamer& sites,
             FindingText* t) {
-  const uint64_t seq = f.seq.value_or(0);
   const DepartureText d = Departed(x, sites);
+  if (x.creation_call != 0) {
+    const std::string call = CallName(x.creation_call);
+    t->detail = absl::StrFormat(
+        "%s never called %s on %s (its split #%u), which %s entered and wait in; %s",
+        RanksNoun(f.ranks), call, CommPhrase(f.comm.value_or(0), f.nranks), x.split_index,
+        RanksNoun(x.entered), d.reason);
+    t->fix = d.fix;
+    t->groups.push_back({x.entered, absl::StrCat("entered ", call, " and waited")});
+    t->groups.push_back({f.ranks, absl::StrCat("never called ", call, ", then ", d.did)});
+    return;
+  }
+  const uint64_t seq = f.seq.value_or(0);
   t->detail = absl::StrFormat("%s never entered collective #%u of %s, %s, which %s entered; %s",
                               RanksNoun(f.ranks), seq, CommPhrase(f.comm.value_or(0), f.nranks),
                               DescribeCollective(x.call), RanksNoun(x.entered), d.reason);

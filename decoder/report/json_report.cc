@@ -102,6 +102,10 @@ void WriteFacts(const Finding& f, const MissingRankFacts& x, const CallSiteNamer
                 std::ostream& out) {
   out << ",\"did_instead\":" << JsonString(DidInstead(x, sites))
       << ",\"last_seq\":" << Num(x.last_seq);
+  if (x.creation_call != 0) {
+    out << ",\"call\":" << JsonString(CallName(x.creation_call))
+        << ",\"split_index\":" << x.split_index << ",\"entered\":" << Ints(x.entered);
+  }
   if (f.kind == FindingKind::kRankDied)
     out << ",\"signal\":"
         << (x.departure.signo ? JsonString(SignalName(x.departure.signo)) : "null");

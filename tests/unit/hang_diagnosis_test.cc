@@ -593,3 +593,29 @@ TEST_CASE("a job its scheduler ended while it progressed: killed_while_running, 
     ExpectRoot(stuck, {"missing_rank", kComm, 9, {3}, "step"});
   }
 }
+
+TEST_CASE("a rank that skipped a split the others wait in is the cause, with what it did instead",
+          "[hang][split]") {
+  // Ranks 0-2 entered split #0 of kComm and wait in it; rank 3 never called
+  // it and went on to kComm's collective #0. Then the launcher's SIGTERM.
+  constexpr uint64_t kHalf = 0x55aa00000000beefull;
+  std::vector<SyntheticProcess> ps = Tracked(4);
+  for (SyntheticProcess& p : ps) p.Heartbeats(kS, 10 * kS);
+  for (int r : {0, 1, 2}) ps[r].At(kS).SplitPending(kComm, 0, kHalf, r / 2, r % 2, 2);
+  ps[3].At(kS + 100).Collective(kComm, 0, AllReduce().Pending());
+  for (SyntheticProcess& p : ps) p.At(10 * kS).Signal(SIGTERM);
+  const Diagnosis d = Diagnose(Analyze(ps));
+  const Finding x = ExpectRoot(d, {"missing_rank", kComm, {}, {3}, "startup"});
+  CHECK(Extra(x, "call") == "\"ncclCommSplit\"");
+  CHECK(Extra(x, "entered") == "[0,1,2]");
+  CHECK(Extra(x, "did_instead").find("went on to AllReduce #0 of 3fa9c1") != std::string::npos);
+  for (const Finding& other : d.findings) {
+    INFO(ncclwatch::decoder::KindName(other.kind));
+    CHECK(other.kind != ncclwatch::decoder::FindingKind::kInitFailure);
+    CHECK(std::find(other.ranks.begin(), other.ranks.end(), 0) == other.ranks.end());
+  }
+  const std::string detail =
+      ncclwatch::decoder::RenderFinding(x, ncclwatch::decoder::NoCallSites()).detail;
+  CHECK(detail.find("rank 3 never called ncclCommSplit on communicator 3fa9c1 (4 ranks) (its "
+                    "split #0), which ranks 0-2 entered and wait in") == 0);
+}

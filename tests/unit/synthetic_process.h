@@ -345,6 +345,21 @@ class SyntheticProcess {
     return *this;
   }
 
+  // ncclCommSplit of `parent` (its split #`index`) into `comm`, entered and
+  // never returned (NCCL's split waits for every member of the parent).
+  SyntheticProcess& SplitPending(uint64_t parent, uint32_t index, uint64_t comm, int32_t color,
+                                 int32_t rank, int32_t nranks) {
+    auto* begin = Add().mutable_comm_init_begin();
+    begin->set_comm(comm);
+    begin->set_call(pb::COMM_SPLIT);
+    begin->set_parent(parent);
+    begin->set_split_index(index);
+    begin->set_color(color);
+    begin->set_rank(rank);
+    begin->set_nranks(nranks);
+    return *this;
+  }
+
   // Collective #seq of `comm` was issued during CUDA graph capture: not tracked.
   SyntheticProcess& Captured(uint64_t comm, uint64_t seq) {
     auto* u = Add().mutable_untracked();
