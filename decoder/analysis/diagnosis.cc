@@ -889,6 +889,12 @@ class Diagnoser {
           }
         facts.op = op;
         facts.completed = low;
+        if (al != job_.alignments().end()) {
+          for (const AlignedMember& m : al->second.members())
+            if (!m.any || m.lo > low || m.hi < low)
+              facts.arguments_lost.push_back(Global(m.process, comm, m.comm_rank));
+          std::sort(facts.arguments_lost.begin(), facts.arguments_lost.end());
+        }
         AddNeverCompleted(comm, nranks, ms, named, std::move(facts));
         continue;
       }

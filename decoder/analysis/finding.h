@@ -207,6 +207,9 @@ struct NeverCompletedFacts {
   };
   std::vector<Others> others;  // the rest of the members, by their completed count
   CallSiteRef site;            // where the named rank issued it
+  // Ranks whose record of the operation their ring overwrote: whether every
+  // rank called it alike (a mismatch hangs the same way) cannot be seen.
+  std::vector<int> arguments_lost;
 };
 
 // gpu_fault or cuda_error from a trace (a CUDA error the watcher met), and

@@ -137,13 +137,25 @@ void RenderNeverCompleted(const Finding& f, const NeverCompletedFacts& x,
   if (x.stall_record) absl::StrAppend(&waited, "; the shim's stall watchdog reported it");
   t->detail = absl::StrFormat("%s of %s was entered by %s and never completed on the GPUs; %s%s",
                               op, comm, RanksNoun(x.entered, "every rank"), why, waited);
-  t->fix = absl::StrCat(
-      "every rank entered it, so the GPUs or the network did not finish it: on ",
-      x.by == By::kTie ? "every node" : absl::StrCat(named, "'s node"),
-      " look for a GPU or link fault (dmesg: NVRM Xid; nvidia-smi -q -d ECC,PAGE_RETIREMENT), a "
-      "NIC or link that went down (ibstat, ip -s link), and rerun with NCCL_DEBUG=INFO "
-      "NCCL_DEBUG_SUBSYS=INIT,NET to see the transport it used; if it still hangs, collect ",
-      kCollectStacks);
+  if (!x.arguments_lost.empty()) {
+    // Without every rank's arguments a mismatch (which hangs the same way)
+    // cannot be ruled out: no hardware is suspected.
+    absl::StrAppend(&t->detail, "; but the ring of ", RanksNoun(x.arguments_lost),
+                    " overwrote its record of it, so whether every rank called it with the same "
+                    "arguments cannot be seen (a mismatch hangs the same way)");
+    t->fix = absl::StrCat(
+        "the operation's arguments were lost: rerun with a larger NCCLWATCH_RING_SIZE and "
+        "diagnose again before suspecting hardware; meanwhile collect ",
+        kCollectStacks);
+  } else {
+    t->fix = absl::StrCat(
+        "every rank entered it, so the GPUs or the network did not finish it: on ",
+        x.by == By::kTie ? "every node" : absl::StrCat(named, "'s node"),
+        " look for a GPU or link fault (dmesg: NVRM Xid; nvidia-smi -q -d ECC,PAGE_RETIREMENT), a "
+        "NIC or link that went down (ibstat, ip -s link), and rerun with NCCL_DEBUG=INFO "
+        "NCCL_DEBUG_SUBSYS=INIT,NET to see the transport it used; if it still hangs, collect ",
+        kCollectStacks);
+  }
   t->groups.push_back(
       {f.ranks, absl::StrCat(x.by == By::kTie ? "" : "stopped first: ", "entered ", op, " (",
                              sites(x.site), "), GPU completed ", x.completed, " of it")});

@@ -131,6 +131,7 @@ void WriteFacts(const Finding&, const NeverCompletedFacts& x, const CallSiteName
       << ",\"entered\":" << Ints(x.entered) << ",\"waited_s\":" << SecondsJson(x.waited_ns)
       << ",\"stall_record\":" << (x.stall_record ? "true" : "false")
       << ",\"live\":" << (x.live ? "true" : "false");
+  if (!x.arguments_lost.empty()) out << ",\"arguments_lost\":" << Ints(x.arguments_lost);
 }
 
 void WriteFacts(const Finding&, const DeviceErrorFacts& x, const CallSiteNamer&,

@@ -619,3 +619,22 @@ TEST_CASE("a rank that skipped a split the others wait in is the cause, with wha
   CHECK(detail.find("rank 3 never called ncclCommSplit on communicator 3fa9c1 (4 ranks) (its "
                     "split #0), which ranks 0-2 entered and wait in") == 0);
 }
+
+TEST_CASE("never_completed whose arguments a ring overwrote: says so, suspects no hardware",
+          "[hang][lost]") {
+  // Every rank entered #5 and its GPU stopped there; rank 1's ring lost
+  // #0..#7 while its host went on enqueuing: its #5 cannot be compared.
+  std::vector<SyntheticProcess> ps = Tracked(2);
+  ps[0].Collectives(kComm, 0, 9).Progress(kComm, 5);
+  ps[1].Wrapped().Collectives(kComm, 8, 9).Progress(kComm, 5);
+  for (SyntheticProcess& p : ps) p.Heartbeats(kS, 20 * kS);
+  const Diagnosis d = Diagnose(Analyze(ps));
+  const Finding x = ExpectRoot(d, {"never_completed", kComm, 5, {0, 1}, "step"});
+  CHECK(Extra(x, "arguments_lost") == "[1]");
+  const auto t = ncclwatch::decoder::RenderFinding(x, ncclwatch::decoder::NoCallSites());
+  INFO(t.detail << "\n" << t.fix);
+  CHECK(t.detail.find("the ring of rank 1 overwrote its record of it") != std::string::npos);
+  CHECK(t.fix.find("NCCLWATCH_RING_SIZE") != std::string::npos);
+  CHECK(t.fix.find("GPU or link fault") == std::string::npos);
+  CHECK(t.fix.find("ibstat") == std::string::npos);
+}
