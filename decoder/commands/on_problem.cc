@@ -1,5 +1,6 @@
 #include "commands/on_problem.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -146,16 +147,20 @@ pid_t StartOnProblem(const std::string& command, const DiagnosedTraces& t, std::
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (dup2(fd, STDIN_FILENO) < 0) _exit(126);
+    // (fd is 0 itself when ncclwatch ran with its stdin closed.)
+    if (fd == STDIN_FILENO ? fcntl(fd, F_SETFD, 0) < 0 : dup2(fd, STDIN_FILENO) < 0) _exit(126);
     execve(argv[0], argv, envp.data());
     static const char kMsg[] = "ncclwatch: cannot run /bin/sh for the --on-problem command\n";
     (void)!write(STDERR_FILENO, kMsg, sizeof(kMsg) - 1);
     _exit(127);
   }
   close(fd);
-  err << "ncclwatch: running the --on-problem command (" << c.kinds.size() << " root cause"
-      << (c.kinds.size() == 1 ? "" : "s") << ", ranks "
-      << (c.ranks.empty() ? "none" : RankList(c.ranks)) << ")\n";
+  const size_t roots =
+      std::count_if(t.diagnosis.findings.begin(), t.diagnosis.findings.end(),
+                    [](const Finding& f) { return f.role == FindingRole::kRootCause; });
+  err << "ncclwatch: running the --on-problem command (" << roots << " root cause"
+      << (roots == 1 ? "" : "s") << ", ranks " << (c.ranks.empty() ? "none" : RankList(c.ranks))
+      << ")\n";
   err.flush();
   return pid;
 }

@@ -1,6 +1,8 @@
 #include "commands/status.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "commands/input_files.h"
@@ -64,23 +65,34 @@ std::string DefaultJob(const std::vector<std::string>& paths) {
 }
 
 // `text` into `file` as one rename, so a reader (node_exporter's textfile
-// collector) never sees half of it. "" or a one-line reason.
+// collector) never sees half of it. The new file is made beside it with a
+// fresh name (mkstemp: never through a link, never over another file, in a
+// folder others may write to), readable as the umask allows (the collector
+// runs as another user); rename replaces a link at `file`, never what it
+// points to. "" or a one-line reason.
 std::string WriteAtomically(const std::string& file, const std::string& text) {
-  const std::string tmp = file + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) return "cannot write " + tmp + ": " + std::strerror(errno);
-    f << text;
-    f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      return "cannot write " + tmp;
-    }
+  std::string tmp = file + ".tmp.XXXXXX";
+  const int fd = mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) return "cannot write beside " + file + ": " + std::strerror(errno);
+  const mode_t mask = umask(0);
+  umask(mask);
+  bool ok = fchmod(fd, 0644 & ~mask) == 0;
+  for (size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  const std::string why = std::strerror(errno);
+  if (close(fd) != 0) ok = false;
+  if (!ok) {
+    unlink(tmp.c_str());
+    return "cannot write " + tmp + ": " + why;
   }
   if (std::rename(tmp.c_str(), file.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return "cannot rename " + tmp + " to " + file + ": " + why;
+    const std::string rename_why = std::strerror(errno);
+    unlink(tmp.c_str());
+    return "cannot rename " + tmp + " to " + file + ": " + rename_why;
   }
   return "";
 }

@@ -128,7 +128,7 @@ expect_in "$("$NCCLWATCH" dump "$(trace_of_rank "$shared/$a" 2)" | grep process_
 
 # B: the TaskProlog alone; a healthy job, its traces in the node's folder.
 slurm_task_prolog "$TMP/slurm" "$SRC/cluster/slurm/ncclwatch-task-prolog.sh"
-b=$(submit --wait "$(batch task_prolog "srun -n 4 --overcommit ${job[*]}")") || fail "B: the job failed: $(cat "$TMP/out/"*)"
+b=$(submit --wait --time=2 "$(batch task_prolog "srun -n 4 --overcommit ${job[*]}")") || fail "B: the job failed: $(cat "$TMP/out/"*)"
 echo "B: job $b (the TaskProlog)"
 node_dir=/var/tmp/ncclwatch/$b/$NODE
 expect_eq "$(find "/var/tmp/ncclwatch/$b" -name '*.trace' | wc -l)" 4 "B: one trace per task"
@@ -141,12 +141,12 @@ expect_slurm_ranks "$json" B
 expect_eq "$(jq -r '[.processes[].end | "\(.how) \(.exit_code)"] | unique | join(",")' <<<"$json")" "exit 0" "B: how the ranks ended"
 # Under the prolog, a job that wants its traces elsewhere exports
 # NCCLWATCH_DIR in its batch script (the prolog keeps a folder it finds set).
-e=$(submit --wait "$(batch prolog_shared "export NCCLWATCH_DIR=$shared/\$SLURM_JOB_ID" \
+e=$(submit --wait --time=2 "$(batch prolog_shared "export NCCLWATCH_DIR=$shared/\$SLURM_JOB_ID" \
   "srun -n 4 --overcommit ${job[*]} --steps 2")") || fail "the job exporting NCCLWATCH_DIR failed"
 expect_eq "$(find "$shared/$e" -name '*.trace' | wc -l)" 4 "job $e: the batch script's NCCLWATCH_DIR kept under the prolog"
 [[ ! -e /var/tmp/ncclwatch/$e ]] || fail "job $e: traces in the node's folder too"
 # The job opts out with NCCLWATCH=0: no trace.
-b0=$(NCCLWATCH=0 submit --wait "$(batch opt_out "srun -n 4 --overcommit ${job[*]}")") || fail "the NCCLWATCH=0 job failed"
+b0=$(NCCLWATCH=0 submit --wait --time=2 "$(batch opt_out "srun -n 4 --overcommit ${job[*]}")") || fail "the NCCLWATCH=0 job failed"
 [[ ! -e /var/tmp/ncclwatch/$b0 ]] || fail "NCCLWATCH=0: the TaskProlog traced the job anyway"
 echo "ok: NCCLWATCH=0 job $b0 untraced"
 
@@ -158,7 +158,7 @@ cat >"$TMP/jobs/rank2_gpu_fault.sh" <<EOF
 exec ${job[*]}
 EOF
 chmod +x "$TMP/jobs/rank2_gpu_fault.sh"
-d=$(submit --wait "$(batch gpu_fault \
+d=$(submit --wait --time=2 "$(batch gpu_fault \
   "/opt/ncclwatch/ncclwatch run --dir $shared/\$SLURM_JOB_ID --on-problem $on_problem -- srun -n 4 --overcommit --kill-on-bad-exit=1 $TMP/jobs/rank2_gpu_fault.sh")") &&
   fail "D: the job succeeded"
 echo "D: job $d (a GPU fault on rank 2)"

@@ -7,6 +7,7 @@
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -220,11 +221,14 @@ TEST_CASE(
       "LD_PRELOAD=\"$2\" NCCLWATCH_DIR=\"$1\"/traces \"$0\"/jobrun -n 4 --timeout 15 -- "
       "\"$0\"/train_loop --steps 8 --bug op:1:3 > \"$1\"/job.out 2>&1 & i=0; until "
       "\"$0\"/ncclwatch status --stuck-after 2 \"$1\"/traces > /dev/null 2>&1; [ $? -eq 1 ] || "
-      "[ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; echo STATUS; \"$0\"/ncclwatch status "
+      "[ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; echo kept > \"$1\"/victim; ln -s victim "
+      "\"$1\"/job.prom; echo STATUS; \"$0\"/ncclwatch status "
       "--stuck-after 2 --metrics \"$1\"/job.prom --on-problem \"$3\" \"$1\"/traces; echo \"EXIT "
       "$?\"; \"$0\"/ncclwatch status --stuck-after 2 --metrics - \"$1\"/traces > "
       "\"$1\"/stdout.prom; "
-      "echo \"STDOUT $?\"; wait",
+      "echo \"STDOUT $?\"; \"$0\"/ncclwatch status --metrics \"$1\"/no/such/x.prom \"$1\"/traces; "
+      "echo "
+      "\"NOWHERE $?\"; wait",
       dir.path());
   const std::string& out = o.output;
   INFO(out);
@@ -233,6 +237,15 @@ TEST_CASE(
   CHECK(out.find("STUCK: communicator ", status) != std::string::npos);
   CHECK(out.find("EXIT 1") != std::string::npos);
   CHECK(out.find("STDOUT 1") != std::string::npos);
+  // A metrics file that cannot be written: one line, exit 2.
+  CHECK(out.find("ncclwatch: cannot write beside " + dir.path() +
+                 "/no/such/x.prom: No such file or directory\n") != std::string::npos);
+  CHECK(out.find("NOWHERE 2") != std::string::npos);
+  // The metrics replaced the link at job.prom, not what it pointed to.
+  struct stat st;
+  REQUIRE(lstat((dir.path() + "/job.prom").c_str(), &st) == 0);
+  CHECK(S_ISREG(st.st_mode));
+  CHECK(Slurp(dir.path() + "/victim") == "kept\n");
   CHECK(out.find("ncclwatch: running the --on-problem command (1 root cause, ranks 1)") !=
         std::string::npos);
   CHECK(Slurp(dir.path() + "/runs") == "ran\n");
