@@ -1,7 +1,7 @@
 // The JSON contract (stable; documented in README.md), one writer for
 // diagnose and explain:
 //
-// {"ncclwatch": VERSION, "verdict": "healthy"|"problem",
+// {"ncclwatch": VERSION, "schema_version": kJsonSchemaVersion, "verdict": "healthy"|"problem",
 //  "findings": [{"kind", "role", "job", "comm", "seq", "ranks", "field", "nranks",
 //                "detail", "fix", "rank_groups", ...the kind's facts}],
 //  "processes": [...], "unreadable": [...]}
@@ -279,6 +279,7 @@ void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
                        const CallSiteNamer& sites, const std::vector<std::string>& processes,
                        const UnreadableFiles& unreadable, std::ostream& out) {
   out << "{\"ncclwatch\":" << JsonString(kNcclwatchVersion)
+      << ",\"schema_version\":" << kJsonSchemaVersion
       << ",\"verdict\":" << (problem ? "\"problem\"" : "\"healthy\"") << ",\"findings\":[";
   for (size_t i = 0; i < findings.size(); ++i) {
     if (i) out << ",";

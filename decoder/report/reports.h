@@ -20,6 +20,11 @@
 
 namespace ncclwatch::decoder {
 
+// The JSON report's schema version ("schema_version"): raised when a field
+// changes meaning or goes away (adding a field does not raise it), so a
+// program reading the report (ncclwatch run --on-problem CMD) can tell.
+inline constexpr int kJsonSchemaVersion = 1;
+
 // Files that could not be read: (path, why).
 using UnreadableFiles = std::vector<std::pair<std::string, std::string>>;
 

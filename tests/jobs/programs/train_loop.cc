@@ -13,7 +13,7 @@
 // own stream while the first drives the world.
 //
 //   train_loop [--steps N] [--size ELEMENTS] [--pipeline] [--tensor-parallel] [--tp-stream]
-//              [--tp-thread]
+//              [--tp-thread] [--step-ms MS]
 //              [--rank-steps RANK:N] [--bug KIND:RANK:STEP]...
 //
 // Bugs (each on one rank, at one step):
@@ -36,6 +36,8 @@
 //   p2p-drop  posts its pipeline Recv but not its Send
 //   inversion issues the tensor-parallel AllReduce before the world one
 // --rank-steps gives one rank a different number of steps (uneven data).
+// --step-ms sleeps that long after each step, as a step's computation would
+// (a healthy job that keeps running while it is watched).
 //
 // Prints "step K done" after each step and "train_loop: done" at the end.
 
@@ -71,6 +73,7 @@ struct Options {
   bool tp_thread = false;
   int uneven_rank = -1;
   int uneven_steps = 0;
+  int step_ms = 0;
   std::vector<Bug> bugs;
 };
 
@@ -99,6 +102,8 @@ Options Parse(int argc, char** argv) {
       o.tp_stream = true;
     } else if (a == "--tp-thread") {
       o.tensor_parallel = o.tp_stream = o.tp_thread = true;
+    } else if (a == "--step-ms") {
+      o.step_ms = std::atoi(next().c_str());
     } else if (a == "--rank-steps") {
       std::string v = next();
       if (std::sscanf(v.c_str(), "%d:%d", &o.uneven_rank, &o.uneven_steps) != 2)
@@ -291,6 +296,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i) loss += params[i] * params[i];
     std::printf("step %d done loss %.6f\n", step, loss / static_cast<double>(n));
     std::fflush(stdout);
+    if (opt.step_ms > 0) usleep(static_cast<useconds_t>(opt.step_ms) * 1000);
   }
 
   if (tp_driver.joinable()) tp_driver.join();
