@@ -7,7 +7,7 @@
 # every second, both on the loopback. Through Prometheus' HTTP query API:
 # stuck is 1 for each of the hung job's ranks and 0 for each of the healthy
 # one's, seen while both run; the repo's alert rule
-# (cluster/prometheus/ncclwatch-alerts.yml), loaded into that Prometheus, is
+# (scripts/cluster/prometheus/ncclwatch-alerts.yml), loaded into that Prometheus, is
 # pending for the hung job alone; promtool checks the rule, its unit test
 # (tests/cluster/ncclwatch-alerts.test.yml) and the metrics' format.
 source "$(dirname "$0")/lib.sh"
@@ -19,7 +19,7 @@ need prometheus-node-exporter prometheus-node-exporter
 need curl curl
 need jq jq
 
-rules=$SRC/cluster/prometheus/ncclwatch-alerts.yml
+rules=$SRC/scripts/cluster/prometheus/ncclwatch-alerts.yml
 out=$(promtool check rules "$rules" 2>&1) || fail "promtool check rules: $out"
 expect_in "$out" "SUCCESS: 1 rules found" "promtool check rules"
 out=$(promtool test rules "$SRC/tests/cluster/ncclwatch-alerts.test.yml" 2>&1) || fail "promtool test rules: $out"

@@ -29,7 +29,7 @@ need jq jq
 mount -t tmpfs -o mode=755 tmpfs /opt
 mount -t tmpfs -o mode=1777 tmpfs /var/tmp
 install -d -m 755 /opt/ncclwatch
-install -m 755 "$NCCLWATCH" "$SHIM" "$SRC/cluster/slurm/ncclwatch-on-problem.sh" /opt/ncclwatch/
+install -m 755 "$NCCLWATCH" "$SHIM" "$SRC/scripts/cluster/slurm/ncclwatch-on-problem.sh" /opt/ncclwatch/
 install -d -m 1777 /var/tmp/ncclwatch
 slurm_start "$TMP/slurm"
 
@@ -127,7 +127,7 @@ expect_mismatch "$json" "$shared/$a" A
 expect_in "$("$NCCLWATCH" dump "$(trace_of_rank "$shared/$a" 2)" | grep process_start)" "job=$a" "A: the trace names the Slurm job"
 
 # B: the TaskProlog alone; a healthy job, its traces in the node's folder.
-slurm_task_prolog "$TMP/slurm" "$SRC/cluster/slurm/ncclwatch-task-prolog.sh"
+slurm_task_prolog "$TMP/slurm" "$SRC/scripts/cluster/slurm/ncclwatch-task-prolog.sh"
 b=$(submit --wait --time=2 "$(batch task_prolog "srun -n 4 --overcommit ${job[*]}")") || fail "B: the job failed: $(cat "$TMP/out/"*)"
 echo "B: job $b (the TaskProlog)"
 node_dir=/var/tmp/ncclwatch/$b/$NODE
