@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, checks the formatting (scripts/check-format.sh),
+# Installs what is missing (scripts/install-deps.sh --cluster: the cluster
+# tests' Slurm, podman and Prometheus too, where they can be installed),
+# checks the formatting (scripts/check-format.sh),
 # builds, and runs the whole test suite (ctest); runs each fuzzer for
 # ${FUZZ_SECONDS:-30} s under ASan and UBSan (scripts/fuzz.sh, in
 # ${FUZZ_BUILD_DIR:-build-fuzz}); then the test suite again with the decoder,
@@ -13,14 +15,16 @@
 # sanitizer pass neither builds nor runs the tests whose subject is never
 # instrumented (NCCLWATCH_BUILD_GUEST_TESTS=OFF): the simulator (sim_*), the
 # real NCCL releases (real:), and the shim as a guest (preload:, dlsym:,
-# gpu_sharing:); the decoder's job tests stay in.
+# gpu_sharing:, cluster:); the decoder's job tests stay in. The cluster tests
+# (tests/cluster: real Slurm, podman, Prometheus) report themselves skipped,
+# with the reason printed at the end, where their packages are missing.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$repo/build}
 asan_build=${ASAN_BUILD_DIR:-$repo/build-asan}
 fuzz_build=${FUZZ_BUILD_DIR:-$repo/build-fuzz}
 fuzz_seconds=${FUZZ_SECONDS:-30}
-"$repo/scripts/install-deps.sh"
+"$repo/scripts/install-deps.sh" --cluster
 
 # What the source tree holds beyond its committed files: changes, untracked
 # files, and ignored ones too (a stray *.trace is ignored, and must still be
@@ -74,6 +78,8 @@ start=$SECONDS
 "$repo/scripts/build.sh" -DNCCLWATCH_WERROR=ON "${launcher[@]}"
 (cd "$build" && ctest --output-on-failure -j "$(nproc)" "$@") || fail "tests ($build): $(failed_tests "$build")"
 echo "== build and tests: $((SECONDS - start)) s"
+# Why a test skipped itself (the cluster tests, without their packages).
+grep -h '^SKIPPED: ' "$build/Testing/Temporary/LastTest.log" 2>/dev/null | sed 's/^SKIPPED: /test: skipped: /' || true
 
 if ((fuzz_seconds > 0)); then
   echo "== fuzzers, ${fuzz_seconds} s each, under ASan and UBSan ($fuzz_build)"
@@ -87,7 +93,7 @@ start=$SECONDS
 BUILD_DIR=$asan_build "$repo/scripts/build.sh" -DNCCLWATCH_WERROR=ON -DNCCLWATCH_SANITIZE=address,undefined \
   -DNCCLWATCH_BUILD_BENCHMARKS=OFF -DNCCLWATCH_BUILD_GUEST_TESTS=OFF "${launcher[@]}"
 (cd "$asan_build" && UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
-  ctest --output-on-failure -j "$(nproc)" -E '^(sim_|real:|preload:|dlsym:|gpu_sharing:)' "$@") || fail "tests under ASan and UBSan ($asan_build): $(failed_tests "$asan_build")"
+  ctest --output-on-failure -j "$(nproc)" -E '^(sim_|real:|preload:|dlsym:|gpu_sharing:|cluster:)' "$@") || fail "tests under ASan and UBSan ($asan_build): $(failed_tests "$asan_build")"
 echo "== sanitizer build and tests: $((SECONDS - start)) s"
 
 if ((in_git)); then

@@ -15,10 +15,11 @@
 #include <filesystem>
 #include <sstream>
 
-#include "commands/diagnose.h"
 #include "commands/input_files.h"
+#include "commands/on_problem.h"
 #include "model/trace_loader.h"
 #include "report/names.h"
+#include "report/reports.h"
 #include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {
@@ -31,13 +32,15 @@ constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
 struct Options {
   std::string dir;
   bool on_stall = false;
+  std::string on_problem;  // CMD, run once when a diagnosis is a problem
   std::string shim;
   std::vector<std::string> command;
 };
 
 int Usage(std::ostream& err, const std::string& why) {
   err << "ncclwatch: " << why << "\n"
-      << "usage: ncclwatch run [--dir D] [--on-stall] [--shim PATH] -- CMD [ARGS...]\n";
+      << "usage: ncclwatch run [--dir D] [--on-stall] [--on-problem CMD] [--shim PATH] -- CMD "
+         "[ARGS...]\n";
   return 2;
 }
 
@@ -78,12 +81,26 @@ uint64_t Stalls(const std::string& dir, std::vector<std::string>* lines) {
   return n;
 }
 
-void PrintDiagnosis(const std::string& dir, const std::string& why, std::ostream& err) {
-  err << "ncclwatch: " << why << "; the diagnosis of " << dir << ":\n";
-  std::ostringstream report, problems;
-  RunDiagnose({dir}, false, report, problems);
-  err << report.str() << problems.str();
+// Prints the diagnosis of the run's traces on `err`; with --on-problem, the
+// first diagnosis that is a problem starts CMD (*on_problem: its pid, -1
+// when it could not be started, 0 until then).
+void PrintDiagnosis(const Options& o, const std::string& why, pid_t* on_problem,
+                    std::ostream& err) {
+  err << "ncclwatch: " << why << "; the diagnosis of " << o.dir << ":\n";
+  std::string error;
+  const std::unique_ptr<DiagnosedTraces> t = DiagnoseTraces({o.dir}, &error);
+  if (t == nullptr) {
+    err << "ncclwatch: " << error << "\n";
+    err.flush();
+    return;
+  }
+  // Text from the traces may hold any byte: escaped before a terminal sees it.
+  std::ostringstream human;
+  WriteHumanReport(t->job, t->diagnosis, human);
+  err << TerminalSafe(human.str());
   err.flush();
+  if (!o.on_problem.empty() && *on_problem == 0 && t->diagnosis.problem)
+    *on_problem = StartOnProblem(o.on_problem, *t, err);
 }
 
 std::string StatusWords(int status) {
@@ -117,9 +134,14 @@ int RunRun(const std::vector<std::string>& args, std::ostream& err) {
       ++i;
       break;
     }
-    if (a == "--dir" || a == "--shim") {
+    if (a == "--dir" || a == "--shim" || a == "--on-problem") {
       if (i + 1 >= args.size()) return Usage(err, a + " needs a value");
-      (a == "--dir" ? o.dir : o.shim) = args[++i];
+      (a == "--dir" ? o.dir : a == "--shim" ? o.shim : o.on_problem) = args[++i];
+      if (a == "--on-problem" && o.on_problem.empty())
+        return Usage(err, "--on-problem needs a command");
+    } else if (a.rfind("--on-problem=", 0) == 0) {
+      o.on_problem = a.substr(13);
+      if (o.on_problem.empty()) return Usage(err, "--on-problem needs a command");
     } else if (a.rfind("--dir=", 0) == 0) {
       o.dir = a.substr(6);
     } else if (a.rfind("--shim=", 0) == 0) {
@@ -213,6 +235,7 @@ int RunRun(const std::vector<std::string>& args, std::ostream& err) {
   }
 
   bool diagnosed = false;
+  pid_t on_problem = 0;
   uint64_t stalls_seen = 0;
   auto next_poll = std::chrono::steady_clock::now();
   int status = 0;
@@ -230,7 +253,7 @@ int RunRun(const std::vector<std::string>& args, std::ostream& err) {
       const bool from_terminal = info.si_code == SI_KERNEL;
       if (!diagnosed && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)) {
         diagnosed = true;
-        PrintDiagnosis(o.dir, std::string("interrupted by ") + SignalName(sig), err);
+        PrintDiagnosis(o, std::string("interrupted by ") + SignalName(sig), &on_problem, err);
       }
       if (!from_terminal) kill(child, sig);
     }
@@ -246,7 +269,7 @@ int RunRun(const std::vector<std::string>& args, std::ostream& err) {
       if (stalls > stalls_seen) {
         if (stalls_seen == 0) {
           for (const std::string& l : lines) err << l << "\n";
-          PrintDiagnosis(o.dir, "a stall was reported", err);
+          PrintDiagnosis(o, "a stall was reported", &on_problem, err);
         }
         stalls_seen = stalls;
       }
@@ -256,11 +279,12 @@ int RunRun(const std::vector<std::string>& args, std::ostream& err) {
 
   const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
   if (code != 0 && !diagnosed) {
-    PrintDiagnosis(o.dir, o.command[0] + " " + StatusWords(status), err);
+    PrintDiagnosis(o, o.command[0] + " " + StatusWords(status), &on_problem, err);
   } else if (code == 0) {
     err << "ncclwatch: " << o.command[0] << " exited with status 0; traces in " << o.dir
         << " (ncclwatch diagnose " << o.dir << ")\n";
   }
+  FinishOnProblem(on_problem, err);
   return code;
 }
 

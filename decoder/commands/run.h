@@ -1,5 +1,5 @@
-// ncclwatch run [--dir D] [--on-stall] [--shim PATH] -- CMD...: runs a job
-// with the shim, and diagnoses it when it goes wrong.
+// ncclwatch run [--dir D] [--on-stall] [--on-problem CMD] [--shim PATH] -- CMD...:
+// runs a job with the shim, and diagnoses it when it goes wrong.
 //
 // CMD (torchrun, srun, mpirun, a container entrypoint, the program itself)
 // runs with libncclwatch.so in front of LD_PRELOAD and NCCLWATCH_DIR set, so
@@ -19,7 +19,11 @@
 // stderr when CMD fails, when it is interrupted (before the signal is passed
 // on, while the processes can still be inspected), and with --on-stall when a
 // trace first reports a stall (the folder is read every second, or less
-// often for a job whose traces take long to read; the job runs on). It exits with CMD's exit
+// often for a job whose traces take long to read; the job runs on). With
+// --on-problem, the first of those diagnoses that is a problem starts that
+// command once (commands/on_problem.h: the JSON report on its stdin, the
+// culprits in its environment); ncclwatch goes on passing signals while it
+// runs, and waits for it before exiting. It exits with CMD's exit
 // status, 128+N when a signal N ended it (as a shell does), 127 when CMD cannot be run, 2 for bad
 // usage.
 //

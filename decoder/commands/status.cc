@@ -1,15 +1,22 @@
 #include "commands/status.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <sstream>
 
 #include "commands/input_files.h"
+#include "commands/on_problem.h"
 #include "model/trace_loader.h"
+#include "report/status_metrics.h"
 #include "report/status_report.h"
 
 namespace ncclwatch::decoder {
@@ -18,9 +25,19 @@ namespace {
 volatile sig_atomic_t g_stop = 0;
 void OnStop(int) { g_stop = 1; }
 
+struct Options {
+  std::vector<std::string> paths;
+  bool watch = false;
+  double interval_s = 2;
+  double stuck_after_s = 60;
+  std::string metrics;     // FILE, or "-" for standard output
+  std::string on_problem;  // CMD
+};
+
 int Usage(std::ostream& err, const std::string& why) {
   err << "ncclwatch: " << why << "\n"
-      << "usage: ncclwatch status PATH... [--watch] [--interval S] [--stuck-after S]\n";
+      << "usage: ncclwatch status PATH... [--watch] [--interval S] [--stuck-after S] "
+         "[--metrics FILE|-] [--on-problem CMD]\n";
   return 2;
 }
 
@@ -39,15 +56,57 @@ int64_t NowNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// The job label for traces that name no job: the first folder's name.
+std::string DefaultJob(const std::vector<std::string>& paths) {
+  std::filesystem::path p = std::filesystem::path(paths.front()).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  std::string name = p.filename().string();
+  return name.empty() || name == "." || name == ".." ? "" : name;
+}
+
+// `text` into `file` as one rename, so a reader (node_exporter's textfile
+// collector) never sees half of it. The new file is made beside it with a
+// fresh name (mkstemp: never through a link, never over another file, in a
+// folder others may write to), readable as the umask allows (the collector
+// runs as another user); rename replaces a link at `file`, never what it
+// points to. "" or a one-line reason.
+std::string WriteAtomically(const std::string& file, const std::string& text) {
+  std::string tmp = file + ".tmp.XXXXXX";
+  const int fd = mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) return "cannot write beside " + file + ": " + std::strerror(errno);
+  const mode_t mask = umask(0);
+  umask(mask);
+  bool ok = fchmod(fd, 0644 & ~mask) == 0;
+  for (size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  const std::string why = std::strerror(errno);
+  if (close(fd) != 0) ok = false;
+  if (!ok) {
+    unlink(tmp.c_str());
+    return "cannot write " + tmp + ": " + why;
+  }
+  if (std::rename(tmp.c_str(), file.c_str()) != 0) {
+    const std::string rename_why = std::strerror(errno);
+    unlink(tmp.c_str());
+    return "cannot rename " + tmp + " to " + file + ": " + rename_why;
+  }
+  return "";
+}
+
 // One look at the traces: 0 progressing, 1 stuck, 2 unusable input.
-int Snapshot(const std::vector<std::string>& paths, double stuck_after_s, std::ostream& out,
-             std::ostream& err) {
+// *on_problem: whether the --on-problem command has run.
+int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream& err) {
+  const std::vector<std::string>& paths = o.paths;
   absl::StatusOr<std::vector<std::string>> files = TraceFiles(paths);
   if (!files.ok()) {
     err << "ncclwatch: " << files.status().message() << "\n";
     return 2;
   }
-  JobStatusBuilder builder(NowNs(), static_cast<int64_t>(stuck_after_s * 1e9));
+  JobStatusBuilder builder(NowNs(), static_cast<int64_t>(o.stuck_after_s * 1e9));
   size_t read = 0;
   LoadProcessTraces(*files, 0,
                     [&](const std::string& file, const absl::Status& s, const ProcessTrace& t) {
@@ -63,33 +122,64 @@ int Snapshot(const std::vector<std::string>& paths, double stuck_after_s, std::o
     return 2;
   }
   const JobStatus status = builder.Finish();
-  WriteStatus(status, out);
+  if (o.metrics == "-") {
+    WriteStatusMetrics(status, DefaultJob(paths), out);
+  } else {
+    WriteStatus(status, out);
+  }
+  if (!o.metrics.empty() && o.metrics != "-") {
+    std::ostringstream metrics;
+    WriteStatusMetrics(status, DefaultJob(paths), metrics);
+    const std::string why = WriteAtomically(o.metrics, metrics.str());
+    if (!why.empty()) {
+      err << "ncclwatch: " << why << "\n";
+      return 2;
+    }
+  }
+  // Stuck, or ended badly: what does the diagnosis say? CMD runs once, on
+  // the first that is a problem.
+  if (!o.on_problem.empty() && !*on_problem && status.ExitCode() == 1) {
+    std::string error;
+    const std::unique_ptr<DiagnosedTraces> t = DiagnoseTraces(paths, &error);
+    if (t == nullptr) {
+      err << "ncclwatch: " << error << "\n";
+    } else if (t->diagnosis.problem) {
+      *on_problem = true;
+      FinishOnProblem(StartOnProblem(o.on_problem, *t, err), err);
+    } else if (!o.watch) {
+      err << "ncclwatch: the diagnosis finds no problem yet; the --on-problem command was not "
+             "run\n";
+    }
+  }
   return status.ExitCode();
 }
 
 }  // namespace
 
 int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  bool watch = false;
-  double interval_s = 2, stuck_after_s = 60;
-  std::vector<std::string> paths;
+  Options o;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--watch" || a == "-w") {
-      watch = true;
+      o.watch = true;
     } else if (a == "--interval" || a == "--stuck-after") {
       double v = 0;
       if (i + 1 >= args.size() || !Seconds(args[++i], &v))
         return Usage(err, a + " needs a number of seconds");
-      (a == "--interval" ? interval_s : stuck_after_s) = v;
+      (a == "--interval" ? o.interval_s : o.stuck_after_s) = v;
+    } else if (a == "--metrics" || a == "--on-problem") {
+      if (i + 1 >= args.size() || args[i + 1].empty())
+        return Usage(err, a + (a == "--metrics" ? " needs a file (or -)" : " needs a command"));
+      (a == "--metrics" ? o.metrics : o.on_problem) = args[++i];
     } else if (a.size() > 1 && a[0] == '-') {
       return Usage(err, "unknown option " + a);
     } else {
-      paths.push_back(a);
+      o.paths.push_back(a);
     }
   }
-  if (paths.empty()) return Usage(err, "status needs the job's trace folder");
-  if (!watch) return Snapshot(paths, stuck_after_s, out, err);
+  if (o.paths.empty()) return Usage(err, "status needs the job's trace folder");
+  bool on_problem = false;
+  if (!o.watch) return Snapshot(o, &on_problem, out, err);
 
   // --watch: redraw in place (on a terminal) until interrupted; the exit
   // code is the last look's.
@@ -97,14 +187,14 @@ int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostr
   sa.sa_handler = OnStop;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  const bool tty = isatty(STDOUT_FILENO) == 1;
+  const bool tty = isatty(STDOUT_FILENO) == 1 && o.metrics != "-";
   int code = 0;
   while (!g_stop) {
     std::ostringstream frame;
-    code = Snapshot(paths, stuck_after_s, frame, err);
+    code = Snapshot(o, &on_problem, frame, err);
     if (code == 2) return 2;
     out << (tty ? "\x1b[H\x1b[2J" : "\n") << frame.str() << std::flush;
-    for (double slept = 0; slept < interval_s && !g_stop; slept += 0.1) {
+    for (double slept = 0; slept < o.interval_s && !g_stop; slept += 0.1) {
       struct timespec ts = {0, 100'000'000};
       nanosleep(&ts, nullptr);
     }

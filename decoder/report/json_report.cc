@@ -1,7 +1,8 @@
 // The JSON contract (stable; documented in README.md), one writer for
 // diagnose and explain:
 //
-// {"ncclwatch": VERSION, "verdict": "healthy"|"running"|"problem",
+// {"ncclwatch": VERSION, "schema_version": kJsonSchemaVersion,
+//  "verdict": "healthy"|"running"|"problem",
 //  "findings": [{"kind", "role", "job", "comm", "seq", "ranks", "field", "nranks",
 //                "detail", "fix", "rank_groups", ...the kind's facts}],
 //  "pending": [{"comm", "seq", "call", "entered", "not_entered", "pending_s"}]
@@ -306,7 +307,8 @@ void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
                        const UnreadableFiles& unreadable, std::ostream& out,
                        const std::vector<PendingOperation>* running) {
   const char* verdict = problem ? "\"problem\"" : running ? "\"running\"" : "\"healthy\"";
-  out << "{\"ncclwatch\":" << JsonString(kNcclwatchVersion) << ",\"verdict\":" << verdict
+  out << "{\"ncclwatch\":" << JsonString(kNcclwatchVersion)
+      << ",\"schema_version\":" << kJsonSchemaVersion << ",\"verdict\":" << verdict
       << ",\"findings\":[";
   for (size_t i = 0; i < findings.size(); ++i) {
     if (i) out << ",";

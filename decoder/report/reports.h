@@ -20,6 +20,12 @@
 
 namespace ncclwatch::decoder {
 
+// The JSON report's schema version ("schema_version"): raised when a field
+// changes meaning or goes away (adding a field does not raise it), so a
+// program reading the report (ncclwatch run --on-problem CMD) can tell.
+// 2: the verdict "running", for a live job with no problem (1 said "healthy").
+inline constexpr int kJsonSchemaVersion = 2;
+
 // Files that could not be read: (path, why).
 using UnreadableFiles = std::vector<std::pair<std::string, std::string>>;
 

@@ -95,6 +95,11 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
     r.ended = ended;
     r.since_beat_ns = since_beat;
     r.not_beating = not_beating;
+    r.job = t.job_id;
+    r.overwritten_slots = t.stats.ring_overwritten;
+    for (const NcclErrorEvent& e : t.errors)
+      r.async_errors += e.async && (e.comm == s.comm || e.comm == 0);
+    for (const CudaErrorEvent& e : t.cuda_errors) r.async_errors += e.comm == s.comm || e.comm == 0;
     const CommMembership* m = s.membership >= 0 ? &t.comms[s.membership] : nullptr;
     if (m && m->end_call != 0 && r.ended.empty()) r.ended = "left (" + CallName(m->end_call) + ")";
 
@@ -133,6 +138,7 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
     }
     if (progress) r.since_progress_ns = since(progress->t);
     const int64_t pending_for = r.pending.empty() ? -1 : since(pending_since_t);
+    r.stalls = stalls[s.comm].size();
     for (const StallEvent* stall : stalls[s.comm]) {
       const StallEvent& st = *stall;
       // A stall of the work still pending: nothing completed since it.
@@ -168,6 +174,7 @@ JobStatus JobStatusBuilder::Finish() {
     for (const RankStatus& r : c.ranks) furthest = std::max(furthest, r.entered);
     for (RankStatus& r : c.ranks) {
       r.lagging = r.entered < furthest;
+      r.behind = furthest - r.entered;
       status_.stuck = status_.stuck || r.stuck;
       status_.live = status_.live || r.ended.empty();
       // Ended in the middle of its work, or by a signal: the job did not end well.

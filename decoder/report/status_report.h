@@ -47,10 +47,19 @@ struct RankStatus {
   bool stalled = false;            // the shim reported a stall for the pending work
   uint64_t stall_waited_ms = 0;
   std::string error;  // an asynchronous NCCL error or a CUDA error
+  // Counts for the metrics (report/status_metrics.h): stall reports of this
+  // communicator, asynchronous NCCL errors and CUDA errors of this
+  // communicator (or of none named), and the ring slots the process's trace
+  // no longer holds (it wrapped).
+  uint64_t stalls = 0;
+  uint64_t async_errors = 0;
+  uint64_t overwritten_slots = 0;
+  std::string job;    // the launcher's job id (SLURM_JOB_ID, ...), "" when none
   std::string ended;  // "exited (code 0)", "died of SIGSEGV"; "" while alive
   bool not_beating = false;
   bool stuck = false;
   bool lagging = false;
+  int64_t behind = 0;  // collectives entered fewer than the communicator's furthest rank
 };
 
 struct CommStatus {

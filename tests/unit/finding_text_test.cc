@@ -319,14 +319,16 @@ TEST_CASE("explain's watchdog timeout: the collectives each group timed out in",
   CHECK(Json(f).find(",\"timeout_ms\":600000}") != std::string::npos);
 }
 
-TEST_CASE("the JSON envelope: version from CMake, verdict, findings, processes, unreadable",
-          "[report][json]") {
+TEST_CASE(
+    "the JSON envelope: version from CMake, schema version, verdict, findings, processes, "
+    "unreadable",
+    "[report][json]") {
   std::ostringstream out;
   WriteJsonEnvelope(false, {Inversion(false)}, NoCallSites(), {"{\"pid\":1}"},
                     {{"a.trace", "torn"}}, out);
   const std::string json = out.str();
   CHECK(json.rfind(std::string("{\"ncclwatch\":\"") + kNcclwatchVersion +
-                       "\",\"verdict\":\"healthy\",\"findings\":[{",
+                       "\",\"schema_version\":2,\"verdict\":\"healthy\",\"findings\":[{",
                    0) == 0);
   CHECK(json.find("],\"processes\":[{\"pid\":1}],\"unreadable\":[{\"path\":\"a.trace\",\"error\":"
                   "\"torn\"}]}\n") != std::string::npos);

@@ -13,9 +13,8 @@
 // own stream while the first drives the world.
 //
 //   train_loop [--steps N] [--size ELEMENTS] [--pipeline] [--tensor-parallel] [--tp-stream]
-//              [--tp-thread]
-//              [--rank-steps RANK:N] [--step-ms MS] [--checkpoint-ms MS] [--no-sync]
-//              [--bug KIND:RANK:STEP]...
+//              [--tp-thread] [--step-ms MS] [--checkpoint-ms MS] [--no-sync]
+//              [--rank-steps RANK:N] [--bug KIND:RANK:STEP]...
 //
 // Bugs (each on one rank, at one step):
 //   op        calls Broadcast where the others call AllReduce
@@ -44,10 +43,11 @@
 //   skip-split  (step ignored) does not call ncclCommSplit (--tensor-parallel)
 //             and goes on to the world communicator's first collective
 // --rank-steps gives one rank a different number of steps (uneven data).
-// --no-sync never waits for the GPU: the host enqueues step after step, as
-// a job whose GPUs stalled goes on enqueuing until NCCL's queues fill.
-// --step-ms spends that long in host code in every step (a job that is busy
-// and progressing, not stuck); --checkpoint-ms is the checkpoint bug's time.
+// --step-ms sleeps that long after each step, as a step's computation would
+// (a healthy job that keeps running while it is watched); --checkpoint-ms is
+// the checkpoint bug's time. --no-sync never waits for the GPU: the host
+// enqueues step after step, as a job whose GPUs stalled goes on enqueuing
+// until NCCL's queues fill.
 //
 // Prints "step K done" after each step and "train_loop: done" at the end.
 
@@ -115,14 +115,14 @@ Options Parse(int argc, char** argv) {
       o.tp_stream = true;
     } else if (a == "--tp-thread") {
       o.tensor_parallel = o.tp_stream = o.tp_thread = true;
+    } else if (a == "--step-ms") {
+      o.step_ms = std::atoi(next().c_str());
     } else if (a == "--rank-steps") {
       std::string v = next();
       if (std::sscanf(v.c_str(), "%d:%d", &o.uneven_rank, &o.uneven_steps) != 2)
         Usage("--rank-steps wants RANK:N");
     } else if (a == "--no-sync") {
       o.no_sync = true;
-    } else if (a == "--step-ms") {
-      o.step_ms = std::atoi(next().c_str());
     } else if (a == "--checkpoint-ms") {
       o.checkpoint_ms = std::atoi(next().c_str());
     } else if (a == "--bug") {
@@ -242,7 +242,6 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       std::this_thread::sleep_for(std::chrono::milliseconds(opt.checkpoint_ms));
     }
-    if (opt.step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opt.step_ms));
 
     for (size_t i = 0; i < n; ++i) host[i] = Grad(rank, step, i);
     CUDA_OK(
@@ -341,6 +340,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i) loss += params[i] * params[i];
     std::printf("step %d done loss %.6f\n", step, loss / static_cast<double>(n));
     std::fflush(stdout);
+    if (opt.step_ms > 0) usleep(static_cast<useconds_t>(opt.step_ms) * 1000);
   }
 
   if (tp_driver.joinable()) tp_driver.join();

@@ -1,5 +1,5 @@
 // What every test job program shares: its place in the job (from the
-// launcher's environment, as torchrun sets it), the exchange of the
+// launcher's environment, as torchrun or srun sets it), the exchange of the
 // ncclUniqueId through a rendezvous folder (as a file store would), and
 // checks that end the rank with a clear message.
 //
@@ -44,9 +44,11 @@ inline int EnvOr(const char* name, int fallback) {
   return (v && *v) ? std::atoi(v) : fallback;
 }
 
-inline int Rank() { return EnvOr("RANK", 0); }
-inline int WorldSize() { return EnvOr("WORLD_SIZE", 1); }
-inline int LocalRank() { return EnvOr("LOCAL_RANK", Rank()); }
+// torchrun's variables, else Slurm's (srun sets SLURM_PROCID, SLURM_NTASKS
+// and SLURM_LOCALID for each task), as a training script reads either.
+inline int Rank() { return EnvOr("RANK", EnvOr("SLURM_PROCID", 0)); }
+inline int WorldSize() { return EnvOr("WORLD_SIZE", EnvOr("SLURM_NTASKS", 1)); }
+inline int LocalRank() { return EnvOr("LOCAL_RANK", EnvOr("SLURM_LOCALID", Rank())); }
 
 // The GPU this rank uses: JOB_DEVICE if set (a test can make two ranks share
 // one), else the local rank.
