@@ -158,7 +158,7 @@ class Diagnoser {
     const ProcessCompletion& c = p.completion;
     const bool beats = c.beats > 0 && observed_.now_ns > 0;
     const bool fresh =
-        beats && observed_.now_ns - c.last_beat_ns <= kFreshIntervals * c.IntervalNs();
+        beats && SeenNs(p.index) - c.last_beat_ns <= kFreshIntervals * c.IntervalNs();
     if (const ProcessObservation* o = observed_.Find({p.host, p.pid, p.created_ns})) {
       proc_state_[p.index] = o->letter;
       switch (o->state) {
@@ -192,7 +192,7 @@ class Diagnoser {
     int64_t until = 0;
     for (int o : out_.jobs[job_of_[q]]) {
       if (o == q || procs_[o].completion.beats == 0) continue;
-      if (life_[o] == Life::kLive) until = std::max(until, observed_.now_ns);
+      if (life_[o] == Life::kLive) until = std::max(until, SeenNs(o));
       until = std::max(until, procs_[o].AliveUntilNs());
     }
     return until;
@@ -225,7 +225,16 @@ class Diagnoser {
              teardown - std::max(c.progress_ns, c.oldest.when_ns) >= kTeardownRaceNs;
     }
     const int64_t since = std::max(c.progress_ns, c.oldest.when_ns);
-    return observed_.now_ns - since > kLiveStuckNs;
+    return SeenNs(q) - since > kLiveStuckNs;
+  }
+
+  // Live: the time `q` was seen at, for its heartbeat's freshness and how
+  // long its work has waited: when its trace was read (reading the others
+  // may take long on a busy machine, and its records stop at that moment),
+  // at most the observation's time.
+  int64_t SeenNs(int q) const {
+    const int64_t read = procs_[q].read_ns;
+    return read > 0 ? std::min(read, observed_.now_ns) : observed_.now_ns;
   }
 
   // `q`'s oldest pending operation (any communicator), or its last call.

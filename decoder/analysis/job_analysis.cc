@@ -172,6 +172,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   p.exe = t.exe;
   p.modules = t.modules;
   p.comms = t.comms;
+  p.read_ns = t.read_ns;
   for (const CommMembership& m : t.comms) p.comm_init_ns.push_back(t.RealtimeNs(m.init_t));
   p.stats = t.stats;
   p.unparsed = t.unparsed_records;

@@ -57,6 +57,7 @@ struct ProcessFacts {
   std::vector<ModuleInfo> modules;
   std::vector<CommMembership> comms;
   std::vector<int64_t> comm_init_ns;  // when comms[i]'s init began (realtime)
+  int64_t read_ns = 0;                // when its trace was read (ProcessTrace::read_ns)
   Fate fate;
   LastCall last;
   std::map<uint64_t, CollectiveEvent> last_collective;  // per communicator

@@ -1,5 +1,7 @@
 #include "model/process_trace.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -160,6 +162,9 @@ absl::Status LoadOnce(const std::string& path, ReadMode mode, ProcessTrace* trac
   ProcessTrace& p = *trace;
   std::vector<CommStream> old_streams = std::move(p.streams);  // their memory is reused
   p.Reset();
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  p.read_ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
   NCCLWATCH_ASSIGN_OR_RETURN(std::unique_ptr<TraceFile> file, TraceFile::Open(path, mode));
   p.path = path;
   p.clock = file->header().clock;

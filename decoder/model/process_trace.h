@@ -77,6 +77,10 @@ struct ProcessTrace {
   uint64_t records = 0;
   uint64_t last_t = 0;  // the latest record's time
   uint64_t last_order = 0;
+  // When this snapshot of the file was taken (CLOCK_REALTIME as reading
+  // began): a live process's heartbeat is as fresh as it was then, whatever
+  // time the reading of the other traces took.
+  int64_t read_ns = 0;
 
   // The rank to name this process by: the launcher's, else its rank in the
   // first communicator it made, else -1.

@@ -507,6 +507,26 @@ TEST_CASE("live: a rank merely behind is no finding until the others are stuck",
   }
 }
 
+TEST_CASE("live: a heartbeat is judged as fresh as it was when its trace was read", "[hang]") {
+  // Rank 0's trace was read at 40 s, rank 1's at 45 s (reading is slow on a
+  // busy machine); the observation is at 45 s. Rank 0's last beat (40 s) was
+  // fresh when it was read: it is alive, and rank 1 merely ahead.
+  std::vector<SyntheticProcess> ps = Tracked(2);
+  for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 4).Progress(kComm, 5);
+  ps[0].Heartbeats(kS, 40 * kS).ReadAt(40 * kS + 1000);
+  ps[1].Heartbeats(kS, 45 * kS).At(45 * kS + 100).Collective(kComm, 5).ReadAt(45 * kS + 1000);
+  const Diagnosis d = Diagnose(Analyze(ps), LiveAt(45 * kS + 2000));
+  INFO(Describe(d));
+  CHECK(d.live);
+  CHECK(d.running);
+  CHECK_FALSE(d.problem);
+  SECTION("read at 45 s too, its beat is 5 s old: frozen") {
+    ps[0].ReadAt(45 * kS + 1000);
+    const Diagnosis late = Diagnose(Analyze(ps), LiveAt(45 * kS + 2000));
+    ExpectRoot(late, {"rank_frozen", kComm, 5, {0}, "step"});
+  }
+}
+
 TEST_CASE("a bootstrap root that exited before the others started belongs to their job",
           "[hang][init]") {
   // No communicator links rank 0 to the others: only the unique id it made.

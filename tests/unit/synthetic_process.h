@@ -387,10 +387,17 @@ class SyntheticProcess {
     return *this;
   }
 
+  // The file was read (a live snapshot of it taken) at tick `t`.
+  SyntheticProcess& ReadAt(uint64_t t) {
+    read_t_ = t;
+    return *this;
+  }
+
   // The trace as the decoder's model holds it.
   decoder::ProcessTrace Build() const {
     decoder::ProcessTrace p;
     p.path = "synthetic";
+    if (read_t_ > 0) p.read_ns = static_cast<int64_t>(kRealtimeBase + read_t_);
     p.created_realtime_ns =
         created_;  // with host and pid, the trace's identity: distinct per process built
     p.stats.ring_overwritten = overwritten_;
@@ -462,6 +469,7 @@ class SyntheticProcess {
   uint64_t t_ = 0;
   uint64_t beat_ = 0;
   uint64_t overwritten_ = 0;
+  uint64_t read_t_ = 0;
   std::vector<pb::Record> records_;
   std::map<uint64_t, int32_t> rank_of_;
 };
