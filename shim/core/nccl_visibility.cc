@@ -13,6 +13,7 @@
 #include "core/errno_guard.h"
 #include "core/nccl_code.h"
 #include "core/record_builder.h"
+#include "core/startup_stack.h"
 #include "core/tracer.h"
 #include "ncclwatch/trace_fields.h"
 
@@ -175,18 +176,7 @@ int ScanCallback(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
-}  // namespace
-
-void NoteNcclNotSeen(NcclNotSeen reason, const char* path) {
-  ErrnoGuard keep;
-  Lock();
-  Note(reason, path != nullptr ? path : "");
-  Unlock();
-}
-
-void CheckNcclVisibility() {
-  ErrnoGuard keep;
-  if (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff) return;
+void Check() {
   Lock();
   Scan s;
   s.self = reinterpret_cast<uintptr_t>(&CheckNcclVisibility);
@@ -207,17 +197,41 @@ void CheckNcclVisibility() {
   Unlock();
 }
 
+}  // namespace
+
+// Each runs on the shim's start-up stack: a whole record, a scan's findings
+// and a file's symbol table read (64 KiB) are on it, and a dlopen, dlsym or
+// exit may come from a thread with a small stack.
+
+void NoteNcclNotSeen(NcclNotSeen reason, const char* path) {
+  ErrnoGuard keep;
+  RunOnStartupStack([&] {
+    Lock();
+    Note(reason, path != nullptr ? path : "");
+    Unlock();
+  });
+}
+
+void CheckNcclVisibility() {
+  ErrnoGuard keep;
+  if (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff) return;
+  RunOnStartupStack([] { Check(); });
+}
+
 void NoteDeepBindDlopen(const char* name) {
   if (name == nullptr || __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff) return;
-  CheckNcclVisibility();
-  Lock();
-  if (g_has_nccl) {
-    Note(NcclNotSeen::kDeepBind, name);
-  } else if (g_deep_count < kMaxDeep) {
-    CopyName(g_deep[g_deep_count], sizeof(g_deep[0]), name);
-    ++g_deep_count;
-  }
-  Unlock();
+  ErrnoGuard keep;
+  RunOnStartupStack([&] {
+    Check();
+    Lock();
+    if (g_has_nccl) {
+      Note(NcclNotSeen::kDeepBind, name);
+    } else if (g_deep_count < kMaxDeep) {
+      CopyName(g_deep[g_deep_count], sizeof(g_deep[0]), name);
+      ++g_deep_count;
+    }
+    Unlock();
+  });
 }
 
 }  // namespace ncclwatch::shim

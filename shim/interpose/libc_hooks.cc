@@ -5,7 +5,8 @@
 // fallocate, posix_fallocate, ftruncate, mmap, and their 64-bit-offset
 // names). Each forwards to the next definition (glibc's) with its arguments
 // unchanged and returns its result and errno unchanged; a call is recorded
-// (core/syscall_records.h) only when NCCL's own code made it, or when it
+// (core/syscall_records.h) only when NCCL's own code made it, or when code
+// NCCL drives (the CUDA driver, verbs, what NCCL loaded) made it and it
 // failed inside an NCCL init or teardown call.
 //
 // dlopen and dlvsym are not here: glibc resolves a dlopen's search path

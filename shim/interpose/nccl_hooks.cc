@@ -26,6 +26,7 @@
 #include "core/completion.h"
 #include "core/inventory.h"
 #include "core/nccl_code.h"
+#include "core/startup_stack.h"
 #include "core/tracer.h"
 #include "interpose/real_cuda.h"
 #include "interpose/real_nccl.h"
@@ -125,22 +126,26 @@ int ConfigBlocking(const ncclConfig_t* config) {
 
 // The first time NCCL creates an id or a communicator: where its code is
 // (so the libc hooks know its calls) and the process's inventory.
+// On the shim's start-up stack: the inventory reads files into buffers there.
 void FirstInit() {
-  static int done = 0;
-  if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return;
-  RecordNewModules();
-  ResolveRealCuda();
-  LoadedVersions v;
-  if (auto get_version = NCCLWATCH_REAL(ncclGetVersion)) get_version(&v.nccl);
-  Dl_info info;
-  if (NCCLWATCH_TABLE.ncclGetVersion != nullptr &&
-      dladdr(reinterpret_cast<void*>(NCCLWATCH_TABLE.ncclGetVersion), &info) != 0) {
-    v.nccl_path = info.dli_fname;
-  }
-  v.cuda_driver = CudaDriverVersion();
-  v.cuda_runtime = CudaRuntimeVersion();
-  RecordInventoryOnce(v);
-  __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+  static uint32_t done = 0;  // the trace file generation it ran for (core/tracer.h)
+  const uint32_t generation = __atomic_load_n(&g_trace_generation, __ATOMIC_ACQUIRE);
+  if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) == generation) return;
+  RunOnStartupStack([] {
+    RecordNewModules();
+    ResolveRealCuda();
+    LoadedVersions v;
+    if (auto get_version = NCCLWATCH_REAL(ncclGetVersion)) get_version(&v.nccl);
+    Dl_info info;
+    if (NCCLWATCH_TABLE.ncclGetVersion != nullptr &&
+        dladdr(reinterpret_cast<void*>(NCCLWATCH_TABLE.ncclGetVersion), &info) != 0) {
+      v.nccl_path = info.dli_fname;
+    }
+    v.cuda_driver = CudaDriverVersion();
+    v.cuda_runtime = CudaRuntimeVersion();
+    RecordInventoryOnce(v);
+  });
+  __atomic_store_n(&done, generation, __ATOMIC_RELEASE);
 }
 
 // Marks this thread as inside an NCCL init or teardown call, so the libc
@@ -161,8 +166,11 @@ class InitScope {
   uint32_t saved_;
 };
 
-// The calling thread's device and its PCI bus id, into `b`.
+// The calling thread's device and its PCI bus id, into `b`. The driver may
+// have been loaded since the process's first NCCL call (an id made before
+// any CUDA call): looked for again if so.
 void NoteDevice(CommInitBegin* b, char* bus_id, size_t n) {
+  ResolveRealCuda();
   int device = -1;
   if (CurrentCudaDevice(&device, bus_id, n)) {
     b->device = device;
@@ -453,6 +461,13 @@ ncclResult_t CommEnd(Fn real, uint32_t call, ncclComm_t comm) {
   FlushCompletion(comm);
   NoteFailure(call, r, comm);
   EndCommEnd(rec, r);
+  // Gone (a non-blocking communicator's destroy goes on in the
+  // background, but the program may not use it again): its registry entry
+  // and its completion track are free for the next communicator.
+  if ((call == f::kCommDestroy || call == f::kCommAbort) && Accepted(r) && comm != nullptr) {
+    g_comms.Remove(comm);
+    ReleaseCompletion(comm);
+  }
   return r;
 }
 
