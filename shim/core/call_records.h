@@ -22,8 +22,14 @@
 
 namespace ncclwatch::shim {
 
+// NCCL's result codes the shim's own logic tests, by name (nccl.h's
+// ncclResult_t; interpose/nccl_hooks.cc checks them against it). The
+// core's files do not include nccl.h.
+inline constexpr int kNcclSuccess = 0;
+inline constexpr int kNcclInProgress = 7;  // a non-blocking communicator's call under way
+
 // Succeeded, as far as numbering goes (ncclSuccess or ncclInProgress).
-inline bool Accepted(int result) { return result == 0 || result == 7; }
+inline bool Accepted(int result) { return result == kNcclSuccess || result == kNcclInProgress; }
 
 struct CollectiveCall {
   CallRecord record;

@@ -12,13 +12,14 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "core/call_records.h"
 #include "core/errno_guard.h"
 #include "core/record_builder.h"
 #include "core/startup_stack.h"
 #include "core/tracer.h"
 #include "core/watcher.h"
-#include "interpose/real_cuda.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/real_cuda.h"
 #include "ring/trace_clock.h"
 
 namespace ncclwatch::shim {
@@ -258,7 +259,7 @@ void StartTracking(CommState* comm, const void* handle, int device) {
 
 void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint32_t call,
                           uint64_t seq, int peer, bool send) {
-  if (comm == nullptr || (result != 0 && result != 7)) return;  // refused: nothing to complete
+  if (comm == nullptr || !Accepted(result)) return;  // refused: nothing to complete
   CompletionTrack* track = TrackOf(comm);
   if (track == nullptr) return;  // untracked (no GPU): before errno is saved, which costs two calls
   ErrnoGuard keep;
@@ -282,7 +283,7 @@ void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint3
     }
     return;  // more communicators than notes: a later marker covers the rest
   }
-  if (result == 7) {  // ncclInProgress: a non-blocking communicator enqueues it later
+  if (result == kNcclInProgress) {  // a non-blocking communicator enqueues it later
     WriteUntracked(comm, call, seq, f::untracked::kInProgress);
     return;
   }
@@ -297,9 +298,9 @@ void FlushGroupOperations(int result) {
     const GroupNote& note = g.notes[i];
     CompletionTrack* track = TrackOf(note.comm);
     if (track == nullptr) continue;
-    if (result == 0) {
+    if (result == kNcclSuccess) {
       Record(track, note);
-    } else if (result == 7) {
+    } else if (result == kNcclInProgress) {
       WriteUntracked(note.comm, note.call, note.seq, f::untracked::kInProgress);
     }
   }

@@ -9,13 +9,14 @@
 #include <unistd.h>
 
 #include "core/comm_registry.h"
-#include "core/elf_symbols.h"
 #include "core/errno_guard.h"
 #include "core/nccl_code.h"
 #include "core/record_builder.h"
 #include "core/startup_stack.h"
 #include "core/tracer.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/elf_symbols.h"
+#include "resolve/loaded_module.h"
 
 namespace ncclwatch::shim {
 
@@ -108,15 +109,6 @@ void Add(Scan* s, NcclNotSeen reason, const char* path) {
   CopyName(x.path, sizeof(x.path), path);
 }
 
-bool Contains(const dl_phdr_info* info, uintptr_t a) {
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
-    if (ph.p_type == PT_LOAD && a >= lo && a < lo + ph.p_memsz) return true;
-  }
-  return false;
-}
-
 int ScanCallback(dl_phdr_info* info, size_t, void* data) {
   auto* s = static_cast<Scan*>(data);
   const bool exe = s->first;
@@ -133,19 +125,13 @@ int ScanCallback(dl_phdr_info* info, size_t, void* data) {
   for (int i = 0; i < g_seen_count; ++i)
     if (g_seen[i] == key) return 0;
   if (g_seen_count < kMaxSeen) g_seen[g_seen_count++] = key;
-  if (Contains(info, s->self)) return 0;  // the shim exports NCCL's names itself
-  if (!exe && name[0] == '\0') return 0;  // the vDSO
+  if (LoadSegmentAt(info, s->self) != nullptr) return 0;  // the shim exports NCCL's names itself
+  if (!exe && name[0] == '\0') return 0;                  // the vDSO
   if (IsNcclModule(name)) {
     // NCCL's code (libnccl.so, its plugins), known to the libc hooks before
     // there is a trace file, so that its calls can raise ACTIVE_UNSEEN.
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-      const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-      if (ph.p_type != PT_LOAD) continue;
-      lo = ph.p_vaddr < lo ? ph.p_vaddr : lo;
-      hi = ph.p_vaddr + ph.p_memsz > hi ? ph.p_vaddr + ph.p_memsz : hi;
-    }
-    if (hi != 0) AddNcclCode(info->dlpi_addr + lo, info->dlpi_addr + hi);
+    uintptr_t lo = 0, hi = 0;
+    if (LoadSpan(info, &lo, &hi)) AddNcclCode(lo, hi);
   }
   if (IsLibnccl(name)) {
     g_has_nccl = true;

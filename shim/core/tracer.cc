@@ -18,6 +18,7 @@
 #include "core/record_builder.h"
 #include "core/startup_stack.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/loaded_module.h"
 #include "ring/trace_clock.h"
 
 namespace ncclwatch::shim {
@@ -116,15 +117,13 @@ int ModuleCallback(dl_phdr_info* info, size_t, void*) {
   for (int i = 0; i < g_module_count; ++i)
     if (g_module_bases[i] == info->dlpi_addr) return 0;
   if (g_module_count >= kMaxModules) return 1;
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  uintptr_t lo = 0, hi = 0;  // absolute
+  if (!LoadSpan(info, &lo, &hi)) return 0;
   const uint8_t* build_id = nullptr;
   size_t build_id_len = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type == PT_LOAD) {
-      lo = lo < ph.p_vaddr ? lo : ph.p_vaddr;
-      hi = hi > ph.p_vaddr + ph.p_memsz ? hi : ph.p_vaddr + ph.p_memsz;
-    } else if (ph.p_type == PT_NOTE) {
+    if (ph.p_type == PT_NOTE) {
       const uint8_t* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
       const uint8_t* end = p + ph.p_memsz;
       while (p + sizeof(ElfW(Nhdr)) <= end) {
@@ -140,14 +139,13 @@ int ModuleCallback(dl_phdr_info* info, size_t, void*) {
       }
     }
   }
-  if (hi == 0) return 0;
   g_module_bases[g_module_count++] = info->dlpi_addr;
   if (IsNcclModule(info->dlpi_name)) {
-    AddNcclCode(info->dlpi_addr + lo, info->dlpi_addr + hi);
+    AddNcclCode(lo, hi);
   } else if (IsNcclDrivenModule(info->dlpi_name) || ThisThread().in_call != 0) {
     // A library NCCL works through, or one first seen loaded during an NCCL
     // call (what NCCL loaded): core/nccl_code.h.
-    AddNcclDrivenCode(info->dlpi_addr + lo, info->dlpi_addr + hi);
+    AddNcclDrivenCode(lo, hi);
   }
   const char* path = info->dlpi_name;
   char exe[1024] = {0};
@@ -160,8 +158,8 @@ int ModuleCallback(dl_phdr_info* info, size_t, void*) {
   namespace f = fields::module;
   r.w().String(f::kPath, path);
   r.w().Fixed64(f::kBase, info->dlpi_addr);
-  r.w().Fixed64(f::kStart, info->dlpi_addr + lo);
-  r.w().Fixed64(f::kEnd, info->dlpi_addr + hi);
+  r.w().Fixed64(f::kStart, lo);
+  r.w().Fixed64(f::kEnd, hi);
   if (build_id != nullptr) r.w().Bytes(f::kBuildId, build_id, build_id_len);
   r.Append(Region::kPinned);
   return 0;

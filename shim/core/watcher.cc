@@ -18,9 +18,9 @@
 #include "core/completion.h"
 #include "core/record_builder.h"
 #include "core/tracer.h"
-#include "interpose/real_cuda.h"
-#include "interpose/real_nccl.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/real_cuda.h"
+#include "resolve/real_nccl.h"
 #include "ring/trace_clock.h"
 
 namespace ncclwatch::shim {

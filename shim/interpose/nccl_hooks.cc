@@ -1,17 +1,18 @@
 // The NCCL entry points as libncclwatch.so exports them: each forwards to the
-// real NCCL (real_nccl.h) with its arguments unchanged and returns the real
+// real NCCL (resolve/real_nccl.h) with its arguments unchanged and returns the real
 // result unchanged, recording the call around it (core/call_records.h).
 // pncclX is an alias of ncclX, as in NCCL itself.
 //
 // HOT PATH (collectives, point-to-point, groups, queries): no allocation, no
 // lock, no system call, async-signal-safe, errno as NCCL left it, once the
-// real function is resolved (see real_nccl.h for the first call). The
+// real function is resolved (see resolve/real_nccl.h for the first call). The
 // communicator create/destroy hooks also record modules and query NCCL.
 //
-// This file is compiled once more for each library slot (real_nccl.h):
+// This file is compiled once more for each library slot (interpose/nccl_wrappers.h):
 // nccl_hooks_slot<k>.cc define NCCLWATCH_SLOT k and include it, which makes
 // the same hooks, hidden, in namespace ncclwatch_slot<k>, forwarding to
-// slot k's table: the wrappers dlsym hands out for another NCCL.
+// slot k's table: the wrappers dlsym hands out for another NCCL
+// (interpose/nccl_wrappers.h).
 
 #ifndef NCCLWATCH_SLOT
 #define NCCLWATCH_SLOT 0
@@ -28,9 +29,9 @@
 #include "core/nccl_code.h"
 #include "core/startup_stack.h"
 #include "core/tracer.h"
-#include "interpose/real_cuda.h"
-#include "interpose/real_nccl.h"
+#include "interpose/nccl_wrappers.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/real_cuda.h"
 
 using namespace ncclwatch::shim;  // NOLINT: this file is the shim's NCCL surface
 namespace f = ncclwatch::fields;
@@ -60,6 +61,9 @@ namespace f = ncclwatch::fields;
 #define REAL_OR_FAIL(name)          \
   auto real = NCCLWATCH_REAL(name); \
   if (__builtin_expect(real == nullptr, 0)) return NoRealNccl(#name)
+
+static_assert(kNcclSuccess == ncclSuccess && kNcclInProgress == ncclInProgress,
+              "core/call_records.h names NCCL's result codes as nccl.h does");
 
 namespace {
 
@@ -628,7 +632,7 @@ namespace ncclwatch::shim {
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 void* const NCCLWATCH_CAT(g_wrappers_slot, NCCLWATCH_SLOT)[kNcclFunctions] = {
 #define NCCLWATCH_NCCL_FN(name) reinterpret_cast<void*>(&NCCLWATCH_HOOK(name)),
-#include "interpose/nccl_functions.inc"
+#include "resolve/nccl_functions.inc"
 #undef NCCLWATCH_NCCL_FN
 };
 #pragma GCC diagnostic pop

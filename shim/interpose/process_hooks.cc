@@ -36,8 +36,8 @@
 #include "core/nccl_visibility.h"
 #include "core/tracer.h"
 #include "core/watcher.h"
-#include "interpose/real_nccl.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/real_nccl.h"
 
 using namespace ncclwatch::shim;  // NOLINT: this file is the shim's libc surface
 
@@ -89,7 +89,12 @@ bool Watched(int signo) {
   return false;
 }
 
+// glibc's definitions, looked up once: every hook here calls this first,
+// and a definition glibc lacks (none is expected) is not asked for again.
+int g_libc_resolved = 0;
+
 void ResolveLibc() {
+  if (__atomic_load_n(&g_libc_resolved, __ATOMIC_ACQUIRE)) return;
   if (g_real_sigaction == nullptr)
     g_real_sigaction = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
   if (g_real_signal == nullptr)
@@ -110,6 +115,7 @@ void ResolveLibc() {
     g_real_execvpe = reinterpret_cast<ExecveFn>(dlsym(RTLD_NEXT, "execvpe"));
   if (g_real_fexecve == nullptr)
     g_real_fexecve = reinterpret_cast<FexecveFn>(dlsym(RTLD_NEXT, "fexecve"));
+  __atomic_store_n(&g_libc_resolved, 1, __ATOMIC_RELEASE);
 }
 
 // Whether this process's end goes into the trace: it is traced, and the

@@ -165,6 +165,19 @@ struct RecordLocation {
 // place later, while the record's slot still holds it. Inline and cheap: a
 // load of the slot's stamp and one 4-byte store within one cache line, which
 // a reader sees whole, old or new.
+//
+// The one window, left open on purpose: between the stamp check and the
+// store, the ring could lap the slot (ring_slots claims by other threads in
+// those few instructions) and a newer record be written there; the store
+// then lands in that record's first line. Closing it would take a locked
+// compare-and-swap of stamp and field together on every call's result (the
+// stamp and the field are 16 bytes apart, in one 16-byte CAS only with a
+// layout change) and on every claim, for a race that needs a whole lap of
+// the ring inside one store's latency. What it can do if it ever happens:
+// overwrite 4 bytes of the newer record's first 48: a call slot's result
+// field, or bytes of an encoded record, which a reader then skips as
+// unparsable or, at worst, reads with one wrong value. Never a crash, never
+// a write outside the ring.
 struct PatchSite {
   uint8_t* at = nullptr;  // nullptr: nothing to patch
   const uint64_t* stamp = nullptr;

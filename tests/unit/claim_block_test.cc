@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <random>
@@ -415,6 +416,88 @@ TEST_CASE("a signal handler that interrupts a claim takes its slot from the curs
     CHECK(second.flags == 0);
   }).join();
   CHECK(w.header()->ring_next == 17);
+}
+
+namespace {
+
+// A handler that records whether it interrupted a claim from the block (the
+// block busy), and writes a record of its own.
+std::atomic<uint64_t> g_inside_claims{0};
+std::atomic<uint64_t> g_handler_writes{0};
+void WriteFromHandlerInsideClaims(int) {
+  if (t_worker == 0) return;
+  if (ncclwatch::shim::t_claim_block.busy) g_inside_claims.fetch_add(1, std::memory_order_relaxed);
+  if (Write(*g_signal_ring, 100 + t_worker, t_handled)) {
+    ++t_handled;
+    g_handler_writes.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("real signals that arrive inside slot claims: every record once, none torn",
+          "[ring][claim][signals]") {
+  // The deterministic test above sets `busy` by hand; here signals land in
+  // the claim itself, as many times as it takes to see it happen.
+  jobs::TempDir dir;
+  RingConfig c = Config(dir.path(), 64 << 20);  // 524288 slots: every record is kept
+  c.claim_block_slots = 16;
+  c.claim_block_ticks = uint64_t{60} * 1000000000;
+  c.claim_block_fixed = true;
+  RingWriter w;
+  char err[256];
+  REQUIRE(w.Open(c, err, sizeof(err)));
+  g_signal_ring = &w;
+  g_inside_claims = 0;
+  g_handler_writes = 0;
+  struct sigaction sa {};
+  sa.sa_handler = WriteFromHandlerInsideClaims;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  struct sigaction old {};
+  REQUIRE(sigaction(SIGUSR2, &sa, &old) == 0);
+  std::atomic<bool> stop{false};
+  std::atomic<pthread_t> id{};
+  std::atomic<bool> started{false};
+  uint64_t written = 0, handled = 0;
+  std::thread worker([&] {
+    t_worker = 1;
+    t_handled = 0;
+    id = pthread_self();
+    started = true;
+    while (!stop.load(std::memory_order_relaxed) && written < 400000) {
+      Write(w, 1, written);
+      ++written;
+    }
+    handled = t_handled;
+  });
+  while (!started.load()) sched_yield();
+  // Signals until 20 of them interrupted a claim (or the worker is done).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::thread signaller([&] {
+    while (g_inside_claims.load() < 20 && std::chrono::steady_clock::now() < deadline &&
+           !stop.load()) {
+      pthread_kill(id.load(), SIGUSR2);
+      usleep(20);
+    }
+    stop = true;
+  });
+  signaller.join();
+  worker.join();
+  REQUIRE(sigaction(SIGUSR2, &old, nullptr) == 0);
+  INFO(g_inside_claims.load() << " signals inside a claim, " << handled << " handler records");
+  CHECK(g_inside_claims.load() >= 20);
+  Read r = ReadAll(w.path());
+  CHECK(r.stats.torn_slots == 0);
+  CHECK(r.stats.ring_overwritten == 0);
+  CHECK(r.ring.size() == written + handled);
+  std::vector<Entry> from_worker, from_handler;
+  for (const Entry& e : r.ring) (e.who > 100 ? from_handler : from_worker).push_back(e);
+  CheckEveryRecordOnce(from_worker, 1, {written});
+  std::set<uint64_t> handler_seqs;
+  for (const Entry& e : from_handler) handler_seqs.insert(e.seq);
+  CHECK(handler_seqs.size() == handled);  // each once
+  CHECK(from_handler.size() == handled);
 }
 
 TEST_CASE("a forked child never writes into its parent's claim block", "[ring][claim]") {

@@ -8,15 +8,16 @@
 // program sees nothing of them. Not on the hot path: they run when a
 // communicator is created.
 
-#ifndef NCCLWATCH_SHIM_INTERPOSE_REAL_CUDA_H_
-#define NCCLWATCH_SHIM_INTERPOSE_REAL_CUDA_H_
+#ifndef NCCLWATCH_SHIM_RESOLVE_REAL_CUDA_H_
+#define NCCLWATCH_SHIM_RESOLVE_REAL_CUDA_H_
 
 #include <stddef.h>
 
 namespace ncclwatch::shim {
 
-// Looks the functions up in the loaded libraries (again, when one that was
-// missing may have been loaded since).
+// Looks the functions up in the loaded libraries; again, when one that was
+// missing may have been loaded since (the loader loaded something since
+// the last look: LoaderGeneration), else not.
 void ResolveRealCuda();
 
 int CudaDriverVersion();   // cuDriverGetVersion, 0 unknown
@@ -60,4 +61,4 @@ bool CurrentCudaOrdinal(int* device);
 
 }  // namespace ncclwatch::shim
 
-#endif  // NCCLWATCH_SHIM_INTERPOSE_REAL_CUDA_H_
+#endif  // NCCLWATCH_SHIM_RESOLVE_REAL_CUDA_H_
