@@ -1032,7 +1032,7 @@ TEST_CASE("quick_exit after a clean destroy is a clean end", "[preload][exit]") 
   CHECK(d.verdict == "healthy");
 }
 
-TEST_CASE("processes that never make a communicator keep small traces; one that does grows its",
+TEST_CASE("processes that never make a communicator keep small traces, and one that does grows its",
           "[preload][ring]") {
   // Every traced process preallocated the whole ring (16 MiB): 300 that
   // only asked NCCL's version wrote 4.8 GB.
