@@ -438,66 +438,66 @@ void WriteFromHandlerInsideClaims(int) {
 TEST_CASE("real signals that arrive inside slot claims: every record once, none torn",
           "[ring][claim][signals]") {
   // The deterministic test above sets `busy` by hand; here signals land in
-  // the claim itself, as many times as it takes to see it happen.
-  jobs::TempDir dir;
-  RingConfig c = Config(dir.path(), 64 << 20);  // 524288 slots: every record is kept
-  c.claim_block_slots = 16;
-  c.claim_block_ticks = uint64_t{60} * 1000000000;
-  c.claim_block_fixed = true;
-  RingWriter w;
-  char err[256];
-  REQUIRE(w.Open(c, err, sizeof(err)));
-  g_signal_ring = &w;
-  g_inside_claims = 0;
-  g_handler_writes = 0;
+  // the claim itself. Rounds of one writer each (a fresh ring that holds
+  // all its records) until 10 signals have interrupted a claim from a block.
   struct sigaction sa {};
   sa.sa_handler = WriteFromHandlerInsideClaims;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   struct sigaction old {};
   REQUIRE(sigaction(SIGUSR2, &sa, &old) == 0);
-  std::atomic<bool> stop{false};
-  std::atomic<pthread_t> id{};
-  std::atomic<bool> started{false};
-  uint64_t written = 0, handled = 0;
-  std::thread worker([&] {
-    t_worker = 1;
-    t_handled = 0;
-    id = pthread_self();
-    started = true;
-    while (!stop.load(std::memory_order_relaxed) && written < 400000) {
-      Write(w, 1, written);
-      ++written;
-    }
-    handled = t_handled;
-  });
-  while (!started.load()) sched_yield();
-  // Signals until 20 of them interrupted a claim (or the worker is done).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  std::thread signaller([&] {
-    while (g_inside_claims.load() < 20 && std::chrono::steady_clock::now() < deadline &&
-           !stop.load()) {
+  g_inside_claims = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int rounds = 0;
+  while (g_inside_claims.load() < 10 && std::chrono::steady_clock::now() < deadline) {
+    ++rounds;
+    jobs::TempDir dir;
+    RingConfig c = Config(dir.path(), 8 << 20);  // 65536 slots
+    c.claim_block_slots = 16;
+    c.claim_block_ticks = uint64_t{60} * 1000000000;
+    c.claim_block_fixed = true;
+    RingWriter w;
+    char err[256];
+    REQUIRE(w.Open(c, err, sizeof(err)));
+    g_signal_ring = &w;
+    constexpr uint64_t kWrites = 40000;  // with the handlers' records, within the ring
+    std::atomic<bool> worker_done{false};
+    std::atomic<bool> started{false};
+    std::atomic<pthread_t> id{};
+    uint64_t handled = 0;
+    std::thread worker([&] {
+      t_worker = 1;
+      t_handled = 0;
+      id = pthread_self();
+      started = true;
+      for (uint64_t i = 0; i < kWrites; ++i) Write(w, 1, i);
+      handled = t_handled;
+      t_worker = 0;  // signals still on their way write nothing now
+      worker_done = true;
+    });
+    while (!started.load()) sched_yield();
+    uint64_t sent = 0;
+    while (!worker_done.load() && sent < 20000) {
       pthread_kill(id.load(), SIGUSR2);
-      usleep(20);
+      ++sent;
     }
-    stop = true;
-  });
-  signaller.join();
-  worker.join();
+    worker.join();
+    Read r = ReadAll(w.path());
+    INFO("round " << rounds << ": " << handled << " handler records");
+    REQUIRE(r.stats.torn_slots == 0);
+    REQUIRE(r.stats.ring_overwritten == 0);
+    REQUIRE(r.ring.size() == kWrites + handled);
+    std::vector<Entry> from_worker, from_handler;
+    for (const Entry& e : r.ring) (e.who > 100 ? from_handler : from_worker).push_back(e);
+    CheckEveryRecordOnce(from_worker, 1, {kWrites});
+    std::set<uint64_t> handler_seqs;
+    for (const Entry& e : from_handler) handler_seqs.insert(e.seq);
+    REQUIRE(handler_seqs.size() == handled);  // each once
+    REQUIRE(from_handler.size() == handled);
+  }
   REQUIRE(sigaction(SIGUSR2, &old, nullptr) == 0);
-  INFO(g_inside_claims.load() << " signals inside a claim, " << handled << " handler records");
-  CHECK(g_inside_claims.load() >= 20);
-  Read r = ReadAll(w.path());
-  CHECK(r.stats.torn_slots == 0);
-  CHECK(r.stats.ring_overwritten == 0);
-  CHECK(r.ring.size() == written + handled);
-  std::vector<Entry> from_worker, from_handler;
-  for (const Entry& e : r.ring) (e.who > 100 ? from_handler : from_worker).push_back(e);
-  CheckEveryRecordOnce(from_worker, 1, {written});
-  std::set<uint64_t> handler_seqs;
-  for (const Entry& e : from_handler) handler_seqs.insert(e.seq);
-  CHECK(handler_seqs.size() == handled);  // each once
-  CHECK(from_handler.size() == handled);
+  INFO(rounds << " rounds");
+  CHECK(g_inside_claims.load() >= 10);
 }
 
 TEST_CASE("a forked child never writes into its parent's claim block", "[ring][claim]") {
