@@ -38,11 +38,26 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
           s.host(), s.global_rank(), s.rank_source(), s.world_size(), s.local_rank(), s.exe(),
           s.job_id());
     }
-    case pb::Record::kProcessEnd:
-      return absl::StrFormat(
-          "process_end how=%s exit_code=%d",
-          r.process_end().how() == pb::ProcessEnd::UNDERSCORE_EXIT ? "_exit" : "exit",
-          r.process_end().exit_code());
+    case pb::Record::kProcessEnd: {
+      const char* how = "exit";
+      switch (r.process_end().how()) {
+        case pb::ProcessEnd::UNDERSCORE_EXIT:
+          how = "_exit";
+          break;
+        case pb::ProcessEnd::EXEC:
+          how = "exec";
+          break;
+        case pb::ProcessEnd::EXEC_FAILED:
+          how = "exec_failed";
+          break;
+        case pb::ProcessEnd::QUICK_EXIT:
+          how = "quick_exit";
+          break;
+        default:
+          break;
+      }
+      return absl::StrFormat("process_end how=%s exit_code=%d", how, r.process_end().exit_code());
+    }
     case pb::Record::kTimeAnchor:
       return absl::StrFormat("time_anchor t=%u monotonic_ns=%u realtime_ns=%u", r.time_anchor().t(),
                              r.time_anchor().monotonic_ns(), r.time_anchor().realtime_ns());

@@ -55,7 +55,10 @@ std::string FreshDir() {
   const std::string base = std::string("ncclwatch-run-") + stamp;
   for (int n = 1; n < 1000; ++n) {
     const std::string name = n == 1 ? base : base + "-" + std::to_string(n);
-    if (mkdir(name.c_str(), 0700) == 0) return name;
+    if (mkdir(name.c_str(), 0700) == 0) {
+      chmod(name.c_str(), 0700);  // whatever the umask: the shim must write there
+      return name;
+    }
     if (errno != EEXIST) return "";
   }
   return "";
@@ -281,8 +284,17 @@ int RunRun(const std::vector<std::string>& args, std::ostream& err) {
   if (code != 0 && !diagnosed) {
     PrintDiagnosis(o, o.command[0] + " " + StatusWords(status), &on_problem, err);
   } else if (code == 0) {
-    err << "ncclwatch: " << o.command[0] << " exited with status 0; traces in " << o.dir
-        << " (ncclwatch diagnose " << o.dir << ")\n";
+    size_t traces = 0;
+    for (const auto& e : fs::directory_iterator(o.dir, ec))
+      traces += e.path().extension() == ".trace";
+    if (traces > 0) {
+      err << "ncclwatch: " << o.command[0] << " exited with status 0; traces in " << o.dir
+          << " (ncclwatch diagnose " << o.dir << ")\n";
+    } else {
+      err << "ncclwatch: " << o.command[0] << " exited with status 0; no trace in " << o.dir
+          << ": no process made an NCCL call, or the shim could not write there (its lines "
+             "above say why)\n";
+    }
   }
   FinishOnProblem(on_problem, err);
   return code;

@@ -366,6 +366,9 @@ bool DecodeApi(absl::Span<const uint8_t> b, ApiEvent* e, uint64_t* caller) {
 }  // namespace
 
 void RecordImporter::Finish() {
+  // An exec that returned: the process lived on after the end its exec
+  // wrote (the last end written counts).
+  if (p_->end && p_->end->how == f::process_end::kHowExecFailed) p_->end.reset();
   SortAnchors(p_);
   streams_.Finish(p_);
 }

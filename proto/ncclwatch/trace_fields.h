@@ -165,7 +165,8 @@ constexpr uint32_t kPid = 1, kHost = 2, kGlobalRank = 3, kRankSource = 4, kWorld
 }
 namespace process_end {
 constexpr uint32_t kHow = 1, kExitCode = 2;
-constexpr uint32_t kHowExit = 1, kHowUnderscoreExit = 2;
+constexpr uint32_t kHowExit = 1, kHowUnderscoreExit = 2, kHowExec = 3, kHowExecFailed = 4,
+                   kHowQuickExit = 5;
 }  // namespace process_end
 namespace time_anchor {
 constexpr uint32_t kT = 1, kMonotonicNs = 2, kRealtimeNs = 3;

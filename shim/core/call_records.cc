@@ -22,7 +22,7 @@ namespace {
 
 namespace f = fields;
 
-int g_process_ended = 0;
+uint32_t g_process_ended = 0;  // FirstForThisFile
 
 }  // namespace
 
@@ -40,8 +40,8 @@ CallRecord BeginApi(uint32_t call, const void* comm, int64_t value, const void* 
 }
 
 void RecordNcclVersion(int result, int version, const void* caller) {
-  static int recorded = 0;
-  if (__atomic_exchange_n(&recorded, 1, __ATOMIC_RELAXED) != 0) return;
+  static uint32_t recorded = 0;
+  if (!FirstForThisFile(&recorded)) return;
   ErrnoGuard keep;
   RecordBuilder<> r(f::record::kApi);
   namespace k = f::api;
@@ -129,6 +129,7 @@ uint64_t CommIdForShrink(uint64_t parent, uint32_t split_index, const int* exclu
 
 void RecordCommInitBegin(const CommInitBegin& b) {
   ErrnoGuard keep;
+  GrowTraceRing();  // a communicator: the whole ring from here on
   RecordBuilder<512> r(f::record::kCommInitBegin);
   namespace k = f::comm_init_begin;
   r.w().Fixed64(k::kComm, b.comm);
@@ -185,9 +186,11 @@ void EndCommEnd(const CallRecord& record, int result) {
   WriteTimeAnchor(Region::kPinned);
 }
 
-void RecordProcessEnd(uint32_t how, int exit_code) {
+void RecordProcessEnd(uint32_t how, int exit_code, bool last) {
   ErrnoGuard keep;
-  if (__atomic_exchange_n(&g_process_ended, 1, __ATOMIC_ACQ_REL)) return;
+  if (last ? !FirstForThisFile(&g_process_ended)
+           : __atomic_load_n(&g_process_ended, __ATOMIC_ACQUIRE) == g_trace_generation)
+    return;
   WriteTimeAnchor(Region::kPinned);
   RecordBuilder<> r(f::record::kProcessEnd);
   r.w().Varint(f::process_end::kHow, how);

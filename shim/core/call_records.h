@@ -22,8 +22,14 @@
 
 namespace ncclwatch::shim {
 
+// NCCL's result codes the shim's own logic tests, by name (nccl.h's
+// ncclResult_t; interpose/nccl_hooks.cc checks them against it). The
+// core's files do not include nccl.h.
+inline constexpr int kNcclSuccess = 0;
+inline constexpr int kNcclInProgress = 7;  // a non-blocking communicator's call under way
+
 // Succeeded, as far as numbering goes (ncclSuccess or ncclInProgress).
-inline bool Accepted(int result) { return result == 0 || result == 7; }
+inline bool Accepted(int result) { return result == kNcclSuccess || result == kNcclInProgress; }
 
 struct CollectiveCall {
   CallRecord record;
@@ -107,8 +113,10 @@ void EndCommEnd(const CallRecord& record, int result);
 
 // --- The process
 
-// exit()/main returning (how = 1) or _exit() (how = 2); written once.
-void RecordProcessEnd(uint32_t how, int exit_code);
+// How the process ended (trace.proto ProcessEnd.How): exit() or main
+// returning, _exit(), quick_exit(); written once per trace file. `last`
+// false for an exec (and an exec that failed), which a later end may follow.
+void RecordProcessEnd(uint32_t how, int exit_code, bool last = true);
 // From the signal handler. `disposition`: 0 default, 1 ignore, 2 handler.
 void RecordFatalSignal(int signo, const siginfo_t* info, uint32_t disposition);
 
@@ -117,9 +125,10 @@ void RecordFatalSignal(int signo, const siginfo_t* info, uint32_t disposition);
 // What the last per-call record of this thread looked up: its ThreadState
 // and the registry entry of the communicator it used. Consecutive calls of
 // a thread are almost always on one communicator, so most calls skip the
-// registry's lookup. Entries never move and are never freed, so a cached
-// pointer stays valid; one being re-registered (a new communicator at the
-// address) is not `ready` and is looked up again.
+// registry's lookup. Entries never move, so a cached pointer stays valid;
+// one being re-registered (a new communicator at the address) is not
+// `ready`, and one freed and taken by another communicator holds another
+// handle: either is looked up again (comm_registry.h).
 struct CallCache {
   ThreadState* thread;
   const void* handle;
@@ -138,7 +147,9 @@ __attribute__((always_inline)) inline ThreadState& CachedThread() {
 __attribute__((always_inline)) inline CommState* CachedComm(const void* handle) {
   CallCache& cache = t_call_cache;
   if (__builtin_expect(cache.handle == handle && handle != nullptr, 1) &&
-      __atomic_load_n(&cache.comm->ready, __ATOMIC_ACQUIRE)) {
+      __atomic_load_n(&cache.comm->ready, __ATOMIC_ACQUIRE) &&
+      __atomic_load_n(&cache.comm->handle, __ATOMIC_RELAXED) ==
+          reinterpret_cast<uintptr_t>(handle)) {
     return cache.comm;
   }
   CommState* c = g_comms.FindOrAdopt(handle);

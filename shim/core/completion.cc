@@ -12,12 +12,14 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "core/call_records.h"
 #include "core/errno_guard.h"
 #include "core/record_builder.h"
+#include "core/startup_stack.h"
 #include "core/tracer.h"
 #include "core/watcher.h"
-#include "interpose/real_cuda.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/real_cuda.h"
 #include "ring/trace_clock.h"
 
 namespace ncclwatch::shim {
@@ -91,6 +93,8 @@ void Record(CompletionTrack* track, const GroupNote& note) {
   __atomic_store_n(&track->head, head + 1, __ATOMIC_RELEASE);
 }
 
+void StartTracking(CommState* comm, const void* handle, int device);
+
 void WriteTracking(uint64_t id, uint32_t mechanism, const char* why_not, uint32_t markers,
                    int device) {
   RecordBuilder<512> r(f::record::kCompletionTracking);
@@ -117,11 +121,84 @@ size_t TrackCount() {
 void TrackCompletion(CommState* comm, const void* handle, int device) {
   if (comm == nullptr || !Tracing()) return;
   ErrnoGuard keep;
+  // The CUDA driver's calls (1024 events made) on the shim's stack, not on
+  // a program thread's that may be small.
+  RunOnStartupStack([&] { StartTracking(comm, handle, device); });
+}
+
+namespace {
+
+// A pooled track whose events belong to `ctx`, taken out of the pool, or
+// nullptr.
+CompletionTrack* TakePooled(void* ctx) {
+  const size_t n = TrackCount();
+  for (size_t i = 0; i < n; ++i) {
+    CompletionTrack* t = TrackAt(i);
+    if (t == nullptr || t->context != ctx || !__atomic_load_n(&t->pooled, __ATOMIC_ACQUIRE))
+      continue;
+    // No watcher thread inside it (EndCompletion's protocol: one that comes
+    // in from now on sees it ended and leaves).
+    if (__atomic_load_n(&t->readers, __ATOMIC_SEQ_CST) != 0) continue;
+    uint32_t expected = 1;
+    if (!__atomic_compare_exchange_n(&t->pooled, &expected, 0u, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+      continue;
+    // Its events must still be there: a context destroyed and made again
+    // (cudaDeviceReset) takes its events with it. Such a track stays out of
+    // the pool for good.
+    const int rc = g_cuda.event_query(t->markers[0].event);
+    if (rc != kCudaSuccess && rc != kCudaNotReady) continue;
+    return t;
+  }
+  return nullptr;
+}
+
+// A new track with its events, in the current context, or nullptr (*why_not said).
+CompletionTrack* MakeTrack(const char** why_not) {
+  // A place in g_tracks first: the watcher finds tracks there.
+  size_t index = __atomic_load_n(&g_track_count, __ATOMIC_ACQUIRE);
+  do {
+    if (index >= kMaxTracks) {
+      *why_not = "more than 4096 communicators tracked at once in this process";
+      return nullptr;
+    }
+  } while (!__atomic_compare_exchange_n(&g_track_count, &index, index + 1, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE));
+  void* m = mmap(nullptr, sizeof(CompletionTrack), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CompletionTrack* track = nullptr;
+  if (m == MAP_FAILED) {
+    *why_not = "could not map memory for its markers";
+  } else {
+    track = static_cast<CompletionTrack*>(m);  // zeroed by mmap
+    uint32_t made = 0;
+    for (; made < CompletionTrack::kMarkers; ++made) {
+      if (g_cuda.event_create(&track->markers[made].event, kDisableTiming) != kCudaSuccess) break;
+    }
+    if (made < CompletionTrack::kMarkers) {
+      for (uint32_t i = 0; i < made; ++i)
+        if (g_cuda.event_destroy) g_cuda.event_destroy(track->markers[i].event);
+      munmap(m, sizeof(CompletionTrack));
+      track = nullptr;
+      *why_not = "cuEventCreate failed";
+    }
+  }
+  if (track == nullptr) {
+    // The place stays, empty (the watcher skips it): rare enough.
+    return nullptr;
+  }
+  track->ended = 1;  // until it is set up (StartTracking)
+  __atomic_store_n(&g_tracks[index], track, __ATOMIC_RELEASE);
+  return track;
+}
+
+void StartTracking(CommState* comm, const void* handle, int device) {
   const char* why_not = nullptr;
+  // A driver loaded since the process's first NCCL call (ncclGetUniqueId
+  // before any CUDA call, as NCCL's one-device-per-process example does).
+  if (!g_cuda.CanTrack()) ResolveRealCuda();
   if (!g_cuda.CanTrack()) why_not = "no CUDA driver loaded (libcuda.so.1 was not found)";
   if (why_not == nullptr && !CompletionTrackingEnabled()) why_not = "NCCLWATCH_COMPLETION=0";
-  if (why_not == nullptr && __atomic_load_n(&g_track_count, __ATOMIC_RELAXED) >= kMaxTracks)
-    why_not = "more than 4096 communicators tracked in this process";
   void* ctx = nullptr;
   void* saved = nullptr;
   bool switched = false;
@@ -144,49 +221,45 @@ void TrackCompletion(CommState* comm, const void* handle, int device) {
   }
   CompletionTrack* track = nullptr;
   if (why_not == nullptr) {
-    void* m = mmap(nullptr, sizeof(CompletionTrack), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {
-      why_not = "could not map memory for its markers";
-    } else {
-      track = static_cast<CompletionTrack*>(m);  // zeroed by mmap
-      uint32_t made = 0;
-      for (; made < CompletionTrack::kMarkers; ++made) {
-        if (g_cuda.event_create(&track->markers[made].event, kDisableTiming) != kCudaSuccess) break;
-      }
-      if (made < CompletionTrack::kMarkers) {
-        for (uint32_t i = 0; i < made; ++i)
-          if (g_cuda.event_destroy) g_cuda.event_destroy(track->markers[i].event);
-        munmap(m, sizeof(CompletionTrack));
-        track = nullptr;
-        why_not = "cuEventCreate failed";
-      }
-    }
+    track = TakePooled(ctx);
+    if (track == nullptr) track = MakeTrack(&why_not);
   }
   if (switched) g_cuda.ctx_set_current(saved);
   if (track == nullptr) {
     WriteTracking(comm->id, f::completion_tracking::kNone, why_not, 0, device);
     return;
   }
+  // Set up while ended (the watcher leaves it alone), live last. A pooled
+  // track's markers keep their events; the rest starts afresh.
   track->comm = comm;
   track->handle = handle;
   track->id = comm->id;
   track->context = ctx;
   track->device = device;
+  track->head = 0;
+  track->tail = 0;
+  track->flushed = 0;
+  track->completed = 0;
+  track->completed_t = 0;
   track->progress_ns = MonotonicNs();
+  track->seen = 0;
+  memset(track->seen_ns, 0, sizeof(track->seen_ns));
+  track->error = 0;
+  track->stall_reported = 0;
   WriteTracking(comm->id, f::completion_tracking::kCudaEvents, nullptr, CompletionTrack::kMarkers,
                 device);
   // Ends any earlier track of this CommState (a communicator at a reused address).
   if (CompletionTrack* old = TrackOf(comm)) __atomic_store_n(&old->ended, 1u, __ATOMIC_RELEASE);
+  __atomic_store_n(&track->ended, 0u, __ATOMIC_SEQ_CST);
   __atomic_store_n(&comm->completion, track, __ATOMIC_RELEASE);
-  const size_t i = __atomic_fetch_add(&g_track_count, 1, __ATOMIC_ACQ_REL);
-  if (i < kMaxTracks) __atomic_store_n(&g_tracks[i], track, __ATOMIC_RELEASE);
   StartWatcher();
 }
 
+}  // namespace
+
 void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint32_t call,
                           uint64_t seq, int peer, bool send) {
-  if (comm == nullptr || (result != 0 && result != 7)) return;  // refused: nothing to complete
+  if (comm == nullptr || !Accepted(result)) return;  // refused: nothing to complete
   CompletionTrack* track = TrackOf(comm);
   if (track == nullptr) return;  // untracked (no GPU): before errno is saved, which costs two calls
   ErrnoGuard keep;
@@ -210,7 +283,7 @@ void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint3
     }
     return;  // more communicators than notes: a later marker covers the rest
   }
-  if (result == 7) {  // ncclInProgress: a non-blocking communicator enqueues it later
+  if (result == kNcclInProgress) {  // a non-blocking communicator enqueues it later
     WriteUntracked(comm, call, seq, f::untracked::kInProgress);
     return;
   }
@@ -225,9 +298,9 @@ void FlushGroupOperations(int result) {
     const GroupNote& note = g.notes[i];
     CompletionTrack* track = TrackOf(note.comm);
     if (track == nullptr) continue;
-    if (result == 0) {
+    if (result == kNcclSuccess) {
       Record(track, note);
-    } else if (result == 7) {
+    } else if (result == kNcclInProgress) {
       WriteUntracked(note.comm, note.call, note.seq, f::untracked::kInProgress);
     }
   }
@@ -245,9 +318,34 @@ void EndCompletion(const void* handle) {
     // NCCL for its asynchronous error): let it leave, but never wait on a
     // watcher stuck in the driver for more than a second.
     const uint64_t deadline = MonotonicNs() + 1000000000ull;
-    while (__atomic_load_n(&t->polling, __ATOMIC_SEQ_CST) && MonotonicNs() < deadline)
+    while (__atomic_load_n(&t->readers, __ATOMIC_SEQ_CST) && MonotonicNs() < deadline)
       sched_yield();
   }
+}
+
+void ReleaseCompletion(const void* handle) {
+  const size_t n = TrackCount();
+  for (size_t i = 0; i < n; ++i) {
+    CompletionTrack* t = TrackAt(i);
+    if (t == nullptr || t->handle != handle || !__atomic_load_n(&t->ended, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&t->pooled, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&t->readers, __ATOMIC_SEQ_CST) != 0)
+      continue;
+    t->comm = nullptr;
+    __atomic_store_n(&t->pooled, 1u, __ATOMIC_RELEASE);
+  }
+}
+
+void CompletionForkChild() {
+  const size_t n = TrackCount();
+  for (size_t i = 0; i < n; ++i) {
+    CompletionTrack* t = TrackAt(i);
+    if (t == nullptr) continue;
+    __atomic_store_n(&t->ended, 1u, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->pooled, 0u, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_tracks[i], static_cast<CompletionTrack*>(nullptr), __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&g_track_count, size_t{0}, __ATOMIC_RELEASE);
 }
 
 void FlushCompletion(const void* handle) {
@@ -257,7 +355,7 @@ void FlushCompletion(const void* handle) {
     if (t == nullptr || t->handle != handle || !__atomic_load_n(&t->ended, __ATOMIC_ACQUIRE) ||
         __atomic_exchange_n(&t->flushed, 1u, __ATOMIC_ACQ_REL))
       continue;
-    if (__atomic_load_n(&t->polling, __ATOMIC_SEQ_CST)) continue;  // the watcher is stuck in it
+    if (__atomic_load_n(&t->readers, __ATOMIC_SEQ_CST)) continue;  // the watcher is stuck in it
     ErrnoGuard keep;
     void* saved = nullptr;
     const bool restore = g_cuda.ctx_get_current(&saved) == kCudaSuccess;

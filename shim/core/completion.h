@@ -31,6 +31,13 @@
 // ahead of its GPU), the operation goes without one; a later marker on the
 // same communicator covers it, since NCCL runs a communicator's work in order.
 //
+// A track (kMarkers events and their bookkeeping, 56 KiB) lives as long as
+// the process: the watcher may hold a pointer to it at any time. When its
+// communicator is destroyed it goes to a pool, and the next communicator
+// made in the same CUDA context takes it, events and all (re-recording an
+// event is allowed, whatever it recorded before). So memory and events grow
+// with the communicators alive at once, not with those ever made.
+//
 // HOT PATH (MarkOperation, NoteGroupOperation, FlushGroupOperations): the
 // shim's own code allocates nothing, takes no lock and makes no system call;
 // the CUDA driver's cuStreamIsCapturing and cuEventRecord are called once
@@ -74,8 +81,9 @@ struct CompletionTrack {
   uint64_t head;     // markers recorded (program threads; release)
   uint64_t tail;     // markers seen complete (watcher; release)
   uint32_t ended;    // set when the communicator is finalized, destroyed, aborted or revoked
-  uint32_t polling;  // the watcher is inside this communicator's round
+  uint32_t readers;  // the watcher's threads inside this track now (a round, a stall check)
   uint32_t flushed;  // FlushCompletion ran
+  uint32_t pooled;   // free for the next communicator of its context (ReleaseCompletion)
   // The watcher's own (other threads read them for the stall check):
   uint64_t completed;          // collectives completed
   uint64_t completed_t;        // the newest completed marker's `t`
@@ -115,6 +123,16 @@ void EndCompletion(const void* handle);
 // the calling thread (NCCL has flushed or aborted its work), so the trace
 // says how much of it completed.
 void FlushCompletion(const void* handle);
+// After the communicator was destroyed or aborted (and flushed): its track,
+// events and memory, go back to a pool, for the next communicator made in
+// the same CUDA context (events belong to one), so a process that makes and
+// destroys communicators keeps as many tracks as it has alive at once. A
+// track the watcher is still inside (stuck in the driver) is left alone.
+void ReleaseCompletion(const void* handle);
+// In a forked child (the fork handler; async-signal-safe): the parent's
+// CUDA contexts and the watcher's threads are not the child's; its tracks
+// end, are never reused, and the child starts with none.
+void CompletionForkChild();
 
 // The watcher's side (core/watcher.cc).
 constexpr size_t kMaxTracks = 4096;

@@ -26,7 +26,7 @@ namespace {
 
 namespace f = fields::inventory;
 
-int g_inventory_done = 0;
+uint32_t g_inventory_done = 0;  // FirstForThisFile
 
 int PrefixLen(const unsigned char* mask, int bytes) {
   int n = 0;
@@ -284,7 +284,7 @@ void WriteP2pPath(wire::WireWriter& w) {
 }  // namespace
 
 void RecordInventoryOnce(const LoadedVersions& v) {
-  if (__atomic_exchange_n(&g_inventory_done, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (!FirstForThisFile(&g_inventory_done)) return;
   LargeRecordBuilder r(fields::record::kInventory);
   wire::WireWriter& w = r.w();
   w.Sint(f::kNcclVersion, v.nccl);

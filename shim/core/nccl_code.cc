@@ -17,6 +17,31 @@ bool IsNcclModule(const char* path) {
   return strncmp(base, "libnccl.so", 10) == 0 || strncmp(base, "libnccl-", 8) == 0;
 }
 
+uintptr_t g_nccl_driven_lo[kMaxNcclDrivenCode];
+uintptr_t g_nccl_driven_hi[kMaxNcclDrivenCode];
+int g_nccl_driven_count = 0;
+
+bool IsNcclDrivenModule(const char* path) {
+  if (path == nullptr) return false;
+  const char* base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  static const char* const kPrefixes[] = {"libcuda.so",    "libcudart.so", "libnvidia-",
+                                          "libibverbs.so", "librdmacm.so", "libmlx5.so"};
+  for (const char* p : kPrefixes)
+    if (strncmp(base, p, strlen(p)) == 0) return true;
+  return false;
+}
+
+void AddNcclDrivenCode(uintptr_t start, uintptr_t end) {
+  const int n = __atomic_load_n(&g_nccl_driven_count, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; ++i)
+    if (g_nccl_driven_lo[i] == start && g_nccl_driven_hi[i] == end) return;
+  if (n >= kMaxNcclDrivenCode) return;
+  g_nccl_driven_lo[n] = start;
+  g_nccl_driven_hi[n] = end;
+  __atomic_store_n(&g_nccl_driven_count, n + 1, __ATOMIC_RELEASE);
+}
+
 void AddNcclCode(uintptr_t start, uintptr_t end) {
   const int n = __atomic_load_n(&g_nccl_code_count, __ATOMIC_ACQUIRE);
   for (int i = 0; i < n; ++i)

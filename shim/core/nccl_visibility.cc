@@ -9,12 +9,14 @@
 #include <unistd.h>
 
 #include "core/comm_registry.h"
-#include "core/elf_symbols.h"
 #include "core/errno_guard.h"
 #include "core/nccl_code.h"
 #include "core/record_builder.h"
+#include "core/startup_stack.h"
 #include "core/tracer.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/elf_symbols.h"
+#include "resolve/loaded_module.h"
 
 namespace ncclwatch::shim {
 
@@ -107,15 +109,6 @@ void Add(Scan* s, NcclNotSeen reason, const char* path) {
   CopyName(x.path, sizeof(x.path), path);
 }
 
-bool Contains(const dl_phdr_info* info, uintptr_t a) {
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
-    if (ph.p_type == PT_LOAD && a >= lo && a < lo + ph.p_memsz) return true;
-  }
-  return false;
-}
-
 int ScanCallback(dl_phdr_info* info, size_t, void* data) {
   auto* s = static_cast<Scan*>(data);
   const bool exe = s->first;
@@ -132,19 +125,13 @@ int ScanCallback(dl_phdr_info* info, size_t, void* data) {
   for (int i = 0; i < g_seen_count; ++i)
     if (g_seen[i] == key) return 0;
   if (g_seen_count < kMaxSeen) g_seen[g_seen_count++] = key;
-  if (Contains(info, s->self)) return 0;  // the shim exports NCCL's names itself
-  if (!exe && name[0] == '\0') return 0;  // the vDSO
+  if (LoadSegmentAt(info, s->self) != nullptr) return 0;  // the shim exports NCCL's names itself
+  if (!exe && name[0] == '\0') return 0;                  // the vDSO
   if (IsNcclModule(name)) {
     // NCCL's code (libnccl.so, its plugins), known to the libc hooks before
     // there is a trace file, so that its calls can raise ACTIVE_UNSEEN.
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-      const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-      if (ph.p_type != PT_LOAD) continue;
-      lo = ph.p_vaddr < lo ? ph.p_vaddr : lo;
-      hi = ph.p_vaddr + ph.p_memsz > hi ? ph.p_vaddr + ph.p_memsz : hi;
-    }
-    if (hi != 0) AddNcclCode(info->dlpi_addr + lo, info->dlpi_addr + hi);
+    uintptr_t lo = 0, hi = 0;
+    if (LoadSpan(info, &lo, &hi)) AddNcclCode(lo, hi);
   }
   if (IsLibnccl(name)) {
     g_has_nccl = true;
@@ -175,18 +162,7 @@ int ScanCallback(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
-}  // namespace
-
-void NoteNcclNotSeen(NcclNotSeen reason, const char* path) {
-  ErrnoGuard keep;
-  Lock();
-  Note(reason, path != nullptr ? path : "");
-  Unlock();
-}
-
-void CheckNcclVisibility() {
-  ErrnoGuard keep;
-  if (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff) return;
+void Check() {
   Lock();
   Scan s;
   s.self = reinterpret_cast<uintptr_t>(&CheckNcclVisibility);
@@ -207,17 +183,41 @@ void CheckNcclVisibility() {
   Unlock();
 }
 
+}  // namespace
+
+// Each runs on the shim's start-up stack: a whole record, a scan's findings
+// and a file's symbol table read (64 KiB) are on it, and a dlopen, dlsym or
+// exit may come from a thread with a small stack.
+
+void NoteNcclNotSeen(NcclNotSeen reason, const char* path) {
+  ErrnoGuard keep;
+  RunOnStartupStack([&] {
+    Lock();
+    Note(reason, path != nullptr ? path : "");
+    Unlock();
+  });
+}
+
+void CheckNcclVisibility() {
+  ErrnoGuard keep;
+  if (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff) return;
+  RunOnStartupStack([] { Check(); });
+}
+
 void NoteDeepBindDlopen(const char* name) {
   if (name == nullptr || __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff) return;
-  CheckNcclVisibility();
-  Lock();
-  if (g_has_nccl) {
-    Note(NcclNotSeen::kDeepBind, name);
-  } else if (g_deep_count < kMaxDeep) {
-    CopyName(g_deep[g_deep_count], sizeof(g_deep[0]), name);
-    ++g_deep_count;
-  }
-  Unlock();
+  ErrnoGuard keep;
+  RunOnStartupStack([&] {
+    Check();
+    Lock();
+    if (g_has_nccl) {
+      Note(NcclNotSeen::kDeepBind, name);
+    } else if (g_deep_count < kMaxDeep) {
+      CopyName(g_deep[g_deep_count], sizeof(g_deep[0]), name);
+      ++g_deep_count;
+    }
+    Unlock();
+  });
 }
 
 }  // namespace ncclwatch::shim

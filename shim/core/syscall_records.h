@@ -35,7 +35,11 @@ struct SysCallEvent {
 };
 
 // Whether a call deserves a record: it came from NCCL's code, or it failed
-// on a thread that is inside an NCCL init or teardown call.
+// on a thread that is inside an NCCL init or teardown call and came from
+// code NCCL drives (the CUDA driver, verbs, what NCCL loaded:
+// core/nccl_code.h). Not a failure of the program's own code on that
+// thread, such as a signal handler of the program's that ran during the
+// init: only what NCCL did is evidence about NCCL.
 // Without a trace file (no NCCL call seen yet), a call from NCCL's code is
 // only noted (core/nccl_visibility.h: ACTIVE_UNSEEN).
 inline bool WantSysCall(const void* caller, bool failed) {
@@ -44,7 +48,7 @@ inline bool WantSysCall(const void* caller, bool failed) {
     return false;
   }
   if (FromNccl(caller)) return true;
-  return failed && ThisThread().in_call != 0;
+  return failed && ThisThread().in_call != 0 && FromNcclDriven(caller);
 }
 
 // Writes the record: failures, and the first few hundred successful calls

@@ -16,20 +16,28 @@
 
 #include "core/nccl_code.h"
 #include "core/record_builder.h"
+#include "core/startup_stack.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/loaded_module.h"
 #include "ring/trace_clock.h"
 
 namespace ncclwatch::shim {
 
 int g_tracer_state = kUninitialized;
+uint32_t g_trace_generation = 1;
 RingWriter g_ring;
 uint32_t g_pid = 0;
 
 namespace {
 
 constexpr uint32_t kShimVersion = 1;
+constexpr uint64_t kInitialRingBytes = 64ull << 10;
 
 __thread ThreadState t_thread __attribute__((tls_model("initial-exec")));
+// Set while this thread creates the trace file (CreateTraceFile).
+__thread int t_creating_file __attribute__((tls_model("initial-exec")));
+
+void CreateTraceFile();  // InitTracer's work, on the start-up stack
 uint32_t g_next_thread = 0;
 uint64_t g_next_group = 0;
 
@@ -109,15 +117,13 @@ int ModuleCallback(dl_phdr_info* info, size_t, void*) {
   for (int i = 0; i < g_module_count; ++i)
     if (g_module_bases[i] == info->dlpi_addr) return 0;
   if (g_module_count >= kMaxModules) return 1;
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  uintptr_t lo = 0, hi = 0;  // absolute
+  if (!LoadSpan(info, &lo, &hi)) return 0;
   const uint8_t* build_id = nullptr;
   size_t build_id_len = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type == PT_LOAD) {
-      lo = lo < ph.p_vaddr ? lo : ph.p_vaddr;
-      hi = hi > ph.p_vaddr + ph.p_memsz ? hi : ph.p_vaddr + ph.p_memsz;
-    } else if (ph.p_type == PT_NOTE) {
+    if (ph.p_type == PT_NOTE) {
       const uint8_t* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
       const uint8_t* end = p + ph.p_memsz;
       while (p + sizeof(ElfW(Nhdr)) <= end) {
@@ -133,9 +139,14 @@ int ModuleCallback(dl_phdr_info* info, size_t, void*) {
       }
     }
   }
-  if (hi == 0) return 0;
   g_module_bases[g_module_count++] = info->dlpi_addr;
-  if (IsNcclModule(info->dlpi_name)) AddNcclCode(info->dlpi_addr + lo, info->dlpi_addr + hi);
+  if (IsNcclModule(info->dlpi_name)) {
+    AddNcclCode(lo, hi);
+  } else if (IsNcclDrivenModule(info->dlpi_name) || ThisThread().in_call != 0) {
+    // A library NCCL works through, or one first seen loaded during an NCCL
+    // call (what NCCL loaded): core/nccl_code.h.
+    AddNcclDrivenCode(lo, hi);
+  }
   const char* path = info->dlpi_name;
   char exe[1024] = {0};
   if (path == nullptr || path[0] == '\0') {
@@ -147,8 +158,8 @@ int ModuleCallback(dl_phdr_info* info, size_t, void*) {
   namespace f = fields::module;
   r.w().String(f::kPath, path);
   r.w().Fixed64(f::kBase, info->dlpi_addr);
-  r.w().Fixed64(f::kStart, info->dlpi_addr + lo);
-  r.w().Fixed64(f::kEnd, info->dlpi_addr + hi);
+  r.w().Fixed64(f::kStart, lo);
+  r.w().Fixed64(f::kEnd, hi);
   if (build_id != nullptr) r.w().Bytes(f::kBuildId, build_id, build_id_len);
   r.Append(Region::kPinned);
   return 0;
@@ -175,16 +186,30 @@ void WriteTimeAnchor(Region region) {
   r.Append(region);
 }
 
+void GrowTraceRing() {
+  if (!g_ring.CanGrow()) return;
+  RunOnStartupStack([] {
+    char error[320];
+    if (!g_ring.GrowRing(error, sizeof(error))) Warn(error);
+  });
+}
+
 void RecordNewModules() {
   if (!g_ring.is_open()) return;
-  dl_iterate_phdr(ModuleCallback, nullptr);
+  // ModuleCallback keeps a whole record on the stack.
+  RunOnStartupStack([] { dl_iterate_phdr(ModuleCallback, nullptr); });
 }
 
 void TracerForkChild() {
-  // A child forked while another thread created the file sees kInitializing
-  // forever (that thread is not in the child): off, too.
-  if (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) != kArmed)
-    __atomic_store_n(&g_tracer_state, kOff, __ATOMIC_RELEASE);
+  // kOff stays off (NCCLWATCH=0, or a folder the parent could not use);
+  // kArmed has nothing to drop. kTracing, or kInitializing (another thread
+  // was making the file, and is not in the child): the parent's file goes.
+  const int s = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
+  if (s != kTracing && s != kInitializing) return;
+  __atomic_store_n(&g_tracer_state, kArmed, __ATOMIC_RELEASE);
+  g_ring.DropInChild();
+  g_module_count = 0;  // the child's file lists them again
+  __atomic_add_fetch(&g_trace_generation, 1u, __ATOMIC_ACQ_REL);
 }
 
 void ArmTracer() {
@@ -199,6 +224,10 @@ bool EnsureTracing() {
   int s = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
   if (s == kTracing) return true;
   if (s == kOff) return false;
+  // A signal handler that calls NCCL while this thread makes the file
+  // (InitTracer): the call goes to NCCL untraced. Waiting for the file here
+  // would wait for the very code the handler interrupted.
+  if (s == kInitializing && t_creating_file) return false;
   InitTracer();
   return __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kTracing;
 }
@@ -207,6 +236,9 @@ void InitTracer() {
   for (;;) {
     int expected = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
     if (expected == kInitializing) {
+      // Re-entered from a signal handler on the thread that makes the file:
+      // untraced (EnsureTracing). Another thread's first call waits for it.
+      if (t_creating_file) return;
       while (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kInitializing) sched_yield();
       return;
     }
@@ -215,6 +247,16 @@ void InitTracer() {
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
       break;
   }
+  t_creating_file = 1;
+  // Its buffers (paths, whole records) on the shim's stack: the first NCCL
+  // call may come from a thread with a small one.
+  RunOnStartupStack([] { CreateTraceFile(); });
+  t_creating_file = 0;
+}
+
+namespace {
+
+void CreateTraceFile() {
   const int saved_errno = errno;
   int final_state = kOff;
   const char* on = getenv("NCCLWATCH");
@@ -236,6 +278,10 @@ void InitTracer() {
     dir = default_dir;
   }
   config.dir = dir;
+  // A process that never makes a communicator (it only asks NCCL's version,
+  // or makes ids for others) keeps a small file; its ring grows to the
+  // whole size with its first communicator (GrowTraceRing).
+  config.initial_ring_bytes = kInitialRingBytes;
   char msg[640];
   if (const char* s = getenv("NCCLWATCH_RING_SIZE")) {
     uint64_t v = 0;
@@ -299,5 +345,7 @@ void InitTracer() {
   __atomic_store_n(&g_tracer_state, final_state, __ATOMIC_RELEASE);
   errno = saved_errno;
 }
+
+}  // namespace
 
 }  // namespace ncclwatch::shim

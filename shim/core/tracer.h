@@ -5,7 +5,16 @@
 // no lock, make no system call and are async-signal-safe once the trace file
 // exists. The one exception, stated where it happens: the first NCCL (or
 // CUDA-IPC) call of the process creates the file there (EnsureTracing),
-// which is not signal-safe.
+// which is not signal-safe. While one thread creates the file:
+//   - a signal handler that interrupts it on that thread and calls NCCL is
+//     forwarded untraced (waiting would wait for the code it interrupted);
+//   - other threads' calls wait for the file (sched_yield), so every
+//     communicator's creation is seen. A handler on another thread waits
+//     too: it could wait forever only if it interrupted its thread inside
+//     the dynamic loader (dlopen), whose lock the file's creation takes to
+//     list the modules, and NCCL's first call races it.
+// The file is made on the shim's own stack (core/startup_stack.h), so a
+// first call from a thread with a small stack works as without the shim.
 //
 // Only a process that uses NCCL gets a trace. The shim's constructor only
 // arms the tracer (ArmTracer: NCCLWATCH=0 turns it off for good); the file
@@ -71,10 +80,24 @@ inline bool Tracing() {
 // when the process is traced anyway (signals, exit, libc calls).
 inline bool TracingNow() { return __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kTracing; }
 
-// In a forked child: a traced parent's file is not the child's to write, so
-// the child stops; a child of an untraced parent stays armed and gets its own
-// file if it calls NCCL.
+// In a forked child (the fork handler; async-signal-safe): a traced
+// parent's file is not the child's to write. The child drops it (unmaps it)
+// and is armed again, as a process that has made no NCCL call yet: if it
+// calls NCCL (a rank forked after its parent's first NCCL call: Python's
+// multiprocessing with fork), it gets a trace file of its own, under its
+// own pid, with everything a process's file starts with. A child that never
+// calls NCCL leaves no file, as any process.
 void TracerForkChild();
+
+// Which trace file of this process is being written: 1 for the first, one
+// more for each forked child's own (TracerForkChild). What is written once
+// per file (the inventory, the version, the process's end) is written once
+// per generation: FirstForThisFile.
+extern uint32_t g_trace_generation;
+inline bool FirstForThisFile(uint32_t* written) {
+  const uint32_t generation = __atomic_load_n(&g_trace_generation, __ATOMIC_ACQUIRE);
+  return __atomic_exchange_n(written, generation, __ATOMIC_ACQ_REL) != generation;
+}
 
 struct ThreadState {
   uint32_t index;        // 1, 2, ... in order of first record
@@ -96,6 +119,13 @@ uint64_t NextGroupId();
 
 // Writes a TimeAnchor record.
 void WriteTimeAnchor(Region region);
+
+// The trace file starts with a small ring (64 KiB: a process that only
+// asks NCCL's version or makes ids writes little); the first communicator
+// the process makes grows it to NCCLWATCH_RING_SIZE (RingWriter::GrowRing).
+// One line on stderr if it cannot (a full disk): the ring stays small. Not
+// signal-safe: from the communicator's init call.
+void GrowTraceRing();
 
 // Records the modules loaded since the last call: at start-up, around each
 // NCCL init and teardown call, and when code not yet known to be NCCL's

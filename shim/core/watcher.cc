@@ -18,9 +18,9 @@
 #include "core/completion.h"
 #include "core/record_builder.h"
 #include "core/tracer.h"
-#include "interpose/real_cuda.h"
-#include "interpose/real_nccl.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/real_cuda.h"
+#include "resolve/real_nccl.h"
 #include "ring/trace_clock.h"
 
 namespace ncclwatch::shim {
@@ -94,7 +94,7 @@ void SleepNs(uint64_t ns) {
 
 // An asynchronous error NCCL holds for the communicator, recorded once per
 // (result, error) as the program's own ncclCommGetAsyncError calls are.
-// Called with t->polling set and t not ended.
+// Called with t->readers counting this thread and t not ended.
 void PollAsyncError(CompletionTrack* t) {
   auto get_async = g_real.ncclCommGetAsyncError;
   if (get_async == nullptr) return;
@@ -120,14 +120,15 @@ void PollRound(bool async_errors) {
   for (size_t i = 0; i < n; ++i) {
     CompletionTrack* t = TrackAt(i);
     if (t == nullptr || __atomic_load_n(&t->ended, __ATOMIC_ACQUIRE)) continue;
-    // Dekker with EndCompletion: either it sees `polling` and waits, or this
-    // sees `ended` and leaves the communicator alone.
-    __atomic_store_n(&t->polling, 1u, __ATOMIC_SEQ_CST);
+    // Dekker with EndCompletion: either it sees `readers` and waits, or this
+    // sees `ended` and leaves the communicator alone (and a track taken from
+    // the pool is set up while ended).
+    __atomic_fetch_add(&t->readers, 1u, __ATOMIC_SEQ_CST);
     if (!__atomic_load_n(&t->ended, __ATOMIC_SEQ_CST)) {
       PollTrack(t, now);
       if (async_errors) PollAsyncError(t);
     }
-    __atomic_store_n(&t->polling, 0u, __ATOMIC_SEQ_CST);
+    __atomic_fetch_sub(&t->readers, 1u, __ATOMIC_SEQ_CST);
   }
 }
 
@@ -178,6 +179,8 @@ void ReportStall(CompletionTrack* t, const Marker& m, uint64_t waited_ns, uint64
   Warn(line);
 }
 
+void CheckStall(CompletionTrack* t, uint64_t now, uint64_t stall_ns);
+
 void CheckStalls(uint64_t stall_ns) {
   if (stall_ns == 0) return;
   const uint64_t now = MonotonicNs();
@@ -185,19 +188,27 @@ void CheckStalls(uint64_t stall_ns) {
   for (size_t i = 0; i < n; ++i) {
     CompletionTrack* t = TrackAt(i);
     if (t == nullptr || __atomic_load_n(&t->ended, __ATOMIC_ACQUIRE)) continue;
-    const uint64_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
-    const uint64_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
-    const uint64_t seen = __atomic_load_n(&t->seen, __ATOMIC_ACQUIRE);
-    if (tail >= head || tail >= seen) continue;  // nothing pending, or not noticed yet
-    const uint64_t noticed =
-        __atomic_load_n(&t->seen_ns[tail % CompletionTrack::kMarkers], __ATOMIC_RELAXED);
-    const uint64_t progress = __atomic_load_n(&t->progress_ns, __ATOMIC_RELAXED);
-    const uint64_t since = noticed > progress ? noticed : progress;
-    if (now < since || now - since < stall_ns) continue;
-    if (__atomic_load_n(&t->stall_reported, __ATOMIC_RELAXED) == tail + 1) continue;
-    __atomic_store_n(&t->stall_reported, tail + 1, __ATOMIC_RELAXED);
-    ReportStall(t, t->markers[tail % CompletionTrack::kMarkers], now - since, head - tail);
+    // As PollRound: counted in, so the track is not set up for another
+    // communicator while this reads it.
+    __atomic_fetch_add(&t->readers, 1u, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&t->ended, __ATOMIC_SEQ_CST)) CheckStall(t, now, stall_ns);
+    __atomic_fetch_sub(&t->readers, 1u, __ATOMIC_SEQ_CST);
   }
+}
+
+void CheckStall(CompletionTrack* t, uint64_t now, uint64_t stall_ns) {
+  const uint64_t tail = __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE);
+  const uint64_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE);
+  const uint64_t seen = __atomic_load_n(&t->seen, __ATOMIC_ACQUIRE);
+  if (tail >= head || tail >= seen) return;  // nothing pending, or not noticed yet
+  const uint64_t noticed =
+      __atomic_load_n(&t->seen_ns[tail % CompletionTrack::kMarkers], __ATOMIC_RELAXED);
+  const uint64_t progress = __atomic_load_n(&t->progress_ns, __ATOMIC_RELAXED);
+  const uint64_t since = noticed > progress ? noticed : progress;
+  if (now < since || now - since < stall_ns) return;
+  if (__atomic_load_n(&t->stall_reported, __ATOMIC_RELAXED) == tail + 1) return;
+  __atomic_store_n(&t->stall_reported, tail + 1, __ATOMIC_RELAXED);
+  ReportStall(t, t->markers[tail % CompletionTrack::kMarkers], now - since, head - tail);
 }
 
 void* PollMain(void*) {
@@ -255,9 +266,14 @@ void StartWatcher() {
   const int saved_errno = errno;
   TheSettings();
   // The threads start with every signal blocked: the program's signals keep
-  // going to the program's threads.
+  // going to the program's threads. All but the faults a thread raises
+  // itself: a blocked one kills the process at once, and a store into a
+  // trace file truncated under the process (a heartbeat) must reach the
+  // shim's SIGBUS handler, which makes it harmless (ring_writer.h).
   sigset_t all, old;
   sigfillset(&all);
+  static const int kFaults[] = {SIGBUS, SIGSEGV, SIGFPE, SIGILL};
+  for (int s : kFaults) sigdelset(&all, s);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   __atomic_store_n(&g_poll_busy, 0, __ATOMIC_RELEASE);  // a forked child starts afresh
   bool ok = Spawn(BeatMain, "ncclwatch-beat");

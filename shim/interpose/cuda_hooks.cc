@@ -45,8 +45,8 @@
 
 #include "core/cuda_records.h"
 #include "core/tracer.h"
-#include "interpose/real_cuda.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/real_cuda.h"
 
 using namespace ncclwatch::shim;  // NOLINT: this file is the shim's CUDA memory-sharing surface
 namespace f = ncclwatch::fields;

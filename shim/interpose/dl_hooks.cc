@@ -57,13 +57,14 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/elf_symbols.h"
 #include "core/nccl_visibility.h"
 #include "core/syscall_records.h"
 #include "core/tracer.h"
 #include "interpose/cuda_hooks.h"
-#include "interpose/real_nccl.h"
+#include "interpose/nccl_wrappers.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/elf_symbols.h"
+#include "resolve/loaded_module.h"
 
 #if defined(__x86_64__)
 
@@ -77,14 +78,7 @@ void* g_real_dlsym = nullptr;
 
 // ------------------------------------------------------------ modules
 
-bool Contains(const dl_phdr_info* info, uintptr_t a) {
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
-    if (ph.p_type == PT_LOAD && a >= lo && a < lo + ph.p_memsz) return true;
-  }
-  return false;
-}
+bool Contains(const dl_phdr_info* info, uintptr_t a) { return LoadSegmentAt(info, a) != nullptr; }
 
 // glibc's `name` (dlsym, dlvsym, dlopen), found without dlsym (the shim's
 // own dlsym would be asked): the first definition after the shim in the
@@ -107,14 +101,18 @@ int NextCallback(dl_phdr_info* info, size_t, void* data) {
   return s->found != nullptr;
 }
 
+// A slot whose definition was looked for and not found: remembered, not
+// looked for again on every call.
+void* const kNoDefinition = reinterpret_cast<void*>(uintptr_t{1});
+
 void* NextDefinition(void** slot, const char* name) {
   void* p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (p != nullptr) return p;
+  if (p != nullptr) return p != kNoDefinition ? p : nullptr;
   NextSearch s;
   s.name = name;
   s.self = reinterpret_cast<uintptr_t>(&NextCallback);
   dl_iterate_phdr(NextCallback, &s);
-  __atomic_store_n(slot, s.found, __ATOMIC_RELEASE);
+  __atomic_store_n(slot, s.found != nullptr ? s.found : kNoDefinition, __ATOMIC_RELEASE);
   return s.found;
 }
 
@@ -123,14 +121,8 @@ uintptr_t g_self_lo = 0, g_self_hi = 0;
 
 int SelfCallback(dl_phdr_info* info, size_t, void*) {
   if (!Contains(info, reinterpret_cast<uintptr_t>(&SelfCallback))) return 0;
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD) continue;
-    const uintptr_t a = info->dlpi_addr + ph.p_vaddr;
-    lo = a < lo ? a : lo;
-    hi = a + ph.p_memsz > hi ? a + ph.p_memsz : hi;
-  }
+  uintptr_t lo = 0, hi = 0;
+  if (!LoadSpan(info, &lo, &hi)) return 1;
   g_self_hi = hi;
   __atomic_store_n(&g_self_lo, lo, __ATOMIC_RELEASE);
   return 1;
@@ -151,17 +143,14 @@ struct GadgetSearch {
 
 int GadgetCallback(dl_phdr_info* info, size_t, void* data) {
   auto* s = static_cast<GadgetSearch*>(data);
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-    if (ph.p_type != PT_LOAD || s->caller < lo || s->caller >= hi) continue;
-    if ((ph.p_flags & (PF_X | PF_R)) != (PF_X | PF_R)) return 1;
-    const uintptr_t from = s->caller - lo > 4096 ? s->caller - 4096 : lo;
-    const uintptr_t to = hi - s->caller > 4096 ? s->caller + 4096 : hi;
-    s->found = memchr(reinterpret_cast<const void*>(from), 0xc3, to - from);
-    return 1;
-  }
-  return 0;
+  const ElfW(Phdr)* ph = LoadSegmentAt(info, s->caller);
+  if (ph == nullptr) return 0;
+  if ((ph->p_flags & (PF_X | PF_R)) != (PF_X | PF_R)) return 1;
+  const uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+  const uintptr_t from = s->caller - lo > 4096 ? s->caller - 4096 : lo;
+  const uintptr_t to = hi - s->caller > 4096 ? s->caller + 4096 : hi;
+  s->found = memchr(reinterpret_cast<const void*>(from), 0xc3, to - from);
+  return 1;
 }
 
 const void* RetInCallerModule(const void* caller) {

@@ -5,7 +5,8 @@
 // fallocate, posix_fallocate, ftruncate, mmap, and their 64-bit-offset
 // names). Each forwards to the next definition (glibc's) with its arguments
 // unchanged and returns its result and errno unchanged; a call is recorded
-// (core/syscall_records.h) only when NCCL's own code made it, or when it
+// (core/syscall_records.h) only when NCCL's own code made it, or when code
+// NCCL drives (the CUDA driver, verbs, what NCCL loaded) made it and it
 // failed inside an NCCL init or teardown call.
 //
 // dlopen and dlvsym are not here: glibc resolves a dlopen's search path
@@ -16,15 +17,17 @@
 // HOT PATH (every one of these calls the process makes): no allocation, no
 // lock, no system call of the shim's own, async-signal-safe, errno as glibc
 // left it. The one exception is the first call of each function, which
-// resolves glibc's definition with dlsym; a call that arrives while that
-// resolution is under way on the same thread (an allocator's mmap inside
-// dlsym) goes to the kernel directly.
+// resolves glibc's definition with dlsym (a definition glibc lacks is
+// remembered as missing, not looked up again); a call that arrives while
+// that resolution is under way on the same thread (an allocator's mmap
+// inside dlsym) goes to the kernel directly.
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -41,17 +44,24 @@ namespace {
 
 __thread int t_resolving __attribute__((tls_model("initial-exec")));
 
+// What a slot holds once glibc was asked and had no definition: remembered,
+// so that a missing one is not looked up again on every call.
+template <typename Fn>
+Fn Missing() {
+  return reinterpret_cast<Fn>(uintptr_t{1});
+}
+
 template <typename Fn>
 Fn Resolve(Fn* slot, const char* name) {
   Fn fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(fn != nullptr, 1)) return fn;
+  if (__builtin_expect(fn != nullptr, 1)) return fn != Missing<Fn>() ? fn : nullptr;
   if (t_resolving) return nullptr;
   t_resolving = 1;
   const int saved = errno;
   fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
   errno = saved;
   t_resolving = 0;
-  __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+  __atomic_store_n(slot, fn != nullptr ? fn : Missing<Fn>(), __ATOMIC_RELEASE);
   return fn;
 }
 
@@ -62,7 +72,7 @@ Fn Resolve(Fn* slot, const char* name) {
 #define CALLER __builtin_return_address(0)
 
 // A missing glibc definition (never expected): fail as the kernel would.
-int Missing() {
+int NoDefinition() {
   errno = ENOSYS;
   return -1;
 }
@@ -178,7 +188,7 @@ extern "C" {
 
 __attribute__((visibility("default"))) int socket(int domain, int type, int protocol) noexcept {
   REAL(socket);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   const int r = real(domain, type, protocol);
   if (WantSysCall(CALLER, r < 0) && r < 0) {
     const int err = errno;
@@ -195,20 +205,20 @@ __attribute__((visibility("default"))) int socket(int domain, int type, int prot
 __attribute__((visibility("default"))) int bind(int fd, const struct sockaddr* addr,
                                                 socklen_t len) noexcept {
   REAL(bind);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   return AfterSocketCall(k::kBind, real(fd, addr, len), fd, addr, len, 0, false, CALLER);
 }
 
 __attribute__((visibility("default"))) int listen(int fd, int backlog) noexcept {
   REAL(listen);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   return AfterSocketCall(k::kListen, real(fd, backlog), fd, nullptr, 0, backlog, true, CALLER);
 }
 
 __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr* addr,
                                                    socklen_t len) {
   REAL(connect);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   const int r = real(fd, addr, len);
   if (r != 0 && InProgress(errno)) return r;
   return AfterSocketCall(k::kConnect, r, fd, addr, len, 0, false, CALLER);
@@ -216,14 +226,14 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
 
 __attribute__((visibility("default"))) int accept(int fd, struct sockaddr* addr, socklen_t* len) {
   REAL(accept);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   return AfterAccept(real(fd, addr, len), fd, addr, len, CALLER);
 }
 
 __attribute__((visibility("default"))) int accept4(int fd, struct sockaddr* addr, socklen_t* len,
                                                    int flags) {
   REAL(accept4);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   return AfterAccept(real(fd, addr, len, flags), fd, addr, len, CALLER);
 }
 
@@ -231,7 +241,7 @@ __attribute__((visibility("default"))) int accept4(int fd, struct sockaddr* addr
 __attribute__((visibility("default"))) int setsockopt(int fd, int level, int name,
                                                       const void* value, socklen_t len) noexcept {
   REAL(setsockopt);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   const int r = real(fd, level, name, value, len);
   if (r != 0 && WantSysCall(CALLER, true)) {
     const int err = errno;
@@ -248,7 +258,7 @@ __attribute__((visibility("default"))) int setsockopt(int fd, int level, int nam
 
 __attribute__((visibility("default"))) int getifaddrs(struct ifaddrs** out) noexcept {
   REAL(getifaddrs);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   const int r = real(out);
   if (WantSysCall(CALLER, r != 0)) {
     const int err = errno;
@@ -264,7 +274,7 @@ __attribute__((visibility("default"))) int getifaddrs(struct ifaddrs** out) noex
 
 __attribute__((visibility("default"))) int shm_open(const char* name, int oflag, mode_t mode) {
   REAL(shm_open);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   const int r = real(name, oflag, mode);
   if (WantSysCall(CALLER, r < 0)) {
     const int err = errno;
@@ -317,7 +327,7 @@ __attribute__((visibility("default"))) int open64(const char* path, int flags, .
 
 __attribute__((visibility("default"))) int mkstemp(char* tmpl) {
   REAL(mkstemp);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   const int r = real(tmpl);
   if (WantSysCall(CALLER, r < 0)) {
     const int err = errno;
@@ -335,7 +345,7 @@ __attribute__((visibility("default"))) int mkstemp(char* tmpl) {
 
 __attribute__((visibility("default"))) int unlink(const char* path) noexcept {
   REAL(unlink);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   const int r = real(path);
   if (InDevShm(path) && WantSysCall(CALLER, r != 0)) {
     const int err = errno;
@@ -350,7 +360,7 @@ __attribute__((visibility("default"))) int unlink(const char* path) noexcept {
 
 __attribute__((visibility("default"))) int fallocate(int fd, int mode, off_t offset, off_t len) {
   REAL(fallocate);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   const int r = real(fd, mode, offset, len);
   return AfterSizeCall(k::kFallocate, r, r != 0 ? errno : 0, fd, offset, len, CALLER);
 }
@@ -365,7 +375,7 @@ __attribute__((visibility("default"))) int posix_fallocate(int fd, off_t offset,
 
 __attribute__((visibility("default"))) int ftruncate(int fd, off_t len) noexcept {
   REAL(ftruncate);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   const int r = real(fd, len);
   return AfterSizeCall(k::kFtruncate, r, r != 0 ? errno : 0, fd, -1, len, CALLER);
 }
@@ -393,7 +403,7 @@ __attribute__((visibility("default"))) void* mmap64(void* addr, size_t len, int 
 __attribute__((visibility("default"))) int fallocate64(int fd, int mode, off64_t offset,
                                                        off64_t len) {
   REAL(fallocate64);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   const int r = real(fd, mode, offset, len);
   return AfterSizeCall(k::kFallocate, r, r != 0 ? errno : 0, fd, offset, len, CALLER);
 }
@@ -407,7 +417,7 @@ __attribute__((visibility("default"))) int posix_fallocate64(int fd, off64_t off
 
 __attribute__((visibility("default"))) int ftruncate64(int fd, off64_t len) noexcept {
   REAL(ftruncate64);
-  if (real == nullptr) return Missing();
+  if (real == nullptr) return NoDefinition();
   const int r = real(fd, len);
   return AfterSizeCall(k::kFtruncate, r, r != 0 ? errno : 0, fd, -1, len, CALLER);
 }

@@ -1,17 +1,18 @@
 // The NCCL entry points as libncclwatch.so exports them: each forwards to the
-// real NCCL (real_nccl.h) with its arguments unchanged and returns the real
+// real NCCL (resolve/real_nccl.h) with its arguments unchanged and returns the real
 // result unchanged, recording the call around it (core/call_records.h).
 // pncclX is an alias of ncclX, as in NCCL itself.
 //
 // HOT PATH (collectives, point-to-point, groups, queries): no allocation, no
 // lock, no system call, async-signal-safe, errno as NCCL left it, once the
-// real function is resolved (see real_nccl.h for the first call). The
+// real function is resolved (see resolve/real_nccl.h for the first call). The
 // communicator create/destroy hooks also record modules and query NCCL.
 //
-// This file is compiled once more for each library slot (real_nccl.h):
+// This file is compiled once more for each library slot (interpose/nccl_wrappers.h):
 // nccl_hooks_slot<k>.cc define NCCLWATCH_SLOT k and include it, which makes
 // the same hooks, hidden, in namespace ncclwatch_slot<k>, forwarding to
-// slot k's table: the wrappers dlsym hands out for another NCCL.
+// slot k's table: the wrappers dlsym hands out for another NCCL
+// (interpose/nccl_wrappers.h).
 
 #ifndef NCCLWATCH_SLOT
 #define NCCLWATCH_SLOT 0
@@ -26,10 +27,11 @@
 #include "core/completion.h"
 #include "core/inventory.h"
 #include "core/nccl_code.h"
+#include "core/startup_stack.h"
 #include "core/tracer.h"
-#include "interpose/real_cuda.h"
-#include "interpose/real_nccl.h"
+#include "interpose/nccl_wrappers.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/real_cuda.h"
 
 using namespace ncclwatch::shim;  // NOLINT: this file is the shim's NCCL surface
 namespace f = ncclwatch::fields;
@@ -59,6 +61,9 @@ namespace f = ncclwatch::fields;
 #define REAL_OR_FAIL(name)          \
   auto real = NCCLWATCH_REAL(name); \
   if (__builtin_expect(real == nullptr, 0)) return NoRealNccl(#name)
+
+static_assert(kNcclSuccess == ncclSuccess && kNcclInProgress == ncclInProgress,
+              "core/call_records.h names NCCL's result codes as nccl.h does");
 
 namespace {
 
@@ -125,22 +130,26 @@ int ConfigBlocking(const ncclConfig_t* config) {
 
 // The first time NCCL creates an id or a communicator: where its code is
 // (so the libc hooks know its calls) and the process's inventory.
+// On the shim's start-up stack: the inventory reads files into buffers there.
 void FirstInit() {
-  static int done = 0;
-  if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return;
-  RecordNewModules();
-  ResolveRealCuda();
-  LoadedVersions v;
-  if (auto get_version = NCCLWATCH_REAL(ncclGetVersion)) get_version(&v.nccl);
-  Dl_info info;
-  if (NCCLWATCH_TABLE.ncclGetVersion != nullptr &&
-      dladdr(reinterpret_cast<void*>(NCCLWATCH_TABLE.ncclGetVersion), &info) != 0) {
-    v.nccl_path = info.dli_fname;
-  }
-  v.cuda_driver = CudaDriverVersion();
-  v.cuda_runtime = CudaRuntimeVersion();
-  RecordInventoryOnce(v);
-  __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+  static uint32_t done = 0;  // the trace file generation it ran for (core/tracer.h)
+  const uint32_t generation = __atomic_load_n(&g_trace_generation, __ATOMIC_ACQUIRE);
+  if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) == generation) return;
+  RunOnStartupStack([] {
+    RecordNewModules();
+    ResolveRealCuda();
+    LoadedVersions v;
+    if (auto get_version = NCCLWATCH_REAL(ncclGetVersion)) get_version(&v.nccl);
+    Dl_info info;
+    if (NCCLWATCH_TABLE.ncclGetVersion != nullptr &&
+        dladdr(reinterpret_cast<void*>(NCCLWATCH_TABLE.ncclGetVersion), &info) != 0) {
+      v.nccl_path = info.dli_fname;
+    }
+    v.cuda_driver = CudaDriverVersion();
+    v.cuda_runtime = CudaRuntimeVersion();
+    RecordInventoryOnce(v);
+  });
+  __atomic_store_n(&done, generation, __ATOMIC_RELEASE);
 }
 
 // Marks this thread as inside an NCCL init or teardown call, so the libc
@@ -161,8 +170,11 @@ class InitScope {
   uint32_t saved_;
 };
 
-// The calling thread's device and its PCI bus id, into `b`.
+// The calling thread's device and its PCI bus id, into `b`. The driver may
+// have been loaded since the process's first NCCL call (an id made before
+// any CUDA call): looked for again if so.
 void NoteDevice(CommInitBegin* b, char* bus_id, size_t n) {
+  ResolveRealCuda();
   int device = -1;
   if (CurrentCudaDevice(&device, bus_id, n)) {
     b->device = device;
@@ -453,6 +465,13 @@ ncclResult_t CommEnd(Fn real, uint32_t call, ncclComm_t comm) {
   FlushCompletion(comm);
   NoteFailure(call, r, comm);
   EndCommEnd(rec, r);
+  // Gone (a non-blocking communicator's destroy goes on in the
+  // background, but the program may not use it again): its registry entry
+  // and its completion track are free for the next communicator.
+  if ((call == f::kCommDestroy || call == f::kCommAbort) && Accepted(r) && comm != nullptr) {
+    g_comms.Remove(comm);
+    ReleaseCompletion(comm);
+  }
   return r;
 }
 
@@ -613,7 +632,7 @@ namespace ncclwatch::shim {
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 void* const NCCLWATCH_CAT(g_wrappers_slot, NCCLWATCH_SLOT)[kNcclFunctions] = {
 #define NCCLWATCH_NCCL_FN(name) reinterpret_cast<void*>(&NCCLWATCH_HOOK(name)),
-#include "interpose/nccl_functions.inc"
+#include "resolve/nccl_functions.inc"
 #undef NCCLWATCH_NCCL_FN
 };
 #pragma GCC diagnostic pop

@@ -1,4 +1,4 @@
-// The NCCL hooks of library slot 2 (interpose/real_nccl.h): the wrappers
+// The NCCL hooks of library slot 2 (interpose/nccl_wrappers.h): the wrappers
 // dlsym hands out for an NCCL other than the one the global lookup finds.
 // HOT PATH: as nccl_hooks.cc.
 

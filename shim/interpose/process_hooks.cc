@@ -1,5 +1,11 @@
-// How a traced process ends, recorded: fatal signals, exit(), _exit(), main
-// returning; and fork (a child must not write its parent's trace).
+// How a traced process ends, recorded: fatal signals, exit(), _exit(),
+// _Exit(), quick_exit(), main returning, an exec (the process goes on as
+// another program: its trace ends there); and fork (a child must not write
+// its parent's trace: it gets its own if it calls NCCL, core/tracer.h).
+//
+// A vfork child (CPython's subprocess, posix_spawn's fallback) shares the
+// parent's memory, and so its trace file, until it execs or exits: what it
+// does is its own, never recorded as the parent's end (InAnotherProcess).
 //
 // Signals: at start-up the shim puts its handler in front of whatever the
 // program has for SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT,
@@ -19,17 +25,19 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/call_records.h"
+#include "core/completion.h"
 #include "core/nccl_visibility.h"
 #include "core/tracer.h"
 #include "core/watcher.h"
-#include "interpose/real_nccl.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/real_nccl.h"
 
 using namespace ncclwatch::shim;  // NOLINT: this file is the shim's libc surface
 
@@ -41,12 +49,21 @@ constexpr int kWatched[] = {SIGSEGV, SIGBUS, SIGFPE,  SIGILL, SIGABRT,
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 using SignalFn = sighandler_t (*)(int, sighandler_t);
 using ExitFn = void (*)(int);
+using ExecveFn = int (*)(const char*, char* const[], char* const[]);
+using ExecvFn = int (*)(const char*, char* const[]);
+using FexecveFn = int (*)(int, char* const[], char* const[]);
 
 SigactionFn g_real_sigaction = nullptr;
 SignalFn g_real_signal = nullptr;
 ExitFn g_real_exit = nullptr;
 ExitFn g_real_underscore_exit = nullptr;
 ExitFn g_real_big_exit = nullptr;
+ExitFn g_real_quick_exit = nullptr;
+ExecveFn g_real_execve = nullptr;
+ExecvFn g_real_execv = nullptr;
+ExecvFn g_real_execvp = nullptr;
+ExecveFn g_real_execvpe = nullptr;
+FexecveFn g_real_fexecve = nullptr;
 
 int g_hooks_installed = 0;
 int g_on_exit_registered = 0;
@@ -72,7 +89,12 @@ bool Watched(int signo) {
   return false;
 }
 
+// glibc's definitions, looked up once: every hook here calls this first,
+// and a definition glibc lacks (none is expected) is not asked for again.
+int g_libc_resolved = 0;
+
 void ResolveLibc() {
+  if (__atomic_load_n(&g_libc_resolved, __ATOMIC_ACQUIRE)) return;
   if (g_real_sigaction == nullptr)
     g_real_sigaction = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
   if (g_real_signal == nullptr)
@@ -82,6 +104,42 @@ void ResolveLibc() {
     g_real_underscore_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
   if (g_real_big_exit == nullptr)
     g_real_big_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_Exit"));
+  if (g_real_quick_exit == nullptr)
+    g_real_quick_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "quick_exit"));
+  if (g_real_execve == nullptr)
+    g_real_execve = reinterpret_cast<ExecveFn>(dlsym(RTLD_NEXT, "execve"));
+  if (g_real_execv == nullptr) g_real_execv = reinterpret_cast<ExecvFn>(dlsym(RTLD_NEXT, "execv"));
+  if (g_real_execvp == nullptr)
+    g_real_execvp = reinterpret_cast<ExecvFn>(dlsym(RTLD_NEXT, "execvp"));
+  if (g_real_execvpe == nullptr)
+    g_real_execvpe = reinterpret_cast<ExecveFn>(dlsym(RTLD_NEXT, "execvpe"));
+  if (g_real_fexecve == nullptr)
+    g_real_fexecve = reinterpret_cast<FexecveFn>(dlsym(RTLD_NEXT, "fexecve"));
+  __atomic_store_n(&g_libc_resolved, 1, __ATOMIC_RELEASE);
+}
+
+// Whether this process's end goes into the trace: it is traced, and the
+// caller is not a vfork child (whose exit or exec is its own, not the end
+// of the parent whose memory it borrows).
+bool EndIsOurs() { return TracingNow() && !InAnotherProcess(); }
+
+// Before an exec: the trace ends here, as a handover (ProcessEnd EXEC), with
+// one last completion query, as at exit. If the exec returns, it failed and
+// the process lives on: a second record (EXEC_FAILED) voids the first.
+void BeforeExec() {
+  if (!EndIsOurs()) return;
+  FinalPoll();
+  RecordProcessEnd(ncclwatch::fields::process_end::kHowExec, 0, false);
+}
+int AfterExec(int r) {
+  const int err = errno;
+  if (EndIsOurs()) RecordProcessEnd(ncclwatch::fields::process_end::kHowExecFailed, -1, false);
+  errno = err;
+  return r;
+}
+int NoExec() {
+  errno = ENOSYS;
+  return -1;
 }
 
 uint32_t Disposition(const struct sigaction& a) {
@@ -92,6 +150,14 @@ uint32_t Disposition(const struct sigaction& a) {
 
 void OnFatalSignal(int signo, siginfo_t* info, void* context) {
   const int saved = errno;
+  // A store into the trace file's mapping after the file was truncated: the
+  // shim's own fault, not the program's. The mapping is patched with memory
+  // and the store runs again on return (ring_writer.h, RescueFault).
+  if (signo == SIGBUS && info != nullptr && info->si_code == BUS_ADRERR &&
+      g_ring.RescueFault(info->si_addr)) {
+    errno = saved;
+    return;
+  }
   const struct sigaction program = g_program_action[signo];
   if (TracingNow()) RecordFatalSignal(signo, info, Disposition(program));
   switch (Disposition(program)) {
@@ -134,7 +200,14 @@ int InstallFor(int signo, const struct sigaction& act) {
   memset(&ours, 0, sizeof(ours));
   ours.sa_sigaction = OnFatalSignal;
   ours.sa_mask = act.sa_mask;
-  ours.sa_flags = SA_SIGINFO | SA_ONSTACK | (act.sa_flags & (SA_RESTART | SA_NODEFER));
+  // The program's flags that change how the handler runs: its alternate
+  // stack only where it asked for it (a handler that needs more than a small
+  // sigaltstack must not be moved onto one), restarts, nesting. Where the
+  // program has no handler (the default action), the shim's runs on the
+  // thread's stack too: on a tiny alternate stack it could fault, and turn a
+  // death by SIGTERM into one by SIGSEGV. (A thread that overflowed its
+  // stack then dies of SIGSEGV unrecorded, as it dies without the shim.)
+  ours.sa_flags = SA_SIGINFO | (act.sa_flags & (SA_ONSTACK | SA_RESTART | SA_NODEFER));
   return g_real_sigaction(signo, &ours, nullptr);
 }
 
@@ -157,13 +230,15 @@ void InstallSignalHooks() {
 void OnForkChild() {
   __atomic_store_n(&g_table_pid, static_cast<pid_t>(syscall(SYS_getpid)), __ATOMIC_RELEASE);
   g_ring.ForkChild();
+  CompletionForkChild();
   TracerForkChild();
 }
 
 // Runs inside exit(), also the one libc makes when main returns (which does
 // not go through the exit() hook): it is told the exit status.
 void OnExit(int status, void*) {
-  CheckNcclVisibility();  // what loaded since the last look, and may not have been seen
+  if (InAnotherProcess()) return;  // a vfork child that called exit()
+  CheckNcclVisibility();           // what loaded since the last look, and may not have been seen
   if (TracingNow()) {
     FinalPoll();
     RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, status);
@@ -175,6 +250,7 @@ void OnExit(int status, void*) {
 // traced later still has its signals and exit recorded. Then looks at the
 // modules loaded with the program for NCCL code it cannot see.
 __attribute__((constructor)) void NcclwatchStart() {
+  __atomic_store_n(&g_table_pid, static_cast<pid_t>(syscall(SYS_getpid)), __ATOMIC_RELEASE);
   ArmTracer();
   ResolveRealNccl();
   ResolveLibc();
@@ -190,7 +266,7 @@ __attribute__((constructor)) void NcclwatchStart() {
 // shim's constructor registered OnExit), so this records an end with an
 // unknown status only when OnExit will not run.
 __attribute__((destructor)) void NcclwatchStop() {
-  if (!g_on_exit_registered && TracingNow())
+  if (!g_on_exit_registered && EndIsOurs())
     RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, -1);
 }
 
@@ -247,10 +323,12 @@ __attribute__((visibility("default"))) sighandler_t signal(int signum,
 }
 
 __attribute__((visibility("default"), noreturn)) void exit(int status) noexcept {
-  CheckNcclVisibility();  // what loaded since the last look, and may not have been seen
-  if (TracingNow()) {
-    FinalPoll();
-    RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, status);
+  if (!InAnotherProcess()) {
+    CheckNcclVisibility();  // what loaded since the last look, and may not have been seen
+    if (TracingNow()) {
+      FinalPoll();
+      RecordProcessEnd(ncclwatch::fields::process_end::kHowExit, status);
+    }
   }
   ResolveLibc();
   if (g_real_exit != nullptr) g_real_exit(status);
@@ -258,8 +336,10 @@ __attribute__((visibility("default"), noreturn)) void exit(int status) noexcept 
   __builtin_unreachable();
 }
 
+// A vfork child's _exit (after its exec failed: a subprocess of a missing
+// program) is not the parent's end.
 __attribute__((visibility("default"), noreturn)) void _exit(int status) {
-  if (TracingNow()) RecordProcessEnd(ncclwatch::fields::process_end::kHowUnderscoreExit, status);
+  if (EndIsOurs()) RecordProcessEnd(ncclwatch::fields::process_end::kHowUnderscoreExit, status);
   ResolveLibc();
   if (g_real_underscore_exit != nullptr) g_real_underscore_exit(status);
   syscall(SYS_exit_group, status);  // no libc to ask: end the process directly
@@ -267,11 +347,108 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status) {
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status) noexcept {
-  if (TracingNow()) RecordProcessEnd(ncclwatch::fields::process_end::kHowUnderscoreExit, status);
+  if (EndIsOurs()) RecordProcessEnd(ncclwatch::fields::process_end::kHowUnderscoreExit, status);
   ResolveLibc();
   if (g_real_big_exit != nullptr) g_real_big_exit(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();
+}
+
+// quick_exit runs the at_quick_exit handlers and ends the process with an
+// _exit of its own, inside glibc, that the _exit hook never sees.
+__attribute__((visibility("default"), noreturn)) void quick_exit(int status) noexcept {
+  if (EndIsOurs()) {
+    FinalPoll();
+    RecordProcessEnd(ncclwatch::fields::process_end::kHowQuickExit, status);
+  }
+  ResolveLibc();
+  if (g_real_quick_exit != nullptr) g_real_quick_exit(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+// The exec family. glibc's own execl, execle and execlp reach execve inside
+// glibc, where no hook sees it, so each entry point is here; the list forms
+// are passed on as the vector forms, as glibc does.
+
+__attribute__((visibility("default"))) int execve(const char* path, char* const argv[],
+                                                  char* const envp[]) noexcept {
+  if (g_real_execve == nullptr) return NoExec();
+  BeforeExec();
+  return AfterExec(g_real_execve(path, argv, envp));
+}
+
+__attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) noexcept {
+  if (g_real_execv == nullptr) return NoExec();
+  BeforeExec();
+  return AfterExec(g_real_execv(path, argv));
+}
+
+__attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) noexcept {
+  if (g_real_execvp == nullptr) return NoExec();
+  BeforeExec();
+  return AfterExec(g_real_execvp(file, argv));
+}
+
+__attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[],
+                                                   char* const envp[]) noexcept {
+  if (g_real_execvpe == nullptr) return NoExec();
+  BeforeExec();
+  return AfterExec(g_real_execvpe(file, argv, envp));
+}
+
+__attribute__((visibility("default"))) int fexecve(int fd, char* const argv[],
+                                                   char* const envp[]) noexcept {
+  if (g_real_fexecve == nullptr) return NoExec();
+  BeforeExec();
+  return AfterExec(g_real_fexecve(fd, argv, envp));
+}
+
+}  // extern "C"
+
+namespace {
+
+// The arguments of execl, execle, execlp (arg, ..., NULL) as a vector on the
+// stack; `envp` takes what follows the NULL when asked (execle).
+#define NCCLWATCH_EXEC_ARGS(arg, argv, envp_out)                                    \
+  size_t count = 1;                                                                 \
+  {                                                                                 \
+    va_list ap;                                                                     \
+    va_start(ap, arg);                                                              \
+    while (va_arg(ap, const char*) != nullptr) ++count;                             \
+    va_end(ap);                                                                     \
+  }                                                                                 \
+  auto** argv = static_cast<char**>(__builtin_alloca((count + 1) * sizeof(char*))); \
+  {                                                                                 \
+    va_list ap;                                                                     \
+    va_start(ap, arg);                                                              \
+    argv[0] = const_cast<char*>(arg);                                               \
+    for (size_t i = 1; i <= count; ++i) argv[i] = va_arg(ap, char*);                \
+    if (envp_out != nullptr) *envp_out = va_arg(ap, char* const*);                  \
+    va_end(ap);                                                                     \
+  }
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int execl(const char* path, const char* arg, ...) noexcept {
+  char* const** no_envp = nullptr;
+  NCCLWATCH_EXEC_ARGS(arg, argv, no_envp);
+  return execv(path, argv);
+}
+
+__attribute__((visibility("default"))) int execlp(const char* file, const char* arg, ...) noexcept {
+  char* const** no_envp = nullptr;
+  NCCLWATCH_EXEC_ARGS(arg, argv, no_envp);
+  return execvp(file, argv);
+}
+
+__attribute__((visibility("default"))) int execle(const char* path, const char* arg, ...) noexcept {
+  char* const* envp = nullptr;
+  char* const** envp_out = &envp;
+  NCCLWATCH_EXEC_ARGS(arg, argv, envp_out);
+  return execve(path, argv, envp);
 }
 
 }  // extern "C"

@@ -30,6 +30,7 @@ constexpr uint8_t kContendedClaims = 4;
 uint64_t g_generations = 0;
 
 constexpr uint64_t kPage = 4096;
+constexpr unsigned kNameAttempts = 1000;
 constexpr uint64_t kPrefaultMax = uint64_t{4} << 30;
 
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -40,12 +41,24 @@ uint64_t FloorPowerOfTwo(uint64_t v) {
   return p;
 }
 
+// The most slots a claim block may have on a ring of `slots` (ring_writer.h:
+// none on small rings).
+uint32_t MaxBlock(const RingConfig& c, uint64_t slots) {
+  uint64_t max_block = c.claim_block_slots != 0 ? c.claim_block_slots : kClaimBlockSlots;
+  if (c.claim_block_slots == 0 && max_block > slots / kSlotsPerBlockSlot)
+    max_block = slots / kSlotsPerBlockSlot;
+  if (max_block > slots / 4) max_block = slots / 4;  // never most of the ring
+  if (max_block < 1) max_block = 1;
+  return static_cast<uint32_t>(max_block);
+}
+
 bool Fail(char* error, size_t n, const char* fmt, const char* a, const char* b = "") {
   snprintf(error, n, fmt, a, b);
   return false;
 }
 
-// mkdir -p, each new component 0700.
+// mkdir -p, each new component 0700 whatever the umask (under umask 0777
+// mkdir's own mode would leave a folder nobody but root can write in).
 bool MakeDirs(const char* dir, char* error, size_t n) {
   char path[512];
   if (snprintf(path, sizeof(path), "%s", dir) >= static_cast<int>(sizeof(path))) {
@@ -55,8 +68,11 @@ bool MakeDirs(const char* dir, char* error, size_t n) {
     const bool end = *p == '\0';
     if (*p == '/' || end) {
       *p = '\0';
-      if (mkdir(path, 0700) != 0 && errno != EEXIST)
+      if (mkdir(path, 0700) == 0) {
+        (void)chmod(path, 0700);
+      } else if (errno != EEXIST) {
         return Fail(error, n, "cannot create %s: %s", path, strerror(errno));
+      }
       if (end) break;
       *p = '/';
     }
@@ -160,7 +176,17 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
              "to %llu bytes",
              limit_text, static_cast<unsigned long long>(ring_slots * slot));
   }
-  const uint64_t total = ring_offset + ring_slots * slot;
+  const uint64_t full_total = ring_offset + ring_slots * slot;
+  // The ring the file starts with: all of it, or a small one that
+  // GrowRing() brings to ring_slots later (the address space for all of it
+  // is reserved now, so the ring never moves).
+  uint64_t start_slots = ring_slots;
+  if (c.initial_ring_bytes != 0) {
+    const uint64_t want =
+        FloorPowerOfTwo(c.initial_ring_bytes / slot < 64 ? 64 : c.initial_ring_bytes / slot);
+    if (want < start_slots) start_slots = want;
+  }
+  const uint64_t total = ring_offset + start_slots * slot;
 
   if (!MakeDirs(c.dir, error, error_len)) return false;
   // The folder must be the caller's own, reached without a symbolic link in
@@ -201,14 +227,24 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
   snprintf(host, sizeof(host), "%s", c.host);
   for (char* h = host; *h; ++h)
     if (*h == '/' || *h == ' ') *h = '_';
-  if (snprintf(path_, sizeof(path_), "%s/ncclwatch.%s.%u.%llu.trace", c.dir, host, c.pid,
-               static_cast<unsigned long long>(c.start_ms)) >= static_cast<int>(sizeof(path_))) {
-    close(dir_fd);
-    return Fail(error, error_len, "the path under %s is too long%s", c.dir);
+  // The name says whose trace it is. Two processes may share host, pid and
+  // start millisecond (ranks in host-network containers are each pid 1):
+  // the second takes the name with "-1" after the millisecond, and so on.
+  int fd = -1;
+  const char* name = nullptr;
+  for (unsigned k = 0; k < kNameAttempts; ++k) {
+    char again[16] = "";
+    if (k > 0) snprintf(again, sizeof(again), "-%u", k);
+    if (snprintf(path_, sizeof(path_), "%s/ncclwatch.%s.%u.%llu%s.trace", c.dir, host, c.pid,
+                 static_cast<unsigned long long>(c.start_ms),
+                 again) >= static_cast<int>(sizeof(path_))) {
+      close(dir_fd);
+      return Fail(error, error_len, "the path under %s is too long%s", c.dir);
+    }
+    name = strrchr(path_, '/') + 1;
+    fd = openat(dir_fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, c.file_mode);
+    if (fd >= 0 || errno != EEXIST) break;
   }
-  const char* name = strrchr(path_, '/') + 1;
-  const int fd =
-      openat(dir_fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, c.file_mode);
   if (fd < 0) {
     const int open_errno = errno;
     close(dir_fd);
@@ -226,8 +262,22 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
     snprintf(size, sizeof(size), "%llu", static_cast<unsigned long long>(total));
     return Fail(error, error_len, "cannot allocate %s bytes for the trace: %s", size, strerror(rc));
   }
-  void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // The whole ring's address space, reserved (no memory, no access), with
+  // the file mapped over its start.
+  void* m =
+      mmap(nullptr, full_total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m != MAP_FAILED) {
+    void* f = mmap(m, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    if (f == MAP_FAILED) {
+      const int e = errno;
+      munmap(m, full_total);
+      m = MAP_FAILED;
+      errno = e;
+    }
+  }
   const int map_errno = errno;
+  struct stat file_stat;
+  if (fstat(fd, &file_stat) != 0) memset(&file_stat, 0, sizeof(file_stat));
   close(fd);
   if (m == MAP_FAILED) {
     unlinkat(dir_fd, name, 0);
@@ -253,15 +303,9 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
   h->pinned_offset = pinned_offset;
   h->pinned_slots = pinned_slots;
   h->ring_offset = ring_offset;
-  h->ring_slots = ring_slots;
+  h->ring_slots = start_slots;
   h->pid = c.pid;
-  // Claim blocks: none on small rings (see ring_writer.h).
-  uint64_t max_block = c.claim_block_slots != 0 ? c.claim_block_slots : kClaimBlockSlots;
-  if (c.claim_block_slots == 0 && max_block > ring_slots / kSlotsPerBlockSlot)
-    max_block = ring_slots / kSlotsPerBlockSlot;
-  if (max_block > ring_slots / 4) max_block = ring_slots / 4;  // never most of the ring
-  if (max_block < 1) max_block = 1;
-  h->claim_block_slots = static_cast<uint32_t>(max_block);
+  h->claim_block_slots = MaxBlock(c, start_slots);
   h->claim_block_ticks = c.claim_block_ticks != 0 ? c.claim_block_ticks : kClaimBlockTicks;
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -272,11 +316,19 @@ bool RingWriter::Open(const RingConfig& c, char* error, size_t error_len) {
   __atomic_thread_fence(__ATOMIC_RELEASE);
   memcpy(h->magic, NCCLWATCH_RING_MAGIC, 8);
 
+  map_ = static_cast<uint8_t*>(m);
+  map_bytes_ = total;
+  reserved_bytes_ = full_total;
+  full_ring_slots_ = ring_slots;
+  block_config_ = c;
+  block_config_.dir = block_config_.host = nullptr;
+  file_dev_ = file_stat.st_dev;
+  file_ino_ = file_stat.st_ino;
+  grow_state_ = start_slots == ring_slots ? kGrown : kSmall;
   pinned_ = static_cast<uint8_t*>(m) + pinned_offset;
   ring_ = static_cast<uint8_t*>(m) + ring_offset;
   pinned_slots_ = pinned_slots;
-  ring_slots_ = ring_slots;
-  ring_mask_ = ring_slots - 1;
+  ring_mask_ = start_slots - 1;
   generation_ = __atomic_add_fetch(&g_generations, 1, __ATOMIC_RELAXED);
   block_ticks_ = h->claim_block_ticks;
   grow_ticks_ = block_ticks_ / 16;
@@ -294,7 +346,7 @@ uint64_t RingWriter::Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t no
   uint32_t size = 1;
   uint8_t contended = 0;
   if (block_fixed_) {
-    size = max_block_;
+    size = MaxClaimBlock();
   } else if (same_ring && b->size != 0 && b->next == b->end) {
     // Used up: twice the size if other threads' claims came between this
     // one's, fast, kContendedClaims times running; half if none did.
@@ -304,7 +356,7 @@ uint64_t RingWriter::Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t no
     contended = fast ? b->contended : 0;
     size = b->size;
     if (contended >= kContendedClaims)
-      size = size * 2 < max_block_ ? size * 2 : max_block_;
+      size = size * 2 < MaxClaimBlock() ? size * 2 : MaxClaimBlock();
     else if (contended == 0 && size > 1)
       size /= 2;
   }  // else: none yet, another ring's, or it expired unfinished: 1.
@@ -329,7 +381,7 @@ uint64_t RingWriter::Refill(ncclwatch_ring_header* h, ClaimBlock* b, uint64_t no
   b->contended = contended;
   // Blocks of one that need not grow take the inline path from here on.
   const bool grow = block_fixed_ || size != 1 || contended >= kContendedClaims;
-  b->single = max_block_ <= 1 || !grow ? generation_ : 0;
+  b->single = MaxClaimBlock() <= 1 || !grow ? generation_ : 0;
   // A time anchor is due when the block holds a slot 65536 * k.
   *anchor_due = idx == 0 || ((idx - 1) >> 16) != ((idx + size - 1) >> 16);
   return idx;
@@ -342,12 +394,133 @@ void RingWriter::NoteOtherClaims(ClaimBlock* b, uint64_t now) const {
   const uint8_t c = b->contended;
   b->contended = now - b->claimed < grow_ticks_ ? static_cast<uint8_t>(c < 255 ? c + 1 : c) : 1;
   b->claimed = now;
-  if (b->contended >= kContendedClaims && max_block_ > 1) b->single = 0;
+  if (b->contended >= kContendedClaims && MaxClaimBlock() > 1) b->single = 0;
 }
 
 uint64_t RingWriter::ClaimFromCursor(ncclwatch_ring_header* h, uint64_t* now) const {
   *now = Now();
   return __atomic_fetch_add(&h->ring_next, 1, __ATOMIC_RELAXED);
+}
+
+bool RingWriter::RescueFault(const void* addr) {
+  uint8_t* const base = __atomic_load_n(&map_, __ATOMIC_ACQUIRE);
+  const uint64_t bytes = __atomic_load_n(&map_bytes_, __ATOMIC_ACQUIRE);
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  const auto lo = reinterpret_cast<uintptr_t>(base);
+  if (base == nullptr || a < lo || a - lo >= bytes) return false;
+  const uintptr_t from = a & ~uintptr_t{kPage - 1};
+  // Another thread may have replaced this page already (the same fault at
+  // once on two threads): mapping it again only zeroes what it wrote since.
+  void* m = mmap(reinterpret_cast<void*>(from), lo + bytes - from, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  return m != MAP_FAILED;
+}
+
+bool RingWriter::GrowRing(char* error, size_t error_len) {
+  int expected = kSmall;
+  if (!__atomic_compare_exchange_n(&grow_state_, &expected, kGrowing, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return true;  // grown already, growing on another thread, or failed before
+  ncclwatch_ring_header* h = __atomic_load_n(&header_, __ATOMIC_ACQUIRE);
+  const uint64_t slot = NCCLWATCH_SLOT_BYTES;
+  const uint64_t old_slots = RingMask() + 1;
+  const uint64_t new_slots = full_ring_slots_;
+  const uint64_t ring_offset = static_cast<uint64_t>(ring_ - map_);
+  const uint64_t old_total = ring_offset + old_slots * slot;
+  const uint64_t new_total = ring_offset + new_slots * slot;
+  auto give_up = [&](const char* what, int err) {
+    snprintf(error, error_len, "the trace's ring stays at %llu bytes: %s: %s",
+             static_cast<unsigned long long>(old_slots * slot), what, strerror(err));
+    __atomic_store_n(&grow_state_, kGrowFailed, __ATOMIC_RELEASE);
+    return false;
+  };
+  // The file as made, by its path: never a descriptor the program may have
+  // closed and reused meanwhile, never another file put in its place.
+  const int fd = open(path_, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return give_up("cannot open it again", errno);
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_dev != file_dev_ || st.st_ino != file_ino_ ||
+      static_cast<uint64_t>(st.st_size) < old_total) {
+    close(fd);
+    return give_up("the file was replaced or cut", ESTALE);
+  }
+  const int rc = posix_fallocate(fd, 0, static_cast<off_t>(new_total));
+  if (rc != 0) {
+    close(fd);
+    return give_up("cannot allocate the rest", rc);
+  }
+  void* m = mmap(map_ + old_total, new_total - old_total, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(old_total));
+  const int map_errno = errno;
+  close(fd);
+  if (m == MAP_FAILED) return give_up("cannot map the rest", map_errno);
+  const uint64_t prefault = new_total < kPrefaultMax   ? new_total - old_total
+                            : old_total < kPrefaultMax ? kPrefaultMax - old_total
+                                                       : 0;
+  Prefault(m, prefault);
+  __atomic_store_n(&map_bytes_, new_total, __ATOMIC_RELEASE);
+
+  // A record of logical slot i lies at i & mask. Below old_slots claims the
+  // two masks agree; a small ring that wrapped has its last old_slots
+  // records where the big one does not look for them: each is moved to its
+  // place in the big ring (through a copy, as places may overlap), and what
+  // it left behind is cleared, so a reader finds only records where their
+  // stamps say. (A record another thread writes meanwhile with the small
+  // ring's mask may be lost: a wrap before the first communicator is rare.)
+  const uint64_t cursor = __atomic_load_n(&h->ring_next, __ATOMIC_ACQUIRE);
+  if (cursor > old_slots) {
+    const size_t bytes = old_slots * slot;
+    void* copy = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy != MAP_FAILED) {
+      auto* saved = static_cast<uint8_t*>(copy);
+      memcpy(saved, ring_, bytes);
+      const uint64_t new_mask = new_slots - 1;
+      for (uint64_t p = 0; p < old_slots; ++p) {
+        auto* sh = reinterpret_cast<ncclwatch_slot_header*>(ring_ + p * slot);
+        uint64_t seen = __atomic_load_n(&sh->stamp, __ATOMIC_ACQUIRE);
+        if (seen != 0 && (((seen & ~NCCLWATCH_STAMP_WRITING) - 1) & new_mask) != p)
+          __atomic_compare_exchange_n(&sh->stamp, &seen, uint64_t{0}, false, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE);
+      }
+      for (uint64_t p = 0; p < old_slots; ++p) {
+        const uint8_t* from = saved + p * slot;
+        uint64_t stamp;
+        memcpy(&stamp, from, sizeof(stamp));
+        if (stamp == 0 || (stamp & NCCLWATCH_STAMP_WRITING) != 0 || stamp - 1 + old_slots < cursor)
+          continue;  // empty, torn, or an older lap's
+        const uint64_t to = (stamp - 1) & new_mask;
+        if (to == p) continue;
+        uint8_t* dst = ring_ + to * slot;
+        auto* dh = reinterpret_cast<ncclwatch_slot_header*>(dst);
+        __atomic_store_n(&dh->stamp, stamp | NCCLWATCH_STAMP_WRITING, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        memcpy(dst + sizeof(uint64_t), from + sizeof(uint64_t), slot - sizeof(uint64_t));
+        __atomic_store_n(&dh->stamp, stamp, __ATOMIC_RELEASE);
+      }
+      munmap(copy, bytes);
+    }
+  }
+  // The header first (a reader sizes the ring by it), then the writers.
+  h->file_bytes = new_total;
+  h->claim_block_slots = MaxBlock(block_config_, new_slots);
+  __atomic_store_n(&h->ring_slots, new_slots, __ATOMIC_RELEASE);
+  __atomic_store_n(&max_block_, h->claim_block_slots, __ATOMIC_RELAXED);
+  __atomic_store_n(&ring_mask_, new_slots - 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&grow_state_, kGrown, __ATOMIC_RELEASE);
+  return true;
+}
+
+void RingWriter::DropInChild() {
+  __atomic_store_n(&header_, static_cast<ncclwatch_ring_header*>(nullptr), __ATOMIC_RELEASE);
+  uint8_t* const m = __atomic_exchange_n(&map_, static_cast<uint8_t*>(nullptr), __ATOMIC_ACQ_REL);
+  if (m != nullptr) munmap(m, reserved_bytes_);
+  map_bytes_ = reserved_bytes_ = 0;
+  pinned_ = ring_ = nullptr;
+  pinned_slots_ = ring_mask_ = full_ring_slots_ = 0;
+  grow_state_ = kGrown;
+  path_[0] = '\0';
+  notice_[0] = '\0';
+  ForkChild();
 }
 
 void RingWriter::ForkChild() {
@@ -400,8 +573,9 @@ bool RingWriter::Append(Region region, const uint8_t* record, size_t len, Record
     __atomic_fetch_add(&h->pinned_overflow, 1, __ATOMIC_RELAXED);
   }
   const uint64_t first = __atomic_fetch_add(&h->ring_next, nslots, __ATOMIC_RELAXED);
-  AppendAt(ring_, ring_slots_, ring_mask_, first, nslots, record, len);
-  if (where) *where = RecordLocation{ring_, ring_slots_, first};
+  const uint64_t mask = RingMask();
+  AppendAt(ring_, mask + 1, mask, first, nslots, record, len);
+  if (where) *where = RecordLocation{ring_, mask + 1, first};
   return true;
 }
 

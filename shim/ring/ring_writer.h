@@ -110,7 +110,7 @@ constexpr uint64_t kWriteAheadSlots = 16;
 constexpr uint64_t kSlotsPerBlockSlot = 512;
 
 struct RingConfig {
-  const char* dir = nullptr;  // created (0700) if missing
+  const char* dir = nullptr;  // created (0700, whatever the umask) if missing
   uint64_t ring_bytes = 16ull << 20;
   uint64_t pinned_bytes = 256ull << 10;
   unsigned file_mode = 0600;
@@ -118,6 +118,11 @@ struct RingConfig {
   const char* host = "";
   uint32_t pid = 0;
   uint64_t start_ms = 0;  // goes into the file name
+  // The ring the file starts with, when smaller than ring_bytes (0: all of
+  // it): GrowRing() brings it to ring_bytes later (the shim: when the
+  // process makes its first communicator; one that never does keeps a small
+  // file).
+  uint64_t initial_ring_bytes = 0;
   // Claim blocks: the most slots a block may have (0: chosen by the ring's
   // size, see above; 1: none), and how long it may be used (0: the default).
   uint32_t claim_block_slots = 0;
@@ -160,6 +165,19 @@ struct RecordLocation {
 // place later, while the record's slot still holds it. Inline and cheap: a
 // load of the slot's stamp and one 4-byte store within one cache line, which
 // a reader sees whole, old or new.
+//
+// The one window, left open on purpose: between the stamp check and the
+// store, the ring could lap the slot (ring_slots claims by other threads in
+// those few instructions) and a newer record be written there; the store
+// then lands in that record's first line. Closing it would take a locked
+// compare-and-swap of stamp and field together on every call's result (the
+// stamp and the field are 16 bytes apart, in one 16-byte CAS only with a
+// layout change) and on every claim, for a race that needs a whole lap of
+// the ring inside one store's latency. What it can do if it ever happens:
+// overwrite 4 bytes of the newer record's first 48: a call slot's result
+// field, or bytes of an encoded record, which a reader then skips as
+// unparsable or, at worst, reads with one wrong value. Never a crash, never
+// a write outside the ring.
 struct PatchSite {
   uint8_t* at = nullptr;  // nullptr: nothing to patch
   const uint64_t* stamp = nullptr;
@@ -218,7 +236,9 @@ __attribute__((always_inline)) inline void StoreCallSlot(uint8_t* dst, const ncc
 
 class RingWriter {
  public:
-  // Creates <dir>/ncclwatch.<host>.<pid>.<start_ms>.trace: a new file (never
+  // Creates <dir>/ncclwatch.<host>.<pid>.<start_ms>.trace (or, when a
+  // process of the same host, pid and millisecond has that name,
+  // ...<start_ms>-<k>.trace): a new file (never
   // an existing one, never through a symlink) in a directory that the
   // caller owns (not a symbolic link to one) and that is not world-writable
   // unless it is sticky. The file
@@ -284,13 +304,16 @@ class RingWriter {
       anchor_due = (idx & 0xffff) == 0;
       write_ahead = false;
     }
-    uint8_t* slot = ring_ + (idx & ring_mask_) * NCCLWATCH_SLOT_BYTES;
+    // The ring's mask once: GrowRing may change it under this claim, and
+    // the slot, the write-ahead and the record's location must agree.
+    const uint64_t mask = RingMask();
+    uint8_t* slot = ring_ + (idx & mask) * NCCLWATCH_SLOT_BYTES;
     if (write_ahead) {
       // Ask for the lines of a slot this thread will write soon, for
       // writing: the slot's first store then finds its line in the cache
       // instead of waiting on memory (a hint: it never faults, and changes
       // nothing anyone reads).
-      uint8_t* ahead = ring_ + ((idx + kWriteAheadSlots) & ring_mask_) * NCCLWATCH_SLOT_BYTES;
+      uint8_t* ahead = ring_ + ((idx + kWriteAheadSlots) & mask) * NCCLWATCH_SLOT_BYTES;
       __builtin_prefetch(ahead, 1);
       __builtin_prefetch(ahead + 64, 1);
     }
@@ -298,7 +321,7 @@ class RingWriter {
                      (idx + 1) | NCCLWATCH_STAMP_WRITING, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     claim->payload = slot + NCCLWATCH_SLOT_HEADER_BYTES;
-    claim->where = RecordLocation{ring_, ring_slots_, idx};
+    claim->where = RecordLocation{ring_, mask + 1, idx};
     claim->t = now;
     claim->flags = flags;
     claim->anchor_due = anchor_due;
@@ -339,14 +362,43 @@ class RingWriter {
     return site;
   }
 
+  // From the shim's SIGBUS handler: whether `addr` lies in this writer's
+  // mapping. Such a fault means the file was cut shorter (truncated) while
+  // the process runs; the mapping from addr's page to its end then becomes
+  // anonymous memory, so the store that faulted, and every later one there,
+  // writes into memory instead of killing the process (the records past the
+  // file's new end are lost; the pages below it still reach the file, and a
+  // page below that faults later is replaced the same way). Async-signal-
+  // safe: one mmap, no errno change on success.
+  bool RescueFault(const void* addr);
+
   ncclwatch_ring_header* header() const { return header_; }
   // The most slots a claim block has on this ring (1: no blocks).
-  uint32_t max_claim_block() const { return max_block_; }
+  uint32_t max_claim_block() const { return MaxClaimBlock(); }
+
+  // A ring opened smaller than RingConfig::ring_bytes (initial_ring_bytes)
+  // grows to it: the file is extended, the extension mapped into the
+  // address space Open() reserved after the ring (so the ring never moves),
+  // and a small ring that wrapped has its records moved to where the big
+  // ring's mask puts them. Writers on other threads go on meanwhile: a
+  // claim uses one mask, old or new, for all it does. Returns true when the
+  // ring has its full size (now or before, or another thread is growing
+  // it); false with the reason in `error` when it stays small (a full
+  // disk), which it then does for good. Not signal-safe; once per file.
+  bool GrowRing(char* error, size_t error_len);
+  // Whether GrowRing has something to do.
+  bool CanGrow() const { return __atomic_load_n(&grow_state_, __ATOMIC_ACQUIRE) == kSmall; }
+  // The ring's slots now.
+  uint64_t ring_slots() const { return RingMask() + 1; }
 
   // In a forked child, on the one thread there is: the writer takes a new
   // generation and the thread's claim block is dropped, so the child never
   // writes into slots its parent's thread owns. Async-signal-safe.
   void ForkChild();
+  // In a forked child that will write a file of its own: closes the writer
+  // (a signal handler that runs from here on sees it closed) and unmaps the
+  // parent's file, so Open() can make the child's. Async-signal-safe.
+  void DropInChild();
 
   // This writer's clock (the header's), as ClaimSlot reads it.
   uint64_t Now() const {
@@ -379,20 +431,31 @@ class RingWriter {
   void NoteOtherClaims(ClaimBlock* b, uint64_t now) const;
   // One slot from the cursor, and the clock (no blocks, or in a handler).
   uint64_t ClaimFromCursor(ncclwatch_ring_header* h, uint64_t* now) const;
+  // The ring's mask and claim blocks' largest size: GrowRing changes them
+  // while other threads claim (one load each, as a plain one).
+  uint64_t RingMask() const { return __atomic_load_n(&ring_mask_, __ATOMIC_RELAXED); }
+  uint32_t MaxClaimBlock() const { return __atomic_load_n(&max_block_, __ATOMIC_RELAXED); }
   static void Prefault(void* mapping, uint64_t bytes);
   bool AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, uint64_t first, uint32_t nslots,
                 const uint8_t* record, size_t len);
 
   ncclwatch_ring_header* header_ = nullptr;
+  uint8_t* map_ = nullptr;  // the mapping (header_ once open) and the file's bytes mapped
+  uint64_t map_bytes_ = 0;
+  uint64_t reserved_bytes_ = 0;           // the address space reserved for the whole ring
+  uint64_t full_ring_slots_ = 0;          // what GrowRing grows the ring to
+  RingConfig block_config_;               // Open's claim-block settings, for GrowRing
+  uint64_t file_dev_ = 0, file_ino_ = 0;  // the file Open made
+  enum { kSmall, kGrowing, kGrown, kGrowFailed };
+  int grow_state_ = kGrown;
   uint8_t* pinned_ = nullptr;
   uint8_t* ring_ = nullptr;
   uint64_t pinned_slots_ = 0;
-  uint64_t ring_slots_ = 0;
-  uint64_t ring_mask_ = 0;
+  uint64_t ring_mask_ = 0;   // atomic (RingMask): ring slots - 1
   uint64_t generation_ = 0;  // unique among the process's writers (and its forks)
   uint64_t block_ticks_ = 0;
   uint64_t grow_ticks_ = 0;  // a block used up within this is used fast
-  uint32_t max_block_ = 1;
+  uint32_t max_block_ = 1;   // atomic (MaxClaimBlock)
   uint32_t clock_ = NCCLWATCH_CLOCK_MONOTONIC_NS;
   bool block_fixed_ = false;
   char path_[512] = {0};

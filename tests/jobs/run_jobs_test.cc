@@ -213,3 +213,53 @@ TEST_CASE("run: bad usage is one line and exit 2", "[run]") {
   CHECK(o.exit_code == 2);
   CHECK(o.output.find("nope.so: no such file") != std::string::npos);
 }
+
+TEST_CASE(
+    "run under umask 0777: the fresh trace folder is usable, and no trace is never "
+    "announced as traces",
+    "[run][umask]") {
+  // The fresh folder was made 0000: a user's job ran untraced, and `run`
+  // still said "traces in ...". As user nobody (root writes anywhere).
+  if (Run({"--", "/bin/sh", "-c", "command -v setpriv"}).exit_code != 0) {
+    std::cout << "NCCLWATCH-SKIP: no setpriv\n";
+    return;
+  }
+  jobs::TempDir dir;
+  REQUIRE(chmod(dir.path().c_str(), 0777) == 0);
+  auto as_nobody = [&](const std::string& command) {
+    jobs::JobSpec spec;
+    spec.argv = {"/bin/sh", "-c",
+                 "cd '" + dir.path() +
+                     "' && umask 0777 && exec setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                     jobs::NcclwatchPath() + " run -- " + command};
+    spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(),
+                "LD_PRELOAD",
+                "NCCLWATCH_DIR",
+                "RANK",
+                "WORLD_SIZE",
+                "LOCAL_RANK",
+                "LOCAL_WORLD_SIZE"};
+    jobs::JobResult r = jobs::RunJob(spec);
+    REQUIRE(r.ranks.size() == 1);
+    return r.ranks[0];
+  };
+  const jobs::RankResult traced = as_nobody(jobs::BinDir() + "/preload_probe chain");
+  INFO(traced.output);
+  CHECK(traced.exit_code == 0);
+  CHECK(traced.output.find("not tracing") == std::string::npos);
+  CHECK(traced.output.find("exited with status 0; traces in ") != std::string::npos);
+  std::vector<std::string> folders;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    folders.push_back(e.path().string());
+  REQUIRE(folders.size() == 1);
+  struct stat st;
+  REQUIRE(stat(folders[0].c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+  CHECK(Traces(folders[0]) == 1);
+  // A command that never calls NCCL: no trace, and `run` says so.
+  const jobs::RankResult none = as_nobody("/bin/true");
+  INFO(none.output);
+  CHECK(none.exit_code == 0);
+  CHECK(none.output.find("traces in") == std::string::npos);
+  CHECK(none.output.find("exited with status 0; no trace in ") != std::string::npos);
+}

@@ -5,6 +5,8 @@
 // trace survives SIGKILL; a call from another library's constructor is
 // traced; and it needs nothing but glibc.
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <filesystem>
@@ -80,6 +82,22 @@ std::vector<std::string> CallNames(const std::vector<ncclwatch::decoder::ApiEven
   std::vector<std::string> names;
   for (const auto& a : apis) names.push_back(ncclwatch::decoder::CallName(a.call));
   return names;
+}
+
+// `output` without its lines that start with `prefix`; the first such line
+// (without the prefix) in *line when it is given.
+std::string WithoutLine(const std::string& output, const std::string& prefix,
+                        std::string* line = nullptr) {
+  std::istringstream in(output);
+  std::string out, l;
+  while (std::getline(in, l)) {
+    if (l.rfind(prefix, 0) == 0) {
+      if (line != nullptr && line->empty()) *line = l.substr(prefix.size());
+      continue;
+    }
+    out += l + "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -404,12 +422,69 @@ TEST_CASE("the trace survives SIGKILL", "[preload]") {
   CHECK(t.signals.empty());  // SIGKILL cannot be caught: the trace just stops
 }
 
-TEST_CASE("a forked child does not write its parent's trace", "[preload]") {
+TEST_CASE("a forked child does not write its parent's trace: it gets its own", "[preload][fork]") {
   jobs::TempDir dir;
   const jobs::RankResult r = RunProbe({"fork"}, Traced(dir.path()));
   CHECK(r.exit_code == 0);
-  const ProcessTrace t = OnlyTrace(dir.path());
-  CHECK(t.apis.size() == 2);  // the parent's two ncclGetUniqueId calls, not the child's five
+  const auto files = TraceFiles(dir.path());
+  REQUIRE(files.size() == 2);
+  std::map<size_t, ProcessTrace> by_calls;
+  for (const std::string& f : files) {
+    auto t = LoadProcessTrace(f);
+    REQUIRE(t.ok());
+    by_calls.emplace(t->apis.size(), *t);
+  }
+  // The parent's two ncclGetUniqueId calls in its file, the child's five in its own.
+  REQUIRE(by_calls.count(2) == 1);
+  REQUIRE(by_calls.count(5) == 1);
+  const ProcessTrace& parent = by_calls.at(2);
+  const ProcessTrace& child = by_calls.at(5);
+  CHECK(parent.pid != child.pid);
+  CheckTracedStartToExit(parent, "preload_probe");
+  CHECK(child.has_start);
+  CHECK_FALSE(child.modules.empty());
+  CHECK(child.inventory.present);
+  REQUIRE(child.end.has_value());
+  CHECK(child.end->how == 2);  // _exit(0)
+  CHECK(child.end->exit_code == 0);
+}
+
+TEST_CASE("ranks forked after the parent's first NCCL call are traced, each in its own file",
+          "[preload][fork]") {
+  // The children of a traced process stopped tracing for good: a launcher
+  // that made the NCCL id and forked its ranks left their work unseen.
+  jobs::TempDir dir;
+  const jobs::RankResult plain = RunProbe({"fork_ranks"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult r = RunProbe({"fork_ranks"}, Traced(dir.path()));
+  INFO("without:\n" << plain.output << "with:\n" << r.output);
+  CHECK(plain.output == "rank 0 exited 0\nrank 1 exited 0\n");
+  CHECK(r.output == plain.output);
+  REQUIRE(r.exit_code == 0);
+  const auto files = TraceFiles(dir.path());
+  REQUIRE(files.size() == 3);
+  std::set<int> ranks;
+  for (const std::string& f : files) {
+    auto t = LoadProcessTrace(f);
+    REQUIRE(t.ok());
+    INFO(f);
+    REQUIRE(t->end.has_value());
+    CHECK(t->end->exit_code == 0);
+    if (t->comms.empty()) {  // the parent: the id only
+      CHECK(CallNames(t->apis) == std::vector<std::string>{"ncclGetUniqueId"});
+      continue;
+    }
+    ranks.insert(t->global_rank);
+    REQUIRE(t->comms.size() == 1);
+    CHECK(t->comms[0].nranks == 2);
+    CHECK(t->collectives.size() == 10);
+    CHECK(t->collectives.back().seq == 9);
+    REQUIRE(t->tracking.size() == 1);
+    CHECK(t->tracking[0].Tracked());
+  }
+  CHECK(ranks == std::set<int>{0, 1});
+  jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  INFO(d.output);
+  CHECK(d.verdict == "healthy");
 }
 
 TEST_CASE("threads calling NCCL at once: every call recorded, numbered per communicator rank",
@@ -541,7 +616,16 @@ TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[pre
                                                 "signal",
                                                 "exit",
                                                 "_exit",
-                                                "_Exit",  // process
+                                                "_Exit",
+                                                "quick_exit",
+                                                "execve",
+                                                "execv",
+                                                "execvp",
+                                                "execvpe",
+                                                "execl",
+                                                "execlp",
+                                                "execle",
+                                                "fexecve",  // process
                                                 "socket",
                                                 "bind",
                                                 "listen",
@@ -580,7 +664,7 @@ TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[pre
     CHECK(intercepted);
   }
   CHECK(cuda_exports == 11);
-  CHECK(exported == 2 * 41 + 29 + cuda_exports);
+  CHECK(exported == 2 * 41 + 38 + cuda_exports);
 }
 
 TEST_CASE("an operation issued under CUDA graph capture gets no completion marker", "[preload]") {
@@ -605,4 +689,414 @@ TEST_CASE("an operation issued under CUDA graph capture gets no completion marke
   REQUIRE(p != nullptr);
   CHECK(p->collectives == 2);
   CHECK(p->pending == 0);
+}
+
+// Harm to the job (issue 26): each case the same with and without the shim.
+
+TEST_CASE("a signal handler that calls NCCL during the process's first NCCL call does not hang",
+          "[preload][signals][harm]") {
+  // The shim made the trace file in that first call and waited there for
+  // itself: the handler, on the same thread, spun forever. A large ring
+  // makes the first call long enough for the 100 us timer to fire in it.
+  const std::string kOverlap = "handler calls during the first call: ";
+  const jobs::RankResult plain = RunProbe({"timer"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  REQUIRE(plain.exit_code == 0);
+  int overlapped = 0;
+  for (int attempt = 0; attempt < 5 && overlapped == 0; ++attempt) {
+    jobs::TempDir dir;
+    const jobs::RankResult traced =
+        RunProbe({"timer"}, Traced(dir.path(), {"NCCLWATCH_RING_SIZE=256M"}));
+    INFO("without:\n" << plain.output << "with:\n" << traced.output);
+    REQUIRE(traced.exited);
+    REQUIRE_FALSE(traced.killed_at_timeout);
+    CHECK(traced.exit_code == 0);
+    std::string count;
+    CHECK(WithoutLine(traced.output, kOverlap, &count) == WithoutLine(plain.output, kOverlap));
+    overlapped = std::stoi(count);
+    // Traced: the first call's record; the handler's calls during it went untraced.
+    const ProcessTrace t = OnlyTrace(dir.path());
+    CheckTracedStartToExit(t, "preload_probe");
+    CHECK(t.nccl_version == 22809);
+  }
+  CHECK(overlapped > 0);  // the handler did run inside the first call
+}
+
+TEST_CASE("a trace file truncated while the job runs does not kill the job", "[preload][harm]") {
+  // The writer's stores past the file's new end raised SIGBUS (exit 135).
+  const std::string kCut = "trace files truncated: ";
+  const jobs::RankResult plain = RunProbe({"truncate"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  jobs::TempDir dir;
+  const jobs::RankResult traced =
+      RunProbe({"truncate"}, Traced(dir.path(), {"NCCLWATCH_HEARTBEAT_MS=10"}));
+  INFO("without:\n" << plain.output << "with:\n" << traced.output);
+  CHECK(plain.exit_code == 0);
+  CHECK(traced.signal == 0);
+  CHECK(traced.exit_code == 0);
+  std::string cut;
+  CHECK(WithoutLine(traced.output, kCut, &cut) == WithoutLine(plain.output, kCut));
+  CHECK(WithoutLine(plain.output, kCut) == "after the trace was cut: 0 failures\n");
+  CHECK(cut == "1");  // the shim's file was there, and was cut
+  REQUIRE(TraceFiles(dir.path()).size() == 1);
+}
+
+TEST_CASE("the program's handlers run on the stack it chose: no alternate stack forced on them",
+          "[preload][signals][harm]") {
+  // The shim added SA_ONSTACK to every handler it stands in front of: a
+  // handler needing 64 KiB ran on the program's 16 KiB sigaltstack and
+  // crashed into its guard page.
+  const jobs::RankResult plain = RunProbe({"altstack"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  jobs::TempDir dir;
+  const jobs::RankResult traced = RunProbe({"altstack"}, Traced(dir.path()));
+  INFO("without:\n" << plain.output << "with:\n" << traced.output);
+  CHECK(plain.output ==
+        "the SIGTERM handler used 64 KiB of stack\n"
+        "the SIGINT handler ran on the alternate stack: yes\n");
+  CHECK(traced.output == plain.output);
+  CHECK(traced.signal == 0);
+  CHECK(traced.exit_code == 0);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CheckTracedStartToExit(t, "preload_probe");
+  REQUIRE(t.signals.size() == 2);  // both recorded, both went to the program's handlers
+  CHECK(t.signals[0].disposition == 2);
+  CHECK(t.signals[1].disposition == 2);
+}
+
+TEST_CASE("the first NCCL calls from a thread with a 16 KiB stack work under the shim",
+          "[preload][harm]") {
+  // The shim made the trace file, its inventory and module records with
+  // their buffers on the calling thread's stack.
+  const jobs::RankResult plain =
+      RunProbe({"small_stack"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  jobs::TempDir dir;
+  const jobs::RankResult traced = RunProbe({"small_stack"}, Traced(dir.path()));
+  INFO("without:\n" << plain.output << "with:\n" << traced.output);
+  CHECK(plain.output == "from a 16 KiB stack: ncclGetVersion -> 0 (22809), ncclGetUniqueId -> 0\n");
+  CHECK(traced.output == plain.output);
+  CHECK(traced.signal == 0);
+  CHECK(traced.exit_code == 0);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CheckTracedStartToExit(t, "preload_probe");
+  CHECK(t.inventory.present);
+  const auto names = CallNames(t.apis);
+  CHECK(std::set<std::string>(names.begin(), names.end()) ==
+        std::set<std::string>{"ncclGetVersion", "ncclGetUniqueId"});
+}
+
+// Lost data: what is evidence of NCCL's.
+
+TEST_CASE(
+    "a failed open of the program's own in a signal handler during a good NCCL init is "
+    "not NCCL's: the job stays healthy",
+    "[preload][libc]") {
+  // Every failed libc call on a thread inside an NCCL init was recorded as
+  // NCCL's: the program's timer handler's ENOENT made a healthy job
+  // "init_failure (shm, ENOENT)".
+  const std::string kRuns = "handler runs during an init: ";
+  jobs::TempDir dir;
+  const jobs::RankResult plain = RunProbe({"init_timer"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult r = RunProbe({"init_timer"}, Traced(dir.path()));
+  INFO("without:\n" << plain.output << "with:\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+  std::string runs;
+  CHECK(WithoutLine(r.output, kRuns, &runs) == WithoutLine(plain.output, kRuns));
+  CHECK(WithoutLine(plain.output, kRuns) == "communicators made and destroyed, 0 failures\n");
+  CHECK(std::stoi(runs) >= 3);  // the handler did fail its open inside inits
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CheckTracedStartToExit(t, "preload_probe");
+  for (const auto& c : t.syscalls) {
+    INFO(ncclwatch::decoder::SysCallName(c.kind) << " " << c.path << " err " << c.err);
+    CHECK(c.path != "/dev/shm/ncclwatch-probe-missing");
+  }
+  jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  INFO(d.output);
+  CHECK(d.verdict == "healthy");
+  CHECK(d.First("init_failure") == nullptr);
+}
+
+TEST_CASE("a rank that makes its NCCL id before any CUDA call still has its GPU work tracked",
+          "[preload][completion]") {
+  // NCCL's one-device-per-process example: ncclGetUniqueId, then
+  // cudaSetDevice. The shim looked for the CUDA driver once, at the id,
+  // before the runtime had loaded it: rank 0 was never tracked ("no CUDA
+  // driver loaded"), had no heartbeat and no stall watchdog.
+  jobs::TempDir dir;
+  jobs::JobSpec spec =
+      jobs::TracedJobSpec(2, "train_loop", {"--steps", "6", "--id-before-cuda"}, dir.path());
+  spec.env.push_back("NCCLWATCH_HEARTBEAT_MS=10");
+  const jobs::JobResult job = jobs::RunJob(spec);
+  REQUIRE(job.error.empty());
+  for (const jobs::RankResult& r : job.ranks) {
+    INFO("rank " << r.rank << ":\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    auto t = LoadProcessTrace(jobs::TraceOf(dir.path(), r.rank));
+    REQUIRE(t.ok());
+    REQUIRE(t->tracking.size() == 1);
+    INFO(t->tracking[0].why_not);
+    CHECK(t->tracking[0].Tracked());
+    CHECK(t->tracking[0].device == r.rank);
+    CHECK(t->liveness.beats > 0);  // the watcher ran
+    const auto* p = t->LastProgress(t->tracking[0].comm);
+    REQUIRE(p != nullptr);
+    CHECK(p->pending == 0);
+    REQUIRE(t->comms.size() == 1);
+    CHECK(t->comms[0].begin_device == r.rank);  // the init saw its GPU
+  }
+  jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  INFO(d.output);
+  CHECK(d.verdict == "healthy");
+}
+
+TEST_CASE(
+    "10,000 communicators made and destroyed: the shim's memory stays flat, every call "
+    "numbered",
+    "[preload][completion][harm]") {
+  // Each communicator left its 1,024 CUDA events and a 56 KiB mapping
+  // behind (and its registry entry: after the 4,096th at a new address,
+  // calls went unnumbered).
+  const std::string kGrowth = "growth after the first fifth: ";
+  auto rss_growth = [&](const std::string& output) {
+    std::string line;
+    WithoutLine(output, kGrowth, &line);
+    REQUIRE(line.rfind("rss ", 0) == 0);
+    return std::stol(line.substr(4));
+  };
+  const jobs::RankResult plain =
+      RunProbe({"comms", "10000", "destroy"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  jobs::TempDir dir;
+  // A ring that holds all their records (40 slots each).
+  const jobs::RankResult traced =
+      RunProbe({"comms", "10000", "destroy"}, Traced(dir.path(), {"NCCLWATCH_RING_SIZE=128M"}));
+  INFO("without:\n" << plain.output << "with:\n" << traced.output);
+  CHECK(WithoutLine(plain.output, kGrowth) == "10000 communicators, 0 failures\n");
+  CHECK(WithoutLine(traced.output, kGrowth) == WithoutLine(plain.output, kGrowth));
+  // The last 8,000 communicators' memory, with the shim and without: within
+  // 8 MiB of each other (the leak was 56 KiB and 1,024 events for each).
+  const long added = rss_growth(traced.output) - rss_growth(plain.output);
+  INFO("the shim added " << added << " KiB over 8,000 communicators");
+  CHECK(added < 8 * 1024);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CheckTracedStartToExit(t, "preload_probe");
+  REQUIRE(t.tracking.size() == 10000);
+  for (const auto& k : t.tracking) CHECK(k.Tracked());
+  // Every communicator's two AllReduces are numbered 0 and 1 on it, and
+  // complete.
+  std::map<uint64_t, std::vector<uint64_t>> seqs;
+  for (const auto& c : t.collectives) seqs[c.comm].push_back(c.seq);
+  CHECK(seqs.count(0) == 0);
+  CHECK(seqs.size() == 10000);
+  for (const auto& [comm, s] : seqs) {
+    INFO(comm);
+    CHECK(s == std::vector<uint64_t>{0, 1});
+  }
+  const auto* last = t.LastProgress(t.tracking.back().comm);
+  REQUIRE(last != nullptr);
+  CHECK(last->collectives == 2);
+}
+
+TEST_CASE("past 4,096 communicators alive at once, each call still names its communicator",
+          "[preload][completion]") {
+  // The registry had 4,096 entries: the rest's calls said comm 0, seq 0.
+  jobs::TempDir dir;
+  const jobs::RankResult plain =
+      RunProbe({"splits", "4200"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult r = RunProbe({"splits", "4200"}, Traced(dir.path()));
+  INFO("without:\n" << plain.output << "with:\n" << r.output);
+  CHECK(plain.output == "4200 splits alive at once, 0 failures\n");
+  CHECK(r.output == plain.output);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  CheckTracedStartToExit(t, "preload_probe");
+  std::map<uint64_t, std::vector<uint64_t>> seqs;
+  for (const auto& c : t.collectives) seqs[c.comm].push_back(c.seq);
+  CHECK(seqs.count(0) == 0);
+  CHECK(seqs.size() == 4200);
+  for (const auto& [comm, s] : seqs) {
+    INFO(comm);
+    CHECK(s == std::vector<uint64_t>{0, 1});
+  }
+  // Tracked as far as the watcher goes (4,096 at once), the rest said so.
+  size_t tracked = 0;
+  for (const auto& k : t.tracking) {
+    if (k.Tracked()) {
+      ++tracked;
+    } else {
+      CHECK(k.why_not == "more than 4096 communicators tracked at once in this process");
+    }
+  }
+  CHECK(tracked == 4096);
+}
+
+// How a process ends, when it is not by exit(): a vfork child's _exit, an
+// exec, quick_exit.
+
+TEST_CASE("a vfork child's _exit after a failed exec is not the parent's end", "[preload][exit]") {
+  // Recorded as the traced parent's end: a job that exited 0 was
+  // "rank_exit_error, code 127".
+  jobs::TempDir dir;
+  const jobs::RankResult plain = RunProbe({"vfork_fail"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult r = RunProbe({"vfork_fail"}, Traced(dir.path()));
+  INFO("without:\n" << plain.output << "with:\n" << r.output);
+  CHECK(plain.output == "work done, 0 failures; the tool's child exited 127\n");
+  CHECK(r.output == plain.output);
+  CheckTracedStartToExit(OnlyTrace(dir.path()), "preload_probe", 0);
+  jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  INFO(d.output);
+  CHECK(d.verdict == "healthy");
+}
+
+TEST_CASE("a real CPython's subprocess of a missing tool is not the traced process's end",
+          "[preload][exit]") {
+  jobs::TempDir dir;
+  if (RunProbe({"-c", "command -v python3"}, {}, "/bin/sh").exit_code != 0) {
+    std::cout << "NCCLWATCH-SKIP: no python3 on PATH\n";
+    return;
+  }
+  const std::string script =
+      "import ctypes, subprocess\n"
+      "nccl = ctypes.CDLL('libnccl.so.2')\n"
+      "v = ctypes.c_int()\n"
+      "print('ncclGetVersion ->', nccl.ncclGetVersion(ctypes.byref(v)), v.value, flush=True)\n"
+      "try:\n"
+      "    subprocess.run(['/nonexistent/ncclwatch-tool'])\n"
+      "except FileNotFoundError:\n"
+      "    print('no such tool', flush=True)\n";
+  const std::vector<std::string> args = {"-c", "exec python3 -c \"$0\"", script};
+  const jobs::RankResult plain =
+      RunProbe(args, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "/bin/sh");
+  const jobs::RankResult r = RunProbe(args, Traced(dir.path()), "/bin/sh");
+  INFO("without:\n" << plain.output << "with:\n" << r.output);
+  CHECK(plain.output == "ncclGetVersion -> 0 22809\nno such tool\n");
+  CHECK(r.output == plain.output);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  REQUIRE(t.end.has_value());
+  CHECK(t.end->how == ncclwatch::fields::process_end::kHowExit);
+  CHECK(t.end->exit_code == 0);
+}
+
+TEST_CASE("an exec after NCCL ends the trace as a handover, not as a death", "[preload][exit]") {
+  // No end was recorded: the process was "killed".
+  jobs::TempDir dir;
+  const jobs::RankResult plain =
+      RunProbe({"exec", "/bin/true"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult r = RunProbe({"exec", "/bin/true"}, Traced(dir.path()));
+  INFO("without:\n" << plain.output << "with:\n" << r.output);
+  CHECK(plain.output == "work done, 0 failures; exec /bin/true\n");
+  CHECK(r.output == plain.output);
+  CHECK(r.exit_code == 0);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  REQUIRE(t.end.has_value());
+  CHECK(t.end->how == ncclwatch::fields::process_end::kHowExec);
+  CHECK(t.end->exit_code == 0);
+  jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  INFO(d.output);
+  CHECK(d.verdict == "healthy");
+}
+
+TEST_CASE("an exec that fails is no end: the process lives on, and its real end counts",
+          "[preload][exit]") {
+  const std::string missing = "/nonexistent/ncclwatch-next";
+  {
+    jobs::TempDir dir;  // it exits 0 after the failed exec
+    const jobs::RankResult r = RunProbe({"exec", missing}, Traced(dir.path()));
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    const ProcessTrace t = OnlyTrace(dir.path());
+    REQUIRE(t.end.has_value());
+    CHECK(t.end->how == ncclwatch::fields::process_end::kHowExit);
+    CHECK(t.end->exit_code == 0);
+  }
+  {
+    jobs::TempDir dir;  // it is killed after the failed exec: no end at all
+    const jobs::RankResult r = RunProbe({"exec", missing, "kill"}, Traced(dir.path()));
+    INFO(r.output);
+    CHECK(r.signal == SIGKILL);
+    const ProcessTrace t = OnlyTrace(dir.path());
+    CHECK_FALSE(t.end.has_value());
+  }
+}
+
+TEST_CASE("quick_exit after a clean destroy is a clean end", "[preload][exit]") {
+  // glibc's quick_exit ends with an _exit of its own that no hook saw: no
+  // end, "hang_unexplained: killed".
+  jobs::TempDir dir;
+  const jobs::RankResult plain = RunProbe({"quick_exit"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult r = RunProbe({"quick_exit"}, Traced(dir.path()));
+  INFO("without:\n" << plain.output << "with:\n" << r.output);
+  CHECK(r.output == plain.output);
+  CHECK(r.exit_code == 0);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  REQUIRE(t.end.has_value());
+  CHECK(t.end->how == ncclwatch::fields::process_end::kHowQuickExit);
+  CHECK(t.end->exit_code == 0);
+  jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  INFO(d.output);
+  CHECK(d.verdict == "healthy");
+}
+
+TEST_CASE("processes that never make a communicator keep small traces, and one that does grows its",
+          "[preload][ring]") {
+  // Every traced process preallocated the whole ring (16 MiB): 300 that
+  // only asked NCCL's version wrote 4.8 GB.
+  jobs::TempDir dir;
+  jobs::JobSpec spec;
+  spec.nranks = 16;
+  spec.argv = {jobs::BinDir() + "/preload_probe", "chain"};  // ncclGetVersion only
+  spec.env = Traced(dir.path());
+  const jobs::JobResult job = jobs::RunJob(spec);
+  REQUIRE(job.error.empty());
+  for (const auto& rank : job.ranks) CHECK(rank.exit_code == 0);
+  const auto files = TraceFiles(dir.path());
+  REQUIRE(files.size() == 16);
+  uintmax_t total = 0;
+  for (const std::string& f : files) {
+    total += fs::file_size(f);
+    auto t = LoadProcessTrace(f);  // the small shape reads as any trace
+    REQUIRE(t.ok());
+    CheckTracedStartToExit(*t, "preload_probe");
+    CHECK(t->nccl_version == 22809);
+  }
+  CHECK(total < 16u * (512u << 10));  // under 512 KiB each
+  // A process with a communicator: the whole ring, read back whole.
+  jobs::TempDir with_comm;
+  const jobs::RankResult r = RunProbe({"api"}, Traced(with_comm.path()));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(TraceFiles(with_comm.path()).size() == 1);
+  CHECK(fs::file_size(TraceFiles(with_comm.path())[0]) >= (16u << 20));
+  const ProcessTrace t = OnlyTrace(with_comm.path());
+  CheckTracedStartToExit(t, "preload_probe");
+  CHECK(t.collectives.size() == 3);
+  CHECK(t.stats.torn_slots == 0);
+}
+
+TEST_CASE("under umask 0777 the default trace folder is still made usable: the job is traced",
+          "[preload][umask]") {
+  // mkdir(0700) under umask 0777 made the folder 0000: a user's job ran
+  // untraced. As user nobody (root writes in any folder).
+  if (RunProbe({"-c", "command -v setpriv"}, {}, "/bin/sh").exit_code != 0) {
+    std::cout << "NCCLWATCH-SKIP: no setpriv\n";
+    return;
+  }
+  jobs::TempDir dir;
+  const std::string tmp = dir.path() + "/tmp";  // a sticky TMPDIR, as /tmp is
+  REQUIRE(chmod(dir.path().c_str(), 0755) == 0);
+  REQUIRE(mkdir(tmp.c_str(), 0777) == 0);
+  REQUIRE(chmod(tmp.c_str(), 01777) == 0);
+  auto as_nobody = [&](const std::vector<std::string>& env) {
+    std::string cmd = "umask 0777 && exec setpriv --reuid=65534 --regid=65534 --clear-groups env";
+    for (const std::string& e : env) cmd += " '" + e + "'";
+    cmd += " " + jobs::BinDir() + "/preload_probe chain";
+    return RunProbe({"-c", cmd}, {}, "/bin/sh");
+  };
+  const jobs::RankResult plain = as_nobody({"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
+  const jobs::RankResult r = as_nobody(
+      {"LD_LIBRARY_PATH=" + jobs::SimLibDir(), "LD_PRELOAD=" + jobs::ShimPath(), "TMPDIR=" + tmp});
+  INFO("without:\n" << plain.output << "with:\n" << r.output);
+  CHECK(plain.exit_code == 0);
+  CHECK(r.output == plain.output);  // no "not tracing" line
+  const std::string folder = tmp + "/ncclwatch-65534";
+  struct stat st;
+  REQUIRE(stat(folder.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+  CHECK(st.st_uid == 65534u);
+  const ProcessTrace t = OnlyTrace(folder);
+  CheckTracedStartToExit(t, "preload_probe");
 }

@@ -42,6 +42,8 @@ void StartTracer() {
   setenv("NCCLWATCH_RING_SIZE", "64M", 1);  // the stress test's records, with room to spare
   shim::InitTracer();
   REQUIRE(shim::Tracing());
+  shim::GrowTraceRing();  // as the shim does with a process's first communicator
+  REQUIRE(shim::g_ring.ring_slots() == (64u << 20) / NCCLWATCH_SLOT_BYTES);
 }
 
 // The ring's per-call records as libprotobuf parses them (call slots

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -425,6 +426,88 @@ TEST_CASE("a signal handler that interrupts a claim takes its slot from the curs
     CHECK(second.flags == 0);
   }).join();
   CHECK(w.header()->ring_next == 17);
+}
+
+namespace {
+
+// A handler that records whether it interrupted a claim from the block (the
+// block busy), and writes a record of its own.
+std::atomic<uint64_t> g_inside_claims{0};
+std::atomic<uint64_t> g_handler_writes{0};
+void WriteFromHandlerInsideClaims(int) {
+  if (t_worker == 0) return;
+  if (ncclwatch::shim::t_claim_block.busy) g_inside_claims.fetch_add(1, std::memory_order_relaxed);
+  if (Write(*g_signal_ring, 100 + t_worker, t_handled)) {
+    ++t_handled;
+    g_handler_writes.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("real signals that arrive inside slot claims: every record once, none torn",
+          "[ring][claim][signals]") {
+  // The deterministic test above sets `busy` by hand; here signals land in
+  // the claim itself. Rounds of one writer each (a fresh ring that holds
+  // all its records) until 10 signals have interrupted a claim from a block.
+  struct sigaction sa {};
+  sa.sa_handler = WriteFromHandlerInsideClaims;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  struct sigaction old {};
+  REQUIRE(sigaction(SIGUSR2, &sa, &old) == 0);
+  g_inside_claims = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int rounds = 0;
+  while (g_inside_claims.load() < 10 && std::chrono::steady_clock::now() < deadline) {
+    ++rounds;
+    jobs::TempDir dir;
+    RingConfig c = Config(dir.path(), 8 << 20);  // 65536 slots
+    c.claim_block_slots = 16;
+    c.claim_block_ticks = uint64_t{60} * 1000000000;
+    c.claim_block_fixed = true;
+    RingWriter w;
+    char err[256];
+    REQUIRE(w.Open(c, err, sizeof(err)));
+    g_signal_ring = &w;
+    constexpr uint64_t kWrites = 40000;  // with the handlers' records, within the ring
+    std::atomic<bool> worker_done{false};
+    std::atomic<bool> started{false};
+    std::atomic<pthread_t> id{};
+    uint64_t handled = 0;
+    std::thread worker([&] {
+      t_worker = 1;
+      t_handled = 0;
+      id = pthread_self();
+      started = true;
+      for (uint64_t i = 0; i < kWrites; ++i) Write(w, 1, i);
+      handled = t_handled;
+      t_worker = 0;  // signals still on their way write nothing now
+      worker_done = true;
+    });
+    while (!started.load()) sched_yield();
+    uint64_t sent = 0;
+    while (!worker_done.load() && sent < 20000) {
+      pthread_kill(id.load(), SIGUSR2);
+      ++sent;
+    }
+    worker.join();
+    Read r = ReadAll(w.path());
+    INFO("round " << rounds << ": " << handled << " handler records");
+    REQUIRE(r.stats.torn_slots == 0);
+    REQUIRE(r.stats.ring_overwritten == 0);
+    REQUIRE(r.ring.size() == kWrites + handled);
+    std::vector<Entry> from_worker, from_handler;
+    for (const Entry& e : r.ring) (e.who > 100 ? from_handler : from_worker).push_back(e);
+    CheckEveryRecordOnce(from_worker, 1, {kWrites});
+    std::set<uint64_t> handler_seqs;
+    for (const Entry& e : from_handler) handler_seqs.insert(e.seq);
+    REQUIRE(handler_seqs.size() == handled);  // each once
+    REQUIRE(from_handler.size() == handled);
+  }
+  REQUIRE(sigaction(SIGUSR2, &old, nullptr) == 0);
+  INFO(rounds << " rounds");
+  CHECK(g_inside_claims.load() >= 10);
 }
 
 TEST_CASE("a forked child never writes into its parent's claim block", "[ring][claim]") {

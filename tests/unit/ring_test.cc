@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "support/traced_job.h"
 #include "trace/trace_file.h"
 
+namespace fs = std::filesystem;
 using ncclwatch::decoder::ReadMode;
 using ncclwatch::decoder::TraceFile;
 using ncclwatch::decoder::TraceFileStats;
@@ -489,9 +491,13 @@ TEST_CASE("trace files are made only where it is safe, never over an existing fi
   CHECK(static_cast<uint64_t>(st.st_blocks) * 512 >=
         w.header()->file_bytes);  // allocated, not sparse
 
-  RingWriter again;  // the same name: refused, the first file untouched
-  CHECK_FALSE(again.Open(c, err, sizeof(err)));
-  CHECK(std::string(err).find("File exists") != std::string::npos);
+  // The same host, pid and millisecond (ranks in host-network containers,
+  // each pid 1): a file of its own beside the first, which stays untouched.
+  RingWriter again;
+  REQUIRE(again.Open(c, err, sizeof(err)));
+  CHECK(std::string(again.path()) != w.path());
+  CHECK(fs::path(again.path()).filename().string() ==
+        fs::path(w.path()).filename().stem().string() + "-1.trace");
 
   const std::string open_dir = dir.path() + "/open";
   mkdir(open_dir.c_str(), 0777);
@@ -511,8 +517,12 @@ TEST_CASE("trace files are made only where it is safe, never over an existing fi
   const std::string name = dir.path() + "/ncclwatch.testhost." + std::to_string(planted.pid) + "." +
                            std::to_string(planted.start_ms) + ".trace";
   REQUIRE(symlink(target.c_str(), name.c_str()) == 0);
-  RingWriter linked;
-  CHECK_FALSE(linked.Open(planted, err, sizeof(err)));
+  RingWriter linked;  // made beside the link, under another name
+  REQUIRE(linked.Open(planted, err, sizeof(err)));
+  CHECK(std::string(linked.path()) != name);
+  struct stat made;
+  REQUIRE(lstat(linked.path(), &made) == 0);
+  CHECK(S_ISREG(made.st_mode));
   std::ifstream in(target);
   std::string content;
   in >> content;
@@ -646,4 +656,150 @@ TEST_CASE("a new ring is faulted in when it is made: no record takes a page faul
 #if !defined(__SANITIZE_ADDRESS__)
   CHECK(after.ru_minflt - before.ru_minflt < 10);
 #endif
+}
+
+TEST_CASE("two processes of one host, pid and start millisecond each get a trace of their own",
+          "[ring]") {
+  // Ranks in host-network containers are each pid 1, with the host's name:
+  // the second's O_EXCL create failed and it ran untraced.
+  jobs::TempDir dir;
+  const RingConfig same = Config(dir.path(), 1 << 20);
+  RingWriter first, second, third;
+  char err[256] = "";
+  REQUIRE(first.Open(same, err, sizeof(err)));
+  INFO(err);
+  REQUIRE(second.Open(same, err, sizeof(err)));
+  REQUIRE(third.Open(same, err, sizeof(err)));
+  CHECK(std::set<std::string>{first.path(), second.path(), third.path()}.size() == 3);
+  REQUIRE(Append(first, Region::kRing, "first's"));
+  REQUIRE(Append(second, Region::kRing, "second's"));
+  REQUIRE(Append(third, Region::kRing, "third's"));
+  CHECK(ReadAll(first.path()).ring == std::vector<std::string>{"first's"});
+  CHECK(ReadAll(second.path()).ring == std::vector<std::string>{"second's"});
+  CHECK(ReadAll(third.path()).ring == std::vector<std::string>{"third's"});
+}
+
+TEST_CASE("folders the writer makes are 0700 whatever the umask", "[ring]") {
+  // Under umask 0777, mkdir(0700) made them 0000: a user's job ran untraced.
+  jobs::TempDir dir;
+  const mode_t saved = umask(0777);
+  RingWriter w;
+  char err[256] = "";
+  const bool opened = w.Open(Config(dir.path() + "/x/y", 1 << 20), err, sizeof(err));
+  umask(saved);
+  INFO(err);
+  REQUIRE(opened);
+  for (const std::string& d : {dir.path() + "/x", dir.path() + "/x/y"}) {
+    struct stat st;
+    REQUIRE(stat(d.c_str(), &st) == 0);
+    INFO(d);
+    CHECK((st.st_mode & 0777) == 0700);
+  }
+  struct stat st;
+  REQUIRE(stat(w.path(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+}
+
+namespace {
+
+// A writer whose file starts with a ring of 64 slots and can grow to `full`.
+void OpenSmall(RingWriter& w, const jobs::TempDir& dir, uint64_t full) {
+  RingConfig c = Config(dir.path(), full);
+  c.initial_ring_bytes = 64 * NCCLWATCH_SLOT_BYTES;
+  char err[256] = "";
+  const bool opened = w.Open(c, err, sizeof(err));
+  INFO(err);
+  REQUIRE(opened);
+}
+
+uint64_t FileSize(const std::string& path) {
+  struct stat st;
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+}  // namespace
+
+TEST_CASE("a small ring is a small file, and grows to the whole ring: both read back",
+          "[ring][grow]") {
+  // A process that only asks NCCL's version wrote a 16 MiB file.
+  jobs::TempDir dir;
+  RingWriter w;
+  OpenSmall(w, dir, 1 << 20);
+  CHECK(w.ring_slots() == 64);
+  CHECK(w.CanGrow());
+  const uint64_t small = FileSize(w.path());
+  CHECK(small == w.header()->ring_offset + 64 * NCCLWATCH_SLOT_BYTES);
+  CHECK(small < (512u << 10));
+  std::vector<std::string> want;
+  for (int i = 0; i < 40; ++i) {
+    want.push_back("before " + std::to_string(i));
+    REQUIRE(Append(w, Region::kRing, want.back()));
+  }
+  REQUIRE(Append(w, Region::kPinned, "identity"));
+  Read r = ReadAll(w.path());  // the small shape
+  CHECK(r.ring == want);
+  CHECK(r.pinned == std::vector<std::string>{"identity"});
+
+  char err[256] = "";
+  REQUIRE(w.GrowRing(err, sizeof(err)));
+  CHECK_FALSE(w.CanGrow());
+  CHECK(w.ring_slots() == (1u << 20) / NCCLWATCH_SLOT_BYTES);
+  CHECK(w.header()->ring_slots == w.ring_slots());
+  CHECK(FileSize(w.path()) == w.header()->ring_offset + (1u << 20));
+  CHECK(w.header()->file_bytes == FileSize(w.path()));
+  for (int i = 0; i < 3000; ++i) {  // past the small ring's size many times
+    want.push_back("after " + std::to_string(i));
+    REQUIRE(Append(w, Region::kRing, want.back()));
+  }
+  r = ReadAll(w.path());  // the grown shape
+  CHECK(r.ring == want);
+  CHECK(r.pinned == std::vector<std::string>{"identity"});
+  CHECK(r.stats.torn_slots == 0);
+  CHECK(r.stats.ring_overwritten == 0);
+  REQUIRE(w.GrowRing(err, sizeof(err)));  // once only: nothing more to do
+  CHECK(FileSize(w.path()) == w.header()->ring_offset + (1u << 20));
+}
+
+TEST_CASE("a small ring that wrapped before it grew keeps its newest records, in place",
+          "[ring][grow]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  OpenSmall(w, dir, 1 << 20);
+  std::vector<std::string> all;
+  for (int i = 0; i < 1000; ++i) {  // 1000 slots through a ring of 64
+    all.push_back("before " + std::to_string(i));
+    REQUIRE(Append(w, Region::kRing, all.back()));
+  }
+  char err[256] = "";
+  REQUIRE(w.GrowRing(err, sizeof(err)));
+  std::vector<std::string> want(all.end() - 64, all.end());  // what the small ring held
+  for (int i = 0; i < 100; ++i) {
+    want.push_back("after " + std::to_string(i));
+    REQUIRE(Append(w, Region::kRing, want.back()));
+  }
+  for (const ReadMode mode : {ReadMode::kMapped, ReadMode::kCopied}) {
+    const Read r = ReadAll(w.path(), mode);
+    CHECK(r.ring == want);
+    CHECK(r.stats.torn_slots == 0);
+  }
+}
+
+TEST_CASE("a ring that cannot grow stays small and whole", "[ring][grow]") {
+  jobs::TempDir dir;
+  RingWriter w;
+  OpenSmall(w, dir, 1 << 20);
+  REQUIRE(Append(w, Region::kRing, "kept"));
+  // The file replaced under the writer: never extended, never remapped.
+  const std::string moved = std::string(w.path()) + ".moved";
+  REQUIRE(rename(w.path(), moved.c_str()) == 0);
+  std::ofstream(w.path()) << "someone else's";
+  char err[256] = "";
+  CHECK_FALSE(w.GrowRing(err, sizeof(err)));
+  CHECK(std::string(err).find("stays at 8192 bytes") != std::string::npos);
+  CHECK(w.ring_slots() == 64);
+  CHECK_FALSE(w.CanGrow());
+  CHECK(FileSize(w.path()) == std::string("someone else's").size());
+  REQUIRE(Append(w, Region::kRing, "still"));
+  CHECK(ReadAll(moved).ring == std::vector<std::string>{"kept", "still"});
 }

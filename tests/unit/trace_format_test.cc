@@ -118,6 +118,9 @@ TEST_CASE("the field numbers the shim writes are trace.proto's", "[format]") {
   CHECK(number(pb::ProcessEnd::descriptor(), "exit_code") == f::process_end::kExitCode);
   CHECK(pb::ProcessEnd::EXIT == static_cast<int>(f::process_end::kHowExit));
   CHECK(pb::ProcessEnd::UNDERSCORE_EXIT == static_cast<int>(f::process_end::kHowUnderscoreExit));
+  CHECK(pb::ProcessEnd::EXEC == static_cast<int>(f::process_end::kHowExec));
+  CHECK(pb::ProcessEnd::EXEC_FAILED == static_cast<int>(f::process_end::kHowExecFailed));
+  CHECK(pb::ProcessEnd::QUICK_EXIT == static_cast<int>(f::process_end::kHowQuickExit));
   const auto* ta = pb::TimeAnchor::descriptor();
   CHECK(number(ta, "t") == f::time_anchor::kT);
   CHECK(number(ta, "monotonic_ns") == f::time_anchor::kMonotonicNs);

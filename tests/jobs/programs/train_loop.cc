@@ -10,10 +10,13 @@
 // go on a stream of their own (so issuing them in another order than the
 // world's is no deadlock: the decoder warns, and the job stays healthy); with
 // --tp-thread, a second thread drives the tensor-parallel communicator on its
-// own stream while the first drives the world.
+// own stream while the first drives the world. With --id-before-cuda, the
+// unique id is made before any CUDA call (as NCCL's one-device-per-process
+// example does: the id first, then cudaSetDevice).
 //
 //   train_loop [--steps N] [--size ELEMENTS] [--pipeline] [--tensor-parallel] [--tp-stream]
 //              [--tp-thread] [--step-ms MS] [--checkpoint-ms MS] [--no-sync]
+//              [--id-before-cuda]
 //              [--rank-steps RANK:N] [--bug KIND:RANK:STEP]...
 //
 // Bugs (each on one rank, at one step):
@@ -82,6 +85,7 @@ struct Options {
   bool tensor_parallel = false;
   bool tp_stream = false;
   bool tp_thread = false;
+  bool id_before_cuda = false;
   int uneven_rank = -1;
   int uneven_steps = 0;
   int step_ms = 0;
@@ -117,6 +121,8 @@ Options Parse(int argc, char** argv) {
       o.tensor_parallel = o.tp_stream = o.tp_thread = true;
     } else if (a == "--step-ms") {
       o.step_ms = std::atoi(next().c_str());
+    } else if (a == "--id-before-cuda") {
+      o.id_before_cuda = true;
     } else if (a == "--rank-steps") {
       std::string v = next();
       if (std::sscanf(v.c_str(), "%d:%d", &o.uneven_rank, &o.uneven_steps) != 2)
@@ -158,8 +164,14 @@ int main(int argc, char** argv) {
   const Options opt = Parse(argc, argv);
   const int rank = jobenv::Rank();
   const int world = jobenv::WorldSize();
-  CUDA_OK(cudaSetDevice(jobenv::Device()));
-  ncclUniqueId id = jobenv::ShareUniqueId();
+  ncclUniqueId id;
+  if (opt.id_before_cuda) {
+    id = jobenv::ShareUniqueId();
+    CUDA_OK(cudaSetDevice(jobenv::Device()));
+  } else {
+    CUDA_OK(cudaSetDevice(jobenv::Device()));
+    id = jobenv::ShareUniqueId();
+  }
   for (const Bug& b : opt.bugs) {
     if (b.kind == "exit-before-init" && b.rank == rank) {
       std::printf("rank %d exits before ncclCommInitRank\n", rank);

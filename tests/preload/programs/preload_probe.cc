@@ -20,20 +20,46 @@
 //                                call, then a vfork child resets every handler
 //                                before exec (as CPython's subprocess does); the
 //                                parent then raises both signals
+//   preload_probe fork_ranks     makes an NCCL id, then forks two children that form a
+//                                communicator of two ranks with it and run AllReduces
+//   preload_probe init_timer     1-rank communicators made and destroyed while a 100 us
+//                                timer's handler fails to open a /dev/shm file
+//   preload_probe comms N live|destroy
+//                                N 1-rank communicators, two AllReduces on each: all
+//                                alive at once, or each destroyed before the next
+//   preload_probe splits N       N splits of a 1-rank communicator, all alive, two
+//                                AllReduces on each (prints the last split's rank)
+//   preload_probe vfork_fail     a vfork child whose exec fails (_exit 127), then exit 0
+//   preload_probe exec PATH      a communicator used and destroyed, then an exec of PATH
+//                                (if that fails: exit 0, or with "kill" after PATH, SIGKILL)
+//   preload_probe quick_exit     a communicator used and destroyed, then quick_exit(0)
+//   preload_probe timer          a 100 us timer whose handler calls ncclGetVersion, running
+//                                during the process's first NCCL call
+//   preload_probe truncate       collectives, then its own trace file truncated to 0
+//                                bytes (when there is one), then more collectives and
+//                                heartbeats into the mapping
+//   preload_probe altstack       a 16 KiB guarded sigaltstack; a SIGTERM handler that
+//                                needs 64 KiB and did not ask for it, a SIGINT handler
+//                                that did
+//   preload_probe small_stack    the first NCCL calls from a thread with a 16 KiB stack
 //
 // Written against the public NCCL and CUDA API only.
 
 #include <arpa/inet.h>
 #include <cuda_runtime_api.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <nccl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -364,6 +390,361 @@ int Vfork() {
   return 0;
 }
 
+// The parent's first NCCL call makes the id; the ranks are its children
+// (a launcher that forks its workers after touching NCCL).
+int ForkRanks() {
+  unsetenv("RANK");  // the parent is not a rank; each child says which it is
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) return 3;
+  pid_t children[2];
+  for (int r = 0; r < 2; ++r) {
+    children[r] = fork();
+    if (children[r] == 0) {
+      setenv("RANK", std::to_string(r).c_str(), 1);
+      setenv("WORLD_SIZE", "2", 1);
+      cudaSetDevice(r);
+      ncclComm_t comm = nullptr;
+      if (ncclCommInitRank(&comm, 2, id, r) != ncclSuccess) _exit(4);
+      float* buf = nullptr;
+      cudaMalloc(&buf, 64 * sizeof(float));
+      int failures = 0;
+      for (int i = 0; i < 10; ++i)
+        failures += ncclAllReduce(buf, buf, 64, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess;
+      cudaDeviceSynchronize();
+      failures += ncclCommDestroy(comm) != ncclSuccess;
+      exit(failures == 0 ? 0 : 5);
+    }
+  }
+  for (int r = 0; r < 2; ++r) {
+    int status = 0;
+    waitpid(children[r], &status, 0);
+    std::printf("rank %d exited %d\n", r, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  return 0;
+}
+
+// VmRSS and VmSize of this process, in KiB.
+void Memory(long* rss, long* size) {
+  *rss = *size = 0;
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return;
+  char line[256];
+  while (std::fgets(line, sizeof(line), f)) {
+    std::sscanf(line, "VmRSS: %ld", rss);
+    std::sscanf(line, "VmSize: %ld", size);
+  }
+  std::fclose(f);
+}
+
+int Comms(int n, bool live) {
+  cudaSetDevice(0);
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  float* buf = nullptr;
+  cudaMalloc(&buf, 64 * sizeof(float));
+  std::vector<ncclComm_t> comms;
+  int failures = 0;
+  long rss0 = 0, size0 = 0;
+  for (int i = 0; i < n; ++i) {
+    if (i == n / 5) {
+      cudaStreamSynchronize(s);
+      Memory(&rss0, &size0);
+    }
+    ncclUniqueId id;
+    failures += ncclGetUniqueId(&id) != ncclSuccess;
+    ncclComm_t comm = nullptr;
+    if (ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) {
+      ++failures;
+      continue;
+    }
+    for (int k = 0; k < 2; ++k)
+      failures += ncclAllReduce(buf, buf, 64, ncclFloat32, ncclSum, comm, s) != ncclSuccess;
+    if (live) {
+      comms.push_back(comm);
+    } else {
+      cudaStreamSynchronize(s);
+      failures += ncclCommDestroy(comm) != ncclSuccess;
+    }
+  }
+  cudaStreamSynchronize(s);
+  long rss1 = 0, size1 = 0;
+  Memory(&rss1, &size1);
+  for (ncclComm_t c : comms) failures += ncclCommDestroy(c) != ncclSuccess;
+  std::printf("%d communicators, %d failures\n", n, failures);
+  std::fprintf(stderr, "growth after the first fifth: rss %ld KiB, size %ld KiB\n", rss1 - rss0,
+               size1 - size0);
+  return 0;
+}
+
+int Splits(int n) {
+  // Each simulated communicator holds a few descriptors.
+  rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+  cudaSetDevice(0);
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  float* buf = nullptr;
+  cudaMalloc(&buf, 64 * sizeof(float));
+  ncclComm_t parent = OneRankComm();
+  std::vector<ncclComm_t> comms;
+  int failures = parent == nullptr;
+  for (int i = 0; i < n && parent != nullptr; ++i) {
+    ncclComm_t comm = nullptr;
+    if (ncclCommSplit(parent, 0, 0, &comm, nullptr) != ncclSuccess) {
+      ++failures;
+      continue;
+    }
+    for (int k = 0; k < 2; ++k)
+      failures += ncclAllReduce(buf, buf, 64, ncclFloat32, ncclSum, comm, s) != ncclSuccess;
+    comms.push_back(comm);
+  }
+  cudaStreamSynchronize(s);
+  for (ncclComm_t c : comms) failures += ncclCommDestroy(c) != ncclSuccess;
+  if (parent != nullptr) failures += ncclCommDestroy(parent) != ncclSuccess;
+  std::printf("%d splits alive at once, %d failures\n", n, failures);
+  return 0;
+}
+
+// One communicator used and destroyed: a job's clean work.
+int CleanWork() {
+  cudaSetDevice(0);
+  ncclComm_t comm = OneRankComm();
+  float* buf = nullptr;
+  cudaMalloc(&buf, 64 * sizeof(float));
+  int failures = comm == nullptr;
+  for (int i = 0; i < 4; ++i)
+    failures += ncclAllReduce(buf, buf, 64, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess;
+  cudaDeviceSynchronize();
+  failures += ncclCommDestroy(comm) != ncclSuccess;
+  return failures;
+}
+
+// A subprocess of a program that is not there, as CPython's subprocess runs
+// it: vfork, exec fails, the child _exits.
+int VforkFail() {
+  const int failures = CleanWork();
+  const pid_t child = vfork();
+  if (child == 0) {
+    execl("/nonexistent/ncclwatch-tool", "ncclwatch-tool", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::printf("work done, %d failures; the tool's child exited %d\n", failures,
+              WEXITSTATUS(status));
+  return 0;
+}
+
+int Exec(const char* path, bool kill_after) {
+  const int failures = CleanWork();
+  std::printf("work done, %d failures; exec %s\n", failures, path);
+  std::fflush(stdout);
+  execl(path, path, static_cast<char*>(nullptr));
+  std::printf("exec failed: %s\n", std::strerror(errno));
+  std::fflush(stdout);
+  if (kill_after) raise(SIGKILL);
+  return 0;
+}
+
+int QuickExit() {
+  const int failures = CleanWork();
+  std::printf("work done, %d failures; quick_exit(0)\n", failures);
+  std::fflush(stdout);
+  quick_exit(0);
+}
+
+volatile sig_atomic_t g_in_init = 0;
+volatile sig_atomic_t g_init_overlaps = 0;
+void OnInitTimer(int) {
+  const int saved = errno;
+  const int fd = open("/dev/shm/ncclwatch-probe-missing", O_RDONLY);  // ENOENT
+  if (fd >= 0) close(fd);
+  if (g_in_init) ++g_init_overlaps;
+  errno = saved;
+}
+
+// A program's timer whose handler's own /dev/shm open fails while NCCL
+// initialises (successfully) on the interrupted thread.
+int InitTimer() {
+  cudaSetDevice(0);
+  (void)open("/dev/shm/ncclwatch-probe-missing", O_RDONLY);  // resolved before any handler
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnInitTimer;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGALRM, &sa, nullptr);
+  itimerval every{{0, 100}, {0, 100}};
+  setitimer(ITIMER_REAL, &every, nullptr);
+  int made = 0, failures = 0;
+  for (int i = 0; i < 200 && g_init_overlaps < 3; ++i) {
+    ncclUniqueId id;
+    failures += ncclGetUniqueId(&id) != ncclSuccess;
+    ncclComm_t comm = nullptr;
+    g_in_init = 1;
+    const ncclResult_t r = ncclCommInitRank(&comm, 1, id, 0);
+    g_in_init = 0;
+    if (r != ncclSuccess) {
+      ++failures;
+      continue;
+    }
+    ++made;
+    failures += ncclCommDestroy(comm) != ncclSuccess;
+  }
+  itimerval off{};
+  setitimer(ITIMER_REAL, &off, nullptr);
+  std::printf("communicators made and destroyed, %d failures\n", failures);
+  std::fprintf(stderr, "handler runs during an init: %d in %d inits\n",
+               static_cast<int>(g_init_overlaps), made);
+  return 0;
+}
+
+volatile sig_atomic_t g_in_first_call = 0;
+volatile sig_atomic_t g_timer_calls = 0;
+volatile sig_atomic_t g_timer_overlaps = 0;
+void OnTimer(int) {
+  const int saved = errno;
+  int v = 0;
+  ncclGetVersion(&v);
+  ++g_timer_calls;
+  if (g_in_first_call) ++g_timer_overlaps;
+  errno = saved;
+}
+
+// The process's first NCCL call with a timer's handler calling NCCL meanwhile.
+int Timer() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnTimer;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGALRM, &sa, nullptr);
+  itimerval every{{0, 100}, {0, 100}};
+  setitimer(ITIMER_REAL, &every, nullptr);
+  g_in_first_call = 1;
+  int version = 0;
+  const ncclResult_t r = ncclGetVersion(&version);
+  g_in_first_call = 0;
+  while (g_timer_calls < 3) usleep(100);
+  itimerval off{};
+  setitimer(ITIMER_REAL, &off, nullptr);
+  std::printf("first call -> %d, version %d; the timer's handler called NCCL\n",
+              static_cast<int>(r), version);
+  std::fprintf(stderr, "handler calls during the first call: %d\n",
+               static_cast<int>(g_timer_overlaps));
+  return 0;
+}
+
+// Truncates this process's trace file (NCCLWATCH_DIR/ncclwatch.*.<pid>.*.trace).
+int TruncateOwnTrace() {
+  const char* dir = getenv("NCCLWATCH_DIR");
+  if (dir == nullptr) return 0;
+  DIR* d = opendir(dir);
+  if (d == nullptr) return 0;
+  const std::string pid = "." + std::to_string(getpid()) + ".";
+  int cut = 0;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.find(pid) == std::string::npos) continue;
+    if (truncate((std::string(dir) + "/" + name).c_str(), 0) == 0) ++cut;
+  }
+  closedir(d);
+  return cut;
+}
+
+int Truncate() {
+  cudaSetDevice(0);
+  ncclComm_t comm = OneRankComm();
+  float* buf = nullptr;
+  cudaMalloc(&buf, 64 * sizeof(float));
+  int failures = 0;
+  for (int i = 0; i < 10; ++i)
+    failures += ncclAllReduce(buf, buf, 64, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess;
+  cudaDeviceSynchronize();
+  std::fprintf(stderr, "trace files truncated: %d\n", TruncateOwnTrace());
+  // Calls into the cut file, from this thread and from the watcher's
+  // (heartbeats every 10 ms, completion queries).
+  for (int i = 0; i < 3000; ++i)
+    failures += ncclAllReduce(buf, buf, 64, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess;
+  cudaDeviceSynchronize();
+  usleep(100 * 1000);
+  failures += ncclCommDestroy(comm) != ncclSuccess;
+  std::printf("after the trace was cut: %d failures\n", failures);
+  return 0;
+}
+
+// A handler that needs 64 KiB of stack.
+void OnTermBigStack(int) {
+  volatile char big[64 << 10];
+  for (size_t i = 0; i < sizeof(big); i += 512) big[i] = static_cast<char>(i);
+  const char msg[] = "the SIGTERM handler used 64 KiB of stack\n";
+  (void)!write(1, msg, sizeof(msg) - 1);
+}
+
+char* g_alt_lo = nullptr;
+char* g_alt_hi = nullptr;
+volatile sig_atomic_t g_int_on_alt = -1;
+void OnIntAltStack(int) {
+  char here = 0;
+  g_int_on_alt = (&here >= g_alt_lo && &here < g_alt_hi) ? 1 : 0;
+}
+
+int AltStack() {
+  int version = 0;
+  ncclGetVersion(&version);  // traced from here
+  // 16 KiB with a guard page below it.
+  constexpr size_t kPage = 4096, kAlt = 16 << 10;
+  char* m = static_cast<char*>(
+      mmap(nullptr, kPage + kAlt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  mprotect(m, kPage, PROT_NONE);
+  g_alt_lo = m + kPage;
+  g_alt_hi = g_alt_lo + kAlt;
+  stack_t ss{};
+  ss.ss_sp = g_alt_lo;
+  ss.ss_size = kAlt;
+  sigaltstack(&ss, nullptr);
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnTermBigStack;
+  sigaction(SIGTERM, &sa, nullptr);  // no SA_ONSTACK: the thread's stack
+  sa.sa_handler = OnIntAltStack;
+  sa.sa_flags = SA_ONSTACK;
+  sigaction(SIGINT, &sa, nullptr);
+  std::fflush(stdout);
+  raise(SIGTERM);
+  raise(SIGINT);
+  std::printf("the SIGINT handler ran on the alternate stack: %s\n", g_int_on_alt == 1 ? "yes"
+                                                                     : g_int_on_alt == 0
+                                                                         ? "no"
+                                                                         : "it did not run");
+  return 0;
+}
+
+void* SmallStackCalls(void*) {
+  int version = 0;
+  const int r1 = ncclGetVersion(&version);
+  ncclUniqueId id;
+  const int r2 = ncclGetUniqueId(&id);
+  std::printf("from a 16 KiB stack: ncclGetVersion -> %d (%d), ncclGetUniqueId -> %d\n", r1,
+              version, r2);
+  std::fflush(stdout);
+  return nullptr;
+}
+
+int SmallStack() {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 16 << 10);
+  pthread_t t;
+  if (pthread_create(&t, &attr, SmallStackCalls, nullptr) != 0) {
+    std::printf("no thread\n");
+    return 1;
+  }
+  pthread_join(t, nullptr);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -379,6 +760,17 @@ int main(int argc, char** argv) {
   if (mode == "libc") return Libc();
   if (mode == "dlvsym") return Dlvsym();
   if (mode == "vfork") return Vfork();
+  if (mode == "fork_ranks") return ForkRanks();
+  if (mode == "timer") return Timer();
+  if (mode == "splits" && argc > 2) return Splits(std::atoi(argv[2]));
+  if (mode == "vfork_fail") return VforkFail();
+  if (mode == "exec" && argc > 2) return Exec(argv[2], argc > 3 && std::string(argv[3]) == "kill");
+  if (mode == "quick_exit") return QuickExit();
+  if (mode == "comms" && argc > 3) return Comms(std::atoi(argv[2]), std::string(argv[3]) == "live");
+  if (mode == "init_timer") return InitTimer();
+  if (mode == "truncate") return Truncate();
+  if (mode == "altstack") return AltStack();
+  if (mode == "small_stack") return SmallStack();
   std::printf(
       "usage: preload_probe api|handler|chain|ignore|segv|fork|threads|sigkill|libc|dlvsym\n");
   return 2;

@@ -14,8 +14,8 @@
 // which takes the loader's lock); FileDefinesSymbol makes system calls.
 // Neither allocates.
 
-#ifndef NCCLWATCH_SHIM_CORE_ELF_SYMBOLS_H_
-#define NCCLWATCH_SHIM_CORE_ELF_SYMBOLS_H_
+#ifndef NCCLWATCH_SHIM_RESOLVE_ELF_SYMBOLS_H_
+#define NCCLWATCH_SHIM_RESOLVE_ELF_SYMBOLS_H_
 
 #include <link.h>
 #include <stdint.h>
@@ -34,4 +34,4 @@ bool FileDefinesSymbol(const char* path, const char* name, uint64_t max_bytes);
 
 }  // namespace ncclwatch::shim
 
-#endif  // NCCLWATCH_SHIM_CORE_ELF_SYMBOLS_H_
+#endif  // NCCLWATCH_SHIM_RESOLVE_ELF_SYMBOLS_H_

@@ -1,6 +1,6 @@
 // Not on the hot path (see elf_symbols.h).
 
-#include "core/elf_symbols.h"
+#include "elf_symbols.h"
 
 #include <elf.h>
 #include <fcntl.h>

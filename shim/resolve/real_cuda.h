@@ -1,22 +1,28 @@
-// Read-only CUDA queries the shim makes for init forensics: the driver and
-// runtime versions, and the calling thread's device and its PCI bus id.
+// The CUDA functions the shim calls itself, found in the libraries the
+// process already loaded (libcuda.so.1, libcudart.so.*), never by loading
+// one: a process without a driver stays without one.
 //
-// Found in the libraries the process already loaded (libcuda.so.1,
-// libcudart.so.*), never by loading one: a process without a driver stays
-// without one. The functions used change no CUDA state (the driver API has
-// no sticky "last error"; cudaRuntimeGetVersion reads a constant), so the
-// program sees nothing of them. Not on the hot path: they run when a
-// communicator is created.
+//   - for init forensics: the driver and runtime versions, the calling
+//     thread's device and its PCI bus id (read-only: the driver API has no
+//     sticky "last error", cudaRuntimeGetVersion reads a constant, so the
+//     program sees nothing of them); when a communicator is created;
+//   - for completion tracking (core/completion.h): events made when a
+//     communicator is, recorded after each operation (the HOT PATH's one
+//     call out: cuStreamIsCapturing and cuEventRecord, which are the
+//     driver's and not async-signal-safe), queried by the watcher.
+//
+// ResolveRealCuda is not on the hot path.
 
-#ifndef NCCLWATCH_SHIM_INTERPOSE_REAL_CUDA_H_
-#define NCCLWATCH_SHIM_INTERPOSE_REAL_CUDA_H_
+#ifndef NCCLWATCH_SHIM_RESOLVE_REAL_CUDA_H_
+#define NCCLWATCH_SHIM_RESOLVE_REAL_CUDA_H_
 
 #include <stddef.h>
 
 namespace ncclwatch::shim {
 
-// Looks the functions up in the loaded libraries (again, when one that was
-// missing may have been loaded since).
+// Looks the functions up in the loaded libraries; again, when one that was
+// missing may have been loaded since (the loader loaded something since
+// the last look: LoaderGeneration), else not.
 void ResolveRealCuda();
 
 int CudaDriverVersion();   // cuDriverGetVersion, 0 unknown
@@ -60,4 +66,4 @@ bool CurrentCudaOrdinal(int* device);
 
 }  // namespace ncclwatch::shim
 
-#endif  // NCCLWATCH_SHIM_INTERPOSE_REAL_CUDA_H_
+#endif  // NCCLWATCH_SHIM_RESOLVE_REAL_CUDA_H_

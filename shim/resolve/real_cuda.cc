@@ -1,8 +1,11 @@
-#include "interpose/real_cuda.h"
+#include "real_cuda.h"
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stdint.h>
 #include <string.h>
+
+#include "loaded_module.h"
 
 namespace ncclwatch::shim {
 namespace {
@@ -51,15 +54,24 @@ void Resolve(const char* library, const char* name, Fn* into) {
   *into = reinterpret_cast<Fn>(Symbol(library, name));
 }
 
+// The loader's generation when a look found the driver or the runtime
+// missing (UINT64_MAX: none did).
+uint64_t g_missing_since = UINT64_MAX;
+
 }  // namespace
 
 CudaDriverCalls g_cuda = {};
 
 void ResolveRealCuda() {
   if (g_driver_version != nullptr && g_runtime_version != nullptr) return;
+  // Looked for again only once the loader has loaded something since the
+  // last look that found one missing (the runtime loads the driver at the
+  // first CUDA call, which may come after the first NCCL call).
+  const uint64_t generation = LoaderGeneration();
+  if (generation == __atomic_load_n(&g_missing_since, __ATOMIC_ACQUIRE)) return;
   Found found{};
   dl_iterate_phdr(FindLibraries, &found);
-  if (g_driver_version == nullptr) {
+  if (g_driver_version == nullptr && found.driver[0] != '\0') {
     // The exported names: cuda.h maps some of these to _v2 versions.
     CudaDriverCalls c = {};
     Resolve(found.driver, "cuEventCreate", &c.event_create);
@@ -84,6 +96,8 @@ void ResolveRealCuda() {
   if (g_runtime_version == nullptr) {
     g_runtime_version = reinterpret_cast<VersionFn>(Symbol(found.runtime, "cudaRuntimeGetVersion"));
   }
+  const bool missing = g_driver_version == nullptr || g_runtime_version == nullptr;
+  __atomic_store_n(&g_missing_since, missing ? generation : UINT64_MAX, __ATOMIC_RELEASE);
 }
 
 int CudaDriverVersion() {
