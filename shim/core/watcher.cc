@@ -1,16 +1,19 @@
 // The watcher's threads (watcher.h). Not on the hot path: nothing here runs
-// on the program's threads except StartWatcher (when a communicator is made)
-// and FinalPoll (in the exit() hook).
+// on the program's threads except StartWatcher (when a communicator is made),
+// FinalPoll (in the exit() hook) and FinalPollFromSignal (in a fatal signal's
+// handler and _exit: async-signal-safe, it only asks the poller and waits).
 
 #include "core/watcher.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +32,8 @@ namespace {
 namespace f = fields;
 
 constexpr uint64_t kPollNs = 20ull * 1000 * 1000;
+// How long a last round may hold up a process's end, at most.
+constexpr uint64_t kFinalWaitNs = 1000ull * 1000 * 1000;
 // Thread numbers of the watcher's records (Record.thread), apart from the
 // program's 1, 2, ...
 constexpr uint32_t kPollThread = 0xfffffff1u;
@@ -43,6 +48,11 @@ struct Settings {
 Settings g_settings;
 uint32_t g_started_pid = 0;  // the process the threads run in
 int g_poll_busy = 0;         // a round of queries is running (poller or FinalPoll)
+// Last rounds asked of the poller by a dying process (FinalPollFromSignal),
+// a futex word the poller sleeps on, and the requests it has answered.
+uint32_t g_final_asked = 0;
+uint32_t g_final_done = 0;
+int32_t g_poller_tid = 0;  // 0 until the poller runs in this process
 
 void Warn(const char* line) {
   const size_t n = strnlen(line, 1024);
@@ -211,14 +221,20 @@ void CheckStall(CompletionTrack* t, uint64_t now, uint64_t stall_ns) {
   ReportStall(t, t->markers[tail % CompletionTrack::kMarkers], now - since, head - tail);
 }
 
+// Every kPollNs, or at once when a dying process asks for a last round
+// (FinalPollFromSignal wakes the futex it sleeps on).
 void* PollMain(void*) {
   SetThisThreadIndex(kPollThread);
+  __atomic_store_n(&g_poller_tid, static_cast<int32_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
   for (;;) {
+    const uint32_t asked = __atomic_load_n(&g_final_asked, __ATOMIC_ACQUIRE);
     if (__atomic_exchange_n(&g_poll_busy, 1, __ATOMIC_ACQUIRE) == 0) {
       PollRound(true);
       __atomic_store_n(&g_poll_busy, 0, __ATOMIC_RELEASE);
+      __atomic_store_n(&g_final_done, asked, __ATOMIC_RELEASE);
     }
-    SleepNs(kPollNs);
+    timespec wait{0, static_cast<long>(kPollNs)};
+    syscall(SYS_futex, &g_final_asked, FUTEX_WAIT_PRIVATE, asked, &wait, nullptr, 0);
   }
   return nullptr;
 }
@@ -285,14 +301,29 @@ void StartWatcher() {
 
 void FinalPoll() {
   if (__atomic_load_n(&g_started_pid, __ATOMIC_ACQUIRE) != g_pid || !g_cuda.CanTrack()) return;
-  // Waits for a round in progress, a little: never holds up the exit long.
-  const uint64_t deadline = MonotonicNs() + 200ull * 1000000ull;
+  // Waits for a round in progress (a loaded machine may have paused the
+  // poller inside one), at most a second: never holds up the exit long.
+  const uint64_t deadline = MonotonicNs() + kFinalWaitNs;
   while (__atomic_exchange_n(&g_poll_busy, 1, __ATOMIC_ACQUIRE) != 0) {
     if (MonotonicNs() > deadline) return;
-    sched_yield();
+    SleepNs(1000000);
   }
   PollRound(false);
   __atomic_store_n(&g_poll_busy, 0, __ATOMIC_RELEASE);
+}
+
+void FinalPollFromSignal() {
+  if (__atomic_load_n(&g_started_pid, __ATOMIC_ACQUIRE) != g_pid) return;
+  const int32_t poller = __atomic_load_n(&g_poller_tid, __ATOMIC_ACQUIRE);
+  if (poller == 0 || poller == static_cast<int32_t>(syscall(SYS_gettid))) return;
+  const uint32_t want = __atomic_add_fetch(&g_final_asked, 1, __ATOMIC_ACQ_REL);
+  syscall(SYS_futex, &g_final_asked, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  const uint64_t deadline = MonotonicNs() + kFinalWaitNs;
+  while (static_cast<int32_t>(__atomic_load_n(&g_final_done, __ATOMIC_ACQUIRE) - want) < 0) {
+    if (MonotonicNs() > deadline) return;
+    timespec ms{0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
 }
 
 }  // namespace ncclwatch::shim

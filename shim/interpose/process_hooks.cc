@@ -19,7 +19,11 @@
 //
 // Not on the hot path, except the handler itself: HOT PATH rules apply to
 // OnFatalSignal (no allocation, lock or system call before the program's
-// own handler runs, beyond re-raising the signal).
+// own handler runs, beyond re-raising the signal). When the signal's
+// default action will end the process, it first asks the watcher's poller
+// for a last round and waits for it, at most a second (FinalPollFromSignal:
+// atomics, a futex wake and nanosleep, all async-signal-safe; the handler
+// itself never calls CUDA).
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -176,6 +180,9 @@ void OnFatalSignal(int signo, siginfo_t* info, void* context) {
       }
       return;
     default: {  // the default action: restore it and let it happen
+      // The process dies now: a last round of completion queries first (by
+      // the poller, never here), so a CUDA error just met reaches the trace.
+      if (TracingNow() && !InAnotherProcess()) FinalPollFromSignal();
       struct sigaction dfl;
       memset(&dfl, 0, sizeof(dfl));
       dfl.sa_handler = SIG_DFL;
@@ -339,7 +346,10 @@ __attribute__((visibility("default"), noreturn)) void exit(int status) noexcept 
 // A vfork child's _exit (after its exec failed: a subprocess of a missing
 // program) is not the parent's end.
 __attribute__((visibility("default"), noreturn)) void _exit(int status) {
-  if (EndIsOurs()) RecordProcessEnd(ncclwatch::fields::process_end::kHowUnderscoreExit, status);
+  if (EndIsOurs()) {
+    FinalPollFromSignal();  // _exit may be called from a signal handler: only the poller queries
+    RecordProcessEnd(ncclwatch::fields::process_end::kHowUnderscoreExit, status);
+  }
   ResolveLibc();
   if (g_real_underscore_exit != nullptr) g_real_underscore_exit(status);
   syscall(SYS_exit_group, status);  // no libc to ask: end the process directly
@@ -347,7 +357,10 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status) {
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status) noexcept {
-  if (EndIsOurs()) RecordProcessEnd(ncclwatch::fields::process_end::kHowUnderscoreExit, status);
+  if (EndIsOurs()) {
+    FinalPollFromSignal();
+    RecordProcessEnd(ncclwatch::fields::process_end::kHowUnderscoreExit, status);
+  }
   ResolveLibc();
   if (g_real_big_exit != nullptr) g_real_big_exit(status);
   syscall(SYS_exit_group, status);

@@ -165,6 +165,30 @@ TEST_CASE("a GPU fault under a send/receive: the fault reaches the trace and is 
   OnlyRootBlames(s.diagnosis);
 }
 
+// The same fault, on a rank that aborts at once when its next CUDA call
+// fails (PyTorch's watchdog ends a process with abort()), or leaves through
+// _exit: the last poll happens in the dying process, so the fault is in its
+// trace however soon after it came.
+TEST_CASE("a GPU fault, then an immediate abort or _exit: the fault still reaches the trace",
+          "[timing]") {
+  const std::string how = GENERATE(std::string("abort"), std::string("_exit"));
+  Scenario s;
+  jobs::JobSpec spec = Spec(s, 4, {"--steps", "30", "--size", "256", "--pipeline"}, 6);
+  spec.ranks[2].env.push_back("NCCLSIM_GPU_FAULT=12:ecc");
+  spec.ranks[2].env.push_back("JOB_ON_ERROR=" + how);
+  s.job = jobs::RunJob(spec);
+  Finish(&s);
+  INFO(how);
+  if (how == "abort") CHECK(s.job.ranks[2].signal == SIGABRT);
+  auto t = ncclwatch::decoder::LoadProcessTrace(jobs::TraceOf(s.dir.path(), 2));
+  REQUIRE(t.ok());
+  REQUIRE_FALSE(t->cuda_errors.empty());
+  CHECK(t->cuda_errors[0].name == "CUDA_ERROR_ECC_UNCORRECTABLE");
+  const auto& f = RequireRoot(s.diagnosis, "gpu_fault");
+  CHECK(f.ranks == std::vector<int>{2});
+  OnlyRootBlames(s.diagnosis);
+}
+
 // A receive of N-1 elements against a send of N, and the step's collectives
 // after it: the mismatch is the earliest evidence, whichever rank reached the
 // next collective first.

@@ -23,7 +23,7 @@
     if (job_err != cudaSuccess) {                                            \
       std::fprintf(stderr, "rank %d: %s failed: %s\n", jobenv::Rank(), #cmd, \
                    cudaGetErrorString(job_err));                             \
-      std::exit(2);                                                          \
+      jobenv::Die(2);                                                        \
     }                                                                        \
   } while (0)
 
@@ -33,11 +33,21 @@
     if (job_res != ncclSuccess) {                                                     \
       std::fprintf(stderr, "rank %d: %s failed: %s (%d): %s\n", jobenv::Rank(), #cmd, \
                    ncclGetErrorString(job_res), job_res, ncclGetLastError(nullptr));  \
-      std::exit(3);                                                                   \
+      jobenv::Die(3);                                                                 \
     }                                                                                 \
   } while (0)
 
 namespace jobenv {
+
+// How a failed check ends the rank: exit(code) by default; JOB_ON_ERROR=abort
+// aborts (SIGABRT, as PyTorch's NCCL watchdog ends a process), _exit skips
+// the exit handlers.
+[[noreturn]] inline void Die(int code) {
+  const char* how = std::getenv("JOB_ON_ERROR");
+  if (how != nullptr && std::strcmp(how, "abort") == 0) std::abort();
+  if (how != nullptr && std::strcmp(how, "_exit") == 0) _exit(code);
+  std::exit(code);
+}
 
 inline int EnvOr(const char* name, int fallback) {
   const char* v = std::getenv(name);
