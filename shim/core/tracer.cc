@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "core/env_filter.h"
 #include "core/nccl_code.h"
 #include "core/record_builder.h"
 #include "ncclwatch/trace_fields.h"
@@ -97,7 +98,8 @@ void WriteProcessStart() {
   for (const char* var : kJobVars) {
     const char* v = getenv(var);
     if (v != nullptr && *v != '\0') {
-      r.w().String(f::kJobId, v);
+      char id[256];  // a job id may hold a credential (TORCHELASTIC_RUN_ID=token=...)
+      r.w().Bytes(f::kJobId, id, RedactValue(v, strlen(v), id, sizeof(id)));
       break;
     }
   }
