@@ -145,8 +145,9 @@ std::optional<LastCall> ProcessFacts::ActivityAfter(uint64_t comm) const {
   return later;
 }
 
-void JobAnalysis::AddUnreadable(const std::string& path, const std::string& error) {
-  unreadable_.push_back({path, error});
+void JobAnalysis::AddUnreadable(const std::string& path, const std::string& error,
+                                bool may_hold_traces) {
+  unreadable_.push_back({path, error, may_hold_traces});
 }
 
 void JobAnalysis::AddProcess(const ProcessTrace& t) {

@@ -85,12 +85,16 @@ struct ProcessFacts {
 struct UnreadableTrace {
   std::string path;
   std::string error;
+  // A folder that could not be searched, or a link not followed: it may hold
+  // a rank's trace, so the job cannot be called healthy without it.
+  bool may_hold_traces = false;
 };
 
 class JobAnalysis {
  public:
   void AddProcess(const ProcessTrace& trace);
-  void AddUnreadable(const std::string& path, const std::string& error);
+  void AddUnreadable(const std::string& path, const std::string& error,
+                     bool may_hold_traces = false);
   // Files that hold a process already added (the same host, pid and
   // creation time): (the file, the one read), in the order met.
   const std::vector<std::pair<std::string, std::string>>& duplicates() const { return duplicates_; }

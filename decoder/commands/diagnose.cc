@@ -15,7 +15,8 @@
 namespace ncclwatch::decoder {
 int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& out,
                 std::ostream& err) {
-  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths);
+  std::vector<SkippedInput> skipped;  // folders not read, links not followed
+  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths, &skipped);
   if (!found.ok()) {
     err << "ncclwatch: " << found.status().message() << "\n";
     return 2;
@@ -39,6 +40,7 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
         << " trace file(s) can be read; first: " << job.unreadable().front().error << "\n";
     return 2;
   }
+  for (const SkippedInput& s : skipped) job.AddUnreadable(s.path, s.why, s.may_hold_input);
   job.Finish();
   // What this machine sees of the traced processes now: whether the job is
   // live, and which of its processes on this host still exist, and how.

@@ -24,19 +24,23 @@ namespace fs = std::filesystem;
 int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& out,
                std::ostream& err) {
   // In folders, everything but traces; a file named on the command line, whatever it is.
-  absl::StatusOr<std::vector<std::string>> found =
-      InputFiles(paths, [](const fs::path& p) { return p.extension() != ".trace"; });
+  std::vector<SkippedInput> skipped;  // folders not read, links not followed
+  absl::StatusOr<std::vector<std::string>> found = InputFiles(
+      paths, [](const fs::path& p) { return p.extension() != ".trace"; }, &skipped);
   if (!found.ok()) {
     err << "ncclwatch: " << found.status().message() << "\n";
     return 2;
   }
   const std::vector<std::string>& files = *found;
   if (files.empty()) {
-    err << "ncclwatch: no log files under " << paths.front() << "\n";
+    err << "ncclwatch: no log files under " << paths.front()
+        << (skipped.empty() ? "" : " that could be read; first not read: " + skipped[0].why)
+        << "\n";
     return 2;
   }
   NcclLog log;
   UnreadableFiles bad;
+  for (const SkippedInput& s : skipped) bad.push_back({s.path, s.why});
   for (const std::string& f : files) {
     absl::Status s = log.AddFile(f);
     if (!s.ok()) bad.push_back({f, std::string(s.message())});

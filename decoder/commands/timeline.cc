@@ -13,7 +13,8 @@
 namespace ncclwatch::decoder {
 int RunTimeline(const std::vector<std::string>& paths, const std::string& output, std::ostream& out,
                 std::ostream& err) {
-  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths);
+  std::vector<SkippedInput> skipped;  // folders not read, links not followed
+  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths, &skipped);
   if (!found.ok()) {
     err << "ncclwatch: " << found.status().message() << "\n";
     return 2;
@@ -48,6 +49,7 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
         << " trace file(s) can be read; first: " << job.unreadable().front().error << "\n";
     return 2;
   }
+  for (const SkippedInput& s : skipped) job.AddUnreadable(s.path, s.why, s.may_hold_input);
   job.Finish();
   const Diagnosis d = Diagnose(job);
   std::map<std::string, int> index_of;  // path -> process index (duplicates left out)

@@ -386,13 +386,29 @@ void Render(const Finding& f, const MissingTracesFacts&, const CallSiteNamer&, F
       "ncclwatch diagnose";
 }
 
-void Render(const Finding&, const UnreadableTracesFacts& x, const CallSiteNamer&, FindingText* t) {
-  t->detail =
-      absl::StrCat(x.errors.size(), " file(s) could not be read: ", absl::StrJoin(x.errors, "; "));
+void Render(const Finding& f, const UnreadableTracesFacts& x, const CallSiteNamer&,
+            FindingText* t) {
+  std::vector<std::string> parts;
+  if (!x.not_searched.empty()) {
+    parts.push_back(absl::StrCat(
+        x.not_searched.size(), " folder(s) or link(s) that may hold traces were not read: ",
+        absl::StrJoin(x.not_searched, "; "),
+        f.role == FindingRole::kRootCause
+            ? ", and nothing else was found, but without what they hold the job cannot be "
+              "called healthy"
+            : ""));
+  }
+  if (!x.errors.empty())
+    parts.push_back(absl::StrCat(x.errors.size(),
+                                 " file(s) could not be read: ", absl::StrJoin(x.errors, "; ")));
+  t->detail = absl::StrJoin(parts, "; also ");
   t->fix =
-      "re-collect those files whole (a copy made while the job still wrote them can be torn); "
-      "files of another "
-      "ncclwatch version need that version to read them";
+      x.not_searched.empty()
+          ? "re-collect those files whole (a copy made while the job still wrote them can be "
+            "torn); files of another ncclwatch version need that version to read them"
+          : "make those folders readable to the user running ncclwatch, or name the traces they "
+            "hold on the command line (inside a folder, a link is followed only when it belongs "
+            "to that user or to the owner of the file it leads to)";
 }
 
 void Render(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&, FindingText* t) {
