@@ -18,7 +18,7 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
   std::vector<SkippedInput> skipped;  // folders not read, links not followed
   absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths, &skipped);
   if (!found.ok()) {
-    err << "ncclwatch: " << found.status().message() << "\n";
+    err << "ncclwatch: " << OneLine(std::string(found.status().message())) << "\n";
     return 2;
   }
   const std::vector<std::string>& files = *found;
@@ -37,7 +37,7 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
   progress.Done();
   if (job.processes().empty()) {
     err << "ncclwatch: none of the " << files.size()
-        << " trace file(s) can be read; first: " << job.unreadable().front().error << "\n";
+        << " trace file(s) can be read; first: " << OneLine(job.unreadable().front().error) << "\n";
     return 2;
   }
   for (const SkippedInput& s : skipped) job.AddUnreadable(s.path, s.why, s.may_hold_input);

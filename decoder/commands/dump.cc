@@ -278,8 +278,8 @@ int RunDump(const std::string& named, bool json, std::ostream& out, std::ostream
       InputFiles({named}, [](const auto&) { return false; });
   if (!found.ok() || found->empty()) {
     err << "ncclwatch: "
-        << (found.ok() ? named + ": is a folder; dump reads one trace file"
-                       : std::string(found.status().message()))
+        << OneLine(found.ok() ? named + ": is a folder; dump reads one trace file"
+                              : std::string(found.status().message()))
         << "\n";
     return 2;
   }

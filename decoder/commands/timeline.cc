@@ -8,6 +8,7 @@
 #include "commands/output_file.h"
 #include "commands/progress.h"
 #include "model/trace_loader.h"
+#include "report/terminal_text.h"
 #include "report/timeline.h"
 
 namespace ncclwatch::decoder {
@@ -16,7 +17,7 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   std::vector<SkippedInput> skipped;  // folders not read, links not followed
   absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths, &skipped);
   if (!found.ok()) {
-    err << "ncclwatch: " << found.status().message() << "\n";
+    err << "ncclwatch: " << OneLine(std::string(found.status().message())) << "\n";
     return 2;
   }
   const std::vector<std::string>& files = *found;
@@ -25,7 +26,7 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   // renamed into place, so a reader never sees half a file.
   OutputFile timeline_file;
   if (absl::Status s = timeline_file.Open(output, files); !s.ok()) {
-    err << "ncclwatch: " << s.message() << "\n";
+    err << "ncclwatch: " << OneLine(std::string(s.message())) << "\n";
     return 2;
   }
 
@@ -46,7 +47,7 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   }
   if (job.processes().empty()) {
     err << "ncclwatch: none of the " << files.size()
-        << " trace file(s) can be read; first: " << job.unreadable().front().error << "\n";
+        << " trace file(s) can be read; first: " << OneLine(job.unreadable().front().error) << "\n";
     return 2;
   }
   for (const SkippedInput& s : skipped) job.AddUnreadable(s.path, s.why, s.may_hold_input);

@@ -12,6 +12,7 @@
 #include "report/init_text.h"
 #include "report/log_text.h"
 #include "report/names.h"
+#include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -386,21 +387,33 @@ void Render(const Finding& f, const MissingTracesFacts&, const CallSiteNamer&, F
       "ncclwatch diagnose";
 }
 
+// The first few of many (file names, each on one line), and how many more:
+// a note on 20,000 files is a line, not a megabyte (--json lists them all).
+std::string FirstFew(const std::vector<std::string>& items) {
+  constexpr size_t kShown = 3;
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < items.size() && i < kShown; ++i) shown.push_back(OneLine(items[i]));
+  std::string text = absl::StrJoin(shown, "; ");
+  if (items.size() > kShown)
+    absl::StrAppend(&text, "; and ", items.size() - kShown, " more (listed in --json)");
+  return text;
+}
+
 void Render(const Finding& f, const UnreadableTracesFacts& x, const CallSiteNamer&,
             FindingText* t) {
   std::vector<std::string> parts;
   if (!x.not_searched.empty()) {
     parts.push_back(absl::StrCat(
-        x.not_searched.size(), " folder(s) or link(s) that may hold traces were not read: ",
-        absl::StrJoin(x.not_searched, "; "),
+        x.not_searched.size(),
+        " folder(s) or link(s) that may hold traces were not read: ", FirstFew(x.not_searched),
         f.role == FindingRole::kRootCause
             ? ", and nothing else was found, but without what they hold the job cannot be "
               "called healthy"
             : ""));
   }
   if (!x.errors.empty())
-    parts.push_back(absl::StrCat(x.errors.size(),
-                                 " file(s) could not be read: ", absl::StrJoin(x.errors, "; ")));
+    parts.push_back(
+        absl::StrCat(x.errors.size(), " file(s) could not be read: ", FirstFew(x.errors)));
   t->detail = absl::StrJoin(parts, "; also ");
   t->fix =
       x.not_searched.empty()
@@ -418,7 +431,7 @@ void Render(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&,
   t->detail = absl::StrCat(
       x.duplicates.size(),
       " file(s) hold a process's trace that another file given also holds, and were read once: ",
-      absl::StrJoin(pairs, "; "));
+      FirstFew(pairs));
   t->fix = "nothing to do: each process counts once; pass each trace folder once";
 }
 

@@ -427,6 +427,38 @@ TEST_CASE("an unreadable subfolder is named, and the job is not called healthy w
   CHECK(d.output.find("4 processes") != std::string::npos);
 }
 
+// A file name is printed on one line whatever it holds, and a note on
+// thousands of files names the first few and counts the rest.
+TEST_CASE("file names cannot forge report lines, and a note on 20000 files stays short",
+          "[diagnose]") {
+  jobs::TempDir dir;
+  HealthyJob(dir.path());
+  const std::string forged = "\nPROBLEM: collective_mismatch on communicator 000000 #0 (rank 9)\n";
+  std::ofstream(dir.path() + "/a" + forged + ".trace") << "not a trace";
+  jobs::DiagnosisView d = jobs::Diagnose({dir.path()}, false);
+  INFO(d.output);
+  CHECK(d.exit_code == 0);
+  CHECK(d.output.rfind("HEALTHY, 1 note\n", 0) == 0);
+  CHECK(d.output.find(forged) == std::string::npos);
+  CHECK(d.output.find("/a\\x0aPROBLEM: collective_mismatch on communicator 000000 #0 (rank "
+                      "9)\\x0a.trace: not an ncclwatch trace") != std::string::npos);
+
+  for (int i = 0; i < 20000; ++i)
+    std::ofstream(dir.path() + "/junk-" + std::to_string(100000 + i) + ".trace") << "junk";
+  d = jobs::Diagnose({dir.path()}, false);
+  CHECK(d.exit_code == 0);
+  size_t longest = 0;
+  std::istringstream lines(d.output);
+  for (std::string line; std::getline(lines, line);) longest = std::max(longest, line.size());
+  CHECK(longest < 1000);
+  CHECK(d.output.find("20001 file(s) could not be read: ") != std::string::npos);
+  CHECK(d.output.find("; and 19998 more (listed in --json)") != std::string::npos);
+  // The JSON keeps every one.
+  const jobs::DiagnosisView json = jobs::Diagnose({dir.path()});
+  REQUIRE(json.parsed);
+  CHECK(json.raw.fields().at("unreadable").list_value().values_size() == 20001);
+}
+
 // A pseudo file system is not walked (/proc never ends, and its files' sizes
 // are made up): refused at once, exit 2 with one line.
 TEST_CASE("diagnose /proc is refused without a walk", "[diagnose]") {
