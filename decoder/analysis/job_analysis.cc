@@ -263,6 +263,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   p2p_.AddProcess(index, t);
   order_.AddProcess(index, t);
   p.created_ns = t.created_realtime_ns;
+  p.pid_namespace = t.pid_namespace;
   p.completion = SummariseCompletion(t);
   for (const ModuleInfo& m : t.modules) {
     const size_t slash = m.path.rfind('/');

@@ -66,6 +66,7 @@ struct ProcessFacts {
   std::vector<NcclNotSeenEvent> not_seen;  // NCCL code the shim could not see into
   uint64_t created_ns = 0;       // when the shim created its trace (realtime): with host and pid,
                                  // its identity
+  uint64_t pid_namespace = 0;    // which pid namespace `pid` is a number in (0 unknown)
   ProcessCompletion completion;  // its GPU completion, heartbeats and asynchronous errors
   bool nccl_loaded = false;      // libnccl was in its module map
   std::string nccl_path;

@@ -45,7 +45,8 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
   // What this machine sees of the traced processes now: whether the job is
   // live, and which of its processes on this host still exist, and how.
   std::vector<TracedProcessId> ids;
-  for (const ProcessFacts& p : job.processes()) ids.push_back({p.host, p.pid, p.created_ns});
+  for (const ProcessFacts& p : job.processes())
+    ids.push_back({p.host, p.pid, p.created_ns, p.pid_namespace});
   const Diagnosis d = Diagnose(job, ObserveLiveness(ids));
   if (json) {
     WriteJsonReport(job, d, out);

@@ -34,9 +34,9 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
     case pb::Record::kProcessStart: {
       const auto& s = r.process_start();
       return absl::StrFormat(
-          "process_start pid=%u host=%s rank=%d(%s) world=%d local=%d exe=%s job=%s", s.pid(),
-          s.host(), s.global_rank(), s.rank_source(), s.world_size(), s.local_rank(), s.exe(),
-          s.job_id());
+          "process_start pid=%u host=%s rank=%d(%s) world=%d local=%d exe=%s job=%s pidns=%u",
+          s.pid(), s.host(), s.global_rank(), s.rank_source(), s.world_size(), s.local_rank(),
+          s.exe(), s.job_id(), s.pid_namespace());
     }
     case pb::Record::kProcessEnd:
       return absl::StrFormat(

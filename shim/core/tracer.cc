@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -104,6 +105,8 @@ void WriteProcessStart() {
     }
   }
   r.w().Varint(f::kShimVersion, kShimVersion);
+  struct stat ns;  // which pid namespace g_pid is a number in
+  if (stat("/proc/self/ns/pid", &ns) == 0) r.w().Varint(f::kPidNamespace, ns.st_ino);
   r.Append(Region::kPinned);
 }
 
