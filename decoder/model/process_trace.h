@@ -41,6 +41,7 @@ struct ProcessTrace {
   int32_t local_rank = -1;
   std::string exe;
   std::string job_id;
+  uint64_t pid_namespace = 0;  // the inode of its /proc/self/ns/pid, 0 unknown (older shims)
   uint32_t clock = NCCLWATCH_CLOCK_MONOTONIC_NS;
   uint64_t created_realtime_ns =
       0;  // when the shim created the file (with host and pid, its identity)

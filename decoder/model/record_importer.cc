@@ -550,6 +550,9 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
           case f::process_start::kJobId:
             if (Bytes(x)) s.job_id = Str(x);
             break;
+          case f::process_start::kPidNamespace:
+            if (Varint(x)) s.pid_namespace = x.value;
+            break;
           default:
             break;
         }
@@ -565,6 +568,7 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
         p.local_rank = s.local_rank;
         p.exe = std::move(s.exe);
         p.job_id = std::move(s.job_id);
+        p.pid_namespace = s.pid_namespace;
       }
       break;
     }

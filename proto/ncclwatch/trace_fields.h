@@ -161,7 +161,7 @@ constexpr uint32_t kLastBody = kUntracked;
 }  // namespace record
 namespace process_start {
 constexpr uint32_t kPid = 1, kHost = 2, kGlobalRank = 3, kRankSource = 4, kWorldSize = 5,
-                   kLocalRank = 6, kExe = 7, kJobId = 8, kShimVersion = 9;
+                   kLocalRank = 6, kExe = 7, kJobId = 8, kShimVersion = 9, kPidNamespace = 10;
 }
 namespace process_end {
 constexpr uint32_t kHow = 1, kExitCode = 2;

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -278,4 +279,39 @@ TEST_CASE("healthy: two threads driving two communicators, traced to the end", "
     REQUIRE(p != nullptr);
     CHECK(p->collectives == p->issued);
   }
+}
+
+// A rank that is pid 1 in a pid namespace of its own (a container's init),
+// SIGKILLed from outside (its own SIGKILL would not reach an init) while the
+// others wait for it, until the job is ended. This host's pid 1 is another
+// process, older than the trace: taken for the rank, it kept the dead rank
+// "alive", and the diagnosis said it froze while the others were alive. Seen
+// from the host, the rank is looked for in its own namespace only; gone from
+// there, its heartbeat says it died first.
+TEST_CASE("a rank that was pid 1 in its container, SIGKILLed: dead, not the host's pid 1",
+          "[hang]") {
+  Scenario s;
+  jobs::JobSpec spec = Spec(s, {"--steps", "1000000"}, 6);
+  spec.env.push_back("NCCLWATCH_HEARTBEAT_MS=100");
+  const std::string script =
+      "if [ \"$RANK\" = 1 ]; then\n"
+      "  unshare --pid --fork --kill-child \"$@\" & u=$!\n"
+      "  until ls \"$NCCLWATCH_DIR\"/ncclwatch.*.1.*.trace >/dev/null 2>&1; do sleep 0.1; done\n"
+      "  sleep 1; kill -9 $(pgrep -P $u); wait $u; exit 137\n"
+      "fi\n"
+      "exec \"$@\"\n";
+  std::vector<std::string> argv = {"/bin/sh", "-c", script, "sh"};
+  argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+  spec.argv = argv;
+  s.job = jobs::RunJob(spec);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // every heartbeat stale
+  Finish(&s);
+  const auto t = Load(jobs::TraceOf(s.dir.path(), 1));
+  CHECK(t.pid == 1);
+  CHECK(t.pid_namespace != 0);
+  CHECK_FALSE(t.end.has_value());
+  const auto& f = RequireRoot(s.diagnosis, "rank_died");
+  CHECK(f.comm == s.world);
+  CHECK(f.ranks == std::vector<int>{1});
+  CHECK(f.String("did_instead").find("died first") != std::string::npos);
 }
