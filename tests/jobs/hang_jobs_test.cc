@@ -200,8 +200,7 @@ TEST_CASE("a frozen rank (SIGSTOP): its heartbeat stops while the others beat", 
   CHECK(after.ranks == std::vector<int>{1});
 }
 
-TEST_CASE("a small ring overwrote an early mismatch: the watcher's hold still names it",
-          "[hang]") {
+TEST_CASE("a small ring overwrote an early mismatch: the watcher's hold still names it", "[hang]") {
   Scenario s;
   jobs::JobSpec spec = Spec(s, {"--steps", "30", "--bug", "count:2:1"}, 8);
   spec.env.push_back("NCCLWATCH_RING_SIZE=64K");
