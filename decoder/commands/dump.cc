@@ -279,6 +279,19 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
                           u.reason() == pb::Untracked::CAPTURED ? " captured in a CUDA graph"
                                                                 : " not yet enqueued");
     }
+    case pb::Record::kHeldOperation: {
+      const auto& h = r.held_operation();
+      std::string s = absl::StrCat("held comm=", CommName(h.comm()), " rank=", h.rank(), " ",
+                                   CallName(h.call()), " #", h.seq());
+      if (h.call() == pb::SEND || h.call() == pb::RECV)
+        absl::StrAppend(&s, h.send() ? " to " : " from ", h.peer());
+      absl::StrAppend(&s, " count=", h.count(), " ", DatatypeName(h.datatype()));
+      if (h.has_redop() && h.redop() >= 0) absl::StrAppend(&s, " ", RedopName(h.redop()));
+      if (h.has_root() && h.root() >= 0) absl::StrAppend(&s, " root=", h.root());
+      absl::StrAppend(&s, " waited=", h.waited_ms(), "ms completed=", h.completed());
+      if (h.group_ops() > 0) absl::StrAppend(&s, " group_ops=", h.group_ops());
+      return s;
+    }
     default:
       return absl::StrCat("unknown ", r.ShortDebugString());
   }

@@ -277,6 +277,15 @@ constexpr uint32_t kCaptured = 1, kInProgress = 2;
 namespace record {
 constexpr uint32_t kCudaCall = 40;
 }
+// Record.held_operation (HeldOperation).
+namespace record {
+constexpr uint32_t kHeldOperation = 60;
+}
+namespace held_operation {
+constexpr uint32_t kComm = 1, kCall = 2, kSeq = 3, kPeer = 4, kSend = 5, kCount = 6, kDatatype = 7,
+                   kRedop = 8, kRoot = 9, kCaller = 10, kEnqueuedT = 11, kCompleted = 12,
+                   kGroupOps = 13, kRank = 14, kWaitedMs = 15;
+}
 namespace cuda_call {
 constexpr uint32_t kFunction = 1, kResult = 2, kVia = 3, kDevice = 4, kPeer = 5, kSize = 6,
                    kPtr = 7, kHandle = 8, kHandleType = 9, kFlags = 10, kFd = 11, kCanAccess = 12,
