@@ -110,6 +110,7 @@ class Diagnoser {
     }
     PointToPoint();
     Orders();
+    Stragglers();
     SkippedCreation();
     Init();
     DeviceErrors();
@@ -1414,6 +1415,63 @@ class Diagnoser {
         warnings_.push_back(x);
       }
     }
+  }
+
+  // Ranks whose host enqueued a communicator's collectives last, far more
+  // often than chance allows (analysis/arrival_skew.h): a warning each (the
+  // job may be healthy and slow), one per rank, in the communicator where it
+  // was last most often; the others it straggles in listed.
+  void Stragglers() {
+    std::map<std::pair<int, int>, Finding> by_rank;  // (job, global rank)
+    for (const ArrivalStraggler& s : job_.arrivals().Stragglers()) {
+      Finding x;
+      x.kind = FindingKind::kStraggler;
+      x.role = FindingRole::kWarning;
+      x.comm = s.comm;
+      x.seq = s.began_seq;
+      x.nranks = job_.CommSize(s.comm);
+      x.job = job_of_[s.process];
+      x.when_ns = s.began_ns;
+      x.phase = HangPhase::kStep;
+      StragglerFacts facts;
+      facts.rank = job_.GlobalRank(s.process, s.comm, s.rank);
+      x.ranks = {facts.rank};
+      facts.members = s.members;
+      facts.compared = s.compared;
+      facts.gapped = s.gapped;
+      facts.times_last = s.times_last;
+      facts.call = s.call;
+      facts.call_times_last = s.call_times_last;
+      facts.call_compared = s.call_compared;
+      facts.median_late_ns = s.median_late_ns;
+      facts.p90_late_ns = s.p90_late_ns;
+      facts.median_interval_ns = s.median_interval_ns;
+      facts.first_seq = s.first_seq;
+      facts.last_seq = s.last_seq;
+      facts.window_start = s.window_start;
+      facts.began_seq = s.began_seq;
+      facts.began_ns = s.began_ns;
+      facts.began_later = s.began_later;
+      facts.early_late_ns = s.early_late_ns;
+      facts.recent_late_ns = s.recent_late_ns;
+      facts.worsening = s.worsening;
+      std::set<std::string> hosts;
+      for (int q : s.member_processes) hosts.insert(procs_[q].host);
+      facts.hosts = static_cast<int>(hosts.size());
+      x.facts = facts;
+      auto [at, fresh] = by_rank.try_emplace({x.job, facts.rank}, x);
+      if (fresh) continue;
+      StragglerFacts& kept = std::get<StragglerFacts>(at->second.facts);
+      if (facts.times_last > kept.times_last) {
+        facts.also_comms = std::move(kept.also_comms);
+        facts.also_comms.push_back(at->second.comm.value_or(0));
+        x.facts = facts;
+        at->second = x;
+      } else {
+        kept.also_comms.push_back(s.comm);
+      }
+    }
+    for (auto& [key, x] : by_rank) warnings_.push_back(std::move(x));
   }
 
   // Init forensics, job by job: each job's ranks' initialisation evidence.

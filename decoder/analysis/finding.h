@@ -47,6 +47,8 @@ enum class FindingKind {
   kKilledWhileRunning,  // a launcher or scheduler signal ended the job while it progressed
   kTraceOverwritten,    // the ring lost the records that could show the cause
   kNcclCallsUnseen,     // a rank loaded NCCL, and none of its calls were seen
+  // Fail-slow (warnings: the job may be healthy and slow):
+  kStraggler,  // a rank whose host enqueues a communicator's collectives last, again and again
   // From explain (plain logs) only:
   kGpuFault,  // (also from a trace's CudaError: DeviceErrorFacts)
   kOutOfMemory,
@@ -550,12 +552,41 @@ struct SetupFacts {
   std::vector<Setting> settings;
 };
 
+// straggler: a rank that came last to a communicator's collectives far more
+// often than chance allows (analysis/arrival_skew.h), with the figures.
+struct StragglerFacts {
+  enum class Cause { kHost };  // its host enqueued last (the GPU's and the link's: not yet)
+  Cause cause = Cause::kHost;
+  int rank = -1;  // global
+  int members = 0;
+  uint64_t compared = 0;  // collectives every member issued
+  uint64_t gapped = 0;    // ... where one member came last by 1 ms or more
+  uint64_t times_last = 0;
+  uint32_t call = 0;  // the collective it was most often last in, how often, of how many
+  uint64_t call_times_last = 0;
+  uint64_t call_compared = 0;
+  int64_t median_late_ns = 0;
+  int64_t p90_late_ns = 0;
+  int64_t median_interval_ns = 0;  // between its consecutive collectives
+  uint64_t first_seq = 0;          // the collectives compared
+  uint64_t last_seq = 0;
+  bool window_start = false;  // the comparison began after the communicator's first collective
+  uint64_t began_seq = 0;     // the first collective of its straggling
+  int64_t began_ns = 0;
+  bool began_later = false;  // it began after the first collective compared
+  int64_t early_late_ns = 0;
+  int64_t recent_late_ns = 0;
+  bool worsening = false;
+  int hosts = 1;                     // the members' hosts: above 1, clocks compared as they were
+  std::vector<uint64_t> also_comms;  // other communicators it straggles in
+};
+
 using FindingFacts =
     std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts, P2pMismatchFacts,
                  OrderInversionFacts, MissingTracesFacts, UnreadableTracesFacts,
                  DuplicateTracesFacts, InitFailureFacts, LogFacts, NcclNotVisibleFacts,
                  NeverCompletedFacts, DeviceErrorFacts, StoppedRankFacts, HangFacts, ExitErrorFacts,
-                 BlindSpotFacts, SetupFacts, KilledWhileRunningFacts>;
+                 BlindSpotFacts, SetupFacts, KilledWhileRunningFacts, StragglerFacts>;
 
 // An operation of a live job not yet done everywhere: what a `running`
 // verdict shows.

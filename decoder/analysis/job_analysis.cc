@@ -268,6 +268,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
     if (s.any() || s.membership >= 0) alignments_[s.comm].AddMember(index, s, t);
   p2p_.AddProcess(index, t);
   order_.AddProcess(index, t);
+  arrivals_.AddProcess(index, t);
   p.created_ns = t.created_realtime_ns;
   p.pid_namespace = t.pid_namespace;
   p.completion = SummariseCompletion(t);

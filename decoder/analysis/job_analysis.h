@@ -3,9 +3,10 @@
 //
 // AddProcess takes a decoded process, feeds its events to the analyses
 // (collective alignment per communicator, point-to-point matching, order
-// inversion) and keeps only a summary of it (ProcessFacts). Memory therefore
-// grows with the number of processes, plus about one process's worth of
-// events per communicator, not with the total number of records.
+// inversion, arrival skew) and keeps only a summary of it (ProcessFacts).
+// Memory therefore grows with the number of processes, plus about one
+// process's worth of events per communicator and a window of enqueue times
+// per member, not with the total number of records.
 //
 // Thread-safety: single-threaded.
 
@@ -21,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/arrival_skew.h"
 #include "analysis/collective_alignment.h"
 #include "analysis/completion.h"
 #include "analysis/init_evidence.h"
@@ -112,6 +114,7 @@ class JobAnalysis {
   const std::map<uint64_t, CollectiveAlignment>& alignments() const { return alignments_; }
   const P2pMatching& p2p() const { return p2p_; }
   const OrderInversion& order() const { return order_; }
+  const ArrivalSkew& arrivals() const { return arrivals_; }
 
   // The global rank to name member `comm_rank` of `comm` in `process` by.
   int GlobalRank(int process, uint64_t comm, int32_t comm_rank) const;
@@ -129,6 +132,7 @@ class JobAnalysis {
   std::map<uint64_t, CollectiveAlignment> alignments_;
   P2pMatching p2p_;
   OrderInversion order_;
+  ArrivalSkew arrivals_;
 };
 
 }  // namespace ncclwatch::decoder

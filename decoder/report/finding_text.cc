@@ -12,6 +12,7 @@
 #include "report/init_text.h"
 #include "report/log_text.h"
 #include "report/names.h"
+#include "report/straggler_text.h"
 #include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {
@@ -124,6 +125,8 @@ std::string Title(const Finding& f) {
       return "the traces lost the records that would show the cause";
     case FindingKind::kNcclCallsUnseen:
       return "NCCL calls not seen";
+    case FindingKind::kStraggler:
+      return "a rank holds the others back";
   }
   return KindName(f.kind);
 }
@@ -573,6 +576,17 @@ void Render(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&, Fin
   RenderBlindSpot(f, x, t);
 }
 
+void Render(const Finding& f, const StragglerFacts& x, const CallSiteNamer&, FindingText* t) {
+  t->detail = RenderStraggler(f, x);
+  t->fix = absl::StrCat(
+      "look at what rank ", x.rank,
+      "'s host does between steps: its data loader, CPU (other processes, its CPU frequency and "
+      "affinity), Python (py-spy dump --pid PID on it and on another rank, and compare); if its "
+      "host waits on its own GPU before it issues the next collective (a synchronize, .item(), a "
+      "copy to the host), its GPU may be the slow one: compare the GPUs' kernel times");
+  t->groups.push_back({{x.rank}, absl::StrCat("came last, ", StragglerLate(x), " on median")});
+}
+
 void Render(const Finding&, const std::monostate&, const CallSiteNamer&, FindingText*) {}
 
 }  // namespace
@@ -645,6 +659,8 @@ const char* KindName(FindingKind kind) {
       return "trace_overwritten";
     case FindingKind::kNcclCallsUnseen:
       return "nccl_calls_unseen";
+    case FindingKind::kStraggler:
+      return "straggler";
   }
   return "unknown";
 }

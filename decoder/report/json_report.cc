@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analysis/nccl_semantics.h"
 #include "ncclwatch/trace_fields.h"
 #include "ncclwatch_version.h"
 #include "report/call_site.h"
@@ -183,6 +184,24 @@ void WriteFacts(const Finding&, const KilledWhileRunningFacts& x, const CallSite
         << ",\"last_call\":" << (r.last.valid ? JsonString(DescribeCall(r.last)) : "null") << "}";
   }
   out << "]";
+}
+
+void WriteFacts(const Finding&, const StragglerFacts& x, const CallSiteNamer&, std::ostream& out) {
+  std::vector<std::string> also;
+  for (uint64_t c : x.also_comms) also.push_back(JsonString(CommName(c)));
+  out << ",\"cause\":\"host\",\"call\":" << JsonString(CallName(x.call))
+      << ",\"times_last\":" << x.call_times_last << ",\"of\":" << x.call_compared
+      << ",\"times_last_all\":" << x.times_last << ",\"compared\":" << x.compared
+      << ",\"gapped\":" << x.gapped << ",\"members\":" << x.members
+      << ",\"median_late_s\":" << SecondsJson(x.median_late_ns)
+      << ",\"p90_late_s\":" << SecondsJson(x.p90_late_ns)
+      << ",\"interval_s\":" << SecondsJson(x.median_interval_ns) << ",\"first_seq\":" << x.first_seq
+      << ",\"last_seq\":" << x.last_seq << ",\"began_seq\":" << x.began_seq
+      << ",\"began_later\":" << (x.began_later ? "true" : "false")
+      << ",\"worsening\":" << (x.worsening ? "true" : "false")
+      << ",\"early_late_s\":" << SecondsJson(x.early_late_ns)
+      << ",\"recent_late_s\":" << SecondsJson(x.recent_late_ns) << ",\"hosts\":" << x.hosts
+      << ",\"also_comms\":[" << absl::StrJoin(also, ",") << "]";
 }
 
 void WriteFacts(const Finding&, const ExitErrorFacts& x, const CallSiteNamer&, std::ostream& out) {

@@ -156,6 +156,12 @@ class SyntheticProcess {
     a.mutable_time_anchor()->set_realtime_ns(kRealtimeBase);
   }
 
+  // The process ran on `host` (ProcessStart; "node0" unless said).
+  SyntheticProcess& OnHost(const std::string& host) {
+    records_.front().mutable_process_start()->set_host(host);
+    return *this;
+  }
+
   // The next record happens at tick `t` (later ones follow 10 ticks apart).
   SyntheticProcess& At(uint64_t t) {
     t_ = t - kTick;

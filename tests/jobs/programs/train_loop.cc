@@ -16,7 +16,7 @@
 //
 //   train_loop [--steps N] [--size ELEMENTS] [--pipeline] [--tensor-parallel] [--tp-stream]
 //              [--tp-thread] [--step-ms MS] [--checkpoint-ms MS] [--no-sync]
-//              [--id-before-cuda]
+//              [--id-before-cuda] [--slow-host RANK:STEP:MS] [--jitter PCT]
 //              [--rank-steps RANK:N] [--bug KIND:RANK:STEP]...
 //
 // Bugs (each on one rank, at one step):
@@ -45,6 +45,10 @@
 //             checkpoint, a data loader), outside NCCL
 //   skip-split  (step ignored) does not call ncclCommSplit (--tensor-parallel)
 //             and goes on to the world communicator's first collective
+// --slow-host makes one rank's host slow from a step on: it spends MS in
+// host code before each step (a slow data loader, a busy CPU), so its
+// collectives are enqueued last. --jitter varies every rank's --step-ms at
+// random, uniformly within +-PCT % each step (a healthy job's noise).
 // --rank-steps gives one rank a different number of steps (uneven data).
 // --step-ms sleeps that long after each step, as a step's computation would
 // (a healthy job that keeps running while it is watched); --checkpoint-ms is
@@ -59,6 +63,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -91,6 +96,10 @@ struct Options {
   int step_ms = 0;
   bool no_sync = false;
   int checkpoint_ms = 2000;
+  int slow_rank = -1;
+  int slow_from = 0;
+  int slow_ms = 0;
+  int jitter_pct = 0;
   std::vector<Bug> bugs;
 };
 
@@ -129,6 +138,12 @@ Options Parse(int argc, char** argv) {
         Usage("--rank-steps wants RANK:N");
     } else if (a == "--no-sync") {
       o.no_sync = true;
+    } else if (a == "--slow-host") {
+      std::string v = next();
+      if (std::sscanf(v.c_str(), "%d:%d:%d", &o.slow_rank, &o.slow_from, &o.slow_ms) != 3)
+        Usage("--slow-host wants RANK:STEP:MS");
+    } else if (a == "--jitter") {
+      o.jitter_pct = std::atoi(next().c_str());
     } else if (a == "--checkpoint-ms") {
       o.checkpoint_ms = std::atoi(next().c_str());
     } else if (a == "--bug") {
@@ -221,6 +236,8 @@ int main(int argc, char** argv) {
     });
   }
   const int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+  unsigned jitter_seed =
+      static_cast<unsigned>(getpid()) * 2654435761u + static_cast<unsigned>(rank);
   for (int step = 0; step < steps; ++step) {
     const std::string bug = BugAt(opt, rank, step);
     if (bug == "kill") raise(SIGKILL);
@@ -249,6 +266,8 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       for (;;) pause();
     }
+    if (rank == opt.slow_rank && step >= opt.slow_from)
+      std::this_thread::sleep_for(std::chrono::milliseconds(opt.slow_ms));
     if (bug == "checkpoint") {
       std::printf("rank %d checkpoints at step %d\n", rank, step);
       std::fflush(stdout);
@@ -352,7 +371,14 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i) loss += params[i] * params[i];
     std::printf("step %d done loss %.6f\n", step, loss / static_cast<double>(n));
     std::fflush(stdout);
-    if (opt.step_ms > 0) usleep(static_cast<useconds_t>(opt.step_ms) * 1000);
+    if (opt.step_ms > 0) {
+      int64_t us = static_cast<int64_t>(opt.step_ms) * 1000;
+      if (opt.jitter_pct > 0) {
+        const int64_t spread = us * opt.jitter_pct / 100;
+        us += static_cast<int64_t>(rand_r(&jitter_seed) % (2 * spread + 1)) - spread;
+      }
+      usleep(static_cast<useconds_t>(std::max<int64_t>(us, 0)));
+    }
   }
 
   if (tp_driver.joinable()) tp_driver.join();

@@ -1,0 +1,96 @@
+// ArrivalSkew: which rank's host enqueues a communicator's collectives last,
+// how often, by how much, and since when (a host straggler).
+//
+// A collective completes on no rank before every member has issued it, so
+// the member whose host enqueues it last holds the others back by the gap
+// between its enqueue and the one before it. Per communicator and member,
+// the enqueue times of its last kWindow numbered collectives are kept (as
+// each process is added: a job's memory stays one window per member). Per
+// collective every member issued, the last member and its gap are found; a
+// gap under kMinGapNs is "arrived together" (scheduler noise, one process's
+// microseconds of bookkeeping) and blames no one.
+//
+// A rank is a straggler of a communicator when it was last, by a gap, far
+// more often than chance allows: with n members, a member that is no
+// different from the others is last in about 1/n of the gapped collectives;
+// a straggler must be last in at least half of them, and more than 5 binomial
+// standard deviations above 1/n (a job whose ranks are slowed at random, by
+// a busy machine or a jittery data loader, names no one: the chance of 5
+// sigma is 3e-7 per rank and communicator). When it began is the change
+// point of its "last, by a gap" series (the split into a before and an after
+// with the least squared error); whether it is getting worse compares its
+// median gap in the first and second half of its straggling.
+//
+// Times are the enqueue times on each host's own clock (realtime): on one
+// host they compare exactly; across hosts, the hosts' clock offset adds to
+// every gap (the finding says how many hosts and that their clocks were
+// taken as they were).
+//
+// Thread-safety: none; one analysis owns it.
+
+#ifndef NCCLWATCH_DECODER_ANALYSIS_ARRIVAL_SKEW_H_
+#define NCCLWATCH_DECODER_ANALYSIS_ARRIVAL_SKEW_H_
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "model/process_trace.h"
+
+namespace ncclwatch::decoder {
+
+struct ArrivalStraggler {
+  uint64_t comm = 0;
+  int32_t rank = -1;  // in the communicator
+  int process = -1;
+  int members = 0;        // members compared
+  std::vector<int> member_processes;
+  uint64_t compared = 0;  // collectives every member issued (within the window)
+  uint64_t gapped = 0;    // ... of which one member came last by kMinGapNs or more
+  uint64_t times_last = 0;
+  uint32_t call = 0;               // the collective it was most often last in
+  uint64_t call_times_last = 0;    // ... how often
+  uint64_t call_compared = 0;      // ... of how many of that call compared
+  int64_t median_late_ns = 0;      // its gap when last, median
+  int64_t p90_late_ns = 0;         // ... and 90th percentile
+  int64_t median_interval_ns = 0;  // between its consecutive collectives (the step, roughly)
+  uint64_t first_seq = 0;          // the first and last collective compared
+  uint64_t last_seq = 0;
+  bool window_start = false;  // the window began after the communicator's first collective
+  // When it began: the first collective of its straggling (first_seq when it
+  // straggled from the first one compared), and when it was enqueued.
+  uint64_t began_seq = 0;
+  int64_t began_ns = 0;
+  bool began_later = false;  // it began after first_seq (a change point)
+  // Its median gap in the first and second half of its straggling.
+  int64_t early_late_ns = 0;
+  int64_t recent_late_ns = 0;
+  bool worsening = false;
+};
+
+class ArrivalSkew {
+ public:
+  static constexpr size_t kWindow = 4096;                     // collectives per member
+  static constexpr int64_t kMinGapNs = 1000 * 1000;           // 1 ms
+  static constexpr uint64_t kMinTimesLast = 10;               // evidence below this names no one
+  static constexpr double kSigmas = 5.0;
+
+  void AddProcess(int index, const ProcessTrace& t);
+  // Every straggler found, by communicator, then rank.
+  std::vector<ArrivalStraggler> Stragglers() const;
+
+ private:
+  struct Series {
+    int process = -1;
+    uint64_t first_seq = 0;      // seq of ns[0]
+    bool from_start = false;     // the window starts at the communicator's collective #0
+    std::vector<int64_t> ns;     // enqueue time of first_seq + i; INT64_MIN when not recorded
+    std::vector<uint32_t> call;  // its call
+  };
+  // Per communicator, per member rank.
+  std::map<uint64_t, std::map<int32_t, Series>> comms_;
+};
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_ANALYSIS_ARRIVAL_SKEW_H_

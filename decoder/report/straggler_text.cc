@@ -1,0 +1,79 @@
+#include "report/straggler_text.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "analysis/nccl_semantics.h"
+#include "report/names.h"
+
+namespace ncclwatch::decoder {
+
+namespace {
+
+// A span for a reader, rounded: "850 us", "4.8 ms", "21 ms", "1.4 s".
+std::string Span(int64_t ns) {
+  const double v = static_cast<double>(std::max<int64_t>(ns, 0));
+  if (v < 1e6) return absl::StrFormat("%.0f us", v / 1e3);
+  if (v < 9.95e6) return absl::StrFormat("%.1f ms", v / 1e6);
+  if (v < 999.5e6) return absl::StrFormat("%.0f ms", v / 1e6);
+  return absl::StrFormat("%.1f s", v / 1e9);
+}
+
+std::string Utc(int64_t ns) {
+  const time_t secs = static_cast<time_t>(ns / 1'000'000'000);
+  struct tm tm {};
+  char when[40] = "an unknown time";
+  if (ns > 0 && gmtime_r(&secs, &tm)) strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return when;
+}
+
+}  // namespace
+
+std::string StragglerLate(const StragglerFacts& x) { return Span(x.median_late_ns); }
+
+std::string RenderStraggler(const Finding& f, const StragglerFacts& x) {
+  std::string text = absl::StrFormat(
+      "rank %d enqueued last in %d of %d %ss of communicator %s (%d ranks compared), %s after "
+      "the others on median (90th percentile %s)",
+      x.rank, x.call_times_last, x.call_compared, CallName(x.call), CommShort(f.comm.value_or(0)),
+      x.members, Span(x.median_late_ns), Span(x.p90_late_ns));
+  if (x.times_last != x.call_times_last)
+    absl::StrAppend(&text, "; last in ", x.times_last, " of its ", x.compared, " collectives");
+  if (x.median_interval_ns > 0) {
+    absl::StrAppend(&text, absl::StrFormat("; its collectives come every %s: the others wait %d%% of that for it",
+                                           Span(x.median_interval_ns),
+                                           static_cast<int>(100 * x.median_late_ns /
+                                                            std::max<int64_t>(x.median_interval_ns, 1))));
+  }
+  absl::StrAppend(&text, "; its host issues them late (its data loader, CPU or Python)");
+  if (x.began_later) {
+    absl::StrAppend(&text, "; it began at collective #", x.began_seq, " (", Utc(x.began_ns), ")");
+  } else if (x.window_start) {
+    absl::StrAppend(&text, "; it straggled in every collective compared, from #", x.first_seq,
+                    " (earlier ones were not kept)");
+  } else {
+    absl::StrAppend(&text, "; it straggled from the communicator's first collective");
+  }
+  if (x.worsening) {
+    absl::StrAppend(&text, ", and it is getting worse: ", Span(x.early_late_ns), " late at first, ",
+                    Span(x.recent_late_ns), " lately");
+  }
+  if (!x.also_comms.empty()) {
+    std::vector<std::string> others;
+    for (uint64_t c : x.also_comms) others.push_back(CommShort(c));
+    absl::StrAppend(&text, "; the same in communicator", others.size() > 1 ? "s " : " ",
+                    absl::StrJoin(others, ", "));
+  }
+  if (x.hosts > 1) {
+    absl::StrAppend(&text, "; its members run on ", x.hosts,
+                    " hosts, whose clocks were compared as they were (their offset adds to every "
+                    "gap: check NTP/PTP if the gap is under a few milliseconds)");
+  }
+  return text;
+}
+
+}  // namespace ncclwatch::decoder

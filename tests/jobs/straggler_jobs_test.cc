@@ -1,0 +1,105 @@
+// Fail-slow, for real on the simulator under the preloaded shim: a rank
+// whose host is slow (train_loop --slow-host: it spends time in host code
+// before each step, as a slow data loader does) is named the straggler, with
+// the communicator, how often and by how much, and since when; the job stays
+// healthy (a warning). A job whose every rank is slowed at random (--jitter)
+// names no one.
+//
+// In train_loop, step k's world AllReduce is collective #(k + k/4) of the
+// world communicator (a Broadcast follows every 4th step's AllReduce).
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "support/traced_job.h"
+
+namespace {
+
+struct Scenario {
+  jobs::TempDir dir;
+  jobs::JobResult job;
+  jobs::DiagnosisView diagnosis;
+  std::string world;
+};
+
+void Run(Scenario* s, int nranks, const std::vector<std::string>& args) {
+  jobs::JobSpec spec = jobs::TracedJobSpec(nranks, "train_loop", args, s->dir.path());
+  spec.timeout_s = 60;
+  s->job = jobs::RunJob(spec);
+  REQUIRE(s->job.error.empty());
+  for (const auto& r : s->job.ranks) CHECK(r.exit_code == 0);
+  s->diagnosis = jobs::Diagnose({s->dir.path()});
+  s->world = jobs::CommId(s->dir.path(), 0, "ncclCommInitRank");
+  INFO("diagnosis:\n" << s->diagnosis.output);
+  REQUIRE(s->diagnosis.parsed);
+  REQUIRE_FALSE(s->world.empty());
+  // Slow or not, the job itself is healthy.
+  CHECK(s->diagnosis.verdict == "healthy");
+  CHECK(s->diagnosis.exit_code == 0);
+}
+
+std::vector<const jobs::FindingView*> Stragglers(const jobs::DiagnosisView& d) {
+  std::vector<const jobs::FindingView*> out;
+  for (const auto& f : d.findings)
+    if (f.kind == "straggler") out.push_back(&f);
+  return out;
+}
+
+double Number(const jobs::FindingView& f, const std::string& key) {
+  const auto& fields = f.raw.fields();
+  auto it = fields.find(key);
+  return it == fields.end() ? -1 : it->second.number_value();
+}
+
+}  // namespace
+
+// 8 ranks: data parallel over all, tensor-parallel pairs, a pipeline of
+// sends and receives; rank 5's host takes 15 ms more per step.
+TEST_CASE("a slow host is named the straggler with its figures, and the job stays healthy",
+          "[straggler]") {
+  Scenario s;
+  Run(&s, 8,
+      {"--steps", "80", "--tensor-parallel", "--pipeline", "--step-ms", "5", "--slow-host",
+       "5:0:15"});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  const auto found = Stragglers(s.diagnosis);
+  REQUIRE(found.size() == 1);
+  const jobs::FindingView& f = *found[0];
+  CHECK(f.role == "warning");
+  CHECK(f.comm == s.world);
+  CHECK(f.ranks == std::vector<int>{5});
+  CHECK(f.String("cause") == "host");
+  CHECK(f.String("call") == "AllReduce");
+  CHECK(Number(f, "times_last") >= 60);  // of 80 AllReduces
+  CHECK(Number(f, "median_late_s") >= 0.010);
+  CHECK(Number(f, "began_seq") == 0);
+  CHECK(f.detail.find("rank 5 enqueued last in ") == 0);
+  CHECK(f.fix.find("py-spy dump") != std::string::npos);
+}
+
+// From step 40 on, rank 1's host is slow: dated at that step's AllReduce.
+TEST_CASE("a straggler that starts mid-job is dated", "[straggler]") {
+  Scenario s;
+  Run(&s, 4, {"--steps", "100", "--step-ms", "5", "--slow-host", "1:40:15"});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  const auto found = Stragglers(s.diagnosis);
+  REQUIRE(found.size() == 1);
+  const jobs::FindingView& f = *found[0];
+  CHECK(f.comm == s.world);
+  CHECK(f.ranks == std::vector<int>{1});
+  CHECK(f.raw.fields().at("began_later").bool_value());
+  // Step 40's AllReduce is #50; the broadcasts in between arrive together.
+  CHECK(Number(f, "began_seq") >= 49);
+  CHECK(Number(f, "began_seq") <= 51);
+  CHECK(f.detail.find("it began at collective #") != std::string::npos);
+}
+
+// Every rank's step varies by +-20 %: nobody is a straggler.
+TEST_CASE("random jitter on every rank names no straggler", "[straggler]") {
+  Scenario s;
+  Run(&s, 4, {"--steps", "100", "--step-ms", "10", "--jitter", "20"});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(Stragglers(s.diagnosis).empty());
+  CHECK(s.diagnosis.findings.empty());
+}

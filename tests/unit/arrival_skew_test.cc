@@ -1,0 +1,183 @@
+// Arrival skew (analysis/arrival_skew.h) and the straggler warning it makes:
+// a rank whose host enqueues a communicator's collectives last is named with
+// its figures and since when; random lateness names no one.
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analysis/arrival_skew.h"
+#include "analysis/diagnosis.h"
+#include "analysis/finding.h"
+#include "analysis/job_analysis.h"
+#include "report/finding_text.h"
+#include "synthetic_process.h"
+
+namespace {
+
+using ncclwatch::decoder::ArrivalSkew;
+using ncclwatch::decoder::ArrivalStraggler;
+using ncclwatch::decoder::Diagnose;
+using ncclwatch::decoder::Diagnosis;
+using ncclwatch::decoder::Finding;
+using ncclwatch::decoder::FindingKind;
+using ncclwatch::decoder::FindingRole;
+using ncclwatch::decoder::JobAnalysis;
+using ncclwatch::decoder::StragglerFacts;
+using namespace ncclwatch::testing;
+
+constexpr uint64_t kComm = 0x3fa9c1d2e5b60718;
+constexpr uint64_t kMs = 1'000'000;  // ticks are nanoseconds
+
+// `n` ranks, `steps` AllReduces 20 ms apart; rank r enqueues step s
+// `late(r, s)` ticks after the step begins. Every rank destroys and exits 0.
+template <typename Late>
+std::vector<SyntheticProcess> Job(int n, uint64_t steps, Late late) {
+  std::vector<SyntheticProcess> ps;
+  for (int r = 0; r < n; ++r) {
+    ps.emplace_back(r);
+    ps.back().Init(kComm, r, n).Tracked(kComm);
+  }
+  for (int r = 0; r < n; ++r) {
+    for (uint64_t s = 0; s < steps; ++s)
+      ps[r].At(1000 * kMs + s * 20 * kMs + late(r, s)).Collective(kComm, s);
+    ps[r].Progress(kComm, steps).Destroy(kComm).Exit(0);
+  }
+  return ps;
+}
+
+std::vector<ArrivalStraggler> Stragglers(const std::vector<SyntheticProcess>& ps) {
+  ArrivalSkew skew;
+  for (size_t i = 0; i < ps.size(); ++i) skew.AddProcess(static_cast<int>(i), ps[i].Build());
+  return skew.Stragglers();
+}
+
+Diagnosis DiagnoseJob(const std::vector<SyntheticProcess>& ps) {
+  JobAnalysis job;
+  for (const SyntheticProcess& p : ps) job.AddProcess(p.Build());
+  job.Finish();
+  return Diagnose(job);
+}
+
+}  // namespace
+
+TEST_CASE("a rank whose host enqueues last every step is a straggler, with its figures",
+          "[straggler]") {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<uint64_t> noise(0, 300'000);  // 0-300 us
+  const auto ps = Job(4, 100, [&](int r, uint64_t) { return noise(rng) + (r == 2 ? 5 * kMs : 0); });
+  const auto found = Stragglers(ps);
+  REQUIRE(found.size() == 1);
+  const ArrivalStraggler& x = found[0];
+  CHECK(x.comm == kComm);
+  CHECK(x.rank == 2);
+  CHECK(x.members == 4);
+  CHECK(x.compared == 100);
+  CHECK(x.times_last == 100);
+  CHECK(x.gapped == 100);
+  CHECK(x.median_late_ns > int64_t{4'600'000});
+  CHECK(x.median_late_ns < int64_t{5'400'000});
+  CHECK(x.median_interval_ns > int64_t{19 * kMs});
+  CHECK(x.median_interval_ns < int64_t{21 * kMs});
+  CHECK_FALSE(x.began_later);
+  CHECK(x.began_seq == 0);
+  CHECK_FALSE(x.window_start);
+  CHECK_FALSE(x.worsening);
+
+  // The diagnosis: a warning, and the job stays healthy.
+  const Diagnosis d = DiagnoseJob(ps);
+  CHECK_FALSE(d.problem);
+  REQUIRE(d.findings.size() == 1);
+  const Finding& f = d.findings[0];
+  CHECK(f.kind == FindingKind::kStraggler);
+  CHECK(f.role == FindingRole::kWarning);
+  CHECK(f.comm == kComm);
+  CHECK(f.ranks == std::vector<int>{2});
+  const auto t = ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites());
+  INFO(t.detail);
+  CHECK(t.detail.find("rank 2 enqueued last in 100 of 100 AllReduces of communicator 3fa9c1 "
+                      "(4 ranks compared), ") == 0);
+  CHECK(t.detail.find("its collectives come every 20 ms") != std::string::npos);
+  CHECK(t.detail.find("it straggled from the communicator's first collective") !=
+        std::string::npos);
+  CHECK(t.fix.find("py-spy dump") != std::string::npos);
+}
+
+TEST_CASE("random lateness on every rank names no straggler, in 2 to 8 ranks", "[straggler]") {
+  // Each rank late by 0-4 ms at random each step (a +-20 % jitter on a 10 ms
+  // host step), 20 jobs of each size.
+  for (int n : {2, 4, 8}) {
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+      std::mt19937_64 rng(seed * 1000 + static_cast<uint64_t>(n));
+      std::uniform_int_distribution<uint64_t> jitter(0, 4 * kMs);
+      const auto ps = Job(n, 200, [&](int, uint64_t) { return jitter(rng); });
+      INFO("ranks " << n << ", seed " << seed);
+      CHECK(Stragglers(ps).empty());
+    }
+  }
+}
+
+TEST_CASE("a straggler that starts late is dated, and one that worsens says so", "[straggler]") {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<uint64_t> noise(0, 2 * kMs);
+  SECTION("from collective #500 of 700 on") {
+    const auto ps = Job(8, 700, [&](int r, uint64_t s) {
+      return noise(rng) + (r == 5 && s >= 500 ? 8 * kMs : 0);
+    });
+    const auto found = Stragglers(ps);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].rank == 5);
+    CHECK(found[0].began_later);
+    CHECK(found[0].began_seq >= 498);
+    CHECK(found[0].began_seq <= 502);
+    CHECK(found[0].began_ns > 0);
+    CHECK_FALSE(found[0].worsening);
+    const Diagnosis d = DiagnoseJob(ps);
+    REQUIRE(d.findings.size() == 1);
+    const auto t =
+        ncclwatch::decoder::RenderFinding(d.findings[0], ncclwatch::decoder::NoCallSites());
+    INFO(t.detail);
+    CHECK(t.detail.find("it began at collective #") != std::string::npos);
+  }
+  SECTION("later by more and more") {
+    const auto ps = Job(4, 200, [&](int r, uint64_t s) {
+      return noise(rng) / 4 + (r == 1 ? 2 * kMs + s * 50'000 : 0);  // 2 ms, then 12 ms
+    });
+    const auto found = Stragglers(ps);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].rank == 1);
+    CHECK(found[0].worsening);
+    CHECK(found[0].recent_late_ns > found[0].early_late_ns);
+  }
+}
+
+TEST_CASE("a straggler among collectives its ranks reach together; across hosts, said so",
+          "[straggler]") {
+  // Every 4th collective comes right after the one before on every rank (a
+  // broadcast after the AllReduce): nobody is last there.
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<uint64_t> noise(0, 200'000);
+  auto ps = Job(2, 120, [&](int r, uint64_t s) {
+    return noise(rng) + (r == 0 && s % 4 != 3 ? 3 * kMs : 0);
+  });
+  ps[1].OnHost("node1");
+  const auto found = Stragglers(ps);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].rank == 0);
+  CHECK(found[0].times_last == 90);
+  CHECK(found[0].gapped == 90);
+  const Diagnosis d = DiagnoseJob(ps);
+  REQUIRE(d.findings.size() == 1);
+  const auto& facts = std::get<StragglerFacts>(d.findings[0].facts);
+  CHECK(facts.hosts == 2);
+  const auto t =
+      ncclwatch::decoder::RenderFinding(d.findings[0], ncclwatch::decoder::NoCallSites());
+  CHECK(t.detail.find("2 hosts, whose clocks were compared as they were") != std::string::npos);
+}
+
+TEST_CASE("too few collectives name no one", "[straggler]") {
+  const auto ps = Job(2, 12, [&](int r, uint64_t) { return r == 1 ? 5 * kMs : 0; });
+  CHECK(Stragglers(ps).empty());
+}
