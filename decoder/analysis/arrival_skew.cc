@@ -73,56 +73,76 @@ void ArrivalSkew::AddProcess(int index, const ProcessTrace& t) {
   }
 }
 
+std::vector<ArrivalSkew::Op> ArrivalSkew::Compare(const Members& members) {
+  std::vector<Op> ops;
+  uint64_t lo = 0, hi = UINT64_MAX;
+  for (const auto& [rank, s] : members) {
+    lo = std::max(lo, s.first_seq);
+    hi = std::min(hi, s.first_seq + s.ns.size() - 1);
+  }
+  for (uint64_t seq = lo; seq <= hi && hi != UINT64_MAX; ++seq) {
+    int64_t latest = INT64_MIN, second = INT64_MIN;
+    int32_t who = -1;
+    uint32_t call = 0;
+    bool all = true;
+    for (const auto& [rank, s] : members) {
+      const int64_t v = s.ns[seq - s.first_seq];
+      if (v == INT64_MIN) {
+        all = false;
+        break;
+      }
+      call = s.call[seq - s.first_seq];
+      if (v > latest) {
+        second = latest;
+        latest = v;
+        who = rank;
+      } else if (v > second) {
+        second = v;
+      }
+    }
+    if (!all) continue;
+    const int64_t gap = latest - second;
+    ops.push_back(Op{seq, gap >= kMinGapNs ? who : -1, gap, call});
+  }
+  return ops;
+}
+
+std::vector<RecentLateness> ArrivalSkew::Recent(size_t window) const {
+  std::vector<RecentLateness> out;
+  for (const auto& [comm, members] : comms_) {
+    if (members.size() < 2) continue;
+    std::vector<Op> ops = Compare(members);
+    if (ops.size() > window)
+      ops.erase(ops.begin(), ops.end() - static_cast<std::ptrdiff_t>(window));
+    for (const auto& [rank, s] : members) {
+      RecentLateness r;
+      r.comm = comm;
+      r.rank = rank;
+      r.process = s.process;
+      r.compared = ops.size();
+      std::vector<int64_t> gaps;
+      for (const Op& op : ops)
+        if (op.last == rank) gaps.push_back(op.gap);
+      r.times_last = gaps.size();
+      r.median_late_ns = Quantile(gaps, 0.5);
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
 std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
   std::vector<ArrivalStraggler> out;
   for (const auto& [comm, members] : comms_) {
     const int n = static_cast<int>(members.size());
     if (n < 2) continue;
-    uint64_t lo = 0, hi = UINT64_MAX;
-    for (const auto& [rank, s] : members) {
-      lo = std::max(lo, s.first_seq);
-      hi = std::min(hi, s.first_seq + s.ns.size() - 1);
-    }
-    if (hi < lo) continue;
-
-    struct Op {
-      uint64_t seq;
-      int32_t last;  // -1: arrived together
-      int64_t gap;
-      int64_t last_ns;
-      uint32_t call;
-    };
-    std::vector<Op> ops;
+    const std::vector<Op> ops = Compare(members);
     std::map<int32_t, uint64_t> times_last;
     uint64_t gapped = 0;
-    for (uint64_t seq = lo; seq <= hi; ++seq) {
-      int64_t latest = INT64_MIN, second = INT64_MIN;
-      int32_t who = -1;
-      uint32_t call = 0;
-      bool all = true;
-      for (const auto& [rank, s] : members) {
-        const int64_t v = s.ns[seq - s.first_seq];
-        if (v == INT64_MIN) {
-          all = false;
-          break;
-        }
-        call = s.call[seq - s.first_seq];
-        if (v > latest) {
-          second = latest;
-          latest = v;
-          who = rank;
-        } else if (v > second) {
-          second = v;
-        }
-      }
-      if (!all) continue;
-      const int64_t gap = latest - second;
-      Op op{seq, gap >= kMinGapNs ? who : -1, gap, latest, call};
-      if (op.last >= 0) {
-        ++gapped;
-        ++times_last[who];
-      }
-      ops.push_back(op);
+    for (const Op& op : ops) {
+      if (op.last < 0) continue;
+      ++gapped;
+      ++times_last[op.last];
     }
     if (gapped == 0) continue;
 
@@ -130,8 +150,7 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
     const double bar = static_cast<double>(gapped) * p +
                        kSigmas * std::sqrt(static_cast<double>(gapped) * p * (1 - p));
     for (const auto& [rank, count] : times_last) {
-      if (count < kMinTimesLast || 2 * count < gapped || static_cast<double>(count) < bar)
-        continue;
+      if (count < kMinTimesLast || 2 * count < gapped || static_cast<double>(count) < bar) continue;
       const Series& mine = members.at(rank);
       ArrivalStraggler x;
       x.comm = comm;

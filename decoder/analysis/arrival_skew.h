@@ -43,7 +43,7 @@ struct ArrivalStraggler {
   uint64_t comm = 0;
   int32_t rank = -1;  // in the communicator
   int process = -1;
-  int members = 0;        // members compared
+  int members = 0;  // members compared
   std::vector<int> member_processes;
   uint64_t compared = 0;  // collectives every member issued (within the window)
   uint64_t gapped = 0;    // ... of which one member came last by kMinGapNs or more
@@ -68,16 +68,30 @@ struct ArrivalStraggler {
   bool worsening = false;
 };
 
+// A member's recent lateness, for a live view (status): over the last
+// collectives every member issued, how often it came last by a gap, and its
+// median gap then.
+struct RecentLateness {
+  uint64_t comm = 0;
+  int32_t rank = -1;
+  int process = -1;
+  uint64_t compared = 0;
+  uint64_t times_last = 0;
+  int64_t median_late_ns = 0;  // 0 when never last
+};
+
 class ArrivalSkew {
  public:
-  static constexpr size_t kWindow = 4096;                     // collectives per member
-  static constexpr int64_t kMinGapNs = 1000 * 1000;           // 1 ms
-  static constexpr uint64_t kMinTimesLast = 10;               // evidence below this names no one
+  static constexpr size_t kWindow = 4096;            // collectives per member
+  static constexpr int64_t kMinGapNs = 1000 * 1000;  // 1 ms
+  static constexpr uint64_t kMinTimesLast = 10;      // evidence below this names no one
   static constexpr double kSigmas = 5.0;
 
   void AddProcess(int index, const ProcessTrace& t);
   // Every straggler found, by communicator, then rank.
   std::vector<ArrivalStraggler> Stragglers() const;
+  // Every member's lateness over the last `window` collectives compared.
+  std::vector<RecentLateness> Recent(size_t window) const;
 
  private:
   struct Series {
@@ -87,8 +101,17 @@ class ArrivalSkew {
     std::vector<int64_t> ns;     // enqueue time of first_seq + i; INT64_MIN when not recorded
     std::vector<uint32_t> call;  // its call
   };
-  // Per communicator, per member rank.
-  std::map<uint64_t, std::map<int32_t, Series>> comms_;
+  using Members = std::map<int32_t, Series>;  // by member rank
+  // A collective every member issued: who came last (-1: together), by how much.
+  struct Op {
+    uint64_t seq;
+    int32_t last;
+    int64_t gap;
+    uint32_t call;
+  };
+  static std::vector<Op> Compare(const Members& members);
+
+  std::map<uint64_t, Members> comms_;  // per communicator
 };
 
 }  // namespace ncclwatch::decoder

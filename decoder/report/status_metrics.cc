@@ -50,6 +50,15 @@ constexpr Family kAsyncErrors = {"ncclwatch_async_errors_total", "counter",
 constexpr Family kOverwritten = {
     "ncclwatch_trace_overwritten_slots_total", "counter",
     "ring slots of the process's trace overwritten by newer records (the ring wrapped)"};
+constexpr Family kLastRatio = {
+    "ncclwatch_arrival_last_ratio", "gauge",
+    "of the communicator's last 200 collectives every member issued, the share the rank's host "
+    "enqueued last, 1 ms or more after the others"};
+constexpr Family kLate = {"ncclwatch_arrival_late_seconds", "gauge",
+                          "the rank's median lateness when it enqueued last (0 when never)"};
+constexpr Family kStraggler = {
+    "ncclwatch_straggler", "gauge",
+    "1 when the rank is a straggler of the communicator: last far more often than chance allows"};
 constexpr Family kJobStuck = {"ncclwatch_job_stuck", "gauge", "1 when a rank of the job is stuck"};
 constexpr Family kUnreadable = {"ncclwatch_job_unreadable_traces", "gauge",
                                 "trace files ncclwatch status could not read"};
@@ -111,8 +120,8 @@ std::string MetricLabelValue(const std::string& s) {
 void WriteStatusMetrics(const JobStatus& s, const std::string& default_job, std::ostream& out) {
   Samples stuck(kStuck), ended(kEnded), since_progress(kSinceProgress), beat(kHeartbeatAge),
       entered(kEntered), completed(kCompleted), behind(kBehind), pending(kPending), stalls(kStalls),
-      errors(kAsyncErrors), overwritten(kOverwritten), job_stuck(kJobStuck),
-      unreadable(kUnreadable);
+      errors(kAsyncErrors), overwritten(kOverwritten), last_ratio(kLastRatio), late(kLate),
+      straggler(kStraggler), job_stuck(kJobStuck), unreadable(kUnreadable);
   std::map<std::string, bool> jobs;  // job label -> a rank is stuck
   for (const CommStatus& c : s.comms) {
     for (const RankStatus& r : c.ranks) {
@@ -135,6 +144,13 @@ void WriteStatusMetrics(const JobStatus& s, const std::string& default_job, std:
       stalls.Add(labels, std::to_string(r.stalls));
       errors.Add(labels, std::to_string(r.async_errors));
       overwritten.Add("{" + process + "," + pid + "}", std::to_string(r.overwritten_slots));
+      if (r.arrivals_compared > 0) {
+        last_ratio.Add(labels,
+                       absl::StrFormat("%.3f", static_cast<double>(r.times_last) /
+                                                   static_cast<double>(r.arrivals_compared)));
+        late.Add(labels, Seconds(r.late_median_ns));
+        straggler.Add(labels, r.straggler ? "1" : "0");
+      }
       jobs[job] = jobs[job] || r.stuck;
     }
   }
@@ -142,8 +158,9 @@ void WriteStatusMetrics(const JobStatus& s, const std::string& default_job, std:
     job_stuck.Add("{job=\"" + MetricLabelValue(job) + "\"}", any_stuck ? "1" : "0");
   unreadable.Add("{job=\"" + MetricLabelValue(default_job) + "\"}",
                  std::to_string(s.unreadable.size()));
-  for (const Samples* f : {&stuck, &ended, &since_progress, &beat, &entered, &completed, &behind,
-                           &pending, &stalls, &errors, &overwritten, &job_stuck, &unreadable})
+  for (const Samples* f :
+       {&stuck, &ended, &since_progress, &beat, &entered, &completed, &behind, &pending, &stalls,
+        &errors, &overwritten, &last_ratio, &late, &straggler, &job_stuck, &unreadable})
     f->Write(out);
 }
 

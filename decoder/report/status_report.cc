@@ -27,6 +27,15 @@ std::string Ago(int64_t ns) {
   return absl::StrFormat("%.0f min ago", ns / 60e9);
 }
 
+// A lateness, rounded: "850 us", "4.8 ms", "21 ms".
+std::string Late(int64_t ns) {
+  const double v = static_cast<double>(std::max<int64_t>(ns, 0));
+  if (v < 1e6) return absl::StrFormat("%.0f us", v / 1e3);
+  if (v < 9.95e6) return absl::StrFormat("%.1f ms", v / 1e6);
+  if (v < 999.5e6) return absl::StrFormat("%.0f ms", v / 1e6);
+  return absl::StrFormat("%.1f s", v / 1e9);
+}
+
 std::string Seq(int64_t seq) { return seq < 0 ? "-" : "#" + std::to_string(seq); }
 
 // A sequence number or count from a trace, as a signed number that cannot
@@ -47,6 +56,7 @@ void JobStatusBuilder::AddUnreadable(const std::string& path, const std::string&
 }
 
 void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
+  arrivals_.AddProcess(static_cast<int>(status_.processes), t);
   ++status_.processes;
   const int64_t now = status_.now_ns;
   // Nanoseconds from `tick` to now, 0 when in the future; 128 bits, since a
@@ -167,6 +177,32 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
 }
 
 JobStatus JobStatusBuilder::Finish() {
+  auto row = [&](uint64_t comm, int32_t rank) -> RankStatus* {
+    for (CommStatus& c : status_.comms)
+      if (c.comm == comm)
+        for (RankStatus& r : c.ranks)
+          if (r.comm_rank == rank) return &r;
+    return nullptr;
+  };
+  for (const RecentLateness& l : arrivals_.Recent(kRecentCollectives)) {
+    if (RankStatus* r = row(l.comm, l.rank)) {
+      r->arrivals_compared = l.compared;
+      r->times_last = l.times_last;
+      r->late_median_ns = l.median_late_ns;
+    }
+  }
+  for (const ArrivalStraggler& x : arrivals_.Stragglers()) {
+    RankStatus* r = row(x.comm, x.rank);
+    if (r) r->straggler = true;
+    const std::string who =
+        r && r->global_rank >= 0 && r->global_rank != x.rank
+            ? absl::StrFormat("rank %d (rank %d of communicator %s)", r->global_rank, x.rank,
+                              CommShort(x.comm))
+            : absl::StrFormat("rank %d of communicator %s", x.rank, CommShort(x.comm));
+    status_.stragglers.push_back(absl::StrFormat(
+        "%s enqueued last in %d of %d %ss, %s late on median", who, x.call_times_last,
+        x.call_compared, CallName(x.call), Late(x.median_late_ns)));
+  }
   for (CommStatus& c : status_.comms) {
     std::sort(c.ranks.begin(), c.ranks.end(),
               [](const RankStatus& a, const RankStatus& b) { return a.comm_rank < b.comm_rank; });
@@ -222,6 +258,8 @@ void WriteStatus(const JobStatus& s, std::ostream& out) {
   } else {
     text += "PROGRESSING\n";
   }
+  // Slow is not stuck: said under the headline, the exit code unchanged.
+  for (const std::string& line : s.stragglers) text += "SLOW: " + line + "\n";
   text += absl::StrFormat("ncclwatch status: %d process%s, %d communicator%s; %s\n", s.processes,
                           s.processes == 1 ? "" : "es", s.comms.size(),
                           s.comms.size() == 1 ? "" : "s", when);
@@ -231,8 +269,9 @@ void WriteStatus(const JobStatus& s, std::ostream& out) {
                             c.nranks > 0 && static_cast<int>(c.ranks.size()) < c.nranks
                                 ? absl::StrFormat(", %d traced", c.ranks.size())
                                 : "");
-    text += absl::StrFormat("  %-5s %-22s %-8s %-10s %-13s %-13s %s\n", "rank", "process",
-                            "entered", "completed", "progress", "heartbeat", "state");
+    text +=
+        absl::StrFormat("  %-5s %-22s %-8s %-10s %-13s %-13s %-16s %s\n", "rank", "process",
+                        "entered", "completed", "progress", "heartbeat", "last (late)", "state");
     for (const RankStatus& r : c.ranks) {
       std::string process = r.host + ":" + std::to_string(r.pid);
       if (r.global_rank >= 0 && r.global_rank != r.comm_rank)
@@ -254,9 +293,16 @@ void WriteStatus(const JobStatus& s, std::ostream& out) {
         state = "idle (nothing pending)";
       }
       if (r.lagging && r.ended.empty()) state += "; lags behind the others";
-      text += absl::StrFormat("  %-5d %-22s %-8s %-10s %-13s %-13s %s\n", r.comm_rank, process,
-                              Seq(r.entered), r.tracked ? Seq(r.completed) : "?",
-                              Ago(r.since_progress_ns), Ago(r.since_beat_ns), state);
+      if (r.straggler) state += "; STRAGGLER";
+      // How often it came last among the recent collectives, and by how much.
+      std::string last = "-";
+      if (r.arrivals_compared > 0) {
+        last = absl::StrFormat("%d/%d", r.times_last, r.arrivals_compared);
+        if (r.times_last > 0) last += " (" + Late(r.late_median_ns) + ")";
+      }
+      text += absl::StrFormat("  %-5d %-22s %-8s %-10s %-13s %-13s %-16s %s\n", r.comm_rank,
+                              process, Seq(r.entered), r.tracked ? Seq(r.completed) : "?",
+                              Ago(r.since_progress_ns), Ago(r.since_beat_ns), last, state);
     }
   }
   for (const std::string& u : s.unreadable) text += "unreadable: " + u + "\n";

@@ -28,9 +28,13 @@
 #include <string>
 #include <vector>
 
+#include "analysis/arrival_skew.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
+
+// The collectives a rank's recent lateness is judged over.
+constexpr size_t kRecentCollectives = 200;
 
 struct RankStatus {
   int32_t comm_rank = -1;
@@ -60,6 +64,14 @@ struct RankStatus {
   bool stuck = false;
   bool lagging = false;
   int64_t behind = 0;  // collectives entered fewer than the communicator's furthest rank
+  // Arrival (analysis/arrival_skew.h), over the communicator's last
+  // kRecentCollectives collectives every member issued: how often this rank
+  // enqueued last by 1 ms or more, its median gap then, and whether it is a
+  // straggler by the whole window's evidence.
+  uint64_t arrivals_compared = 0;
+  uint64_t times_last = 0;
+  int64_t late_median_ns = 0;
+  bool straggler = false;
 };
 
 struct CommStatus {
@@ -73,6 +85,7 @@ struct JobStatus {
   size_t processes = 0;
   std::vector<CommStatus> comms;
   std::vector<std::string> unreadable;  // "path: why"
+  std::vector<std::string> stragglers;  // "rank 5 of communicator 22ef4b: ..."
   bool stuck = false;
   bool live = false;         // some rank's process has not ended
   bool ended_badly = false;  // a rank ended by a signal, or with work pending
@@ -91,6 +104,7 @@ class JobStatusBuilder {
  private:
   JobStatus status_;
   int64_t stuck_after_ns_;
+  ArrivalSkew arrivals_;
 };
 
 void WriteStatus(const JobStatus& status, std::ostream& out);

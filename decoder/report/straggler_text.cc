@@ -44,10 +44,12 @@ std::string RenderStraggler(const Finding& f, const StragglerFacts& x) {
   if (x.times_last != x.call_times_last)
     absl::StrAppend(&text, "; last in ", x.times_last, " of its ", x.compared, " collectives");
   if (x.median_interval_ns > 0) {
-    absl::StrAppend(&text, absl::StrFormat("; its collectives come every %s: the others wait %d%% of that for it",
-                                           Span(x.median_interval_ns),
-                                           static_cast<int>(100 * x.median_late_ns /
-                                                            std::max<int64_t>(x.median_interval_ns, 1))));
+    absl::StrAppend(
+        &text,
+        absl::StrFormat(
+            "; its collectives come every %s: the others wait %d%% of that for it",
+            Span(x.median_interval_ns),
+            static_cast<int>(100 * x.median_late_ns / std::max<int64_t>(x.median_interval_ns, 1))));
   }
   absl::StrAppend(&text, "; its host issues them late (its data loader, CPU or Python)");
   if (x.began_later) {

@@ -154,3 +154,26 @@ TEST_CASE("status: bad input is one line and exit 2", "[status]") {
   r = jobs::RunJob(spec);
   CHECK(r.ranks[0].exit_code == 2);
 }
+
+// Slow is not stuck: rank 2's host takes 15 ms more per step. Live, status
+// says PROGRESSING (exit 0), names the straggler under the headline, marks
+// its row, and shows how often each rank came last and by how much.
+TEST_CASE("status on a live job with a slow host: progressing, the straggler named", "[status]") {
+  jobs::TempDir dir;
+  const Look l =
+      LookAtLiveJob(dir.path(), 4, {"--steps", "300", "--step-ms", "5", "--slow-host", "2:0:15"},
+                    "step 60 done", 4, 40);
+  INFO(l.output);
+  CHECK(l.status_exit == 0);
+  CHECK(l.status.rfind("PROGRESSING\nSLOW: rank 2 of communicator ", 0) == 0);
+  CHECK(l.status.find("enqueued last in ") != std::string::npos);
+  const std::string row2 = RowOf(l.status, 2);
+  INFO(row2);
+  CHECK(row2.find("; STRAGGLER") != std::string::npos);
+  CHECK(std::regex_search(row2, std::regex(" [0-9]+/[0-9]+ \\([0-9.]+ ms\\) ")));
+  for (int rank : {0, 1, 3}) {
+    const std::string row = RowOf(l.status, rank);
+    INFO("rank " << rank << ": " << row);
+    CHECK(row.find("STRAGGLER") == std::string::npos);
+  }
+}

@@ -2,13 +2,14 @@
 // a rank whose host enqueues a communicator's collectives last is named with
 // its figures and since when; random lateness names no one.
 
+#include "analysis/arrival_skew.h"
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "analysis/arrival_skew.h"
 #include "analysis/diagnosis.h"
 #include "analysis/finding.h"
 #include "analysis/job_analysis.h"
@@ -123,9 +124,8 @@ TEST_CASE("a straggler that starts late is dated, and one that worsens says so",
   std::mt19937_64 rng(11);
   std::uniform_int_distribution<uint64_t> noise(0, 2 * kMs);
   SECTION("from collective #500 of 700 on") {
-    const auto ps = Job(8, 700, [&](int r, uint64_t s) {
-      return noise(rng) + (r == 5 && s >= 500 ? 8 * kMs : 0);
-    });
+    const auto ps = Job(
+        8, 700, [&](int r, uint64_t s) { return noise(rng) + (r == 5 && s >= 500 ? 8 * kMs : 0); });
     const auto found = Stragglers(ps);
     REQUIRE(found.size() == 1);
     CHECK(found[0].rank == 5);
@@ -159,9 +159,8 @@ TEST_CASE("a straggler among collectives its ranks reach together; across hosts,
   // broadcast after the AllReduce): nobody is last there.
   std::mt19937_64 rng(3);
   std::uniform_int_distribution<uint64_t> noise(0, 200'000);
-  auto ps = Job(2, 120, [&](int r, uint64_t s) {
-    return noise(rng) + (r == 0 && s % 4 != 3 ? 3 * kMs : 0);
-  });
+  auto ps = Job(
+      2, 120, [&](int r, uint64_t s) { return noise(rng) + (r == 0 && s % 4 != 3 ? 3 * kMs : 0); });
   ps[1].OnHost("node1");
   const auto found = Stragglers(ps);
   REQUIRE(found.size() == 1);

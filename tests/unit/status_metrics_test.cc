@@ -206,3 +206,32 @@ TEST_CASE("metrics: the status builder counts stalls, asynchronous errors and ov
                   "\"c0ffee0000000001\",comm_rank=\"1\",pid=\"1001\"} 1\n") != std::string::npos);
   CHECK(text.find("ncclwatch_job_stuck{job=\"4711\"} 1\n") != std::string::npos);
 }
+
+TEST_CASE("metrics: each rank's recent arrival, and the straggler flagged", "[status][metrics]") {
+  nd::JobStatus s;
+  s.comms.push_back({kComm, 2, {}});
+  nd::RankStatus slow = Rank(0, "node1", 11);
+  slow.arrivals_compared = 200;
+  slow.times_last = 150;
+  slow.late_median_ns = 15'000'000;
+  slow.straggler = true;
+  nd::RankStatus fine = Rank(1, "node2", 22);
+  fine.arrivals_compared = 200;
+  nd::RankStatus unknown = Rank(2, "node3", 33);  // no collective every member issued yet
+  s.comms[0].ranks = {slow, fine, unknown};
+  const std::string text = Metrics(s);
+  INFO(text);
+  const std::string labels0 =
+      "{job=\"run7\",host=\"node1\",rank=\"0\",communicator=\"c0ffee0000000001\",comm_rank=\"0\","
+      "pid=\"11\"}";
+  const std::string labels1 =
+      "{job=\"run7\",host=\"node2\",rank=\"1\",communicator=\"c0ffee0000000001\",comm_rank=\"1\","
+      "pid=\"22\"}";
+  CHECK(text.find("ncclwatch_arrival_last_ratio" + labels0 + " 0.750\n") != std::string::npos);
+  CHECK(text.find("ncclwatch_arrival_late_seconds" + labels0 + " 0.015\n") != std::string::npos);
+  CHECK(text.find("ncclwatch_straggler" + labels0 + " 1\n") != std::string::npos);
+  CHECK(text.find("ncclwatch_arrival_last_ratio" + labels1 + " 0.000\n") != std::string::npos);
+  CHECK(text.find("ncclwatch_straggler" + labels1 + " 0\n") != std::string::npos);
+  CHECK(Count(text, "ncclwatch_straggler{") == 2);  // none for rank 2: nothing compared
+  CHECK(Count(text, "# TYPE ncclwatch_straggler gauge\n") == 1);
+}
