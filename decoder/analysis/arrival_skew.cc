@@ -81,7 +81,7 @@ std::vector<ArrivalSkew::Op> ArrivalSkew::Compare(const Members& members) {
     hi = std::min(hi, s.first_seq + s.ns.size() - 1);
   }
   for (uint64_t seq = lo; seq <= hi && hi != UINT64_MAX; ++seq) {
-    int64_t latest = INT64_MIN, second = INT64_MIN;
+    int64_t latest = INT64_MIN, second = INT64_MIN, earliest = INT64_MAX;
     int32_t who = -1;
     uint32_t call = 0;
     bool all = true;
@@ -92,6 +92,7 @@ std::vector<ArrivalSkew::Op> ArrivalSkew::Compare(const Members& members) {
         break;
       }
       call = s.call[seq - s.first_seq];
+      earliest = std::min(earliest, v);
       if (v > latest) {
         second = latest;
         latest = v;
@@ -102,9 +103,21 @@ std::vector<ArrivalSkew::Op> ArrivalSkew::Compare(const Members& members) {
     }
     if (!all) continue;
     const int64_t gap = latest - second;
-    ops.push_back(Op{seq, gap >= kMinGapNs ? who : -1, gap, call});
+    ops.push_back(Op{seq, gap >= kMinGapNs ? who : -1, gap, call, earliest, latest});
   }
   return ops;
+}
+
+std::vector<ArrivalSpan> ArrivalSkew::Spans() const {
+  std::vector<ArrivalSpan> out;
+  for (const auto& [comm, members] : comms_) {
+    if (members.size() < 2) continue;
+    for (const Op& op : Compare(members)) {
+      out.push_back(ArrivalSpan{comm, op.seq, op.call, op.first_ns, op.last_ns, op.last, op.gap,
+                                static_cast<int>(members.size())});
+    }
+  }
+  return out;
 }
 
 std::vector<RecentLateness> ArrivalSkew::Recent(size_t window) const {

@@ -80,6 +80,19 @@ struct RecentLateness {
   int64_t median_late_ns = 0;  // 0 when never last
 };
 
+// One collective every member issued: from the first member's enqueue to
+// the last's, and who was last (-1: together, within kMinGapNs).
+struct ArrivalSpan {
+  uint64_t comm = 0;
+  uint64_t seq = 0;
+  uint32_t call = 0;
+  int64_t first_ns = 0;
+  int64_t last_ns = 0;
+  int32_t last = -1;  // member rank
+  int64_t gap = 0;    // the last one's gap to the one before it
+  int members = 0;
+};
+
 class ArrivalSkew {
  public:
   static constexpr size_t kWindow = 4096;            // collectives per member
@@ -90,6 +103,8 @@ class ArrivalSkew {
   void AddProcess(int index, const ProcessTrace& t);
   // Every straggler found, by communicator, then rank.
   std::vector<ArrivalStraggler> Stragglers() const;
+  // Every collective compared, by communicator, then number.
+  std::vector<ArrivalSpan> Spans() const;
   // Every member's lateness over the last `window` collectives compared.
   std::vector<RecentLateness> Recent(size_t window) const;
 
@@ -108,6 +123,8 @@ class ArrivalSkew {
     int32_t last;
     int64_t gap;
     uint32_t call;
+    int64_t first_ns;
+    int64_t last_ns;
   };
   static std::vector<Op> Compare(const Members& members);
 

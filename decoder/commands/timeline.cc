@@ -76,7 +76,8 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   const TimelineStats& s = writer.stats();
   out << "wrote " << output << ": " << s.processes << " processes, " << s.comm_tracks
       << " communicator tracks, " << s.slices << " slices, " << s.instants << " instants"
-      << (s.root_cause_marks ? ", the root cause marked" : "") << "\n"
+      << (s.root_cause_marks ? ", the root cause marked" : "")
+      << (s.straggler_marks ? ", the straggler marked" : "") << "\n"
       << "open it at https://ui.perfetto.dev (Open trace file)\n";
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "analysis/nccl_semantics.h"
 #include "ncclwatch/trace_fields.h"
 #include "perfetto/perfetto_trace.pb.h"
@@ -84,10 +85,46 @@ struct SliceSpan {
 
 TimelineWriter::TimelineWriter(std::ostream& out) : out_(out) {}
 
+void TimelineWriter::WritePacket(const pf::TracePacket& packet) {
+  // Trace.packet (field 1), length-delimited: the file is a Trace written
+  // one packet at a time.
+  const std::string bytes = packet.SerializeAsString();
+  std::string header;
+  header.push_back(static_cast<char>((1 << 3) | 2));
+  for (uint64_t n = bytes.size();; n >>= 7) {
+    if (n < 0x80) {
+      header.push_back(static_cast<char>(n));
+      break;
+    }
+    header.push_back(static_cast<char>((n & 0x7f) | 0x80));
+  }
+  out_.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
 void TimelineWriter::MarkRootCauses(const JobAnalysis& job, const Diagnosis& d) {
   const CallSiteNamer sites = TraceCallSites(job);
   const std::vector<ProcessFacts>& procs = job.processes();
+  std::set<std::pair<uint64_t, int32_t>> stragglers;
   for (const Finding& f : d.findings) {
+    if (f.kind == FindingKind::kStraggler && f.comm) {
+      const auto& members = d.jobs.at(static_cast<size_t>(f.job));
+      Mark mark;
+      mark.title = "STRAGGLER: rank " + std::to_string(f.ranks.empty() ? -1 : f.ranks[0]);
+      mark.detail = RenderFinding(f, sites).detail;
+      mark.when_ns = f.when_ns;
+      mark.category = "straggler";
+      marks_.push_back(mark);
+      for (int p : members) {
+        if (p < 0 || static_cast<size_t>(p) >= procs.size() || f.ranks.empty() ||
+            procs[p].rank != f.ranks[0])
+          continue;
+        process_marks_[p].push_back(marks_.size() - 1);
+        for (const CommMembership& m : procs[p].comms)
+          if (m.comm == *f.comm) stragglers.insert({m.comm, m.rank});
+      }
+      continue;
+    }
     if (f.role != FindingRole::kRootCause) continue;
     const FindingText text = RenderFinding(f, sites);
     Mark mark;
@@ -138,6 +175,63 @@ void TimelineWriter::MarkRootCauses(const JobAnalysis& job, const Diagnosis& d) 
       if (f.comm && f.seq) collective_marks_[{p, *f.comm, *f.seq}] = index;
     }
   }
+  WriteArrivalSkew(job, stragglers);
+}
+
+void TimelineWriter::WriteArrivalSkew(const JobAnalysis& job,
+                                      const std::set<std::pair<uint64_t, int32_t>>& stragglers) {
+  const std::vector<ArrivalSpan> spans = job.arrivals().Spans();
+  if (spans.empty()) return;
+  const uint32_t sequence = next_sequence_++;
+  bool first_packet = true;
+  auto write = [&](pf::TracePacket& packet) {
+    packet.set_trusted_packet_sequence_id(sequence);
+    if (first_packet) packet.set_sequence_flags(kSequenceStart);
+    first_packet = false;
+    WritePacket(packet);
+  };
+  uint64_t comm = 0, track = 0, until = 0;
+  for (const ArrivalSpan& a : spans) {
+    if (a.comm != comm || track == 0) {
+      comm = a.comm;
+      track = Mix(Mix(0x736b6577ULL, comm), 1);
+      until = 0;
+      pf::TracePacket packet;
+      pf::TrackDescriptor* t = packet.mutable_track_descriptor();
+      t->set_uuid(track);
+      t->set_name(absl::StrCat("arrival skew comm ", CommShort(comm), " (", a.members, " ranks)"));
+      write(packet);
+    }
+    const uint64_t begin = std::max(Ns(a.first_ns), until);
+    const uint64_t end = std::max(Ns(a.last_ns), begin + 1);
+    until = end;
+    const bool straggler = a.last >= 0 && stragglers.count({a.comm, a.last}) > 0;
+    std::string name = CallName(a.call) + " #" + std::to_string(a.seq) + ": ";
+    name += a.last >= 0 ? absl::StrCat("rank ", a.last, " last, ", a.gap / 1000, " us after")
+                        : std::string("together");
+    if (straggler) name = "STRAGGLER " + name;
+    pf::TracePacket b;
+    b.set_timestamp(begin);
+    pf::TrackEvent* e = b.mutable_track_event();
+    e->set_type(pf::TrackEvent::TYPE_SLICE_BEGIN);
+    e->set_track_uuid(track);
+    e->set_name(Text(name));
+    e->add_categories("arrival_skew");
+    if (straggler) e->add_categories("straggler");
+    Annotate(e, "comm", CommName(a.comm));
+    Annotate(e, "seq", static_cast<int64_t>(a.seq));
+    Annotate(e, "spread_ns", a.last_ns - a.first_ns);
+    if (a.last >= 0) Annotate(e, "last_rank", a.last);
+    write(b);
+    pf::TracePacket x;
+    x.set_timestamp(end);
+    x.mutable_track_event()->set_type(pf::TrackEvent::TYPE_SLICE_END);
+    x.mutable_track_event()->set_track_uuid(track);
+    write(x);
+    ++stats_.arrival_slices;
+    ++stats_.slices;
+    if (straggler) ++stats_.straggler_marks;
+  }
 }
 
 void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
@@ -153,20 +247,7 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     packet.set_trusted_packet_sequence_id(sequence);
     if (first_packet) packet.set_sequence_flags(kSequenceStart);
     first_packet = false;
-    // Trace.packet (field 1), length-delimited: the file is a Trace written
-    // one packet at a time.
-    const std::string bytes = packet.SerializeAsString();
-    std::string header;
-    header.push_back(static_cast<char>((1 << 3) | 2));
-    for (uint64_t n = bytes.size();; n >>= 7) {
-      if (n < 0x80) {
-        header.push_back(static_cast<char>(n));
-        break;
-      }
-      header.push_back(static_cast<char>((n & 0x7f) | 0x80));
-    }
-    out_.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    WritePacket(packet);
   };
   ++stats_.processes;
 
@@ -477,10 +558,10 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
       e.event.set_type(pf::TrackEvent::TYPE_INSTANT);
       e.event.set_track_uuid(process_uuid);
       e.event.set_name(m.title);
-      e.event.add_categories("root_cause");
+      e.event.add_categories(m.category);
       Annotate(&e.event, "detail", m.detail);
       ++stats_.instants;
-      ++stats_.root_cause_marks;
+      ++(std::string(m.category) == "straggler" ? stats_.straggler_marks : stats_.root_cause_marks);
       events.push_back(std::move(e));
     }
   }

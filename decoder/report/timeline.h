@@ -6,6 +6,12 @@
 // the model (one ProcessTrace at a time) and the diagnosis, never from the
 // trace files' bytes.
 //
+//   arrival skew   "arrival skew comm c06c50"   (one per communicator, first)
+//          slices   a collective every member issued, from the first
+//                   member's enqueue to the last's, named by who came last
+//                   and by how much ("STRAGGLER" where the diagnosis named
+//                   that rank a straggler); a slice begins no earlier than
+//                   the one before it ends (collectives enqueued ahead)
 //   process track  "rank 3  host:pid"   (one per traced process)
 //     ├─ instants   init steps (ncclGetUniqueId, the init call begun, a
 //     │             communicator ended), failing system calls with their errno,
@@ -30,7 +36,8 @@
 // collective #seq on the deviating ranks, the sends and receives of a
 // point-to-point mismatch) are named "ROOT CAUSE: ..." in the category
 // `root_cause`, and an instant with the finding's words sits on each named
-// rank's process track.
+// rank's process track. A straggler warning puts a "STRAGGLER: rank R"
+// instant on its process track (category `straggler`).
 //
 // A process that never called NCCL (the launcher, a shell) is left out.
 //
@@ -48,11 +55,16 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
 #include "model/process_trace.h"
+
+namespace ncclwatch::perfetto {
+class TracePacket;
+}
 
 namespace ncclwatch::decoder {
 
@@ -65,6 +77,8 @@ struct TimelineStats {
   uint64_t instants = 0;
   uint64_t flow_events = 0;  // events that carry a flow id
   uint64_t root_cause_marks = 0;
+  uint64_t arrival_slices = 0;   // on the arrival-skew tracks
+  uint64_t straggler_marks = 0;  // instants and arrival slices marked STRAGGLER
 };
 
 class TimelineWriter {
@@ -72,8 +86,9 @@ class TimelineWriter {
   // Packets are written to `out` as they are made (no whole-trace buffer).
   explicit TimelineWriter(std::ostream& out);
 
-  // What to mark: the root causes of `d`, with `job`'s processes (by index)
-  // to tell which process each names. Call before the processes.
+  // What to mark: the root causes and stragglers of `d`, with `job`'s
+  // processes (by index) to tell which process each names; and the job's
+  // arrival skew, written at once. Call before the processes.
   void MarkRootCauses(const JobAnalysis& job, const Diagnosis& d);
 
   // One process: `process` is its index in the JobAnalysis the diagnosis
@@ -87,7 +102,15 @@ class TimelineWriter {
     std::string title;   // "ROOT CAUSE: collective_mismatch"
     std::string detail;  // the finding's words
     int64_t when_ns = 0;
+    const char* category = "root_cause";  // or "straggler"
   };
+  // One track per communicator, "arrival skew comm c06c50", a slice per
+  // collective every member issued (analysis/arrival_skew.h) from the first
+  // member's enqueue to the last's, named by who came last; those of a
+  // straggler (`stragglers`: communicator, member rank) marked STRAGGLER.
+  void WritePacket(const perfetto::TracePacket& packet);
+  void WriteArrivalSkew(const JobAnalysis& job,
+                        const std::set<std::pair<uint64_t, int32_t>>& stragglers);
   // (process index) -> what marks it; (process, comm, seq) -> a marked
   // collective; (process, comm, send, peer, seq) -> a marked send or receive.
   std::map<int, std::vector<size_t>> process_marks_;

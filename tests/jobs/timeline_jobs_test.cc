@@ -167,8 +167,15 @@ TEST_CASE("timeline of a healthy job: tracks per rank and communicator, slices, 
   // broadcasts), sends and receives; each lies on its rank's tracks.
   std::map<uint64_t, int> world_allreduce;  // process -> slices
   int sends = 0, recvs = 0;
+  std::map<std::string, int> arrivals;  // arrival-skew track name -> slices
   for (const auto& s : t.slices) {
     CHECK(s.end > s.begin);
+    if (HasCategory(*s.event, "arrival_skew")) {
+      CHECK(t.tracks.at(s.track)->has_process() == false);
+      CHECK_FALSE(HasCategory(*s.event, "straggler"));
+      ++arrivals[t.tracks.at(s.track)->name()];
+      continue;
+    }
     const uint64_t process = t.RootOf(s.track);
     REQUIRE(process != 0);
     if (HasCategory(*s.event, "collective") && s.event->name().rfind("AllReduce #", 0) == 0 &&
@@ -184,6 +191,10 @@ TEST_CASE("timeline of a healthy job: tracks per rank and communicator, slices, 
   for (int rank = 0; rank < 4; ++rank) CHECK(world_allreduce[t.ProcessOf(rank)] == 6);
   CHECK(sends == 24);
   CHECK(sends == recvs);
+  // Arrival skew: a track per communicator (the world, two pairs), a slice
+  // per collective every member issued.
+  CHECK(arrivals.size() == 3);
+  CHECK(arrivals["arrival skew comm " + world + " (4 ranks)"] == 7);
 
   // Flows: a collective's id is on its slice on every rank of its
   // communicator (4 for the world, 2 for a pair), a send's on it and its receive.
@@ -252,6 +263,43 @@ TEST_CASE("timeline of a broken job: the root cause's collective marked on the d
   for (const auto& [ts, e] : t.instants)
     if (HasCategory(*e, "stall") && e->name().find(" #2 ") != std::string::npos) ++stalls;
   CHECK(stalls == 4);
+}
+
+TEST_CASE("timeline of a slow job: arrival skew per collective, the straggler marked",
+          "[timeline][straggler]") {
+  jobs::TempDir dir;
+  jobs::JobSpec spec = jobs::TracedJobSpec(
+      4, "train_loop", {"--steps", "40", "--step-ms", "5", "--slow-host", "1:0:15"}, dir.path());
+  jobs::JobResult job = jobs::RunJob(spec);
+  REQUIRE(job.error.empty());
+  for (const auto& r : job.ranks) REQUIRE(r.exit_code == 0);
+  const Timeline t = WriteTimeline(dir.path());
+  INFO(t.output);
+  REQUIRE(t.exit_code == 0);
+  REQUIRE(t.parsed);
+  CHECK(t.errors.empty());
+  int marked = 0, slices = 0;
+  for (const auto& s : t.slices) {
+    if (!HasCategory(*s.event, "arrival_skew")) continue;
+    ++slices;
+    if (!HasCategory(*s.event, "straggler")) continue;
+    ++marked;
+    CHECK(s.event->name().rfind("STRAGGLER AllReduce #", 0) == 0);
+    CHECK(s.event->name().find(": rank 1 last, ") != std::string::npos);
+    CHECK(Annotation(*s.event, "last_rank") == "1");
+    CHECK(s.end - s.begin >= 10'000'000);  // 15 ms late, less the others' noise
+  }
+  CHECK(slices == 50);  // 40 AllReduces and 10 Broadcasts
+  CHECK(marked >= 30);
+  bool instant = false;
+  for (const auto& [ts, e] : t.instants) {
+    if (!HasCategory(*e, "straggler")) continue;
+    instant = true;
+    CHECK(e->track_uuid() == t.ProcessOf(1));
+    CHECK(e->name() == "STRAGGLER: rank 1");
+    CHECK(Annotation(*e, "detail").rfind("rank 1 enqueued last in ", 0) == 0);
+  }
+  CHECK(instant);
 }
 
 TEST_CASE("timeline of a failed init: the failing system call as an instant, marked",

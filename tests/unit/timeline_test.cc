@@ -73,8 +73,11 @@ TEST_CASE("a receive for another size: both sides marked, linked by one flow", "
       marked[e.name()] = &e;
   }
   CHECK(process_tracks.size() == 2);
-  CHECK(begins == 4);  // a collective and a send or receive per rank
-  CHECK(ends == 4);
+  // A collective and a send or receive per rank, and the collective's
+  // arrival-skew slice (from the first rank's enqueue to the last's).
+  CHECK(begins == 5);
+  CHECK(ends == 5);
+  CHECK(writer.stats().arrival_slices == 1);
   CHECK(marked.size() == 2);
   CHECK(marked.count("ROOT CAUSE: p2p_mismatch Send #0 to 1") == 1);
   CHECK(marked.count("ROOT CAUSE: p2p_mismatch Recv #0 from 0") == 1);
