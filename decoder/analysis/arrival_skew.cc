@@ -31,11 +31,14 @@ size_t ChangePoint(const std::vector<uint8_t>& x) {
   };
   double best = sse(0, n);
   size_t at = 0;
-  // Each part at least 5 collectives: a split that isolates a handful says nothing.
-  for (size_t s = 5; s + 5 <= n; ++s) {
+  // Each part at least 5 collectives and a twentieth of them (a split that
+  // isolates a handful says nothing), and the rate after at least twice the
+  // rate before (a change, not noise around one rate).
+  const size_t least = std::max<size_t>(5, n / 20);
+  for (size_t s = least; s + least <= n; ++s) {
     const double before = (prefix[s] - prefix[0]) / static_cast<double>(s);
     const double after = (prefix[n] - prefix[s]) / static_cast<double>(n - s);
-    if (after <= before) continue;
+    if (after < 2 * before || after <= before) continue;
     const double e = sse(0, s) + sse(s, n);
     if (e < best - 1e-9) {
       best = e;

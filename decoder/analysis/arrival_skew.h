@@ -18,7 +18,8 @@
 // a busy machine or a jittery data loader, names no one: the chance of 5
 // sigma is 3e-7 per rank and communicator). When it began is the change
 // point of its "last, by a gap" series (the split into a before and an after
-// with the least squared error); whether it is getting worse compares its
+// with the least squared error, each a twentieth of the series at least, the
+// rate after twice the rate before); whether it is getting worse compares its
 // median gap in the first and second half of its straggling.
 //
 // Times are the enqueue times on each host's own clock (realtime): on one

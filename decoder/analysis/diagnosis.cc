@@ -1419,8 +1419,8 @@ class Diagnoser {
 
   // Ranks whose host enqueued a communicator's collectives last, far more
   // often than chance allows (analysis/arrival_skew.h): a warning each (the
-  // job may be healthy and slow), one per rank, in the communicator where it
-  // was last most often; the others it straggles in listed.
+  // job may be healthy and slow), one per rank, in the widest communicator
+  // it straggles in; the others listed.
   void Stragglers() {
     std::map<std::pair<int, int>, Finding> by_rank;  // (job, global rank)
     for (const ArrivalStraggler& s : job_.arrivals().Stragglers()) {
@@ -1461,8 +1461,11 @@ class Diagnoser {
       x.facts = facts;
       auto [at, fresh] = by_rank.try_emplace({x.job, facts.rank}, x);
       if (fresh) continue;
+      // The widest communicator it straggles in (the whole job waits there),
+      // then the one with the most evidence; the others listed.
       StragglerFacts& kept = std::get<StragglerFacts>(at->second.facts);
-      if (facts.times_last > kept.times_last) {
+      if (std::make_pair(facts.members, facts.times_last) >
+          std::make_pair(kept.members, kept.times_last)) {
         facts.also_comms = std::move(kept.also_comms);
         facts.also_comms.push_back(at->second.comm.value_or(0));
         x.facts = facts;

@@ -57,9 +57,8 @@ void BM_Stragglers(benchmark::State& state) {
     if (found.size() != 1 || recent.size() != job.size()) state.SkipWithError("wrong answer");
     benchmark::DoNotOptimize(found.data());
   }
-  state.counters["collectives"] =
-      benchmark::Counter(static_cast<double>(job.size() * kCollectives),
-                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["collectives"] = benchmark::Counter(static_cast<double>(job.size() * kCollectives),
+                                                     benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Stragglers)->Arg(8)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 

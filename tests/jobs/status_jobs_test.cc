@@ -155,13 +155,13 @@ TEST_CASE("status: bad input is one line and exit 2", "[status]") {
   CHECK(r.ranks[0].exit_code == 2);
 }
 
-// Slow is not stuck: rank 2's host takes 15 ms more per step. Live, status
+// Slow is not stuck: rank 2's host takes 40 ms more per step. Live, status
 // says PROGRESSING (exit 0), names the straggler under the headline, marks
 // its row, and shows how often each rank came last and by how much.
 TEST_CASE("status on a live job with a slow host: progressing, the straggler named", "[status]") {
   jobs::TempDir dir;
   const Look l =
-      LookAtLiveJob(dir.path(), 4, {"--steps", "300", "--step-ms", "5", "--slow-host", "2:0:15"},
+      LookAtLiveJob(dir.path(), 4, {"--steps", "120", "--step-ms", "5", "--slow-host", "2:0:40"},
                     "step 60 done", 4, 40);
   INFO(l.output);
   CHECK(l.status_exit == 0);
