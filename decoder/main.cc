@@ -23,12 +23,12 @@
 #include "commands/diagnose.h"
 #include "commands/dump.h"
 #include "commands/explain.h"
-#include "commands/probe.h"
-#include "commands/run.h"
 #include "commands/status.h"
 #include "commands/timeline.h"
 #include "ncclwatch/ring_format.h"
 #include "ncclwatch_version.h"
+#include "probe/probe.h"
+#include "run/run.h"
 
 namespace {
 

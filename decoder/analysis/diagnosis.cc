@@ -8,8 +8,8 @@
 #include <tuple>
 
 #include "analysis/init_failure.h"
-#include "analysis/nccl_semantics.h"
 #include "analysis/setup_notes.h"
+#include "knowledge/nccl_semantics.h"
 #include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::decoder {

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "analysis/gpu_sharing_failure.h"
 #include "commands/input_files.h"
+#include "knowledge/cuda_names.h"
 #include "model/process_trace.h"
 #include "ncclwatch/trace.pb.h"
 #include "report/names.h"

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 #include "report/hang_text.h"
 #include "report/init_text.h"
 #include "report/log_text.h"
@@ -50,7 +50,7 @@ std::string SubsystemTitle(const std::string& s) {
   if (s == "cuda") return "CUDA";
   if (s == "waiting") return "waiting for another rank";
   // The other subsystems the message catalogue files NCCL's words under
-  // (logs/message_catalogue.cc: usage, config, topology, plugin, ...).
+  // (knowledge/message_catalogue.cc: usage, config, topology, plugin, ...).
   if (!s.empty() && s != "unknown") return s;
   return "cause unknown";
 }

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/finding.h"
+#include "findings/finding.h"
 
 namespace ncclwatch::decoder {
 

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "analysis/finding.h"
+#include "findings/finding.h"
 #include "ncclwatch/trace_fields.h"
 #include "ncclwatch_version.h"
 #include "report/reports.h"

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "analysis/diagnosis.h"
-#include "analysis/finding.h"
 #include "analysis/job_analysis.h"
+#include "findings/finding.h"
 #include "model/process_liveness.h"
 #include "report/finding_text.h"
 #include "report/reports.h"

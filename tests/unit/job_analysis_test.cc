@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "analysis/diagnosis.h"
-#include "analysis/finding.h"
+#include "findings/finding.h"
 #include "ncclwatch/trace_fields.h"
 #include "report/finding_text.h"
 #include "report/names.h"

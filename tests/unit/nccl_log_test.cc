@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/nccl_semantics.h"
-#include "logs/log_diagnosis.h"
+#include "analysis/log_diagnosis.h"
+#include "knowledge/nccl_semantics.h"
 #include "report/finding_text.h"
 #include "support/traced_job.h"
 

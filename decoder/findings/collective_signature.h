@@ -3,13 +3,13 @@
 // reduction operator and root. report/names.h words it
 // ("AllReduce(count=1024, float32, sum)").
 
-#ifndef NCCLWATCH_DECODER_ANALYSIS_COLLECTIVE_SIGNATURE_H_
-#define NCCLWATCH_DECODER_ANALYSIS_COLLECTIVE_SIGNATURE_H_
+#ifndef NCCLWATCH_DECODER_FINDINGS_COLLECTIVE_SIGNATURE_H_
+#define NCCLWATCH_DECODER_FINDINGS_COLLECTIVE_SIGNATURE_H_
 
 #include <cstdint>
 #include <string>
 
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 #include "model/events.h"
 
 namespace ncclwatch::decoder {
@@ -51,4 +51,4 @@ static_assert(sizeof(CollectiveSignature) == 24, "a collective's signature has p
 
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_ANALYSIS_COLLECTIVE_SIGNATURE_H_
+#endif  // NCCLWATCH_DECODER_FINDINGS_COLLECTIVE_SIGNATURE_H_

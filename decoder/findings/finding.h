@@ -1,6 +1,6 @@
 // A Finding: one thing ncclwatch concluded about a job, as facts.
 //
-// The analyses (diagnosis.cc, init_failure.cc, logs/log_diagnosis.cc) fill
+// The analyses (diagnosis.cc, init_failure.cc, analysis/log_diagnosis.cc) fill
 // a Finding with what they saw: its kind and role, the communicator, the
 // collective's number, the ranks, and a payload with the facts of its kind
 // (the groups of a mismatch, what a missing rank did instead, the two sides of
@@ -16,8 +16,8 @@
 // A call site is a fact too (a process and a return address); the report
 // names it ("train_loop+0x4909 (main)") from that process's module map.
 
-#ifndef NCCLWATCH_DECODER_ANALYSIS_FINDING_H_
-#define NCCLWATCH_DECODER_ANALYSIS_FINDING_H_
+#ifndef NCCLWATCH_DECODER_FINDINGS_FINDING_H_
+#define NCCLWATCH_DECODER_FINDINGS_FINDING_H_
 
 #include <cstdint>
 #include <optional>
@@ -25,8 +25,8 @@
 #include <variant>
 #include <vector>
 
-#include "analysis/collective_signature.h"
-#include "analysis/last_call.h"
+#include "findings/collective_signature.h"
+#include "findings/last_call.h"
 
 namespace ncclwatch::decoder {
 
@@ -366,7 +366,7 @@ enum class InitCause {
   kUnknown,            // a failure none of the above explains
   kWaitedUnexplained,  // waiting: ranks that waited, and no trace shows a failure
   kWaitedForCause,     // waiting: ranks that waited for the causes reported before them
-  kCatalogued,         // a message of the catalogue (logs/message_catalogue.h): `message`
+  kCatalogued,         // a message of the catalogue (knowledge/message_catalogue.h): `message`
   // From the memory-sharing CUDA calls the traces hold (gpu_sharing_failure.h):
   kIpcImportRefused,       // ipc: another process's GPU memory could not be imported
   kFabricManager,          // fabric: multicast objects or fabric handles refused
@@ -481,7 +481,7 @@ struct InitFailureFacts {
   std::optional<GpuSharingFacts> sharing;  // ipc, fabric, p2p from the CUDA calls traced
 };
 
-// Findings of explain (logs/log_diagnosis.cc): what the log lines showed.
+// Findings of explain (analysis/log_diagnosis.cc): what the log lines showed.
 enum class LogCause {
   kXid,               // gpu_fault: an Xid in dmesg (xid, bus_id)
   kGpuFailed,         // gpu_fault: an ECC error, a GPU off the bus or unavailable (line)
@@ -501,7 +501,7 @@ enum class LogCause {
   kNoInfoLines,       // log_insufficient note: NCCL's warnings without its INFO lines
   kNotice,            // log_insufficient warning: an NCCL notice (2.32's ATTN) the catalogue
                       // does not name (line)
-  kCatalogued,        // a message of the catalogue (logs/message_catalogue.h): message, line,
+  kCatalogued,        // a message of the catalogue (knowledge/message_catalogue.h): message, line,
                       // address
   kTorchMismatch,     // collective_mismatch PyTorch itself detected (TORCH_DISTRIBUTED_DEBUG=
                       // DETAIL): timeouts holds each rank's collective (seq 0)
@@ -582,4 +582,4 @@ struct Finding {
 
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_ANALYSIS_FINDING_H_
+#endif  // NCCLWATCH_DECODER_FINDINGS_FINDING_H_
