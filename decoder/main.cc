@@ -203,11 +203,6 @@ int Main(int argc, char** argv) {
     if (output.empty()) return Usage("timeline needs -o FILE");
     return ncclwatch::decoder::RunTimeline(paths, output, std::cout, std::cerr);
   }
-  if (command == "timeline") {
-    if (paths.empty()) return Usage("timeline needs at least one folder or trace file");
-    if (output.empty()) return Usage("timeline needs -o FILE");
-    return ncclwatch::decoder::RunTimeline(paths, output, std::cout, std::cerr);
-  }
   if (command == "diagnose") {
     if (paths.empty()) return Usage("diagnose needs at least one folder or trace file");
     return ncclwatch::decoder::RunDiagnose(paths, json, std::cout, std::cerr);
