@@ -8,10 +8,12 @@
 // `detail`, `fix` and rank group's `doing` from these facts, for the human
 // report and for the JSON contract alike (README.md, "JSON output").
 //
+// clang-format off
 //   analysis ──Finding{kind, role, comm, seq, ranks, facts}──> report
-//                                                              ├─ RenderFinding: detail, fix,
-//                                                              groups ├─ human report (headline
-//                                                              first) └─ JSON writer
+//                                                               ├─ RenderFinding: detail, fix, groups
+//                                                               ├─ human report (headline first)
+//                                                               └─ JSON writer
+// clang-format on
 //
 // A call site is a fact too (a process and a return address); the report
 // names it ("train_loop+0x4909 (main)") from that process's module map.
