@@ -452,9 +452,7 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       } else if (number == f::record::kThread && wire_type == 0) {
         if (!ReadVarint(q, end, &v)) return false;
         thread = static_cast<uint32_t>(v);
-      } else if (((number >= f::record::kProcessStart && number <= f::record::kLastBody) ||
-                  number == f::record::kCudaCall || number == f::record::kNcclNotSeen) &&
-                 wire_type == 2) {
+      } else if (f::record::IsBody(number) && wire_type == 2) {
         if (!ReadVarint(q, end, &v) || v > static_cast<uint64_t>(end - q)) return false;
         body_kind = number;
         body = absl::MakeConstSpan(q, static_cast<size_t>(v));
