@@ -8,6 +8,9 @@
 //  "pending": [{"comm", "seq", "call", "entered", "not_entered", "pending_s"}]
 //             (only when running),
 //  "processes": [...], "unreadable": [...]}
+//
+// Its schema is report.schema.json, beside this file (of schema_version
+// kJsonSchemaVersion); the tests validate every job's JSON against it.
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
