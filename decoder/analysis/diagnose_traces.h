@@ -1,7 +1,7 @@
 // DiagnoseTraceFiles: "diagnose this evidence", for a job's traces. Every
-// command that judges traces goes through it (diagnose, timeline, and run
-// and probe through diagnose), so they read the same model and reach the
-// same verdict, with the same liveness:
+// command that judges traces goes through it (diagnose, timeline, probe and
+// run through diagnose, and run's and status's --on-problem), so they read
+// the same model and reach the same verdict, with the same liveness:
 //
 //   trace files ──LoadProcessTraces──> each trace, once ──> JobAnalysis
 //       (model/trace_loader.h)              │ on_trace        │ Finish
