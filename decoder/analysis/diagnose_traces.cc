@@ -9,7 +9,8 @@
 namespace ncclwatch::decoder {
 
 absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>& files,
-                                                  const OnTrace& on_trace) {
+                                                  const OnTrace& on_trace,
+                                                  const std::vector<UnreadableTrace>& not_read) {
   TraceDiagnosis out;
   size_t index = 0;
   LoadProcessTraces(
@@ -28,11 +29,14 @@ absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>
         "none of the ", files.size(), " trace file(s) can be read; first: ",
         out.job.unreadable().empty() ? "none given" : out.job.unreadable().front().error));
   }
+  for (const UnreadableTrace& u : not_read)
+    out.job.AddUnreadable(u.path, u.error, u.may_hold_traces);
   out.job.Finish();
   // What this machine sees of the traced processes now: whether the job is
   // live, and which of its processes on this host still exist, and how.
   std::vector<TracedProcessId> ids;
-  for (const ProcessFacts& p : out.job.processes()) ids.push_back({p.host, p.pid, p.created_ns});
+  for (const ProcessFacts& p : out.job.processes())
+    ids.push_back({p.host, p.pid, p.created_ns, p.pid_namespace});
   out.diagnosis = Diagnose(out.job, ObserveLiveness(ids));
   return out;
 }

@@ -42,10 +42,15 @@ struct TraceDiagnosis {
 using OnTrace = std::function<void(size_t file, const ProcessTrace* trace)>;
 
 // Reads every file once (on every core), analyses the job and diagnoses it
-// as this machine sees its processes now. An error (the message says which
-// file and why) when none of the files can be read.
-absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>& files,
-                                                  const OnTrace& on_trace = {});
+// as this machine sees its processes now. `not_read`: what the search for
+// the files passed over (a folder not read, a link not followed), added to
+// the job's unreadable inputs, so that a job that may have lost a rank's
+// trace there is not called healthy. An error (the message says which file
+// and why, and may hold what the file's name holds: a caller prints it on
+// one line) when none of the files can be read.
+absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(
+    const std::vector<std::string>& files, const OnTrace& on_trace = {},
+    const std::vector<UnreadableTrace>& not_read = {});
 
 }  // namespace ncclwatch::decoder
 

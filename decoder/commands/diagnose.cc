@@ -13,18 +13,19 @@ namespace ncclwatch::decoder {
 
 int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& out,
                 std::ostream& err) {
-  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths);
+  std::vector<SkippedInput> skipped;  // folders not read, links not followed
+  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths, &skipped);
   if (!found.ok()) {
-    err << "ncclwatch: " << found.status().message() << "\n";
+    err << "ncclwatch: " << OneLine(std::string(found.status().message())) << "\n";
     return 2;
   }
   const std::vector<std::string>& files = *found;
   Progress progress("reading traces", files.size());  // on a terminal only
-  absl::StatusOr<TraceDiagnosis> result =
-      DiagnoseTraceFiles(files, [&](size_t, const ProcessTrace*) { progress.Step(); });
+  absl::StatusOr<TraceDiagnosis> result = DiagnoseTraceFiles(
+      files, [&](size_t, const ProcessTrace*) { progress.Step(); }, NotRead(skipped));
   progress.Done();
   if (!result.ok()) {
-    err << "ncclwatch: " << result.status().message() << "\n";
+    err << "ncclwatch: " << OneLine(std::string(result.status().message())) << "\n";
     return 2;
   }
   const JobAnalysis& job = result->job;

@@ -26,13 +26,14 @@ namespace ncclwatch::decoder {
 
 std::unique_ptr<DiagnosedTraces> DiagnoseTraces(const std::vector<std::string>& paths,
                                                 std::string* error) {
-  absl::StatusOr<std::vector<std::string>> files = TraceFiles(paths);
+  std::vector<SkippedInput> skipped;  // folders not read, links not followed
+  absl::StatusOr<std::vector<std::string>> files = TraceFiles(paths, &skipped);
   if (!files.ok()) {
     *error = std::string(files.status().message());
     return nullptr;
   }
   // The one diagnosis every command makes of traces (analysis/diagnose_traces.h).
-  absl::StatusOr<TraceDiagnosis> result = DiagnoseTraceFiles(*files);
+  absl::StatusOr<TraceDiagnosis> result = DiagnoseTraceFiles(*files, {}, NotRead(skipped));
   if (!result.ok()) {
     *error = std::string(result.status().message());
     return nullptr;

@@ -42,6 +42,7 @@ void RecordImporter::Finish() {
   if (p_->end && p_->end->how == f::process_end::kHowExecFailed) p_->end.reset();
   SortAnchors(p_);
   streams_.Finish(p_);
+  RestoreHeldOperations(p_);
 }
 
 bool RecordImporter::ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload) {

@@ -69,7 +69,9 @@ TEST_CASE("the validator refuses what breaks the schema", "[report][schema]") {
   CHECK_FALSE(broken("\"verdict\":\"problem\"", "\"verdict\":1").empty());         // type
   CHECK_FALSE(broken("\"findings\":[],", "").empty());                             // required
   CHECK_FALSE(broken("\"findings\":[]", "\"findings\":[],\"extra\":0").empty());   // unknown
-  CHECK_FALSE(broken("\"schema_version\":1", "\"schema_version\":2").empty());     // const
+  CHECK_FALSE(broken("\"schema_version\":" + std::to_string(kJsonSchemaVersion),
+                     "\"schema_version\":" + std::to_string(kJsonSchemaVersion + 1))
+                  .empty());  // const
   CHECK_FALSE(jobs::ValidateReport("{not json").empty());
 
   Finding f;

@@ -1,6 +1,7 @@
 // Completion and liveness, from the shim's watcher threads: how each
 // communicator's completion is tracked, its progress on the GPU, stalls,
-// CUDA errors met while polling, untracked operations, and the heartbeat.
+// CUDA errors met while polling, untracked operations, the heartbeat, and
+// the operations the watcher held in the pinned region.
 
 #include <algorithm>
 #include <utility>
@@ -232,6 +233,71 @@ bool ImportUntracked(ImportContext& c, absl::Span<const uint8_t> body) {
   return ok;
 }
 
+// The oldest operation of a communicator the watcher held where the ring
+// cannot lap it (restored into the trace's tables by RestoreHeldOperations
+// when the ring lost it).
+bool ImportHeldOperation(ImportContext& c, absl::Span<const uint8_t> body) {
+  ProcessTrace& p = *c.trace;
+  WireReader r(body);
+  WireField x;
+  HeldOperationEvent e{c.order, c.t};
+  e.peer = e.datatype = e.rank = 0;  // proto3: a field left out is 0
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case f::held_operation::kComm:
+        if (Fixed64(x)) e.comm = x.value;
+        break;
+      case f::held_operation::kCall:
+        if (Varint(x)) e.call = static_cast<uint32_t>(x.value);
+        break;
+      case f::held_operation::kSeq:
+        if (Varint(x)) e.seq = x.value;
+        break;
+      case f::held_operation::kPeer:
+        if (Varint(x)) e.peer = x.Zigzag32();
+        break;
+      case f::held_operation::kSend:
+        if (Varint(x)) e.send = x.value != 0;
+        break;
+      case f::held_operation::kCount:
+        if (Varint(x)) e.count = x.value;
+        break;
+      case f::held_operation::kDatatype:
+        if (Varint(x)) e.datatype = x.Zigzag32();
+        break;
+      case f::held_operation::kRedop:
+        if (Varint(x)) e.redop = x.Zigzag32();
+        break;
+      case f::held_operation::kRoot:
+        if (Varint(x)) e.root = x.Zigzag32();
+        break;
+      case f::held_operation::kCaller:
+        if (Fixed64(x)) e.caller = x.value;
+        break;
+      case f::held_operation::kEnqueuedT:
+        if (Varint(x)) e.enqueued_t = x.value;
+        break;
+      case f::held_operation::kCompleted:
+        if (Varint(x)) e.completed = x.value;
+        break;
+      case f::held_operation::kGroupOps:
+        if (Varint(x)) e.group_ops = static_cast<uint32_t>(x.value);
+        break;
+      case f::held_operation::kRank:
+        if (Varint(x)) e.rank = x.Zigzag32();
+        break;
+      case f::held_operation::kWaitedMs:
+        if (Varint(x)) e.waited_ms = x.value;
+        break;
+      default:
+        break;
+    }
+  }
+  if (!r.ok()) return false;
+  p.held.push_back(e);
+  return true;
+}
+
 }  // namespace
 
 absl::Span<const BodyImporter> CompletionImporters() {
@@ -242,6 +308,7 @@ absl::Span<const BodyImporter> CompletionImporters() {
       {f::record::kStall, ImportStall},
       {f::record::kCudaError, ImportCudaError},
       {f::record::kUntracked, ImportUntracked},
+      {f::record::kHeldOperation, ImportHeldOperation},
   };
   return kImporters;
 }

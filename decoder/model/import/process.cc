@@ -72,6 +72,9 @@ bool ImportProcessStart(ImportContext& c, absl::Span<const uint8_t> body) {
       case f::process_start::kJobId:
         if (Bytes(x)) s.job_id = Str(x);
         break;
+      case f::process_start::kPidNamespace:
+        if (Varint(x)) s.pid_namespace = x.value;
+        break;
       default:
         break;
     }
@@ -87,6 +90,7 @@ bool ImportProcessStart(ImportContext& c, absl::Span<const uint8_t> body) {
     p.local_rank = s.local_rank;
     p.exe = std::move(s.exe);
     p.job_id = std::move(s.job_id);
+    p.pid_namespace = s.pid_namespace;
   }
   return ok;
 }
