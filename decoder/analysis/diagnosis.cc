@@ -1365,11 +1365,12 @@ class Diagnoser {
       switch (pr.kind) {
         case P2pProblem::kSizeMismatch:
           facts.problem = P2pMismatchFacts::Problem::kSizeMismatch;
-          x.field = pr.send.datatype != pr.receive.datatype ? "datatype" : "count";
+          x.field = pr.send.datatype != pr.receive.datatype ? MismatchField::kDatatype
+                                                            : MismatchField::kCount;
           break;
         case P2pProblem::kOrderMismatch:
           facts.problem = P2pMismatchFacts::Problem::kOrderMismatch;
-          x.field = "order";
+          x.field = MismatchField::kOrder;
           break;
         case P2pProblem::kSendNotReceived:
           facts.problem = P2pMismatchFacts::Problem::kSendNotReceived;

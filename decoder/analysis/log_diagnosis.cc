@@ -543,7 +543,7 @@ class LogDiagnoser {
         if (std::get<1>(g) != std::get<1>(gs.front())) op_differs = true;
         Facts(x).timeouts.push_back(timeout(g, ranks));
       }
-      x.field = op_differs ? "op" : "count";
+      x.field = op_differs ? MismatchField::kOp : MismatchField::kCount;
       x.when_ns = first;
       causes->push_back(x);
       return;

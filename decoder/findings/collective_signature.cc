@@ -2,14 +2,14 @@
 
 namespace ncclwatch::decoder {
 
-std::string CollectiveSignature::DifferingField(const CollectiveSignature& a,
-                                                const CollectiveSignature& b) {
-  if (a.call != b.call) return "op";
-  if (a.count != b.count) return "count";
-  if (a.datatype != b.datatype) return "datatype";
-  if (a.redop != b.redop) return "redop";
-  if (a.root != b.root) return "root";
-  return "";
+MismatchField CollectiveSignature::DifferingField(const CollectiveSignature& a,
+                                                  const CollectiveSignature& b) {
+  if (a.call != b.call) return MismatchField::kOp;
+  if (a.count != b.count) return MismatchField::kCount;
+  if (a.datatype != b.datatype) return MismatchField::kDatatype;
+  if (a.redop != b.redop) return MismatchField::kRedop;
+  if (a.root != b.root) return MismatchField::kRoot;
+  return MismatchField::kNone;
 }
 
 }  // namespace ncclwatch::decoder

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "findings/mismatch_field.h"
 #include "knowledge/nccl_semantics.h"
 #include "model/events.h"
 
@@ -44,8 +45,9 @@ struct CollectiveSignature {
            root == o.root;
   }
   bool operator!=(const CollectiveSignature& o) const { return !(*this == o); }
-  // The first field two signatures differ in: "op", "count", "datatype", "redop", "root".
-  static std::string DifferingField(const CollectiveSignature& a, const CollectiveSignature& b);
+  // The first field two signatures differ in (op, count, datatype, redop,
+  // root), kNone when they are equal.
+  static MismatchField DifferingField(const CollectiveSignature& a, const CollectiveSignature& b);
 };
 static_assert(sizeof(CollectiveSignature) == 24, "a collective's signature has padding again");
 

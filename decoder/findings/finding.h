@@ -29,6 +29,7 @@
 
 #include "findings/collective_signature.h"
 #include "findings/last_call.h"
+#include "findings/mismatch_field.h"
 
 namespace ncclwatch::decoder {
 
@@ -575,11 +576,11 @@ struct Finding {
   FindingKind kind = FindingKind::kLogInsufficient;
   FindingRole role = FindingRole::kRootCause;
   std::optional<uint64_t> comm;
-  std::optional<uint64_t> seq;  // per-communicator collective (or p2p) number
-  std::vector<int> ranks;       // the global ranks that deviate
-  std::string field;    // op|count|datatype|redop|root (collective_mismatch), order (p2p_mismatch)
-  int nranks = -1;      // the communicator's size
-  int64_t when_ns = 0;  // realtime of the event it starts from
+  std::optional<uint64_t> seq;                 // per-communicator collective (or p2p) number
+  std::vector<int> ranks;                      // the global ranks that deviate
+  MismatchField field = MismatchField::kNone;  // collective_mismatch, p2p_mismatch
+  int nranks = -1;                             // the communicator's size
+  int64_t when_ns = 0;                         // realtime of the event it starts from
   int job = 0;
   std::optional<HangPhase> phase;  // where the hang is (findings about a hang)
   FindingFacts facts;

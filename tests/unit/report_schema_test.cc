@@ -99,7 +99,7 @@ TEST_CASE("every kind of finding, with its facts, conforms", "[report][schema]")
   }
   Finding mismatch;
   mismatch.kind = FindingKind::kCollectiveMismatch;
-  mismatch.field = "count";
+  mismatch.field = MismatchField::kCount;
   mismatch.comm = 0xc06c50cabbc8b5d1ull;
   CollectiveMismatchFacts cm;
   cm.groups.push_back({{0, 1, 2}, CollectiveSignature(1, 1024, 7, 0, -1), {}});
