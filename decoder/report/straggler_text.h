@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "analysis/finding.h"
+#include "findings/finding.h"
 
 namespace ncclwatch::decoder {
 

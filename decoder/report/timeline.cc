@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 #include "ncclwatch/trace_fields.h"
 #include "perfetto/perfetto_trace.pb.h"
 #include "report/call_site.h"

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "analysis/diagnosis.h"
-#include "analysis/finding.h"
 #include "analysis/job_analysis.h"
+#include "findings/finding.h"
 #include "report/finding_text.h"
 #include "synthetic_process.h"
 
