@@ -299,7 +299,11 @@ TEST_CASE("healthy: two threads driving two communicators, traced to the end", "
 TEST_CASE("a rank that was pid 1 in its container, SIGKILLed: dead, not the host's pid 1",
           "[hang]") {
   Scenario s;
-  jobs::JobSpec spec = Spec(s, {"--steps", "1000000"}, 6);
+  // The others are ended because rank 1 died, as a launcher does (torchrun
+  // SIGTERMs the rest when one worker fails), not by a wall-clock bound that
+  // a slow start (a sanitizer build on a busy machine) could reach first.
+  jobs::JobSpec spec = Spec(s, {"--steps", "1000000"}, 120);
+  spec.teardown_after_failure_s = 0.5;
   spec.env.push_back("NCCLWATCH_HEARTBEAT_MS=100");
   const std::string script =
       "if [ \"$RANK\" = 1 ]; then\n"
@@ -312,6 +316,7 @@ TEST_CASE("a rank that was pid 1 in its container, SIGKILLed: dead, not the host
   argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
   spec.argv = argv;
   s.job = jobs::RunJob(spec);
+  CHECK(s.job.ranks[1].exit_code == 137);  // its script killed it, the launcher ended the rest
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // every heartbeat stale
   Finish(&s);
   const auto t = Load(jobs::TraceOf(s.dir.path(), 1));
