@@ -55,6 +55,31 @@ enum Call : uint32_t {
   kMemFree = 55,
   kRedOpCreatePreMulSum = 56,
   kRedOpDestroy = 57,
+  kCommGetUniqueId = 58,
+  kCommGrow = 59,
+  kAllReduceConfig = 60,
+  kBroadcastConfig = 61,
+  kReduceConfig = 62,
+  kAllGatherConfig = 63,
+  kReduceScatterConfig = 64,
+  kAllToAllConfig = 65,
+  kGatherConfig = 66,
+  kScatterConfig = 67,
+  kPutSignal = 68,
+  kSignal = 69,
+  kWaitSignal = 70,
+  kCommSuspend = 71,
+  kCommResume = 72,
+  kCommMemStats = 73,
+  kWinGetUserPtr = 74,
+  kSetEncryption = 75,
+  kCommQueryProperties = 76,
+  kDevCommCreate = 77,
+  kDevCommDestroy = 78,
+  kGetLsaMultimemDevicePointer = 79,
+  kGetMultimemDevicePointer = 80,
+  kGetLsaDevicePointer = 81,
+  kGetPeerDevicePointer = 82,
 };
 
 // The name of a Call: what NCCL calls an operation ("AllReduce", "Send"),
@@ -145,6 +170,56 @@ constexpr const char* CallName(uint32_t call) {
       return "ncclRedOpCreatePreMulSum";
     case kRedOpDestroy:
       return "ncclRedOpDestroy";
+    case kCommGetUniqueId:
+      return "ncclCommGetUniqueId";
+    case kCommGrow:
+      return "ncclCommGrow";
+    case kAllReduceConfig:
+      return "AllReduceConfig";
+    case kBroadcastConfig:
+      return "BroadcastConfig";
+    case kReduceConfig:
+      return "ReduceConfig";
+    case kAllGatherConfig:
+      return "AllGatherConfig";
+    case kReduceScatterConfig:
+      return "ReduceScatterConfig";
+    case kAllToAllConfig:
+      return "AlltoAllConfig";
+    case kGatherConfig:
+      return "GatherConfig";
+    case kScatterConfig:
+      return "ScatterConfig";
+    case kPutSignal:
+      return "PutSignal";
+    case kSignal:
+      return "Signal";
+    case kWaitSignal:
+      return "WaitSignal";
+    case kCommSuspend:
+      return "ncclCommSuspend";
+    case kCommResume:
+      return "ncclCommResume";
+    case kCommMemStats:
+      return "ncclCommMemStats";
+    case kWinGetUserPtr:
+      return "ncclWinGetUserPtr";
+    case kSetEncryption:
+      return "ncclSetEncryption";
+    case kCommQueryProperties:
+      return "ncclCommQueryProperties";
+    case kDevCommCreate:
+      return "ncclDevCommCreate";
+    case kDevCommDestroy:
+      return "ncclDevCommDestroy";
+    case kGetLsaMultimemDevicePointer:
+      return "ncclGetLsaMultimemDevicePointer";
+    case kGetMultimemDevicePointer:
+      return "ncclGetMultimemDevicePointer";
+    case kGetLsaDevicePointer:
+      return "ncclGetLsaDevicePointer";
+    case kGetPeerDevicePointer:
+      return "ncclGetPeerDevicePointer";
     default:
       return nullptr;
   }
@@ -155,9 +230,10 @@ constexpr uint32_t kT = 1, kThread = 2, kProcessStart = 16, kProcessEnd = 17, kT
                    kModule = 19, kCommInitBegin = 20, kCommInitEnd = 21, kCommEnd = 22,
                    kCollective = 23, kP2p = 24, kGroup = 25, kApi = 26, kFatalSignal = 27,
                    kSysCall = 28, kNcclError = 29, kInventory = 30, kProgress = 31, kHeartbeat = 32,
-                   kStall = 33, kCudaError = 34, kCompletionTracking = 35, kUntracked = 36;
-// The highest body field a reader of this header knows.
-constexpr uint32_t kLastBody = kUntracked;
+                   kStall = 33, kCudaError = 34, kCompletionTracking = 35, kUntracked = 36,
+                   kCollConfig = 37, kOneSided = 38;
+// The highest body field of the first run of bodies (16 on) a reader of this header knows.
+constexpr uint32_t kLastBody = kOneSided;
 }  // namespace record
 namespace process_start {
 constexpr uint32_t kPid = 1, kHost = 2, kGlobalRank = 3, kRankSource = 4, kWorldSize = 5,
@@ -177,7 +253,7 @@ constexpr uint32_t kPath = 1, kBase = 2, kStart = 3, kEnd = 4, kBuildId = 5;
 namespace comm_init_begin {
 constexpr uint32_t kComm = 1, kCall = 2, kNranks = 3, kRank = 4, kParent = 5, kColor = 6, kKey = 7,
                    kSplitIndex = 8, kExcluded = 9, kBlocking = 10, kCaller = 11, kDevice = 12,
-                   kBusId = 13;
+                   kBusId = 13, kGrowId = 14;
 }
 namespace comm_init_end {
 constexpr uint32_t kComm = 1, kResult = 2, kHandle = 3, kRank = 4, kDevice = 5, kNranks = 6;
@@ -268,6 +344,21 @@ namespace cuda_error {
 constexpr uint32_t kComm = 1, kResult = 2, kName = 3, kText = 4, kDevice = 5, kWhere = 6, kSeq = 7;
 constexpr uint32_t kWhereEventQuery = 1, kWhereEventRecord = 2;
 }  // namespace cuda_error
+namespace coll_config {
+constexpr uint32_t kComm = 1, kSeq = 2, kCall = 3, kSize = 4, kVersion = 5, kMinCtas = 6,
+                   kMaxCtas = 7, kNvlsCtas = 8, kCgaClusterSize = 9, kAlgSelection = 10,
+                   kForceAlgSelection = 11, kCtaPolicy = 12, kUserProfilerTag = 13,
+                   kLaunchCompletionEvent = 14, kExtOptions = 15, kMagicOk = 16;
+}
+namespace one_sided {
+constexpr uint32_t kResult = 1, kComm = 2, kCall = 3, kPeer = 4, kSeq = 5, kCount = 6,
+                   kDatatype = 7, kWindow = 8, kOffset = 9, kSigIdx = 10, kCtx = 11, kFlags = 12,
+                   kStream = 13, kBuff = 14, kGroup = 15, kCaller = 16, kRank = 17, kWaits = 18,
+                   kNDesc = 19;
+namespace wait {
+constexpr uint32_t kPeer = 1, kOpCnt = 2, kSigIdx = 3, kCtx = 4, kSeq = 5;
+}
+}  // namespace one_sided
 namespace untracked {
 constexpr uint32_t kComm = 1, kCall = 2, kSeq = 3, kReason = 4;
 constexpr uint32_t kCaptured = 1, kInProgress = 2;
