@@ -1100,3 +1100,48 @@ TEST_CASE("under umask 0777 the default trace folder is still made usable: the j
   const ProcessTrace t = OnlyTrace(folder);
   CheckTracedStartToExit(t, "preload_probe");
 }
+
+// The shim exports a hook for every entry point of the newest nccl.h and
+// runs with NCCL 2.18 and later: an entry point the loaded NCCL lacks must
+// stay absent to the program, as without the shim (resolve/nccl_exports.h).
+TEST_CASE("an entry point the loaded NCCL lacks stays absent: weak references, dlsym and dlerror",
+          "[preload][absent]") {
+  const std::string old_nccl = jobs::BinDir() + "/../fakes/nccl-2.18";
+  auto Contains = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  REQUIRE(fs::exists(old_nccl + "/libnccl.so.2"));
+  for (const std::string& lib : {old_nccl, jobs::SimLibDir()}) {
+    INFO(lib);
+    jobs::TempDir dir;
+    const jobs::RankResult plain = RunProbe({}, {"LD_LIBRARY_PATH=" + lib}, "absent_probe");
+    const jobs::RankResult traced = RunProbe(
+        {},
+        {"LD_LIBRARY_PATH=" + lib, "LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir.path()},
+        "absent_probe");
+    INFO("without the shim:\n" << plain.output << "with it:\n" << traced.output);
+    REQUIRE(plain.exit_code == 0);
+    CHECK(traced.exit_code == 0);
+    CHECK(traced.output == plain.output);
+    // What 2.18 has is found; what came later is not (the simulator has all).
+    CHECK(Contains(plain.output, "ncclAllReduce weak=1 default=1 handle=1\n"));
+    if (lib == old_nccl) {
+      CHECK(Contains(plain.output, "ncclCommShrink weak=0 default=0 handle=0 dlerror="));
+      CHECK(Contains(plain.output, "ncclMemAlloc weak=0 default=0 handle=0 dlerror="));
+      CHECK(Contains(plain.output, "ncclDevCommCreate weak=0 default=0 handle=0 dlerror="));
+      CHECK(Contains(plain.output, "ncclGetVersion -> 0 21803\n"));
+    } else {
+      CHECK(Contains(plain.output, "ncclCommShrink weak=1 default=1 handle=1\n"));
+#if NCCLWATCH_NCCL_HEADER_VERSION >= 22900
+      CHECK(Contains(plain.output, "ncclCommGrow weak=1 default=1 handle=1\n"));
+      CHECK(Contains(plain.output, "ncclWaitSignal weak=1 default=1 handle=1\n"));
+#endif
+    }
+    // And the calls the program made were seen.
+    const std::vector<std::string> files = TraceFiles(dir.path());
+    REQUIRE(files.size() == 1);
+    auto t = LoadProcessTrace(files[0]);
+    REQUIRE(t.ok());
+    CHECK(t->nccl_version == (lib == old_nccl ? 21803 : NCCLWATCH_NCCL_HEADER_VERSION));
+  }
+}

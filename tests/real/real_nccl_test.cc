@@ -10,10 +10,14 @@
 // starting "NCCLWATCH-SKIP:", which ctest reports as skipped.
 
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -138,30 +142,24 @@ std::set<std::string> Exported(const std::string& library) {
   return names;
 }
 
-// Entry points of these releases the shim does not wrap (nccl.h 2.28 has
-// them not, or they are NCCL's internals): calls go straight to NCCL, and
-// are not recorded. A release that exports one not listed here fails the
-// test, so that a new entry point is looked at.
-const std::set<std::string> kNotWrapped = {
-    // 2.28: the device API's host side, and an internal
-    "ncclDevCommCreate", "ncclDevCommDestroy", "ncclGinBarrierCreateRequirement",
-    "ncclLLA2ACalcSlots", "ncclLLA2ACreateRequirement", "ncclLsaBarrierCreateRequirement",
-    "ncclTeamLsa", "ncclTeamRail", "ncclTeamRankToLsa", "ncclTeamRankToWorld", "ncclTeamWorld",
-    "ncclResetDebugInitInternal",
-    // 2.32: collectives with a config, communicator growth, suspend and
-    // resume, one-sided signals, parameters, the device API's additions
-    "ncclAllGatherConfig", "ncclAllReduceConfig", "ncclAlltoAllConfig", "ncclBroadcastConfig",
-    "ncclGatherConfig", "ncclReduceConfig", "ncclReduceScatterConfig", "ncclScatterConfig",
-    "ncclCommGetUniqueId", "ncclCommGrow", "ncclCommMemStats", "ncclCommQueryProperties",
-    "ncclCommResume", "ncclCommSuspend", "ncclGetCftDeviceLeInfo", "ncclGetLsaDevicePointer",
-    "ncclGetLsaMultimemDevicePointer", "ncclGetMultimemDeviceLeInfo",
-    "ncclGetMultimemDevicePointer", "ncclGetPeerDeviceLeInfo", "ncclGetPeerDevicePointer",
-    "ncclGinInboxA2ACreateRequirement", "ncclGinOutboxCreateRequirement", "ncclParamBind",
-    "ncclParamDumpAll", "ncclParamGet", "ncclParamGetAllParameterKeys", "ncclParamGetI16",
-    "ncclParamGetI32", "ncclParamGetI64", "ncclParamGetI8", "ncclParamGetParameter",
-    "ncclParamGetStr", "ncclParamGetU16", "ncclParamGetU32", "ncclParamGetU64", "ncclParamGetU8",
-    "ncclPutSignal", "ncclSetEncryption", "ncclSignal", "ncclTeamCft", "ncclTeamCftMultimem",
-    "ncclWaitSignal", "ncclWinGetUserPtr"};
+// The pure helpers: the entry points the shim does not intercept, on
+// purpose (shim/resolve/nccl_functions.inc says why), by family. Any other
+// public function of a release's headers, or export of its library, that the
+// shim does not wrap fails the tests below, so that a new entry point is
+// looked at.
+bool PureHelper(const std::string& name) {
+  auto starts = [&](const char* p) { return name.rfind(p, 0) == 0; };
+  auto ends = [&](const char* s) {
+    const std::string x(s);
+    return name.size() >= x.size() && name.compare(name.size() - x.size(), x.size(), x) == 0;
+  };
+  return starts("ncclParam") ||                 // 2.30: NCCL's parameters, read only
+         starts("ncclTeam") ||                  // the device API's teams: arithmetic on ranks
+         ends("CreateRequirement") ||           // the device API's requirement builders
+         name == "ncclLLA2ACalcSlots" ||        // a size computation
+         ends("DeviceLeInfo") ||                // launch-info queries of the device API
+         name == "ncclResetDebugInitInternal";  // NCCL's own, not in any header
+}
 
 std::string Unprefixed(const std::string& name) {
   return name.rfind("pnccl", 0) == 0 ? name.substr(1) : name;
@@ -182,9 +180,13 @@ TEST_CASE("every entry point a release exports reaches it under the shim, and wh
       argv.push_back(name);
       if (shim.count(name) == 0) {
         INFO(name << " is exported by the release and not wrapped by the shim");
-        CHECK(kNotWrapped.count(Unprefixed(name)) == 1);
+        CHECK(PureHelper(Unprefixed(name)));
       }
     }
+    // And what the shim wraps that this release lacks: absent to the
+    // program under the shim as without it (compared below).
+    for (const std::string& name : shim)
+      if (exported.count(name) == 0) argv.push_back(name);
     jobs::TempDir dir;
     const jobs::RankResult plain = Run(argv, Env(r, ""));
     const jobs::RankResult traced = Run(argv, Env(r, dir.path()));
@@ -193,6 +195,10 @@ TEST_CASE("every entry point a release exports reaches it under the shim, and wh
     CHECK(traced.output == plain.output);
     for (const std::string& name : exported) {
       CHECK(traced.output.find(name + " handle=1 default=1\n") != std::string::npos);
+    }
+    for (const std::string& name : shim) {
+      if (exported.count(name) == 0)
+        CHECK(traced.output.find(name + " handle=0 default=0\n") != std::string::npos);
     }
     // Looking names up is no NCCL call: no trace.
     CHECK(fs::is_empty(dir.path()));
@@ -278,4 +284,147 @@ TEST_CASE("an NCCL_SOCKET_IFNAME that matches nothing: network named, linked and
             std::string::npos);
     }
   }
+}
+
+TEST_CASE("an entry point a release lacks stays absent to weak references under the shim",
+          "[real][absent]") {
+  for (const Release& r : Each()) {
+    INFO("NCCL " << r.version);
+    const std::set<std::string> exported = Exported(r.dir + "/libnccl.so.2");
+    jobs::TempDir dir;
+    const std::vector<std::string> argv = {jobs::BinDir() + "/absent_probe"};
+    const jobs::RankResult plain = Run(argv, Env(r, ""));
+    const jobs::RankResult traced = Run(argv, Env(r, dir.path()));
+    INFO("without:\n" << plain.output << "with:\n" << traced.output);
+    CHECK(plain.exit_code == 0);
+    CHECK(traced.exit_code == 0);
+    CHECK(traced.output == plain.output);
+    // Each line: NAME weak=W default=D handle=H: what the release has.
+    std::istringstream in(plain.output);
+    std::string line;
+    int lines = 0;
+    while (std::getline(in, line)) {
+      const size_t sp = line.find(' ');
+      if (sp == std::string::npos || line.find(" weak=") == std::string::npos) continue;
+      const std::string name = line.substr(0, sp);
+      INFO(line);
+      CHECK((line.find(" weak=1 ") != std::string::npos) == (exported.count(name) == 1));
+      ++lines;
+    }
+    CHECK(lines > 40);
+    CHECK(plain.output.find("ncclGetVersion -> 0 " + std::to_string(r.code)) != std::string::npos);
+  }
+}
+
+namespace {
+
+// The public host functions a release's headers declare: nccl.h's
+// declarations, and the device API's host functions (NCCL_EXTERN_C in
+// nccl_device/), with their pnccl aliases (nccl.h declares both). The text is read with
+// comments removed and every preprocessor branch in (NCCL_OS_LINUX's).
+std::set<std::string> DeclaredFunctions(const std::string& include_dir) {
+  std::set<std::string> names;
+  std::vector<std::string> files = {include_dir + "/nccl.h"};
+  if (fs::exists(include_dir + "/nccl_device")) {
+    for (const auto& e : fs::recursive_directory_iterator(include_dir + "/nccl_device"))
+      if (e.is_regular_file() && e.path().extension() == ".h") files.push_back(e.path().string());
+  }
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Comments out, whitespace runs to one space, preprocessor lines out.
+    std::string flat;
+    bool line_start = true;  // only blanks since the last newline
+    for (size_t i = 0; i < text.size(); ++i) {
+      const bool at_line_start = line_start;
+      line_start = text[i] == '\n' || (line_start && (text[i] == ' ' || text[i] == '\t'));
+      if (text.compare(i, 2, "/*") == 0) {
+        const size_t e = text.find("*/", i + 2);
+        i = e == std::string::npos ? text.size() : e + 1;
+        flat += ' ';
+      } else if (text.compare(i, 2, "//") == 0) {
+        while (i < text.size() && text[i] != '\n') ++i;
+        flat += ' ';
+      } else if (text[i] == '#' && at_line_start) {
+        // A directive, with its continuation lines.
+        while (i < text.size() && !(text[i] == '\n' && text[i - 1] != '\\')) ++i;
+        line_start = true;
+        flat += ' ';
+      } else {
+        const char c = std::isspace(static_cast<unsigned char>(text[i])) ? ' ' : text[i];
+        if (!(c == ' ' && !flat.empty() && flat.back() == ' ')) flat += c;
+      }
+    }
+    const bool device = file.find("/nccl_device/") != std::string::npos;
+    // Statement by statement (cut at ';', '{' and '}'): nccl.h's are
+    // "<type> [*]name(...)"; the device headers' host functions
+    // "NCCL_EXTERN_C [__host__] <type> name(...)" (device functions are
+    // inline, never NCCL_EXTERN_C).
+    static const std::regex kHost(
+        R"(^ *(?:__attribute__ *\(\(.*\)\) )?(?:const )?[A-Za-z_][A-Za-z0-9_]*(?: *\*)? *(nccl[A-Z][A-Za-z0-9_]*) *\(.*\) *$)");
+    static const std::regex kDevice(
+        R"(^ *NCCL_EXTERN_C (?:__host__ )?(?:const )?[A-Za-z_][A-Za-z0-9_]*(?: *\*)? *(nccl[A-Z][A-Za-z0-9_]*) *\(.*\) *$)");
+    const std::regex& re = device ? kDevice : kHost;
+    size_t from = 0;
+    for (size_t i = 0; i <= flat.size(); ++i) {
+      if (i < flat.size() && flat[i] != ';' && flat[i] != '{' && flat[i] != '}') continue;
+      const std::string statement = flat.substr(from, i - from);
+      from = i + 1;
+      std::smatch m;
+      if (std::regex_match(statement, m, re)) names.insert(m[1].str());
+    }
+  }
+  return names;
+}
+
+// The releases the drift check reads: the matrix under test, and the three
+// the issue names (2.21, the last before the device API; 2.28, the one the
+// project started from; 2.32, the newest), fetched when they can be.
+std::vector<Release> DriftReleases() {
+  std::vector<Release> out = Each();
+  if (std::getenv("NCCLWATCH_REAL_NCCL_SKIP") != nullptr) return out;
+  int status = 0;
+  const Releases more = Parse(Shell(
+      std::string(NCCLWATCH_SOURCE_DIR) + "/scripts/fetch-nccl.sh 2.21.5 2.28.9 2.32.3 2>/dev/null",
+      &status));
+  for (const Release& m : more.list) {
+    bool have = false;
+    for (const Release& r : out) have |= r.version == m.version;
+    if (!have) out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace
+
+// The check that cannot drift: a public function of a release's headers that
+// the shim neither wraps nor lists as a pure helper fails here, the day that
+// release is fetched.
+TEST_CASE("every public host function of each release's headers is wrapped or a pure helper",
+          "[real][drift]") {
+  const std::set<std::string> shim = Exported(jobs::ShimPath());
+  const std::vector<Release> releases = DriftReleases();
+  for (const Release& r : releases) {
+    INFO("NCCL " << r.version << " headers in " << r.dir << "/include");
+    if (!fs::exists(r.dir + "/include/nccl.h")) {
+      FAIL(
+          "no include/nccl.h beside the library: fetched by an older scripts/fetch-nccl.sh; "
+          "remove "
+          << r.dir << " and fetch it again");
+    }
+    const std::set<std::string> declared = DeclaredFunctions(r.dir + "/include");
+    CHECK(declared.count("ncclAllReduce") == 1);
+    CHECK(declared.count("ncclCommInitRank") == 1);
+    for (const std::string& name : declared) {
+      INFO(name << ": declared by the release, neither wrapped by the shim nor a pure helper");
+      CHECK((shim.count(name) == 1 || PureHelper(Unprefixed(name))));
+    }
+    std::cout << "NCCL " << r.version << ": " << declared.size()
+              << " public host functions, every one wrapped or a pure helper\n";
+  }
+  const std::set<std::string> wanted = {"2.21.5", "2.28.9", "2.32.3"};
+  size_t seen = 0;
+  for (const Release& r : releases) seen += wanted.count(r.version);
+  if (seen < wanted.size() && !releases.empty())
+    std::cout << "note: only " << seen << " of 2.21.5, 2.28.9 and 2.32.3 could be fetched\n";
 }
