@@ -5,6 +5,7 @@
 // trace survives SIGKILL; a call from another library's constructor is
 // traced; and it needs nothing but glibc.
 
+#include <nccl.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -25,6 +26,14 @@
 #include "support/traced_job.h"
 
 namespace {
+
+// How many NCCL entry points the shim wraps, as built (nccl_functions.inc,
+// each guarded by the release that added it): each exported as ncclX and pncclX.
+constexpr int kWrapped = 0
+#define NCCLWATCH_NCCL_FN(name) +1
+#include "resolve/nccl_functions.inc"
+#undef NCCLWATCH_NCCL_FN
+    ;
 
 namespace fs = std::filesystem;
 using ncclwatch::decoder::LoadProcessTrace;
@@ -530,7 +539,8 @@ TEST_CASE("NCCL loaded in a local scope (a Python extension's) is found and trac
       RunProbe({}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "local_scope_main");
   const jobs::RankResult traced = RunProbe({}, Traced(dir.path()), "local_scope_main");
   INFO(plain.output << "\n---\n" << traced.output);
-  CHECK(plain.output.find("plugin result 0 version 22809") != std::string::npos);
+  CHECK(plain.output.find("plugin result 0 version " +
+                          std::to_string(NCCLWATCH_NCCL_HEADER_VERSION)) != std::string::npos);
   CHECK(traced.output == plain.output);
   CHECK(traced.exit_code == 0);
   const ProcessTrace t = OnlyTrace(dir.path());
@@ -541,7 +551,7 @@ TEST_CASE("NCCL loaded in a local scope (a Python extension's) is found and trac
     CHECK(a.result == 0);
   }
   CHECK(calls == std::set<std::string>{"ncclGetUniqueId", "ncclGetVersion"});
-  CHECK(t.nccl_version == 22809);
+  CHECK(t.nccl_version == NCCLWATCH_NCCL_HEADER_VERSION);
 }
 
 TEST_CASE("dlopen under the shim searches the caller's RUNPATH, as without it",
@@ -664,7 +674,7 @@ TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[pre
     CHECK(intercepted);
   }
   CHECK(cuda_exports == 11);
-  CHECK(exported == 2 * 41 + 38 + cuda_exports);
+  CHECK(exported == 2 * kWrapped + 38 + cuda_exports);
 }
 
 TEST_CASE("an operation issued under CUDA graph capture gets no completion marker", "[preload]") {
@@ -716,7 +726,7 @@ TEST_CASE("a signal handler that calls NCCL during the process's first NCCL call
     // Traced: the first call's record; the handler's calls during it went untraced.
     const ProcessTrace t = OnlyTrace(dir.path());
     CheckTracedStartToExit(t, "preload_probe");
-    CHECK(t.nccl_version == 22809);
+    CHECK(t.nccl_version == NCCLWATCH_NCCL_HEADER_VERSION);
   }
   CHECK(overlapped > 0);  // the handler did run inside the first call
 }
@@ -770,7 +780,9 @@ TEST_CASE("the first NCCL calls from a thread with a 16 KiB stack work under the
   jobs::TempDir dir;
   const jobs::RankResult traced = RunProbe({"small_stack"}, Traced(dir.path()));
   INFO("without:\n" << plain.output << "with:\n" << traced.output);
-  CHECK(plain.output == "from a 16 KiB stack: ncclGetVersion -> 0 (22809), ncclGetUniqueId -> 0\n");
+  CHECK(plain.output == "from a 16 KiB stack: ncclGetVersion -> 0 (" +
+                            std::to_string(NCCLWATCH_NCCL_HEADER_VERSION) +
+                            "), ncclGetUniqueId -> 0\n");
   CHECK(traced.output == plain.output);
   CHECK(traced.signal == 0);
   CHECK(traced.exit_code == 0);
@@ -964,7 +976,8 @@ TEST_CASE("a real CPython's subprocess of a missing tool is not the traced proce
       RunProbe(args, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "/bin/sh");
   const jobs::RankResult r = RunProbe(args, Traced(dir.path()), "/bin/sh");
   INFO("without:\n" << plain.output << "with:\n" << r.output);
-  CHECK(plain.output == "ncclGetVersion -> 0 22809\nno such tool\n");
+  CHECK(plain.output == "ncclGetVersion -> 0 " + std::to_string(NCCLWATCH_NCCL_HEADER_VERSION) +
+                            "\nno such tool\n");
   CHECK(r.output == plain.output);
   const ProcessTrace t = OnlyTrace(dir.path());
   REQUIRE(t.end.has_value());
@@ -1052,7 +1065,7 @@ TEST_CASE("processes that never make a communicator keep small traces, and one t
     auto t = LoadProcessTrace(f);  // the small shape reads as any trace
     REQUIRE(t.ok());
     CheckTracedStartToExit(*t, "preload_probe");
-    CHECK(t->nccl_version == 22809);
+    CHECK(t->nccl_version == NCCLWATCH_NCCL_HEADER_VERSION);
   }
   CHECK(total < 16u * (512u << 10));  // under 512 KiB each
   // A process with a communicator: the whole ring, read back whole.
