@@ -143,23 +143,31 @@ std::set<std::string> Exported(const std::string& library) {
 }
 
 // The pure helpers: the entry points the shim does not intercept, on
-// purpose (shim/resolve/nccl_functions.inc says why), by family. Any other
-// public function of a release's headers, or export of its library, that the
-// shim does not wrap fails the tests below, so that a new entry point is
-// looked at.
-bool PureHelper(const std::string& name) {
-  auto starts = [&](const char* p) { return name.rfind(p, 0) == 0; };
-  auto ends = [&](const char* s) {
-    const std::string x(s);
-    return name.size() >= x.size() && name.compare(name.size() - x.size(), x.size(), x) == 0;
-  };
-  return starts("ncclParam") ||                 // 2.30: NCCL's parameters, read only
-         starts("ncclTeam") ||                  // the device API's teams: arithmetic on ranks
-         ends("CreateRequirement") ||           // the device API's requirement builders
-         name == "ncclLLA2ACalcSlots" ||        // a size computation
-         ends("DeviceLeInfo") ||                // launch-info queries of the device API
-         name == "ncclResetDebugInitInternal";  // NCCL's own, not in any header
-}
+// purpose (shim/resolve/nccl_functions.inc says why): each computes or reads
+// without touching a communicator's traffic. Named one by one, so that a new
+// function of any family (a ncclTeam* that communicates, say) fails the
+// tests below until it is looked at.
+const std::set<std::string> kPureHelpers = {
+    // 2.30: NCCL's parameters, read from the environment and its defaults.
+    "ncclParamBind", "ncclParamDumpAll", "ncclParamGet", "ncclParamGetAllParameterKeys",
+    "ncclParamGetI8", "ncclParamGetI16", "ncclParamGetI32", "ncclParamGetI64", "ncclParamGetU8",
+    "ncclParamGetU16", "ncclParamGetU32", "ncclParamGetU64", "ncclParamGetParameter",
+    "ncclParamGetStr",
+    // The device API's teams (2.28): arithmetic on a communicator's ranks.
+    "ncclTeamWorld", "ncclTeamLsa", "ncclTeamRail", "ncclTeamCft", "ncclTeamCftMultimem",
+    "ncclTeamRankToWorld", "ncclTeamRankToLsa",
+    // The device API's requirement builders and sizes (2.28): fill in a
+    // struct that ncclDevCommCreate, which is wrapped, then reads.
+    "ncclLsaBarrierCreateRequirement", "ncclGinBarrierCreateRequirement",
+    "ncclLLA2ACreateRequirement", "ncclLLA2ACalcSlots", "ncclGinOutboxCreateRequirement",
+    "ncclCftBarrierCreateRequirement",  // 2.31: declared, not exported by 2.31-2.32
+    "ncclGinInboxA2ACreateRequirement",
+    // The device API's launch-info queries (2.29): what a kernel needs to know.
+    "ncclGetPeerDeviceLeInfo", "ncclGetMultimemDeviceLeInfo", "ncclGetCftDeviceLeInfo",
+    // NCCL's own (ncclResetDebugInit's body), exported, in no header.
+    "ncclResetDebugInitInternal"};
+
+bool PureHelper(const std::string& name) { return kPureHelpers.count(name) == 1; }
 
 std::string Unprefixed(const std::string& name) {
   return name.rfind("pnccl", 0) == 0 ? name.substr(1) : name;
@@ -396,6 +404,47 @@ std::vector<Release> DriftReleases() {
 }
 
 }  // namespace
+
+// The drift check's reader, on a header written here: it must find every
+// host function however it is laid out, and none of what is not one, or the
+// check below could pass by reading nothing.
+TEST_CASE("the drift check finds each public function of a header, and only those",
+          "[real][drift]") {
+  jobs::TempDir dir;
+  fs::create_directories(dir.path() + "/nccl_device");
+  std::ofstream(dir.path() + "/nccl.h") << R"(#ifndef NCCL_H_
+#define NCCL_H_
+/* ncclInComment(int x); */
+// ncclInLineComment(int x);
+#define NCCL_MACRO(x) ncclInMacro(x)
+typedef struct { int size; } ncclSomething_t;
+ncclResult_t  ncclFutureCall(ncclComm_t comm,
+    int multi, /* a comment inside */ size_t line);
+ncclResult_t pncclFutureCall(ncclComm_t comm, int multi, size_t line);
+const char*  ncclFutureName(ncclResult_t result);
+#if defined(NCCL_OS_LINUX)
+void ncclFutureLinuxOnly(void);
+#endif
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+    ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+#endif
+)";
+  std::ofstream(dir.path() + "/nccl_device/core.h") << R"(
+NCCL_EXTERN_C __host__ ncclResult_t ncclFutureDevHost(ncclComm_t comm, int* out);
+NCCL_DEVICE_INLINE int ncclFutureDeviceOnly(ncclDevComm const& comm) { return comm.rank; }
+)";
+  const std::set<std::string> declared = DeclaredFunctions(dir.path());
+  CHECK(declared == std::set<std::string>{"ncclFutureCall", "ncclFutureName", "ncclFutureLinuxOnly",
+                                          "ncclAllReduce", "ncclFutureDevHost"});
+  // And the new ones are what the check below would fail on.
+  const std::set<std::string> shim = Exported(jobs::ShimPath());
+  CHECK(shim.count("ncclAllReduce") == 1);
+  for (const char* name : {"ncclFutureCall", "ncclFutureName", "ncclFutureDevHost"}) {
+    INFO(name);
+    CHECK(shim.count(name) == 0);
+    CHECK_FALSE(PureHelper(name));
+  }
+}
 
 // The check that cannot drift: a public function of a release's headers that
 // the shim neither wraps nor lists as a pure helper fails here, the day that
