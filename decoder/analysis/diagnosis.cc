@@ -1589,6 +1589,7 @@ class Diagnoser {
         item.pid = p.pid;
         item.reason = e.reason;
         item.path = e.path;
+        item.comm = e.comm;
         item.calls_seen = e.calls_seen;
         by_job[job_of_[p.index]].items.push_back(std::move(item));
       }

@@ -341,6 +341,7 @@ struct NcclNotVisibleFacts {
     uint32_t pid = 0;
     uint32_t reason = 0;  // NcclNotSeenEvent::reason
     std::string path;
+    uint64_t comm = 0;  // device-API communicators: the communicator
     bool calls_seen = false;
   };
   std::vector<Item> items;

@@ -169,6 +169,21 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   p.world_size = t.world_size;
   p.job_id = t.job_id;
   p.not_seen = t.not_seen;
+  // A communicator with device-API communicators: its GPUs communicate on
+  // their own, which no record shows (one note per communicator).
+  for (const ApiEvent& a : t.apis) {
+    if (a.call != f::kDevCommCreate || a.result != 0 || a.comm == 0) continue;
+    bool noted = false;
+    for (const NcclNotSeenEvent& e : p.not_seen) noted |= e.reason == 6 && e.comm == a.comm;
+    if (noted) continue;
+    NcclNotSeenEvent e;
+    e.order = a.order;
+    e.t = a.t;
+    e.reason = 6;
+    e.comm = a.comm;
+    e.calls_seen = true;
+    p.not_seen.push_back(e);
+  }
   p.exe = t.exe;
   p.modules = t.modules;
   p.comms = t.comms;

@@ -161,8 +161,9 @@ struct NcclNotSeenEvent {
   uint64_t order = 0;
   uint64_t t = 0;
   uint32_t reason = 0;  // 1 linked in, 2 RTLD_DEEPBIND, 3 a second libnccl, 4 no slot left,
-                        // 5 NCCL's code active, no call seen
+                        // 5 NCCL's code active, no call seen, 6 device-API communicators
   std::string path;
+  uint64_t comm = 0;        // 6: the communicator whose GPUs communicate on their own
   bool calls_seen = false;  // the shim had seen NCCL calls when it was written
 };
 

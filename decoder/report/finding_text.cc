@@ -1,6 +1,7 @@
 #include "report/finding_text.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <type_traits>
 
@@ -469,6 +470,7 @@ void Render(const Finding& f, const SetupFacts& x, const CallSiteNamer&, Finding
 void Render(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&, FindingText* t) {
   std::vector<std::string> parts;
   std::set<std::string> fixes;
+  std::map<uint64_t, std::vector<int>> device;  // device-API communicators: their ranks
   for (const NcclNotVisibleFacts::Item& i : x.items) {
     const std::string who = absl::StrCat(i.rank >= 0 ? absl::StrCat("rank ", i.rank, " (") : "(",
                                          "pid ", i.pid, " on ", i.host, ")");
@@ -506,14 +508,32 @@ void Render(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&, 
             "call NCCL through the dynamic linker or a pointer from dlsym/dlvsym, not one found "
             "otherwise");
         break;
+      case 6:  // one part per communicator, below
+        device[i.comm].push_back(i.rank);
+        fixes.insert(
+            "nothing to change for the traces: a hang inside the program's own kernels that "
+            "communicate through a device communicator shows only as their stream never "
+            "completing; collect cuda-gdb backtraces of the hung kernels, or a GPU core dump "
+            "(CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1)");
+        break;
       default:
         parts.push_back(absl::StrCat(who, ": NCCL code the shim cannot see (", i.path, ")"));
         break;
     }
   }
+  for (const auto& [comm, ranks] : device) {
+    parts.push_back(absl::StrCat("communicator ", CommName(comm), " (", RanksNoun(ranks),
+                                 ") has device-API communicators (ncclDevCommCreate): "
+                                 "device-initiated communication in use: not visible"));
+  }
+  bool device_only = true;
+  for (const NcclNotVisibleFacts::Item& i : x.items) device_only &= i.reason == 6;
   t->detail = absl::StrCat(
-      "the shim could not see into all of the NCCL these processes used, so calls may be missing "
-      "from their traces and a healthy verdict does not cover them: ",
+      device_only
+          ? "the GPUs of these processes communicate on their own through NCCL's device API, "
+            "which no host call shows, so a healthy verdict does not cover that traffic: "
+          : "the shim could not see into all of the NCCL these processes used, so calls may be "
+            "missing from their traces and a healthy verdict does not cover them: ",
       absl::StrJoin(parts, "; "));
   t->fix = absl::StrJoin(fixes, "; ");
   if (t->fix.empty()) t->fix = "run the job with an NCCL the shim can see";

@@ -58,14 +58,16 @@ void WriteFacts(const Finding&, const MissingTracesFacts&, const CallSiteNamer&,
 void WriteFacts(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&,
                 std::ostream& out) {
   static const char* const kReasons[] = {"unknown",        "linked_in",  "deepbind",
-                                         "second_library", "slots_full", "active_unseen"};
+                                         "second_library", "slots_full", "active_unseen",
+                                         "device_api"};
   out << ",\"not_visible\":[";
   for (size_t i = 0; i < x.items.size(); ++i) {
     const NcclNotVisibleFacts::Item& it = x.items[i];
     out << (i ? "," : "") << "{\"pid\":" << it.pid << ",\"host\":" << JsonString(it.host)
-        << ",\"rank\":" << it.rank << ",\"reason\":\"" << kReasons[it.reason < 6 ? it.reason : 0]
-        << "\",\"path\":" << JsonString(it.path)
-        << ",\"calls_seen\":" << (it.calls_seen ? "true" : "false") << "}";
+        << ",\"rank\":" << it.rank << ",\"reason\":\"" << kReasons[it.reason < 7 ? it.reason : 0]
+        << "\",\"path\":" << JsonString(it.path);
+    if (it.comm != 0) out << ",\"comm\":" << JsonString(CommName(it.comm));
+    out << ",\"calls_seen\":" << (it.calls_seen ? "true" : "false") << "}";
   }
   out << "]";
 }

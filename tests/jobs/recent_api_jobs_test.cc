@@ -150,3 +150,38 @@ TEST_CASE("Config collectives: a count mismatch between a classic and a Config c
   CHECK(root->field == "count");
 #endif
 }
+
+TEST_CASE("device-API communicators: healthy, with a note that their traffic is not visible",
+          "[recent_api]") {
+  Scenario s;
+  Run(&s, {"devcomm", "--steps", "3"});
+  for (const auto& r : s.job.ranks) REQUIRE(r.exit_code == 0);
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(s.diagnosis.exit_code == 0);
+  CHECK(s.diagnosis.verdict == "healthy");
+  REQUIRE(s.diagnosis.findings.size() == 1);
+  const jobs::FindingView& n = s.diagnosis.findings.front();
+  CHECK(n.kind == "nccl_not_visible");
+  CHECK(n.role == "note");
+  CHECK(n.ranks == std::vector<int>{0, 1, 2, 3});
+  CHECK(Has(n.detail, "communicator " + s.world +
+                          " (ranks 0-3) has device-API communicators (ncclDevCommCreate): "
+                          "device-initiated communication in use: not visible"));
+  const auto& items = n.raw.fields().at("not_visible").list_value().values();
+  REQUIRE(items.size() == 4);
+  for (const auto& v : items) {
+    CHECK(v.struct_value().fields().at("reason").string_value() == "device_api");
+    CHECK(v.struct_value().fields().at("comm").string_value() == s.world);
+  }
+  // The human report says it under the healthy verdict.
+  const jobs::DiagnosisView human = jobs::Diagnose({s.dir.path()}, false);
+  CHECK(human.output.rfind("HEALTHY, 1 note\n", 0) == 0);
+  CHECK(Has(human.output, "device-initiated communication in use: not visible"));
+}
+
+TEST_CASE("a job without device-API communicators gets no such note", "[recent_api]") {
+  Scenario s;
+  Run(&s, {"shrink", "--exclude", "3", "--steps", "2"});
+  RequireHealthy(s);
+  CHECK_FALSE(Has(s.diagnosis.output, "device_api"));
+}
