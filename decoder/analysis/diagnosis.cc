@@ -109,6 +109,7 @@ class Diagnoser {
       DiagnoseCommunicator(comm, alignment);
     }
     PointToPoint();
+    Signals();
     Orders();
     SkippedCreation();
     Init();
@@ -1381,6 +1382,43 @@ class Diagnoser {
       x.facts = std::move(facts);
       c.process = pr.kind == P2pProblem::kReceiveNotSent ? pr.sender_process : pr.receiver_process;
       candidates_.push_back(c);
+    }
+  }
+
+  // One-sided waits for signals a peer never sent (analysis/signal_matching.h).
+  // The waiting rank's stream hangs behind the wait, so its absence from
+  // the collectives after it follows from this (tier 3, as a rank waiting
+  // for its own GPU).
+  void Signals() {
+    std::set<int> waiting;
+    for (const SignalProblem& pr : job_.signals().problems()) {
+      Candidate c;
+      Finding& x = c.finding;
+      P2pMismatchFacts facts;
+      facts.problem = P2pMismatchFacts::Problem::kReceiveNotSent;
+      facts.one_sided = true;
+      facts.sender = Global(pr.sender_process, pr.comm, pr.sender);
+      facts.receiver = Global(pr.receiver_process, pr.comm, pr.receiver);
+      facts.receive.site = Site(pr.receiver_process, pr.caller);
+      facts.other_side_posted = pr.sent;
+      facts.awaited = pr.awaited;
+      x.kind = FindingKind::kP2pMismatch;
+      x.comm = pr.comm;
+      x.seq = pr.seq;
+      x.nranks = job_.CommSize(pr.comm);
+      x.ranks = {facts.sender, facts.receiver};
+      x.when_ns = pr.when_ns;
+      waiting.insert(facts.receiver);
+      x.facts = std::move(facts);
+      c.process = pr.sender_process;
+      candidates_.push_back(c);
+    }
+    if (waiting.empty()) return;
+    for (Candidate& c : candidates_) {
+      if (c.finding.kind != FindingKind::kMissingRank || c.finding.ranks.empty()) continue;
+      bool all = true;
+      for (int r : c.finding.ranks) all &= waiting.count(r) == 1;
+      if (all) c.tier = std::max(c.tier, 3);
     }
   }
 

@@ -165,6 +165,12 @@ struct P2pMismatchFacts {
   int receiver = -1;
   Side send, receive;
   uint64_t other_side_posted = 0;  // the missing side's count of posted operations to that peer
+  // One-sided (NCCL 2.29), kReceiveNotSent only: the receiver waits
+  // (ncclWaitSignal) for signals the sender never sent (ncclPutSignal,
+  // ncclSignal); other_side_posted is the signals it sent, `awaited` those
+  // the receiver's waits need.
+  bool one_sided = false;
+  uint64_t awaited = 0;
 };
 
 // order_inversion: collective `seq` of `comm` and `other_seq` of

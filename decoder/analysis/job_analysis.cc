@@ -281,6 +281,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   for (const CommStream& s : t.streams)
     if (s.any() || s.membership >= 0) alignments_[s.comm].AddMember(index, s, t);
   p2p_.AddProcess(index, t);
+  signals_.AddProcess(index, t);
   order_.AddProcess(index, t);
   p.created_ns = t.created_realtime_ns;
   p.completion = SummariseCompletion(t);
@@ -292,7 +293,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
     }
   }
   p.nccl_calls = !t.comms.empty() || !t.collectives.empty() || !t.p2p.empty() ||
-                 !t.groups.empty() || !t.apis.empty();
+                 !t.one_sided.empty() || !t.groups.empty() || !t.apis.empty();
   p.lost_start = t.stats.lapped_slots > 0;
   for (const CommStream& s : t.streams) p.lost_start |= !s.holds_start;
   p.init = InitEvidenceOf(t, p);
@@ -302,12 +303,14 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
 void JobAnalysis::Finish() {
   // A peer's trace proves it posted nothing only if its ring still holds
   // everything since the communicator began.
-  p2p_.Finish([this](uint64_t comm, int32_t rank, int* process) {
+  auto whole = [this](uint64_t comm, int32_t rank, int* process) {
     *process = ProcessOf(comm, rank);
     if (*process < 0) return false;
     const TraceFileStats& s = processes_[*process].stats;
     return s.ring_overwritten == 0 && s.lapped_slots == 0;
-  });
+  };
+  p2p_.Finish(whole);
+  signals_.Finish(whole);
 }
 
 int JobAnalysis::ProcessOf(uint64_t comm, int32_t comm_rank) const {

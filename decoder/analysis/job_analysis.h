@@ -27,6 +27,7 @@
 #include "analysis/last_call.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
+#include "analysis/signal_matching.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
@@ -106,6 +107,7 @@ class JobAnalysis {
   const std::vector<UnreadableTrace>& unreadable() const { return unreadable_; }
   const std::map<uint64_t, CollectiveAlignment>& alignments() const { return alignments_; }
   const P2pMatching& p2p() const { return p2p_; }
+  const SignalMatching& signals() const { return signals_; }
   const OrderInversion& order() const { return order_; }
 
   // The global rank to name member `comm_rank` of `comm` in `process` by.
@@ -123,6 +125,7 @@ class JobAnalysis {
       seen_;  // identity -> first file
   std::map<uint64_t, CollectiveAlignment> alignments_;
   P2pMatching p2p_;
+  SignalMatching signals_;  // one-sided signals and their waits (NCCL 2.29)
   OrderInversion order_;
 };
 

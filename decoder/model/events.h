@@ -88,6 +88,29 @@ struct P2pEvent {
   int32_t rank = -1;
 };
 
+// A one-sided operation (NCCL 2.29, trace.proto OneSided): a put with its
+// signal, or a signal alone, to `peer` (signal number `seq` this rank sent
+// it), or a wait for signals from peers.
+struct OneSidedEvent {
+  struct Wait {
+    int32_t peer = -1;
+    int32_t op_cnt = 0;
+    uint64_t seq = 0;  // signals from `peer` awaited before this wait
+  };
+  uint64_t order = 0;
+  uint64_t t = 0;
+  uint64_t comm = 0;
+  int32_t rank = -1;
+  uint32_t call = 0;  // kPutSignal, kSignal, kWaitSignal
+  int32_t peer = -1;
+  uint64_t seq = 0;
+  uint64_t count = 0;
+  int32_t datatype = 0;
+  int32_t result = kResultPending;
+  uint64_t caller = 0;
+  std::vector<Wait> waits;
+};
+
 struct GroupEvent {
   uint64_t order = 0;
   uint64_t t = 0;

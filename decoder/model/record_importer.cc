@@ -113,6 +113,65 @@ bool DecodeCudaCall(WireReader& r, uint64_t order, uint64_t t, std::vector<CudaC
   return true;
 }
 
+// One OneSided record appended to `out`.
+bool DecodeOneSided(WireReader& r, uint64_t order, uint64_t t, std::vector<OneSidedEvent>* out) {
+  namespace o = f::one_sided;
+  OneSidedEvent e;
+  e.order = order;
+  e.t = t;
+  WireField x;
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case o::kResult:
+        if (Fixed32(x)) e.result = x.AsInt32();
+        break;
+      case o::kComm:
+        if (Fixed64(x)) e.comm = x.value;
+        break;
+      case o::kRank:
+        if (Varint(x)) e.rank = x.Zigzag32();
+        break;
+      case o::kCall:
+        if (Varint(x)) e.call = static_cast<uint32_t>(x.value);
+        break;
+      case o::kPeer:
+        if (Varint(x)) e.peer = x.Zigzag32();
+        break;
+      case o::kSeq:
+        if (Varint(x)) e.seq = x.value;
+        break;
+      case o::kCount:
+        if (Varint(x)) e.count = x.value;
+        break;
+      case o::kDatatype:
+        if (Varint(x)) e.datatype = x.Zigzag32();
+        break;
+      case o::kCaller:
+        if (Fixed64(x)) e.caller = x.value;
+        break;
+      case o::kWaits: {
+        if (!Bytes(x)) break;
+        OneSidedEvent::Wait w;
+        WireReader wr(x.bytes);
+        WireField y;
+        while (wr.Next(&y)) {
+          if (y.number == o::wait::kPeer && Varint(y)) w.peer = y.Zigzag32();
+          if (y.number == o::wait::kOpCnt && Varint(y)) w.op_cnt = y.Zigzag32();
+          if (y.number == o::wait::kSeq && Varint(y)) w.seq = y.value;
+        }
+        if (!wr.ok()) return false;
+        e.waits.push_back(w);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  if (!r.ok()) return false;
+  out->push_back(std::move(e));
+  return true;
+}
+
 // One Inventory.Gpu (its bridges included) appended to `out`.
 bool DecodeGpuPath(const WireField& x, std::vector<GpuPathInfo>* out) {
   namespace g = f::inventory::gpu;
@@ -1159,6 +1218,9 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
     }
     case f::record::kCudaCall:
       ok = DecodeCudaCall(r, order, t, &p.cuda_calls);
+      break;
+    case f::record::kOneSided:
+      ok = DecodeOneSided(r, order, t, &p.one_sided);
       break;
     default:
       break;  // no body, or one this version does not know: skipped, as the schema allows

@@ -320,6 +320,20 @@ void Render(const Finding& f, const P2pMismatchFacts& x, const CallSiteNamer& si
     return n == 0 ? std::string("before its first collective")
                   : absl::StrCat("after collective #", n - 1);
   };
+  if (x.one_sided) {
+    t->detail = absl::StrFormat(
+        "rank %d waits (ncclWaitSignal) for signal #%u from rank %d on %s, which rank %d never "
+        "sent: it sent rank %d %u signals (ncclPutSignal, ncclSignal), and rank %d's waits need %u",
+        receiver, seq, sender, comm, sender, receiver, x.other_side_posted, receiver, x.awaited);
+    t->groups.push_back({{receiver},
+                         absl::StrCat("WaitSignal for signal #", seq, " from rank ", sender, " (",
+                                      sites(x.receive.site), ")")});
+    t->fix =
+        "send every signal a peer waits for: each ncclPutSignal or ncclSignal to a peer is one "
+        "signal, and an ncclWaitSignal for opCnt signals from it needs opCnt more; make both sides "
+        "agree on the count at every step (a put skipped on one rank, a branch taken on one rank)";
+    return;
+  }
   switch (x.problem) {
     case Problem::kSizeMismatch:
       t->detail = absl::StrFormat(

@@ -208,6 +208,9 @@ void WriteFacts(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&,
 void WriteFacts(const Finding&, const P2pMismatchFacts& x, const CallSiteNamer&,
                 std::ostream& out) {
   out << ",\"sender\":" << x.sender << ",\"receiver\":" << x.receiver;
+  if (x.one_sided)
+    out << ",\"one_sided\":true,\"signals_sent\":" << x.other_side_posted
+        << ",\"signals_awaited\":" << x.awaited;
 }
 
 void WriteFacts(const Finding&, const OrderInversionFacts& x, const CallSiteNamer&,

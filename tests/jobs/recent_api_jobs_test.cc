@@ -185,3 +185,59 @@ TEST_CASE("a job without device-API communicators gets no such note", "[recent_a
   RequireHealthy(s);
   CHECK_FALSE(Has(s.diagnosis.output, "device_api"));
 }
+
+// In `recent_api_job onesided`, rank r puts into rank r+1's window every step
+// and waits for rank r-1's, and every odd step sends a bare signal and waits
+// for one as well: from rank s to rank s+1, step k's put is signal
+// #(k + k / 2), so step 2's put is signal #3.
+TEST_CASE("one-sided: puts, signals and waits numbered per peer, healthy", "[recent_api]") {
+#if NCCLWATCH_NCCL_HEADER_VERSION < 22900
+  SKIP("built against nccl.h " << NCCLWATCH_NCCL_HEADER_VERSION << ": no one-sided calls");
+#else
+  Scenario s;
+  Run(&s, {"onesided", "--steps", "4"});
+  RequireHealthy(s);
+  const std::string dump = Dump(s, 1);
+  INFO(dump);
+  CHECK(Has(dump, "one_sided PutSignal comm=" + s.world + " rank=1 to=2 signal=3 count=1024"));
+  CHECK(Has(dump, "one_sided Signal comm=" + s.world + " rank=1 to=2 signal=2 "));
+  CHECK(Has(dump, "one_sided WaitSignal comm=" + s.world + " rank=1 from=0 signals=3..3 "));
+#endif
+}
+
+TEST_CASE("one-sided: a put that never came names the waiting rank and the peer", "[recent_api]") {
+#if NCCLWATCH_NCCL_HEADER_VERSION < 22900
+  SKIP("built against nccl.h " << NCCLWATCH_NCCL_HEADER_VERSION << ": no one-sided calls");
+#else
+  Scenario s;
+  // Rank 1 skips its put to rank 2 at step 2: rank 2's wait for signal #3
+  // never finishes, and the others then hang in the AllReduce rank 2 never
+  // reaches.
+  Run(&s, {"onesided", "--steps", "4", "--bug", "drop-put:1:2"}, 6);
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(s.diagnosis.exit_code == 1);
+  CHECK(s.diagnosis.verdict == "problem");
+  const jobs::FindingView* root = s.diagnosis.Root();
+  REQUIRE(root != nullptr);
+  CHECK(&s.diagnosis.findings.front() == root);
+  CHECK(root->kind == "p2p_mismatch");
+  CHECK(root->comm == s.world);
+  CHECK(root->seq == 3);
+  CHECK(root->ranks == std::vector<int>{1, 2});
+  const auto& raw = root->raw.fields();
+  CHECK(raw.at("one_sided").bool_value());
+  CHECK(raw.at("sender").number_value() == 1);
+  CHECK(raw.at("receiver").number_value() == 2);
+  CHECK(raw.at("signals_sent").number_value() == 3);
+  CHECK(raw.at("signals_awaited").number_value() == 4);
+  CHECK(
+      Has(root->detail, "rank 2 waits (ncclWaitSignal) for signal #3 from rank 1 on communicator " +
+                            s.world.substr(0, 6)));
+  CHECK(Has(root->detail, "which rank 1 never sent"));
+  // Rank 2's absence from the AllReduce after it follows; it is not blamed first.
+  for (const jobs::FindingView& f : s.diagnosis.findings) {
+    if (&f == root) continue;
+    CHECK(f.role != "root_cause");
+  }
+#endif
+}
