@@ -241,3 +241,29 @@ TEST_CASE("one-sided: a put that never came names the waiting rank and the peer"
   }
 #endif
 }
+
+TEST_CASE("shrink: a mismatch after a shrink is named in the new communicator, with global ranks",
+          "[recent_api]") {
+#if NCCLWATCH_NCCL_HEADER_VERSION < 23100
+  SKIP("built against nccl.h " << NCCLWATCH_NCCL_HEADER_VERSION << ": its steps are Config ones");
+#else
+  Scenario s;
+  // Rank 0 leaves; ranks 1-3 shrink it away and are ranks 0-2 of the new
+  // communicator, whose step k collective is #k. Its rank 1 (global rank
+  // 2) is one element short at step 1.
+  Run(&s, {"shrink", "--exclude", "0", "--steps", "3", "--bug", "count:1:1"}, 6);
+  const std::string shrunk = jobs::CommId(s.dir.path(), 1, "ncclCommShrink");
+  REQUIRE_FALSE(shrunk.empty());
+  CHECK(shrunk != s.world);
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(s.diagnosis.verdict == "problem");
+  const jobs::FindingView* root = s.diagnosis.Root();
+  REQUIRE(root != nullptr);
+  CHECK(root->kind == "collective_mismatch");
+  CHECK(root->comm == shrunk);
+  CHECK(root->seq == 1);
+  CHECK(root->ranks == std::vector<int>{2});
+  CHECK(root->field == "count");
+  CHECK(Has(root->detail, "of communicator " + shrunk.substr(0, 6) + " (3 ranks)"));
+#endif
+}
