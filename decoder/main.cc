@@ -120,7 +120,8 @@ const char* CommandUsage(const std::string& command) {
            "  next to the other nodes' with what differs flagged, and on failure the diagnosis.\n"
            "  --nnodes M --node-rank K --master ADDR:PORT  run on every node, node 0 at ADDR\n"
            "  --dir D       the traces and the workers' output (default: a new "
-           "/tmp/ncclwatch-probe-*)\n"
+           "/tmp/ncclwatch-probe-*);\n"
+           "                made if missing, else it must be yours and writable by you alone\n"
            "  --bytes B     the AllReduce's size (default 8 MiB); --timeout S (default 120)\n"
            "  Exit codes: 0 NCCL formed and the data is right, 1 it did not, 2 bad usage.\n";
   }

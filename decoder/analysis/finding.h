@@ -320,9 +320,12 @@ struct BlindSpotFacts {
   std::string nccl_path;  // nccl_calls_unseen: the libnccl it loaded
 };
 
-// unreadable_traces: why each file could not be read.
+// unreadable_traces: why each file could not be read, and the folders and
+// links that may hold traces and were not read (each error names its path).
+// With any of the latter, and nothing else found, it is the root cause.
 struct UnreadableTracesFacts {
   std::vector<std::string> errors;
+  std::vector<std::string> not_searched;
 };
 
 // duplicate_traces: files that hold the same process's trace (the same host,

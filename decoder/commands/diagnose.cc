@@ -15,9 +15,10 @@
 namespace ncclwatch::decoder {
 int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& out,
                 std::ostream& err) {
-  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths);
+  std::vector<SkippedInput> skipped;  // folders not read, links not followed
+  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths, &skipped);
   if (!found.ok()) {
-    err << "ncclwatch: " << found.status().message() << "\n";
+    err << "ncclwatch: " << OneLine(std::string(found.status().message())) << "\n";
     return 2;
   }
   const std::vector<std::string>& files = *found;
@@ -36,14 +37,16 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
   progress.Done();
   if (job.processes().empty()) {
     err << "ncclwatch: none of the " << files.size()
-        << " trace file(s) can be read; first: " << job.unreadable().front().error << "\n";
+        << " trace file(s) can be read; first: " << OneLine(job.unreadable().front().error) << "\n";
     return 2;
   }
+  for (const SkippedInput& s : skipped) job.AddUnreadable(s.path, s.why, s.may_hold_input);
   job.Finish();
   // What this machine sees of the traced processes now: whether the job is
   // live, and which of its processes on this host still exist, and how.
   std::vector<TracedProcessId> ids;
-  for (const ProcessFacts& p : job.processes()) ids.push_back({p.host, p.pid, p.created_ns});
+  for (const ProcessFacts& p : job.processes())
+    ids.push_back({p.host, p.pid, p.created_ns, p.pid_namespace});
   const Diagnosis d = Diagnose(job, ObserveLiveness(ids));
   if (json) {
     WriteJsonReport(job, d, out);

@@ -36,9 +36,9 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
     case pb::Record::kProcessStart: {
       const auto& s = r.process_start();
       return absl::StrFormat(
-          "process_start pid=%u host=%s rank=%d(%s) world=%d local=%d exe=%s job=%s", s.pid(),
-          s.host(), s.global_rank(), s.rank_source(), s.world_size(), s.local_rank(), s.exe(),
-          s.job_id());
+          "process_start pid=%u host=%s rank=%d(%s) world=%d local=%d exe=%s job=%s pidns=%u",
+          s.pid(), s.host(), s.global_rank(), s.rank_source(), s.world_size(), s.local_rank(),
+          s.exe(), s.job_id(), s.pid_namespace());
     }
     case pb::Record::kProcessEnd: {
       const char* how = "exit";
@@ -328,6 +328,19 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
       absl::StrAppend(&s, " result=", ResultName(o.result()), " caller=", Where(p, o.caller()));
       return s;
     }
+    case pb::Record::kHeldOperation: {
+      const auto& h = r.held_operation();
+      std::string s = absl::StrCat("held comm=", CommName(h.comm()), " rank=", h.rank(), " ",
+                                   CallName(h.call()), " #", h.seq());
+      if (h.call() == pb::SEND || h.call() == pb::RECV)
+        absl::StrAppend(&s, h.send() ? " to " : " from ", h.peer());
+      absl::StrAppend(&s, " count=", h.count(), " ", DatatypeName(h.datatype()));
+      if (h.has_redop() && h.redop() >= 0) absl::StrAppend(&s, " ", RedopName(h.redop()));
+      if (h.has_root() && h.root() >= 0) absl::StrAppend(&s, " root=", h.root());
+      absl::StrAppend(&s, " waited=", h.waited_ms(), "ms completed=", h.completed());
+      if (h.group_ops() > 0) absl::StrAppend(&s, " group_ops=", h.group_ops());
+      return s;
+    }
     default:
       return absl::StrCat("unknown ", r.ShortDebugString());
   }
@@ -335,17 +348,19 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
 
 }  // namespace
 
-int RunDump(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
-  // A FIFO or a device is refused before anything opens it.
-  if (absl::StatusOr<std::vector<std::string>> file =
-          InputFiles({path}, [](const auto&) { return false; });
-      !file.ok() || file->empty()) {
+int RunDump(const std::string& named, bool json, std::ostream& out, std::ostream& err) {
+  // A FIFO or a device is refused before anything opens it; a link is read
+  // by where it leads.
+  absl::StatusOr<std::vector<std::string>> found =
+      InputFiles({named}, [](const auto&) { return false; });
+  if (!found.ok() || found->empty()) {
     err << "ncclwatch: "
-        << (file.ok() ? path + ": is a folder; dump reads one trace file"
-                      : std::string(file.status().message()))
+        << OneLine(found.ok() ? named + ": is a folder; dump reads one trace file"
+                              : std::string(found.status().message()))
         << "\n";
     return 2;
   }
+  const std::string path = found->front();
   absl::StatusOr<ProcessTrace> trace = LoadProcessTrace(path);
   if (!trace.ok()) {
     err << "ncclwatch: " << trace.status().message() << "\n";

@@ -1,33 +1,34 @@
 #include "commands/timeline.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
 #include "commands/input_files.h"
+#include "commands/output_file.h"
 #include "commands/progress.h"
 #include "model/trace_loader.h"
+#include "report/terminal_text.h"
 #include "report/timeline.h"
 
 namespace ncclwatch::decoder {
-namespace {
-
-namespace fs = std::filesystem;
-}  // namespace
-
 int RunTimeline(const std::vector<std::string>& paths, const std::string& output, std::ostream& out,
                 std::ostream& err) {
-  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths);
+  std::vector<SkippedInput> skipped;  // folders not read, links not followed
+  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths, &skipped);
   if (!found.ok()) {
-    err << "ncclwatch: " << found.status().message() << "\n";
+    err << "ncclwatch: " << OneLine(std::string(found.status().message())) << "\n";
     return 2;
   }
   const std::vector<std::string>& files = *found;
+  // The output first: a name that cannot be written (or is one of the
+  // traces) is refused before any work. It is written beside its name and
+  // renamed into place, so a reader never sees half a file.
+  OutputFile timeline_file;
+  if (absl::Status s = timeline_file.Open(output, files); !s.ok()) {
+    err << "ncclwatch: " << OneLine(std::string(s.message())) << "\n";
+    return 2;
+  }
 
   // First the diagnosis, for the root cause to mark.
   JobAnalysis job;
@@ -46,23 +47,16 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   }
   if (job.processes().empty()) {
     err << "ncclwatch: none of the " << files.size()
-        << " trace file(s) can be read; first: " << job.unreadable().front().error << "\n";
+        << " trace file(s) can be read; first: " << OneLine(job.unreadable().front().error) << "\n";
     return 2;
   }
+  for (const SkippedInput& s : skipped) job.AddUnreadable(s.path, s.why, s.may_hold_input);
   job.Finish();
   const Diagnosis d = Diagnose(job);
   std::map<std::string, int> index_of;  // path -> process index (duplicates left out)
   for (const ProcessFacts& p : job.processes()) index_of.emplace(p.path, p.index);
 
-  // Then the timeline, written next to the output and renamed into place, so
-  // a reader never sees half a file.
-  const std::string partial = output + ".partial";
-  std::ofstream file(partial, std::ios::binary | std::ios::trunc);
-  if (!file) {
-    err << "ncclwatch: cannot write " << output << ": " << std::strerror(errno) << "\n";
-    return 2;
-  }
-  TimelineWriter writer(file);
+  TimelineWriter writer(timeline_file.stream());
   writer.MarkRootCauses(job, d);
   {
     Progress progress("writing the timeline", files.size());
@@ -75,17 +69,8 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
           writer.AddProcess(trace, it->second);
         });
   }
-  file.close();
-  if (!file) {
-    err << "ncclwatch: cannot write " << output << ": " << std::strerror(errno) << "\n";
-    std::remove(partial.c_str());
-    return 2;
-  }
-  std::error_code ec;
-  fs::rename(partial, output, ec);
-  if (ec) {
-    err << "ncclwatch: cannot write " << output << ": " << ec.message() << "\n";
-    std::remove(partial.c_str());
+  if (absl::Status s = timeline_file.Commit(); !s.ok()) {
+    err << "ncclwatch: " << s.message() << "\n";
     return 2;
   }
   const TimelineStats& s = writer.stats();

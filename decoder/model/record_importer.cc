@@ -430,6 +430,7 @@ void RecordImporter::Finish() {
   if (p_->end && p_->end->how == f::process_end::kHowExecFailed) p_->end.reset();
   SortAnchors(p_);
   streams_.Finish(p_);
+  RestoreHeldOperations(p_);
 }
 
 bool RecordImporter::ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload) {
@@ -512,7 +513,8 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
         if (!ReadVarint(q, end, &v)) return false;
         thread = static_cast<uint32_t>(v);
       } else if (((number >= f::record::kProcessStart && number <= f::record::kLastBody) ||
-                  number == f::record::kCudaCall || number == f::record::kNcclNotSeen) &&
+                  number == f::record::kCudaCall || number == f::record::kNcclNotSeen ||
+                  number == f::record::kHeldOperation) &&
                  wire_type == 2) {
         if (!ReadVarint(q, end, &v) || v > static_cast<uint64_t>(end - q)) return false;
         body_kind = number;
@@ -609,6 +611,9 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
           case f::process_start::kJobId:
             if (Bytes(x)) s.job_id = Str(x);
             break;
+          case f::process_start::kPidNamespace:
+            if (Varint(x)) s.pid_namespace = x.value;
+            break;
           default:
             break;
         }
@@ -624,6 +629,7 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
         p.local_rank = s.local_rank;
         p.exe = std::move(s.exe);
         p.job_id = std::move(s.job_id);
+        p.pid_namespace = s.pid_namespace;
       }
       break;
     }
@@ -1092,6 +1098,64 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
       }
       ok = r.ok();
       if (ok) p.cuda_errors.push_back(std::move(e));
+      break;
+    }
+    case f::record::kHeldOperation: {
+      HeldOperationEvent e{order, t};
+      e.peer = e.datatype = e.rank = 0;  // proto3: a field left out is 0
+      while (r.Next(&x)) {
+        switch (x.number) {
+          case f::held_operation::kComm:
+            if (Fixed64(x)) e.comm = x.value;
+            break;
+          case f::held_operation::kCall:
+            if (Varint(x)) e.call = static_cast<uint32_t>(x.value);
+            break;
+          case f::held_operation::kSeq:
+            if (Varint(x)) e.seq = x.value;
+            break;
+          case f::held_operation::kPeer:
+            if (Varint(x)) e.peer = x.Zigzag32();
+            break;
+          case f::held_operation::kSend:
+            if (Varint(x)) e.send = x.value != 0;
+            break;
+          case f::held_operation::kCount:
+            if (Varint(x)) e.count = x.value;
+            break;
+          case f::held_operation::kDatatype:
+            if (Varint(x)) e.datatype = x.Zigzag32();
+            break;
+          case f::held_operation::kRedop:
+            if (Varint(x)) e.redop = x.Zigzag32();
+            break;
+          case f::held_operation::kRoot:
+            if (Varint(x)) e.root = x.Zigzag32();
+            break;
+          case f::held_operation::kCaller:
+            if (Fixed64(x)) e.caller = x.value;
+            break;
+          case f::held_operation::kEnqueuedT:
+            if (Varint(x)) e.enqueued_t = x.value;
+            break;
+          case f::held_operation::kCompleted:
+            if (Varint(x)) e.completed = x.value;
+            break;
+          case f::held_operation::kGroupOps:
+            if (Varint(x)) e.group_ops = static_cast<uint32_t>(x.value);
+            break;
+          case f::held_operation::kRank:
+            if (Varint(x)) e.rank = x.Zigzag32();
+            break;
+          case f::held_operation::kWaitedMs:
+            if (Varint(x)) e.waited_ms = x.value;
+            break;
+          default:
+            break;
+        }
+      }
+      ok = r.ok();
+      if (ok) p.held.push_back(e);
       break;
     }
     case f::record::kUntracked: {

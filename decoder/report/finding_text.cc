@@ -13,6 +13,7 @@
 #include "report/init_text.h"
 #include "report/log_text.h"
 #include "report/names.h"
+#include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -422,13 +423,41 @@ void Render(const Finding& f, const MissingTracesFacts&, const CallSiteNamer&, F
       "ncclwatch diagnose";
 }
 
-void Render(const Finding&, const UnreadableTracesFacts& x, const CallSiteNamer&, FindingText* t) {
-  t->detail =
-      absl::StrCat(x.errors.size(), " file(s) could not be read: ", absl::StrJoin(x.errors, "; "));
+// The first few of many (file names, each on one line), and how many more:
+// a note on 20,000 files is a line, not a megabyte (--json lists them all).
+std::string FirstFew(const std::vector<std::string>& items) {
+  constexpr size_t kShown = 3;
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < items.size() && i < kShown; ++i) shown.push_back(OneLine(items[i]));
+  std::string text = absl::StrJoin(shown, "; ");
+  if (items.size() > kShown)
+    absl::StrAppend(&text, "; and ", items.size() - kShown, " more (listed in --json)");
+  return text;
+}
+
+void Render(const Finding& f, const UnreadableTracesFacts& x, const CallSiteNamer&,
+            FindingText* t) {
+  std::vector<std::string> parts;
+  if (!x.not_searched.empty()) {
+    parts.push_back(absl::StrCat(
+        x.not_searched.size(),
+        " folder(s) or link(s) that may hold traces were not read: ", FirstFew(x.not_searched),
+        f.role == FindingRole::kRootCause
+            ? ", and nothing else was found, but without what they hold the job cannot be "
+              "called healthy"
+            : ""));
+  }
+  if (!x.errors.empty())
+    parts.push_back(
+        absl::StrCat(x.errors.size(), " file(s) could not be read: ", FirstFew(x.errors)));
+  t->detail = absl::StrJoin(parts, "; also ");
   t->fix =
-      "re-collect those files whole (a copy made while the job still wrote them can be torn); "
-      "files of another "
-      "ncclwatch version need that version to read them";
+      x.not_searched.empty()
+          ? "re-collect those files whole (a copy made while the job still wrote them can be "
+            "torn); files of another ncclwatch version need that version to read them"
+          : "make those folders readable to the user running ncclwatch, or name the traces they "
+            "hold on the command line (inside a folder, a link is followed only when it belongs "
+            "to that user or to the owner of the file it leads to)";
 }
 
 void Render(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&, FindingText* t) {
@@ -438,7 +467,7 @@ void Render(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&,
   t->detail = absl::StrCat(
       x.duplicates.size(),
       " file(s) hold a process's trace that another file given also holds, and were read once: ",
-      absl::StrJoin(pairs, "; "));
+      FirstFew(pairs));
   t->fix = "nothing to do: each process counts once; pass each trace folder once";
 }
 

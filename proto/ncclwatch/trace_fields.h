@@ -237,7 +237,7 @@ constexpr uint32_t kLastBody = kOneSided;
 }  // namespace record
 namespace process_start {
 constexpr uint32_t kPid = 1, kHost = 2, kGlobalRank = 3, kRankSource = 4, kWorldSize = 5,
-                   kLocalRank = 6, kExe = 7, kJobId = 8, kShimVersion = 9;
+                   kLocalRank = 6, kExe = 7, kJobId = 8, kShimVersion = 9, kPidNamespace = 10;
 }
 namespace process_end {
 constexpr uint32_t kHow = 1, kExitCode = 2;
@@ -367,6 +367,15 @@ constexpr uint32_t kCaptured = 1, kInProgress = 2;
 // Record.cuda_call (CudaCall) and enum CudaFunction.
 namespace record {
 constexpr uint32_t kCudaCall = 40;
+}
+// Record.held_operation (HeldOperation).
+namespace record {
+constexpr uint32_t kHeldOperation = 60;
+}
+namespace held_operation {
+constexpr uint32_t kComm = 1, kCall = 2, kSeq = 3, kPeer = 4, kSend = 5, kCount = 6, kDatatype = 7,
+                   kRedop = 8, kRoot = 9, kCaller = 10, kEnqueuedT = 11, kCompleted = 12,
+                   kGroupOps = 13, kRank = 14, kWaitedMs = 15;
 }
 namespace cuda_call {
 constexpr uint32_t kFunction = 1, kResult = 2, kVia = 3, kDevice = 4, kPeer = 5, kSize = 6,

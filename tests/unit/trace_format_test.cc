@@ -114,6 +114,7 @@ TEST_CASE("the field numbers the shim writes are trace.proto's", "[format]") {
   CHECK(number(ps, "exe") == f::process_start::kExe);
   CHECK(number(ps, "job_id") == f::process_start::kJobId);
   CHECK(number(ps, "shim_version") == f::process_start::kShimVersion);
+  CHECK(number(ps, "pid_namespace") == f::process_start::kPidNamespace);
   CHECK(number(pb::ProcessEnd::descriptor(), "how") == f::process_end::kHow);
   CHECK(number(pb::ProcessEnd::descriptor(), "exit_code") == f::process_end::kExitCode);
   CHECK(pb::ProcessEnd::EXIT == static_cast<int>(f::process_end::kHowExit));
