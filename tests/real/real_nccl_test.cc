@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "model/process_trace.h"
+#include "ncclwatch/trace_fields.h"
 #include "report/names.h"
 #include "support/traced_job.h"
 
@@ -476,4 +477,60 @@ TEST_CASE("every public host function of each release's headers is wrapped or a 
   for (const Release& r : releases) seen += wanted.count(r.version);
   if (seen < wanted.size() && !releases.empty())
     std::cout << "note: only " << seen << " of 2.21.5, 2.28.9 and 2.32.3 could be fetched\n";
+}
+
+// Real PyTorch 2.15 (its wheel and nvidia-nccl-cu13 2.30.7 in a virtual
+// environment, $NCCLWATCH_TORCH_VENV, by default ~/.cache/ncclwatch/
+// torch-2.15.0, as the rendezvous tests keep it): every NCCL entry point its
+// libtorch_cuda.so imports is one the shim wraps (13 of them are 2.29's and
+// later: Grow, Suspend/Resume, PutSignal, Signal, WaitSignal, DevComm, ...),
+// and under the shim it answers as without it, its NCCL calls recorded.
+TEST_CASE("real PyTorch 2.15: every NCCL entry point it imports is wrapped, its calls recorded",
+          "[real][torch]") {
+  const char* given = std::getenv("NCCLWATCH_TORCH_VENV");
+  const char* home = std::getenv("HOME");
+  const std::string venv =
+      given != nullptr && *given != '\0'
+          ? given
+          : std::string(home != nullptr ? home : "") + "/.cache/ncclwatch/torch-2.15.0";
+  const std::string site = venv + "/lib/python3.11/site-packages";
+  const std::string libtorch = site + "/torch/lib/libtorch_cuda.so";
+  if (!fs::exists(venv + "/bin/python") || !fs::exists(libtorch)) {
+    std::cout << "NCCLWATCH-SKIP: no PyTorch 2.15 virtual environment at " << venv
+              << " (NCCLWATCH_TORCH_VENV); its test did not run\n";
+    return;
+  }
+  const std::set<std::string> shim = Exported(jobs::ShimPath());
+  std::istringstream in(
+      Shell("nm -D --undefined-only '" + libtorch + "' | awk '{print $2}' | grep '^nccl'"));
+  std::set<std::string> imported;
+  for (std::string name; in >> name;) imported.insert(name);
+  INFO(imported.size() << " NCCL entry points imported");
+  CHECK(imported.size() >= 40);
+  for (const char* recent :
+       {"ncclCommGrow", "ncclCommSuspend", "ncclPutSignal", "ncclWaitSignal", "ncclDevCommCreate"})
+    CHECK(imported.count(recent) == 1);
+  for (const std::string& name : imported) {
+    INFO(name << ": imported by libtorch_cuda.so, not wrapped by the shim");
+    CHECK(shim.count(name) == 1);
+  }
+  const std::vector<std::string> argv = {venv + "/bin/python", "-c",
+                                         "import torch.cuda.nccl as n\n"
+                                         "print('version', n.version())\n"
+                                         "print('unique id bytes', len(n.unique_id()))\n"};
+  jobs::TempDir dir;
+  const jobs::RankResult plain = Run(argv, {});
+  const jobs::RankResult traced =
+      Run(argv, {"LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir.path()});
+  INFO("without:\n" << plain.output << "with:\n" << traced.output);
+  REQUIRE(plain.exit_code == 0);
+  CHECK(traced.exit_code == 0);
+  CHECK(traced.output == plain.output);
+  CHECK(plain.output.find("unique id bytes 128\n") != std::string::npos);
+  const ProcessTrace t = OnlyTrace(dir.path());
+  bool unique_id = false;
+  for (const auto& a : t.apis)
+    unique_id |= a.call == ncclwatch::fields::kGetUniqueId && a.result == 0 && a.value != 0;
+  CHECK(unique_id);
+  CHECK(t.inventory.nccl_version == 23007);
 }
