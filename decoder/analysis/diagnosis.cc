@@ -451,6 +451,20 @@ class Diagnoser {
     return false;
   }
 
+  // For a communicator ncclCommGrow made, the identity its other side
+  // recorded (MissingTracesFacts::grown_as), from the membership of the rank
+  // that made the grow id, which holds both; 0 otherwise.
+  uint64_t GrownAs(uint64_t comm) const {
+    for (const ProcessFacts& p : procs_) {
+      for (const CommMembership& m : p.comms) {
+        if (m.init_call != f::kCommGrow || m.parent == 0 || m.grow_id == 0) continue;
+        if (m.comm == comm && m.grow_id != comm) return m.grow_id;
+        if (m.grow_id == comm && m.comm != comm) return m.comm;
+      }
+    }
+    return 0;
+  }
+
   void DiagnoseCommunicator(uint64_t comm, const CollectiveAlignment& al) {
     const int nranks = job_.CommSize(comm);
     const auto& members = al.members();
@@ -474,7 +488,9 @@ class Diagnoser {
         n.comm = comm;
         n.nranks = nranks;
         n.ranks = missing;  // communicator ranks: their global ranks are unknown
-        n.facts = MissingTracesFacts{};
+        MissingTracesFacts facts;
+        facts.grown_as = GrownAs(comm);
+        n.facts = facts;
         n.job = job_of_[anchor_process];
         notes_.push_back(n);
       }

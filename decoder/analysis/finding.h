@@ -188,7 +188,13 @@ struct OrderInversionFacts {
 // missing_traces: `ranks` are communicator ranks of `comm` with no trace.
 // As a root cause, nothing else was found, and without them the job cannot be
 // called healthy.
-struct MissingTracesFacts {};
+struct MissingTracesFacts {
+  // A communicator ncclCommGrow made: the identity its other side recorded
+  // (the ranks it gained record the grow id, the existing ranks one derived
+  // from their parent; the rank that made the id records both), which the
+  // decoder does not join with this one yet. 0: not a grown communicator.
+  uint64_t grown_as = 0;
+};
 
 // never_completed: an operation (`comm`, `seq`) every rank entered and that
 // did not complete on the GPUs; `ranks` are those whose progress stopped first.

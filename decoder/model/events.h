@@ -144,6 +144,7 @@ struct CommMembership {
   int32_t key = 0;
   uint32_t split_index = 0;
   std::vector<int32_t> excluded;
+  uint64_t grow_id = 0;  // ncclCommGrow: the identity of the id the rank passed, 0 none
   uint64_t init_t = 0;
   uint64_t init_order = 0;
   bool init_returned = false;

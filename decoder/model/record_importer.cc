@@ -723,6 +723,9 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
           case f::comm_init_begin::kBusId:
             if (Bytes(x)) m.bus_id = Str(x);
             break;
+          case f::comm_init_begin::kGrowId:
+            if (Fixed64(x)) m.grow_id = x.value;
+            break;
           default:
             break;
         }

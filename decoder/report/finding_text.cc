@@ -410,7 +410,7 @@ void Render(const Finding& f, const OrderInversionFacts& x, const CallSiteNamer&
   t->groups.push_back({{x.reference_rank}, absl::StrCat(second, " then ", first)});
 }
 
-void Render(const Finding& f, const MissingTracesFacts&, const CallSiteNamer&, FindingText* t) {
+void Render(const Finding& f, const MissingTracesFacts& x, const CallSiteNamer&, FindingText* t) {
   t->detail =
       absl::StrFormat("the traces of %s of %s are missing; the rest was diagnosed without them%s",
                       RanksNoun(f.ranks), CommPhrase(f.comm.value_or(0), f.nranks),
@@ -418,9 +418,22 @@ void Render(const Finding& f, const MissingTracesFacts&, const CallSiteNamer&, F
                           ? ", and nothing else was found, but without them the job cannot be "
                             "called healthy"
                           : "");
+  if (x.grown_as != 0) {
+    absl::StrAppend(&t->detail,
+                    ". It was made by ncclCommGrow, and its other ranks recorded it as ",
+                    CommName(x.grown_as),
+                    " (the ranks it gained know only the grow id, the existing ones only their "
+                    "parent); ncclwatch does not join the two yet, so those ranks may well be "
+                    "there under that name, and whether the two sides agree was not checked");
+  }
   t->fix =
       "collect the trace folder (NCCLWATCH_DIR) of every node of the job and pass them all to "
       "ncclwatch diagnose";
+  if (x.grown_as != 0) {
+    absl::StrAppend(&t->fix,
+                    "; if every rank's trace was passed, check the grown communicator's "
+                    "calls by hand (ncclwatch dump of its old and new ranks)");
+  }
 }
 
 // The first few of many (file names, each on one line), and how many more:

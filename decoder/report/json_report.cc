@@ -54,7 +54,10 @@ std::string Strings(const std::vector<std::string>& v) {
 
 // A finding's kind-specific facts, after the common fields.
 void WriteFacts(const Finding&, const std::monostate&, const CallSiteNamer&, std::ostream&) {}
-void WriteFacts(const Finding&, const MissingTracesFacts&, const CallSiteNamer&, std::ostream&) {}
+void WriteFacts(const Finding&, const MissingTracesFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  if (x.grown_as != 0) out << ",\"grown_as\":" << JsonString(CommName(x.grown_as));
+}
 void WriteFacts(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&,
                 std::ostream& out) {
   static const char* const kReasons[] = {"unknown",        "linked_in",  "deepbind",

@@ -267,3 +267,35 @@ TEST_CASE("shrink: a mismatch after a shrink is named in the new communicator, w
   CHECK(Has(root->detail, "of communicator " + shrunk.substr(0, 6) + " (3 ranks)"));
 #endif
 }
+
+// Not yet followed: the ranks ncclCommGrow adds record the grown
+// communicator under the grow id, the existing ranks under an identity
+// derived from their parent. The verdict must not be healthy (the two sides
+// were not compared), and it says why, naming the other identity.
+TEST_CASE("grow: the grown communicator's two identities are named, the job not called healthy",
+          "[recent_api]") {
+#if NCCLWATCH_NCCL_HEADER_VERSION < 22900
+  SKIP("built against nccl.h " << NCCLWATCH_NCCL_HEADER_VERSION << ": no ncclCommGrow");
+#else
+  Scenario s;
+  Run(&s, {"grow", "--existing", "2", "--steps", "2"});
+  for (const auto& r : s.job.ranks) REQUIRE(r.exit_code == 0);
+  const std::string existing = jobs::CommId(s.dir.path(), 0, "ncclCommGrow");
+  const std::string gained = jobs::CommId(s.dir.path(), 2, "ncclCommGrow");
+  REQUIRE_FALSE(existing.empty());
+  REQUIRE_FALSE(gained.empty());
+  CHECK(existing != gained);
+  CHECK(jobs::CommId(s.dir.path(), 1, "ncclCommGrow") == existing);
+  CHECK(jobs::CommId(s.dir.path(), 3, "ncclCommGrow") == gained);
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(s.diagnosis.verdict != "healthy");
+  const jobs::FindingView* root = s.diagnosis.Root();
+  REQUIRE(root != nullptr);
+  CHECK(root->kind == "missing_traces");
+  const std::string other = root->String("grown_as");
+  CHECK(
+      ((root->comm == gained && other == existing) || (root->comm == existing && other == gained)));
+  CHECK(Has(root->detail,
+            "It was made by ncclCommGrow, and its other ranks recorded it as " + other));
+#endif
+}
