@@ -23,12 +23,12 @@
 #include "commands/diagnose.h"
 #include "commands/dump.h"
 #include "commands/explain.h"
-#include "commands/probe.h"
-#include "commands/run.h"
 #include "commands/status.h"
 #include "commands/timeline.h"
 #include "ncclwatch/ring_format.h"
 #include "ncclwatch_version.h"
+#include "probe/probe.h"
+#include "run/run.h"
 
 namespace {
 
@@ -198,11 +198,6 @@ int Main(int argc, char** argv) {
   if (command == "explain") {
     if (paths.empty()) return Usage("explain needs at least one log file or folder");
     return ncclwatch::decoder::RunExplain(paths, json, std::cout, std::cerr);
-  }
-  if (command == "timeline") {
-    if (paths.empty()) return Usage("timeline needs at least one folder or trace file");
-    if (output.empty()) return Usage("timeline needs -o FILE");
-    return ncclwatch::decoder::RunTimeline(paths, output, std::cout, std::cerr);
   }
   if (command == "timeline") {
     if (paths.empty()) return Usage("timeline needs at least one folder or trace file");

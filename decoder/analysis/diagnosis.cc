@@ -8,8 +8,8 @@
 #include <tuple>
 
 #include "analysis/init_failure.h"
-#include "analysis/nccl_semantics.h"
 #include "analysis/setup_notes.h"
+#include "knowledge/nccl_semantics.h"
 #include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::decoder {
@@ -1382,11 +1382,12 @@ class Diagnoser {
       switch (pr.kind) {
         case P2pProblem::kSizeMismatch:
           facts.problem = P2pMismatchFacts::Problem::kSizeMismatch;
-          x.field = pr.send.datatype != pr.receive.datatype ? "datatype" : "count";
+          x.field = pr.send.datatype != pr.receive.datatype ? MismatchField::kDatatype
+                                                            : MismatchField::kCount;
           break;
         case P2pProblem::kOrderMismatch:
           facts.problem = P2pMismatchFacts::Problem::kOrderMismatch;
-          x.field = "order";
+          x.field = MismatchField::kOrder;
           break;
         case P2pProblem::kSendNotReceived:
           facts.problem = P2pMismatchFacts::Problem::kSendNotReceived;

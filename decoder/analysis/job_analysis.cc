@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/gpu_sharing_failure.h"
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 #include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::decoder {

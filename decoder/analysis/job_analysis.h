@@ -23,11 +23,11 @@
 
 #include "analysis/collective_alignment.h"
 #include "analysis/completion.h"
-#include "analysis/init_evidence.h"
-#include "analysis/last_call.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
 #include "analysis/signal_matching.h"
+#include "findings/last_call.h"
+#include "model/init_evidence.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {

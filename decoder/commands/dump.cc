@@ -1,13 +1,17 @@
 #include "commands/dump.h"
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <limits>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "analysis/gpu_sharing_failure.h"
 #include "commands/input_files.h"
+#include "knowledge/cuda_names.h"
 #include "model/process_trace.h"
 #include "ncclwatch/trace.pb.h"
 #include "report/names.h"
@@ -29,6 +33,105 @@ std::string Where(const ProcessTrace& p, uint64_t address) {
                            address - m->base);
   }
   return Hex(address);
+}
+
+namespace gp = ::google::protobuf;
+
+// One field's value, as dump prints it: NCCL's names for calls, results,
+// datatypes, operators, signals and errnos, communicators as 16 hex digits,
+// call sites as module+offset, addresses in hex, an enum by its value's
+// name, a message in braces.
+std::string FieldValue(const ProcessTrace& p, const gp::Message& m, const gp::FieldDescriptor* f,
+                       int index);
+
+std::string MessageFields(const ProcessTrace& p, const gp::Message& m) {
+  std::vector<const gp::FieldDescriptor*> set;
+  m.GetReflection()->ListFields(m, &set);
+  std::string s;
+  for (const gp::FieldDescriptor* f : set) {
+    absl::StrAppend(&s, s.empty() ? "" : " ", f->name(), "=");
+    if (!f->is_repeated()) {
+      absl::StrAppend(&s, FieldValue(p, m, f, -1));
+      continue;
+    }
+    const int n = m.GetReflection()->FieldSize(m, f);
+    absl::StrAppend(&s, "[");
+    for (int i = 0; i < n; ++i) absl::StrAppend(&s, i ? "," : "", FieldValue(p, m, f, i));
+    absl::StrAppend(&s, "]");
+  }
+  return s;
+}
+
+std::string FieldValue(const ProcessTrace& p, const gp::Message& m, const gp::FieldDescriptor* f,
+                       int index) {
+  const gp::Reflection* r = m.GetReflection();
+  const bool rep = index >= 0;
+  const std::string& name = f->name();
+  switch (f->cpp_type()) {
+    case gp::FieldDescriptor::CPPTYPE_MESSAGE:
+      return absl::StrCat(
+          "{", MessageFields(p, rep ? r->GetRepeatedMessage(m, f, index) : r->GetMessage(m, f)),
+          "}");
+    case gp::FieldDescriptor::CPPTYPE_ENUM: {
+      const int v = rep ? r->GetRepeatedEnumValue(m, f, index) : r->GetEnumValue(m, f);
+      if (f->enum_type() == pb::Call_descriptor()) return CallName(static_cast<uint32_t>(v));
+      const gp::EnumValueDescriptor* e = f->enum_type()->FindValueByNumber(v);
+      return e != nullptr ? absl::AsciiStrToLower(e->name()) : absl::StrCat(v);
+    }
+    case gp::FieldDescriptor::CPPTYPE_STRING: {
+      const std::string v = rep ? r->GetRepeatedString(m, f, index) : r->GetString(m, f);
+      return v.find_first_of(" \"=") == std::string::npos && !v.empty()
+                 ? v
+                 : absl::StrCat("\"", v, "\"");
+    }
+    case gp::FieldDescriptor::CPPTYPE_BOOL:
+      return (rep ? r->GetRepeatedBool(m, f, index) : r->GetBool(m, f)) ? "true" : "false";
+    case gp::FieldDescriptor::CPPTYPE_INT32: {
+      const int32_t v = rep ? r->GetRepeatedInt32(m, f, index) : r->GetInt32(m, f);
+      if (name == "result" && f->type() == gp::FieldDescriptor::TYPE_SFIXED32) return ResultName(v);
+      if (name == "datatype") return DatatypeName(v);
+      if (name == "redop") return RedopName(v);
+      if (name == "signo") return SignalName(v);
+      if (name == "err" && v != 0) return ErrnoName(v);
+      return absl::StrCat(v);
+    }
+    case gp::FieldDescriptor::CPPTYPE_INT64:
+      return absl::StrCat(rep ? r->GetRepeatedInt64(m, f, index) : r->GetInt64(m, f));
+    case gp::FieldDescriptor::CPPTYPE_UINT32:
+      return absl::StrCat(rep ? r->GetRepeatedUInt32(m, f, index) : r->GetUInt32(m, f));
+    case gp::FieldDescriptor::CPPTYPE_UINT64: {
+      const uint64_t v = rep ? r->GetRepeatedUInt64(m, f, index) : r->GetUInt64(m, f);
+      if (name == "comm" || name == "parent") return CommName(v);
+      if (name == "caller") return Where(p, v);
+      if (f->type() == gp::FieldDescriptor::TYPE_FIXED64) return Hex(v);  // an address, a handle
+      return absl::StrCat(v);
+    }
+    case gp::FieldDescriptor::CPPTYPE_DOUBLE:
+      return absl::StrCat(rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f));
+    case gp::FieldDescriptor::CPPTYPE_FLOAT:
+      return absl::StrCat(rep ? r->GetRepeatedFloat(m, f, index) : r->GetFloat(m, f));
+  }
+  return "?";
+}
+
+// Any record, from trace.proto's descriptors: the body's field name in
+// Record, then every field it has set. What a body without words of its own
+// below gets, so that every kind the schema has is printed (a test writes
+// each one); a body this ncclwatch does not know (a newer shim's) is named
+// by its field number.
+std::string DescribeFromDescriptor(const ProcessTrace& p, const pb::Record& r) {
+  const gp::OneofDescriptor* body = pb::Record::descriptor()->FindOneofByName("body");
+  if (const gp::FieldDescriptor* f = r.GetReflection()->GetOneofFieldDescriptor(r, body)) {
+    const std::string fields = MessageFields(p, r.GetReflection()->GetMessage(r, f));
+    return fields.empty() ? f->name() : absl::StrCat(f->name(), " ", fields);
+  }
+  const gp::UnknownFieldSet& unknown = r.GetReflection()->GetUnknownFields(r);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    if (unknown.field(i).type() == gp::UnknownField::TYPE_LENGTH_DELIMITED)
+      return absl::StrCat("body ", unknown.field(i).number(), " (unknown to this ncclwatch, ",
+                          unknown.field(i).length_delimited().size(), " bytes)");
+  }
+  return "(no body)";
 }
 
 std::string Describe(const ProcessTrace& p, const pb::Record& r) {
@@ -342,7 +445,7 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
       return s;
     }
     default:
-      return absl::StrCat("unknown ", r.ShortDebugString());
+      return DescribeFromDescriptor(p, r);
   }
 }
 

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analysis/log_diagnosis.h"
 #include "commands/input_files.h"
-#include "logs/log_diagnosis.h"
 #include "logs/nccl_log.h"
 #include "report/finding_text.h"
 #include "report/reports.h"

@@ -217,4 +217,11 @@ absl::StatusOr<std::vector<std::string>> TraceFiles(const std::vector<std::strin
   return files;
 }
 
+std::vector<UnreadableTrace> NotRead(const std::vector<SkippedInput>& skipped) {
+  std::vector<UnreadableTrace> out;
+  out.reserve(skipped.size());
+  for (const SkippedInput& s : skipped) out.push_back({s.path, s.why, s.may_hold_input});
+  return out;
+}
+
 }  // namespace ncclwatch::decoder

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analysis/job_analysis.h"
 
 namespace ncclwatch::decoder {
 
@@ -69,6 +70,10 @@ bool IsTraceFile(const std::filesystem::path& p);
 // NotFound "no trace files (*.trace) under PATH" when there are none.
 absl::StatusOr<std::vector<std::string>> TraceFiles(const std::vector<std::string>& paths,
                                                     std::vector<SkippedInput>* skipped = nullptr);
+
+// What a walk for traces passed over, as the job's unreadable inputs
+// (DiagnoseTraceFiles's `not_read`).
+std::vector<UnreadableTrace> NotRead(const std::vector<SkippedInput>& skipped);
 
 }  // namespace ncclwatch::decoder
 

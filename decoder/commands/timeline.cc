@@ -2,8 +2,7 @@
 
 #include <map>
 
-#include "analysis/diagnosis.h"
-#include "analysis/job_analysis.h"
+#include "analysis/diagnose_traces.h"
 #include "commands/input_files.h"
 #include "commands/output_file.h"
 #include "commands/progress.h"
@@ -30,29 +29,20 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
     return 2;
   }
 
-  // First the diagnosis, for the root cause to mark.
-  JobAnalysis job;
+  // First the diagnosis, for the root cause to mark: the one diagnose
+  // makes (analysis/diagnose_traces.h), liveness included.
+  absl::StatusOr<TraceDiagnosis> result;
   {
     Progress progress("reading traces", files.size());
-    LoadProcessTraces(
-        files, 0,
-        [&](const std::string& file, const absl::Status& status, const ProcessTrace& trace) {
-          progress.Step();
-          if (status.ok()) {
-            job.AddProcess(trace);
-          } else {
-            job.AddUnreadable(file, std::string(status.message()));
-          }
-        });
+    result = DiagnoseTraceFiles(
+        files, [&](size_t, const ProcessTrace*) { progress.Step(); }, NotRead(skipped));
   }
-  if (job.processes().empty()) {
-    err << "ncclwatch: none of the " << files.size()
-        << " trace file(s) can be read; first: " << OneLine(job.unreadable().front().error) << "\n";
+  if (!result.ok()) {
+    err << "ncclwatch: " << OneLine(std::string(result.status().message())) << "\n";
     return 2;
   }
-  for (const SkippedInput& s : skipped) job.AddUnreadable(s.path, s.why, s.may_hold_input);
-  job.Finish();
-  const Diagnosis d = Diagnose(job);
+  const JobAnalysis& job = result->job;
+  const Diagnosis& d = result->diagnosis;
   std::map<std::string, int> index_of;  // path -> process index (duplicates left out)
   for (const ProcessFacts& p : job.processes()) index_of.emplace(p.path, p.index);
 

@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "knowledge/message_catalogue.h"
 #include "logs/fragments.h"
-#include "logs/message_catalogue.h"
 #include "re2/re2.h"
 #include "util/pseudo_file_system.h"
 
@@ -139,7 +139,7 @@ bool NcclErrorText(const std::string& t) {
 }
 
 bool LooksLikeError(const LogLine& l) {
-  if (l.message != nullptr && CauseOf(*l.message).kind == FindingKind::kInitFailure) return true;
+  if (l.message != nullptr && CauseOf(*l.message).init_failure) return true;
   return NcclErrorText(l.text);
 }
 

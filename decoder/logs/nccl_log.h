@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "logs/message_catalogue.h"
+#include "knowledge/message_catalogue.h"
 #include "trace/socket_address.h"
 
 namespace ncclwatch::decoder {
@@ -68,7 +68,7 @@ struct LogLine {
   int process = -1;      // index into NcclLog::processes(), -1 when unknown
   int tagged_rank = -1;  // from a launcher prefix
   std::string text;      // the message (after "NCCL WARN "), or the whole line without its prefix
-  // The catalogue's message the text holds (logs/message_catalogue.h), found
+  // The catalogue's message the text holds (knowledge/message_catalogue.h), found
   // once as the line is read; never looked for in INFO lines (NCCL's INFO
   // lines are most of a log, and none of them is an error).
   const CatalogueMessage* message = nullptr;

@@ -9,8 +9,8 @@
 // interface names, NCCL's error text) are kept as the bytes recorded: any
 // byte survives, and the reports escape what they print.
 //
-// Adding a record kind: a struct here, a table in ProcessTrace, and a case in
-// RecordImporter. Nothing else re-derives it.
+// Adding a record kind: a struct here, a table in ProcessTrace, and an
+// importer in its family (model/import/). Nothing else re-derives it.
 
 #ifndef NCCLWATCH_DECODER_MODEL_EVENTS_H_
 #define NCCLWATCH_DECODER_MODEL_EVENTS_H_

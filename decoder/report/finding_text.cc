@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 #include "report/hang_text.h"
 #include "report/init_text.h"
 #include "report/log_text.h"
@@ -23,19 +23,24 @@ std::string CommPhrase(uint64_t comm, int nranks) {
                     : absl::StrCat("communicator ", CommShort(comm));
 }
 
-std::string FieldHint(const std::string& field) {
-  if (field == "op")
-    return "one rank is in another phase of the program: a skipped or extra step, or a collective "
-           "issued only on some branch";
-  if (field == "count")
-    return "tensor shapes differ between ranks: an uneven last batch, padding, or dynamic shapes";
-  if (field == "datatype")
-    return "precision differs between ranks: autocast or a dtype cast on one code path";
-  if (field == "redop")
-    return "the reduction differs between ranks: the same call must use the same operator "
-           "everywhere";
-  if (field == "root")
-    return "the root differs between ranks: compute it the same way on every rank";
+std::string FieldHint(MismatchField field) {
+  switch (field) {
+    case MismatchField::kOp:
+      return "one rank is in another phase of the program: a skipped or extra step, or a "
+             "collective issued only on some branch";
+    case MismatchField::kCount:
+      return "tensor shapes differ between ranks: an uneven last batch, padding, or dynamic shapes";
+    case MismatchField::kDatatype:
+      return "precision differs between ranks: autocast or a dtype cast on one code path";
+    case MismatchField::kRedop:
+      return "the reduction differs between ranks: the same call must use the same operator "
+             "everywhere";
+    case MismatchField::kRoot:
+      return "the root differs between ranks: compute it the same way on every rank";
+    case MismatchField::kNone:
+    case MismatchField::kOrder:
+      break;
+  }
   return "";
 }
 
@@ -52,7 +57,7 @@ std::string SubsystemTitle(const std::string& s) {
   if (s == "cuda") return "CUDA";
   if (s == "waiting") return "waiting for another rank";
   // The other subsystems the message catalogue files NCCL's words under
-  // (logs/message_catalogue.cc: usage, config, topology, plugin, ...).
+  // (knowledge/message_catalogue.cc: usage, config, topology, plugin, ...).
   if (!s.empty() && s != "unknown") return s;
   return "cause unknown";
 }
@@ -694,6 +699,26 @@ const char* KindName(FindingKind kind) {
       return "nccl_calls_unseen";
   }
   return "unknown";
+}
+
+const char* FieldName(MismatchField field) {
+  switch (field) {
+    case MismatchField::kNone:
+      return "";
+    case MismatchField::kOp:
+      return "op";
+    case MismatchField::kCount:
+      return "count";
+    case MismatchField::kDatatype:
+      return "datatype";
+    case MismatchField::kRedop:
+      return "redop";
+    case MismatchField::kRoot:
+      return "root";
+    case MismatchField::kOrder:
+      return "order";
+  }
+  return "";
 }
 
 const char* RoleName(FindingRole role) {

@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "perfetto/perfetto_trace.pb.h"
@@ -252,6 +254,35 @@ TEST_CASE("timeline of a broken job: the root cause's collective marked on the d
   for (const auto& [ts, e] : t.instants)
     if (HasCategory(*e, "stall") && e->name().find(" #2 ") != std::string::npos) ++stalls;
   CHECK(stalls == 4);
+}
+
+// timeline marks the root cause diagnose names, from the same diagnosis:
+// liveness included, so on a live job with a frozen rank (SIGSTOP) both say
+// rank_frozen (a post-mortem view of the same traces would call it dead).
+TEST_CASE("on a live job, timeline marks the root cause diagnose names", "[timeline][live]") {
+  jobs::TempDir dir;
+  jobs::JobSpec spec =
+      jobs::TracedJobSpec(4, "train_loop", {"--steps", "30", "--bug", "stop:1:3"}, dir.path());
+  spec.timeout_s = 15;  // the job stays live (its rank 1 stopped) while both commands run
+  jobs::JobResult job;
+  std::thread run([&] { job = jobs::RunJob(spec); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  const Timeline t = WriteTimeline(dir.path());
+  const jobs::DiagnosisView live = jobs::Diagnose({dir.path()});
+  run.join();
+  REQUIRE(job.error.empty());
+  INFO("timeline: " << t.output << "\ndiagnosis:\n" << live.output);
+  REQUIRE(t.exit_code == 0);
+  REQUIRE(t.parsed);
+  REQUIRE(live.parsed);
+  const jobs::FindingView* root = live.Root();
+  REQUIRE(root != nullptr);
+  CHECK(root->kind == "rank_frozen");
+  CHECK(root->ranks == std::vector<int>{1});
+  std::set<std::string> marked;
+  for (const auto& [ts, e] : t.instants)
+    if (HasCategory(*e, "root_cause")) marked.insert(e->name());
+  CHECK(marked == std::set<std::string>{"ROOT CAUSE: " + root->kind});
 }
 
 TEST_CASE("timeline of a failed init: the failing system call as an instant, marked",

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "analysis/diagnosis.h"
-#include "analysis/finding.h"
 #include "analysis/job_analysis.h"
+#include "findings/finding.h"
 #include "model/process_liveness.h"
 #include "report/finding_text.h"
 #include "report/reports.h"
@@ -30,6 +30,7 @@ using ncclwatch::decoder::Diagnosis;
 using ncclwatch::decoder::Finding;
 using ncclwatch::decoder::JobAnalysis;
 using ncclwatch::decoder::LivenessObservation;
+using ncclwatch::decoder::MismatchField;
 using ncclwatch::decoder::ProcessObservation;
 using namespace ncclwatch::testing;
 
@@ -672,7 +673,7 @@ TEST_CASE("a mismatch whose records the ring lost is named from the watcher's ho
   }
   const Diagnosis d = Diagnose(Analyze(ps));
   const Finding x = ExpectRoot(d, {"collective_mismatch", kComm, 5, {1}, "step"});
-  CHECK(x.field == "count");
+  CHECK(x.field == MismatchField::kCount);
   SECTION("held alike on every rank: never_completed with its arguments known") {
     std::vector<SyntheticProcess> alike = Tracked(3);
     for (int r = 0; r < 3; ++r) {

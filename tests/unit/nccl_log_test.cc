@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/nccl_semantics.h"
-#include "logs/log_diagnosis.h"
+#include "analysis/log_diagnosis.h"
+#include "knowledge/nccl_semantics.h"
 #include "report/finding_text.h"
 #include "support/traced_job.h"
 
@@ -35,6 +35,7 @@ using ncclwatch::decoder::FindingRole;
 using ncclwatch::decoder::InitFailureFacts;
 using ncclwatch::decoder::LogDiagnosis;
 using ncclwatch::decoder::LogFacts;
+using ncclwatch::decoder::MismatchField;
 using ncclwatch::decoder::NcclLog;
 using ncclwatch::decoder::SignalName;
 
@@ -188,7 +189,7 @@ TEST_CASE("PyTorch's watchdog, ranks in different collectives: collective_mismat
   l.File(text);
   const Finding& f = l.Root();
   CHECK(f.kind == FindingKind::kCollectiveMismatch);
-  CHECK(f.field == "op");
+  CHECK(f.field == MismatchField::kOp);
   CHECK(f.seq == 43u);
   CHECK(f.ranks == std::vector<int>{2});
 }

@@ -1,4 +1,4 @@
-#include "commands/probe.h"
+#include "probe/probe.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -26,10 +26,10 @@
 
 #include "commands/diagnose.h"
 #include "commands/input_files.h"
-#include "commands/run.h"
 #include "model/trace_loader.h"
 #include "report/names.h"
 #include "report/terminal_text.h"
+#include "run/run.h"
 
 namespace ncclwatch::decoder {
 namespace {
