@@ -109,6 +109,7 @@ class Diagnoser {
       DiagnoseCommunicator(comm, alignment);
     }
     PointToPoint();
+    Signals();
     Orders();
     Stragglers();
     SkippedCreation();
@@ -451,6 +452,20 @@ class Diagnoser {
     return false;
   }
 
+  // For a communicator ncclCommGrow made, the identity its other side
+  // recorded (MissingTracesFacts::grown_as), from the membership of the rank
+  // that made the grow id, which holds both; 0 otherwise.
+  uint64_t GrownAs(uint64_t comm) const {
+    for (const ProcessFacts& p : procs_) {
+      for (const CommMembership& m : p.comms) {
+        if (m.init_call != f::kCommGrow || m.parent == 0 || m.grow_id == 0) continue;
+        if (m.comm == comm && m.grow_id != comm) return m.grow_id;
+        if (m.grow_id == comm && m.comm != comm) return m.comm;
+      }
+    }
+    return 0;
+  }
+
   void DiagnoseCommunicator(uint64_t comm, const CollectiveAlignment& al) {
     const int nranks = job_.CommSize(comm);
     const auto& members = al.members();
@@ -474,7 +489,9 @@ class Diagnoser {
         n.comm = comm;
         n.nranks = nranks;
         n.ranks = missing;  // communicator ranks: their global ranks are unknown
-        n.facts = MissingTracesFacts{};
+        MissingTracesFacts facts;
+        facts.grown_as = GrownAs(comm);
+        n.facts = facts;
         n.job = job_of_[anchor_process];
         notes_.push_back(n);
       }
@@ -1386,6 +1403,43 @@ class Diagnoser {
     }
   }
 
+  // One-sided waits for signals a peer never sent (analysis/signal_matching.h).
+  // The waiting rank's stream hangs behind the wait, so its absence from
+  // the collectives after it follows from this (tier 3, as a rank waiting
+  // for its own GPU).
+  void Signals() {
+    std::set<int> waiting;
+    for (const SignalProblem& pr : job_.signals().problems()) {
+      Candidate c;
+      Finding& x = c.finding;
+      P2pMismatchFacts facts;
+      facts.problem = P2pMismatchFacts::Problem::kReceiveNotSent;
+      facts.one_sided = true;
+      facts.sender = Global(pr.sender_process, pr.comm, pr.sender);
+      facts.receiver = Global(pr.receiver_process, pr.comm, pr.receiver);
+      facts.receive.site = Site(pr.receiver_process, pr.caller);
+      facts.other_side_posted = pr.sent;
+      facts.awaited = pr.awaited;
+      x.kind = FindingKind::kP2pMismatch;
+      x.comm = pr.comm;
+      x.seq = pr.seq;
+      x.nranks = job_.CommSize(pr.comm);
+      x.ranks = {facts.sender, facts.receiver};
+      x.when_ns = pr.when_ns;
+      waiting.insert(facts.receiver);
+      x.facts = std::move(facts);
+      c.process = pr.sender_process;
+      candidates_.push_back(c);
+    }
+    if (waiting.empty()) return;
+    for (Candidate& c : candidates_) {
+      if (c.finding.kind != FindingKind::kMissingRank || c.finding.ranks.empty()) continue;
+      bool all = true;
+      for (int r : c.finding.ranks) all &= waiting.count(r) == 1;
+      if (all) c.tier = std::max(c.tier, 3);
+    }
+  }
+
   void Orders() {
     for (const OrderInversionFinding& o : job_.order().Findings()) {
       Candidate c;
@@ -1651,6 +1705,7 @@ class Diagnoser {
         item.pid = p.pid;
         item.reason = e.reason;
         item.path = e.path;
+        item.comm = e.comm;
         item.calls_seen = e.calls_seen;
         by_job[job_of_[p.index]].items.push_back(std::move(item));
       }

@@ -170,6 +170,21 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   p.world_size = t.world_size;
   p.job_id = t.job_id;
   p.not_seen = t.not_seen;
+  // A communicator with device-API communicators: its GPUs communicate on
+  // their own, which no record shows (one note per communicator).
+  for (const ApiEvent& a : t.apis) {
+    if (a.call != f::kDevCommCreate || a.result != 0 || a.comm == 0) continue;
+    bool noted = false;
+    for (const NcclNotSeenEvent& e : p.not_seen) noted |= e.reason == 6 && e.comm == a.comm;
+    if (noted) continue;
+    NcclNotSeenEvent e;
+    e.order = a.order;
+    e.t = a.t;
+    e.reason = 6;
+    e.comm = a.comm;
+    e.calls_seen = true;
+    p.not_seen.push_back(e);
+  }
   p.exe = t.exe;
   p.modules = t.modules;
   p.comms = t.comms;
@@ -267,6 +282,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   for (const CommStream& s : t.streams)
     if (s.any() || s.membership >= 0) alignments_[s.comm].AddMember(index, s, t);
   p2p_.AddProcess(index, t);
+  signals_.AddProcess(index, t);
   order_.AddProcess(index, t);
   arrivals_.AddProcess(index, t);
   p.created_ns = t.created_realtime_ns;
@@ -280,7 +296,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
     }
   }
   p.nccl_calls = !t.comms.empty() || !t.collectives.empty() || !t.p2p.empty() ||
-                 !t.groups.empty() || !t.apis.empty();
+                 !t.one_sided.empty() || !t.groups.empty() || !t.apis.empty();
   p.lost_start = t.stats.lapped_slots > 0;
   for (const CommStream& s : t.streams) p.lost_start |= !s.holds_start;
   p.init = InitEvidenceOf(t, p);
@@ -290,12 +306,14 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
 void JobAnalysis::Finish() {
   // A peer's trace proves it posted nothing only if its ring still holds
   // everything since the communicator began.
-  p2p_.Finish([this](uint64_t comm, int32_t rank, int* process) {
+  auto whole = [this](uint64_t comm, int32_t rank, int* process) {
     *process = ProcessOf(comm, rank);
     if (*process < 0) return false;
     const TraceFileStats& s = processes_[*process].stats;
     return s.ring_overwritten == 0 && s.lapped_slots == 0;
-  });
+  };
+  p2p_.Finish(whole);
+  signals_.Finish(whole);
 }
 
 int JobAnalysis::ProcessOf(uint64_t comm, int32_t comm_rank) const {

@@ -27,6 +27,7 @@
 #include "analysis/completion.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
+#include "analysis/signal_matching.h"
 #include "findings/last_call.h"
 #include "model/init_evidence.h"
 #include "model/process_trace.h"
@@ -113,6 +114,7 @@ class JobAnalysis {
   const std::vector<UnreadableTrace>& unreadable() const { return unreadable_; }
   const std::map<uint64_t, CollectiveAlignment>& alignments() const { return alignments_; }
   const P2pMatching& p2p() const { return p2p_; }
+  const SignalMatching& signals() const { return signals_; }
   const OrderInversion& order() const { return order_; }
   const ArrivalSkew& arrivals() const { return arrivals_; }
 
@@ -131,6 +133,7 @@ class JobAnalysis {
       seen_;  // identity -> first file
   std::map<uint64_t, CollectiveAlignment> alignments_;
   P2pMatching p2p_;
+  SignalMatching signals_;  // one-sided signals and their waits (NCCL 2.29)
   OrderInversion order_;
   ArrivalSkew arrivals_;
 };

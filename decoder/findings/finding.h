@@ -170,6 +170,12 @@ struct P2pMismatchFacts {
   int receiver = -1;
   Side send, receive;
   uint64_t other_side_posted = 0;  // the missing side's count of posted operations to that peer
+  // One-sided (NCCL 2.29), kReceiveNotSent only: the receiver waits
+  // (ncclWaitSignal) for signals the sender never sent (ncclPutSignal,
+  // ncclSignal); other_side_posted is the signals it sent, `awaited` those
+  // the receiver's waits need.
+  bool one_sided = false;
+  uint64_t awaited = 0;
 };
 
 // order_inversion: collective `seq` of `comm` and `other_seq` of
@@ -187,7 +193,13 @@ struct OrderInversionFacts {
 // missing_traces: `ranks` are communicator ranks of `comm` with no trace.
 // As a root cause, nothing else was found, and without them the job cannot be
 // called healthy.
-struct MissingTracesFacts {};
+struct MissingTracesFacts {
+  // A communicator ncclCommGrow made: the identity its other side recorded
+  // (the ranks it gained record the grow id, the existing ranks one derived
+  // from their parent; the rank that made the id records both), which the
+  // decoder does not join with this one yet. 0: not a grown communicator.
+  uint64_t grown_as = 0;
+};
 
 // never_completed: an operation (`comm`, `seq`) every rank entered and that
 // did not complete on the GPUs; `ranks` are those whose progress stopped first.
@@ -349,6 +361,7 @@ struct NcclNotVisibleFacts {
     uint32_t pid = 0;
     uint32_t reason = 0;  // NcclNotSeenEvent::reason
     std::string path;
+    uint64_t comm = 0;  // device-API communicators: the communicator
     bool calls_seen = false;
   };
   std::vector<Item> items;

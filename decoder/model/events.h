@@ -88,6 +88,29 @@ struct P2pEvent {
   int32_t rank = -1;
 };
 
+// A one-sided operation (NCCL 2.29, trace.proto OneSided): a put with its
+// signal, or a signal alone, to `peer` (signal number `seq` this rank sent
+// it), or a wait for signals from peers.
+struct OneSidedEvent {
+  struct Wait {
+    int32_t peer = -1;
+    int32_t op_cnt = 0;
+    uint64_t seq = 0;  // signals from `peer` awaited before this wait
+  };
+  uint64_t order = 0;
+  uint64_t t = 0;
+  uint64_t comm = 0;
+  int32_t rank = -1;
+  uint32_t call = 0;  // kPutSignal, kSignal, kWaitSignal
+  int32_t peer = -1;
+  uint64_t seq = 0;
+  uint64_t count = 0;
+  int32_t datatype = 0;
+  int32_t result = kResultPending;
+  uint64_t caller = 0;
+  std::vector<Wait> waits;
+};
+
 struct GroupEvent {
   uint64_t order = 0;
   uint64_t t = 0;
@@ -121,6 +144,7 @@ struct CommMembership {
   int32_t key = 0;
   uint32_t split_index = 0;
   std::vector<int32_t> excluded;
+  uint64_t grow_id = 0;  // ncclCommGrow: the identity of the id the rank passed, 0 none
   uint64_t init_t = 0;
   uint64_t init_order = 0;
   bool init_returned = false;
@@ -161,8 +185,9 @@ struct NcclNotSeenEvent {
   uint64_t order = 0;
   uint64_t t = 0;
   uint32_t reason = 0;  // 1 linked in, 2 RTLD_DEEPBIND, 3 a second libnccl, 4 no slot left,
-                        // 5 NCCL's code active, no call seen
+                        // 5 NCCL's code active, no call seen, 6 device-API communicators
   std::string path;
+  uint64_t comm = 0;        // 6: the communicator whose GPUs communicate on their own
   bool calls_seen = false;  // the shim had seen NCCL calls when it was written
 };
 

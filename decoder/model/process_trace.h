@@ -53,6 +53,7 @@ struct ProcessTrace {
   std::vector<CommMembership> comms;
   std::vector<CollectiveEvent> collectives;
   std::vector<P2pEvent> p2p;
+  std::vector<OneSidedEvent> one_sided;  // puts, signals and waits (NCCL 2.29)
   std::vector<GroupEvent> groups;
   std::vector<ApiEvent> apis;
   std::vector<FatalSignalEvent> signals;

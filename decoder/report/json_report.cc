@@ -58,18 +58,23 @@ std::string Strings(const std::vector<std::string>& v) {
 
 // A finding's kind-specific facts, after the common fields.
 void WriteFacts(const Finding&, const std::monostate&, const CallSiteNamer&, std::ostream&) {}
-void WriteFacts(const Finding&, const MissingTracesFacts&, const CallSiteNamer&, std::ostream&) {}
+void WriteFacts(const Finding&, const MissingTracesFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  if (x.grown_as != 0) out << ",\"grown_as\":" << JsonString(CommName(x.grown_as));
+}
 void WriteFacts(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&,
                 std::ostream& out) {
   static const char* const kReasons[] = {"unknown",        "linked_in",  "deepbind",
-                                         "second_library", "slots_full", "active_unseen"};
+                                         "second_library", "slots_full", "active_unseen",
+                                         "device_api"};
   out << ",\"not_visible\":[";
   for (size_t i = 0; i < x.items.size(); ++i) {
     const NcclNotVisibleFacts::Item& it = x.items[i];
     out << (i ? "," : "") << "{\"pid\":" << it.pid << ",\"host\":" << JsonString(it.host)
-        << ",\"rank\":" << it.rank << ",\"reason\":\"" << kReasons[it.reason < 6 ? it.reason : 0]
-        << "\",\"path\":" << JsonString(it.path)
-        << ",\"calls_seen\":" << (it.calls_seen ? "true" : "false") << "}";
+        << ",\"rank\":" << it.rank << ",\"reason\":\"" << kReasons[it.reason < 7 ? it.reason : 0]
+        << "\",\"path\":" << JsonString(it.path);
+    if (it.comm != 0) out << ",\"comm\":" << JsonString(CommName(it.comm));
+    out << ",\"calls_seen\":" << (it.calls_seen ? "true" : "false") << "}";
   }
   out << "]";
 }
@@ -228,6 +233,9 @@ void WriteFacts(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&,
 void WriteFacts(const Finding&, const P2pMismatchFacts& x, const CallSiteNamer&,
                 std::ostream& out) {
   out << ",\"sender\":" << x.sender << ",\"receiver\":" << x.receiver;
+  if (x.one_sided)
+    out << ",\"one_sided\":true,\"signals_sent\":" << x.other_side_posted
+        << ",\"signals_awaited\":" << x.awaited;
 }
 
 void WriteFacts(const Finding&, const OrderInversionFacts& x, const CallSiteNamer&,

@@ -170,6 +170,10 @@ void ReportStall(CompletionTrack* t, const Marker& m, uint64_t waited_ns, uint64
     snprintf(waits, sizeof(waits), "it waits for rank %d to receive", m.peer);
   } else if (m.call == f::kRecv) {
     snprintf(waits, sizeof(waits), "it waits for rank %d to send", m.peer);
+  } else if (m.call == f::kWaitSignal) {
+    snprintf(waits, sizeof(waits), "it waits for signals from rank %d", m.peer);
+  } else if (m.call == f::kPutSignal || m.call == f::kSignal) {
+    snprintf(waits, sizeof(waits), "it waits for its GPU to reach rank %d's window", m.peer);
   } else if (c->nranks > 1) {
     snprintf(waits, sizeof(waits), "it waits for the other %d ranks of the communicator",
              c->nranks - 1);

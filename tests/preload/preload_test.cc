@@ -5,6 +5,7 @@
 // trace survives SIGKILL; a call from another library's constructor is
 // traced; and it needs nothing but glibc.
 
+#include <nccl.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -25,6 +26,14 @@
 #include "support/traced_job.h"
 
 namespace {
+
+// How many NCCL entry points the shim wraps, as built (nccl_functions.inc,
+// each guarded by the release that added it): each exported as ncclX and pncclX.
+constexpr int kWrapped = 0
+#define NCCLWATCH_NCCL_FN(name) +1
+#include "resolve/nccl_functions.inc"
+#undef NCCLWATCH_NCCL_FN
+    ;
 
 namespace fs = std::filesystem;
 using ncclwatch::decoder::LoadProcessTrace;
@@ -548,7 +557,8 @@ TEST_CASE("NCCL loaded in a local scope (a Python extension's) is found and trac
       RunProbe({}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "local_scope_main");
   const jobs::RankResult traced = RunProbe({}, Traced(dir.path()), "local_scope_main");
   INFO(plain.output << "\n---\n" << traced.output);
-  CHECK(plain.output.find("plugin result 0 version 22809") != std::string::npos);
+  CHECK(plain.output.find("plugin result 0 version " +
+                          std::to_string(NCCLWATCH_NCCL_HEADER_VERSION)) != std::string::npos);
   CHECK(traced.output == plain.output);
   CHECK(traced.exit_code == 0);
   const ProcessTrace t = OnlyTrace(dir.path());
@@ -559,7 +569,7 @@ TEST_CASE("NCCL loaded in a local scope (a Python extension's) is found and trac
     CHECK(a.result == 0);
   }
   CHECK(calls == std::set<std::string>{"ncclGetUniqueId", "ncclGetVersion"});
-  CHECK(t.nccl_version == 22809);
+  CHECK(t.nccl_version == NCCLWATCH_NCCL_HEADER_VERSION);
 }
 
 TEST_CASE("dlopen under the shim searches the caller's RUNPATH, as without it",
@@ -682,7 +692,7 @@ TEST_CASE("the shim needs only glibc and exports only what it intercepts", "[pre
     CHECK(intercepted);
   }
   CHECK(cuda_exports == 11);
-  CHECK(exported == 2 * 41 + 38 + cuda_exports);
+  CHECK(exported == 2 * kWrapped + 38 + cuda_exports);
 }
 
 TEST_CASE("an operation issued under CUDA graph capture gets no completion marker", "[preload]") {
@@ -734,7 +744,7 @@ TEST_CASE("a signal handler that calls NCCL during the process's first NCCL call
     // Traced: the first call's record; the handler's calls during it went untraced.
     const ProcessTrace t = OnlyTrace(dir.path());
     CheckTracedStartToExit(t, "preload_probe");
-    CHECK(t.nccl_version == 22809);
+    CHECK(t.nccl_version == NCCLWATCH_NCCL_HEADER_VERSION);
   }
   CHECK(overlapped > 0);  // the handler did run inside the first call
 }
@@ -788,7 +798,9 @@ TEST_CASE("the first NCCL calls from a thread with a 16 KiB stack work under the
   jobs::TempDir dir;
   const jobs::RankResult traced = RunProbe({"small_stack"}, Traced(dir.path()));
   INFO("without:\n" << plain.output << "with:\n" << traced.output);
-  CHECK(plain.output == "from a 16 KiB stack: ncclGetVersion -> 0 (22809), ncclGetUniqueId -> 0\n");
+  CHECK(plain.output == "from a 16 KiB stack: ncclGetVersion -> 0 (" +
+                            std::to_string(NCCLWATCH_NCCL_HEADER_VERSION) +
+                            "), ncclGetUniqueId -> 0\n");
   CHECK(traced.output == plain.output);
   CHECK(traced.signal == 0);
   CHECK(traced.exit_code == 0);
@@ -982,7 +994,8 @@ TEST_CASE("a real CPython's subprocess of a missing tool is not the traced proce
       RunProbe(args, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "/bin/sh");
   const jobs::RankResult r = RunProbe(args, Traced(dir.path()), "/bin/sh");
   INFO("without:\n" << plain.output << "with:\n" << r.output);
-  CHECK(plain.output == "ncclGetVersion -> 0 22809\nno such tool\n");
+  CHECK(plain.output == "ncclGetVersion -> 0 " + std::to_string(NCCLWATCH_NCCL_HEADER_VERSION) +
+                            "\nno such tool\n");
   CHECK(r.output == plain.output);
   const ProcessTrace t = OnlyTrace(dir.path());
   REQUIRE(t.end.has_value());
@@ -1070,7 +1083,7 @@ TEST_CASE("processes that never make a communicator keep small traces, and one t
     auto t = LoadProcessTrace(f);  // the small shape reads as any trace
     REQUIRE(t.ok());
     CheckTracedStartToExit(*t, "preload_probe");
-    CHECK(t->nccl_version == 22809);
+    CHECK(t->nccl_version == NCCLWATCH_NCCL_HEADER_VERSION);
   }
   CHECK(total < 16u * (512u << 10));  // under 512 KiB each
   // A process with a communicator: the whole ring, read back whole.
@@ -1117,4 +1130,49 @@ TEST_CASE("under umask 0777 the default trace folder is still made usable: the j
   CHECK(st.st_uid == 65534u);
   const ProcessTrace t = OnlyTrace(folder);
   CheckTracedStartToExit(t, "preload_probe");
+}
+
+// The shim exports a hook for every entry point of the newest nccl.h and
+// runs with NCCL 2.18 and later: an entry point the loaded NCCL lacks must
+// stay absent to the program, as without the shim (resolve/nccl_exports.h).
+TEST_CASE("an entry point the loaded NCCL lacks stays absent: weak references, dlsym and dlerror",
+          "[preload][absent]") {
+  const std::string old_nccl = jobs::BinDir() + "/../fakes/nccl-2.18";
+  auto Contains = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  REQUIRE(fs::exists(old_nccl + "/libnccl.so.2"));
+  for (const std::string& lib : {old_nccl, jobs::SimLibDir()}) {
+    INFO(lib);
+    jobs::TempDir dir;
+    const jobs::RankResult plain = RunProbe({}, {"LD_LIBRARY_PATH=" + lib}, "absent_probe");
+    const jobs::RankResult traced = RunProbe(
+        {},
+        {"LD_LIBRARY_PATH=" + lib, "LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir.path()},
+        "absent_probe");
+    INFO("without the shim:\n" << plain.output << "with it:\n" << traced.output);
+    REQUIRE(plain.exit_code == 0);
+    CHECK(traced.exit_code == 0);
+    CHECK(traced.output == plain.output);
+    // What 2.18 has is found; what came later is not (the simulator has all).
+    CHECK(Contains(plain.output, "ncclAllReduce weak=1 default=1 handle=1\n"));
+    if (lib == old_nccl) {
+      CHECK(Contains(plain.output, "ncclCommShrink weak=0 default=0 handle=0 dlerror="));
+      CHECK(Contains(plain.output, "ncclMemAlloc weak=0 default=0 handle=0 dlerror="));
+      CHECK(Contains(plain.output, "ncclDevCommCreate weak=0 default=0 handle=0 dlerror="));
+      CHECK(Contains(plain.output, "ncclGetVersion -> 0 21803\n"));
+    } else {
+      CHECK(Contains(plain.output, "ncclCommShrink weak=1 default=1 handle=1\n"));
+#if NCCLWATCH_NCCL_HEADER_VERSION >= 22900
+      CHECK(Contains(plain.output, "ncclCommGrow weak=1 default=1 handle=1\n"));
+      CHECK(Contains(plain.output, "ncclWaitSignal weak=1 default=1 handle=1\n"));
+#endif
+    }
+    // And the calls the program made were seen.
+    const std::vector<std::string> files = TraceFiles(dir.path());
+    REQUIRE(files.size() == 1);
+    auto t = LoadProcessTrace(files[0]);
+    REQUIRE(t.ok());
+    CHECK(t->nccl_version == (lib == old_nccl ? 21803 : NCCLWATCH_NCCL_HEADER_VERSION));
+  }
 }

@@ -3,7 +3,8 @@
 // for the body numbers it handles (as Perfetto's trace_processor modules
 // register for the packet fields they parse):
 //
-//   CallImporters          collective, p2p, group, api          calls.cc
+//   CallImporters          collective, p2p, group, api,         calls.cc
+//                          one_sided, coll_config
 //   ProcessImporters       process_start, process_end,          process.cc
 //                          time_anchor, module, inventory,
 //                          fatal_signal
