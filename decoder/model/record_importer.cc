@@ -113,6 +113,65 @@ bool DecodeCudaCall(WireReader& r, uint64_t order, uint64_t t, std::vector<CudaC
   return true;
 }
 
+// A SocketActivity body: the count of its (kind, address, outcome), into
+// the row of `out` that has it, or a new one; false when it is malformed.
+bool DecodeSocketActivity(WireReader& r, uint64_t order, uint64_t t,
+                          std::vector<SocketActivityEvent>* out) {
+  namespace s = f::socket_activity;
+  SocketActivityEvent e;
+  e.order = order;
+  e.t = t;
+  WireField x;
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case s::kKind:
+        if (Varint(x)) e.kind = static_cast<uint32_t>(x.value);
+        break;
+      case s::kAddr:
+        if (Bytes(x)) e.addr = Str(x);
+        break;
+      case s::kErr:
+        if (Varint(x)) e.err = x.Zigzag32();
+        break;
+      case s::kDeferred:
+        if (Varint(x)) e.deferred = x.value != 0;
+        break;
+      case s::kCount:
+        if (Varint(x)) e.count = x.value;
+        break;
+      case s::kFirstT:
+        if (Varint(x)) e.first_t = x.value;
+        break;
+      case s::kLastT:
+        if (Varint(x)) e.last_t = x.value;
+        break;
+      case s::kCaller:
+        if (Fixed64(x)) e.caller = x.value;
+        break;
+      default:
+        break;
+    }
+  }
+  if (!r.ok()) return false;
+  for (SocketActivityEvent& o : *out) {
+    if (o.kind == e.kind && o.err == e.err && o.deferred == e.deferred && o.addr == e.addr) {
+      // The latest count holds (records of one row come in time order; a
+      // torn ring may hold an older one later: keep the larger).
+      if (e.count >= o.count) {
+        o.order = e.order;
+        o.t = e.t;
+        o.count = e.count;
+        o.last_t = e.last_t;
+      }
+      if (e.first_t != 0 && (o.first_t == 0 || e.first_t < o.first_t)) o.first_t = e.first_t;
+      return true;
+    }
+  }
+  // A crafted trace could hold many: bounded as the shim's table is.
+  if (out->size() < 4096) out->push_back(std::move(e));
+  return true;
+}
+
 // One Inventory.Gpu (its bridges included) appended to `out`.
 bool DecodeGpuPath(const WireField& x, std::vector<GpuPathInfo>* out) {
   namespace g = f::inventory::gpu;
@@ -453,7 +512,8 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
         if (!ReadVarint(q, end, &v)) return false;
         thread = static_cast<uint32_t>(v);
       } else if (((number >= f::record::kProcessStart && number <= f::record::kLastBody) ||
-                  number == f::record::kCudaCall || number == f::record::kNcclNotSeen) &&
+                  number == f::record::kCudaCall || number == f::record::kNcclNotSeen ||
+                  number == f::record::kSocketActivity) &&
                  wire_type == 2) {
         if (!ReadVarint(q, end, &v) || v > static_cast<uint64_t>(end - q)) return false;
         body_kind = number;
@@ -550,6 +610,9 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
           case f::process_start::kJobId:
             if (Bytes(x)) s.job_id = Str(x);
             break;
+          case f::process_start::kTracedFrom:
+            if (Varint(x)) s.traced_from = static_cast<uint32_t>(x.value);
+            break;
           default:
             break;
         }
@@ -565,6 +628,7 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
         p.local_rank = s.local_rank;
         p.exe = std::move(s.exe);
         p.job_id = std::move(s.job_id);
+        p.traced_from = s.traced_from;
       }
       break;
     }
@@ -1146,17 +1210,25 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
           case f::inventory::kNvswitches:
             if (Varint(x)) v.nvswitches = static_cast<uint32_t>(x.value);
             break;
+          case f::inventory::kAtLoad:
+            if (Varint(x)) v.at_load = x.value != 0;
+            break;
           default:
             break;
         }
       }
       ok = ok && r.ok();
-      if (ok) {
+      // The whole inventory of the first NCCL init holds over the one
+      // written at NCCL's load, whichever the file holds first.
+      if (ok && !(v.at_load && p.inventory.present && !p.inventory.at_load)) {
         if (p.nccl_version == 0) p.nccl_version = v.nccl_version;
         p.inventory = std::move(v);
       }
       break;
     }
+    case f::record::kSocketActivity:
+      ok = DecodeSocketActivity(r, order, t, &p.socket_activity);
+      break;
     case f::record::kCudaCall:
       ok = DecodeCudaCall(r, order, t, &p.cuda_calls);
       break;

@@ -320,6 +320,23 @@ constexpr uint32_t kLinkedIn = 1, kDeepBind = 2, kSecondLibrary = 3, kSlotsFull 
                    kActiveUnseen = 5;
 }  // namespace nccl_not_seen
 
+// Before and beside NCCL (70-79).
+namespace record {
+constexpr uint32_t kSocketActivity = 70;
+}
+namespace process_start {
+constexpr uint32_t kTracedFrom = 70;
+enum TracedFrom : uint32_t { kFirstCall = 0, kNcclLoaded = 1, kNotSeen = 2 };
+}  // namespace process_start
+namespace inventory {
+constexpr uint32_t kAtLoad = 70;
+}
+namespace socket_activity {
+constexpr uint32_t kKind = 1, kAddr = 2, kErr = 3, kDeferred = 4, kCount = 5, kFirstT = 6,
+                   kLastT = 7, kCaller = 8;
+enum Kind : uint32_t { kBind = 1, kListen = 2, kConnect = 3, kAccept = 4 };
+}  // namespace socket_activity
+
 }  // namespace ncclwatch::fields
 
 #endif  // NCCLWATCH_PROTO_NCCLWATCH_TRACE_FIELDS_H_
