@@ -112,6 +112,7 @@ class Diagnoser {
     Orders();
     SkippedCreation();
     Init();
+    Rendezvous();
     DeviceErrors();
     StoppedRanks();
     NeverCompleted();
@@ -404,11 +405,18 @@ class Diagnoser {
       auto [it, fresh] = by_job_id.emplace(p.job_id, p.index);
       if (!fresh) parent[find(p.index)] = find(it->second);
     }
+    // Ranks stuck before NCCL (in their rendezvous) may disagree on the
+    // world size itself: those are one job too.
+    auto before_nccl = [](const ProcessFacts& p) {
+      return p.comms.empty() && p.rendezvous.traced_from_load;
+    };
     for (const ProcessFacts& a : procs_) {
       if (!a.job_id.empty() || a.rank_source.empty() || a.world_size <= 0) continue;
       for (const ProcessFacts& b : procs_) {
+        const bool same_size =
+            b.world_size == a.world_size || (b.world_size > 0 && before_nccl(a) && before_nccl(b));
         if (b.index <= a.index || !b.job_id.empty() || b.rank_source != a.rank_source ||
-            b.world_size != a.world_size || b.exe != a.exe || b.host.empty() != a.host.empty()) {
+            !same_size || b.exe != a.exe || b.host.empty() != a.host.empty()) {
           continue;
         }
         const bool overlap = a.first_ns <= b.last_ns && b.first_ns <= a.last_ns;
@@ -1551,6 +1559,21 @@ class Diagnoser {
         c.process = f.process;
         candidates_.push_back(std::move(c));
       }
+    }
+  }
+
+  // A job that never got past its rendezvous (analysis/rendezvous.h).
+  void Rendezvous() {
+    for (const std::vector<int>& members : out_.jobs) {
+      std::vector<RendezvousEvidence> evidence;
+      for (int q : members) evidence.push_back(procs_[q].rendezvous);
+      std::optional<Finding> f = RendezvousFinding(evidence);
+      if (!f) continue;
+      Candidate c;
+      c.finding = std::move(*f);
+      c.process = members.front();
+      if (c.finding.when_ns == 0) c.finding.when_ns = procs_[members.front()].first_ns;
+      candidates_.push_back(std::move(c));
     }
   }
 

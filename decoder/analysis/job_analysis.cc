@@ -281,6 +281,22 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   p.lost_start = t.stats.lapped_slots > 0;
   for (const CommStream& s : t.streams) p.lost_start |= !s.holds_start;
   p.init = InitEvidenceOf(t, p);
+  RendezvousEvidence& rv = p.rendezvous;
+  rv.process = index;
+  rv.rank = t.global_rank;
+  rv.host = t.host;
+  rv.traced_from_load = t.traced_from == fields::process_start::kNcclLoaded;
+  rv.nccl_calls = p.nccl_calls;
+  rv.made_comm = !t.comms.empty();
+  auto env = [&t](const char* name) {
+    const std::string* v = t.inventory.Env(name);
+    return v != nullptr ? *v : std::string();
+  };
+  rv.master_addr = env("MASTER_ADDR");
+  rv.master_port = env("MASTER_PORT");
+  rv.world_size = env("WORLD_SIZE");
+  rv.sockets = RendezvousSocketsOf(t);
+  rv.ended_ok = p.fate.kind == Fate::kExited && p.fate.exit_code == 0 && p.fate.signo == 0;
   processes_.push_back(std::move(p));
 }
 
