@@ -1566,7 +1566,10 @@ class Diagnoser {
   void Rendezvous() {
     for (const std::vector<int>& members : out_.jobs) {
       std::vector<RendezvousEvidence> evidence;
-      for (int q : members) evidence.push_back(procs_[q].rendezvous);
+      for (int q : members) {
+        evidence.push_back(procs_[q].rendezvous);
+        evidence.back().live = life_[q] == Life::kLive;
+      }
       std::optional<Finding> f = RendezvousFinding(evidence);
       if (!f) continue;
       Candidate c;

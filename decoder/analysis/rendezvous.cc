@@ -98,11 +98,12 @@ std::vector<RendezvousSocket> RendezvousSocketsOf(const ProcessTrace& t) {
 
 std::optional<Finding> RendezvousFinding(const std::vector<RendezvousEvidence>& ranks) {
   if (ranks.empty()) return std::nullopt;
-  bool before_nccl = false, all_ok = true;
+  bool before_nccl = false, all_ok = true, live = false;
   for (const RendezvousEvidence& r : ranks) {
     if (r.made_comm) return std::nullopt;  // past the rendezvous: the other analyses'
     if (!r.nccl_calls && r.traced_from_load) before_nccl = true;
     all_ok &= r.ended_ok;
+    live |= r.live;
   }
   if (!before_nccl || all_ok) return std::nullopt;
 
@@ -214,6 +215,8 @@ std::optional<Finding> RendezvousFinding(const std::vector<RendezvousEvidence>& 
   } else if (in_use.count > 0) {
     take(in_use, RendezvousFacts::Cause::kPortInUse);
     f.ranks = x.failed;
+  } else if (live) {
+    return std::nullopt;  // still in its rendezvous: running
   } else if (refused.count > 0) {
     take(refused, RendezvousFacts::Cause::kRefused);
     f.ranks = x.failed;

@@ -22,7 +22,10 @@
 //                    left waiting
 // It applies only to a job none of whose processes made a communicator, and
 // where some process made no NCCL call at all: a job past its rendezvous is
-// the other analyses' to judge.
+// the other analyses' to judge. While a rank of the job is alive, only what
+// cannot heal is a finding (settings that differ, a port in use): a client
+// refused or a rank not there yet may be one that has not started yet, and
+// the job is running.
 //
 // Thread-safety: pure functions.
 
@@ -66,6 +69,7 @@ struct RendezvousEvidence {
   std::string master_addr, master_port, world_size;
   std::vector<RendezvousSocket> sockets;
   bool ended_ok = false;  // it exited with code 0
+  bool live = false;      // alive when diagnosed (the diagnosis's liveness)
 };
 
 // The job's rendezvous finding, if any (role and job left to the caller).

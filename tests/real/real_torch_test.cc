@@ -231,3 +231,44 @@ TEST_CASE("torch: WORLD_SIZE larger than the ranks started: ranks_missing, the o
   CHECK(Ints(Field(*root, "server")) == std::vector<int>{0});
   CHECK(Field(*root, "joined").number_value() == 2);  // of 3
 }
+
+TEST_CASE(
+    "torch: one rank of two started, under ncclwatch run: ranks_missing, and status ENDED BADLY",
+    "[real][torch]") {
+  const std::string python = TorchPython();
+  if (python.empty()) return;
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/traces";
+  jobs::JobSpec spec;
+  spec.argv = {jobs::NcclwatchPath(),
+               "run",
+               "--dir",
+               traces,
+               "--",
+               python,
+               std::string(NCCLWATCH_SOURCE_DIR) + "/tests/real/programs/torch_rendezvous.py"};
+  spec.env = jobs::LauncherEnv();
+  for (const std::string& e :
+       {std::string("MASTER_ADDR=127.0.0.1"), "MASTER_PORT=" + std::to_string(FreePort()),
+        std::string("WORLD_SIZE=2"), std::string("RANK=0"),
+        std::string("NCCLWATCH_TEST_TIMEOUT_S=3"), std::string("CUDA_VISIBLE_DEVICES="),
+        std::string("OMP_NUM_THREADS=1")})
+    spec.env.push_back(e);
+  spec.timeout_s = 120;
+  const jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.error.empty());
+  const std::string& out = r.ranks.at(0).output;
+  INFO(out);
+  CHECK(r.ranks[0].exit_code == 1);  // the program's own
+  CHECK(out.find("no trace files") == std::string::npos);
+  CHECK(out.find("HEALTHY") == std::string::npos);
+  CHECK(out.find("PROBLEM: rendezvous_failure (ranks_missing) (rank 1)") != std::string::npos);
+  CHECK(out.find("WORLD_SIZE is 2 and only rank 0 started: rank 1 never came") !=
+        std::string::npos);
+  // status: an ended job with no communicator is ENDED BADLY (it was
+  // PROGRESSING, exit 0).
+  const jobs::DiagnosisView status = jobs::RunNcclwatch("status", {traces}, false);
+  INFO(status.output);
+  CHECK(status.exit_code == 1);
+  CHECK(status.output.rfind("ENDED BADLY: every process has ended", 0) == 0);
+}

@@ -133,3 +133,20 @@ TEST_CASE("rendezvous: a job past it, or that ended well, is not the rendezvous'
 }
 
 }  // namespace ncclwatch::decoder
+
+namespace ncclwatch::decoder {
+
+TEST_CASE("rendezvous: live, only what cannot heal is a finding") {
+  RendezvousEvidence r1 = Rank(1);
+  r1.live = true;  // still retrying: its master may not have started yet
+  r1.sockets.push_back(Calls(sa::kConnect, At("10.0.0.1", 29500), ECONNREFUSED, 3));
+  CHECK_FALSE(RendezvousFinding({r1}).has_value());
+  RendezvousEvidence r0 = Rank(0, "10.0.0.1", "29501");
+  r0.live = true;
+  const auto f = RendezvousFinding({r0, r1});  // the ports differ: that does not heal
+  REQUIRE(f.has_value());
+  CHECK(std::get<RendezvousFacts>(f->facts).cause == RendezvousFacts::Cause::kSettingsDiffer);
+  CHECK(f->ranks == std::vector<int>{1});
+}
+
+}  // namespace ncclwatch::decoder
