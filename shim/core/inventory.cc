@@ -109,10 +109,16 @@ int FindFramework(dl_phdr_info* info, size_t, void* data) {
   struct {
     const char* prefix;
     const char* name;
-  } const kKnown[] = {{"libtorch_cuda", "pytorch"},  {"libtorch.so", "pytorch"},
-                      {"libc10.so", "pytorch"},      {"libtensorflow_framework", "tensorflow"},
-                      {"xla_extension", "jax"},      {"libjax", "jax"},
-                      {"libpaddle", "paddlepaddle"}, {"libmxnet", "mxnet"}};
+  } const kKnown[] = {{"libtorch_cuda", "pytorch"},
+                      {"libtorch.so", "pytorch"},
+                      {"libc10.so", "pytorch"},
+                      // what `import torch` loads first, and NCCL with it
+                      {"libtorch_global_deps", "pytorch"},
+                      {"libtensorflow_framework", "tensorflow"},
+                      {"xla_extension", "jax"},
+                      {"libjax", "jax"},
+                      {"libpaddle", "paddlepaddle"},
+                      {"libmxnet", "mxnet"}};
   for (const auto& k : kKnown) {
     if (strncmp(base, k.prefix, strlen(k.prefix)) == 0) {
       fw->name = k.name;

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "model/process_trace.h"
 #include "support/traced_job.h"
 
 namespace fs = std::filesystem;
@@ -65,17 +66,26 @@ std::string TorchPython() {
   return found.first;
 }
 
-// A TCP port on 127.0.0.1 nothing listens on now (bound, then let go).
+// A TCP port nothing listens on now, below the kernel's ephemeral range
+// (32768 and up by default), so that no client socket of this machine's
+// other jobs takes it from the ranks in the meantime: random in
+// [21000, 29000), checked by binding it.
 int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
+  static unsigned seed = static_cast<unsigned>(getpid()) * 2654435761u;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    seed = seed * 1103515245u + 12345u;
+    const int port = 21000 + static_cast<int>((seed >> 8) % 8000);
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  FAIL("no free port in [21000, 29000)");
+  return -1;
 }
 
 // Two (or `nranks`) ranks of the program, traced into `dir`; `per_rank`
@@ -87,13 +97,10 @@ jobs::JobResult RunRanks(const std::string& python, const std::string& dir, int 
   spec.nranks = nranks;
   spec.argv = {python,
                std::string(NCCLWATCH_SOURCE_DIR) + "/tests/real/programs/torch_rendezvous.py"};
-  spec.env = {"LD_PRELOAD=" + jobs::ShimPath(),
-              "NCCLWATCH_DIR=" + dir,
-              "MASTER_ADDR=127.0.0.1",
-              "MASTER_PORT=" + std::to_string(port),
-              "NCCLWATCH_TEST_TIMEOUT_S=3",
-              "CUDA_VISIBLE_DEVICES=",
-              "OMP_NUM_THREADS=1"};
+  spec.env = {"LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir,
+              "MASTER_ADDR=127.0.0.1",          "MASTER_PORT=" + std::to_string(port),
+              "NCCLWATCH_TEST_TIMEOUT_S=3",     "NCCLWATCH_TEST_RANKS=" + std::to_string(nranks),
+              "CUDA_VISIBLE_DEVICES=",          "OMP_NUM_THREADS=1"};
   spec.env.insert(spec.env.end(), env.begin(), env.end());
   for (const auto& [rank, more] : per_rank) spec.ranks[rank].env = more;
   spec.timeout_s = 120;  // the store's timeout ends each job well before
@@ -151,12 +158,29 @@ TEST_CASE("torch: MASTER_PORT differs between the ranks: settings_differ, each r
   jobs::TempDir dir;
   const int port = FreePort();
   int other = FreePort();
-  if (other == port) other = port + 1;
+  while (other == port) other = FreePort();
   const jobs::JobResult r =
       RunRanks(python, dir.path(), 2, port, {}, {{1, {"MASTER_PORT=" + std::to_string(other)}}});
   INFO(Output(r));
-  for (const jobs::RankResult& rank : r.ranks) CHECK(rank.exit_code == 1);
+  // Each rank failed: its store timed out (exit 1), or it was ended by the
+  // teardown after the first one failed.
+  for (const jobs::RankResult& rank : r.ranks) CHECK((rank.exit_code == 1 || rank.signal != 0));
   REQUIRE(fs::exists(dir.path()));  // traces, though NCCL was never called
+  int traces = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    auto t = ncclwatch::decoder::LoadProcessTrace(e.path().string());
+    REQUIRE(t.ok());
+    ++traces;
+    CHECK(t->traced_from == 1);  // from NCCL's load (import torch)
+    CHECK(t->apis.empty());      // and no NCCL call
+    CHECK(t->inventory.at_load);
+    // torch/version.py's __version__, not the __all__ list that names it first.
+    INFO(t->inventory.framework);
+    CHECK(t->inventory.framework.rfind("pytorch 2.", 0) == 0);
+    CHECK(t->inventory.framework.find(',') == std::string::npos);
+    CHECK(t->inventory.Env("MASTER_PORT") != nullptr);
+  }
+  CHECK(traces == 2);
   const jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
   const jobs::FindingView* root = CheckRoot(d, "settings_differ", {1});
   const auto& settings = Field(*root, "settings").list_value().values();
@@ -221,7 +245,9 @@ TEST_CASE("torch: WORLD_SIZE larger than the ranks started: ranks_missing, the o
   const int port = FreePort();
   const jobs::JobResult r = RunRanks(python, dir.path(), 2, port, {"WORLD_SIZE=3"});
   INFO(Output(r));
-  for (const jobs::RankResult& rank : r.ranks) CHECK(rank.exit_code == 1);
+  // Each rank failed: its store timed out (exit 1), or it was ended by the
+  // teardown after the first one failed.
+  for (const jobs::RankResult& rank : r.ranks) CHECK((rank.exit_code == 1 || rank.signal != 0));
   const jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
   const jobs::FindingView* root = CheckRoot(d, "ranks_missing", {2});
   CHECK(Field(*root, "world_size").number_value() == 3);

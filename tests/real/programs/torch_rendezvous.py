@@ -8,7 +8,23 @@ import datetime
 import os
 import sys
 
+import time
+
 import torch.distributed as dist
+
+# Importing torch takes seconds, and more on a busy machine: the ranks the
+# test started (NCCLWATCH_TEST_RANKS of them) wait for each other in the
+# launcher's folder (JOBRUN_RENDEZVOUS) before the rendezvous, so that none
+# times out before another has even tried.
+folder = os.environ.get("JOBRUN_RENDEZVOUS")
+started = int(os.environ.get("NCCLWATCH_TEST_RANKS", "0"))
+if folder and started > 0:
+    open(os.path.join(folder, "imported." + os.environ.get("RANK", "?")), "w").close()
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if sum(n.startswith("imported.") for n in os.listdir(folder)) >= started:
+            break
+        time.sleep(0.05)
 
 timeout = float(os.environ.get("NCCLWATCH_TEST_TIMEOUT_S", "3"))
 try:
