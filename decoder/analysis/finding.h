@@ -360,6 +360,7 @@ enum class InitCause {
   kDuplicateGpu,       // gpu: two ranks on one GPU
   kVersionSkew,        // version: ranks with different NCCL versions
   kDriverTooOld,       // version: a CUDA driver older than the runtime
+  kNoDriver,           // cuda: no CUDA driver loaded at all (the inventory saw no libcuda)
   kInfiniBand,         // ib
   kFabric,             // fabric: NVLink fabric, NVLS
   kPeerToPeer,         // p2p: CUDA IPC between local GPUs

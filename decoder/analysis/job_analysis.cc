@@ -80,7 +80,8 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
     e.nccl_path = inv.nccl_path;
     e.cuda_driver_version = inv.cuda_driver_version;
     e.cuda_runtime_version = inv.cuda_runtime_version;
-    e.driver_known = true;
+    // At NCCL's load the versions were not asked yet: 0 is not "none".
+    e.driver_known = !inv.at_load;
     e.env = inv.env;
     e.interfaces_known = true;
     e.interfaces = inv.interfaces;

@@ -61,6 +61,7 @@ std::string Title(const Finding& f) {
     case FindingKind::kInitFailure: {
       const auto* init = std::get_if<InitFailureFacts>(&f.facts);
       if (init == nullptr) return "NCCL initialisation failed";
+      if (init->cause == InitCause::kNoDriver) return "NCCL initialisation failed: no CUDA driver";
       return absl::StrCat("NCCL initialisation failed: ", SubsystemTitle(init->subsystem),
                           init->err ? absl::StrCat(" (", ErrnoName(init->err), ")") : "");
     }

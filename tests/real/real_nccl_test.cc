@@ -251,7 +251,10 @@ TEST_CASE("ncclCommInitRank without a GPU driver: diagnosed, linked and dlsym'd"
       const jobs::FindingView* root = d.Root();
       REQUIRE(root != nullptr);
       CHECK(root->kind == "init_failure");
-      CHECK(root->String("subsystem") == "version");
+      // "insufficient" in the runtime's words, but the inventory saw no
+      // driver at all: no CUDA driver, not version skew (issue 20).
+      CHECK(root->String("subsystem") == "cuda");
+      CHECK(root->detail.find("no CUDA driver is loaded in the process") != std::string::npos);
       CHECK(root->detail.find("CUDA driver version is insufficient for CUDA runtime version") !=
             std::string::npos);
     }
