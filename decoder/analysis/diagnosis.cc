@@ -1090,6 +1090,16 @@ class Diagnoser {
 
   // A job with no cause found: HEALTHY only when it is. Otherwise the
   // findings that say what is known (tier 3).
+  // Whether job `j` is made only of processes traced from NCCL's load that
+  // made no NCCL call and have no launcher rank.
+  bool Bystanders(size_t j) const {
+    for (int q : out_.jobs[j]) {
+      const ProcessFacts& p = procs_[q];
+      if (p.nccl_calls || !p.rendezvous.traced_from_load || !p.rank_source.empty()) return false;
+    }
+    return !out_.jobs[j].empty();
+  }
+
   void HealthCheck(size_t j, std::vector<Candidate>* kept) {
     const std::vector<int>& members = out_.jobs[j];
     std::vector<int> error_exit;
@@ -1693,9 +1703,14 @@ class Diagnoser {
       c.finding.job = c.process >= 0 ? job_of_[c.process] : 0;
       job_has_cause[c.finding.job] = true;
     }
-    // A job where nothing was found is healthy only when it is.
+    // A job where nothing was found is healthy only when it is. A job made
+    // only of bystanders (processes with NCCL loaded that never called it
+    // and have no launcher rank: torchrun's agent, a helper importing torch)
+    // beside a job of ranks is not judged: its exit is not a rank's.
+    bool ranks_elsewhere = false;
+    for (size_t j = 0; j < out_.jobs.size(); ++j) ranks_elsewhere |= !Bystanders(j);
     for (size_t j = 0; j < out_.jobs.size(); ++j)
-      if (!job_has_cause[j]) HealthCheck(j, &kept);
+      if (!job_has_cause[j] && !(ranks_elsewhere && Bystanders(j))) HealthCheck(j, &kept);
     std::vector<bool> job_has_root(out_.jobs.size(), false);
     for (Candidate& c : kept) {
       c.finding.job = c.process >= 0 ? job_of_[c.process] : 0;

@@ -298,3 +298,53 @@ TEST_CASE(
   CHECK(status.exit_code == 1);
   CHECK(status.output.rfind("ENDED BADLY: every process has ended", 0) == 0);
 }
+
+TEST_CASE(
+    "torch: under torchrun, the agent (NCCL loaded by import torch, no rank, no call) is no "
+    "rank of the job",
+    "[real][torch]") {
+  const std::string python = TorchPython();
+  if (python.empty()) return;
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/traces";
+  jobs::JobSpec spec;
+  // The ranks' rendezvous succeeds; on this GPU-less machine each then fails
+  // in torch ("nccl2 requires at least one CUDA device"), before NCCL.
+  spec.argv = {jobs::NcclwatchPath(),
+               "run",
+               "--dir",
+               traces,
+               "--",
+               fs::path(python).parent_path().string() + "/torchrun",
+               "--nproc-per-node",
+               "2",
+               "--master-port",
+               std::to_string(FreePort()),
+               std::string(NCCLWATCH_SOURCE_DIR) + "/tests/real/programs/torch_rendezvous.py"};
+  spec.env = jobs::LauncherEnv();
+  spec.env.push_back("NCCLWATCH_TEST_TIMEOUT_S=3");
+  spec.env.push_back("CUDA_VISIBLE_DEVICES=");
+  spec.timeout_s = 120;
+  const jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.error.empty());
+  const std::string& out = r.ranks.at(0).output;
+  INFO(out);
+  CHECK(r.ranks[0].exit_code == 1);
+  CHECK(out.find("nccl2 requires at least one CUDA device") != std::string::npos);
+  const jobs::DiagnosisView d = jobs::Diagnose({traces});
+  INFO(d.output);
+  // Three traces (the agent's too), one job with a problem: the ranks'.
+  CHECK(d.exit_code == 1);
+  int roots = 0;
+  for (const jobs::FindingView& f : d.findings) {
+    roots += f.role == "root_cause";
+    for (int rank : f.ranks) CHECK((rank == 0 || rank == 1));
+  }
+  CHECK(roots == 1);
+  const jobs::FindingView* root = d.Root();
+  REQUIRE(root != nullptr);
+  CHECK(root->kind == "rank_exit_error");
+  // The rank that exited first (both fail at once): a rank, never the agent.
+  REQUIRE(root->ranks.size() == 1);
+  CHECK((root->ranks[0] == 0 || root->ranks[0] == 1));
+}
