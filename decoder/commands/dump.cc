@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analysis/gpu_sharing_failure.h"
+#include "analysis/nccl_semantics.h"
 #include "commands/input_files.h"
 #include "model/process_trace.h"
 #include "ncclwatch/trace.pb.h"
@@ -278,6 +279,17 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
                           u.seq(),
                           u.reason() == pb::Untracked::CAPTURED ? " captured in a CUDA graph"
                                                                 : " not yet enqueued");
+    }
+    case pb::Record::kSocketActivity: {
+      const auto& a = r.socket_activity();
+      std::optional<SocketAddress> addr = ParseSocketAddress(a.addr());
+      std::string s = absl::StrCat("socket_activity ", pb::SocketActivity::Kind_Name(a.kind()), " ",
+                                   addr ? addr->ToString() : "-", " ",
+                                   a.err() != 0 ? ErrnoName(a.err()) : "ok");
+      if (a.deferred()) absl::StrAppend(&s, " (outcome of a started connect)");
+      absl::StrAppend(&s, " x", a.count(), " first_t=", a.first_t(), " last_t=", a.last_t(),
+                      " caller=", Where(p, a.caller()));
+      return s;
     }
     default:
       return absl::StrCat("unknown ", r.ShortDebugString());
