@@ -23,12 +23,12 @@
 #include "commands/diagnose.h"
 #include "commands/dump.h"
 #include "commands/explain.h"
-#include "commands/probe.h"
-#include "commands/run.h"
 #include "commands/status.h"
 #include "commands/timeline.h"
 #include "ncclwatch/ring_format.h"
 #include "ncclwatch_version.h"
+#include "probe/probe.h"
+#include "run/run.h"
 
 namespace {
 
@@ -120,7 +120,8 @@ const char* CommandUsage(const std::string& command) {
            "  next to the other nodes' with what differs flagged, and on failure the diagnosis.\n"
            "  --nnodes M --node-rank K --master ADDR:PORT  run on every node, node 0 at ADDR\n"
            "  --dir D       the traces and the workers' output (default: a new "
-           "/tmp/ncclwatch-probe-*)\n"
+           "/tmp/ncclwatch-probe-*);\n"
+           "                made if missing, else it must be yours and writable by you alone\n"
            "  --bytes B     the AllReduce's size (default 8 MiB); --timeout S (default 120)\n"
            "  Exit codes: 0 NCCL formed and the data is right, 1 it did not, 2 bad usage.\n";
   }
@@ -197,11 +198,6 @@ int Main(int argc, char** argv) {
   if (command == "explain") {
     if (paths.empty()) return Usage("explain needs at least one log file or folder");
     return ncclwatch::decoder::RunExplain(paths, json, std::cout, std::cerr);
-  }
-  if (command == "timeline") {
-    if (paths.empty()) return Usage("timeline needs at least one folder or trace file");
-    if (output.empty()) return Usage("timeline needs -o FILE");
-    return ncclwatch::decoder::RunTimeline(paths, output, std::cout, std::cerr);
   }
   if (command == "timeline") {
     if (paths.empty()) return Usage("timeline needs at least one folder or trace file");

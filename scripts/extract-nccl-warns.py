@@ -34,7 +34,7 @@ Usage: scripts/extract-nccl-warns.py GIT_DIR [--ref NAME=REF ...]
            [--lib NAME=LIBNCCL ...] [--check-lib NAME=LIBNCCL] > tests/data/nccl_warns.tsv
 
 The format strings are facts quoted from NCCL's source and binaries, for
-matching; the catalogue's words for them (decoder/logs/message_catalogue.cc)
+matching; the catalogue's words for them (decoder/knowledge/message_catalogue.cc)
 are ours.
 """
 
@@ -562,7 +562,7 @@ def main():
         print(line)
     print("# The format strings are quoted from NCCL (BSD-3-Clause, Copyright NVIDIA")
     print("# CORPORATION) as facts to match against; ncclwatch's meanings and fixes for them are")
-    print("# its own (decoder/logs/message_catalogue.cc). A macro's stringified argument (#call)")
+    print("# its own (decoder/knowledge/message_catalogue.cc). A macro's stringified argument (#call)")
     print("# or string argument is written %s, <inttypes.h> macros as their conversion; \\t \\n \\\\ are escaped.")
     print("# first<TAB>last<TAB>file (in the last)<TAB>format")
     for fmt in sorted(first, key=lambda f: (order[first[f]], where[f], f)):

@@ -35,7 +35,7 @@ Two readers, one per kind of source a wheel ships:
 Usage: scripts/extract-torch-messages.py WHEEL... > tests/data/torch_messages.tsv
 
 The messages are facts quoted from PyTorch (BSD-3-Clause) for matching; the
-catalogue's words for them (decoder/logs/message_catalogue.cc) are ours.
+catalogue's words for them (decoder/knowledge/message_catalogue.cc) are ours.
 """
 
 import ast
@@ -245,7 +245,7 @@ def main():
     for source, _, _ in SO_SOURCES:
         print(f"#   {source}")
     print(f"# {len(first)} distinct messages. Quoted from PyTorch (BSD-3-Clause) as facts to match")
-    print("# against; ncclwatch's meanings and fixes are its own (decoder/logs/message_catalogue.cc).")
+    print("# against; ncclwatch's meanings and fixes are its own (decoder/knowledge/message_catalogue.cc).")
     print("# kind: 'raise CLASS' (Python), 'warn' (warnings.warn or a logger), 'so' (C++, compiled)")
     print("# first<TAB>last<TAB>subsystem<TAB>kind<TAB>source<TAB>message")
     order = {r: i for i, r in enumerate(releases)}

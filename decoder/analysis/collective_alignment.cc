@@ -1,19 +1,9 @@
 #include "analysis/collective_alignment.h"
 
 #include "absl/strings/str_cat.h"
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 
 namespace ncclwatch::decoder {
-
-std::string CollectiveSignature::DifferingField(const CollectiveSignature& a,
-                                                const CollectiveSignature& b) {
-  if (a.call != b.call) return "op";
-  if (a.count != b.count) return "count";
-  if (a.datatype != b.datatype) return "datatype";
-  if (a.redop != b.redop) return "redop";
-  if (a.root != b.root) return "root";
-  return "";
-}
 
 namespace {
 constexpr size_t kRowsAhead = 8;

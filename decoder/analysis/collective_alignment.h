@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/collective_signature.h"
+#include "findings/collective_signature.h"
 #include "model/process_trace.h"
 #include "model/sequence_window.h"
 

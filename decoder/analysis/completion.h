@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/last_call.h"
+#include "findings/last_call.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {

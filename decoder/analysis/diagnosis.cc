@@ -8,8 +8,8 @@
 #include <tuple>
 
 #include "analysis/init_failure.h"
-#include "analysis/nccl_semantics.h"
 #include "analysis/setup_notes.h"
+#include "knowledge/nccl_semantics.h"
 #include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::decoder {
@@ -1383,11 +1383,12 @@ class Diagnoser {
       switch (pr.kind) {
         case P2pProblem::kSizeMismatch:
           facts.problem = P2pMismatchFacts::Problem::kSizeMismatch;
-          x.field = pr.send.datatype != pr.receive.datatype ? "datatype" : "count";
+          x.field = pr.send.datatype != pr.receive.datatype ? MismatchField::kDatatype
+                                                            : MismatchField::kCount;
           break;
         case P2pProblem::kOrderMismatch:
           facts.problem = P2pMismatchFacts::Problem::kOrderMismatch;
-          x.field = "order";
+          x.field = MismatchField::kOrder;
           break;
         case P2pProblem::kSendNotReceived:
           facts.problem = P2pMismatchFacts::Problem::kSendNotReceived;
@@ -1649,7 +1650,8 @@ class Diagnoser {
     n.kind = FindingKind::kUnreadableTraces;
     n.role = FindingRole::kNote;
     UnreadableTracesFacts facts;
-    for (const UnreadableTrace& u : job_.unreadable()) facts.errors.push_back(u.error);
+    for (const UnreadableTrace& u : job_.unreadable())
+      (u.may_hold_traces ? facts.not_searched : facts.errors).push_back(u.error);
     n.facts = std::move(facts);
     notes_.push_back(n);
   }
@@ -1732,6 +1734,17 @@ class Diagnoser {
       if (n.job < 0 || n.job >= static_cast<int>(out_.jobs.size()) || job_has_root[n.job]) continue;
       n.role = FindingRole::kRootCause;
       job_has_root[n.job] = true;
+    }
+    // So is a folder that could not be searched, or a link not followed, where
+    // nothing is found in any job: it may hold a rank's trace.
+    if (std::find(job_has_root.begin(), job_has_root.end(), true) == job_has_root.end()) {
+      for (Finding& n : notes_) {
+        const auto* u = std::get_if<UnreadableTracesFacts>(&n.facts);
+        if (u == nullptr || u->not_searched.empty() || out_.jobs.empty()) continue;
+        n.role = FindingRole::kRootCause;
+        n.job = 0;
+        job_has_root[0] = true;
+      }
     }
     for (size_t j = 0; j < out_.jobs.size(); ++j) {
       for (const Finding& n : notes_)

@@ -41,8 +41,8 @@
 
 #include <vector>
 
-#include "analysis/finding.h"
 #include "analysis/job_analysis.h"
+#include "findings/finding.h"
 #include "model/process_liveness.h"
 
 namespace ncclwatch::decoder {

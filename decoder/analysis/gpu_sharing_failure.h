@@ -27,21 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "analysis/finding.h"
-#include "analysis/init_evidence.h"
+#include "findings/finding.h"
 #include "model/events.h"
+#include "model/init_evidence.h"
 
 namespace ncclwatch::decoder {
-
-// "cuMemImportFromShareableHandle"; "CudaFunction 99" when unknown.
-std::string CudaFunctionName(uint32_t function);
-// Whether `function` is a runtime (cuda*) function rather than a driver one.
-bool CudaRuntimeFunction(uint32_t function);
-// "CUDA_ERROR_NOT_PERMITTED" (driver) or "cudaErrorNotPermitted" (runtime);
-// "CUDA error 1234" when unknown.
-std::string CudaResultName(int32_t result, bool runtime);
-// The driver's text for a result ("operation not permitted"), "" when unknown.
-std::string CudaResultText(int32_t result);
 
 // Whether a call with this result failed in a way that matters: not
 // success, and not an answer such as "peer access already enabled".

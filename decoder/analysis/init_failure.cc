@@ -18,19 +18,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "analysis/gpu_sharing_failure.h"
-#include "analysis/nccl_semantics.h"
-#include "logs/message_catalogue.h"
+#include "knowledge/message_catalogue.h"
+#include "knowledge/nccl_semantics.h"
 #include "re2/re2.h"
 
 namespace ncclwatch::decoder {
-
-int64_t InitEvidence::FirstFailureNs() const {
-  int64_t t = INT64_MAX;
-  for (const Failure& f : failures) t = std::min(t, f.when_ns);
-  for (const SysFailure& s : sys_failures) t = std::min(t, s.when_ns);
-  for (const CudaFailure& c : cuda_failures) t = std::min(t, c.when_ns);
-  return t;
-}
 
 namespace {
 
@@ -84,7 +76,7 @@ struct JobFacts {
 };
 
 // A text a rank was given, with every message of the catalogue
-// (logs/message_catalogue.h) it holds: the catalogue is init forensics' one
+// (knowledge/message_catalogue.h) it holds: the catalogue is init forensics' one
 // table of what NCCL's words mean, shared with explain.
 struct RankText {
   std::string text;
@@ -138,14 +130,14 @@ const std::string* FindMessageText(const RankTexts& texts,
 
 // The first text holding a message of one of the causes named.
 const std::string* FindCauseText(const RankTexts& texts,
-                                 std::initializer_list<absl::string_view> causes) {
+                                 std::initializer_list<CatalogueCause> causes) {
   return FindMessageText(texts, [&](const CatalogueMessage& m) {
     return std::find(causes.begin(), causes.end(), m.cause) != causes.end();
   });
 }
 
 // Whether the text holds a message of the cause named.
-bool Holds(const RankTexts& texts, const std::string& text, absl::string_view cause) {
+bool Holds(const RankTexts& texts, const std::string& text, CatalogueCause cause) {
   for (const RankText& t : texts) {
     if (t.text != text) continue;
     return std::any_of(t.messages.begin(), t.messages.end(),
@@ -230,7 +222,7 @@ Cause Of(InitCause cause, const char* subsystem) {
 }
 
 std::optional<Cause> NoInterface(const InitEvidence& r, const RankTexts& texts) {
-  if (!FindCauseText(texts, {"network"})) return std::nullopt;
+  if (!FindCauseText(texts, {CatalogueCause::kNetwork})) return std::nullopt;
   Cause c = Of(InitCause::kNoInterface, "network");
   const std::string* ifname = r.Env("NCCL_SOCKET_IFNAME");
   c.facts.host = r.host;
@@ -253,7 +245,7 @@ std::optional<Cause> SharedMemory(const InitEvidence& r, const RankTexts& texts)
     sys = &s;
     break;
   }
-  const std::string* text = FindCauseText(texts, {"shm"});
+  const std::string* text = FindCauseText(texts, {CatalogueCause::kShm});
   if (sys == nullptr && text == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kSharedMemory, "shm");
   int64_t size = sys ? sys->size : -1;
@@ -356,7 +348,7 @@ std::optional<Cause> DuplicateGpu(const InitEvidence& r, const RankTexts& texts,
     for (const InitEvidence* o : job.by_gpu.at({r.host, r.bus_id}))
       if (o->comm == r.comm || o->comm == 0 || r.comm == 0) sharing.push_back(o->rank);
   }
-  const std::string* text = FindCauseText(texts, {"gpu"});
+  const std::string* text = FindCauseText(texts, {CatalogueCause::kGpu});
   if (sharing.size() < 2 && text == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kDuplicateGpu, "gpu");
   std::string bus = r.bus_id;
@@ -422,7 +414,7 @@ JobFacts::JobFacts(const std::vector<InitEvidence>& ranks) : all(ranks) {
 }
 
 std::optional<Cause> DriverTooOld(const InitEvidence& r, const RankTexts& texts) {
-  const std::string* text = FindCauseText(texts, {"driver_old"});
+  const std::string* text = FindCauseText(texts, {CatalogueCause::kDriverOld});
   const bool older = r.cuda_driver_version > 0 && r.cuda_runtime_version > 0 &&
                      r.cuda_driver_version / 1000 < r.cuda_runtime_version / 1000;
   if (text == nullptr && !older) return std::nullopt;
@@ -448,7 +440,7 @@ std::optional<Cause> DriverTooOld(const InitEvidence& r, const RankTexts& texts)
 std::optional<Cause> InfiniBand(const InitEvidence& r, const RankTexts& texts) {
   // Any message of the verbs or of NCCL's IB transport, of either phase.
   const std::string* text = FindMessageText(texts, [](const CatalogueMessage& m) {
-    return absl::string_view(m.cause) == "ib" || absl::string_view(MessageArea(m)) == "net/ib";
+    return m.cause == CatalogueCause::kIb || absl::string_view(MessageArea(m)) == "net/ib";
   });
   const InitEvidence::SysFailure* verbs = nullptr;
   for (const InitEvidence::SysFailure& s : r.sys_failures)
@@ -473,22 +465,19 @@ std::optional<Cause> InfiniBand(const InitEvidence& r, const RankTexts& texts) {
   return c;
 }
 
-// The first text a message of the catalogue (logs/message_catalogue.h)
-// names a cause in, and that message; causes[0] empty takes any cause that
-// init forensics files under a subsystem. Messages of a running job are not
-// evidence of a failed init.
-const CatalogueMessage* Catalogued(const RankTexts& texts,
-                                   std::initializer_list<const char*> causes,
+// The first text a message of the catalogue (knowledge/message_catalogue.h)
+// names `only` in (nullopt: any cause that init forensics files under a
+// subsystem), and that message. Messages of a running job are not evidence of
+// a failed init.
+const CatalogueMessage* Catalogued(const RankTexts& texts, std::optional<CatalogueCause> only,
                                    const std::string** text) {
   for (const RankText& t : texts) {
     if (t.messages.empty()) continue;
     const CatalogueMessage* m = t.messages.front();  // what the text says first
     if (m->phase == MessagePhase::kRuntime || *CauseOf(*m).subsystem == '\0') continue;
-    for (const char* c : causes) {
-      if (*c == '\0' || absl::string_view(c) == m->cause) {
-        *text = &t.text;
-        return m;
-      }
+    if (!only || *only == m->cause) {
+      *text = &t.text;
+      return m;
     }
   }
   return nullptr;
@@ -496,7 +485,7 @@ const CatalogueMessage* Catalogued(const RankTexts& texts,
 
 std::optional<Cause> Fabric(const RankTexts& texts) {
   const std::string* text = nullptr;
-  const CatalogueMessage* m = Catalogued(texts, {"fabric"}, &text);
+  const CatalogueMessage* m = Catalogued(texts, CatalogueCause::kFabric, &text);
   if (m == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kFabric, "fabric");
   c.facts.nccl_text = *text;
@@ -506,7 +495,7 @@ std::optional<Cause> Fabric(const RankTexts& texts) {
 
 std::optional<Cause> PeerToPeer(const RankTexts& texts) {
   const std::string* text = nullptr;
-  const CatalogueMessage* m = Catalogued(texts, {"p2p"}, &text);
+  const CatalogueMessage* m = Catalogued(texts, CatalogueCause::kP2p, &text);
   if (m == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kPeerToPeer, "p2p");
   c.facts.nccl_text = *text;
@@ -517,7 +506,7 @@ std::optional<Cause> PeerToPeer(const RankTexts& texts) {
 // Any other cause the catalogue names, with its subsystem.
 std::optional<Cause> OtherCatalogued(const RankTexts& texts) {
   const std::string* text = nullptr;
-  const CatalogueMessage* m = Catalogued(texts, {""}, &text);
+  const CatalogueMessage* m = Catalogued(texts, std::nullopt, &text);
   if (m == nullptr) return std::nullopt;
   Cause c = Of(InitCause::kCatalogued, CauseOf(*m).subsystem);
   c.facts.nccl_text = *text;
@@ -526,14 +515,14 @@ std::optional<Cause> OtherCatalogued(const RankTexts& texts) {
 }
 
 std::optional<Cause> CudaFailure(const InitEvidence& r, const RankTexts& texts) {
-  const std::string* text = FindCauseText(texts, {"cuda"});
+  const std::string* text = FindCauseText(texts, {CatalogueCause::kCuda});
   bool cuda_result = false;
   for (const InitEvidence::Failure& f : r.failures) cuda_result |= f.result == 1;
   if (text == nullptr && !cuda_result) return std::nullopt;
   Cause c = Of(InitCause::kCuda, "cuda");
   if (text != nullptr) c.facts.nccl_text = *text;
   // The same text naming GPU memory (NCCL's "Cuda failure 'out of memory'").
-  if (text != nullptr && Holds(texts, *text, "gpu_oom")) {
+  if (text != nullptr && Holds(texts, *text, CatalogueCause::kGpuOom)) {
     c.facts.out_of_memory = true;
     if (const std::string* buffsize = r.Env("NCCL_BUFFSIZE")) c.facts.buffsize = *buffsize;
   }
@@ -549,7 +538,7 @@ bool RemoteOnly(const InitEvidence& r, const RankTexts& texts) {
                                 [&](const RankText& x) { return x.text == f.text; });
     if (t == texts.end() ||
         std::none_of(t->messages.begin(), t->messages.end(), [](const CatalogueMessage* m) {
-          return absl::string_view(m->cause) == "peer_lost";
+          return m->cause == CatalogueCause::kPeerLost;
         }))
       return false;
   }

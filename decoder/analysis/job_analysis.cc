@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/gpu_sharing_failure.h"
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 #include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::decoder {
@@ -146,8 +146,9 @@ std::optional<LastCall> ProcessFacts::ActivityAfter(uint64_t comm) const {
   return later;
 }
 
-void JobAnalysis::AddUnreadable(const std::string& path, const std::string& error) {
-  unreadable_.push_back({path, error});
+void JobAnalysis::AddUnreadable(const std::string& path, const std::string& error,
+                                bool may_hold_traces) {
+  unreadable_.push_back({path, error, may_hold_traces});
 }
 
 void JobAnalysis::AddProcess(const ProcessTrace& t) {
@@ -269,6 +270,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   p2p_.AddProcess(index, t);
   order_.AddProcess(index, t);
   p.created_ns = t.created_realtime_ns;
+  p.pid_namespace = t.pid_namespace;
   p.completion = SummariseCompletion(t);
   for (const ModuleInfo& m : t.modules) {
     const size_t slash = m.path.rfind('/');

@@ -23,11 +23,11 @@
 
 #include "analysis/collective_alignment.h"
 #include "analysis/completion.h"
-#include "analysis/init_evidence.h"
-#include "analysis/last_call.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
 #include "analysis/rendezvous.h"
+#include "findings/last_call.h"
+#include "model/init_evidence.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
@@ -72,6 +72,7 @@ struct ProcessFacts {
   std::vector<NcclNotSeenEvent> not_seen;  // NCCL code the shim could not see into
   uint64_t created_ns = 0;       // when the shim created its trace (realtime): with host and pid,
                                  // its identity
+  uint64_t pid_namespace = 0;    // which pid namespace `pid` is a number in (0 unknown)
   ProcessCompletion completion;  // its GPU completion, heartbeats and asynchronous errors
   bool nccl_loaded = false;      // libnccl was in its module map
   std::string nccl_path;
@@ -92,12 +93,16 @@ struct ProcessFacts {
 struct UnreadableTrace {
   std::string path;
   std::string error;
+  // A folder that could not be searched, or a link not followed: it may hold
+  // a rank's trace, so the job cannot be called healthy without it.
+  bool may_hold_traces = false;
 };
 
 class JobAnalysis {
  public:
   void AddProcess(const ProcessTrace& trace);
-  void AddUnreadable(const std::string& path, const std::string& error);
+  void AddUnreadable(const std::string& path, const std::string& error,
+                     bool may_hold_traces = false);
   // Files that hold a process already added (the same host, pid and
   // creation time): (the file, the one read), in the order met.
   const std::vector<std::pair<std::string, std::string>>& duplicates() const { return duplicates_; }

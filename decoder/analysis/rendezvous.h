@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/finding.h"
+#include "findings/finding.h"
 #include "model/process_trace.h"
 #include "trace/socket_address.h"
 

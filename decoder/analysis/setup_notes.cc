@@ -8,7 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "analysis/gpu_sharing_failure.h"
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 
 namespace ncclwatch::decoder {
 namespace {

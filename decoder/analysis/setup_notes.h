@@ -18,8 +18,8 @@
 
 #include <vector>
 
-#include "analysis/finding.h"
-#include "analysis/init_evidence.h"
+#include "findings/finding.h"
+#include "model/init_evidence.h"
 
 namespace ncclwatch::decoder {
 

@@ -1,12 +1,16 @@
 #include "commands/dump.h"
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <vector>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "analysis/gpu_sharing_failure.h"
-#include "analysis/nccl_semantics.h"
 #include "commands/input_files.h"
+#include "knowledge/cuda_names.h"
 #include "model/process_trace.h"
 #include "ncclwatch/trace.pb.h"
 #include "report/names.h"
@@ -30,14 +34,113 @@ std::string Where(const ProcessTrace& p, uint64_t address) {
   return Hex(address);
 }
 
+namespace gp = ::google::protobuf;
+
+// One field's value, as dump prints it: NCCL's names for calls, results,
+// datatypes, operators, signals and errnos, communicators as 16 hex digits,
+// call sites as module+offset, addresses in hex, an enum by its value's
+// name, a message in braces.
+std::string FieldValue(const ProcessTrace& p, const gp::Message& m, const gp::FieldDescriptor* f,
+                       int index);
+
+std::string MessageFields(const ProcessTrace& p, const gp::Message& m) {
+  std::vector<const gp::FieldDescriptor*> set;
+  m.GetReflection()->ListFields(m, &set);
+  std::string s;
+  for (const gp::FieldDescriptor* f : set) {
+    absl::StrAppend(&s, s.empty() ? "" : " ", f->name(), "=");
+    if (!f->is_repeated()) {
+      absl::StrAppend(&s, FieldValue(p, m, f, -1));
+      continue;
+    }
+    const int n = m.GetReflection()->FieldSize(m, f);
+    absl::StrAppend(&s, "[");
+    for (int i = 0; i < n; ++i) absl::StrAppend(&s, i ? "," : "", FieldValue(p, m, f, i));
+    absl::StrAppend(&s, "]");
+  }
+  return s;
+}
+
+std::string FieldValue(const ProcessTrace& p, const gp::Message& m, const gp::FieldDescriptor* f,
+                       int index) {
+  const gp::Reflection* r = m.GetReflection();
+  const bool rep = index >= 0;
+  const std::string& name = f->name();
+  switch (f->cpp_type()) {
+    case gp::FieldDescriptor::CPPTYPE_MESSAGE:
+      return absl::StrCat(
+          "{", MessageFields(p, rep ? r->GetRepeatedMessage(m, f, index) : r->GetMessage(m, f)),
+          "}");
+    case gp::FieldDescriptor::CPPTYPE_ENUM: {
+      const int v = rep ? r->GetRepeatedEnumValue(m, f, index) : r->GetEnumValue(m, f);
+      if (f->enum_type() == pb::Call_descriptor()) return CallName(static_cast<uint32_t>(v));
+      const gp::EnumValueDescriptor* e = f->enum_type()->FindValueByNumber(v);
+      return e != nullptr ? absl::AsciiStrToLower(e->name()) : absl::StrCat(v);
+    }
+    case gp::FieldDescriptor::CPPTYPE_STRING: {
+      const std::string v = rep ? r->GetRepeatedString(m, f, index) : r->GetString(m, f);
+      return v.find_first_of(" \"=") == std::string::npos && !v.empty()
+                 ? v
+                 : absl::StrCat("\"", v, "\"");
+    }
+    case gp::FieldDescriptor::CPPTYPE_BOOL:
+      return (rep ? r->GetRepeatedBool(m, f, index) : r->GetBool(m, f)) ? "true" : "false";
+    case gp::FieldDescriptor::CPPTYPE_INT32: {
+      const int32_t v = rep ? r->GetRepeatedInt32(m, f, index) : r->GetInt32(m, f);
+      if (name == "result" && f->type() == gp::FieldDescriptor::TYPE_SFIXED32) return ResultName(v);
+      if (name == "datatype") return DatatypeName(v);
+      if (name == "redop") return RedopName(v);
+      if (name == "signo") return SignalName(v);
+      if (name == "err" && v != 0) return ErrnoName(v);
+      return absl::StrCat(v);
+    }
+    case gp::FieldDescriptor::CPPTYPE_INT64:
+      return absl::StrCat(rep ? r->GetRepeatedInt64(m, f, index) : r->GetInt64(m, f));
+    case gp::FieldDescriptor::CPPTYPE_UINT32:
+      return absl::StrCat(rep ? r->GetRepeatedUInt32(m, f, index) : r->GetUInt32(m, f));
+    case gp::FieldDescriptor::CPPTYPE_UINT64: {
+      const uint64_t v = rep ? r->GetRepeatedUInt64(m, f, index) : r->GetUInt64(m, f);
+      if (name == "comm" || name == "parent") return CommName(v);
+      if (name == "caller") return Where(p, v);
+      if (f->type() == gp::FieldDescriptor::TYPE_FIXED64) return Hex(v);  // an address, a handle
+      return absl::StrCat(v);
+    }
+    case gp::FieldDescriptor::CPPTYPE_DOUBLE:
+      return absl::StrCat(rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f));
+    case gp::FieldDescriptor::CPPTYPE_FLOAT:
+      return absl::StrCat(rep ? r->GetRepeatedFloat(m, f, index) : r->GetFloat(m, f));
+  }
+  return "?";
+}
+
+// Any record, from trace.proto's descriptors: the body's field name in
+// Record, then every field it has set. What a body without words of its own
+// below gets, so that every kind the schema has is printed (a test writes
+// each one); a body this ncclwatch does not know (a newer shim's) is named
+// by its field number.
+std::string DescribeFromDescriptor(const ProcessTrace& p, const pb::Record& r) {
+  const gp::OneofDescriptor* body = pb::Record::descriptor()->FindOneofByName("body");
+  if (const gp::FieldDescriptor* f = r.GetReflection()->GetOneofFieldDescriptor(r, body)) {
+    const std::string fields = MessageFields(p, r.GetReflection()->GetMessage(r, f));
+    return fields.empty() ? f->name() : absl::StrCat(f->name(), " ", fields);
+  }
+  const gp::UnknownFieldSet& unknown = r.GetReflection()->GetUnknownFields(r);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    if (unknown.field(i).type() == gp::UnknownField::TYPE_LENGTH_DELIMITED)
+      return absl::StrCat("body ", unknown.field(i).number(), " (unknown to this ncclwatch, ",
+                          unknown.field(i).length_delimited().size(), " bytes)");
+  }
+  return "(no body)";
+}
+
 std::string Describe(const ProcessTrace& p, const pb::Record& r) {
   switch (r.body_case()) {
     case pb::Record::kProcessStart: {
       const auto& s = r.process_start();
       return absl::StrFormat(
-          "process_start pid=%u host=%s rank=%d(%s) world=%d local=%d exe=%s job=%s", s.pid(),
-          s.host(), s.global_rank(), s.rank_source(), s.world_size(), s.local_rank(), s.exe(),
-          s.job_id());
+          "process_start pid=%u host=%s rank=%d(%s) world=%d local=%d exe=%s job=%s pidns=%u",
+          s.pid(), s.host(), s.global_rank(), s.rank_source(), s.world_size(), s.local_rank(),
+          s.exe(), s.job_id(), s.pid_namespace());
     }
     case pb::Record::kProcessEnd: {
       const char* how = "exit";
@@ -291,24 +394,39 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
                       " caller=", Where(p, a.caller()));
       return s;
     }
+    case pb::Record::kHeldOperation: {
+      const auto& h = r.held_operation();
+      std::string s = absl::StrCat("held comm=", CommName(h.comm()), " rank=", h.rank(), " ",
+                                   CallName(h.call()), " #", h.seq());
+      if (h.call() == pb::SEND || h.call() == pb::RECV)
+        absl::StrAppend(&s, h.send() ? " to " : " from ", h.peer());
+      absl::StrAppend(&s, " count=", h.count(), " ", DatatypeName(h.datatype()));
+      if (h.has_redop() && h.redop() >= 0) absl::StrAppend(&s, " ", RedopName(h.redop()));
+      if (h.has_root() && h.root() >= 0) absl::StrAppend(&s, " root=", h.root());
+      absl::StrAppend(&s, " waited=", h.waited_ms(), "ms completed=", h.completed());
+      if (h.group_ops() > 0) absl::StrAppend(&s, " group_ops=", h.group_ops());
+      return s;
+    }
     default:
-      return absl::StrCat("unknown ", r.ShortDebugString());
+      return DescribeFromDescriptor(p, r);
   }
 }
 
 }  // namespace
 
-int RunDump(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
-  // A FIFO or a device is refused before anything opens it.
-  if (absl::StatusOr<std::vector<std::string>> file =
-          InputFiles({path}, [](const auto&) { return false; });
-      !file.ok() || file->empty()) {
+int RunDump(const std::string& named, bool json, std::ostream& out, std::ostream& err) {
+  // A FIFO or a device is refused before anything opens it; a link is read
+  // by where it leads.
+  absl::StatusOr<std::vector<std::string>> found =
+      InputFiles({named}, [](const auto&) { return false; });
+  if (!found.ok() || found->empty()) {
     err << "ncclwatch: "
-        << (file.ok() ? path + ": is a folder; dump reads one trace file"
-                      : std::string(file.status().message()))
+        << OneLine(found.ok() ? named + ": is a folder; dump reads one trace file"
+                              : std::string(found.status().message()))
         << "\n";
     return 2;
   }
+  const std::string path = found->front();
   absl::StatusOr<ProcessTrace> trace = LoadProcessTrace(path);
   if (!trace.ok()) {
     err << "ncclwatch: " << trace.status().message() << "\n";

@@ -1,32 +1,79 @@
 // The files a command reads: the paths given, each a file or a folder
 // searched recursively for the files `wanted` accepts, sorted, each once.
+//
+// A path given is taken as named: a symbolic link there is followed (and
+// the file is returned by the path it leads to). Inside a folder, the walk
+// follows no link to a folder (they can loop, or lead anywhere), and a link
+// to a file only when it belongs to the caller, or to the owner of the file
+// it leads to: traces collected as links read as before, while a link that
+// another user planted in a folder they may write to, leading to a file of
+// root's they could not read themselves, is not followed for root (and its
+// target never reaches a report). Each link not followed, each folder that
+// cannot be read, and each folder on a pseudo file system (/proc, /sys:
+// never descended into) is returned in `skipped`, with why.
+//
+// The walk is bounded whatever the tree: at most kMaxWalkEntries entries in
+// all (beyond that, an error: the command exits 2 with it), and folders
+// deeper than kMaxWalkDepth are not searched (and said so). A path given that lies on a pseudo file
+// system is refused without being read.
+//
+// Thread-safety: none needed; plain functions over the file system.
 
 #ifndef NCCLWATCH_DECODER_COMMANDS_INPUT_FILES_H_
 #define NCCLWATCH_DECODER_COMMANDS_INPUT_FILES_H_
 
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analysis/job_analysis.h"
 
 namespace ncclwatch::decoder {
 
+// Entries (files, folders, links) looked at in all the folders of one walk,
+// and how deep it goes below a path given.
+constexpr size_t kMaxWalkEntries = size_t{4} << 20;
+constexpr int kMaxWalkDepth = 64;
+struct WalkBounds {
+  size_t entries = kMaxWalkEntries;
+  int depth = kMaxWalkDepth;
+};
+
+// What a walk met and did not read.
+struct SkippedInput {
+  std::string path;
+  std::string why;  // one line, the path first
+  // Whether it may hold a file the command reads (a folder not read, a link
+  // to a file not followed), so that a verdict must not be called healthy
+  // without it; false for what cannot (a link leading nowhere, /proc).
+  bool may_hold_input = false;
+};
+
 // NotFound, with "PATH: no such file or folder", for a path that is not there;
 // InvalidArgument, with a one-line reason, for one that is neither a regular
-// file nor a folder (a FIFO, a device, a socket). Within folders, only
-// regular files are taken.
+// file nor a folder (a FIFO, a device, a socket), that lies on a pseudo file
+// system, or under which the walk passes its bounds. Within folders, only
+// regular files are taken. What a folder held and the walk did not read goes
+// to `skipped` (when given).
 absl::StatusOr<std::vector<std::string>> InputFiles(
     const std::vector<std::string>& paths,
-    const std::function<bool(const std::filesystem::path&)>& wanted);
+    const std::function<bool(const std::filesystem::path&)>& wanted,
+    std::vector<SkippedInput>* skipped = nullptr, const WalkBounds& bounds = {});
 
 // Whether a file is named as a trace (*.trace).
 bool IsTraceFile(const std::filesystem::path& p);
 
 // The trace files under `paths` (InputFiles with IsTraceFile), or
 // NotFound "no trace files (*.trace) under PATH" when there are none.
-absl::StatusOr<std::vector<std::string>> TraceFiles(const std::vector<std::string>& paths);
+absl::StatusOr<std::vector<std::string>> TraceFiles(const std::vector<std::string>& paths,
+                                                    std::vector<SkippedInput>* skipped = nullptr);
+
+// What a walk for traces passed over, as the job's unreadable inputs
+// (DiagnoseTraceFiles's `not_read`).
+std::vector<UnreadableTrace> NotRead(const std::vector<SkippedInput>& skipped);
 
 }  // namespace ncclwatch::decoder
 

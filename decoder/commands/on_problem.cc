@@ -11,11 +11,11 @@
 #include <cstring>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/str_join.h"
+#include "analysis/diagnose_traces.h"
 #include "commands/input_files.h"
-#include "model/process_liveness.h"
-#include "model/trace_loader.h"
 #include "report/finding_text.h"
 #include "report/names.h"
 #include "report/reports.h"
@@ -26,30 +26,22 @@ namespace ncclwatch::decoder {
 
 std::unique_ptr<DiagnosedTraces> DiagnoseTraces(const std::vector<std::string>& paths,
                                                 std::string* error) {
-  absl::StatusOr<std::vector<std::string>> files = TraceFiles(paths);
+  std::vector<SkippedInput> skipped;  // folders not read, links not followed
+  absl::StatusOr<std::vector<std::string>> files = TraceFiles(paths, &skipped);
   if (!files.ok()) {
     *error = std::string(files.status().message());
     return nullptr;
   }
-  auto t = std::make_unique<DiagnosedTraces>();
-  t->paths = paths;
-  LoadProcessTraces(*files, 0,
-                    [&](const std::string& file, const absl::Status& s, const ProcessTrace& trace) {
-                      if (s.ok()) {
-                        t->job.AddProcess(trace);
-                      } else {
-                        t->job.AddUnreadable(file, std::string(s.message()));
-                      }
-                    });
-  if (t->job.processes().empty()) {
-    *error = "none of the " + std::to_string(files->size()) + " trace file(s) can be read" +
-             (t->job.unreadable().empty() ? "" : "; first: " + t->job.unreadable().front().error);
+  // The one diagnosis every command makes of traces (analysis/diagnose_traces.h).
+  absl::StatusOr<TraceDiagnosis> result = DiagnoseTraceFiles(*files, {}, NotRead(skipped));
+  if (!result.ok()) {
+    *error = std::string(result.status().message());
     return nullptr;
   }
-  t->job.Finish();
-  std::vector<TracedProcessId> ids;
-  for (const ProcessFacts& p : t->job.processes()) ids.push_back({p.host, p.pid, p.created_ns});
-  t->diagnosis = Diagnose(t->job, ObserveLiveness(ids));
+  auto t = std::make_unique<DiagnosedTraces>();
+  t->paths = paths;
+  t->job = std::move(result->job);
+  t->diagnosis = std::move(result->diagnosis);
   return t;
 }
 

@@ -1,68 +1,52 @@
 #include "commands/timeline.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 
-#include "analysis/diagnosis.h"
-#include "analysis/job_analysis.h"
+#include "analysis/diagnose_traces.h"
 #include "commands/input_files.h"
+#include "commands/output_file.h"
 #include "commands/progress.h"
 #include "model/trace_loader.h"
+#include "report/terminal_text.h"
 #include "report/timeline.h"
 
 namespace ncclwatch::decoder {
-namespace {
-
-namespace fs = std::filesystem;
-}  // namespace
-
 int RunTimeline(const std::vector<std::string>& paths, const std::string& output, std::ostream& out,
                 std::ostream& err) {
-  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths);
+  std::vector<SkippedInput> skipped;  // folders not read, links not followed
+  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths, &skipped);
   if (!found.ok()) {
-    err << "ncclwatch: " << found.status().message() << "\n";
+    err << "ncclwatch: " << OneLine(std::string(found.status().message())) << "\n";
     return 2;
   }
   const std::vector<std::string>& files = *found;
-
-  // First the diagnosis, for the root cause to mark.
-  JobAnalysis job;
-  {
-    Progress progress("reading traces", files.size());
-    LoadProcessTraces(
-        files, 0,
-        [&](const std::string& file, const absl::Status& status, const ProcessTrace& trace) {
-          progress.Step();
-          if (status.ok()) {
-            job.AddProcess(trace);
-          } else {
-            job.AddUnreadable(file, std::string(status.message()));
-          }
-        });
-  }
-  if (job.processes().empty()) {
-    err << "ncclwatch: none of the " << files.size()
-        << " trace file(s) can be read; first: " << job.unreadable().front().error << "\n";
+  // The output first: a name that cannot be written (or is one of the
+  // traces) is refused before any work. It is written beside its name and
+  // renamed into place, so a reader never sees half a file.
+  OutputFile timeline_file;
+  if (absl::Status s = timeline_file.Open(output, files); !s.ok()) {
+    err << "ncclwatch: " << OneLine(std::string(s.message())) << "\n";
     return 2;
   }
-  job.Finish();
-  const Diagnosis d = Diagnose(job);
+
+  // First the diagnosis, for the root cause to mark: the one diagnose
+  // makes (analysis/diagnose_traces.h), liveness included.
+  absl::StatusOr<TraceDiagnosis> result;
+  {
+    Progress progress("reading traces", files.size());
+    result = DiagnoseTraceFiles(
+        files, [&](size_t, const ProcessTrace*) { progress.Step(); }, NotRead(skipped));
+  }
+  if (!result.ok()) {
+    err << "ncclwatch: " << OneLine(std::string(result.status().message())) << "\n";
+    return 2;
+  }
+  const JobAnalysis& job = result->job;
+  const Diagnosis& d = result->diagnosis;
   std::map<std::string, int> index_of;  // path -> process index (duplicates left out)
   for (const ProcessFacts& p : job.processes()) index_of.emplace(p.path, p.index);
 
-  // Then the timeline, written next to the output and renamed into place, so
-  // a reader never sees half a file.
-  const std::string partial = output + ".partial";
-  std::ofstream file(partial, std::ios::binary | std::ios::trunc);
-  if (!file) {
-    err << "ncclwatch: cannot write " << output << ": " << std::strerror(errno) << "\n";
-    return 2;
-  }
-  TimelineWriter writer(file);
+  TimelineWriter writer(timeline_file.stream());
   writer.MarkRootCauses(job, d);
   {
     Progress progress("writing the timeline", files.size());
@@ -75,17 +59,8 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
           writer.AddProcess(trace, it->second);
         });
   }
-  file.close();
-  if (!file) {
-    err << "ncclwatch: cannot write " << output << ": " << std::strerror(errno) << "\n";
-    std::remove(partial.c_str());
-    return 2;
-  }
-  std::error_code ec;
-  fs::rename(partial, output, ec);
-  if (ec) {
-    err << "ncclwatch: cannot write " << output << ": " << ec.message() << "\n";
-    std::remove(partial.c_str());
+  if (absl::Status s = timeline_file.Commit(); !s.ok()) {
+    err << "ncclwatch: " << s.message() << "\n";
     return 2;
   }
   const TimelineStats& s = writer.stats();

@@ -39,7 +39,7 @@
 #include <optional>
 
 #include "absl/strings/string_view.h"
-#include "logs/message_catalogue.h"
+#include "knowledge/message_catalogue.h"
 
 namespace ncclwatch::decoder {
 

@@ -15,9 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "knowledge/message_catalogue.h"
 #include "logs/fragments.h"
-#include "logs/message_catalogue.h"
 #include "re2/re2.h"
+#include "util/pseudo_file_system.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -138,7 +139,7 @@ bool NcclErrorText(const std::string& t) {
 }
 
 bool LooksLikeError(const LogLine& l) {
-  if (l.message != nullptr && CauseOf(*l.message).kind == FindingKind::kInitFailure) return true;
+  if (l.message != nullptr && CauseOf(*l.message).init_failure) return true;
   return NcclErrorText(l.text);
 }
 
@@ -153,12 +154,19 @@ int32_t ParseNcclVersion(const std::string& text) {
 }
 
 absl::Status NcclLog::AddFile(const std::string& path) {
-  // Never blocks (a FIFO, a terminal) and never reads without end (/dev/zero):
-  // only regular files, and at most kMaxLogBytes of them in all.
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  // Never blocks (a FIFO, a terminal) and never reads without end (/dev/zero,
+  // /proc/self/pagemap): only regular files on ordinary file systems, and at
+  // most kMaxLogBytes of them in all, counted across every file, refused or not.
+  if (++files_opened_ > kMaxLogFiles) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, ": the logs pass ", kMaxLogFiles, " files, the most ncclwatch reads"));
+  }
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(err)));
+    if (err == ELOOP)
+      return absl::InvalidArgumentError(absl::StrCat(path, ": a symbolic link, not followed"));
     return absl::PermissionDeniedError(
         absl::StrCat(path, ": cannot be read: ", std::strerror(err)));
   }
@@ -173,15 +181,21 @@ absl::Status NcclLog::AddFile(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": is a folder, not a log file"));
   if (!S_ISREG(st.st_mode))
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  if (bytes_read_ + static_cast<uint64_t>(st.st_size) > kMaxLogBytes) {
+  if (const char* pseudo = PseudoFileSystem(fd)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": on ", pseudo, ", a pseudo file system, not a log"));
+  }
+  const std::string budget = max_bytes_ % (uint64_t{1} << 30) == 0
+                                 ? absl::StrCat(max_bytes_ >> 30, " GiB")
+                                 : absl::StrCat(max_bytes_, " bytes");
+  if (bytes_read_ + static_cast<uint64_t>(st.st_size) > max_bytes_) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(path, ": the logs pass ", kMaxLogBytes >> 30,
-                     " GiB, the most ncclwatch reads; give it fewer or smaller files"));
+        absl::StrCat(path, ": the logs pass ", budget,
+                     ", the most ncclwatch reads; give it fewer or smaller files"));
   }
   const int source = static_cast<int>(sources_.size());
   const size_t lines_before = lines_.size(), processes_before = processes_.size(),
                nccl_lines_before = nccl_lines_;
-  const uint64_t bytes_before = bytes_read_;
   sources_.push_back(path);
   auto refuse = [&](absl::Status why) {
     // Nothing of a refused file stays: its lines and processes come last.
@@ -196,8 +210,7 @@ absl::Status NcclLog::AddFile(const std::string& path) {
       while (!p.lines.empty() && p.lines.back() >= lines_before) p.lines.pop_back();
     }
     nccl_lines_ = nccl_lines_before;
-    bytes_read_ = bytes_before;
-    return why;
+    return why;  // what was read still counts against the budget
   };
   std::string raw;           // the line so far, at most kMaxLine bytes of it
   last_error_open_ = false;  // a file's first line follows nothing
@@ -218,10 +231,11 @@ absl::Status NcclLog::AddFile(const std::string& path) {
           absl::DataLossError(absl::StrCat(path, ": read failed: ", std::strerror(errno))));
     if (n == 0) break;
     bytes_read_ += static_cast<uint64_t>(n);
-    if (bytes_read_ > kMaxLogBytes) {
-      return refuse(
-          absl::ResourceExhaustedError(absl::StrCat(path, ": the logs pass ", kMaxLogBytes >> 30,
-                                                    " GiB, the most ncclwatch reads (it grew)")));
+    if (bytes_read_ > max_bytes_) {
+      return refuse(absl::ResourceExhaustedError(
+          absl::StrCat(path, ": the logs pass ", budget,
+                       ", the most ncclwatch reads (the file grew, or holds more than its size "
+                       "says)")));
     }
     for (ssize_t i = 0; i < n; ++i) {
       char c = buf[i];

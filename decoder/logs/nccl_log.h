@@ -36,18 +36,21 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "logs/message_catalogue.h"
+#include "knowledge/message_catalogue.h"
 #include "trace/socket_address.h"
 
 namespace ncclwatch::decoder {
 
-// What explain reads at most: the logs of all files together (in bytes, and
-// in non-empty lines, whose memory short lines would multiply), the bytes kept
+// What explain reads at most: the logs of all files together (in bytes read,
+// those of files refused on the way included, so the budget is one for the
+// whole command; in files; and in non-empty lines, whose memory short lines
+// would multiply), the bytes kept
 // of one line (a longer one is cut there; what follows is ignored up to its
 // end), and the ranks a job may have: a rank or rank count beyond it in a
 // log is not believed, so that no loop or table over ranks grows with a
 // number a log made up.
 constexpr uint64_t kMaxLogBytes = uint64_t{1} << 30;
+constexpr size_t kMaxLogFiles = size_t{1} << 18;
 constexpr size_t kMaxLogLines = size_t{1} << 24;  // lines kept (~100 bytes each in memory)
 constexpr size_t kMaxLine = 64 * 1024;
 constexpr int kMaxRanks = 1 << 20;
@@ -65,7 +68,7 @@ struct LogLine {
   int process = -1;      // index into NcclLog::processes(), -1 when unknown
   int tagged_rank = -1;  // from a launcher prefix
   std::string text;      // the message (after "NCCL WARN "), or the whole line without its prefix
-  // The catalogue's message the text holds (logs/message_catalogue.h), found
+  // The catalogue's message the text holds (knowledge/message_catalogue.h), found
   // once as the line is read; never looked for in INFO lines (NCCL's INFO
   // lines are most of a log, and none of them is an error).
   const CatalogueMessage* message = nullptr;
@@ -92,10 +95,14 @@ struct LogProcess {
 
 class NcclLog {
  public:
+  // `max_bytes`: the read budget (tests make it small).
+  explicit NcclLog(uint64_t max_bytes = kMaxLogBytes) : max_bytes_(max_bytes) {}
+
   // Reads one file; a file that cannot be read gets a one-line reason, and
   // so do one that is not a regular file (a FIFO, a device: never opened
-  // for blocking reads) and one that would take the logs past kMaxLogBytes
-  // or kMaxLogLines.
+  // for blocking reads), a symbolic link, one on a pseudo file system (/proc,
+  // /sys: refused unread, their sizes are made up), and one that would take
+  // the logs past kMaxLogBytes, kMaxLogFiles or kMaxLogLines.
   absl::Status AddFile(const std::string& path);
   // After the last file: attributes lines without host:pid where it can.
   void Finish();
@@ -120,7 +127,9 @@ class NcclLog {
   size_t nccl_lines_ = 0;
   bool timestamps_ = false;
   bool last_error_open_ = false;  // the last line read ended with PyTorch's "Last error:"
-  uint64_t bytes_read_ = 0;       // of all files, at most kMaxLogBytes
+  uint64_t max_bytes_;
+  uint64_t bytes_read_ = 0;  // of all files, refused ones too: at most max_bytes_
+  size_t files_opened_ = 0;  // at most kMaxLogFiles
 };
 
 // The ncclResult_t a framework's error text names ("unhandled system error",

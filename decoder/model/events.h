@@ -9,8 +9,8 @@
 // interface names, NCCL's error text) are kept as the bytes recorded: any
 // byte survives, and the reports escape what they print.
 //
-// Adding a record kind: a struct here, a table in ProcessTrace, and a case in
-// RecordImporter. Nothing else re-derives it.
+// Adding a record kind: a struct here, a table in ProcessTrace, and an
+// importer in its family (model/import/). Nothing else re-derives it.
 
 #ifndef NCCLWATCH_DECODER_MODEL_EVENTS_H_
 #define NCCLWATCH_DECODER_MODEL_EVENTS_H_
@@ -371,6 +371,29 @@ struct UntrackedEvent {
   uint32_t call = 0;
   uint64_t seq = 0;
   uint32_t reason = 0;  // 1 captured, 2 in progress (non-blocking)
+};
+
+// The oldest operation of a communicator that had not completed a second
+// after the watcher saw it pending, held where the ring cannot lap it
+// (trace.proto HeldOperation).
+struct HeldOperationEvent {
+  uint64_t order = 0;
+  uint64_t t = 0;  // when it was held
+  uint64_t comm = 0;
+  uint32_t call = 0;
+  uint64_t seq = 0;
+  int32_t peer = -1;
+  bool send = false;
+  uint64_t count = 0;
+  int32_t datatype = -1;
+  int32_t redop = -1;
+  int32_t root = -1;
+  uint64_t caller = 0;
+  uint64_t enqueued_t = 0;
+  uint64_t completed = 0;
+  uint32_t group_ops = 0;
+  int32_t rank = -1;
+  uint64_t waited_ms = 0;
 };
 
 // The watcher's heartbeats: how many, and when the first and last were written.

@@ -1,16 +1,23 @@
 #include "model/process_liveness.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <ctime>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -36,6 +43,44 @@ uint64_t BootTime(const std::string& proc) {
     if (absl::SimpleAtoi(line, &v)) return v;
   }
   return 0;
+}
+
+// The pid namespace (the inode of PROCESS/ns/pid) of `process`, a folder of
+// /proc ("/proc/self", "/proc/4711"); 0 when it cannot be read.
+uint64_t NamespaceOf(const std::string& process) {
+  struct stat ns;
+  return stat((process + "/ns/pid").c_str(), &ns) == 0 ? static_cast<uint64_t>(ns.st_ino) : 0;
+}
+
+// Processes of other pid namespaces (a container's), found by their pid
+// there: every process under `proc` whose namespace is one of `namespaces`,
+// by (namespace, its innermost pid: the last of status's NSpid) -> its pid
+// here. One not found proves nothing: its namespace may be one whose
+// processes this /proc does not show (a sibling container's), or one
+// whose /proc/PID/ns is closed to us.
+std::map<std::pair<uint64_t, uint32_t>, uint32_t> FindForeignPids(
+    const std::string& proc, const std::set<uint64_t>& namespaces) {
+  std::map<std::pair<uint64_t, uint32_t>, uint32_t> here;
+  if (namespaces.empty()) return here;
+  DIR* d = opendir(proc.c_str());
+  if (d == nullptr) return here;
+  for (const dirent* e = readdir(d); e != nullptr; e = readdir(d)) {
+    uint32_t pid = 0;
+    if (!absl::SimpleAtoi(e->d_name, &pid) || pid == 0) continue;
+    const std::string dir = absl::StrCat(proc, "/", pid);
+    struct stat ns;
+    if (stat((dir + "/ns/pid").c_str(), &ns) != 0) continue;  // gone, or closed to us
+    if (namespaces.count(static_cast<uint64_t>(ns.st_ino)) == 0) continue;
+    for (absl::string_view line : absl::StrSplit(ReadSmallFile(dir + "/status"), '\n')) {
+      if (!absl::ConsumePrefix(&line, "NSpid:")) continue;
+      std::vector<absl::string_view> pids = absl::StrSplit(line, '\t', absl::SkipEmpty());
+      uint32_t inner = 0;
+      if (!pids.empty() && absl::SimpleAtoi(pids.back(), &inner))
+        here[{static_cast<uint64_t>(ns.st_ino), inner}] = pid;
+    }
+  }
+  closedir(d);
+  return here;
 }
 
 }  // namespace
@@ -92,9 +137,26 @@ LivenessObservation ObserveLiveness(const std::vector<TracedProcessId>& ids,
   obs.now_ns = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
   char host[HOST_NAME_MAX + 1] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) obs.host = host;
+  // Our own pid namespace: a pid means the same process here only in it.
+  const uint64_t own = NamespaceOf(proc + "/self");
+  std::set<uint64_t> foreign;
   for (const TracedProcessId& id : ids) {
-    if (obs.host.empty() || id.host != obs.host) continue;
-    obs.processes[id] = ObserveProcess(id.pid, id.created_ns, proc);
+    if (obs.host.empty() || id.host != obs.host || id.pid_namespace == 0 || own == 0) continue;
+    if (id.pid_namespace != own) foreign.insert(id.pid_namespace);
+  }
+  const auto found = FindForeignPids(proc, foreign);
+  for (const TracedProcessId& id : ids) {
+    // Another host, a trace that names no namespace (an older shim), or no
+    // namespace of our own to compare with: not looked at.
+    if (obs.host.empty() || id.host != obs.host || id.pid_namespace == 0 || own == 0) continue;
+    if (id.pid_namespace == own) {
+      obs.processes[id] = ObserveProcess(id.pid, id.created_ns, proc);
+      continue;
+    }
+    // Found in its namespace: looked at by its pid here. Not found: not
+    // looked at (its heartbeat decides), never taken for another process.
+    auto it = found.find({id.pid_namespace, id.pid});
+    if (it != found.end()) obs.processes[id] = ObserveProcess(it->second, id.created_ns, proc);
   }
   return obs;
 }

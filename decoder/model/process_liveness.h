@@ -5,6 +5,17 @@
 // environment; the analyses read it and never look at the system themselves,
 // so tests inject an observation (a time, a process stopped, a pid gone).
 //
+// A pid is a number in a pid namespace: a rank in a container may be pid 1
+// there, and pid 1 here is another process. A traced process is looked up in
+// this host's /proc by the pid namespace its trace names (the inode of its
+// /proc/self/ns/pid): in ncclwatch's own namespace by its pid; in another
+// (a container's, seen from the host) by scanning /proc for the process of
+// that namespace whose innermost pid (status's NSpid) is the traced one.
+// Not found there (its namespace may be a sibling container's, whose
+// processes this /proc does not show), and for a trace that names no
+// namespace (an older shim), it is not looked at: as one on another host,
+// its heartbeat decides. Never is another process taken for it.
+//
 // A pid may have been reused since the trace was written: a process counts as
 // the traced one only if it started no later than the trace was created (its
 // start time from /proc against the trace's creation time, with two seconds
@@ -40,11 +51,13 @@ struct ProcessObservation {
   char letter = 0;  // the state letter of /proc/PID/stat, 0 when gone
 };
 
-// A traced process's identity: its host, pid, and when its trace was created.
+// A traced process's identity: its host, pid, and when its trace was created;
+// and the pid namespace its pid is a number in (not part of the identity).
 struct TracedProcessId {
   std::string host;
   uint32_t pid = 0;
-  uint64_t created_ns = 0;  // CLOCK_REALTIME
+  uint64_t created_ns = 0;     // CLOCK_REALTIME
+  uint64_t pid_namespace = 0;  // the inode of its /proc/self/ns/pid, 0 unknown
   bool operator<(const TracedProcessId& o) const {
     return std::tie(host, pid, created_ns) < std::tie(o.host, o.pid, o.created_ns);
   }
@@ -69,7 +82,7 @@ ProcessObservation ObserveProcess(uint32_t pid, uint64_t created_ns,
                                   const std::string& proc = "/proc");
 
 // The observation now: the time, this host's name, and each of `ids` on
-// this host looked at under `proc`.
+// this host looked at under `proc`, as above.
 LivenessObservation ObserveLiveness(const std::vector<TracedProcessId>& ids,
                                     const std::string& proc = "/proc");
 

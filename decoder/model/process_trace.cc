@@ -10,9 +10,12 @@
 
 #include "model/record_importer.h"
 #include "model/stream_builder.h"
+#include "ncclwatch/trace_fields.h"
 #include "util/status_macros.h"
 
 namespace ncclwatch::decoder {
+
+namespace f = ::ncclwatch::fields;
 
 void BuildStreams(ProcessTrace* p) {
   // Collectives and point-to-point calls, merged in timeline order, so each
@@ -150,9 +153,43 @@ void SortAnchors(ProcessTrace* p) {
             [](const TimeAnchorEvent& a, const TimeAnchorEvent& b) { return a.t < b.t; });
 }
 
+// The collectives the watcher held (HeldOperation) that the ring lost:
+// restored as rows of `p`'s table and into their stream in number order, so
+// that what a hang is about is compared with the other ranks' as if the ring
+// had kept it; and the GPU's count at the hold, where no later Progress says
+// more (the ring may have lost those too).
+void RestoreHeldOperations(ProcessTrace* p) {
+  for (const HeldOperationEvent& h : p->held) {
+    if (h.comm == 0 || h.rank < 0) continue;
+    const bool p2p = h.call == f::kSend || h.call == f::kRecv;
+    if (!p2p) {
+      CommStream* stream = nullptr;
+      for (CommStream& s : p->streams)
+        if (s.comm == h.comm && s.rank == h.rank) stream = &s;
+      if (stream == nullptr) continue;
+      auto by_seq = [&](uint32_t i, uint64_t seq) { return p->collectives[i].seq < seq; };
+      auto at =
+          std::lower_bound(stream->collectives.begin(), stream->collectives.end(), h.seq, by_seq);
+      if (at != stream->collectives.end() && p->collectives[*at].seq == h.seq) continue;
+      if (p->collectives.size() >= UINT32_MAX) continue;
+      p->collectives.emplace_back(h.order, h.enqueued_t, h.comm, h.seq, h.count, h.call, h.datatype,
+                                  h.redop, h.root, 0, h.rank, 0, 0, h.caller, 0);
+      stream->collectives.insert(at, static_cast<uint32_t>(p->collectives.size() - 1));
+    }
+    const ProgressEvent* last = p->LastProgress(h.comm);
+    if (last == nullptr || last->collectives < h.completed) {
+      ProgressEvent e{h.order, h.t};
+      e.comm = h.comm;
+      e.collectives = h.completed;
+      p->progress.push_back(e);
+    }
+  }
+}
+
 void FinishProcessTrace(ProcessTrace* p) {
   SortAnchors(p);
   BuildStreams(p);
+  RestoreHeldOperations(p);
 }
 
 namespace {

@@ -41,6 +41,7 @@ struct ProcessTrace {
   int32_t local_rank = -1;
   std::string exe;
   std::string job_id;
+  uint64_t pid_namespace = 0;  // the inode of its /proc/self/ns/pid, 0 unknown (older shims)
   uint32_t clock = NCCLWATCH_CLOCK_MONOTONIC_NS;
   uint64_t created_realtime_ns =
       0;  // when the shim created the file (with host and pid, its identity)
@@ -73,6 +74,8 @@ struct ProcessTrace {
   std::vector<StallEvent> stalls;
   std::vector<CudaErrorEvent> cuda_errors;
   std::vector<UntrackedEvent> untracked;
+  std::vector<HeldOperationEvent> held;  // the watcher's holds (the collectives the ring lost
+                                         // among them restored into `collectives`)
   Liveness liveness;
 
   // One per (communicator, rank) that has a formed membership or a call.
@@ -123,6 +126,10 @@ void FinishProcessTrace(ProcessTrace* trace);
 
 // Builds `trace->streams` from its tables (FinishProcessTrace's second step).
 void BuildStreams(ProcessTrace* trace);
+// Restores into `trace->collectives` and its streams the collectives the
+// watcher held (HeldOperation) that the ring lost, and the GPU's count at
+// the hold (FinishProcessTrace's last step).
+void RestoreHeldOperations(ProcessTrace* trace);
 // Sorts `trace->anchors` by time (FinishProcessTrace's first step).
 void SortAnchors(ProcessTrace* trace);
 

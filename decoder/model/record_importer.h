@@ -1,14 +1,17 @@
 // RecordImporter: trace.proto records, as bytes, into a ProcessTrace's tables.
 //
-// Each record is decoded straight from its bytes with WireReader
-// (trace/wire_reader.h), or, for call slots (format 2's fixed-layout
-// collectives, sends and receives and groups), copied field by field: the per-call records
-// (collectives, sends and receives, groups, other API calls) become table rows without any
-// allocation beyond the table's own growth; the rare records (identity,
-// modules, inventory, system calls, errors) copy their strings. Fields this
-// version does not know are skipped, as the schema's append-only rule
-// allows; a record that is not well-formed protobuf is counted in
-// ProcessTrace::unparsed_records and otherwise ignored.
+// It reads a record's envelope (its time, thread and body) and hands the
+// body to the importer its family registered for the body's number
+// (model/import/body_importer.h: calls, the process, communicators,
+// forensics, completion); call slots (format 2's fixed-layout collectives,
+// sends and receives and groups) are copied field by field
+// (model/import/call_slot_import.h). The per-call records become table rows
+// without any allocation beyond the table's own growth; the rare records
+// (identity, modules, inventory, system calls, errors) copy their strings.
+// Fields this version does not know are skipped, and so are bodies no
+// family registers, as the schema's append-only rule allows; a record that
+// is not well-formed protobuf is counted in ProcessTrace::unparsed_records
+// and otherwise ignored.
 //
 // Records must be imported in timeline order (TraceFile::ForEachRecord's).
 // Each collective, send and receive is handed to a StreamBuilder as its row

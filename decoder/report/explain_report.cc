@@ -8,6 +8,7 @@
 #include "report/json.h"
 #include "report/names.h"
 #include "report/reports.h"
+#include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -47,7 +48,12 @@ void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d,
   if (!d.problem) out << "\nThe logs show no NCCL error.\n";
   WriteFindingsHuman(d.findings, NoCallSites(), out);
   WriteNotesHuman(d.findings, NoCallSites(), out);
-  for (const auto& [path, why] : unreadable) out << "\nNot read: " << why << "\n";
+  // The first few, each on one line whatever its name holds; all in --json.
+  constexpr size_t kShown = 5;
+  for (size_t i = 0; i < unreadable.size() && i < kShown; ++i)
+    out << "\nNot read: " << OneLine(unreadable[i].second) << "\n";
+  if (unreadable.size() > kShown)
+    out << "\nNot read: " << unreadable.size() - kShown << " more (listed in --json)\n";
 }
 
 }  // namespace ncclwatch::decoder

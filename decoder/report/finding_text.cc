@@ -7,12 +7,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 #include "report/hang_text.h"
 #include "report/init_text.h"
 #include "report/log_text.h"
 #include "report/names.h"
 #include "report/rendezvous_text.h"
+#include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -22,19 +23,24 @@ std::string CommPhrase(uint64_t comm, int nranks) {
                     : absl::StrCat("communicator ", CommShort(comm));
 }
 
-std::string FieldHint(const std::string& field) {
-  if (field == "op")
-    return "one rank is in another phase of the program: a skipped or extra step, or a collective "
-           "issued only on some branch";
-  if (field == "count")
-    return "tensor shapes differ between ranks: an uneven last batch, padding, or dynamic shapes";
-  if (field == "datatype")
-    return "precision differs between ranks: autocast or a dtype cast on one code path";
-  if (field == "redop")
-    return "the reduction differs between ranks: the same call must use the same operator "
-           "everywhere";
-  if (field == "root")
-    return "the root differs between ranks: compute it the same way on every rank";
+std::string FieldHint(MismatchField field) {
+  switch (field) {
+    case MismatchField::kOp:
+      return "one rank is in another phase of the program: a skipped or extra step, or a "
+             "collective issued only on some branch";
+    case MismatchField::kCount:
+      return "tensor shapes differ between ranks: an uneven last batch, padding, or dynamic shapes";
+    case MismatchField::kDatatype:
+      return "precision differs between ranks: autocast or a dtype cast on one code path";
+    case MismatchField::kRedop:
+      return "the reduction differs between ranks: the same call must use the same operator "
+             "everywhere";
+    case MismatchField::kRoot:
+      return "the root differs between ranks: compute it the same way on every rank";
+    case MismatchField::kNone:
+    case MismatchField::kOrder:
+      break;
+  }
   return "";
 }
 
@@ -51,7 +57,7 @@ std::string SubsystemTitle(const std::string& s) {
   if (s == "cuda") return "CUDA";
   if (s == "waiting") return "waiting for another rank";
   // The other subsystems the message catalogue files NCCL's words under
-  // (logs/message_catalogue.cc: usage, config, topology, plugin, ...).
+  // (knowledge/message_catalogue.cc: usage, config, topology, plugin, ...).
   if (!s.empty() && s != "unknown") return s;
   return "cause unknown";
 }
@@ -423,13 +429,41 @@ void Render(const Finding& f, const MissingTracesFacts&, const CallSiteNamer&, F
       "ncclwatch diagnose";
 }
 
-void Render(const Finding&, const UnreadableTracesFacts& x, const CallSiteNamer&, FindingText* t) {
-  t->detail =
-      absl::StrCat(x.errors.size(), " file(s) could not be read: ", absl::StrJoin(x.errors, "; "));
+// The first few of many (file names, each on one line), and how many more:
+// a note on 20,000 files is a line, not a megabyte (--json lists them all).
+std::string FirstFew(const std::vector<std::string>& items) {
+  constexpr size_t kShown = 3;
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < items.size() && i < kShown; ++i) shown.push_back(OneLine(items[i]));
+  std::string text = absl::StrJoin(shown, "; ");
+  if (items.size() > kShown)
+    absl::StrAppend(&text, "; and ", items.size() - kShown, " more (listed in --json)");
+  return text;
+}
+
+void Render(const Finding& f, const UnreadableTracesFacts& x, const CallSiteNamer&,
+            FindingText* t) {
+  std::vector<std::string> parts;
+  if (!x.not_searched.empty()) {
+    parts.push_back(absl::StrCat(
+        x.not_searched.size(),
+        " folder(s) or link(s) that may hold traces were not read: ", FirstFew(x.not_searched),
+        f.role == FindingRole::kRootCause
+            ? ", and nothing else was found, but without what they hold the job cannot be "
+              "called healthy"
+            : ""));
+  }
+  if (!x.errors.empty())
+    parts.push_back(
+        absl::StrCat(x.errors.size(), " file(s) could not be read: ", FirstFew(x.errors)));
+  t->detail = absl::StrJoin(parts, "; also ");
   t->fix =
-      "re-collect those files whole (a copy made while the job still wrote them can be torn); "
-      "files of another "
-      "ncclwatch version need that version to read them";
+      x.not_searched.empty()
+          ? "re-collect those files whole (a copy made while the job still wrote them can be "
+            "torn); files of another ncclwatch version need that version to read them"
+          : "make those folders readable to the user running ncclwatch, or name the traces they "
+            "hold on the command line (inside a folder, a link is followed only when it belongs "
+            "to that user or to the owner of the file it leads to)";
 }
 
 void Render(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&, FindingText* t) {
@@ -439,7 +473,7 @@ void Render(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&,
   t->detail = absl::StrCat(
       x.duplicates.size(),
       " file(s) hold a process's trace that another file given also holds, and were read once: ",
-      absl::StrJoin(pairs, "; "));
+      FirstFew(pairs));
   t->fix = "nothing to do: each process counts once; pass each trace folder once";
 }
 
@@ -638,6 +672,26 @@ const char* KindName(FindingKind kind) {
       return "nccl_calls_unseen";
   }
   return "unknown";
+}
+
+const char* FieldName(MismatchField field) {
+  switch (field) {
+    case MismatchField::kNone:
+      return "";
+    case MismatchField::kOp:
+      return "op";
+    case MismatchField::kCount:
+      return "count";
+    case MismatchField::kDatatype:
+      return "datatype";
+    case MismatchField::kRedop:
+      return "redop";
+    case MismatchField::kRoot:
+      return "root";
+    case MismatchField::kOrder:
+      return "order";
+  }
+  return "";
 }
 
 const char* RoleName(FindingRole role) {

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/finding.h"
+#include "findings/finding.h"
 
 namespace ncclwatch::decoder {
 
@@ -36,6 +36,8 @@ CallSiteNamer NoCallSites();
 // The JSON names: "collective_mismatch", "root_cause", ...
 const char* KindName(FindingKind kind);
 const char* RoleName(FindingRole role);
+// "op", "count", "datatype", "redop", "root", "order"; "" for kNone.
+const char* FieldName(MismatchField field);
 
 // Ranks that did the same thing, and what.
 struct RankGroup {

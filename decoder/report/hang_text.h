@@ -1,15 +1,16 @@
 // The words of the completion and liveness findings (never_completed,
 // gpu_fault and cuda_error from a trace, nccl_async_error, rank_died and
 // rank_frozen by liveness, hang_unexplained, rank_exit_error,
-// trace_overwritten, nccl_calls_unseen, killed_while_running) and of where a hang is, from their
-// facts (analysis/finding.h). finding_text.cc dispatches here.
+// trace_overwritten, nccl_calls_unseen, killed_while_running) and of where
+// a hang is, from their facts (findings/finding.h). finding_text.cc
+// dispatches here.
 
 #ifndef NCCLWATCH_DECODER_REPORT_HANG_TEXT_H_
 #define NCCLWATCH_DECODER_REPORT_HANG_TEXT_H_
 
 #include <string>
 
-#include "analysis/finding.h"
+#include "findings/finding.h"
 #include "report/finding_text.h"
 
 namespace ncclwatch::decoder {

@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "analysis/gpu_sharing_failure.h"
-#include "analysis/nccl_semantics.h"
-#include "logs/message_catalogue.h"
+#include "knowledge/cuda_names.h"
+#include "knowledge/message_catalogue.h"
+#include "knowledge/nccl_semantics.h"
 #include "report/finding_text.h"
 #include "report/names.h"
 
@@ -180,7 +180,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
           shm.requested ? absl::StrCat(size_word, Bytes(static_cast<uint64_t>(*shm.requested)))
                         : "",
           x.err ? absl::StrCat(" failed with ", ErrnoName(x.err)) : " failed", room);
-      *fix = CauseNamed("shm")->fix;
+      *fix = CauseOf(CatalogueCause::kShm).fix;
       return;
     }
     case InitCause::kBootstrapRefused:
@@ -255,7 +255,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
           "(\"Duplicate GPU "
           "detected\")",
           bus.empty() ? "" : absl::StrCat(" (PCI bus id ", bus, ")"), HostPhrase(x));
-      *fix = CauseNamed("gpu")->fix;
+      *fix = CauseOf(CatalogueCause::kGpu).fix;
       return;
     }
     case InitCause::kVersionSkew: {
@@ -268,7 +268,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
       if (!x.nccl_text.empty()) parts.push_back(x.nccl_text);
       *detail = absl::StrFormat(": the NCCL version differs from the rest of the job: %s",
                                 absl::StrJoin(parts, "; "));
-      *fix = CauseNamed("version_skew")->fix;
+      *fix = CauseOf(CatalogueCause::kVersionSkew).fix;
       return;
     }
     case InitCause::kDriverTooOld: {
@@ -282,7 +282,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
       *detail = absl::StrFormat(
           ": the CUDA driver (%s) is older than the CUDA runtime NCCL uses%s; NCCL said: %s",
           driver, runtime, x.nccl_text.empty() ? "nothing" : x.nccl_text);
-      *fix = CauseNamed("driver_old")->fix;
+      *fix = CauseOf(CatalogueCause::kDriverOld).fix;
       return;
     }
     case InitCause::kNoDriver:
@@ -304,23 +304,23 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
                                                        ", and NCCL pins its buffers for the NIC")
                                         : "",
                           FailedLoads(x));
-      *fix = CauseNamed(x.low_memlock ? "ib_memlock" : "ib")->fix;
+      *fix = CauseOf(x.low_memlock ? CatalogueCause::kIbMemlock : CatalogueCause::kIb).fix;
       return;
     }
     case InitCause::kFabric:
       *detail = absl::StrFormat(
           ": the NVLink fabric (NVSwitch, NVLS multicast) was not usable during init: %s",
           x.nccl_text);
-      *fix = CauseNamed("fabric")->fix;
+      *fix = CauseOf(CatalogueCause::kFabric).fix;
       return;
     case InitCause::kPeerToPeer:
       *detail = absl::StrFormat(
           " could not map another local GPU's memory (P2P / CUDA IPC) during init: %s",
           x.nccl_text);
-      *fix = CauseNamed("p2p")->fix;
+      *fix = CauseOf(CatalogueCause::kP2p).fix;
       return;
     case InitCause::kCatalogued: {
-      // The catalogue's words for the message (logs/message_catalogue.h).
+      // The catalogue's words for the message (knowledge/message_catalogue.h).
       const CatalogueMessage* m = MessageById(x.message);
       if (m == nullptr) break;
       *detail = absl::StrFormat(" %s: %s", m->meaning, x.nccl_text);
@@ -340,7 +340,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
             "and "
             "optimizer fill the GPU, or cap the framework's cache (PYTORCH_CUDA_ALLOC_CONF)");
       } else {
-        *fix = CauseNamed("cuda")->fix;
+        *fix = CauseOf(CatalogueCause::kCuda).fix;
       }
       return;
     case InitCause::kUnknown:

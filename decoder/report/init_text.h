@@ -4,7 +4,7 @@
 #ifndef NCCLWATCH_DECODER_REPORT_INIT_TEXT_H_
 #define NCCLWATCH_DECODER_REPORT_INIT_TEXT_H_
 
-#include "analysis/finding.h"
+#include "findings/finding.h"
 #include "report/finding_text.h"
 
 namespace ncclwatch::decoder {

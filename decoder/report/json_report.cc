@@ -8,6 +8,9 @@
 //  "pending": [{"comm", "seq", "call", "entered", "not_entered", "pending_s"}]
 //             (only when running),
 //  "processes": [...], "unreadable": [...]}
+//
+// Its schema is report.schema.json, beside this file (of schema_version
+// kJsonSchemaVersion); the tests validate every job's JSON against it.
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -292,8 +295,8 @@ void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, std::ostream
       << ",\"role\":" << JsonString(RoleName(f.role)) << ",\"job\":" << f.job
       << ",\"comm\":" << (f.comm ? JsonString(CommName(*f.comm)) : "null")
       << ",\"seq\":" << (f.seq ? absl::StrCat(*f.seq) : "null") << ",\"ranks\":" << Ints(f.ranks);
-  if (f.kind == FindingKind::kCollectiveMismatch || !f.field.empty())
-    out << ",\"field\":" << JsonString(f.field);
+  if (f.kind == FindingKind::kCollectiveMismatch || f.field != MismatchField::kNone)
+    out << ",\"field\":" << JsonString(FieldName(f.field));
   out << ",\"nranks\":" << (f.nranks > 0 ? absl::StrCat(f.nranks) : "null");
   if (f.phase) out << ",\"phase\":" << JsonString(PhaseName(*f.phase));
   out << ",\"detail\":" << JsonString(t.detail) << ",\"fix\":" << JsonString(t.fix);

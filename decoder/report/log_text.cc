@@ -9,8 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "analysis/nccl_semantics.h"
-#include "logs/message_catalogue.h"
+#include "knowledge/message_catalogue.h"
+#include "knowledge/nccl_semantics.h"
 #include "report/names.h"
 
 namespace ncclwatch::decoder {
@@ -77,7 +77,7 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
       const XidInfo info = Xid(xid);
       *head = absl::StrFormat("GPU %s reported Xid %d: %s", x.bus_id.value_or(""), xid, info.what);
       *fix = info.hardware
-                 ? CauseNamed("gpu_failed")->fix
+                 ? CauseOf(CatalogueCause::kGpuFailed).fix
                  : "this Xid usually follows a fault in the program's own kernel: run the failing "
                    "rank "
                    "under compute-sanitizer, and check dmesg for an Xid 79/48/94/95 before it";
@@ -85,27 +85,27 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
     }
     case LogCause::kGpuFailed:
       *head = absl::StrCat("the GPU failed: ", x.line);
-      *fix = CauseNamed("gpu_failed")->fix;
+      *fix = CauseOf(CatalogueCause::kGpuFailed).fix;
       return true;
     case LogCause::kGpuOutOfMemory:
       *head = absl::StrCat("ran out of GPU memory: ", x.line);
-      *fix = CauseNamed("gpu_oom")->fix;
+      *fix = CauseOf(CatalogueCause::kGpuOom).fix;
       return true;
     case LogCause::kHostOutOfMemory:
       *head = absl::StrCat("was killed by the kernel's out-of-memory killer: ", x.line);
-      *fix = CauseNamed("host_oom")->fix;
+      *fix = CauseOf(CatalogueCause::kHostOom).fix;
       return true;
     case LogCause::kFabric:
       *head = absl::StrCat("NVLink fabric (NVLS/NVSwitch) setup failed: ", x.line);
-      *fix = CauseNamed("fabric")->fix;
+      *fix = CauseOf(CatalogueCause::kFabric).fix;
       return true;
     case LogCause::kCudaIpc:
       *head = absl::StrCat("could not map another local GPU's memory (P2P/CUDA IPC): ", x.line);
-      *fix = CauseNamed("p2p")->fix;
+      *fix = CauseOf(CatalogueCause::kP2p).fix;
       return true;
     case LogCause::kKernelError:
       *head = absl::StrCat("hit a CUDA error in a kernel: ", x.line);
-      *fix = CauseNamed("kernel")->fix;
+      *fix = CauseOf(CatalogueCause::kKernel).fix;
       return true;
     case LogCause::kLauncherDeath: {
       const int signo = x.signo.value_or(0);
@@ -134,7 +134,7 @@ void RenderLogFinding(const Finding& f, const LogFacts& x, FindingText* t) {
   }
   switch (x.cause) {
     case LogCause::kCatalogued: {
-      // The catalogue's words for the message (logs/message_catalogue.h).
+      // The catalogue's words for the message (knowledge/message_catalogue.h).
       const CatalogueMessage* m = MessageById(x.message);
       if (m == nullptr) return;
       // The report ends the sentence; the line's own full stop would double it.
@@ -156,7 +156,7 @@ void RenderLogFinding(const Finding& f, const LogFacts& x, FindingText* t) {
           "PyTorch's own check (TORCH_DISTRIBUTED_DEBUG=DETAIL) found the ranks in different "
           "collectives",
           parts.empty() ? "" : absl::StrCat(": ", absl::StrJoin(parts, "; ")), " (", x.line, ")");
-      t->fix = CauseNamed("torch_mismatch")->fix;
+      t->fix = CauseOf(CatalogueCause::kTorchMismatch).fix;
       return;
     }
     case LogCause::kLostPeer:

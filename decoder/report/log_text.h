@@ -1,10 +1,10 @@
 // explain's findings in words (report/log_text.cc): the detail, fix and rank
-// groups of what logs/log_diagnosis.cc saw in the log lines.
+// groups of what analysis/log_diagnosis.cc saw in the log lines.
 
 #ifndef NCCLWATCH_DECODER_REPORT_LOG_TEXT_H_
 #define NCCLWATCH_DECODER_REPORT_LOG_TEXT_H_
 
-#include "analysis/finding.h"
+#include "findings/finding.h"
 #include "report/finding_text.h"
 
 namespace ncclwatch::decoder {

@@ -1,6 +1,6 @@
 // How the reports name things for a reader: sizes, communicators and sets of
 // ranks. NCCL's own names (calls, datatypes, signals, ...) are facts the
-// analyses use too: they live in analysis/nccl_semantics.h, included here for
+// analyses use too: they live in knowledge/nccl_semantics.h, included here for
 // the reports' convenience (report/ may include analysis/, never the reverse).
 
 #ifndef NCCLWATCH_DECODER_REPORT_NAMES_H_
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/collective_signature.h"
-#include "analysis/last_call.h"
-#include "analysis/nccl_semantics.h"
+#include "findings/collective_signature.h"
+#include "findings/last_call.h"
+#include "knowledge/nccl_semantics.h"
 
 namespace ncclwatch::decoder {
 

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 #include "report/hang_text.h"
 #include "report/json.h"
 #include "report/names.h"

@@ -7,7 +7,7 @@
 
 #include <ostream>
 
-#include "analysis/finding.h"
+#include "findings/finding.h"
 #include "report/finding_text.h"
 
 namespace ncclwatch::decoder {

@@ -14,7 +14,7 @@
 
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
-#include "logs/log_diagnosis.h"
+#include "analysis/log_diagnosis.h"
 #include "logs/nccl_log.h"
 #include "report/finding_text.h"
 

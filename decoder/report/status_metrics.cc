@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 #include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 #include "report/names.h"
 #include "report/terminal_text.h"
 

@@ -35,12 +35,14 @@ size_t Utf8SequenceAt(std::string_view s, size_t i) {
   return n;
 }
 
-std::string TerminalSafe(std::string_view s) {
+namespace {
+
+std::string Escaped(std::string_view s, bool keep_lines) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
+    if ((keep_lines && (c == '\n' || c == '\t')) || (c >= 0x20 && c < 0x7f)) {
       out += static_cast<char>(c);
       ++i;
       continue;
@@ -58,5 +60,11 @@ std::string TerminalSafe(std::string_view s) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string TerminalSafe(std::string_view s) { return Escaped(s, true); }
+
+std::string OneLine(std::string_view s) { return Escaped(s, false); }
 
 }  // namespace ncclwatch::decoder

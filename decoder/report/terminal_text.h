@@ -18,6 +18,11 @@ namespace ncclwatch::decoder {
 // everything else, UTF-8 text included, is kept.
 std::string TerminalSafe(std::string_view text);
 
+// For one line of a report or an error (a file name, a message that holds
+// one): as TerminalSafe, and newline and tab become \x0a and \x09 too, so a
+// name cannot end the line and forge the next.
+std::string OneLine(std::string_view text);
+
 // The length of the UTF-8 sequence at text[i] (2-4) if it is a whole, valid
 // one, else 0. (ASCII is 1.)
 size_t Utf8SequenceAt(std::string_view text, size_t i);

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 #include "ncclwatch/trace_fields.h"
 #include "perfetto/perfetto_trace.pb.h"
 #include "report/call_site.h"

@@ -67,8 +67,12 @@ uint64_t TraceFile::LiveOverflow() const {
 }
 
 absl::StatusOr<std::unique_ptr<TraceFile>> TraceFile::Open(const std::string& path, ReadMode mode) {
-  // Non-blocking, so that a FIFO given as a trace cannot hang the open.
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  // Non-blocking, so that a FIFO given as a trace cannot hang the open; not
+  // through a symbolic link (the commands resolve a link they may follow
+  // first: commands/input_files.h), so that a trace replaced by a link after
+  // it was found is not read through it.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+  if (fd < 0 && errno == ELOOP) return Invalid(path, "a symbolic link, not followed");
   if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", strerror(errno)));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -16,11 +16,12 @@
  *                   and a time anchor every 65536 slots.
  *
  *   slot (128 bytes)
- *   +--------+--------+------+-----+--------------+---------------------------+
- *   | stamp  | length | kind | res | record_bytes | payload (112 bytes)       |
- *   | u64    | u16    | u8   | u8  | u32          | protobuf Record, or a part|
- *   |        |        |      |     |              | of one, or a call slot    |
- *   +--------+--------+------+-----+--------------+---------------------------+
+ *   +--------+--------+------+-------+--------------+-------------------------+
+ *   | stamp  | length | kind | flags | record_bytes | payload (112 bytes)     |
+ *   | u64    | u16    | u8   | u8    | u32          | protobuf Record, a part |
+ *   |        |        |      |       |              | of one, or a call slot  |
+ *   +--------+--------+------+-------+--------------+-------------------------+
+ *   (flags: NCCLWATCH_SLOT_CLAIMED, format 3; reserved and 0 before)
  *
  * Call slots (format 2). The hottest records, collectives, sends and
  * receives and group calls, are written as one fixed-layout struct

@@ -52,6 +52,7 @@ struct GroupNote {
   int32_t peer;
   uint32_t send;
   uint32_t ops;
+  OpSignature sig;
 };
 constexpr int kGroupNotes = 16;
 struct GroupNotes {
@@ -90,6 +91,7 @@ void Record(CompletionTrack* track, const GroupNote& note) {
   m.peer = note.peer;
   m.send = note.send;
   m.group_ops = note.ops;
+  m.sig = note.sig;
   __atomic_store_n(&track->head, head + 1, __ATOMIC_RELEASE);
 }
 
@@ -246,6 +248,8 @@ void StartTracking(CommState* comm, const void* handle, int device) {
   memset(track->seen_ns, 0, sizeof(track->seen_ns));
   track->error = 0;
   track->stall_reported = 0;
+  track->held = 0;
+  track->held_pinned = 0;
   WriteTracking(comm->id, f::completion_tracking::kCudaEvents, nullptr, CompletionTrack::kMarkers,
                 device);
   // Ends any earlier track of this CommState (a communicator at a reused address).
@@ -258,14 +262,20 @@ void StartTracking(CommState* comm, const void* handle, int device) {
 }  // namespace
 
 void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint32_t call,
-                          uint64_t seq, int peer, bool send) {
+                          uint64_t seq, int peer, bool send, const OpSignature& sig) {
   if (comm == nullptr || !Accepted(result)) return;  // refused: nothing to complete
   CompletionTrack* track = TrackOf(comm);
   if (track == nullptr) return;  // untracked (no GPU): before errno is saved, which costs two calls
   ErrnoGuard keep;
-  const GroupNote note{
-      comm,           stream, __atomic_load_n(&comm->next_seq, __ATOMIC_RELAXED), seq, call, peer,
-      send ? 1u : 0u, 0};
+  const GroupNote note{comm,
+                       stream,
+                       __atomic_load_n(&comm->next_seq, __ATOMIC_RELAXED),
+                       seq,
+                       call,
+                       peer,
+                       send ? 1u : 0u,
+                       0,
+                       sig};
   if (ThisThread().group_depth > 0) {
     GroupNotes& g = t_group;
     for (int i = 0; i < g.count; ++i) {
@@ -364,6 +374,47 @@ void FlushCompletion(const void* handle) {
   }
 }
 
+namespace {
+
+// An operation pending this long since the watcher first saw it is held.
+constexpr uint64_t kHoldAfterNs = 1000ull * 1000 * 1000;
+// HeldOperation records a communicator writes to the pinned region; later
+// ones (a job whose operations routinely take a second) go to the ring.
+constexpr uint32_t kMaxPinnedHolds = 64;
+
+// Holds `track`'s oldest pending operation (marker `tail`) once it has
+// waited kHoldAfterNs: a HeldOperation record with its arguments and what
+// the GPU had completed, where the ring cannot lap it, so that a host that
+// goes on enqueuing while its GPU waits cannot overwrite what the hang is
+// about. Once per operation.
+void MaybeHold(CompletionTrack* track, uint64_t tail, uint64_t now_ns) {
+  if (track->held == tail + 1) return;
+  const uint64_t noticed = track->seen_ns[tail % CompletionTrack::kMarkers];
+  if (now_ns < noticed || now_ns - noticed < kHoldAfterNs) return;
+  track->held = tail + 1;
+  const Marker& m = track->markers[tail % CompletionTrack::kMarkers];
+  RecordBuilder<> r(f::record::kHeldOperation);
+  namespace k = f::held_operation;
+  r.w().Fixed64(k::kComm, track->id);
+  r.w().Varint(k::kCall, m.call);
+  r.w().Varint(k::kSeq, m.seq);
+  r.w().Sint(k::kPeer, m.peer);
+  if (m.send) r.w().Varint(k::kSend, 1);
+  r.w().Varint(k::kCount, m.sig.count);
+  r.w().Sint(k::kDatatype, m.sig.datatype);
+  r.w().Sint(k::kRedop, m.sig.redop);
+  r.w().Sint(k::kRoot, m.sig.root);
+  r.w().Fixed64(k::kCaller, m.sig.caller);
+  r.w().Varint(k::kEnqueuedT, m.t);
+  r.w().Varint(k::kCompleted, track->completed);
+  r.w().Varint(k::kGroupOps, m.group_ops);
+  r.w().Sint(k::kRank, track->comm->rank);
+  r.w().Varint(k::kWaitedMs, (now_ns - noticed) / 1000000ull);
+  r.Append(track->held_pinned++ < kMaxPinnedHolds ? Region::kPinned : Region::kRing);
+}
+
+}  // namespace
+
 void PollTrack(CompletionTrack* track, uint64_t now_ns) {
   const uint64_t head = __atomic_load_n(&track->head, __ATOMIC_ACQUIRE);
   for (uint64_t i = track->seen; i < head; ++i)
@@ -397,6 +448,7 @@ void PollTrack(CompletionTrack* track, uint64_t now_ns) {
     r.w().Varint(k::kIssued, __atomic_load_n(&track->comm->next_seq, __ATOMIC_RELAXED));
     r.Append(Region::kRing);
   }
+  if (failed == 0 && tail < head) MaybeHold(track, tail, now_ns);
   if (failed != 0) {
     track->error = failed;
     const char* name = nullptr;

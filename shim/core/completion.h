@@ -56,6 +56,17 @@
 
 namespace ncclwatch::shim {
 
+// An operation's arguments, as its call slot has them: kept with its marker,
+// so that the watcher can hold the operation a hang is about where the ring
+// cannot lap it (a HeldOperation record) after the ring lost its call slot.
+struct OpSignature {
+  uint64_t count;
+  uint64_t caller;
+  int32_t datatype;
+  int32_t redop;  // -1: none
+  int32_t root;   // -1: none
+};
+
 // One operation (or group of operations) whose completion an event tells.
 struct Marker {
   void* event;           // CUevent, created when the communicator was tracked
@@ -66,6 +77,7 @@ struct Marker {
   int32_t peer;          // point-to-point: the peer, else -1
   uint32_t send;         // point-to-point: 1 send, 0 receive
   uint32_t group_ops;    // operations in its group, 0 outside one
+  OpSignature sig;       // the (last) operation's arguments
 };
 
 // A communicator's markers and what the watcher learned from them.
@@ -92,6 +104,8 @@ struct CompletionTrack {
   uint64_t seen_ns[kMarkers];  // when it first noticed each pending one
   int32_t error;               // the CUresult a query failed with, 0 none
   uint64_t stall_reported;     // 1 + the marker index a stall was reported for, 0 none
+  uint64_t held;               // 1 + the marker index last held (HeldOperation), 0 none
+  uint32_t held_pinned;        // HeldOperation records written to the pinned region
 };
 
 // When a communicator is made (not the hot path): creates its events in the
@@ -104,11 +118,11 @@ void TrackCompletion(CommState* comm, const void* handle, int device);
 // noted for FlushGroupOperations. Inline up to the question whether `comm`
 // is tracked at all, which most calls answer no to when no GPU is followed.
 void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint32_t call,
-                          uint64_t seq, int peer, bool send);
+                          uint64_t seq, int peer, bool send, const OpSignature& sig);
 inline void MarkOperation(CommState* comm, const void* stream, int result, uint32_t call,
-                          uint64_t seq, int peer, bool send) {
+                          uint64_t seq, int peer, bool send, const OpSignature& sig) {
   if (comm == nullptr || __atomic_load_n(&comm->completion, __ATOMIC_ACQUIRE) == nullptr) return;
-  MarkTrackedOperation(comm, stream, result, call, seq, peer, send);
+  MarkTrackedOperation(comm, stream, result, call, seq, peer, send, sig);
 }
 
 // After the outermost ncclGroupEnd returned `result` (HOT PATH): one marker
@@ -139,8 +153,9 @@ constexpr size_t kMaxTracks = 4096;
 CompletionTrack* TrackAt(size_t i);  // nullptr past the last
 size_t TrackCount();
 // Queries `track`'s pending markers in order; writes a Progress record when
-// more completed and a CudaError record when a query fails. `now_ns` is
-// CLOCK_MONOTONIC.
+// more completed and a CudaError record when a query fails; holds the oldest
+// pending operation once it has waited kHoldAfterNs (a HeldOperation record,
+// in the pinned region). `now_ns` is CLOCK_MONOTONIC.
 void PollTrack(CompletionTrack* track, uint64_t now_ns);
 
 }  // namespace ncclwatch::shim

@@ -40,10 +40,15 @@ constexpr const char* kNames[] = {
     // what was loaded, and where the process runs
     "LD_LIBRARY_PATH", "LD_PRELOAD", "KUBERNETES_SERVICE_HOST", "container", "HOSTNAME"};
 
-// A name or key naming a secret: containing one of these, in any case.
-constexpr const char* kSecrets[] = {"TOKEN",   "KEY",        "PASS", "PWD",       "SECRET",
-                                    "JWT",     "PSK",        "AUTH", "COOKIE",    "PRIVATE",
-                                    "SESSION", "CREDENTIAL", "CERT", "SIGNATURE", "BEARER"};
+// A name or key naming a secret: containing one of these, in any case
+// (NCCL_CREDS, db_password, api_key)...
+constexpr const char* kSecrets[] = {"TOKEN",   "KEY",  "PASS", "PWD",       "SECRET",
+                                    "JWT",     "PSK",  "AUTH", "COOKIE",    "PRIVATE",
+                                    "SESSION", "CRED", "CERT", "SIGNATURE", "BEARER"};
+// ...or one of these as a whole word (between characters that are not
+// letters or digits): short enough to be parts of other words (pw=, db_pw,
+// the signature of an Azure SAS URL, ?sig=).
+constexpr const char* kSecretWords[] = {"PW", "SIG"};
 // Listed names that look like secrets and are not.
 constexpr const char* kNotSecrets[] = {"NCCL_IB_PKEY"};
 
@@ -69,15 +74,47 @@ bool ContainsUpper(const char* s, size_t len, const char* word) {
   return false;
 }
 
+bool IsWordChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// Whether `word` (upper case) is a whole word of s, in any case.
+bool HasWordUpper(const char* s, size_t len, const char* word) {
+  const size_t wl = strlen(word);
+  for (size_t i = 0; i + wl <= len; ++i) {
+    if ((i > 0 && IsWordChar(s[i - 1])) || (i + wl < len && IsWordChar(s[i + wl]))) continue;
+    if (ContainsUpper(s + i, wl, word)) return true;
+  }
+  return false;
+}
+
 bool NamesSecret(const char* s, size_t len) {
   for (const char* w : kSecrets)
     if (ContainsUpper(s, len, w)) return true;
+  for (const char* w : kSecretWords)
+    if (HasWordUpper(s, len, w)) return true;
   return false;
 }
 
 bool IsSeparator(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == ';' || c == '&' ||
          c == '?' || c == '"' || c == '\'';
+}
+
+bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool IsQuote(char c) { return c == '"' || c == '\''; }
+
+// A bare key: letters, digits, '_', '.', '-' (token, api_key, --password).
+bool IsKey(const char* s, const char* e) {
+  if (s == e) return false;
+  for (; s < e; ++s)
+    if (!IsWordChar(*s) && *s != '_' && *s != '.' && *s != '-') return false;
+  return true;
+}
+
+bool IsSchemeWord(const char* s, size_t len) {  // "Bearer <token>", "Basic <credentials>"
+  return (len == 6 && ContainsUpper(s, len, "BEARER")) ||
+         (len == 5 && ContainsUpper(s, len, "BASIC"));
 }
 
 const char* Find(const char* s, const char* e, char c) {
@@ -93,6 +130,31 @@ const char* FindLast(const char* s, const char* e, char c) {
   return found;
 }
 
+bool SchemeAt(const char* p, const char* e) {
+  return p + 3 <= e && p[0] == ':' && p[1] == '/' && p[2] == '/';
+}
+
+// The end of the token that starts at s: the next separator, except in a
+// URL's authority (scheme://user:pass@host:port), where user-info may hold
+// ',' ';' '&' and quotes (RFC 3986's sub-delimiters) and which runs to the
+// next '/', '?', '#', blank or '"', or to its last separator before another
+// URL (https://a@h1,https://b@h2).
+const char* TokenEnd(const char* s, const char* e) {
+  const char* p = s;
+  while (p < e && !IsSeparator(*p)) {
+    if (!SchemeAt(p, e)) {
+      ++p;
+      continue;
+    }
+    const char* last_separator = nullptr;
+    for (p += 3; p < e && *p != '/' && *p != '?' && *p != '#' && *p != '"' && !IsBlank(*p); ++p) {
+      if (SchemeAt(p, e) && last_separator != nullptr) return last_separator;
+      if (IsSeparator(*p)) last_separator = p;
+    }
+  }
+  return p;
+}
+
 // Appends to a buffer that silently stops at its end.
 struct Out {
   char* p;
@@ -102,10 +164,12 @@ struct Out {
     for (size_t i = 0; i < len && n < cap; ++i) p[n++] = s[i];
   }
   void Put(const char* s, const char* e) { Put(s, static_cast<size_t>(e - s)); }
+  void Redacted() { Put(kRedacted, sizeof(kRedacted) - 1); }
 };
 
-// One token of a value (no separators inside).
-void RedactToken(const char* s, const char* e, Out* out) {
+// One token of a value. Returns true when the token is a key naming a
+// secret with its value still to come ("password:" before " hunter2").
+bool RedactToken(const char* s, const char* e, Out* out) {
   const char* scheme = nullptr;
   for (const char* p = s; p + 3 <= e; ++p)
     if (p[0] == ':' && p[1] == '/' && p[2] == '/') {
@@ -118,8 +182,9 @@ void RedactToken(const char* s, const char* e, Out* out) {
        eq = Find(s, e, '=')) {
     out->Put(s, eq + 1);
     if (NamesSecret(s, static_cast<size_t>(eq - s))) {
-      out->Put(kRedacted, sizeof(kRedacted) - 1);
-      return;
+      if (eq + 1 == e) return true;
+      out->Redacted();
+      return false;
     }
     s = eq + 1;
   }
@@ -130,27 +195,29 @@ void RedactToken(const char* s, const char* e, Out* out) {
     const char* at = FindLast(auth, auth_end, '@');
     if (at == nullptr) {
       out->Put(s, e);
-      return;
+      return false;
     }
     out->Put(s, auth);
-    out->Put(kRedacted, sizeof(kRedacted) - 1);
+    out->Redacted();
     out->Put(at, e);
-    return;
+    return false;
   }
   const char* colon = Find(s, e, ':');
   const char* at = FindLast(s, e, '@');
   if (colon != nullptr && at != nullptr && colon < at && Find(s, at, '/') == nullptr) {
-    out->Put(kRedacted, sizeof(kRedacted) - 1);  // user:pass@host
+    out->Redacted();  // user:pass@host
     out->Put(at, e);
-    return;
+    return false;
   }
   if (colon != nullptr && Find(s, colon, '/') == nullptr &&
       NamesSecret(s, static_cast<size_t>(colon - s))) {  // token:... (not a path list)
     out->Put(s, colon + 1);
-    out->Put(kRedacted, sizeof(kRedacted) - 1);
-    return;
+    if (colon + 1 == e) return true;
+    out->Redacted();
+    return false;
   }
   out->Put(s, e);
+  return false;
 }
 
 }  // namespace
@@ -172,24 +239,60 @@ bool RecordableVariable(const char* name, int len) {
 size_t RedactValue(const char* value, size_t len, char* out, size_t out_len) {
   Out o{out, out_len};
   const char* e = value + len;
-  bool after_scheme_word = false;  // "Bearer <token>", "Basic <credentials>"
+  // Set where the next token is the secret: after "Bearer" or "Basic", an
+  // option naming a secret ("--password X"), and a key naming one before a
+  // ':' or '=' with blanks or quotes between ("token": "X", pw = X).
+  bool secret_next = false;
   for (const char* p = value; p < e;) {
     if (IsSeparator(*p)) {
+      if (secret_next && IsQuote(*p)) {  // a quoted secret goes whole, blanks and all
+        const char* close = Find(p + 1, e, *p);
+        o.Put(p, 1);
+        o.Redacted();
+        if (close == nullptr) return o.n;
+        o.Put(close, 1);
+        p = close + 1;
+        secret_next = false;
+        continue;
+      }
+      if (!IsBlank(*p)) secret_next = false;
       o.Put(p, 1);
       ++p;
       continue;
     }
     if (o.n >= o.cap) break;
     const char* t = p;
-    while (p < e && !IsSeparator(*p)) ++p;
-    if (after_scheme_word) {
-      o.Put(kRedacted, sizeof(kRedacted) - 1);
-    } else {
-      RedactToken(t, p, &o);
-    }
+    p = TokenEnd(p, e);
     const size_t tl = static_cast<size_t>(p - t);
-    after_scheme_word =
-        (tl == 6 && ContainsUpper(t, tl, "BEARER")) || (tl == 5 && ContainsUpper(t, tl, "BASIC"));
+    if (IsSchemeWord(t, tl)) {
+      o.Put(t, p);  // "Bearer" itself is no secret; what follows it is
+      secret_next = true;
+      continue;
+    }
+    if (secret_next && (*t == '{' || *t == '[')) {  // "auth": {"key": ...}: looked into
+      o.Put(t, p);
+      secret_next = false;
+      continue;
+    }
+    if (secret_next) {
+      o.Redacted();
+      secret_next = false;
+      continue;
+    }
+    secret_next = RedactToken(t, p, &o);
+    if (!secret_next && IsKey(t, p) && NamesSecret(t, tl)) {
+      if (t[0] == '-') {  // --password X
+        secret_next = true;
+        continue;
+      }
+      const char* q = p;  // "token" : ..., password = ...
+      while (q < e && (IsQuote(*q) || *q == ' ' || *q == '\t')) ++q;
+      if (q < e && (*q == ':' || *q == '=')) {
+        o.Put(p, q + 1);
+        p = q + 1;
+        secret_next = true;
+      }
+    }
   }
   return o.n;
 }

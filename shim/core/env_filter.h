@@ -11,8 +11,13 @@
 // names a secret (TOKEN, KEY, PASS, SECRET, JWT, PSK, ...), except the few
 // known not to be one (NCCL_IB_PKEY: an InfiniBand partition number).
 //
-// Values: user-info in a URL (scheme://user:pass@host), a bare user:pass@host
-// and key=value (or key:value) pairs whose key names a secret are redacted.
+// Values: user-info in a URL (scheme://user:pass@host, the password
+// holding ',' ';' '&' or quotes too), a bare user:pass@host, key=value and
+// key:value pairs whose key names a secret (also with blanks or quotes
+// around the ':' or '=', as in JSON: "token": "..."), the word after an
+// option naming one (--password X) and after "Bearer" or "Basic" are
+// redacted. A key names a secret when it holds TOKEN, KEY, PASS, CRED, ...
+// or the whole word PW or SIG (an Azure SAS URL's ?sig=).
 //
 // Start-up only (not on the hot path); allocates nothing.
 

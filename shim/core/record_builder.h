@@ -3,17 +3,18 @@
 // HOT PATH: allocates nothing, takes no lock, makes no system call, is
 // async-signal-safe, and leaves errno as it was (nothing here can set it).
 //
-//   RecordBuilder<> r(fields::record::kCollective);
-//   r.PendingResult(fields::collective::kResult);   // first, so it is cheap to find
-//   r.w().Fixed64(fields::collective::kComm, id);
+//   RecordBuilder<> r(fields::record::kCommEnd);
+//   r.PendingResult(fields::comm_end::kResult);   // first, so it is cheap to find
+//   r.w().Fixed64(fields::comm_end::kComm, id);
 //   ...
-//   CallRecord call = r.Append(Region::kRing);
+//   CallRecord call = r.Append(Region::kPinned);
 //   ... the real call ...
-//   call.Finish(result);                           // patches the result in place
+//   call.Finish(result);                          // patches the result in place
 //
 // RecordBuilder encodes on the stack and copies into the ring (any region,
-// any size); AppendRingRecord, below, encodes straight into a ring slot (API
-// calls and other per-call records); AppendCallSlot, last, stores the
+// any size: identity, modules, communicator creation and end, errors, the
+// watcher's records); AppendRingRecord, below, encodes straight into a ring
+// slot (API calls, successful CUDA calls); AppendCallSlot, last, stores the
 // hottest ones (collectives, point-to-point, groups) as a fixed-layout call
 // slot, with no encoding at all.
 //
@@ -90,15 +91,15 @@ class RecordBuilder {
 // For records that hold paths and names (start-up, modules).
 using LargeRecordBuilder = RecordBuilder<NCCLWATCH_MAX_RECORD_BYTES>;
 
-// The per-call records (collectives, point-to-point, groups, API calls),
-// encoded straight into the ring, protozero-style: claim a slot, encode into
+// The per-call records that are not call slots (API calls, successful CUDA
+// calls), encoded straight into the ring, protozero-style: claim a slot, encode into
 // it, publish it. `fill(w)` writes the body's fields; when `result_field` is
 // not 0 it is written first as pending, for CallRecord::Finish to fill in.
 // A record that does not fit one slot (huge counts or sequence numbers) gives
 // the slot up as padding and is encoded again on the stack, across slots.
 //
-//   CallRecord call = AppendRingRecord(fields::record::kCollective, fields::collective::kResult,
-//                                      [&](wire::WireWriter& w) { w.Fixed64(...); ... });
+//   CallRecord call = AppendRingRecord(fields::record::kApi, fields::api::kResult,
+//                                      [&](wire::WireWriter& w) { w.Varint(...); ... });
 template <typename Fill>
 CallRecord AppendRingRecord(uint32_t body_field, uint32_t result_field, Fill fill) {
   CallRecord call;

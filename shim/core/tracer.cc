@@ -12,9 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "core/env_filter.h"
 #include "core/nccl_code.h"
 #include "core/record_builder.h"
 #include "core/startup_stack.h"
@@ -114,11 +116,14 @@ void WriteProcessStart() {
   for (const char* var : kJobVars) {
     const char* v = getenv(var);
     if (v != nullptr && *v != '\0') {
-      r.w().String(f::kJobId, v);
+      char id[256];  // a job id may hold a credential (TORCHELASTIC_RUN_ID=token=...)
+      r.w().Bytes(f::kJobId, id, RedactValue(v, strlen(v), id, sizeof(id)));
       break;
     }
   }
   r.w().Varint(f::kShimVersion, kShimVersion);
+  struct stat ns;  // which pid namespace g_pid is a number in
+  if (stat("/proc/self/ns/pid", &ns) == 0) r.w().Varint(f::kPidNamespace, ns.st_ino);
   if (g_traced_from != TracedFrom::kFirstCall)
     r.w().Varint(f::kTracedFrom, static_cast<uint32_t>(g_traced_from));
   r.Append(Region::kPinned);

@@ -87,11 +87,14 @@ __attribute__((always_inline)) inline ncclResult_t Collective(
     ncclDataType_t datatype, int redop, int root, ncclComm_t comm, cudaStream_t stream,
     const void* caller, Args... args) {
   if (!Tracing()) return real(args...);
-  CollectiveCall c = BeginCollective(call, sendbuff, recvbuff, count, datatype,
-                                     Reduces(call) ? redop : -1, root, comm, stream, caller);
+  const int reduces = Reduces(call) ? redop : -1;
+  CollectiveCall c = BeginCollective(call, sendbuff, recvbuff, count, datatype, reduces, root, comm,
+                                     stream, caller);
   const ncclResult_t r = real(args...);
   EndCollective(c, r);
-  MarkOperation(c.comm, stream, r, call, c.seq, -1, false);
+  MarkOperation(c.comm, stream, r, call, c.seq, -1, false,
+                OpSignature{count, reinterpret_cast<uint64_t>(caller), datatype, reduces,
+                            root < 0 ? -1 : root});
   NoteFailure(call, r, comm);
   return r;
 }
@@ -291,10 +294,12 @@ NCCLWATCH_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDa
               int peer, ncclComm_t comm, cudaStream_t stream) {
   REAL_OR_FAIL(ncclSend);
   if (!Tracing()) return real(sendbuff, count, datatype, peer, comm, stream);
-  P2pCall c = BeginP2p(true, sendbuff, count, datatype, peer, comm, stream, CALLER);
+  const void* caller = CALLER;
+  P2pCall c = BeginP2p(true, sendbuff, count, datatype, peer, comm, stream, caller);
   const ncclResult_t r = real(sendbuff, count, datatype, peer, comm, stream);
   EndP2p(c, r);
-  MarkOperation(c.comm, stream, r, f::kSend, c.seq, peer, true);
+  MarkOperation(c.comm, stream, r, f::kSend, c.seq, peer, true,
+                OpSignature{count, reinterpret_cast<uint64_t>(caller), datatype, -1, -1});
   NoteFailure(f::kSend, r, comm);
   return r;
 }
@@ -303,10 +308,12 @@ NCCLWATCH_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType
               int peer, ncclComm_t comm, cudaStream_t stream) {
   REAL_OR_FAIL(ncclRecv);
   if (!Tracing()) return real(recvbuff, count, datatype, peer, comm, stream);
-  P2pCall c = BeginP2p(false, recvbuff, count, datatype, peer, comm, stream, CALLER);
+  const void* caller = CALLER;
+  P2pCall c = BeginP2p(false, recvbuff, count, datatype, peer, comm, stream, caller);
   const ncclResult_t r = real(recvbuff, count, datatype, peer, comm, stream);
   EndP2p(c, r);
-  MarkOperation(c.comm, stream, r, f::kRecv, c.seq, peer, false);
+  MarkOperation(c.comm, stream, r, f::kRecv, c.seq, peer, false,
+                OpSignature{count, reinterpret_cast<uint64_t>(caller), datatype, -1, -1});
   NoteFailure(f::kRecv, r, comm);
   return r;
 }

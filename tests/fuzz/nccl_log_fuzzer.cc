@@ -15,8 +15,8 @@
 #include <sstream>
 #include <string>
 
+#include "analysis/log_diagnosis.h"
 #include "fuzz_support.h"
-#include "logs/log_diagnosis.h"
 #include "logs/nccl_log.h"
 #include "report/reports.h"
 

@@ -7,8 +7,14 @@
 // In train_loop, step k's world AllReduce is collective #(k + k/4) of the
 // world communicator (a Broadcast follows every 4th step's AllReduce).
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -304,4 +310,159 @@ TEST_CASE("a mismatch is still found after every rank's ring has wrapped", "[dia
     wrapped |= p.struct_value().fields().at("overwritten_slots").number_value() > 0;
   }
   CHECK(wrapped);
+}
+
+// ------------------------------------------------------------ what is read
+//
+// The folder walk as another user would meet it (the tests run as root, and
+// play that user with uid 65534): links inside a trace folder, folders that
+// cannot be read, names made to forge a line, thousands of unreadable files.
+
+namespace {
+
+constexpr uid_t kNobody = 65534;
+
+// A healthy 2-rank job traced into `dir`.
+void HealthyJob(const std::string& dir) {
+  jobs::JobResult job = jobs::RunJob(jobs::TracedJobSpec(2, "train_loop", {"--steps", "2"}, dir));
+  REQUIRE(job.error.empty());
+  for (const auto& r : job.ranks) REQUIRE(r.exit_code == 0);
+}
+
+void ChownTree(const std::string& dir, uid_t uid) {
+  REQUIRE(chown(dir.c_str(), uid, uid) == 0);
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    REQUIRE(lchown(e.path().c_str(), uid, uid) == 0);
+}
+
+std::vector<std::string> ProcessPaths(const jobs::DiagnosisView& d) {
+  std::vector<std::string> paths;
+  for (const auto& p : d.raw.fields().at("processes").list_value().values())
+    paths.push_back(p.struct_value().fields().at("path").string_value());
+  return paths;
+}
+
+// `ncclwatch diagnose` as uid 65534, human or JSON.
+jobs::DiagnosisView DiagnoseAsNobody(const std::string& dir, bool json) {
+  jobs::JobSpec spec;
+  spec.argv = {"setpriv",        "--reuid=65534",       "--regid=65534",
+               "--clear-groups", jobs::NcclwatchPath(), "diagnose"};
+  if (json) spec.argv.push_back("--json");
+  spec.argv.push_back(dir);
+  jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  jobs::DiagnosisView d;
+  d.exit_code = r.ranks[0].exit_code;
+  d.output = r.ranks[0].output;
+  return d;
+}
+
+}  // namespace
+
+// Root diagnoses a folder another user may write to. That user plants
+// x.trace, a link to a trace only root may read: its data must not reach the
+// report. A link the user made to a file of their own is still followed
+// (traces collected as links), and so is a link given on the command line.
+TEST_CASE("a link planted by another user to a root-only trace is not followed",
+          "[diagnose][security]") {
+  namespace fs = std::filesystem;
+  jobs::TempDir root_job, theirs, elsewhere;
+  HealthyJob(root_job.path());
+  const std::string secret = jobs::TraceOf(root_job.path(), 0);
+  REQUIRE(chmod(secret.c_str(), 0600) == 0);
+  HealthyJob(theirs.path());
+  // Their rank 1's trace lives elsewhere, reached by their own link.
+  const std::string moved = elsewhere.path() + "/rank1.trace";
+  fs::rename(jobs::TraceOf(theirs.path(), 1), moved);
+  fs::create_symlink(moved, theirs.path() + "/rank1.trace");
+  fs::create_symlink(secret, theirs.path() + "/x.trace");
+  ChownTree(theirs.path(), kNobody);
+  ChownTree(elsewhere.path(), kNobody);
+
+  const jobs::DiagnosisView d = jobs::Diagnose({theirs.path()});
+  INFO(d.output);
+  REQUIRE(d.parsed);
+  const std::vector<std::string> read = ProcessPaths(d);
+  CHECK(read.size() == 2);
+  CHECK(std::find(read.begin(), read.end(), secret) == read.end());
+  CHECK(std::find(read.begin(), read.end(), moved) != read.end());
+  CHECK(d.output.find(root_job.path()) == std::string::npos);
+  // The link not followed is said, and may hold a rank's trace: not healthy.
+  CHECK(d.exit_code == 1);
+  const jobs::FindingView* root = d.Root();
+  REQUIRE(root != nullptr);
+  CHECK(root->kind == "unreadable_traces");
+  CHECK(root->detail.find(theirs.path() + "/x.trace: a symbolic link of uid 65534 to a file of "
+                                          "uid 0: not followed") != std::string::npos);
+  // Named on the command line, a link is followed: root chose to read it.
+  const jobs::DiagnosisView named = jobs::Diagnose({theirs.path() + "/x.trace"});
+  INFO(named.output);
+  REQUIRE(named.parsed);
+  CHECK(ProcessPaths(named) == std::vector<std::string>{secret});
+}
+
+// A subfolder the user cannot read may hold a rank's trace, and another
+// job's whole run: never a plain HEALTHY, and what was not read is named.
+TEST_CASE("an unreadable subfolder is named, and the job is not called healthy without it",
+          "[diagnose]") {
+  jobs::TempDir dir;
+  HealthyJob(dir.path());
+  const std::string sub = dir.path() + "/node2";
+  std::filesystem::create_directory(sub);
+  HealthyJob(sub);
+  ChownTree(dir.path(), kNobody);
+  REQUIRE(chmod(sub.c_str(), 0) == 0);
+
+  jobs::DiagnosisView d = DiagnoseAsNobody(dir.path(), false);
+  INFO(d.output);
+  CHECK(d.exit_code == 1);
+  CHECK(d.output.rfind("PROBLEM: unreadable_traces\n", 0) == 0);
+  CHECK(d.output.find(sub + ": cannot be read: Permission denied") != std::string::npos);
+  // Readable again, both jobs are read and the verdict is healthy.
+  REQUIRE(chmod(sub.c_str(), 0700) == 0);
+  d = DiagnoseAsNobody(dir.path(), false);
+  INFO(d.output);
+  CHECK(d.exit_code == 0);
+  CHECK(d.output.rfind("HEALTHY\n", 0) == 0);
+  CHECK(d.output.find("4 processes") != std::string::npos);
+}
+
+// A file name is printed on one line whatever it holds, and a note on
+// thousands of files names the first few and counts the rest.
+TEST_CASE("file names cannot forge report lines, and a note on 20000 files stays short",
+          "[diagnose]") {
+  jobs::TempDir dir;
+  HealthyJob(dir.path());
+  const std::string forged = "\nPROBLEM: collective_mismatch on communicator 000000 #0 (rank 9)\n";
+  std::ofstream(dir.path() + "/a" + forged + ".trace") << "not a trace";
+  jobs::DiagnosisView d = jobs::Diagnose({dir.path()}, false);
+  INFO(d.output);
+  CHECK(d.exit_code == 0);
+  CHECK(d.output.rfind("HEALTHY, 1 note\n", 0) == 0);
+  CHECK(d.output.find(forged) == std::string::npos);
+  CHECK(d.output.find("/a\\x0aPROBLEM: collective_mismatch on communicator 000000 #0 (rank "
+                      "9)\\x0a.trace: not an ncclwatch trace") != std::string::npos);
+
+  for (int i = 0; i < 20000; ++i)
+    std::ofstream(dir.path() + "/junk-" + std::to_string(100000 + i) + ".trace") << "junk";
+  d = jobs::Diagnose({dir.path()}, false);
+  CHECK(d.exit_code == 0);
+  size_t longest = 0;
+  std::istringstream lines(d.output);
+  for (std::string line; std::getline(lines, line);) longest = std::max(longest, line.size());
+  CHECK(longest < 1000);
+  CHECK(d.output.find("20001 file(s) could not be read: ") != std::string::npos);
+  CHECK(d.output.find("; and 19998 more (listed in --json)") != std::string::npos);
+  // The JSON keeps every one.
+  const jobs::DiagnosisView json = jobs::Diagnose({dir.path()});
+  REQUIRE(json.parsed);
+  CHECK(json.raw.fields().at("unreadable").list_value().values_size() == 20001);
+}
+
+// A pseudo file system is not walked (/proc never ends, and its files' sizes
+// are made up): refused at once, exit 2 with one line.
+TEST_CASE("diagnose /proc is refused without a walk", "[diagnose]") {
+  const jobs::DiagnosisView d = jobs::Diagnose({"/proc"});
+  CHECK(d.exit_code == 2);
+  CHECK(d.output == "ncclwatch: /proc: on proc, a pseudo file system, not read\n");
 }

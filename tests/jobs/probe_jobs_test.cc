@@ -7,9 +7,13 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -180,4 +184,53 @@ TEST_CASE("probe: two nodes meet at the master, compare inventories, flag what d
   CHECK(Has(out, "env NCCL_DEBUG_SUBSYS: (unset)   <- DIFFERS"));  // node 0's view
   CHECK(Has(out, "env NCCL_DEBUG_SUBSYS: INIT   <- DIFFERS"));     // node 1's view
   CHECK(Has(out, "1 setting(s) differ between the nodes"));
+}
+
+// The probe writes files of fixed names in its folder (each worker's
+// output, the unique id): a folder that someone else could write to, or
+// that is not the caller's, is refused before anything is written, and its
+// mode is left alone (the probe used to chmod it to 0700, /tmp included).
+TEST_CASE("probe --dir: a folder others may write to, or another user's, is refused",
+          "[probe][security]") {
+  namespace fs = std::filesystem;
+  jobs::TempDir dir;
+  const std::string shared = dir.path() + "/shared";
+  fs::create_directory(shared);
+  chmod(shared.c_str(), 01777);
+  const std::string victim = dir.path() + "/precious";
+  std::ofstream(victim) << "precious\n";
+  fs::create_symlink(victim, shared + "/probe-rank-0.log");
+  const std::string theirs = dir.path() + "/theirs";
+  fs::create_directory(theirs);
+  chmod(theirs.c_str(), 0700);
+  REQUIRE(chown(theirs.c_str(), 65534, 65534) == 0);
+  fs::create_directory(dir.path() + "/real");
+  fs::create_directory_symlink(dir.path() + "/real", dir.path() + "/link");
+  struct Refused {
+    std::string dir, why;
+  };
+  for (const Refused& r : {Refused{shared, " may be written by others (mode 1777)"},
+                           Refused{theirs, " belongs to another user"},
+                           Refused{dir.path() + "/link", " is a symbolic link"}}) {
+    const Outcome o = Probe({"--dir", r.dir, "--timeout", "30"});
+    INFO(o.output);
+    CHECK(o.exit_code == 2);
+    CHECK(o.output == "ncclwatch: --dir " + r.dir + r.why + "; name " +
+                          (r.why == " is a symbolic link" ? "the folder itself"
+                                                          : "a folder of your own, or a new one") +
+                          "\n");
+  }
+  std::ifstream in(victim);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(content == "precious\n");
+  struct stat st;
+  REQUIRE(stat(shared.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 01777);
+  CHECK(fs::is_empty(dir.path() + "/real"));
+  // A new folder is made for the caller alone.
+  const Outcome o = Probe({"--dir", shared + "/mine/", "--bytes", "65536"});
+  INFO(o.output);
+  CHECK(o.exit_code == 0);
+  REQUIRE(stat((shared + "/mine").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
 }

@@ -243,7 +243,7 @@ TEST_CASE(
     REQUIRE(r.ranks.size() == 1);
     return r.ranks[0];
   };
-  const jobs::RankResult traced = as_nobody(jobs::BinDir() + "/preload_probe chain");
+  const jobs::RankResult traced = as_nobody(jobs::BinDir() + "/uniqueid_probe");
   INFO(traced.output);
   CHECK(traced.exit_code == 0);
   CHECK(traced.output.find("not tracing") == std::string::npos);

@@ -6,12 +6,16 @@
 // one track and nested, a flow through every rank's slice of a collective and
 // from each send to its receive, and the root cause marked.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "perfetto/perfetto_trace.pb.h"
@@ -252,6 +256,35 @@ TEST_CASE("timeline of a broken job: the root cause's collective marked on the d
   CHECK(stalls == 4);
 }
 
+// timeline marks the root cause diagnose names, from the same diagnosis:
+// liveness included, so on a live job with a frozen rank (SIGSTOP) both say
+// rank_frozen (a post-mortem view of the same traces would call it dead).
+TEST_CASE("on a live job, timeline marks the root cause diagnose names", "[timeline][live]") {
+  jobs::TempDir dir;
+  jobs::JobSpec spec =
+      jobs::TracedJobSpec(4, "train_loop", {"--steps", "30", "--bug", "stop:1:3"}, dir.path());
+  spec.timeout_s = 15;  // the job stays live (its rank 1 stopped) while both commands run
+  jobs::JobResult job;
+  std::thread run([&] { job = jobs::RunJob(spec); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  const Timeline t = WriteTimeline(dir.path());
+  const jobs::DiagnosisView live = jobs::Diagnose({dir.path()});
+  run.join();
+  REQUIRE(job.error.empty());
+  INFO("timeline: " << t.output << "\ndiagnosis:\n" << live.output);
+  REQUIRE(t.exit_code == 0);
+  REQUIRE(t.parsed);
+  REQUIRE(live.parsed);
+  const jobs::FindingView* root = live.Root();
+  REQUIRE(root != nullptr);
+  CHECK(root->kind == "rank_frozen");
+  CHECK(root->ranks == std::vector<int>{1});
+  std::set<std::string> marked;
+  for (const auto& [ts, e] : t.instants)
+    if (HasCategory(*e, "root_cause")) marked.insert(e->name());
+  CHECK(marked == std::set<std::string>{"ROOT CAUSE: " + root->kind});
+}
+
 TEST_CASE("timeline of a failed init: the failing system call as an instant, marked",
           "[timeline]") {
   jobs::TempDir dir;
@@ -298,4 +331,82 @@ TEST_CASE("a long read shows its progress on a terminal, and only there", "[time
   r = jobs::RunJob(spec);
   REQUIRE(r.ranks.size() == 1);
   CHECK(r.ranks[0].output.find("reading traces") == std::string::npos);
+}
+
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+std::set<std::string> Names(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.insert(e.path().filename().string());
+  return names;
+}
+
+}  // namespace
+
+// The output is written to a fresh file beside its name and renamed onto
+// it: a link planted where the old code wrote (F.partial) or at F itself is
+// never followed, and the traces read are never written over.
+TEST_CASE("timeline -o writes through no planted link and over no input", "[timeline][security]") {
+  namespace fs = std::filesystem;
+  jobs::TempDir traces, out, elsewhere;
+  jobs::JobResult job =
+      jobs::RunJob(jobs::TracedJobSpec(2, "train_loop", {"--steps", "2"}, traces.path()));
+  REQUIRE(job.error.empty());
+  const std::string victim = elsewhere.path() + "/precious";
+  std::ofstream(victim) << "precious\n";
+  const std::string file = out.path() + "/job.pftrace";
+  fs::create_symlink(victim, file + ".partial");
+  auto timeline = [&](const std::string& output) {
+    jobs::JobSpec spec;
+    spec.argv = {jobs::NcclwatchPath(), "timeline", traces.path(), "-o", output};
+    spec.timeout_s = 120;
+    jobs::JobResult r = jobs::RunJob(spec);
+    REQUIRE(r.ranks.size() == 1);
+    return r.ranks[0];
+  };
+
+  jobs::RankResult r = timeline(file);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(ReadAll(victim) == "precious\n");
+  pf::Trace written;
+  CHECK(written.ParseFromString(ReadAll(file)));
+  CHECK(written.packet_size() > 0);
+  CHECK(fs::is_symlink(file + ".partial"));
+  CHECK(Names(out.path()) == std::set<std::string>{"job.pftrace", "job.pftrace.partial"});
+
+  // A link planted at the name itself is replaced, not followed.
+  fs::remove(file);
+  fs::create_symlink(victim, file);
+  r = timeline(file);
+  CHECK(r.exit_code == 0);
+  CHECK(ReadAll(victim) == "precious\n");
+  CHECK_FALSE(fs::is_symlink(file));
+  CHECK(written.ParseFromString(ReadAll(file)));
+
+  // An input, or a link to one, is refused at once with one line; nothing
+  // is written and no temporary file is left.
+  const std::string trace = jobs::TraceOf(traces.path(), 0);
+  const std::string before = ReadAll(trace);
+  const std::set<std::string> names = Names(traces.path());
+  fs::create_symlink(trace, out.path() + "/link.trace");
+  for (const std::string& output : {trace, out.path() + "/link.trace", out.path()}) {
+    INFO(output);
+    r = timeline(output);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.rfind("ncclwatch: " + output + " is ", 0) == 0);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  }
+  CHECK(ReadAll(trace) == before);
+  CHECK(Names(traces.path()) == names);
+  CHECK(fs::is_symlink(out.path() + "/link.trace"));
 }

@@ -206,6 +206,24 @@ TEST_CASE("a receive one element short, then a collective: the count mismatch, e
   OnlyRootBlames(s.diagnosis);
 }
 
+// The ring laps while the GPUs stall at a count mismatch and the hosts go on
+// enqueuing: the operation the hang is about is kept where the ring cannot
+// lap it, so the mismatch is still named with its arguments.
+TEST_CASE("history overwritten past a stalled mismatch: the hung operation is kept", "[timing]") {
+  Scenario s;
+  jobs::JobSpec spec =
+      Spec(s, 4, {"--steps", "1000", "--size", "64", "--no-sync", "--bug", "count:2:5"}, 6);
+  spec.env.push_back("NCCLWATCH_RING_SIZE=64K");
+  s.job = jobs::RunJob(spec);
+  Finish(&s);
+  const auto& f = RequireRoot(s.diagnosis, "collective_mismatch");
+  CHECK(f.comm == s.world);
+  CHECK(f.seq == 5);
+  CHECK(f.ranks == std::vector<int>{2});
+  CHECK(f.field == "count");
+  CHECK_FALSE(Mentions(f, "NIC"));
+}
+
 // 6 s into a hang (three ranks in #12, rank 1 idle outside NCCL): not stuck
 // yet by the live rule (10 s), but never "healthy": running, with what is
 // pending, for how long, and who has not entered.

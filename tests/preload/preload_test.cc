@@ -187,7 +187,15 @@ TEST_CASE("the inventory records no secret: not the variables, not inside a valu
                           "MASTER_ADDR=https://user:" + secret + "@host",
                           "SLURM_JOB_COMMENT=run 7 token=" + secret,
                           "NCCL_COMM_ID=user:" + secret + "@10.0.0.1:29500", "NCCL_IB_PKEY=0x8001",
-                          "NCCL_SOCKET_IFNAME=lo"}));
+                          "NCCL_SOCKET_IFNAME=lo",
+                          // Each form a credential took that an earlier filter kept.
+                          "NCCL_TEST_URL=https://user:pa;" + secret + "@host",
+                          "NCCL_TEST_URL2=https://user:pa," + secret + "@host/x",
+                          "TORCHELASTIC_RUN_ID=token=" + secret, "NCCL_TEST_OPTS=pw=" + secret,
+                          "NCCL_TEST_ARGS=--password " + secret + " --port 1",
+                          "NCCL_TEST_JSON={\"token\": \"" + secret + "\"}",
+                          "NCCL_TEST_SAS=https://a.blob.core.windows.net/c?sv=1&sig=" + secret,
+                          "NCCL_CREDS=" + secret}));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const ProcessTrace t = OnlyTrace(dir.path());
@@ -196,8 +204,18 @@ TEST_CASE("the inventory records no secret: not the variables, not inside a valu
   CHECK(*t.inventory.Env("NCCL_SOCKET_IFNAME") == "lo");
   CHECK(*t.inventory.Env("MASTER_ADDR") == "https://<redacted>@host");
   CHECK(*t.inventory.Env("NCCL_COMM_ID") == "<redacted>@10.0.0.1:29500");
-  for (const char* name : {"SLURM_JWT", "FI_PSK", "NCCL_IB_PASSPHRASE",
-                           "OMPI_MCA_orte_precondition_transports", "SLURM_JOB_COMMENT"}) {
+  CHECK(*t.inventory.Env("NCCL_TEST_URL") == "https://<redacted>@host");
+  CHECK(*t.inventory.Env("NCCL_TEST_URL2") == "https://<redacted>@host/x");
+  CHECK(*t.inventory.Env("TORCHELASTIC_RUN_ID") == "token=<redacted>");
+  CHECK(t.job_id == "token=<redacted>");
+  CHECK(*t.inventory.Env("NCCL_TEST_OPTS") == "pw=<redacted>");
+  CHECK(*t.inventory.Env("NCCL_TEST_ARGS") == "--password <redacted> --port 1");
+  CHECK(*t.inventory.Env("NCCL_TEST_JSON") == "{\"token\": \"<redacted>\"}");
+  CHECK(*t.inventory.Env("NCCL_TEST_SAS") ==
+        "https://a.blob.core.windows.net/c?sv=1&sig=<redacted>");
+  for (const char* name :
+       {"SLURM_JWT", "FI_PSK", "NCCL_IB_PASSPHRASE", "OMPI_MCA_orte_precondition_transports",
+        "SLURM_JOB_COMMENT", "NCCL_CREDS"}) {
     INFO(name);
     CHECK(t.inventory.Env(name) == nullptr);
   }

@@ -7,6 +7,7 @@
 
 #include "model/process_trace.h"
 #include "report/names.h"
+#include "support/json_schema.h"
 
 namespace jobs {
 
@@ -93,6 +94,14 @@ DiagnosisView RunNcclwatch(const std::string& command, const std::vector<std::st
   if (!json) return d;
   d.parsed = google::protobuf::util::JsonStringToMessage(d.output, &d.raw).ok();
   if (!d.parsed) return d;
+  // Every report a job test reads conforms to the documented schema: one
+  // that does not is not parsed, and says why.
+  if (const std::vector<std::string> broken = ValidateReport(d.output); !broken.empty()) {
+    d.parsed = false;
+    d.output += "\n[this report breaks decoder/report/report.schema.json]";
+    for (const std::string& b : broken) d.output += "\n  " + b;
+    return d;
+  }
   d.verdict = d.raw.fields().at("verdict").string_value();
   for (const auto& v : d.raw.fields().at("findings").list_value().values()) {
     FindingView f;

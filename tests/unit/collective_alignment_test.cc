@@ -16,6 +16,7 @@ namespace {
 using ncclwatch::decoder::AlignedMember;
 using ncclwatch::decoder::CollectiveAlignment;
 using ncclwatch::decoder::CollectiveSignature;
+using ncclwatch::decoder::MismatchField;
 using ncclwatch::decoder::ProcessTrace;
 using namespace ncclwatch::testing;
 
@@ -84,15 +85,15 @@ TEST_CASE(
     const char* name;
     Op expected;
     Op deviant;
-    const char* field;
+    MismatchField field;
   };
   const std::vector<Case> cases = {
-      {"op", AllReduce(1024), AllGather(1024), "op"},
-      {"count", AllReduce(1024), AllReduce(1000), "count"},
-      {"datatype", AllReduce(1024), AllReduce(1024).Datatype(kFloat16), "datatype"},
-      {"redop", AllReduce(1024), AllReduce(1024).Redop(kMax), "redop"},
-      {"root", Broadcast(64, 0), Broadcast(64, 1), "root"},
-      {"op before count", AllReduce(1024), Broadcast(10, 0), "op"},
+      {"op", AllReduce(1024), AllGather(1024), MismatchField::kOp},
+      {"count", AllReduce(1024), AllReduce(1000), MismatchField::kCount},
+      {"datatype", AllReduce(1024), AllReduce(1024).Datatype(kFloat16), MismatchField::kDatatype},
+      {"redop", AllReduce(1024), AllReduce(1024).Redop(kMax), MismatchField::kRedop},
+      {"root", Broadcast(64, 0), Broadcast(64, 1), MismatchField::kRoot},
+      {"op before count", AllReduce(1024), Broadcast(10, 0), MismatchField::kOp},
   };
   for (const Case& c : cases) {
     INFO(c.name);

@@ -61,6 +61,9 @@ constexpr const char* kSecretBearing[] = {
     "PASSWORD",
     "CUDA_MPS_PIPE_DIRECTORY",
     "NVIDIA_API_KEY",
+    "NCCL_CREDS",
+    "NCCL_NET_CREDENTIALS",
+    "NCCL_IB_PW",
     "HOME",
     "USER",
     "PATH",
@@ -117,7 +120,7 @@ TEST_CASE("credentials inside values are redacted", "[env]") {
   CHECK(Redacted("https://h/p?token=abc&x=1") == "https://h/p?token=<redacted>&x=1");
   CHECK(Redacted("run 7 token=s3cr3t, password:hunter2 key=v") ==
         "run 7 token=<redacted>, password:<redacted> key=<redacted>");
-  CHECK(Redacted("Authorization: Bearer abc.def") == "Authorization:<redacted> Bearer <redacted>");
+  CHECK(Redacted("Authorization: Bearer abc.def") == "Authorization: Bearer <redacted>");
   CHECK(Redacted("a=b=https://u:p@h") == "a=b=https://<redacted>@h");
   // What is not a credential stays.
   for (const char* kept : {"eth0,ib0", "^docker,lo", "10.0.0.1:29500", "node[01-04]",
@@ -130,4 +133,55 @@ TEST_CASE("credentials inside values are redacted", "[env]") {
   CHECK(Redacted("https://user:verylongpassword@host", 12) == "https://<red");
   std::string many(100000, '=');  // long values cost no stack
   CHECK(Redacted(many).size() == 256);
+}
+
+// Each value holds the secret "s3cr3t" where a credential goes; the
+// redacted value must say what it is without it.
+TEST_CASE("credentials in the forms found in jobs' environments are redacted", "[env]") {
+  struct Case {
+    const char* value;
+    const char* redacted;
+  };
+  const Case cases[] = {
+      // A URL's password holding sub-delimiters (RFC 3986 allows them in user-info).
+      {"https://user:pa;s3cr3t@host:29500", "https://<redacted>@host:29500"},
+      {"https://user:pa,s3cr3t@host/x", "https://<redacted>@host/x"},
+      {"tcp://u:a&b's3cr3t@10.0.0.1:29500", "tcp://<redacted>@10.0.0.1:29500"},
+      {"'https://u:x;s3cr3t@h', other", "'https://<redacted>@h', other"},
+      {"https://a@h1,https://u:s3cr3t@h2/x", "https://<redacted>@h1,https://<redacted>@h2/x"},
+      // A job id that is a key=value pair.
+      {"token=s3cr3t", "token=<redacted>"},
+      {"job-7,token=s3cr3t", "job-7,token=<redacted>"},
+      // Short keys, as whole words.
+      {"pw=s3cr3t", "pw=<redacted>"},
+      {"db_pw=s3cr3t user=me", "db_pw=<redacted> user=me"},
+      {"PW:s3cr3t", "PW:<redacted>"},
+      // An option and its value.
+      {"--password s3cr3t --port 1", "--password <redacted> --port 1"},
+      {"--password=s3cr3t", "--password=<redacted>"},
+      {"-api-token  s3cr3t", "-api-token  <redacted>"},
+      {"--token 's3cr3t and more' --x", "--token '<redacted>' --x"},
+      // JSON and YAML-like keys.
+      {"{\"token\": \"s3cr3t\", \"n\": 1}", "{\"token\": \"<redacted>\", \"n\": 1}"},
+      {"{\"token\":\"s3 cr3t\"}", "{\"token\":\"<redacted>\"}"},
+      {"{'password' : 's3cr3t'}", "{'password' : '<redacted>'}"},
+      {"password: s3cr3t", "password: <redacted>"},
+      {"token = s3cr3t", "token = <redacted>"},
+      {"\"auth\": {\"key\": \"s3cr3t\"}", "\"auth\": {\"key\": \"<redacted>\"}"},
+      // An Azure SAS URL.
+      {"https://acct.blob.core.windows.net/c/f?sv=2022-11-02&se=2026&sp=r&sig=s3cr3t%2Bx",
+       "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&se=2026&sp=r&sig=<redacted>"},
+      {"https://h/p?x=1&SIG=s3cr3t", "https://h/p?x=1&SIG=<redacted>"},
+      // What is near these and no secret stays.
+      {"signal=9 pwr=1 design=a", "signal=9 pwr=1 design=a"},
+      {"the token is fine", "the token is fine"},
+      {"--port 29500", "--port 29500"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.value);
+    const std::string out = Redacted(c.value);
+    CHECK(out == c.redacted);
+    CHECK(out.find("s3cr3t") == std::string::npos);
+    CHECK(out.find("cr3t") == std::string::npos);
+  }
 }

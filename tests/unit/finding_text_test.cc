@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "analysis/finding.h"
+#include "findings/finding.h"
 #include "ncclwatch/trace_fields.h"
 #include "ncclwatch_version.h"
 #include "report/reports.h"
@@ -47,7 +47,7 @@ Finding Mismatch() {
   f.seq = 3;
   f.nranks = 8;
   f.ranks = {5};
-  f.field = "op";
+  f.field = MismatchField::kOp;
   CollectiveMismatchFacts x;
   x.groups.push_back({{0, 1, 2, 3, 4, 6, 7}, AllReduceAvg(), {0, 10}});
   x.groups.push_back({{5}, CollectiveSignature{f::kBroadcast, 4096, 7, -1, 0}, {5, 20}});
@@ -175,7 +175,7 @@ TEST_CASE("p2p_mismatch: the two sides of a send", "[report]") {
   f.seq = 1;
   f.nranks = 8;
   f.ranks = {2, 3};
-  f.field = "count";
+  f.field = MismatchField::kCount;
   P2pMismatchFacts x;
   x.problem = P2pMismatchFacts::Problem::kSizeMismatch;
   x.sender = 2;

@@ -12,6 +12,7 @@
 
 #include "analysis/init_failure.h"
 #include "analysis/setup_notes.h"
+#include "knowledge/cuda_names.h"
 #include "ncclwatch/trace_fields.h"
 #include "report/finding_text.h"
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "analysis/diagnosis.h"
-#include "analysis/finding.h"
 #include "analysis/job_analysis.h"
+#include "findings/finding.h"
 #include "model/process_liveness.h"
 #include "report/finding_text.h"
 #include "report/reports.h"
@@ -30,6 +30,7 @@ using ncclwatch::decoder::Diagnosis;
 using ncclwatch::decoder::Finding;
 using ncclwatch::decoder::JobAnalysis;
 using ncclwatch::decoder::LivenessObservation;
+using ncclwatch::decoder::MismatchField;
 using ncclwatch::decoder::ProcessObservation;
 using namespace ncclwatch::testing;
 
@@ -657,4 +658,32 @@ TEST_CASE("never_completed whose arguments a ring overwrote: says so, suspects n
   CHECK(t.fix.find("NCCLWATCH_RING_SIZE") != std::string::npos);
   CHECK(t.fix.find("GPU or link fault") == std::string::npos);
   CHECK(t.fix.find("ibstat") == std::string::npos);
+}
+
+TEST_CASE("a mismatch whose records the ring lost is named from the watcher's holds",
+          "[hang][lost]") {
+  // Every rank's ring lost #0..#7 while the hosts went on enqueuing and the
+  // GPUs waited at #5; each watcher held #5 with its arguments. Rank 1's
+  // count differs.
+  std::vector<SyntheticProcess> ps = Tracked(3);
+  for (int r = 0; r < 3; ++r) {
+    ps[r].Wrapped(4096).Collectives(kComm, 8, 9);
+    ps[r].At(3 * kS).Held(kComm, 5, r == 1 ? AllReduce(1000) : AllReduce(), 5);
+    ps[r].Heartbeats(3 * kS, 10 * kS);
+  }
+  const Diagnosis d = Diagnose(Analyze(ps));
+  const Finding x = ExpectRoot(d, {"collective_mismatch", kComm, 5, {1}, "step"});
+  CHECK(x.field == MismatchField::kCount);
+  SECTION("held alike on every rank: never_completed with its arguments known") {
+    std::vector<SyntheticProcess> alike = Tracked(3);
+    for (int r = 0; r < 3; ++r) {
+      alike[r].Wrapped(4096).Collectives(kComm, 8, 9);
+      alike[r].At(3 * kS).Held(kComm, 5, AllReduce(), 5);
+      alike[r].Heartbeats(3 * kS, 10 * kS);
+    }
+    const Finding nc =
+        ExpectRoot(Diagnose(Analyze(alike)), {"never_completed", kComm, 5, {0, 1, 2}});
+    CHECK(Extra(nc, "arguments_lost") == "");
+    CHECK(Extra(nc, "completed") == "5");
+  }
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "logs/message_catalogue.h"
+#include "knowledge/message_catalogue.h"
 #include "report/finding_text.h"
 
 namespace {

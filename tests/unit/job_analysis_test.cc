@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "analysis/diagnosis.h"
-#include "analysis/finding.h"
+#include "findings/finding.h"
 #include "ncclwatch/trace_fields.h"
 #include "report/finding_text.h"
 #include "report/names.h"
@@ -28,6 +28,7 @@ namespace {
 namespace f = ::ncclwatch::fields;
 using ncclwatch::decoder::Diagnose;
 using ncclwatch::decoder::Diagnosis;
+using ncclwatch::decoder::FieldName;
 using ncclwatch::decoder::Finding;
 using ncclwatch::decoder::JobAnalysis;
 using namespace ncclwatch::testing;
@@ -76,7 +77,7 @@ Finding ExpectOne(const Diagnosis& d, const Expected& e) {
   CHECK(x.comm == e.comm);
   CHECK(x.seq == e.seq);
   CHECK(x.ranks == e.ranks);
-  if (!e.field.empty()) CHECK(x.field == e.field);
+  if (!e.field.empty()) CHECK(std::string(FieldName(x.field)) == e.field);
   if (e.nranks) CHECK(x.nranks == *e.nranks);
   if (e.job) CHECK(x.job == *e.job);
   return x;

@@ -19,8 +19,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "logs/log_diagnosis.h"
-#include "logs/message_catalogue.h"
+#include "analysis/log_diagnosis.h"
+#include "knowledge/message_catalogue.h"
 #include "logs/nccl_log.h"
 #include "nccl_warns.h"
 #include "report/finding_text.h"
@@ -246,7 +246,8 @@ TEST_CASE("every message of the catalogue is matched by a line of the corpus", "
   for (const CatalogueMessage& m : ncclwatch::decoder::CatalogueMessages()) {
     INFO(m.id);
     CHECK(matched.count(m.id) == 1);
-    CHECK(ncclwatch::decoder::CauseNamed(m.cause) != nullptr);
+    CHECK(ncclwatch::decoder::CauseNamed(ncclwatch::decoder::CauseOf(m).name) ==
+          &ncclwatch::decoder::CauseOf(m));
   }
 }
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/log_diagnosis.h"
+#include "knowledge/message_catalogue.h"
 #include "logs/fragments.h"
-#include "logs/log_diagnosis.h"
-#include "logs/message_catalogue.h"
 #include "logs/nccl_log.h"
 #include "support/traced_job.h"
 

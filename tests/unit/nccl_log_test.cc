@@ -15,12 +15,13 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "analysis/nccl_semantics.h"
-#include "logs/log_diagnosis.h"
+#include "analysis/log_diagnosis.h"
+#include "knowledge/nccl_semantics.h"
 #include "report/finding_text.h"
 #include "support/traced_job.h"
 
@@ -34,6 +35,7 @@ using ncclwatch::decoder::FindingRole;
 using ncclwatch::decoder::InitFailureFacts;
 using ncclwatch::decoder::LogDiagnosis;
 using ncclwatch::decoder::LogFacts;
+using ncclwatch::decoder::MismatchField;
 using ncclwatch::decoder::NcclLog;
 using ncclwatch::decoder::SignalName;
 
@@ -187,7 +189,7 @@ TEST_CASE("PyTorch's watchdog, ranks in different collectives: collective_mismat
   l.File(text);
   const Finding& f = l.Root();
   CHECK(f.kind == FindingKind::kCollectiveMismatch);
-  CHECK(f.field == "op");
+  CHECK(f.field == MismatchField::kOp);
   CHECK(f.seq == 43u);
   CHECK(f.ranks == std::vector<int>{2});
 }
@@ -641,4 +643,71 @@ TEST_CASE("a refused file leaves nothing behind; CRLF line ends are not part of 
   REQUIRE(log.lines().size() == 2);
   CHECK(log.lines()[1].text.back() == 'E');  // "... Init COMPLETE", no '?' for the '\r'
   CHECK(log.processes()[0].bootstrap_iface == "eth0");
+}
+
+// The read budget is one for the whole command: what a refused file made it
+// read counts too, so that files refused one after another (each read up to
+// the budget, then dropped) cannot make explain read without end. A small
+// budget stands for the 1 GiB one.
+TEST_CASE("the read budget counts refused files: one budget for the whole command",
+          "[logs][hostile]") {
+  jobs::TempDir dir;
+  constexpr uint64_t kBudget = 1 << 20;
+  NcclLog log(kBudget);
+  const std::string line = "h:1:1 [0] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>\n";
+  auto text = [&](const std::string& name, size_t bytes) {
+    const std::string path = dir.path() + "/" + name;
+    std::ofstream out(path);
+    for (size_t n = 0; n < bytes; n += line.size()) out << line;
+    return path;
+  };
+  REQUIRE(log.AddFile(text("first.log", 600 << 10)).ok());
+  // 300 KiB of lines of NULs: refused as binary at its 64th line, 256 KiB in.
+  const std::string binary = dir.path() + "/binary.log";
+  {
+    std::ofstream out(binary, std::ios::binary);
+    for (int i = 0; i < 75; ++i) out << std::string(4095, '\0') << "\n";
+  }
+  absl::Status s = log.AddFile(binary);
+  CHECK(Has(std::string(s.message()), "not a text file"));
+  // 200 KiB more would fit beside the first file alone; not after the bytes
+  // the refused one took.
+  s = log.AddFile(text("last.log", 200 << 10));
+  CHECK(s.code() == absl::StatusCode::kResourceExhausted);
+  CHECK(Has(std::string(s.message()), "the logs pass 1048576 bytes, the most ncclwatch reads"));
+  CHECK(log.sources().size() == 1);
+}
+
+// Files the kernel makes up are refused unread: /proc/self/pagemap says
+// size 0 and holds 8 bytes for every page of the address space.
+TEST_CASE("a file on a pseudo file system is refused without a byte read", "[logs][hostile]") {
+  NcclLog log;
+  for (const char* path :
+       {"/proc/self/pagemap", "/proc/self/status", "/sys/kernel/uevent_seqnum"}) {
+    const absl::Status s = log.AddFile(path);
+    INFO(path << ": " << s.message());
+    CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+    CHECK(Has(std::string(s.message()), ", a pseudo file system, not a log"));
+  }
+  CHECK(log.sources().empty());
+}
+
+// explain on /proc, and on a folder of links to /proc/self/pagemap (each
+// read 1 GiB before: 16 of them took 30 s, and /proc never ended): refused
+// at once, exit 2 with one line. Judged by what is said, not by time.
+TEST_CASE("explain: /proc and links into it are refused, never read", "[logs][cli][hostile]") {
+  jobs::TempDir dir;
+  for (int i = 0; i < 16; ++i)
+    std::filesystem::create_symlink("/proc/self/pagemap",
+                                    dir.path() + "/pagemap" + std::to_string(i) + ".log");
+  jobs::DiagnosisView v = jobs::RunNcclwatch("explain", {dir.path()}, false);
+  INFO(v.output);
+  CHECK(v.exit_code == 2);
+  CHECK(std::count(v.output.begin(), v.output.end(), '\n') == 1);
+  CHECK(v.output.rfind("ncclwatch: none of the ", 0) == 0);  // the 16 links lead to one file
+  CHECK(Has(v.output, "/pagemap: on proc, a pseudo file system, not a log"));
+  v = jobs::RunNcclwatch("explain", {"/proc"}, false);
+  INFO(v.output);
+  CHECK(v.exit_code == 2);
+  CHECK(v.output == "ncclwatch: /proc: on proc, a pseudo file system, not read\n");
 }

@@ -20,7 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "logs/message_catalogue.h"
+#include "knowledge/message_catalogue.h"
 #include "logs/nccl_log.h"
 #include "support/traced_job.h"
 
@@ -95,7 +95,8 @@ TEST_CASE("every WARN of NCCL 2.4 to 2.32 is matched by a message with a subsyst
     CHECK_FALSE(area.empty());
     CHECK(area != "unknown");
     CHECK(*m->meaning != '\0');
-    REQUIRE(ncclwatch::decoder::CauseNamed(m->cause) != nullptr);
+    REQUIRE(ncclwatch::decoder::CauseNamed(ncclwatch::decoder::CauseOf(*m).name) ==
+            &ncclwatch::decoder::CauseOf(*m));
     CHECK(*ncclwatch::decoder::CauseOf(*m).fix != '\0');
     ++matched;
   }

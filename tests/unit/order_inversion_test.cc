@@ -7,8 +7,11 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <numeric>
+#include <random>
 #include <vector>
 
+#include "order_inversion_reference.h"
 #include "synthetic_process.h"
 
 namespace {
@@ -155,4 +158,123 @@ TEST_CASE("an inversion on one stream hidden behind a later A collective on anot
   CHECK(f[0].seq_b == 0);
   CHECK(f[0].seq_a == 0);
   CHECK(f[0].same_stream);
+}
+
+// --- the same answers as the analysis that kept a reference for every pair
+// (order_inversion_reference.h), on random small jobs: ranks that share some
+// of five communicators, issue their collectives in one order with a few
+// neighbours swapped, on one of two streams, some rings wrapped (a stream
+// that starts late), some numbers skipped.
+
+namespace {
+
+using ncclwatch::testing::OrderInversionReference;
+
+struct Job {
+  std::vector<SyntheticProcess> processes;
+};
+
+Job RandomJob(std::mt19937* rng) {
+  auto pick = [&](int n) { return static_cast<int>((*rng)() % static_cast<unsigned>(n)); };
+  const int nprocs = 2 + pick(3);
+  const int ncomms = 2 + pick(4);
+  // One order for the whole job: per communicator its collectives, merged at random.
+  std::vector<int> left(ncomms);
+  for (int& n : left) n = 1 + pick(4);
+  std::vector<int> order;
+  for (int total = std::accumulate(left.begin(), left.end(), 0); total > 0; --total) {
+    int c = pick(ncomms);
+    while (left[c] == 0) c = (c + 1) % ncomms;
+    --left[c];
+    order.push_back(c);
+  }
+  Job job;
+  for (int r = 0; r < nprocs; ++r) {
+    SyntheticProcess p(r);
+    std::vector<bool> member(ncomms);
+    for (int c = 0; c < ncomms; ++c) member[c] = pick(4) != 0;
+    for (int c = 0; c < ncomms; ++c)
+      if (member[c]) p.Init(0xa000 + static_cast<uint64_t>(c) * 0x1000, r, nprocs);
+    std::vector<int> mine;
+    for (int c : order)
+      if (member[c]) mine.push_back(c);
+    // A few neighbours swapped: the inversions to find.
+    for (int swaps = pick(3); swaps > 0 && mine.size() > 1; --swaps) {
+      const size_t i = static_cast<size_t>(pick(static_cast<int>(mine.size()) - 1));
+      std::swap(mine[i], mine[i + 1]);
+    }
+    // Some ranks lost the start of their streams, or stopped early.
+    const bool wrapped = pick(5) == 0;
+    if (wrapped) p.Wrapped();
+    std::vector<uint64_t> seq(ncomms, 0);
+    const size_t stop = pick(4) == 0 ? mine.size() - static_cast<size_t>(pick(3)) : mine.size();
+    for (size_t i = 0; i < mine.size(); ++i) {
+      const int c = mine[i];
+      const uint64_t s = seq[c]++;
+      if (i >= stop || (wrapped && i < 2) || pick(20) == 0) continue;  // lost, or skipped
+      p.Collective(0xa000 + static_cast<uint64_t>(c) * 0x1000, s,
+                   AllReduce().Stream(pick(3) == 0 ? kOtherStream : kStream));
+    }
+    job.processes.push_back(p);
+  }
+  return job;
+}
+
+bool Same(const OrderInversionFinding& a, const OrderInversionFinding& b) {
+  return a.comm_a == b.comm_a && a.comm_b == b.comm_b && a.seq_a == b.seq_a && a.seq_b == b.seq_b &&
+         a.process == b.process && a.reference_process == b.reference_process &&
+         a.process_a_first == b.process_a_first && a.same_stream == b.same_stream &&
+         a.when_ns == b.when_ns;
+}
+
+}  // namespace
+
+TEST_CASE("the same findings as a reference for every pair, on random small jobs", "[order]") {
+  std::mt19937 rng(26015);
+  int with_findings = 0;
+  for (int round = 0; round < 3000; ++round) {
+    const Job job = RandomJob(&rng);
+    OrderInversion now;
+    OrderInversionReference before;
+    for (size_t i = 0; i < job.processes.size(); ++i) {
+      const ProcessTrace t = job.processes[i].Build();
+      now.AddProcess(static_cast<int>(i), t);
+      before.AddProcess(static_cast<int>(i), t);
+    }
+    const std::vector<OrderInversionFinding> a = now.Findings(), b = before.Findings();
+    INFO("round " << round);
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) CHECK(Same(a[i], b[i]));
+    with_findings += !b.empty();
+  }
+  // The jobs are not all alike: many have inversions, many none.
+  CHECK(with_findings > 300);
+  CHECK(with_findings < 2700);
+}
+
+// 10,000 communicators made, used once and destroyed one after another, in
+// two processes, one of which issued two of them the other way round: one
+// finding, and a summary per communicator and process rather than a
+// reference per pair (50 million of them). Judged by what is found and
+// kept, not by time (tests/bench/order_inversion_bench.cc measures that).
+TEST_CASE("10,000 communicators one after another: near-linear, and the inversion found",
+          "[order]") {
+  constexpr uint64_t kComms = 10000;
+  std::vector<SyntheticProcess> ps = {SyntheticProcess(0), SyntheticProcess(1)};
+  for (int r = 0; r < 2; ++r) {
+    for (uint64_t c = 0; c < kComms; ++c) ps[r].Init(0x10000 + c, r, 2);
+    for (uint64_t c = 0; c < kComms; ++c) {
+      const uint64_t comm = 0x10000 + (r == 1 && c == 5000 ? 5001 : r == 1 && c == 5001 ? 5000 : c);
+      ps[r].Collective(comm, 0).Destroy(comm);
+    }
+  }
+  OrderInversion o;
+  for (int r = 0; r < 2; ++r) o.AddProcess(r, ps[r].Build());
+  const std::vector<OrderInversionFinding> f = o.Findings();
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].comm_a == 0x10000 + 5000);
+  CHECK(f[0].comm_b == 0x10000 + 5001);
+  CHECK(f[0].process == 1);
+  CHECK(f[0].same_stream);
+  CHECK(o.PairsKept() == 1);
 }

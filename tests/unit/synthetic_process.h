@@ -387,6 +387,26 @@ class SyntheticProcess {
     return *this;
   }
 
+  // The watcher held collective #seq of `comm` (HeldOperation): its
+  // arguments, and `completed` collectives done on the GPU.
+  SyntheticProcess& Held(uint64_t comm, uint64_t seq, const Op& op, uint64_t completed) {
+    auto* h = Add().mutable_held_operation();
+    h->set_comm(comm);
+    h->set_call(op.call);
+    h->set_seq(seq);
+    h->set_peer(-1);
+    h->set_count(op.count);
+    h->set_datatype(op.datatype);
+    if (op.redop) h->set_redop(*op.redop);
+    if (op.root) h->set_root(*op.root);
+    h->set_caller(0x1000);
+    h->set_enqueued_t(t_);
+    h->set_completed(completed);
+    h->set_rank(RankIn(comm));
+    h->set_waited_ms(1000);
+    return *this;
+  }
+
   // The file was read (a live snapshot of it taken) at tick `t`.
   SyntheticProcess& ReadAt(uint64_t t) {
     read_t_ = t;

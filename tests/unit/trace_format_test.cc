@@ -114,6 +114,7 @@ TEST_CASE("the field numbers the shim writes are trace.proto's", "[format]") {
   CHECK(number(ps, "exe") == f::process_start::kExe);
   CHECK(number(ps, "job_id") == f::process_start::kJobId);
   CHECK(number(ps, "shim_version") == f::process_start::kShimVersion);
+  CHECK(number(ps, "pid_namespace") == f::process_start::kPidNamespace);
   CHECK(number(pb::ProcessEnd::descriptor(), "how") == f::process_end::kHow);
   CHECK(number(pb::ProcessEnd::descriptor(), "exit_code") == f::process_end::kExitCode);
   CHECK(pb::ProcessEnd::EXIT == static_cast<int>(f::process_end::kHowExit));
@@ -267,8 +268,9 @@ TEST_CASE("the field numbers the shim writes are trace.proto's", "[format]") {
   CHECK(number(ct, "why_not") == f::completion_tracking::kWhyNot);
   CHECK(number(ct, "markers") == f::completion_tracking::kMarkers);
   CHECK(number(ct, "device") == f::completion_tracking::kDevice);
-  CHECK(pb::CompletionTracking::NONE == f::completion_tracking::kNone);
-  CHECK(pb::CompletionTracking::CUDA_EVENTS == f::completion_tracking::kCudaEvents);
+  CHECK(pb::CompletionTracking::NONE == static_cast<int>(f::completion_tracking::kNone));
+  CHECK(pb::CompletionTracking::CUDA_EVENTS ==
+        static_cast<int>(f::completion_tracking::kCudaEvents));
   const auto* pr = pb::Progress::descriptor();
   CHECK(number(pr, "comm") == f::progress::kComm);
   CHECK(number(pr, "collectives") == f::progress::kCollectives);
@@ -304,8 +306,8 @@ TEST_CASE("the field numbers the shim writes are trace.proto's", "[format]") {
   CHECK(number(ut, "call") == f::untracked::kCall);
   CHECK(number(ut, "seq") == f::untracked::kSeq);
   CHECK(number(ut, "reason") == f::untracked::kReason);
-  CHECK(pb::Untracked::CAPTURED == f::untracked::kCaptured);
-  CHECK(pb::Untracked::IN_PROGRESS == f::untracked::kInProgress);
+  CHECK(pb::Untracked::CAPTURED == static_cast<int>(f::untracked::kCaptured));
+  CHECK(pb::Untracked::IN_PROGRESS == static_cast<int>(f::untracked::kInProgress));
   const auto* iv = pb::Inventory::descriptor();
   CHECK(number(iv, "env") == f::inventory::kEnv);
   CHECK(number(iv, "nccl_version") == f::inventory::kNcclVersion);
@@ -548,7 +550,7 @@ TEST_CASE("NcclNotSeen: the shim's field numbers and reasons are trace.proto's",
   CHECK(static_cast<uint32_t>(reason->FindValueByName("LINKED_IN")->number()) ==
         f::nccl_not_seen::kLinkedIn);
   CHECK(static_cast<uint32_t>(reason->FindValueByName("DEEPBIND")->number()) ==
-        f::nccl_not_seen::kDeepBind);
+        f::nccl_not_seen::kDeepbind);
   CHECK(static_cast<uint32_t>(reason->FindValueByName("SECOND_LIBRARY")->number()) ==
         f::nccl_not_seen::kSecondLibrary);
   CHECK(static_cast<uint32_t>(reason->FindValueByName("SLOTS_FULL")->number()) ==

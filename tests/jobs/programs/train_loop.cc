@@ -48,9 +48,9 @@
 // --rank-steps gives one rank a different number of steps (uneven data).
 // --step-ms sleeps that long after each step, as a step's computation would
 // (a healthy job that keeps running while it is watched); --checkpoint-ms is
-// the checkpoint bug's time. --no-sync never waits for the GPU: the host
-// enqueues step after step, as a job whose GPUs stalled goes on enqueuing
-// until NCCL's queues fill.
+// the checkpoint bug's time. --no-sync waits for the GPU only at the
+// end: the host enqueues step after step, as a job whose GPUs stalled goes
+// on enqueuing until NCCL's queues fill.
 //
 // Prints "step K done" after each step and "train_loop: done" at the end.
 
@@ -356,6 +356,9 @@ int main(int argc, char** argv) {
   }
 
   if (tp_driver.joinable()) tp_driver.join();
+  // --no-sync: the host waits for the GPU once, at the end (as a loop that
+  // reads a loss back every so often would).
+  if (opt.no_sync) CUDA_OK(cudaStreamSynchronize(stream));
   if (tp) NCCL_OK(ncclCommDestroy(tp));
   NCCL_OK(ncclCommDestroy(comm));
   if (opt.tp_stream) CUDA_OK(cudaStreamDestroy(tp_stream));

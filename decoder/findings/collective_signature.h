@@ -3,13 +3,14 @@
 // reduction operator and root. report/names.h words it
 // ("AllReduce(count=1024, float32, sum)").
 
-#ifndef NCCLWATCH_DECODER_ANALYSIS_COLLECTIVE_SIGNATURE_H_
-#define NCCLWATCH_DECODER_ANALYSIS_COLLECTIVE_SIGNATURE_H_
+#ifndef NCCLWATCH_DECODER_FINDINGS_COLLECTIVE_SIGNATURE_H_
+#define NCCLWATCH_DECODER_FINDINGS_COLLECTIVE_SIGNATURE_H_
 
 #include <cstdint>
 #include <string>
 
-#include "analysis/nccl_semantics.h"
+#include "findings/mismatch_field.h"
+#include "knowledge/nccl_semantics.h"
 #include "model/events.h"
 
 namespace ncclwatch::decoder {
@@ -44,11 +45,12 @@ struct CollectiveSignature {
            root == o.root;
   }
   bool operator!=(const CollectiveSignature& o) const { return !(*this == o); }
-  // The first field two signatures differ in: "op", "count", "datatype", "redop", "root".
-  static std::string DifferingField(const CollectiveSignature& a, const CollectiveSignature& b);
+  // The first field two signatures differ in (op, count, datatype, redop,
+  // root), kNone when they are equal.
+  static MismatchField DifferingField(const CollectiveSignature& a, const CollectiveSignature& b);
 };
 static_assert(sizeof(CollectiveSignature) == 24, "a collective's signature has padding again");
 
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_ANALYSIS_COLLECTIVE_SIGNATURE_H_
+#endif  // NCCLWATCH_DECODER_FINDINGS_COLLECTIVE_SIGNATURE_H_

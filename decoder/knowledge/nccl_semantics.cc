@@ -1,6 +1,6 @@
 // NCCL's semantics, as the analyses need them: see nccl_semantics.h.
 
-#include "analysis/nccl_semantics.h"
+#include "knowledge/nccl_semantics.h"
 
 #include <csignal>
 #include <cstring>

@@ -4,22 +4,21 @@
 // of data. Each message has a stable id, the pattern that recognises it,
 // where and since when it is printed, whether it belongs to NCCL's
 // initialisation or to a running job, and the cause it names. Each cause has
-// the finding it gives, the subsystem init forensics files it under, and the
-// fix.
+// the subsystem init forensics files it under, and the fix.
 //
 //     text ──FindMessage──> CatalogueMessage{id, phase, cause, meaning}
 //                                                │
-//                                                └──CauseOf──> MessageCause{kind, subsystem, fix}
+//                                                └──CauseOf──> MessageCause{id, subsystem, fix}
 //
-// One table serves both readers of NCCL's words: init forensics
-// (analysis/init_failure.cc) classifies a rank's texts by the messages they
-// hold (network, shm, bootstrap, gpu, version, ib, fabric, p2p, cuda and
-// every other subsystem named here) and takes its fixes from the causes, and
-// explain (logs/log_diagnosis.cc) turns every message it finds into a
-// finding. The reports (report/init_text.cc,
-// report/log_text.cc) take their meanings and fixes from it, so a message is
-// described once. It lives beside the log reader because messages are what
-// logs hold; analysis/ reads it as data, it includes nothing of logs/.
+// It is knowledge about NCCL and the frameworks, below everything that reads
+// it: the log reader (logs/nccl_log.cc) finds the messages in a line, init
+// forensics (analysis/init_failure.cc) classifies a rank's texts by the
+// messages they hold (network, shm, bootstrap, gpu, version, ib, fabric,
+// p2p, cuda and every other subsystem named here), explain
+// (analysis/log_diagnosis.cc) turns every message it finds into the finding
+// its cause gives (FindingKindOf: the analyses decide, the catalogue names
+// no finding), and the reports (report/init_text.cc, report/log_text.cc)
+// take their meanings and fixes from it, so a message is described once.
 //
 // The texts were read in NCCL's source history (2.4 to 2.31) and libraries
 // (2.31.2 to 2.32.6), PyTorch's (torch/csrc/distributed/c10d/,
@@ -47,14 +46,13 @@
 // Thread-safety: the table is constant; FindMessage may be called from any
 // thread (its matcher is built once, thread-safely).
 
-#ifndef NCCLWATCH_DECODER_LOGS_MESSAGE_CATALOGUE_H_
-#define NCCLWATCH_DECODER_LOGS_MESSAGE_CATALOGUE_H_
+#ifndef NCCLWATCH_DECODER_KNOWLEDGE_MESSAGE_CATALOGUE_H_
+#define NCCLWATCH_DECODER_KNOWLEDGE_MESSAGE_CATALOGUE_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "analysis/finding.h"
 
 namespace ncclwatch::decoder {
 
@@ -65,12 +63,75 @@ enum class MessagePhase {
   kAny,
 };
 
-// What a message names: the finding it gives when explain sees it, the
+// The causes the catalogue's messages name, in the table's order (kCauses in
+// message_catalogue.cc). Which finding each gives is the analyses' call
+// (analysis/log_diagnosis.h, FindingKindOf).
+enum class CatalogueCause {
+  kNetwork,
+  kBootstrap,
+  kShm,
+  kWorldSize,
+  kGpu,
+  kVersion,
+  kVersionSkew,
+  kDriverOld,
+  kDriver,
+  kIb,
+  kIbMemlock,
+  kFabric,
+  kP2p,
+  kGpuFailed,
+  kGpuOom,
+  kHostOom,
+  kKernel,
+  kCuda,
+  kNetRuntime,
+  kPeerLost,
+  kRendezvous,
+  kDdpUnused,
+  kDdpReadyTwice,
+  kDdpModel,
+  kSizeMismatch,
+  kTorchMismatch,
+  kUneven,
+  kTeardown,
+  kTeardownRisk,
+  kWatchdog,
+  kUsage,
+  kConfig,
+  kTopology,
+  kPlugin,
+  kSystem,
+  kSocket,
+  kProxy,
+  kInternal,
+  kCollnet,
+  kGdr,
+  kNvml,
+  kDeviceApi,
+  kJaxTaskLost,
+  kJaxLeaderLost,
+  kJaxRendezvous,
+  kJaxBarrier,
+  kC10dUsage,
+  kTorchNccl,
+  kTorchBarrier,
+  kDdpMisc,
+  kLibrary,
+  kProcessKilled,
+  kDeepspeedInit,
+  kModelParallel,
+  kGpuBusy,
+};
+
+// What a message names: its cause, whether that is a failure of NCCL's
+// initialisation (init forensics explains it from a rank's evidence), the
 // subsystem init forensics reports it under ("" when it is never an init
 // cause), and what to do.
 struct MessageCause {
-  const char* name;
-  FindingKind kind;
+  CatalogueCause id;
+  const char* name;  // "network", "ib_memlock": stable, for tests and lookups by name
+  bool init_failure;
   const char* subsystem;
   const char* fix;
 };
@@ -80,7 +141,7 @@ struct CatalogueMessage {
   const char* pattern;  // RE2, unanchored, matched against the message text
   const char* source;   // who prints it, and in which releases (where it was read)
   MessagePhase phase;
-  const char* cause;    // a MessageCause's name
+  CatalogueCause cause;
   bool error_only;      // the words also appear in healthy INFO lines: only a WARN line
                         // or a line with an error word counts
   const char* meaning;  // what happened, in our words, to follow the ranks' noun
@@ -109,6 +170,7 @@ std::vector<const CatalogueMessage*> FindMessages(absl::string_view text);
 const char* MessageArea(const CatalogueMessage& m);
 const CatalogueMessage* MessageById(absl::string_view id);
 const MessageCause& CauseOf(const CatalogueMessage& m);
+const MessageCause& CauseOf(CatalogueCause cause);
 const MessageCause* CauseNamed(absl::string_view name);
 // "host:port" ("[v6]:port") or the one group that a message's address pattern finds, ""
 // when none.
@@ -124,4 +186,4 @@ const std::vector<CatalogueMessage>& CatalogueMessages();
 
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_LOGS_MESSAGE_CATALOGUE_H_
+#endif  // NCCLWATCH_DECODER_KNOWLEDGE_MESSAGE_CATALOGUE_H_

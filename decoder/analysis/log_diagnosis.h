@@ -36,14 +36,15 @@
 // last the timeouts and teardowns they cause. Where the logs cannot
 // tell, a note says so and what to collect.
 
-#ifndef NCCLWATCH_DECODER_LOGS_LOG_DIAGNOSIS_H_
-#define NCCLWATCH_DECODER_LOGS_LOG_DIAGNOSIS_H_
+#ifndef NCCLWATCH_DECODER_ANALYSIS_LOG_DIAGNOSIS_H_
+#define NCCLWATCH_DECODER_ANALYSIS_LOG_DIAGNOSIS_H_
 
 #include <vector>
 
-#include "analysis/finding.h"
-#include "analysis/init_evidence.h"
+#include "findings/finding.h"
+#include "knowledge/message_catalogue.h"
 #include "logs/nccl_log.h"
+#include "model/init_evidence.h"
 
 namespace ncclwatch::decoder {
 
@@ -55,6 +56,10 @@ struct LogDiagnosis {
 
 LogDiagnosis DiagnoseLogs(const NcclLog& log);
 
+// The finding a message of the catalogue gives when explain sees it outside
+// init forensics (kInitFailure: a cause init forensics reports).
+FindingKind FindingKindOf(CatalogueCause cause);
+
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_LOGS_LOG_DIAGNOSIS_H_
+#endif  // NCCLWATCH_DECODER_ANALYSIS_LOG_DIAGNOSIS_H_

@@ -1,4 +1,4 @@
-#include "commands/run.h"
+#include "run/run.h"
 
 #include <signal.h>
 #include <sys/stat.h>

@@ -10,8 +10,8 @@
 //
 // Thread-safety: every function is pure and thread-safe.
 
-#ifndef NCCLWATCH_DECODER_ANALYSIS_NCCL_SEMANTICS_H_
-#define NCCLWATCH_DECODER_ANALYSIS_NCCL_SEMANTICS_H_
+#ifndef NCCLWATCH_DECODER_KNOWLEDGE_NCCL_SEMANTICS_H_
+#define NCCLWATCH_DECODER_KNOWLEDGE_NCCL_SEMANTICS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -51,4 +51,4 @@ inline bool IsReductionCall(uint32_t call) {
 
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_ANALYSIS_NCCL_SEMANTICS_H_
+#endif  // NCCLWATCH_DECODER_KNOWLEDGE_NCCL_SEMANTICS_H_

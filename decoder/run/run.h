@@ -29,8 +29,8 @@
 //
 // Thread-safety: blocks those signals in the calling process; call once.
 
-#ifndef NCCLWATCH_DECODER_COMMANDS_RUN_H_
-#define NCCLWATCH_DECODER_COMMANDS_RUN_H_
+#ifndef NCCLWATCH_DECODER_RUN_RUN_H_
+#define NCCLWATCH_DECODER_RUN_RUN_H_
 
 #include <ostream>
 #include <string>
@@ -46,4 +46,4 @@ std::string FindShim();
 
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_COMMANDS_RUN_H_
+#endif  // NCCLWATCH_DECODER_RUN_RUN_H_

@@ -1,4 +1,4 @@
-#include "logs/log_diagnosis.h"
+#include "analysis/log_diagnosis.h"
 
 #include <algorithm>
 #include <climits>
@@ -12,18 +12,76 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analysis/init_failure.h"
-#include "analysis/nccl_semantics.h"
-#include "logs/message_catalogue.h"
+#include "knowledge/message_catalogue.h"
+#include "knowledge/nccl_semantics.h"
 #include "re2/re2.h"
 
 namespace ncclwatch::decoder {
+
+FindingKind FindingKindOf(CatalogueCause cause) {
+  if (CauseOf(cause).init_failure) return FindingKind::kInitFailure;
+  using C = CatalogueCause;
+  switch (cause) {
+    case C::kFabric:
+      return FindingKind::kNvlinkFabric;
+    case C::kP2p:
+      return FindingKind::kCudaIpcFailure;
+    case C::kGpuFailed:
+      return FindingKind::kGpuFault;
+    case C::kGpuOom:
+    case C::kHostOom:
+      return FindingKind::kOutOfMemory;
+    case C::kKernel:
+    case C::kCuda:
+      return FindingKind::kCudaError;
+    case C::kNetRuntime:
+    case C::kSocket:
+      return FindingKind::kNetworkError;
+    case C::kPeerLost:
+    case C::kJaxTaskLost:
+    case C::kJaxLeaderLost:
+    case C::kProcessKilled:
+      return FindingKind::kRankDied;
+    case C::kRendezvous:
+    case C::kJaxRendezvous:
+      return FindingKind::kRendezvousFailure;
+    case C::kDdpUnused:
+    case C::kDdpReadyTwice:
+    case C::kDdpModel:
+    case C::kDdpMisc:
+      return FindingKind::kDdpUsage;
+    case C::kSizeMismatch:
+    case C::kTorchMismatch:
+      return FindingKind::kCollectiveMismatch;
+    case C::kUneven:
+    case C::kJaxBarrier:
+    case C::kTorchBarrier:
+      return FindingKind::kMissingRank;
+    case C::kTeardown:
+    case C::kTeardownRisk:
+      return FindingKind::kTeardownHang;
+    case C::kWatchdog:
+      return FindingKind::kWatchdogTimeout;
+    case C::kProxy:
+    case C::kInternal:
+    case C::kC10dUsage:
+    case C::kTorchNccl:
+    case C::kDeepspeedInit:
+    case C::kModelParallel:
+    case C::kGpuBusy:
+      return FindingKind::kLogInsufficient;
+    default:  // no finding of its own: the catalogue's words, as what the logs show
+      return FindingKind::kLogInsufficient;
+  }
+}
+
 namespace {
 
 // A message of the catalogue that init forensics explains (a cause with a
 // subsystem whose finding is an init failure).
 bool InitMessage(const CatalogueMessage* m) {
   return m != nullptr && m->phase != MessagePhase::kRuntime &&
-         CauseOf(*m).kind == FindingKind::kInitFailure;
+         FindingKindOf(m->cause) == FindingKind::kInitFailure;
 }
 
 // Whether a line of a process is evidence for init forensics: what a process
@@ -40,7 +98,7 @@ bool InitEvidenceLine(const LogProcess& p, const LogLine& l) {
     // Nothing tells when it was printed: a message of either phase is left
     // to what it names apart from init, unless only init forensics names it.
     return m == nullptr || m->phase == MessagePhase::kInit ||
-           CauseOf(*m).kind == FindingKind::kInitFailure;
+           FindingKindOf(m->cause) == FindingKind::kInitFailure;
   }
   return !p.init_complete || l.order < p.init_complete_order;
 }
@@ -239,21 +297,21 @@ class LogDiagnoser {
         Warn(FindingKind::kLogInsufficient, LogCause::kNotice, nullptr, t, rank);
       return;
     }
-    const MessageCause& cause = CauseOf(*m);
     if (m->error_only && l.level != LogLine::kWarn && !ErrorWords(t)) return;
     // A risk, not a failure (NCCL's notices are that too): a warning; the
     // job stays healthy on its account.
     if (WarningOnly(*m) || l.level == LogLine::kNotice) {
-      Warn(cause.kind, LogCause::kCatalogued, m->id, t, rank);
+      Warn(FindingKindOf(m->cause), LogCause::kCatalogued, m->id, t, rank);
       return;
     }
     // A message of an init cause outside any init (a bad argument to a
     // collective, a plugin or topology warning under a running job): the
     // catalogue's words for it, as a note of what the logs show, after every
     // cause they explain.
-    const FindingKind kind =
-        cause.kind == FindingKind::kInitFailure ? FindingKind::kLogInsufficient : cause.kind;
-    if (absl::string_view(m->cause) == "torch_mismatch") {
+    const FindingKind kind = FindingKindOf(m->cause) == FindingKind::kInitFailure
+                                 ? FindingKind::kLogInsufficient
+                                 : FindingKindOf(m->cause);
+    if (m->cause == CatalogueCause::kTorchMismatch) {
       TorchMismatch(l, rank, when);
       return;
     }
@@ -262,10 +320,10 @@ class LogDiagnoser {
     static const LazyRE2 kRankWord = {R"(\bRank (\d+)\b)"};
     std::string rank_text;
     int named = -1;
-    const absl::string_view name = m->cause;
+    const CatalogueCause name = m->cause;
     // A monitored barrier's report names the rank that never came, not the
     // reporter ("Rank 1 failed to pass monitoredBarrier in 30000 ms").
-    const bool names_missing = name == "torch_barrier";
+    const bool names_missing = name == CatalogueCause::kTorchBarrier;
     if ((rank < 0 || names_missing) && RE2::PartialMatch(t, *kRankWord, &rank_text) &&
         absl::SimpleAtoi(rank_text, &named) && named >= 0 && named < kMaxRanks)
       rank = named;
@@ -274,7 +332,8 @@ class LogDiagnoser {
     // Uneven inputs: one finding, naming only the ranks that ran out (the
     // others say that one did, not which; Join's skew warning names the rank
     // short of inputs, whoever prints it).
-    if (name == "uneven" && absl::string_view(m->id) == "torch.join.uneven") rank = -1;
+    if (name == CatalogueCause::kUneven && absl::string_view(m->id) == "torch.join.uneven")
+      rank = -1;
     static const LazyRE2 kShortRank = {R"(rank (\d+) has at least)"};
     if (absl::string_view(m->id) == "torch.join.skew") {
       int short_rank = -1;
@@ -286,24 +345,25 @@ class LogDiagnoser {
     }
     // A JAX barrier's timeout: the task that reports it waited; the ones that
     // never came are named on the lines after it, not by the reporter's tag.
-    if (name == "jax_barrier") rank = -1;
+    if (name == CatalogueCause::kJaxBarrier) rank = -1;
     const std::string address = MessageAddress(*m, t);
-    const std::string key =
-        name == "uneven" ? "uneven" : absl::StrCat(m->cause, "/", m->id, "/", address);
+    const std::string key = name == CatalogueCause::kUneven
+                                ? "uneven"
+                                : absl::StrCat(CauseOf(*m).name, "/", m->id, "/", address);
     Event e{kind, key, rank, l.process, when, t};
     // The causes whose findings existed before the catalogue keep their own
     // facts; every other message is kCatalogued, described by the catalogue.
     static const struct {
-      const char* cause;
+      CatalogueCause cause;
       LogCause log_cause;
       const char* memory;
     } kOwnFacts[] = {
-        {"fabric", LogCause::kFabric, nullptr},
-        {"p2p", LogCause::kCudaIpc, nullptr},
-        {"gpu_failed", LogCause::kGpuFailed, nullptr},
-        {"gpu_oom", LogCause::kGpuOutOfMemory, "gpu"},
-        {"host_oom", LogCause::kHostOutOfMemory, "host"},
-        {"kernel", LogCause::kKernelError, nullptr},
+        {CatalogueCause::kFabric, LogCause::kFabric, nullptr},
+        {CatalogueCause::kP2p, LogCause::kCudaIpc, nullptr},
+        {CatalogueCause::kGpuFailed, LogCause::kGpuFailed, nullptr},
+        {CatalogueCause::kGpuOom, LogCause::kGpuOutOfMemory, "gpu"},
+        {CatalogueCause::kHostOom, LogCause::kHostOutOfMemory, "host"},
+        {CatalogueCause::kKernel, LogCause::kKernelError, nullptr},
     };
     e.facts.cause = LogCause::kCatalogued;
     for (const auto& own : kOwnFacts) {
@@ -316,7 +376,7 @@ class LogDiagnoser {
     // A lost peer is what follows a death: after the deaths the logs name;
     // and one that names the peer (a task, an address) before one that only
     // relays that some peer failed.
-    if (cause.kind == FindingKind::kRankDied)
+    if (FindingKindOf(m->cause) == FindingKind::kRankDied)
       e.when = address.empty() ? INT64_MAX - 1 : INT64_MAX - 2;
     Add(e);
   }
@@ -483,7 +543,7 @@ class LogDiagnoser {
         if (std::get<1>(g) != std::get<1>(gs.front())) op_differs = true;
         Facts(x).timeouts.push_back(timeout(g, ranks));
       }
-      x.field = op_differs ? "op" : "count";
+      x.field = op_differs ? MismatchField::kOp : MismatchField::kCount;
       x.when_ns = first;
       causes->push_back(x);
       return;

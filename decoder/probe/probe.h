@@ -25,8 +25,8 @@
 // data was wrong), 2 bad usage or a probe that cannot start (no worker, no
 // shim).
 
-#ifndef NCCLWATCH_DECODER_COMMANDS_PROBE_H_
-#define NCCLWATCH_DECODER_COMMANDS_PROBE_H_
+#ifndef NCCLWATCH_DECODER_PROBE_PROBE_H_
+#define NCCLWATCH_DECODER_PROBE_PROBE_H_
 
 #include <ostream>
 #include <string>
@@ -39,4 +39,4 @@ int RunProbe(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_COMMANDS_PROBE_H_
+#endif  // NCCLWATCH_DECODER_PROBE_PROBE_H_

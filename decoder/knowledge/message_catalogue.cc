@@ -1,7 +1,8 @@
-#include "logs/message_catalogue.h"
+#include "knowledge/message_catalogue.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <memory>
 
 #include "absl/strings/match.h"
@@ -15,231 +16,231 @@ namespace {
 // ------------------------------------------------------------ the causes
 
 const MessageCause kCauses[] = {
-    {"network", FindingKind::kInitFailure, "network",
+    {CatalogueCause::kNetwork, "network", true, "network",
      "set NCCL_SOCKET_IFNAME on every rank to the interface that reaches the other nodes (ip -br "
      "addr on each node), or unset it"},
-    {"bootstrap", FindingKind::kInitFailure, "bootstrap",
+    {CatalogueCause::kBootstrap, "bootstrap", true, "bootstrap",
      "give every rank the same, reachable root address (NCCL_COMM_ID, or the framework's "
      "MASTER_ADDR/MASTER_PORT), check that nothing blocks the port between the nodes, and pin "
      "NCCL_SOCKET_IFNAME to the interface the nodes share"},
-    {"shm", FindingKind::kInitFailure, "shm",
+    {CatalogueCause::kShm, "shm", true, "shm",
      "give the container a larger /dev/shm (docker run --shm-size=8g; on Kubernetes a "
      "memory-backed emptyDir mounted at /dev/shm) or share the host's (--ipc=host); "
      "NCCL_SHM_DISABLE=1 avoids /dev/shm at the cost of bandwidth between local GPUs"},
-    {"world_size", FindingKind::kInitFailure, "bootstrap",
+    {CatalogueCause::kWorldSize, "world_size", true, "bootstrap",
      "start every rank with the same world size (WORLD_SIZE, --nnodes x --nproc-per-node, the "
      "nranks passed to ncclCommInitRank) and a distinct rank, and give each job its own "
      "NCCL_COMM_ID/MASTER_PORT so two jobs never meet at one root"},
-    {"gpu", FindingKind::kInitFailure, "gpu",
+    {CatalogueCause::kGpu, "gpu", true, "gpu",
      "give each rank its own GPU: select the device from the local rank "
      "(torch.cuda.set_device(LOCAL_RANK), CUDA_VISIBLE_DEVICES per rank), and do not start more "
      "processes on a node than it has GPUs"},
-    {"version", FindingKind::kInitFailure, "version",
+    {CatalogueCause::kVersion, "version", true, "version",
      "run one NCCL everywhere, and one that the framework was built for: check "
      "LD_LIBRARY_PATH/LD_PRELOAD for a second libnccl.so.2, the nvidia-nccl-cu* wheel against "
      "torch's (python -c 'import torch; print(torch.cuda.nccl.version())'), and that the driver "
      "is at least as new as the CUDA runtime"},
-    {"version_skew", FindingKind::kInitFailure, "version",
+    {CatalogueCause::kVersionSkew, "version_skew", true, "version",
      "run the same NCCL on every node: the same container image or wheel (nvidia-nccl-cu*), and "
      "no other libnccl.so.2 earlier on LD_LIBRARY_PATH; check with NCCL_DEBUG=VERSION"},
-    {"driver_old", FindingKind::kInitFailure, "version",
+    {CatalogueCause::kDriverOld, "driver_old", true, "version",
      "install a driver at least as new as the CUDA version of the NCCL and framework build (CUDA "
      "13 needs driver 580 or newer, CUDA 12 needs 525 or newer), or use a build for the installed "
      "driver's CUDA; in a container, run it with the NVIDIA container runtime (--gpus all) so the "
      "host driver is mounted"},
-    {"driver", FindingKind::kInitFailure, "cuda",
+    {CatalogueCause::kDriver, "driver", true, "cuda",
      "make the GPU driver visible: run the container with the NVIDIA runtime (docker run --gpus "
      "all, nvidia-container-toolkit), check nvidia-smi inside it and that libcuda.so.1 is on the "
      "library path"},
-    {"ib", FindingKind::kInitFailure, "ib",
+    {CatalogueCause::kIb, "ib", true, "ib",
      "check the HCA with ibstat/ibv_devinfo (port Active, link up), NCCL_IB_HCA, the locked-memory "
      "limit (ulimit -l unlimited) and that the container sees /dev/infiniband; NCCL_IB_DISABLE=1 "
      "falls back to sockets"},
     // No message names it: init forensics measures the limit (RLIMIT_MEMLOCK).
-    {"ib_memlock", FindingKind::kInitFailure, "ib",
+    {CatalogueCause::kIbMemlock, "ib_memlock", true, "ib",
      "raise the locked-memory limit to unlimited (ulimit -l unlimited; docker run --ulimit "
      "memlock=-1; Slurm: PropagateResourceLimitsExcept=MEMLOCK or a higher limit in slurmd)"},
-    {"fabric", FindingKind::kNvlinkFabric, "fabric",
+    {CatalogueCause::kFabric, "fabric", false, "fabric",
      "check that nvidia-fabricmanager (and on GB200, IMEX) is running and healthy on the node "
      "(systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -i -A2 fabric); "
      "NCCL_NVLS_ENABLE=0 works around NVLS meanwhile"},
-    {"p2p", FindingKind::kCudaIpcFailure, "p2p",
+    {CatalogueCause::kP2p, "p2p", false, "p2p",
      "check GPU peer access on the node (nvidia-smi topo -m; ACS/IOMMU settings in a VM), run "
      "containers with --ipc=host and the same GPUs visible to every local rank; NCCL_P2P_DISABLE=1 "
      "works around it (slower)"},
-    {"gpu_failed", FindingKind::kGpuFault, "",
+    {CatalogueCause::kGpuFailed, "gpu_failed", false, "",
      "take the GPU (or node) out of the job: check it with nvidia-smi -q -d ECC,ROW_REMAPPER and "
      "dmesg, reset it (nvidia-smi -r, or reboot the node) and report the Xid to the cluster's "
      "administrators; restart the job from its last checkpoint without that GPU"},
-    {"gpu_oom", FindingKind::kOutOfMemory, "",
+    {CatalogueCause::kGpuOom, "gpu_oom", false, "",
      "reduce the memory per GPU (batch size, activation checkpointing, sharding) or leave room "
      "for NCCL's buffers (created at init, and by each new communicator): lower NCCL_BUFFSIZE, or "
      "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"},
-    {"host_oom", FindingKind::kOutOfMemory, "",
+    {CatalogueCause::kHostOom, "host_oom", false, "",
      "give the job more host memory (the container's memory limit), or use less: fewer "
      "data-loader workers, pinned-memory buffers, or CPU offload"},
-    {"kernel", FindingKind::kCudaError, "",
+    {CatalogueCause::kKernel, "kernel", false, "",
      "a kernel of the program (or of a library) faulted: rerun that rank with "
      "CUDA_LAUNCH_BLOCKING=1 or under compute-sanitizer to find it; if dmesg shows a hardware Xid "
      "with it, treat it as a GPU fault"},
-    {"cuda", FindingKind::kCudaError, "cuda",
+    {CatalogueCause::kCuda, "cuda", false, "cuda",
      "check the GPU and its driver with nvidia-smi (an Xid in dmesg means the GPU needs a reset), "
      "CUDA_VISIBLE_DEVICES, and that the framework's CUDA matches the driver; rerun with "
      "CUDA_LAUNCH_BLOCKING=1 to find the failing call"},
-    {"net_runtime", FindingKind::kNetworkError, "",
+    {CatalogueCause::kNetRuntime, "net_runtime", false, "",
      "the fabric between the nodes failed under the job: check the links and switch ports of the "
      "nodes named (ibstat, ibdiagnet, the switch's port counters, dmesg for mlx5 errors), and "
      "NCCL_IB_TIMEOUT/NCCL_IB_RETRY_CNT for a congested fabric; move the job off a flapping link"},
-    {"peer_lost", FindingKind::kRankDied, "",
+    {CatalogueCause::kPeerLost, "peer_lost", false, "",
      "a peer went away: find the rank that died first (its own output, the launcher's exit "
      "report, dmesg on its node for the OOM killer or an Xid); this rank only lost it"},
-    {"rendezvous", FindingKind::kRendezvousFailure, "",
+    {CatalogueCause::kRendezvous, "rendezvous", false, "",
      "make every rank use the same MASTER_ADDR and MASTER_PORT (or --rdzv-endpoint), reachable "
      "from every node, with a port nothing else holds (a previous run may still hold it), and "
      "the same WORLD_SIZE (--nnodes x --nproc-per-node); check that every rank started"},
-    {"ddp_unused", FindingKind::kDdpUsage, "",
+    {CatalogueCause::kDdpUnused, "ddp_unused", false, "",
      "parameters took no part in the loss in this iteration: pass find_unused_parameters=True to "
      "DistributedDataParallel (or use every parameter, or freeze the unused ones before wrapping); "
      "TORCH_DISTRIBUTED_DEBUG=DETAIL names them"},
-    {"ddp_ready_twice", FindingKind::kDdpUsage, "",
+    {CatalogueCause::kDdpReadyTwice, "ddp_ready_twice", false, "",
      "a parameter got its gradient twice in one backward: reentrant activation checkpointing "
      "(use use_reentrant=False), a module run twice per step, or shared weights; use "
      "_set_static_graph() if the graph never changes, or run one forward per backward"},
-    {"ddp_model", FindingKind::kDdpUsage, "",
+    {CatalogueCause::kDdpModel, "ddp_model", false, "",
      "build the same model on every rank before wrapping it in DistributedDataParallel (the same "
      "config, the same parameters in the same order, the same shapes); '0 params' on the other "
      "side means that rank did not answer: look for why it was late or stuck, and for NCCL errors "
      "before this one"},
-    {"size_mismatch", FindingKind::kCollectiveMismatch, "",
+    {CatalogueCause::kSizeMismatch, "size_mismatch", false, "",
      "make every rank call the same collectives and sends/receives with the same counts and "
      "datatypes (a last batch of another size, or a shape computed per rank, is the usual "
      "cause); TORCH_DISTRIBUTED_DEBUG=DETAIL names the calls"},
-    {"torch_mismatch", FindingKind::kCollectiveMismatch, "",
+    {CatalogueCause::kTorchMismatch, "torch_mismatch", false, "",
      "make every rank call the same collectives in the same order with the same shapes; the "
      "ranks that differ took another code path at that point"},
-    {"uneven", FindingKind::kMissingRank, "",
+    {CatalogueCause::kUneven, "uneven", false, "",
      "give every rank the same number of batches (DistributedSampler with drop_last=True, or the "
      "same dataset length), or wrap the loop in DDP's join() context manager for uneven inputs"},
-    {"teardown", FindingKind::kTeardownHang, "",
+    {CatalogueCause::kTeardown, "teardown", false, "",
      "end cleanly on every rank: call destroy_process_group() once all ranks are past their last "
      "collective (a barrier first), and before exit; a rank that leaves early or hangs in a "
      "collective blocks the others' teardown (TORCH_NCCL_ASYNC_ERROR_HANDLING=1 aborts instead)"},
     // Not a failure: a risk explain reports as a warning (the job stays
     // healthy on its account).
-    {"teardown_risk", FindingKind::kTeardownHang, "",
+    {CatalogueCause::kTeardownRisk, "teardown_risk", false, "",
      "call destroy_process_group() on every rank after its last collective and before it exits; "
      "without it a rank that exits first can leave the others blocked in their own teardown"},
-    {"watchdog", FindingKind::kWatchdogTimeout, "",
+    {CatalogueCause::kWatchdog, "watchdog", false, "",
      "a timeout is a symptom: a rank stopped calling collectives (it died, hung, or took another "
      "path); look for the first error of each rank, and TORCH_NCCL_TRACE_BUFFER_SIZE / "
      "TORCH_DISTRIBUTED_DEBUG=DETAIL name the collective"},
-    {"usage", FindingKind::kInitFailure, "usage",
+    {CatalogueCause::kUsage, "usage", true, "usage",
      "fix the NCCL call the message names: its communicator (one that is valid, not destroyed, "
      "revoked or aborted), counts, datatype, reduction, root and buffers (device memory of the "
      "communicator's GPU), a config made with NCCL_CONFIG_INITIALIZER, and group calls that "
      "balance; a framework's NCCL error with 'invalid usage' names the same; NCCL_DEBUG=INFO "
      "shows the call"},
-    {"config", FindingKind::kInitFailure, "config",
+    {CatalogueCause::kConfig, "config", true, "config",
      "check the NCCL_* variables and ncclConfig_t fields the message names (NCCL_DEBUG=INFO "
      "NCCL_DEBUG_SUBSYS=ENV lists the ones set) and unset those the job does not need: NCCL "
      "ignores, caps or refuses values it cannot use, and says which"},
-    {"topology", FindingKind::kInitFailure, "topology",
+    {CatalogueCause::kTopology, "topology", true, "topology",
      "NCCL could not build the node's topology (GPUs, NICs, PCI switches, NVLinks, CPUs): make "
      "/sys visible in the container (it reads /sys/bus/pci and /sys/class/net), check "
      "nvidia-smi topo -m, give every node the same GPUs and NICs, and check NCCL_TOPO_FILE / "
      "NCCL_GRAPH_FILE if set; NCCL_DEBUG_SUBSYS=GRAPH,TOPO shows what it found"},
-    {"plugin", FindingKind::kInitFailure, "plugin",
+    {CatalogueCause::kPlugin, "plugin", true, "plugin",
      "check the plugin NCCL loaded (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN, NCCL_PROFILER_PLUGIN, "
      "libnccl-net*.so on LD_LIBRARY_PATH): its version must fit this NCCL and its own "
      "dependencies must load; NCCL_DEBUG_SUBSYS=INIT,NET names the one in use and why the others "
      "failed (without a plugin NCCL uses its own IB and socket transports, which need an "
      "InfiniBand device or a usable socket interface)"},
-    {"system", FindingKind::kInitFailure, "system",
+    {CatalogueCause::kSystem, "system", true, "system",
      "a system call or host allocation failed (the message gives its errno): check the "
      "process's limits (ulimit -n for file descriptors, ulimit -u for threads, the container's "
      "memory and pid limits), that /tmp and /dev/shm are writable, and dmesg"},
-    {"socket", FindingKind::kNetworkError, "network",
+    {CatalogueCause::kSocket, "socket", false, "network",
      "a socket between ranks failed: check that the nodes reach each other on the interface "
      "NCCL chose (NCCL_SOCKET_IFNAME on every rank), that no firewall drops the ports, and "
      "whether a peer process died first (its own output)"},
-    {"proxy", FindingKind::kLogInsufficient, "proxy",
+    {CatalogueCause::kProxy, "proxy", false, "proxy",
      "NCCL's proxy thread (which drives the network and local peers for each rank) failed: it "
      "usually follows another rank's death or an earlier NCCL error; find each rank's first "
      "WARN line (NCCL_DEBUG=WARN on every rank) and any rank that died"},
-    {"internal", FindingKind::kLogInsufficient, "internal",
+    {CatalogueCause::kInternal, "internal", false, "internal",
      "NCCL's own consistency check failed: it usually follows an earlier error (look for each "
      "rank's first WARN line); if it is the first, collect NCCL_DEBUG=INFO logs of every rank "
      "and report it to NVIDIA/nccl with the NCCL version, or try the newest release"},
-    {"collnet", FindingKind::kInitFailure, "collnet",
+    {CatalogueCause::kCollnet, "collnet", true, "collnet",
      "CollNet (in-network reductions, SHARP) needs its plugin (nccl-rdma-sharp-plugins) and a "
      "fabric that supports it on every node: check the plugin's log, or turn it off with "
      "NCCL_COLLNET_ENABLE=0"},
-    {"gdr", FindingKind::kInitFailure, "gdr",
+    {CatalogueCause::kGdr, "gdr", true, "gdr",
      "GPUDirect RDMA or GDRCopy failed: check that the nvidia-peermem (or DMA-BUF support) and "
      "gdrdrv kernel modules are loaded and fit the driver, or turn them off "
      "(NCCL_GDRCOPY_ENABLE=0, "
      "NCCL_NET_GDR_LEVEL=LOC)"},
-    {"nvml", FindingKind::kInitFailure, "nvml",
+    {CatalogueCause::kNvml, "nvml", true, "nvml",
      "NCCL could not use NVML (libnvidia-ml.so.1, the driver's management library): run the "
      "container with the NVIDIA runtime so the host driver's libraries are mounted, check that "
      "nvidia-smi works there and that the library matches the driver"},
-    {"device_api", FindingKind::kInitFailure, "device_api",
+    {CatalogueCause::kDeviceApi, "device_api", true, "device_api",
      "NCCL's device-side communication (the device API of 2.28+: GIN, one-sided RMA, symmetric "
      "memory windows, memory suspend) was refused: check the feature's requirements in the "
      "release notes (driver, NIC with DMA-BUF or GDAKI, CUDA 12.5+ for RMA), register windows "
      "the same way on every rank, or leave it off (NCCL_GIN_ENABLE=0)"},
-    {"jax_task_lost", FindingKind::kRankDied, "",
+    {CatalogueCause::kJaxTaskLost, "jax_task_lost", false, "",
      "a JAX task stopped answering the coordination service (it crashed, was killed by the OOM "
      "killer or the scheduler, or hung hard): read that task's own log up to where it stopped, "
      "and its node's dmesg and scheduler events (preemption, eviction); every other task only "
      "reports it. A longer heartbeat_timeout_seconds (jax.distributed.initialize) only makes the "
      "others wait longer"},
-    {"jax_leader_lost", FindingKind::kRankDied, "",
+    {CatalogueCause::kJaxLeaderLost, "jax_leader_lost", false, "",
      "the coordination service runs in JAX process 0 (the coordinator_address of "
      "jax.distributed.initialize): when it stops or restarts every task fails; read process 0's "
      "log for its first error, and the scheduler's events for its node"},
-    {"jax_rendezvous", FindingKind::kRendezvousFailure, "",
+    {CatalogueCause::kJaxRendezvous, "jax_rendezvous", false, "",
      "start every task with the same coordinator_address (reachable from every node, on a port "
      "nothing else holds), the same num_processes and a distinct process_id (or let "
      "jax.distributed.initialize detect them from the cluster), and check that every task "
      "started; initialization_timeout bounds the wait"},
-    {"jax_barrier", FindingKind::kMissingRank, "",
+    {CatalogueCause::kJaxBarrier, "jax_barrier", false, "",
      "some tasks never reached the point the others waited at (the barrier or key named): they "
      "died, hung, started late or took another code path; read the logs of the tasks named as "
      "timed out, and make every task run the same steps"},
-    {"c10d_usage", FindingKind::kLogInsufficient, "",
+    {CatalogueCause::kC10dUsage, "c10d_usage", false, "",
      "fix the torch.distributed call the message names: init_process_group once per process, "
      "before any collective, with a backend this build has, a world size and rank every process "
      "agrees on and a timeout as a timedelta; groups made with new_group/split_group from ranks "
      "of the world, the same on every rank; the error's own words say which argument"},
-    {"torch_nccl", FindingKind::kLogInsufficient, "",
+    {CatalogueCause::kTorchNccl, "torch_nccl", false, "",
      "PyTorch's NCCL process group reported an NCCL call or communicator failing: its words name "
      "the call; why is in NCCL's own WARN line (rerun with NCCL_DEBUG=WARN, or read the "
      "'Last error:' PyTorch prints) and in the first error of each rank: an abort, a destroyed or "
      "invalidated communicator, or a failed call usually follows another rank's failure"},
-    {"torch_barrier", FindingKind::kMissingRank, "",
+    {CatalogueCause::kTorchBarrier, "torch_barrier", false, "",
      "some ranks never reached the barrier (monitored_barrier names them): they died, hung, or "
      "took another code path before it; read those ranks' own logs, and make every rank run the "
      "same steps"},
-    {"ddp_misc", FindingKind::kDdpUsage, "",
+    {CatalogueCause::kDdpMisc, "ddp_misc", false, "",
      "check how DistributedDataParallel is built and used: the constructor's arguments (process "
      "group or device mesh, bucket sizes, static_graph, find_unused_parameters, "
      "gradient_as_bucket_view), the communication hooks and join() handlers registered, and that "
      "gradients keep the layout DDP expects; the message names which"},
-    {"library", FindingKind::kInitFailure, "version",
+    {CatalogueCause::kLibrary, "library", true, "version",
      "load the libnccl.so.2 the framework was built with: remove other NCCL builds from "
      "LD_LIBRARY_PATH/LD_PRELOAD, or install the matching nvidia-nccl-cu* wheel"},
-    {"process_killed", FindingKind::kRankDied, "",
+    {CatalogueCause::kProcessKilled, "process_killed", false, "",
      "a process of the job was killed by a signal (-9: SIGKILL, most often the kernel's OOM "
      "killer or the scheduler; -11: a segmentation fault; -6: an abort): read dmesg on that node "
      "for the OOM killer or an Xid, and the rank's own output for its last lines (DeepSpeed's "
      "--enable_each_rank_log keeps one file per rank); the launcher stopped the other ranks"},
-    {"deepspeed_init", FindingKind::kLogInsufficient, "",
+    {CatalogueCause::kDeepspeedInit, "deepspeed_init", false, "",
      "initialise DeepSpeed's communication once in every process before anything uses it: "
      "deepspeed.init_distributed() (or deepspeed.initialize with dist_init_required left on), "
      "started by one launcher (deepspeed, torchrun or mpirun, not two of them) so that RANK, "
      "WORLD_SIZE and MASTER_ADDR/MASTER_PORT agree with what MPI reports"},
-    {"model_parallel", FindingKind::kLogInsufficient, "",
+    {CatalogueCause::kModelParallel, "model_parallel", false, "",
      "check the model-parallel layout: tensor x pipeline (x context) parallel sizes must divide "
      "the number of processes (Megatron: --tensor-model-parallel-size, "
      "--pipeline-model-parallel-size, --context-parallel-size; the rest is data parallel) or, in "
@@ -248,7 +249,7 @@ const MessageCause kCauses[] = {
      "(initialize_model_parallel); the message names the sizes or the group"},
     // Not NCCL's init (SGLang checks after it): the framework's refusal, in
     // the catalogue's words, as for c10d_usage.
-    {"gpu_busy", FindingKind::kLogInsufficient, "",
+    {CatalogueCause::kGpuBusy, "gpu_busy", false, "",
      "another process holds memory on one of the job's GPUs (a server or job still running, or "
      "two servers sharing GPUs): find it with nvidia-smi (its pid and memory) on each GPU of the "
      "job and stop it, or give this job GPUs of its own (CUDA_VISIBLE_DEVICES); SGLang's check "
@@ -266,22 +267,23 @@ const std::vector<CatalogueMessage>& Table() {
       {"nccl.bootstrap.no_interface",
        R"(no socket interface found|NET/Socket ?: no interface found|No usable listening interface|)"
        R"((?:^|\s)\S+ : no interface found)",
-       "NCCL 2.4-2.32 bootstrap.cc / net_socket.cc", MessagePhase::kInit, "network", false,
+       "NCCL 2.4-2.32 bootstrap.cc / net_socket.cc", MessagePhase::kInit, CatalogueCause::kNetwork,
+       false,
        "found no network interface for NCCL's bootstrap (NCCL_SOCKET_IFNAME matches none, or "
        "no "
        "interface is up)",
        nullptr},
       {"nccl.bootstrap.invalid_comm_id", R"(Invalid NCCL_COMM_ID)", "NCCL 2.4-2.32 bootstrap.cc",
-       MessagePhase::kInit, "bootstrap", false,
+       MessagePhase::kInit, CatalogueCause::kBootstrap, false,
        "was given an NCCL_COMM_ID that is not an address and port", nullptr},
       {"nccl.socket.getaddrinfo", R"(error encountered when getting address info)",
-       "NCCL 2.4-2.32 misc/socket.cc", MessagePhase::kInit, "bootstrap", false,
+       "NCCL 2.4-2.32 misc/socket.cc", MessagePhase::kInit, CatalogueCause::kBootstrap, false,
        "could not resolve the root's host name (NCCL_COMM_ID or MASTER_ADDR)", nullptr},
       {"nccl.socket.connect",
        R"([Cc]onnect to \S+ (?:failed|returned)|Call to connect returned|[Cc]onnect(?:ion)? to \S+ timed out|socket(?:Start|Poll)Connect: exceeded (?:retries|timeouts))",
        "NCCL 2.4-2.32 misc/socket.cc (socketStartConnect, socketPollConnect; 'exceeded "
        "timeouts' since 2.18, 'exceeded error retry count' since 2.26)",
-       MessagePhase::kAny, "bootstrap", false,
+       MessagePhase::kAny, CatalogueCause::kBootstrap, false,
        "could not connect to another rank or to the bootstrap root",
        R"([Cc]onnect(?:ion)? to (\S+?)[,\s])"},
       {"nccl.shm.segment",
@@ -289,23 +291,23 @@ const std::vector<CatalogueMessage>& Table() {
        "NCCL 2.7-2.9 shmutils.cc ('failed to extend'), 2.10-2.32 ('Error while "
        "creating/attaching "
        "to shared memory segment')",
-       MessagePhase::kInit, "shm", false,
+       MessagePhase::kInit, CatalogueCause::kShm, false,
        "could not create NCCL's shared-memory segment in /dev/shm", nullptr},
       {"nccl.bootstrap.nranks_mismatch", R"(mismatch in (?:rank count|info) from procs)",
        "NCCL 2.4-2.21 bootstrap.cc ('mismatch in rank count from procs'), 2.22+ ('mismatch in "
        "info from procs, nranks ...'): the root, on ranks reporting different nranks",
-       MessagePhase::kInit, "world_size", false,
+       MessagePhase::kInit, CatalogueCause::kWorldSize, false,
        "was started with a different number of ranks than the others (nranks disagrees)", nullptr},
       {"nccl.bootstrap.truncated", R"(Message truncated : received)",
        "NCCL 2.12-2.30 bootstrap.cc (bootstrapRecv and its peers' exchange)", MessagePhase::kInit,
-       "world_size", false,
+       CatalogueCause::kWorldSize, false,
        "received a bootstrap message of another size than it expected: ranks of different "
        "jobs, "
        "sizes or NCCL versions met at one root",
        nullptr},
       {"nccl.bootstrap.rank_twice", R"(ranks has already checked in)",
        "NCCL 2.4-2.32 bootstrap.cc (the root, when a rank checks in twice)", MessagePhase::kInit,
-       "world_size", false,
+       CatalogueCause::kWorldSize, false,
        "checked in at the bootstrap root as a rank another process had already claimed (two "
        "ranks with one rank number, or two jobs at one root)",
        nullptr, "bootstrap"},
@@ -313,34 +315,35 @@ const std::vector<CatalogueMessage>& Table() {
        "NCCL 2.5-2.28 init.cc ('Duplicate GPU detected'), 2.30 ('Multiple Ranks are using the "
        "same "
        "GPU/Partition')",
-       MessagePhase::kInit, "gpu", false, "shares a GPU with another rank of the same communicator",
-       nullptr},
+       MessagePhase::kInit, CatalogueCause::kGpu, false,
+       "shares a GPU with another rank of the same communicator", nullptr},
       {"nccl.version.mismatch", R"(Mismatched NCCL version|NCCL version mismatch)",
        "NCCL 2.23-2.30 init.cc ('Mismatched NCCL version detected : rank %d version %d rank %d "
        "version %d'); before 2.23 a skew shows as a truncated bootstrap message or a hang",
-       MessagePhase::kInit, "version_skew", false, "runs another NCCL version than its peers",
-       nullptr},
+       MessagePhase::kInit, CatalogueCause::kVersionSkew, false,
+       "runs another NCCL version than its peers", nullptr},
       {"nccl.cuda.driver_insufficient",
        R"(driver version is insufficient|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)",
-       "NCCL 2.4-2.32 (any CUDA call), CUDA runtime", MessagePhase::kAny, "driver_old", false,
+       "NCCL 2.4-2.32 (any CUDA call), CUDA runtime", MessagePhase::kAny,
+       CatalogueCause::kDriverOld, false,
        "has a CUDA driver older than the CUDA runtime (or none at all)", nullptr},
       {"nccl.cuda.no_libcuda", R"(Failed to find CUDA library|libcuda\.so[.\d]*: cannot open)",
        "NCCL 2.13-2.18 misc/cudawrap.cc (real 2.18.3 output in real/)", MessagePhase::kInit,
-       "driver", false,
+       CatalogueCause::kDriver, false,
        "could not load the GPU driver's library (libcuda.so): no driver in this container or "
        "machine",
        nullptr},
       {"nccl.ib.size_mismatch", R"(NET/IB.* collective mismatch error)",
        "NCCL 2.4-2.19 transport/net_ib.cc (the receiver, when a peer sends more than it posted; "
        "'peer %s' since 2.10)",
-       MessagePhase::kRuntime, "size_mismatch", false,
+       MessagePhase::kRuntime, CatalogueCause::kSizeMismatch, false,
        "received more bytes from a peer over InfiniBand than the operation expected: the two ranks "
        "disagree on the operation's size",
        R"(peer (\S+) collective mismatch)", "net/ib"},
       {"nccl.ib.completion",
        R"(NET/IB ?: ?Got completion (?:from peer|with error)|NET/IB.*(?:status=|status )(?:12|5)\b|IBV_WC_RETRY_EXC_ERR|transport retry counter exceeded)",
        "NCCL 2.4-2.32 transport/net_ib.cc (completion with error, with its status since 2.12)",
-       MessagePhase::kRuntime, "net_runtime", false,
+       MessagePhase::kRuntime, CatalogueCause::kNetRuntime, false,
        "got an InfiniBand/RoCE completion error: a message to a peer failed on the fabric "
        "(status 12 is retries exhausted: a link, a switch, or a peer that went away)",
        R"(from peer (\S+?)[\s,])", "net/ib"},
@@ -350,11 +353,11 @@ const std::vector<CatalogueMessage>& Table() {
        "2.30 "
        "net_ib/common.cc "
        "('async fatal event', 'Got non-fatal async event')",
-       MessagePhase::kRuntime, "net_runtime", false,
+       MessagePhase::kRuntime, CatalogueCause::kNetRuntime, false,
        "got an InfiniBand async event (a port or device error)", nullptr, "net/ib"},
       {"nccl.ib.gid_change", R"(NET/IB ?: .*(?:during GID change|after GID-change event))",
        "NCCL 2.31-2.32 transport/net_ib/common.cc (the handler of a port's GID change event)",
-       MessagePhase::kRuntime, "net_runtime", false,
+       MessagePhase::kRuntime, CatalogueCause::kNetRuntime, false,
        "had the GID (the address) of an InfiniBand/RoCE port change under the job and could not "
        "take the new one (NCCL marks the device failed)",
        nullptr, "net/ib", true},
@@ -363,63 +366,65 @@ const std::vector<CatalogueMessage>& Table() {
        R"([Oo]utstanding probe|Dummy receive completion))",
        "NCCL 2.31-2.32 transport/net_ib/p2p_resiliency*.cc (moving a connection off a failed "
        "port)",
-       MessagePhase::kRuntime, "internal", false,
+       MessagePhase::kRuntime, CatalogueCause::kInternal, false,
        "had NCCL's InfiniBand port recovery (moving traffic off a failed port, 2.31+) fail one of "
        "its own checks, after a port failed",
        nullptr, "net/ib", true},
       {"nccl.ib.reg_mr", R"(ibv_reg_mr|ibv_reg_dmabuf_mr)", "NCCL 2.4-2.32 misc/ibvwrap.cc",
-       MessagePhase::kAny, "ib", false,
+       MessagePhase::kAny, CatalogueCause::kIb, false,
        "could not register memory with the InfiniBand HCA (often a low RLIMIT_MEMLOCK)", nullptr},
       {"nccl.ib.verbs", R"(NET/IB|NET/IBext|Call to ibv_\w+ failed|\bibv_\w+ failed|mlx5)",
-       "NCCL 2.4-2.32 transport/net_ib.cc, misc/ibvwrap.cc", MessagePhase::kInit, "ib", true,
-       "hit an InfiniBand verbs failure", nullptr},
+       "NCCL 2.4-2.32 transport/net_ib.cc, misc/ibvwrap.cc", MessagePhase::kInit,
+       CatalogueCause::kIb, true, "hit an InfiniBand verbs failure", nullptr},
       {"nccl.fabric.not_initialized", R"(system not yet initialized)",
        "NCCL 2.17-2.32 transport/nvls.cc (CUDA error 802 from the multicast API)",
-       MessagePhase::kAny, "fabric", false,
+       MessagePhase::kAny, CatalogueCause::kFabric, false,
        "found the NVLink fabric not ready (the Fabric Manager has not initialised it)", nullptr},
       {"nccl.fabric.nvls", R"(NVLS|NVLink SHARP|(?i:fabric manager)|\bIMEX\b|cuMulticast|NVSwitch)",
-       "NCCL 2.17-2.32 transport/nvls.cc, CUDA multicast", MessagePhase::kAny, "fabric", true,
-       "could not use the NVLink fabric (NVSwitch, NVLS multicast)", nullptr},
+       "NCCL 2.17-2.32 transport/nvls.cc, CUDA multicast", MessagePhase::kAny,
+       CatalogueCause::kFabric, true, "could not use the NVLink fabric (NVSwitch, NVLS multicast)",
+       nullptr},
       {"nccl.p2p.ipc",
        R"(P2P/IPC|failed to peer with device|cudaIpcOpenMemHandle|cudaIpcGetMemHandle|peer access|peer mapping|cuMemImportFromShareableHandle|IPC handle)",
-       "NCCL 2.4-2.32 transport/p2p.cc", MessagePhase::kAny, "p2p", true,
+       "NCCL 2.4-2.32 transport/p2p.cc", MessagePhase::kAny, CatalogueCause::kP2p, true,
        "could not map another local GPU's memory (P2P / CUDA IPC)", nullptr},
       // --- NCCL, a running job
       {"nccl.remote_error", R"(remote process exited or there was a network error|ncclRemoteError)",
-       "NCCL 2.13-2.32 ncclGetErrorString (ncclRemoteError)", MessagePhase::kAny, "peer_lost",
-       false, "lost a peer: NCCL says the remote process exited or the network failed", nullptr,
-       "net"},
+       "NCCL 2.13-2.32 ncclGetErrorString (ncclRemoteError)", MessagePhase::kAny,
+       CatalogueCause::kPeerLost, false,
+       "lost a peer: NCCL says the remote process exited or the network failed", nullptr, "net"},
       {"nccl.socket.closed", R"(Connection closed by remote peer|Connection reset by peer)",
-       "NCCL 2.4-2.32 misc/socket.cc", MessagePhase::kAny, "peer_lost", false,
+       "NCCL 2.4-2.32 misc/socket.cc", MessagePhase::kAny, CatalogueCause::kPeerLost, false,
        "lost a socket connection to a peer (the process there died, or the network failed)",
        R"((?:peer|from) (\S+?<\d+>|\d+\.\d+\.\d+\.\d+:?\d*))", "net/socket"},
       {"nccl.socket.recv",
        R"(Call to recv from \S+ failed|socketProgress(?:Opt)?: .*failed|socket progress error|NET/Socket ?: ?socket)",
        "NCCL 2.10-2.32 misc/socket.cc ('Call to recv from %s failed'), transport/net_socket.cc",
-       MessagePhase::kRuntime, "peer_lost", false, "failed to talk to a peer over a socket",
-       nullptr, "net/socket"},
+       MessagePhase::kRuntime, CatalogueCause::kPeerLost, false,
+       "failed to talk to a peer over a socket", nullptr, "net/socket"},
       {"nccl.proxy.error",
        R"(\[Service thread\] Error encountered progressing|\[Proxy Service \d+\] Failed to execute operation|Proxy Call to rank \d+ failed|proxyProgress.*failed|\[Proxy Progress\])",
        "NCCL 2.12-2.32 proxy.cc ('[Proxy Service %d] Failed to execute operation' since 2.12, "
        "'[Service thread] Error encountered progressing' since 2.17)",
-       MessagePhase::kRuntime, "peer_lost", false,
+       MessagePhase::kRuntime, CatalogueCause::kPeerLost, false,
        "had its proxy thread fail an operation with a peer (usually a peer that went away)",
        nullptr, "proxy"},
       {"nccl.socket.truncated", R"(NET/Socket ?: ?(?:peer \S+ )?message truncated)",
-       "NCCL 2.12-2.30 transport/net_socket.cc", MessagePhase::kRuntime, "size_mismatch", false,
+       "NCCL 2.12-2.30 transport/net_socket.cc", MessagePhase::kRuntime,
+       CatalogueCause::kSizeMismatch, false,
        "received more bytes from a peer than the operation expected: the two ranks disagree on "
        "the operation's size",
        R"(peer (\S+) message truncated)", "net/socket"},
       {"nccl.ras.dead_peer", R"(RAS declaring peer \S+ as DEAD)",
        "NCCL 2.24-2.30 ras/peers.cc (INFO, NCCL_DEBUG_SUBSYS including RAS)",
-       MessagePhase::kRuntime, "peer_lost", false,
+       MessagePhase::kRuntime, CatalogueCause::kPeerLost, false,
        "was told by NCCL's RAS that a peer stopped answering (declared dead)",
        R"(peer (\S+) as DEAD)", "ras"},
       // --- loaders and libraries
       {"loader.nccl_symbol",
        R"(undefined symbol: nccl\w+|version `?NCCL_[\d.]+'? not found|libnccl\.so[.\d]*: cannot open shared object file|Failed to load NCCL library)",
        "the dynamic loader (glibc), torch/__init__.py import, vLLM pynccl_wrapper.py",
-       MessagePhase::kInit, "library", false,
+       MessagePhase::kInit, CatalogueCause::kLibrary, false,
        "loaded an NCCL library that does not fit the framework (a missing symbol or version)",
        nullptr},
       // --- DeepSpeed, Megatron-core and SGLang (read with
@@ -429,7 +434,7 @@ const std::vector<CatalogueMessage>& Table() {
       {"deepspeed.launcher.killed", R"(exits with return code = -\d+)",
        "DeepSpeed 0.14-0.19 deepspeed/launcher/launch.py (sigkill_handler: '{cmd} exits with "
        "return code = {code}', the command of the last rank it started, not of the one that died)",
-       MessagePhase::kRuntime, "process_killed", false,
+       MessagePhase::kRuntime, CatalogueCause::kProcessKilled, false,
        "reported, as the DeepSpeed launcher of a node, that a process it started there was killed "
        "by a signal (a negative return code is the signal), and stopped the others",
        nullptr, "deepspeed/launcher"},
@@ -439,7 +444,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(MPI (?:rank|world size) \d+ does not match torch)",
        "DeepSpeed 0.14-0.19 deepspeed/comm/comm.py (the asserts of every collective and of "
        "init_distributed, mpi_discovery)",
-       MessagePhase::kInit, "deepspeed_init", false,
+       MessagePhase::kInit, CatalogueCause::kDeepspeedInit, false,
        "used DeepSpeed's communication before it was initialised, or with a rank or world size "
        "that MPI and torch.distributed disagree on",
        nullptr, "deepspeed/comm"},
@@ -449,7 +454,7 @@ const std::vector<CatalogueMessage>& Table() {
        "'world_size ({}) is not divisible by {}'), SGLang 0.4-0.5 "
        "sglang/srt/distributed/parallel_state.py ('world_size ({}) is not equal to "
        "tensor_model_parallel_size ({}) x pipeline_model_parallel_size ({})')",
-       MessagePhase::kInit, "model_parallel", false,
+       MessagePhase::kInit, CatalogueCause::kModelParallel, false,
        "was started with a number of processes that the model-parallel sizes do not fit", nullptr,
        "model_parallel"},
       {"model_parallel.group_state",
@@ -458,14 +463,14 @@ const std::vector<CatalogueMessage>& Table() {
        "Megatron-core 0.10-0.16 megatron/core/parallel_state.py, SGLang 0.4-0.5 "
        "sglang/srt/distributed/parallel_state.py (the asserts of initialize_model_parallel and of "
        "each get_*_group)",
-       MessagePhase::kInit, "model_parallel", false,
+       MessagePhase::kInit, CatalogueCause::kModelParallel, false,
        "asked for a model-parallel group before the groups were set up, or set them up twice",
        nullptr, "model_parallel"},
       {"sglang.memory_unbalanced",
        R"(The memory capacity is unbalanced\. Some GPUs may be occupied by other processes)",
        "SGLang 0.4-0.5 sglang/srt/model_executor/model_runner.py (init_torch_distributed: the "
        "tensor-parallel ranks' free GPU memory compared)",
-       MessagePhase::kInit, "gpu_busy", false,
+       MessagePhase::kInit, CatalogueCause::kGpuBusy, false,
        "found less free memory on another GPU of its tensor-parallel group than on its own "
        "(another process holds memory there)",
        nullptr, "sglang"},
@@ -479,7 +484,7 @@ const std::vector<CatalogueMessage>& Table() {
        "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc "
        "(CheckHeartbeatTimeout), xla/pjrt/distributed/client.h (before 2023: 'the coordinator "
        "detected missing heartbeats')",
-       MessagePhase::kRuntime, "jax_task_lost", false,
+       MessagePhase::kRuntime, CatalogueCause::kJaxTaskLost, false,
        "was told by JAX's coordination service that a task stopped sending heartbeats (it "
        "died)",
        R"((/job:[^/\s]+/replica:\d+/task:\d+))", "jax/coordination"},
@@ -487,7 +492,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(Heartbeat: Incarnation ID mismatch|tried to connect with a different incarnation)",
        "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc (RecordHeartbeat, "
        "RegisterTaskAsync)",
-       MessagePhase::kRuntime, "jax_task_lost", false,
+       MessagePhase::kRuntime, CatalogueCause::kJaxTaskLost, false,
        "was told by JAX's coordination service that a task restarted (it had crashed)",
        R"((/job:[^/\s]+/replica:\d+/task:\d+))", "jax/coordination"},
       {"jax.coordination.leader",
@@ -495,21 +500,21 @@ const std::vector<CatalogueMessage>& Table() {
        R"(Barrier failed because service is shutting down|Shutdown barrier has failed)",
        "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc, "
        "coordination_service_agent.cc (StartSendingHeartbeats)",
-       MessagePhase::kRuntime, "jax_leader_lost", false,
+       MessagePhase::kRuntime, CatalogueCause::kJaxLeaderLost, false,
        "lost JAX's coordination service (process 0, its leader, stopped or restarted)", nullptr,
        "jax/coordination"},
       {"jax.coordination.register_barrier", R"(Barrier timed out\. Id: \[Init\])",
        "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc "
        "(CheckBarrierTimeout "
        "on [Init]Wait_for_all_tasks_to_register)",
-       MessagePhase::kInit, "jax_rendezvous", false,
+       MessagePhase::kInit, CatalogueCause::kJaxRendezvous, false,
        "timed out waiting for every JAX task to register with the coordination service (some "
        "never connected)",
        nullptr, "jax/coordination"},
       {"jax.coordination.unexpected_task", R"(Unexpected task registered with task_name=)",
        "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc "
        "(RegisterTaskAsync)",
-       MessagePhase::kInit, "jax_rendezvous", false,
+       MessagePhase::kInit, CatalogueCause::kJaxRendezvous, false,
        "registered with JAX's coordination service as a task it does not expect (num_processes "
        "or "
        "process_id disagree)",
@@ -519,7 +524,7 @@ const std::vector<CatalogueMessage>& Table() {
        "XLA xla/tsl/distributed_runtime/coordination/coordination_service.cc "
        "(CheckBarrierTimeout), "
        "coordination_service_agent.cc (GetKeyValue)",
-       MessagePhase::kRuntime, "jax_barrier", false,
+       MessagePhase::kRuntime, CatalogueCause::kJaxBarrier, false,
        "timed out at a JAX barrier (or waiting for a key) that other tasks never reached",
        R"((?:Id|key): ([^\s.,]+))", "jax/coordination"},
       {"jax.coordination.polled_error",
@@ -528,21 +533,21 @@ const std::vector<CatalogueMessage>& Table() {
        "XLA xla/pjrt/distributed/client.h (missed_heartbeat_callback), "
        "xla/tsl/distributed_runtime/coordination/coordination_service_agent.cc "
        "(StartPollingForError)",
-       MessagePhase::kRuntime, "jax_task_lost", false,
+       MessagePhase::kRuntime, CatalogueCause::kJaxTaskLost, false,
        "was stopped by JAX because the coordination service reported an error (usually another "
        "task died)",
        nullptr, "jax/coordination"},
       // --- PyTorch c10d rendezvous (TCPStore)
       {"torch.store.client_timeout", R"(The client socket has timed out after)",
-       "PyTorch 2.2+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
-       false,
+       "PyTorch 2.2+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit,
+       CatalogueCause::kRendezvous, false,
        "timed out connecting to the rendezvous store (TCPStore) as a client: nothing answered "
        "at "
        "that address",
        R"(connect to \(([^,()]+), (\d+)\))", "c10d/store"},
       {"torch.store.client_failed", R"(The client socket has failed to connect to)",
-       "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
-       false,
+       "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit,
+       CatalogueCause::kRendezvous, false,
        "could not connect to the rendezvous store (TCPStore) as a client (the errno says why: "
        "refused "
        "when nothing listens there yet or at a wrong MASTER_ADDR/MASTER_PORT, unreachable or "
@@ -551,54 +556,55 @@ const std::vector<CatalogueMessage>& Table() {
        R"(connect to \[?([^\]\s]+?)\]?:(\d+))", "c10d/store"},
       {"torch.store.server_bind",
        R"(The server socket has failed to (?:listen|bind)|server socket.*(?:EADDRINUSE|[Aa]ddress already in use))",
-       "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit, "rendezvous",
-       false,
+       "PyTorch 2.0+ torch/csrc/distributed/c10d/socket.cpp", MessagePhase::kInit,
+       CatalogueCause::kRendezvous, false,
        "could not open the rendezvous store (TCPStore) as its server: the port is taken "
        "(another "
        "job, or a previous run still holding it)",
        R"(bind to \[?([^\]\s]+?)\]?:(\d+))", "c10d/store"},
       {"torch.store.clients_missing", R"(waiting for clients\. \d+/\d+ clients joined)",
-       "PyTorch 2.0+ torch/csrc/distributed/c10d/TCPStore.cpp", MessagePhase::kInit, "rendezvous",
-       false,
+       "PyTorch 2.0+ torch/csrc/distributed/c10d/TCPStore.cpp", MessagePhase::kInit,
+       CatalogueCause::kRendezvous, false,
        "as the rendezvous store's server, waited for every rank and fewer joined: ranks that "
        "never "
        "started, a WORLD_SIZE larger than the ranks launched, or ranks pointed at another "
        "MASTER_ADDR/PORT",
        nullptr, "c10d/store"},
       {"torch.store.barrier", R"(Timed out initializing process group in store based barrier)",
-       "PyTorch 1.8-2.x torch/distributed/distributed_c10d.py", MessagePhase::kInit, "rendezvous",
-       false,
+       "PyTorch 1.8-2.x torch/distributed/distributed_c10d.py", MessagePhase::kInit,
+       CatalogueCause::kRendezvous, false,
        "timed out waiting for all ranks at init_process_group's barrier (the ranks disagree on "
        "the world size, or some never arrived)",
        nullptr, "c10d/store"},
       {"torch.store.connect_timeout", R"(connect\(\) timed out\. Original timeout was)",
-       "PyTorch 1.x torch/lib/c10d/TCPStore.cpp", MessagePhase::kInit, "rendezvous", false,
-       "timed out connecting to the rendezvous store (TCPStore)", nullptr, "c10d/store"},
+       "PyTorch 1.x torch/lib/c10d/TCPStore.cpp", MessagePhase::kInit, CatalogueCause::kRendezvous,
+       false, "timed out connecting to the rendezvous store (TCPStore)", nullptr, "c10d/store"},
       {"torch.elastic.rendezvous",
        R"(RendezvousTimeoutError|RendezvousConnectionError|RendezvousClosedError|The connection to the C10d store has failed|EtcdRendezvous\w*Error|[Ee]tcd.*(?:failed|timed out|[Ee]rror))",
-       "PyTorch 1.9+ torch/distributed/elastic/rendezvous/", MessagePhase::kInit, "rendezvous",
-       false, "failed torchrun's rendezvous (c10d or etcd backend)", nullptr, "torchrun"},
+       "PyTorch 1.9+ torch/distributed/elastic/rendezvous/", MessagePhase::kInit,
+       CatalogueCause::kRendezvous, false, "failed torchrun's rendezvous (c10d or etcd backend)",
+       nullptr, "torchrun"},
       {"torch.store.error", R"(DistNetworkError|DistStoreError)",
        "PyTorch 2.1+ torch/distributed (the store's exception types)", MessagePhase::kInit,
-       "rendezvous", false, "failed talking to the rendezvous store (TCPStore)", nullptr,
-       "c10d/store"},
+       CatalogueCause::kRendezvous, false, "failed talking to the rendezvous store (TCPStore)",
+       nullptr, "c10d/store"},
       // --- PyTorch DDP and the collectives it checks
       {"torch.ddp.unused_parameters",
        R"(Expected to have finished reduction in the prior iteration)",
-       "PyTorch 1.1+ torch/csrc/distributed/c10d/reducer.cpp", MessagePhase::kRuntime, "ddp_unused",
-       false,
+       "PyTorch 1.1+ torch/csrc/distributed/c10d/reducer.cpp", MessagePhase::kRuntime,
+       CatalogueCause::kDdpUnused, false,
        "started an iteration before DDP had reduced every gradient of the last one: some "
        "parameters took no part in the loss",
        nullptr, "ddp"},
       {"torch.ddp.ready_twice", R"(Expected to mark a variable ready only once)",
        "PyTorch 1.1+ torch/csrc/distributed/c10d/reducer.cpp", MessagePhase::kRuntime,
-       "ddp_ready_twice", false,
+       CatalogueCause::kDdpReadyTwice, false,
        "had DDP mark a parameter's gradient ready twice in one backward pass", nullptr, "ddp"},
       {"torch.ddp.model_mismatch",
        R"(DDP expects same model across all ranks|appears not to match (?:the )?(?:number|sizes|strides) of (?:the )?(?:model )?param)",
        "PyTorch 1.9+ torch/csrc/distributed/c10d/comm.cpp, reducer.cpp "
        "(verify_params_across_processes)",
-       MessagePhase::kInit, "ddp_model", false,
+       MessagePhase::kInit, CatalogueCause::kDdpModel, false,
        "failed DDP's check that every rank holds the same parameters: a different model on "
        "some "
        "rank, or, when the other rank 'has inconsistent 0 params', that rank never took part "
@@ -608,67 +614,72 @@ const std::vector<CatalogueMessage>& Table() {
       {"torch.debug.mismatch", R"(Detected mismatch between collectives on ranks)",
        "PyTorch 1.10+ torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp "
        "(TORCH_DISTRIBUTED_DEBUG=DETAIL)",
-       MessagePhase::kRuntime, "torch_mismatch", false,
+       MessagePhase::kRuntime, CatalogueCause::kTorchMismatch, false,
        "ran a different collective than another rank at the same point (PyTorch's own check)",
        nullptr, "c10d"},
       {"torch.join.exhausted", R"(Rank \d+ exhausted all inputs)",
        "PyTorch 1.10+ torch/distributed/algorithms/join.py (Join with "
        "throw_on_early_termination)",
-       MessagePhase::kRuntime, "uneven", false,
+       MessagePhase::kRuntime, CatalogueCause::kUneven, false,
        "ran out of inputs before the other ranks (uneven inputs): it left the training loop "
        "early",
        nullptr, "ddp"},
       {"torch.join.uneven", R"(Detected at least one rank that exhausted inputs)",
-       "PyTorch 1.8+ torch/nn/parallel/distributed.py (join)", MessagePhase::kRuntime, "uneven",
-       false, "ran out of inputs before the other ranks (uneven inputs)", nullptr, "ddp"},
+       "PyTorch 1.8+ torch/nn/parallel/distributed.py (join)", MessagePhase::kRuntime,
+       CatalogueCause::kUneven, false, "ran out of inputs before the other ranks (uneven inputs)",
+       nullptr, "ddp"},
       // --- PyTorch ProcessGroupNCCL: teardown, watchdog
       {"torch.teardown.destroy",
        R"(in destroy_process_group|\bdestroy_process_group \(\S*distributed_c10d\.py|destroy_process_group.*(?:hang|stuck|timed out)|ProcessGroupNCCL::shutdown|ProcessGroupNCCL::~ProcessGroupNCCL|abortCommsFromMap)",
        "PyTorch torch/distributed/distributed_c10d.py, ProcessGroupNCCL.cpp (teardown frames)",
-       MessagePhase::kRuntime, "teardown", false,
+       MessagePhase::kRuntime, CatalogueCause::kTeardown, false,
        "was still tearing its process group down (destroy_process_group) when it stopped", nullptr,
        "c10d"},
       {"torch.teardown.not_destroyed",
        R"(NCCL communicator hasn't been destroyed|process group has NOT been destroyed before we destruct ProcessGroupNCCL)",
        "PyTorch 2.4+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (its destructor, at exit)",
-       MessagePhase::kRuntime, "teardown_risk", false,
+       MessagePhase::kRuntime, CatalogueCause::kTeardownRisk, false,
        "exited without destroying its process group (destroy_process_group)", nullptr, "c10d"},
       {"torch.watchdog.stuck",
        R"(watchdog got stuck for \d+ seconds|Heartbeat monitor timed out|ProcessGroupNCCL watchdog hang)",
        "PyTorch 2.2+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (heartbeat monitor)",
-       MessagePhase::kRuntime, "watchdog", false,
+       MessagePhase::kRuntime, CatalogueCause::kWatchdog, false,
        "had PyTorch's NCCL watchdog thread itself hang (blocked in an NCCL or CUDA call)", nullptr,
        "c10d"},
       {"torch.watchdog.timeout",
        R"(Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|Some NCCL operations have failed or timed out|WorkNCCL::checkTimeout|ProcessGroupNCCL::watchdogHandler|ncclCommWatchdog)",
        "PyTorch 1.9+ torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp", MessagePhase::kRuntime,
-       "watchdog", false, "timed out in a collective (PyTorch's NCCL watchdog)", nullptr, "c10d"},
+       CatalogueCause::kWatchdog, false, "timed out in a collective (PyTorch's NCCL watchdog)",
+       nullptr, "c10d"},
       // --- the GPU, its memory and the host's, kernels
       {"host.oom_killer",
        R"((?:Out of memory|Memory cgroup out of memory): Killed process \d+|oom-kill|oom_reaper)",
-       "the Linux kernel's OOM killer (mm/oom_kill.c), in dmesg", MessagePhase::kAny, "host_oom",
-       false, "was killed by the kernel's out-of-memory killer", nullptr, "host"},
+       "the Linux kernel's OOM killer (mm/oom_kill.c), in dmesg", MessagePhase::kAny,
+       CatalogueCause::kHostOom, false, "was killed by the kernel's out-of-memory killer", nullptr,
+       "host"},
       {"gpu.failed",
        R"(uncorrectable ECC error encountered|GPU has fallen off the bus|is/are busy or unavailable|ECC error)",
        "the CUDA runtime's error strings (cudaErrorECCUncorrectable, "
        "cudaErrorDevicesUnavailable), "
        "the driver's dmesg",
-       MessagePhase::kAny, "gpu_failed", false, "lost its GPU to a hardware failure", nullptr,
-       "gpu"},
+       MessagePhase::kAny, CatalogueCause::kGpuFailed, false, "lost its GPU to a hardware failure",
+       nullptr, "gpu"},
       {"gpu.out_of_memory", R"(out of memory|OutOfMemoryError|Failed to CUDA calloc)",
        "the CUDA runtime (cudaErrorMemoryAllocation), PyTorch's torch.cuda.OutOfMemoryError, "
        "NCCL "
        "2.4-2.32 alloc.h ('Failed to CUDA calloc')",
-       MessagePhase::kAny, "gpu_oom", false, "ran out of GPU memory", nullptr, "cuda"},
+       MessagePhase::kAny, CatalogueCause::kGpuOom, false, "ran out of GPU memory", nullptr,
+       "cuda"},
       {"cuda.kernel_fault",
        R"(illegal memory access|unspecified launch failure|misaligned address|device-side assert)",
        "the CUDA runtime's error strings for a faulting kernel (cudaErrorIllegalAddress, "
        "cudaErrorLaunchFailure, cudaErrorMisalignedAddress, cudaErrorAssert)",
-       MessagePhase::kAny, "kernel", false, "hit a CUDA error in a kernel", nullptr, "cuda"},
+       MessagePhase::kAny, CatalogueCause::kKernel, false, "hit a CUDA error in a kernel", nullptr,
+       "cuda"},
       // --- CUDA errors under a framework
       {"cuda.error", R"(CUDA error[: ]|[Cc]uda failure|CUDA failure|cudaError\w+|CUDA_ERROR_\w+)",
        "the CUDA runtime through PyTorch (c10/cuda/CUDAException.cpp), NCCL's CUDACHECK",
-       MessagePhase::kAny, "cuda", false, "hit a CUDA error", nullptr},
+       MessagePhase::kAny, CatalogueCause::kCuda, false, "hit a CUDA error", nullptr},
       // --- NCCL's other WARN messages, 2.4-2.32 (tests/data/nccl_warns.tsv, made by
       // scripts/extract-nccl-warns.py from NCCL's history and, for 2.31.2-2.32.6,
       // its libraries): by subsystem, from the words each prints. Specific
@@ -678,21 +689,21 @@ const std::vector<CatalogueMessage>& Table() {
        R"(Invalid (?:NET|P2P IPC|CollNet|UDS proxy) (?:(?:de)?register )?(?:request|response) size)",
        "NCCL 2.31-2.32 transport/net.cc, p2p.cc, coll_net.cc, proxy.cc (a request to the proxy "
        "thread checked)",
-       MessagePhase::kAny, "internal", false,
+       MessagePhase::kAny, CatalogueCause::kInternal, false,
        "had a request between a rank and its proxy thread arrive with a size it does not expect "
        "(NCCL's own check of its proxy protocol)",
        nullptr, "proxy", true},
       {"nccl.ras.diagnostics", R"(RAS (?:\w+ )?diagnostics|progress counter monitor)",
        "NCCL 2.31-2.32 ras/diagnostics*.cc, ras/collectives.cc (RAS's ECC, NVLink, driver and "
        "environment checks across ranks), 2.32 ras/progress_monitor.cc",
-       MessagePhase::kAny, "internal", false,
+       MessagePhase::kAny, CatalogueCause::kInternal, false,
        "had NCCL's RAS diagnostics (its checks of ECC, NVLink, drivers and settings across ranks, "
        "and its progress monitor) fail one of their own checks",
        nullptr, "ras", true},
       {"nccl.rma.socket_closed",
        R"(RMA/Socket ?: .*(?:socket (?:from|to) peer=\d+ closed|closed before|from closed peer))",
        "NCCL 2.32 the one-sided RMA transport over sockets (rma/, 'RMA/Socket : ...')",
-       MessagePhase::kRuntime, "peer_lost", false,
+       MessagePhase::kRuntime, CatalogueCause::kPeerLost, false,
        "lost the socket to a peer of its one-sided (RMA) transfers: the process there died, or the "
        "network failed",
        nullptr, "rma", true},
@@ -700,14 +711,14 @@ const std::vector<CatalogueMessage>& Table() {
        R"(asynchronous (?:bootstrap )?send|bootstrap state is closing)",
        "NCCL 2.32 bootstrap.cc (bootstrapSend, bootstrapRecv, bootstrapClose: sends to peers that "
        "complete in the background)",
-       MessagePhase::kAny, "bootstrap", false,
+       MessagePhase::kAny, CatalogueCause::kBootstrap, false,
        "had a message to another rank over NCCL's bootstrap network fail (sent in the background, "
        "reported at the next send or receive)",
        nullptr, "bootstrap", true},
       {"nccl.socket.encryption",
        R"(\bTLS\b|ncclCrypt|ncclSetEncryption|encryption mode|pre-shared key|config->psk)",
-       "NCCL 2.32 misc/crypt.cc (the encryption of NCCL's sockets)", MessagePhase::kAny, "config",
-       false,
+       "NCCL 2.32 misc/crypt.cc (the encryption of NCCL's sockets)", MessagePhase::kAny,
+       CatalogueCause::kConfig, false,
        "could not set NCCL's sockets up with the encryption it was configured for (TLS, a "
        "pre-shared key), which this build or the setting does not allow",
        nullptr, "net/socket", true},
@@ -715,19 +726,19 @@ const std::vector<CatalogueMessage>& Table() {
        R"(Mismatched collective detected|may be caused by a collective mismatch|)"
        R"(symmetric registration check failed)",
        "NCCL 2.23-2.32 init.cc (the hang check), misc/argcheck.cc", MessagePhase::kRuntime,
-       "size_mismatch", false,
+       CatalogueCause::kSizeMismatch, false,
        "was told by NCCL that the ranks' collectives do not match (NCCL's own check)", nullptr,
        "enqueue", true},
       {"nccl.usage.launch_race", R"(host threads racing to launch NCCL on same device)",
        "NCCL 2.26-2.32 misc/strongstream.cc (launchRaceFatalMsg, printed as WARN(\"%s\"))",
-       MessagePhase::kAny, "usage", false,
+       MessagePhase::kAny, CatalogueCause::kUsage, false,
        "had two of its host threads launch NCCL work on one device at the same time", nullptr,
        "enqueue"},
       {"nccl.library.too_old",
        R"(NCCL library (?:version )?is too old|not backwards compatible|)"
        R"(compiled with too old version of NCCL)",
        "NCCL 2.28-2.32 dev_runtime.cc, devcomm/ (the device API's version check)",
-       MessagePhase::kInit, "version", false,
+       MessagePhase::kInit, CatalogueCause::kVersion, false,
        "runs an NCCL library of another version than the one the program was compiled with",
        nullptr, "init", true},
       {"nccl.cuda.driver_old",
@@ -737,7 +748,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(does not support this CUDA version|due to old driver|CUDA runtime >= 11\.3|)"
        R"(require CUDA \d+\.\d+ or newer)",
        "NCCL 2.9-2.32 misc/cudawrap.cc, misc/strongstream.cc, enqueue.cc, include/alloc.h",
-       MessagePhase::kAny, "driver_old", false,
+       MessagePhase::kAny, CatalogueCause::kDriverOld, false,
        "found a CUDA driver too old for this NCCL (a driver entry point or feature missing)",
        nullptr, "cuda", true},
       {"nccl.cuda.device",
@@ -745,63 +756,65 @@ const std::vector<CatalogueMessage>& Table() {
        R"(Unknown device error|Invalid device \d+ \(totalnDev|cudaFree \S+ failed|)"
        R"(sync (?:device|host)Stream error|maxSharedMem)",
        "NCCL 2.9-2.32 proxy.cc, bootstrap.cc, init.cc, transport/net.cc", MessagePhase::kAny,
-       "cuda", false, "could not use its CUDA device (context, device selection or a stream)",
-       nullptr, "cuda", true},
+       CatalogueCause::kCuda, false,
+       "could not use its CUDA device (context, device selection or a stream)", nullptr, "cuda",
+       true},
       {"nccl.alloc.gpu",
        R"(Failed to CUDA (?:host )?(?:malloc|calloc|alloc)|cuMem\w+ failed|)"
        R"([Mm]emory allocation failed)",
-       "NCCL 2.4-2.32 include/alloc.h", MessagePhase::kAny, "gpu_oom", false,
+       "NCCL 2.4-2.32 include/alloc.h", MessagePhase::kAny, CatalogueCause::kGpuOom, false,
        "could not allocate GPU (or pinned host) memory for its buffers", nullptr, "alloc", true},
       {"nccl.gpu.shared", R"(Multiple ranks detected using the same GPU|ncclCheckMultiRank)",
-       "NCCL 2.30.3-2.30.4 graph/topo.cc", MessagePhase::kInit, "gpu", false,
+       "NCCL 2.30.3-2.30.4 graph/topo.cc", MessagePhase::kInit, CatalogueCause::kGpu, false,
        "shares a GPU with another rank of the same communicator", nullptr, "init", true},
       {"nccl.fabric.mnnvl",
        R"(MNNVL|[Mm]ultimem|Multicast support|[Mm]ulticast memory|NVswitch links mismatch|)"
        R"(FABRIC handle|\(FABRIC\))",
        "NCCL 2.19-2.32 init.cc, mnnvl.cc, transport/p2p.cc, dev_runtime.cc, mem_manager.cc",
-       MessagePhase::kAny, "fabric", false,
+       MessagePhase::kAny, CatalogueCause::kFabric, false,
        "could not use the multi-node NVLink fabric (MNNVL, multicast)", nullptr, "nvls", true},
       {"nccl.p2p.disabled",
        R"(P2P is disabled between|IPC register userbuff|invalid IPC peer|Legacy IPC|IPC: |)"
        R"(P2P computation|Diagnostics P2P|P2P IPC|IPC registration)",
        "NCCL 2.4-2.32 graph/paths.cc, transport/p2p.cc, os/windows_ipcsocket.cc",
-       MessagePhase::kAny, "p2p", false, "could not use P2P between local GPUs", nullptr, "p2p",
-       true},
+       MessagePhase::kAny, CatalogueCause::kP2p, false, "could not use P2P between local GPUs",
+       nullptr, "p2p", true},
       {"nccl.gdr",
        R"(GDRCOPY|GDRCopy|\bgdr_\w+|DMA-BUF (?:fd|mapping|mmap)|GDR (?:Flush|flag)|)"
        R"(NCCL_GDRCOPY|Peermem)",
-       "NCCL 2.12-2.32 misc/gdrwrap.cc, transport/net.cc", MessagePhase::kAny, "gdr", false,
-       "could not use GPUDirect RDMA or GDRCopy", nullptr, "gdr", true},
+       "NCCL 2.12-2.32 misc/gdrwrap.cc, transport/net.cc", MessagePhase::kAny, CatalogueCause::kGdr,
+       false, "could not use GPUDirect RDMA or GDRCopy", nullptr, "gdr", true},
       {"nccl.nvml", R"(\bnvml\w*\(|NVML|libnvidia-ml|nvml\.dll)",
-       "NCCL 2.5-2.32 misc/nvmlwrap.cc, graph/xml.cc", MessagePhase::kAny, "nvml", false,
-       "could not query the GPUs through NVML", nullptr, "nvml", true},
+       "NCCL 2.5-2.32 misc/nvmlwrap.cc, graph/xml.cc", MessagePhase::kAny, CatalogueCause::kNvml,
+       false, "could not query the GPUs through NVML", nullptr, "nvml", true},
       {"nccl.collnet", R"(CollNet|COLLNET|[Cc]ollnet|SHARP|sharp resources)",
        "NCCL 2.6-2.32 transport/coll_net.cc, init.cc, enqueue.cc, graph/tuning.cc",
-       MessagePhase::kAny, "collnet", false, "could not use CollNet (in-network reductions)",
-       nullptr, "collnet", true},
+       MessagePhase::kAny, CatalogueCause::kCollnet, false,
+       "could not use CollNet (in-network reductions)", nullptr, "collnet", true},
       {"nccl.ib.more",
        R"(NET/MLX5|libibverbs|\bibv_\w+|\bIBV_|Listencomm|plane IDs?\b|plane ID that|\bFLID\b|)"
        R"(sendComm|qp depth|\bGDAKI\b|DOCA failure|dlvsym failed|ordering_semantic|doca_\w+)",
        "NCCL 2.4-2.32 misc/ibvwrap.cc, misc/mlx5dvwrap.cc, transport/net_ib/", MessagePhase::kAny,
-       "ib", false, "hit an InfiniBand verbs failure", nullptr, "net/ib", true},
+       CatalogueCause::kIb, false, "hit an InfiniBand verbs failure", nullptr, "net/ib", true},
       {"nccl.ib.fatal", R"(communicator encountered a fatal error \(detected in)",
        "NCCL 2.23-2.32 transport/net_ib/common.cc (after a fatal async event)",
-       MessagePhase::kRuntime, "net_runtime", false,
+       MessagePhase::kRuntime, CatalogueCause::kNetRuntime, false,
        "had its InfiniBand communicator fail (a fatal event on the device)", nullptr, "net/ib",
        true},
       {"nccl.library.load",
        R"(Failed to open \S+|[Dd]lsym failed on|lib wrapper not initialized|)"
        R"(Failed to load \S+\.(?:so|dll))",
        "NCCL 2.4-2.32 misc/gdrwrap.cc, misc/ibvwrap.cc, misc/mlx5dvwrap.cc, os/windows.cc",
-       MessagePhase::kAny, "plugin", false,
+       MessagePhase::kAny, CatalogueCause::kPlugin, false,
        "could not load an optional library it uses (libibverbs, libgdrapi, libnvidia-ml, a "
        "plugin) or one of its symbols",
        nullptr, "plugin", true},
       {"nccl.plugin",
        R"([Pp]lugin|netPlugin|ginPlugin|rmaPlugin|[Tt]uner|[Pp]rofiler|)"
        R"(Network returned 0 device|device code index|maxP2pBytes|maxCollBytes|netName)",
-       "NCCL 2.4-2.32 plugin/, misc/tuner.cc, transport/net.cc", MessagePhase::kAny, "plugin",
-       false, "had a network, tuner or profiler plugin fail", nullptr, "plugin", true},
+       "NCCL 2.4-2.32 plugin/, misc/tuner.cc, transport/net.cc", MessagePhase::kAny,
+       CatalogueCause::kPlugin, false, "had a network, tuner or profiler plugin fail", nullptr,
+       "plugin", true},
       {"nccl.device_api",
        R"(\bGIN\b|GIN_|GIN-|[Ee]lastic GIN|\bRMA\b|RMA-|[Oo]ne[- ]sided|ncclPutSignal|)"
        R"(ncclSignal|ncclWaitSignal|ncclRma|[Ss]ymmetric|[Dd]ev(?:ice)? ?comm|\bLSA\b|lsaRank|)"
@@ -813,7 +826,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(kernel \S+ for \S+ with red op)",
        "NCCL 2.27-2.32 dev_runtime*.cc, gin/, rma/, mem_manager.cc, enqueue.cc, "
        "scheduler/symmetric_sched.cc",
-       MessagePhase::kAny, "device_api", false,
+       MessagePhase::kAny, CatalogueCause::kDeviceApi, false,
        "could not set up NCCL's device-side communication (GIN, RMA, symmetric windows)", nullptr,
        "device_api", true},
       {"nccl.usage",
@@ -832,7 +845,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(does not satisfy|nranks=\d+|register user buffers|exceeds ndev|)"
        R"(ncclCollConfig_t (?:magic|size)|launch-completion event|excludeRanksList)",
        "NCCL 2.4-2.32 misc/argcheck.cc, init.cc, enqueue.cc, group.cc, bootstrap.cc",
-       MessagePhase::kAny, "usage", false,
+       MessagePhase::kAny, CatalogueCause::kUsage, false,
        "was called wrongly by the program (NCCL's argument or state check)", nullptr, "usage",
        true},
       {"nccl.config",
@@ -845,7 +858,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(algSelection|forceAlgSelection|Empty entry when parsing)",
        "NCCL 2.4-2.32 init.cc, enqueue.cc, graph/tuning.cc, graph/connect.cc, misc/rings.cc, "
        "tuning/, param/",
-       MessagePhase::kAny, "config", false,
+       MessagePhase::kAny, CatalogueCause::kConfig, false,
        "could not use a setting it was given (an NCCL_* variable or a communicator config)",
        nullptr, "config", true},
       {"nccl.topology",
@@ -865,20 +878,21 @@ const std::vector<CatalogueMessage>& Table() {
        "NCCL 2.4-2.32 graph/ (topo.cc, xml.cc, paths.cc, search.cc, connect.cc, rings.cc), "
        "init.cc, "
        "os/",
-       MessagePhase::kAny, "topology", false,
+       MessagePhase::kAny, CatalogueCause::kTopology, false,
        "could not make sense of the node's topology (GPUs, NICs, PCI, NVLink, CPUs)", nullptr,
        "topology", true},
       {"nccl.shm.more",
        R"([Ss]hared memory|\bSHM\b|Could not map|failed to extend|Multiple (?:starts|)"
        R"(ends) found in group|view of file|named pipe|[Pp]ipe name|NamedPipe)",
        "NCCL 2.4-2.32 misc/shmutils.cc, include/shm.h, transport/shm.cc, os/", MessagePhase::kAny,
-       "shm", false, "could not set up shared memory with a local rank", nullptr, "shm", true},
+       CatalogueCause::kShm, false, "could not set up shared memory with a local rank", nullptr,
+       "shm", true},
       {"nccl.proxy.service",
        R"(\[Proxy Service(?: UDS)?\]|\[Service thread\]|\[Proxy service\]|[Pp]roxy|opId|)"
        R"(op chain|\bpool \d+|[Ll]ist loop|Inactive op|dequeue|shared buffer|no transport for|)"
        R"(No transport found|abort state|abortFlag|[Rr]em Allocator)",
-       "NCCL 2.4-2.32 proxy.cc, transport.cc, bootstrap.cc", MessagePhase::kAny, "proxy", false,
-       "had NCCL's proxy thread fail", nullptr, "proxy", true},
+       "NCCL 2.4-2.32 proxy.cc, transport.cc, bootstrap.cc", MessagePhase::kAny,
+       CatalogueCause::kProxy, false, "had NCCL's proxy thread fail", nullptr, "proxy", true},
       {"nccl.socket.more",
        R"(\bNet : |NET/Socket|Socket :|ncclSocket\w*|ncclOsSocket\w*|socket(?:Finalize|Try|)"
        R"(Poll|Progress|Start)\w*|[Ss]ocket (?:creation|state|is invalid|at index|pair|)"
@@ -889,8 +903,8 @@ const std::vector<CatalogueMessage>& Table() {
        R"(NCCL_COMM_ID is set|Failed to send: |Failed to recv: |close socket|ncclNetIfs)",
        "NCCL 2.4-2.32 misc/socket.cc, include/socket.h, transport/net_socket.cc, os/, "
        "bootstrap.cc",
-       MessagePhase::kAny, "socket", false, "had a socket between ranks fail", nullptr,
-       "net/socket", true},
+       MessagePhase::kAny, CatalogueCause::kSocket, false, "had a socket between ranks fail",
+       nullptr, "net/socket", true},
       {"nccl.system",
        R"(Call to \S+(?: \S+)? failed|[Tt]hread (?:creation|join) failed|pthread_join|join thread|)"
        R"([Mm]alloc(?: of)? .*failed|malloc\(|calloc\(|returned null|Allocation failed|)"
@@ -899,20 +913,20 @@ const std::vector<CatalogueMessage>& Table() {
        R"(Name too large|CloseHandle|capture mode|too many async|Too many async|)"
        R"(allocate memory)",
        "NCCL 2.4-2.32 include/checks.h, include/utils.h, misc/utils.cc, group.cc, os/",
-       MessagePhase::kAny, "system", false, "had a system call or host allocation fail", nullptr,
-       "system", true},
+       MessagePhase::kAny, CatalogueCause::kSystem, false,
+       "had a system call or host allocation fail", nullptr, "system", true},
       // --- NCCL's teardown and its notices of skew (before the internal checks,
       // whose words, commReclaim, the older teardown text shares)
       {"nccl.teardown.cleanup",
        R"(cleanup comm \S+ rank -?\d+ failed in destroy/abort|commDestroySync error)",
        "NCCL 2.14-2.30 src/init.cc commReclaim (WARN); 2.32 (NCCL ATTN)", MessagePhase::kRuntime,
-       "teardown", false,
+       CatalogueCause::kTeardown, false,
        "failed to free a communicator in ncclCommDestroy or ncclCommAbort (its peers, or its "
        "network, were already gone)",
        nullptr, "init", true},
       {"nccl.version.git", R"(Mismatched NCCL git versions detected)",
        "NCCL 2.32 src/init.cc (NCCL ATTN: rank 0's build fingerprint against each rank's)",
-       MessagePhase::kInit, "version_skew", false,
+       MessagePhase::kInit, CatalogueCause::kVersionSkew, false,
        "found a rank running another build of NCCL than rank 0's (another git version under the "
        "same release number)",
        nullptr, "version", true},
@@ -934,8 +948,8 @@ const std::vector<CatalogueMessage>& Table() {
        R"(client status|PXN|neither send or recv|work queue is not empty|[Aa]sync job state|)"
        R"(group blocking state|communicator mismatch|FIFO size|work descriptor)",
        "NCCL 2.4-2.32 (NCCL's own consistency checks, all subsystems)", MessagePhase::kAny,
-       "internal", false, "hit one of NCCL's internal consistency checks", nullptr, "internal",
-       true},
+       CatalogueCause::kInternal, false, "hit one of NCCL's internal consistency checks", nullptr,
+       "internal", true},
       // --- PyTorch's other distributed messages (tests/data/torch_messages.tsv, made
       // by scripts/extract-torch-messages.py from the torch wheels of 2.0 to 2.15):
       // by the words of the source that prints them, after every specific
@@ -945,7 +959,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(socket|TCPStore|UV Store (?:addr|bind|listen)|c10::Store trace)",
        "PyTorch 2.0-2.15 torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp, "
        "TCPStoreLibUvBackend.cpp",
-       MessagePhase::kInit, "rendezvous", true,
+       MessagePhase::kInit, CatalogueCause::kRendezvous, true,
        "had its rendezvous store (TCPStore) or a socket of it fail",
        R"((?:socket on|connect to) \[?([^\]\s,]+?)\]?:(\d+))", "c10d/store"},
       {"torch.c10d.init_method",
@@ -953,7 +967,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(Error initializing torch\.distributed using)",
        "PyTorch 2.0-2.15 torch/distributed/rendezvous.py (init_method's URL: env://, tcp://, "
        "file://)",
-       MessagePhase::kInit, "rendezvous", false,
+       MessagePhase::kInit, CatalogueCause::kRendezvous, false,
        "could not rendezvous through the init_method URL it was given (its scheme, or a second "
        "rendezvous through it)",
        nullptr, "c10d/init"},
@@ -966,23 +980,23 @@ const std::vector<CatalogueMessage>& Table() {
        R"(failed to observe version)",
        "PyTorch 2.0-2.15 torch/distributed/elastic/rendezvous/ (api.py, dynamic_rendezvous.py, "
        "c10d_rendezvous_backend.py, etcd_*.py, static_tcp_rendezvous.py, utils.py)",
-       MessagePhase::kInit, "rendezvous", true,
+       MessagePhase::kInit, CatalogueCause::kRendezvous, true,
        "failed torchrun's rendezvous: its endpoint, backend or configuration", nullptr, "torchrun"},
       {"torch.join.skew", R"(Detected uneven input skew)",
        "PyTorch 1.10-2.15 torch/distributed/algorithms/join.py (Join's skew warning)",
-       MessagePhase::kRuntime, "uneven", false,
+       MessagePhase::kRuntime, CatalogueCause::kUneven, false,
        "had far fewer inputs than the other ranks (uneven inputs)", nullptr, "ddp"},
       {"torch.c10d.monitored_barrier",
        R"(failed to pass monitoredBarrier|timed out in monitoredBarrier|)"
        R"(received errors while waiting|Monitored Barrier encountered error)",
        "PyTorch 1.10-2.15 torch/csrc/distributed/c10d/ProcessGroupGloo.cpp, "
        "ProcessGroupWrapper.cpp (monitored_barrier)",
-       MessagePhase::kRuntime, "torch_barrier", false,
+       MessagePhase::kRuntime, CatalogueCause::kTorchBarrier, false,
        "waited at a monitored barrier that other ranks never reached", nullptr, "c10d"},
       {"torch.c10d.unsupported",
        R"(does not support monitoredBarrier|only GLOO supports monitored barrier)",
        "PyTorch 2.0-2.15 torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp, Backend.hpp",
-       MessagePhase::kAny, "c10d_usage", false,
+       MessagePhase::kAny, CatalogueCause::kC10dUsage, false,
        "called a process-group operation its backend does not have", nullptr, "c10d"},
       {"torch.ddp.other",
        R"(DistributedDataParallel|\bDDP\b|[Jj]oin(?:able| context manager| hook)|bucket view|)"
@@ -992,7 +1006,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(mixed precision config|Manual backward finalization|unused parameters map|device mesh)",
        "PyTorch 2.0-2.15 torch/nn/parallel/distributed.py, torch/distributed/algorithms/join.py, "
        "torch/csrc/distributed/c10d/reducer.cpp",
-       MessagePhase::kRuntime, "ddp_misc", true,
+       MessagePhase::kRuntime, CatalogueCause::kDdpMisc, true,
        "had DistributedDataParallel refuse how it was built or used", nullptr, "ddp"},
       {"torch.watchdog.other",
        R"([Ww]atchdog (?:caught|got stuck|hang|detected|wrote aborted)|detected by watchdog|)"
@@ -1003,7 +1017,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(HEARTBEAT_TIMEOUT_SEC|timeout watchdog|deadlock state in watchdog)",
        "PyTorch 2.0-2.15 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (watchdog, heartbeat "
        "monitor, desync report)",
-       MessagePhase::kRuntime, "watchdog", false,
+       MessagePhase::kRuntime, CatalogueCause::kWatchdog, false,
        "timed out in a collective, or had PyTorch's NCCL watchdog report a hang", nullptr,
        "c10d/nccl"},
       {"torch.nccl.process_group",
@@ -1017,7 +1031,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(NCCL Error|NCCL error!|ncclInvalidUsage|NCCL mem allocator|nccl2 shrink|)"
        R"(NCCLSymmetricMemory|NCCLPreMulSum|TORCH_SYMMMEM)",
        "PyTorch 2.0-2.15 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, NCCLUtils.cpp/.hpp",
-       MessagePhase::kRuntime, "torch_nccl", true,
+       MessagePhase::kRuntime, CatalogueCause::kTorchNccl, true,
        "had PyTorch's NCCL process group report an NCCL call or communicator failing", nullptr,
        "c10d/nccl"},
       {"torch.c10d.usage",
@@ -1035,7 +1049,7 @@ const std::vector<CatalogueMessage>& Table() {
        R"(use_local_synchronization|port must have value|accelerator support)",
        "PyTorch 2.0-2.15 torch/distributed/distributed_c10d.py (init_process_group, new_group, "
        "split_group, destroy_process_group), torch/distributed/rendezvous.py",
-       MessagePhase::kAny, "c10d_usage", true,
+       MessagePhase::kAny, CatalogueCause::kC10dUsage, true,
        "had torch.distributed refuse how a process group was set up or used", nullptr, "c10d/init"},
   };
   return table;
@@ -1107,11 +1121,19 @@ const MessageCause* CauseNamed(absl::string_view name) {
   return nullptr;
 }
 
-const MessageCause& CauseOf(const CatalogueMessage& m) {
-  const MessageCause* c = CauseNamed(m.cause);
-  if (c == nullptr) abort();  // every message names a cause of the table (tested)
-  return *c;
+const MessageCause& CauseOf(CatalogueCause cause) {
+  const size_t i = static_cast<size_t>(cause);
+  // The table is in the enum's order (checked when it is first used).
+  static const bool in_order = [] {
+    for (size_t k = 0; k < std::size(kCauses); ++k)
+      if (static_cast<size_t>(kCauses[k].id) != k) return false;
+    return true;
+  }();
+  if (!in_order || i >= std::size(kCauses)) abort();
+  return kCauses[i];
 }
+
+const MessageCause& CauseOf(const CatalogueMessage& m) { return CauseOf(m.cause); }
 
 std::string MessageAddress(const CatalogueMessage& m, absl::string_view text) {
   const size_t index = static_cast<size_t>(&m - Table().data());
@@ -1131,9 +1153,7 @@ std::string MessageAddress(const CatalogueMessage& m, absl::string_view text) {
   return "";
 }
 
-bool WarningOnly(const CatalogueMessage& m) {
-  return absl::string_view(m.cause) == "teardown_risk";
-}
+bool WarningOnly(const CatalogueMessage& m) { return m.cause == CatalogueCause::kTeardownRisk; }
 
 bool ErrorWords(absl::string_view text) {
   for (const char* w : {"rror", "failed", "Failed", "failure", "Failure", "refused", "timed out",

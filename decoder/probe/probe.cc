@@ -1,4 +1,4 @@
-#include "commands/probe.h"
+#include "probe/probe.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -25,15 +26,45 @@
 
 #include "commands/diagnose.h"
 #include "commands/input_files.h"
-#include "commands/run.h"
 #include "model/trace_loader.h"
 #include "report/names.h"
 #include "report/terminal_text.h"
+#include "run/run.h"
 
 namespace ncclwatch::decoder {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The folder --dir names, made (0700) when missing; "" when it can be used,
+// else why not. The probe writes files of fixed names there (the workers'
+// output, the unique id), so an existing folder must be one that no one
+// else could have planted a link in: the caller's own, not a symbolic link,
+// not writable by its group or others (/tmp itself is refused, a new folder
+// in it is not). An existing folder's mode is left as it is.
+std::string PrepareFolder(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) {
+    std::error_code ec;
+    const fs::path leaf = fs::path(dir).lexically_normal();
+    if (leaf.has_parent_path()) fs::create_directories(leaf.parent_path(), ec);
+    if (mkdir(dir.c_str(), 0700) != 0 || lstat(dir.c_str(), &st) != 0)
+      return "cannot make the trace folder " + dir + ": " + std::strerror(errno);
+    return "";
+  }
+  if (S_ISLNK(st.st_mode)) return "--dir " + dir + " is a symbolic link; name the folder itself";
+  if (!S_ISDIR(st.st_mode)) return "--dir " + dir + " is not a folder";
+  if (st.st_uid != geteuid())
+    return "--dir " + dir + " belongs to another user; name a folder of your own, or a new one";
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return "--dir " + dir + " may be written by others (mode " + mode +
+           "); name a folder of your own, or a new one";
+  }
+  return "";
+}
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -427,13 +458,9 @@ int RunProbe(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return 2;
     }
     o.dir = tmpl;
-  } else {
-    fs::create_directories(o.dir, ec);
-    if (!fs::is_directory(o.dir, ec)) {
-      err << "ncclwatch: cannot make the trace folder " << o.dir << "\n";
-      return 2;
-    }
-    fs::permissions(o.dir, fs::perms::owner_all, ec);
+  } else if (std::string why = PrepareFolder(o.dir); !why.empty()) {
+    err << "ncclwatch: " << why << "\n";
+    return 2;
   }
   o.dir = fs::absolute(o.dir, ec).lexically_normal().string();
   const std::string id_file = o.dir + "/probe.id";
@@ -498,7 +525,8 @@ int RunProbe(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return 2;
     }
     if (w.pid == 0) {
-      const int fd = open(w.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      const int fd =
+          open(w.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
       if (fd >= 0) {
         dup2(fd, STDOUT_FILENO);
         dup2(fd, STDERR_FILENO);

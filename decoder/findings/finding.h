@@ -1,6 +1,6 @@
 // A Finding: one thing ncclwatch concluded about a job, as facts.
 //
-// The analyses (diagnosis.cc, init_failure.cc, logs/log_diagnosis.cc) fill
+// The analyses (diagnosis.cc, init_failure.cc, analysis/log_diagnosis.cc) fill
 // a Finding with what they saw: its kind and role, the communicator, the
 // collective's number, the ranks, and a payload with the facts of its kind
 // (the groups of a mismatch, what a missing rank did instead, the two sides of
@@ -8,16 +8,18 @@
 // `detail`, `fix` and rank group's `doing` from these facts, for the human
 // report and for the JSON contract alike (README.md, "JSON output").
 //
+// clang-format off
 //   analysis ──Finding{kind, role, comm, seq, ranks, facts}──> report
-//                                                              ├─ RenderFinding: detail, fix,
-//                                                              groups ├─ human report (headline
-//                                                              first) └─ JSON writer
+//                                                               ├─ RenderFinding: detail, fix, groups
+//                                                               ├─ human report (headline first)
+//                                                               └─ JSON writer
+// clang-format on
 //
 // A call site is a fact too (a process and a return address); the report
 // names it ("train_loop+0x4909 (main)") from that process's module map.
 
-#ifndef NCCLWATCH_DECODER_ANALYSIS_FINDING_H_
-#define NCCLWATCH_DECODER_ANALYSIS_FINDING_H_
+#ifndef NCCLWATCH_DECODER_FINDINGS_FINDING_H_
+#define NCCLWATCH_DECODER_FINDINGS_FINDING_H_
 
 #include <cstdint>
 #include <optional>
@@ -25,8 +27,9 @@
 #include <variant>
 #include <vector>
 
-#include "analysis/collective_signature.h"
-#include "analysis/last_call.h"
+#include "findings/collective_signature.h"
+#include "findings/last_call.h"
+#include "findings/mismatch_field.h"
 
 namespace ncclwatch::decoder {
 
@@ -315,9 +318,12 @@ struct BlindSpotFacts {
   std::string nccl_path;  // nccl_calls_unseen: the libnccl it loaded
 };
 
-// unreadable_traces: why each file could not be read.
+// unreadable_traces: why each file could not be read, and the folders and
+// links that may hold traces and were not read (each error names its path).
+// With any of the latter, and nothing else found, it is the root cause.
 struct UnreadableTracesFacts {
   std::vector<std::string> errors;
+  std::vector<std::string> not_searched;
 };
 
 // duplicate_traces: files that hold the same process's trace (the same host,
@@ -368,7 +374,7 @@ enum class InitCause {
   kUnknown,            // a failure none of the above explains
   kWaitedUnexplained,  // waiting: ranks that waited, and no trace shows a failure
   kWaitedForCause,     // waiting: ranks that waited for the causes reported before them
-  kCatalogued,         // a message of the catalogue (logs/message_catalogue.h): `message`
+  kCatalogued,         // a message of the catalogue (knowledge/message_catalogue.h): `message`
   // From the memory-sharing CUDA calls the traces hold (gpu_sharing_failure.h):
   kIpcImportRefused,       // ipc: another process's GPU memory could not be imported
   kFabricManager,          // fabric: multicast objects or fabric handles refused
@@ -483,7 +489,7 @@ struct InitFailureFacts {
   std::optional<GpuSharingFacts> sharing;  // ipc, fabric, p2p from the CUDA calls traced
 };
 
-// Findings of explain (logs/log_diagnosis.cc): what the log lines showed.
+// Findings of explain (analysis/log_diagnosis.cc): what the log lines showed.
 enum class LogCause {
   kXid,               // gpu_fault: an Xid in dmesg (xid, bus_id)
   kGpuFailed,         // gpu_fault: an ECC error, a GPU off the bus or unavailable (line)
@@ -503,7 +509,7 @@ enum class LogCause {
   kNoInfoLines,       // log_insufficient note: NCCL's warnings without its INFO lines
   kNotice,            // log_insufficient warning: an NCCL notice (2.32's ATTN) the catalogue
                       // does not name (line)
-  kCatalogued,        // a message of the catalogue (logs/message_catalogue.h): message, line,
+  kCatalogued,        // a message of the catalogue (knowledge/message_catalogue.h): message, line,
                       // address
   kTorchMismatch,     // collective_mismatch PyTorch itself detected (TORCH_DISTRIBUTED_DEBUG=
                       // DETAIL): timeouts holds each rank's collective (seq 0)
@@ -593,11 +599,11 @@ struct Finding {
   FindingKind kind = FindingKind::kLogInsufficient;
   FindingRole role = FindingRole::kRootCause;
   std::optional<uint64_t> comm;
-  std::optional<uint64_t> seq;  // per-communicator collective (or p2p) number
-  std::vector<int> ranks;       // the global ranks that deviate
-  std::string field;    // op|count|datatype|redop|root (collective_mismatch), order (p2p_mismatch)
-  int nranks = -1;      // the communicator's size
-  int64_t when_ns = 0;  // realtime of the event it starts from
+  std::optional<uint64_t> seq;                 // per-communicator collective (or p2p) number
+  std::vector<int> ranks;                      // the global ranks that deviate
+  MismatchField field = MismatchField::kNone;  // collective_mismatch, p2p_mismatch
+  int nranks = -1;                             // the communicator's size
+  int64_t when_ns = 0;                         // realtime of the event it starts from
   int job = 0;
   std::optional<HangPhase> phase;  // where the hang is (findings about a hang)
   FindingFacts facts;
@@ -605,4 +611,4 @@ struct Finding {
 
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_ANALYSIS_FINDING_H_
+#endif  // NCCLWATCH_DECODER_FINDINGS_FINDING_H_

@@ -5,8 +5,8 @@
 // Everything is optional: a trace has syscalls and an inventory, a log has
 // WARN lines and what INFO lines reveal (version, interface, root address).
 
-#ifndef NCCLWATCH_DECODER_ANALYSIS_INIT_EVIDENCE_H_
-#define NCCLWATCH_DECODER_ANALYSIS_INIT_EVIDENCE_H_
+#ifndef NCCLWATCH_DECODER_MODEL_INIT_EVIDENCE_H_
+#define NCCLWATCH_DECODER_MODEL_INIT_EVIDENCE_H_
 
 #include <cstdint>
 #include <map>
@@ -112,4 +112,4 @@ struct InitEvidence {
 
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_ANALYSIS_INIT_EVIDENCE_H_
+#endif  // NCCLWATCH_DECODER_MODEL_INIT_EVIDENCE_H_

@@ -1,0 +1,44 @@
+#include "analysis/diagnose_traces.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "model/process_liveness.h"
+#include "model/trace_loader.h"
+
+namespace ncclwatch::decoder {
+
+absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>& files,
+                                                  const OnTrace& on_trace,
+                                                  const std::vector<UnreadableTrace>& not_read) {
+  TraceDiagnosis out;
+  size_t index = 0;
+  LoadProcessTraces(
+      files, 0,
+      [&](const std::string& file, const absl::Status& status, const ProcessTrace& trace) {
+        if (status.ok()) {
+          out.job.AddProcess(trace);
+        } else {
+          out.job.AddUnreadable(file, std::string(status.message()));
+        }
+        if (on_trace) on_trace(index, status.ok() ? &trace : nullptr);
+        ++index;
+      });
+  if (out.job.processes().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "none of the ", files.size(), " trace file(s) can be read; first: ",
+        out.job.unreadable().empty() ? "none given" : out.job.unreadable().front().error));
+  }
+  for (const UnreadableTrace& u : not_read)
+    out.job.AddUnreadable(u.path, u.error, u.may_hold_traces);
+  out.job.Finish();
+  // What this machine sees of the traced processes now: whether the job is
+  // live, and which of its processes on this host still exist, and how.
+  std::vector<TracedProcessId> ids;
+  for (const ProcessFacts& p : out.job.processes())
+    ids.push_back({p.host, p.pid, p.created_ns, p.pid_namespace});
+  out.diagnosis = Diagnose(out.job, ObserveLiveness(ids));
+  return out;
+}
+
+}  // namespace ncclwatch::decoder

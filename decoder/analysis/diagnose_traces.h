@@ -1,0 +1,57 @@
+// DiagnoseTraceFiles: "diagnose this evidence", for a job's traces. Every
+// command that judges traces goes through it (diagnose, timeline, probe and
+// run through diagnose, and run's and status's --on-problem), so they read
+// the same model and reach the same verdict, with the same liveness:
+//
+//   trace files ──LoadProcessTraces──> each trace, once ──> JobAnalysis
+//       (model/trace_loader.h)              │ on_trace        │ Finish
+//                                           ▼                 ▼
+//                                  the caller's use      ObserveLiveness (this machine's
+//                                  (timeline, progress)  /proc and clock, now)
+//                                                              │
+//                                                              ▼
+//                                                       Diagnose -> findings
+//
+// Liveness is observed once, right after the traces are read: a job whose
+// processes still run is judged live (running, frozen, alive in host
+// code), one whose processes are gone post mortem, whichever command asks.
+//
+// Thread-safety: call from one thread; on_trace runs on it.
+
+#ifndef NCCLWATCH_DECODER_ANALYSIS_DIAGNOSE_TRACES_H_
+#define NCCLWATCH_DECODER_ANALYSIS_DIAGNOSE_TRACES_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "analysis/diagnosis.h"
+#include "analysis/job_analysis.h"
+#include "model/process_trace.h"
+
+namespace ncclwatch::decoder {
+
+struct TraceDiagnosis {
+  JobAnalysis job;
+  Diagnosis diagnosis;
+};
+
+// Each file as it is read: its index among the files, and its trace (valid
+// during the call only), or nullptr when it could not be read.
+using OnTrace = std::function<void(size_t file, const ProcessTrace* trace)>;
+
+// Reads every file once (on every core), analyses the job and diagnoses it
+// as this machine sees its processes now. `not_read`: what the search for
+// the files passed over (a folder not read, a link not followed), added to
+// the job's unreadable inputs, so that a job that may have lost a rank's
+// trace there is not called healthy. An error (the message says which file
+// and why, and may hold what the file's name holds: a caller prints it on
+// one line) when none of the files can be read.
+absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(
+    const std::vector<std::string>& files, const OnTrace& on_trace = {},
+    const std::vector<UnreadableTrace>& not_read = {});
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_ANALYSIS_DIAGNOSE_TRACES_H_

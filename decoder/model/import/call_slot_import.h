@@ -1,0 +1,75 @@
+// The calls written as call slots (ring_format.h, format 2 on): the
+// collectives, sends and receives and group calls the shim stores as a
+// fixed-layout struct, read straight into the rows the protobuf records
+// they stand for become (calls.cc): optional fields absent when not set,
+// proto3 defaults otherwise, as CallSlotToRecord (trace/call_slot.h) would
+// convert them. Inline: every call of a trace goes through here.
+//
+// Thread-safety: as the importers' (model/import/body_importer.h).
+
+#ifndef NCCLWATCH_DECODER_MODEL_IMPORT_CALL_SLOT_IMPORT_H_
+#define NCCLWATCH_DECODER_MODEL_IMPORT_CALL_SLOT_IMPORT_H_
+
+#include <cstdint>
+
+#include "absl/types/span.h"
+#include "model/process_trace.h"
+#include "model/stream_builder.h"
+#include "ncclwatch/ring_format.h"
+#include "ncclwatch/trace_fields.h"
+#include "trace/call_slot.h"
+
+namespace ncclwatch::decoder::importing {
+
+// A call slot (TraceFile::ForEachEntry's kind and its 112-byte payload)
+// into the table its kind names; false for a kind that is not a call slot's
+// or a payload of the wrong size.
+inline bool ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload, ProcessTrace& p,
+                           StreamBuilder& streams) {
+  if (payload.size() != NCCLWATCH_SLOT_PAYLOAD_BYTES) return false;
+  const ncclwatch_call_slot s = ReadCallSlot(payload);
+  const uint64_t order = p.last_order + 1;
+  const bool in_group = (s.flags & NCCLWATCH_CALL_IN_GROUP) != 0;
+  if (kind == NCCLWATCH_SLOT_COLLECTIVE) {
+    // Built whole from the slot, every field given, where the row lies.
+    const CollectiveEvent& e =
+        p.collectives.emplace_back(order, s.t, s.comm, s.seq, s.count, s.call, s.datatype,
+                                   s.redop >= 0 ? s.redop : -1, s.root >= 0 ? s.root : -1, s.result,
+                                   s.rank, s.stream, in_group ? s.group : 0, s.caller, s.thread);
+    streams.AddCollective(p.collectives.size() - 1, e);
+  } else if (kind == NCCLWATCH_SLOT_P2P) {
+    P2pEvent& e = p.p2p.emplace_back();
+    e.order = order;
+    e.t = s.t;
+    e.result = s.result;
+    e.comm = s.comm;
+    e.seq = s.seq;
+    e.send = s.call == ::ncclwatch::fields::kSend;
+    e.peer = s.peer;
+    e.count = s.count;
+    e.datatype = s.datatype;
+    e.stream = s.stream;
+    e.group = in_group ? s.group : 0;
+    e.caller = s.caller;
+    e.rank = s.rank;
+    streams.AddP2p(p.p2p.size() - 1, e);
+  } else if (kind == NCCLWATCH_SLOT_GROUP) {
+    GroupEvent& e = p.groups.emplace_back();
+    e.order = order;
+    e.t = s.t;
+    e.call = s.call;
+    e.group = s.group;
+    e.depth = s.depth;
+    e.result = s.result;
+    e.caller = s.caller;
+  } else {
+    return false;
+  }
+  p.last_order = order;
+  if (s.t > p.last_t) p.last_t = s.t;
+  return true;
+}
+
+}  // namespace ncclwatch::decoder::importing
+
+#endif  // NCCLWATCH_DECODER_MODEL_IMPORT_CALL_SLOT_IMPORT_H_

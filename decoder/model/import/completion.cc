@@ -1,0 +1,316 @@
+// Completion and liveness, from the shim's watcher threads: how each
+// communicator's completion is tracked, its progress on the GPU, stalls,
+// CUDA errors met while polling, untracked operations, the heartbeat, and
+// the operations the watcher held in the pinned region.
+
+#include <algorithm>
+#include <utility>
+
+#include "model/import/body_importer.h"
+#include "model/import/wire_fields.h"
+#include "ncclwatch/trace_fields.h"
+
+namespace ncclwatch::decoder::importing {
+namespace {
+
+namespace f = ::ncclwatch::fields;
+
+bool ImportCompletionTracking(ImportContext& c, absl::Span<const uint8_t> body) {
+  ProcessTrace& p = *c.trace;
+  const uint64_t order = c.order;
+  const uint64_t t = c.t;
+  WireReader r(body);
+  WireField x;
+  bool ok = true;
+  CompletionTrackingEvent e{order, t};
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case f::completion_tracking::kComm:
+        if (Fixed64(x)) e.comm = x.value;
+        break;
+      case f::completion_tracking::kMechanism:
+        if (Varint(x)) e.mechanism = static_cast<uint32_t>(x.value);
+        break;
+      case f::completion_tracking::kWhyNot:
+        if (Bytes(x)) e.why_not = Str(x);
+        break;
+      case f::completion_tracking::kMarkers:
+        if (Varint(x)) e.markers = static_cast<uint32_t>(x.value);
+        break;
+      case f::completion_tracking::kDevice:
+        if (Varint(x)) e.device = x.Zigzag32();
+        break;
+      default:
+        break;
+    }
+  }
+  ok = r.ok();
+  if (ok) p.tracking.push_back(std::move(e));
+  return ok;
+}
+
+bool ImportProgress(ImportContext& c, absl::Span<const uint8_t> body) {
+  ProcessTrace& p = *c.trace;
+  const uint64_t order = c.order;
+  const uint64_t t = c.t;
+  WireReader r(body);
+  WireField x;
+  bool ok = true;
+  ProgressEvent e{order, t};
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case f::progress::kComm:
+        if (Fixed64(x)) e.comm = x.value;
+        break;
+      case f::progress::kCollectives:
+        if (Varint(x)) e.collectives = x.value;
+        break;
+      case f::progress::kEnqueuedT:
+        if (Varint(x)) e.enqueued_t = x.value;
+        break;
+      case f::progress::kPending:
+        if (Varint(x)) e.pending = static_cast<uint32_t>(x.value);
+        break;
+      case f::progress::kIssued:
+        if (Varint(x)) e.issued = x.value;
+        break;
+      default:
+        break;
+    }
+  }
+  ok = r.ok();
+  if (ok) p.progress.push_back(e);
+  return ok;
+}
+
+bool ImportHeartbeat(ImportContext& c, absl::Span<const uint8_t> body) {
+  ProcessTrace& p = *c.trace;
+  const uint64_t t = c.t;
+  WireReader r(body);
+  WireField x;
+  bool ok = true;
+  uint64_t beat = 0;
+  uint32_t interval = 0;
+  while (r.Next(&x)) {
+    if (x.number == f::heartbeat::kBeat && Varint(x)) beat = x.value;
+    if (x.number == f::heartbeat::kIntervalMs && Varint(x))
+      interval = static_cast<uint32_t>(x.value);
+  }
+  ok = r.ok();
+  if (ok) {
+    Liveness& l = p.liveness;
+    if (l.beats == 0 || t < l.first_t) l.first_t = t;
+    if (l.beats == 0 || t >= l.last_t) {
+      l.last_t = t;
+      l.interval_ms = interval;
+    }
+    l.last_beat = std::max(l.last_beat, beat);
+    ++l.beats;
+  }
+  return ok;
+}
+
+bool ImportStall(ImportContext& c, absl::Span<const uint8_t> body) {
+  ProcessTrace& p = *c.trace;
+  const uint64_t order = c.order;
+  const uint64_t t = c.t;
+  WireReader r(body);
+  WireField x;
+  bool ok = true;
+  StallEvent e{order, t};
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case f::stall::kComm:
+        if (Fixed64(x)) e.comm = x.value;
+        break;
+      case f::stall::kCall:
+        if (Varint(x)) e.call = static_cast<uint32_t>(x.value);
+        break;
+      case f::stall::kSeq:
+        if (Varint(x)) e.seq = x.value;
+        break;
+      case f::stall::kPeer:
+        if (Varint(x)) e.peer = x.Zigzag32();
+        break;
+      case f::stall::kSend:
+        if (Varint(x)) e.send = x.value != 0;
+        break;
+      case f::stall::kWaitedMs:
+        if (Varint(x)) e.waited_ms = x.value;
+        break;
+      case f::stall::kCompleted:
+        if (Varint(x)) e.completed = x.value;
+        break;
+      case f::stall::kPending:
+        if (Varint(x)) e.pending = static_cast<uint32_t>(x.value);
+        break;
+      case f::stall::kGroupOps:
+        if (Varint(x)) e.group_ops = static_cast<uint32_t>(x.value);
+        break;
+      case f::stall::kRank:
+        if (Varint(x)) e.rank = x.Zigzag32();
+        break;
+      case f::stall::kNranks:
+        if (Varint(x)) e.nranks = x.Zigzag32();
+        break;
+      default:
+        break;
+    }
+  }
+  ok = r.ok();
+  if (ok) p.stalls.push_back(e);
+  return ok;
+}
+
+bool ImportCudaError(ImportContext& c, absl::Span<const uint8_t> body) {
+  ProcessTrace& p = *c.trace;
+  const uint64_t order = c.order;
+  const uint64_t t = c.t;
+  WireReader r(body);
+  WireField x;
+  bool ok = true;
+  CudaErrorEvent e{order, t};
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case f::cuda_error::kComm:
+        if (Fixed64(x)) e.comm = x.value;
+        break;
+      case f::cuda_error::kResult:
+        if (Varint(x)) e.result = x.Zigzag32();
+        break;
+      case f::cuda_error::kName:
+        if (Bytes(x)) e.name = Str(x);
+        break;
+      case f::cuda_error::kText:
+        if (Bytes(x)) e.text = Str(x);
+        break;
+      case f::cuda_error::kDevice:
+        if (Varint(x)) e.device = x.Zigzag32();
+        break;
+      case f::cuda_error::kWhere:
+        if (Varint(x)) e.where = static_cast<uint32_t>(x.value);
+        break;
+      case f::cuda_error::kSeq:
+        if (Varint(x)) e.seq = x.value;
+        break;
+      default:
+        break;
+    }
+  }
+  ok = r.ok();
+  if (ok) p.cuda_errors.push_back(std::move(e));
+  return ok;
+}
+
+bool ImportUntracked(ImportContext& c, absl::Span<const uint8_t> body) {
+  ProcessTrace& p = *c.trace;
+  const uint64_t order = c.order;
+  const uint64_t t = c.t;
+  WireReader r(body);
+  WireField x;
+  bool ok = true;
+  UntrackedEvent e{order, t};
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case f::untracked::kComm:
+        if (Fixed64(x)) e.comm = x.value;
+        break;
+      case f::untracked::kCall:
+        if (Varint(x)) e.call = static_cast<uint32_t>(x.value);
+        break;
+      case f::untracked::kSeq:
+        if (Varint(x)) e.seq = x.value;
+        break;
+      case f::untracked::kReason:
+        if (Varint(x)) e.reason = static_cast<uint32_t>(x.value);
+        break;
+      default:
+        break;
+    }
+  }
+  ok = r.ok();
+  if (ok) p.untracked.push_back(e);
+  return ok;
+}
+
+// The oldest operation of a communicator the watcher held where the ring
+// cannot lap it (restored into the trace's tables by RestoreHeldOperations
+// when the ring lost it).
+bool ImportHeldOperation(ImportContext& c, absl::Span<const uint8_t> body) {
+  ProcessTrace& p = *c.trace;
+  WireReader r(body);
+  WireField x;
+  HeldOperationEvent e{c.order, c.t};
+  e.peer = e.datatype = e.rank = 0;  // proto3: a field left out is 0
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case f::held_operation::kComm:
+        if (Fixed64(x)) e.comm = x.value;
+        break;
+      case f::held_operation::kCall:
+        if (Varint(x)) e.call = static_cast<uint32_t>(x.value);
+        break;
+      case f::held_operation::kSeq:
+        if (Varint(x)) e.seq = x.value;
+        break;
+      case f::held_operation::kPeer:
+        if (Varint(x)) e.peer = x.Zigzag32();
+        break;
+      case f::held_operation::kSend:
+        if (Varint(x)) e.send = x.value != 0;
+        break;
+      case f::held_operation::kCount:
+        if (Varint(x)) e.count = x.value;
+        break;
+      case f::held_operation::kDatatype:
+        if (Varint(x)) e.datatype = x.Zigzag32();
+        break;
+      case f::held_operation::kRedop:
+        if (Varint(x)) e.redop = x.Zigzag32();
+        break;
+      case f::held_operation::kRoot:
+        if (Varint(x)) e.root = x.Zigzag32();
+        break;
+      case f::held_operation::kCaller:
+        if (Fixed64(x)) e.caller = x.value;
+        break;
+      case f::held_operation::kEnqueuedT:
+        if (Varint(x)) e.enqueued_t = x.value;
+        break;
+      case f::held_operation::kCompleted:
+        if (Varint(x)) e.completed = x.value;
+        break;
+      case f::held_operation::kGroupOps:
+        if (Varint(x)) e.group_ops = static_cast<uint32_t>(x.value);
+        break;
+      case f::held_operation::kRank:
+        if (Varint(x)) e.rank = x.Zigzag32();
+        break;
+      case f::held_operation::kWaitedMs:
+        if (Varint(x)) e.waited_ms = x.value;
+        break;
+      default:
+        break;
+    }
+  }
+  if (!r.ok()) return false;
+  p.held.push_back(e);
+  return true;
+}
+
+}  // namespace
+
+absl::Span<const BodyImporter> CompletionImporters() {
+  static constexpr BodyImporter kImporters[] = {
+      {f::record::kCompletionTracking, ImportCompletionTracking},
+      {f::record::kProgress, ImportProgress},
+      {f::record::kHeartbeat, ImportHeartbeat},
+      {f::record::kStall, ImportStall},
+      {f::record::kCudaError, ImportCudaError},
+      {f::record::kUntracked, ImportUntracked},
+      {f::record::kHeldOperation, ImportHeldOperation},
+  };
+  return kImporters;
+}
+
+}  // namespace ncclwatch::decoder::importing

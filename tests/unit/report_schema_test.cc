@@ -1,0 +1,218 @@
+// The JSON report's documented schema (decoder/report/report.schema.json):
+// the validator the job tests' reports go through refuses what breaks it,
+// and the one JSON writer's output conforms for every kind of finding, with
+// the facts of each kind, for diagnose's processes and for explain's.
+
+#include <google/protobuf/util/json_util.h>
+
+#include <catch2/catch.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "findings/finding.h"
+#include "report/finding_text.h"
+#include "report/reports.h"
+#include "support/json_schema.h"
+
+namespace {
+
+using namespace ncclwatch::decoder;  // NOLINT: the findings' many types
+
+std::string Envelope(const std::vector<Finding>& findings,
+                     const std::vector<std::string>& processes = {},
+                     const UnreadableFiles& unreadable = {}) {
+  std::ostringstream out;
+  WriteJsonEnvelope(true, findings, NoCallSites(), processes, unreadable, out);
+  return out.str();
+}
+
+std::string Joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += x + "\n";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("the report schema is read, and its version is the writer's", "[report][schema]") {
+  const google::protobuf::Value& schema = jobs::ReportSchema();
+  REQUIRE(schema.has_struct_value());
+  const auto& version = schema.struct_value()
+                            .fields()
+                            .at("properties")
+                            .struct_value()
+                            .fields()
+                            .at("schema_version")
+                            .struct_value()
+                            .fields()
+                            .at("const");
+  CHECK(version.number_value() == kJsonSchemaVersion);
+  const std::string json = Envelope({});
+  CHECK(json.find("\"schema_version\":" + std::to_string(kJsonSchemaVersion) + ",") !=
+        std::string::npos);
+  INFO(json);
+  CHECK(jobs::ValidateReport(json).empty());
+}
+
+TEST_CASE("the validator refuses what breaks the schema", "[report][schema]") {
+  const std::string good = Envelope({});
+  REQUIRE(jobs::ValidateReport(good).empty());
+  auto broken = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const size_t at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    s.replace(at, from.size(), to);
+    return jobs::ValidateReport(s);
+  };
+  CHECK_FALSE(broken("\"verdict\":\"problem\"", "\"verdict\":\"fine\"").empty());  // enum
+  CHECK_FALSE(broken("\"verdict\":\"problem\"", "\"verdict\":1").empty());         // type
+  CHECK_FALSE(broken("\"findings\":[],", "").empty());                             // required
+  CHECK_FALSE(broken("\"findings\":[]", "\"findings\":[],\"extra\":0").empty());   // unknown
+  CHECK_FALSE(broken("\"schema_version\":" + std::to_string(kJsonSchemaVersion),
+                     "\"schema_version\":" + std::to_string(kJsonSchemaVersion + 1))
+                  .empty());  // const
+  CHECK_FALSE(jobs::ValidateReport("{not json").empty());
+
+  Finding f;
+  f.kind = FindingKind::kCollectiveMismatch;
+  f.comm = 0x0123456789abcdefull;
+  const std::string one = Envelope({f});
+  INFO(one);
+  REQUIRE(jobs::ValidateReport(one).empty());
+  std::string bad_comm = one;
+  bad_comm.replace(bad_comm.find("0123456789abcdef"), 16, "0123");  // pattern
+  CHECK_FALSE(jobs::ValidateReport(bad_comm).empty());
+}
+
+TEST_CASE("every kind of finding, with its facts, conforms", "[report][schema]") {
+  std::vector<Finding> findings;
+  for (int k = 0; k <= static_cast<int>(FindingKind::kNcclNotVisible); ++k) {
+    Finding f;
+    f.kind = static_cast<FindingKind>(k);
+    f.role = static_cast<FindingRole>(k % 4);
+    f.seq = k;
+    f.ranks = {k, k + 1};
+    f.nranks = 8;
+    if (k % 3 == 0) f.phase = HangPhase::kStep;
+    findings.push_back(f);
+  }
+  Finding mismatch;
+  mismatch.kind = FindingKind::kCollectiveMismatch;
+  mismatch.field = MismatchField::kCount;
+  mismatch.comm = 0xc06c50cabbc8b5d1ull;
+  CollectiveMismatchFacts cm;
+  cm.groups.push_back({{0, 1, 2}, CollectiveSignature(1, 1024, 7, 0, -1), {}});
+  cm.groups.push_back({{3}, CollectiveSignature(1, 2048, 7, 0, -1), {}});
+  mismatch.facts = cm;
+  findings.push_back(mismatch);
+
+  Finding init;
+  init.kind = FindingKind::kInitFailure;
+  InitFailureFacts x;
+  x.cause = InitCause::kSharedMemory;
+  x.subsystem = "shm";
+  x.err = 28;
+  x.pids = {10, 11};
+  InitFailureFacts::Shm shm;
+  shm.path = "/dev/shm/nccl-x";
+  shm.requested = 1 << 20;
+  x.shm = shm;
+  x.socket_ifname = std::optional<std::string>();
+  x.memlock = InitFailureFacts::Memlock{std::nullopt, true};
+  init.facts = x;
+  findings.push_back(init);
+
+  Finding died;
+  died.kind = FindingKind::kRankDied;
+  MissingRankFacts mr;
+  mr.departure.kind = FindingKind::kRankDied;
+  mr.departure.how = Departure::kDiedFirst;
+  mr.departure.signo = 9;
+  mr.last_seq = 4;
+  died.facts = mr;
+  findings.push_back(died);
+
+  Finding never;
+  never.kind = FindingKind::kNeverCompleted;
+  NeverCompletedFacts nc;
+  nc.op.valid = true;
+  nc.op.call = 10;  // Send
+  nc.op.peer = 3;
+  never.facts = nc;
+  findings.push_back(never);
+
+  Finding device;
+  device.kind = FindingKind::kGpuFault;
+  DeviceErrorFacts de;
+  de.name = "CUDA_ERROR_ECC_UNCORRECTABLE";
+  de.completed = 5;
+  device.facts = de;
+  findings.push_back(device);
+
+  Finding log;
+  log.kind = FindingKind::kWatchdogTimeout;
+  LogFacts lf;
+  lf.cause = LogCause::kWatchdogTimeout;
+  lf.timeout_ms = "600000";
+  lf.xid = 79;
+  lf.memory = "gpu";
+  log.facts = lf;
+  findings.push_back(log);
+
+  Finding skew;
+  skew.kind = FindingKind::kConfigSkew;
+  SetupFacts sf;
+  sf.settings.push_back({"NCCL_SOCKET_IFNAME", {{"eth0", {0, 1}}, {"", {2}}}});
+  skew.facts = sf;
+  findings.push_back(skew);
+
+  Finding hidden;
+  hidden.kind = FindingKind::kNcclNotVisible;
+  NcclNotVisibleFacts nv;
+  nv.items.push_back({0, 1, "node1", 4711, 1, "/app/train", true});
+  hidden.facts = nv;
+  findings.push_back(hidden);
+
+  Finding killed;
+  killed.kind = FindingKind::kKilledWhileRunning;
+  KilledWhileRunningFacts kw;
+  kw.signo = 15;
+  kw.spread_ns = 2000000;
+  KilledWhileRunningFacts::Rank r;
+  r.rank = 1;
+  r.before_signal_ns = 5000000;
+  kw.ranks.push_back(r);
+  killed.facts = kw;
+  findings.push_back(killed);
+
+  const std::vector<std::string> traced = {
+      "{\"path\":\"/t/a.trace\",\"host\":\"n\",\"pid\":1,\"rank\":0,\"rank_source\":\"RANK\","
+      "\"nccl_version\":\"2.28.9\",\"end\":{\"how\":\"exit\",\"exit_code\":0},\"last_call\":null,"
+      "\"last_call_pending\":false,\"records\":3,\"torn_slots\":0,\"overwritten_slots\":0,"
+      "\"unwritten_slots\":0}"};
+  const std::string json = Envelope(findings, traced, {{"/t/b.trace", "not a trace"}});
+  INFO(json);
+  const std::vector<std::string> errors = jobs::ValidateReport(json);
+  INFO(Joined(errors));
+  CHECK(errors.empty());
+}
+
+TEST_CASE("a running job's report, with its pending operations, conforms", "[report][schema]") {
+  PendingOperation op;
+  op.comm = 0xc06c50cabbc8b5d1ull;
+  op.seq = 12;
+  op.call.valid = true;
+  op.call.call = 1;  // AllReduce
+  op.entered = {0, 1};
+  op.not_entered = {2};
+  op.pending_ns = 1500000000;
+  const std::vector<PendingOperation> pending = {op};
+  std::ostringstream out;
+  WriteJsonEnvelope(false, {}, NoCallSites(), {}, {}, out, &pending);
+  INFO(out.str());
+  CHECK(out.str().find("\"verdict\":\"running\"") != std::string::npos);
+  const std::vector<std::string> errors = jobs::ValidateReport(out.str());
+  INFO(Joined(errors));
+  CHECK(errors.empty());
+}
