@@ -114,6 +114,7 @@ class Diagnoser {
     Stragglers();
     SkippedCreation();
     Init();
+    Rendezvous();
     DeviceErrors();
     StoppedRanks();
     NeverCompleted();
@@ -406,11 +407,18 @@ class Diagnoser {
       auto [it, fresh] = by_job_id.emplace(p.job_id, p.index);
       if (!fresh) parent[find(p.index)] = find(it->second);
     }
+    // Ranks stuck before NCCL (in their rendezvous) may disagree on the
+    // world size itself: those are one job too.
+    auto before_nccl = [](const ProcessFacts& p) {
+      return p.comms.empty() && p.rendezvous.traced_from_load;
+    };
     for (const ProcessFacts& a : procs_) {
       if (!a.job_id.empty() || a.rank_source.empty() || a.world_size <= 0) continue;
       for (const ProcessFacts& b : procs_) {
+        const bool same_size =
+            b.world_size == a.world_size || (b.world_size > 0 && before_nccl(a) && before_nccl(b));
         if (b.index <= a.index || !b.job_id.empty() || b.rank_source != a.rank_source ||
-            b.world_size != a.world_size || b.exe != a.exe || b.host.empty() != a.host.empty()) {
+            !same_size || b.exe != a.exe || b.host.empty() != a.host.empty()) {
           continue;
         }
         const bool overlap = a.first_ns <= b.last_ns && b.first_ns <= a.last_ns;
@@ -1100,6 +1108,16 @@ class Diagnoser {
 
   // A job with no cause found: HEALTHY only when it is. Otherwise the
   // findings that say what is known (tier 3).
+  // Whether job `j` is made only of processes traced from NCCL's load that
+  // made no NCCL call and have no launcher rank.
+  bool Bystanders(size_t j) const {
+    for (int q : out_.jobs[j]) {
+      const ProcessFacts& p = procs_[q];
+      if (p.nccl_calls || !p.rendezvous.traced_from_load || !p.rank_source.empty()) return false;
+    }
+    return !out_.jobs[j].empty();
+  }
+
   void HealthCheck(size_t j, std::vector<Candidate>* kept) {
     const std::vector<int>& members = out_.jobs[j];
     std::vector<int> error_exit;
@@ -1670,6 +1688,24 @@ class Diagnoser {
     }
   }
 
+  // A job that never got past its rendezvous (analysis/rendezvous.h).
+  void Rendezvous() {
+    for (const std::vector<int>& members : out_.jobs) {
+      std::vector<RendezvousEvidence> evidence;
+      for (int q : members) {
+        evidence.push_back(procs_[q].rendezvous);
+        evidence.back().live = life_[q] == Life::kLive;
+      }
+      std::optional<Finding> f = RendezvousFinding(evidence);
+      if (!f) continue;
+      Candidate c;
+      c.finding = std::move(*f);
+      c.process = members.front();
+      if (c.finding.when_ns == 0) c.finding.when_ns = procs_[members.front()].first_ns;
+      candidates_.push_back(std::move(c));
+    }
+  }
+
   void Duplicates() {
     if (job_.duplicates().empty()) return;
     Finding n;
@@ -1785,9 +1821,14 @@ class Diagnoser {
       c.finding.job = c.process >= 0 ? job_of_[c.process] : 0;
       job_has_cause[c.finding.job] = true;
     }
-    // A job where nothing was found is healthy only when it is.
+    // A job where nothing was found is healthy only when it is. A job made
+    // only of bystanders (processes with NCCL loaded that never called it
+    // and have no launcher rank: torchrun's agent, a helper importing torch)
+    // beside a job of ranks is not judged: its exit is not a rank's.
+    bool ranks_elsewhere = false;
+    for (size_t j = 0; j < out_.jobs.size(); ++j) ranks_elsewhere |= !Bystanders(j);
     for (size_t j = 0; j < out_.jobs.size(); ++j)
-      if (!job_has_cause[j]) HealthCheck(j, &kept);
+      if (!job_has_cause[j] && !(ranks_elsewhere && Bystanders(j))) HealthCheck(j, &kept);
     std::vector<bool> job_has_root(out_.jobs.size(), false);
     for (Candidate& c : kept) {
       c.finding.job = c.process >= 0 ? job_of_[c.process] : 0;

@@ -80,7 +80,8 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
     e.nccl_path = inv.nccl_path;
     e.cuda_driver_version = inv.cuda_driver_version;
     e.cuda_runtime_version = inv.cuda_runtime_version;
-    e.driver_known = true;
+    // At NCCL's load the versions were not asked yet: 0 is not "none".
+    e.driver_known = !inv.at_load;
     e.env = inv.env;
     e.interfaces_known = true;
     e.interfaces = inv.interfaces;
@@ -300,6 +301,22 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   p.lost_start = t.stats.lapped_slots > 0;
   for (const CommStream& s : t.streams) p.lost_start |= !s.holds_start;
   p.init = InitEvidenceOf(t, p);
+  RendezvousEvidence& rv = p.rendezvous;
+  rv.process = index;
+  rv.rank = t.global_rank;
+  rv.host = t.host;
+  rv.traced_from_load = t.traced_from == fields::process_start::kNcclLoaded;
+  rv.nccl_calls = p.nccl_calls;
+  rv.made_comm = !t.comms.empty();
+  auto env = [&t](const char* name) {
+    const std::string* v = t.inventory.Env(name);
+    return v != nullptr ? *v : std::string();
+  };
+  rv.master_addr = env("MASTER_ADDR");
+  rv.master_port = env("MASTER_PORT");
+  rv.world_size = env("WORLD_SIZE");
+  rv.sockets = RendezvousSocketsOf(t);
+  rv.ended_ok = p.fate.kind == Fate::kExited && p.fate.exit_code == 0 && p.fate.signo == 0;
   processes_.push_back(std::move(p));
 }
 

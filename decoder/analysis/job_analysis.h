@@ -27,6 +27,7 @@
 #include "analysis/completion.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
+#include "analysis/rendezvous.h"
 #include "analysis/signal_matching.h"
 #include "findings/last_call.h"
 #include "model/init_evidence.h"
@@ -78,8 +79,9 @@ struct ProcessFacts {
   ProcessCompletion completion;  // its GPU completion, heartbeats and asynchronous errors
   bool nccl_loaded = false;      // libnccl was in its module map
   std::string nccl_path;
-  bool nccl_calls = false;  // any NCCL call of it was recorded
-  bool lost_start = false;  // a stream lost its start, or slots were lapped while read
+  bool nccl_calls = false;        // any NCCL call of it was recorded
+  bool lost_start = false;        // a stream lost its start, or slots were lapped while read
+  RendezvousEvidence rendezvous;  // its settings and sockets before NCCL (analysis/rendezvous.h)
 
   // Its last sign of life (realtime): the last heartbeat or record.
   int64_t AliveUntilNs() const { return std::max(completion.last_beat_ns, last_ns); }

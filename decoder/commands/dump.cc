@@ -431,6 +431,17 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
       absl::StrAppend(&s, " result=", ResultName(o.result()), " caller=", Where(p, o.caller()));
       return s;
     }
+    case pb::Record::kSocketActivity: {
+      const auto& a = r.socket_activity();
+      std::optional<SocketAddress> addr = ParseSocketAddress(a.addr());
+      std::string s = absl::StrCat("socket_activity ", pb::SocketActivity::Kind_Name(a.kind()), " ",
+                                   addr ? addr->ToString() : "-", " ",
+                                   a.err() != 0 ? ErrnoName(a.err()) : "ok");
+      if (a.deferred()) absl::StrAppend(&s, " (outcome of a started connect)");
+      absl::StrAppend(&s, " x", a.count(), " first_t=", a.first_t(), " last_t=", a.last_t(),
+                      " caller=", Where(p, a.caller()));
+      return s;
+    }
     case pb::Record::kHeldOperation: {
       const auto& h = r.held_operation();
       std::string s = absl::StrCat("held comm=", CommName(h.comm()), " rank=", h.rank(), " ",

@@ -62,6 +62,7 @@ enum class FindingKind {
   kLogInsufficient,
   kNetworkError,       // the network failed under a running job (IB completion errors, sockets)
   kRendezvousFailure,  // the framework's rendezvous (TCPStore, c10d/etcd) before NCCL
+                       // (also from traces: RendezvousFacts)
   kDdpUsage,           // DistributedDataParallel misused (unused parameters, multiple forwards)
   kTeardownHang,       // the job hung or was aborted while tearing its process groups down
   // Notes:
@@ -380,6 +381,7 @@ enum class InitCause {
   kDuplicateGpu,       // gpu: two ranks on one GPU
   kVersionSkew,        // version: ranks with different NCCL versions
   kDriverTooOld,       // version: a CUDA driver older than the runtime
+  kNoDriver,           // cuda: no CUDA driver loaded at all (the inventory saw no libcuda)
   kInfiniBand,         // ib
   kFabric,             // fabric: NVLink fabric, NVLS
   kPeerToPeer,         // p2p: CUDA IPC between local GPUs
@@ -597,12 +599,34 @@ struct StragglerFacts {
   std::vector<uint64_t> also_comms;  // other communicators it straggles in
 };
 
+// rendezvous_failure from traces (analysis/rendezvous.h): why the ranks
+// never got past the framework's rendezvous.
+struct RendezvousFacts {
+  enum class Cause { kSettingsDiffer, kPortInUse, kRefused, kUnreachable, kRanksMissing };
+  Cause cause = Cause::kRanksMissing;
+  // kSettingsDiffer: MASTER_ADDR, MASTER_PORT or WORLD_SIZE, each with the
+  // ranks of each value ("" unset), the reference (rank 0's) value first.
+  std::vector<SetupFacts::Setting> settings;
+  std::string address;      // the master's address the failures were at: "127.0.0.1:29500"
+  int err = 0;              // their errno: EADDRINUSE, ECONNREFUSED, ...; 0 none (no answer)
+  uint64_t attempts = 0;    // how many such calls, all ranks together
+  int64_t span_ns = 0;      // from the first to the last
+  std::vector<int> failed;  // the ranks whose calls failed so
+  int world_size = -1;
+  std::vector<int> started;  // ranks with a trace
+  std::vector<int> missing;  // ranks below WORLD_SIZE with none: they never came
+  std::vector<int> waiting;  // ranks left in the rendezvous (no NCCL call, no clean exit)
+  std::vector<int> server;   // ranks that listened at the master's port (the store's server)
+  int64_t joined = -1;       // connections the server accepted, -1 unknown
+};
+
 using FindingFacts =
     std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts, P2pMismatchFacts,
                  OrderInversionFacts, MissingTracesFacts, UnreadableTracesFacts,
                  DuplicateTracesFacts, InitFailureFacts, LogFacts, NcclNotVisibleFacts,
                  NeverCompletedFacts, DeviceErrorFacts, StoppedRankFacts, HangFacts, ExitErrorFacts,
-                 BlindSpotFacts, SetupFacts, KilledWhileRunningFacts, StragglerFacts>;
+                 BlindSpotFacts, SetupFacts, KilledWhileRunningFacts, StragglerFacts,
+                 RendezvousFacts>;
 
 // An operation of a live job not yet done everywhere: what a `running`
 // verdict shows.

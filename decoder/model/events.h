@@ -191,6 +191,23 @@ struct NcclNotSeenEvent {
   bool calls_seen = false;  // the shim had seen NCCL calls when it was written
 };
 
+// Before the process's first NCCL call: its TCP socket calls of one kind, to
+// or on one address, with one outcome, counted (trace.proto SocketActivity,
+// shim/core/rendezvous_sockets.h). The importer keeps one row per (kind,
+// address, err, deferred): the latest record's count, which holds.
+struct SocketActivityEvent {
+  uint64_t order = 0;  // of the latest record
+  uint64_t t = 0;
+  uint32_t kind = 0;      // 1 bind, 2 listen, 3 connect, 4 accept
+  std::string addr;       // raw struct sockaddr bytes, "" none
+  int32_t err = 0;        // 0 success, else the errno
+  bool deferred = false;  // the outcome of a connect started non-blocking
+  uint64_t count = 0;
+  uint64_t first_t = 0;  // trace clock
+  uint64_t last_t = 0;
+  uint64_t caller = 0;
+};
+
 struct ModuleInfo {
   std::string path;
   uint64_t base = 0;
@@ -283,6 +300,9 @@ struct GpuPathInfo {
 // The process's inventory (trace.proto Inventory).
 struct InventoryInfo {
   bool present = false;
+  // Written when NCCL was found loaded, before any NCCL call: the NCCL and
+  // CUDA versions were not asked (0 is "not asked", not "none").
+  bool at_load = false;
   std::map<std::string, std::string> env;
   int32_t nccl_version = 0;
   std::string nccl_path;

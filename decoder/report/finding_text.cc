@@ -14,6 +14,7 @@
 #include "report/log_text.h"
 #include "report/names.h"
 #include "report/straggler_text.h"
+#include "report/rendezvous_text.h"
 #include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {
@@ -68,6 +69,7 @@ std::string Title(const Finding& f) {
     case FindingKind::kInitFailure: {
       const auto* init = std::get_if<InitFailureFacts>(&f.facts);
       if (init == nullptr) return "NCCL initialisation failed";
+      if (init->cause == InitCause::kNoDriver) return "NCCL initialisation failed: no CUDA driver";
       return absl::StrCat("NCCL initialisation failed: ", SubsystemTitle(init->subsystem),
                           init->err ? absl::StrCat(" (", ErrnoName(init->err), ")") : "");
     }
@@ -100,6 +102,20 @@ std::string Title(const Finding& f) {
     case FindingKind::kNetworkError:
       return "the network failed under the job";
     case FindingKind::kRendezvousFailure:
+      if (const auto* rv = std::get_if<RendezvousFacts>(&f.facts)) {
+        switch (rv->cause) {
+          case RendezvousFacts::Cause::kSettingsDiffer:
+            return "the framework's rendezvous failed: the ranks' settings differ";
+          case RendezvousFacts::Cause::kPortInUse:
+            return "the framework's rendezvous failed: the master's port is in use";
+          case RendezvousFacts::Cause::kRefused:
+            return "the framework's rendezvous failed: nothing listens at the master's address";
+          case RendezvousFacts::Cause::kUnreachable:
+            return "the framework's rendezvous failed: the master's address is unreachable";
+          case RendezvousFacts::Cause::kRanksMissing:
+            return "the framework's rendezvous failed: ranks never came";
+        }
+      }
       return "the framework's rendezvous failed";
     case FindingKind::kDdpUsage:
       return "DistributedDataParallel misused";
@@ -639,6 +655,10 @@ void Render(const Finding& f, const StragglerFacts& x, const CallSiteNamer&, Fin
   t->groups.push_back({{x.rank}, absl::StrCat("came last, ", StragglerLate(x), " on median")});
 }
 
+void Render(const Finding& f, const RendezvousFacts& x, const CallSiteNamer&, FindingText* t) {
+  RenderRendezvous(f, x, t);
+}
+
 void Render(const Finding&, const std::monostate&, const CallSiteNamer&, FindingText*) {}
 
 }  // namespace
@@ -782,6 +802,8 @@ std::string Headline(const std::vector<Finding>& findings, bool problem) {
     absl::StrAppend(&line, " (", init->subsystem,
                     init->err ? absl::StrCat(", ", ErrnoName(init->err)) : "", ")");
   }
+  if (const auto* rv = std::get_if<RendezvousFacts>(&root->facts))
+    absl::StrAppend(&line, " (", RendezvousCauseName(rv->cause), ")");
   if (const auto* killed = std::get_if<KilledWhileRunningFacts>(&root->facts))
     absl::StrAppend(&line, " (", SignalName(killed->signo), ")");
   if (root->comm) {

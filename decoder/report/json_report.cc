@@ -23,6 +23,7 @@
 #include "report/hang_text.h"
 #include "report/json.h"
 #include "report/names.h"
+#include "report/rendezvous_text.h"
 #include "report/reports.h"
 
 namespace ncclwatch::decoder {
@@ -296,6 +297,10 @@ void WriteFacts(const Finding& f, const SetupFacts& x, const CallSiteNamer&, std
     out << "]}";
   }
   out << "]";
+}
+
+void WriteFacts(const Finding&, const RendezvousFacts& x, const CallSiteNamer&, std::ostream& out) {
+  WriteRendezvousJson(x, out);
 }
 
 void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, std::ostream& out) {

@@ -14,6 +14,7 @@
 #include <errno.h>
 
 #include "core/errno_guard.h"
+#include "core/rendezvous_sockets.h"
 #include "core/tracer.h"
 #include "ncclwatch/trace_fields.h"
 
@@ -320,6 +321,7 @@ void RecordProcessEnd(uint32_t how, int exit_code, bool last) {
   if (last ? !FirstForThisFile(&g_process_ended)
            : __atomic_load_n(&g_process_ended, __ATOMIC_ACQUIRE) == g_trace_generation)
     return;
+  FlushRendezvousSockets();  // the counts since the last heartbeat
   WriteTimeAnchor(Region::kPinned);
   RecordBuilder<> r(f::record::kProcessEnd);
   r.w().Varint(f::process_end::kHow, how);
@@ -329,6 +331,7 @@ void RecordProcessEnd(uint32_t how, int exit_code, bool last) {
 
 void RecordFatalSignal(int signo, const siginfo_t* info, uint32_t disposition) {
   ErrnoGuard keep;
+  FlushRendezvousSockets();
   RecordBuilder<> r(f::record::kFatalSignal);
   namespace k = f::fatal_signal;
   r.w().Sint(k::kSigno, signo);
