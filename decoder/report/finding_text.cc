@@ -13,8 +13,8 @@
 #include "report/init_text.h"
 #include "report/log_text.h"
 #include "report/names.h"
-#include "report/straggler_text.h"
 #include "report/rendezvous_text.h"
+#include "report/straggler_text.h"
 #include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {

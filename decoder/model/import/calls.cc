@@ -267,12 +267,9 @@ bool ImportCollConfig(ImportContext&, absl::Span<const uint8_t> body) {
 
 absl::Span<const BodyImporter> CallImporters() {
   static constexpr BodyImporter kImporters[] = {
-      {f::record::kCollective, ImportCollective},
-      {f::record::kP2p, ImportP2p},
-      {f::record::kGroup, ImportGroup},
-      {f::record::kApi, ImportApi},
-      {f::record::kOneSided, ImportOneSided},
-      {f::record::kCollConfig, ImportCollConfig},
+      {f::record::kCollective, ImportCollective}, {f::record::kP2p, ImportP2p},
+      {f::record::kGroup, ImportGroup},           {f::record::kApi, ImportApi},
+      {f::record::kOneSided, ImportOneSided},     {f::record::kCollConfig, ImportCollConfig},
   };
   return kImporters;
 }
