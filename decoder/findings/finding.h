@@ -528,6 +528,8 @@ enum class LogCause {
                       // address
   kTorchMismatch,     // collective_mismatch PyTorch itself detected (TORCH_DISTRIBUTED_DEBUG=
                       // DETAIL): timeouts holds each rank's collective (seq 0)
+  kCrash,             // rank_died: the process's own crash report (signo, hit, subsystem, tool)
+  kStacks,            // hang_unexplained: where each rank waits, from its stack (waits)
 };
 
 struct LogFacts {
@@ -552,6 +554,23 @@ struct LogFacts {
   std::vector<int> timed_out;          // kWatchdogMissing: the ranks that timed out
   std::string message;                 // kCatalogued: the catalogue's id of the message
   std::optional<std::string> address;  // kCatalogued: the host:port a rendezvous message names
+  // kCrash: what the crash hit (a function, "all_reduce (distributed_c10d.py:2501)", a module
+  // "libnccl.so.2", an exception type), the part of the stack it belongs to ("nccl", "cuda",
+  // "c10d", "pytorch"; "" the program's own or unknown), and who reported it ("faulthandler",
+  // "glog", "kernel", "shell", "c++").
+  std::optional<std::string> hit;
+  std::optional<std::string> subsystem;
+  std::optional<std::string> tool;
+  // kStacks: the ranks by where their stacks wait ("ncclCommAbort", with its place's words),
+  // and the tools that printed them.
+  struct Wait {
+    std::vector<int> ranks;  // -1: a process of unknown rank
+    std::string frame;       // the frame that says where: "ncclCommAbort", "all_reduce"
+    std::string place;       // "NCCL's communicator teardown", "" when no frame says
+    std::string phase;       // "startup", "step", "teardown", "" unknown
+    std::string subsystem;   // "nccl", "c10d", "cuda", ""
+  };
+  std::vector<Wait> waits;
 };
 
 // p2p_path and config_skew notes (analysis/setup_notes.h).

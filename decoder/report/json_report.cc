@@ -312,6 +312,23 @@ void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, std::os
   if (x.peer) out << ",\"peer\":" << JsonString(*x.peer);
   if (!x.message.empty()) out << ",\"message\":" << JsonString(x.message);
   if (x.address) out << ",\"address\":" << JsonString(*x.address);
+  if (x.hit) out << ",\"hit\":" << JsonString(*x.hit);
+  if (x.subsystem) out << ",\"subsystem\":" << JsonString(*x.subsystem);
+  if (x.tool) out << ",\"tool\":" << JsonString(*x.tool);
+  if (x.cause == LogCause::kStacks) {
+    out << ",\"waits\":[";
+    for (size_t i = 0; i < x.waits.size(); ++i) {
+      const LogFacts::Wait& w = x.waits[i];
+      std::vector<int> known;
+      for (int r : w.ranks)
+        if (r >= 0) known.push_back(r);
+      out << (i ? "," : "") << "{\"ranks\":" << Ints(known) << ",\"processes\":" << w.ranks.size()
+          << ",\"frame\":" << JsonString(w.frame) << ",\"place\":" << JsonString(w.place)
+          << ",\"phase\":" << (w.phase.empty() ? "null" : JsonString(w.phase))
+          << ",\"subsystem\":" << JsonString(w.subsystem) << "}";
+    }
+    out << "]";
+  }
 }
 
 }  // namespace
