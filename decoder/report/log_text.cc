@@ -84,7 +84,10 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
       return true;
     }
     case LogCause::kGpuFailed:
-      *head = absl::StrCat("the GPU failed: ", x.line);
+      if (const CatalogueMessage* m = MessageById(x.message))  // "lost its GPU: the driver ..."
+        *head = absl::StrCat(m->meaning, ": ", x.line);
+      else
+        *head = absl::StrCat("saw its GPU fail: ", x.line);
       *fix = CauseOf(CatalogueCause::kGpuFailed).fix;
       return true;
     case LogCause::kGpuOutOfMemory:
