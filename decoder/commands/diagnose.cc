@@ -3,12 +3,10 @@
 #include <sstream>
 
 #include "analysis/diagnose_traces.h"
-#include "analysis/log_diagnosis.h"
-#include "analysis/log_evidence.h"
 #include "commands/explain.h"
 #include "commands/input_files.h"
+#include "commands/logs_beside.h"
 #include "commands/progress.h"
-#include "logs/nccl_log.h"
 #include "report/finding_text.h"
 #include "report/reports.h"
 #include "report/terminal_text.h"
@@ -44,16 +42,7 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
   }
   const JobAnalysis& job = result->job;
   Diagnosis& d = result->diagnosis;
-  if (!logs.empty()) {
-    NcclLog log;
-    size_t read = 0;
-    for (const std::string& f : logs) read += log.AddFile(f).ok() ? 1 : 0;
-    log.Finish();
-    std::vector<TracedPid> traced;
-    for (const ProcessFacts& p : job.processes())
-      traced.push_back({static_cast<int>(p.pid), p.pid_namespace, p.rank});
-    if (read > 0) AddLogEvidence(DiagnoseLogs(log), traced, &d);
-  }
+  JudgeLogsBeside(logs, job, &d);
   if (json) {
     WriteJsonReport(job, d, out);
   } else {
