@@ -377,7 +377,12 @@ TEST_CASE("an OOM kill inside a collective, with the node's dmesg: out_of_memory
     CHECK(root.String("memory") == "host");
     CHECK(root.detail.find("Killed process " + std::to_string(pid)) != std::string::npos);
     // The victim's pid is the host's number of a traced process: its rank.
-    CHECK(root.ranks == std::vector<int>{2});
+    // (In a container of its own, the job's numbers are not the host's, and
+    // a kernel log's pid names no rank.)
+    std::error_code ec;
+    const bool host_numbers =
+        std::filesystem::read_symlink("/proc/self/ns/pid", ec).string() == "pid:[4026531836]";
+    CHECK(root.ranks == (host_numbers ? std::vector<int>{2} : std::vector<int>{}));
     const jobs::FindingView* death = nullptr;
     for (const auto& f : d.findings)
       if (f.kind == "rank_died") death = &f;
