@@ -24,6 +24,7 @@
 #include "knowledge/message_catalogue.h"
 #include "knowledge/nccl_semantics.h"
 #include "report/finding_text.h"
+#include "support/explained_logs.h"
 #include "support/traced_job.h"
 
 namespace {
@@ -45,29 +46,7 @@ ncclwatch::decoder::FindingText Text(const Finding& f) {
   return ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites());
 }
 
-struct Logs {
-  jobs::TempDir dir;
-  NcclLog log;
-  LogDiagnosis d;
-  int files = 0;
-
-  void File(const std::string& text) {
-    const std::string path = dir.path() + "/log" + std::to_string(files++) + ".txt";
-    std::ofstream(path) << text;
-    REQUIRE(log.AddFile(path).ok());
-  }
-  const Finding& Root() {
-    log.Finish();
-    d = DiagnoseLogs(log);
-    REQUIRE(d.problem);
-    REQUIRE_FALSE(d.findings.empty());
-    const Finding& f = d.findings.front();
-    CHECK(f.role == FindingRole::kRootCause);
-    CHECK_FALSE(Text(f).detail.empty());
-    CHECK_FALSE(Text(f).fix.empty());
-    return f;
-  }
-};
+using Logs = jobs::ExplainedLogs;
 
 const InitFailureFacts& Init(const Finding& f) {
   const auto* x = std::get_if<InitFailureFacts>(&f.facts);

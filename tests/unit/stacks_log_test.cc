@@ -22,6 +22,7 @@
 #include "knowledge/stack_places.h"
 #include "logs/stacks.h"
 #include "report/finding_text.h"
+#include "support/explained_logs.h"
 #include "support/json_schema.h"
 #include "support/traced_job.h"
 
@@ -35,40 +36,17 @@ using ncclwatch::decoder::HangPhase;
 using ncclwatch::decoder::LogCause;
 using ncclwatch::decoder::LogDiagnosis;
 using ncclwatch::decoder::LogFacts;
-using ncclwatch::decoder::NcclLog;
 
-struct Logs {
-  jobs::TempDir dir;
-  NcclLog log;
-  LogDiagnosis d;
-  std::vector<std::string> paths;
-
-  void File(const std::string& text) {
-    const std::string path = dir.path() + "/log" + std::to_string(paths.size()) + ".txt";
-    std::ofstream(path) << text;
-    REQUIRE(log.AddFile(path).ok());
-    paths.push_back(path);
-  }
-  const Finding& Root() {
-    log.Finish();
-    d = DiagnoseLogs(log);
-    REQUIRE(d.problem);
-    REQUIRE_FALSE(d.findings.empty());
-    const Finding& f = d.findings.front();
-    CHECK(f.role == FindingRole::kRootCause);
-    const auto text = ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites());
-    INFO(text.detail);
-    CHECK_FALSE(text.detail.empty());
-    CHECK_FALSE(text.fix.empty());
-    return f;
-  }
+// The fixture, with explain --json on the same files.
+struct Logs : jobs::ExplainedLogs {
   // explain --json on the same files: the report conforms to its schema.
   std::string Json() {
     std::ostringstream out, err;
     CHECK(ncclwatch::decoder::RunExplain(paths, true, out, err) == 1);
     const std::vector<std::string> errors = jobs::ValidateReport(out.str());
-    INFO(out.str());
-    for (const std::string& e : errors) INFO(e);
+    std::string all;
+    for (const std::string& e : errors) all += e + "\n";
+    INFO(out.str() << "\n" << all);
     CHECK(errors.empty());
     return out.str();
   }
