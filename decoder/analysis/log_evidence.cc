@@ -1,5 +1,6 @@
 #include "analysis/log_evidence.h"
 
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -41,13 +42,26 @@ int RankOfHostPid(int pid, const std::vector<TracedPid>& traced) {
 }  // namespace
 
 void AddLogEvidence(const LogDiagnosis& logs, const std::vector<TracedPid>& traced, Diagnosis* d) {
+  // What the traces already found of a kind the logs explain (a GPU fault the
+  // traced CUDA error shows), and whether their root cause names its ranks.
+  std::set<FindingKind> traced_kinds;
+  bool traced_ranks = false;
+  for (const Finding& f : d->findings) {
+    if (f.role == FindingRole::kRootCause || f.role == FindingRole::kConsequence)
+      traced_kinds.insert(f.kind);
+    traced_ranks |= f.role == FindingRole::kRootCause && !f.ranks.empty();
+  }
   std::vector<Finding> causes, notes;
   for (Finding f : logs.findings) {
     if (const auto* x = std::get_if<LogFacts>(&f.facts);
         x != nullptr && x->pid && f.ranks.empty()) {
       if (const int rank = RankOfHostPid(*x->pid, traced); rank >= 0) f.ranks = {rank};
     }
-    if (ExplainsTraces(f)) {
+    // The logs lead with what the traces could not see; a finding the traces
+    // already made, with its ranks, is said better by them, and a cause of no
+    // known rank does not displace one that names its rank: notes then.
+    if (ExplainsTraces(f) && traced_kinds.count(f.kind) == 0 &&
+        (!f.ranks.empty() || !traced_ranks)) {
       causes.push_back(f);
       causes.back().role = causes.size() == 1 ? FindingRole::kRootCause : FindingRole::kConsequence;
     } else {

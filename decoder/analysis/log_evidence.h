@@ -6,7 +6,9 @@
 // finding of the logs (gpu_fault, out_of_memory, nvlink_fabric,
 // cuda_ipc_failure, network_error, cuda_error, a crash's rank_died) is why
 // the traces look as they do: it becomes the root cause, and what the
-// traces concluded follows it as consequences. What else the logs say (a
+// traces concluded follows it as consequences; unless the traces made that
+// finding themselves (a GPU fault their CUDA error shows), or it names no
+// rank where the traces' root cause names one: a note then. What else the logs say (a
 // watchdog's timeout, a rendezvous message, what their stacks wait in) is
 // added as notes beside the traces' own findings, which say it better. Logs
 // that show a problem never leave a job healthy.

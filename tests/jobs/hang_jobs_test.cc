@@ -373,21 +373,24 @@ TEST_CASE("an OOM kill inside a collective, with the node's dmesg: out_of_memory
     const jobs::DiagnosisView d = jobs::Diagnose(paths);
     INFO(d.output);
     REQUIRE(d.parsed);
-    const auto& root = RequireRoot(d, "out_of_memory");
-    CHECK(root.String("memory") == "host");
-    CHECK(root.detail.find("Killed process " + std::to_string(pid)) != std::string::npos);
     // The victim's pid is the host's number of a traced process: its rank.
-    // (In a container of its own, the job's numbers are not the host's, and
-    // a kernel log's pid names no rank.)
+    // In a container of its own the job's numbers are not the host's: the
+    // kernel log's pid names no rank, and the OOM kill is a note beside the
+    // death the traces name.
     std::error_code ec;
     const bool host_numbers =
         std::filesystem::read_symlink("/proc/self/ns/pid", ec).string() == "pid:[4026531836]";
-    CHECK(root.ranks == (host_numbers ? std::vector<int>{2} : std::vector<int>{}));
-    const jobs::FindingView* death = nullptr;
-    for (const auto& f : d.findings)
-      if (f.kind == "rank_died") death = &f;
+    const auto& root = RequireRoot(d, host_numbers ? "out_of_memory" : "rank_died");
+    const jobs::FindingView* oom = d.First("out_of_memory");
+    REQUIRE(oom != nullptr);
+    CHECK(oom->String("memory") == "host");
+    CHECK(oom->detail.find("Killed process " + std::to_string(pid)) != std::string::npos);
+    CHECK(oom->ranks == (host_numbers ? std::vector<int>{2} : std::vector<int>{}));
+    CHECK(oom->role == (host_numbers ? "root_cause" : "note"));
+    const jobs::FindingView* death = d.First("rank_died");
     REQUIRE(death != nullptr);
-    CHECK(death->role == "consequence");
+    CHECK(death->role == (host_numbers ? "consequence" : "root_cause"));
+    CHECK((death == &root) != host_numbers);
     CHECK(death->ranks == std::vector<int>{2});
     CHECK(death->comm == s.world);
     CHECK(death->seq == 6);  // step 5's AllReduce (a Broadcast after every 4 steps)

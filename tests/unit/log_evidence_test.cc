@@ -70,16 +70,29 @@ TEST_CASE("the OOM kill leads, the death it caused follows, the watchdog is a no
 }
 
 TEST_CASE("a pid names no rank in a container's numbers or on two hosts", "[logs]") {
+  auto oom = [](const Diagnosis& d) -> const Finding& {
+    for (const Finding& f : d.findings)
+      if (f.kind == FindingKind::kOutOfMemory) return f;
+    FAIL("no out_of_memory finding");
+    return d.findings.front();
+  };
   SECTION("a container's pid namespace") {
     Diagnosis d = Died(3);
     AddLogEvidence(OomAndWatchdog(7), {{7, 4026532001u, 3}}, &d);
-    CHECK(d.findings[0].kind == FindingKind::kOutOfMemory);
-    CHECK(d.findings[0].ranks.empty());
+    CHECK(oom(d).ranks.empty());
   }
   SECTION("the same pid on two hosts") {
     Diagnosis d = Died(3);
     AddLogEvidence(OomAndWatchdog(7), {{7, kInitPidNamespace, 3}, {7, kInitPidNamespace, 5}}, &d);
-    CHECK(d.findings[0].ranks.empty());
+    CHECK(oom(d).ranks.empty());
+  }
+  SECTION("with traces that name no rank, the OOM kill still leads") {
+    Diagnosis d;
+    d.findings.push_back(Make(FindingKind::kHangUnexplained, FindingRole::kRootCause));
+    d.problem = true;
+    AddLogEvidence(OomAndWatchdog(7), {}, &d);
+    CHECK(d.findings[0].kind == FindingKind::kOutOfMemory);
+    CHECK(d.findings[0].role == FindingRole::kRootCause);
   }
 }
 
@@ -105,5 +118,28 @@ TEST_CASE("logs with a problem never leave healthy traces healthy; warnings stay
     CHECK_FALSE(d.problem);
     REQUIRE(d.findings.size() == 1);
     CHECK(d.findings[0].role == FindingRole::kNote);
+  }
+}
+
+TEST_CASE("the logs do not displace what the traces found better", "[logs]") {
+  SECTION("a GPU fault the traces already name, with its rank") {
+    Diagnosis d;
+    d.findings.push_back(Make(FindingKind::kGpuFault, FindingRole::kRootCause, {2}));
+    d.problem = true;
+    LogDiagnosis l;
+    l.findings.push_back(Make(FindingKind::kGpuFault, FindingRole::kRootCause));
+    l.problem = true;
+    AddLogEvidence(l, {}, &d);
+    REQUIRE(d.findings.size() == 2);
+    CHECK(d.findings[0].ranks == std::vector<int>{2});
+    CHECK(d.findings[0].role == FindingRole::kRootCause);
+    CHECK(d.findings[1].role == FindingRole::kNote);
+  }
+  SECTION("an OOM kill of no known rank beside a death the traces name") {
+    Diagnosis d = Died(3);
+    AddLogEvidence(OomAndWatchdog(7), {{7, 4026532001u, 3}}, &d);
+    CHECK(d.findings[0].kind == FindingKind::kRankDied);
+    CHECK(d.findings[0].role == FindingRole::kRootCause);
+    CHECK(d.findings.back().role == FindingRole::kNote);
   }
 }
