@@ -309,9 +309,12 @@ TEST_CASE("a rank that was pid 1 in its container, SIGKILLed: dead, not the host
   spec.env.push_back("NCCLWATCH_HEARTBEAT_MS=100");
   const std::string script =
       "if [ \"$RANK\" = 1 ]; then\n"
-      "  unshare --pid --fork --kill-child \"$@\" & u=$!\n"
-      "  until ls \"$NCCLWATCH_DIR\"/ncclwatch.*.1.*.trace >/dev/null 2>&1; do sleep 0.1; done\n"
-      "  sleep 1; kill -9 $(pgrep -P $u); wait $u; exit 137\n"
+      "  out=\"$NCCLWATCH_DIR/rank1.stdout.txt\"\n"
+      "  unshare --pid --fork --kill-child \"$@\" >\"$out\" 2>&1 & u=$!\n"
+      // Killed once it is in its steps (not at a time a loaded machine may
+      // find it still setting up), while the others wait in a collective.
+      "  until grep -q 'step 3 done' \"$out\" 2>/dev/null; do sleep 0.1; done\n"
+      "  kill -9 $(pgrep -P $u); wait $u; exit 137\n"
       "fi\n"
       "exec \"$@\"\n";
   std::vector<std::string> argv = {"/bin/sh", "-c", script, "sh"};
