@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/process_liveness.h"
-#include "model/trace_loader.h"
+#include "summary/job_inputs.h"
 
 namespace ncclwatch::decoder {
 
@@ -13,7 +13,7 @@ absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>
                                                   const std::vector<UnreadableTrace>& not_read) {
   TraceDiagnosis out;
   size_t index = 0;
-  LoadProcessTraces(
+  const absl::Status read = LoadJobInputs(
       files, 0,
       [&](const std::string& file, const absl::Status& status, const ProcessTrace& trace) {
         if (status.ok()) {
@@ -24,6 +24,7 @@ absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>
         if (on_trace) on_trace(index, status.ok() ? &trace : nullptr);
         ++index;
       });
+  if (!read.ok()) return read;
   if (out.job.processes().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "none of the ", files.size(), " trace file(s) can be read; first: ",

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "analysis/init_failure.h"
 #include "analysis/setup_notes.h"
 #include "knowledge/nccl_semantics.h"
@@ -117,6 +118,7 @@ class Diagnoser {
     StoppedRanks();
     NeverCompleted();
     Unreadable();
+    SummaryGapsNote();
     Duplicates();
     Setup();
     NotVisible();
@@ -1669,6 +1671,63 @@ class Diagnoser {
     }
   }
 
+  // Where node summaries left out calls the analyses needed, or that
+  // differ: one note per job, with the nodes whose traces to read in full.
+  void SummaryGapsNote() {
+    if (!job_.summary_gaps().any_left_out()) return;
+    const std::vector<SummaryGap> gaps = job_.summary_gaps().Find();
+    if (gaps.empty()) return;
+    std::map<int, SummaryGapFacts> by_job;
+    constexpr size_t kListed = 8;
+    auto node = [&](int process) {
+      const ProcessFacts& p = procs_[process];
+      if (p.summary.empty()) return p.path;
+      return absl::StrCat(p.summary_host, " (", p.summary, ")");
+    };
+    for (const SummaryGap& g : gaps) {
+      if (g.left_out.empty()) continue;
+      SummaryGapFacts& facts = by_job[job_of_[g.left_out.front().first]];
+      if (facts.gaps.size() >= kListed) {
+        ++facts.more;
+        continue;
+      }
+      SummaryGapFacts::Gap x;
+      x.differ = g.kind == SummaryGap::kDiffer;
+      x.comm = g.comm;
+      x.first_seq = g.first_seq;
+      x.last_seq = g.end_seq - 1;
+      std::set<std::string> left_nodes, other_nodes;
+      for (const auto& [process, rank] : g.left_out) {
+        x.left_out_ranks.push_back(Global(process, g.comm, rank));
+        left_nodes.insert(node(process));
+      }
+      for (const auto& [process, rank] : g.kept) {
+        x.other_ranks.push_back(Global(process, g.comm, rank));
+        other_nodes.insert(node(process));
+      }
+      std::sort(x.left_out_ranks.begin(), x.left_out_ranks.end());
+      std::sort(x.other_ranks.begin(), x.other_ranks.end());
+      x.left_out_nodes.assign(left_nodes.begin(), left_nodes.end());
+      x.other_nodes.assign(other_nodes.begin(), other_nodes.end());
+      facts.gaps.push_back(std::move(x));
+    }
+    for (auto& [job, facts] : by_job) {
+      Finding n;
+      n.kind = FindingKind::kSummaryGap;
+      n.role = FindingRole::kNote;
+      n.job = job;
+      const SummaryGapFacts::Gap& first = facts.gaps.front();
+      n.comm = first.comm;
+      n.seq = first.first_seq;
+      std::set<int> ranks;
+      for (const SummaryGapFacts::Gap& g : facts.gaps)
+        ranks.insert(g.left_out_ranks.begin(), g.left_out_ranks.end());
+      n.ranks.assign(ranks.begin(), ranks.end());
+      n.facts = std::move(facts);
+      notes_.push_back(std::move(n));
+    }
+  }
+
   void Unreadable() {
     if (job_.unreadable().empty()) return;
     Finding n;
@@ -1765,6 +1824,15 @@ class Diagnoser {
         n.job = 0;
         job_has_root[0] = true;
       }
+    }
+    // And calls node summaries left out where the analyses needed them:
+    // what they hold was not seen, so a job with nothing else found is not
+    // healthy over it (its note names the nodes to read in full).
+    for (Finding& n : notes_) {
+      if (n.kind != FindingKind::kSummaryGap) continue;
+      if (n.job < 0 || n.job >= static_cast<int>(out_.jobs.size()) || job_has_root[n.job]) continue;
+      n.role = FindingRole::kRootCause;
+      job_has_root[n.job] = true;
     }
     for (size_t j = 0; j < out_.jobs.size(); ++j) {
       for (const Finding& n : notes_)

@@ -27,6 +27,7 @@
 #include "analysis/completion.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
+#include "analysis/summary_gaps.h"
 #include "findings/last_call.h"
 #include "model/init_evidence.h"
 #include "model/process_trace.h"
@@ -79,6 +80,10 @@ struct ProcessFacts {
   std::string nccl_path;
   bool nccl_calls = false;  // any NCCL call of it was recorded
   bool lost_start = false;  // a stream lost its start, or slots were lapped while read
+  // Read from a node's summary (ncclwatch summarize): the file and the host
+  // that made it; both "" for a trace read whole.
+  std::string summary;
+  std::string summary_host;
 
   // Its last sign of life (realtime): the last heartbeat or record.
   int64_t AliveUntilNs() const { return std::max(completion.last_beat_ns, last_ns); }
@@ -115,6 +120,7 @@ class JobAnalysis {
   const P2pMatching& p2p() const { return p2p_; }
   const OrderInversion& order() const { return order_; }
   const ArrivalSkew& arrivals() const { return arrivals_; }
+  const SummaryGaps& summary_gaps() const { return gaps_; }
 
   // The global rank to name member `comm_rank` of `comm` in `process` by.
   int GlobalRank(int process, uint64_t comm, int32_t comm_rank) const;
@@ -133,6 +139,7 @@ class JobAnalysis {
   P2pMatching p2p_;
   OrderInversion order_;
   ArrivalSkew arrivals_;
+  SummaryGaps gaps_;
 };
 
 }  // namespace ncclwatch::decoder

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "summary/summary_reader.h"
 #include "util/pseudo_file_system.h"
 
 namespace ncclwatch::decoder {
@@ -197,12 +198,14 @@ absl::StatusOr<std::vector<std::string>> InputFiles(
 
 bool IsTraceFile(const fs::path& p) { return p.extension() == ".trace"; }
 
+bool IsTraceOrSummary(const fs::path& p) { return IsTraceFile(p) || IsSummaryFile(p.string()); }
+
 absl::StatusOr<std::vector<std::string>> TraceFiles(const std::vector<std::string>& paths,
                                                     std::vector<SkippedInput>* skipped) {
   std::vector<SkippedInput> own;
   if (skipped == nullptr) skipped = &own;
   const size_t before = skipped->size();
-  absl::StatusOr<std::vector<std::string>> files = InputFiles(paths, IsTraceFile, skipped);
+  absl::StatusOr<std::vector<std::string>> files = InputFiles(paths, IsTraceOrSummary, skipped);
   if (files.ok() && files->empty()) {
     std::string not_read;
     size_t n = 0;

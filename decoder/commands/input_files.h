@@ -66,8 +66,13 @@ absl::StatusOr<std::vector<std::string>> InputFiles(
 // Whether a file is named as a trace (*.trace).
 bool IsTraceFile(const std::filesystem::path& p);
 
-// The trace files under `paths` (InputFiles with IsTraceFile), or
-// NotFound "no trace files (*.trace) under PATH" when there are none.
+// Whether a file is a trace by its name, or a node's summary by its magic
+// (`ncclwatch summarize`, summary/summary_reader.h).
+bool IsTraceOrSummary(const std::filesystem::path& p);
+
+// The trace files and summaries under `paths` (InputFiles with
+// IsTraceOrSummary), or NotFound "no trace files (*.trace) under PATH"
+// when there are none.
 absl::StatusOr<std::vector<std::string>> TraceFiles(const std::vector<std::string>& paths,
                                                     std::vector<SkippedInput>* skipped = nullptr);
 

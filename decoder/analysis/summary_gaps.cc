@@ -1,0 +1,105 @@
+#include "analysis/summary_gaps.h"
+
+#include <algorithm>
+#include <set>
+
+#include "findings/collective_signature.h"
+#include "summary/call_digest.h"
+
+namespace ncclwatch::decoder {
+
+void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
+  const bool summarized = !t.summary.empty();
+  for (const CommStream& s : t.streams) {
+    if (!s.any()) continue;
+    Member m;
+    m.process = process;
+    m.rank = s.rank;
+    m.digested = summarized;
+    for (uint32_t i : s.collectives) {
+      const CollectiveEvent& e = t.collectives[i];
+      if (!m.any) {
+        m.any = true;
+        m.lo = m.hi = e.seq;
+      }
+      m.lo = std::min(m.lo, e.seq);
+      m.hi = std::max(m.hi, e.seq);
+      if (summarized) {
+        auto& [digest, calls] = m.kept[e.seq / kLeftOutBlock];
+        digest += CallDigest(e.seq, CollectiveSignature::Of(e));
+        ++calls;
+      }
+    }
+    for (const LeftOutCalls& l : t.left_out) {
+      if (l.comm != s.comm || l.rank != s.rank || l.digests.empty()) continue;
+      for (size_t b = 0; b < l.digests.size(); ++b) m.left[l.first_block + b] = l.digests[b];
+      if (!m.any) {
+        m.any = true;
+        m.lo = l.FirstSeq();
+        m.hi = l.EndSeq() - 1;
+      }
+      m.lo = std::min(m.lo, l.FirstSeq());
+      m.hi = std::max(m.hi, l.EndSeq() - 1);
+      any_left_out_ = true;
+    }
+    comms_[s.comm].push_back(std::move(m));
+  }
+}
+
+std::vector<SummaryGap> SummaryGaps::Find() const {
+  std::vector<SummaryGap> out;
+  if (!any_left_out_) return out;
+  for (const auto& [comm, members] : comms_) {
+    std::set<uint64_t> blocks;  // every block some member left out
+    for (const Member& m : members)
+      for (const auto& [b, digest] : m.left) blocks.insert(b);
+    size_t gaps = 0;
+    SummaryGap* open = nullptr;  // the gap the previous block extended
+    uint64_t open_end_block = 0;
+    for (uint64_t b : blocks) {
+      SummaryGap g;
+      g.comm = comm;
+      g.first_seq = b * kLeftOutBlock;
+      g.end_seq = g.first_seq + kLeftOutBlock;
+      std::set<uint64_t> digests;
+      std::vector<std::pair<int, int32_t>> compared;
+      for (const Member& m : members) {
+        if (!m.any || m.hi < g.first_seq || m.lo >= g.end_seq) continue;  // never reached it
+        if (auto l = m.left.find(b); l != m.left.end()) {
+          g.left_out.emplace_back(m.process, m.rank);
+          digests.insert(l->second);
+          continue;
+        }
+        auto k = m.kept.find(b);
+        if (m.digested && k != m.kept.end() && k->second.second == kLeftOutBlock) {
+          digests.insert(k->second.first);
+          compared.emplace_back(m.process, m.rank);
+        } else {
+          g.kept.emplace_back(m.process, m.rank);
+        }
+      }
+      if (!g.kept.empty()) {
+        g.kind = SummaryGap::kNotCompared;
+      } else if (digests.size() > 1) {
+        g.kind = SummaryGap::kDiffer;
+        g.kept = std::move(compared);
+      } else {
+        open = nullptr;  // compared, and alike
+        continue;
+      }
+      if (open != nullptr && open_end_block == b && open->kind == g.kind &&
+          open->left_out == g.left_out && open->kept == g.kept) {
+        open->end_seq = g.end_seq;
+        open_end_block = b + 1;
+        continue;
+      }
+      if (gaps++ == kMaxGapsPerComm) break;
+      out.push_back(std::move(g));
+      open = &out.back();
+      open_end_block = b + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace ncclwatch::decoder

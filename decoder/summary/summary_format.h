@@ -1,0 +1,79 @@
+// The summary file (`ncclwatch summarize`): one node's traces, reduced to
+// what the analyses need, in one bounded, versioned file.
+//
+// Each trace becomes a reduced trace in the records the decoder already
+// reads: every record that is not a per-call record (identity, modules,
+// inventory, init and rendezvous evidence, memberships, progress, heartbeats,
+// holds, signals, the end, stalls, system calls, errors) is kept as the
+// trace.proto Record it is, and so is every send and receive; of each
+// (communicator, rank)'s collectives the first and the last `window` are
+// kept (the middle is left out in whole blocks of kLeftOutBlock numbers,
+// each kept as a digest, model/left_out_calls.h), and of the group calls the
+// first and the last `window`. A reader hands the records to the model's own
+// importer (model/record_importer.h), as it does a trace's.
+//
+// All integers little-endian; "varint" is protobuf's base-128 varint,
+// "string" a varint length then the bytes.
+//
+//   offset 0   char magic[8]      "NCCLWSUM"
+//          8   u32  version       kSummaryVersion (a reader refuses another)
+//         12   u32  header bytes  kSummaryHeaderBytes
+//         16   u64  file bytes    the whole file: a torn or cut file is refused
+//         24   u64  checksum      FNV-1a 64 of every byte after the header
+//         32   body:
+//                string host (where it was summarized), varint window,
+//                varint block (kLeftOutBlock), varint traces, then each trace:
+//                  varint bytes (of the rest of this trace), string path,
+//                  u32 clock, u32 pid, u64 created_realtime_ns, string host,
+//                  i64 read_ns, the trace's TraceFileStats (8 varints, a flag
+//                  byte), varint records, varint unparsed, varint groups left
+//                  out, varint n, n x {varint comm, zigzag rank, varint
+//                  first_block, varint blocks, blocks x u64 digest, varint
+//                  calls}, varint entries, then each entry:
+//                    u8 kind: NCCLWATCH_SLOT_SINGLE: string Record;
+//                    a call slot's (COLLECTIVE, P2P, GROUP): its 112-byte
+//                    payload as its difference from the previous payload of
+//                    that kind in this trace (zeros before the first), in
+//                    14 granules of 8 bytes: a u16 mask of those that
+//                    changed, then each one's change (now - before, mod
+//                    2^64) as a zigzag varint (a collective made like the
+//                    one before it, from the same place, takes 7 to 9
+//                    bytes, not 112).
+//
+// Bounds a reader enforces (and a writer keeps to): kMaxSummaryBytes in all,
+// kMaxSummaryTraces traces, strings of kMaxSummaryString bytes, records of
+// NCCLWATCH_MAX_RECORD_BYTES.
+//
+// Thread-safety: constants only.
+
+#ifndef NCCLWATCH_DECODER_SUMMARY_SUMMARY_FORMAT_H_
+#define NCCLWATCH_DECODER_SUMMARY_SUMMARY_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ncclwatch::decoder {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the summary's integers are little-endian");
+
+inline constexpr char kSummaryMagic[8] = {'N', 'C', 'C', 'L', 'W', 'S', 'U', 'M'};
+inline constexpr uint32_t kSummaryVersion = 1;
+inline constexpr uint32_t kSummaryHeaderBytes = 32;
+inline constexpr uint64_t kMaxSummaryBytes = uint64_t{1} << 30;
+inline constexpr uint64_t kMaxSummaryTraces = 4096;
+inline constexpr uint64_t kMaxSummaryString = 4096;
+// The default window: the collectives kept at each end of a (communicator,
+// rank)'s calls. 4,096 is the arrival-skew analysis's window (it reads a
+// member's last 4,096 collectives), so a straggler is judged on the same calls.
+inline constexpr uint32_t kDefaultSummaryWindow = 4096;
+
+// FNV-1a, 64 bits.
+inline uint64_t Fnv1a64(const uint8_t* p, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_SUMMARY_SUMMARY_FORMAT_H_
