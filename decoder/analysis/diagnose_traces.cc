@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "model/process_liveness.h"
 #include "summary/job_inputs.h"
+#include "summary/summary_reader.h"
 
 namespace ncclwatch::decoder {
 
@@ -12,6 +13,9 @@ absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>
                                                   const OnTrace& on_trace,
                                                   const std::vector<UnreadableTrace>& not_read) {
   TraceDiagnosis out;
+  size_t summaries = 0;
+  for (const std::string& f : files) summaries += IsSummaryFile(f) ? 1 : 0;
+  if (summaries > 0 && summaries < files.size()) out.job.MixesSummaries();
   size_t index = 0;
   const absl::Status read = LoadJobInputs(
       files, 0,

@@ -1279,6 +1279,12 @@ class Diagnoser {
   }
 
   void Mismatch(uint64_t comm, const CollectiveAlignment& al, uint64_t seq, int nranks) {
+    // A node's summary left #seq out of some rank: who differs from whom
+    // there cannot be told from the ranks left (it may blame the wrong one).
+    // The summary_gap note says what could not be compared, and where to
+    // read it in full.
+    for (const AlignedMember& m : al.members())
+      if (m.LeftOut(seq)) return;
     CollectiveSignature ref;
     int64_t when = 0;
     int ref_member = -1;
@@ -1697,13 +1703,16 @@ class Diagnoser {
       x.first_seq = g.first_seq;
       x.last_seq = g.end_seq - 1;
       std::set<std::string> left_nodes, other_nodes;
+      // A sample of each side at most: the note stays short at any scale.
+      constexpr size_t kRanks = 64, kNodes = 16;
       for (const auto& [process, rank] : g.left_out) {
-        x.left_out_ranks.push_back(Global(process, g.comm, rank));
-        left_nodes.insert(node(process));
+        if (x.left_out_ranks.size() < kRanks)
+          x.left_out_ranks.push_back(Global(process, g.comm, rank));
+        if (left_nodes.size() < kNodes) left_nodes.insert(node(process));
       }
       for (const auto& [process, rank] : g.kept) {
-        x.other_ranks.push_back(Global(process, g.comm, rank));
-        other_nodes.insert(node(process));
+        if (x.other_ranks.size() < kRanks) x.other_ranks.push_back(Global(process, g.comm, rank));
+        if (other_nodes.size() < kNodes) other_nodes.insert(node(process));
       }
       std::sort(x.left_out_ranks.begin(), x.left_out_ranks.end());
       std::sort(x.other_ranks.begin(), x.other_ranks.end());

@@ -105,6 +105,10 @@ struct UnreadableTrace {
 
 class JobAnalysis {
  public:
+  // Before the first process: the job mixes traces and node summaries, so
+  // the traces' calls are digested to be compared with what the summaries
+  // left out (analysis/summary_gaps.h).
+  void MixesSummaries() { gaps_.DigestWholeTraces(true); }
   void AddProcess(const ProcessTrace& trace);
   void AddUnreadable(const std::string& path, const std::string& error,
                      bool may_hold_traces = false);

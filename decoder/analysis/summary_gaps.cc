@@ -9,7 +9,7 @@
 namespace ncclwatch::decoder {
 
 void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
-  const bool summarized = !t.summary.empty();
+  const bool summarized = !t.summary.empty() || digest_whole_;
   for (const CommStream& s : t.streams) {
     if (!s.any()) continue;
     Member m;
@@ -61,28 +61,42 @@ std::vector<SummaryGap> SummaryGaps::Find() const {
       g.comm = comm;
       g.first_seq = b * kLeftOutBlock;
       g.end_seq = g.first_seq + kLeftOutBlock;
-      std::set<uint64_t> digests;
-      std::vector<std::pair<int, int32_t>> compared;
+      // Each member that reached the block, with the digest it has there
+      // (left out, or kept whole), or none (kept in part, or a whole trace).
+      std::vector<std::pair<std::pair<int, int32_t>, uint64_t>> digested;
+      std::vector<std::pair<int, int32_t>> not_digested;
+      bool any_left = false;
       for (const Member& m : members) {
         if (!m.any || m.hi < g.first_seq || m.lo >= g.end_seq) continue;  // never reached it
         if (auto l = m.left.find(b); l != m.left.end()) {
+          any_left = true;
           g.left_out.emplace_back(m.process, m.rank);
-          digests.insert(l->second);
+          digested.push_back({{m.process, m.rank}, l->second});
           continue;
         }
         auto k = m.kept.find(b);
         if (m.digested && k != m.kept.end() && k->second.second == kLeftOutBlock) {
-          digests.insert(k->second.first);
-          compared.emplace_back(m.process, m.rank);
+          digested.push_back({{m.process, m.rank}, k->second.first});
         } else {
-          g.kept.emplace_back(m.process, m.rank);
+          not_digested.emplace_back(m.process, m.rank);
         }
       }
-      if (!g.kept.empty()) {
+      if (!any_left) continue;
+      std::map<uint64_t, size_t> votes;
+      for (const auto& [who, digest] : digested) ++votes[digest];
+      if (!not_digested.empty()) {
         g.kind = SummaryGap::kNotCompared;
-      } else if (digests.size() > 1) {
+        g.kept = std::move(not_digested);
+      } else if (votes.size() > 1) {
+        // The ranks that differ from the most common digest (on a tie, the
+        // one of the lowest process), and those they differ from.
         g.kind = SummaryGap::kDiffer;
-        g.kept = std::move(compared);
+        uint64_t majority = digested.front().second;
+        for (const auto& [digest, n] : votes)
+          if (n > votes[majority]) majority = digest;
+        g.left_out.clear();
+        for (const auto& [who, digest] : digested)
+          (digest == majority ? g.kept : g.left_out).push_back(who);
       } else {
         open = nullptr;  // compared, and alike
         continue;

@@ -40,10 +40,10 @@ struct SummaryGap {
   uint64_t comm = 0;
   uint64_t first_seq = 0;  // the numbers [first_seq, end_seq)
   uint64_t end_seq = 0;
-  // (process, rank in the communicator) of the ranks whose summaries left
-  // the calls out, and (kNotCompared) of those whose calls there could not
-  // be compared with them; (kDiffer) `kept` holds the ranks that kept the
-  // block whole and were compared by digest.
+  // (process, rank in the communicator). kNotCompared: the ranks whose
+  // summaries left the calls out, and those whose calls there could not be
+  // compared with them. kDiffer: the ranks whose digest differs from the
+  // most common one, and those that have the most common one.
   std::vector<std::pair<int, int32_t>> left_out;
   std::vector<std::pair<int, int32_t>> kept;
 };
@@ -53,6 +53,11 @@ class SummaryGaps {
   // At most this many gaps per communicator are reported (the first).
   static constexpr size_t kMaxGapsPerComm = 16;
 
+  // Whether the calls of traces read whole are digested too (by block), to
+  // be compared with summaries' digests: set when a job mixes the two
+  // (DiagnoseTraceFiles does), left off for traces alone (no summary to
+  // compare with, and no cost).
+  void DigestWholeTraces(bool on) { digest_whole_ = on; }
   void AddProcess(int process, const ProcessTrace& trace);
   // Whether any process added came from a summary that left calls out.
   bool any_left_out() const { return any_left_out_; }
@@ -72,6 +77,7 @@ class SummaryGaps {
   };
   std::map<uint64_t, std::vector<Member>> comms_;
   bool any_left_out_ = false;
+  bool digest_whole_ = false;
 };
 
 }  // namespace ncclwatch::decoder

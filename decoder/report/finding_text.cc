@@ -603,9 +603,11 @@ void Render(const Finding& f, const SummaryGapFacts& x, const CallSiteNamer&, Fi
     const std::string left = absl::StrCat(RanksNoun(g.left_out_ranks), " (summarized on ",
                                           absl::StrJoin(g.left_out_nodes, ", "), ")");
     if (g.differ) {
-      parts.push_back(absl::StrCat(
-          calls, ": the summaries' digests of ", left, g.other_ranks.empty() ? "" : " and of ",
-          RanksNoun(g.other_ranks, ""), " disagree: the ranks' calls differ somewhere in them"));
+      parts.push_back(absl::StrCat(calls, ": the calls of ", left, " differ from those of ",
+                                   RanksNoun(g.other_ranks), " (",
+                                   absl::StrJoin(g.other_nodes, ", "),
+                                   ") somewhere in that range: the summaries' digests of them "
+                                   "disagree"));
     } else {
       parts.push_back(absl::StrCat(calls, ": left out of the summaries of ", left,
                                    ", and not compared with ", RanksNoun(g.other_ranks), " (",
