@@ -1837,9 +1837,12 @@ class Diagnoser {
     // And calls node summaries left out where the analyses needed them:
     // what they hold was not seen, so a job with nothing else found is not
     // healthy over it (its note names the nodes to read in full).
+    // (A live job stays `running`, the note beside it: its nodes may simply
+    // have been summarized moments apart.)
     for (Finding& n : notes_) {
       if (n.kind != FindingKind::kSummaryGap) continue;
       if (n.job < 0 || n.job >= static_cast<int>(out_.jobs.size()) || job_has_root[n.job]) continue;
+      if (job_live_[n.job]) continue;
       n.role = FindingRole::kRootCause;
       job_has_root[n.job] = true;
     }

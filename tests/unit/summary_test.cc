@@ -119,11 +119,11 @@ std::string OneTrace(Fill fill) {
   std::string section;
   ByteSink s(&section);
   s.String("/tmp/x.trace");
-  s.U32(1);    // clock
-  s.U32(42);   // pid
-  s.U64(1);    // created
+  s.U32(1);   // clock
+  s.U32(42);  // pid
+  s.U64(1);   // created
   s.String("h");
-  s.U64(1);    // read_ns
+  s.U64(1);  // read_ns
   for (int i = 0; i < 8; ++i) s.Varint(0);
   s.U8(0);
   s.Varint(0);  // records
@@ -322,7 +322,8 @@ TEST_CASE("summary: a mismatch inside left-out calls is a summary_gap naming the
   REQUIRE(mf.gaps.size() == 1);
   CHECK(mf.gaps[0].differ);
   CHECK(mf.gaps[0].left_out_nodes == std::vector<std::string>{traces[2]});
-  for (const Finding& f : mixed.diagnosis.findings) CHECK(f.kind != FindingKind::kCollectiveMismatch);
+  for (const Finding& f : mixed.diagnosis.findings)
+    CHECK(f.kind != FindingKind::kCollectiveMismatch);
 }
 
 TEST_CASE("summary: a rank that stopped in a block others left out is a gap, not healthy",
