@@ -85,7 +85,9 @@ int RunSummarize(const std::vector<std::string>& args, std::ostream& out, std::o
   out << "wrote " << TerminalSafe(output) << ": " << stats.traces << " trace(s), "
       << summary->size() << " bytes; " << stats.entries_kept << " of " << stats.records
       << " records kept, " << stats.collectives_left_out
-      << " collectives left out as digests (window " << options.window << ")\n";
+      << " collectives left out as digests (window " << options.window << "), "
+      << stats.groups_left_out << " group calls and " << stats.progress_left_out
+      << " progress records left out\n";
   if (!stats.unreadable.empty()) {
     err << "ncclwatch: " << stats.unreadable.size()
         << " trace(s) or folder(s) not read (listed in the summary); first: "

@@ -3,14 +3,15 @@
 //
 // Each trace becomes a reduced trace in the records the decoder already
 // reads: every record that is not a per-call record (identity, modules,
-// inventory, init and rendezvous evidence, memberships, progress, heartbeats,
-// holds, signals, the end, stalls, system calls, errors) is kept as the
+// inventory, init and rendezvous evidence, memberships, heartbeats, holds,
+// signals, the end, stalls, system calls, errors) is kept as the
 // trace.proto Record it is, and so is every send and receive; of each
 // (communicator, rank)'s collectives the first and the last `window` are
 // kept (the middle is left out in whole blocks of kLeftOutBlock numbers,
-// each kept as a digest, model/left_out_calls.h), and of the group calls the
-// first and the last `window`. A reader hands the records to the model's own
-// importer (model/record_importer.h), as it does a trace's.
+// each kept as a digest, model/left_out_calls.h), of the group calls the
+// first and the last `window`, and of each communicator's GPU progress
+// records (one every 20 ms) the first 64 and the last 256. A reader hands the records to the
+// model's own importer (model/record_importer.h), as it does a trace's.
 //
 // All integers little-endian; "varint" is protobuf's base-128 varint,
 // "string" a varint length then the bytes.
@@ -30,15 +31,19 @@
 //                  out, varint n, n x {varint comm, zigzag rank, varint
 //                  first_block, varint blocks, blocks x u64 digest, varint
 //                  calls}, varint entries, then each entry:
-//                    u8 kind: NCCLWATCH_SLOT_SINGLE: string Record;
-//                    a call slot's (COLLECTIVE, P2P, GROUP): its 112-byte
-//                    payload as its difference from the previous payload of
-//                    that kind in this trace (zeros before the first), in
-//                    14 granules of 8 bytes: a u16 mask of those that
-//                    changed, then each one's change (now - before, mod
-//                    2^64) as a zigzag varint (a collective made like the
-//                    one before it, from the same place, takes 7 to 9
-//                    bytes, not 112).
+//                    u8: NCCLWATCH_SLOT_SINGLE, then string Record; or a
+//                    call slot's (COLLECTIVE, P2P, GROUP): 0x80 | its kind
+//                    (0, 1, 2) << 5 | its context (below kSummaryContexts:
+//                    the writer gives each communicator and call of a kind
+//                    its own, the first 31 met, the rest share the last),
+//                    then its 112-byte payload as its difference from the
+//                    previous payload of that kind and context in this trace
+//                    (zeros before the first), in 14 granules of 8 bytes: a
+//                    varint mask of those that changed, then each one's
+//                    change (now - before, mod 2^64) as a zigzag varint (a
+//                    collective made like the one before it on its
+//                    communicator takes 6 bytes, not 112: its time's step
+//                    and its number's).
 //
 // Bounds a reader enforces (and a writer keeps to): kMaxSummaryBytes in all,
 // kMaxSummaryTraces traces, strings of kMaxSummaryString bytes, records of
@@ -63,6 +68,10 @@ inline constexpr uint32_t kSummaryHeaderBytes = 32;
 inline constexpr uint64_t kMaxSummaryBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxSummaryTraces = 4096;
 inline constexpr uint64_t kMaxSummaryString = 4096;
+// Contexts a call slot's payload is diffed against, per kind, and the bit
+// that marks a call slot's entry.
+inline constexpr uint32_t kSummaryContexts = 32;
+inline constexpr uint8_t kSummaryCallEntry = 0x80;
 // The default window: the collectives kept at each end of a (communicator,
 // rank)'s calls. 4,096 is the arrival-skew analysis's window (it reads a
 // member's last 4,096 collectives), so a straggler is judged on the same calls.

@@ -206,7 +206,8 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
   p.collectives.reserve(std::min<uint64_t>(entries, uint64_t{1} << 20));
   RecordImporter importer(&p);
   importer.Recycle(std::move(old_streams));
-  uint8_t previous[3][NCCLWATCH_SLOT_PAYLOAD_BYTES] = {};
+  // Each kind's previous payload per context (summary/summary_format.h).
+  std::vector<uint8_t> previous(3 * kSummaryContexts * NCCLWATCH_SLOT_PAYLOAD_BYTES, 0);
   for (uint64_t k = 0; k < entries; ++k) {
     const uint8_t kind = c.U8();
     if (kind == NCCLWATCH_SLOT_SINGLE) {
@@ -216,12 +217,17 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
                                                 record.size()));
       continue;
     }
-    if (!IsCallSlotKind(kind)) return malformed("a record of an unknown kind");
-    uint8_t* prev = previous[kind - NCCLWATCH_SLOT_COLLECTIVE];
-    const uint32_t mask = c.U8() | (uint32_t{c.U8()} << 8);
+    // A call slot's entry: its kind and context in this byte.
+    const uint32_t kind_index = (kind >> 5) & 3;
+    if ((kind & kSummaryCallEntry) == 0 || kind_index >= 3)
+      return malformed("a record of an unknown kind");
+    const uint32_t context = kind & (kSummaryContexts - 1);
+    uint8_t* prev =
+        previous.data() + (kind_index * kSummaryContexts + context) * NCCLWATCH_SLOT_PAYLOAD_BYTES;
+    const uint64_t mask = c.Varint();
     if ((mask >> kGranules) != 0) return malformed("a call's granule mask is out of range");
     for (int i = 0; i < kGranules; ++i) {
-      if ((mask & (uint32_t{1} << i)) == 0) continue;
+      if ((mask & (uint64_t{1} << i)) == 0) continue;
       const uint64_t delta = static_cast<uint64_t>(c.Zigzag());
       uint64_t granule;
       std::memcpy(&granule, prev + 8 * i, 8);
@@ -229,7 +235,8 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
       std::memcpy(prev + 8 * i, &granule, 8);
     }
     if (!c.ok()) return malformed("a call runs past its section");
-    importer.ImportCallSlot(kind, absl::Span<const uint8_t>(prev, NCCLWATCH_SLOT_PAYLOAD_BYTES));
+    importer.ImportCallSlot(static_cast<uint8_t>(NCCLWATCH_SLOT_COLLECTIVE + kind_index),
+                            absl::Span<const uint8_t>(prev, NCCLWATCH_SLOT_PAYLOAD_BYTES));
   }
   if (c.left() != 0) return malformed("bytes after its last record");
   // The stats first: the streams' "holds the start" reads whether the ring

@@ -14,16 +14,43 @@
 #include "findings/collective_signature.h"
 #include "model/numbering.h"
 #include "model/process_trace.h"
+#include "ncclwatch/trace_fields.h"
 #include "summary/byte_cursor.h"
 #include "summary/call_digest.h"
 #include "trace/call_slot.h"
 #include "trace/trace_file.h"
+#include "trace/wire_reader.h"
 
 namespace ncclwatch::decoder {
 namespace {
 
+// Progress records kept at each end of a communicator's.
+constexpr uint64_t kProgressHead = 64;
+constexpr uint64_t kProgressTail = 256;
+
 constexpr int kSlotKinds = 3;  // COLLECTIVE, P2P, GROUP: their previous payloads
 int SlotIndex(uint8_t kind) { return kind - NCCLWATCH_SLOT_COLLECTIVE; }
+
+// The context a call's payload is diffed against: one per communicator and
+// call of its kind (a step's AllReduce is diffed against the last
+// AllReduce, its Broadcast against the last Broadcast), the first
+// kSummaryContexts - 1 met; the rest share the last.
+class Contexts {
+ public:
+  uint8_t Of(int kind, uint64_t comm, uint32_t call) {
+    std::vector<std::pair<uint64_t, uint32_t>>& seen = seen_[kind];
+    for (size_t i = 0; i < seen.size(); ++i)
+      if (seen[i].first == comm && seen[i].second == call) return static_cast<uint8_t>(i);
+    if (seen.size() + 1 < kSummaryContexts) {
+      seen.emplace_back(comm, call);
+      return static_cast<uint8_t>(seen.size() - 1);
+    }
+    return static_cast<uint8_t>(kSummaryContexts - 1);
+  }
+
+ private:
+  std::vector<std::pair<uint64_t, uint32_t>> seen_[kSlotKinds];
+};
 constexpr int kGranules = NCCLWATCH_SLOT_PAYLOAD_BYTES / 8;
 static_assert(kGranules * 8 == NCCLWATCH_SLOT_PAYLOAD_BYTES && kGranules <= 16,
               "a call slot is 14 granules of 8 bytes, its mask 16 bits");
@@ -39,6 +66,30 @@ struct Window {
            !std::binary_search(kept.begin(), kept.end(), seq / kLeftOutBlock);
   }
 };
+
+namespace f = ::ncclwatch::fields;
+
+// The communicator of a Progress record (the watcher's GPU completion
+// counts, every 20 ms), or false for any other record.
+bool ProgressComm(absl::Span<const uint8_t> record, uint64_t* comm) {
+  WireReader r(record);
+  WireField x;
+  while (r.Next(&x)) {
+    if (x.number != f::record::kProgress || x.wire_type != 2) continue;
+    WireReader body(x.bytes);
+    WireField y;
+    *comm = 0;
+    while (body.Next(&y))
+      if (y.number == f::progress::kComm && y.wire_type == 1) *comm = y.value;
+    return true;
+  }
+  return false;
+}
+
+// A call slot's entry's first byte: its kind and context (summary_format.h).
+uint8_t CallEntryByte(uint8_t kind, uint8_t context) {
+  return static_cast<uint8_t>(kSummaryCallEntry | (SlotIndex(kind) << 5) | context);
+}
 
 std::string ThisHost() {
   char name[256] = {};
@@ -122,6 +173,15 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   }
   const uint64_t groups = p->groups.size();
   const bool groups_cut = groups > 2 * window;
+  // Progress records per communicator, as read (not those a hold restored:
+  // they share their HeldOperation's order).
+  std::map<uint64_t, uint64_t> progress_total, progress_seen;
+  for (const ProgressEvent& e : p->progress) {
+    bool restored = false;
+    for (const HeldOperationEvent& h : p->held) restored |= h.order == e.order;
+    if (!restored) ++progress_total[e.comm];
+  }
+  uint64_t left_progress = 0;
 
   // The records again, each kept or left out.
   std::string entries;
@@ -131,15 +191,30 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   uint64_t left_groups = 0;
   auto write_entries = [&](ReadMode mode) -> absl::Status {
     entries.clear();
-    kept = left_collectives = left_groups = 0;
+    kept = left_collectives = left_groups = left_progress = 0;
+    progress_seen.clear();
     absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(path, mode);
     if (!file.ok()) return file.status();
-    uint8_t previous[kSlotKinds][NCCLWATCH_SLOT_PAYLOAD_BYTES] = {};
+    uint8_t previous[kSlotKinds][kSummaryContexts][NCCLWATCH_SLOT_PAYLOAD_BYTES] = {};
+    Contexts contexts;
     uint64_t group = 0;
     TraceFileStats read_stats;
     (*file)->ForEachEntry(
         [&](bool, uint64_t, uint8_t kind, absl::Span<const uint8_t> bytes) {
           if (kind == NCCLWATCH_SLOT_SINGLE) {
+            // Progress: the first and the last of each communicator's
+            // (the analyses read its latest; the timeline ends the kept
+            // calls' slices by those around them).
+            uint64_t comm = 0;
+            if (ProgressComm(bytes, &comm)) {
+              const uint64_t k = progress_seen[comm]++;
+              const uint64_t total = progress_total[comm];
+              if (total > kProgressHead + kProgressTail && k >= kProgressHead &&
+                  k + kProgressTail < total) {
+                ++left_progress;
+                return;
+              }
+            }
             e.U8(kind);
             e.Varint(bytes.size());
             e.Raw(bytes.data(), bytes.size());
@@ -164,10 +239,11 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
             }
           }
           // The payload as its difference from the previous one of its
-          // kind, 8 bytes at a time: a mask of the granules that changed,
-          // then each change as a zigzag varint (a time stamp's step takes
-          // 3 bytes, a sequence number's 1).
-          uint8_t* prev = previous[SlotIndex(kind)];
+          // kind, communicator and call, 8 bytes at a time: a mask of the granules
+          // that changed, then each change as a zigzag varint (a time
+          // stamp's step takes 3 bytes, a sequence number's 1).
+          const uint8_t context = contexts.Of(SlotIndex(kind), slot.comm, slot.call);
+          uint8_t* prev = previous[SlotIndex(kind)][context];
           uint16_t mask = 0;
           uint64_t deltas[kGranules];
           int n = 0;
@@ -181,9 +257,8 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
             }
           }
           std::memcpy(prev, bytes.data(), NCCLWATCH_SLOT_PAYLOAD_BYTES);
-          e.U8(kind);
-          e.U8(static_cast<uint8_t>(mask));
-          e.U8(static_cast<uint8_t>(mask >> 8));
+          e.U8(CallEntryByte(kind, context));
+          e.Varint(mask);
           for (int i = 0; i < n; ++i) e.Zigzag(static_cast<int64_t>(deltas[i]));
           ++kept;
         },
@@ -229,6 +304,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
     stats->entries_kept += kept;
     stats->collectives_left_out += left_collectives;
     stats->groups_left_out += left_groups;
+    stats->progress_left_out += left_progress;
   }
   return absl::OkStatus();
 }

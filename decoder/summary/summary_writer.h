@@ -40,6 +40,7 @@ struct SummaryStats {
   uint64_t entries_kept = 0;  // records kept whole
   uint64_t collectives_left_out = 0;
   uint64_t groups_left_out = 0;
+  uint64_t progress_left_out = 0;  // GPU progress records (every 20 ms) in the middle
   // Traces that could not be read: (path, why), listed in the summary too.
   std::vector<std::pair<std::string, std::string>> unreadable;
 };

@@ -238,8 +238,8 @@ TEST_CASE("summaries: the straggler is named from two nodes with the same figure
 TEST_CASE("summaries: a window too small for the analysis is said, with the node to read in full",
           "[summary]") {
   Job j;
-  jobs::JobSpec spec = jobs::TracedJobSpec(4, "train_loop", {"--steps", "6000", "--step-ms", "1"},
-                                           j.dir.path());
+  jobs::JobSpec spec =
+      jobs::TracedJobSpec(4, "train_loop", {"--steps", "6000", "--step-ms", "1"}, j.dir.path());
   spec.timeout_s = 120;
   Nodes n;
   std::thread job([&] { j.result = jobs::RunJob(spec); });
@@ -251,12 +251,12 @@ TEST_CASE("summaries: a window too small for the analysis is said, with the node
     reached = UINT64_MAX;
     for (int rank = 0; rank < 2; ++rank) {
       const std::string trace = jobs::TraceOf(j.dir.path(), rank);
-      auto t = trace.empty() ? absl::StatusOr<ncclwatch::decoder::ProcessTrace>(
-                                   absl::NotFoundError("not yet"))
-                             : ncclwatch::decoder::LoadProcessTrace(trace);
-      reached = std::min<uint64_t>(reached, t.ok() && !t->collectives.empty()
-                                                ? t->collectives.back().seq
-                                                : 0);
+      auto t =
+          trace.empty()
+              ? absl::StatusOr<ncclwatch::decoder::ProcessTrace>(absl::NotFoundError("not yet"))
+              : ncclwatch::decoder::LoadProcessTrace(trace);
+      reached = std::min<uint64_t>(
+          reached, t.ok() && !t->collectives.empty() ? t->collectives.back().seq : 0);
     }
     if (reached >= 2100) {
       CopyRank(j.dir.path(), 0, n.dir("a"));
@@ -271,10 +271,9 @@ TEST_CASE("summaries: a window too small for the analysis is said, with the node
   CopyRank(j.dir.path(), 2, n.dir("b"));
   CopyRank(j.dir.path(), 3, n.dir("b"));
   // Ranks 0-1's traces stop where the copy was taken.
-  const std::vector<std::string> copies = {jobs::TraceOf(n.dir("a"), 0),
-                                           jobs::TraceOf(n.dir("a"), 1),
-                                           jobs::TraceOf(n.dir("b"), 2),
-                                           jobs::TraceOf(n.dir("b"), 3)};
+  const std::vector<std::string> copies = {
+      jobs::TraceOf(n.dir("a"), 0), jobs::TraceOf(n.dir("a"), 1), jobs::TraceOf(n.dir("b"), 2),
+      jobs::TraceOf(n.dir("b"), 3)};
   const jobs::DiagnosisView raw = jobs::Diagnose(copies);
   n.a = SummarizeFolder(n.dir("a"), "node-a", n.tmp.path() + "/summaries", 64);
   n.b = SummarizeFolder(n.dir("b"), "node-b", n.tmp.path() + "/summaries", 64);
@@ -304,8 +303,7 @@ TEST_CASE("summaries: a window too small for the analysis is said, with the node
   REQUIRE_FALSE(g.empty());
   const auto& first = g[0].struct_value().fields();
   CHECK(first.at("kind").string_value() == "not_compared");
-  CHECK(first.at("left_out_nodes").list_value().values(0).string_value() ==
-        "node-b (" + n.b + ")");
+  CHECK(first.at("left_out_nodes").list_value().values(0).string_value() == "node-b (" + n.b + ")");
   // The block where ranks 0-1 stopped is among those named.
   bool covers = false;
   for (const auto& x : g) {

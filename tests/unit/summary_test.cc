@@ -411,11 +411,17 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
       {"mask", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
          s.Varint(1);
-         s.U8(NCCLWATCH_SLOT_COLLECTIVE);
-         s.U8(0xff);
-         s.U8(0xff);
+         s.U8(kSummaryCallEntry);  // a collective, context 0
+         s.Varint(0xffff);
        })),
        "granule mask is out of range"},
+      {"kind_index", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(1);
+         s.U8(kSummaryCallEntry | (3 << 5));
+         s.Varint(0);
+       })),
+       "unknown kind"},
       {"record_past_section", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
          s.Varint(1);
