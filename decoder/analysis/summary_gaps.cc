@@ -16,6 +16,17 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
     m.process = process;
     m.rank = s.rank;
     m.digested = summarized;
+    // A block's digest is summed as its calls come (in number order, but
+    // for what a crafted trace holds), and added to the map once a block
+    // ends.
+    uint64_t block = UINT64_MAX, digest = 0, calls = 0;
+    auto flush = [&] {
+      if (calls == 0) return;
+      auto& [d, n] = m.kept[block];
+      d += digest;
+      n += calls;
+      digest = calls = 0;
+    };
     for (uint32_t i : s.collectives) {
       const CollectiveEvent& e = t.collectives[i];
       if (!m.any) {
@@ -24,12 +35,15 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
       }
       m.lo = std::min(m.lo, e.seq);
       m.hi = std::max(m.hi, e.seq);
-      if (summarized) {
-        auto& [digest, calls] = m.kept[e.seq / kLeftOutBlock];
-        digest += CallDigest(e.seq, CollectiveSignature::Of(e));
-        ++calls;
+      if (!summarized) continue;
+      if (e.seq / kLeftOutBlock != block) {
+        flush();
+        block = e.seq / kLeftOutBlock;
       }
+      digest += CallDigest(e.seq, CollectiveSignature::Of(e));
+      ++calls;
     }
+    flush();
     for (const LeftOutCalls& l : t.left_out) {
       if (l.comm != s.comm || l.rank != s.rank || l.digests.empty()) continue;
       for (size_t b = 0; b < l.digests.size(); ++b) m.left[l.first_block + b] = l.digests[b];

@@ -20,7 +20,7 @@
 //          8   u32  version       kSummaryVersion (a reader refuses another)
 //         12   u32  header bytes  kSummaryHeaderBytes
 //         16   u64  file bytes    the whole file: a torn or cut file is refused
-//         24   u64  checksum      FNV-1a 64 of every byte after the header
+//         24   u64  checksum      SummaryChecksum (below) of every byte after the header
 //         32   body:
 //                string host (where it was summarized), varint window,
 //                varint block (kLeftOutBlock), varint traces, then each trace:
@@ -77,9 +77,20 @@ inline constexpr uint8_t kSummaryCallEntry = 0x80;
 // member's last 4,096 collectives), so a straggler is judged on the same calls.
 inline constexpr uint32_t kDefaultSummaryWindow = 4096;
 
-// FNV-1a, 64 bits.
-inline uint64_t Fnv1a64(const uint8_t* p, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+// The summary's checksum: FNV-1a's step (xor, then multiply by its 64-bit
+// prime) over the bytes taken 8 at a time as little-endian words, then over
+// the last 0-7 bytes one at a time (eight times FNV-1a's speed: a summary
+// of a thousand nodes is checked in well under its reading time).
+inline uint64_t SummaryChecksum(const uint8_t* p, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
+  constexpr uint64_t kPrime = 0x100000001b3ull;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    __builtin_memcpy(&w, p + i, 8);
+    h = (h ^ w) * kPrime;
+    h ^= h >> 29;  // the high bits back down: a word's change reaches every later bit
+  }
+  for (; i < n; ++i) h = (h ^ p[i]) * kPrime;
   return h;
 }
 

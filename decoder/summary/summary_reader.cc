@@ -104,7 +104,7 @@ absl::Status SummaryReader::Parse() {
   }
   const uint8_t* body = bytes_.data() + kSummaryHeaderBytes;
   const size_t body_bytes = bytes_.size() - kSummaryHeaderBytes;
-  if (Fnv1a64(body, body_bytes) != checksum) {
+  if (SummaryChecksum(body, body_bytes) != checksum) {
     return absl::InvalidArgumentError(
         absl::StrCat(path_, ": torn or altered summary: its checksum does not match"));
   }

@@ -374,7 +374,7 @@ absl::StatusOr<std::string> BuildSummary(const std::vector<std::string>& trace_f
   h.U32(kSummaryVersion);
   h.U32(kSummaryHeaderBytes);
   h.U64(kSummaryHeaderBytes + body.size());
-  h.U64(Fnv1a64(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
+  h.U64(SummaryChecksum(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
   file.append(body);
   if (file.size() > kMaxSummaryBytes) {
     return absl::ResourceExhaustedError(

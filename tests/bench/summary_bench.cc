@@ -19,7 +19,8 @@
 //   headlines, same_verdict 1). traces:0 deletes each node's traces once
 //   summarized (an 8,192-rank job's 21 GB do not fit here).
 //
-// Folders under $TMPDIR, removed at exit.
+// Folders under $TMPDIR, removed at exit (kept with NCCLWATCH_BENCH_KEEP set,
+// to measure by hand afterwards).
 
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -58,8 +59,13 @@ class Root {
  public:
   ~Root() {
     std::error_code ec;
+    if (Keep()) {  // for measuring by hand afterwards
+      std::fprintf(stderr, "summary_bench: kept %s\n", path_.c_str());
+      return;
+    }
     if (!path_.empty()) fs::remove_all(path_, ec);
   }
+  static bool Keep() { return getenv("NCCLWATCH_BENCH_KEEP") != nullptr; }
   const std::string& path() {
     if (path_.empty()) {
       std::string tmpl = (fs::temp_directory_path() / "ncclwatch-summary-bench-XXXXXX").string();
@@ -193,8 +199,7 @@ void BM_DiagnoseJob(benchmark::State& state) {
   for (int node = 0; node < ranks / kNodeRanks; ++node) {
     const std::string dir = traces + "/node" + std::to_string(node);
     WriteNode(dir, ranks, calls, node);
-    const Summarized s =
-        SummarizeNode(dir, summaries + "/node" + std::to_string(node) + ".ncws");
+    const Summarized s = SummarizeNode(dir, summaries + "/node" + std::to_string(node) + ".ncws");
     node_s.push_back(s.cost.wall_s);
     largest = std::max(largest, s.bytes);
     if (!keep_traces) fs::remove_all(dir);
@@ -215,7 +220,8 @@ void BM_DiagnoseJob(benchmark::State& state) {
         state.SkipWithError("diagnose over the traces did not find the divergence");
         return;
       }
-      same = FirstLine(a) == FirstLine(b) && FirstLine(a).rfind("PROBLEM: collective_mismatch", 0) == 0;
+      same = FirstLine(a) == FirstLine(b) &&
+             FirstLine(a).rfind("PROBLEM: collective_mismatch", 0) == 0;
     } else {
       same = FirstLine(a).rfind("PROBLEM: collective_mismatch", 0) == 0 &&
              FirstLine(a).find("(rank " + std::to_string(ranks / 2) + ")") != std::string::npos;
@@ -236,7 +242,7 @@ void BM_DiagnoseJob(benchmark::State& state) {
     state.counters["x_faster"] = from_traces.wall_s / from_summaries.wall_s;
   }
   std::error_code ec;
-  fs::remove_all(job, ec);
+  if (!Root::Keep()) fs::remove_all(job, ec);
 }
 
 }  // namespace

@@ -132,6 +132,10 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
            w.Varint(f::process_end::kHow, f::process_end::kHowExit);
            w.Sint(f::process_end::kExitCode, 0);
          });
+    // Unmapped now (the writer has no other close): a job of thousands of
+    // ranks written by one process would otherwise hold every file mapped,
+    // and its disk space with it, deleted or not, until the process exits.
+    ring.DropInChild();
     if (!ok) {
       *error = "a synthetic record did not fit";
       return false;

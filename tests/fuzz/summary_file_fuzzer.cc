@@ -35,7 +35,7 @@ std::string Wrapped(const uint8_t* body, size_t n) {
   h.U32(kSummaryVersion);
   h.U32(kSummaryHeaderBytes);
   h.U64(kSummaryHeaderBytes + n);
-  h.U64(Fnv1a64(body, n));
+  h.U64(SummaryChecksum(body, n));
   h.Raw(body, n);
   return file;
 }
@@ -44,9 +44,9 @@ std::string Wrapped(const uint8_t* body, size_t n) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const std::string bytes = (data[0] & 1) ? std::string(reinterpret_cast<const char*>(data + 1),
-                                                        size - 1)
-                                          : Wrapped(data + 1, size - 1);
+  const std::string bytes = (data[0] & 1)
+                                ? std::string(reinterpret_cast<const char*>(data + 1), size - 1)
+                                : Wrapped(data + 1, size - 1);
   const int fd = memfd_create("ncclwatch-fuzz-summary", MFD_CLOEXEC);
   if (fd < 0) abort();
   for (size_t done = 0; done < bytes.size();) {

@@ -109,7 +109,7 @@ std::string WithHeader(const std::string& body, uint32_t version = kSummaryVersi
   h.U32(version);
   h.U32(kSummaryHeaderBytes);
   h.U64(kSummaryHeaderBytes + body.size());
-  h.U64(Fnv1a64(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
+  h.U64(SummaryChecksum(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
   return file + body;
 }
 
