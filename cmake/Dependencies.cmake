@@ -45,8 +45,57 @@ if(NOT NCCLWATCH_NCCL_INCLUDE_DIR OR NOT NCCLWATCH_NCCL_LIBRARY)
     "-DNCCL_ROOT=/path/to/nccl.")
 endif()
 
-file(STRINGS "${NCCLWATCH_NCCL_INCLUDE_DIR}/nccl.h" _nccl_code REGEX "^#define NCCL_VERSION_CODE")
-string(REGEX REPLACE ".*NCCL_VERSION_CODE +([0-9]+).*" "\\1" NCCLWATCH_NCCL_HEADER_VERSION "${_nccl_code}")
+# NCCL_VERSION_CODE of the nccl.h in `dir`, into `out` (0 when unreadable).
+function(_ncclwatch_nccl_header_version dir out)
+  set(code 0)
+  if(EXISTS "${dir}/nccl.h")
+    file(STRINGS "${dir}/nccl.h" line REGEX "^#define NCCL_VERSION_CODE")
+    string(REGEX REPLACE ".*NCCL_VERSION_CODE +([0-9]+).*" "\\1" code "${line}")
+    if(NOT code MATCHES "^[0-9]+$")
+      set(code 0)
+    endif()
+  endif()
+  set(${out} ${code} PARENT_SCOPE)
+endfunction()
+_ncclwatch_nccl_header_version("${NCCLWATCH_NCCL_INCLUDE_DIR}" NCCLWATCH_NCCL_HEADER_VERSION)
+
+# The build uses the newest NCCL it can see: the install found above, or a
+# release scripts/fetch-nccl.sh cached ($NCCLWATCH_CACHE, default
+# ~/.cache/ncclwatch: nccl/VERSION/include/nccl.h beside its libnccl.so.2),
+# headers and library as a pair. The shim then wraps every entry point of that
+# nccl.h and still runs with NCCL 2.18 and later (an entry point the loaded
+# NCCL lacks stays absent: shim/interpose/nccl_exports.h), the simulator
+# implements that release, and the test programs call it.
+# scripts/build.sh and scripts/test.sh fetch the newest release first; with
+# no network the install's nccl.h is used, and what is newer is not built
+# (the tests that need it report themselves skipped, with the reason).
+# -DNCCLWATCH_NCCL_FETCHED=OFF: the install only.
+option(NCCLWATCH_NCCL_FETCHED "Build against the newest NCCL release scripts/fetch-nccl.sh cached, when newer than the install" ON)
+set(NCCLWATCH_NCCL_INSTALL_INCLUDE_DIR "${NCCLWATCH_NCCL_INCLUDE_DIR}")
+set(NCCLWATCH_NCCL_SOURCE "install")
+if(NCCLWATCH_NCCL_FETCHED)
+  if(DEFINED ENV{NCCLWATCH_CACHE} AND NOT "$ENV{NCCLWATCH_CACHE}" STREQUAL "")
+    set(_nccl_cache "$ENV{NCCLWATCH_CACHE}/nccl")
+  else()
+    set(_nccl_cache "$ENV{HOME}/.cache/ncclwatch/nccl")
+  endif()
+  # A release fetched later makes the build configure again.
+  if(IS_DIRECTORY "${_nccl_cache}")
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_nccl_cache}")
+  endif()
+  file(GLOB _fetched_headers "${_nccl_cache}/*/include/nccl.h")
+  foreach(h IN LISTS _fetched_headers)
+    get_filename_component(dir "${h}" DIRECTORY)
+    get_filename_component(release "${dir}/.." ABSOLUTE)
+    _ncclwatch_nccl_header_version("${dir}" code)
+    if(code GREATER NCCLWATCH_NCCL_HEADER_VERSION AND EXISTS "${release}/libnccl.so.2")
+      set(NCCLWATCH_NCCL_HEADER_VERSION ${code})
+      set(NCCLWATCH_NCCL_INCLUDE_DIR "${dir}")
+      set(NCCLWATCH_NCCL_LIBRARY "${release}/libnccl.so.2")
+      set(NCCLWATCH_NCCL_SOURCE "fetched by scripts/fetch-nccl.sh")
+    endif()
+  endforeach()
+endif()
 file(STRINGS "${NCCLWATCH_CUDA_INCLUDE_DIR}/cuda.h" _cuda_code REGEX "^#define CUDA_VERSION ")
 string(REGEX REPLACE ".*CUDA_VERSION +([0-9]+).*" "\\1" NCCLWATCH_CUDA_HEADER_VERSION "${_cuda_code}")
 if(NCCLWATCH_NCCL_HEADER_VERSION LESS 22800)
@@ -58,12 +107,17 @@ if(NCCLWATCH_CUDA_HEADER_VERSION LESS 13000)
                       "the simulator implements the CUDA 13 runtime (libcudart.so.13).")
 endif()
 message(STATUS "CUDA headers: ${NCCLWATCH_CUDA_INCLUDE_DIR} (CUDA_VERSION ${NCCLWATCH_CUDA_HEADER_VERSION})")
-message(STATUS "NCCL: ${NCCLWATCH_NCCL_INCLUDE_DIR} (NCCL_VERSION_CODE ${NCCLWATCH_NCCL_HEADER_VERSION}), ${NCCLWATCH_NCCL_LIBRARY}")
+message(STATUS "NCCL: ${NCCLWATCH_NCCL_INCLUDE_DIR} (NCCL_VERSION_CODE ${NCCLWATCH_NCCL_HEADER_VERSION}, ${NCCLWATCH_NCCL_SOURCE}), ${NCCLWATCH_NCCL_LIBRARY}")
 
 # The real headers, as SYSTEM includes so that their own warnings stay theirs.
 add_library(ncclwatch_cuda_headers INTERFACE)
 target_include_directories(ncclwatch_cuda_headers SYSTEM INTERFACE
   ${NCCLWATCH_NCCL_INCLUDE_DIR} ${NCCLWATCH_CUDA_INCLUDE_DIR})
+# nccl.h 2.30 and later declare ncclResetDebugInit only where NCCL_OS_LINUX is
+# defined (NCCL's own Linux build), and make it an empty macro elsewhere: the
+# shim and the simulator are NCCL's Linux ABI.
+target_compile_definitions(ncclwatch_cuda_headers INTERFACE NCCL_OS_LINUX
+  NCCLWATCH_NCCL_HEADER_VERSION=${NCCLWATCH_NCCL_HEADER_VERSION})
 
 find_package(Threads REQUIRED)
 

@@ -110,10 +110,12 @@ class Diagnoser {
       DiagnoseCommunicator(comm, alignment);
     }
     PointToPoint();
+    Signals();
     Orders();
     Stragglers();
     SkippedCreation();
     Init();
+    Rendezvous();
     DeviceErrors();
     StoppedRanks();
     NeverCompleted();
@@ -407,11 +409,18 @@ class Diagnoser {
       auto [it, fresh] = by_job_id.emplace(p.job_id, p.index);
       if (!fresh) parent[find(p.index)] = find(it->second);
     }
+    // Ranks stuck before NCCL (in their rendezvous) may disagree on the
+    // world size itself: those are one job too.
+    auto before_nccl = [](const ProcessFacts& p) {
+      return p.comms.empty() && p.rendezvous.traced_from_load;
+    };
     for (const ProcessFacts& a : procs_) {
       if (!a.job_id.empty() || a.rank_source.empty() || a.world_size <= 0) continue;
       for (const ProcessFacts& b : procs_) {
+        const bool same_size =
+            b.world_size == a.world_size || (b.world_size > 0 && before_nccl(a) && before_nccl(b));
         if (b.index <= a.index || !b.job_id.empty() || b.rank_source != a.rank_source ||
-            b.world_size != a.world_size || b.exe != a.exe || b.host.empty() != a.host.empty()) {
+            !same_size || b.exe != a.exe || b.host.empty() != a.host.empty()) {
           continue;
         }
         const bool overlap = a.first_ns <= b.last_ns && b.first_ns <= a.last_ns;
@@ -453,6 +462,20 @@ class Diagnoser {
     return false;
   }
 
+  // For a communicator ncclCommGrow made, the identity its other side
+  // recorded (MissingTracesFacts::grown_as), from the membership of the rank
+  // that made the grow id, which holds both; 0 otherwise.
+  uint64_t GrownAs(uint64_t comm) const {
+    for (const ProcessFacts& p : procs_) {
+      for (const CommMembership& m : p.comms) {
+        if (m.init_call != f::kCommGrow || m.parent == 0 || m.grow_id == 0) continue;
+        if (m.comm == comm && m.grow_id != comm) return m.grow_id;
+        if (m.grow_id == comm && m.comm != comm) return m.comm;
+      }
+    }
+    return 0;
+  }
+
   void DiagnoseCommunicator(uint64_t comm, const CollectiveAlignment& al) {
     const int nranks = job_.CommSize(comm);
     const auto& members = al.members();
@@ -476,7 +499,9 @@ class Diagnoser {
         n.comm = comm;
         n.nranks = nranks;
         n.ranks = missing;  // communicator ranks: their global ranks are unknown
-        n.facts = MissingTracesFacts{};
+        MissingTracesFacts facts;
+        facts.grown_as = GrownAs(comm);
+        n.facts = facts;
         n.job = job_of_[anchor_process];
         notes_.push_back(n);
       }
@@ -1085,6 +1110,16 @@ class Diagnoser {
 
   // A job with no cause found: HEALTHY only when it is. Otherwise the
   // findings that say what is known (tier 3).
+  // Whether job `j` is made only of processes traced from NCCL's load that
+  // made no NCCL call and have no launcher rank.
+  bool Bystanders(size_t j) const {
+    for (int q : out_.jobs[j]) {
+      const ProcessFacts& p = procs_[q];
+      if (p.nccl_calls || !p.rendezvous.traced_from_load || !p.rank_source.empty()) return false;
+    }
+    return !out_.jobs[j].empty();
+  }
+
   void HealthCheck(size_t j, std::vector<Candidate>* kept) {
     const std::vector<int>& members = out_.jobs[j];
     std::vector<int> error_exit;
@@ -1394,6 +1429,43 @@ class Diagnoser {
     }
   }
 
+  // One-sided waits for signals a peer never sent (analysis/signal_matching.h).
+  // The waiting rank's stream hangs behind the wait, so its absence from
+  // the collectives after it follows from this (tier 3, as a rank waiting
+  // for its own GPU).
+  void Signals() {
+    std::set<int> waiting;
+    for (const SignalProblem& pr : job_.signals().problems()) {
+      Candidate c;
+      Finding& x = c.finding;
+      P2pMismatchFacts facts;
+      facts.problem = P2pMismatchFacts::Problem::kReceiveNotSent;
+      facts.one_sided = true;
+      facts.sender = Global(pr.sender_process, pr.comm, pr.sender);
+      facts.receiver = Global(pr.receiver_process, pr.comm, pr.receiver);
+      facts.receive.site = Site(pr.receiver_process, pr.caller);
+      facts.other_side_posted = pr.sent;
+      facts.awaited = pr.awaited;
+      x.kind = FindingKind::kP2pMismatch;
+      x.comm = pr.comm;
+      x.seq = pr.seq;
+      x.nranks = job_.CommSize(pr.comm);
+      x.ranks = {facts.sender, facts.receiver};
+      x.when_ns = pr.when_ns;
+      waiting.insert(facts.receiver);
+      x.facts = std::move(facts);
+      c.process = pr.sender_process;
+      candidates_.push_back(c);
+    }
+    if (waiting.empty()) return;
+    for (Candidate& c : candidates_) {
+      if (c.finding.kind != FindingKind::kMissingRank || c.finding.ranks.empty()) continue;
+      bool all = true;
+      for (int r : c.finding.ranks) all &= waiting.count(r) == 1;
+      if (all) c.tier = std::max(c.tier, 3);
+    }
+  }
+
   void Orders() {
     for (const OrderInversionFinding& o : job_.order().Findings()) {
       Candidate c;
@@ -1624,6 +1696,24 @@ class Diagnoser {
     }
   }
 
+  // A job that never got past its rendezvous (analysis/rendezvous.h).
+  void Rendezvous() {
+    for (const std::vector<int>& members : out_.jobs) {
+      std::vector<RendezvousEvidence> evidence;
+      for (int q : members) {
+        evidence.push_back(procs_[q].rendezvous);
+        evidence.back().live = life_[q] == Life::kLive;
+      }
+      std::optional<Finding> f = RendezvousFinding(evidence);
+      if (!f) continue;
+      Candidate c;
+      c.finding = std::move(*f);
+      c.process = members.front();
+      if (c.finding.when_ns == 0) c.finding.when_ns = procs_[members.front()].first_ns;
+      candidates_.push_back(std::move(c));
+    }
+  }
+
   void Duplicates() {
     if (job_.duplicates().empty()) return;
     Finding n;
@@ -1659,6 +1749,7 @@ class Diagnoser {
         item.pid = p.pid;
         item.reason = e.reason;
         item.path = e.path;
+        item.comm = e.comm;
         item.calls_seen = e.calls_seen;
         by_job[job_of_[p.index]].items.push_back(std::move(item));
       }
@@ -1798,9 +1889,14 @@ class Diagnoser {
       c.finding.job = c.process >= 0 ? job_of_[c.process] : 0;
       job_has_cause[c.finding.job] = true;
     }
-    // A job where nothing was found is healthy only when it is.
+    // A job where nothing was found is healthy only when it is. A job made
+    // only of bystanders (processes with NCCL loaded that never called it
+    // and have no launcher rank: torchrun's agent, a helper importing torch)
+    // beside a job of ranks is not judged: its exit is not a rank's.
+    bool ranks_elsewhere = false;
+    for (size_t j = 0; j < out_.jobs.size(); ++j) ranks_elsewhere |= !Bystanders(j);
     for (size_t j = 0; j < out_.jobs.size(); ++j)
-      if (!job_has_cause[j]) HealthCheck(j, &kept);
+      if (!job_has_cause[j] && !(ranks_elsewhere && Bystanders(j))) HealthCheck(j, &kept);
     std::vector<bool> job_has_root(out_.jobs.size(), false);
     for (Candidate& c : kept) {
       c.finding.job = c.process >= 0 ? job_of_[c.process] : 0;

@@ -418,6 +418,15 @@ std::optional<Cause> DriverTooOld(const InitEvidence& r, const RankTexts& texts)
   const bool older = r.cuda_driver_version > 0 && r.cuda_runtime_version > 0 &&
                      r.cuda_driver_version / 1000 < r.cuda_runtime_version / 1000;
   if (text == nullptr && !older) return std::nullopt;
+  // The runtime says "insufficient" when there is no driver at all: the
+  // inventory, taken at init, saw none (no libcuda.so.1, or one that did
+  // not load). That is no version skew.
+  if (r.driver_known && r.cuda_driver_version == 0) {
+    Cause none = Of(InitCause::kNoDriver, "cuda");
+    none.facts.driver_known = true;
+    if (text) none.facts.nccl_text = *text;
+    return none;
+  }
   Cause c = Of(InitCause::kDriverTooOld, "version");
   c.facts.driver_known = r.driver_known;
   if (text) c.facts.nccl_text = *text;

@@ -80,7 +80,8 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
     e.nccl_path = inv.nccl_path;
     e.cuda_driver_version = inv.cuda_driver_version;
     e.cuda_runtime_version = inv.cuda_runtime_version;
-    e.driver_known = true;
+    // At NCCL's load the versions were not asked yet: 0 is not "none".
+    e.driver_known = !inv.at_load;
     e.env = inv.env;
     e.interfaces_known = true;
     e.interfaces = inv.interfaces;
@@ -170,6 +171,21 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   p.world_size = t.world_size;
   p.job_id = t.job_id;
   p.not_seen = t.not_seen;
+  // A communicator with device-API communicators: its GPUs communicate on
+  // their own, which no record shows (one note per communicator).
+  for (const ApiEvent& a : t.apis) {
+    if (a.call != f::kDevCommCreate || a.result != 0 || a.comm == 0) continue;
+    bool noted = false;
+    for (const NcclNotSeenEvent& e : p.not_seen) noted |= e.reason == 6 && e.comm == a.comm;
+    if (noted) continue;
+    NcclNotSeenEvent e;
+    e.order = a.order;
+    e.t = a.t;
+    e.reason = 6;
+    e.comm = a.comm;
+    e.calls_seen = true;
+    p.not_seen.push_back(e);
+  }
   p.exe = t.exe;
   p.modules = t.modules;
   p.comms = t.comms;
@@ -267,6 +283,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   for (const CommStream& s : t.streams)
     if (s.any() || s.membership >= 0) alignments_[s.comm].AddMember(index, s, t);
   p2p_.AddProcess(index, t);
+  signals_.AddProcess(index, t);
   order_.AddProcess(index, t);
   arrivals_.AddProcess(index, t);
   gaps_.AddProcess(index, t);
@@ -283,22 +300,40 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
     }
   }
   p.nccl_calls = !t.comms.empty() || !t.collectives.empty() || !t.p2p.empty() ||
-                 !t.groups.empty() || !t.apis.empty();
+                 !t.one_sided.empty() || !t.groups.empty() || !t.apis.empty();
   p.lost_start = t.stats.lapped_slots > 0;
   for (const CommStream& s : t.streams) p.lost_start |= !s.holds_start;
   p.init = InitEvidenceOf(t, p);
+  RendezvousEvidence& rv = p.rendezvous;
+  rv.process = index;
+  rv.rank = t.global_rank;
+  rv.host = t.host;
+  rv.traced_from_load = t.traced_from == fields::process_start::kNcclLoaded;
+  rv.nccl_calls = p.nccl_calls;
+  rv.made_comm = !t.comms.empty();
+  auto env = [&t](const char* name) {
+    const std::string* v = t.inventory.Env(name);
+    return v != nullptr ? *v : std::string();
+  };
+  rv.master_addr = env("MASTER_ADDR");
+  rv.master_port = env("MASTER_PORT");
+  rv.world_size = env("WORLD_SIZE");
+  rv.sockets = RendezvousSocketsOf(t);
+  rv.ended_ok = p.fate.kind == Fate::kExited && p.fate.exit_code == 0 && p.fate.signo == 0;
   processes_.push_back(std::move(p));
 }
 
 void JobAnalysis::Finish() {
   // A peer's trace proves it posted nothing only if its ring still holds
   // everything since the communicator began.
-  p2p_.Finish([this](uint64_t comm, int32_t rank, int* process) {
+  auto whole = [this](uint64_t comm, int32_t rank, int* process) {
     *process = ProcessOf(comm, rank);
     if (*process < 0) return false;
     const TraceFileStats& s = processes_[*process].stats;
     return s.ring_overwritten == 0 && s.lapped_slots == 0;
-  });
+  };
+  p2p_.Finish(whole);
+  signals_.Finish(whole);
 }
 
 int JobAnalysis::ProcessOf(uint64_t comm, int32_t comm_rank) const {

@@ -27,6 +27,8 @@
 #include "analysis/completion.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
+#include "analysis/rendezvous.h"
+#include "analysis/signal_matching.h"
 #include "analysis/summary_gaps.h"
 #include "findings/last_call.h"
 #include "model/init_evidence.h"
@@ -78,8 +80,9 @@ struct ProcessFacts {
   ProcessCompletion completion;  // its GPU completion, heartbeats and asynchronous errors
   bool nccl_loaded = false;      // libnccl was in its module map
   std::string nccl_path;
-  bool nccl_calls = false;  // any NCCL call of it was recorded
-  bool lost_start = false;  // a stream lost its start, or slots were lapped while read
+  bool nccl_calls = false;        // any NCCL call of it was recorded
+  bool lost_start = false;        // a stream lost its start, or slots were lapped while read
+  RendezvousEvidence rendezvous;  // its settings and sockets before NCCL (analysis/rendezvous.h)
   // Read from a node's summary (ncclwatch summarize): the file and the host
   // that made it; both "" for a trace read whole.
   std::string summary;
@@ -122,6 +125,7 @@ class JobAnalysis {
   const std::vector<UnreadableTrace>& unreadable() const { return unreadable_; }
   const std::map<uint64_t, CollectiveAlignment>& alignments() const { return alignments_; }
   const P2pMatching& p2p() const { return p2p_; }
+  const SignalMatching& signals() const { return signals_; }
   const OrderInversion& order() const { return order_; }
   const ArrivalSkew& arrivals() const { return arrivals_; }
   const SummaryGaps& summary_gaps() const { return gaps_; }
@@ -141,6 +145,7 @@ class JobAnalysis {
       seen_;  // identity -> first file
   std::map<uint64_t, CollectiveAlignment> alignments_;
   P2pMatching p2p_;
+  SignalMatching signals_;  // one-sided signals and their waits (NCCL 2.29)
   OrderInversion order_;
   ArrivalSkew arrivals_;
   SummaryGaps gaps_;

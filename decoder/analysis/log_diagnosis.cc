@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <csignal>
 #include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -11,9 +14,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "analysis/init_failure.h"
 #include "knowledge/message_catalogue.h"
 #include "knowledge/nccl_semantics.h"
+#include "knowledge/stack_places.h"
+#include "logs/stacks.h"
 #include "re2/re2.h"
 
 namespace ncclwatch::decoder {
@@ -111,8 +117,36 @@ struct Event {
   int process = -1;
   int64_t when = 0;
   std::string text;
-  LogFacts facts;  // the kind's facts (cause, xid, bus id, memory, signal)
+  LogFacts facts;                  // the kind's facts (cause, xid, bus id, memory, signal)
+  std::optional<HangPhase> phase;  // where in the job, when the evidence says
 };
+
+HangPhase PhaseOf(StackPhase p) {
+  switch (p) {
+    case StackPhase::kStartup:
+      return HangPhase::kStartup;
+    case StackPhase::kTeardown:
+      return HangPhase::kTeardown;
+    case StackPhase::kStep:
+      break;
+  }
+  return HangPhase::kStep;
+}
+
+// "c10d::ProcessGroupNCCL::abort(bool) const" -> "c10d::ProcessGroupNCCL::abort"
+std::string FrameName(const std::string& function) {
+  const size_t paren =
+      function.find(" (") != std::string::npos ? function.find(" (") : function.find('(');
+  return std::string(absl::StripAsciiWhitespace(absl::string_view(function).substr(0, paren)));
+}
+
+// The first frame (most recent first) that says where the thread is.
+const StackFrame* PlacedFrame(const std::vector<StackFrame>& frames, const StackPlace** place) {
+  for (const StackFrame& f : frames) {
+    if ((*place = PlaceOfFrame(f.function, f.where)) != nullptr) return &f;
+  }
+  return nullptr;
+}
 
 // Hardware and resources first, then init, the framework's own checks,
 // deaths, mismatches, and last the timeouts and teardowns they cause.
@@ -173,9 +207,12 @@ class LogDiagnoser {
     BuildEvidence();
     std::vector<Finding> causes;
     for (InitFinding& f : DiagnoseInit(out_.evidence)) causes.push_back(std::move(f.finding));
-    ScanLines();
+    const StackEvidence stacks = ReadStacks(log_);
+    ScanLines(stacks.stack_lines);
+    Crashes(stacks);
     Watchdogs(&causes);
     GroupEvents(&causes);
+    Stacks(stacks);
     Conclude(&causes);
     return out_;
   }
@@ -406,7 +443,8 @@ class LogDiagnoser {
     Add(e);
   }
 
-  void ScanLines() {
+  // `stack_lines`: the lines of stacks (ascending), which Stacks() reads whole.
+  void ScanLines(const std::vector<size_t>& stack_lines) {
     // RE2: linear in the line, whatever it holds. Numbers are taken as text
     // and converted with a check: digits that overflow are no number here.
     static const LazyRE2 kXid = {
@@ -419,7 +457,11 @@ class LogDiagnoser {
     static const LazyRE2 kSrun = {
         R"(srun: error: (\S+): tasks? ([0-9,\-]+): (Killed|Segmentation fault|Aborted|Bus error|Terminated))"};
     int torch_rank = -1;
+    auto next_stack = stack_lines.begin();
     for (const LogLine& l : log_.lines()) {
+      const size_t index = static_cast<size_t>(&l - log_.lines().data());
+      while (next_stack != stack_lines.end() && *next_stack < index) ++next_stack;
+      if (next_stack != stack_lines.end() && *next_stack == index) continue;
       const std::string& t = l.text;
       const int rank = RankOf(l);
       const int64_t when = When(l);
@@ -596,6 +638,126 @@ class LogDiagnoser {
     }
   }
 
+  // The rank of the process with `pid` in the logs, when exactly one has it.
+  int RankOfPid(int pid, int* process) const {
+    int found = -1;
+    for (size_t i = 0; i < log_.processes().size(); ++i) {
+      if (log_.processes()[i].pid != pid) continue;
+      if (found >= 0) return -1;
+      found = static_cast<int>(i);
+    }
+    if (found < 0) return -1;
+    *process = found;
+    return log_.processes()[found].rank;
+  }
+
+  // A process's own report of its crash: a rank that died, with what it hit.
+  void Crashes(const StackEvidence& ev) {
+    for (const CrashReport& c : ev.crashes) {
+      // SIGTERM and SIGINT are how a launcher or a user stops a job: no cause.
+      if (c.signo == 0 || c.signo == SIGTERM || c.signo == SIGINT) continue;
+      int rank = c.owner.rank, process = c.owner.process;
+      if (rank < 0 && c.pid > 0) rank = RankOfPid(c.pid, &process);
+      const LogLine& l = log_.lines()[c.line];
+      Event e{
+          FindingKind::kRankDied, absl::StrCat(rank, ":", c.signo), rank, process, When(l), l.text};
+      e.facts.cause = LogCause::kCrash;
+      e.facts.signo = c.signo;
+      e.facts.tool = c.tool;
+      const StackPlace* place = nullptr;
+      const StackFrame* placed = PlacedFrame(c.frames, &place);
+      if (!c.module.empty()) {
+        e.facts.hit = c.module;
+        e.facts.subsystem = ModuleSubsystem(c.module);
+      } else if (!c.exception.empty()) {
+        e.facts.hit = absl::StrCat("an uncaught C++ exception (", c.exception, ")");
+        e.facts.subsystem = absl::StrContains(c.exception, "DistBackendError") ? "c10d" : "";
+      } else if (!c.frames.empty()) {
+        const StackFrame& top = c.frames.front();
+        e.facts.hit = absl::StrCat(FrameName(top.function),
+                                   top.where.empty() ? "" : absl::StrCat(" (", top.where, ")"));
+        e.facts.subsystem = absl::StartsWith(FrameName(top.function), "nccl") ? "nccl"
+                            : place != nullptr                                ? place->subsystem
+                                                                              : "";
+      }
+      if (placed != nullptr) e.phase = PhaseOf(place->phase);
+      Add(e);
+    }
+  }
+
+  // Where each rank's stack waits (the last dump of each): one finding, the
+  // ranks grouped by the frame that says where.
+  void Stacks(const StackEvidence& ev) {
+    std::map<int, LogFacts::Wait> by_rank;  // -1 - n: the n-th process of unknown rank
+    std::set<std::string> tools;
+    int unknown = 0;
+    for (const StackDump& d : ev.dumps) {
+      const StackThread* chosen = nullptr;
+      const StackFrame* frame = nullptr;
+      const StackPlace* place = nullptr;
+      for (int pass = 0; pass < 2 && frame == nullptr; ++pass) {
+        for (const StackThread& t : d.threads) {
+          if (pass == 0 && !t.main) continue;
+          const StackPlace* p = nullptr;
+          if (const StackFrame* f = PlacedFrame(t.frames, &p)) {
+            chosen = &t;
+            frame = f;
+            place = p;
+            break;
+          }
+        }
+      }
+      if (chosen == nullptr) {  // no frame says: the main thread's top frame, else any
+        for (const StackThread& t : d.threads)
+          if (!t.frames.empty() && (chosen == nullptr || (t.main && !chosen->main))) chosen = &t;
+        if (chosen == nullptr) continue;
+        frame = &chosen->frames.front();
+      }
+      int rank = d.owner.rank;
+      int process = d.owner.process;
+      if (rank < 0 && d.pid > 0) rank = RankOfPid(d.pid, &process);
+      LogFacts::Wait w;
+      w.frame = FrameName(frame->function);
+      if (place != nullptr) {
+        w.place = place->what;
+        w.phase = StackPhaseName(place->phase);
+        w.subsystem = place->subsystem;
+      }
+      by_rank[rank >= 0 ? rank : -1 - unknown++] = std::move(w);
+      tools.insert(d.tool);
+    }
+    if (by_rank.empty()) return;
+    Finding x;
+    x.kind = FindingKind::kHangUnexplained;
+    LogFacts& facts = Facts(x);
+    facts.cause = LogCause::kStacks;
+    facts.tool = absl::StrJoin(tools, ", ");
+    std::map<std::tuple<std::string, std::string, std::string>, size_t> group;
+    std::set<std::string> phases;
+    for (const auto& [rank, w] : by_rank) {
+      if (rank >= 0) x.ranks.push_back(rank);
+      phases.insert(w.phase);
+      auto [it, fresh] =
+          group.emplace(std::make_tuple(w.frame, w.place, w.phase), facts.waits.size());
+      if (fresh) {
+        facts.waits.push_back(w);
+        facts.waits.back().ranks.clear();
+      }
+      facts.waits[it->second].ranks.push_back(rank >= 0 ? rank : -1);
+    }
+    // The phase, when every stack says the same one; every rank stuck in
+    // its teardown is a teardown hang.
+    if (phases.size() == 1 && !phases.begin()->empty()) {
+      const std::string& p = *phases.begin();
+      x.phase = p == "startup"    ? HangPhase::kStartup
+                : p == "teardown" ? HangPhase::kTeardown
+                                  : HangPhase::kStep;
+      if (x.phase == HangPhase::kTeardown) x.kind = FindingKind::kTeardownHang;
+    }
+    x.when_ns = INT64_MAX;
+    stacks_ = std::move(x);
+  }
+
   void GroupEvents(std::vector<Finding>* causes) {
     std::map<std::pair<FindingKind, std::string>, std::vector<const Event*>> groups;
     for (const Event& e : events_) {
@@ -615,12 +777,19 @@ class LogDiagnoser {
       x.ranks.assign(ranks.begin(), ranks.end());
       // The words of the first event that names its rank (it says more),
       // else of the first.
-      auto named = std::find_if(es.begin(), es.end(), [](const Event* e) { return e->rank >= 0; });
+      // A crash's own report says what it hit: before the launcher's word on it.
+      auto named = std::find_if(es.begin(), es.end(), [](const Event* e) {
+        return e->rank >= 0 && e->facts.cause == LogCause::kCrash;
+      });
+      if (named == es.end())
+        named = std::find_if(es.begin(), es.end(), [](const Event* e) { return e->rank >= 0; });
       const Event& first = named != es.end() ? **named : *es.front();
       LogFacts facts = first.facts;
       facts.line = first.text;
       x.facts = std::move(facts);
       x.when_ns = when;
+      for (const Event* e : es)
+        if (!x.phase && e->phase) x.phase = e->phase;
       causes->push_back(x);
     }
     if (!remote_closed_.empty()) {
@@ -654,6 +823,17 @@ class LogDiagnoser {
     });
     for (size_t i = 0; i < causes->size(); ++i)
       (*causes)[i].role = i == 0 ? FindingRole::kRootCause : FindingRole::kConsequence;
+    // Where the stacks wait: the finding when nothing above explains the job,
+    // else a note beside the causes (it says the phase they were in).
+    if (stacks_) {
+      if (causes->empty()) {
+        stacks_->role = FindingRole::kRootCause;
+        causes->push_back(*stacks_);
+      } else {
+        stacks_->role = FindingRole::kNote;
+        notes_.push_back(*stacks_);
+      }
+    }
     out_.problem = !causes->empty();
     // Errors the logs show but nothing above explains.
     if (causes->empty()) {
@@ -700,7 +880,8 @@ class LogDiagnoser {
   std::vector<Event> events_;
   std::vector<std::pair<int, std::string>> remote_closed_;
   std::vector<Finding> notes_;
-  bool watchdog_read_ = false;  // Watchdogs() read PyTorch's timeout lines
+  std::optional<Finding> stacks_;  // Stacks(): where the ranks' stacks wait
+  bool watchdog_read_ = false;     // Watchdogs() read PyTorch's timeout lines
 };
 
 }  // namespace

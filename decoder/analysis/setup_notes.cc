@@ -24,11 +24,18 @@ std::string DriverText(int32_t v) {
 
 // The values of one setting across the ranks that recorded an inventory;
 // a Setting when there is more than one.
+// With `reached_only`, a rank whose value is empty never got as far as the
+// setting (it failed or waited before NCCL chose a bootstrap interface, or
+// asked its version): it is left out, not counted as a different value.
 template <typename ValueOf>
 void Compare(const std::vector<const InitEvidence*>& ranks, const std::string& name,
-             ValueOf value_of, std::vector<SetupFacts::Setting>* out) {
+             ValueOf value_of, std::vector<SetupFacts::Setting>* out, bool reached_only = false) {
   std::map<std::string, std::vector<int>> by_value;
-  for (const InitEvidence* r : ranks) by_value[value_of(*r)].push_back(r->rank);
+  for (const InitEvidence* r : ranks) {
+    std::string v = value_of(*r);
+    if (reached_only && v.empty()) continue;
+    by_value[std::move(v)].push_back(r->rank);
+  }
   if (by_value.size() < 2) return;
   SetupFacts::Setting s;
   s.name = name;
@@ -65,13 +72,13 @@ std::vector<Finding> ConfigSkew(const std::vector<const InitEvidence*>& all) {
       [](const InitEvidence& r) {
         return r.nccl_version > 0 ? NcclVersionString(r.nccl_version) : std::string();
       },
-      &facts.settings);
+      &facts.settings, /*reached_only=*/true);
   Compare(
       ranks, "CUDA driver", [](const InitEvidence& r) { return DriverText(r.cuda_driver_version); },
       &facts.settings);
   Compare(
       ranks, "bootstrap interface", [](const InitEvidence& r) { return r.bootstrap_iface; },
-      &facts.settings);
+      &facts.settings, /*reached_only=*/true);
   if (facts.settings.empty()) return {};
   Finding n;
   n.kind = FindingKind::kConfigSkew;

@@ -4,6 +4,7 @@
 #include <google/protobuf/unknown_field_set.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <limits>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -177,6 +178,7 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
                               b.split_index(), b.color(), b.key());
       }
       for (int x : b.excluded()) absl::StrAppend(&s, " excluded=", x);
+      if (b.grow_id()) absl::StrAppend(&s, " grow_id=", CommName(b.grow_id()));
       absl::StrAppend(&s, " caller=", Where(p, b.caller()));
       return s;
     }
@@ -224,8 +226,9 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
       if (a.comm()) absl::StrAppend(&s, " comm=", CommName(a.comm()));
       if (a.value()) {
         absl::StrAppend(&s, " value=",
-                        a.call() == pb::GET_UNIQUE_ID ? CommName(static_cast<uint64_t>(a.value()))
-                                                      : absl::StrCat(a.value()));
+                        a.call() == pb::GET_UNIQUE_ID || a.call() == pb::COMM_GET_UNIQUE_ID
+                            ? CommName(static_cast<uint64_t>(a.value()))
+                            : absl::StrCat(a.value()));
       }
       absl::StrAppend(&s, " result=", ResultName(a.result()));
       return s;
@@ -382,6 +385,62 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
                           u.seq(),
                           u.reason() == pb::Untracked::CAPTURED ? " captured in a CUDA graph"
                                                                 : " not yet enqueued");
+    }
+    case pb::Record::kCollConfig: {
+      const auto& c = r.coll_config();
+      std::string s =
+          absl::StrFormat("coll_config %s comm=%s seq=%u size=%u version=%u", CallName(c.call()),
+                          CommName(c.comm()), c.seq(), c.size(), c.version());
+      if (!c.magic_ok()) absl::StrAppend(&s, " magic=wrong");
+      auto field = [&](const char* name, bool has, int32_t v) {
+        if (has && v != std::numeric_limits<int32_t>::min()) absl::StrAppend(&s, " ", name, "=", v);
+      };
+      field("minCTAs", c.has_min_ctas(), c.min_ctas());
+      field("maxCTAs", c.has_max_ctas(), c.max_ctas());
+      field("nvlsCTAs", c.has_nvls_ctas(), c.nvls_ctas());
+      field("cgaClusterSize", c.has_cga_cluster_size(), c.cga_cluster_size());
+      if (!c.alg_selection().empty()) absl::StrAppend(&s, " algSelection=", c.alg_selection());
+      field("forceAlgSelection", c.has_force_alg_selection(), c.force_alg_selection());
+      field("CTAPolicy", c.has_cta_policy(), c.cta_policy());
+      if (c.user_profiler_tag()) absl::StrAppend(&s, " userProfilerTag=", c.user_profiler_tag());
+      if (c.launch_completion_event()) absl::StrAppend(&s, " launchCompletionEvent");
+      if (c.ext_options()) absl::StrAppend(&s, " ext=", c.ext_options());
+      return s;
+    }
+    case pb::Record::kOneSided: {
+      const auto& o = r.one_sided();
+      std::string s = absl::StrFormat("one_sided %s comm=%s rank=%d", CallName(o.call()),
+                                      CommName(o.comm()), o.rank());
+      if (o.call() == pb::WAIT_SIGNAL) {
+        for (const auto& w : o.waits()) {
+          absl::StrAppendFormat(
+              &s, " from=%d signals=%u..%u", w.peer(), w.seq(),
+              w.seq() + static_cast<uint64_t>(w.op_cnt() > 0 ? w.op_cnt() : 1) - 1);
+        }
+        if (o.n_desc() > o.waits_size()) absl::StrAppend(&s, " descriptors=", o.n_desc());
+      } else {
+        absl::StrAppendFormat(&s, " to=%d signal=%u", o.peer(), o.seq());
+        if (o.call() == pb::PUT_SIGNAL) {
+          absl::StrAppendFormat(&s, " count=%u %s window=%s offset=%u buff=%s", o.count(),
+                                DatatypeName(o.datatype()), Hex(o.window()), o.offset(),
+                                Hex(o.buff()));
+        }
+      }
+      absl::StrAppendFormat(&s, " stream=%s", Hex(o.stream()));
+      if (o.group()) absl::StrAppend(&s, " group=", o.group());
+      absl::StrAppend(&s, " result=", ResultName(o.result()), " caller=", Where(p, o.caller()));
+      return s;
+    }
+    case pb::Record::kSocketActivity: {
+      const auto& a = r.socket_activity();
+      std::optional<SocketAddress> addr = ParseSocketAddress(a.addr());
+      std::string s = absl::StrCat("socket_activity ", pb::SocketActivity::Kind_Name(a.kind()), " ",
+                                   addr ? addr->ToString() : "-", " ",
+                                   a.err() != 0 ? ErrnoName(a.err()) : "ok");
+      if (a.deferred()) absl::StrAppend(&s, " (outcome of a started connect)");
+      absl::StrAppend(&s, " x", a.count(), " first_t=", a.first_t(), " last_t=", a.last_t(),
+                      " caller=", Where(p, a.caller()));
+      return s;
     }
     case pb::Record::kHeldOperation: {
       const auto& h = r.held_operation();

@@ -62,6 +62,7 @@ enum class FindingKind {
   kLogInsufficient,
   kNetworkError,       // the network failed under a running job (IB completion errors, sockets)
   kRendezvousFailure,  // the framework's rendezvous (TCPStore, c10d/etcd) before NCCL
+                       // (also from traces: RendezvousFacts)
   kDdpUsage,           // DistributedDataParallel misused (unused parameters, multiple forwards)
   kTeardownHang,       // the job hung or was aborted while tearing its process groups down
   // Notes:
@@ -171,6 +172,12 @@ struct P2pMismatchFacts {
   int receiver = -1;
   Side send, receive;
   uint64_t other_side_posted = 0;  // the missing side's count of posted operations to that peer
+  // One-sided (NCCL 2.29), kReceiveNotSent only: the receiver waits
+  // (ncclWaitSignal) for signals the sender never sent (ncclPutSignal,
+  // ncclSignal); other_side_posted is the signals it sent, `awaited` those
+  // the receiver's waits need.
+  bool one_sided = false;
+  uint64_t awaited = 0;
 };
 
 // order_inversion: collective `seq` of `comm` and `other_seq` of
@@ -188,7 +195,13 @@ struct OrderInversionFacts {
 // missing_traces: `ranks` are communicator ranks of `comm` with no trace.
 // As a root cause, nothing else was found, and without them the job cannot be
 // called healthy.
-struct MissingTracesFacts {};
+struct MissingTracesFacts {
+  // A communicator ncclCommGrow made: the identity its other side recorded
+  // (the ranks it gained record the grow id, the existing ranks one derived
+  // from their parent; the rank that made the id records both), which the
+  // decoder does not join with this one yet. 0: not a grown communicator.
+  uint64_t grown_as = 0;
+};
 
 // never_completed: an operation (`comm`, `seq`) every rank entered and that
 // did not complete on the GPUs; `ranks` are those whose progress stopped first.
@@ -350,6 +363,7 @@ struct NcclNotVisibleFacts {
     uint32_t pid = 0;
     uint32_t reason = 0;  // NcclNotSeenEvent::reason
     std::string path;
+    uint64_t comm = 0;  // device-API communicators: the communicator
     bool calls_seen = false;
   };
   std::vector<Item> items;
@@ -368,6 +382,7 @@ enum class InitCause {
   kDuplicateGpu,       // gpu: two ranks on one GPU
   kVersionSkew,        // version: ranks with different NCCL versions
   kDriverTooOld,       // version: a CUDA driver older than the runtime
+  kNoDriver,           // cuda: no CUDA driver loaded at all (the inventory saw no libcuda)
   kInfiniBand,         // ib
   kFabric,             // fabric: NVLink fabric, NVLS
   kPeerToPeer,         // p2p: CUDA IPC between local GPUs
@@ -514,6 +529,8 @@ enum class LogCause {
                       // address
   kTorchMismatch,     // collective_mismatch PyTorch itself detected (TORCH_DISTRIBUTED_DEBUG=
                       // DETAIL): timeouts holds each rank's collective (seq 0)
+  kCrash,             // rank_died: the process's own crash report (signo, hit, subsystem, tool)
+  kStacks,            // hang_unexplained: where each rank waits, from its stack (waits)
 };
 
 struct LogFacts {
@@ -538,6 +555,23 @@ struct LogFacts {
   std::vector<int> timed_out;          // kWatchdogMissing: the ranks that timed out
   std::string message;                 // kCatalogued: the catalogue's id of the message
   std::optional<std::string> address;  // kCatalogued: the host:port a rendezvous message names
+  // kCrash: what the crash hit (a function, "all_reduce (distributed_c10d.py:2501)", a module
+  // "libnccl.so.2", an exception type), the part of the stack it belongs to ("nccl", "cuda",
+  // "c10d", "pytorch"; "" the program's own or unknown), and who reported it ("faulthandler",
+  // "glog", "kernel", "shell", "c++").
+  std::optional<std::string> hit;
+  std::optional<std::string> subsystem;
+  std::optional<std::string> tool;
+  // kStacks: the ranks by where their stacks wait ("ncclCommAbort", with its place's words),
+  // and the tools that printed them.
+  struct Wait {
+    std::vector<int> ranks;  // -1: a process of unknown rank
+    std::string frame;       // the frame that says where: "ncclCommAbort", "all_reduce"
+    std::string place;       // "NCCL's communicator teardown", "" when no frame says
+    std::string phase;       // "startup", "step", "teardown", "" unknown
+    std::string subsystem;   // "nccl", "c10d", "cuda", ""
+  };
+  std::vector<Wait> waits;
 };
 
 // p2p_path and config_skew notes (analysis/setup_notes.h).
@@ -603,13 +637,34 @@ struct StragglerFacts {
   std::vector<uint64_t> also_comms;  // other communicators it straggles in
 };
 
+// rendezvous_failure from traces (analysis/rendezvous.h): why the ranks
+// never got past the framework's rendezvous.
+struct RendezvousFacts {
+  enum class Cause { kSettingsDiffer, kPortInUse, kRefused, kUnreachable, kRanksMissing };
+  Cause cause = Cause::kRanksMissing;
+  // kSettingsDiffer: MASTER_ADDR, MASTER_PORT or WORLD_SIZE, each with the
+  // ranks of each value ("" unset), the reference (rank 0's) value first.
+  std::vector<SetupFacts::Setting> settings;
+  std::string address;      // the master's address the failures were at: "127.0.0.1:29500"
+  int err = 0;              // their errno: EADDRINUSE, ECONNREFUSED, ...; 0 none (no answer)
+  uint64_t attempts = 0;    // how many such calls, all ranks together
+  int64_t span_ns = 0;      // from the first to the last
+  std::vector<int> failed;  // the ranks whose calls failed so
+  int world_size = -1;
+  std::vector<int> started;  // ranks with a trace
+  std::vector<int> missing;  // ranks below WORLD_SIZE with none: they never came
+  std::vector<int> waiting;  // ranks left in the rendezvous (no NCCL call, no clean exit)
+  std::vector<int> server;   // ranks that listened at the master's port (the store's server)
+  int64_t joined = -1;       // connections the server accepted, -1 unknown
+};
+
 using FindingFacts =
     std::variant<std::monostate, CollectiveMismatchFacts, MissingRankFacts, P2pMismatchFacts,
                  OrderInversionFacts, MissingTracesFacts, UnreadableTracesFacts,
                  DuplicateTracesFacts, InitFailureFacts, LogFacts, NcclNotVisibleFacts,
                  NeverCompletedFacts, DeviceErrorFacts, StoppedRankFacts, HangFacts, ExitErrorFacts,
                  BlindSpotFacts, SetupFacts, KilledWhileRunningFacts, StragglerFacts,
-                 SummaryGapFacts>;
+                 RendezvousFacts, SummaryGapFacts>;
 
 // An operation of a live job not yet done everywhere: what a `running`
 // verdict shows.

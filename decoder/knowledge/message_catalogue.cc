@@ -255,6 +255,12 @@ const MessageCause kCauses[] = {
      "job and stop it, or give this job GPUs of its own (CUDA_VISIBLE_DEVICES); SGLang's check "
      "can be turned off (SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1), at the risk of running out of "
      "memory on the fuller GPU"},
+    {CatalogueCause::kLoader, "loader", true, "loader",
+     "the dynamic loader could not load the program's libraries: list what is missing or too old "
+     "with ldd on the module it names, then install it or put its folder first on "
+     "LD_LIBRARY_PATH (a libstdc++ too old for a wheel: the one the Python environment ships, or "
+     "a newer toolchain's); in a container, the driver's libraries come from the host through the "
+     "NVIDIA container toolkit (--gpus all)"},
 };
 
 // ------------------------------------------------------------ the messages
@@ -427,6 +433,33 @@ const std::vector<CatalogueMessage>& Table() {
        MessagePhase::kInit, CatalogueCause::kLibrary, false,
        "loaded an NCCL library that does not fit the framework (a missing symbol or version)",
        nullptr},
+      {"loader.missing_library",
+       R"(error while loading shared libraries: ([^:\s]+): cannot open shared object file|(lib[\w.+-]+\.so[.\d]*): cannot open shared object file)",
+       "the dynamic loader (glibc dl-load: 'error while loading shared libraries: %s: cannot "
+       "open shared object file'), Python's ImportError and ctypes' OSError quoting it",
+       MessagePhase::kInit, CatalogueCause::kLoader, false,
+       "could not start: the dynamic loader found no such library", nullptr},
+      {"loader.symbol_version", R"(version `?(?:GLIBCXX|GLIBC|CXXABI)_[\d.]+'? not found)",
+       "the dynamic loader (glibc dl-version: \"version `%s' not found (required by %s)\")",
+       MessagePhase::kInit, CatalogueCause::kLoader, false,
+       "could not start: a module needs a newer C or C++ runtime than the one loaded", nullptr},
+      {"loader.undefined_symbol", R"(symbol lookup error: .*undefined symbol: \w+)",
+       "the dynamic loader (glibc dl-lookup: 'symbol lookup error: %s: undefined symbol: %s')",
+       MessagePhase::kInit, CatalogueCause::kLoader, false,
+       "could not start: a module needs a symbol no loaded library has", nullptr},
+      // --- no driver, no GPU (the CUDA runtime's and nvidia-smi's words)
+      {"torch.no_driver", R"(Found no NVIDIA driver on your system)",
+       "PyTorch 1.x-2.15 torch/cuda/__init__.py (_lazy_init, no libcuda)", MessagePhase::kInit,
+       CatalogueCause::kDriver, false, "found no CUDA driver", nullptr, "cuda"},
+      {"torch.no_gpus",
+       R"(ProcessGroupNCCL is only supported with GPUs, no GPUs found|nccl2? requires at least one CUDA device)",
+       "PyTorch 2.x torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (its constructor)",
+       MessagePhase::kInit, CatalogueCause::kDriver, false,
+       "found no GPU for the NCCL process group (none visible to the process)", nullptr, "c10d"},
+      {"nvidia_smi.no_driver",
+       R"(NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|^No devices were found\s*$)",
+       "nvidia-smi (driver 450-580)", MessagePhase::kInit, CatalogueCause::kDriver, false,
+       "has no GPU driver or no GPU in reach (nvidia-smi)", nullptr, "cuda"},
       // --- DeepSpeed, Megatron-core and SGLang (read with
       // scripts/list-python-messages.py in their PyPI releases; quoted in
       // tests/data/logs/quoted/{deepspeed,megatron,sglang}_*.log). Where they
@@ -657,6 +690,16 @@ const std::vector<CatalogueMessage>& Table() {
        "the Linux kernel's OOM killer (mm/oom_kill.c), in dmesg", MessagePhase::kAny,
        CatalogueCause::kHostOom, false, "was killed by the kernel's out-of-memory killer", nullptr,
        "host"},
+      {"nvidia_smi.gpu_lost", R"(GPU is lost\.? +Reboot the system|: GPU is lost\b)",
+       "nvidia-smi ('Unable to determine the device handle for GPU %s: GPU is lost.  Reboot the "
+       "system to recover this GPU')",
+       MessagePhase::kAny, CatalogueCause::kGpuFailed, false,
+       "lost its GPU: the driver can no longer reach it", nullptr, "gpu"},
+      {"kernel.aer_uncorrected", R"(AER: Uncorrect(?:ed|able) \((?:Fatal|Non-Fatal)\) error)",
+       "the Linux kernel's PCIe AER driver (drivers/pci/pcie/aer.c: 'AER: Uncorrected (%s) error "
+       "received: %s'), in dmesg",
+       MessagePhase::kAny, CatalogueCause::kGpuFailed, false,
+       "saw an uncorrected PCIe error (the link to a GPU or NIC)", nullptr, "pcie"},
       {"gpu.failed",
        R"(uncorrectable ECC error encountered|GPU has fallen off the bus|is/are busy or unavailable|ECC error)",
        "the CUDA runtime's error strings (cudaErrorECCUncorrectable, "

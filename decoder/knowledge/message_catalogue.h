@@ -122,6 +122,7 @@ enum class CatalogueCause {
   kDeepspeedInit,
   kModelParallel,
   kGpuBusy,
+  kLoader,
 };
 
 // What a message names: its cause, whether that is a failure of NCCL's

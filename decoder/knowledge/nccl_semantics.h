@@ -33,20 +33,54 @@ std::string SysCallName(uint32_t kind);       // "connect", "posix_fallocate"
 std::string NcclVersionString(int32_t code);  // 22809 -> "2.28.9"; 2804 -> "2.8.4"
 std::string CommName(uint64_t comm);          // a communicator's identity: 16 hex digits
 
-// Calls NCCL matches with each other: ncclBcast is a Broadcast. (Inline:
-// the collective alignment asks for every collective.)
+// Calls NCCL matches with each other: ncclBcast is a Broadcast, and a
+// collective with a per-call config (ncclAllReduceConfig, 2.31) is the
+// collective without one. (Inline: the collective alignment asks for every
+// collective.)
 inline uint32_t MatchingCall(uint32_t call) {
   namespace f = ::ncclwatch::fields;
-  return call == f::kBcast ? static_cast<uint32_t>(f::kBroadcast) : call;
+  if (__builtin_expect(call < f::kAllReduceConfig, 1))
+    return call == f::kBcast ? static_cast<uint32_t>(f::kBroadcast) : call;
+  switch (call) {
+    case f::kAllReduceConfig:
+      return f::kAllReduce;
+    case f::kBroadcastConfig:
+      return f::kBroadcast;
+    case f::kReduceConfig:
+      return f::kReduce;
+    case f::kAllGatherConfig:
+      return f::kAllGather;
+    case f::kReduceScatterConfig:
+      return f::kReduceScatter;
+    case f::kAllToAllConfig:
+      return f::kAllToAll;
+    case f::kGatherConfig:
+      return f::kGather;
+    case f::kScatterConfig:
+      return f::kScatter;
+    default:
+      return call;
+  }
 }
 inline bool IsRootedCall(uint32_t call) {
   namespace f = ::ncclwatch::fields;
-  return call == f::kBroadcast || call == f::kBcast || call == f::kReduce || call == f::kGather ||
-         call == f::kScatter;
+  call = MatchingCall(call);
+  return call == f::kBroadcast || call == f::kReduce || call == f::kGather || call == f::kScatter;
 }
 inline bool IsReductionCall(uint32_t call) {
   namespace f = ::ncclwatch::fields;
+  call = MatchingCall(call);
   return call == f::kAllReduce || call == f::kReduce || call == f::kReduceScatter;
+}
+// A collective with a per-call config (trace.proto CollConfig).
+inline bool IsConfigCall(uint32_t call) {
+  namespace f = ::ncclwatch::fields;
+  return call >= f::kAllReduceConfig && call <= f::kScatterConfig;
+}
+// ncclPutSignal, ncclSignal, ncclWaitSignal (trace.proto OneSided).
+inline bool IsOneSidedCall(uint32_t call) {
+  namespace f = ::ncclwatch::fields;
+  return call == f::kPutSignal || call == f::kSignal || call == f::kWaitSignal;
 }
 
 }  // namespace ncclwatch::decoder

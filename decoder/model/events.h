@@ -88,6 +88,29 @@ struct P2pEvent {
   int32_t rank = -1;
 };
 
+// A one-sided operation (NCCL 2.29, trace.proto OneSided): a put with its
+// signal, or a signal alone, to `peer` (signal number `seq` this rank sent
+// it), or a wait for signals from peers.
+struct OneSidedEvent {
+  struct Wait {
+    int32_t peer = -1;
+    int32_t op_cnt = 0;
+    uint64_t seq = 0;  // signals from `peer` awaited before this wait
+  };
+  uint64_t order = 0;
+  uint64_t t = 0;
+  uint64_t comm = 0;
+  int32_t rank = -1;
+  uint32_t call = 0;  // kPutSignal, kSignal, kWaitSignal
+  int32_t peer = -1;
+  uint64_t seq = 0;
+  uint64_t count = 0;
+  int32_t datatype = 0;
+  int32_t result = kResultPending;
+  uint64_t caller = 0;
+  std::vector<Wait> waits;
+};
+
 struct GroupEvent {
   uint64_t order = 0;
   uint64_t t = 0;
@@ -121,6 +144,7 @@ struct CommMembership {
   int32_t key = 0;
   uint32_t split_index = 0;
   std::vector<int32_t> excluded;
+  uint64_t grow_id = 0;  // ncclCommGrow: the identity of the id the rank passed, 0 none
   uint64_t init_t = 0;
   uint64_t init_order = 0;
   bool init_returned = false;
@@ -161,9 +185,27 @@ struct NcclNotSeenEvent {
   uint64_t order = 0;
   uint64_t t = 0;
   uint32_t reason = 0;  // 1 linked in, 2 RTLD_DEEPBIND, 3 a second libnccl, 4 no slot left,
-                        // 5 NCCL's code active, no call seen
+                        // 5 NCCL's code active, no call seen, 6 device-API communicators
   std::string path;
+  uint64_t comm = 0;        // 6: the communicator whose GPUs communicate on their own
   bool calls_seen = false;  // the shim had seen NCCL calls when it was written
+};
+
+// Before the process's first NCCL call: its TCP socket calls of one kind, to
+// or on one address, with one outcome, counted (trace.proto SocketActivity,
+// shim/core/rendezvous_sockets.h). The importer keeps one row per (kind,
+// address, err, deferred): the latest record's count, which holds.
+struct SocketActivityEvent {
+  uint64_t order = 0;  // of the latest record
+  uint64_t t = 0;
+  uint32_t kind = 0;      // 1 bind, 2 listen, 3 connect, 4 accept
+  std::string addr;       // raw struct sockaddr bytes, "" none
+  int32_t err = 0;        // 0 success, else the errno
+  bool deferred = false;  // the outcome of a connect started non-blocking
+  uint64_t count = 0;
+  uint64_t first_t = 0;  // trace clock
+  uint64_t last_t = 0;
+  uint64_t caller = 0;
 };
 
 struct ModuleInfo {
@@ -258,6 +300,9 @@ struct GpuPathInfo {
 // The process's inventory (trace.proto Inventory).
 struct InventoryInfo {
   bool present = false;
+  // Written when NCCL was found loaded, before any NCCL call: the NCCL and
+  // CUDA versions were not asked (0 is "not asked", not "none").
+  bool at_load = false;
   std::map<std::string, std::string> env;
   int32_t nccl_version = 0;
   std::string nccl_path;

@@ -47,6 +47,10 @@ struct ProcessTrace {
   uint64_t created_realtime_ns =
       0;  // when the shim created the file (with host and pid, its identity)
   bool has_start = false;
+  // Why the shim made the file: 0 at the first NCCL call, 1 when it found
+  // NCCL loaded (the file holds what came before any NCCL call), 2 to say
+  // what it could not see (trace.proto ProcessStart.traced_from).
+  uint32_t traced_from = 0;
   int32_t nccl_version = 0;  // what ncclGetVersion returned (e.g. 22809), 0 if never called
 
   std::vector<TimeAnchorEvent> anchors;  // sorted by t
@@ -54,6 +58,7 @@ struct ProcessTrace {
   std::vector<CommMembership> comms;
   std::vector<CollectiveEvent> collectives;
   std::vector<P2pEvent> p2p;
+  std::vector<OneSidedEvent> one_sided;  // puts, signals and waits (NCCL 2.29)
   std::vector<GroupEvent> groups;
   std::vector<ApiEvent> apis;
   std::vector<FatalSignalEvent> signals;
@@ -63,6 +68,8 @@ struct ProcessTrace {
   std::vector<CudaCallEvent> cuda_calls;  // memory-sharing CUDA calls
   InventoryInfo inventory;
   std::vector<NcclNotSeenEvent> not_seen;  // what the shim could not see
+  // Before the first NCCL call: the rendezvous's sockets, counted.
+  std::vector<SocketActivityEvent> socket_activity;
   // Completion and liveness (the shim's watcher threads).
   std::vector<CompletionTrackingEvent> tracking;
   std::vector<ProgressEvent> progress;

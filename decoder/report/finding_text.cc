@@ -1,6 +1,7 @@
 #include "report/finding_text.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <type_traits>
 
@@ -12,6 +13,7 @@
 #include "report/init_text.h"
 #include "report/log_text.h"
 #include "report/names.h"
+#include "report/rendezvous_text.h"
 #include "report/straggler_text.h"
 #include "report/terminal_text.h"
 
@@ -67,6 +69,7 @@ std::string Title(const Finding& f) {
     case FindingKind::kInitFailure: {
       const auto* init = std::get_if<InitFailureFacts>(&f.facts);
       if (init == nullptr) return "NCCL initialisation failed";
+      if (init->cause == InitCause::kNoDriver) return "NCCL initialisation failed: no CUDA driver";
       return absl::StrCat("NCCL initialisation failed: ", SubsystemTitle(init->subsystem),
                           init->err ? absl::StrCat(" (", ErrnoName(init->err), ")") : "");
     }
@@ -99,6 +102,20 @@ std::string Title(const Finding& f) {
     case FindingKind::kNetworkError:
       return "the network failed under the job";
     case FindingKind::kRendezvousFailure:
+      if (const auto* rv = std::get_if<RendezvousFacts>(&f.facts)) {
+        switch (rv->cause) {
+          case RendezvousFacts::Cause::kSettingsDiffer:
+            return "the framework's rendezvous failed: the ranks' settings differ";
+          case RendezvousFacts::Cause::kPortInUse:
+            return "the framework's rendezvous failed: the master's port is in use";
+          case RendezvousFacts::Cause::kRefused:
+            return "the framework's rendezvous failed: nothing listens at the master's address";
+          case RendezvousFacts::Cause::kUnreachable:
+            return "the framework's rendezvous failed: the master's address is unreachable";
+          case RendezvousFacts::Cause::kRanksMissing:
+            return "the framework's rendezvous failed: ranks never came";
+        }
+      }
       return "the framework's rendezvous failed";
     case FindingKind::kDdpUsage:
       return "DistributedDataParallel misused";
@@ -330,6 +347,20 @@ void Render(const Finding& f, const P2pMismatchFacts& x, const CallSiteNamer& si
     return n == 0 ? std::string("before its first collective")
                   : absl::StrCat("after collective #", n - 1);
   };
+  if (x.one_sided) {
+    t->detail = absl::StrFormat(
+        "rank %d waits (ncclWaitSignal) for signal #%u from rank %d on %s, which rank %d never "
+        "sent: it sent rank %d %u signals (ncclPutSignal, ncclSignal), and rank %d's waits need %u",
+        receiver, seq, sender, comm, sender, receiver, x.other_side_posted, receiver, x.awaited);
+    t->groups.push_back({{receiver},
+                         absl::StrCat("WaitSignal for signal #", seq, " from rank ", sender, " (",
+                                      sites(x.receive.site), ")")});
+    t->fix =
+        "send every signal a peer waits for: each ncclPutSignal or ncclSignal to a peer is one "
+        "signal, and an ncclWaitSignal for opCnt signals from it needs opCnt more; make both sides "
+        "agree on the count at every step (a put skipped on one rank, a branch taken on one rank)";
+    return;
+  }
   switch (x.problem) {
     case Problem::kSizeMismatch:
       t->detail = absl::StrFormat(
@@ -405,7 +436,7 @@ void Render(const Finding& f, const OrderInversionFacts& x, const CallSiteNamer&
   t->groups.push_back({{x.reference_rank}, absl::StrCat(second, " then ", first)});
 }
 
-void Render(const Finding& f, const MissingTracesFacts&, const CallSiteNamer&, FindingText* t) {
+void Render(const Finding& f, const MissingTracesFacts& x, const CallSiteNamer&, FindingText* t) {
   t->detail =
       absl::StrFormat("the traces of %s of %s are missing; the rest was diagnosed without them%s",
                       RanksNoun(f.ranks), CommPhrase(f.comm.value_or(0), f.nranks),
@@ -413,9 +444,22 @@ void Render(const Finding& f, const MissingTracesFacts&, const CallSiteNamer&, F
                           ? ", and nothing else was found, but without them the job cannot be "
                             "called healthy"
                           : "");
+  if (x.grown_as != 0) {
+    absl::StrAppend(&t->detail,
+                    ". It was made by ncclCommGrow, and its other ranks recorded it as ",
+                    CommName(x.grown_as),
+                    " (the ranks it gained know only the grow id, the existing ones only their "
+                    "parent); ncclwatch does not join the two yet, so those ranks may well be "
+                    "there under that name, and whether the two sides agree was not checked");
+  }
   t->fix =
       "collect the trace folder (NCCLWATCH_DIR) of every node of the job and pass them all to "
       "ncclwatch diagnose";
+  if (x.grown_as != 0) {
+    absl::StrAppend(&t->fix,
+                    "; if every rank's trace was passed, check the grown communicator's "
+                    "calls by hand (ncclwatch dump of its old and new ranks)");
+  }
 }
 
 // The first few of many (file names, each on one line), and how many more:
@@ -508,6 +552,7 @@ void Render(const Finding& f, const SetupFacts& x, const CallSiteNamer&, Finding
 void Render(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&, FindingText* t) {
   std::vector<std::string> parts;
   std::set<std::string> fixes;
+  std::map<uint64_t, std::vector<int>> device;  // device-API communicators: their ranks
   for (const NcclNotVisibleFacts::Item& i : x.items) {
     const std::string who = absl::StrCat(i.rank >= 0 ? absl::StrCat("rank ", i.rank, " (") : "(",
                                          "pid ", i.pid, " on ", i.host, ")");
@@ -545,14 +590,32 @@ void Render(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&, 
             "call NCCL through the dynamic linker or a pointer from dlsym/dlvsym, not one found "
             "otherwise");
         break;
+      case 6:  // one part per communicator, below
+        device[i.comm].push_back(i.rank);
+        fixes.insert(
+            "nothing to change for the traces: a hang inside the program's own kernels that "
+            "communicate through a device communicator shows only as their stream never "
+            "completing; collect cuda-gdb backtraces of the hung kernels, or a GPU core dump "
+            "(CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1)");
+        break;
       default:
         parts.push_back(absl::StrCat(who, ": NCCL code the shim cannot see (", i.path, ")"));
         break;
     }
   }
+  for (const auto& [comm, ranks] : device) {
+    parts.push_back(absl::StrCat("communicator ", CommName(comm), " (", RanksNoun(ranks),
+                                 ") has device-API communicators (ncclDevCommCreate): "
+                                 "device-initiated communication in use: not visible"));
+  }
+  bool device_only = true;
+  for (const NcclNotVisibleFacts::Item& i : x.items) device_only &= i.reason == 6;
   t->detail = absl::StrCat(
-      "the shim could not see into all of the NCCL these processes used, so calls may be missing "
-      "from their traces and a healthy verdict does not cover them: ",
+      device_only
+          ? "the GPUs of these processes communicate on their own through NCCL's device API, "
+            "which no host call shows, so a healthy verdict does not cover that traffic: "
+          : "the shim could not see into all of the NCCL these processes used, so calls may be "
+            "missing from their traces and a healthy verdict does not cover them: ",
       absl::StrJoin(parts, "; "));
   t->fix = absl::StrJoin(fixes, "; ");
   if (t->fix.empty()) t->fix = "run the job with an NCCL the shim can see";
@@ -592,6 +655,10 @@ void Render(const Finding& f, const StragglerFacts& x, const CallSiteNamer&, Fin
       "host waits on its own GPU before it issues the next collective (a synchronize, .item(), a "
       "copy to the host), its GPU may be the slow one: compare the GPUs' kernel times");
   t->groups.push_back({{x.rank}, absl::StrCat("came last, ", StragglerLate(x), " on median")});
+}
+
+void Render(const Finding& f, const RendezvousFacts& x, const CallSiteNamer&, FindingText* t) {
+  RenderRendezvous(f, x, t);
 }
 
 void Render(const Finding& f, const SummaryGapFacts& x, const CallSiteNamer&, FindingText* t) {
@@ -773,6 +840,8 @@ std::string Headline(const std::vector<Finding>& findings, bool problem) {
     absl::StrAppend(&line, " (", init->subsystem,
                     init->err ? absl::StrCat(", ", ErrnoName(init->err)) : "", ")");
   }
+  if (const auto* rv = std::get_if<RendezvousFacts>(&root->facts))
+    absl::StrAppend(&line, " (", RendezvousCauseName(rv->cause), ")");
   if (const auto* killed = std::get_if<KilledWhileRunningFacts>(&root->facts))
     absl::StrAppend(&line, " (", SignalName(killed->signo), ")");
   if (root->comm) {

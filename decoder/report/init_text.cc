@@ -285,6 +285,14 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
       *fix = CauseOf(CatalogueCause::kDriverOld).fix;
       return;
     }
+    case InitCause::kNoDriver:
+      *detail = absl::StrFormat(
+          ": no CUDA driver is loaded in the process (no libcuda.so.1, or one that could not load: "
+          "no GPU or NVIDIA driver on this machine, or not visible in its container); NCCL said: "
+          "%s",
+          x.nccl_text.empty() ? "nothing" : x.nccl_text);
+      *fix = CauseNamed("driver")->fix;
+      return;
     case InitCause::kInfiniBand: {
       const std::string what = !x.nccl_text.empty()
                                    ? x.nccl_text

@@ -23,6 +23,7 @@
 #include "report/hang_text.h"
 #include "report/json.h"
 #include "report/names.h"
+#include "report/rendezvous_text.h"
 #include "report/reports.h"
 
 namespace ncclwatch::decoder {
@@ -58,18 +59,23 @@ std::string Strings(const std::vector<std::string>& v) {
 
 // A finding's kind-specific facts, after the common fields.
 void WriteFacts(const Finding&, const std::monostate&, const CallSiteNamer&, std::ostream&) {}
-void WriteFacts(const Finding&, const MissingTracesFacts&, const CallSiteNamer&, std::ostream&) {}
+void WriteFacts(const Finding&, const MissingTracesFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  if (x.grown_as != 0) out << ",\"grown_as\":" << JsonString(CommName(x.grown_as));
+}
 void WriteFacts(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&,
                 std::ostream& out) {
   static const char* const kReasons[] = {"unknown",        "linked_in",  "deepbind",
-                                         "second_library", "slots_full", "active_unseen"};
+                                         "second_library", "slots_full", "active_unseen",
+                                         "device_api"};
   out << ",\"not_visible\":[";
   for (size_t i = 0; i < x.items.size(); ++i) {
     const NcclNotVisibleFacts::Item& it = x.items[i];
     out << (i ? "," : "") << "{\"pid\":" << it.pid << ",\"host\":" << JsonString(it.host)
-        << ",\"rank\":" << it.rank << ",\"reason\":\"" << kReasons[it.reason < 6 ? it.reason : 0]
-        << "\",\"path\":" << JsonString(it.path)
-        << ",\"calls_seen\":" << (it.calls_seen ? "true" : "false") << "}";
+        << ",\"rank\":" << it.rank << ",\"reason\":\"" << kReasons[it.reason < 7 ? it.reason : 0]
+        << "\",\"path\":" << JsonString(it.path);
+    if (it.comm != 0) out << ",\"comm\":" << JsonString(CommName(it.comm));
+    out << ",\"calls_seen\":" << (it.calls_seen ? "true" : "false") << "}";
   }
   out << "]";
 }
@@ -248,6 +254,9 @@ void WriteFacts(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&,
 void WriteFacts(const Finding&, const P2pMismatchFacts& x, const CallSiteNamer&,
                 std::ostream& out) {
   out << ",\"sender\":" << x.sender << ",\"receiver\":" << x.receiver;
+  if (x.one_sided)
+    out << ",\"one_sided\":true,\"signals_sent\":" << x.other_side_posted
+        << ",\"signals_awaited\":" << x.awaited;
 }
 
 void WriteFacts(const Finding&, const OrderInversionFacts& x, const CallSiteNamer&,
@@ -310,6 +319,10 @@ void WriteFacts(const Finding& f, const SetupFacts& x, const CallSiteNamer&, std
   out << "]";
 }
 
+void WriteFacts(const Finding&, const RendezvousFacts& x, const CallSiteNamer&, std::ostream& out) {
+  WriteRendezvousJson(x, out);
+}
+
 void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, std::ostream& out) {
   if (x.xid) out << ",\"xid\":" << *x.xid;
   if (x.bus_id) out << ",\"bus_id\":" << JsonString(*x.bus_id);
@@ -319,6 +332,23 @@ void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, std::os
   if (x.peer) out << ",\"peer\":" << JsonString(*x.peer);
   if (!x.message.empty()) out << ",\"message\":" << JsonString(x.message);
   if (x.address) out << ",\"address\":" << JsonString(*x.address);
+  if (x.hit) out << ",\"hit\":" << JsonString(*x.hit);
+  if (x.subsystem) out << ",\"subsystem\":" << JsonString(*x.subsystem);
+  if (x.tool) out << ",\"tool\":" << JsonString(*x.tool);
+  if (x.cause == LogCause::kStacks) {
+    out << ",\"waits\":[";
+    for (size_t i = 0; i < x.waits.size(); ++i) {
+      const LogFacts::Wait& w = x.waits[i];
+      std::vector<int> known;
+      for (int r : w.ranks)
+        if (r >= 0) known.push_back(r);
+      out << (i ? "," : "") << "{\"ranks\":" << Ints(known) << ",\"processes\":" << w.ranks.size()
+          << ",\"frame\":" << JsonString(w.frame) << ",\"place\":" << JsonString(w.place)
+          << ",\"phase\":" << (w.phase.empty() ? "null" : JsonString(w.phase))
+          << ",\"subsystem\":" << JsonString(w.subsystem) << "}";
+    }
+    out << "]";
+  }
 }
 
 }  // namespace

@@ -84,7 +84,10 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
       return true;
     }
     case LogCause::kGpuFailed:
-      *head = absl::StrCat("the GPU failed: ", x.line);
+      if (const CatalogueMessage* m = MessageById(x.message))  // "lost its GPU: the driver ..."
+        *head = absl::StrCat(m->meaning, ": ", x.line);
+      else
+        *head = absl::StrCat("saw its GPU fail: ", x.line);
       *fix = CauseOf(CatalogueCause::kGpuFailed).fix;
       return true;
     case LogCause::kGpuOutOfMemory:
@@ -117,9 +120,50 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
                                 "core dump) for why";
       return true;
     }
+    case LogCause::kCrash: {
+      const int signo = x.signo.value_or(0);
+      const std::string sub = x.subsystem.value_or("");
+      const std::string inside = sub == "nccl"      ? ", inside NCCL"
+                                 : sub == "cuda"    ? ", inside the CUDA driver or runtime"
+                                 : sub == "c10d"    ? ", under torch.distributed"
+                                 : sub == "pytorch" ? ", inside PyTorch"
+                                 : sub == "net/ib"  ? ", inside the InfiniBand libraries"
+                                                    : "";
+      *head = absl::StrCat("crashed with ", SignalName(signo),
+                           x.hit ? absl::StrCat(" in ", *x.hit) : std::string(), inside,
+                           " (its own report", x.tool ? absl::StrCat(", ", *x.tool) : "", ": ",
+                           absl::StripSuffix(x.line, "."), ")");
+      *fix = sub == "nccl"
+                 ? "a crash inside NCCL: note its version and the frame, get the crash's "
+                   "backtrace from a core dump (ulimit -c unlimited; gdb -batch -ex 'thread "
+                   "apply all bt' python core), look for it in NVIDIA/nccl's issues and try the "
+                   "newest NCCL release"
+             : sub == "cuda"
+                 ? "check that GPU and its driver: dmesg for an Xid, nvidia-smi, and that the "
+                   "driver is new enough for the CUDA runtime the job loads"
+                 : "read that rank's output just before the crash and get its backtrace from a "
+                   "core dump (ulimit -c unlimited; gdb -batch -ex 'thread apply all bt' python "
+                   "core): the frame names the code that crashed";
+      return true;
+    }
     default:
       return false;
   }
+}
+
+// "rank 0 and rank 1 wait in all_reduce (a torch.distributed collective)"
+std::string DescribeWait(const LogFacts::Wait& w) {
+  std::vector<int> known;
+  for (int r : w.ranks)
+    if (r >= 0) known.push_back(r);
+  const size_t unknown = w.ranks.size() - known.size();
+  std::string who = known.empty() ? "" : RanksNoun(known, "");
+  if (unknown > 0)
+    absl::StrAppend(&who, who.empty() ? "" : " and ", unknown,
+                    unknown == 1 ? " process of unknown rank" : " processes of unknown rank");
+  return absl::StrCat(who, w.ranks.size() == 1 ? " waits in " : " wait in ", w.frame,
+                      w.place.empty() ? " (no frame of NCCL or torch.distributed)"
+                                      : absl::StrCat(" (", w.place, ", ", w.phase, ")"));
 }
 
 }  // namespace
@@ -157,6 +201,32 @@ void RenderLogFinding(const Finding& f, const LogFacts& x, FindingText* t) {
           "collectives",
           parts.empty() ? "" : absl::StrCat(": ", absl::StrJoin(parts, "; ")), " (", x.line, ")");
       t->fix = CauseOf(CatalogueCause::kTorchMismatch).fix;
+      return;
+    }
+    case LogCause::kStacks: {
+      std::vector<std::string> parts;
+      for (const LogFacts::Wait& w : x.waits) {
+        parts.push_back(DescribeWait(w));
+        std::vector<int> known;
+        for (int r : w.ranks)
+          if (r >= 0) known.push_back(r);
+        if (!known.empty()) t->groups.push_back({known, absl::StrCat("waits in ", w.frame)});
+      }
+      const bool one_place = x.waits.size() == 1;
+      t->detail = absl::StrCat(
+          "From their stacks (", x.tool.value_or("stacks"), "): ", absl::StrJoin(parts, "; "),
+          one_place ? ". They show where the job stopped, not why: no rank's stack is elsewhere"
+                    : ". The ranks are not all in the same place: the ones apart from the others "
+                      "took another path (a skipped or extra collective, an early exit or "
+                      "teardown) or are behind them");
+      t->fix =
+          one_place
+              ? "collect every rank's stack (py-spy dump --pid PID, or gdb -batch -ex 'thread "
+                "apply all bt' -p PID) and its NCCL_DEBUG=INFO log; a rank missing here is "
+                "likely the one holding the others; or run the job under libncclwatch.so and "
+                "use ncclwatch diagnose for the sequence numbers"
+              : "look at the code path of the ranks that are elsewhere: every rank must make the "
+                "same collectives in the same order, and leave (destroy or abort) together";
       return;
     }
     case LogCause::kLostPeer:

@@ -80,6 +80,17 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
     not_beating = ended.empty() && since_beat > std::max(kSilentBeats * interval, kMinSilenceNs);
   }
 
+  // A process with no communicator (stuck in its rendezvous, or ended
+  // before NCCL): live while it has no end and beats; ended badly by a
+  // signal, an error exit, or no end with its heartbeat gone (killed).
+  if (t.streams.empty()) {
+    if (ended.empty() && !not_beating) {
+      status_.live = true;
+    } else if (!ended.empty() ? (!t.end || t.end->exit_code != 0) : true) {
+      status_.ended_badly = true;
+    }
+  }
+
   // Per communicator, once: its latest Progress and its stall reports.
   std::map<uint64_t, const ProgressEvent*> latest;
   for (const ProgressEvent& p : t.progress) {
@@ -248,9 +259,9 @@ void WriteStatus(const JobStatus& s, std::ostream& out) {
   struct tm tm;
   if (gmtime_r(&secs, &tm)) strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
   std::string text;
-  if (!s.live && !s.comms.empty()) {
-    text += s.ended_badly ? "ENDED BADLY: every process has ended, some by a signal or with work "
-                            "pending (ncclwatch diagnose says why)\n"
+  if (!s.live && s.processes > 0) {
+    text += s.ended_badly ? "ENDED BADLY: every process has ended, some by a signal, an error "
+                            "exit or with work pending (ncclwatch diagnose says why)\n"
                           : "ENDED: every process has ended\n";
   } else if (s.stuck) {
     text += "STUCK: " + stuck_lines.front() + "\n";

@@ -16,7 +16,9 @@
 // least 5 s) is frozen or was killed. A rank lags when it entered fewer
 // collectives than the communicator's furthest rank. Processes that ended
 // are shown as ended, not stuck; a job whose every process ended is ENDED,
-// or ENDED BADLY when one ended by a signal or with work pending.
+// or ENDED BADLY when one ended by a signal or with work pending, or is a
+// process with no communicator that exited with an error or was killed
+// (a job that failed in its rendezvous, before NCCL).
 //
 // Thread-safety: plain values.
 
@@ -88,7 +90,7 @@ struct JobStatus {
   std::vector<std::string> stragglers;  // "rank 5 of communicator 22ef4b: ..."
   bool stuck = false;
   bool live = false;         // some rank's process has not ended
-  bool ended_badly = false;  // a rank ended by a signal, or with work pending
+  bool ended_badly = false;  // a rank ended by a signal, or with work pending (see above)
   // What `ncclwatch status` exits with: 1 stuck or ended badly, else 0.
   int ExitCode() const { return stuck || (!live && ended_badly) ? 1 : 0; }
 };

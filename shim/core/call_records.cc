@@ -14,6 +14,7 @@
 #include <errno.h>
 
 #include "core/errno_guard.h"
+#include "core/rendezvous_sockets.h"
 #include "core/tracer.h"
 #include "ncclwatch/trace_fields.h"
 
@@ -37,6 +38,129 @@ CallRecord BeginApi(uint32_t call, const void* comm, int64_t value, const void* 
     if (value != 0) w.Sint(k::kValue, value);
     w.Fixed64(k::kCaller, Ptr(caller));
   });
+}
+
+void RecordCollConfig(uint32_t call, const void* comm, const CollConfigView& v) {
+  CommState* cs = CachedComm(comm);
+  namespace k = f::coll_config;
+  using F = CollConfigView;
+  RecordBuilder<> r(f::record::kCollConfig);
+  if (cs) {
+    r.w().Fixed64(k::kComm, cs->id);
+    r.w().Varint(k::kSeq, __atomic_load_n(&cs->next_seq, __ATOMIC_RELAXED));
+  }
+  r.w().Varint(k::kCall, call);
+  r.w().Varint(k::kSize, v.size);
+  r.w().Varint(k::kVersion, v.version);
+  if (v.magic_ok) r.w().Varint(k::kMagicOk, 1);
+  if (v.has[F::kMinCtas]) r.w().Sint(k::kMinCtas, v.min_ctas);
+  if (v.has[F::kMaxCtas]) r.w().Sint(k::kMaxCtas, v.max_ctas);
+  if (v.has[F::kNvlsCtas]) r.w().Sint(k::kNvlsCtas, v.nvls_ctas);
+  if (v.has[F::kCga]) r.w().Sint(k::kCgaClusterSize, v.cga_cluster_size);
+  if (v.has[F::kAlg] && v.alg_selection != nullptr) {
+    // The caller's string, at most 64 bytes of it, printable ASCII only.
+    char text[64];
+    size_t n = 0;
+    for (; n < sizeof(text) && v.alg_selection[n] != '\0'; ++n) {
+      const unsigned char c = static_cast<unsigned char>(v.alg_selection[n]);
+      text[n] = c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?';
+    }
+    r.w().Bytes(k::kAlgSelection, text, n);
+  }
+  if (v.has[F::kForce]) r.w().Sint(k::kForceAlgSelection, v.force_alg_selection);
+  if (v.has[F::kCtaPolicy]) r.w().Sint(k::kCtaPolicy, v.cta_policy);
+  if (v.has[F::kTag] && v.user_profiler_tag != 0)
+    r.w().Varint(k::kUserProfilerTag, v.user_profiler_tag);
+  if (v.has[F::kEvent] && v.launch_completion_event) r.w().Varint(k::kLaunchCompletionEvent, 1);
+  if (v.ext_options != 0) r.w().Varint(k::kExtOptions, v.ext_options);
+  r.Append(Region::kRing);
+}
+
+OneSidedCall BeginOneSided(const void* comm, const OneSidedArgs& a) {
+  OneSidedCall c;
+  c.comm = CachedComm(comm);
+  const ThreadState& t = CachedThread();
+  // [sends][receives][signals sent][signals awaited], nranks each (comm_registry.h).
+  uint64_t* counters = c.comm ? __atomic_load_n(&c.comm->p2p_seq, __ATOMIC_ACQUIRE) : nullptr;
+  const int n = c.comm ? c.comm->nranks : 0;
+  auto sent = [&](int peer) -> uint64_t {
+    return counters != nullptr && peer >= 0 && peer < n
+               ? __atomic_load_n(&counters[2 * n + peer], __ATOMIC_RELAXED)
+               : 0;
+  };
+  auto awaited = [&](int peer) -> uint64_t {
+    return counters != nullptr && peer >= 0 && peer < n
+               ? __atomic_load_n(&counters[3 * n + peer], __ATOMIC_RELAXED)
+               : 0;
+  };
+  namespace k = f::one_sided;
+  RecordBuilder<512> r(f::record::kOneSided);
+  r.PendingResult(k::kResult);
+  if (c.comm) {
+    r.w().Fixed64(k::kComm, c.comm->id);
+    r.w().Sint(k::kRank, c.comm->rank);
+  }
+  r.w().Varint(k::kCall, a.call);
+  if (a.call == f::kWaitSignal) {
+    r.w().Sint(k::kNDesc, a.n_desc);
+    for (int i = 0; a.waits != nullptr && i < a.n_desc && i < 16; ++i) {
+      const OneSidedWait& d = a.waits[i];
+      // Earlier descriptors of this call for the same peer come first.
+      uint64_t before = awaited(d.peer);
+      for (int j = 0; j < i; ++j)
+        if (a.waits[j].peer == d.peer && a.waits[j].op_cnt > 0) before += a.waits[j].op_cnt;
+      if (i == 0) c.seq = before;
+      const size_t m = r.w().BeginMessage(k::kWaits);
+      r.w().Sint(k::wait::kPeer, d.peer);
+      r.w().Sint(k::wait::kOpCnt, d.op_cnt);
+      r.w().Sint(k::wait::kSigIdx, d.sig_idx);
+      r.w().Sint(k::wait::kCtx, d.ctx);
+      r.w().Varint(k::wait::kSeq, before);
+      r.w().EndMessage(m);
+    }
+  } else {
+    c.seq = sent(a.peer);
+    r.w().Sint(k::kPeer, a.peer);
+    r.w().Varint(k::kSeq, c.seq);
+    if (a.call == f::kPutSignal) {
+      r.w().Varint(k::kCount, a.count);
+      r.w().Sint(k::kDatatype, a.datatype);
+      r.w().Fixed64(k::kWindow, Ptr(a.window));
+      r.w().Varint(k::kOffset, a.offset);
+      r.w().Fixed64(k::kBuff, Ptr(a.buff));
+    }
+  }
+  if (a.call != f::kWaitSignal) {
+    r.w().Sint(k::kSigIdx, a.sig_idx);
+    r.w().Sint(k::kCtx, a.ctx);
+  }
+  if (a.flags != 0) r.w().Varint(k::kFlags, a.flags);
+  r.w().Fixed64(k::kStream, Ptr(a.stream));
+  if (t.group_depth > 0) r.w().Varint(k::kGroup, t.group_id);
+  r.w().Fixed64(k::kCaller, Ptr(a.caller));
+  c.record = r.Append(Region::kRing);
+  return c;
+}
+
+void EndOneSided(const OneSidedCall& c, const OneSidedArgs& a, int result) {
+  c.record.Finish(result);
+  if (c.comm == nullptr || !Accepted(result)) return;
+  uint64_t* counters = __atomic_load_n(&c.comm->p2p_seq, __ATOMIC_ACQUIRE);
+  const int n = c.comm->nranks;
+  if (counters == nullptr) return;
+  // As for sends and receives: one thread at a time per communicator.
+  auto bump = [&](uint64_t* p, uint64_t by) {
+    __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + by, __ATOMIC_RELAXED);
+  };
+  if (a.call == f::kWaitSignal) {
+    for (int i = 0; a.waits != nullptr && i < a.n_desc; ++i) {
+      const OneSidedWait& d = a.waits[i];
+      if (d.peer >= 0 && d.peer < n && d.op_cnt > 0)
+        bump(&counters[3 * n + d.peer], static_cast<uint64_t>(d.op_cnt));
+    }
+  } else if (a.peer >= 0 && a.peer < n) {
+    bump(&counters[2 * n + a.peer], 1);
+  }
 }
 
 void RecordNcclVersion(int result, int version, const void* caller) {
@@ -127,6 +251,11 @@ uint64_t CommIdForShrink(uint64_t parent, uint32_t split_index, const int* exclu
   return h;
 }
 
+uint64_t CommIdForGrow(uint64_t parent, uint32_t split_index) {
+  const uint64_t h = HashBytes(&parent, sizeof(parent), HashBytes("grow", 4));
+  return HashBytes(&split_index, sizeof(split_index), h);
+}
+
 void RecordCommInitBegin(const CommInitBegin& b) {
   ErrnoGuard keep;
   GrowTraceRing();  // a communicator: the whole ring from here on
@@ -147,6 +276,7 @@ void RecordCommInitBegin(const CommInitBegin& b) {
   r.w().Fixed64(k::kCaller, Ptr(b.caller));
   r.w().Sint(k::kDevice, b.device);
   if (b.bus_id != nullptr && b.bus_id[0] != '\0') r.w().String(k::kBusId, b.bus_id);
+  if (b.grow_id != 0) r.w().Fixed64(k::kGrowId, b.grow_id);
   r.Append(Region::kPinned);
 }
 
@@ -191,6 +321,7 @@ void RecordProcessEnd(uint32_t how, int exit_code, bool last) {
   if (last ? !FirstForThisFile(&g_process_ended)
            : __atomic_load_n(&g_process_ended, __ATOMIC_ACQUIRE) == g_trace_generation)
     return;
+  FlushRendezvousSockets();  // the counts since the last heartbeat
   WriteTimeAnchor(Region::kPinned);
   RecordBuilder<> r(f::record::kProcessEnd);
   r.w().Varint(f::process_end::kHow, how);
@@ -200,6 +331,7 @@ void RecordProcessEnd(uint32_t how, int exit_code, bool last) {
 
 void RecordFatalSignal(int signo, const siginfo_t* info, uint32_t disposition) {
   ErrnoGuard keep;
+  FlushRendezvousSockets();
   RecordBuilder<> r(f::record::kFatalSignal);
   namespace k = f::fatal_signal;
   r.w().Sint(k::kSigno, signo);

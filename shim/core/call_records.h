@@ -2,7 +2,8 @@
 // life (exit, fatal signals).
 //
 // HOT PATH: Begin/EndCollective, Begin/EndP2p, BeginGroup/EndGroup (inline,
-// below: they are most of what an NCCL entry point costs), BeginApi, RecordNcclVersion,
+// below: they are most of what an NCCL entry point costs), BeginApi, RecordCollConfig,
+// Begin/EndOneSided, RecordNcclVersion,
 // RecordNcclError, RecordAsyncError and the process functions (RecordProcessEnd, RecordFatalSignal)
 // allocate nothing, take no lock, make no system call, are async-signal-safe, and leave errno as
 // they found it. The communicator lifecycle functions run when communicators are made and
@@ -58,6 +59,55 @@ inline void EndP2p(const P2pCall& c, int result);
 inline CallRecord BeginGroup(uint32_t call, const void* caller);
 inline void EndGroup(uint32_t call, const CallRecord& record, int result);
 
+// What a collective's per-call config (ncclCollConfig_t, NCCL 2.31) asked
+// for, read by the entry point (interpose/, which has nccl.h) within the
+// config's own size; fields it did not reach keep these defaults.
+struct CollConfigView {
+  uint64_t size = 0;
+  uint32_t version = 0;
+  bool magic_ok = false;
+  bool has[9] = {};  // which of the fields below the config's size covered
+  int32_t min_ctas = 0, max_ctas = 0, nvls_ctas = 0, cga_cluster_size = 0;
+  const char* alg_selection = nullptr;  // not copied yet: CollConfig copies at most 64 bytes
+  int32_t force_alg_selection = 0, cta_policy = 0;
+  uint64_t user_profiler_tag = 0;
+  bool launch_completion_event = false;
+  uint32_t ext_options = 0;
+  enum Field { kMinCtas, kMaxCtas, kNvlsCtas, kCga, kAlg, kForce, kCtaPolicy, kTag, kEvent };
+};
+// Written just before the collective's own record, with the number the
+// collective gets if NCCL accepts it (trace.proto CollConfig).
+void RecordCollConfig(uint32_t call, const void* comm, const CollConfigView& config);
+
+// One-sided operations (NCCL 2.29): signals are numbered per communicator,
+// peer and direction (trace.proto OneSided).
+struct OneSidedWait {  // laid out as nccl.h's ncclWaitSignalDesc_t (checked where it is read)
+  int op_cnt, peer, sig_idx, ctx;
+};
+struct OneSidedArgs {
+  uint32_t call = 0;  // kPutSignal, kSignal, kWaitSignal
+  int peer = -1;
+  uint64_t count = 0;
+  int datatype = 0;
+  const void* window = nullptr;
+  uint64_t offset = 0;
+  int sig_idx = 0, ctx = 0;
+  uint32_t flags = 0;
+  const void* stream = nullptr;
+  const void* buff = nullptr;
+  const void* caller = nullptr;
+  const OneSidedWait* waits = nullptr;  // kWaitSignal
+  int n_desc = 0;
+};
+struct OneSidedCall {
+  CallRecord record;
+  CommState* comm = nullptr;
+  uint64_t seq = 0;  // put/signal: its number to the peer; wait: the first descriptor's
+};
+OneSidedCall BeginOneSided(const void* comm, const OneSidedArgs& args);
+// Counts what NCCL accepted: the signal sent, or the signals awaited.
+void EndOneSided(const OneSidedCall& c, const OneSidedArgs& args, int result);
+
 // Any other entry point; `value` is what it reported, where that matters.
 CallRecord BeginApi(uint32_t call, const void* comm, int64_t value, const void* caller);
 // ncclGetVersion: the version the program's NCCL reports, written once per
@@ -82,6 +132,9 @@ uint64_t CommIdForInitAll();
 // The identity of a split (color) or shrink (excluded ranks) of `parent`.
 uint64_t CommIdForSplit(uint64_t parent, uint32_t split_index, int color);
 uint64_t CommIdForShrink(uint64_t parent, uint32_t split_index, const int* excluded, int nexcluded);
+// The identity of a grown communicator as its existing ranks derive it (the
+// new ranks know only the id they were given: CommIdFromUniqueIds).
+uint64_t CommIdForGrow(uint64_t parent, uint32_t split_index);
 
 struct CommInitBegin {
   uint64_t comm = 0;
@@ -98,6 +151,7 @@ struct CommInitBegin {
   const void* caller = nullptr;
   int device = -1;               // the calling thread's CUDA device, -1 unknown
   const char* bus_id = nullptr;  // its PCI bus id
+  uint64_t grow_id = 0;          // ncclCommGrow: the identity of the id the caller passed
 };
 void RecordCommInitBegin(const CommInitBegin& b);
 

@@ -22,7 +22,8 @@ size_t Slot(uintptr_t key) {
   return static_cast<size_t>(((key >> 4) * 0x9e3779b97f4a7c15ull) >> 52) & kMask;
 }
 
-size_t P2pBytes(int nranks) { return sizeof(uint64_t) * 2 * static_cast<size_t>(nranks); }
+// Per peer: sends, receives, one-sided signals sent and signals awaited.
+size_t P2pBytes(int nranks) { return sizeof(uint64_t) * 4 * static_cast<size_t>(nranks); }
 
 }  // namespace
 

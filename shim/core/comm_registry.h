@@ -12,7 +12,8 @@
 //
 //   id         the communicator's identity, the same on all its ranks
 //   next_seq   the number the next collective gets (as NCCL matches them)
-//   p2p_seq    per peer, the number the next send / receive gets
+//   p2p_seq    per peer, the number the next send / receive gets, and the
+//              one-sided signals sent to it and awaited from it (NCCL 2.29)
 //   completion how its GPU completion is followed (core/completion.h)
 //
 // Entries are freed (Remove, after ncclCommDestroy or ncclCommAbort): the
@@ -47,7 +48,8 @@ struct CommState {
   int32_t nranks;
   uint64_t next_seq;     // atomic
   uint32_t split_count;  // atomic: ncclCommSplit/Shrink calls made on this comm
-  uint64_t* p2p_seq;     // [nranks] sends, then [nranks] receives; nullptr if unknown size
+  uint64_t* p2p_seq;     // [nranks] sends, [nranks] receives, [nranks] signals sent, [nranks]
+                         // signals awaited; nullptr if unknown size
   uint64_t last_async;   // the last (result, async error) recorded for it
   void* completion;      // atomic: its CompletionTrack (core/completion.h), nullptr if untracked
 };

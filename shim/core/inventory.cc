@@ -26,7 +26,8 @@ namespace {
 
 namespace f = fields::inventory;
 
-uint32_t g_inventory_done = 0;  // FirstForThisFile
+uint32_t g_inventory_done = 0;       // FirstForThisFile
+uint32_t g_load_inventory_done = 0;  // the same, for RecordLoadInventory
 
 int PrefixLen(const unsigned char* mask, int bytes) {
   int n = 0;
@@ -108,10 +109,16 @@ int FindFramework(dl_phdr_info* info, size_t, void* data) {
   struct {
     const char* prefix;
     const char* name;
-  } const kKnown[] = {{"libtorch_cuda", "pytorch"},  {"libtorch.so", "pytorch"},
-                      {"libc10.so", "pytorch"},      {"libtensorflow_framework", "tensorflow"},
-                      {"xla_extension", "jax"},      {"libjax", "jax"},
-                      {"libpaddle", "paddlepaddle"}, {"libmxnet", "mxnet"}};
+  } const kKnown[] = {{"libtorch_cuda", "pytorch"},
+                      {"libtorch.so", "pytorch"},
+                      {"libc10.so", "pytorch"},
+                      // what `import torch` loads first, and NCCL with it
+                      {"libtorch_global_deps", "pytorch"},
+                      {"libtensorflow_framework", "tensorflow"},
+                      {"xla_extension", "jax"},
+                      {"libjax", "jax"},
+                      {"libpaddle", "paddlepaddle"},
+                      {"libmxnet", "mxnet"}};
   for (const auto& k : kKnown) {
     if (strncmp(base, k.prefix, strlen(k.prefix)) == 0) {
       fw->name = k.name;
@@ -120,6 +127,36 @@ int FindFramework(dl_phdr_info* info, size_t, void* data) {
     }
   }
   return 0;
+}
+
+// The value of `name = '...'` (or "...") on a line of its own in a Python
+// source, or nullptr: `__version__ = '2.5.1'`, not the '__version__' an
+// `__all__ = [...]` line lists first.
+const char* PythonStringAssignment(const char* text, const char* name, int* len) {
+  const size_t n = strlen(name);
+  for (const char* line = text; line != nullptr && *line != '\0';) {
+    const char* next = strchr(line, '\n');
+    if (strncmp(line, name, n) == 0) {
+      const char* p = line + n;
+      while (*p == ' ' || *p == '\t') ++p;
+      if (*p == ':') {  // an annotation: `__version__: str = '...'`
+        while (*p != '\0' && *p != '=' && *p != '\n') ++p;
+      }
+      if (*p == '=') {
+        ++p;
+        while (*p == ' ' || *p == '\t') ++p;
+        if (*p == '\'' || *p == '"') {
+          const char* end = strchr(p + 1, *p);
+          if (end != nullptr && (next == nullptr || end < next) && end - p - 1 <= 64) {
+            *len = static_cast<int>(end - p - 1);
+            return p + 1;
+          }
+        }
+      }
+    }
+    line = next != nullptr ? next + 1 : nullptr;
+  }
+  return nullptr;
 }
 
 // "pytorch 2.5.1+cu124": a PyTorch wheel keeps its version in
@@ -138,13 +175,10 @@ void FrameworkName(const Framework& fw, char* out, size_t n) {
   close(fd);
   if (got <= 0) return;
   text[got] = '\0';
-  const char* v = strstr(text, "__version__");
-  if (v == nullptr) return;
-  const char* q = strpbrk(v, "'\"");
-  if (q == nullptr) return;
-  const char* end = strchr(q + 1, *q);
-  if (end == nullptr || end - q > 64) return;
-  snprintf(out, n, "%s %.*s", fw.name, static_cast<int>(end - q - 1), q + 1);
+  int len = 0;
+  const char* v = PythonStringAssignment(text, "__version__", &len);
+  if (v == nullptr || len == 0) return;
+  snprintf(out, n, "%s %.*s", fw.name, len, v);
 }
 
 // ------------------------------------------------------------ P2P path
@@ -283,14 +317,16 @@ void WriteP2pPath(wire::WireWriter& w) {
 
 }  // namespace
 
-void RecordInventoryOnce(const LoadedVersions& v) {
-  if (!FirstForThisFile(&g_inventory_done)) return;
+namespace {
+
+void WriteInventory(const LoadedVersions& v, bool at_load) {
   LargeRecordBuilder r(fields::record::kInventory);
   wire::WireWriter& w = r.w();
   w.Sint(f::kNcclVersion, v.nccl);
-  if (v.nccl_path != nullptr) w.String(f::kNcclPath, v.nccl_path);
+  if (v.nccl_path != nullptr && v.nccl_path[0] != '\0') w.String(f::kNcclPath, v.nccl_path);
   w.Sint(f::kCudaDriverVersion, v.cuda_driver);
   w.Sint(f::kCudaRuntimeVersion, v.cuda_runtime);
+  if (at_load) w.Varint(f::kAtLoad, 1);
 
   Framework fw;
   dl_iterate_phdr(FindFramework, &fw);
@@ -329,6 +365,20 @@ void RecordInventoryOnce(const LoadedVersions& v) {
   WriteEnvironment(w);
   WriteP2pPath(w);
   r.Append(Region::kPinned);
+}
+
+}  // namespace
+
+void RecordInventoryOnce(const LoadedVersions& v) {
+  if (!FirstForThisFile(&g_inventory_done)) return;
+  WriteInventory(v, false);
+}
+
+void RecordLoadInventory(const char* nccl_path) {
+  if (!FirstForThisFile(&g_load_inventory_done)) return;
+  LoadedVersions v;
+  v.nccl_path = nccl_path;
+  WriteInventory(v, true);
 }
 
 }  // namespace ncclwatch::shim

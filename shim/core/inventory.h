@@ -11,7 +11,8 @@
 // tree instead of /sys.)
 //
 // Not on the hot path: it reads files and asks the kernel (getifaddrs,
-// statvfs, getrlimit, opendir), and runs once, inside the first NCCL init call.
+// statvfs, getrlimit, opendir), and runs once inside the first NCCL init
+// call, and once when the shim finds NCCL loaded (core/tracer.h).
 
 #ifndef NCCLWATCH_SHIM_CORE_INVENTORY_H_
 #define NCCLWATCH_SHIM_CORE_INVENTORY_H_
@@ -28,6 +29,12 @@ struct LoadedVersions {
 // Writes the Inventory record the first time it is called; later calls do
 // nothing.
 void RecordInventoryOnce(const LoadedVersions& versions);
+
+// Writes the inventory as it is when NCCL is found loaded, before any NCCL
+// call (Inventory.at_load: the versions are not asked; `nccl_path`, the NCCL
+// library found, may be null). RecordInventoryOnce writes it again, whole,
+// at the first NCCL init call. Once per trace file.
+void RecordLoadInventory(const char* nccl_path);
 
 }  // namespace ncclwatch::shim
 

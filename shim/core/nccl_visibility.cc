@@ -10,10 +10,12 @@
 
 #include "core/comm_registry.h"
 #include "core/errno_guard.h"
+#include "core/inventory.h"
 #include "core/nccl_code.h"
 #include "core/record_builder.h"
 #include "core/startup_stack.h"
 #include "core/tracer.h"
+#include "core/watcher.h"
 #include "ncclwatch/trace_fields.h"
 #include "resolve/elf_symbols.h"
 #include "resolve/loaded_module.h"
@@ -78,8 +80,8 @@ void Note(NcclNotSeen reason, const char* path) {
     if (g_noted[i] == key) return;
   if (g_noted_count >= kMaxNoted) return;
   g_noted[g_noted_count++] = key;
-  const bool calls_seen = TracingNow();
-  if (!EnsureTracing()) return;
+  const bool calls_seen = NcclCallsSeen();
+  if (!EnsureTraceFile(TracedFrom::kNotSeen)) return;
   LargeRecordBuilder r(f::record::kNcclNotSeen);
   namespace k = f::nccl_not_seen;
   r.w().Varint(k::kReason, static_cast<uint32_t>(reason));
@@ -157,6 +159,7 @@ int ScanCallback(dl_phdr_info* info, size_t, void* data) {
   }
   if (linked_in) {
     g_has_nccl = true;
+    if (g_first_nccl_path[0] == '\0') CopyName(g_first_nccl_path, sizeof(g_first_nccl_path), name);
     Add(s, NcclNotSeen::kLinkedIn, name);
   }
   return 0;
@@ -168,13 +171,19 @@ void Check() {
   s.self = reinterpret_cast<uintptr_t>(&CheckNcclVisibility);
   dl_iterate_phdr(ScanCallback, &s);
   if (s.index > 0) g_last_modules = s.index;
+  // NCCL is in the process: traced from now on (core/tracer.h), before any
+  // note below makes the file for a reason of its own.
+  if (g_has_nccl && NoteNcclLoaded()) {
+    RecordLoadInventory(g_first_nccl_path);
+    StartHeartbeat();
+  }
   for (int i = 0; i < s.nfound; ++i) Note(s.found[i].reason, s.found[i].path);
   for (unsigned i = 0; i < kUntracedCallers; ++i) {
     const uintptr_t a = __atomic_load_n(&g_untraced_callers[i], __ATOMIC_RELAXED);
     if (a != 0 && FromNccl(reinterpret_cast<const void*>(a)))
       __atomic_store_n(&g_nccl_code_active, 1, __ATOMIC_RELAXED);
   }
-  if (__atomic_load_n(&g_nccl_code_active, __ATOMIC_RELAXED) != 0 && !TracingNow())
+  if (__atomic_load_n(&g_nccl_code_active, __ATOMIC_RELAXED) != 0 && !NcclCallsSeen())
     Note(NcclNotSeen::kActiveUnseen, g_first_nccl_path[0] != '\0' ? g_first_nccl_path : "NCCL");
   if (g_has_nccl) {
     for (int i = 0; i < g_deep_count; ++i) Note(NcclNotSeen::kDeepBind, g_deep[i]);

@@ -42,13 +42,24 @@ struct SysCallEvent {
 // init: only what NCCL did is evidence about NCCL.
 // Without a trace file (no NCCL call seen yet), a call from NCCL's code is
 // only noted (core/nccl_visibility.h: ACTIVE_UNSEEN).
+//
+// With a trace file made because NCCL is loaded and no NCCL call seen yet
+// (kLoaded), a call from NCCL's code is recorded, and noted as NCCL's code
+// at work unseen; the rest of the process's socket calls are counted apart
+// (core/rendezvous_sockets.h).
 inline bool WantSysCall(const void* caller, bool failed) {
-  if (!TracingNow()) {
-    NoteUntracedCall(caller);
-    return false;
+  const int s = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
+  if (s == kTracing) {
+    if (FromNccl(caller)) return true;
+    return failed && ThisThread().in_call != 0 && FromNcclDriven(caller);
   }
-  if (FromNccl(caller)) return true;
-  return failed && ThisThread().in_call != 0 && FromNcclDriven(caller);
+  if (s == kLoaded) {
+    if (!FromNccl(caller)) return false;
+    __atomic_store_n(&g_nccl_code_active, 1, __ATOMIC_RELAXED);
+    return true;
+  }
+  NoteUntracedCall(caller);
+  return false;
 }
 
 // Writes the record: failures, and the first few hundred successful calls

@@ -1,6 +1,7 @@
 // Start-up and per-thread state. ThisThread(), NextGroupId() and
 // WriteTimeAnchor() are on the HOT PATH (no allocation, lock or system call;
-// async-signal-safe); InitTracer() and RecordNewModules() are not.
+// async-signal-safe); making the file (InitTracer, NoteNcclLoaded) and
+// RecordNewModules() are not.
 
 #include "core/tracer.h"
 
@@ -40,6 +41,14 @@ __thread ThreadState t_thread __attribute__((tls_model("initial-exec")));
 __thread int t_creating_file __attribute__((tls_model("initial-exec")));
 
 void CreateTraceFile();  // InitTracer's work, on the start-up stack
+void InitTracer(int final_state, TracedFrom why);
+// What the file being made is for: kTracing (an NCCL call) or kLoaded.
+int g_want_state = kTracing;
+TracedFrom g_traced_from = TracedFrom::kFirstCall;
+// A forked child of a process that had NCCL loaded: traced from its own
+// first NCCL call only.
+int g_nccl_inherited = 0;
+int g_nccl_loaded = 0;  // NoteNcclLoaded was called in this process
 uint32_t g_next_thread = 0;
 uint64_t g_next_group = 0;
 
@@ -115,6 +124,8 @@ void WriteProcessStart() {
   r.w().Varint(f::kShimVersion, kShimVersion);
   struct stat ns;  // which pid namespace g_pid is a number in
   if (stat("/proc/self/ns/pid", &ns) == 0) r.w().Varint(f::kPidNamespace, ns.st_ino);
+  if (g_traced_from != TracedFrom::kFirstCall)
+    r.w().Varint(f::kTracedFrom, static_cast<uint32_t>(g_traced_from));
   r.Append(Region::kPinned);
 }
 
@@ -209,8 +220,9 @@ void TracerForkChild() {
   // kOff stays off (NCCLWATCH=0, or a folder the parent could not use);
   // kArmed has nothing to drop. kTracing, or kInitializing (another thread
   // was making the file, and is not in the child): the parent's file goes.
+  if (__atomic_load_n(&g_nccl_loaded, __ATOMIC_ACQUIRE)) g_nccl_inherited = 1;
   const int s = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
-  if (s != kTracing && s != kInitializing) return;
+  if (s != kTracing && s != kLoaded && s != kInitializing) return;
   __atomic_store_n(&g_tracer_state, kArmed, __ATOMIC_RELEASE);
   g_ring.DropInChild();
   g_module_count = 0;  // the child's file lists them again
@@ -226,18 +238,48 @@ void ArmTracer() {
 }
 
 bool EnsureTracing() {
-  int s = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
-  if (s == kTracing) return true;
-  if (s == kOff) return false;
-  // A signal handler that calls NCCL while this thread makes the file
-  // (InitTracer): the call goes to NCCL untraced. Waiting for the file here
-  // would wait for the very code the handler interrupted.
-  if (s == kInitializing && t_creating_file) return false;
-  InitTracer();
-  return __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kTracing;
+  for (;;) {
+    int s = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
+    if (s == kTracing) return true;
+    if (s == kOff) return false;
+    // The file exists (NCCL was loaded): this is the process's first NCCL
+    // call. The rendezvous window closes.
+    if (s == kLoaded) {
+      if (__atomic_compare_exchange_n(&g_tracer_state, &s, kTracing, false, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE))
+        return true;
+      continue;
+    }
+    // A signal handler that calls NCCL while this thread makes the file
+    // (InitTracer): the call goes to NCCL untraced. Waiting for the file here
+    // would wait for the very code the handler interrupted.
+    if (s == kInitializing && t_creating_file) return false;
+    InitTracer(kTracing, TracedFrom::kFirstCall);
+    if (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff) return false;
+  }
 }
 
-void InitTracer() {
+bool EnsureTraceFile(TracedFrom why) {
+  const int s = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
+  if (s == kTracing || s == kLoaded) return true;
+  if (s == kOff || (s == kInitializing && t_creating_file)) return false;
+  InitTracer(kLoaded, why);
+  return TracingNow();
+}
+
+void InitTracer() { InitTracer(kTracing, TracedFrom::kFirstCall); }
+
+bool NoteNcclLoaded() {
+  __atomic_store_n(&g_nccl_loaded, 1, __ATOMIC_RELEASE);
+  if (g_nccl_inherited) return false;
+  const int s = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
+  if (s != kArmed && s != kUninitialized) return false;  // a file already, or off
+  return EnsureTraceFile(TracedFrom::kNcclLoaded);
+}
+
+namespace {
+
+void InitTracer(int final_state, TracedFrom why) {
   for (;;) {
     int expected = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
     if (expected == kInitializing) {
@@ -253,13 +295,13 @@ void InitTracer() {
       break;
   }
   t_creating_file = 1;
+  g_want_state = final_state;
+  g_traced_from = why;
   // Its buffers (paths, whole records) on the shim's stack: the first NCCL
   // call may come from a thread with a small one.
   RunOnStartupStack([] { CreateTraceFile(); });
   t_creating_file = 0;
 }
-
-namespace {
 
 void CreateTraceFile() {
   const int saved_errno = errno;
@@ -336,13 +378,13 @@ void CreateTraceFile() {
   config.clock = g_trace_clock;
   char error[512];
   if (g_ring.Open(config, error, sizeof(error))) {
-    final_state = kTracing;
+    final_state = g_want_state;
     if (g_ring.notice()[0] != '\0') Warn(g_ring.notice());
   } else {
     snprintf(msg, sizeof(msg), "not tracing this process: %s", error);
     Warn(msg);
   }
-  if (final_state == kTracing) {
+  if (final_state != kOff) {
     WriteProcessStart();
     WriteTimeAnchor(Region::kPinned);
     RecordNewModules();

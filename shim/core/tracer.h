@@ -16,12 +16,22 @@
 // The file is made on the shim's own stack (core/startup_stack.h), so a
 // first call from a thread with a small stack works as without the shim.
 //
-// Only a process that uses NCCL gets a trace. The shim's constructor only
+// Only a process with NCCL in it gets a trace. The shim's constructor only
 // arms the tracer (ArmTracer: NCCLWATCH=0 turns it off for good); the file
-// is made by the first call into an NCCL entry point (Tracing() in every
-// NCCL hook), by the CUDA-IPC hooks through EnsureTracing(), or when the
-// shim finds NCCL code it cannot see (core/nccl_visibility.h). A launcher,
-// a compiler or `true` under LD_PRELOAD leaves no file.
+// is made when the shim finds NCCL loaded in the process (linked with the
+// program, or dlopen'ed: core/nccl_visibility.h looks at start-up, before
+// each dlopen, at each dlsym of an NCCL name and at exit: NoteNcclLoaded),
+// by the first call into an NCCL entry point (Tracing() in every NCCL hook),
+// by the CUDA-IPC hooks through EnsureTracing(), or when the shim finds NCCL
+// code it cannot see. A launcher, a compiler or `true` under LD_PRELOAD
+// leaves no file; a Python that imports a framework built with NCCL does.
+//
+// From NCCL's load to the process's first NCCL call (kLoaded) the file holds
+// what comes before NCCL: the process, an inventory, heartbeats, and the
+// TCP sockets of its rendezvous (core/rendezvous_sockets.h). A forked child
+// of a process that had NCCL loaded is traced only from its own first NCCL
+// call (DataLoader workers and the like fork by the dozen, and have no
+// rendezvous of their own).
 //
 // Creating the file (InitTracer, once): reads NCCLWATCH_DIR (by default
 // ${TMPDIR:-/tmp}/ncclwatch-<uid>), NCCLWATCH_RING_SIZE, NCCLWATCH_FILE_MODE;
@@ -41,14 +51,17 @@
 namespace ncclwatch::shim {
 
 // kUninitialized: the constructor has not run; kArmed: it has, no file yet;
-// kInitializing: a thread is creating the file; kTracing: the file is open;
-// kOff: NCCLWATCH=0, the file could not be made, or a forked child.
+// kInitializing: a thread is creating the file; kTracing: the file is open
+// and the process has made an NCCL call; kLoaded: the file is open because
+// NCCL is loaded, and no NCCL call was made yet; kOff: NCCLWATCH=0, or the
+// file could not be made.
 enum TracerState : int {
   kUninitialized = 0,
   kInitializing = 1,
   kTracing = 2,
   kOff = 3,
-  kArmed = 4
+  kArmed = 4,
+  kLoaded = 5
 };
 
 extern int g_tracer_state;
@@ -65,7 +78,22 @@ void ArmTracer();
 // The CUDA-IPC hooks call this (through Tracing()) before recording, so a
 // process whose first traced call is a CUDA-IPC one gets its file then.
 bool EnsureTracing();
-void InitTracer();  // EnsureTracing's work; call EnsureTracing()
+void InitTracer();  // EnsureTracing's work for a first NCCL call; call EnsureTracing()
+
+// Why a file is made (ProcessStart.traced_from).
+enum class TracedFrom : uint32_t { kFirstCall = 0, kNcclLoaded = 1, kNotSeen = 2 };
+
+// Creates the trace file if there is none, without counting an NCCL call
+// (kLoaded): for what is written about a process before its first NCCL
+// call. Returns whether the file exists. Not signal-safe when it creates it.
+bool EnsureTraceFile(TracedFrom why);
+
+// From the module scans (core/nccl_visibility.cc), when NCCL is found in the
+// process: makes the file (kLoaded), unless the process has one already, or
+// inherited NCCL from a parent it was forked from. Returns whether it made
+// it (the caller then writes the inventory and starts the heartbeat). Not
+// signal-safe.
+bool NoteNcclLoaded();
 
 // Whether the process is traced, creating the file on the first call: for
 // the NCCL (and CUDA-IPC) hooks.
@@ -78,7 +106,15 @@ inline bool Tracing() {
 
 // Whether the file exists, without creating it: for what is recorded only
 // when the process is traced anyway (signals, exit, libc calls).
-inline bool TracingNow() { return __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kTracing; }
+inline bool TracingNow() {
+  const int s = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
+  return s == kTracing || s == kLoaded;
+}
+
+// Whether the process has made an NCCL call the shim saw.
+inline bool NcclCallsSeen() {
+  return __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kTracing;
+}
 
 // In a forked child (the fork handler; async-signal-safe): a traced
 // parent's file is not the child's to write. The child drops it (unmaps it)

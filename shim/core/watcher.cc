@@ -20,6 +20,7 @@
 #include "core/call_records.h"
 #include "core/completion.h"
 #include "core/record_builder.h"
+#include "core/rendezvous_sockets.h"
 #include "core/tracer.h"
 #include "ncclwatch/trace_fields.h"
 #include "resolve/real_cuda.h"
@@ -47,6 +48,7 @@ struct Settings {
 };
 Settings g_settings;
 uint32_t g_started_pid = 0;  // the process the threads run in
+uint32_t g_beat_pid = 0;     // the process the heartbeat thread runs in
 int g_poll_busy = 0;         // a round of queries is running (poller or FinalPoll)
 // Last rounds asked of the poller by a dying process (FinalPollFromSignal),
 // a futex word the poller sleeps on, and the requests it has answered.
@@ -170,6 +172,10 @@ void ReportStall(CompletionTrack* t, const Marker& m, uint64_t waited_ns, uint64
     snprintf(waits, sizeof(waits), "it waits for rank %d to receive", m.peer);
   } else if (m.call == f::kRecv) {
     snprintf(waits, sizeof(waits), "it waits for rank %d to send", m.peer);
+  } else if (m.call == f::kWaitSignal) {
+    snprintf(waits, sizeof(waits), "it waits for signals from rank %d", m.peer);
+  } else if (m.call == f::kPutSignal || m.call == f::kSignal) {
+    snprintf(waits, sizeof(waits), "it waits for its GPU to reach rank %d's window", m.peer);
   } else if (c->nranks > 1) {
     snprintf(waits, sizeof(waits), "it waits for the other %d ranks of the communicator",
              c->nranks - 1);
@@ -249,6 +255,7 @@ void* BeatMain(void*) {
       r.w().Varint(f::heartbeat::kIntervalMs, s.heartbeat_ms);
       r.Append(Region::kRing);
     }
+    FlushRendezvousSockets();
     if (s.completion) CheckStalls(s.stall_ns);
     SleepNs(static_cast<uint64_t>(s.heartbeat_ms) * 1000000ull);
   }
@@ -271,31 +278,54 @@ bool Spawn(void* (*main)(void*), const char* name) {
 
 bool CompletionTrackingEnabled() { return TheSettings().completion != 0; }
 
-void StartWatcher() {
-  if (!Tracing()) return;
+namespace {
+
+// Claims `*pid_word` for this process; false when a thread was started for
+// it already.
+bool FirstInThisProcess(uint32_t* pid_word) {
   const uint32_t pid = static_cast<uint32_t>(getpid());
-  uint32_t started = __atomic_load_n(&g_started_pid, __ATOMIC_ACQUIRE);
-  if (started == pid) return;
-  if (!__atomic_compare_exchange_n(&g_started_pid, &started, pid, false, __ATOMIC_ACQ_REL,
-                                   __ATOMIC_ACQUIRE))
-    return;
-  const int saved_errno = errno;
-  TheSettings();
-  // The threads start with every signal blocked: the program's signals keep
-  // going to the program's threads. All but the faults a thread raises
-  // itself: a blocked one kills the process at once, and a store into a
-  // trace file truncated under the process (a heartbeat) must reach the
-  // shim's SIGBUS handler, which makes it harmless (ring_writer.h).
+  uint32_t started = __atomic_load_n(pid_word, __ATOMIC_ACQUIRE);
+  if (started == pid) return false;
+  return __atomic_compare_exchange_n(pid_word, &started, pid, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE);
+}
+
+// Spawns `main` with every signal blocked: the program's signals keep going
+// to the program's threads. All but the faults a thread raises itself: a
+// blocked one kills the process at once, and a store into a trace file
+// truncated under the process (a heartbeat) must reach the shim's SIGBUS
+// handler, which makes it harmless (ring_writer.h).
+bool SpawnQuiet(void* (*main)(void*), const char* name) {
   sigset_t all, old;
   sigfillset(&all);
   static const int kFaults[] = {SIGBUS, SIGSEGV, SIGFPE, SIGILL};
   for (int s : kFaults) sigdelset(&all, s);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  __atomic_store_n(&g_poll_busy, 0, __ATOMIC_RELEASE);  // a forked child starts afresh
-  bool ok = Spawn(BeatMain, "ncclwatch-beat");
-  if (ok && TheSettings().completion) ok = Spawn(PollMain, "ncclwatch-poll");
+  const bool ok = Spawn(main, name);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (!ok) Warn("ncclwatch: could not start the watcher thread; no heartbeat or completion\n");
+  return ok;
+}
+
+}  // namespace
+
+void StartHeartbeat() {
+  if (!TracingNow() || !FirstInThisProcess(&g_beat_pid)) return;
+  const int saved_errno = errno;
+  TheSettings();
+  if (!SpawnQuiet(BeatMain, "ncclwatch-beat"))
+    Warn("ncclwatch: could not start the heartbeat thread; no heartbeat\n");
+  errno = saved_errno;
+}
+
+void StartWatcher() {
+  if (!Tracing()) return;
+  if (!FirstInThisProcess(&g_started_pid)) return;
+  const int saved_errno = errno;
+  TheSettings();
+  __atomic_store_n(&g_poll_busy, 0, __ATOMIC_RELEASE);  // a forked child starts afresh
+  StartHeartbeat();
+  if (TheSettings().completion && !SpawnQuiet(PollMain, "ncclwatch-poll"))
+    Warn("ncclwatch: could not start the watcher thread; no completion tracking\n");
   errno = saved_errno;
 }
 

@@ -40,6 +40,13 @@ namespace ncclwatch::shim {
 // Starts the two threads, once per process.
 void StartWatcher();
 
+// Starts the heartbeat thread alone, once per process (StartWatcher starts
+// it too): for a process traced from NCCL's load, before any communicator
+// (core/nccl_visibility.cc, NoteNcclLoaded). Its stall check finds nothing
+// to check until a communicator is tracked. Each beat also writes the
+// rendezvous counts that changed (core/rendezvous_sockets.h).
+void StartHeartbeat();
+
 // NCCLWATCH_COMPLETION is not "0".
 bool CompletionTrackingEnabled();
 

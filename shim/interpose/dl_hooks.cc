@@ -65,6 +65,7 @@
 #include "ncclwatch/trace_fields.h"
 #include "resolve/elf_symbols.h"
 #include "resolve/loaded_module.h"
+#include "resolve/nccl_exports.h"
 
 #if defined(__x86_64__)
 
@@ -310,6 +311,16 @@ static bool IsDriverSharingName(const char* name) {
   return false;
 }
 
+// An entry point no loaded NCCL has is not found in the shim either
+// (resolve/nccl_exports.h): before a lookup of an NCCL name, and before a
+// load, the exports follow what is loaded, so glibc answers as it would
+// without the shim.
+static void UpdateExportsKeepingErrno() {
+  const int saved = errno;
+  UpdateNcclExports();
+  errno = saved;
+}
+
 // dlvsym's: what to do: jump to `target`, or, when it is null, return `value`.
 struct DlvsymStep {
   void* target;
@@ -337,6 +348,7 @@ extern "C" __attribute__((visibility("hidden"), used)) DlvsymStep NcclwatchBefor
     void* handle, const char* name, const void* caller) {
   void* real = NextDefinition(&g_real_dlsym, "dlsym");
   if (real == nullptr) return {nullptr, nullptr};
+  if (IsNcclName(name) && !FromShim(caller)) UpdateExportsKeepingErrno();
   if (IsNcclName(name) && Enabled() && !FromShim(caller))
     return NcclLookup(real, false, handle, name, nullptr, caller);
   // The CUDA driver's memory-sharing entry points (and cuGetProcAddress):
@@ -357,6 +369,7 @@ extern "C" __attribute__((visibility("hidden"), used)) DlvsymStep NcclwatchBefor
     void* handle, const char* name, const char* version, const void* caller) {
   void* real = NextDefinition(&g_real_dlvsym, "dlvsym");
   if (real == nullptr) return {nullptr, nullptr};
+  if (IsNcclName(name) && !FromShim(caller)) UpdateExportsKeepingErrno();
   if (IsNcclName(name) && Enabled() && !FromShim(caller))
     return NcclLookup(real, true, handle, name, version, caller);
   if (!WatchVerbsLookup(handle, name, caller)) return {real, nullptr};
@@ -375,6 +388,11 @@ extern "C" __attribute__((visibility("hidden"), used)) void* NcclwatchBeforeDlop
     CheckNcclVisibility();
     if ((flags & RTLD_DEEPBIND) != 0) NoteDeepBindDlopen(name);
     errno = saved;
+  }
+  if (!FromShim(caller)) {
+    // What the previous loads brought decides which NCCL exports this load
+    // binds to (resolve/nccl_exports.h), with the shim on or off.
+    UpdateExportsKeepingErrno();
   }
   if (name != nullptr && WantSysCall(caller, false)) {
     SysCallEvent e;

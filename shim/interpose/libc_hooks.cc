@@ -9,6 +9,12 @@
 // NCCL drives (the CUDA driver, verbs, what NCCL loaded) made it and it
 // failed inside an NCCL init or teardown call.
 //
+// Before NCCL: while the trace file exists because NCCL is loaded and no
+// NCCL call was made yet, the TCP socket calls of any code (bind, listen,
+// connect, accept, and a non-blocking connect's outcome read with
+// getsockopt(SO_ERROR), also interposed here for that) are counted for the
+// rendezvous (core/rendezvous_sockets.h).
+//
 // dlopen and dlvsym are not here: glibc resolves a dlopen's search path
 // (RUNPATH, $ORIGIN, namespace) from the caller's address, which a wrapper
 // like these would change. interpose/dl_hooks.cc watches them through
@@ -29,11 +35,13 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/rendezvous_sockets.h"
 #include "core/syscall_records.h"
 #include "ncclwatch/trace_fields.h"
 
@@ -93,6 +101,7 @@ bool InProgress(int err) {
 // accept and accept4, once they returned `r`: the peer's address when one came.
 int AfterAccept(int r, int fd, const struct sockaddr* addr, const socklen_t* len,
                 const void* caller) {
+  if (RendezvousWindow()) NoteAccept(fd, r, r < 0 ? errno : 0, caller);
   if (r < 0 && InProgress(errno)) return r;
   if (WantSysCall(caller, r < 0)) {
     const int err = errno;
@@ -190,6 +199,7 @@ __attribute__((visibility("default"))) int socket(int domain, int type, int prot
   REAL(socket);
   if (real == nullptr) return NoDefinition();
   const int r = real(domain, type, protocol);
+  if (r >= 0 && RendezvousWindow()) NoteSocket(r, domain, type);
   if (WantSysCall(CALLER, r < 0) && r < 0) {
     const int err = errno;
     SysCallEvent e;
@@ -206,13 +216,17 @@ __attribute__((visibility("default"))) int bind(int fd, const struct sockaddr* a
                                                 socklen_t len) noexcept {
   REAL(bind);
   if (real == nullptr) return NoDefinition();
-  return AfterSocketCall(k::kBind, real(fd, addr, len), fd, addr, len, 0, false, CALLER);
+  const int r = real(fd, addr, len);
+  if (RendezvousWindow()) NoteBind(fd, addr, len, r, r != 0 ? errno : 0, CALLER);
+  return AfterSocketCall(k::kBind, r, fd, addr, len, 0, false, CALLER);
 }
 
 __attribute__((visibility("default"))) int listen(int fd, int backlog) noexcept {
   REAL(listen);
   if (real == nullptr) return NoDefinition();
-  return AfterSocketCall(k::kListen, real(fd, backlog), fd, nullptr, 0, backlog, true, CALLER);
+  const int r = real(fd, backlog);
+  if (RendezvousWindow()) NoteListen(fd, r, r != 0 ? errno : 0, CALLER);
+  return AfterSocketCall(k::kListen, r, fd, nullptr, 0, backlog, true, CALLER);
 }
 
 __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr* addr,
@@ -220,6 +234,7 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
   REAL(connect);
   if (real == nullptr) return NoDefinition();
   const int r = real(fd, addr, len);
+  if (RendezvousWindow()) NoteConnect(fd, addr, len, r, r != 0 ? errno : 0, CALLER);
   if (r != 0 && InProgress(errno)) return r;
   return AfterSocketCall(k::kConnect, r, fd, addr, len, 0, false, CALLER);
 }
@@ -252,6 +267,22 @@ __attribute__((visibility("default"))) int setsockopt(int fd, int level, int nam
     e.has_arg = true;
     e.caller = CALLER;
     Record(e, r, true, err);
+  }
+  return r;
+}
+
+// Only for the rendezvous: the outcome of a non-blocking connect
+// (SO_ERROR), read while the rendezvous window is open.
+__attribute__((visibility("default"))) int getsockopt(int fd, int level, int name, void* value,
+                                                      socklen_t* len) noexcept {
+  REAL(getsockopt);
+  if (real == nullptr) return NoDefinition();
+  const int r = real(fd, level, name, value, len);
+  if (r == 0 && level == SOL_SOCKET && name == SO_ERROR && RendezvousWindow() && value != nullptr &&
+      len != nullptr && *len >= sizeof(int)) {
+    int so_error = 0;
+    memcpy(&so_error, value, sizeof(so_error));
+    NoteSocketError(fd, so_error, CALLER);
   }
   return r;
 }

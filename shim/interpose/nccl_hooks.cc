@@ -19,7 +19,7 @@
 #endif
 
 #include <dlfcn.h>
-#include <nccl.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core/call_records.h"
@@ -31,7 +31,9 @@
 #include "core/tracer.h"
 #include "interpose/nccl_wrappers.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/nccl_exports.h"
 #include "resolve/real_cuda.h"
+#include "resolve/real_nccl.h"  // nccl.h and nccl_device.h
 
 using namespace ncclwatch::shim;  // NOLINT: this file is the shim's NCCL surface
 namespace f = ncclwatch::fields;
@@ -40,11 +42,18 @@ namespace f = ncclwatch::fields;
 #define NCCLWATCH_CAT(a, b) NCCLWATCH_CAT2(a, b)
 
 #if NCCLWATCH_SLOT == 0
-#define NCCLWATCH_API(ret, func, ...)                                                       \
-  extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__);                  \
-  extern "C" __attribute__((visibility("default"), alias(#func))) ret p##func(__VA_ARGS__); \
-  extern "C" __attribute__((visibility("default"))) ret func(__VA_ARGS__)
-#define NCCLWATCH_HOOK(name) ::name
+// The hook is a hidden function; ncclX and pncclX are its exported aliases,
+// which the shim may hide from the dynamic linker (resolve/nccl_exports.h).
+// The shim's own references (the wrapper table) name the hidden function, so
+// they never depend on what a lookup of the exported name finds.
+#define NCCLWATCH_API(ret, func, ...)                                                     \
+  extern "C" __attribute__((visibility("hidden"))) ret NcclwatchHook_##func(__VA_ARGS__); \
+  extern "C" __attribute__((visibility("default"), alias("NcclwatchHook_" #func)))        \
+  ret func(__VA_ARGS__);                                                                  \
+  extern "C" __attribute__((visibility("default"), alias("NcclwatchHook_" #func)))        \
+  ret p##func(__VA_ARGS__);                                                               \
+  extern "C" __attribute__((visibility("hidden"))) ret NcclwatchHook_##func(__VA_ARGS__)
+#define NCCLWATCH_HOOK(name) ::NcclwatchHook_##name
 #else
 #define NCCLWATCH_SLOT_NS NCCLWATCH_CAT(ncclwatch_slot, NCCLWATCH_SLOT)
 #define NCCLWATCH_API(ret, func, ...) \
@@ -76,8 +85,17 @@ inline void NoteFailure(uint32_t call, ncclResult_t r, const void* comm) {
 }
 
 bool Reduces(uint32_t call) {
-  return call == f::kAllReduce || call == f::kReduce || call == f::kReduceScatter;
+  return call == f::kAllReduce || call == f::kReduce || call == f::kReduceScatter ||
+         call == f::kAllReduceConfig || call == f::kReduceConfig || call == f::kReduceScatterConfig;
 }
+
+// A call NCCL makes to its own entry points (ncclBcast calls ncclBroadcast,
+// ncclCommInitAll ncclGetUniqueId and the group calls, window registration
+// ncclCommRegister, teardown ncclDevCommDestroy and ncclCommWindowDeregister,
+// all through its exported symbols, so through the shim): part of the call
+// the program made, which is recorded, not a call of its own. Goes straight
+// through unrecorded.
+bool InsideNccl(const void* caller) { return ThisThread().in_call != 0 || FromNccl(caller); }
 
 // One collective: record, forward, record the result. Inlined into each
 // entry point, so its arguments are not copied onto the stack once more.
@@ -139,6 +157,7 @@ void FirstInit() {
   const uint32_t generation = __atomic_load_n(&g_trace_generation, __ATOMIC_ACQUIRE);
   if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) == generation) return;
   RunOnStartupStack([] {
+    UpdateNcclExports();
     RecordNewModules();
     ResolveRealCuda();
     LoadedVersions v;
@@ -208,7 +227,7 @@ ncclResult_t TracedInit(CommInitBegin& b, ncclComm_t* out, bool ask_nccl, Call c
 // A group call: recorded around the real one.
 template <typename Fn, typename... Args>
 ncclResult_t TracedGroup(Fn real, uint32_t call, const void* caller, Args... args) {
-  if (!Tracing()) return real(args...);
+  if (!Tracing() || __builtin_expect(ThisThread().in_call != 0, 0)) return real(args...);
   CallRecord rec = BeginGroup(call, caller);
   const ncclResult_t r = real(args...);
   EndGroup(call, rec, r);
@@ -233,6 +252,10 @@ NCCLWATCH_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff,
 NCCLWATCH_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   REAL_OR_FAIL(ncclBroadcast);
+  // NCCL's ncclBcast is a call of ncclBroadcast: one collective, recorded as
+  // the Bcast the program called.
+  if (__builtin_expect(FromNccl(CALLER), 0))
+    return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
   return Collective(real, f::kBroadcast, sendbuff, recvbuff, count, datatype, -1, root, comm,
                     stream, CALLER, sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
@@ -339,7 +362,7 @@ NCCLWATCH_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
 
 NCCLWATCH_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
   REAL_OR_FAIL(ncclGetUniqueId);
-  if (!Tracing()) return real(uniqueId);
+  if (!Tracing() || InsideNccl(CALLER)) return real(uniqueId);
   // Written after the call (it does not block), with the identity of the
   // communicator this id will make, so the decoder can tell whose id it was.
   const void* caller = CALLER;
@@ -578,13 +601,19 @@ NCCLWATCH_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) 
 namespace {
 
 template <typename Fn, typename... Args>
-ncclResult_t Api(Fn real, uint32_t call, const void* comm, const void* caller, Args... args) {
-  if (!Tracing()) return real(args...);
-  CallRecord rec = BeginApi(call, comm, 0, caller);
+ncclResult_t ApiValue(Fn real, uint32_t call, const void* comm, int64_t value, const void* caller,
+                      Args... args) {
+  if (!Tracing() || InsideNccl(caller)) return real(args...);
+  CallRecord rec = BeginApi(call, comm, value, caller);
   const ncclResult_t r = real(args...);
   rec.Finish(r);
   NoteFailure(call, r, comm);
   return r;
+}
+
+template <typename Fn, typename... Args>
+ncclResult_t Api(Fn real, uint32_t call, const void* comm, const void* caller, Args... args) {
+  return ApiValue(real, call, comm, 0, caller, args...);
 }
 
 }  // namespace
@@ -631,6 +660,346 @@ NCCLWATCH_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
   REAL_OR_FAIL(ncclRedOpDestroy);
   return Api(real, f::kRedOpDestroy, comm, CALLER, op, comm);
 }
+
+// ------------------------------------------------------------ the device API (2.28)
+
+// A device-API communicator: the GPU's kernels then communicate on their own
+// (LSA loads and stores, GIN puts), which no host call shows. Recorded, so
+// the decoder can say what it does not see for that communicator.
+NCCLWATCH_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm,
+              ncclDevCommRequirements_t const* reqs, ncclDevComm_t* outDevComm) {
+  REAL_OR_FAIL(ncclDevCommCreate);
+  return Api(real, f::kDevCommCreate, comm, CALLER, comm, reqs, outDevComm);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, ncclDevComm_t const* devComm) {
+  REAL_OR_FAIL(ncclDevCommDestroy);
+  return Api(real, f::kDevCommDestroy, comm, CALLER, comm, devComm);
+}
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+
+NCCLWATCH_API(ncclResult_t, ncclCommQueryProperties, ncclComm_t comm, ncclCommProperties_t* props) {
+  REAL_OR_FAIL(ncclCommQueryProperties);
+  return Api(real, f::kCommQueryProperties, comm, CALLER, comm, props);
+}
+
+// The device pointers of a window's memory: `value` is the rank asked for.
+NCCLWATCH_API(ncclResult_t, ncclGetLsaMultimemDevicePointer, ncclWindow_t window, size_t offset,
+              void** outPtr) {
+  REAL_OR_FAIL(ncclGetLsaMultimemDevicePointer);
+  return Api(real, f::kGetLsaMultimemDevicePointer, nullptr, CALLER, window, offset, outPtr);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclGetMultimemDevicePointer, ncclWindow_t window, size_t offset,
+              ncclMultimemHandle multimem, void** outPtr) {
+  REAL_OR_FAIL(ncclGetMultimemDevicePointer);
+  return Api(real, f::kGetMultimemDevicePointer, nullptr, CALLER, window, offset, multimem, outPtr);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclGetLsaDevicePointer, ncclWindow_t window, size_t offset,
+              int lsaRank, void** outPtr) {
+  REAL_OR_FAIL(ncclGetLsaDevicePointer);
+  return ApiValue(real, f::kGetLsaDevicePointer, nullptr, lsaRank, CALLER, window, offset, lsaRank,
+                  outPtr);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclGetPeerDevicePointer, ncclWindow_t window, size_t offset, int peer,
+              void** outPtr) {
+  REAL_OR_FAIL(ncclGetPeerDevicePointer);
+  return ApiValue(real, f::kGetPeerDevicePointer, nullptr, peer, CALLER, window, offset, peer,
+                  outPtr);
+}
+
+// ------------------------------------------------------------ growing, suspending (2.29)
+
+// The id a communicator grows with, made by one of its ranks: recorded with
+// its identity (as CommIdFromUniqueIds derives it), after the call, so the
+// decoder can join the new ranks, which know only that id, to the others.
+NCCLWATCH_API(ncclResult_t, ncclCommGetUniqueId, ncclComm_t comm, ncclUniqueId* uniqueId) {
+  REAL_OR_FAIL(ncclCommGetUniqueId);
+  if (!Tracing() || InsideNccl(CALLER)) return real(comm, uniqueId);
+  const void* caller = CALLER;
+  const ncclResult_t r = real(comm, uniqueId);
+  NoteFailure(f::kCommGetUniqueId, r, comm);
+  const int64_t id = (r == ncclSuccess && uniqueId != nullptr)
+                         ? static_cast<int64_t>(CommIdFromUniqueIds(uniqueId, sizeof(*uniqueId)))
+                         : 0;
+  BeginApi(f::kCommGetUniqueId, comm, id, caller).Finish(r);
+  return r;
+}
+
+// Existing ranks pass their communicator (the one that made the id passes
+// it too); new ranks pass none and their rank. The existing ranks' new
+// communicator is derived from the parent, as a split's; the new ranks'
+// from the id (CommInitBegin.grow_id links the two).
+NCCLWATCH_API(ncclResult_t, ncclCommGrow, ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId,
+              int rank, ncclComm_t* newcomm, ncclConfig_t* config) {
+  REAL_OR_FAIL(ncclCommGrow);
+  if (!Tracing() || InsideNccl(CALLER)) return real(comm, nRanks, uniqueId, rank, newcomm, config);
+  CommInitBegin b;
+  b.call = f::kCommGrow;
+  b.nranks = nRanks;
+  b.grow_id = uniqueId != nullptr ? CommIdFromUniqueIds(uniqueId, sizeof(*uniqueId)) : 0;
+  b.blocking = ConfigBlocking(config);
+  b.caller = CALLER;
+  if (comm != nullptr) {
+    CommState* parent = g_comms.FindOrAdopt(comm);
+    b.parent = parent ? parent->id : 0;
+    b.split_index = parent ? __atomic_fetch_add(&parent->split_count, 1u, __ATOMIC_RELAXED) : 0;
+    b.comm = CommIdForGrow(b.parent, b.split_index);
+    b.rank = parent ? parent->rank : -1;
+  } else {
+    b.comm = b.grow_id;
+    b.rank = rank;
+  }
+  return TracedInit(b, newcomm, true,
+                    [&] { return real(comm, nRanks, uniqueId, rank, newcomm, config); });
+}
+
+// `value`: the flags (NCCL_SUSPEND_MEM).
+NCCLWATCH_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags) {
+  REAL_OR_FAIL(ncclCommSuspend);
+  return ApiValue(real, f::kCommSuspend, comm, flags, CALLER, comm, flags);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclCommResume, ncclComm_t comm) {
+  REAL_OR_FAIL(ncclCommResume);
+  return Api(real, f::kCommResume, comm, CALLER, comm);
+}
+
+// `value`: the statistic asked for.
+NCCLWATCH_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat,
+              uint64_t* value) {
+  REAL_OR_FAIL(ncclCommMemStats);
+  return ApiValue(real, f::kCommMemStats, comm, stat, CALLER, comm, stat, value);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclWinGetUserPtr, ncclComm_t comm, ncclWindow_t win,
+              void** outUserPtr) {
+  REAL_OR_FAIL(ncclWinGetUserPtr);
+  return Api(real, f::kWinGetUserPtr, comm, CALLER, comm, win, outUserPtr);
+}
+
+// ------------------------------------------------------------ one-sided (2.29)
+
+namespace {
+
+// ncclWaitSignal's descriptors are read as the core's OneSidedWait, in place.
+static_assert(sizeof(OneSidedWait) == sizeof(ncclWaitSignalDesc_t) &&
+                  offsetof(OneSidedWait, op_cnt) == offsetof(ncclWaitSignalDesc_t, opCnt) &&
+                  offsetof(OneSidedWait, peer) == offsetof(ncclWaitSignalDesc_t, peer) &&
+                  offsetof(OneSidedWait, sig_idx) == offsetof(ncclWaitSignalDesc_t, sigIdx) &&
+                  offsetof(OneSidedWait, ctx) == offsetof(ncclWaitSignalDesc_t, ctx),
+              "core/call_records.h's OneSidedWait is ncclWaitSignalDesc_t");
+
+template <typename Fn, typename... Args>
+ncclResult_t OneSided(Fn real, const OneSidedArgs& a, ncclComm_t comm, Args... args) {
+  OneSidedCall c = BeginOneSided(comm, a);
+  const ncclResult_t r = real(args...);
+  EndOneSided(c, a, r);
+  const int peer =
+      a.call == f::kWaitSignal ? (a.n_desc > 0 && a.waits ? a.waits[0].peer : -1) : a.peer;
+  MarkOperation(c.comm, a.stream, r, a.call, c.seq, peer, a.call != f::kWaitSignal,
+                OpSignature{a.count, reinterpret_cast<uint64_t>(a.caller), a.datatype, -1, -1});
+  NoteFailure(a.call, r, comm);
+  return r;
+}
+
+}  // namespace
+
+NCCLWATCH_API(ncclResult_t, ncclPutSignal, const void* localbuff, size_t count,
+              ncclDataType_t datatype, int peer, ncclWindow_t peerWin, size_t peerWinOffset,
+              int sigIdx, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclPutSignal);
+  if (!Tracing())
+    return real(localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx, flags, comm,
+                stream);
+  OneSidedArgs a;
+  a.call = f::kPutSignal;
+  a.peer = peer;
+  a.count = count;
+  a.datatype = datatype;
+  a.window = peerWin;
+  a.offset = peerWinOffset;
+  a.sig_idx = sigIdx;
+  a.ctx = ctx;
+  a.flags = flags;
+  a.stream = stream;
+  a.buff = localbuff;
+  a.caller = CALLER;
+  return OneSided(real, a, comm, localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx,
+                  ctx, flags, comm, stream);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclSignal, int peer, int sigIdx, int ctx, unsigned int flags,
+              ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclSignal);
+  if (!Tracing()) return real(peer, sigIdx, ctx, flags, comm, stream);
+  OneSidedArgs a;
+  a.call = f::kSignal;
+  a.peer = peer;
+  a.sig_idx = sigIdx;
+  a.ctx = ctx;
+  a.flags = flags;
+  a.stream = stream;
+  a.caller = CALLER;
+  return OneSided(real, a, comm, peer, sigIdx, ctx, flags, comm, stream);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclWaitSignal, int nDesc, ncclWaitSignalDesc_t* signalDescs,
+              ncclComm_t comm, cudaStream_t stream) {
+  REAL_OR_FAIL(ncclWaitSignal);
+  if (!Tracing()) return real(nDesc, signalDescs, comm, stream);
+  OneSidedArgs a;
+  a.call = f::kWaitSignal;
+  a.waits = reinterpret_cast<const OneSidedWait*>(signalDescs);
+  a.n_desc = signalDescs != nullptr && nDesc > 0 ? nDesc : 0;
+  a.stream = stream;
+  a.caller = CALLER;
+  return OneSided(real, a, comm, nDesc, signalDescs, comm, stream);
+}
+
+#endif  // 2.29
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 31, 0)
+
+// ------------------------------------------------------------ collectives with a config (2.31)
+
+namespace {
+
+// What the config asks for, each field read only if the config's own size
+// covers it (a config made with an older nccl.h is shorter).
+CollConfigView ViewOf(const ncclCollConfig_t* c) {
+  CollConfigView v;
+  v.size = c->size;
+  v.version = c->version;
+  v.magic_ok = c->magic == NCCL_API_MAGIC;
+  using F = CollConfigView;
+#define NCCLWATCH_COVERS(member) (v.size >= offsetof(ncclCollConfig_t, member) + sizeof(c->member))
+  if (NCCLWATCH_COVERS(ext)) {
+    for (const ncclConfigExt_t* e = c->ext; e != nullptr && v.ext_options < 64; e = e->next)
+      ++v.ext_options;
+  }
+  if ((v.has[F::kMinCtas] = NCCLWATCH_COVERS(minCTAs))) v.min_ctas = c->minCTAs;
+  if ((v.has[F::kMaxCtas] = NCCLWATCH_COVERS(maxCTAs))) v.max_ctas = c->maxCTAs;
+  if ((v.has[F::kNvlsCtas] = NCCLWATCH_COVERS(nvlsCTAs))) v.nvls_ctas = c->nvlsCTAs;
+  if ((v.has[F::kCga] = NCCLWATCH_COVERS(cgaClusterSize))) v.cga_cluster_size = c->cgaClusterSize;
+  if ((v.has[F::kAlg] = NCCLWATCH_COVERS(algSelection))) v.alg_selection = c->algSelection;
+  if ((v.has[F::kForce] = NCCLWATCH_COVERS(forceAlgSelection)))
+    v.force_alg_selection = c->forceAlgSelection;
+  if ((v.has[F::kCtaPolicy] = NCCLWATCH_COVERS(CTAPolicy))) v.cta_policy = c->CTAPolicy;
+  if ((v.has[F::kTag] = NCCLWATCH_COVERS(userProfilerTag)))
+    v.user_profiler_tag = c->userProfilerTag;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+  if ((v.has[F::kEvent] = NCCLWATCH_COVERS(launchCompletionEvent)))
+    v.launch_completion_event = c->launchCompletionEvent != nullptr;
+#endif
+#undef NCCLWATCH_COVERS
+  return v;
+}
+
+// A collective with a per-call config: numbered with the classic ones (it
+// is one, as NCCL counts them), its config written just before it.
+template <typename Fn, typename... Args>
+__attribute__((always_inline)) inline ncclResult_t ConfigCollective(
+    Fn real, uint32_t call, const void* sendbuff, const void* recvbuff, size_t count,
+    ncclDataType_t datatype, int redop, int root, ncclComm_t comm, cudaStream_t stream,
+    const ncclCollConfig_t* config, const void* caller, Args... args) {
+  if (!Tracing()) return real(args...);
+  if (config != nullptr) RecordCollConfig(call, comm, ViewOf(config));
+  return Collective(real, call, sendbuff, recvbuff, count, datatype, redop, root, comm, stream,
+                    caller, args...);
+}
+
+}  // namespace
+
+NCCLWATCH_API(ncclResult_t, ncclAllReduceConfig, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+              const ncclCollConfig_t* config) {
+  REAL_OR_FAIL(ncclAllReduceConfig);
+  return ConfigCollective(real, f::kAllReduceConfig, sendbuff, recvbuff, count, datatype, op, -1,
+                          comm, stream, config, CALLER, sendbuff, recvbuff, count, datatype, op,
+                          comm, stream, config);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclBroadcastConfig, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream,
+              const ncclCollConfig_t* config) {
+  REAL_OR_FAIL(ncclBroadcastConfig);
+  return ConfigCollective(real, f::kBroadcastConfig, sendbuff, recvbuff, count, datatype, -1, root,
+                          comm, stream, config, CALLER, sendbuff, recvbuff, count, datatype, root,
+                          comm, stream, config);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclReduceConfig, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+              cudaStream_t stream, const ncclCollConfig_t* config) {
+  REAL_OR_FAIL(ncclReduceConfig);
+  return ConfigCollective(real, f::kReduceConfig, sendbuff, recvbuff, count, datatype, op, root,
+                          comm, stream, config, CALLER, sendbuff, recvbuff, count, datatype, op,
+                          root, comm, stream, config);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclAllGatherConfig, const void* sendbuff, void* recvbuff,
+              size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+              const ncclCollConfig_t* config) {
+  REAL_OR_FAIL(ncclAllGatherConfig);
+  return ConfigCollective(real, f::kAllGatherConfig, sendbuff, recvbuff, sendcount, datatype, -1,
+                          -1, comm, stream, config, CALLER, sendbuff, recvbuff, sendcount, datatype,
+                          comm, stream, config);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclReduceScatterConfig, const void* sendbuff, void* recvbuff,
+              size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+              cudaStream_t stream, const ncclCollConfig_t* config) {
+  REAL_OR_FAIL(ncclReduceScatterConfig);
+  return ConfigCollective(real, f::kReduceScatterConfig, sendbuff, recvbuff, recvcount, datatype,
+                          op, -1, comm, stream, config, CALLER, sendbuff, recvbuff, recvcount,
+                          datatype, op, comm, stream, config);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclAlltoAllConfig, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream,
+              const ncclCollConfig_t* config) {
+  REAL_OR_FAIL(ncclAlltoAllConfig);
+  return ConfigCollective(real, f::kAllToAllConfig, sendbuff, recvbuff, count, datatype, -1, -1,
+                          comm, stream, config, CALLER, sendbuff, recvbuff, count, datatype, comm,
+                          stream, config);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclGatherConfig, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream,
+              const ncclCollConfig_t* config) {
+  REAL_OR_FAIL(ncclGatherConfig);
+  return ConfigCollective(real, f::kGatherConfig, sendbuff, recvbuff, count, datatype, -1, root,
+                          comm, stream, config, CALLER, sendbuff, recvbuff, count, datatype, root,
+                          comm, stream, config);
+}
+
+NCCLWATCH_API(ncclResult_t, ncclScatterConfig, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream,
+              const ncclCollConfig_t* config) {
+  REAL_OR_FAIL(ncclScatterConfig);
+  return ConfigCollective(real, f::kScatterConfig, sendbuff, recvbuff, count, datatype, -1, root,
+                          comm, stream, config, CALLER, sendbuff, recvbuff, count, datatype, root,
+                          comm, stream, config);
+}
+
+#endif  // 2.31
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 32, 0)
+
+// Socket encryption for the process: `value` is the mode asked for (the
+// pre-shared key is never read).
+NCCLWATCH_API(ncclResult_t, ncclSetEncryption, const ncclEncryptionConfig_t* config) {
+  REAL_OR_FAIL(ncclSetEncryption);
+  const bool has_mode =
+      config != nullptr && config->size >= offsetof(ncclEncryptionConfig_t, mode) + sizeof(int);
+  return ApiValue(real, f::kSetEncryption, nullptr, has_mode ? config->mode : -1, CALLER, config);
+}
+
+#endif  // 2.32
 
 // ------------------------------------------------------------ this slot's wrappers
 

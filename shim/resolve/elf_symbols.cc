@@ -36,9 +36,18 @@ bool Defined(const ElfW(Sym) & s) {
   return s.st_shndx != SHN_UNDEF && s.st_value != 0 && (type == STT_FUNC || type == STT_OBJECT);
 }
 
-}  // namespace
+// strcmp's answer to "equal?", without calling it: the shim's own exports
+// are looked up while it is being relocated, before its PLT is bound
+// (nccl_exports.h).
+bool SameName(const char* a, const char* b) {
+  for (; *a != '\0' && *a == *b; ++a, ++b) {
+  }
+  return *a == *b;
+}
 
-void* FindDynamicSymbol(const dl_phdr_info* info, const char* name) {
+// The dynamic symbol table entry of `name` that `info` defines (any value,
+// 0 included), or nullptr.
+const ElfW(Sym) * FindEntry(const dl_phdr_info* info, const char* name, bool need_value) {
   const ElfW(Dyn)* dyn = nullptr;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
@@ -69,10 +78,12 @@ void* FindDynamicSymbol(const dl_phdr_info* info, const char* name) {
     }
   }
   if (symtab == nullptr || strtab == nullptr) return nullptr;
-  auto found = [&](uint32_t i) -> void* {
+  auto found = [&](uint32_t i) -> const ElfW(Sym) * {
     const ElfW(Sym)& s = symtab[i];
-    if (!Defined(s) || strcmp(strtab + s.st_name, name) != 0) return nullptr;
-    return reinterpret_cast<void*>(base + s.st_value);
+    const int type = ELF64_ST_TYPE(s.st_info);
+    if (s.st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_OBJECT)) return nullptr;
+    if (need_value && !Defined(s)) return nullptr;
+    return SameName(strtab + s.st_name, name) ? &s : nullptr;
   };
   if (gnu != nullptr) {
     const uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_words = gnu[2];
@@ -86,7 +97,7 @@ void* FindDynamicSymbol(const dl_phdr_info* info, const char* name) {
     for (;; ++i) {
       const uint32_t h2 = chain[i - symoffset];
       if ((h | 1) == (h2 | 1)) {
-        if (void* p = found(i)) return p;
+        if (const ElfW(Sym)* p = found(i)) return p;
       }
       if (h2 & 1) return nullptr;
     }
@@ -97,10 +108,21 @@ void* FindDynamicSymbol(const dl_phdr_info* info, const char* name) {
     const uint32_t* bucket = sysv + 2;
     const uint32_t* chain = bucket + nbucket;
     for (uint32_t i = bucket[SysvHash(name) % nbucket]; i != STN_UNDEF; i = chain[i]) {
-      if (void* p = found(i)) return p;
+      if (const ElfW(Sym)* p = found(i)) return p;
     }
   }
   return nullptr;
+}
+
+}  // namespace
+
+void* FindDynamicSymbol(const dl_phdr_info* info, const char* name) {
+  const ElfW(Sym)* s = FindEntry(info, name, true);
+  return s != nullptr ? reinterpret_cast<void*>(info->dlpi_addr + s->st_value) : nullptr;
+}
+
+ElfW(Sym) * FindDynamicSymbolEntry(const dl_phdr_info* info, const char* name) {
+  return const_cast<ElfW(Sym)*>(FindEntry(info, name, false));
 }
 
 namespace {

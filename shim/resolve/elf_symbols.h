@@ -9,8 +9,8 @@
 // file on disk, for an executable that has NCCL linked in without exporting
 // it.
 //
-// Not on the hot path: FindDynamicSymbol reads only memory and is
-// async-signal-safe, but its callers walk the module list (dl_iterate_phdr,
+// Not on the hot path: FindDynamicSymbol reads only memory, calls no C
+// library function and is async-signal-safe, but its callers walk the module list (dl_iterate_phdr,
 // which takes the loader's lock); FileDefinesSymbol makes system calls.
 // Neither allocates.
 
@@ -26,6 +26,12 @@ namespace ncclwatch::shim {
 // (one of dl_iterate_phdr's) defines and exports, or nullptr. Undefined
 // references (imports) do not count.
 void* FindDynamicSymbol(const dl_phdr_info* info, const char* name);
+
+// The entry of `name` in the dynamic symbol table of `info`, if it defines
+// it, whatever its value (0 included: an export the shim hid,
+// nccl_exports.h), or nullptr. Calls no C library function, so it can run
+// before the caller's PLT is bound.
+ElfW(Sym) * FindDynamicSymbolEntry(const dl_phdr_info* info, const char* name);
 
 // Whether the ELF file at `path` defines `name` in its static symbol table
 // (.symtab; a stripped file has none). Reads at most `max_bytes` of the

@@ -11,6 +11,7 @@
 
 #include "elf_symbols.h"
 #include "loaded_module.h"
+#include "nccl_exports.h"
 
 namespace ncclwatch::shim {
 
@@ -89,6 +90,9 @@ void ResolveRealNccl() {
   // loaded or unloaded something since (a dlopen of NCCL): not on every
   // call of an entry point this NCCL does not have. What that costs then is
   // one look at the loader's counts (LoaderGeneration).
+  // The shim's exports follow what is loaded (an entry point no NCCL has
+  // stays absent to the program).
+  UpdateNcclExports();
   const uint64_t generation = LoaderGeneration();
   if (generation == __atomic_load_n(&g_missing_since, __ATOMIC_ACQUIRE)) return;
   bool missing = false;

@@ -24,7 +24,11 @@
 #ifndef NCCLWATCH_SHIM_RESOLVE_REAL_NCCL_H_
 #define NCCLWATCH_SHIM_RESOLVE_REAL_NCCL_H_
 
+#include <stddef.h>
+// The device API's host functions (ncclDevCommCreate, ...) are declared in
+// nccl_device.h, which needs size_t before it.
 #include <nccl.h>
+#include <nccl_device.h>
 
 namespace ncclwatch::shim {
 

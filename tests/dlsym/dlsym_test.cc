@@ -16,6 +16,7 @@
 
 #include "model/process_trace.h"
 #include "report/names.h"
+#include "support/sim_release.h"
 #include "support/traced_job.h"
 
 namespace {
@@ -164,11 +165,12 @@ TEST_CASE("dlsym(RTLD_DEFAULT) and dlvsym lookups: healthy, every call recorded"
 TEST_CASE("ctypes-style loading: the same answers, and the calls recorded", "[dlsym]") {
   jobs::TempDir dir;
   const jobs::RankResult r = Compare("dlsym_probe", {"local"}, dir.path());
-  CHECK(r.output.find("ncclGetVersion -> 0, 22809") != std::string::npos);
+  CHECK(r.output.find("ncclGetVersion -> 0, " + std::to_string(jobs::SimNcclVersion())) !=
+        std::string::npos);
   CHECK(r.output.find("dlvsym found: 0") != std::string::npos);
   CHECK(r.output.find("dlsym of a name NCCL lacks: 0") != std::string::npos);
   const ProcessTrace t = OnlyTrace(dir.path());
-  CHECK(t.nccl_version == 22809);
+  CHECK(t.nccl_version == jobs::SimNcclVersion());
   // ncclGetUniqueId through ncclX and pncclX; the version once.
   CHECK(ApiCalls(t) ==
         std::multiset<std::string>{"ncclGetVersion", "ncclGetUniqueId", "ncclGetUniqueId"});
@@ -191,11 +193,12 @@ TEST_CASE("Python's ctypes: the calls recorded, the answers unchanged", "[dlsym]
       "print('ncclGetUniqueId', lib.ncclGetUniqueId(uid))\n";
   jobs::TempDir dir;
   const jobs::RankResult r = Compare("/bin/sh", {"-c", python + " -c \"$0\"", script}, dir.path());
-  CHECK(r.output.find("ncclGetVersion 0 22809") != std::string::npos);
+  CHECK(r.output.find("ncclGetVersion 0 " + std::to_string(jobs::SimNcclVersion())) !=
+        std::string::npos);
   CHECK(r.output.find("ncclGetUniqueId 0") != std::string::npos);
   // One file: the shell (and any launcher script in front of python) made none.
   const ProcessTrace t = OnlyTrace(dir.path());
-  CHECK(t.nccl_version == 22809);
+  CHECK(t.nccl_version == jobs::SimNcclVersion());
   CHECK(ApiCalls(t) == std::multiset<std::string>{"ncclGetVersion", "ncclGetUniqueId"});
 }
 
@@ -206,9 +209,10 @@ TEST_CASE("a library in front of NCCL that forwards with dlsym(RTLD_NEXT) still 
   jobs::TempDir dir;
   const jobs::RankResult r = Compare("interposer_main", {}, dir.path());
   CHECK(r.output.find("interposer: forwarding ncclGetVersion") != std::string::npos);
-  CHECK(r.output.find("ncclGetVersion -> 0, 22809") != std::string::npos);
+  CHECK(r.output.find("ncclGetVersion -> 0, " + std::to_string(jobs::SimNcclVersion())) !=
+        std::string::npos);
   const ProcessTrace t = OnlyTrace(dir.path());
-  CHECK(t.nccl_version == 22809);
+  CHECK(t.nccl_version == jobs::SimNcclVersion());
   CHECK(ApiCalls(t).count("ncclGetUniqueId") == 1);
 }
 

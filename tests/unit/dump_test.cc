@@ -151,7 +151,7 @@ TEST_CASE("dump prints every record kind of trace.proto, each field set", "[dump
     // field by field.
     for (size_t i = 0; i < bodies.size(); ++i) {
       if (bodies[i]->name() != "nccl_not_seen") continue;
-      CHECK(lines[i] == "nccl_not_seen reason=active_unseen path=x calls_seen=true");
+      CHECK(lines[i] == "nccl_not_seen reason=device_api path=x calls_seen=true");
     }
   }
   SECTION("as JSON: one object per record, with its body") {

@@ -156,3 +156,25 @@ TEST_CASE("setup notes: ranks whose NCCL settings and versions differ", "[notes]
   ranks[2].nccl_version = 22809;
   CHECK(SetupNotes({&ranks[0], &ranks[1], &ranks[2], &ranks[3]}).empty());
 }
+
+TEST_CASE("setup notes: a rank that never reached NCCL's bootstrap or version is no difference",
+          "[notes]") {
+  // A 2-rank init that failed: rank 0 chose eth0 for its bootstrap, rank 1
+  // failed before choosing one and never asked NCCL's version. It was
+  // "bootstrap interface: unset on rank 1, eth0 on rank 0", blaming rank 1.
+  std::vector<InitEvidence> ranks(2);
+  for (int i = 0; i < 2; ++i) {
+    ranks[i].rank = i;
+    ranks[i].driver_known = true;
+  }
+  ranks[0].bootstrap_iface = "eth0";
+  ranks[0].nccl_version = 22809;
+  CHECK(SetupNotes({&ranks[0], &ranks[1]}).empty());
+  // Two ranks that reached it and differ still do.
+  ranks[1].bootstrap_iface = "ib0";
+  const std::vector<Finding> notes = SetupNotes({&ranks[0], &ranks[1]});
+  REQUIRE(notes.size() == 1);
+  CHECK(
+      RenderFinding(notes[0], NoCallSites()).detail ==
+      "the ranks differ in how NCCL is set up: bootstrap interface: eth0 on rank 0, ib0 on rank 1");
+}

@@ -208,6 +208,31 @@ TEST_CASE("every kind of finding, with its facts, conforms", "[report][schema]")
   slow.facts = st;
   findings.push_back(slow);
 
+  for (const auto cause :
+       {RendezvousFacts::Cause::kSettingsDiffer, RendezvousFacts::Cause::kPortInUse,
+        RendezvousFacts::Cause::kRefused, RendezvousFacts::Cause::kUnreachable,
+        RendezvousFacts::Cause::kRanksMissing}) {
+    Finding rdv;
+    rdv.kind = FindingKind::kRendezvousFailure;
+    rdv.ranks = {1};
+    RendezvousFacts rf;
+    rf.cause = cause;
+    rf.settings.push_back({"MASTER_PORT", {{"29500", {0}}, {"29501", {1}}}});
+    rf.address = "127.0.0.1:29500";
+    rf.err = 98;
+    rf.attempts = 3;
+    rf.span_ns = 1'500'000'000;
+    rf.failed = {1};
+    rf.world_size = 3;
+    rf.started = {0, 1};
+    rf.missing = {2};
+    rf.waiting = {0, 1};
+    rf.server = {0};
+    rf.joined = 1;
+    rdv.facts = rf;
+    findings.push_back(rdv);
+  }
+
   const std::vector<std::string> traced = {
       "{\"path\":\"/t/a.trace\",\"host\":\"n\",\"pid\":1,\"rank\":0,\"rank_source\":\"RANK\","
       "\"nccl_version\":\"2.28.9\",\"end\":{\"how\":\"exit\",\"exit_code\":0},\"last_call\":null,"

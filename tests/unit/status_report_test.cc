@@ -138,3 +138,38 @@ TEST_CASE("numbers a crafted trace may hold do not overflow", "[status]") {
     CHECK_FALSE(Render(s).empty());
   }
 }
+
+TEST_CASE(
+    "processes with no communicator: PROGRESSING while they beat, ENDED BADLY once ended with "
+    "an error",
+    "[status]") {
+  // Two ranks stuck in their rendezvous (traced from NCCL's load, no NCCL call).
+  SyntheticProcess r0(0), r1(1);
+  nd::ProcessTrace t0 = r0.Build(), t1 = r1.Build();
+  for (nd::ProcessTrace* t : {&t0, &t1}) {
+    t->liveness.beats = 5;
+    t->liveness.last_t = 99 * kSecond;
+    t->liveness.interval_ms = 1000;
+  }
+  const int64_t now = static_cast<int64_t>(kRealtimeBase) + 100 * kSecond;
+  {
+    nd::JobStatusBuilder b(now, 60 * kSecond);
+    b.AddProcess(t0);
+    b.AddProcess(t1);
+    const nd::JobStatus s = b.Finish();
+    CHECK(s.live);
+    CHECK(s.ExitCode() == 0);
+    CHECK(Render(s).rfind("PROGRESSING\n", 0) == 0);
+  }
+  // Both exited with code 1 (the store timed out): ended, and badly.
+  t0.end = nd::ProcessEndEvent{100, 99 * kSecond, 1, 1};
+  t1.end = nd::ProcessEndEvent{100, 99 * kSecond, 1, 1};
+  nd::JobStatusBuilder b(now, 60 * kSecond);
+  b.AddProcess(t0);
+  b.AddProcess(t1);
+  const nd::JobStatus s = b.Finish();
+  CHECK_FALSE(s.live);
+  CHECK(s.ended_badly);
+  CHECK(s.ExitCode() == 1);
+  CHECK(Render(s).rfind("ENDED BADLY: every process has ended", 0) == 0);
+}

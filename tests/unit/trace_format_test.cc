@@ -214,6 +214,52 @@ TEST_CASE("the field numbers the shim writes are trace.proto's", "[format]") {
   CHECK(number(rec, "untracked") == f::record::kUntracked);
   CHECK(number(ib, "device") == f::comm_init_begin::kDevice);
   CHECK(number(ib, "bus_id") == f::comm_init_begin::kBusId);
+  CHECK(number(ib, "grow_id") == f::comm_init_begin::kGrowId);
+  CHECK(number(rec, "coll_config") == f::record::kCollConfig);
+  CHECK(number(rec, "one_sided") == f::record::kOneSided);
+  const auto* cc = pb::CollConfig::descriptor();
+  CHECK(number(cc, "comm") == f::coll_config::kComm);
+  CHECK(number(cc, "seq") == f::coll_config::kSeq);
+  CHECK(number(cc, "call") == f::coll_config::kCall);
+  CHECK(number(cc, "size") == f::coll_config::kSize);
+  CHECK(number(cc, "version") == f::coll_config::kVersion);
+  CHECK(number(cc, "min_ctas") == f::coll_config::kMinCtas);
+  CHECK(number(cc, "max_ctas") == f::coll_config::kMaxCtas);
+  CHECK(number(cc, "nvls_ctas") == f::coll_config::kNvlsCtas);
+  CHECK(number(cc, "cga_cluster_size") == f::coll_config::kCgaClusterSize);
+  CHECK(number(cc, "alg_selection") == f::coll_config::kAlgSelection);
+  CHECK(number(cc, "force_alg_selection") == f::coll_config::kForceAlgSelection);
+  CHECK(number(cc, "cta_policy") == f::coll_config::kCtaPolicy);
+  CHECK(number(cc, "user_profiler_tag") == f::coll_config::kUserProfilerTag);
+  CHECK(number(cc, "launch_completion_event") == f::coll_config::kLaunchCompletionEvent);
+  CHECK(number(cc, "ext_options") == f::coll_config::kExtOptions);
+  CHECK(number(cc, "magic_ok") == f::coll_config::kMagicOk);
+  const auto* os = pb::OneSided::descriptor();
+  CHECK(number(os, "result") == f::one_sided::kResult);
+  CHECK(number(os, "comm") == f::one_sided::kComm);
+  CHECK(number(os, "call") == f::one_sided::kCall);
+  CHECK(number(os, "peer") == f::one_sided::kPeer);
+  CHECK(number(os, "seq") == f::one_sided::kSeq);
+  CHECK(number(os, "count") == f::one_sided::kCount);
+  CHECK(number(os, "datatype") == f::one_sided::kDatatype);
+  CHECK(number(os, "window") == f::one_sided::kWindow);
+  CHECK(number(os, "offset") == f::one_sided::kOffset);
+  CHECK(number(os, "sig_idx") == f::one_sided::kSigIdx);
+  CHECK(number(os, "ctx") == f::one_sided::kCtx);
+  CHECK(number(os, "flags") == f::one_sided::kFlags);
+  CHECK(number(os, "stream") == f::one_sided::kStream);
+  CHECK(number(os, "buff") == f::one_sided::kBuff);
+  CHECK(number(os, "group") == f::one_sided::kGroup);
+  CHECK(number(os, "caller") == f::one_sided::kCaller);
+  CHECK(number(os, "rank") == f::one_sided::kRank);
+  CHECK(number(os, "waits") == f::one_sided::kWaits);
+  CHECK(number(os, "n_desc") == f::one_sided::kNDesc);
+  const auto* ow = pb::OneSided::Wait::descriptor();
+  CHECK(number(ow, "peer") == f::one_sided::wait::kPeer);
+  CHECK(number(ow, "op_cnt") == f::one_sided::wait::kOpCnt);
+  CHECK(number(ow, "sig_idx") == f::one_sided::wait::kSigIdx);
+  CHECK(number(ow, "ctx") == f::one_sided::wait::kCtx);
+  CHECK(number(ow, "seq") == f::one_sided::wait::kSeq);
 
   const auto* sc = pb::SysCall::descriptor();
   CHECK(number(sc, "kind") == f::sys_call::kKind);
@@ -381,6 +427,31 @@ TEST_CASE("every Call value the shim uses is trace.proto's", "[format]") {
       {"MEM_FREE", f::kMemFree},
       {"RED_OP_CREATE_PRE_MUL_SUM", f::kRedOpCreatePreMulSum},
       {"RED_OP_DESTROY", f::kRedOpDestroy},
+      {"COMM_GET_UNIQUE_ID", f::kCommGetUniqueId},
+      {"COMM_GROW", f::kCommGrow},
+      {"ALL_REDUCE_CONFIG", f::kAllReduceConfig},
+      {"BROADCAST_CONFIG", f::kBroadcastConfig},
+      {"REDUCE_CONFIG", f::kReduceConfig},
+      {"ALL_GATHER_CONFIG", f::kAllGatherConfig},
+      {"REDUCE_SCATTER_CONFIG", f::kReduceScatterConfig},
+      {"ALL_TO_ALL_CONFIG", f::kAllToAllConfig},
+      {"GATHER_CONFIG", f::kGatherConfig},
+      {"SCATTER_CONFIG", f::kScatterConfig},
+      {"PUT_SIGNAL", f::kPutSignal},
+      {"SIGNAL", f::kSignal},
+      {"WAIT_SIGNAL", f::kWaitSignal},
+      {"COMM_SUSPEND", f::kCommSuspend},
+      {"COMM_RESUME", f::kCommResume},
+      {"COMM_MEM_STATS", f::kCommMemStats},
+      {"WIN_GET_USER_PTR", f::kWinGetUserPtr},
+      {"SET_ENCRYPTION", f::kSetEncryption},
+      {"COMM_QUERY_PROPERTIES", f::kCommQueryProperties},
+      {"DEV_COMM_CREATE", f::kDevCommCreate},
+      {"DEV_COMM_DESTROY", f::kDevCommDestroy},
+      {"GET_LSA_MULTIMEM_DEVICE_POINTER", f::kGetLsaMultimemDevicePointer},
+      {"GET_MULTIMEM_DEVICE_POINTER", f::kGetMultimemDevicePointer},
+      {"GET_LSA_DEVICE_POINTER", f::kGetLsaDevicePointer},
+      {"GET_PEER_DEVICE_POINTER", f::kGetPeerDevicePointer},
   };
   for (const Pair& p : pairs) {
     INFO(p.name);

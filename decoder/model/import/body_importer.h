@@ -3,7 +3,8 @@
 // for the body numbers it handles (as Perfetto's trace_processor modules
 // register for the packet fields they parse):
 //
-//   CallImporters          collective, p2p, group, api          calls.cc
+//   CallImporters          collective, p2p, group, api,         calls.cc
+//                          one_sided, coll_config
 //   ProcessImporters       process_start, process_end,          process.cc
 //                          time_anchor, module, inventory,
 //                          fatal_signal
@@ -14,6 +15,7 @@
 //   CompletionImporters    completion_tracking, progress,       completion.cc
 //                          heartbeat, stall, cuda_error,
 //                          untracked
+//   RendezvousImporters    socket_activity                      rendezvous.cc
 //
 // RecordImporter (model/record_importer.h) reads a record's envelope (its
 // time, thread and body) and hands the body to the importer registered for
@@ -66,11 +68,12 @@ absl::Span<const BodyImporter> ProcessImporters();
 absl::Span<const BodyImporter> CommunicatorImporters();
 absl::Span<const BodyImporter> ForensicsImporters();
 absl::Span<const BodyImporter> CompletionImporters();
+absl::Span<const BodyImporter> RendezvousImporters();
 
 // Every family, for the dispatch table and the tests.
 inline constexpr absl::Span<const BodyImporter> (*kFamilies[])() = {
-    CallImporters, ProcessImporters, CommunicatorImporters, ForensicsImporters,
-    CompletionImporters};
+    CallImporters,      ProcessImporters,    CommunicatorImporters,
+    ForensicsImporters, CompletionImporters, RendezvousImporters};
 
 }  // namespace ncclwatch::decoder::importing
 

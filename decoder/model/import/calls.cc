@@ -192,14 +192,84 @@ bool ImportApi(ImportContext& c, absl::Span<const uint8_t> body) {
   return ok;
 }
 
+// A one-sided put, signal or wait (NCCL 2.29, trace.proto OneSided).
+bool ImportOneSided(ImportContext& c, absl::Span<const uint8_t> body) {
+  namespace o = f::one_sided;
+  OneSidedEvent e;
+  e.order = c.order;
+  e.t = c.t;
+  WireReader r(body);
+  WireField x;
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case o::kResult:
+        if (Fixed32(x)) e.result = x.AsInt32();
+        break;
+      case o::kComm:
+        if (Fixed64(x)) e.comm = x.value;
+        break;
+      case o::kRank:
+        if (Varint(x)) e.rank = x.Zigzag32();
+        break;
+      case o::kCall:
+        if (Varint(x)) e.call = static_cast<uint32_t>(x.value);
+        break;
+      case o::kPeer:
+        if (Varint(x)) e.peer = x.Zigzag32();
+        break;
+      case o::kSeq:
+        if (Varint(x)) e.seq = x.value;
+        break;
+      case o::kCount:
+        if (Varint(x)) e.count = x.value;
+        break;
+      case o::kDatatype:
+        if (Varint(x)) e.datatype = x.Zigzag32();
+        break;
+      case o::kCaller:
+        if (Fixed64(x)) e.caller = x.value;
+        break;
+      case o::kWaits: {
+        if (!Bytes(x)) break;
+        OneSidedEvent::Wait w;
+        WireReader wr(x.bytes);
+        WireField y;
+        while (wr.Next(&y)) {
+          if (y.number == o::wait::kPeer && Varint(y)) w.peer = y.Zigzag32();
+          if (y.number == o::wait::kOpCnt && Varint(y)) w.op_cnt = y.Zigzag32();
+          if (y.number == o::wait::kSeq && Varint(y)) w.seq = y.value;
+        }
+        if (!wr.ok()) return false;
+        e.waits.push_back(w);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  if (!r.ok()) return false;
+  c.trace->one_sided.push_back(std::move(e));
+  return true;
+}
+
+// A Config collective's per-call config (NCCL 2.31, trace.proto
+// CollConfig): checked to be well-formed; what it asked for is read by
+// `ncclwatch dump`, no analysis uses it yet.
+bool ImportCollConfig(ImportContext&, absl::Span<const uint8_t> body) {
+  WireReader r(body);
+  WireField x;
+  while (r.Next(&x)) {
+  }
+  return r.ok();
+}
+
 }  // namespace
 
 absl::Span<const BodyImporter> CallImporters() {
   static constexpr BodyImporter kImporters[] = {
-      {f::record::kCollective, ImportCollective},
-      {f::record::kP2p, ImportP2p},
-      {f::record::kGroup, ImportGroup},
-      {f::record::kApi, ImportApi},
+      {f::record::kCollective, ImportCollective}, {f::record::kP2p, ImportP2p},
+      {f::record::kGroup, ImportGroup},           {f::record::kApi, ImportApi},
+      {f::record::kOneSided, ImportOneSided},     {f::record::kCollConfig, ImportCollConfig},
   };
   return kImporters;
 }

@@ -78,6 +78,9 @@ bool ImportCommInitBegin(ImportContext& c, absl::Span<const uint8_t> body) {
       case f::comm_init_begin::kBusId:
         if (Bytes(x)) m.bus_id = Str(x);
         break;
+      case f::comm_init_begin::kGrowId:
+        if (Fixed64(x)) m.grow_id = x.value;
+        break;
       default:
         break;
     }

@@ -75,6 +75,9 @@ bool ImportProcessStart(ImportContext& c, absl::Span<const uint8_t> body) {
       case f::process_start::kPidNamespace:
         if (Varint(x)) s.pid_namespace = x.value;
         break;
+      case f::process_start::kTracedFrom:
+        if (Varint(x)) s.traced_from = static_cast<uint32_t>(x.value);
+        break;
       default:
         break;
     }
@@ -91,6 +94,7 @@ bool ImportProcessStart(ImportContext& c, absl::Span<const uint8_t> body) {
     p.exe = std::move(s.exe);
     p.job_id = std::move(s.job_id);
     p.pid_namespace = s.pid_namespace;
+    p.traced_from = s.traced_from;
   }
   return ok;
 }
@@ -252,12 +256,17 @@ bool ImportInventory(ImportContext& c, absl::Span<const uint8_t> body) {
       case f::inventory::kNvswitches:
         if (Varint(x)) v.nvswitches = static_cast<uint32_t>(x.value);
         break;
+      case f::inventory::kAtLoad:
+        if (Varint(x)) v.at_load = x.value != 0;
+        break;
       default:
         break;
     }
   }
   ok = ok && r.ok();
-  if (ok) {
+  // The whole inventory of the first NCCL init holds over the one written
+  // at NCCL's load, whichever the file holds first.
+  if (ok && !(v.at_load && p.inventory.present && !p.inventory.at_load)) {
     if (p.nccl_version == 0) p.nccl_version = v.nccl_version;
     p.inventory = std::move(v);
   }

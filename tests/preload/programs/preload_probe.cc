@@ -42,6 +42,11 @@
 //                                needs 64 KiB and did not ask for it, a SIGINT handler
 //                                that did
 //   preload_probe small_stack    the first NCCL calls from a thread with a 16 KiB stack
+//   preload_probe rendezvous     no NCCL call: a listening socket on 127.0.0.1 (prints
+//                                "held PORT"), a bind to that port (EADDRINUSE), 5
+//                                connects to a free port (prints "free PORT"), one
+//                                non-blocking (its outcome read with SO_ERROR), one
+//                                connect and accept on the held port, then 200 ms idle
 //
 // Written against the public NCCL and CUDA API only.
 
@@ -54,6 +59,7 @@
 #include <ifaddrs.h>
 #include <nccl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -745,6 +751,88 @@ int SmallStack() {
   return 0;
 }
 
+// A TCP socket's errno after `what` as a name, "ok" when it succeeded.
+const char* Outcome(int r, int err) {
+  if (r >= 0) return "ok";
+  switch (err) {
+    case EADDRINUSE:
+      return "EADDRINUSE";
+    case ECONNREFUSED:
+      return "ECONNREFUSED";
+    case EINPROGRESS:
+      return "EINPROGRESS";
+    default:
+      return "other";
+  }
+}
+
+sockaddr_in Loopback(int port) {
+  sockaddr_in a;
+  std::memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+int BoundPort(int fd) {
+  sockaddr_in a;
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  return ntohs(a.sin_port);
+}
+
+// A rendezvous as a store's server and clients make it, before any NCCL call.
+int Rendezvous() {
+  const int server = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in any = Loopback(0);
+  if (bind(server, reinterpret_cast<sockaddr*>(&any), sizeof(any)) != 0 || listen(server, 4) != 0)
+    return 1;
+  const int held = BoundPort(server);
+  std::printf("held %d\n", held);
+  // A second server on the held port.
+  const int second = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in to_held = Loopback(held);
+  int r = bind(second, reinterpret_cast<sockaddr*>(&to_held), sizeof(to_held));
+  std::printf("bind held: %s\n", Outcome(r, errno));
+  close(second);
+  // A port nothing listens on: bound, then let go.
+  const int probe = socket(AF_INET, SOCK_STREAM, 0);
+  bind(probe, reinterpret_cast<sockaddr*>(&any), sizeof(any));
+  const int free_port = BoundPort(probe);
+  close(probe);
+  std::printf("free %d\n", free_port);
+  sockaddr_in to_free = Loopback(free_port);
+  for (int i = 0; i < 5; ++i) {
+    const int c = socket(AF_INET, SOCK_STREAM, 0);
+    r = connect(c, reinterpret_cast<sockaddr*>(&to_free), sizeof(to_free));
+    std::printf("connect free: %s\n", Outcome(r, errno));
+    close(c);
+  }
+  const int nb = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  r = connect(nb, reinterpret_cast<sockaddr*>(&to_free), sizeof(to_free));
+  std::printf("non-blocking connect free: %s\n", Outcome(r, errno));
+  if (r != 0 && errno == EINPROGRESS) {
+    pollfd p{nb, POLLOUT, 0};
+    poll(&p, 1, 5000);
+    int so_error = 0;
+    socklen_t len = sizeof(so_error);
+    getsockopt(nb, SOL_SOCKET, SO_ERROR, &so_error, &len);
+    std::printf("its outcome: %s\n", Outcome(so_error == 0 ? 0 : -1, so_error));
+  }
+  close(nb);
+  const int client = socket(AF_INET, SOCK_STREAM, 0);
+  r = connect(client, reinterpret_cast<sockaddr*>(&to_held), sizeof(to_held));
+  std::printf("connect held: %s\n", Outcome(r, errno));
+  const int peer = accept(server, nullptr, nullptr);
+  std::printf("accept: %s\n", Outcome(peer, errno));
+  close(peer);
+  close(client);
+  close(server);
+  usleep(200000);  // time for heartbeats
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -771,6 +859,7 @@ int main(int argc, char** argv) {
   if (mode == "truncate") return Truncate();
   if (mode == "altstack") return AltStack();
   if (mode == "small_stack") return SmallStack();
+  if (mode == "rendezvous") return Rendezvous();
   std::printf(
       "usage: preload_probe api|handler|chain|ignore|segv|fork|threads|sigkill|libc|dlvsym\n");
   return 2;

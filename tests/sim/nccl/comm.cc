@@ -150,6 +150,7 @@ ncclResult_t InitSteps(ncclComm* comm, const InitSource& src, const char* func_n
   }
   NCCLCHECK(comm->transport.Setup(*comm->bootstrap, comm->peers, comm->rank));
   NCCLCHECK(NvlsSetup(comm));
+  comm->signals_awaited.assign(static_cast<size_t>(comm->nranks), 0);
   comm->progress.Start(&comm->transport, comm->nranks);
   return ncclSuccess;
 }
@@ -396,6 +397,108 @@ ncclResult_t CommShrink(ncclComm_t parent, const int* exclude, int nexclude, ncc
     const int64_t mix[3] = {static_cast<int64_t>(parent->comm_hash), split_index, -2};
     child->comm_hash = Fnv1a(mix, sizeof(mix));
     return RunInit(child, src, "ncclCommShrink");
+  };
+  ncclResult_t rc = Schedule(child, job);
+  if (rc != ncclSuccess && rc != ncclInProgress) *out = nullptr;
+  return rc;
+}
+
+ncclResult_t CommGetGrowId(ncclComm_t comm, BootstrapHandle* out) {
+  NCCLCHECK(CommEnsureReady(comm, "ncclCommGetUniqueId"));
+  if (out == nullptr) {
+    WARN("CommGetUniqueId : uniqueId argument is NULL");
+    return ncclInvalidArgument;
+  }
+  if (EnvRaw("NCCL_COMM_ID") != nullptr) {
+    WARN("ncclCommGetUniqueId should not be called when NCCL_COMM_ID is set");
+    return ncclInvalidUsage;
+  }
+  return BootstrapGetUniqueId(out);
+}
+
+ncclResult_t CommGrow(ncclComm_t parent, int nranks, const BootstrapHandle* id, int rank,
+                      ncclComm_t* out, const ncclConfig_t* config) {
+  if (out == nullptr) return ncclInvalidArgument;
+  if (nranks <= 0) {
+    WARN("ncclCommGrow: total ranks must be positive, got %d", nranks);
+    return ncclInvalidArgument;
+  }
+  if (parent != nullptr && IsComm(parent) && nranks <= parent->nranks) {
+    WARN("ncclCommGrow: total ranks %d is less than current ranks %d", nranks, parent->nranks);
+    return ncclInvalidArgument;
+  }
+  *out = nullptr;
+  NCCLCHECK(CheckConfig(config));
+  ncclComm* child = nullptr;
+  if (parent != nullptr) {
+    NCCLCHECK(CommEnsureReady(parent, "ncclCommGrow"));
+    if (rank != -1) {
+      WARN("ncclCommGrow: existing ranks must pass rank=-1, got %d", rank);
+      return ncclInvalidArgument;
+    }
+    child = NewChild(parent, config);
+    child->rank = parent->rank;
+  } else {
+    if (rank < 0) {
+      WARN("ncclCommGrow: new ranks must pass valid rank >= 0, got %d", rank);
+      return ncclInvalidArgument;
+    }
+    if (id == nullptr) {
+      WARN("ncclCommGrow: new ranks must pass non-NULL uniqueId");
+      return ncclInvalidArgument;
+    }
+    if (rank >= nranks) {
+      WARN("ncclCommGrow: new rank %d exceeds total ranks %d", rank, nranks);
+      return ncclInvalidArgument;
+    }
+    NCCLCHECK(BootstrapNetInit());
+    int dev = 0;
+    SIM_CUDACHECK(cudaGetDevice(&dev));
+    child = new ncclComm();
+    child->cuda_dev = dev;
+    child->blocking = ConfigBlocking(config, true);
+    child->name = (config && config->commName) ? config->commName : "";
+    child->rank = rank;
+  }
+  child->nranks = nranks;
+  INFO(kInit, "ncclCommGrow: %s rank creating new communicator with %d total ranks",
+       parent != nullptr ? "existing" : "new", nranks);
+  *out = child;
+  const BootstrapHandle given = id != nullptr ? *id : BootstrapHandle{};
+  const bool has_id = id != nullptr;
+  auto job = [parent, child, given, has_id] {
+    BootstrapHandle handle = given;
+    if (parent != nullptr) {
+      // The existing ranks agree on the id: the one that made it passes it
+      // (NCCL hands it to the parent's first and last rank, which bring the
+      // rest; here every existing rank learns it from the parent's bootstrap).
+      struct Offer {
+        int32_t has;
+        int32_t pad;
+        BootstrapHandle handle;
+      };
+      std::vector<Offer> offers(parent->nranks);
+      offers[parent->rank].has = has_id ? 1 : 0;
+      offers[parent->rank].handle = given;
+      NCCLCHECK(parent->bootstrap->AllGather(offers.data(), sizeof(Offer)));
+      ++parent->split_count;  // as NCCL counts a grow among the parent's children
+      bool found = false;
+      for (const Offer& o : offers) {
+        if (o.has) {
+          handle = o.handle;
+          found = true;
+          break;
+        }
+      }
+      if (!found) {
+        WARN("ncclCommGrow: no existing rank passed the id made by ncclCommGetUniqueId");
+        return ncclInvalidArgument;
+      }
+    }
+    child->comm_hash = Fnv1a(&handle, sizeof(handle));
+    InitSource src;
+    src.handles = {handle};
+    return RunInit(child, src, "ncclCommGrow");
   };
   ncclResult_t rc = Schedule(child, job);
   if (rc != ncclSuccess && rc != ncclInProgress) *out = nullptr;

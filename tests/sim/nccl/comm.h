@@ -64,7 +64,14 @@ struct ncclComm {
   std::vector<ncclsim::nccl::PeerInfo> peers;
   ncclsim::nccl::Transport transport;
   ncclsim::nccl::ProgressEngine progress;
-  int split_count = 0;  // splits and shrinks made from this communicator
+  int split_count = 0;  // splits, shrinks and grows made from this communicator
+
+  // One-sided (NCCL 2.29): the windows registered (the next one's index),
+  // and per peer the signals this rank's waits have asked for so far.
+  int next_window = 0;
+  std::vector<uint64_t> signals_awaited;
+  std::atomic<bool> suspended{false};  // ncclCommSuspend(NCCL_SUSPEND_MEM) .. ncclCommResume
+  int dev_comms = 0;                   // device-API communicators alive (ncclDevCommCreate)
 
   std::mutex mu;
   std::map<int, ncclsim::nccl::Reduction> premul_ops;  // ncclRedOpCreatePreMulSum
@@ -82,6 +89,14 @@ ncclResult_t CommSplit(ncclComm_t parent, int color, int key, ncclComm_t* out,
                        const ncclConfig_t* config);
 ncclResult_t CommShrink(ncclComm_t parent, const int* exclude, int nexclude, ncclComm_t* out,
                         const ncclConfig_t* config, int flags);
+// ncclCommGetUniqueId: an id for growing `comm`, with a root of its own (on
+// this rank), which the rank passes to ncclCommGrow and to the new ranks.
+ncclResult_t CommGetGrowId(ncclComm_t comm, BootstrapHandle* out);
+// ncclCommGrow: the existing ranks (parent set, rank -1; the one that made
+// the id passes it, the others none) keep their ranks; new ranks (parent
+// null) join with the id and their rank. All meet at the id's root.
+ncclResult_t CommGrow(ncclComm_t parent, int nranks, const BootstrapHandle* id, int rank,
+                      ncclComm_t* out, const ncclConfig_t* config);
 ncclResult_t CommFinalize(ncclComm_t comm);
 ncclResult_t CommDestroy(ncclComm_t comm);
 ncclResult_t CommAbort(ncclComm_t comm);

@@ -51,6 +51,7 @@ struct StepMeta {
   uint64_t offset;  // of this chunk within the message
   uint64_t bytes;
   OpSignature sig;
+  uint64_t message_bytes;  // the whole message's (one-sided: the last chunk carries the signal)
 };
 
 struct FifoControl {

@@ -107,6 +107,15 @@ ncclResult_t CheckArgs(ncclComm* comm, const OpArgs& args) {
     WARN("%s : invalid type %d", name, args.datatype);
     return ncclInvalidArgument;
   }
+  if (args.func == Func::kPutSignal || args.func == Func::kSignal) {
+    if (args.peer < 0 || args.peer >= comm->nranks) {
+      WARN("%s : invalid peer %d (peer should be in the 0..%d range)", name, args.peer,
+           comm->nranks);
+      return ncclInvalidArgument;
+    }
+    return ncclSuccess;
+  }
+  if (args.func == Func::kWaitSignal) return ncclSuccess;
   if (IsRooted(args.func) && (args.peer < 0 || args.peer >= comm->nranks)) {
     WARN("%s : invalid root %d (root should be in the 0..%d range)", name, args.peer, comm->nranks);
     return ncclInvalidArgument;
@@ -146,6 +155,7 @@ ncclResult_t LaunchBatch(ncclComm* comm, std::vector<PendingOp*>& ops) {
   const NetStall& net = NetStallKnob();
   for (PendingOp* p : ops) {
     batch->ops.push_back(std::make_unique<Op>(p->args, comm->rank, comm->nranks, p->reduction));
+    if (IsOneSided(p->args.func)) batch->ops.back()->SetOneSided(&comm->progress.one_sided());
     if (std::find(streams.begin(), streams.end(), p->args.stream) == streams.end())
       streams.push_back(p->args.stream);
     const int64_t index = g_op_index.fetch_add(1);
@@ -302,7 +312,8 @@ ncclResult_t Enqueue(ncclComm_t comm, const OpArgs& args) {
     if (g.depth > 0 && g.error == ncclSuccess) g.error = rc;
     return rc;
   }
-  if (args.count == 0) return ncclSuccess;  // NCCL launches nothing for an empty operation
+  // NCCL launches nothing for an empty operation (a signal and a wait carry no data).
+  if (args.count == 0 && !IsOneSided(args.func)) return ncclSuccess;
   if (g.depth > 0) {
     g.ops.push_back(PendingOp{comm, args, reduction});
     return ncclSuccess;

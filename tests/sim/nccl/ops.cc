@@ -39,8 +39,42 @@ const char* FuncName(Func f) {
       return "Scatter";
     case Func::kGather:
       return "Gather";
+    case Func::kPutSignal:
+      return "PutSignal";
+    case Func::kSignal:
+      return "Signal";
+    case Func::kWaitSignal:
+      return "WaitSignal";
   }
   return "Unknown";
+}
+
+bool IsOneSided(Func f) {
+  return f == Func::kPutSignal || f == Func::kSignal || f == Func::kWaitSignal;
+}
+
+void OneSidedState::Reset(int n) {
+  nranks = n;
+  received.reset(new std::atomic<uint64_t>[static_cast<size_t>(n)]);
+  for (int i = 0; i < n; ++i) received[i].store(0);
+  std::lock_guard<std::mutex> lock(mu);
+  windows.clear();
+}
+
+void OneSidedState::Place(int index, uint64_t offset, const char* data, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (index < 0 || static_cast<size_t>(index) >= windows.size()) return;
+  const Window& w = windows[index];
+  if (w.base == nullptr || offset > w.size || bytes > w.size - offset) return;
+  std::memcpy(w.base + offset, data, bytes);
+}
+
+uint64_t OneSidedState::Received(int peer) const {
+  return peer >= 0 && peer < nranks ? received[peer].load(std::memory_order_acquire) : 0;
+}
+
+void OneSidedState::Count(int peer) {
+  if (peer >= 0 && peer < nranks) received[peer].fetch_add(1, std::memory_order_acq_rel);
 }
 
 bool IsRooted(Func f) {
@@ -62,6 +96,19 @@ Op::Op(const OpArgs& args, int rank, int nranks, const Reduction& reduction)
       IsReduction(args.func) ? static_cast<uint32_t>(std::min<int>(args.redop, ncclNumOps)) : 0;
   sig_.root = IsRooted(args.func) ? args.peer : 0;
   sig_.count = args.count;
+  if (args.func == Func::kPutSignal || args.func == Func::kSignal) {
+    // The chunks name the target: the window and the offset into it.
+    sig_.root = args.window;
+    sig_.count = args.window_offset;
+    sig_.redop = 0;
+    char* src = static_cast<char*>(const_cast<void*>(args.sendbuff));
+    if (args.peer == rank)
+      one_sided_to_self_ = true;
+    else
+      sends_.push_back({args.peer, src, args.func == Func::kSignal ? 0 : bytes});
+    return;
+  }
+  if (args.func == Func::kWaitSignal) return;
   if (bytes == 0) return;
 
   char* send = static_cast<char*>(const_cast<void*>(args.sendbuff));
@@ -151,6 +198,9 @@ Op::Op(const OpArgs& args, int rank, int nranks, const Reduction& reduction)
         recvs_.push_back({root, recv, bytes});
       break;
     case Func::kSendRecv:
+    case Func::kPutSignal:
+    case Func::kSignal:
+    case Func::kWaitSignal:
       break;
   }
 
@@ -197,16 +247,24 @@ void Op::Start() {
   }
   if (local_bytes_ > 0 && local_src_ != local_dst_)
     std::memmove(local_dst_, local_src_, local_bytes_);
+  if (one_sided_to_self_ && one_sided_ != nullptr) {
+    if (args_.func == Func::kPutSignal)
+      one_sided_->Place(args_.window, args_.window_offset, static_cast<const char*>(args_.sendbuff),
+                        args_.count * DataTypeSize(args_.datatype));
+    one_sided_->Count(rank_);
+    one_sided_to_self_ = false;
+  }
 }
 
 bool Op::ProgressSend(Transfer& s, Fifo& f) {
   bool moved = false;
   const size_t step = f.step_bytes();
-  while (s.done < s.bytes && f.CanPost()) {
+  while (!s.Finished() && f.CanPost()) {
     const size_t n = std::min(step, s.bytes - s.done);
-    std::memcpy(f.PostSlot(), s.buf + s.done, n);
-    f.Post(StepMeta{s.done, n, sig_});
+    if (n > 0) std::memcpy(f.PostSlot(), s.buf + s.done, n);
+    f.Post(StepMeta{s.done, n, sig_, s.bytes});
     s.done += n;
+    if (s.bytes == 0) s.empty_posted = true;
     moved = true;
   }
   return moved;
@@ -258,7 +316,7 @@ bool Op::ProgressFold(Transport& t) {
 bool Op::Progress(Transport& t, const LineUp& line) {
   bool moved = false;
   for (Transfer& s : sends_) {
-    if (s.done < s.bytes && line.send[s.peer].front() == this)
+    if (!s.Finished() && line.send[s.peer].front() == this)
       moved |= ProgressSend(s, t.SendTo(s.peer));
   }
   if (NetReceiveDead()) return moved;  // NCCLSIM_NET_STALL: nothing comes in
@@ -276,7 +334,7 @@ bool Op::Progress(Transport& t, const LineUp& line) {
 
 bool Op::SendDone(int peer) const {
   for (const Transfer& s : sends_)
-    if (s.peer == peer && s.done < s.bytes) return false;
+    if (s.peer == peer && !s.Finished()) return false;
   return true;
 }
 
@@ -291,9 +349,15 @@ bool Op::RecvDone(int peer) const {
 }
 
 bool Op::Done() const {
-  if (self_unpaired_) return false;
+  if (self_unpaired_ || one_sided_to_self_) return false;
+  if (args_.func == Func::kWaitSignal) {
+    if (one_sided_ == nullptr) return false;
+    for (const auto& w : args_.wait_until)
+      if (one_sided_->Received(w.first) < w.second) return false;
+    return true;
+  }
   for (const Transfer& s : sends_)
-    if (s.done < s.bytes) return false;
+    if (!s.Finished()) return false;
   for (const Transfer& r : recvs_)
     if (r.done < r.bytes) return false;
   return !fold_ || fold_->done >= fold_->bytes;

@@ -11,6 +11,10 @@
 //   AlltoAll       send block p to peer p; receive block p from peer p
 //   Gather/Scatter to or from root, block by block
 //   Send/Recv      one transfer
+//   PutSignal      one transfer into the peer's window, the signal with its
+//                  last chunk; Signal an empty one (the receiver's progress
+//                  engine takes them as they come: OneSidedState)
+//   WaitSignal     no transfer: done once each peer's signals reached a count
 //
 // A fold takes the ranks' inputs in rank order, chunk by chunk, so that every
 // rank computes identical results. Data moves in chunks of the receiver's
@@ -26,9 +30,13 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <cstddef>
 #include <deque>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "nccl/fifo.h"
@@ -60,7 +68,35 @@ enum class Func : uint32_t {
   kAlltoAll = 8,
   kScatter = 9,
   kGather = 10,
+  // One-sided (NCCL 2.29): 11 is NCCL's AllGatherV, which the API does not expose.
+  kPutSignal = 12,
+  kSignal = 13,
+  kWaitSignal = 14,
 };
+
+// The receiving side of one-sided traffic, owned by a communicator's progress
+// engine (progress.h): its windows, by registration index (NCCL registers
+// windows collectively, so the index is the same on every rank), and the
+// signals that arrived from each peer. A put or signal lands here without
+// any call of the receiver's, as NCCL's do.
+struct OneSidedState {
+  struct Window {
+    char* base = nullptr;
+    size_t size = 0;
+  };
+  std::mutex mu;                // windows
+  std::vector<Window> windows;  // index -> its memory here (base null once deregistered)
+  std::unique_ptr<std::atomic<uint64_t>[]> received;  // per peer
+  int nranks = 0;
+
+  void Reset(int n);
+  // Copies bytes of a put into window `index` at `offset`, within its bounds.
+  void Place(int index, uint64_t offset, const char* data, size_t bytes);
+  uint64_t Received(int peer) const;
+  void Count(int peer);
+};
+
+bool IsOneSided(Func f);
 
 const char* FuncName(Func f);  // "AllReduce", as NCCL names operations
 bool IsRooted(Func f);
@@ -74,8 +110,14 @@ struct OpArgs {
   size_t count = 0;
   ncclDataType_t datatype = ncclFloat32;
   ncclRedOp_t redop = ncclSum;
-  int peer = 0;  // root for rooted collectives, peer for Send/Recv
+  int peer = 0;  // root for rooted collectives, peer for Send/Recv, PutSignal and Signal
   cudaStream_t stream = nullptr;
+  // PutSignal: the peer's window (its registration index) and the byte
+  // offset into it.
+  int window = -1;
+  uint64_t window_offset = 0;
+  // WaitSignal: per peer, the count of its signals that must have arrived.
+  std::vector<std::pair<int, uint64_t>> wait_until;
 };
 
 class Op {
@@ -104,12 +146,17 @@ class Op {
   // A Send to self and a Recv from self in one group become a local copy.
   void PairWithSelfSend(Op& send);
 
+  // One-sided ops: where signals are counted and puts to self land.
+  void SetOneSided(OneSidedState* state) { one_sided_ = state; }
+
  private:
   struct Transfer {
     int peer;
     char* buf;  // source (send) or destination (receive)
     size_t bytes;
     size_t done = 0;
+    bool empty_posted = false;  // a signal (no data) is one empty chunk
+    bool Finished() const { return done >= bytes && (bytes > 0 || empty_posted); }
   };
   struct Fold {
     std::vector<int> peers;  // every rank but this one
@@ -138,6 +185,8 @@ class Op {
   std::vector<char> snapshot_;  // copy of an aliased send buffer
   bool needs_snapshot_ = false;
   bool self_unpaired_ = false;  // a Send/Recv to self waiting for its partner
+  OneSidedState* one_sided_ = nullptr;
+  bool one_sided_to_self_ = false;  // a put or signal to this rank: lands at Start
 };
 
 }  // namespace ncclsim::nccl

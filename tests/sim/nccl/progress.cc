@@ -4,7 +4,9 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 
+#include "nccl/params.h"
 #include "nccl/transport.h"
 
 namespace ncclsim::nccl {
@@ -42,6 +44,7 @@ ncclResult_t Batch::Wait() {
 
 void ProgressEngine::Start(Transport* transport, int nranks) {
   transport_ = transport;
+  one_sided_.Reset(nranks);
   line_.send.assign(nranks, {});
   line_.recv.assign(nranks, {});
   thread_ = std::thread([this] { Loop(); });
@@ -77,6 +80,31 @@ void ProgressEngine::WaitIdle() {
   idle_cv_.wait(lock, [this] { return finished_ == posted_; });
 }
 
+void ProgressEngine::ServeOneSidedWhenIdle() {
+  serve_idle_.store(true);
+  cv_.notify_all();
+}
+
+bool ProgressEngine::ServeOneSided() {
+  if (NetReceiveDead()) return false;  // NCCLSIM_NET_STALL: nothing comes in
+  bool moved = false;
+  for (int p = 0; p < one_sided_.nranks; ++p) {
+    Fifo& f = transport_->RecvFrom(p);
+    if (!f.valid()) continue;
+    const StepMeta* meta = nullptr;
+    const char* data = nullptr;
+    while (f.Peek(&meta, &data) && IsOneSided(static_cast<Func>(meta->sig.func))) {
+      const StepMeta m = *meta;
+      if (m.bytes > 0)
+        one_sided_.Place(m.sig.root, m.sig.count + m.offset, data, static_cast<size_t>(m.bytes));
+      f.Pop();
+      if (m.offset + m.bytes >= m.message_bytes) one_sided_.Count(p);
+      moved = true;
+    }
+  }
+  return moved;
+}
+
 void ProgressEngine::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -97,9 +125,13 @@ void ProgressEngine::Loop() {
           return b->active.load(std::memory_order_acquire);
         });
       };
-      cv_.wait(lock, [&] {
+      auto wake = [&] {
         return stop_ || abort_ != ncclSuccess || !incoming_.empty() || any_active();
-      });
+      };
+      if (serve_idle_.load())
+        cv_.wait_for(lock, std::chrono::milliseconds(2), wake);
+      else
+        cv_.wait(lock, wake);
       if (stop_) return;
       abort = abort_;
       while (!incoming_.empty()) {
@@ -128,7 +160,7 @@ void ProgressEngine::Loop() {
       continue;
     }
 
-    bool moved = false;
+    bool moved = ServeOneSided();
     for (auto& b : pending_) {
       if (!b->active.load(std::memory_order_acquire) || b->done) continue;
       // First sight of an active batch: its local part, or its injected fault.

@@ -13,6 +13,10 @@
 //
 // Abort fails every op at once and releases the waiting streams.
 //
+// One-sided puts and signals are not lined up: whatever is at the head of a
+// connection from a peer and belongs to one is taken in by the thread as it
+// comes (into the window, the signal counted), with no op of this rank's.
+//
 // Thread-safety: Post, Activate, Abort, WaitIdle and Stop may be called from
 // any thread; the line-up and the ops are touched only by the progress thread.
 
@@ -67,8 +71,16 @@ class ProgressEngine {
   void WaitIdle();
   void Stop();
 
+  // One-sided traffic to this rank (ops.h): its windows and the signals in.
+  OneSidedState& one_sided() { return one_sided_; }
+  // Once the rank has a window: the thread also wakes when idle (every 2 ms)
+  // to take puts and signals in, which arrive without any call of this rank's.
+  void ServeOneSidedWhenIdle();
+
  private:
   void Loop();
+  // Takes the puts and signals at the head of each incoming connection.
+  bool ServeOneSided();
 
   Transport* transport_ = nullptr;
   std::thread thread_;
@@ -82,6 +94,8 @@ class ProgressEngine {
   uint64_t posted_ = 0;
   uint64_t finished_ = 0;
   std::condition_variable idle_cv_;
+  OneSidedState one_sided_;
+  std::atomic<bool> serve_idle_{false};
 };
 
 }  // namespace ncclsim::nccl

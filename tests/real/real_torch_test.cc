@@ -1,0 +1,350 @@
+// Real PyTorch (torch 2.15.0 from PyPI, installed by scripts/fetch-torch.sh
+// into a cache outside the tree) under libncclwatch.so: jobs whose ranks
+// never get past torch.distributed's rendezvous (the TCPStore at
+// MASTER_ADDR:MASTER_PORT), each diagnosed exactly from the traces the shim
+// writes from NCCL's load (torch links libnccl), before any NCCL call.
+// There is no GPU here: a rendezvous that succeeds fails later, on CUDA;
+// these fail before. The store's timeout is short (a few seconds) so each
+// job ends by itself. When torch is not installed every test prints a line
+// starting "NCCLWATCH-SKIP:" with the reason, and ctest reports it skipped.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model/process_trace.h"
+#include "support/traced_job.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string Shell(const std::string& command, int* status) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int s = pclose(p);
+  *status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+  return out;
+}
+
+// The venv's python, or "" after the skip line.
+std::string TorchPython() {
+  static const std::pair<std::string, std::string> found =
+      []() -> std::pair<std::string, std::string> {
+    if (const char* given = std::getenv("NCCLWATCH_TORCH_PYTHON")) return {given, ""};
+    jobs::TempDir tmp;
+    int status = 0;
+    std::string out = Shell(std::string(NCCLWATCH_SOURCE_DIR) +
+                                "/scripts/fetch-torch.sh --locate 2>" + tmp.path() + "/err",
+                            &status);
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    if (status != 0 || out.empty()) {
+      int ignored = 0;
+      return {"", Shell("cat " + tmp.path() + "/err", &ignored)};
+    }
+    return {out, ""};
+  }();
+  if (found.first.empty())
+    std::cout << "NCCLWATCH-SKIP: real PyTorch unavailable (" << found.second
+              << "); its tests did not run\n";
+  return found.first;
+}
+
+// A TCP port nothing listens on now, below the kernel's ephemeral range
+// (32768 and up by default), so that no client socket of this machine's
+// other jobs takes it from the ranks in the meantime: random in
+// [21000, 29000), checked by binding it.
+int FreePort() {
+  static unsigned seed = static_cast<unsigned>(getpid()) * 2654435761u;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    seed = seed * 1103515245u + 12345u;
+    const int port = 21000 + static_cast<int>((seed >> 8) % 8000);
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  FAIL("no free port in [21000, 29000)");
+  return -1;
+}
+
+// Two (or `nranks`) ranks of the program, traced into `dir`; `per_rank`
+// adds to a rank's environment.
+jobs::JobResult RunRanks(const std::string& python, const std::string& dir, int nranks, int port,
+                         const std::vector<std::string>& env = {},
+                         const std::map<int, std::vector<std::string>>& per_rank = {}) {
+  jobs::JobSpec spec;
+  spec.nranks = nranks;
+  spec.argv = {python,
+               std::string(NCCLWATCH_SOURCE_DIR) + "/tests/real/programs/torch_rendezvous.py"};
+  spec.env = {"LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir,
+              "MASTER_ADDR=127.0.0.1",          "MASTER_PORT=" + std::to_string(port),
+              "NCCLWATCH_TEST_TIMEOUT_S=3",     "NCCLWATCH_TEST_RANKS=" + std::to_string(nranks),
+              "CUDA_VISIBLE_DEVICES=",          "OMP_NUM_THREADS=1"};
+  spec.env.insert(spec.env.end(), env.begin(), env.end());
+  for (const auto& [rank, more] : per_rank) spec.ranks[rank].env = more;
+  spec.timeout_s = 120;  // the store's timeout ends each job well before
+  // As torchrun does: once a rank fails, the others are ended a second later
+  // (a client connected to a port's foreign holder would wait for it forever).
+  spec.teardown_after_failure_s = 1;
+  spec.tag_output = true;
+  jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.error.empty());
+  return r;
+}
+
+std::string Output(const jobs::JobResult& r) {
+  std::string out;
+  for (const jobs::RankResult& rank : r.ranks)
+    out += "--- rank " + std::to_string(rank.rank) + " (exit " + std::to_string(rank.exit_code) +
+           ")\n" + rank.output.substr(0, 4000) + "\n";
+  return out;
+}
+
+std::vector<int> Ints(const google::protobuf::Value& v) {
+  std::vector<int> out;
+  for (const auto& x : v.list_value().values()) out.push_back(static_cast<int>(x.number_value()));
+  return out;
+}
+
+const google::protobuf::Value& Field(const jobs::FindingView& f, const std::string& key) {
+  static const google::protobuf::Value kNull;
+  auto it = f.raw.fields().find(key);
+  return it == f.raw.fields().end() ? kNull : it->second;
+}
+
+// The root cause of the traces in `dir`: a rendezvous_failure of `cause`,
+// at startup, naming `ranks`.
+const jobs::FindingView* CheckRoot(const jobs::DiagnosisView& d, const std::string& cause,
+                                   const std::vector<int>& ranks) {
+  INFO(d.output);
+  CHECK(d.exit_code == 1);
+  CHECK(d.verdict == "problem");
+  const jobs::FindingView* root = d.Root();
+  REQUIRE(root != nullptr);
+  CHECK(root->kind == "rendezvous_failure");
+  CHECK(root->String("cause") == cause);
+  CHECK(root->String("phase") == "startup");
+  CHECK(root->ranks == ranks);
+  return root;
+}
+
+}  // namespace
+
+TEST_CASE("torch: MASTER_PORT differs between the ranks: settings_differ, each rank's port named",
+          "[real][torch]") {
+  const std::string python = TorchPython();
+  if (python.empty()) return;
+  jobs::TempDir dir;
+  const int port = FreePort();
+  int other = FreePort();
+  while (other == port) other = FreePort();
+  const jobs::JobResult r =
+      RunRanks(python, dir.path(), 2, port, {}, {{1, {"MASTER_PORT=" + std::to_string(other)}}});
+  INFO(Output(r));
+  // Each rank failed: its store timed out (exit 1), or it was ended by the
+  // teardown after the first one failed.
+  for (const jobs::RankResult& rank : r.ranks) CHECK((rank.exit_code == 1 || rank.signal != 0));
+  REQUIRE(fs::exists(dir.path()));  // traces, though NCCL was never called
+  int traces = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    auto t = ncclwatch::decoder::LoadProcessTrace(e.path().string());
+    REQUIRE(t.ok());
+    ++traces;
+    CHECK(t->traced_from == 1);  // from NCCL's load (import torch)
+    CHECK(t->apis.empty());      // and no NCCL call
+    CHECK(t->inventory.at_load);
+    // torch/version.py's __version__, not the __all__ list that names it first.
+    INFO(t->inventory.framework);
+    CHECK(t->inventory.framework.rfind("pytorch 2.", 0) == 0);
+    CHECK(t->inventory.framework.find(',') == std::string::npos);
+    CHECK(t->inventory.Env("MASTER_PORT") != nullptr);
+  }
+  CHECK(traces == 2);
+  const jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  const jobs::FindingView* root = CheckRoot(d, "settings_differ", {1});
+  const auto& settings = Field(*root, "settings").list_value().values();
+  REQUIRE(settings.size() == 1);
+  const auto& s = settings[0].struct_value().fields();
+  CHECK(s.at("name").string_value() == "MASTER_PORT");
+  const auto& values = s.at("values").list_value().values();
+  REQUIRE(values.size() == 2);
+  CHECK(values[0].struct_value().fields().at("value").string_value() == std::to_string(port));
+  CHECK(Ints(values[0].struct_value().fields().at("ranks")) == std::vector<int>{0});
+  CHECK(values[1].struct_value().fields().at("value").string_value() == std::to_string(other));
+  CHECK(Ints(values[1].struct_value().fields().at("ranks")) == std::vector<int>{1});
+  // What the disagreement did: rank 1 was refused at its port, rank 0 served alone.
+  CHECK(root->String("address") == "127.0.0.1:" + std::to_string(other));
+  CHECK(root->String("errno") == "ECONNREFUSED");
+  CHECK(Field(*root, "attempts").number_value() >= 1);
+  CHECK(Ints(Field(*root, "failed")) == std::vector<int>{1});
+  CHECK(Ints(Field(*root, "server")) == std::vector<int>{0});
+  CHECK(Ints(Field(*root, "waiting")) == std::vector<int>{0, 1});
+  // The human report says the same.
+  const jobs::DiagnosisView text = jobs::Diagnose({dir.path()}, false);
+  CHECK(text.output.find("PROBLEM: rendezvous_failure (settings_differ) (rank 1)") !=
+        std::string::npos);
+  CHECK(text.output.find("MASTER_PORT " + std::to_string(port) + " on rank 0, " +
+                         std::to_string(other) + " on rank 1") != std::string::npos);
+}
+
+TEST_CASE("torch: the master's port held by another process: port_in_use, the master named",
+          "[real][torch]") {
+  const std::string python = TorchPython();
+  if (python.empty()) return;
+  jobs::TempDir dir;
+  // This test process holds the port (listening, close-on-exec: the ranks
+  // do not inherit it), as an earlier run still alive would.
+  const int holder = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  REQUIRE(bind(holder, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  REQUIRE(listen(holder, 16) == 0);
+  socklen_t len = sizeof(a);
+  getsockname(holder, reinterpret_cast<sockaddr*>(&a), &len);
+  const int port = ntohs(a.sin_port);
+  const jobs::JobResult r = RunRanks(python, dir.path(), 2, port);
+  close(holder);
+  INFO(Output(r));
+  CHECK(r.ranks.at(0).exit_code == 1);
+  CHECK(r.ranks.at(0).output.find("EADDRINUSE") != std::string::npos);  // torch's own words
+  const jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  const jobs::FindingView* root = CheckRoot(d, "port_in_use", {0});
+  CHECK(root->String("errno") == "EADDRINUSE");
+  CHECK(root->String("address") == "127.0.0.1:" + std::to_string(port));
+  CHECK(Field(*root, "attempts").number_value() >= 1);
+  CHECK(Field(*root, "settings").list_value().values().empty());
+}
+
+TEST_CASE("torch: WORLD_SIZE larger than the ranks started: ranks_missing, the one that never came",
+          "[real][torch]") {
+  const std::string python = TorchPython();
+  if (python.empty()) return;
+  jobs::TempDir dir;
+  const int port = FreePort();
+  const jobs::JobResult r = RunRanks(python, dir.path(), 2, port, {"WORLD_SIZE=3"});
+  INFO(Output(r));
+  // Each rank failed: its store timed out (exit 1), or it was ended by the
+  // teardown after the first one failed.
+  for (const jobs::RankResult& rank : r.ranks) CHECK((rank.exit_code == 1 || rank.signal != 0));
+  const jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  const jobs::FindingView* root = CheckRoot(d, "ranks_missing", {2});
+  CHECK(Field(*root, "world_size").number_value() == 3);
+  CHECK(Ints(Field(*root, "started")) == std::vector<int>{0, 1});
+  CHECK(Ints(Field(*root, "missing")) == std::vector<int>{2});
+  CHECK(Ints(Field(*root, "waiting")) == std::vector<int>{0, 1});
+  CHECK(Ints(Field(*root, "server")) == std::vector<int>{0});
+  CHECK(Field(*root, "joined").number_value() == 2);  // of 3
+}
+
+TEST_CASE(
+    "torch: one rank of two started, under ncclwatch run: ranks_missing, and status ENDED BADLY",
+    "[real][torch]") {
+  const std::string python = TorchPython();
+  if (python.empty()) return;
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/traces";
+  jobs::JobSpec spec;
+  spec.argv = {jobs::NcclwatchPath(),
+               "run",
+               "--dir",
+               traces,
+               "--",
+               python,
+               std::string(NCCLWATCH_SOURCE_DIR) + "/tests/real/programs/torch_rendezvous.py"};
+  spec.env = jobs::LauncherEnv();
+  for (const std::string& e :
+       {std::string("MASTER_ADDR=127.0.0.1"), "MASTER_PORT=" + std::to_string(FreePort()),
+        std::string("WORLD_SIZE=2"), std::string("RANK=0"),
+        std::string("NCCLWATCH_TEST_TIMEOUT_S=3"), std::string("CUDA_VISIBLE_DEVICES="),
+        std::string("OMP_NUM_THREADS=1")})
+    spec.env.push_back(e);
+  spec.timeout_s = 120;
+  const jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.error.empty());
+  const std::string& out = r.ranks.at(0).output;
+  INFO(out);
+  CHECK(r.ranks[0].exit_code == 1);  // the program's own
+  CHECK(out.find("no trace files") == std::string::npos);
+  CHECK(out.find("HEALTHY") == std::string::npos);
+  CHECK(out.find("PROBLEM: rendezvous_failure (ranks_missing) (rank 1)") != std::string::npos);
+  CHECK(out.find("WORLD_SIZE is 2 and only rank 0 started: rank 1 never came") !=
+        std::string::npos);
+  // status: an ended job with no communicator is ENDED BADLY (it was
+  // PROGRESSING, exit 0).
+  const jobs::DiagnosisView status = jobs::RunNcclwatch("status", {traces}, false);
+  INFO(status.output);
+  CHECK(status.exit_code == 1);
+  CHECK(status.output.rfind("ENDED BADLY: every process has ended", 0) == 0);
+}
+
+TEST_CASE(
+    "torch: under torchrun, the agent (NCCL loaded by import torch, no rank, no call) is no "
+    "rank of the job",
+    "[real][torch]") {
+  const std::string python = TorchPython();
+  if (python.empty()) return;
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/traces";
+  jobs::JobSpec spec;
+  // The ranks' rendezvous succeeds; on this GPU-less machine each then fails
+  // in torch ("nccl2 requires at least one CUDA device"), before NCCL.
+  spec.argv = {jobs::NcclwatchPath(),
+               "run",
+               "--dir",
+               traces,
+               "--",
+               fs::path(python).parent_path().string() + "/torchrun",
+               "--nproc-per-node",
+               "2",
+               "--master-port",
+               std::to_string(FreePort()),
+               std::string(NCCLWATCH_SOURCE_DIR) + "/tests/real/programs/torch_rendezvous.py"};
+  spec.env = jobs::LauncherEnv();
+  spec.env.push_back("NCCLWATCH_TEST_TIMEOUT_S=3");
+  spec.env.push_back("CUDA_VISIBLE_DEVICES=");
+  spec.timeout_s = 120;
+  const jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.error.empty());
+  const std::string& out = r.ranks.at(0).output;
+  INFO(out);
+  CHECK(r.ranks[0].exit_code == 1);
+  CHECK(out.find("nccl2 requires at least one CUDA device") != std::string::npos);
+  const jobs::DiagnosisView d = jobs::Diagnose({traces});
+  INFO(d.output);
+  // Three traces (the agent's too), one job with a problem: the ranks'.
+  CHECK(d.exit_code == 1);
+  int roots = 0;
+  for (const jobs::FindingView& f : d.findings) {
+    roots += f.role == "root_cause";
+    for (int rank : f.ranks) CHECK((rank == 0 || rank == 1));
+  }
+  CHECK(roots == 1);
+  const jobs::FindingView* root = d.Root();
+  REQUIRE(root != nullptr);
+  CHECK(root->kind == "rank_exit_error");
+  // The rank that exited first (both fail at once): a rank, never the agent.
+  REQUIRE(root->ranks.size() == 1);
+  CHECK((root->ranks[0] == 0 || root->ranks[0] == 1));
+}
