@@ -27,21 +27,30 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
       n += calls;
       digest = calls = 0;
     };
-    for (uint32_t i : s.collectives) {
-      const CollectiveEvent& e = t.collectives[i];
-      if (!m.any) {
-        m.any = true;
-        m.lo = m.hi = e.seq;
+    if (!summarized) {
+      // A trace read whole, not digested: its first and last numbers (a
+      // stream's rise by one) are all that is kept of it, at no cost.
+      const uint64_t first = t.collectives[s.collectives.front()].seq;
+      const uint64_t last = t.collectives[s.collectives.back()].seq;
+      m.any = true;
+      m.lo = std::min(first, last);
+      m.hi = std::max(first, last);
+    } else {
+      for (uint32_t i : s.collectives) {
+        const CollectiveEvent& e = t.collectives[i];
+        if (!m.any) {
+          m.any = true;
+          m.lo = m.hi = e.seq;
+        }
+        m.lo = std::min(m.lo, e.seq);
+        m.hi = std::max(m.hi, e.seq);
+        if (e.seq / kLeftOutBlock != block) {
+          flush();
+          block = e.seq / kLeftOutBlock;
+        }
+        digest += CallDigest(e.seq, CollectiveSignature::Of(e));
+        ++calls;
       }
-      m.lo = std::min(m.lo, e.seq);
-      m.hi = std::max(m.hi, e.seq);
-      if (!summarized) continue;
-      if (e.seq / kLeftOutBlock != block) {
-        flush();
-        block = e.seq / kLeftOutBlock;
-      }
-      digest += CallDigest(e.seq, CollectiveSignature::Of(e));
-      ++calls;
     }
     flush();
     for (const LeftOutCalls& l : t.left_out) {
