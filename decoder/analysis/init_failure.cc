@@ -546,9 +546,19 @@ bool RemoteOnly(const InitEvidence& r, const RankTexts& texts) {
 }
 
 std::optional<Cause> Unknown(const InitEvidence& r) {
+  // No message says why; the part of NCCL that printed the first failure
+  // (its WARN line's source file) still says where.
+  const char* area = "unknown";
+  for (const InitEvidence::Failure& f : r.failures) {
+    if (f.async || f.location.empty()) continue;
+    if (const char* a = NcclSourceArea(f.location); *a != '\0') {
+      area = a;
+      break;
+    }
+  }
   for (const InitEvidence::Failure& f : r.failures) {
     if (f.async) continue;
-    Cause c = Of(InitCause::kUnknown, "unknown");
+    Cause c = Of(InitCause::kUnknown, area);
     c.facts.call = f.call;
     c.facts.result = f.result;
     c.facts.nccl_text = f.text;

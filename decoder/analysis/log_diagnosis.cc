@@ -252,7 +252,7 @@ class LogDiagnoser {
         if (l.level == LogLine::kWarn) {
           if (evidence) {
             e.warnings.push_back(l.text);
-            e.failures.push_back({When(l), "", -1, l.text, false});
+            e.failures.push_back({When(l), "", -1, l.text, false, l.location});
           }
         } else if (l.level == LogLine::kOther) {
           if (last_error_next) {
@@ -410,6 +410,13 @@ class LogDiagnoser {
     }
     e.facts.message = m->id;
     if (!address.empty()) e.facts.address = address;
+    // The OOM killer's victim, by its pid.
+    static const LazyRE2 kVictim = {R"(Killed process (\d+)|\bpid=(\d+))"};
+    std::string victim, victim2;
+    int pid = -1;
+    if (name == CatalogueCause::kHostOom && RE2::PartialMatch(t, *kVictim, &victim, &victim2) &&
+        absl::SimpleAtoi(victim.empty() ? victim2 : victim, &pid) && pid > 0)
+      e.facts.pid = pid;
     // A lost peer is what follows a death: after the deaths the logs name;
     // and one that names the peer (a task, an address) before one that only
     // relays that some peer failed.
@@ -663,6 +670,7 @@ class LogDiagnoser {
           FindingKind::kRankDied, absl::StrCat(rank, ":", c.signo), rank, process, When(l), l.text};
       e.facts.cause = LogCause::kCrash;
       e.facts.signo = c.signo;
+      if (c.pid > 0) e.facts.pid = c.pid;
       e.facts.tool = c.tool;
       const StackPlace* place = nullptr;
       const StackFrame* placed = PlacedFrame(c.frames, &place);
@@ -783,6 +791,8 @@ class LogDiagnoser {
       });
       if (named == es.end())
         named = std::find_if(es.begin(), es.end(), [](const Event* e) { return e->rank >= 0; });
+      if (named == es.end())  // the line that names the process (the OOM killer's victim)
+        named = std::find_if(es.begin(), es.end(), [](const Event* e) { return e->facts.pid; });
       const Event& first = named != es.end() ? **named : *es.front();
       LogFacts facts = first.facts;
       facts.line = first.text;
@@ -852,6 +862,8 @@ class LogDiagnoser {
         if (rank >= 0) x.ranks = {rank};
         Facts(x).cause = LogCause::kUnexplainedError;
         Facts(x).line = l.text;
+        // The part of NCCL that printed it, from its source location.
+        if (const char* area = NcclSourceArea(l.location); *area != '\0') Facts(x).subsystem = area;
         causes->push_back(x);
         out_.problem = true;
         break;

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "ncclwatch/ring_format.h"
 #include "summary/summary_reader.h"
 #include "util/pseudo_file_system.h"
 
@@ -199,6 +200,47 @@ absl::StatusOr<std::vector<std::string>> InputFiles(
 bool IsTraceFile(const fs::path& p) { return p.extension() == ".trace"; }
 
 bool IsTraceOrSummary(const fs::path& p) { return IsTraceFile(p) || IsSummaryFile(p.string()); }
+
+bool IsLogFile(const fs::path& p) {
+  const fs::path e = p.extension();
+  return e == ".log" || e == ".out" || e == ".err";
+}
+
+namespace {
+
+// Whether a regular file opens with a trace's magic (read without blocking).
+bool OpensAsTrace(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return true;  // let the trace reader say why it cannot be read
+  char magic[8];
+  const bool trace = pread(fd, magic, sizeof(magic), 0) == static_cast<ssize_t>(sizeof(magic)) &&
+                     std::memcmp(magic, NCCLWATCH_RING_MAGIC, sizeof(magic)) == 0;
+  close(fd);
+  return trace;
+}
+
+}  // namespace
+
+absl::Status SplitLogs(const std::vector<std::string>& paths, std::vector<std::string>* trace_paths,
+                       std::vector<std::string>* logs) {
+  std::vector<std::string> folders;
+  for (const std::string& path : paths) {
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && !IsTraceFile(path) &&
+        !OpensAsTrace(path) && !IsSummaryFile(path)) {
+      logs->push_back(path);
+      continue;
+    }
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) folders.push_back(path);
+    trace_paths->push_back(path);
+  }
+  if (folders.empty()) return absl::OkStatus();
+  std::vector<SkippedInput> ignored;  // the search for traces reports what it passes over
+  absl::StatusOr<std::vector<std::string>> inside = InputFiles(folders, IsLogFile, &ignored);
+  if (!inside.ok()) return inside.status();
+  logs->insert(logs->end(), inside->begin(), inside->end());
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<std::string>> TraceFiles(const std::vector<std::string>& paths,
                                                     std::vector<SkippedInput>* skipped) {

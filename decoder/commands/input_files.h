@@ -70,6 +70,19 @@ bool IsTraceFile(const std::filesystem::path& p);
 // (`ncclwatch summarize`, summary/summary_reader.h).
 bool IsTraceOrSummary(const std::filesystem::path& p);
 
+// Whether a file in a folder is a log to read beside traces: a job's
+// output or NCCL's log, named *.log, *.out or *.err (ncclwatch run keeps
+// the job's output as job-output.log beside its traces).
+bool IsLogFile(const std::filesystem::path& p);
+
+// The paths given, split: files named on the command line that hold no
+// trace (not *.trace, not opening with a trace's or a summary's magic) are
+// logs; the rest (folders, traces, summaries) go on to the search for
+// traces. Logs inside the folders
+// are added too (IsLogFile). An error as InputFiles gives one.
+absl::Status SplitLogs(const std::vector<std::string>& paths, std::vector<std::string>* trace_paths,
+                       std::vector<std::string>* logs);
+
 // The trace files and summaries under `paths` (InputFiles with
 // IsTraceOrSummary), or NotFound "no trace files (*.trace) under PATH"
 // when there are none.

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "analysis/diagnose_traces.h"
 #include "commands/input_files.h"
+#include "commands/logs_beside.h"
 #include "report/finding_text.h"
 #include "report/names.h"
 #include "report/reports.h"
@@ -26,8 +27,15 @@ namespace ncclwatch::decoder {
 
 std::unique_ptr<DiagnosedTraces> DiagnoseTraces(const std::vector<std::string>& paths,
                                                 std::string* error) {
+  // The logs in the folders (a run's job-output.log) are judged with the traces.
+  std::vector<std::string> trace_paths, logs;
+  if (absl::Status split = SplitLogs(paths, &trace_paths, &logs); !split.ok()) {
+    *error = std::string(split.message());
+    return nullptr;
+  }
   std::vector<SkippedInput> skipped;  // folders not read, links not followed
-  absl::StatusOr<std::vector<std::string>> files = TraceFiles(paths, &skipped);
+  absl::StatusOr<std::vector<std::string>> files =
+      TraceFiles(trace_paths.empty() ? paths : trace_paths, &skipped);
   if (!files.ok()) {
     *error = std::string(files.status().message());
     return nullptr;
@@ -42,6 +50,7 @@ std::unique_ptr<DiagnosedTraces> DiagnoseTraces(const std::vector<std::string>& 
   t->paths = paths;
   t->job = std::move(result->job);
   t->diagnosis = std::move(result->diagnosis);
+  JudgeLogsBeside(logs, t->job, &t->diagnosis);
   return t;
 }
 

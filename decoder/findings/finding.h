@@ -562,6 +562,9 @@ struct LogFacts {
   std::optional<std::string> hit;
   std::optional<std::string> subsystem;
   std::optional<std::string> tool;
+  // The process the line names by its pid (the OOM killer's victim, a crash's), as the node's
+  // kernel or the process numbers it; the rank is found from it beside traces.
+  std::optional<int> pid;
   // kStacks: the ranks by where their stacks wait ("ncclCommAbort", with its place's words),
   // and the tools that printed them.
   struct Wait {

@@ -1126,6 +1126,53 @@ const Matcher& TheMatcher() {
 
 }  // namespace
 
+const char* NcclSourceArea(absl::string_view file) {
+  // A path as NCCL's __FILE__ gives it, relative to src/ (an absolute
+  // build path in some builds): the part from src/ on.
+  if (const size_t src = file.rfind("src/"); src != absl::string_view::npos)
+    file = file.substr(src + 4);
+  static const struct {
+    const char* prefix;
+    const char* area;
+  } kAreas[] = {
+      {"transport/net_ib", "net/ib"},
+      {"transport/net_socket", "net/socket"},
+      {"transport/net", "net"},
+      {"transport/shm", "shm"},
+      {"transport/p2p", "p2p"},
+      {"transport/nvls", "fabric"},
+      {"transport/coll_net", "collnet"},
+      {"transport/generic", "transport"},
+      {"transport.", "transport"},
+      {"misc/ibvwrap", "ib"},
+      {"misc/ibvsymbols", "ib"},
+      {"misc/shmutils", "shm"},
+      {"misc/socket", "socket"},
+      {"misc/cudawrap", "cuda"},
+      {"misc/strongstream", "cuda"},
+      {"misc/nvmlwrap", "nvml"},
+      {"misc/gdrwrap", "gdr"},
+      {"misc/argcheck", "usage"},
+      {"misc/param", "config"},
+      {"misc/mlx5dv", "ib"},
+      {"bootstrap", "bootstrap"},
+      {"graph/", "topology"},
+      {"proxy", "proxy"},
+      {"plugin/", "plugin"},
+      {"net.cc", "plugin"},
+      {"enqueue", "enqueue"},
+      {"ras/", "ras"},
+      {"register/", "registration"},
+      {"init", "init"},
+      {"group", "group"},
+      {"device/", "device"},
+      {"allocator", "memory"},
+  };
+  for (const auto& a : kAreas)
+    if (absl::StartsWith(file, a.prefix)) return a.area;
+  return "";
+}
+
 const std::vector<CatalogueMessage>& CatalogueMessages() { return Table(); }
 
 std::vector<const CatalogueMessage*> FindMessages(absl::string_view text) {

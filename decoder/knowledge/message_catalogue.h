@@ -182,6 +182,11 @@ bool WarningOnly(const CatalogueMessage& m);
 // Whether a line reads as an error ("error", "failed", "refused", ...):
 // for messages whose words healthy INFO lines also use.
 bool ErrorWords(absl::string_view text);
+// The part of NCCL a source file of its tree is, in the catalogue's words
+// for subsystems ("transport/net_ib.cc" -> "net/ib", "misc/socket.cc" ->
+// "socket", "graph/topo.cc" -> "topology"), from the location NCCL's WARN
+// lines carry; "" for a file it does not know. Read in NCCL 2.4-2.32's src/.
+const char* NcclSourceArea(absl::string_view file);
 // Every message, for the tests that check each has real text.
 const std::vector<CatalogueMessage>& CatalogueMessages();
 

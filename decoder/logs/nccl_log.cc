@@ -32,6 +32,17 @@ namespace {
 // SGLang's logger puts the tensor-parallel rank after its time stamp
 // ("[2025-06-01 10:00:09 TP3] "): the process's rank when nothing else (a
 // data- or pipeline-parallel rank: "DP0 TP3", "PP1 TP3") comes before it.
+// The source file of NCCL's location before a line's level ("misc/socket.cc"
+// of "host:1:2 [0] misc/socket.cc:484 NCCL WARN"), "" when none.
+std::string SourceLocation(absl::string_view before) {
+  static const LazyRE2 kLocation = {R"(([\w./+-]+\.(?:cc|cu|cpp|c|h)):\d+)"};
+  std::string file;
+  if (before.find('.') == absl::string_view::npos ||
+      !RE2::PartialMatch(re2::StringPiece(before.data(), before.size()), *kLocation, &file))
+    return "";
+  return file;
+}
+
 bool StripTag(std::string* line, int* rank) {
   static const LazyRE2 kTags = {
       R"(\[rank ?(\d+)\]:? ?|\[default(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>: ?|)"
@@ -383,6 +394,7 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
     absl::string_view before = absl::string_view(raw).substr(0, level_at);
     absl::ConsumeSuffix(&before, "NCCL ");
     const bool prefixed = NcclPrefix(before, &host, &pid);
+    line.location = SourceLocation(before);
     line.text = raw.substr(end);
     if (groups[1] == "WARN" || groups[1] == "ABORT")
       line.level = LogLine::kWarn;
@@ -411,6 +423,7 @@ void NcclLog::AddLine(int source, int number, std::string raw, int64_t* last_ts)
   last_error_open_ = false;
   if (std::optional<NcclFragment> fragment = FindNcclFragment(raw, after_last_error)) {
     line.level = LogLine::kWarn;
+    line.location = SourceLocation(absl::string_view(raw).substr(0, fragment->message_at));
     line.text = raw.substr(fragment->message_at);
     line.message = fragment->message;
     ++nccl_lines_;

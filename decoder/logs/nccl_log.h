@@ -68,6 +68,8 @@ struct LogLine {
   int process = -1;      // index into NcclLog::processes(), -1 when unknown
   int tagged_rank = -1;  // from a launcher prefix
   std::string text;      // the message (after "NCCL WARN "), or the whole line without its prefix
+  std::string location;  // NCCL's source file the line names before its level
+                         // ("transport/net_ib.cc"), "" when none
   // The catalogue's message the text holds (knowledge/message_catalogue.h), found
   // once as the line is read; never looked for in INFO lines (NCCL's INFO
   // lines are most of a log, and none of them is an error).

@@ -33,6 +33,7 @@ struct InitEvidence {
     int32_t result = -1;  // ncclResult_t, -1 unknown
     std::string text;
     bool async = false;
+    std::string location;  // logs: NCCL's source file the WARN line names ("misc/socket.cc")
   };
   std::vector<Failure> failures;
   std::vector<std::string> warnings;  // every NCCL WARN text (logs)

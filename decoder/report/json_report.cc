@@ -335,6 +335,7 @@ void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, std::os
   if (x.hit) out << ",\"hit\":" << JsonString(*x.hit);
   if (x.subsystem) out << ",\"subsystem\":" << JsonString(*x.subsystem);
   if (x.tool) out << ",\"tool\":" << JsonString(*x.tool);
+  if (x.pid) out << ",\"pid\":" << *x.pid;
   if (x.cause == LogCause::kStacks) {
     out << ",\"waits\":[";
     for (size_t i = 0; i < x.waits.size(); ++i) {

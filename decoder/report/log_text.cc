@@ -293,7 +293,10 @@ void RenderLogFinding(const Finding& f, const LogFacts& x, FindingText* t) {
           "launcher's per-rank logs)";
       return;
     case LogCause::kUnexplainedError:
-      t->detail = absl::StrCat("the logs show an NCCL error that they do not explain: ", x.line);
+      t->detail = absl::StrCat(
+          "the logs show an NCCL error",
+          x.subsystem ? absl::StrCat(" (from NCCL's ", *x.subsystem, ")") : std::string(),
+          " that they do not explain: ", x.line);
       t->fix =
           "collect more: every rank's NCCL_DEBUG=INFO log (NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, "
           "NCCL_DEBUG_SUBSYS=INIT,NET,ENV), dmesg from every node, or run the job under "

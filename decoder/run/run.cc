@@ -15,12 +15,14 @@
 #include <filesystem>
 #include <sstream>
 
+#include "commands/explain.h"
 #include "commands/input_files.h"
 #include "commands/on_problem.h"
 #include "model/trace_loader.h"
 #include "report/names.h"
 #include "report/reports.h"
 #include "report/terminal_text.h"
+#include "run/output_copy.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -93,7 +95,20 @@ void PrintDiagnosis(const Options& o, const std::string& why, pid_t* on_problem,
   std::string error;
   const std::unique_ptr<DiagnosedTraces> t = DiagnoseTraces({o.dir}, &error);
   if (t == nullptr) {
-    err << "ncclwatch: " << error << "\n";
+    // No trace (the job failed before any process loaded NCCL): its output
+    // may still say why, read as explain reads logs.
+    std::error_code ec;
+    std::vector<std::string> outputs;
+    for (const auto& e : fs::directory_iterator(o.dir, ec))
+      if (e.path().filename().string().rfind("job-output.", 0) == 0) outputs.push_back(e.path());
+    std::ostringstream explained, refused;
+    if (!outputs.empty() && RunExplain(outputs, false, explained, refused) == 1) {
+      err << "ncclwatch: no trace in " << o.dir << " (no process loaded NCCL); from the job's "
+          << "output:\n"
+          << explained.str();
+    } else {
+      err << "ncclwatch: " << error << "\n";
+    }
     err.flush();
     return;
   }
@@ -220,6 +235,18 @@ int RunRun(const std::vector<std::string>& args, std::ostream& err) {
   for (std::string& a : o.command) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  // The job's output, passed through and kept beside the traces, where the
+  // diagnosis reads it (run/output_copy.h): only streams that are not a terminal.
+  OutputCopy output;
+  std::string not_copied;
+  char host[256] = "";
+  gethostname(host, sizeof(host) - 1);
+  const std::string output_file =
+      o.dir + "/job-output." + (host[0] ? host : "host") + "." + std::to_string(getpid()) + ".log";
+  const bool copying = output.Start(output_file, &not_copied);
+  if (!copying && !isatty(STDOUT_FILENO) && !isatty(STDERR_FILENO))
+    err << "ncclwatch: " << not_copied << "\n";
+
   const pid_t child = fork();
   if (child < 0) {
     err << "ncclwatch: cannot start " << o.command[0] << ": " << std::strerror(errno) << "\n";
@@ -229,6 +256,7 @@ int RunRun(const std::vector<std::string>& args, std::ostream& err) {
     sigprocmask(SIG_SETMASK, &previous, nullptr);
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("NCCLWATCH_DIR", o.dir.c_str(), 1);
+    if (copying) output.InChild();
     execvp(argv[0], argv.data());
     const int e = errno;
     const std::string line =
@@ -237,6 +265,7 @@ int RunRun(const std::vector<std::string>& args, std::ostream& err) {
     _exit(e == ENOENT ? 127 : 126);
   }
 
+  if (copying) output.InParent();
   bool diagnosed = false;
   pid_t on_problem = 0;
   uint64_t stalls_seen = 0;
@@ -279,6 +308,7 @@ int RunRun(const std::vector<std::string>& args, std::ostream& err) {
     }
   }
   sigprocmask(SIG_SETMASK, &previous, nullptr);
+  output.Finish();  // the whole of what was kept, before the diagnosis reads it
 
   const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
   if (code != 0 && !diagnosed) {

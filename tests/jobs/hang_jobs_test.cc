@@ -11,8 +11,10 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -327,4 +329,67 @@ TEST_CASE("a rank that was pid 1 in its container, SIGKILLed: dead, not the host
   CHECK(f.comm == s.world);
   CHECK(f.ranks == std::vector<int>{1});
   CHECK(f.String("did_instead").find("died first") != std::string::npos);
+}
+
+// The most common real failure, seen from both sides: the OOM killer
+// SIGKILLs a rank inside an AllReduce (its trace just stops: no exit, no
+// signal) and the launcher ends the rest. The traces alone say it died
+// first, without a word of why; the node's kernel log, given beside them
+// (named, or in the traces' folder as *.log), says why: one verdict, the
+// OOM kill first, the death it caused after it.
+TEST_CASE("an OOM kill inside a collective, with the node's dmesg: out_of_memory, then the death",
+          "[hang][logs]") {
+  Scenario s;
+  jobs::JobSpec spec = Spec(s, {"--steps", "1000", "--bug", "kill-in:2:5"}, 120);
+  spec.teardown_after_failure_s = 0.5;
+  spec.env.push_back("NCCLWATCH_HEARTBEAT_MS=100");
+  s.job = jobs::RunJob(spec);
+  REQUIRE(s.job.error.empty());
+  REQUIRE(s.job.ranks[2].signal == SIGKILL);
+  const int pid = s.job.ranks[2].pid;
+  // The kernel's words (mm/oom_kill.c), as dmesg -T prints them on that node.
+  jobs::TempDir logs;
+  const std::string dmesg = logs.path() + "/dmesg-node1.txt";
+  std::ofstream(dmesg) << "[Fri Dec  4 10:00:00 2026] train_loop invoked oom-killer: "
+                          "gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0\n"
+                          "[Fri Dec  4 10:00:00 2026] Out of memory: Killed process "
+                       << pid
+                       << " (train_loop) total-vm:4123456kB, anon-rss:3987654kB, file-rss:0kB, "
+                          "shmem-rss:0kB, UID:0 pgtables:8000kB oom_score_adj:0\n";
+  {
+    const jobs::DiagnosisView alone = jobs::Diagnose({s.dir.path()});
+    const auto& f = RequireRoot(alone, "rank_died");
+    CHECK(f.ranks == std::vector<int>{2});
+  }
+  Finish(&s);  // the traces alone, for the communicator's identity
+  for (const bool in_folder : {false, true}) {
+    INFO("the log " << (in_folder ? "in the traces' folder" : "named beside the folder"));
+    std::vector<std::string> paths = {s.dir.path()};
+    if (in_folder) {
+      std::ofstream(s.dir.path() + "/dmesg-node1.log") << std::ifstream(dmesg).rdbuf();
+    } else {
+      paths.push_back(dmesg);
+    }
+    const jobs::DiagnosisView d = jobs::Diagnose(paths);
+    INFO(d.output);
+    REQUIRE(d.parsed);
+    const auto& root = RequireRoot(d, "out_of_memory");
+    CHECK(root.String("memory") == "host");
+    CHECK(root.detail.find("Killed process " + std::to_string(pid)) != std::string::npos);
+    // The victim's pid is the host's number of a traced process: its rank.
+    // (In a container of its own, the job's numbers are not the host's, and
+    // a kernel log's pid names no rank.)
+    std::error_code ec;
+    const bool host_numbers =
+        std::filesystem::read_symlink("/proc/self/ns/pid", ec).string() == "pid:[4026531836]";
+    CHECK(root.ranks == (host_numbers ? std::vector<int>{2} : std::vector<int>{}));
+    const jobs::FindingView* death = nullptr;
+    for (const auto& f : d.findings)
+      if (f.kind == "rank_died") death = &f;
+    REQUIRE(death != nullptr);
+    CHECK(death->role == "consequence");
+    CHECK(death->ranks == std::vector<int>{2});
+    CHECK(death->comm == s.world);
+    CHECK(death->seq == 6);  // step 5's AllReduce (a Broadcast after every 4 steps)
+  }
 }

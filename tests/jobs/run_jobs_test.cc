@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -262,4 +264,52 @@ TEST_CASE(
   CHECK(none.exit_code == 0);
   CHECK(none.output.find("traces in") == std::string::npos);
   CHECK(none.output.find("exited with status 0; no trace in ") != std::string::npos);
+}
+
+// The job's output passes through, live, and a bounded copy is kept beside
+// the traces, where the diagnosis reads it: a job that failed before any
+// process loaded NCCL is diagnosed from what it printed (torch 2.15's words
+// on a machine without a GPU), no longer "no trace files".
+TEST_CASE("run: the job's output kept beside the traces, a failure before NCCL diagnosed from it",
+          "[run][logs]") {
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/t";
+  const Outcome o = Run(
+      {"--dir", traces, "--", "sh", "-c",
+       "echo step 1; echo '[rank0]: RuntimeError: ProcessGroupNCCL is only supported with GPUs, "
+       "no GPUs found!' >&2; exit 1"});
+  INFO(o.output);
+  CHECK(o.exit_code == 1);
+  CHECK(o.output.find("step 1\n") != std::string::npos);  // passed through
+  CHECK(o.output.find("no trace in " + traces) != std::string::npos);
+  CHECK(o.output.find("PROBLEM: init_failure (cuda)") != std::string::npos);
+  std::vector<std::string> kept;
+  for (const auto& e : std::filesystem::directory_iterator(traces))
+    if (e.path().filename().string().rfind("job-output.", 0) == 0) kept.push_back(e.path());
+  REQUIRE(kept.size() == 1);
+  std::ifstream in(kept[0]);
+  const std::string copy((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(copy.find("step 1\n") != std::string::npos);
+  CHECK(copy.find("no GPUs found!") != std::string::npos);
+}
+
+TEST_CASE("run: a job's output past the bounds keeps its head and its tail, and says so",
+          "[run][logs]") {
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/t";
+  // 6 MiB of lines: the first MiB and the last 4 MiB are kept.
+  const Outcome o = Run({"--dir", traces, "--", "sh", "-c",
+                         "echo FIRST; yes 0123456789abcdef | head -c 6291456; echo; echo LAST"});
+  CHECK(o.exit_code == 0);
+  CHECK(o.output.size() > 6291456);  // all of it passed through
+  std::vector<std::string> kept;
+  for (const auto& e : std::filesystem::directory_iterator(traces))
+    if (e.path().filename().string().rfind("job-output.", 0) == 0) kept.push_back(e.path());
+  REQUIRE(kept.size() == 1);
+  std::ifstream in(kept[0]);
+  const std::string copy((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(copy.rfind("FIRST\n", 0) == 0);
+  CHECK(copy.size() < (size_t{5} << 20) + 200);
+  CHECK(copy.find("bytes of the job's output left out here]") != std::string::npos);
+  CHECK(copy.find("LAST\n") == copy.size() - 5);
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "analysis/log_diagnosis.h"
+#include "knowledge/message_catalogue.h"
 #include "knowledge/nccl_semantics.h"
 #include "report/finding_text.h"
 #include "support/traced_job.h"
@@ -710,4 +711,40 @@ TEST_CASE("explain: /proc and links into it are refused, never read", "[logs][cl
   INFO(v.output);
   CHECK(v.exit_code == 2);
   CHECK(v.output == "ncclwatch: /proc: on proc, a pseudo file system, not read\n");
+}
+
+TEST_CASE("a WARN no message names: the source file of NCCL's location names the subsystem",
+          "[logs]") {
+  using ncclwatch::decoder::NcclSourceArea;
+  CHECK(std::string(NcclSourceArea("transport/net_ib.cc")) == "net/ib");
+  CHECK(std::string(NcclSourceArea("/dvs/p4/build/nccl/src/misc/socket.cc")) == "socket");
+  CHECK(std::string(NcclSourceArea("graph/topo.cc")) == "topology");
+  CHECK(std::string(NcclSourceArea("misc/shmutils.cc")) == "shm");
+  CHECK(std::string(NcclSourceArea("train.py")).empty());
+  SECTION("at init: init_failure under that subsystem, NCCL 2.28's and 2.32's prefixes") {
+    for (const std::string where :
+         {"transport/net_ib.cc:1234", "transport/net_ib.cc:1234 (ncclIbCreateQpNew)"}) {
+      Logs l;
+      l.File(
+          "node1:4242:4242 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>\n"
+          "\nnode1:4242:4242 [0] " +
+          where + " NCCL WARN a failure no release printed before: 7\n");
+      const Finding& f = l.Root();
+      CHECK(f.kind == FindingKind::kInitFailure);
+      CHECK(Init(f).subsystem == "net/ib");
+      CHECK(Has(Text(f).detail, "a failure no release printed before"));
+    }
+  }
+  SECTION("under a running job: log_insufficient, from that part of NCCL") {
+    Logs l;
+    l.File(
+        "node1:4242:4242 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 18000 commId "
+        "0x1 - Init COMPLETE\n"
+        "\nnode1:4242:4242 [0] misc/socket.cc:777 NCCL WARN a socket failure no release "
+        "printed before\n");
+    const Finding& f = l.Root();
+    CHECK(f.kind == FindingKind::kLogInsufficient);
+    CHECK(Log(f).subsystem == std::optional<std::string>("socket"));
+    CHECK(Has(Text(f).detail, "from NCCL's socket"));
+  }
 }

@@ -1,0 +1,80 @@
+#include "analysis/log_evidence.h"
+
+#include <utility>
+#include <vector>
+
+namespace ncclwatch::decoder {
+
+bool ExplainsTraces(const Finding& f) {
+  if (f.role != FindingRole::kRootCause && f.role != FindingRole::kConsequence) return false;
+  switch (f.kind) {
+    case FindingKind::kGpuFault:
+    case FindingKind::kOutOfMemory:
+    case FindingKind::kNvlinkFabric:
+    case FindingKind::kCudaIpcFailure:
+    case FindingKind::kNetworkError:
+    case FindingKind::kCudaError:
+      return true;
+    case FindingKind::kRankDied: {
+      const auto* x = std::get_if<LogFacts>(&f.facts);
+      return x != nullptr && x->cause == LogCause::kCrash;
+    }
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+// The rank of the one traced process the host numbers `pid`, or -1.
+int RankOfHostPid(int pid, const std::vector<TracedPid>& traced) {
+  int rank = -1, found = 0;
+  for (const TracedPid& t : traced) {
+    if (t.pid != pid) continue;
+    if (t.pid_namespace != kInitPidNamespace) return -1;  // a container's number: not comparable
+    rank = t.rank;
+    ++found;
+  }
+  return found == 1 ? rank : -1;
+}
+
+}  // namespace
+
+void AddLogEvidence(const LogDiagnosis& logs, const std::vector<TracedPid>& traced, Diagnosis* d) {
+  std::vector<Finding> causes, notes;
+  for (Finding f : logs.findings) {
+    if (const auto* x = std::get_if<LogFacts>(&f.facts);
+        x != nullptr && x->pid && f.ranks.empty()) {
+      if (const int rank = RankOfHostPid(*x->pid, traced); rank >= 0) f.ranks = {rank};
+    }
+    if (ExplainsTraces(f)) {
+      causes.push_back(f);
+      causes.back().role = causes.size() == 1 ? FindingRole::kRootCause : FindingRole::kConsequence;
+    } else {
+      notes.push_back(f);
+      notes.back().role = FindingRole::kNote;
+    }
+  }
+  // Logs that show a problem the traces did not: the logs' own root cause leads.
+  if (causes.empty() && logs.problem && !d->problem && !logs.findings.empty()) {
+    causes.push_back(logs.findings.front());
+    causes.back().role = FindingRole::kRootCause;
+    notes.erase(notes.begin());
+  }
+  const int job = d->findings.empty() ? 0 : d->findings.front().job;
+  for (Finding& f : causes) f.job = job;
+  for (Finding& f : notes) f.job = job;
+  std::vector<Finding> all = std::move(causes);
+  const bool led = !all.empty();
+  for (Finding& f : d->findings) {
+    // What the traces concluded follows what the logs say caused it.
+    if (led && f.job == job && f.role == FindingRole::kRootCause)
+      f.role = FindingRole::kConsequence;
+    all.push_back(std::move(f));
+  }
+  for (Finding& f : notes) all.push_back(std::move(f));
+  d->findings = std::move(all);
+  if (led) d->problem = true;
+}
+
+}  // namespace ncclwatch::decoder

@@ -1,0 +1,109 @@
+// diagnose with logs beside traces: what the logs explain leads, what the
+// traces concluded follows it, the rest of the logs are notes, and a pid
+// names a rank only where the host's numbers are the traces' own.
+
+#include "analysis/log_evidence.h"
+
+#include <catch2/catch.hpp>
+#include <vector>
+
+namespace {
+
+using ncclwatch::decoder::AddLogEvidence;
+using ncclwatch::decoder::Diagnosis;
+using ncclwatch::decoder::Finding;
+using ncclwatch::decoder::FindingKind;
+using ncclwatch::decoder::FindingRole;
+using ncclwatch::decoder::kInitPidNamespace;
+using ncclwatch::decoder::LogCause;
+using ncclwatch::decoder::LogDiagnosis;
+using ncclwatch::decoder::LogFacts;
+using ncclwatch::decoder::TracedPid;
+
+Finding Make(FindingKind kind, FindingRole role, std::vector<int> ranks = {}) {
+  Finding f;
+  f.kind = kind;
+  f.role = role;
+  f.ranks = std::move(ranks);
+  return f;
+}
+
+LogDiagnosis OomAndWatchdog(int pid) {
+  LogDiagnosis l;
+  Finding oom = Make(FindingKind::kOutOfMemory, FindingRole::kRootCause);
+  LogFacts x;
+  x.cause = LogCause::kHostOutOfMemory;
+  x.memory = "host";
+  x.pid = pid;
+  oom.facts = x;
+  l.findings.push_back(oom);
+  l.findings.push_back(Make(FindingKind::kWatchdogTimeout, FindingRole::kConsequence, {0, 1}));
+  l.problem = true;
+  return l;
+}
+
+Diagnosis Died(int rank) {
+  Diagnosis d;
+  d.findings.push_back(Make(FindingKind::kRankDied, FindingRole::kRootCause, {rank}));
+  d.findings.push_back(Make(FindingKind::kMissingTraces, FindingRole::kNote));
+  d.problem = true;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("the OOM kill leads, the death it caused follows, the watchdog is a note", "[logs]") {
+  Diagnosis d = Died(3);
+  AddLogEvidence(OomAndWatchdog(4242), {{4240, kInitPidNamespace, 1}, {4242, kInitPidNamespace, 3}},
+                 &d);
+  REQUIRE(d.findings.size() == 4);
+  CHECK(d.problem);
+  CHECK(d.findings[0].kind == FindingKind::kOutOfMemory);
+  CHECK(d.findings[0].role == FindingRole::kRootCause);
+  CHECK(d.findings[0].ranks == std::vector<int>{3});  // the victim's pid is rank 3's
+  CHECK(d.findings[1].kind == FindingKind::kRankDied);
+  CHECK(d.findings[1].role == FindingRole::kConsequence);
+  CHECK(d.findings[2].kind == FindingKind::kMissingTraces);
+  CHECK(d.findings[2].role == FindingRole::kNote);
+  CHECK(d.findings[3].kind == FindingKind::kWatchdogTimeout);
+  CHECK(d.findings[3].role == FindingRole::kNote);
+}
+
+TEST_CASE("a pid names no rank in a container's numbers or on two hosts", "[logs]") {
+  SECTION("a container's pid namespace") {
+    Diagnosis d = Died(3);
+    AddLogEvidence(OomAndWatchdog(7), {{7, 4026532001u, 3}}, &d);
+    CHECK(d.findings[0].kind == FindingKind::kOutOfMemory);
+    CHECK(d.findings[0].ranks.empty());
+  }
+  SECTION("the same pid on two hosts") {
+    Diagnosis d = Died(3);
+    AddLogEvidence(OomAndWatchdog(7), {{7, kInitPidNamespace, 3}, {7, kInitPidNamespace, 5}}, &d);
+    CHECK(d.findings[0].ranks.empty());
+  }
+}
+
+TEST_CASE("logs with a problem never leave healthy traces healthy; warnings stay notes", "[logs]") {
+  SECTION("a problem the traces did not see") {
+    Diagnosis d;  // healthy
+    LogDiagnosis l;
+    l.findings.push_back(Make(FindingKind::kRendezvousFailure, FindingRole::kRootCause, {1}));
+    l.findings.push_back(Make(FindingKind::kWatchdogTimeout, FindingRole::kConsequence, {0}));
+    l.problem = true;
+    AddLogEvidence(l, {}, &d);
+    CHECK(d.problem);
+    REQUIRE(d.findings.size() == 2);
+    CHECK(d.findings[0].kind == FindingKind::kRendezvousFailure);
+    CHECK(d.findings[0].role == FindingRole::kRootCause);
+    CHECK(d.findings[1].role == FindingRole::kNote);
+  }
+  SECTION("a warning only") {
+    Diagnosis d;
+    LogDiagnosis l;
+    l.findings.push_back(Make(FindingKind::kTeardownHang, FindingRole::kWarning));
+    AddLogEvidence(l, {}, &d);
+    CHECK_FALSE(d.problem);
+    REQUIRE(d.findings.size() == 1);
+    CHECK(d.findings[0].role == FindingRole::kNote);
+  }
+}
