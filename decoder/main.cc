@@ -6,6 +6,7 @@
 //   ncclwatch timeline PATH... -o FILE    the job as one Perfetto trace
 //   ncclwatch run [--dir D] [--on-stall] -- CMD...   runs a job under the shim
 //   ncclwatch status PATH... [--watch]    the live state of a running job
+//   ncclwatch summarize DIR... -o FILE    one node's traces as one small summary
 //   ncclwatch probe [-n N] [--nnodes M --node-rank K --master ADDR:PORT]   the minimal job
 //   ncclwatch version
 //
@@ -24,6 +25,7 @@
 #include "commands/dump.h"
 #include "commands/explain.h"
 #include "commands/status.h"
+#include "commands/summarize.h"
 #include "commands/timeline.h"
 #include "ncclwatch/ring_format.h"
 #include "ncclwatch_version.h"
@@ -41,6 +43,8 @@ constexpr char kUsage[] =
     "fails\n"
     "       ncclwatch status PATH... [--watch]   the live state of a running job (--watch: like "
     "top)\n"
+    "       ncclwatch summarize DIR... -o FILE   this node's traces as one small summary for "
+    "diagnose\n"
     "       ncclwatch probe [-n N] [--nccl PATH]  prove that NCCL forms here (--nnodes ... for "
     "several nodes)\n"
     "       ncclwatch version\n"
@@ -96,6 +100,7 @@ const char* CommandUsage(const std::string& command) {
            "  Exit code: CMD's (128+N when signal N ended it; 127 when it cannot be run), 2 bad "
            "usage.\n";
   }
+  if (command == "summarize") return ncclwatch::decoder::kSummarizeUsage;
   if (command == "status") {
     return "usage: ncclwatch status PATH... [--watch] [--interval S] [--stuck-after S]\n"
            "  The live state of a running job, from its traces: per communicator, each rank's "
@@ -147,7 +152,7 @@ int Main(int argc, char** argv) {
   }
   // Commands with a command line of their own: only their options (before
   // "--" or the first operand) are read here.
-  if (command == "run" || command == "probe" || command == "status") {
+  if (command == "run" || command == "probe" || command == "status" || command == "summarize") {
     std::vector<std::string> args(argv + 2, argv + argc);
     for (const std::string& a : args) {
       if (a == "--" || a.empty() || a[0] != '-') break;
@@ -158,6 +163,7 @@ int Main(int argc, char** argv) {
     }
     if (command == "probe") return ncclwatch::decoder::RunProbe(args, std::cout, std::cerr);
     if (command == "status") return ncclwatch::decoder::RunStatus(args, std::cout, std::cerr);
+    if (command == "summarize") return ncclwatch::decoder::RunSummarize(args, std::cout, std::cerr);
     return ncclwatch::decoder::RunRun(args, std::cerr);
   }
   bool json = false;

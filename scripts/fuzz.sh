@@ -35,7 +35,8 @@ mkdir -p "$work/seeds" "$work/tmp"
 # KiB; a log may hold a line past the 64 KiB explain keeps of one; the job
 # fuzzer's input is a program whose every record takes ~40 bytes, so it
 # starts long (-len_control=0) instead of growing from a few bytes.
-targets=(trace_file_fuzzer:65536 job_trace_fuzzer:4096:-len_control=0 nccl_log_fuzzer:80000)
+targets=(trace_file_fuzzer:65536 job_trace_fuzzer:4096:-len_control=0 nccl_log_fuzzer:80000
+  summary_file_fuzzer:65536)
 failed=0
 for entry in "${targets[@]}"; do
   IFS=: read -r target max_len extra <<<"$entry"

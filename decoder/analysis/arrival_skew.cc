@@ -55,7 +55,15 @@ void ArrivalSkew::AddProcess(int index, const ProcessTrace& t) {
     if (!s.any() || s.rank < 0) continue;
     // The last kWindow numbered collectives, by number (a stream is in call
     // order; its numbers rise by one, less what the ring lost).
-    const size_t from = s.collectives.size() > kWindow ? s.collectives.size() - kWindow : 0;
+    size_t from = s.collectives.size() > kWindow ? s.collectives.size() - kWindow : 0;
+    // A node's summary that left out the middle of the calls: only the run
+    // after what it left out (its head and tail are not one series).
+    for (const LeftOutCalls& l : t.left_out) {
+      if (l.comm != s.comm || l.rank != s.rank || l.digests.empty()) continue;
+      while (from < s.collectives.size() && t.collectives[s.collectives[from]].seq < l.EndSeq())
+        ++from;
+    }
+    if (from >= s.collectives.size()) continue;
     const uint64_t first = t.collectives[s.collectives[from]].seq;
     const uint64_t last = t.collectives[s.collectives.back()].seq;
     if (last < first || last - first >= 4 * kWindow) continue;  // numbers not in order: skip

@@ -15,6 +15,9 @@ void CollectiveAlignment::AddMember(int process, const CommStream& stream,
   m.process = process;
   m.comm_rank = stream.rank;
   m.holds_start = stream.holds_start;
+  for (const LeftOutCalls& l : trace.left_out)
+    if (l.comm == stream.comm && l.rank == stream.rank && !l.digests.empty())
+      m.left_out.emplace_back(l.FirstSeq(), l.EndSeq());
   const int me = static_cast<int>(members_.size());
   // The first member with collectives gives the reference its numbers, in
   // a row: room for them at once.

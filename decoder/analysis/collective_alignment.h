@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "findings/collective_signature.h"
@@ -43,6 +44,14 @@ struct AlignedMember {
   bool diverges = false;
   uint64_t first_divergence = 0;
   CollectiveEvent at_divergence;
+  // The numbers [first, end) its node's summary left out (model/
+  // left_out_calls.h): its trace held them, but they are not here.
+  std::vector<std::pair<uint64_t, uint64_t>> left_out;
+  bool LeftOut(uint64_t seq) const {
+    for (const auto& [first, end] : left_out)
+      if (seq >= first && seq < end) return true;
+    return false;
+  }
 };
 
 class CollectiveAlignment {

@@ -4,7 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/process_liveness.h"
-#include "model/trace_loader.h"
+#include "summary/job_inputs.h"
+#include "summary/summary_reader.h"
 
 namespace ncclwatch::decoder {
 
@@ -12,8 +13,11 @@ absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>
                                                   const OnTrace& on_trace,
                                                   const std::vector<UnreadableTrace>& not_read) {
   TraceDiagnosis out;
+  size_t summaries = 0;
+  for (const std::string& f : files) summaries += IsSummaryFile(f) ? 1 : 0;
+  if (summaries > 0 && summaries < files.size()) out.job.MixesSummaries();
   size_t index = 0;
-  LoadProcessTraces(
+  const absl::Status read = LoadJobInputs(
       files, 0,
       [&](const std::string& file, const absl::Status& status, const ProcessTrace& trace) {
         if (status.ok()) {
@@ -24,6 +28,7 @@ absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>
         if (on_trace) on_trace(index, status.ok() ? &trace : nullptr);
         ++index;
       });
+  if (!read.ok()) return read;
   if (out.job.processes().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "none of the ", files.size(), " trace file(s) can be read; first: ",

@@ -41,13 +41,15 @@ struct TraceDiagnosis {
 // during the call only), or nullptr when it could not be read.
 using OnTrace = std::function<void(size_t file, const ProcessTrace* trace)>;
 
-// Reads every file once (on every core), analyses the job and diagnoses it
+// Reads every file once (on every core; a node's summary, summary/
+// job_inputs.h, is each of the traces it holds), analyses the job and diagnoses it
 // as this machine sees its processes now. `not_read`: what the search for
 // the files passed over (a folder not read, a link not followed), added to
 // the job's unreadable inputs, so that a job that may have lost a rank's
 // trace there is not called healthy. An error (the message says which file
 // and why, and may hold what the file's name holds: a caller prints it on
-// one line) when none of the files can be read.
+// one line) when none of the files can be read, or a summary is not whole
+// or not well-formed.
 absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(
     const std::vector<std::string>& files, const OnTrace& on_trace = {},
     const std::vector<UnreadableTrace>& not_read = {});

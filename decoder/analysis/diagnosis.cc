@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "analysis/init_failure.h"
 #include "analysis/setup_notes.h"
 #include "knowledge/nccl_semantics.h"
@@ -119,6 +120,7 @@ class Diagnoser {
     StoppedRanks();
     NeverCompleted();
     Unreadable();
+    SummaryGapsNote();
     Duplicates();
     Setup();
     NotVisible();
@@ -1312,6 +1314,12 @@ class Diagnoser {
   }
 
   void Mismatch(uint64_t comm, const CollectiveAlignment& al, uint64_t seq, int nranks) {
+    // A node's summary left #seq out of some rank: who differs from whom
+    // there cannot be told from the ranks left (it may blame the wrong one).
+    // The summary_gap note says what could not be compared, and where to
+    // read it in full.
+    for (const AlignedMember& m : al.members())
+      if (m.LeftOut(seq)) return;
     CollectiveSignature ref;
     int64_t when = 0;
     int ref_member = -1;
@@ -1760,6 +1768,66 @@ class Diagnoser {
     }
   }
 
+  // Where node summaries left out calls the analyses needed, or that
+  // differ: one note per job, with the nodes whose traces to read in full.
+  void SummaryGapsNote() {
+    if (!job_.summary_gaps().any_left_out()) return;
+    const std::vector<SummaryGap> gaps = job_.summary_gaps().Find();
+    if (gaps.empty()) return;
+    std::map<int, SummaryGapFacts> by_job;
+    constexpr size_t kListed = 8;
+    auto node = [&](int process) {
+      const ProcessFacts& p = procs_[process];
+      if (p.summary.empty()) return p.path;
+      return absl::StrCat(p.summary_host, " (", p.summary, ")");
+    };
+    for (const SummaryGap& g : gaps) {
+      if (g.left_out.empty()) continue;
+      SummaryGapFacts& facts = by_job[job_of_[g.left_out.front().first]];
+      if (facts.gaps.size() >= kListed) {
+        ++facts.more;
+        continue;
+      }
+      SummaryGapFacts::Gap x;
+      x.differ = g.kind == SummaryGap::kDiffer;
+      x.comm = g.comm;
+      x.first_seq = g.first_seq;
+      x.last_seq = g.end_seq - 1;
+      std::set<std::string> left_nodes, other_nodes;
+      // A sample of each side at most: the note stays short at any scale.
+      constexpr size_t kRanks = 64, kNodes = 16;
+      for (const auto& [process, rank] : g.left_out) {
+        if (x.left_out_ranks.size() < kRanks)
+          x.left_out_ranks.push_back(Global(process, g.comm, rank));
+        if (left_nodes.size() < kNodes) left_nodes.insert(node(process));
+      }
+      for (const auto& [process, rank] : g.kept) {
+        if (x.other_ranks.size() < kRanks) x.other_ranks.push_back(Global(process, g.comm, rank));
+        if (other_nodes.size() < kNodes) other_nodes.insert(node(process));
+      }
+      std::sort(x.left_out_ranks.begin(), x.left_out_ranks.end());
+      std::sort(x.other_ranks.begin(), x.other_ranks.end());
+      x.left_out_nodes.assign(left_nodes.begin(), left_nodes.end());
+      x.other_nodes.assign(other_nodes.begin(), other_nodes.end());
+      facts.gaps.push_back(std::move(x));
+    }
+    for (auto& [job, facts] : by_job) {
+      Finding n;
+      n.kind = FindingKind::kSummaryGap;
+      n.role = FindingRole::kNote;
+      n.job = job;
+      const SummaryGapFacts::Gap& first = facts.gaps.front();
+      n.comm = first.comm;
+      n.seq = first.first_seq;
+      std::set<int> ranks;
+      for (const SummaryGapFacts::Gap& g : facts.gaps)
+        ranks.insert(g.left_out_ranks.begin(), g.left_out_ranks.end());
+      n.ranks.assign(ranks.begin(), ranks.end());
+      n.facts = std::move(facts);
+      notes_.push_back(std::move(n));
+    }
+  }
+
   void Unreadable() {
     if (job_.unreadable().empty()) return;
     Finding n;
@@ -1861,6 +1929,18 @@ class Diagnoser {
         n.job = 0;
         job_has_root[0] = true;
       }
+    }
+    // And calls node summaries left out where the analyses needed them:
+    // what they hold was not seen, so a job with nothing else found is not
+    // healthy over it (its note names the nodes to read in full).
+    // (A live job stays `running`, the note beside it: its nodes may simply
+    // have been summarized moments apart.)
+    for (Finding& n : notes_) {
+      if (n.kind != FindingKind::kSummaryGap) continue;
+      if (n.job < 0 || n.job >= static_cast<int>(out_.jobs.size()) || job_has_root[n.job]) continue;
+      if (job_live_[n.job]) continue;
+      n.role = FindingRole::kRootCause;
+      job_has_root[n.job] = true;
     }
     for (size_t j = 0; j < out_.jobs.size(); ++j) {
       for (const Finding& n : notes_)

@@ -286,6 +286,9 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   signals_.AddProcess(index, t);
   order_.AddProcess(index, t);
   arrivals_.AddProcess(index, t);
+  gaps_.AddProcess(index, t);
+  p.summary = t.summary;
+  p.summary_host = t.summary_host;
   p.created_ns = t.created_realtime_ns;
   p.pid_namespace = t.pid_namespace;
   p.completion = SummariseCompletion(t);

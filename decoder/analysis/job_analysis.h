@@ -29,6 +29,7 @@
 #include "analysis/p2p_matching.h"
 #include "analysis/rendezvous.h"
 #include "analysis/signal_matching.h"
+#include "analysis/summary_gaps.h"
 #include "findings/last_call.h"
 #include "model/init_evidence.h"
 #include "model/process_trace.h"
@@ -82,6 +83,10 @@ struct ProcessFacts {
   bool nccl_calls = false;        // any NCCL call of it was recorded
   bool lost_start = false;        // a stream lost its start, or slots were lapped while read
   RendezvousEvidence rendezvous;  // its settings and sockets before NCCL (analysis/rendezvous.h)
+  // Read from a node's summary (ncclwatch summarize): the file and the host
+  // that made it; both "" for a trace read whole.
+  std::string summary;
+  std::string summary_host;
 
   // Its last sign of life (realtime): the last heartbeat or record.
   int64_t AliveUntilNs() const { return std::max(completion.last_beat_ns, last_ns); }
@@ -103,6 +108,10 @@ struct UnreadableTrace {
 
 class JobAnalysis {
  public:
+  // Before the first process: the job mixes traces and node summaries, so
+  // the traces' calls are digested to be compared with what the summaries
+  // left out (analysis/summary_gaps.h).
+  void MixesSummaries() { gaps_.DigestWholeTraces(true); }
   void AddProcess(const ProcessTrace& trace);
   void AddUnreadable(const std::string& path, const std::string& error,
                      bool may_hold_traces = false);
@@ -119,6 +128,7 @@ class JobAnalysis {
   const SignalMatching& signals() const { return signals_; }
   const OrderInversion& order() const { return order_; }
   const ArrivalSkew& arrivals() const { return arrivals_; }
+  const SummaryGaps& summary_gaps() const { return gaps_; }
 
   // The global rank to name member `comm_rank` of `comm` in `process` by.
   int GlobalRank(int process, uint64_t comm, int32_t comm_rank) const;
@@ -138,6 +148,7 @@ class JobAnalysis {
   SignalMatching signals_;  // one-sided signals and their waits (NCCL 2.29)
   OrderInversion order_;
   ArrivalSkew arrivals_;
+  SummaryGaps gaps_;
 };
 
 }  // namespace ncclwatch::decoder

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ncclwatch/ring_format.h"
+#include "summary/summary_reader.h"
 #include "util/pseudo_file_system.h"
 
 namespace ncclwatch::decoder {
@@ -198,6 +199,8 @@ absl::StatusOr<std::vector<std::string>> InputFiles(
 
 bool IsTraceFile(const fs::path& p) { return p.extension() == ".trace"; }
 
+bool IsTraceOrSummary(const fs::path& p) { return IsTraceFile(p) || IsSummaryFile(p.string()); }
+
 bool IsLogFile(const fs::path& p) {
   const fs::path e = p.extension();
   return e == ".log" || e == ".out" || e == ".err";
@@ -224,7 +227,7 @@ absl::Status SplitLogs(const std::vector<std::string>& paths, std::vector<std::s
   for (const std::string& path : paths) {
     struct stat st;
     if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && !IsTraceFile(path) &&
-        !OpensAsTrace(path)) {
+        !OpensAsTrace(path) && !IsSummaryFile(path)) {
       logs->push_back(path);
       continue;
     }
@@ -244,7 +247,7 @@ absl::StatusOr<std::vector<std::string>> TraceFiles(const std::vector<std::strin
   std::vector<SkippedInput> own;
   if (skipped == nullptr) skipped = &own;
   const size_t before = skipped->size();
-  absl::StatusOr<std::vector<std::string>> files = InputFiles(paths, IsTraceFile, skipped);
+  absl::StatusOr<std::vector<std::string>> files = InputFiles(paths, IsTraceOrSummary, skipped);
   if (files.ok() && files->empty()) {
     std::string not_read;
     size_t n = 0;

@@ -66,20 +66,26 @@ absl::StatusOr<std::vector<std::string>> InputFiles(
 // Whether a file is named as a trace (*.trace).
 bool IsTraceFile(const std::filesystem::path& p);
 
+// Whether a file is a trace by its name, or a node's summary by its magic
+// (`ncclwatch summarize`, summary/summary_reader.h).
+bool IsTraceOrSummary(const std::filesystem::path& p);
+
 // Whether a file in a folder is a log to read beside traces: a job's
 // output or NCCL's log, named *.log, *.out or *.err (ncclwatch run keeps
 // the job's output as job-output.log beside its traces).
 bool IsLogFile(const std::filesystem::path& p);
 
 // The paths given, split: files named on the command line that hold no
-// trace (not *.trace, not opening with a trace's magic) are logs; the rest
-// (folders, traces) go on to the search for traces. Logs inside the folders
+// trace (not *.trace, not opening with a trace's or a summary's magic) are
+// logs; the rest (folders, traces, summaries) go on to the search for
+// traces. Logs inside the folders
 // are added too (IsLogFile). An error as InputFiles gives one.
 absl::Status SplitLogs(const std::vector<std::string>& paths, std::vector<std::string>* trace_paths,
                        std::vector<std::string>* logs);
 
-// The trace files under `paths` (InputFiles with IsTraceFile), or
-// NotFound "no trace files (*.trace) under PATH" when there are none.
+// The trace files and summaries under `paths` (InputFiles with
+// IsTraceOrSummary), or NotFound "no trace files (*.trace) under PATH"
+// when there are none.
 absl::StatusOr<std::vector<std::string>> TraceFiles(const std::vector<std::string>& paths,
                                                     std::vector<SkippedInput>* skipped = nullptr);
 

@@ -37,6 +37,8 @@ Progress::~Progress() { Done(); }
 
 void Progress::Step() {
   ++done_;
+  // A node's summary holds many processes: more steps than files counted.
+  if (done_ > total_) total_ = done_;
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
   if (now - start_ < quiet_ || (shown_ && now - last_ < kRefresh)) return;

@@ -15,9 +15,9 @@
 
 #include "commands/input_files.h"
 #include "commands/on_problem.h"
-#include "model/trace_loader.h"
 #include "report/status_metrics.h"
 #include "report/status_report.h"
+#include "summary/job_inputs.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -108,15 +108,19 @@ int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream
   }
   JobStatusBuilder builder(NowNs(), static_cast<int64_t>(o.stuck_after_s * 1e9));
   size_t read = 0;
-  LoadProcessTraces(*files, 0,
-                    [&](const std::string& file, const absl::Status& s, const ProcessTrace& t) {
-                      if (s.ok()) {
-                        ++read;
-                        builder.AddProcess(t);
-                      } else {
-                        builder.AddUnreadable(file, std::string(s.message()));
-                      }
-                    });
+  const absl::Status loaded = LoadJobInputs(
+      *files, 0, [&](const std::string& file, const absl::Status& s, const ProcessTrace& t) {
+        if (s.ok()) {
+          ++read;
+          builder.AddProcess(t);
+        } else {
+          builder.AddUnreadable(file, std::string(s.message()));
+        }
+      });
+  if (!loaded.ok()) {
+    err << "ncclwatch: " << loaded.message() << "\n";
+    return 2;
+  }
   if (read == 0) {
     err << "ncclwatch: none of the " << files->size() << " trace file(s) can be read\n";
     return 2;

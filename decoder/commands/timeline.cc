@@ -6,9 +6,9 @@
 #include "commands/input_files.h"
 #include "commands/output_file.h"
 #include "commands/progress.h"
-#include "model/trace_loader.h"
 #include "report/terminal_text.h"
 #include "report/timeline.h"
+#include "summary/job_inputs.h"
 
 namespace ncclwatch::decoder {
 int RunTimeline(const std::vector<std::string>& paths, const std::string& output, std::ostream& out,
@@ -50,7 +50,7 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   writer.MarkRootCauses(job, d);
   {
     Progress progress("writing the timeline", files.size());
-    LoadProcessTraces(
+    const absl::Status read = LoadJobInputs(
         files, 0,
         [&](const std::string& path, const absl::Status& status, const ProcessTrace& trace) {
           progress.Step();
@@ -58,6 +58,10 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
           if (!status.ok() || it == index_of.end()) return;
           writer.AddProcess(trace, it->second);
         });
+    if (!read.ok()) {
+      err << "ncclwatch: " << OneLine(std::string(read.message())) << "\n";
+      return 2;
+    }
   }
   if (absl::Status s = timeline_file.Commit(); !s.ok()) {
     err << "ncclwatch: " << s.message() << "\n";

@@ -72,6 +72,7 @@ enum class FindingKind {
   kP2pPath,     // note: PCIe ACS redirection on the bridges above a host's GPUs
   kConfigSkew,  // note: ranks whose NCCL_* settings, versions or interfaces differ
   kNcclNotVisible,
+  kSummaryGap,  // node summaries left out calls the analyses needed (or that differ)
 };
 
 // Its place in the story.
@@ -592,6 +593,24 @@ struct SetupFacts {
   std::vector<Setting> settings;
 };
 
+// summary_gap: calls that node summaries (`ncclwatch summarize`) left out,
+// where the analyses needed them (analysis/summary_gaps.h): not compared
+// with other ranks' calls, or known only to differ, somewhere in the range.
+struct SummaryGapFacts {
+  struct Gap {
+    bool differ = false;  // the digests disagree (else: not compared)
+    uint64_t comm = 0;
+    uint64_t first_seq = 0;
+    uint64_t last_seq = 0;
+    std::vector<int> left_out_ranks;          // whose summaries left the calls out
+    std::vector<std::string> left_out_nodes;  // their nodes: "HOST (SUMMARY FILE)"
+    std::vector<int> other_ranks;             // not compared with them / compared, by digest
+    std::vector<std::string> other_nodes;     // their nodes, or trace files
+  };
+  std::vector<Gap> gaps;
+  size_t more = 0;  // gaps beyond those listed
+};
+
 // straggler: a rank that came last to a communicator's collectives far more
 // often than chance allows (analysis/arrival_skew.h), with the figures.
 struct StragglerFacts {
@@ -648,7 +667,7 @@ using FindingFacts =
                  DuplicateTracesFacts, InitFailureFacts, LogFacts, NcclNotVisibleFacts,
                  NeverCompletedFacts, DeviceErrorFacts, StoppedRankFacts, HangFacts, ExitErrorFacts,
                  BlindSpotFacts, SetupFacts, KilledWhileRunningFacts, StragglerFacts,
-                 RendezvousFacts>;
+                 RendezvousFacts, SummaryGapFacts>;
 
 // An operation of a live job not yet done everywhere: what a `running`
 // verdict shows.

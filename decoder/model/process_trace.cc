@@ -162,7 +162,13 @@ void RestoreHeldOperations(ProcessTrace* p) {
   for (const HeldOperationEvent& h : p->held) {
     if (h.comm == 0 || h.rank < 0) continue;
     const bool p2p = h.call == f::kSend || h.call == f::kRecv;
-    if (!p2p) {
+    // A node's summary left this collective out (it was not lost): the
+    // digests of its block stand for it, not the hold.
+    bool left_out = false;
+    for (const LeftOutCalls& l : p->left_out)
+      left_out |=
+          l.comm == h.comm && l.rank == h.rank && h.seq >= l.FirstSeq() && h.seq < l.EndSeq();
+    if (!p2p && !left_out) {
       CommStream* stream = nullptr;
       for (CommStream& s : p->streams)
         if (s.comm == h.comm && s.rank == h.rank) stream = &s;

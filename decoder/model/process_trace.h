@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "model/comm_stream.h"
 #include "model/events.h"
+#include "model/left_out_calls.h"
 #include "ncclwatch/ring_format.h"
 #include "trace/trace_file.h"
 
@@ -81,6 +82,14 @@ struct ProcessTrace {
 
   // One per (communicator, rank) that has a formed membership or a call.
   std::vector<CommStream> streams;
+
+  // Read from a node's summary (ncclwatch summarize) rather than the trace
+  // itself: the summary file, the host it was made on, and what it left out
+  // of the trace's calls (`path` is then the trace's path on that host).
+  std::string summary;
+  std::string summary_host;
+  std::vector<LeftOutCalls> left_out;  // collectives, per (communicator, rank)
+  uint64_t left_out_groups = 0;        // group calls (ncclGroupStart/End) left out
 
   TraceFileStats stats;
   uint64_t unparsed_records = 0;

@@ -149,6 +149,8 @@ std::string Title(const Finding& f) {
       return "NCCL calls not seen";
     case FindingKind::kStraggler:
       return "a rank holds the others back";
+    case FindingKind::kSummaryGap:
+      return "the node summaries left out calls the diagnosis needed";
   }
   return KindName(f.kind);
 }
@@ -659,6 +661,40 @@ void Render(const Finding& f, const RendezvousFacts& x, const CallSiteNamer&, Fi
   RenderRendezvous(f, x, t);
 }
 
+void Render(const Finding& f, const SummaryGapFacts& x, const CallSiteNamer&, FindingText* t) {
+  std::vector<std::string> parts;
+  std::set<std::string> nodes;
+  for (const SummaryGapFacts::Gap& g : x.gaps) {
+    const std::string calls =
+        absl::StrCat("collectives #", g.first_seq, "-#", g.last_seq, " of ", CommShort(g.comm));
+    const std::string left = absl::StrCat(RanksNoun(g.left_out_ranks), " (summarized on ",
+                                          absl::StrJoin(g.left_out_nodes, ", "), ")");
+    if (g.differ) {
+      parts.push_back(absl::StrCat(calls, ": the calls of ", left, " differ from those of ",
+                                   RanksNoun(g.other_ranks), " (",
+                                   absl::StrJoin(g.other_nodes, ", "),
+                                   ") somewhere in that range: the summaries' digests of them "
+                                   "disagree"));
+    } else {
+      parts.push_back(absl::StrCat(calls, ": left out of the summaries of ", left,
+                                   ", and not compared with ", RanksNoun(g.other_ranks), " (",
+                                   absl::StrJoin(g.other_nodes, ", "), ")"));
+    }
+    nodes.insert(g.left_out_nodes.begin(), g.left_out_nodes.end());
+  }
+  if (x.more > 0) parts.push_back(absl::StrCat("and ", x.more, " more such ranges"));
+  t->detail = absl::StrCat(
+      "the diagnosis could not see calls the node summaries left out",
+      f.role == FindingRole::kRootCause
+          ? ", and nothing else was found, but without them the job cannot be called healthy"
+          : "",
+      ": ", absl::StrJoin(parts, "; "));
+  t->fix = absl::StrCat(
+      "read the full traces of ", absl::StrJoin(nodes, ", "),
+      ": run ncclwatch diagnose on that node's trace folder with the other nodes' summaries, or "
+      "summarize it again with a larger --window");
+}
+
 void Render(const Finding&, const std::monostate&, const CallSiteNamer&, FindingText*) {}
 
 }  // namespace
@@ -733,6 +769,8 @@ const char* KindName(FindingKind kind) {
       return "nccl_calls_unseen";
     case FindingKind::kStraggler:
       return "straggler";
+    case FindingKind::kSummaryGap:
+      return "summary_gap";
   }
   return "unknown";
 }

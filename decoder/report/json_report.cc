@@ -81,6 +81,26 @@ void WriteFacts(const Finding&, const NcclNotVisibleFacts& x, const CallSiteName
 }
 void WriteFacts(const Finding&, const UnreadableTracesFacts&, const CallSiteNamer&, std::ostream&) {
 }
+void WriteFacts(const Finding&, const SummaryGapFacts& x, const CallSiteNamer&, std::ostream& out) {
+  auto strings = [&](const std::vector<std::string>& v) {
+    out << "[";
+    for (size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << JsonString(v[i]);
+    out << "]";
+  };
+  out << ",\"gaps\":[";
+  for (size_t i = 0; i < x.gaps.size(); ++i) {
+    const SummaryGapFacts::Gap& g = x.gaps[i];
+    out << (i ? "," : "") << "{\"kind\":\"" << (g.differ ? "differ" : "not_compared")
+        << "\",\"comm\":\"" << CommName(g.comm) << "\",\"first_seq\":" << g.first_seq
+        << ",\"last_seq\":" << g.last_seq << ",\"left_out_ranks\":" << Ints(g.left_out_ranks)
+        << ",\"left_out_nodes\":";
+    strings(g.left_out_nodes);
+    out << ",\"other_ranks\":" << Ints(g.other_ranks) << ",\"other_nodes\":";
+    strings(g.other_nodes);
+    out << "}";
+  }
+  out << "],\"more_gaps\":" << x.more;
+}
 void WriteFacts(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&,
                 std::ostream& out) {
   out << ",\"duplicates\":[";

@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <algorithm>
+
 #include "ncclwatch/trace_fields.h"
 #include "ncclwatch/wire_writer.h"
 #include "ring/ring_writer.h"
@@ -39,11 +41,13 @@ bool Put(RingWriter& ring, Region region, uint64_t t, uint32_t body_field, Fill 
 
 bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::string* error) {
   const uint64_t start_ms = Now(CLOCK_REALTIME) / 1000000;
-  for (int rank = 0; rank < job.ranks; ++rank) {
+  const int end_rank = job.end_rank < 0 ? job.ranks : std::min(job.end_rank, job.ranks);
+  for (int rank = job.first_rank; rank < end_rank; ++rank) {
+    const uint64_t calls = rank == job.short_rank ? job.short_calls : job.calls;
     // The ring holds every call: one 128-byte slot per collective, rounded
     // up to a power of two.
     uint64_t ring_bytes = 64 << 10;
-    while (ring_bytes < (job.calls + 64) * NCCLWATCH_SLOT_BYTES) ring_bytes <<= 1;
+    while (ring_bytes < (calls + 64) * NCCLWATCH_SLOT_BYTES) ring_bytes <<= 1;
     shim::RingConfig config;
     config.dir = dir.c_str();
     config.ring_bytes = ring_bytes;
@@ -90,7 +94,7 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
            w.Sint(f::comm_init_end::kDevice, rank % 8);
            w.Sint(f::comm_init_end::kNranks, job.ranks);
          });
-    for (uint64_t seq = 0; ok && seq < job.calls; ++seq) {
+    for (uint64_t seq = 0; ok && seq < calls; ++seq) {
       const bool diverge = rank == job.diverging_rank && seq == job.diverging_seq;
       if (job.call_slots) {
         ncclwatch_call_slot s{};
@@ -128,6 +132,10 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
            w.Varint(f::process_end::kHow, f::process_end::kHowExit);
            w.Sint(f::process_end::kExitCode, 0);
          });
+    // Unmapped now (the writer has no other close): a job of thousands of
+    // ranks written by one process would otherwise hold every file mapped,
+    // and its disk space with it, deleted or not, until the process exits.
+    ring.DropInChild();
     if (!ok) {
       *error = "a synthetic record did not fit";
       return false;

@@ -20,6 +20,14 @@ struct SyntheticJob {
   // Collectives as call slots (format 2, what the shim writes now), or as
   // protobuf Records (what format 1's shim wrote; the decoder reads both).
   bool call_slots = true;
+  // Only the ranks [first_rank, end_rank) of the job (one node's, say);
+  // end_rank -1: to the last.
+  int first_rank = 0;
+  int end_rank = -1;
+  // The ranks' calls per rank where they differ: rank `short_rank` stops
+  // after `short_calls` collectives (a rank that stopped; -1: none).
+  int short_rank = -1;
+  uint64_t short_calls = 0;
 };
 
 // Writes one trace per rank into `dir` (which must exist). Returns false and

@@ -1,0 +1,142 @@
+#include "analysis/summary_gaps.h"
+
+#include <algorithm>
+#include <set>
+
+#include "findings/collective_signature.h"
+#include "summary/call_digest.h"
+
+namespace ncclwatch::decoder {
+
+void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
+  const bool summarized = !t.summary.empty() || digest_whole_;
+  for (const CommStream& s : t.streams) {
+    if (!s.any()) continue;
+    Member m;
+    m.process = process;
+    m.rank = s.rank;
+    m.digested = summarized;
+    // A block's digest is summed as its calls come (in number order, but
+    // for what a crafted trace holds), and added to the map once a block
+    // ends.
+    uint64_t block = UINT64_MAX, digest = 0, calls = 0;
+    auto flush = [&] {
+      if (calls == 0) return;
+      auto& [d, n] = m.kept[block];
+      d += digest;
+      n += calls;
+      digest = calls = 0;
+    };
+    if (!summarized) {
+      // A trace read whole, not digested: its first and last numbers (a
+      // stream's rise by one) are all that is kept of it, at no cost.
+      const uint64_t first = t.collectives[s.collectives.front()].seq;
+      const uint64_t last = t.collectives[s.collectives.back()].seq;
+      m.any = true;
+      m.lo = std::min(first, last);
+      m.hi = std::max(first, last);
+    } else {
+      for (uint32_t i : s.collectives) {
+        const CollectiveEvent& e = t.collectives[i];
+        if (!m.any) {
+          m.any = true;
+          m.lo = m.hi = e.seq;
+        }
+        m.lo = std::min(m.lo, e.seq);
+        m.hi = std::max(m.hi, e.seq);
+        if (e.seq / kLeftOutBlock != block) {
+          flush();
+          block = e.seq / kLeftOutBlock;
+        }
+        digest += CallDigest(e.seq, CollectiveSignature::Of(e));
+        ++calls;
+      }
+    }
+    flush();
+    for (const LeftOutCalls& l : t.left_out) {
+      if (l.comm != s.comm || l.rank != s.rank || l.digests.empty()) continue;
+      for (size_t b = 0; b < l.digests.size(); ++b) m.left[l.first_block + b] = l.digests[b];
+      if (!m.any) {
+        m.any = true;
+        m.lo = l.FirstSeq();
+        m.hi = l.EndSeq() - 1;
+      }
+      m.lo = std::min(m.lo, l.FirstSeq());
+      m.hi = std::max(m.hi, l.EndSeq() - 1);
+      any_left_out_ = true;
+    }
+    comms_[s.comm].push_back(std::move(m));
+  }
+}
+
+std::vector<SummaryGap> SummaryGaps::Find() const {
+  std::vector<SummaryGap> out;
+  if (!any_left_out_) return out;
+  for (const auto& [comm, members] : comms_) {
+    std::set<uint64_t> blocks;  // every block some member left out
+    for (const Member& m : members)
+      for (const auto& [b, digest] : m.left) blocks.insert(b);
+    size_t gaps = 0;
+    SummaryGap* open = nullptr;  // the gap the previous block extended
+    uint64_t open_end_block = 0;
+    for (uint64_t b : blocks) {
+      SummaryGap g;
+      g.comm = comm;
+      g.first_seq = b * kLeftOutBlock;
+      g.end_seq = g.first_seq + kLeftOutBlock;
+      // Each member that reached the block, with the digest it has there
+      // (left out, or kept whole), or none (kept in part, or a whole trace).
+      std::vector<std::pair<std::pair<int, int32_t>, uint64_t>> digested;
+      std::vector<std::pair<int, int32_t>> not_digested;
+      bool any_left = false;
+      for (const Member& m : members) {
+        if (!m.any || m.hi < g.first_seq || m.lo >= g.end_seq) continue;  // never reached it
+        if (auto l = m.left.find(b); l != m.left.end()) {
+          any_left = true;
+          g.left_out.emplace_back(m.process, m.rank);
+          digested.push_back({{m.process, m.rank}, l->second});
+          continue;
+        }
+        auto k = m.kept.find(b);
+        if (m.digested && k != m.kept.end() && k->second.second == kLeftOutBlock) {
+          digested.push_back({{m.process, m.rank}, k->second.first});
+        } else {
+          not_digested.emplace_back(m.process, m.rank);
+        }
+      }
+      if (!any_left) continue;
+      std::map<uint64_t, size_t> votes;
+      for (const auto& [who, digest] : digested) ++votes[digest];
+      if (!not_digested.empty()) {
+        g.kind = SummaryGap::kNotCompared;
+        g.kept = std::move(not_digested);
+      } else if (votes.size() > 1) {
+        // The ranks that differ from the most common digest (on a tie, the
+        // one of the lowest process), and those they differ from.
+        g.kind = SummaryGap::kDiffer;
+        uint64_t majority = digested.front().second;
+        for (const auto& [digest, n] : votes)
+          if (n > votes[majority]) majority = digest;
+        g.left_out.clear();
+        for (const auto& [who, digest] : digested)
+          (digest == majority ? g.kept : g.left_out).push_back(who);
+      } else {
+        open = nullptr;  // compared, and alike
+        continue;
+      }
+      if (open != nullptr && open_end_block == b && open->kind == g.kind &&
+          open->left_out == g.left_out && open->kept == g.kept) {
+        open->end_seq = g.end_seq;
+        open_end_block = b + 1;
+        continue;
+      }
+      if (gaps++ == kMaxGapsPerComm) break;
+      out.push_back(std::move(g));
+      open = &out.back();
+      open_end_block = b + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace ncclwatch::decoder

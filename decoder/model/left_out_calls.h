@@ -1,0 +1,43 @@
+// LeftOutCalls: the collectives of one (communicator, rank) that a node's
+// summary (`ncclwatch summarize`, summary/summary_file.h) left out of a
+// trace, as digests the analyses can still compare.
+//
+// A summary keeps each stream's first and last calls whole and leaves out
+// the middle in whole blocks of kLeftOutBlock sequence numbers, on one grid
+// every node uses (block k holds #k*kLeftOutBlock .. #(k+1)*kLeftOutBlock-1).
+// Each block left out is kept as one 64-bit digest of its calls' signatures
+// (summary/call_digest.h), so two ranks that left out the same block are
+// still compared (equal digests: the same calls, as far as NCCL matches
+// them), and a block one rank left out where another kept its calls is
+// known not to have been compared (analysis/summary_gaps.h).
+//
+//   digests[i] is block first_block + i; calls counts the calls left out.
+//
+// Thread-safety: plain data.
+
+#ifndef NCCLWATCH_DECODER_MODEL_LEFT_OUT_CALLS_H_
+#define NCCLWATCH_DECODER_MODEL_LEFT_OUT_CALLS_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace ncclwatch::decoder {
+
+// Sequence numbers per block of left-out calls: the grid every summary uses.
+inline constexpr uint64_t kLeftOutBlock = 1024;
+
+struct LeftOutCalls {
+  uint64_t comm = 0;
+  int32_t rank = -1;
+  uint64_t first_block = 0;       // the first block left out
+  std::vector<uint64_t> digests;  // one per block left out, from first_block on
+  uint64_t calls = 0;             // collectives left out
+
+  // The sequence numbers left out: [FirstSeq(), EndSeq()).
+  uint64_t FirstSeq() const { return first_block * kLeftOutBlock; }
+  uint64_t EndSeq() const { return (first_block + digests.size()) * kLeftOutBlock; }
+};
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_MODEL_LEFT_OUT_CALLS_H_

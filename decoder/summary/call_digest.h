@@ -1,0 +1,47 @@
+// CallDigest: a collective's signature, as NCCL matches it across ranks,
+// folded into 64 bits with its sequence number, for the blocks of calls a
+// node's summary leaves out (model/left_out_calls.h).
+//
+// A block's digest is the sum (mod 2^64) of its calls' digests: the order
+// the calls are added in does not matter, and two ranks whose calls in a
+// block agree on every number (the operation, count, datatype, reduction
+// and root: findings/collective_signature.h, what the collective alignment
+// compares) have equal digests. Two that differ at any number have equal
+// digests only by a 64-bit collision (about 2^-64 for calls that were not
+// crafted to collide).
+//
+// Thread-safety: pure functions.
+
+#ifndef NCCLWATCH_DECODER_SUMMARY_CALL_DIGEST_H_
+#define NCCLWATCH_DECODER_SUMMARY_CALL_DIGEST_H_
+
+#include <cstdint>
+
+#include "findings/collective_signature.h"
+
+namespace ncclwatch::decoder {
+
+// splitmix64's finaliser: every input bit reaches every output bit.
+inline uint64_t MixDigest(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+// One call's digest: its number and signature, each field mixed in turn.
+inline uint64_t CallDigest(uint64_t seq, const CollectiveSignature& sig) {
+  uint64_t h = MixDigest(seq ^ 0x6e63636c77617463ull);
+  h = MixDigest(h ^ sig.call);
+  h = MixDigest(h ^ sig.count);
+  h = MixDigest(h ^ static_cast<uint32_t>(sig.datatype));
+  h = MixDigest(h ^ static_cast<uint32_t>(sig.redop));
+  h = MixDigest(h ^ static_cast<uint32_t>(sig.root));
+  return h;
+}
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_SUMMARY_CALL_DIGEST_H_

@@ -1,0 +1,38 @@
+// LoadJobInputs: a job's evidence files, traces and node summaries mixed,
+// handed to the caller one process at a time, in the order given.
+//
+// A trace file is one process (model/trace_loader.h, several loaded at once
+// on the cores); a summary (`ncclwatch summarize`, summary/summary_reader.h)
+// is each of the processes its node held, in the order it holds them, and
+// each trace its node could not read ("HOST:PATH" and why). A summary is
+// known by its magic, whatever its name.
+//
+// Thread-safety: call from one thread; `fn` runs on that thread.
+
+#ifndef NCCLWATCH_DECODER_SUMMARY_JOB_INPUTS_H_
+#define NCCLWATCH_DECODER_SUMMARY_JOB_INPUTS_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "model/process_trace.h"
+
+namespace ncclwatch::decoder {
+
+using OnJobInput = std::function<void(const std::string& name, const absl::Status& status,
+                                      const ProcessTrace& trace)>;
+
+// `fn` gets each process with the name to report it by (a trace's path,
+// a summarized trace's "HOST:PATH") and its status: OK with the trace, or
+// why it could not be read (a bad trace is the job's unreadable input). A
+// summary that is not whole or not well-formed is an error (returned, one
+// line, naming the file; the command exits 2): nothing of a node's summary
+// can be trusted once any of it cannot.
+absl::Status LoadJobInputs(const std::vector<std::string>& files, unsigned threads,
+                           const OnJobInput& fn);
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_SUMMARY_JOB_INPUTS_H_

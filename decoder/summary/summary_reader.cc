@@ -1,0 +1,251 @@
+#include "summary/summary_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "model/record_importer.h"
+#include "summary/byte_cursor.h"
+#include "summary/summary_format.h"
+#include "trace/call_slot.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+constexpr int kGranules = NCCLWATCH_SLOT_PAYLOAD_BYTES / 8;
+
+// A file descriptor closed on every path out.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+int OpenRegular(const std::string& path, struct stat* st) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return -1;
+  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+bool IsSummaryFile(const std::string& path) {
+  struct stat st;
+  Fd f{OpenRegular(path, &st)};
+  if (f.fd < 0 || st.st_size < static_cast<off_t>(sizeof(kSummaryMagic))) return false;
+  char magic[sizeof(kSummaryMagic)];
+  return pread(f.fd, magic, sizeof(magic), 0) == static_cast<ssize_t>(sizeof(magic)) &&
+         std::memcmp(magic, kSummaryMagic, sizeof(magic)) == 0;
+}
+
+absl::StatusOr<std::unique_ptr<SummaryReader>> SummaryReader::Open(const std::string& path) {
+  struct stat st;
+  Fd f{OpenRegular(path, &st)};
+  if (f.fd < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot be read as a summary: ", std::strerror(errno)));
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < kSummaryHeaderBytes)
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a summary (", size, " bytes)"));
+  if (size > kMaxSummaryBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", size,
+                                                   " bytes, more than a summary (",
+                                                   kMaxSummaryBytes >> 20, " MiB) may hold"));
+  }
+  std::unique_ptr<SummaryReader> r(new SummaryReader());
+  r->path_ = path;
+  r->bytes_.resize(size);
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t n = pread(f.fd, r->bytes_.data() + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": summary cut short while read (", done, " of ", size, " bytes)"));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  if (absl::Status s = r->Parse(); !s.ok()) return s;
+  return r;
+}
+
+absl::Status SummaryReader::Parse() {
+  ByteCursor h(bytes_.data(), bytes_.size());
+  char magic[sizeof(kSummaryMagic)];
+  h.Raw(magic, sizeof(magic));
+  if (std::memcmp(magic, kSummaryMagic, sizeof(magic)) != 0)
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": not a summary (wrong magic)"));
+  const uint32_t version = h.U32();
+  if (version != kSummaryVersion) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path_, ": summary version ", version, ", this ncclwatch reads version ", kSummaryVersion));
+  }
+  const uint32_t header_bytes = h.U32();
+  const uint64_t file_bytes = h.U64();
+  const uint64_t checksum = h.U64();
+  if (header_bytes != kSummaryHeaderBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": summary header of ", header_bytes,
+                                                   " bytes, not ", kSummaryHeaderBytes));
+  }
+  if (file_bytes != bytes_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": torn or cut summary: its header says ",
+                                                   file_bytes, " bytes, the file holds ",
+                                                   bytes_.size()));
+  }
+  const uint8_t* body = bytes_.data() + kSummaryHeaderBytes;
+  const size_t body_bytes = bytes_.size() - kSummaryHeaderBytes;
+  if (SummaryChecksum(body, body_bytes) != checksum) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": torn or altered summary: its checksum does not match"));
+  }
+  ByteCursor c(body, body_bytes);
+  host_ = std::string(c.String(kMaxSummaryString));
+  window_ = c.Varint();
+  const uint64_t block = c.Varint();
+  const uint64_t traces = c.Varint();
+  if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat(path_, ": malformed summary header"));
+  if (block != kLeftOutBlock) {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": summary of blocks of ", block,
+                                                   " calls, this ncclwatch reads blocks of ",
+                                                   kLeftOutBlock));
+  }
+  if (traces > kMaxSummaryTraces) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": summary claims ", traces, " traces, more than ", kMaxSummaryTraces));
+  }
+  for (uint64_t i = 0; i < traces; ++i) {
+    const uint64_t n = c.Varint();
+    const size_t offset = static_cast<size_t>(c.here() - bytes_.data());
+    c.Section(n);
+    if (!c.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, ": malformed summary: trace ", i, "'s section runs past the end"));
+    }
+    sections_.emplace_back(offset, static_cast<size_t>(n));
+  }
+  const uint64_t unreadable = c.Varint();
+  for (uint64_t i = 0; c.ok() && i < unreadable && i < kMaxSummaryTraces; ++i) {
+    const std::string_view p = c.String(kMaxSummaryString);
+    const std::string_view why = c.String(kMaxSummaryString);
+    unreadable_.emplace_back(absl::StrCat(host_, ":", std::string(p)), std::string(why));
+  }
+  if (!c.ok() || unreadable > kMaxSummaryTraces || c.left() != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": malformed summary: its list of unreadable traces does not add up"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> SummaryReader::Next(ProcessTrace* trace) {
+  if (next_ >= sections_.size()) return false;
+  const size_t i = next_++;
+  if (absl::Status s = ReadTrace(i, trace); !s.ok()) return s;
+  return true;
+}
+
+absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
+  auto malformed = [&](const char* what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": malformed summary: trace ", index, ": ", what));
+  };
+  ProcessTrace& p = *trace;
+  std::vector<CommStream> old_streams = std::move(p.streams);
+  p.Reset();
+  ByteCursor c(bytes_.data() + sections_[index].first, sections_[index].second);
+  const std::string_view path = c.String(kMaxSummaryString);
+  p.path = absl::StrCat(host_, ":", std::string(path));
+  p.summary = path_;
+  p.summary_host = host_;
+  p.clock = c.U32();
+  p.pid = c.U32();
+  p.created_realtime_ns = c.U64();
+  p.host = std::string(c.String(kMaxSummaryString));
+  p.read_ns = static_cast<int64_t>(c.U64());
+  TraceFileStats stats;
+  for (uint64_t* v :
+       {&stats.ring_claimed, &stats.ring_overwritten, &stats.torn_slots, &stats.unwritten_slots,
+        &stats.pinned_overflow, &stats.padding_slots, &stats.records, &stats.lapped_slots})
+    *v = c.Varint();
+  const uint8_t flags = c.U8();
+  stats.truncated = (flags & 1) != 0;
+  stats.read_again = (flags & 2) != 0;
+  const uint64_t records = c.Varint();
+  const uint64_t unparsed = c.Varint();
+  p.left_out_groups = c.Varint();
+  const uint64_t streams = c.Varint();
+  if (!c.ok()) return malformed("its identity is cut short");
+  // Each left-out stream takes at least 5 bytes, each digest 8: bounded by
+  // the section's length before anything is allocated.
+  if (streams > c.left() / 5) return malformed("more left-out streams than bytes");
+  p.left_out.resize(streams);
+  for (LeftOutCalls& l : p.left_out) {
+    l.comm = c.Varint();
+    l.rank = static_cast<int32_t>(c.Zigzag());
+    l.first_block = c.Varint();
+    const uint64_t blocks = c.Varint();
+    if (!c.ok() || blocks > c.left() / 8) return malformed("more digests than bytes");
+    if (l.first_block > UINT64_MAX / kLeftOutBlock - blocks - 1)
+      return malformed("left-out blocks past the largest number");
+    l.digests.resize(blocks);
+    for (uint64_t& d : l.digests) d = c.U64();
+    l.calls = c.Varint();
+  }
+  const uint64_t entries = c.Varint();
+  if (!c.ok()) return malformed("its left-out calls are cut short");
+  if (entries > c.left() / 2) return malformed("more records than bytes");
+  p.collectives.reserve(std::min<uint64_t>(entries, uint64_t{1} << 20));
+  RecordImporter importer(&p);
+  importer.Recycle(std::move(old_streams));
+  // Each kind's previous payload per context (summary/summary_format.h).
+  std::vector<uint8_t> previous(3 * kSummaryContexts * NCCLWATCH_SLOT_PAYLOAD_BYTES, 0);
+  for (uint64_t k = 0; k < entries; ++k) {
+    const uint8_t kind = c.U8();
+    if (kind == NCCLWATCH_SLOT_SINGLE) {
+      const std::string_view record = c.String(NCCLWATCH_MAX_RECORD_BYTES);
+      if (!c.ok()) return malformed("a record runs past its section");
+      importer.Import(absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(record.data()),
+                                                record.size()));
+      continue;
+    }
+    // A call slot's entry: its kind and context in this byte.
+    const uint32_t kind_index = (kind >> 5) & 3;
+    if ((kind & kSummaryCallEntry) == 0 || kind_index >= 3)
+      return malformed("a record of an unknown kind");
+    const uint32_t context = kind & (kSummaryContexts - 1);
+    uint8_t* prev =
+        previous.data() + (kind_index * kSummaryContexts + context) * NCCLWATCH_SLOT_PAYLOAD_BYTES;
+    const uint64_t mask = c.Varint();
+    if ((mask >> kGranules) != 0) return malformed("a call's granule mask is out of range");
+    for (int i = 0; i < kGranules; ++i) {
+      if ((mask & (uint64_t{1} << i)) == 0) continue;
+      const uint64_t delta = static_cast<uint64_t>(c.Zigzag());
+      uint64_t granule;
+      std::memcpy(&granule, prev + 8 * i, 8);
+      granule += delta;
+      std::memcpy(prev + 8 * i, &granule, 8);
+    }
+    if (!c.ok()) return malformed("a call runs past its section");
+    importer.ImportCallSlot(static_cast<uint8_t>(NCCLWATCH_SLOT_COLLECTIVE + kind_index),
+                            absl::Span<const uint8_t>(prev, NCCLWATCH_SLOT_PAYLOAD_BYTES));
+  }
+  if (c.left() != 0) return malformed("bytes after its last record");
+  // The stats first: the streams' "holds the start" reads whether the ring
+  // lost records.
+  p.stats = stats;
+  importer.Finish();
+  p.records = records;
+  p.unparsed_records = unparsed;
+  return absl::OkStatus();
+}
+
+}  // namespace ncclwatch::decoder

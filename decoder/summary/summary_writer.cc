@@ -1,0 +1,387 @@
+#include "summary/summary_writer.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "findings/collective_signature.h"
+#include "model/numbering.h"
+#include "model/process_trace.h"
+#include "ncclwatch/trace_fields.h"
+#include "summary/byte_cursor.h"
+#include "summary/call_digest.h"
+#include "trace/call_slot.h"
+#include "trace/trace_file.h"
+#include "trace/wire_reader.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+// Progress records kept at each end of a communicator's.
+constexpr uint64_t kProgressHead = 64;
+constexpr uint64_t kProgressTail = 256;
+
+constexpr int kSlotKinds = 3;  // COLLECTIVE, P2P, GROUP: their previous payloads
+int SlotIndex(uint8_t kind) { return kind - NCCLWATCH_SLOT_COLLECTIVE; }
+
+// The context a call's payload is diffed against: one per communicator and
+// call of its kind (a step's AllReduce is diffed against the last
+// AllReduce, its Broadcast against the last Broadcast), the first
+// kSummaryContexts - 1 met; the rest share the last.
+class Contexts {
+ public:
+  uint8_t Of(int kind, uint64_t comm, uint32_t call) {
+    std::vector<std::pair<uint64_t, uint32_t>>& seen = seen_[kind];
+    for (size_t i = 0; i < seen.size(); ++i)
+      if (seen[i].first == comm && seen[i].second == call) return static_cast<uint8_t>(i);
+    if (seen.size() + 1 < kSummaryContexts) {
+      seen.emplace_back(comm, call);
+      return static_cast<uint8_t>(seen.size() - 1);
+    }
+    return static_cast<uint8_t>(kSummaryContexts - 1);
+  }
+
+ private:
+  std::vector<std::pair<uint64_t, uint32_t>> seen_[kSlotKinds];
+};
+constexpr int kGranules = NCCLWATCH_SLOT_PAYLOAD_BYTES / 8;
+static_assert(kGranules * 8 == NCCLWATCH_SLOT_PAYLOAD_BYTES && kGranules <= 16,
+              "a call slot is 14 granules of 8 bytes, its mask 16 bits");
+
+// Which collectives of one (communicator, rank) are left out: those in
+// [begin, end) but for the blocks in `kept` (sorted).
+struct Window {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  std::vector<uint64_t> kept;  // blocks kept whole: where the stream stops
+  bool LeftOut(uint64_t seq) const {
+    return seq >= begin && seq < end &&
+           !std::binary_search(kept.begin(), kept.end(), seq / kLeftOutBlock);
+  }
+};
+
+namespace f = ::ncclwatch::fields;
+
+// The communicator of a Progress record (the watcher's GPU completion
+// counts, every 20 ms), or false for any other record.
+bool ProgressComm(absl::Span<const uint8_t> record, uint64_t* comm) {
+  WireReader r(record);
+  WireField x;
+  while (r.Next(&x)) {
+    if (x.number != f::record::kProgress || x.wire_type != 2) continue;
+    WireReader body(x.bytes);
+    WireField y;
+    *comm = 0;
+    while (body.Next(&y))
+      if (y.number == f::progress::kComm && y.wire_type == 1) *comm = y.value;
+    return true;
+  }
+  return false;
+}
+
+// A call slot's entry's first byte: its kind and context (summary_format.h).
+uint8_t CallEntryByte(uint8_t kind, uint8_t context) {
+  return static_cast<uint8_t>(kSummaryCallEntry | (SlotIndex(kind) << 5) | context);
+}
+
+std::string ThisHost() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+// The blocks of `s`'s collectives left out, as runs of blocks (none when
+// the stream is short, or its numbers are not a run: a crafted or torn
+// trace keeps all). The blocks where the stream stops stay whole: the one
+// its GPU was working on (the first collective its last Progress does not
+// count) and those the watcher held an operation of, so the operation a
+// hang is about is described from the summary as from the trace.
+bool LeftOut(const ProcessTrace& p, const CommStream& s, uint64_t window,
+             std::vector<LeftOutCalls>* out, Window* w) {
+  if (s.collectives.empty()) return false;
+  uint64_t lo = UINT64_MAX;
+  uint64_t hi = 0;
+  for (uint32_t i : s.collectives) {
+    lo = std::min(lo, p.collectives[i].seq);
+    hi = std::max(hi, p.collectives[i].seq);
+  }
+  if (hi - lo < 2 * window || hi > UINT64_MAX - kLeftOutBlock) return false;
+  const uint64_t begin = (lo + window + kLeftOutBlock - 1) / kLeftOutBlock * kLeftOutBlock;
+  const uint64_t end = (hi + 1 - window) / kLeftOutBlock * kLeftOutBlock;
+  if (end <= begin) return false;
+  const uint64_t blocks = (end - begin) / kLeftOutBlock;
+  if (blocks > s.collectives.size() / kLeftOutBlock + 1) return false;  // not a run of numbers
+  w->begin = begin;
+  w->end = end;
+  w->kept.clear();
+  if (const ProgressEvent* e = p.LastProgress(s.comm))
+    w->kept.push_back(e->collectives / kLeftOutBlock);
+  for (const HeldOperationEvent& h : p.held)
+    if (h.comm == s.comm && h.rank == s.rank) w->kept.push_back(h.seq / kLeftOutBlock);
+  for (uint32_t i : s.pending_collectives) {
+    w->kept.push_back(p.collectives[i].seq / kLeftOutBlock);
+    break;  // the first: the others queue behind it
+  }
+  std::sort(w->kept.begin(), w->kept.end());
+  w->kept.erase(std::unique(w->kept.begin(), w->kept.end()), w->kept.end());
+  // The runs of blocks left out, each with its digests.
+  const size_t first_run = out->size();
+  for (uint64_t b = begin / kLeftOutBlock; b < end / kLeftOutBlock; ++b) {
+    if (std::binary_search(w->kept.begin(), w->kept.end(), b)) continue;
+    if (out->size() == first_run || out->back().first_block + out->back().digests.size() != b) {
+      LeftOutCalls l;
+      l.comm = s.comm;
+      l.rank = s.rank;
+      l.first_block = b;
+      out->push_back(std::move(l));
+    }
+    out->back().digests.push_back(0);
+  }
+  if (out->size() == first_run) return false;
+  for (uint32_t i : s.collectives) {
+    const CollectiveEvent& e = p.collectives[i];
+    if (!w->LeftOut(e.seq)) continue;
+    const uint64_t b = e.seq / kLeftOutBlock;
+    for (size_t k = first_run; k < out->size(); ++k) {
+      LeftOutCalls& l = (*out)[k];
+      if (b < l.first_block || b - l.first_block >= l.digests.size()) continue;
+      l.digests[b - l.first_block] += CallDigest(e.seq, CollectiveSignature::Of(e));
+      ++l.calls;
+      break;
+    }
+  }
+  return true;
+}
+
+// One trace's section (without its length), or an error saying why the
+// trace cannot be read.
+absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTrace* p,
+                            std::string* section, SummaryStats* stats) {
+  if (absl::Status s = LoadProcessTraceInto(path, p); !s.ok()) return s;
+  std::map<std::pair<uint64_t, int32_t>, Window> windows;
+  std::vector<LeftOutCalls> left_out;
+  for (const CommStream& s : p->streams) {
+    Window w;
+    if (LeftOut(*p, s, window, &left_out, &w)) windows[{s.comm, s.rank}] = std::move(w);
+  }
+  const uint64_t groups = p->groups.size();
+  const bool groups_cut = groups > 2 * window;
+  // Progress records per communicator, as read (not those a hold restored:
+  // they share their HeldOperation's order).
+  std::map<uint64_t, uint64_t> progress_total, progress_seen;
+  for (const ProgressEvent& e : p->progress) {
+    bool restored = false;
+    for (const HeldOperationEvent& h : p->held) restored |= h.order == e.order;
+    if (!restored) ++progress_total[e.comm];
+  }
+  uint64_t left_progress = 0;
+
+  // The records again, each kept or left out.
+  std::string entries;
+  ByteSink e(&entries);
+  uint64_t kept = 0;
+  uint64_t left_collectives = 0;
+  uint64_t left_groups = 0;
+  auto write_entries = [&](ReadMode mode) -> absl::Status {
+    entries.clear();
+    kept = left_collectives = left_groups = left_progress = 0;
+    progress_seen.clear();
+    absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(path, mode);
+    if (!file.ok()) return file.status();
+    uint8_t previous[kSlotKinds][kSummaryContexts][NCCLWATCH_SLOT_PAYLOAD_BYTES] = {};
+    Contexts contexts;
+    uint64_t group = 0;
+    TraceFileStats read_stats;
+    (*file)->ForEachEntry(
+        [&](bool, uint64_t, uint8_t kind, absl::Span<const uint8_t> bytes) {
+          if (kind == NCCLWATCH_SLOT_SINGLE) {
+            // Progress: the first and the last of each communicator's
+            // (the analyses read its latest; the timeline ends the kept
+            // calls' slices by those around them).
+            uint64_t comm = 0;
+            if (ProgressComm(bytes, &comm)) {
+              const uint64_t k = progress_seen[comm]++;
+              const uint64_t total = progress_total[comm];
+              if (total > kProgressHead + kProgressTail && k >= kProgressHead &&
+                  k + kProgressTail < total) {
+                ++left_progress;
+                return;
+              }
+            }
+            e.U8(kind);
+            e.Varint(bytes.size());
+            e.Raw(bytes.data(), bytes.size());
+            ++kept;
+            return;
+          }
+          if (!IsCallSlotKind(kind) || bytes.size() != NCCLWATCH_SLOT_PAYLOAD_BYTES) return;
+          const ncclwatch_call_slot slot = ReadCallSlot(bytes);
+          if (kind == NCCLWATCH_SLOT_COLLECTIVE && slot.comm != 0 && slot.rank >= 0 &&
+              Accepted(slot.result)) {
+            auto it = windows.find({slot.comm, slot.rank});
+            if (it != windows.end() && it->second.LeftOut(slot.seq)) {
+              ++left_collectives;
+              return;
+            }
+          }
+          if (kind == NCCLWATCH_SLOT_GROUP) {
+            const uint64_t g = group++;
+            if (groups_cut && g >= window && g < groups - window) {
+              ++left_groups;
+              return;
+            }
+          }
+          // The payload as its difference from the previous one of its
+          // kind, communicator and call, 8 bytes at a time: a mask of the granules
+          // that changed, then each change as a zigzag varint (a time
+          // stamp's step takes 3 bytes, a sequence number's 1).
+          const uint8_t context = contexts.Of(SlotIndex(kind), slot.comm, slot.call);
+          uint8_t* prev = previous[SlotIndex(kind)][context];
+          uint16_t mask = 0;
+          uint64_t deltas[kGranules];
+          int n = 0;
+          for (int i = 0; i < kGranules; ++i) {
+            uint64_t now, before;
+            std::memcpy(&now, bytes.data() + 8 * i, 8);
+            std::memcpy(&before, prev + 8 * i, 8);
+            if (now != before) {
+              mask = static_cast<uint16_t>(mask | (1u << i));
+              deltas[n++] = now - before;
+            }
+          }
+          std::memcpy(prev, bytes.data(), NCCLWATCH_SLOT_PAYLOAD_BYTES);
+          e.U8(CallEntryByte(kind, context));
+          e.Varint(mask);
+          for (int i = 0; i < n; ++i) e.Zigzag(static_cast<int64_t>(deltas[i]));
+          ++kept;
+        },
+        &read_stats);
+    if (read_stats.read_again && mode == ReadMode::kMapped) return absl::AbortedError("read again");
+    return absl::OkStatus();
+  };
+  absl::Status written = write_entries(ReadMode::kMapped);
+  if (absl::IsAborted(written)) written = write_entries(ReadMode::kCopied);
+  if (!written.ok()) return written;
+
+  ByteSink out(section);
+  // Where the trace lies on this node, whatever folder the command was given.
+  std::error_code ec;
+  const std::string where = std::filesystem::absolute(path, ec).lexically_normal().string();
+  out.String(ec || where.size() > kMaxSummaryString ? path : where);
+  out.U32(p->clock);
+  out.U32(p->pid);
+  out.U64(p->created_realtime_ns);
+  out.String(p->host);
+  out.U64(static_cast<uint64_t>(p->read_ns));
+  const TraceFileStats& s = p->stats;
+  for (uint64_t v : {s.ring_claimed, s.ring_overwritten, s.torn_slots, s.unwritten_slots,
+                     s.pinned_overflow, s.padding_slots, s.records, s.lapped_slots})
+    out.Varint(v);
+  out.U8(static_cast<uint8_t>((s.truncated ? 1 : 0) | (s.read_again ? 2 : 0)));
+  out.Varint(p->records);
+  out.Varint(p->unparsed_records);
+  out.Varint(left_groups);
+  out.Varint(left_out.size());
+  for (const LeftOutCalls& l : left_out) {
+    out.Varint(l.comm);
+    out.Zigzag(l.rank);
+    out.Varint(l.first_block);
+    out.Varint(l.digests.size());
+    for (uint64_t d : l.digests) out.U64(d);
+    out.Varint(l.calls);
+  }
+  out.Varint(kept);
+  section->append(entries);
+  if (stats != nullptr) {
+    stats->records += p->records;
+    stats->entries_kept += kept;
+    stats->collectives_left_out += left_collectives;
+    stats->groups_left_out += left_groups;
+    stats->progress_left_out += left_progress;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> BuildSummary(const std::vector<std::string>& trace_files,
+                                         const SummaryOptions& options, SummaryStats* stats) {
+  if (trace_files.size() > kMaxSummaryTraces) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(trace_files.size(), " traces: a summary holds at most ", kMaxSummaryTraces,
+                     " (summarize fewer folders)"));
+  }
+  SummaryStats own;
+  if (stats == nullptr) stats = &own;
+  const uint64_t window = std::max<uint32_t>(1, options.window);
+  std::string body;
+  ByteSink b(&body);
+  std::string host = options.host.empty() ? ThisHost() : options.host;
+  if (host.size() > kMaxSummaryString) host.resize(kMaxSummaryString);
+  b.String(host);
+  b.Varint(window);
+  b.Varint(kLeftOutBlock);
+  std::string sections;
+  size_t traces = 0;
+  ProcessTrace p;
+  std::string section;
+  for (const std::string& path : trace_files) {
+    section.clear();
+    if (path.size() > kMaxSummaryString) {
+      stats->unreadable.emplace_back(path.substr(0, kMaxSummaryString), "its path is too long");
+      continue;
+    }
+    absl::Status s = SummarizeTrace(path, window, &p, &section, stats);
+    if (!s.ok()) {
+      std::string why(s.message());
+      if (why.size() > kMaxSummaryString) why.resize(kMaxSummaryString);
+      stats->unreadable.emplace_back(path, why);
+      continue;
+    }
+    ByteSink(&sections).Varint(section.size());
+    sections.append(section);
+    ++traces;
+    if (sections.size() > kMaxSummaryBytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the summary would pass ", kMaxSummaryBytes >> 20,
+                       " MiB: summarize with a smaller --window, or fewer traces at once"));
+    }
+  }
+  for (const auto& [path, why] : options.not_read) {
+    if (stats->unreadable.size() >= kMaxSummaryTraces) break;
+    stats->unreadable.emplace_back(path.substr(0, kMaxSummaryString),
+                                   why.substr(0, kMaxSummaryString));
+  }
+  if (stats->unreadable.size() > kMaxSummaryTraces) stats->unreadable.resize(kMaxSummaryTraces);
+  b.Varint(traces);
+  body.append(sections);
+  b.Varint(stats->unreadable.size());
+  for (const auto& [path, why] : stats->unreadable) {
+    b.String(path);
+    b.String(why);
+  }
+  stats->traces = traces;
+  std::string file;
+  ByteSink h(&file);
+  h.Raw(kSummaryMagic, sizeof(kSummaryMagic));
+  h.U32(kSummaryVersion);
+  h.U32(kSummaryHeaderBytes);
+  h.U64(kSummaryHeaderBytes + body.size());
+  h.U64(SummaryChecksum(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
+  file.append(body);
+  if (file.size() > kMaxSummaryBytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the summary would pass ", kMaxSummaryBytes >> 20,
+                     " MiB: summarize with a smaller --window, or fewer traces at once"));
+  }
+  return file;
+}
+
+}  // namespace ncclwatch::decoder

@@ -1,0 +1,57 @@
+// WriteSummary: a node's traces, reduced to one summary file
+// (summary/summary_format.h), what `ncclwatch summarize` writes.
+//
+// Each trace is read twice: once into the model (model/process_trace.h:
+// its streams say where each (communicator, rank)'s calls begin and end, and
+// the collectives left out are digested from the model's own rows, as the
+// collective alignment signs them), then its records again (trace/
+// trace_file.h), each kept or left out by the windows the first reading
+// set. A trace that cannot be read is listed in the summary with why, so
+// that a diagnosis from the summary says so as one from the traces would.
+//
+// Thread-safety: call from one thread.
+
+#ifndef NCCLWATCH_DECODER_SUMMARY_SUMMARY_WRITER_H_
+#define NCCLWATCH_DECODER_SUMMARY_SUMMARY_WRITER_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "summary/summary_format.h"
+
+namespace ncclwatch::decoder {
+
+struct SummaryOptions {
+  // Collectives kept at each end of a (communicator, rank)'s calls (and
+  // group calls at each end of the process's); at least 1.
+  uint32_t window = kDefaultSummaryWindow;
+  std::string host;  // where the traces were read ("" : this machine's name)
+  // What the search for the traces passed over, (path, why): listed in the
+  // summary as traces not read.
+  std::vector<std::pair<std::string, std::string>> not_read;
+};
+
+struct SummaryStats {
+  size_t traces = 0;          // traces summarized
+  uint64_t records = 0;       // their records
+  uint64_t entries_kept = 0;  // records kept whole
+  uint64_t collectives_left_out = 0;
+  uint64_t groups_left_out = 0;
+  uint64_t progress_left_out = 0;  // GPU progress records (every 20 ms) in the middle
+  // Traces that could not be read: (path, why), listed in the summary too.
+  std::vector<std::pair<std::string, std::string>> unreadable;
+};
+
+// The summary of `trace_files`, as the bytes of the file. An error only when
+// the summary would pass kMaxSummaryBytes or hold more than
+// kMaxSummaryTraces traces.
+absl::StatusOr<std::string> BuildSummary(const std::vector<std::string>& trace_files,
+                                         const SummaryOptions& options,
+                                         SummaryStats* stats = nullptr);
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_SUMMARY_SUMMARY_WRITER_H_

@@ -1,0 +1,315 @@
+// Node summaries of real jobs (issue 25): a job on the simulator goes wrong
+// as in diagnose_jobs_test, its traces are split by rank into two "node"
+// folders, each folder is summarized by `ncclwatch summarize` as a node's
+// launcher would run it, and `ncclwatch diagnose` over the two summaries
+// must name exactly what it names from the raw traces: the same verdict,
+// and the same findings (kind, role, communicator, number, ranks), with the
+// exact values the failure class has.
+//
+// In train_loop, step k's world AllReduce is collective #(k + k/4) of the
+// world communicator (a Broadcast follows every 4th step's AllReduce).
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/process_trace.h"
+#include "support/traced_job.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t StepSeq(int step) { return static_cast<uint64_t>(step + step / 4); }
+
+// Two nodes' summaries of a job's traces: ranks [0, nranks/2) on node-a,
+// the rest on node-b, each folder summarized on its own.
+struct Nodes {
+  jobs::TempDir tmp;
+  std::string a, b;  // the summaries
+  std::string dir(const std::string& node) const { return tmp.path() + "/" + node; }
+};
+
+// Copies rank `rank`'s trace (found in `traces`) into `node`'s folder.
+void CopyRank(const std::string& traces, int rank, const std::string& to) {
+  const std::string trace = jobs::TraceOf(traces, rank);
+  REQUIRE_FALSE(trace.empty());
+  fs::create_directories(to);
+  fs::copy_file(trace, to + "/" + fs::path(trace).filename().string(),
+                fs::copy_options::overwrite_existing);
+}
+
+std::string SummarizeFolder(const std::string& folder, const std::string& node,
+                            const std::string& out_dir, int window) {
+  fs::create_directories(out_dir);
+  const std::string out = out_dir + "/" + node + ".ncws";
+  std::vector<std::string> args = {folder, "-o", out, "--host", node};
+  if (window > 0) {
+    args.push_back("--window");
+    args.push_back(std::to_string(window));
+  }
+  const jobs::DiagnosisView r = jobs::RunNcclwatch("summarize", args, false);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.output.rfind("wrote " + out + ": ", 0) == 0);
+  return out;
+}
+
+void Summarize(const std::string& traces, int nranks, Nodes* n, int window = 0) {
+  for (int rank = 0; rank < nranks; ++rank)
+    CopyRank(traces, rank, n->dir(rank < nranks / 2 ? "a" : "b"));
+  n->a = SummarizeFolder(n->dir("a"), "node-a", n->tmp.path() + "/summaries", window);
+  n->b = SummarizeFolder(n->dir("b"), "node-b", n->tmp.path() + "/summaries", window);
+}
+
+// The same verdict and findings, kind by kind, from the summaries as from
+// the traces; the summaries' diagnosis (of the folder holding both).
+jobs::DiagnosisView RequireSame(const jobs::DiagnosisView& raw, const Nodes& n) {
+  const jobs::DiagnosisView summed = jobs::Diagnose({n.tmp.path() + "/summaries"});
+  INFO("from the traces:\n" << raw.output << "\nfrom the summaries:\n" << summed.output);
+  REQUIRE(summed.parsed);
+  CHECK(summed.exit_code == raw.exit_code);
+  CHECK(summed.verdict == raw.verdict);
+  REQUIRE(summed.findings.size() == raw.findings.size());
+  for (size_t i = 0; i < raw.findings.size(); ++i) {
+    CHECK(summed.findings[i].kind == raw.findings[i].kind);
+    CHECK(summed.findings[i].role == raw.findings[i].role);
+    CHECK(summed.findings[i].comm == raw.findings[i].comm);
+    CHECK(summed.findings[i].seq == raw.findings[i].seq);
+    CHECK(summed.findings[i].ranks == raw.findings[i].ranks);
+    CHECK(summed.findings[i].field == raw.findings[i].field);
+  }
+  return summed;
+}
+
+struct Job {
+  jobs::TempDir dir;
+  jobs::JobResult result;
+  jobs::DiagnosisView raw;
+  std::string world;
+};
+
+void Run(Job* j, int nranks, const std::vector<std::string>& args, double bound) {
+  jobs::JobSpec spec = jobs::TracedJobSpec(nranks, "train_loop", args, j->dir.path());
+  spec.timeout_s = bound;
+  j->result = jobs::RunJob(spec);
+  REQUIRE(j->result.error.empty());
+  j->raw = jobs::Diagnose({j->dir.path()});
+  j->world = jobs::CommId(j->dir.path(), 0, "ncclCommInitRank");
+  INFO("diagnosis:\n" << j->raw.output);
+  REQUIRE(j->raw.parsed);
+  REQUIRE_FALSE(j->world.empty());
+}
+
+const jobs::FindingView& RequireRoot(const jobs::DiagnosisView& d, const std::string& kind) {
+  INFO("diagnosis:\n" << d.output);
+  CHECK(d.exit_code == 1);
+  CHECK(d.verdict == "problem");
+  const jobs::FindingView* root = d.Root();
+  REQUIRE(root != nullptr);
+  REQUIRE(root->kind == kind);
+  return *root;
+}
+
+}  // namespace
+
+TEST_CASE("summaries: a healthy job with splits, groups and P2P is healthy from two nodes",
+          "[summary]") {
+  Job j;
+  Run(&j, 8, {"--steps", "12", "--pipeline", "--tensor-parallel"}, 120);
+  for (const auto& r : j.result.ranks) REQUIRE(r.exit_code == 0);
+  CHECK(j.raw.verdict == "healthy");
+  CHECK(j.raw.findings.empty());
+  Nodes n;
+  Summarize(j.dir.path(), 8, &n);
+  const jobs::DiagnosisView s = RequireSame(j.raw, n);
+  CHECK(s.verdict == "healthy");
+  CHECK(s.exit_code == 0);
+  // Every process came from a summary, named by its node and its path there.
+  const auto& processes = s.raw.fields().at("processes").list_value().values();
+  REQUIRE(processes.size() == 8);
+  for (const auto& p : processes) {
+    const std::string path = p.struct_value().fields().at("path").string_value();
+    CHECK((path.rfind("node-a:" + n.dir("a") + "/", 0) == 0 ||
+           path.rfind("node-b:" + n.dir("b") + "/", 0) == 0));
+  }
+}
+
+TEST_CASE("summaries: a collective mismatch is named from two nodes as from the traces",
+          "[summary]") {
+  Job j;
+  Run(&j, 8, {"--steps", "8", "--bug", "op:5:3"}, 6);
+  const auto& f = RequireRoot(j.raw, "collective_mismatch");
+  CHECK(f.comm == j.world);
+  CHECK(f.seq == StepSeq(3));
+  CHECK(f.ranks == std::vector<int>{5});
+  CHECK(f.field == "op");
+  Nodes n;
+  Summarize(j.dir.path(), 8, &n);
+  const jobs::DiagnosisView s = RequireSame(j.raw, n);
+  const auto& g = RequireRoot(s, "collective_mismatch");
+  CHECK(g.comm == j.world);
+  CHECK(g.seq == StepSeq(3));
+  CHECK(g.ranks == std::vector<int>{5});
+  CHECK(g.field == "op");
+}
+
+TEST_CASE("summaries: a SIGKILLed rank is named dead from two nodes as from the traces",
+          "[summary]") {
+  Job j;
+  Run(&j, 8, {"--steps", "8", "--bug", "kill:4:3"}, 6);
+  const auto& f = RequireRoot(j.raw, "rank_died");
+  CHECK(f.comm == j.world);
+  CHECK(f.seq == StepSeq(3));
+  CHECK(f.ranks == std::vector<int>{4});
+  Nodes n;
+  Summarize(j.dir.path(), 8, &n);
+  const jobs::DiagnosisView s = RequireSame(j.raw, n);
+  const auto& g = RequireRoot(s, "rank_died");
+  CHECK(g.comm == j.world);
+  CHECK(g.seq == StepSeq(3));
+  CHECK(g.ranks == std::vector<int>{4});
+}
+
+TEST_CASE("summaries: a frozen rank is named while the job hangs, from summaries made live",
+          "[summary]") {
+  Job j;
+  jobs::JobSpec spec =
+      jobs::TracedJobSpec(4, "train_loop", {"--steps", "30", "--bug", "stop:1:3"}, j.dir.path());
+  spec.timeout_s = 6;
+  std::thread job([&] { j.result = jobs::RunJob(spec); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  // Each node summarizes its own traces while the job hangs; the traces and
+  // the summaries are then diagnosed while its processes still live.
+  Nodes n;
+  Summarize(j.dir.path(), 4, &n);
+  const jobs::DiagnosisView raw = jobs::Diagnose({j.dir.path()});
+  const jobs::DiagnosisView s = RequireSame(raw, n);
+  job.join();
+  REQUIRE(j.result.error.empty());
+  const auto& f = RequireRoot(raw, "rank_frozen");
+  CHECK(f.seq == 3);
+  CHECK(f.ranks == std::vector<int>{1});
+  CHECK(f.String("state") == "stopped");
+  const auto& g = RequireRoot(s, "rank_frozen");
+  CHECK(g.comm == f.comm);
+  CHECK(g.seq == 3);
+  CHECK(g.ranks == std::vector<int>{1});
+  CHECK(g.String("state") == "stopped");
+}
+
+TEST_CASE("summaries: the straggler is named from two nodes with the same figures", "[summary]") {
+  Job j;
+  Run(&j, 8,
+      {"--steps", "80", "--tensor-parallel", "--pipeline", "--step-ms", "10", "--slow-host",
+       "5:0:40"},
+      60);
+  for (const auto& r : j.result.ranks) REQUIRE(r.exit_code == 0);
+  CHECK(j.raw.verdict == "healthy");
+  const jobs::FindingView* f = j.raw.First("straggler");
+  REQUIRE(f != nullptr);
+  CHECK(f->role == "warning");
+  CHECK(f->comm == j.world);
+  CHECK(f->ranks == std::vector<int>{5});
+  Nodes n;
+  Summarize(j.dir.path(), 8, &n);
+  const jobs::DiagnosisView s = RequireSame(j.raw, n);
+  const jobs::FindingView* g = s.First("straggler");
+  REQUIRE(g != nullptr);
+  CHECK(g->comm == j.world);
+  CHECK(g->ranks == std::vector<int>{5});
+  // The same calls were compared: the same figures.
+  for (const char* key : {"times_last", "compared", "gapped", "began_seq"}) {
+    INFO(key);
+    CHECK(g->raw.fields().at(key).number_value() == f->raw.fields().at(key).number_value());
+  }
+  CHECK(g->detail == f->detail);
+}
+
+// Node a's traces copied while the job ran (its ranks stop in the middle,
+// for the diagnosis), node b's at the end; each summarized with a window of
+// 64. Node b's summary leaves out the blocks where node a's ranks stopped,
+// so those calls were not compared: the verdict says so and names node b.
+TEST_CASE("summaries: a window too small for the analysis is said, with the node to read in full",
+          "[summary]") {
+  Job j;
+  jobs::JobSpec spec =
+      jobs::TracedJobSpec(4, "train_loop", {"--steps", "6000", "--step-ms", "1"}, j.dir.path());
+  spec.timeout_s = 120;
+  Nodes n;
+  std::thread job([&] { j.result = jobs::RunJob(spec); });
+  // Node a's snapshot once its ranks are past collective #2,100 (blocks 0-2
+  // of 1,024 calls behind them), long before the end (#7,499).
+  uint64_t reached = 0;
+  for (int i = 0; i < 600 && reached < 2100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    reached = UINT64_MAX;
+    for (int rank = 0; rank < 2; ++rank) {
+      const std::string trace = jobs::TraceOf(j.dir.path(), rank);
+      auto t =
+          trace.empty()
+              ? absl::StatusOr<ncclwatch::decoder::ProcessTrace>(absl::NotFoundError("not yet"))
+              : ncclwatch::decoder::LoadProcessTrace(trace);
+      reached = std::min<uint64_t>(
+          reached, t.ok() && !t->collectives.empty() ? t->collectives.back().seq : 0);
+    }
+    if (reached >= 2100) {
+      CopyRank(j.dir.path(), 0, n.dir("a"));
+      CopyRank(j.dir.path(), 1, n.dir("a"));
+    }
+  }
+  job.join();
+  REQUIRE(j.result.error.empty());
+  REQUIRE(reached >= 2100);
+  j.world = jobs::CommId(j.dir.path(), 0, "ncclCommInitRank");
+  for (const auto& r : j.result.ranks) REQUIRE(r.exit_code == 0);
+  CopyRank(j.dir.path(), 2, n.dir("b"));
+  CopyRank(j.dir.path(), 3, n.dir("b"));
+  // Ranks 0-1's traces stop where the copy was taken.
+  const std::vector<std::string> copies = {
+      jobs::TraceOf(n.dir("a"), 0), jobs::TraceOf(n.dir("a"), 1), jobs::TraceOf(n.dir("b"), 2),
+      jobs::TraceOf(n.dir("b"), 3)};
+  const jobs::DiagnosisView raw = jobs::Diagnose(copies);
+  n.a = SummarizeFolder(n.dir("a"), "node-a", n.tmp.path() + "/summaries", 64);
+  n.b = SummarizeFolder(n.dir("b"), "node-b", n.tmp.path() + "/summaries", 64);
+  const jobs::DiagnosisView s = jobs::Diagnose({n.tmp.path() + "/summaries"});
+  INFO("from the traces:\n" << raw.output << "\nfrom the summaries:\n" << s.output);
+  REQUIRE(raw.parsed);
+  REQUIRE(s.parsed);
+  // Never healthy over the gap; the cause the traces show is named the same.
+  CHECK(s.verdict == "problem");
+  const jobs::FindingView* root = raw.Root();
+  REQUIRE(root != nullptr);
+  const jobs::FindingView* sroot = s.Root();
+  REQUIRE(sroot != nullptr);
+  CHECK(sroot->kind == root->kind);
+  CHECK(sroot->comm == root->comm);
+  CHECK(sroot->seq == root->seq);
+  CHECK(sroot->ranks == root->ranks);
+  // The note: what node b's summary left out was not compared with ranks 0-1.
+  const jobs::FindingView* gap = s.First("summary_gap");
+  REQUIRE(gap != nullptr);
+  CHECK(gap->role == "note");
+  CHECK(gap->comm == j.world);
+  CHECK(gap->ranks == std::vector<int>{2, 3});
+  CHECK(gap->detail.find("could not see calls the node summaries left out") != std::string::npos);
+  CHECK(gap->fix.find("read the full traces of node-b (" + n.b + ")") == 0);
+  const auto& g = gap->raw.fields().at("gaps").list_value().values();
+  REQUIRE_FALSE(g.empty());
+  const auto& first = g[0].struct_value().fields();
+  CHECK(first.at("kind").string_value() == "not_compared");
+  CHECK(first.at("left_out_nodes").list_value().values(0).string_value() == "node-b (" + n.b + ")");
+  // The block where ranks 0-1 stopped is among those named.
+  bool covers = false;
+  for (const auto& x : g) {
+    const auto& fx = x.struct_value().fields();
+    covers |= fx.at("first_seq").number_value() <= static_cast<double>(reached) &&
+              static_cast<double>(reached) <= fx.at("last_seq").number_value() + 2048;
+  }
+  CHECK(covers);
+}

@@ -1,0 +1,476 @@
+// Node summaries (decoder/summary/): what BuildSummary keeps reads back
+// through SummaryReader as the trace's own rows, what it leaves out comes
+// back as the digests of its blocks, a job is diagnosed from summaries as
+// from its traces, a difference inside a left-out block is a summary_gap,
+// and torn, cut or crafted summaries are refused with one line.
+//
+// The traces are written by the shim's own ring writer
+// (tests/bench/synthetic_trace.h), into a temporary folder.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analysis/diagnose_traces.h"
+#include "commands/diagnose.h"
+#include "findings/collective_signature.h"
+#include "findings/finding.h"
+#include "model/process_trace.h"
+#include "summary/byte_cursor.h"
+#include "summary/call_digest.h"
+#include "summary/summary_format.h"
+#include "summary/summary_reader.h"
+#include "summary/summary_writer.h"
+#include "support/traced_job.h"
+#include "synthetic_trace.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace ncclwatch::decoder;
+
+std::vector<std::string> Traces(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".trace") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void WriteJob(const std::string& dir, const ncclwatch::bench::SyntheticJob& job) {
+  fs::create_directories(dir);
+  std::string error;
+  REQUIRE(ncclwatch::bench::WriteSyntheticJob(dir, job, &error));
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string Summarize(const std::vector<std::string>& traces, uint32_t window,
+                      const std::string& host, SummaryStats* stats = nullptr) {
+  SummaryOptions options;
+  options.window = window;
+  options.host = host;
+  absl::StatusOr<std::string> s = BuildSummary(traces, options, stats);
+  REQUIRE(s.ok());
+  return *s;
+}
+
+std::vector<ProcessTrace> ReadAll(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<SummaryReader>> r = SummaryReader::Open(path);
+  INFO((r.ok() ? "" : std::string(r.status().message())));
+  REQUIRE(r.ok());
+  std::vector<ProcessTrace> out;
+  for (;;) {
+    ProcessTrace t;
+    absl::StatusOr<bool> more = (*r)->Next(&t);
+    REQUIRE(more.ok());
+    if (!*more) break;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// The collectives of a trace by number.
+std::map<uint64_t, CollectiveEvent> BySeq(const ProcessTrace& t) {
+  std::map<uint64_t, CollectiveEvent> out;
+  for (const CollectiveEvent& e : t.collectives) out[e.seq] = e;
+  return out;
+}
+
+// The diagnosis of files (traces or summaries), as `ncclwatch diagnose` makes it.
+TraceDiagnosis DiagnoseFiles(const std::vector<std::string>& files) {
+  absl::StatusOr<TraceDiagnosis> d = DiagnoseTraceFiles(files);
+  INFO((d.ok() ? "" : std::string(d.status().message())));
+  REQUIRE(d.ok());
+  return std::move(*d);
+}
+
+const Finding* Root(const Diagnosis& d) {
+  for (const Finding& f : d.findings)
+    if (f.role == FindingRole::kRootCause) return &f;
+  return nullptr;
+}
+
+// A summary's bytes with a well-formed header around `body` (what a crafted
+// file needs to get past the checksum).
+std::string WithHeader(const std::string& body, uint32_t version = kSummaryVersion) {
+  std::string file;
+  ByteSink h(&file);
+  h.Raw(kSummaryMagic, sizeof(kSummaryMagic));
+  h.U32(version);
+  h.U32(kSummaryHeaderBytes);
+  h.U64(kSummaryHeaderBytes + body.size());
+  h.U64(SummaryChecksum(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
+  return file + body;
+}
+
+// A body with one trace section whose contents `fill` writes.
+template <typename Fill>
+std::string OneTrace(Fill fill) {
+  std::string section;
+  ByteSink s(&section);
+  s.String("/tmp/x.trace");
+  s.U32(1);   // clock
+  s.U32(42);  // pid
+  s.U64(1);   // created
+  s.String("h");
+  s.U64(1);  // read_ns
+  for (int i = 0; i < 8; ++i) s.Varint(0);
+  s.U8(0);
+  s.Varint(0);  // records
+  s.Varint(0);  // unparsed
+  s.Varint(0);  // groups left out
+  fill(s);
+  std::string body;
+  ByteSink b(&body);
+  b.String("node");
+  b.Varint(4096);
+  b.Varint(kLeftOutBlock);
+  b.Varint(1);
+  b.Varint(section.size());
+  b.Raw(section.data(), section.size());
+  b.Varint(0);  // unreadable
+  return body;
+}
+
+}  // namespace
+
+TEST_CASE("summary round trip: kept calls read back as the trace's rows, the middle as digests",
+          "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 4;
+  job.calls = 10000;
+  WriteJob(tmp.path() + "/traces", job);
+  const std::vector<std::string> traces = Traces(tmp.path() + "/traces");
+  REQUIRE(traces.size() == 4);
+  SummaryStats stats;
+  const std::string bytes = Summarize(traces, 100, "node7", &stats);
+  // Calls #0-#99 and #9900-#9999 are the windows; kept to the 1,024-call
+  // grid: #0-#1023 and #9216-#9999, the middle (blocks 1-8) left out.
+  CHECK(stats.traces == 4);
+  CHECK(stats.collectives_left_out == 4 * 8192);
+  CHECK(stats.unreadable.empty());
+  const std::string path = tmp.path() + "/node7.ncws";
+  WriteFile(path, bytes);
+  CHECK(IsSummaryFile(path));
+  CHECK_FALSE(IsSummaryFile(traces[0]));
+  const std::vector<ProcessTrace> read = ReadAll(path);
+  REQUIRE(read.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    absl::StatusOr<ProcessTrace> raw = LoadProcessTrace(traces[i]);
+    REQUIRE(raw.ok());
+    const ProcessTrace& s = read[i];
+    CHECK(s.path == "node7:" + fs::absolute(traces[i]).lexically_normal().string());
+    CHECK(s.summary == path);
+    CHECK(s.summary_host == "node7");
+    CHECK(s.pid == raw->pid);
+    CHECK(s.host == raw->host);
+    CHECK(s.global_rank == raw->global_rank);
+    CHECK(s.world_size == raw->world_size);
+    CHECK(s.created_realtime_ns == raw->created_realtime_ns);
+    CHECK(s.read_ns > 0);
+    CHECK(s.records == raw->records);
+    CHECK(s.stats.ring_claimed == raw->stats.ring_claimed);
+    CHECK(s.comms.size() == raw->comms.size());
+    CHECK(s.end.has_value() == raw->end.has_value());
+    CHECK(s.anchors.size() == raw->anchors.size());
+    // Every kept collective is the trace's own, field for field.
+    const auto raw_by_seq = BySeq(*raw);
+    const auto kept = BySeq(s);
+    CHECK(kept.size() == 1024 + 784);
+    for (const auto& [seq, e] : kept) {
+      CHECK((seq < 1024 || seq >= 9216));
+      const CollectiveEvent& r = raw_by_seq.at(seq);
+      CHECK(e.t == r.t);
+      CHECK(e.count == r.count);
+      CHECK(e.call == r.call);
+      CHECK(e.datatype == r.datatype);
+      CHECK(e.caller == r.caller);
+      CHECK(e.rank == r.rank);
+      CHECK(e.result == r.result);
+    }
+    // The middle: one run of blocks 1-8, each the digest of its calls.
+    REQUIRE(s.left_out.size() == 1);
+    const LeftOutCalls& l = s.left_out[0];
+    CHECK(l.rank == static_cast<int32_t>(i));
+    CHECK(l.first_block == 1);
+    CHECK(l.calls == 8192);
+    REQUIRE(l.digests.size() == 8);
+    for (size_t b = 0; b < 8; ++b) {
+      uint64_t digest = 0;
+      for (uint64_t seq = (b + 1) * kLeftOutBlock; seq < (b + 2) * kLeftOutBlock; ++seq)
+        digest += CallDigest(seq, CollectiveSignature::Of(raw_by_seq.at(seq)));
+      CHECK(l.digests[b] == digest);
+    }
+    // The stream holds its start, as the trace's does.
+    REQUIRE(s.streams.size() == raw->streams.size());
+    CHECK(s.streams[0].holds_start == raw->streams[0].holds_start);
+  }
+}
+
+TEST_CASE("summary: the default window keeps a short trace whole", "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 2;
+  job.calls = 3000;
+  WriteJob(tmp.path(), job);
+  SummaryStats stats;
+  const std::string path = tmp.path() + "/n.ncws";
+  WriteFile(path, Summarize(Traces(tmp.path()), kDefaultSummaryWindow, "n", &stats));
+  CHECK(stats.collectives_left_out == 0);
+  const std::vector<ProcessTrace> read = ReadAll(path);
+  REQUIRE(read.size() == 2);
+  CHECK(read[0].collectives.size() == 3000);
+  CHECK(read[0].left_out.empty());
+}
+
+TEST_CASE("summary: a mismatch at the end is found from two nodes' summaries as from the traces",
+          "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 4;
+  job.calls = 10000;
+  job.diverging_rank = 2;
+  job.diverging_seq = 9999;
+  WriteJob(tmp.path() + "/all", job);
+  const std::vector<std::string> traces = Traces(tmp.path() + "/all");
+  REQUIRE(traces.size() == 4);
+  const TraceDiagnosis raw = DiagnoseFiles(traces);
+  const std::string a = tmp.path() + "/a.ncws", b = tmp.path() + "/b.ncws";
+  WriteFile(a, Summarize({traces[0], traces[1]}, 100, "node-a"));
+  WriteFile(b, Summarize({traces[2], traces[3]}, 100, "node-b"));
+  const TraceDiagnosis summed = DiagnoseFiles({a, b});
+  const Finding* r = Root(raw.diagnosis);
+  const Finding* s = Root(summed.diagnosis);
+  REQUIRE(r != nullptr);
+  REQUIRE(s != nullptr);
+  CHECK(r->kind == FindingKind::kCollectiveMismatch);
+  CHECK(r->seq == 9999u);
+  CHECK(r->ranks == std::vector<int>{2});
+  CHECK(s->kind == r->kind);
+  CHECK(s->comm == r->comm);
+  CHECK(s->seq == r->seq);
+  CHECK(s->ranks == r->ranks);
+  CHECK(summed.diagnosis.findings.size() == raw.diagnosis.findings.size());
+  for (const Finding& f : summed.diagnosis.findings) CHECK(f.kind != FindingKind::kSummaryGap);
+}
+
+TEST_CASE("summary: a mismatch inside left-out calls is a summary_gap naming the node",
+          "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 4;
+  job.calls = 10000;
+  job.diverging_rank = 2;
+  job.diverging_seq = 5000;  // block 4: left out with a window of 100
+  WriteJob(tmp.path() + "/all", job);
+  const std::vector<std::string> traces = Traces(tmp.path() + "/all");
+  const TraceDiagnosis raw = DiagnoseFiles(traces);
+  REQUIRE(Root(raw.diagnosis) != nullptr);
+  CHECK(Root(raw.diagnosis)->kind == FindingKind::kCollectiveMismatch);
+  CHECK(Root(raw.diagnosis)->seq == 5000u);
+
+  const std::string a = tmp.path() + "/a.ncws", b = tmp.path() + "/b.ncws";
+  WriteFile(a, Summarize({traces[0], traces[1]}, 100, "node-a"));
+  WriteFile(b, Summarize({traces[2], traces[3]}, 100, "node-b"));
+  const TraceDiagnosis summed = DiagnoseFiles({a, b});
+  // Never healthy: the digests of block 4 disagree, rank 2's against the rest.
+  CHECK(summed.diagnosis.problem);
+  const Finding* s = Root(summed.diagnosis);
+  REQUIRE(s != nullptr);
+  REQUIRE(s->kind == FindingKind::kSummaryGap);
+  CHECK(s->comm == Root(raw.diagnosis)->comm);
+  CHECK(s->seq == 4096u);
+  CHECK(s->ranks == std::vector<int>{2});
+  const auto& facts = std::get<SummaryGapFacts>(s->facts);
+  REQUIRE(facts.gaps.size() == 1);
+  CHECK(facts.gaps[0].differ);
+  CHECK(facts.gaps[0].first_seq == 4096);
+  CHECK(facts.gaps[0].last_seq == 5119);
+  CHECK(facts.gaps[0].left_out_ranks == std::vector<int>{2});
+  CHECK(facts.gaps[0].left_out_nodes == std::vector<std::string>{"node-b (" + b + ")"});
+  CHECK(facts.gaps[0].other_ranks == std::vector<int>{0, 1, 3});
+
+  // The human report says it could not see them and names the node.
+  std::ostringstream out, err;
+  CHECK(RunDiagnose({a, b}, false, out, err) == 1);
+  INFO(out.str());
+  CHECK(out.str().find("could not see calls the node summaries left out") != std::string::npos);
+  CHECK(out.str().find("read the full traces of node-b (" + b + ")") != std::string::npos);
+
+  // With node b's traces read whole beside node a's summary: rank 2's
+  // calls in the block are its trace's, compared with node a's digests.
+  const TraceDiagnosis mixed = DiagnoseFiles({a, traces[2], traces[3]});
+  const Finding* m = Root(mixed.diagnosis);
+  REQUIRE(m != nullptr);
+  // Its blocks are digested then, and rank 2's differs from the three
+  // others': the gap names rank 2 and its trace, and the mismatch at #5000
+  // is not blamed on a rank from the two it could see.
+  CHECK(m->kind == FindingKind::kSummaryGap);
+  CHECK(m->ranks == std::vector<int>{2});
+  const auto& mf = std::get<SummaryGapFacts>(m->facts);
+  REQUIRE(mf.gaps.size() == 1);
+  CHECK(mf.gaps[0].differ);
+  CHECK(mf.gaps[0].left_out_nodes == std::vector<std::string>{traces[2]});
+  for (const Finding& f : mixed.diagnosis.findings)
+    CHECK(f.kind != FindingKind::kCollectiveMismatch);
+}
+
+TEST_CASE("summary: a rank that stopped in a block others left out is a gap, not healthy",
+          "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 2;
+  job.calls = 10000;
+  job.short_rank = 1;
+  job.short_calls = 6000;  // ends inside block 5
+  WriteJob(tmp.path() + "/all", job);
+  const std::vector<std::string> traces = Traces(tmp.path() + "/all");
+  const std::string a = tmp.path() + "/a.ncws", b = tmp.path() + "/b.ncws";
+  WriteFile(a, Summarize({traces[0]}, 100, "node-a"));
+  WriteFile(b, Summarize({traces[1]}, 100, "node-b"));
+  const TraceDiagnosis summed = DiagnoseFiles({a, b});
+  CHECK(summed.diagnosis.problem);
+  bool gap = false;
+  for (const Finding& f : summed.diagnosis.findings) {
+    const auto* x = std::get_if<SummaryGapFacts>(&f.facts);
+    if (x == nullptr) continue;
+    gap = true;
+    REQUIRE_FALSE(x->gaps.empty());
+    CHECK_FALSE(x->gaps[0].differ);
+    CHECK(x->gaps[0].first_seq == 5120);
+    CHECK(x->gaps[0].left_out_ranks == std::vector<int>{0});
+    CHECK(x->gaps[0].left_out_nodes == std::vector<std::string>{"node-a (" + a + ")"});
+    CHECK(x->gaps[0].other_ranks == std::vector<int>{1});
+  }
+  CHECK(gap);
+}
+
+TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 2;
+  job.calls = 5000;
+  WriteJob(tmp.path() + "/t", job);
+  const std::string good = Summarize(Traces(tmp.path() + "/t"), 100, "n");
+
+  struct Case {
+    const char* name;
+    std::string bytes;
+    const char* says;
+  };
+  std::string torn = good;
+  torn[torn.size() / 2] ^= 0x40;
+  std::string body;
+  std::vector<Case> cases = {
+      {"cut", good.substr(0, good.size() / 2), "torn or cut summary"},
+      {"torn", torn, "checksum does not match"},
+      {"version", WithHeader(good.substr(kSummaryHeaderBytes), 9), "summary version 9"},
+      {"short", good.substr(0, 12), "not a summary"},
+      {"absurd_entries", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(uint64_t{1} << 40);
+       })),
+       "more records than bytes"},
+      {"absurd_digests", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(1);
+         s.Varint(7);
+         s.Zigzag(0);
+         s.Varint(1);
+         s.Varint(uint64_t{1} << 50);
+       })),
+       "more digests than bytes"},
+      {"blocks_past_end", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(1);
+         s.Varint(7);
+         s.Zigzag(0);
+         s.Varint(UINT64_MAX / 2);
+         s.Varint(1);
+         s.U64(0);
+         s.Varint(0);
+         s.Varint(0);
+       })),
+       "past the largest number"},
+      {"unknown_kind", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(1);
+         s.U8(99);
+         s.U8(0);
+       })),
+       "unknown kind"},
+      {"mask", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(1);
+         s.U8(kSummaryCallEntry);  // a collective, context 0
+         s.Varint(0xffff);
+       })),
+       "granule mask is out of range"},
+      {"kind_index", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(1);
+         s.U8(kSummaryCallEntry | (3 << 5));
+         s.Varint(0);
+       })),
+       "unknown kind"},
+      {"record_past_section", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(1);
+         s.U8(NCCLWATCH_SLOT_SINGLE);
+         s.Varint(500);
+         s.U8(0);
+       })),
+       "runs past its section"},
+      {"trailing", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(0);
+         s.U8(7);
+       })),
+       "bytes after its last record"},
+  };
+  // A section that claims more bytes than the file holds.
+  {
+    ByteSink b(&body);
+    b.String("node");
+    b.Varint(4096);
+    b.Varint(kLeftOutBlock);
+    b.Varint(1);
+    b.Varint(1000);
+    cases.push_back({"section_past_end", WithHeader(body), "runs past the end"});
+  }
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const std::string path = tmp.path() + "/" + c.name + ".ncws";
+    WriteFile(path, c.bytes);
+    std::string why;
+    absl::StatusOr<std::unique_ptr<SummaryReader>> r = SummaryReader::Open(path);
+    if (!r.ok()) {
+      why = std::string(r.status().message());
+    } else {
+      ProcessTrace t;
+      absl::StatusOr<bool> more = (*r)->Next(&t);
+      REQUIRE_FALSE(more.ok());
+      why = std::string(more.status().message());
+    }
+    INFO(why);
+    CHECK(why.find(c.says) != std::string::npos);
+    CHECK(why.find(path) != std::string::npos);
+    CHECK(why.find('\n') == std::string::npos);
+    // The command: one line, exit 2 (a file without the magic is no
+    // summary: read as a trace, it is refused as one).
+    std::ostringstream out, err;
+    CHECK(RunDiagnose({path}, true, out, err) == 2);
+    const std::string line = err.str();
+    CHECK(line.rfind("ncclwatch: ", 0) == 0);
+    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+  }
+}
