@@ -41,6 +41,7 @@ FindingKind FindingKindOf(CatalogueCause cause) {
     case C::kCuda:
       return FindingKind::kCudaError;
     case C::kNetRuntime:
+    case C::kNetNotice:
     case C::kSocket:
       return FindingKind::kNetworkError;
     case C::kPeerLost:

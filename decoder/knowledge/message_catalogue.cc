@@ -261,6 +261,10 @@ const MessageCause kCauses[] = {
      "LD_LIBRARY_PATH (a libstdc++ too old for a wheel: the one the Python environment ships, or "
      "a newer toolchain's); in a container, the driver's libraries come from the host through the "
      "NVIDIA container toolkit (--gpus all)"},
+    {CatalogueCause::kNetNotice, "net_notice", false, "",
+     "nothing to do for this event itself: the port or the subnet manager changed something NCCL "
+     "goes on after; if a failure follows it on the same port (a completion error, a fatal "
+     "event), check the port with ibstat and the subnet manager's log"},
 };
 
 // ------------------------------------------------------------ the messages
@@ -353,6 +357,14 @@ const std::vector<CatalogueMessage>& Table() {
        "got an InfiniBand/RoCE completion error: a message to a peer failed on the fabric "
        "(status 12 is retries exhausted: a link, a switch, or a peer that went away)",
        R"(from peer (\S+?)[\s,])", "net/ib"},
+      // The events ibv_event_type_str names that are no error (rdma-core
+      // libibverbs/verbs.c): NCCL printed each as a WARN before 2.30.
+      {"nccl.ib.async_notice",
+       R"(Got (?:non-fatal )?async event : (?:GID table change|LID change|P_Key change|SM changed|port active|client reregistration|communication established|send queue drained|path migrated|last WQE reached|SRQ limit reached)\b)",
+       "NCCL 2.4-2.29 transport/net_ib.cc ('Got async event : %s') with rdma-core's "
+       "ibv_event_type_str of an event that is no error",
+       MessagePhase::kRuntime, CatalogueCause::kNetNotice, false,
+       "was told of an InfiniBand port event NCCL goes on after (no error)", nullptr, "net/ib"},
       {"nccl.ib.async_event", R"(Got (?:non-fatal )?async event|NET/IB ?: ?\S+ async fatal event)",
        "NCCL 2.4-2.21 transport/net_ib.cc ('Got async event : %s', with the device since "
        "2.21), "
@@ -1243,7 +1255,9 @@ std::string MessageAddress(const CatalogueMessage& m, absl::string_view text) {
   return "";
 }
 
-bool WarningOnly(const CatalogueMessage& m) { return m.cause == CatalogueCause::kTeardownRisk; }
+bool WarningOnly(const CatalogueMessage& m) {
+  return m.cause == CatalogueCause::kTeardownRisk || m.cause == CatalogueCause::kNetNotice;
+}
 
 bool ErrorWords(absl::string_view text) {
   for (const char* w : {"rror", "failed", "Failed", "failure", "Failure", "refused", "timed out",

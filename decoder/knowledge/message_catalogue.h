@@ -123,6 +123,7 @@ enum class CatalogueCause {
   kModelParallel,
   kGpuBusy,
   kLoader,
+  kNetNotice,
 };
 
 // What a message names: its cause, whether that is a failure of NCCL's
@@ -176,8 +177,10 @@ const MessageCause* CauseNamed(absl::string_view name);
 // "host:port" ("[v6]:port") or the one group that a message's address pattern finds, ""
 // when none.
 std::string MessageAddress(const CatalogueMessage& m, absl::string_view text);
-// Whether the message names a risk, not a failure (a job that exited
-// without destroy_process_group): explain reports it as a warning.
+// Whether the message names a risk or an event NCCL goes on after, not a
+// failure (a job that exited without destroy_process_group, an InfiniBand
+// port's GID table change): explain reports it as a warning, never above the
+// failure that follows it.
 bool WarningOnly(const CatalogueMessage& m);
 // Whether a line reads as an error ("error", "failed", "refused", ...):
 // for messages whose words healthy INFO lines also use.
