@@ -136,8 +136,8 @@ HangPhase PhaseOf(StackPhase p) {
 
 // "c10d::ProcessGroupNCCL::abort(bool) const" -> "c10d::ProcessGroupNCCL::abort"
 std::string FrameName(const std::string& function) {
-  const size_t paren =
-      function.find(" (") != std::string::npos ? function.find(" (") : function.find('(');
+  size_t paren = function.find(" (");
+  if (paren == std::string::npos) paren = function.find('(');
   return std::string(absl::StripAsciiWhitespace(absl::string_view(function).substr(0, paren)));
 }
 

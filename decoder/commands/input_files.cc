@@ -226,12 +226,13 @@ absl::Status SplitLogs(const std::vector<std::string>& paths, std::vector<std::s
   std::vector<std::string> folders;
   for (const std::string& path : paths) {
     struct stat st;
-    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && !IsTraceFile(path) &&
-        !OpensAsTrace(path) && !IsSummaryFile(path)) {
+    const bool found = stat(path.c_str(), &st) == 0;
+    if (found && S_ISREG(st.st_mode) && !IsTraceFile(path) && !OpensAsTrace(path) &&
+        !IsSummaryFile(path)) {
       logs->push_back(path);
       continue;
     }
-    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) folders.push_back(path);
+    if (found && S_ISDIR(st.st_mode)) folders.push_back(path);
     trace_paths->push_back(path);
   }
   if (folders.empty()) return absl::OkStatus();
