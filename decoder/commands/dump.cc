@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "commands/input_files.h"
@@ -301,6 +302,8 @@ std::string Describe(const ProcessTrace& p, const pb::Record& r) {
       for (const auto& e : v.env()) absl::StrAppend(&s, " ", e.name(), "=", e.value());
       if (v.iommu_enabled()) absl::StrAppend(&s, " iommu=on");
       if (v.nvswitches()) absl::StrAppend(&s, " nvswitches=", v.nvswitches());
+      if (!v.command_line().empty())
+        absl::StrAppend(&s, " command_line=\"", absl::CHexEscape(v.command_line()), "\"");
       for (const auto& g : v.gpus()) {
         absl::StrAppend(&s, " gpu=", g.bdf());
         if (g.iommu_group() >= 0) absl::StrAppend(&s, "(iommu_group ", g.iommu_group(), ")");

@@ -321,6 +321,7 @@ struct InventoryInfo {
   std::vector<GpuPathInfo> gpus;  // the P2P hardware path
   bool iommu_enabled = false;
   uint32_t nvswitches = 0;
+  std::string command_line;  // arguments joined by blanks, credentials redacted
 
   const std::string* Env(const std::string& name) const {
     auto it = env.find(name);
@@ -396,6 +397,27 @@ struct UntrackedEvent {
   uint32_t call = 0;
   uint64_t seq = 0;
   uint32_t reason = 0;  // 1 captured, 2 in progress (non-blocking)
+};
+
+// When the GPU began and finished one tracked operation (trace.proto
+// GpuTime): CLOCK_MONOTONIC nanoseconds of its host (0 unknown), and the
+// GPU's own measure of begin -> end (0 unknown).
+struct GpuTimeEvent {
+  uint64_t order = 0;
+  uint64_t t = 0;  // when the watcher wrote it
+  uint64_t comm = 0;
+  uint32_t call = 0;
+  uint64_t seq = 0;
+  uint64_t collectives = 0;  // the communicator's collectives once it was done
+  uint32_t group_ops = 0;
+  uint64_t begin_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t gpu_ns = 0;
+  uint64_t anchor_error_ns = 0;
+
+  // A collective of its own (not a group's operations): collective number
+  // `collectives - 1`.
+  bool OneCollective() const { return group_ops == 0 && collectives > 0; }
 };
 
 // The oldest operation of a communicator that had not completed a second

@@ -76,6 +76,7 @@ struct ProcessTrace {
   std::vector<StallEvent> stalls;
   std::vector<CudaErrorEvent> cuda_errors;
   std::vector<UntrackedEvent> untracked;
+  std::vector<GpuTimeEvent> gpu_times;   // when the GPU began and finished each operation
   std::vector<HeldOperationEvent> held;  // the watcher's holds (the collectives the ring lost
                                          // among them restored into `collectives`)
   Liveness liveness;
@@ -90,6 +91,9 @@ struct ProcessTrace {
   std::string summary_host;
   std::vector<LeftOutCalls> left_out;  // collectives, per (communicator, rank)
   uint64_t left_out_groups = 0;        // group calls (ncclGroupStart/End) left out
+  // One per stream (streams[i]), its kept calls digested by block: filled
+  // by a summary's reader, empty for a trace read whole.
+  std::vector<KeptBlocks> kept_blocks;
 
   TraceFileStats stats;
   uint64_t unparsed_records = 0;

@@ -137,6 +137,7 @@ CommState* CommRegistry::FindOrAdopt(const void* handle) {
   __atomic_store_n(&c->split_count, 0u, __ATOMIC_RELAXED);
   __atomic_store_n(&c->p2p_seq, static_cast<uint64_t*>(nullptr), __ATOMIC_RELAXED);
   __atomic_store_n(&c->ready, 1u, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&adopted_, 1u, __ATOMIC_RELEASE);
   return c;
 }
 

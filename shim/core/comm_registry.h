@@ -69,6 +69,11 @@ class CommRegistry {
   // is is full (no memory is mapped here).
   CommState* FindOrAdopt(const void* handle);
 
+  // How many handles FindOrAdopt adopted: the heartbeat grows a small trace
+  // ring for them (core/tracer.h, GrowTraceRingForAdopted), as an init call
+  // grows it for a communicator the shim saw made.
+  uint32_t Adopted() const { return __atomic_load_n(&adopted_, __ATOMIC_ACQUIRE); }
+
   // Records a new communicator (or a new one at a reused address). nullptr
   // only when kTables tables are full of live communicators or no memory
   // can be mapped.
@@ -86,6 +91,7 @@ class CommRegistry {
   CommState* Claim(uintptr_t key, bool* fresh, bool may_map);
   CommState first_[kEntries];
   CommState* more_[kTables];  // [0] unused: first_ is table 0
+  uint32_t adopted_;          // atomic (zero: static storage, or value-initialized)
 };
 
 extern CommRegistry g_comms;

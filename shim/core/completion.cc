@@ -1,4 +1,4 @@
-// HOT PATH (MarkOperation, NoteGroupOperation, FlushGroupOperations): the
+// HOT PATH (BeginOperation, MarkOperation, FlushGroupOperations): the
 // shim's own code allocates nothing, takes no lock and makes no system call;
 // the CUDA driver's cuStreamIsCapturing and cuEventRecord are called, errno
 // kept (see completion.h). TrackCompletion, EndCompletion and PollTrack are
@@ -28,9 +28,10 @@ namespace {
 namespace f = fields;
 
 constexpr int kCudaSuccess = 0;
-constexpr int kCudaNotReady = 600;      // CUDA_ERROR_NOT_READY
-constexpr int kCaptureNone = 0;         // CU_STREAM_CAPTURE_STATUS_NONE
-constexpr unsigned kDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
+constexpr int kCudaNotReady = 600;          // CUDA_ERROR_NOT_READY
+constexpr int kCaptureNone = 0;             // CU_STREAM_CAPTURE_STATUS_NONE
+constexpr unsigned kDisableTiming = 2;      // CU_EVENT_DISABLE_TIMING
+constexpr unsigned kStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING
 
 CompletionTrack* g_tracks[kMaxTracks];
 size_t g_track_count = 0;  // atomic; entries below it are published
@@ -52,6 +53,7 @@ struct GroupNote {
   int32_t peer;
   uint32_t send;
   uint32_t ops;
+  uint32_t begun;  // the begin marker was recorded (at the group's first operation)
   OpSignature sig;
 };
 constexpr int kGroupNotes = 16;
@@ -73,11 +75,15 @@ void WriteUntracked(const CommState* comm, uint32_t call, uint64_t seq, uint32_t
 
 // Records one marker on `stream` for what `note` describes.
 void Record(CompletionTrack* track, const GroupNote& note) {
-  int status = -1;
-  if (g_cuda.stream_is_capturing(note.stream, &status) != kCudaSuccess) return;
-  if (status != kCaptureNone) {
-    WriteUntracked(note.comm, note.call, note.seq, f::untracked::kCaptured);
-    return;
+  // Outside a group, a begin marker on the same stream answered the capture
+  // question already (nothing starts a capture inside an NCCL call).
+  if (note.begun == 0 || note.ops != 0) {
+    int status = -1;
+    if (g_cuda.stream_is_capturing(note.stream, &status) != kCudaSuccess) return;
+    if (status != kCaptureNone) {
+      WriteUntracked(note.comm, note.call, note.seq, f::untracked::kCaptured);
+      return;
+    }
   }
   // One thread at a time per communicator (NCCL's rule): head is ours.
   const uint64_t head = __atomic_load_n(&track->head, __ATOMIC_RELAXED);
@@ -91,6 +97,7 @@ void Record(CompletionTrack* track, const GroupNote& note) {
   m.peer = note.peer;
   m.send = note.send;
   m.group_ops = note.ops;
+  m.begun = note.begun;
   m.sig = note.sig;
   __atomic_store_n(&track->head, head + 1, __ATOMIC_RELEASE);
 }
@@ -173,13 +180,26 @@ CompletionTrack* MakeTrack(const char** why_not) {
     *why_not = "could not map memory for its markers";
   } else {
     track = static_cast<CompletionTrack*>(m);  // zeroed by mmap
+    // Timed events, and a begin event per marker, where the driver can tell
+    // the time between two (GPU times); else untimed ones, as before.
+    const bool timed = g_cuda.CanTime();
+    const unsigned flags = timed ? 0u : kDisableTiming;
     uint32_t made = 0;
     for (; made < CompletionTrack::kMarkers; ++made) {
-      if (g_cuda.event_create(&track->markers[made].event, kDisableTiming) != kCudaSuccess) break;
+      Marker& mk = track->markers[made];
+      if (g_cuda.event_create(&mk.event, flags) != kCudaSuccess) break;
+      if (timed && g_cuda.event_create(&mk.begin, 0) != kCudaSuccess) {
+        if (g_cuda.event_destroy) g_cuda.event_destroy(mk.event);
+        mk.begin = nullptr;
+        break;
+      }
     }
     if (made < CompletionTrack::kMarkers) {
-      for (uint32_t i = 0; i < made; ++i)
-        if (g_cuda.event_destroy) g_cuda.event_destroy(track->markers[i].event);
+      for (uint32_t i = 0; i < made; ++i) {
+        if (g_cuda.event_destroy == nullptr) break;
+        g_cuda.event_destroy(track->markers[i].event);
+        if (track->markers[i].begin != nullptr) g_cuda.event_destroy(track->markers[i].begin);
+      }
       munmap(m, sizeof(CompletionTrack));
       track = nullptr;
       *why_not = "cuEventCreate failed";
@@ -188,6 +208,14 @@ CompletionTrack* MakeTrack(const char** why_not) {
   if (track == nullptr) {
     // The place stays, empty (the watcher skips it): rare enough.
     return nullptr;
+  }
+  // The anchor's stream and event (GPU times): none, and no absolute times,
+  // when they cannot be made.
+  if (track->markers[0].begin != nullptr &&
+      (g_cuda.stream_create(&track->anchor_stream, kStreamNonBlocking) != kCudaSuccess ||
+       g_cuda.event_create(&track->anchor_event, 0) != kCudaSuccess)) {
+    track->anchor_stream = nullptr;
+    track->anchor_event = nullptr;
   }
   track->ended = 1;  // until it is set up (StartTracking)
   __atomic_store_n(&g_tracks[index], track, __ATOMIC_RELEASE);
@@ -250,6 +278,8 @@ void StartTracking(CommState* comm, const void* handle, int device) {
   track->stall_reported = 0;
   track->held = 0;
   track->held_pinned = 0;
+  track->anchor_ns = 0;  // taken again: the pooled track's may be old
+  track->anchor_taken_ns = 0;
   WriteTracking(comm->id, f::completion_tracking::kCudaEvents, nullptr, CompletionTrack::kMarkers,
                 device);
   // Ends any earlier track of this CommState (a communicator at a reused address).
@@ -261,8 +291,29 @@ void StartTracking(CommState* comm, const void* handle, int device) {
 
 }  // namespace
 
+uint32_t BeginTrackedOperation(CommState* comm, const void* stream) {
+  CompletionTrack* track = TrackOf(comm);
+  if (track == nullptr || track->markers[0].begin == nullptr) return 0;
+  ErrnoGuard keep;
+  if (ThisThread().group_depth > 0) {  // one per communicator per group: at its first operation
+    const GroupNotes& g = t_group;
+    for (int i = 0; i < g.count; ++i)
+      if (g.notes[i].comm == comm) return 0;
+  }
+  int status = -1;
+  if (g_cuda.stream_is_capturing(stream, &status) != kCudaSuccess || status != kCaptureNone)
+    return 0;
+  // The slot of the marker this operation will get (one thread at a time
+  // per communicator): free unless the ring is full, and then it gets none.
+  const uint64_t head = __atomic_load_n(&track->head, __ATOMIC_RELAXED);
+  if (head - __atomic_load_n(&track->tail, __ATOMIC_ACQUIRE) >= CompletionTrack::kMarkers) return 0;
+  Marker& m = track->markers[head % CompletionTrack::kMarkers];
+  return g_cuda.event_record(m.begin, stream) == kCudaSuccess ? 1u : 0u;
+}
+
 void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint32_t call,
-                          uint64_t seq, int peer, bool send, const OpSignature& sig) {
+                          uint64_t seq, int peer, bool send, const OpSignature& sig,
+                          uint32_t begun) {
   if (comm == nullptr || !Accepted(result)) return;  // refused: nothing to complete
   CompletionTrack* track = TrackOf(comm);
   if (track == nullptr) return;  // untracked (no GPU): before errno is saved, which costs two calls
@@ -275,14 +326,17 @@ void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint3
                        peer,
                        send ? 1u : 0u,
                        0,
+                       begun,
                        sig};
   if (ThisThread().group_depth > 0) {
     GroupNotes& g = t_group;
     for (int i = 0; i < g.count; ++i) {
       if (g.notes[i].comm == comm) {
         const uint32_t ops = g.notes[i].ops + 1;
+        const uint32_t first_begun = g.notes[i].begun;
         g.notes[i] = note;
         g.notes[i].ops = ops;
+        g.notes[i].begun = first_begun;
         return;
       }
     }
@@ -415,6 +469,66 @@ void MaybeHold(CompletionTrack* track, uint64_t tail, uint64_t now_ns) {
 
 }  // namespace
 
+namespace {
+
+// The anchor is taken again this often: the GPU's timer and the host's
+// clock drift apart by parts per million.
+constexpr uint64_t kAnchorEveryNs = 10ull * 1000 * 1000 * 1000;
+// A try whose wait took longer (the watcher descheduled) is tried again.
+constexpr uint64_t kAnchorGoodNs = 200ull * 1000;
+
+// Records the anchor event on the shim's own (empty, non-blocking) stream
+// and waits for it: it completed between the two host times read around
+// that, which the anchor takes the middle of. The narrowest of three tries.
+// The track's context is current.
+void TakeAnchor(CompletionTrack* track, uint64_t now_ns) {
+  track->anchor_taken_ns = now_ns;
+  uint64_t best = UINT64_MAX;
+  for (int attempt = 0; attempt < 3 && best > kAnchorGoodNs; ++attempt) {
+    const uint64_t t0 = MonotonicNs();
+    if (g_cuda.event_record(track->anchor_event, track->anchor_stream) != kCudaSuccess ||
+        g_cuda.event_synchronize(track->anchor_event) != kCudaSuccess)
+      return;
+    const uint64_t t1 = MonotonicNs();
+    // Only the last try's event is there to measure from: each try
+    // replaces the anchor, better or not (a worse one is still an anchor).
+    best = t1 - t0;
+    track->anchor_ns = t0 + (t1 - t0) / 2;
+    track->anchor_error_ns = (t1 - t0 + 1) / 2;
+  }
+}
+
+int64_t MsToNs(float ms) { return static_cast<int64_t>(static_cast<double>(ms) * 1e6); }
+
+// One completed marker's GPU times (GpuTime, ring).
+void WriteGpuTime(const CompletionTrack* track, const Marker& m) {
+  uint64_t gpu_ns = 0, begin_ns = 0, end_ns = 0;
+  float ms = 0;
+  if (m.begun && g_cuda.event_elapsed(&ms, m.begin, m.event) == kCudaSuccess && ms >= 0)
+    gpu_ns = static_cast<uint64_t>(MsToNs(ms));
+  if (track->anchor_ns != 0 &&
+      g_cuda.event_elapsed(&ms, track->anchor_event, m.event) == kCudaSuccess) {
+    const int64_t end = static_cast<int64_t>(track->anchor_ns) + MsToNs(ms);
+    if (end > 0) end_ns = static_cast<uint64_t>(end);
+    if (end_ns > gpu_ns && gpu_ns != 0) begin_ns = end_ns - gpu_ns;
+  }
+  if (gpu_ns == 0 && end_ns == 0) return;
+  RecordBuilder<> r(f::record::kGpuTime);
+  namespace k = f::gpu_time;
+  r.w().Fixed64(k::kComm, track->id);
+  r.w().Varint(k::kCall, m.call);
+  r.w().Varint(k::kSeq, m.seq);
+  r.w().Varint(k::kCollectives, m.collectives);
+  if (m.group_ops) r.w().Varint(k::kGroupOps, m.group_ops);
+  if (begin_ns) r.w().Varint(k::kBeginNs, begin_ns);
+  if (end_ns) r.w().Varint(k::kEndNs, end_ns);
+  if (gpu_ns) r.w().Varint(k::kGpuNs, gpu_ns);
+  if (end_ns) r.w().Varint(k::kAnchorErrorNs, track->anchor_error_ns);
+  r.Append(Region::kRing);
+}
+
+}  // namespace
+
 void PollTrack(CompletionTrack* track, uint64_t now_ns) {
   const uint64_t head = __atomic_load_n(&track->head, __ATOMIC_ACQUIRE);
   for (uint64_t i = track->seen; i < head; ++i)
@@ -424,7 +538,13 @@ void PollTrack(CompletionTrack* track, uint64_t now_ns) {
   uint64_t tail = track->tail;
   const uint64_t before = tail;
   int failed = 0;
-  if (tail < head) g_cuda.ctx_set_current(track->context);
+  const bool timed = track->markers[0].begin != nullptr;
+  if (tail < head) {
+    g_cuda.ctx_set_current(track->context);
+    if (timed && track->anchor_event != nullptr &&
+        (track->anchor_ns == 0 || now_ns - track->anchor_taken_ns >= kAnchorEveryNs))
+      TakeAnchor(track, now_ns);
+  }
   for (; tail < head; ++tail) {
     const Marker& m = track->markers[tail % CompletionTrack::kMarkers];
     const int rc = g_cuda.event_query(m.event);
@@ -435,6 +555,7 @@ void PollTrack(CompletionTrack* track, uint64_t now_ns) {
     }
     track->completed = m.collectives;
     track->completed_t = m.t;
+    if (timed) WriteGpuTime(track, m);
   }
   if (tail != before) {
     __atomic_store_n(&track->tail, tail, __ATOMIC_RELEASE);

@@ -15,12 +15,30 @@
 //
 //   program thread (HOT PATH)                 watcher thread
 //   ─────────────────────────                 ──────────────
-//   ncclAllReduce(...) returns ncclSuccess
 //   cuStreamIsCapturing(stream) == NONE
-//   cuEventRecord(markers[head % N], stream)
+//   cuEventRecord(markers[head % N].begin, stream)
+//   ncclAllReduce(...) returns ncclSuccess
+//   cuEventRecord(markers[head % N].event, stream)
 //   head = head + 1  (release) ─────────────> for i in tail..head:
-//                                               cuEventQuery(markers[i % N])
-//                                               done: tail = i + 1, Progress record
+//                                               cuEventQuery(markers[i % N].event)
+//                                               done: tail = i + 1, Progress record,
+//                                               GpuTime record (cuEventElapsedTime)
+//
+// GPU times (issue 23: a slow GPU is one that reaches the collective last
+// while its host enqueued it on time). The events are timed (no
+// CU_EVENT_DISABLE_TIMING), and a second one, `begin`, is recorded on the
+// stream just before the operation is forwarded: it completes when the
+// stream reaches the operation. Once the marker after it completes, the
+// watcher asks cuEventElapsedTime for begin -> end (the GPU's own timer,
+// half a microsecond) and anchor -> end, where the anchor is an event it
+// recorded on a stream of its own and waited for (BeginAnchor, its host
+// time known to within the wait; taken again every 10 s, so the GPU's and
+// the host's clocks cannot drift apart far), and writes a GpuTime record.
+// The begin marker costs the hot path one cuEventRecord: outside a group its
+// capture check serves the marker after the operation too. Inside a group
+// the begin marker is recorded at the communicator's first operation of the
+// group. No begin marker where there would be no marker (captured, the
+// marker ring full).
 //
 // Inside a group, operations are noted per thread and the markers are
 // recorded after the outermost ncclGroupEnd (when NCCL launched them). An
@@ -70,6 +88,8 @@ struct OpSignature {
 // One operation (or group of operations) whose completion an event tells.
 struct Marker {
   void* event;           // CUevent, created when the communicator was tracked
+  void* begin;           // CUevent recorded before the operation; nullptr: untimed
+  uint32_t begun;        // `begin` was recorded for this marker
   uint64_t collectives;  // the communicator's collective count once it is done
   uint64_t t;            // trace clock when recorded: operations recorded before are covered
   uint64_t seq;          // the (last) operation's number
@@ -106,6 +126,14 @@ struct CompletionTrack {
   uint64_t stall_reported;     // 1 + the marker index a stall was reported for, 0 none
   uint64_t held;               // 1 + the marker index last held (HeldOperation), 0 none
   uint32_t held_pinned;        // HeldOperation records written to the pinned region
+  // GPU times (the watcher's): an anchor event on a stream of the shim's own,
+  // its CLOCK_MONOTONIC time (0: none yet), how far off it may be, and when
+  // it was taken. Kept with the track in the pool (they belong to its context).
+  void* anchor_stream;
+  void* anchor_event;
+  uint64_t anchor_ns;
+  uint64_t anchor_error_ns;
+  uint64_t anchor_taken_ns;
 };
 
 // When a communicator is made (not the hot path): creates its events in the
@@ -113,16 +141,29 @@ struct CompletionTrack {
 // region), tracked or not and why. Starts the watcher with the first one.
 void TrackCompletion(CommState* comm, const void* handle, int device);
 
+// Before an operation on `comm` is forwarded to NCCL (HOT PATH): the begin
+// marker on `stream` (see above). Returns 1 when it was recorded, for
+// MarkOperation; 0 when not (untracked, captured, in a group that already
+// has one for `comm`, the marker ring full, untimed events).
+uint32_t BeginTrackedOperation(CommState* comm, const void* stream);
+inline uint32_t BeginOperation(CommState* comm, const void* stream) {
+  if (comm == nullptr || __atomic_load_n(&comm->completion, __ATOMIC_ACQUIRE) == nullptr) return 0;
+  return BeginTrackedOperation(comm, stream);
+}
+
 // After an operation on `comm` returned `result` (HOT PATH). Outside a group
 // and accepted: a marker on `stream` (or an Untracked record); inside one:
-// noted for FlushGroupOperations. Inline up to the question whether `comm`
-// is tracked at all, which most calls answer no to when no GPU is followed.
+// noted for FlushGroupOperations. `begun`: what BeginOperation returned.
+// Inline up to the question whether `comm` is tracked at all, which most
+// calls answer no to when no GPU is followed.
 void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint32_t call,
-                          uint64_t seq, int peer, bool send, const OpSignature& sig);
+                          uint64_t seq, int peer, bool send, const OpSignature& sig,
+                          uint32_t begun);
 inline void MarkOperation(CommState* comm, const void* stream, int result, uint32_t call,
-                          uint64_t seq, int peer, bool send, const OpSignature& sig) {
+                          uint64_t seq, int peer, bool send, const OpSignature& sig,
+                          uint32_t begun) {
   if (comm == nullptr || __atomic_load_n(&comm->completion, __ATOMIC_ACQUIRE) == nullptr) return;
-  MarkTrackedOperation(comm, stream, result, call, seq, peer, send, sig);
+  MarkTrackedOperation(comm, stream, result, call, seq, peer, send, sig, begun);
 }
 
 // After the outermost ncclGroupEnd returned `result` (HOT PATH): one marker
@@ -153,7 +194,9 @@ constexpr size_t kMaxTracks = 4096;
 CompletionTrack* TrackAt(size_t i);  // nullptr past the last
 size_t TrackCount();
 // Queries `track`'s pending markers in order; writes a Progress record when
-// more completed and a CudaError record when a query fails; holds the oldest
+// more completed, a GpuTime record per completed marker (taking the anchor
+// first when it has none or an old one) and a CudaError record when a
+// query fails; holds the oldest
 // pending operation once it has waited kHoldAfterNs (a HeldOperation record,
 // in the pinned region). `now_ns` is CLOCK_MONOTONIC.
 void PollTrack(CompletionTrack* track, uint64_t now_ns);

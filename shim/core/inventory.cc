@@ -83,6 +83,28 @@ void WriteEnvironment(wire::WireWriter& w) {
   }
 }
 
+// The command line, as the Inventory message says: /proc/self/cmdline's
+// NULs as blanks, credentials redacted, cut to 2 KiB.
+void WriteCommandLine(wire::WireWriter& w) {
+  const int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char raw[4096];
+  size_t n = 0;
+  for (ssize_t got = 1; got > 0 && n < sizeof(raw);) {
+    got = read(fd, raw + n, sizeof(raw) - n);
+    if (got > 0) n += static_cast<size_t>(got);
+  }
+  close(fd);
+  while (n > 0 && raw[n - 1] == '\0') --n;
+  if (n == 0) return;
+  for (size_t i = 0; i < n; ++i)
+    if (raw[i] == '\0') raw[i] = ' ';
+  char line[2048];
+  const size_t len = RedactValue(raw, n, line, sizeof(line));
+  if (w.remaining() < len + 16) return;
+  w.Bytes(f::kCommandLine, line, len);
+}
+
 // The first line of a small file, without its newline.
 bool FirstLine(const char* path, char* out, size_t n) {
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -363,6 +385,7 @@ void WriteInventory(const LoadedVersions& v, bool at_load) {
 
   WriteInterfaces(w);
   WriteEnvironment(w);
+  WriteCommandLine(w);
   WriteP2pPath(w);
   r.Append(Region::kPinned);
 }

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "core/comm_registry.h"
 #include "core/env_filter.h"
 #include "core/nccl_code.h"
 #include "core/record_builder.h"
@@ -209,6 +210,12 @@ void GrowTraceRing() {
     if (!g_ring.GrowRing(error, sizeof(error))) Warn(error);
   });
 }
+
+void GrowTraceRingForAdopted() {
+  if (g_comms.Adopted() != 0) GrowTraceRing();
+}
+
+bool TraceRingIsSmall() { return g_ring.is_open() && g_ring.CanGrow(); }
 
 void RecordNewModules() {
   if (!g_ring.is_open()) return;

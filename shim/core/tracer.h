@@ -163,6 +163,15 @@ void WriteTimeAnchor(Region region);
 // signal-safe: from the communicator's init call.
 void GrowTraceRing();
 
+// The same for communicators the shim did not see made (CommRegistry::
+// FindOrAdopt, on the hot path, which may not grow it): grows the ring once
+// any was adopted. Called by the heartbeat thread (core/watcher.h), which
+// looks every 50 ms while the ring is small (TraceRingIsSmall), so a
+// process whose communicators were all adopted keeps at most 50 ms of
+// records in the small ring before it grows.
+void GrowTraceRingForAdopted();
+bool TraceRingIsSmall();
+
 // Records the modules loaded since the last call: at start-up, around each
 // NCCL init and teardown call, and when code not yet known to be NCCL's
 // looks up a verbs function with dlvsym (it may be a plugin NCCL loaded:

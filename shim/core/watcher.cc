@@ -33,6 +33,7 @@ namespace {
 namespace f = fields;
 
 constexpr uint64_t kPollNs = 20ull * 1000 * 1000;
+constexpr uint64_t kGrowLookNs = 50ull * 1000 * 1000;
 // How long a last round may hold up a process's end, at most.
 constexpr uint64_t kFinalWaitNs = 1000ull * 1000 * 1000;
 // Thread numbers of the watcher's records (Record.thread), apart from the
@@ -257,7 +258,14 @@ void* BeatMain(void*) {
     }
     FlushRendezvousSockets();
     if (s.completion) CheckStalls(s.stall_ns);
-    SleepNs(static_cast<uint64_t>(s.heartbeat_ms) * 1000000ull);
+    // While the ring is small, a look every kGrowLookNs for communicators
+    // adopted on the hot path, which cannot grow it (core/tracer.h).
+    const uint64_t until = MonotonicNs() + static_cast<uint64_t>(s.heartbeat_ms) * 1000000ull;
+    for (uint64_t now = MonotonicNs(); now < until; now = MonotonicNs()) {
+      const bool small = TraceRingIsSmall();
+      if (small) GrowTraceRingForAdopted();
+      SleepNs(small && until - now > kGrowLookNs ? kGrowLookNs : until - now);
+    }
   }
   return nullptr;
 }

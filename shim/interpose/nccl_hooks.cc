@@ -108,11 +108,13 @@ __attribute__((always_inline)) inline ncclResult_t Collective(
   const int reduces = Reduces(call) ? redop : -1;
   CollectiveCall c = BeginCollective(call, sendbuff, recvbuff, count, datatype, reduces, root, comm,
                                      stream, caller);
+  const uint32_t begun = BeginOperation(c.comm, stream);
   const ncclResult_t r = real(args...);
   EndCollective(c, r);
   MarkOperation(c.comm, stream, r, call, c.seq, -1, false,
                 OpSignature{count, reinterpret_cast<uint64_t>(caller), datatype, reduces,
-                            root < 0 ? -1 : root});
+                            root < 0 ? -1 : root},
+                begun);
   NoteFailure(call, r, comm);
   return r;
 }
@@ -319,10 +321,11 @@ NCCLWATCH_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDa
   if (!Tracing()) return real(sendbuff, count, datatype, peer, comm, stream);
   const void* caller = CALLER;
   P2pCall c = BeginP2p(true, sendbuff, count, datatype, peer, comm, stream, caller);
+  const uint32_t begun = BeginOperation(c.comm, stream);
   const ncclResult_t r = real(sendbuff, count, datatype, peer, comm, stream);
   EndP2p(c, r);
   MarkOperation(c.comm, stream, r, f::kSend, c.seq, peer, true,
-                OpSignature{count, reinterpret_cast<uint64_t>(caller), datatype, -1, -1});
+                OpSignature{count, reinterpret_cast<uint64_t>(caller), datatype, -1, -1}, begun);
   NoteFailure(f::kSend, r, comm);
   return r;
 }
@@ -333,10 +336,11 @@ NCCLWATCH_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType
   if (!Tracing()) return real(recvbuff, count, datatype, peer, comm, stream);
   const void* caller = CALLER;
   P2pCall c = BeginP2p(false, recvbuff, count, datatype, peer, comm, stream, caller);
+  const uint32_t begun = BeginOperation(c.comm, stream);
   const ncclResult_t r = real(recvbuff, count, datatype, peer, comm, stream);
   EndP2p(c, r);
   MarkOperation(c.comm, stream, r, f::kRecv, c.seq, peer, false,
-                OpSignature{count, reinterpret_cast<uint64_t>(caller), datatype, -1, -1});
+                OpSignature{count, reinterpret_cast<uint64_t>(caller), datatype, -1, -1}, begun);
   NoteFailure(f::kRecv, r, comm);
   return r;
 }
@@ -796,12 +800,14 @@ static_assert(sizeof(OneSidedWait) == sizeof(ncclWaitSignalDesc_t) &&
 template <typename Fn, typename... Args>
 ncclResult_t OneSided(Fn real, const OneSidedArgs& a, ncclComm_t comm, Args... args) {
   OneSidedCall c = BeginOneSided(comm, a);
+  const uint32_t begun = BeginOperation(c.comm, a.stream);
   const ncclResult_t r = real(args...);
   EndOneSided(c, a, r);
   const int peer =
       a.call == f::kWaitSignal ? (a.n_desc > 0 && a.waits ? a.waits[0].peer : -1) : a.peer;
   MarkOperation(c.comm, a.stream, r, a.call, c.seq, peer, a.call != f::kWaitSignal,
-                OpSignature{a.count, reinterpret_cast<uint64_t>(a.caller), a.datatype, -1, -1});
+                OpSignature{a.count, reinterpret_cast<uint64_t>(a.caller), a.datatype, -1, -1},
+                begun);
   NoteFailure(a.call, r, comm);
   return r;
 }

@@ -87,6 +87,11 @@ void ResolveRealCuda() {
     Resolve(found.driver, "cuDevicePrimaryCtxRetain", &c.primary_ctx_retain);
     Resolve(found.driver, "cuGetErrorName", &c.get_error_name);
     Resolve(found.driver, "cuGetErrorString", &c.get_error_string);
+    Resolve(found.driver, "cuStreamCreate", &c.stream_create);
+    Resolve(found.driver, "cuEventSynchronize", &c.event_synchronize);
+    // cuda.h 12.8 on maps cuEventElapsedTime to _v2; older drivers have only the first.
+    Resolve(found.driver, "cuEventElapsedTime_v2", &c.event_elapsed);
+    if (c.event_elapsed == nullptr) Resolve(found.driver, "cuEventElapsedTime", &c.event_elapsed);
     g_cuda = c;
     g_ctx_get_device = reinterpret_cast<CtxGetDeviceFn>(Symbol(found.driver, "cuCtxGetDevice"));
     g_device_pci_bus_id =

@@ -46,12 +46,18 @@ struct CudaDriverCalls {
   int (*primary_ctx_retain)(void** ctx, int device);
   int (*get_error_name)(int error, const char** name);
   int (*get_error_string)(int error, const char** text);
+  // GPU times (core/completion.h): the watcher's anchor stream and event,
+  // and the time between two timed events. Any may be null: no times then.
+  int (*stream_create)(void** stream, unsigned flags);
+  int (*event_synchronize)(void* event);
+  int (*event_elapsed)(float* ms, void* start, void* end);
 
   bool CanTrack() const {
     return event_create && event_record && event_query && stream_is_capturing && ctx_get_current &&
            ctx_set_current && ctx_push_current && ctx_pop_current && ctx_get_device &&
            primary_ctx_retain;
   }
+  bool CanTime() const { return stream_create && event_synchronize && event_elapsed; }
 };
 extern CudaDriverCalls g_cuda;
 

@@ -1,6 +1,6 @@
 // A do-nothing CUDA driver (libcuda.so.1) with the functions the shim's
-// completion tracking calls: events are recorded and complete at once, no
-// stream is ever capturing. What the shim adds on top of it is its own cost
+// completion tracking calls: events are recorded and complete at once (timed
+// ones 0.25 ms apart), no stream is ever capturing. What the shim adds on top of it is its own cost
 // of tracking completion; a real driver's cuStreamIsCapturing and
 // cuEventRecord come on top of that (they are the driver's, as PyTorch pays
 // them for its own events).
@@ -53,6 +53,17 @@ CUresult cuEventCreate(CUevent* event, unsigned) {
 CUresult cuEventDestroy_v2(CUevent) { return CUDA_SUCCESS; }
 CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
 CUresult cuEventQuery(CUevent) { return CUDA_SUCCESS; }
+CUresult cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult cuEventElapsedTime(float* ms, CUevent, CUevent) {  // cuda.h: cuEventElapsedTime_v2
+  *ms = 0.25f;
+  return CUDA_SUCCESS;
+}
+int g_streams[64];
+int g_next_stream;
+CUresult cuStreamCreate(CUstream* stream, unsigned) {
+  *stream = reinterpret_cast<CUstream>(&g_streams[g_next_stream++ % 64]);
+  return CUDA_SUCCESS;
+}
 CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
   static const unsigned long long capturing = [] {
     const char* v = getenv("CUDA_NOOP_CAPTURING");

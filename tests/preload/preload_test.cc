@@ -190,7 +190,8 @@ TEST_CASE("the inventory records no secret: not the variables, not inside a valu
   jobs::TempDir dir;
   const std::string secret = "s3cr3t-4a7f";
   const jobs::RankResult r = RunProbe(
-      {"api"},
+      {"api", "--password", secret, "--nnodes", "2", "--db=https://u:" + secret + "@h/x",
+       "token=" + secret},
       Traced(dir.path(), {"SLURM_JWT=" + secret, "FI_PSK=" + secret, "NCCL_IB_PASSPHRASE=" + secret,
                           "OMPI_MCA_orte_precondition_transports=" + secret,
                           "MASTER_ADDR=https://user:" + secret + "@host",
@@ -222,6 +223,12 @@ TEST_CASE("the inventory records no secret: not the variables, not inside a valu
   CHECK(*t.inventory.Env("NCCL_TEST_JSON") == "{\"token\": \"<redacted>\"}");
   CHECK(*t.inventory.Env("NCCL_TEST_SAS") ==
         "https://a.blob.core.windows.net/c?sv=1&sig=<redacted>");
+  // The command line, its options kept (a launcher's settings), the
+  // credentials among them not.
+  CHECK(t.inventory.command_line ==
+        jobs::BinDir() +
+            "/preload_probe api --password <redacted> --nnodes 2 --db=https://<redacted>@h/x "
+            "token=<redacted>");
   for (const char* name :
        {"SLURM_JWT", "FI_PSK", "NCCL_IB_PASSPHRASE", "OMPI_MCA_orte_precondition_transports",
         "SLURM_JOB_COMMENT", "NCCL_CREDS"}) {

@@ -60,6 +60,11 @@ std::string FindingView::String(const std::string& key) const {
   return it != raw.fields().end() && it->second.has_string_value() ? it->second.string_value() : "";
 }
 
+bool FindingView::Bool(const std::string& key) const {
+  auto it = raw.fields().find(key);
+  return it != raw.fields().end() && it->second.has_bool_value() && it->second.bool_value();
+}
+
 const FindingView* DiagnosisView::Root() const {
   for (const FindingView& f : findings)
     if (f.role == "root_cause") return &f;

@@ -46,6 +46,7 @@ struct FindingView {
   std::vector<int> ranks;
   google::protobuf::Struct raw;
   std::string String(const std::string& key) const;  // "" when absent or not a string
+  bool Bool(const std::string& key) const;           // false when absent or not a boolean
 };
 
 struct DiagnosisView {

@@ -298,6 +298,50 @@ bool ImportHeldOperation(ImportContext& c, absl::Span<const uint8_t> body) {
   return true;
 }
 
+// When the GPU began and finished one tracked operation.
+bool ImportGpuTime(ImportContext& c, absl::Span<const uint8_t> body) {
+  ProcessTrace& p = *c.trace;
+  WireReader r(body);
+  WireField x;
+  GpuTimeEvent e{c.order, c.t};
+  while (r.Next(&x)) {
+    switch (x.number) {
+      case f::gpu_time::kComm:
+        if (Fixed64(x)) e.comm = x.value;
+        break;
+      case f::gpu_time::kCall:
+        if (Varint(x)) e.call = static_cast<uint32_t>(x.value);
+        break;
+      case f::gpu_time::kSeq:
+        if (Varint(x)) e.seq = x.value;
+        break;
+      case f::gpu_time::kCollectives:
+        if (Varint(x)) e.collectives = x.value;
+        break;
+      case f::gpu_time::kGroupOps:
+        if (Varint(x)) e.group_ops = static_cast<uint32_t>(x.value);
+        break;
+      case f::gpu_time::kBeginNs:
+        if (Varint(x)) e.begin_ns = x.value;
+        break;
+      case f::gpu_time::kEndNs:
+        if (Varint(x)) e.end_ns = x.value;
+        break;
+      case f::gpu_time::kGpuNs:
+        if (Varint(x)) e.gpu_ns = x.value;
+        break;
+      case f::gpu_time::kAnchorErrorNs:
+        if (Varint(x)) e.anchor_error_ns = x.value;
+        break;
+      default:
+        break;
+    }
+  }
+  if (!r.ok()) return false;
+  p.gpu_times.push_back(e);
+  return true;
+}
+
 }  // namespace
 
 absl::Span<const BodyImporter> CompletionImporters() {
@@ -309,6 +353,7 @@ absl::Span<const BodyImporter> CompletionImporters() {
       {f::record::kCudaError, ImportCudaError},
       {f::record::kUntracked, ImportUntracked},
       {f::record::kHeldOperation, ImportHeldOperation},
+      {f::record::kGpuTime, ImportGpuTime},
   };
   return kImporters;
 }

@@ -256,6 +256,9 @@ bool ImportInventory(ImportContext& c, absl::Span<const uint8_t> body) {
       case f::inventory::kNvswitches:
         if (Varint(x)) v.nvswitches = static_cast<uint32_t>(x.value);
         break;
+      case f::inventory::kCommandLine:
+        if (Bytes(x)) v.command_line = Str(x);
+        break;
       case f::inventory::kAtLoad:
         if (Varint(x)) v.at_load = x.value != 0;
         break;

@@ -9,12 +9,16 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "common/cuda_errors.h"
+#include "common/sim_env.h"
 #include "driver/driver_state.h"
 #include "driver/vmm.h"
 
@@ -69,6 +73,59 @@ CUresult StreamForWork(CUstream handle, CUstream_st** s) {
   return StickyError((*s)->device);
 }
 
+// NCCLSIM_SLOW_GPU=D:N:MS: one GPU of the host runs its work slowly, as a
+// throttled or failing part does. From device D's N-th copy or memset on a
+// stream (0-based, all its streams, the program's and NCCL's), each takes MS
+// longer on the stream: the call returns at once, as ever; what the stream
+// holds after it (an NCCL operation) starts later. D is the host's GPU index
+// (before CUDA_VISIBLE_DEVICES).
+struct SlowGpu {
+  bool armed = false;
+  int physical = -1;
+  int64_t from = 0;
+  int64_t ms = 0;
+};
+
+const SlowGpu& SlowGpuKnob() {
+  static const SlowGpu knob = [] {
+    SlowGpu k;
+    const char* v = ncclsim::EnvRaw("NCCLSIM_SLOW_GPU");
+    if (v == nullptr || *v == '\0') return k;
+    int device = -1;
+    long long from = -1, ms = -1;
+    char tail = 0;
+    if (std::sscanf(v, "%d:%lld:%lld%c", &device, &from, &ms, &tail) != 3 || device < 0 ||
+        from < 0 || ms < 0 || ms > 60000) {
+      std::fprintf(stderr,
+                   "ncclsim: NCCLSIM_SLOW_GPU='%s' is not DEVICE:FROM:MS (MS up to 60000); no "
+                   "GPU slowed\n",
+                   v);
+      return k;
+    }
+    k.armed = true;
+    k.physical = device;
+    k.from = from;
+    k.ms = ms;
+    return k;
+  }();
+  return knob;
+}
+
+// The extra time device work enqueued on `s` now takes (NCCLSIM_SLOW_GPU).
+int64_t SlowWorkMs(const CUstream_st* s) {
+  const SlowGpu& k = SlowGpuKnob();
+  if (!k.armed) return 0;
+  const Device* d = DeviceAt(s->device);
+  if (d == nullptr || d->physical != k.physical) return 0;
+  static std::atomic<int64_t> work{0};
+  return work.fetch_add(1) >= k.from ? k.ms : 0;
+}
+
+// Sleeps `ms` on the stream's worker: the device is busy that much longer.
+void BusyFor(int64_t ms) {
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 CUresult CopyAsync(void* dst, const void* src, size_t n, CUstream stream) {
   SIM_REQUIRE_INIT();
   if (n == 0) return CUDA_SUCCESS;
@@ -76,7 +133,11 @@ CUresult CopyAsync(void* dst, const void* src, size_t n, CUstream stream) {
   CUstream_st* s = nullptr;
   CUresult rc = StreamForWork(stream, &s);
   if (rc != CUDA_SUCCESS) return rc;
-  Enqueue(s, [dst, src, n] { std::memmove(dst, src, n); });
+  const int64_t slow = SlowWorkMs(s);
+  Enqueue(s, [dst, src, n, slow] {
+    BusyFor(slow);
+    std::memmove(dst, src, n);
+  });
   return CUDA_SUCCESS;
 }
 
@@ -98,7 +159,9 @@ CUresult FillAsync(CUdeviceptr dst, T value, size_t n, CUstream stream) {
   CUresult rc = StreamForWork(stream, &s);
   if (rc != CUDA_SUCCESS) return rc;
   T* p = reinterpret_cast<T*>(dst);
-  Enqueue(s, [p, value, n] {
+  const int64_t slow = SlowWorkMs(s);
+  Enqueue(s, [p, value, n, slow] {
+    BusyFor(slow);
     for (size_t i = 0; i < n; ++i) p[i] = value;
   });
   return CUDA_SUCCESS;
