@@ -10,23 +10,15 @@ namespace ncclwatch::decoder {
 
 void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
   const bool summarized = !t.summary.empty() || digest_whole_;
-  for (const CommStream& s : t.streams) {
+  // A summary's reader digested its kept calls already (on its core).
+  const bool predigested = summarized && t.kept_blocks.size() == t.streams.size();
+  for (size_t k = 0; k < t.streams.size(); ++k) {
+    const CommStream& s = t.streams[k];
     if (!s.any()) continue;
     Member m;
     m.process = process;
     m.rank = s.rank;
     m.digested = summarized;
-    // A block's digest is summed as its calls come (in number order, but
-    // for what a crafted trace holds), and added to the map once a block
-    // ends.
-    uint64_t block = UINT64_MAX, digest = 0, calls = 0;
-    auto flush = [&] {
-      if (calls == 0) return;
-      auto& [d, n] = m.kept[block];
-      d += digest;
-      n += calls;
-      digest = calls = 0;
-    };
     if (!summarized) {
       // A trace read whole, not digested: its first and last numbers (a
       // stream's rise by one) are all that is kept of it, at no cost.
@@ -36,23 +28,17 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
       m.lo = std::min(first, last);
       m.hi = std::max(first, last);
     } else {
-      for (uint32_t i : s.collectives) {
-        const CollectiveEvent& e = t.collectives[i];
-        if (!m.any) {
-          m.any = true;
-          m.lo = m.hi = e.seq;
-        }
-        m.lo = std::min(m.lo, e.seq);
-        m.hi = std::max(m.hi, e.seq);
-        if (e.seq / kLeftOutBlock != block) {
-          flush();
-          block = e.seq / kLeftOutBlock;
-        }
-        digest += CallDigest(e.seq, CollectiveSignature::Of(e));
-        ++calls;
+      const KeptBlocks digested = predigested ? KeptBlocks() : DigestKeptCalls(t, s);
+      const KeptBlocks& kept = predigested ? t.kept_blocks[k] : digested;
+      m.any = kept.any;
+      m.lo = kept.lo;
+      m.hi = kept.hi;
+      for (const KeptBlocks::Block& x : kept.blocks) {
+        auto& [d, n] = m.kept[x.block];
+        d += x.digest;
+        n += x.calls;
       }
     }
-    flush();
     for (const LeftOutCalls& l : t.left_out) {
       if (l.comm != s.comm || l.rank != s.rank || l.digests.empty()) continue;
       for (size_t b = 0; b < l.digests.size(); ++b) m.left[l.first_block + b] = l.digests[b];

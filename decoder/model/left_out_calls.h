@@ -38,6 +38,26 @@ struct LeftOutCalls {
   uint64_t EndSeq() const { return (first_block + digests.size()) * kLeftOutBlock; }
 };
 
+// The collectives of one (communicator, rank) a summarized trace kept, per
+// block of the same grid, each block's digest summed as a left-out block's
+// is: worked out by the summary's reader (summary/summary_reader.h), on the
+// core that decodes the trace, for the gap analysis to compare with the
+// blocks other nodes left out (analysis/summary_gaps.h), so that a merge of
+// thousands of nodes does not digest every kept call on its one thread.
+// `blocks` holds (block, digest, calls) in the order the stream's calls
+// cross into each (a block met twice, by numbers out of order, twice).
+struct KeptBlocks {
+  bool any = false;  // the stream has collectives
+  uint64_t lo = 0;   // its lowest and highest numbers
+  uint64_t hi = 0;
+  struct Block {
+    uint64_t block = 0;
+    uint64_t digest = 0;
+    uint64_t calls = 0;
+  };
+  std::vector<Block> blocks;
+};
+
 }  // namespace ncclwatch::decoder
 
 #endif  // NCCLWATCH_DECODER_MODEL_LEFT_OUT_CALLS_H_

@@ -15,9 +15,12 @@
 #ifndef NCCLWATCH_DECODER_SUMMARY_CALL_DIGEST_H_
 #define NCCLWATCH_DECODER_SUMMARY_CALL_DIGEST_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "findings/collective_signature.h"
+#include "model/left_out_calls.h"
+#include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
 
@@ -40,6 +43,36 @@ inline uint64_t CallDigest(uint64_t seq, const CollectiveSignature& sig) {
   h = MixDigest(h ^ static_cast<uint32_t>(sig.redop));
   h = MixDigest(h ^ static_cast<uint32_t>(sig.root));
   return h;
+}
+
+// The collectives of stream `s` of `t` digested by block (KeptBlocks):
+// its lowest and highest numbers, and each run of calls in one block summed
+// as the calls come (in number order, but for what a crafted trace holds).
+inline KeptBlocks DigestKeptCalls(const ProcessTrace& t, const CommStream& s) {
+  KeptBlocks m;
+  uint64_t block = UINT64_MAX, digest = 0, calls = 0;
+  auto flush = [&] {
+    if (calls == 0) return;
+    m.blocks.push_back({block, digest, calls});
+    digest = calls = 0;
+  };
+  for (uint32_t i : s.collectives) {
+    const CollectiveEvent& e = t.collectives[i];
+    if (!m.any) {
+      m.any = true;
+      m.lo = m.hi = e.seq;
+    }
+    m.lo = std::min(m.lo, e.seq);
+    m.hi = std::max(m.hi, e.seq);
+    if (e.seq / kLeftOutBlock != block) {
+      flush();
+      block = e.seq / kLeftOutBlock;
+    }
+    digest += CallDigest(e.seq, CollectiveSignature::Of(e));
+    ++calls;
+  }
+  flush();
+  return m;
 }
 
 }  // namespace ncclwatch::decoder

@@ -1,39 +1,123 @@
 #include "summary/job_inputs.h"
 
 #include <memory>
+#include <utility>
 
+#include "model/grown_communicators.h"
+#include "model/ordered_pipeline.h"
 #include "model/trace_loader.h"
 #include "summary/summary_reader.h"
 
 namespace ncclwatch::decoder {
+namespace {
+
+// A summary's traces decoded on a worker at most: the rest of a larger one
+// are decoded as they are handed out (memory stays a few nodes' worth).
+constexpr size_t kTracesAhead = 16;
+
+// One input file, loaded: a trace, or a summary's traces (the first
+// kTracesAhead; its reader holds the rest).
+struct Input {
+  bool summary = false;
+  absl::Status status;  // a trace's; for a summary, why it cannot be trusted
+  std::unique_ptr<SummaryReader> reader;
+  std::vector<ProcessTrace> traces;  // memory kept from input to input
+  size_t loaded = 0;                 // traces[0, loaded) hold this input's
+
+  void Load(const std::string& file) {
+    reader.reset();
+    loaded = 0;
+    summary = IsSummaryFile(file);
+    if (traces.empty()) traces.resize(1);
+    if (!summary) {
+      status = LoadProcessTraceInto(file, &traces[0]);
+      loaded = 1;
+      return;
+    }
+    absl::StatusOr<std::unique_ptr<SummaryReader>> r = SummaryReader::Open(file);
+    if (!r.ok()) {
+      status = r.status();
+      return;
+    }
+    reader = std::move(*r);
+    status = absl::OkStatus();
+    const size_t ahead = std::min(reader->traces(), kTracesAhead);
+    if (traces.size() < ahead) traces.resize(ahead);
+    for (; loaded < ahead; ++loaded) {
+      absl::StatusOr<bool> more = reader->Next(&traces[loaded]);
+      if (!more.ok()) {
+        status = more.status();
+        return;
+      }
+      if (!*more) break;
+    }
+  }
+};
+
+// Every process of `files`, in their order.
+absl::Status ReadInputs(const std::vector<std::string>& files, unsigned threads,
+                        const OnJobInput& fn) {
+  absl::Status error;
+  ProcessTrace rest;  // a large summary's traces after the first kTracesAhead
+  LoadInOrder<Input>(
+      files.size(), threads, [&](size_t i, Input* in) { in->Load(files[i]); },
+      [&](size_t i, Input& in) {
+        if (!in.summary) {
+          fn(files[i], in.status, in.traces[0]);
+          return true;
+        }
+        // A summary that cannot be read whole is an error; its traces
+        // before the malformed one are handed out first, as read.
+        if (in.reader == nullptr) {
+          error = in.status;
+          return false;
+        }
+        for (const auto& [name, why] : in.reader->unreadable())
+          fn(name, absl::InvalidArgumentError(why), ProcessTrace());
+        for (size_t k = 0; k < in.loaded; ++k)
+          fn(in.traces[k].path, absl::OkStatus(), in.traces[k]);
+        if (!in.status.ok()) {
+          error = in.status;
+          return false;
+        }
+        for (;;) {
+          absl::StatusOr<bool> more = in.reader->Next(&rest);
+          if (!more.ok()) {
+            error = more.status();
+            return false;
+          }
+          if (!*more) break;
+          fn(rest.path, absl::OkStatus(), rest);
+        }
+        in.reader.reset();  // its bytes
+        return true;
+      });
+  return error;
+}
+
+}  // namespace
 
 absl::Status LoadJobInputs(const std::vector<std::string>& files, unsigned threads,
                            const OnJobInput& fn) {
-  std::vector<std::string> traces;  // the run of trace files before the next summary
-  auto flush = [&] {
-    if (traces.empty()) return;
-    LoadProcessTraces(traces, threads, fn);
-    traces.clear();
-  };
-  ProcessTrace trace;
-  for (const std::string& file : files) {
-    if (!IsSummaryFile(file)) {
-      traces.push_back(file);
-      continue;
-    }
-    flush();
-    absl::StatusOr<std::unique_ptr<SummaryReader>> reader = SummaryReader::Open(file);
-    if (!reader.ok()) return reader.status();
-    for (const auto& [name, why] : (*reader)->unreadable())
-      fn(name, absl::InvalidArgumentError(why), ProcessTrace());
-    for (;;) {
-      absl::StatusOr<bool> more = (*reader)->Next(&trace);
-      if (!more.ok()) return more.status();
-      if (!*more) break;
-      fn(trace.path, absl::OkStatus(), trace);
-    }
+  // The ranks an ncclCommGrow gained come last, joined with their
+  // communicator's existing ranks (model/grown_communicators.h).
+  GrowJoin join;
+  std::vector<std::pair<std::string, ProcessTrace>> gained;
+  absl::Status read =
+      ReadInputs(files, threads,
+                 [&](const std::string& name, const absl::Status& status, const ProcessTrace& t) {
+                   if (status.ok() && GrowJoin::Gained(t)) {
+                     gained.emplace_back(name, t);
+                     return;
+                   }
+                   if (status.ok()) join.Learn(t);
+                   fn(name, status, t);
+                 });
+  if (!read.ok()) return read;
+  for (auto& [name, trace] : gained) {
+    join.Join(&trace);
+    fn(name, absl::OkStatus(), trace);
   }
-  flush();
   return absl::OkStatus();
 }
 

@@ -1,11 +1,18 @@
 // LoadJobInputs: a job's evidence files, traces and node summaries mixed,
-// handed to the caller one process at a time, in the order given.
+// handed to the caller one process at a time, in the order given (but
+// for the ranks a grow gained: below).
 //
-// A trace file is one process (model/trace_loader.h, several loaded at once
-// on the cores); a summary (`ncclwatch summarize`, summary/summary_reader.h)
-// is each of the processes its node held, in the order it holds them, and
-// each trace its node could not read ("HOST:PATH" and why). A summary is
-// known by its magic, whatever its name.
+// A trace file is one process; a summary (`ncclwatch summarize`,
+// summary/summary_reader.h) is each of the processes its node held, in the
+// order it holds them, and each trace its node could not read ("HOST:PATH"
+// and why). A summary is known by its magic, whatever its name. The files
+// are read and decoded on every core (model/ordered_pipeline.h: a few
+// files ahead of the one handed out, a summary's first traces with it), so
+// a thousand nodes' summaries are merged at the speed of the analyses.
+//
+// The ranks an ncclCommGrow gained come after all others, their grown
+// communicator renamed to the identity its existing ranks recorded
+// (model/grown_communicators.h): every analysis sees one communicator.
 //
 // Thread-safety: call from one thread; `fn` runs on that thread.
 

@@ -33,17 +33,28 @@
 //                  calls}, varint entries, then each entry:
 //                    u8: NCCLWATCH_SLOT_SINGLE, then string Record; or a
 //                    call slot's (COLLECTIVE, P2P, GROUP): 0x80 | its kind
-//                    (0, 1, 2) << 5 | its context (below kSummaryContexts:
-//                    the writer gives each communicator and call of a kind
-//                    its own, the first 31 met, the rest share the last),
-//                    then its 112-byte payload as its difference from the
-//                    previous payload of that kind and context in this trace
-//                    (zeros before the first), in 14 granules of 8 bytes: a
-//                    varint mask of those that changed, then each one's
-//                    change (now - before, mod 2^64) as a zigzag varint (a
+//                    (0, 1, 2) << 5 | kSummarySameMask | its context
+//                    (below kSummaryContexts: the writer gives each
+//                    communicator and call of a kind its own, the first 15
+//                    met, the rest share the last), then its 112-byte
+//                    payload as its difference from what the previous
+//                    payload of that kind and context in this trace (zeros
+//                    before the first) predicts (SlotPredictor): in 14
+//                    granules of 8 bytes, a varint mask of those not as
+//                    predicted (none when the byte has kSummarySameMask:
+//                    the mask is that of the previous entry of its kind and
+//                    context, 0 before the first), then each one's miss
+//                    (now - predicted, mod 2^64) as a zigzag varint. A
+//                    granule is predicted unchanged, but for the time
+//                    (granule 0), predicted as the previous call slot's of
+//                    any kind and context, and a collective's number
+//                    (granule 3), as the previous one's on its
+//                    communicator plus one (a send's: its context's): a
 //                    collective made like the one before it on its
-//                    communicator takes 6 bytes, not 112: its time's step
-//                    and its number's).
+//                    communicator takes its byte and its time's step (3-4
+//                    bytes in all; version 1 took 6-7, its mask and number
+//                    always written, its time diffed against the same
+//                    call's a step before).
 //
 // Bounds a reader enforces (and a writer keeps to): kMaxSummaryBytes in all,
 // kMaxSummaryTraces traces, strings of kMaxSummaryString bytes, records of
@@ -56,6 +67,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "ncclwatch/ring_format.h"
 
 namespace ncclwatch::decoder {
 
@@ -63,15 +78,17 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the summary's integers are little-endian");
 
 inline constexpr char kSummaryMagic[8] = {'N', 'C', 'C', 'L', 'W', 'S', 'U', 'M'};
-inline constexpr uint32_t kSummaryVersion = 1;
+inline constexpr uint32_t kSummaryVersion = 2;
 inline constexpr uint32_t kSummaryHeaderBytes = 32;
 inline constexpr uint64_t kMaxSummaryBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxSummaryTraces = 4096;
 inline constexpr uint64_t kMaxSummaryString = 4096;
-// Contexts a call slot's payload is diffed against, per kind, and the bit
-// that marks a call slot's entry.
-inline constexpr uint32_t kSummaryContexts = 32;
+// Contexts a call slot's payload is diffed against, per kind; the bit
+// that marks a call slot's entry, and the one that says its mask is the
+// previous one's.
+inline constexpr uint32_t kSummaryContexts = 16;
 inline constexpr uint8_t kSummaryCallEntry = 0x80;
+inline constexpr uint8_t kSummarySameMask = 0x10;
 // The default window: the collectives kept at each end of a (communicator,
 // rank)'s calls. 4,096 is the arrival-skew analysis's window (it reads a
 // member's last 4,096 collectives), so a straggler is judged on the same calls.
@@ -93,6 +110,57 @@ inline uint64_t SummaryChecksum(const uint8_t* p, size_t n, uint64_t h = 0xcbf29
   for (; i < n; ++i) h = (h ^ p[i]) * kPrime;
   return h;
 }
+
+// What each granule (8 bytes) of a call slot's payload is predicted to be,
+// by writer and reader alike, from the entries before it in its trace: the
+// time (granule 0) the previous call slot's of any kind and context; a
+// collective's number (granule 3) the previous collective's on its
+// communicator plus one (for the first kMaxComms communicators met; the
+// others', and a send's or receive's, its context's previous plus one);
+// the rest, its context's previous payload's (`prev`).
+static_assert(offsetof(ncclwatch_call_slot, t) == 0 && offsetof(ncclwatch_call_slot, comm) == 16 &&
+                  offsetof(ncclwatch_call_slot, seq) == 24,
+              "a call slot's time is granule 0, its communicator 2, its number 3");
+class SlotPredictor {
+ public:
+  static constexpr size_t kMaxComms = 64;
+
+  // Granule `i` of a call slot of `kind`, where `now` holds its granules
+  // before i (its communicator, for the number).
+  uint64_t Predict(uint8_t kind, int i, const uint8_t* prev, const uint8_t* now) const {
+    if (i == 0) return last_t_;
+    uint64_t v;
+    __builtin_memcpy(&v, prev + 8 * i, 8);
+    if (i != 3 || kind == NCCLWATCH_SLOT_GROUP) return v;
+    if (kind == NCCLWATCH_SLOT_COLLECTIVE) {
+      uint64_t comm;
+      __builtin_memcpy(&comm, now + 16, 8);
+      for (const auto& [c, seq] : comm_seq_)
+        if (c == comm) return seq + 1;
+    }
+    return v + 1;
+  }
+
+  // After each call slot, with its whole payload.
+  void Update(uint8_t kind, const uint8_t* payload) {
+    __builtin_memcpy(&last_t_, payload, 8);
+    if (kind != NCCLWATCH_SLOT_COLLECTIVE) return;
+    uint64_t comm, seq;
+    __builtin_memcpy(&comm, payload + 16, 8);
+    __builtin_memcpy(&seq, payload + 24, 8);
+    for (auto& [c, s] : comm_seq_) {
+      if (c == comm) {
+        s = seq;
+        return;
+      }
+    }
+    if (comm_seq_.size() < kMaxComms) comm_seq_.emplace_back(comm, seq);
+  }
+
+ private:
+  uint64_t last_t_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> comm_seq_;  // (communicator, its last number)
+};
 
 }  // namespace ncclwatch::decoder
 

@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "model/record_importer.h"
 #include "summary/byte_cursor.h"
+#include "summary/call_digest.h"
 #include "summary/summary_format.h"
 #include "trace/call_slot.h"
 
@@ -35,6 +37,13 @@ int OpenRegular(const std::string& path, struct stat* st) {
     return -1;
   }
   return fd;
+}
+
+// Each stream's kept collectives digested by block (model/left_out_calls.h
+// KeptBlocks), as the gap analysis would digest them.
+void DigestKeptBlocks(ProcessTrace* p) {
+  p->kept_blocks.clear();
+  for (const CommStream& s : p->streams) p->kept_blocks.push_back(DigestKeptCalls(*p, s));
 }
 
 }  // namespace
@@ -206,8 +215,11 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
   p.collectives.reserve(std::min<uint64_t>(entries, uint64_t{1} << 20));
   RecordImporter importer(&p);
   importer.Recycle(std::move(old_streams));
-  // Each kind's previous payload per context (summary/summary_format.h).
+  // Each kind's previous payload and mask per context, and the previous
+  // call slot's time (summary/summary_format.h).
   std::vector<uint8_t> previous(3 * kSummaryContexts * NCCLWATCH_SLOT_PAYLOAD_BYTES, 0);
+  uint64_t last_mask[3][kSummaryContexts] = {};
+  SlotPredictor predictor;
   for (uint64_t k = 0; k < entries; ++k) {
     const uint8_t kind = c.U8();
     if (kind == NCCLWATCH_SLOT_SINGLE) {
@@ -217,25 +229,26 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
                                                 record.size()));
       continue;
     }
-    // A call slot's entry: its kind and context in this byte.
+    // A call slot's entry: its kind, whether its mask is the one before,
+    // and its context in this byte.
     const uint32_t kind_index = (kind >> 5) & 3;
     if ((kind & kSummaryCallEntry) == 0 || kind_index >= 3)
       return malformed("a record of an unknown kind");
+    const uint8_t slot_kind = static_cast<uint8_t>(NCCLWATCH_SLOT_COLLECTIVE + kind_index);
     const uint32_t context = kind & (kSummaryContexts - 1);
     uint8_t* prev =
         previous.data() + (kind_index * kSummaryContexts + context) * NCCLWATCH_SLOT_PAYLOAD_BYTES;
-    const uint64_t mask = c.Varint();
+    uint64_t& mask = last_mask[kind_index][context];
+    if ((kind & kSummarySameMask) == 0) mask = c.Varint();
     if ((mask >> kGranules) != 0) return malformed("a call's granule mask is out of range");
     for (int i = 0; i < kGranules; ++i) {
-      if ((mask & (uint64_t{1} << i)) == 0) continue;
-      const uint64_t delta = static_cast<uint64_t>(c.Zigzag());
-      uint64_t granule;
-      std::memcpy(&granule, prev + 8 * i, 8);
-      granule += delta;
+      uint64_t granule = predictor.Predict(slot_kind, i, prev, prev);
+      if ((mask & (uint64_t{1} << i)) != 0) granule += static_cast<uint64_t>(c.Zigzag());
       std::memcpy(prev + 8 * i, &granule, 8);
     }
+    predictor.Update(slot_kind, prev);
     if (!c.ok()) return malformed("a call runs past its section");
-    importer.ImportCallSlot(static_cast<uint8_t>(NCCLWATCH_SLOT_COLLECTIVE + kind_index),
+    importer.ImportCallSlot(slot_kind,
                             absl::Span<const uint8_t>(prev, NCCLWATCH_SLOT_PAYLOAD_BYTES));
   }
   if (c.left() != 0) return malformed("bytes after its last record");
@@ -243,6 +256,7 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
   // lost records.
   p.stats = stats;
   importer.Finish();
+  DigestKeptBlocks(&p);
   p.records = records;
   p.unparsed_records = unparsed;
   return absl::OkStatus();

@@ -70,12 +70,17 @@ struct Window {
 namespace f = ::ncclwatch::fields;
 
 // The communicator of a Progress record (the watcher's GPU completion
-// counts, every 20 ms), or false for any other record.
-bool ProgressComm(absl::Span<const uint8_t> record, uint64_t* comm) {
+// counts, every 20 ms) or of a GpuTime record (one per operation; its
+// communicator field has the same number), with which of the two it is in
+// `body`, or false for any other record.
+bool WatcherComm(absl::Span<const uint8_t> record, uint64_t* comm, uint32_t* body_number) {
+  static_assert(f::progress::kComm == f::gpu_time::kComm, "both read as one");
   WireReader r(record);
   WireField x;
   while (r.Next(&x)) {
-    if (x.number != f::record::kProgress || x.wire_type != 2) continue;
+    if ((x.number != f::record::kProgress && x.number != f::record::kGpuTime) || x.wire_type != 2)
+      continue;
+    *body_number = static_cast<uint32_t>(x.number);
     WireReader body(x.bytes);
     WireField y;
     *comm = 0;
@@ -85,6 +90,10 @@ bool ProgressComm(absl::Span<const uint8_t> record, uint64_t* comm) {
   }
   return false;
 }
+
+// GpuTime records kept, the last of each communicator's (the slow-GPU
+// analysis of a summary reads its last ones).
+constexpr uint64_t kGpuTimeTail = 64;
 
 // A call slot's entry's first byte: its kind and context (summary_format.h).
 uint8_t CallEntryByte(uint8_t kind, uint8_t context) {
@@ -182,6 +191,8 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
     if (!restored) ++progress_total[e.comm];
   }
   uint64_t left_progress = 0;
+  std::map<uint64_t, uint64_t> gpu_total, gpu_seen;
+  for (const GpuTimeEvent& g : p->gpu_times) ++gpu_total[g.comm];
 
   // The records again, each kept or left out.
   std::string entries;
@@ -193,9 +204,12 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
     entries.clear();
     kept = left_collectives = left_groups = left_progress = 0;
     progress_seen.clear();
+    gpu_seen.clear();
     absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(path, mode);
     if (!file.ok()) return file.status();
     uint8_t previous[kSlotKinds][kSummaryContexts][NCCLWATCH_SLOT_PAYLOAD_BYTES] = {};
+    uint16_t last_mask[kSlotKinds][kSummaryContexts] = {};
+    SlotPredictor predictor;
     Contexts contexts;
     uint64_t group = 0;
     TraceFileStats read_stats;
@@ -206,7 +220,10 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
             // (the analyses read its latest; the timeline ends the kept
             // calls' slices by those around them).
             uint64_t comm = 0;
-            if (ProgressComm(bytes, &comm)) {
+            uint32_t body = 0;
+            if (WatcherComm(bytes, &comm, &body) && body == f::record::kGpuTime) {
+              if (gpu_seen[comm]++ + kGpuTimeTail < gpu_total[comm]) return;
+            } else if (body == f::record::kProgress) {
               const uint64_t k = progress_seen[comm]++;
               const uint64_t total = progress_total[comm];
               if (total > kProgressHead + kProgressTail && k >= kProgressHead &&
@@ -238,27 +255,36 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
               return;
             }
           }
-          // The payload as its difference from the previous one of its
-          // kind, communicator and call, 8 bytes at a time: a mask of the granules
-          // that changed, then each change as a zigzag varint (a time
-          // stamp's step takes 3 bytes, a sequence number's 1).
-          const uint8_t context = contexts.Of(SlotIndex(kind), slot.comm, slot.call);
-          uint8_t* prev = previous[SlotIndex(kind)][context];
+          // The payload as its difference from what the previous one of
+          // its kind, communicator and call predicts (summary_format.h), 8
+          // bytes at a time: a mask of the granules not as predicted (or
+          // a bit saying it is the mask before), then each one's miss as
+          // a zigzag varint (a collective made like the one before it
+          // takes its time's step: 3-4 bytes in all).
+          const int k = SlotIndex(kind);
+          const uint8_t context = contexts.Of(k, slot.comm, slot.call);
+          uint8_t* prev = previous[k][context];
           uint16_t mask = 0;
           uint64_t deltas[kGranules];
           int n = 0;
           for (int i = 0; i < kGranules; ++i) {
-            uint64_t now, before;
+            uint64_t now;
             std::memcpy(&now, bytes.data() + 8 * i, 8);
-            std::memcpy(&before, prev + 8 * i, 8);
-            if (now != before) {
+            const uint64_t predicted = predictor.Predict(kind, i, prev, bytes.data());
+            if (now != predicted) {
               mask = static_cast<uint16_t>(mask | (1u << i));
-              deltas[n++] = now - before;
+              deltas[n++] = now - predicted;
             }
           }
           std::memcpy(prev, bytes.data(), NCCLWATCH_SLOT_PAYLOAD_BYTES);
-          e.U8(CallEntryByte(kind, context));
-          e.Varint(mask);
+          predictor.Update(kind, bytes.data());
+          if (mask == last_mask[k][context]) {
+            e.U8(static_cast<uint8_t>(CallEntryByte(kind, context) | kSummarySameMask));
+          } else {
+            e.U8(CallEntryByte(kind, context));
+            e.Varint(mask);
+            last_mask[k][context] = mask;
+          }
           for (int i = 0; i < n; ++i) e.Zigzag(static_cast<int64_t>(deltas[i]));
           ++kept;
         },

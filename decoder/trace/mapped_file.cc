@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <mutex>
@@ -124,6 +125,30 @@ MappedFile::~MappedFile() {
   e.start.store(0, std::memory_order_release);  // retired before the pages go
   munmap(const_cast<uint8_t*>(data_), static_cast<size_t>(size_));
   e.taken.store(0, std::memory_order_release);
+}
+
+void MappedFile::Populate(uint64_t offset, uint64_t len) const {
+#ifdef MADV_POPULATE_READ
+  if (offset >= size_) return;
+  len = std::min(len, size_ - offset);
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t from = offset / page * page;
+  madvise(const_cast<uint8_t*>(data_) + from, static_cast<size_t>(offset + len - from),
+          MADV_POPULATE_READ);
+#else
+  (void)offset;
+  (void)len;
+#endif
+}
+
+void MappedFile::Release(uint64_t offset, uint64_t len) const {
+  if (offset >= size_) return;
+  len = std::min(len, size_ - offset);
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t from = (offset + page - 1) / page * page;
+  const uint64_t to = (offset + len) / page * page;
+  if (to > from)
+    madvise(const_cast<uint8_t*>(data_) + from, static_cast<size_t>(to - from), MADV_DONTNEED);
 }
 
 bool MappedFile::shrank() const {

@@ -51,6 +51,16 @@ class MappedFile {
   // page on, the mapping reads as zeros.
   bool shrank() const;
 
+  // Paging for a reader that goes through the file once: Populate maps the
+  // pages of [offset, offset + len) in one call (MADV_POPULATE_READ, where
+  // the kernel has it), not one fault each; Release unmaps those wholly
+  // inside it (MADV_DONTNEED: the page cache keeps them, and a later read
+  // maps them again), so that what is resident is what is being read, not
+  // the file. Neither changes what a read sees; a failure (a file shorter
+  // than the range: no SIGBUS, an error) is ignored.
+  void Populate(uint64_t offset, uint64_t len) const;
+  void Release(uint64_t offset, uint64_t len) const;
+
  private:
   MappedFile(const uint8_t* data, uint64_t size, size_t entry)
       : data_(data), size_(size), entry_(entry) {}

@@ -5,6 +5,10 @@
 // outside the timing) to a fresh analysis and asks for the stragglers (one)
 // and, as status does, every rank's recent lateness.
 //
+// BM_SlowGpus: the slow-GPU analysis (analysis/gpu_skew.h) over the same
+// job with every collective's GPU times (GpuTime), rank 3's GPU 5 ms late
+// (its host on time): adding every rank and asking for the slow GPUs (one).
+//
 //   build/bin/arrival_skew_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
 
@@ -15,17 +19,20 @@
 #include <vector>
 
 #include "analysis/arrival_skew.h"
+#include "analysis/gpu_skew.h"
 #include "ncclwatch/ring_format.h"
 
 namespace {
 
 using ncclwatch::decoder::ArrivalSkew;
+using ncclwatch::decoder::GpuSkew;
+using ncclwatch::decoder::GpuTimeEvent;
 using ncclwatch::decoder::ProcessTrace;
 
 constexpr uint64_t kComm = 0x3fa9c1d2e5b60718;
 constexpr uint64_t kCollectives = 2000;
 
-std::vector<ProcessTrace> Job(int ranks) {
+std::vector<ProcessTrace> Job(int ranks, bool slow_gpu = false) {
   std::vector<ProcessTrace> job(static_cast<size_t>(ranks));
   std::mt19937_64 rng(1);
   std::uniform_int_distribution<uint64_t> noise(0, 300'000);
@@ -38,10 +45,21 @@ std::vector<ProcessTrace> Job(int ranks) {
     t.streams[0].rank = r;
     t.streams[0].holds_start = true;
     for (uint64_t s = 0; s < kCollectives; ++s) {
-      const uint64_t when = 1'000'000'000 + s * 20'000'000 + noise(rng) + (r == 3 ? 5'000'000 : 0);
+      const uint64_t base = 1'000'000'000 + s * 20'000'000;
+      const uint64_t when = base + noise(rng) + (!slow_gpu && r == 3 ? 5'000'000 : 0);
       t.streams[0].collectives.push_back(static_cast<uint32_t>(t.collectives.size()));
       t.collectives.emplace_back(s, when, kComm, s, 1024, 1, 7, 0, -1, 0, r, 0x5100, 0, 0x400000,
                                  0);
+      if (!slow_gpu) continue;
+      GpuTimeEvent g;
+      g.comm = kComm;
+      g.call = 1;
+      g.seq = s;
+      g.collectives = s + 1;
+      g.begin_ns = r == 3 ? base + 5'000'000 : when;
+      g.end_ns = base + 6'000'000 + noise(rng) / 3;
+      g.gpu_ns = g.end_ns - g.begin_ns;
+      t.gpu_times.push_back(g);
     }
   }
   return job;
@@ -61,6 +79,20 @@ void BM_Stragglers(benchmark::State& state) {
                                                      benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Stragglers)->Arg(8)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+void BM_SlowGpus(benchmark::State& state) {
+  const std::vector<ProcessTrace> job = Job(static_cast<int>(state.range(0)), true);
+  for (auto _ : state) {
+    GpuSkew skew;
+    for (size_t i = 0; i < job.size(); ++i) skew.AddProcess(static_cast<int>(i), job[i]);
+    const auto found = skew.Stragglers();
+    if (found.size() != 1 || found[0].rank != 3) state.SkipWithError("wrong answer");
+    benchmark::DoNotOptimize(found.data());
+  }
+  state.counters["collectives"] = benchmark::Counter(static_cast<double>(job.size() * kCollectives),
+                                                     benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_SlowGpus)->Arg(8)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

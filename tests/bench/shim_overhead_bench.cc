@@ -68,6 +68,9 @@ struct Targets {
   // The shim instance that tracks completion (on the do-nothing driver).
   AllReduceFn completion_allreduce = nullptr;
   ncclComm_t completion_comm = nullptr;
+  // ... and the baseline's, tracking completion too (NCCLWATCH_SHIM_BASELINE).
+  AllReduceFn baseline_completion_allreduce = nullptr;
+  ncclComm_t baseline_completion_comm = nullptr;
 };
 
 Targets& Get() {
@@ -136,6 +139,20 @@ Targets& Get() {
       x.baseline_send = reinterpret_cast<SendFn>(dlsym(b, "ncclSend"));
       ncclComm_t same = nullptr;
       reinterpret_cast<InitFn>(dlsym(b, "ncclCommInitRank"))(&same, 8, id, 3);
+      // A copy of it tracking completion, as above.
+      const std::string copy = ScratchDir() + "/libncclwatch-baseline-completion.so";
+      std::filesystem::copy_file(base, copy, std::filesystem::copy_options::overwrite_existing);
+      setenv("NCCLWATCH_COMPLETION", "1", 1);
+      void* bc = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!bc) {
+        std::fprintf(stderr, "cannot load %s: %s\n", copy.c_str(), dlerror());
+        std::exit(2);
+      }
+      x.baseline_completion_allreduce = reinterpret_cast<AllReduceFn>(dlsym(bc, "ncclAllReduce"));
+      ncclUniqueId third;
+      std::memset(&third, 11, sizeof(third));
+      reinterpret_cast<InitFn>(dlsym(bc, "ncclCommInitRank"))(&x.baseline_completion_comm, 8, third,
+                                                              3);
     }
     return x;
   }();
@@ -160,11 +177,20 @@ void BM_AllReduce_ThroughShim(benchmark::State& state) {
 
 // Batches of 1024 calls (one marker pool), the watcher given 30 ms between
 // batches (it polls every 20 ms); the time is per batch, the counter per call.
-template <bool kTracked>
+// kTracked 2: the baseline shim's completion-tracking instance.
+template <int kTracked>
 void BatchedAllReduce(benchmark::State& state) {
   Targets& t = Get();
-  const AllReduceFn fn = kTracked ? t.completion_allreduce : t.shim_allreduce;
-  const ncclComm_t comm = kTracked ? t.completion_comm : t.comm;
+  const AllReduceFn fn = kTracked == 2   ? t.baseline_completion_allreduce
+                         : kTracked == 1 ? t.completion_allreduce
+                                         : t.shim_allreduce;
+  const ncclComm_t comm = kTracked == 2   ? t.baseline_completion_comm
+                          : kTracked == 1 ? t.completion_comm
+                                          : t.comm;
+  if (fn == nullptr) {
+    state.SkipWithError("NCCLWATCH_SHIM_BASELINE not set");
+    return;
+  }
   constexpr int kBatch = 1024;
   for (auto _ : state) {
     for (int i = 0; i < kBatch; ++i)
@@ -178,9 +204,15 @@ void BatchedAllReduce(benchmark::State& state) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-void BM_AllReduce_ThroughShim_Batched(benchmark::State& state) { BatchedAllReduce<false>(state); }
+void BM_AllReduce_ThroughShim_Batched(benchmark::State& state) { BatchedAllReduce<0>(state); }
+// Tracked: this build's markers (a timed begin event before the call and
+// one after: issue 23's GPU times) against the baseline's (one untimed
+// event after), on the same do-nothing driver.
 void BM_AllReduce_ThroughShimCompletion_Batched(benchmark::State& state) {
-  BatchedAllReduce<true>(state);
+  BatchedAllReduce<1>(state);
+}
+void BM_AllReduce_ThroughBaselineShimCompletion_Batched(benchmark::State& state) {
+  BatchedAllReduce<2>(state);
 }
 void BM_AllReduce_Direct_Batched(benchmark::State& state) {
   Targets& t = Get();
@@ -379,6 +411,7 @@ BENCHMARK(BM_RingAppend64);
 BENCHMARK(BM_AllReduce_Direct_Batched)->Iterations(100);
 BENCHMARK(BM_AllReduce_ThroughShim_Batched)->Iterations(100);
 BENCHMARK(BM_AllReduce_ThroughShimCompletion_Batched)->Iterations(100);
+BENCHMARK(BM_AllReduce_ThroughBaselineShimCompletion_Batched)->Iterations(100);
 int main(int argc, char** argv) {
   // The shim's thread-locals are initial-exec (a TLS access never
   // allocates), and this program dlopens it two or three times: more than

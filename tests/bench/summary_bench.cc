@@ -2,22 +2,31 @@
 // `ncclwatch diagnose` over a job's summaries against over its traces, each
 // run as the user runs it, as a separate process.
 //
-//   summary_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+//   summary_bench
+//   NCCLWATCH_BASE_CLI=/path/to/main/build/bin/ncclwatch summary_bench   # beside another build
+//   NCCLWATCH_BENCH_LARGE=1 summary_bench --benchmark_filter=ranks:32768  # the large jobs too
 //
 // The jobs are synthetic (tests/bench/synthetic_trace.h, the shim's own ring
 // writer): `ranks` ranks of one world communicator, `calls` AllReduces
-// each, in nodes of 8 ranks; one rank changes the count of its last
-// collective, so both diagnoses must read to the end and name it.
+// each, in nodes of 8 ranks, the ranks' clocks started together; healthy,
+// a mismatch (one rank changes the count of its last collective, so every
+// diagnosis must read to the end and name it), a dead rank (SIGKILLed
+// halfway, the others waiting in the next collective) or a straggler (one
+// rank's host 5 ms late in every collective). Each verdict is checked: the
+// headline, the rank it names, and the straggler's warning alone.
 //
 // BM_SummarizeNode: one node's 8 traces summarized with the default window
 //   (4,096): wall and CPU time, peak memory, the summary's size beside the
-//   traces' (the slots they hold).
+//   traces' (the slots they hold); and the other build's.
 // BM_DiagnoseJob: every node summarized (the per-node figures, median and
 //   largest, come from these runs), then `diagnose` over the summaries and,
 //   where the traces fit on this disk (traces:1), over the traces: wall and
-//   CPU time, peak memory, and whether both name the same root cause (their
-//   headlines, same_verdict 1). traces:0 deletes each node's traces once
-//   summarized (an 8,192-rank job's 21 GB do not fit here).
+//   CPU time, peak memory, and whether both give the same headline
+//   (same_verdict 1); with NCCLWATCH_BASE_CLI, the other build summarizes
+//   every node too (into its own folder: its summaries are its format's)
+//   and diagnoses them (base_*, x_faster_than_base, same_as_base). traces:0
+//   deletes each node's traces once summarized (an 8,192-rank job's 21 GB
+//   do not fit here).
 //
 // Folders under $TMPDIR, removed at exit (kept with NCCLWATCH_BENCH_KEEP set,
 // to measure by hand afterwards).
@@ -34,6 +43,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -48,6 +58,12 @@ constexpr int kNodeRanks = 8;
 std::string Cli() {
   const char* cli = getenv("NCCLWATCH_CLI");
   return cli ? cli : NCCLWATCH_CLI_DEFAULT;
+}
+
+// Another build to measure beside this one (main's, say), or "".
+std::string BaseCli() {
+  const char* cli = getenv("NCCLWATCH_BASE_CLI");
+  return cli ? cli : "";
 }
 
 [[noreturn]] void Die(const std::string& why) {
@@ -99,14 +115,15 @@ double WallNow() {
 
 // Runs the CLI with `args` in a fresh process, its output into `out`, and
 // measures it the way `time` would.
-ChildCost Run(const std::vector<std::string>& args, const std::string& out, int want_exit) {
+ChildCost Run(const std::vector<std::string>& args, const std::string& out, int want_exit,
+              const std::string& which = Cli()) {
   ChildCost c;
   const double start = WallNow();
   pid_t pid = fork();
   if (pid == 0) {
     if (!freopen(out.c_str(), "w", stdout)) _exit(127);
     std::vector<char*> argv;
-    const std::string cli = Cli();
+    const std::string cli = which;
     argv.push_back(const_cast<char*>(cli.c_str()));
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -137,14 +154,55 @@ uint64_t FolderBytes(const std::string& dir) {
   return n;
 }
 
+// The jobs: healthy; one rank changes the count of its last collective
+// (mismatch); one rank SIGKILLed halfway, the others waiting for it in the
+// next collective (dead); one rank's host 5 ms late in every collective
+// (straggler). All ranks' clocks start together, each rank's enqueues a
+// few hundred microseconds off at random, so only the straggler is late.
+enum Variant { kHealthy = 0, kMismatch = 1, kDead = 2, kStraggler = 3 };
+const char* VariantName(int v) {
+  static const char* const names[] = {"healthy", "mismatch", "dead", "straggler"};
+  return names[v];
+}
+// What the headline of each must begin with (the dead rank's is
+// missing_rank: its host, "synth", is not this one, so no one can say how
+// it ended), and the rank it names.
+std::string Expected(int variant) {
+  static const char* const heads[] = {"HEALTHY", "PROBLEM: collective_mismatch",
+                                      "PROBLEM: missing_rank", "HEALTHY"};
+  return heads[variant];
+}
+int ExpectedExit(int variant) { return variant == kHealthy || variant == kStraggler ? 0 : 1; }
+
+uint64_t g_start_ns = 0, g_start_realtime_ns = 0;
+
 // Node `node` of a job (its 8 ranks) written into `dir`.
-void WriteNode(const std::string& dir, int ranks, uint64_t calls, int node) {
+void WriteNode(const std::string& dir, int ranks, uint64_t calls, int node,
+               int variant = kMismatch) {
   fs::create_directories(dir);
+  if (g_start_ns == 0) {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    g_start_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    g_start_realtime_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+  }
   ncclwatch::bench::SyntheticJob job;
   job.ranks = ranks;
   job.calls = calls;
-  job.diverging_rank = ranks / 2;
-  job.diverging_seq = calls - 1;
+  job.start_ns = g_start_ns;
+  job.start_realtime_ns = g_start_realtime_ns;
+  if (variant == kMismatch) {
+    job.diverging_rank = ranks / 2;
+    job.diverging_seq = calls - 1;
+  } else if (variant == kDead) {
+    job.short_rank = ranks / 2;
+    job.short_calls = calls / 2;
+    job.killed = true;
+  } else if (variant == kStraggler) {
+    job.slow_rank = ranks / 2;
+    job.slow_ns = 5000000;
+  }
   job.first_rank = node * kNodeRanks;
   job.end_rank = (node + 1) * kNodeRanks;
   std::string error;
@@ -156,9 +214,10 @@ struct Summarized {
   uint64_t bytes = 0;
 };
 
-Summarized SummarizeNode(const std::string& traces, const std::string& out) {
+Summarized SummarizeNode(const std::string& traces, const std::string& out,
+                         const std::string& which = Cli()) {
   Summarized s;
-  s.cost = Run({"summarize", traces, "-o", out}, g_root.path() + "/summarize.out", 0);
+  s.cost = Run({"summarize", traces, "-o", out}, g_root.path() + "/summarize.out", 0, which);
   if (!s.cost.ok) Die("ncclwatch summarize " + traces + " failed");
   s.bytes = fs::file_size(out);
   return s;
@@ -170,10 +229,17 @@ void BM_SummarizeNode(benchmark::State& state) {
   const std::string out = dir + ".ncws";
   WriteNode(dir, 64, calls, 0);
   uint64_t slot_bytes = calls * kNodeRanks * 128;  // the collectives' slots the traces hold
-  Summarized s;
+  Summarized s, b;
+  const std::string base = BaseCli();
   for (auto _ : state) {
     s = SummarizeNode(dir, out);
     state.SetIterationTime(s.cost.wall_s);
+    if (!base.empty()) b = SummarizeNode(dir, out + ".base", base);
+  }
+  if (!base.empty()) {
+    state.counters["base_wall_s"] = b.cost.wall_s;
+    state.counters["base_cpu_s"] = b.cost.cpu_s;
+    state.counters["base_summary_KiB"] = static_cast<double>(b.bytes) / 1024.0;
   }
   state.counters["cpu_s"] = s.cost.cpu_s;
   state.counters["peak_rss_MiB"] = static_cast<double>(s.cost.peak_rss_kib) / 1024.0;
@@ -183,48 +249,74 @@ void BM_SummarizeNode(benchmark::State& state) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::remove(out, ec);
+  fs::remove(out + ".base", ec);
 }
 
 void BM_DiagnoseJob(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
   const uint64_t calls = static_cast<uint64_t>(state.range(1));
   const bool keep_traces = state.range(2) != 0;
-  const std::string job = g_root.path() + "/job-" + std::to_string(ranks);
+  const int variant = static_cast<int>(state.range(3));
+  state.SetLabel(VariantName(variant));
+  const std::string base = BaseCli();
+  const std::string job =
+      g_root.path() + "/job-" + std::to_string(ranks) + "-" + VariantName(variant);
   const std::string traces = job + "/traces";
   const std::string summaries = job + "/summaries";
+  const std::string base_summaries = job + "/base-summaries";
   fs::create_directories(summaries);
-  // Every node summarized, as each node's launcher task would.
+  if (!base.empty()) fs::create_directories(base_summaries);
+  // Every node summarized, as each node's launcher task would (and by the
+  // other build, into its own folder: its summaries are its format's).
   std::vector<double> node_s;
   uint64_t largest = 0;
   for (int node = 0; node < ranks / kNodeRanks; ++node) {
     const std::string dir = traces + "/node" + std::to_string(node);
-    WriteNode(dir, ranks, calls, node);
-    const Summarized s = SummarizeNode(dir, summaries + "/node" + std::to_string(node) + ".ncws");
+    const std::string name = "/node" + std::to_string(node) + ".ncws";
+    WriteNode(dir, ranks, calls, node, variant);
+    const Summarized s = SummarizeNode(dir, summaries + name);
+    if (!base.empty()) SummarizeNode(dir, base_summaries + name, base);
     node_s.push_back(s.cost.wall_s);
     largest = std::max(largest, s.bytes);
     if (!keep_traces) fs::remove_all(dir);
   }
   std::sort(node_s.begin(), node_s.end());
-  ChildCost from_summaries, from_traces;
-  bool same = true;
+  const int want = ExpectedExit(variant);
+  const std::string named = "(rank " + std::to_string(ranks / 2) + ")";
+  // The headline, and the straggler's warning in the report.
+  auto verdict_ok = [&](const std::string& file) {
+    const std::string line = FirstLine(file);
+    if (line.rfind(Expected(variant), 0) != 0) return false;
+    if (want != 0) return line.find(named) != std::string::npos;
+    std::ifstream in(file);
+    const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // One straggler warning, naming that rank, or none at all.
+    size_t warnings = 0;
+    for (size_t at = all.find("enqueued last"); at != std::string::npos;
+         at = all.find("enqueued last", at + 1))
+      ++warnings;
+    if (variant != kStraggler) return warnings == 0;
+    return warnings == 1 &&
+           all.find("rank " + std::to_string(ranks / 2) + " enqueued last") != std::string::npos;
+  };
+  ChildCost from_summaries, from_traces, from_base;
+  bool same = true, same_as_base = true;
   for (auto _ : state) {
-    const std::string a = job + "/from-summaries.out", b = job + "/from-traces.out";
-    from_summaries = Run({"diagnose", summaries}, a, 1);
-    if (!from_summaries.ok) {
-      state.SkipWithError("diagnose over the summaries did not find the divergence");
+    const std::string a = job + "/from-summaries.out", b = job + "/from-traces.out",
+                      c = job + "/from-base.out";
+    from_summaries = Run({"diagnose", summaries}, a, want);
+    if (!from_summaries.ok || !verdict_ok(a)) {
+      state.SkipWithError(("diagnose over the summaries said: " + FirstLine(a)).c_str());
       return;
     }
+    same = true;
     if (keep_traces) {
-      from_traces = Run({"diagnose", traces}, b, 1);
-      if (!from_traces.ok) {
-        state.SkipWithError("diagnose over the traces did not find the divergence");
-        return;
-      }
-      same = FirstLine(a) == FirstLine(b) &&
-             FirstLine(a).rfind("PROBLEM: collective_mismatch", 0) == 0;
-    } else {
-      same = FirstLine(a).rfind("PROBLEM: collective_mismatch", 0) == 0 &&
-             FirstLine(a).find("(rank " + std::to_string(ranks / 2) + ")") != std::string::npos;
+      from_traces = Run({"diagnose", traces}, b, want);
+      same = from_traces.ok && FirstLine(a) == FirstLine(b);
+    }
+    if (!base.empty()) {
+      from_base = Run({"diagnose", base_summaries}, c, want, base);
+      same_as_base = from_base.ok && FirstLine(a) == FirstLine(c);
     }
     state.SetIterationTime(from_summaries.wall_s);
   }
@@ -241,6 +333,15 @@ void BM_DiagnoseJob(benchmark::State& state) {
     state.counters["traces_rss_MiB"] = static_cast<double>(from_traces.peak_rss_kib) / 1024.0;
     state.counters["x_faster"] = from_traces.wall_s / from_summaries.wall_s;
   }
+  if (!base.empty()) {
+    state.counters["base_summaries_MiB"] =
+        static_cast<double>(FolderBytes(base_summaries)) / 1048576.0;
+    state.counters["base_wall_s"] = from_base.wall_s;
+    state.counters["base_cpu_s"] = from_base.cpu_s;
+    state.counters["base_rss_MiB"] = static_cast<double>(from_base.peak_rss_kib) / 1024.0;
+    state.counters["x_faster_than_base"] = from_base.wall_s / from_summaries.wall_s;
+    state.counters["same_as_base"] = same_as_base ? 1 : 0;
+  }
   std::error_code ec;
   if (!Root::Keep()) fs::remove_all(job, ec);
 }
@@ -256,14 +357,37 @@ BENCHMARK(BM_SummarizeNode)
     ->UseManualTime()
     ->Iterations(1);
 
-// 1,024 ranks (128 nodes) with the traces kept, 8,192 (1,024 nodes) from
-// summaries only; 20,000 collectives per rank.
+// 1,024 ranks (128 nodes) with the traces kept, each variant; 8,192 (1,024
+// nodes) from summaries only (the traces deleted once
+// summarized); 20,000 collectives per rank.
 BENCHMARK(BM_DiagnoseJob)
-    ->ArgNames({"ranks", "calls", "traces"})
-    ->Args({1024, 20000, 1})
-    ->Args({8192, 20000, 0})
+    ->ArgNames({"ranks", "calls", "traces", "variant"})
+    ->Args({1024, 20000, 1, kHealthy})
+    ->Args({1024, 20000, 1, kMismatch})
+    ->Args({1024, 20000, 1, kDead})
+    ->Args({1024, 20000, 1, kStraggler})
+    ->Args({8192, 20000, 0, kMismatch})
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime()
     ->Iterations(1);
 
-BENCHMARK_MAIN();
+// 32,768 and 131,072 ranks, with NCCLWATCH_BENCH_LARGE set (tens of minutes
+// and gigabytes of summaries here): the mismatch and the straggler (judged
+// over fewer collectives per rank: analysis/arrival_skew.h) at 32,768, the
+// mismatch at 131,072, from summaries only.
+int main(int argc, char** argv) {
+  if (getenv("NCCLWATCH_BENCH_LARGE") != nullptr) {
+    benchmark::RegisterBenchmark("BM_DiagnoseJobLarge", BM_DiagnoseJob)
+        ->ArgNames({"ranks", "calls", "traces", "variant"})
+        ->Args({32768, 20000, 0, kMismatch})
+        ->Args({32768, 20000, 0, kStraggler})
+        ->Args({131072, 20000, 0, kMismatch})
+        ->Unit(benchmark::kMillisecond)
+        ->UseManualTime()
+        ->Iterations(1);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}

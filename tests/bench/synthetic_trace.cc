@@ -63,7 +63,8 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
     // Protobuf collectives are all format 1 had: mark the file so, so that
     // an ncclwatch from before format 2 reads it too (side by side).
     if (!job.call_slots) ring.header()->format_version = 1;
-    uint64_t t = Now(CLOCK_MONOTONIC);
+    uint64_t t = job.start_ns != 0 ? job.start_ns : Now(CLOCK_MONOTONIC);
+    const uint64_t t0 = t;
     bool ok = Put(ring, Region::kPinned, t, f::record::kProcessStart, [&](WireWriter& w) {
       w.Varint(f::process_start::kPid, config.pid);
       w.String(f::process_start::kHost, "synth");
@@ -77,7 +78,8 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
     ok = ok && Put(ring, Region::kPinned, t, f::record::kTimeAnchor, [&](WireWriter& w) {
            w.Varint(f::time_anchor::kT, t);
            w.Varint(f::time_anchor::kMonotonicNs, t);
-           w.Varint(f::time_anchor::kRealtimeNs, Now(CLOCK_REALTIME));
+           w.Varint(f::time_anchor::kRealtimeNs,
+                    job.start_realtime_ns != 0 ? job.start_realtime_ns : Now(CLOCK_REALTIME));
          });
     ok = ok && Put(ring, Region::kPinned, ++t, f::record::kCommInitBegin, [&](WireWriter& w) {
            w.Fixed64(f::comm_init_begin::kComm, kWorldComm);
@@ -94,11 +96,24 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
            w.Sint(f::comm_init_end::kDevice, rank % 8);
            w.Sint(f::comm_init_end::kNranks, job.ranks);
          });
-    for (uint64_t seq = 0; ok && seq < calls; ++seq) {
+    // Killed: every rank waits in #short_calls but the one that died before it.
+    const uint64_t issued =
+        job.killed ? (rank == job.short_rank ? job.short_calls : job.short_calls + 1) : calls;
+    for (uint64_t seq = 0; ok && seq < issued; ++seq) {
       const bool diverge = rank == job.diverging_rank && seq == job.diverging_seq;
+      if (job.start_ns != 0) {
+        // One step a millisecond, each rank a little off, the slow one late.
+        uint64_t h = (static_cast<uint64_t>(rank) << 32 | seq) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+        t = t0 + 1000 + (seq + 1) * 1000000 + h % 300000 +
+            (rank == job.slow_rank ? job.slow_ns : 0);
+      } else {
+        t += 1000;
+      }
       if (job.call_slots) {
         ncclwatch_call_slot s{};
-        s.t = t += 1000;
+        s.t = t;
+        if (job.killed && seq == job.short_calls) s.result = NCCLWATCH_RESULT_PENDING;
         s.comm = kWorldComm;
         s.seq = seq;
         s.call = f::kAllReduce;
@@ -113,7 +128,7 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
         ok = ring.AppendCallSlot(NCCLWATCH_SLOT_COLLECTIVE, s);
         continue;
       }
-      ok = Put(ring, Region::kRing, t += 1000, f::record::kCollective, [&](WireWriter& w) {
+      ok = Put(ring, Region::kRing, t, f::record::kCollective, [&](WireWriter& w) {
         w.Fixed32(f::collective::kResult, 0);
         w.Fixed64(f::collective::kComm, kWorldComm);
         w.Varint(f::collective::kSeq, seq);
@@ -128,10 +143,11 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
         w.Sint(f::collective::kRank, rank);
       });
     }
-    ok = ok && Put(ring, Region::kPinned, ++t, f::record::kProcessEnd, [&](WireWriter& w) {
-           w.Varint(f::process_end::kHow, f::process_end::kHowExit);
-           w.Sint(f::process_end::kExitCode, 0);
-         });
+    if (!job.killed)
+      ok = ok && Put(ring, Region::kPinned, ++t, f::record::kProcessEnd, [&](WireWriter& w) {
+             w.Varint(f::process_end::kHow, f::process_end::kHowExit);
+             w.Sint(f::process_end::kExitCode, 0);
+           });
     // Unmapped now (the writer has no other close): a job of thousands of
     // ranks written by one process would otherwise hold every file mapped,
     // and its disk space with it, deleted or not, until the process exits.

@@ -28,6 +28,19 @@ struct SyntheticJob {
   // after `short_calls` collectives (a rank that stopped; -1: none).
   int short_rank = -1;
   uint64_t short_calls = 0;
+  // With `killed`, rank `short_rank` was SIGKILLed after its short_calls
+  // collectives (no end in its trace), and the others wait in collective
+  // #short_calls (pending) until the launcher kills them too (no end).
+  bool killed = false;
+  // The ranks' clocks: every rank's collectives from one start (monotonic
+  // and realtime nanoseconds; 0: now, as each rank is written), 1 ms apart,
+  // each rank's enqueue a few hundred microseconds off at random (seeded by
+  // rank and number), and rank `slow_rank` `slow_ns` late in every one (a
+  // straggler). Without `start_ns`, 1 us apart from when each is written.
+  uint64_t start_ns = 0;
+  uint64_t start_realtime_ns = 0;
+  int slow_rank = -1;
+  uint64_t slow_ns = 0;
 };
 
 // Writes one trace per rank into `dir` (which must exist). Returns false and

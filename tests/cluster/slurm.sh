@@ -102,3 +102,26 @@ slurm_stop() {
   stop_pidfile "$d/munge/munged.pid"
   echo "slurm: slurmd, slurmctld and munged stopped"
 }
+
+# A job's state, and whether it has ended (neither running, pending nor completing).
+job_state() { scontrol show job "$1" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+job_gone() { [[ $(job_state "$1") != RUNNING && $(job_state "$1") != PENDING && $(job_state "$1") != COMPLETING ]]; }
+
+# What the traces of a job's tasks say (ncclwatch dump). Each dump is read
+# whole before it is searched: a reader that stops early would fail the
+# pipeline under pipefail.
+comm_of() {  # TRACE: the world communicator the process made
+  local records
+  records=$("$NCCLWATCH" dump "$1")
+  grep -o 'comm_init_begin ncclCommInitRank comm=[0-9a-f]*' <<<"$records" | sed -n '1s/.*comm=//p'
+}
+trace_of_rank() {  # DIR RANK
+  local f records
+  for f in "$1"/*.trace; do
+    records=$("$NCCLWATCH" dump "$f")
+    if grep -q "process_start .* rank=$2(SLURM_PROCID)" <<<"$records"; then
+      echo "$f"
+      return
+    fi
+  done
+}

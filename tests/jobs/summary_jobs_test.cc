@@ -313,3 +313,22 @@ TEST_CASE("summaries: a window too small for the analysis is said, with the node
   }
   CHECK(covers);
 }
+
+// What a real node's summary costs (issue 25: under 1 MiB a node): 8 ranks
+// of train_loop's two communicators (world and tensor-parallel), 8,000
+// steps, summarized as one node with the default window, and diagnosed
+// from it as from the traces.
+TEST_CASE("summaries: a real 8-rank node of two communicators is under 1 MiB at the default window",
+          "[summary]") {
+  Job j;
+  Run(&j, 8, {"--steps", "8000", "--tensor-parallel"}, 240);
+  for (const auto& r : j.result.ranks) REQUIRE(r.exit_code == 0);
+  CHECK(j.raw.verdict == "healthy");
+  Nodes n;
+  const std::string out = SummarizeFolder(j.dir.path(), "node-a", n.tmp.path() + "/summaries", 0);
+  const uintmax_t bytes = fs::file_size(out);
+  INFO("the summary: " << bytes << " bytes");
+  CHECK(bytes < (uintmax_t{1} << 20));
+  const jobs::DiagnosisView s = RequireSame(j.raw, n);
+  CHECK(s.verdict == "healthy");
+}

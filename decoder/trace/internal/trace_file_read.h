@@ -134,7 +134,10 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
         const uint64_t now = LiveCursor(false);
         far = now != kNoCursor && now <= i + slots && i + slots - now >= margin;
       }
-      if (far) in_place = map_->data() + offset + (i & mask) * kSlot;
+      if (far) {
+        in_place = map_->data() + offset + (i & mask) * kSlot;
+        map_->Populate(offset + (i & mask) * kSlot, n * kSlot);
+      }
     }
     const bool copied = in_place == nullptr;
     if (copied && !(in_flight ? copy_slots(i, n, chunk.get(), stable_slots)
@@ -277,6 +280,9 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
       // were these slots still the file's while they were used? A writer
       // that claimed index j + slots may have been rewriting slot j.
       retire();
+      // Nothing points into the chunk now: its pages go (a ring of any
+      // size is read with a chunk's pages resident, not the ring's).
+      map_->Release(offset + ((end - n) & mask) * kSlot, n * kSlot);
       std::atomic_thread_fence(std::memory_order_acquire);
       const uint64_t now = LiveCursor(false);
       if (now == kNoCursor || now > end - n + slots) stats->read_again = true;
