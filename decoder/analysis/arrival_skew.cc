@@ -4,58 +4,18 @@
 #include <climits>
 #include <cmath>
 
+#include "analysis/lateness_stats.h"
+
 namespace ncclwatch::decoder {
 
-namespace {
-
-int64_t Quantile(std::vector<int64_t> v, double q) {
-  if (v.empty()) return 0;
-  const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
-
-// The change point of a 0/1 series: the index s splitting it into [0, s)
-// and [s, n) with the least squared error around each part's mean, where
-// the part after is the denser one; 0 when no split beats none.
-size_t ChangePoint(const std::vector<uint8_t>& x) {
-  const size_t n = x.size();
-  if (n < 2) return 0;
-  std::vector<double> prefix(n + 1, 0);
-  for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + x[i];
-  auto sse = [&](size_t a, size_t b) {  // sum of squared error of x[a, b) (x*x == x)
-    const double len = static_cast<double>(b - a);
-    if (len == 0) return 0.0;
-    const double sum = prefix[b] - prefix[a];
-    return sum - sum * sum / len;
-  };
-  double best = sse(0, n);
-  size_t at = 0;
-  // Each part at least 5 collectives and a twentieth of them (a split that
-  // isolates a handful says nothing), and the rate after at least twice the
-  // rate before (a change, not noise around one rate).
-  const size_t least = std::max<size_t>(5, n / 20);
-  for (size_t s = least; s + least <= n; ++s) {
-    const double before = (prefix[s] - prefix[0]) / static_cast<double>(s);
-    const double after = (prefix[n] - prefix[s]) / static_cast<double>(n - s);
-    if (after < 2 * before || after <= before) continue;
-    const double e = sse(0, s) + sse(s, n);
-    if (e < best - 1e-9) {
-      best = e;
-      at = s;
-    }
-  }
-  return at;
-}
-
-}  // namespace
+using lateness::Quantile;
 
 void ArrivalSkew::AddProcess(int index, const ProcessTrace& t) {
   for (const CommStream& s : t.streams) {
     if (!s.any() || s.rank < 0) continue;
     // The last kWindow numbered collectives, by number (a stream is in call
     // order; its numbers rise by one, less what the ring lost).
-    size_t from = s.collectives.size() > kWindow ? s.collectives.size() - kWindow : 0;
+    size_t from = s.collectives.size() > window_ ? s.collectives.size() - window_ : 0;
     // A node's summary that left out the middle of the calls: only the run
     // after what it left out (its head and tail are not one series).
     for (const LeftOutCalls& l : t.left_out) {
@@ -80,41 +40,83 @@ void ArrivalSkew::AddProcess(int index, const ProcessTrace& t) {
       series.call[e.seq - first] = e.call;
     }
     // A process with two ranks of one communicator keeps both (keyed by rank).
-    comms_[s.comm][s.rank] = std::move(series);
+    auto [at, fresh] = comms_[s.comm].insert_or_assign(s.rank, std::move(series));
+    (void)at;
+    if (!fresh) continue;
+    // One member more: past kMaxKept, every member keeps half as many.
+    if (++members_ * window_ <= max_kept_ || window_ == 1) continue;
+    while (members_ * window_ > max_kept_ && window_ > 1) window_ /= 2;
+    for (auto& [comm, members] : comms_)
+      for (auto& [rank, m] : members) Narrow(&m, window_);
   }
+}
+
+void ArrivalSkew::Narrow(Series* s, size_t window) {
+  size_t kept = 0;
+  size_t at = s->ns.size();
+  while (at > 0 && kept < window) {
+    --at;
+    if (s->ns[at] != INT64_MIN) ++kept;
+  }
+  // `at` is the first of the last `window` recorded (or 0: fewer are).
+  while (at < s->ns.size() && s->ns[at] == INT64_MIN) ++at;
+  if (at == 0) return;
+  s->ns.erase(s->ns.begin(), s->ns.begin() + static_cast<std::ptrdiff_t>(at));
+  s->call.erase(s->call.begin(), s->call.begin() + static_cast<std::ptrdiff_t>(at));
+  s->ns.shrink_to_fit();
+  s->call.shrink_to_fit();
+  s->first_seq += at;
+  s->from_start = false;
 }
 
 std::vector<ArrivalSkew::Op> ArrivalSkew::Compare(const Members& members) {
   std::vector<Op> ops;
   uint64_t lo = 0, hi = UINT64_MAX;
   for (const auto& [rank, s] : members) {
+    if (s.ns.empty()) return ops;
     lo = std::max(lo, s.first_seq);
     hi = std::min(hi, s.first_seq + s.ns.size() - 1);
   }
-  for (uint64_t seq = lo; seq <= hi && hi != UINT64_MAX; ++seq) {
-    int64_t latest = INT64_MIN, second = INT64_MIN, earliest = INT64_MAX;
+  if (hi == UINT64_MAX || hi < lo) return ops;
+  // Member by member, in rank order, over every number at once (each
+  // member's series read in a row, not one number of every member at a
+  // time): per number the latest, the one before it and the earliest, who
+  // was latest and the call of the last member read, as a loop per number
+  // over the members in rank order would find them.
+  const size_t n = hi - lo + 1;
+  struct Acc {
+    int64_t latest = INT64_MIN;
+    int64_t second = INT64_MIN;
+    int64_t earliest = INT64_MAX;
     int32_t who = -1;
     uint32_t call = 0;
     bool all = true;
-    for (const auto& [rank, s] : members) {
-      const int64_t v = s.ns[seq - s.first_seq];
-      if (v == INT64_MIN) {
-        all = false;
-        break;
-      }
-      call = s.call[seq - s.first_seq];
-      earliest = std::min(earliest, v);
-      if (v > latest) {
-        second = latest;
-        latest = v;
-        who = rank;
-      } else if (v > second) {
-        second = v;
+  };
+  std::vector<Acc> acc(n);
+  for (const auto& [rank, s] : members) {
+    const int64_t* ns = s.ns.data() + (lo - s.first_seq);
+    const uint32_t* call = s.call.data() + (lo - s.first_seq);
+    for (size_t i = 0; i < n; ++i) {
+      Acc& a = acc[i];
+      const int64_t v = ns[i];
+      if (v == INT64_MIN) a.all = false;
+      if (!a.all) continue;
+      a.call = call[i];
+      a.earliest = std::min(a.earliest, v);
+      if (v > a.latest) {
+        a.second = a.latest;
+        a.latest = v;
+        a.who = rank;
+      } else if (v > a.second) {
+        a.second = v;
       }
     }
-    if (!all) continue;
-    const int64_t gap = latest - second;
-    ops.push_back(Op{seq, gap >= kMinGapNs ? who : -1, gap, call, earliest, latest});
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Acc& a = acc[i];
+    if (!a.all) continue;
+    const int64_t gap = a.latest - a.second;
+    ops.push_back(Op{lo + i, gap >= kMinGapNs ? a.who : -1, gap, a.call, a.earliest, a.latest});
   }
   return ops;
 }
@@ -170,11 +172,8 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
     }
     if (gapped == 0) continue;
 
-    const double p = 1.0 / n;
-    const double bar = static_cast<double>(gapped) * p +
-                       kSigmas * std::sqrt(static_cast<double>(gapped) * p * (1 - p));
     for (const auto& [rank, count] : times_last) {
-      if (count < kMinTimesLast || 2 * count < gapped || static_cast<double>(count) < bar) continue;
+      if (!lateness::StandsOut(count, gapped, n)) continue;
       const Series& mine = members.at(rank);
       ArrivalStraggler x;
       x.comm = comm;
@@ -183,6 +182,7 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
       x.members = n;
       for (const auto& [r, s] : members) x.member_processes.push_back(s.process);
       x.compared = ops.size();
+      x.window = window_;
       x.gapped = gapped;
       x.times_last = count;
       x.first_seq = ops.front().seq;
@@ -192,23 +192,18 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
       x.window_start = !from_start || x.first_seq != 0;
 
       std::vector<uint8_t> indicator(ops.size());
-      std::vector<int64_t> gaps;
-      std::map<uint32_t, std::pair<uint64_t, uint64_t>> by_call;  // call -> (last, compared)
+      std::vector<int64_t> gaps, all_gaps(ops.size());
+      std::vector<uint32_t> calls(ops.size());
       for (size_t i = 0; i < ops.size(); ++i) {
         indicator[i] = ops[i].last == rank;
-        ++by_call[ops[i].call].second;
-        if (indicator[i]) {
-          gaps.push_back(ops[i].gap);
-          ++by_call[ops[i].call].first;
-        }
+        all_gaps[i] = ops[i].gap;
+        calls[i] = ops[i].call;
+        if (indicator[i]) gaps.push_back(ops[i].gap);
       }
-      for (const auto& [call, c] : by_call) {
-        if (c.first > x.call_times_last) {
-          x.call = call;
-          x.call_times_last = c.first;
-          x.call_compared = c.second;
-        }
-      }
+      const lateness::CallLast most = lateness::MostOftenLast(calls, indicator);
+      x.call = most.call;
+      x.call_times_last = most.times_last;
+      x.call_compared = most.compared;
       x.median_late_ns = Quantile(gaps, 0.5);
       x.p90_late_ns = Quantile(gaps, 0.9);
       std::vector<int64_t> intervals;
@@ -217,24 +212,14 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
           intervals.push_back(mine.ns[i] - mine.ns[i - 1]);
       x.median_interval_ns = Quantile(intervals, 0.5);
 
-      const size_t began = ChangePoint(indicator);
+      const lateness::Straggling dated = lateness::DateStraggling(indicator, all_gaps, kMinGapNs);
+      const size_t began = dated.began;
       x.began_later = began > 0;
       x.began_seq = ops[began].seq;
       x.began_ns = mine.ns[x.began_seq - mine.first_seq];
-      std::vector<int64_t> early, recent;
-      size_t straggling = 0;
-      for (size_t i = began; i < ops.size(); ++i) straggling += indicator[i];
-      size_t seen = 0;
-      for (size_t i = began; i < ops.size(); ++i) {
-        if (!indicator[i]) continue;
-        (2 * seen < straggling ? early : recent).push_back(ops[i].gap);
-        ++seen;
-      }
-      x.early_late_ns = Quantile(early, 0.5);
-      x.recent_late_ns = Quantile(recent, 0.5);
-      x.worsening = early.size() >= kMinTimesLast / 2 && recent.size() >= kMinTimesLast / 2 &&
-                    x.recent_late_ns >= x.early_late_ns + x.early_late_ns / 2 &&
-                    x.recent_late_ns - x.early_late_ns >= kMinGapNs;
+      x.early_late_ns = dated.early_late_ns;
+      x.recent_late_ns = dated.recent_late_ns;
+      x.worsening = dated.worsening;
       out.push_back(x);
     }
   }

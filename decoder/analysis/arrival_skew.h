@@ -5,7 +5,11 @@
 // the member whose host enqueues it last holds the others back by the gap
 // between its enqueue and the one before it. Per communicator and member,
 // the enqueue times of its last kWindow numbered collectives are kept (as
-// each process is added: a job's memory stays one window per member). Per
+// each process is added: a job's memory stays one window per member). Past
+// kMaxKept times in all (8,192 members of 4,096), the window narrows by
+// halves, to the widest that keeps members x window within it (at 131,072
+// members, 256 each): every member's series is cut to it, whatever the
+// order they came in, and the straggler's figures say so (`window`). Per
 // collective every member issued, the last member and its gap are found; a
 // gap under kMinGapNs is "arrived together" (scheduler noise, one process's
 // microseconds of bookkeeping) and blames no one.
@@ -36,6 +40,7 @@
 #include <map>
 #include <vector>
 
+#include "analysis/lateness_stats.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
@@ -47,6 +52,7 @@ struct ArrivalStraggler {
   int members = 0;  // members compared
   std::vector<int> member_processes;
   uint64_t compared = 0;  // collectives every member issued (within the window)
+  uint64_t window = 0;    // the collectives kept per member (kWindow, or narrower: kMaxKept)
   uint64_t gapped = 0;    // ... of which one member came last by kMinGapNs or more
   uint64_t times_last = 0;
   uint32_t call = 0;               // the collective it was most often last in
@@ -96,12 +102,18 @@ struct ArrivalSpan {
 
 class ArrivalSkew {
  public:
-  static constexpr size_t kWindow = 4096;            // collectives per member
-  static constexpr int64_t kMinGapNs = 1000 * 1000;  // 1 ms
-  static constexpr uint64_t kMinTimesLast = 10;      // evidence below this names no one
-  static constexpr double kSigmas = 5.0;
+  static constexpr size_t kWindow = 4096;              // collectives per member
+  static constexpr size_t kMaxKept = size_t{1} << 25;  // members x window, at most
+  static constexpr int64_t kMinGapNs = 1000 * 1000;    // 1 ms
+  static constexpr uint64_t kMinTimesLast = lateness::kMinTimesLast;
+  static constexpr double kSigmas = lateness::kSigmas;
+
+  // `max_kept`: members x window at most (tests narrow it sooner).
+  explicit ArrivalSkew(size_t max_kept = kMaxKept) : max_kept_(max_kept) {}
 
   void AddProcess(int index, const ProcessTrace& t);
+  // The collectives kept per member now (kWindow, or narrower past max_kept).
+  size_t window() const { return window_; }
   // Every straggler found, by communicator, then rank.
   std::vector<ArrivalStraggler> Stragglers() const;
   // Every collective compared, by communicator, then number.
@@ -128,8 +140,13 @@ class ArrivalSkew {
     int64_t last_ns;
   };
   static std::vector<Op> Compare(const Members& members);
+  // Cuts `s` to its last `window` collectives recorded.
+  static void Narrow(Series* s, size_t window);
 
   std::map<uint64_t, Members> comms_;  // per communicator
+  size_t max_kept_ = kMaxKept;
+  size_t members_ = 0;       // series kept, in all communicators
+  size_t window_ = kWindow;  // what each keeps: kWindow, halved past kMaxKept
 };
 
 }  // namespace ncclwatch::decoder

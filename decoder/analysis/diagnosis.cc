@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/concurrent_ranks.h"
 #include "analysis/init_failure.h"
 #include "analysis/setup_notes.h"
 #include "knowledge/nccl_semantics.h"
@@ -410,22 +411,46 @@ class Diagnoser {
       if (!fresh) parent[find(p.index)] = find(it->second);
     }
     // Ranks stuck before NCCL (in their rendezvous) may disagree on the
-    // world size itself: those are one job too.
+    // world size itself: those are one job too. Two processes of the same
+    // launcher, program and world size (or both before NCCL) that ran at
+    // the same time as different ranks are one job (analysis/
+    // concurrent_ranks.h: a sweep in time, not every pair).
     auto before_nccl = [](const ProcessFacts& p) {
       return p.comms.empty() && p.rendezvous.traced_from_load;
     };
+    // Class key: (rank source, program, has a host, world size or -1 for
+    // the class of those before NCCL, whatever their size).
+    std::map<std::tuple<std::string, std::string, bool, int32_t>, std::vector<int>> classes;
     for (const ProcessFacts& a : procs_) {
       if (!a.job_id.empty() || a.rank_source.empty() || a.world_size <= 0) continue;
-      for (const ProcessFacts& b : procs_) {
-        const bool same_size =
-            b.world_size == a.world_size || (b.world_size > 0 && before_nccl(a) && before_nccl(b));
-        if (b.index <= a.index || !b.job_id.empty() || b.rank_source != a.rank_source ||
-            !same_size || b.exe != a.exe || b.host.empty() != a.host.empty()) {
-          continue;
-        }
-        const bool overlap = a.first_ns <= b.last_ns && b.first_ns <= a.last_ns;
-        if (overlap && a.rank != b.rank) parent[find(b.index)] = find(a.index);
+      classes[{a.rank_source, a.exe, a.host.empty(), a.world_size}].push_back(a.index);
+      if (before_nccl(a)) classes[{a.rank_source, a.exe, a.host.empty(), -1}].push_back(a.index);
+    }
+    for (const auto& entry : classes) {
+      const std::vector<int>& members = entry.second;  // (a lambda takes no structured binding)
+      std::vector<RankSpan> spans;
+      for (int q : members)
+        spans.push_back({procs_[q].first_ns, procs_[q].last_ns, procs_[q].rank});
+      JoinConcurrentRanks(spans,
+                          [&](size_t a, size_t b) { parent[find(members[b])] = find(members[a]); });
+    }
+    // torchrun's agents (no rank: analysis/rendezvous.h) of one program that
+    // ran at the same time are one job, their node ranks told apart as ranks
+    // are (an agent whose node is not known, c10d's, counts as a node of its
+    // own).
+    std::map<std::pair<std::string, bool>, std::vector<int>> agents;
+    for (const ProcessFacts& a : procs_)
+      if (a.rendezvous.agent && a.job_id.empty())
+        agents[{a.exe, a.host.empty()}].push_back(a.index);
+    for (const auto& entry : agents) {
+      const std::vector<int>& members = entry.second;
+      std::vector<RankSpan> spans;
+      for (int q : members) {
+        const int node = procs_[q].rendezvous.rank;
+        spans.push_back({procs_[q].first_ns, procs_[q].last_ns, node >= 0 ? node : -2 - q});
       }
+      JoinConcurrentRanks(spans,
+                          [&](size_t a, size_t b) { parent[find(members[b])] = find(members[a]); });
     }
     std::map<int, int> job_of_root;
     job_of_.assign(procs_.size(), 0);
@@ -462,18 +487,21 @@ class Diagnoser {
     return false;
   }
 
-  // For a communicator ncclCommGrow made, the identity its other side
-  // recorded (MissingTracesFacts::grown_as), from the membership of the rank
-  // that made the grow id, which holds both; 0 otherwise.
-  uint64_t GrownAs(uint64_t comm) const {
+  // Whether `comm` is a communicator ncclCommGrow made whose two sides were
+  // not joined (MissingTracesFacts::grow_unjoined): its members made it
+  // with ncclCommGrow, and no trace holds the link (the existing root's
+  // membership, with both identities).
+  bool GrowUnjoined(uint64_t comm) const {
+    bool grown = false;
     for (const ProcessFacts& p : procs_) {
       for (const CommMembership& m : p.comms) {
-        if (m.init_call != f::kCommGrow || m.parent == 0 || m.grow_id == 0) continue;
-        if (m.comm == comm && m.grow_id != comm) return m.grow_id;
-        if (m.grow_id == comm && m.comm != comm) return m.comm;
+        if (m.comm != comm || m.init_call != f::kCommGrow) continue;
+        if (m.parent != 0 && m.grow_id != 0 && m.grow_id != m.comm) return false;  // the link
+        if (m.parent == 0 && m.grow_id != m.comm) return false;  // a gained rank, joined
+        grown = true;
       }
     }
-    return 0;
+    return grown;
   }
 
   void DiagnoseCommunicator(uint64_t comm, const CollectiveAlignment& al) {
@@ -500,7 +528,7 @@ class Diagnoser {
         n.nranks = nranks;
         n.ranks = missing;  // communicator ranks: their global ranks are unknown
         MissingTracesFacts facts;
-        facts.grown_as = GrownAs(comm);
+        facts.grow_unjoined = GrowUnjoined(comm);
         n.facts = facts;
         n.job = job_of_[anchor_process];
         notes_.push_back(n);
@@ -627,6 +655,13 @@ class Diagnoser {
       d.signo = p.fate.signo;
       d.kind = FindingKind::kRankDied;
       d.how = Departure::kDiedOfSignal;
+      return d;
+    }
+    // It suspended the communicator and never resumed it: it cannot join
+    // the others' collective, whatever it does meanwhile.
+    if (auto s = p.suspended.find(comm); s != p.suspended.end()) {
+      d.how = Departure::kSuspended;
+      d.later_call = s->second;
       return d;
     }
     // Its GPU never finished an earlier operation of this communicator: it
@@ -1504,7 +1539,28 @@ class Diagnoser {
   // it straggles in; the others listed.
   void Stragglers() {
     std::map<std::pair<int, int>, Finding> by_rank;  // (job, global rank)
+    // Slow GPUs first (analysis/gpu_skew.h): a rank whose GPU is slow and
+    // whose host waits on it each step enqueues late too; its GPU is the
+    // cause, and it is not named a host straggler as well.
+    std::vector<GpuStraggler> gpus = job_.gpu_arrivals().Stragglers();
+    std::set<std::pair<int, int>> slow_gpus;  // (job, global rank)
+    for (const GpuStraggler& g : gpus)
+      slow_gpus.insert({job_of_[g.process], job_.GlobalRank(g.process, g.comm, g.rank)});
+    std::vector<std::pair<ArrivalStraggler, const GpuStraggler*>> all;
+    for (const GpuStraggler& g : gpus) all.emplace_back(g, &g);
+    // A host that came late only because it waited on its own GPU (which
+    // waited on the slow GPU's data) is not a host straggler either: in a
+    // job with a slow GPU, a rank whose late enqueues mostly came late
+    // because its GPU finished late (GpuSkew::WaitedOnGpu) is left out.
+    std::vector<ArrivalSpan> spans;
+    if (!gpus.empty()) spans = job_.arrivals().Spans();
     for (const ArrivalStraggler& s : job_.arrivals().Stragglers()) {
+      if (slow_gpus.count({job_of_[s.process], job_.GlobalRank(s.process, s.comm, s.rank)}))
+        continue;
+      if (!gpus.empty() && job_.gpu_arrivals().ExplainsHostStraggler(s, spans)) continue;
+      all.emplace_back(s, nullptr);
+    }
+    for (const auto& [s, gpu] : all) {
       Finding x;
       x.kind = FindingKind::kStraggler;
       x.role = FindingRole::kWarning;
@@ -1519,6 +1575,7 @@ class Diagnoser {
       x.ranks = {facts.rank};
       facts.members = s.members;
       facts.compared = s.compared;
+      facts.window = s.window;
       facts.gapped = s.gapped;
       facts.times_last = s.times_last;
       facts.call = s.call;
@@ -1536,6 +1593,11 @@ class Diagnoser {
       facts.early_late_ns = s.early_late_ns;
       facts.recent_late_ns = s.recent_late_ns;
       facts.worsening = s.worsening;
+      if (gpu != nullptr) {
+        facts.cause = StragglerFacts::Cause::kGpu;
+        facts.host_late_ns = gpu->host_late_ns;
+        facts.host_on_time = gpu->host_on_time;
+      }
       std::set<std::string> hosts;
       for (int q : s.member_processes) hosts.insert(procs_[q].host);
       facts.hosts = static_cast<int>(hosts.size());
@@ -1667,6 +1729,11 @@ class Diagnoser {
       d.kind = FindingKind::kRankDied;
       d.how = Departure::kDiedOfSignal;
       d.signo = p.fate.signo;
+      return d;
+    }
+    if (auto s = p.suspended.find(comm); s != p.suspended.end()) {
+      d.how = Departure::kSuspended;
+      d.later_call = s->second;
       return d;
     }
     if (p.last.valid) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/gpu_sharing_failure.h"
 #include "knowledge/nccl_semantics.h"
+#include "model/torchrun_agent.h"
 #include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::decoder {
@@ -277,6 +278,14 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
     if (!s.p2p.empty()) note(t.p2p[s.p2p.back()].order, p2p_call(t.p2p[s.p2p.back()]));
   }
   for (auto& [comm, entry] : per_comm) p.activity.push_back(entry.second);
+  for (const ApiEvent& a : t.apis) {  // in the process's order
+    if (a.comm == 0 || !Accepted(a.result)) continue;
+    if (a.call == f::kCommSuspend) {
+      p.suspended[a.comm] = LastCall{true, a.call, a.comm, 0, false, false, t.RealtimeNs(a.t), 0};
+    } else if (a.call == f::kCommResume) {
+      p.suspended.erase(a.comm);
+    }
+  }
 
   // The analyses. Each member of a communicator is one CommStream here; a
   // member that made no collective still counts (it was expected to).
@@ -286,6 +295,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   signals_.AddProcess(index, t);
   order_.AddProcess(index, t);
   arrivals_.AddProcess(index, t);
+  gpu_arrivals_.AddProcess(index, t);
   gaps_.AddProcess(index, t);
   p.summary = t.summary;
   p.summary_host = t.summary_host;
@@ -318,6 +328,17 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   rv.master_addr = env("MASTER_ADDR");
   rv.master_port = env("MASTER_PORT");
   rv.world_size = env("WORLD_SIZE");
+  // torchrun's agent: no rank, and where its agents meet is in its options.
+  if (t.rank_source.empty()) {
+    if (std::optional<TorchrunAgent> a = TorchrunAgentOf(t.inventory); a && !a->local) {
+      rv.agent = true;
+      rv.rank = a->node_rank;
+      rv.backend = a->backend;
+      rv.master_addr = a->host;
+      rv.master_port = a->port;
+      rv.world_size = a->nnodes;
+    }
+  }
   rv.sockets = RendezvousSocketsOf(t);
   rv.ended_ok = p.fate.kind == Fate::kExited && p.fate.exit_code == 0 && p.fate.signo == 0;
   processes_.push_back(std::move(p));

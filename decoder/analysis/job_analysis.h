@@ -25,6 +25,7 @@
 #include "analysis/arrival_skew.h"
 #include "analysis/collective_alignment.h"
 #include "analysis/completion.h"
+#include "analysis/gpu_skew.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
 #include "analysis/rendezvous.h"
@@ -96,6 +97,9 @@ struct ProcessFacts {
   // collective on `comm`, and what.
   std::optional<LastCall> ActivityAfter(uint64_t comm) const;
   std::vector<LastCall> activity;  // last NCCL call per communicator
+  // Per communicator: its ncclCommSuspend that no ncclCommResume followed
+  // (NCCL 2.29), where the trace ends.
+  std::map<uint64_t, LastCall> suspended;
 };
 
 struct UnreadableTrace {
@@ -128,6 +132,7 @@ class JobAnalysis {
   const SignalMatching& signals() const { return signals_; }
   const OrderInversion& order() const { return order_; }
   const ArrivalSkew& arrivals() const { return arrivals_; }
+  const GpuSkew& gpu_arrivals() const { return gpu_arrivals_; }
   const SummaryGaps& summary_gaps() const { return gaps_; }
 
   // The global rank to name member `comm_rank` of `comm` in `process` by.
@@ -148,6 +153,7 @@ class JobAnalysis {
   SignalMatching signals_;  // one-sided signals and their waits (NCCL 2.29)
   OrderInversion order_;
   ArrivalSkew arrivals_;
+  GpuSkew gpu_arrivals_;
   SummaryGaps gaps_;
 };
 

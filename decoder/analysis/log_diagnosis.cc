@@ -15,10 +15,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "analysis/gpu_topology_check.h"
 #include "analysis/init_failure.h"
 #include "knowledge/message_catalogue.h"
 #include "knowledge/nccl_semantics.h"
 #include "knowledge/stack_places.h"
+#include "logs/gpu_topology.h"
 #include "logs/stacks.h"
 #include "re2/re2.h"
 
@@ -99,7 +101,15 @@ bool InitEvidenceLine(const LogProcess& p, const LogLine& l) {
   // NCCL's notices name what it worked around, never why an init failed:
   // they are warnings of their own (Catalogued).
   if (l.level == LogLine::kNotice) return false;
+  // Nor do its warnings of what it went on after (a setting ignored, an
+  // InfiniBand port event).
+  if (m != nullptr && WarningOnly(*m)) return false;
   if (l.level != LogLine::kWarn && !InitMessage(m) && !NcclErrorText(l.text)) return false;
+  // Words that also name healthy things (an HCA's name, "mlx5_0" in a
+  // topology or a device list) count only in a WARN line or beside an error
+  // word.
+  if (m != nullptr && m->error_only && l.level != LogLine::kWarn && !ErrorWords(l.text))
+    return false;
   if (m != nullptr && m->phase == MessagePhase::kRuntime) return false;
   if (p.host.empty() && !p.init_started) {
     // Nothing tells when it was printed: a message of either phase is left
@@ -214,6 +224,7 @@ class LogDiagnoser {
     Watchdogs(&causes);
     GroupEvents(&causes);
     Stacks(stacks);
+    Topologies();
     Conclude(&causes);
     return out_;
   }
@@ -824,6 +835,19 @@ class LogDiagnoser {
         x.when_ns = INT64_MAX - 1;
         causes->push_back(x);
       }
+    }
+  }
+
+  // What stands out in the hosts' GPU topologies (nvidia-smi topo -m): a
+  // warning each; the same matrix printed twice (every rank of a node) once.
+  void Topologies() {
+    std::set<std::string> seen;
+    for (const GpuTopology& t : FindGpuTopologies(log_)) {
+      std::string key;
+      for (const auto& row : t.links) key += absl::StrJoin(row, " ") + "\n";
+      if (!seen.insert(absl::StrJoin(t.devices, " ") + "\n" + key).second) continue;
+      const std::string where = absl::StrCat(log_.sources()[t.source], ":", t.line);
+      if (std::optional<Finding> f = GpuTopologyWarning(t, where)) notes_.push_back(std::move(*f));
     }
   }
 

@@ -27,7 +27,9 @@
 // coordination service, rank_died for a task whose heartbeats stopped (or
 // that restarted, or the service gone), rendezvous_failure for the
 // registration barrier of jax.distributed.initialize, missing_rank for a
-// barrier some tasks never reached. Messages that only init forensics can
+// barrier some tasks never reached; gpu_topology warnings for what stands
+// out in an `nvidia-smi topo -m` pasted beside them (analysis/
+// gpu_topology_check.h). Messages that only init forensics can
 // explain (a loader's missing NCCL symbol, IB verbs) go to it as the
 // process's evidence; printed under a running job, they are log_insufficient
 // with the catalogue's words.

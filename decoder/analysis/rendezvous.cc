@@ -96,7 +96,14 @@ std::vector<RendezvousSocket> RendezvousSocketsOf(const ProcessTrace& t) {
   return out;
 }
 
-std::optional<Finding> RendezvousFinding(const std::vector<RendezvousEvidence>& ranks) {
+std::optional<Finding> RendezvousFinding(const std::vector<RendezvousEvidence>& job) {
+  // Agents are judged apart from ranks (a job holds one kind or the other:
+  // analysis/diagnosis.cc joins agents only with agents).
+  std::vector<RendezvousEvidence> ranks;
+  bool agents = !job.empty();
+  for (const RendezvousEvidence& r : job) agents &= r.agent;
+  for (const RendezvousEvidence& r : job)
+    if (r.agent == agents) ranks.push_back(r);
   if (ranks.empty()) return std::nullopt;
   bool before_nccl = false, all_ok = true, live = false;
   for (const RendezvousEvidence& r : ranks) {
@@ -125,8 +132,18 @@ std::optional<Finding> RendezvousFinding(const std::vector<RendezvousEvidence>& 
   const Named kSettings[] = {{"MASTER_ADDR", &RendezvousEvidence::master_addr},
                              {"MASTER_PORT", &RendezvousEvidence::master_port},
                              {"WORLD_SIZE", &RendezvousEvidence::world_size}};
+  // An agent's, as torchrun's options name them.
+  const bool is_static = agents && ByValue(ranks, &RendezvousEvidence::backend).size() == 1 &&
+                         ranks.front().backend == "static";
+  const Named kAgentSettings[] = {
+      {"--rdzv-backend", &RendezvousEvidence::backend},
+      {is_static ? "--master-addr" : "--rdzv-endpoint host", &RendezvousEvidence::master_addr},
+      {is_static ? "--master-port" : "--rdzv-endpoint port", &RendezvousEvidence::master_port},
+      {"--nnodes", &RendezvousEvidence::world_size}};
   std::set<int> deviants;
-  for (const Named& n : kSettings) {
+  std::vector<Named> settings(std::begin(kSettings), std::end(kSettings));
+  if (agents) settings.assign(std::begin(kAgentSettings), std::end(kAgentSettings));
+  for (const Named& n : settings) {
     auto values = ByValue(ranks, n.field);
     if (values.size() < 2) continue;
     for (size_t i = 1; i < values.size(); ++i)
@@ -192,6 +209,9 @@ std::optional<Finding> RendezvousFinding(const std::vector<RendezvousEvidence>& 
   x.server.assign(listened.ranks.begin(), listened.ranks.end());
   if (!listened.ranks.empty()) x.joined = static_cast<int64_t>(accepted.count);
 
+  x.agents = agents;
+  if (agents) x.backend = ByValue(ranks, &RendezvousEvidence::backend).front().first;
+
   Finding f;
   f.kind = FindingKind::kRendezvousFailure;
   f.phase = HangPhase::kStartup;
@@ -229,6 +249,7 @@ std::optional<Finding> RendezvousFinding(const std::vector<RendezvousEvidence>& 
   } else {
     return std::nullopt;
   }
+  if (agents) f.ranks.clear();  // nodes, in the facts: no rank of the job is to blame
   f.facts = std::move(x);
   return f;
 }

@@ -20,6 +20,11 @@
 //   ranks_missing    fewer ranks have traces than WORLD_SIZE: the ranks that
 //                    never came (named from those that did), and those
 //                    left waiting
+// torchrun's agents (model/torchrun_agent.h) meet before any rank exists:
+// a job of agents alone is judged the same way, on their settings
+// (--master-addr, --master-port or --rdzv-endpoint, --nnodes, the backend)
+// and sockets, and names nodes (static rendezvous: --node-rank), never
+// ranks (facts.agents; the finding's ranks stay empty).
 // It applies only to a job none of whose processes made a communicator, and
 // where some process made no NCCL call at all: a job past its rendezvous is
 // the other analyses' to judge. While a rank of the job is alive, only what
@@ -67,6 +72,10 @@ struct RendezvousEvidence {
   bool made_comm = false;         // it made a communicator
   // The rendezvous settings from its environment; "" unset.
   std::string master_addr, master_port, world_size;
+  // A torchrun agent: rank is its node (-1 unknown), master_addr and
+  // master_port where the agents meet, world_size its --nnodes.
+  bool agent = false;
+  std::string backend;  // its rendezvous backend ("static", "c10d", ...)
   std::vector<RendezvousSocket> sockets;
   bool ended_ok = false;  // it exited with code 0
   bool live = false;      // alive when diagnosed (the diagnosis's liveness)

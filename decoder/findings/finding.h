@@ -72,7 +72,9 @@ enum class FindingKind {
   kP2pPath,     // note: PCIe ACS redirection on the bridges above a host's GPUs
   kConfigSkew,  // note: ranks whose NCCL_* settings, versions or interfaces differ
   kNcclNotVisible,
-  kSummaryGap,  // node summaries left out calls the analyses needed (or that differ)
+  kSummaryGap,   // node summaries left out calls the analyses needed (or that differ)
+  kGpuTopology,  // warning: a host's GPU topology (nvidia-smi topo -m) has a link below its
+                 // kind, or a NIC no GPU reaches within PXB
 };
 
 // Its place in the story.
@@ -124,6 +126,7 @@ enum class Departure {
   kFrozen,     // the process exists, stopped (kind rank_frozen), or its heartbeat went stale
   kWaitingOnGpu,  // its GPU never finished an earlier operation (later_call) of the communicator
   kWentOn,        // it went on to other NCCL work (later_call) without the call the others made
+  kSuspended,  // it suspended the communicator (later_call: ncclCommSuspend) and never resumed it
 };
 
 // What Classify (diagnosis.cc) found a missing rank did instead.
@@ -196,11 +199,12 @@ struct OrderInversionFacts {
 // As a root cause, nothing else was found, and without them the job cannot be
 // called healthy.
 struct MissingTracesFacts {
-  // A communicator ncclCommGrow made: the identity its other side recorded
-  // (the ranks it gained record the grow id, the existing ranks one derived
-  // from their parent; the rank that made the id records both), which the
-  // decoder does not join with this one yet. 0: not a grown communicator.
-  uint64_t grown_as = 0;
+  // A communicator ncclCommGrow made whose two sides could not be joined
+  // (model/grown_communicators.h): the ranks it gained record the grow id,
+  // the existing ranks an identity derived from their parent, and only the
+  // trace of the existing rank that made the id links them; it is not among
+  // the inputs. The missing ranks may be there under the other identity.
+  bool grow_unjoined = false;
 };
 
 // never_completed: an operation (`comm`, `seq`) every rank entered and that
@@ -614,11 +618,16 @@ struct SummaryGapFacts {
 // straggler: a rank that came last to a communicator's collectives far more
 // often than chance allows (analysis/arrival_skew.h), with the figures.
 struct StragglerFacts {
-  enum class Cause { kHost };  // its host enqueued last (the GPU's and the link's: not yet)
+  // kHost: its host enqueued last; kGpu: its GPU reached the collective
+  // last while its host enqueued in time (or later by less than its GPU added).
+  enum class Cause { kHost, kGpu };
   Cause cause = Cause::kHost;
-  int rank = -1;  // global
+  int64_t host_late_ns = 0;   // kGpu: its host's lateness meanwhile, median (0: on time)
+  uint64_t host_on_time = 0;  // kGpu: of times_last, how often its host was on time
+  int rank = -1;              // global
   int members = 0;
   uint64_t compared = 0;  // collectives every member issued
+  uint64_t window = 0;    // collectives kept per member (4,096; fewer past 8,192 members)
   uint64_t gapped = 0;    // ... where one member came last by 1 ms or more
   uint64_t times_last = 0;
   uint32_t call = 0;  // the collective it was most often last in, how often, of how many
@@ -659,6 +668,31 @@ struct RendezvousFacts {
   std::vector<int> waiting;  // ranks left in the rendezvous (no NCCL call, no clean exit)
   std::vector<int> server;   // ranks that listened at the master's port (the store's server)
   int64_t joined = -1;       // connections the server accepted, -1 unknown
+  // The processes are torchrun's agents, not ranks: every list above holds
+  // node ranks (--node-rank), WORLD_SIZE is --nnodes, and the settings are
+  // torchrun's options. `backend` is the rendezvous backend (rank 0's).
+  bool agents = false;
+  std::string backend;
+};
+
+// gpu_topology (analysis/gpu_topology_check.h): what stands out in a
+// host's `nvidia-smi topo -m`.
+struct GpuTopologyFacts {
+  std::string file;  // where the matrix was printed: "FILE:LINE"
+  int gpus = 0;
+  int nics = 0;
+  // GPU pairs whose link falls below the one most pairs have (`usual`,
+  // "NV18"): a link down or missing. Each pair once, lower GPU first.
+  struct Link {
+    std::string a, b;  // "GPU3", "GPU5"; for a NIC: the NIC ("mlx5_0"), its nearest GPU
+    std::string link;  // "NV16", "SYS"
+  };
+  std::string usual;
+  int usual_pairs = 0;  // pairs with it, of gpus * (gpus - 1) / 2
+  std::vector<Link> weak;
+  // NICs no GPU reaches within PXB (NCCL's default GPU Direct RDMA level):
+  // each with its nearest GPU and that link.
+  std::vector<Link> far_nics;
 };
 
 using FindingFacts =
@@ -667,7 +701,7 @@ using FindingFacts =
                  DuplicateTracesFacts, InitFailureFacts, LogFacts, NcclNotVisibleFacts,
                  NeverCompletedFacts, DeviceErrorFacts, StoppedRankFacts, HangFacts, ExitErrorFacts,
                  BlindSpotFacts, SetupFacts, KilledWhileRunningFacts, StragglerFacts,
-                 RendezvousFacts, SummaryGapFacts>;
+                 RendezvousFacts, SummaryGapFacts, GpuTopologyFacts>;
 
 // An operation of a live job not yet done everywhere: what a `running`
 // verdict shows.

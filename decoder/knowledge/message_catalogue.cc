@@ -265,6 +265,10 @@ const MessageCause kCauses[] = {
      "nothing to do for this event itself: the port or the subnet manager changed something NCCL "
      "goes on after; if a failure follows it on the same port (a completion error, a fatal "
      "event), check the port with ibstat and the subnet manager's log"},
+    {CatalogueCause::kSettingIgnored, "setting_ignored", false, "",
+     "NCCL went on without the setting (its default, or the fallback the message names): set "
+     "it to a value NCCL accepts (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ENV lists the ones set) or "
+     "unset it, so that the job runs as it was meant to"},
 };
 
 // ------------------------------------------------------------ the messages
@@ -365,6 +369,13 @@ const std::vector<CatalogueMessage>& Table() {
        "ibv_event_type_str of an event that is no error",
        MessagePhase::kRuntime, CatalogueCause::kNetNotice, false,
        "was told of an InfiniBand port event NCCL goes on after (no error)", nullptr, "net/ib"},
+      {"nccl.ib.flid_fallback",
+       R"(remote FLID configured as zero even when endpoints are on different subnets)",
+       "NCCL 2.22-2.32 transport/net_ib.cc, net_ib/connect.cc ('Warning: remote FLID configured "
+       "as zero even when endpoints are on different subnets, using dlid as fallback')",
+       MessagePhase::kAny, CatalogueCause::kNetNotice, false,
+       "found a peer across subnets with no FLID and routed to it by its LID instead (no error)",
+       nullptr, "net/ib"},
       {"nccl.ib.async_event", R"(Got (?:non-fatal )?async event|NET/IB ?: ?\S+ async fatal event)",
        "NCCL 2.4-2.21 transport/net_ib.cc ('Got async event : %s', with the device since "
        "2.21), "
@@ -903,6 +914,25 @@ const std::vector<CatalogueMessage>& Table() {
        MessagePhase::kAny, CatalogueCause::kUsage, false,
        "was called wrongly by the program (NCCL's argument or state check)", nullptr, "usage",
        true},
+      // Settings NCCL says it ignores, going on with its default or a
+      // fallback: the job can be healthy (WarningOnly).
+      {"nccl.setting_ignored",
+       R"(is being ignored because it is not a power of 2|)"
+       R"(NCCL_NET_MERGE_POLICY: unknown value '.*', defaulting to|)"
+       R"(Ignoring SHM locality, must be 1|Duplicate registration for key .*, ignoring|)"
+       R"(Cannot re-import peer buffer .* - skipping|)"
+       R"(NCCL_SOCKET_NTHREADS is greater than the maximum allowed, setting to|)"
+       R"(total number of sockets is greater than the maximum allowed, setting|)"
+       R"(Both NCCL_CTA_POLICY_ZERO and NCCL_CTA_POLICY_EFFICIENCY are set|)"
+       R"(falling back to graphStreamOrdering=1)",
+       "NCCL 2.13-2.32 init.cc ('NCCL_WORK_FIFO_BYTES=%d is being ignored because it is not a "
+       "power of 2.'), graph/topo.cc (NCCL_NET_MERGE_POLICY), transport/shm.cc (SHM locality), "
+       "param/param_registry.cc, mem_manager.cc (a peer buffer not re-imported), 2.4-2.32 "
+       "transport/net_socket.cc (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD above their "
+       "maximum), 2.29-2.32 init.cc (CTA policies ZERO and EFFICIENCY together), 2.30-2.32 "
+       "init.cc (graphStreamOrdering=0 with graph mixing)",
+       MessagePhase::kAny, CatalogueCause::kSettingIgnored, false,
+       "ignored a setting it was given and went on without it", nullptr, "config", true},
       {"nccl.config",
        R"(NCCL_[A-Z0-9_]+|[Nn]o algorithm/protocol|no symmetric kernel available|)"
        R"(Invalid \S+ \d+ \((?:maximum|minimum|must be)|User asked for a (?:maximum|minimum)|)"
@@ -1256,7 +1286,8 @@ std::string MessageAddress(const CatalogueMessage& m, absl::string_view text) {
 }
 
 bool WarningOnly(const CatalogueMessage& m) {
-  return m.cause == CatalogueCause::kTeardownRisk || m.cause == CatalogueCause::kNetNotice;
+  return m.cause == CatalogueCause::kTeardownRisk || m.cause == CatalogueCause::kNetNotice ||
+         m.cause == CatalogueCause::kSettingIgnored;
 }
 
 bool ErrorWords(absl::string_view text) {

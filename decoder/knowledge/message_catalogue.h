@@ -124,6 +124,7 @@ enum class CatalogueCause {
   kGpuBusy,
   kLoader,
   kNetNotice,
+  kSettingIgnored,  // NCCL ignored a setting and went on with its default (a warning)
 };
 
 // What a message names: its cause, whether that is a failure of NCCL's

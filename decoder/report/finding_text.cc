@@ -103,6 +103,18 @@ std::string Title(const Finding& f) {
       return "the network failed under the job";
     case FindingKind::kRendezvousFailure:
       if (const auto* rv = std::get_if<RendezvousFacts>(&f.facts)) {
+        if (rv->agents) {
+          switch (rv->cause) {
+            case RendezvousFacts::Cause::kSettingsDiffer:
+              return "torchrun's agents never met: their settings differ";
+            case RendezvousFacts::Cause::kRanksMissing:
+              return "torchrun's agents never met: nodes never came";
+            case RendezvousFacts::Cause::kPortInUse:
+              return "torchrun's rendezvous failed: the master's port is in use";
+            default:
+              return "torchrun's agents never met";
+          }
+        }
         switch (rv->cause) {
           case RendezvousFacts::Cause::kSettingsDiffer:
             return "the framework's rendezvous failed: the ranks' settings differ";
@@ -151,6 +163,8 @@ std::string Title(const Finding& f) {
       return "a rank holds the others back";
     case FindingKind::kSummaryGap:
       return "the node summaries left out calls the diagnosis needed";
+    case FindingKind::kGpuTopology:
+      return "a host's GPU links are degraded";
   }
   return KindName(f.kind);
 }
@@ -287,6 +301,14 @@ DepartureText Departed(const MissingRankFacts& x, const CallSiteNamer& sites) {
               "elsewhere; make every rank of the communicator make the same calls on it in the "
               "same order (a communicator split is collective over its parent, like a "
               "collective)"};
+    case Departure::kSuspended:
+      return {"suspended the communicator and never resumed it",
+              absl::StrCat("it called ncclCommSuspend on it ", after,
+                           " and no ncclCommResume followed, so it could not join",
+                           d.exit_code ? absl::StrCat("; it exited with code ", *d.exit_code) : ""),
+              "a suspended communicator takes no collective: resume it (ncclCommResume) on that "
+              "rank before the others' next collective, or suspend it on every rank at the same "
+              "point (suspend and resume are for pauses every rank makes together)"};
     case Departure::kWaitingOnGpu:
       return {absl::StrCat("waited for its GPU to finish ", DescribeCall(d.later_call),
                            ", which never completed"),
@@ -444,21 +466,22 @@ void Render(const Finding& f, const MissingTracesFacts& x, const CallSiteNamer&,
                           ? ", and nothing else was found, but without them the job cannot be "
                             "called healthy"
                           : "");
-  if (x.grown_as != 0) {
+  if (x.grow_unjoined) {
     absl::StrAppend(&t->detail,
-                    ". It was made by ncclCommGrow, and its other ranks recorded it as ",
-                    CommName(x.grown_as),
-                    " (the ranks it gained know only the grow id, the existing ones only their "
-                    "parent); ncclwatch does not join the two yet, so those ranks may well be "
-                    "there under that name, and whether the two sides agree was not checked");
+                    ". It was made by ncclCommGrow, and its two sides could not be joined: the "
+                    "ranks it gained know it only by the grow id, the existing ones only by their "
+                    "parent, and only the trace of the existing rank that made the grow id "
+                    "(ncclCommGetUniqueId) links the two; that trace is not among the inputs, so "
+                    "those ranks may well be there under the other identity, and whether the two "
+                    "sides agree was not checked");
   }
   t->fix =
       "collect the trace folder (NCCLWATCH_DIR) of every node of the job and pass them all to "
       "ncclwatch diagnose";
-  if (x.grown_as != 0) {
+  if (x.grow_unjoined) {
     absl::StrAppend(&t->fix,
-                    "; if every rank's trace was passed, check the grown communicator's "
-                    "calls by hand (ncclwatch dump of its old and new ranks)");
+                    "; above all the trace of the rank that called ncclCommGetUniqueId for the "
+                    "grow (the grown communicator's root among its existing ranks)");
   }
 }
 
@@ -648,6 +671,18 @@ void Render(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&, Fin
 
 void Render(const Finding& f, const StragglerFacts& x, const CallSiteNamer&, FindingText* t) {
   t->detail = RenderStraggler(f, x);
+  if (x.cause == StragglerFacts::Cause::kGpu) {
+    t->fix = absl::StrCat(
+        "look at rank ", x.rank,
+        "'s GPU: nvidia-smi -q -d PERFORMANCE,CLOCK,TEMPERATURE,POWER on its host (clocks "
+        "throttled for power, heat or a slowdown; a lower SM clock than its peers'), its Xid and "
+        "ECC history (nvidia-smi -q -d ECC, dmesg), a DCGM diagnostic (dcgmi diag -r 2) and "
+        "its PCIe link (nvidia-smi -q -d PCIE); if the GPU is sound, compare its kernels' times "
+        "with another rank's (nsys) for work the others do not have");
+    t->groups.push_back(
+        {{x.rank}, absl::StrCat("its GPU came last, ", StragglerLate(x), " on median")});
+    return;
+  }
   t->fix = absl::StrCat(
       "look at what rank ", x.rank,
       "'s host does between steps: its data loader, CPU (other processes, its CPU frequency and "
@@ -659,6 +694,47 @@ void Render(const Finding& f, const StragglerFacts& x, const CallSiteNamer&, Fin
 
 void Render(const Finding& f, const RendezvousFacts& x, const CallSiteNamer&, FindingText* t) {
   RenderRendezvous(f, x, t);
+}
+
+void Render(const Finding&, const GpuTopologyFacts& x, const CallSiteNamer&, FindingText* t) {
+  auto pairs = [](const std::vector<GpuTopologyFacts::Link>& v) {
+    std::vector<std::string> out;
+    const size_t shown = std::min<size_t>(v.size(), 8);
+    for (size_t i = 0; i < shown; ++i)
+      out.push_back(absl::StrCat(v[i].a, "-", v[i].b, " ", v[i].link));
+    if (v.size() > shown) out.push_back(absl::StrCat(v.size() - shown, " more"));
+    return absl::StrJoin(out, ", ");
+  };
+  std::vector<std::string> parts;
+  std::vector<std::string> fixes;
+  if (!x.weak.empty()) {
+    const int all = x.gpus * (x.gpus - 1) / 2;
+    parts.push_back(absl::StrCat(
+        pairs(x.weak), " where ", x.usual_pairs, " of ", all, " GPU pairs have ", x.usual,
+        ": NVLinks down or missing between them, so NCCL sends their traffic over PCIe and host "
+        "memory (slow; a hang where that path is broken)"));
+    fixes.push_back(
+        "check the NVLinks (nvidia-smi nvlink -s: each link's state and speed; nvidia-smi nvlink "
+        "-e: error counters; dmesg for Xid 74), and on NVSwitch systems the Fabric Manager "
+        "(nvidia-smi -q | grep -A3 Fabric); drain the node until its links are all up");
+  }
+  if (!x.far_nics.empty()) {
+    std::vector<std::string> nics;
+    for (const GpuTopologyFacts::Link& n : x.far_nics)
+      nics.push_back(absl::StrCat(n.a, " (nearest GPU ", n.b, ", ", n.link, ")"));
+    parts.push_back(absl::StrCat(
+        absl::StrJoin(nics, ", "), x.far_nics.size() == 1 ? " is" : " are",
+        " beyond PXB from every GPU: NCCL uses GPU Direct RDMA only up to PXB by default "
+        "(NCCL_NET_GDR_LEVEL), so every transfer through ",
+        x.far_nics.size() == 1 ? "it" : "them", " is staged in host memory"));
+    fixes.push_back(
+        "check where the NICs sit (lspci -tv) and use the ones near the GPUs (NCCL_IB_HCA); raise "
+        "NCCL_NET_GDR_LEVEL only where the platform supports GPU Direct RDMA across the root "
+        "complex");
+  }
+  t->detail = absl::StrCat("the GPU topology printed at ", x.file, " (", x.gpus, " GPUs, ", x.nics,
+                           " NICs): ", absl::StrJoin(parts, "; "));
+  t->fix = absl::StrJoin(fixes, "; ");
 }
 
 void Render(const Finding& f, const SummaryGapFacts& x, const CallSiteNamer&, FindingText* t) {
@@ -771,6 +847,8 @@ const char* KindName(FindingKind kind) {
       return "straggler";
     case FindingKind::kSummaryGap:
       return "summary_gap";
+    case FindingKind::kGpuTopology:
+      return "gpu_topology";
   }
   return "unknown";
 }

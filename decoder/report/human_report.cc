@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "report/call_site.h"
 #include "report/finding_text.h"
 #include "report/hang_text.h"
@@ -127,7 +128,7 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
   WriteFindingsHuman(d.findings, sites, out);
 
   // What every rank did last, ranks with the same story together.
-  std::map<std::string, std::vector<int>> last;
+  std::map<std::string, std::vector<int>> last, last_unranked;
   for (const ProcessFacts& p : procs) {
     std::string story = p.last.valid ? DescribeCall(p.last) : "no NCCL call";
     if (p.last.pending) absl::StrAppend(&story, " (still inside it)");
@@ -138,7 +139,10 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
       const std::string beat = Ago(p.completion.last_beat_ns, d.end_ns);
       if (!beat.empty()) absl::StrAppend(&story, "; last heartbeat ", beat);
     }
-    last[story].push_back(p.rank >= 0 ? p.rank : static_cast<int>(p.pid));
+    // A process with no rank (torchrun's agent, a helper that imported
+    // torch) is named by its pid, never as a rank.
+    (p.rank >= 0 ? last : last_unranked)[story].push_back(p.rank >= 0 ? p.rank
+                                                                      : static_cast<int>(p.pid));
   }
   if (d.problem) {
     out << "\nWhat each rank did last:\n";
@@ -147,7 +151,18 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
     std::sort(groups.begin(), groups.end(), [](const RankGroup& a, const RankGroup& b) {
       return a.ranks.front() < b.ranks.front();
     });
-    WriteGroups(groups, out);
+    std::vector<std::pair<std::string, std::string>> lines;
+    for (const RankGroup& g : groups) lines.push_back({RanksNoun(g.ranks), g.doing});
+    for (auto& [story, pids] : last_unranked) {
+      std::sort(pids.begin(), pids.end());
+      lines.push_back(
+          {absl::StrCat(pids.size() == 1 ? "process " : "processes ", absl::StrJoin(pids, ",")),
+           story});
+    }
+    size_t width = 0;
+    for (const auto& [who, story] : lines) width = std::max(width, who.size());
+    for (const auto& [who, story] : lines)
+      out << "    " << who << std::string(width - who.size() + 2, ' ') << story << "\n";
   }
 
   WriteNotesHuman(d.findings, sites, out);

@@ -61,7 +61,7 @@ std::string Strings(const std::vector<std::string>& v) {
 void WriteFacts(const Finding&, const std::monostate&, const CallSiteNamer&, std::ostream&) {}
 void WriteFacts(const Finding&, const MissingTracesFacts& x, const CallSiteNamer&,
                 std::ostream& out) {
-  if (x.grown_as != 0) out << ",\"grown_as\":" << JsonString(CommName(x.grown_as));
+  if (x.grow_unjoined) out << ",\"grow_unjoined\":true";
 }
 void WriteFacts(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&,
                 std::ostream& out) {
@@ -100,6 +100,23 @@ void WriteFacts(const Finding&, const SummaryGapFacts& x, const CallSiteNamer&, 
     out << "}";
   }
   out << "],\"more_gaps\":" << x.more;
+}
+void WriteFacts(const Finding&, const GpuTopologyFacts& x, const CallSiteNamer&,
+                std::ostream& out) {
+  auto links = [&](const std::vector<GpuTopologyFacts::Link>& v) {
+    out << "[";
+    for (size_t i = 0; i < v.size(); ++i)
+      out << (i ? "," : "") << "{\"a\":" << JsonString(v[i].a) << ",\"b\":" << JsonString(v[i].b)
+          << ",\"link\":" << JsonString(v[i].link) << "}";
+    out << "]";
+  };
+  out << ",\"topology_file\":" << JsonString(x.file) << ",\"gpu_count\":" << x.gpus
+      << ",\"nic_count\":" << x.nics
+      << ",\"usual_link\":" << (x.usual.empty() ? std::string("null") : JsonString(x.usual))
+      << ",\"usual_pairs\":" << x.usual_pairs << ",\"weak_links\":";
+  links(x.weak);
+  out << ",\"far_nics\":";
+  links(x.far_nics);
 }
 void WriteFacts(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&,
                 std::ostream& out) {
@@ -218,11 +235,15 @@ void WriteFacts(const Finding&, const KilledWhileRunningFacts& x, const CallSite
 void WriteFacts(const Finding&, const StragglerFacts& x, const CallSiteNamer&, std::ostream& out) {
   std::vector<std::string> also;
   for (uint64_t c : x.also_comms) also.push_back(JsonString(CommName(c)));
-  out << ",\"cause\":\"host\",\"call\":" << JsonString(CallName(x.call))
-      << ",\"times_last\":" << x.call_times_last << ",\"of\":" << x.call_compared
-      << ",\"times_last_all\":" << x.times_last << ",\"compared\":" << x.compared
-      << ",\"gapped\":" << x.gapped << ",\"members\":" << x.members
-      << ",\"median_late_s\":" << SecondsJson(x.median_late_ns)
+  const bool gpu = x.cause == StragglerFacts::Cause::kGpu;
+  out << ",\"cause\":" << (gpu ? "\"gpu\"" : "\"host\"");
+  if (gpu)
+    out << ",\"host_late_s\":" << SecondsJson(x.host_late_ns)
+        << ",\"host_on_time\":" << x.host_on_time;
+  out << ",\"call\":" << JsonString(CallName(x.call)) << ",\"times_last\":" << x.call_times_last
+      << ",\"of\":" << x.call_compared << ",\"times_last_all\":" << x.times_last
+      << ",\"compared\":" << x.compared << ",\"window\":" << x.window << ",\"gapped\":" << x.gapped
+      << ",\"members\":" << x.members << ",\"median_late_s\":" << SecondsJson(x.median_late_ns)
       << ",\"p90_late_s\":" << SecondsJson(x.p90_late_ns)
       << ",\"interval_s\":" << SecondsJson(x.median_interval_ns) << ",\"first_seq\":" << x.first_seq
       << ",\"last_seq\":" << x.last_seq << ",\"began_seq\":" << x.began_seq

@@ -1,5 +1,6 @@
 #include "report/rendezvous_text.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,28 @@ using Cause = RendezvousFacts::Cause;
 
 std::string Times(uint64_t n) { return n == 1 ? "once" : absl::StrCat(n, " times"); }
 
+// Whom a list names: ranks, or torchrun's agents by node ("the agent of
+// node 1", "the agents of nodes 0-1").
+std::string Who(const RendezvousFacts& x, std::vector<int> ids) {
+  if (!x.agents) return RanksNoun(ids);
+  ids.erase(std::remove_if(ids.begin(), ids.end(), [](int n) { return n < 0; }), ids.end());
+  if (ids.empty()) return "torchrun's agents";
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return absl::StrCat(ids.size() == 1 ? "the agent of node " : "the agents of nodes ",
+                      RankList(ids));
+}
+
+// Where the processes meet, as the user set it.
+const char* Where(const RendezvousFacts& x) {
+  if (!x.agents) return "MASTER_ADDR:MASTER_PORT";
+  return x.backend == "static" ? "torchrun --master-addr:--master-port"
+                               : "torchrun --rdzv-endpoint";
+}
+
 // "rank 1 tried 127.0.0.1:29511 6 times over 7.4 s (ECONNREFUSED)"
 std::string Attempts(const RendezvousFacts& x, const char* verb) {
-  std::string s =
-      absl::StrCat(RanksNoun(x.failed), " ", verb, " ", x.address, " ", Times(x.attempts));
+  std::string s = absl::StrCat(Who(x, x.failed), " ", verb, " ", x.address, " ", Times(x.attempts));
   if (x.span_ns > 0 && x.attempts > 1) absl::StrAppend(&s, " over ", Seconds(x.span_ns));
   if (x.err != 0) absl::StrAppend(&s, " (", ErrnoName(x.err), ")");
   return s;
@@ -28,17 +47,18 @@ std::string Attempts(const RendezvousFacts& x, const char* verb) {
 
 std::string Waiting(const RendezvousFacts& x) {
   if (x.waiting.empty()) return "";
-  std::string s = absl::StrCat("; ", RanksNoun(x.waiting), " waited in the rendezvous");
+  std::string s = absl::StrCat("; ", Who(x, x.waiting), " waited in the rendezvous");
   if (!x.server.empty() && x.joined >= 0 && x.world_size > 0)
-    absl::StrAppend(&s, " (the store's server, ", RanksNoun(x.server), ", saw ", x.joined, " of ",
-                    x.world_size, " ranks join)");
-  absl::StrAppend(&s, " and never called NCCL");
+    absl::StrAppend(&s, " (the store's server, ", Who(x, x.server), ", saw ", x.joined, " of ",
+                    x.world_size, x.agents ? " nodes join)" : " ranks join)");
+  absl::StrAppend(&s, x.agents ? " and started no worker" : " and never called NCCL");
   return s;
 }
 
 std::string Missing(const RendezvousFacts& x) {
   if (x.missing.empty()) return "";
-  return absl::StrCat("; ", RanksNoun(x.missing), " of WORLD_SIZE ", x.world_size,
+  return absl::StrCat("; ", Who(x, x.missing), x.agents ? " of --nnodes " : " of WORLD_SIZE ",
+                      x.world_size,
                       " left no trace (never started, or its trace was not collected)");
 }
 
@@ -67,23 +87,30 @@ void RenderRendezvous(const Finding& f, const RendezvousFacts& x, FindingText* t
       for (const SetupFacts::Setting& s : x.settings) {
         std::vector<std::string> values;
         for (const auto& [value, ranks] : s.values)
-          values.push_back(absl::StrCat(value.empty() ? "unset" : value, " on ", RanksNoun(ranks)));
+          values.push_back(absl::StrCat(value.empty() ? "unset" : value, " on ", Who(x, ranks)));
         parts.push_back(absl::StrCat(s.name, " ", absl::StrJoin(values, ", ")));
       }
-      t->detail = absl::StrCat("the ranks disagree on where and how many meet: ",
+      t->detail = absl::StrCat(x.agents ? "torchrun's agents (one per node, before any worker) "
+                                          "disagree on where and how many meet: "
+                                        : "the ranks disagree on where and how many meet: ",
                                absl::StrJoin(parts, "; "), ", so they never met");
       if (x.attempts > 0) absl::StrAppend(&t->detail, "; ", Attempts(x, "tried"));
       absl::StrAppend(&t->detail, Waiting(x));
       t->fix =
-          "give every rank the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE: let the launcher set "
-          "them (torchrun --master-addr/--master-port/--nnodes/--nproc-per-node, or export them to "
-          "every node: srun --export=ALL, mpirun -x), and make sure no script overrides them per "
-          "rank";
+          x.agents
+              ? "start torchrun on every node with the same --nnodes, --rdzv-backend and meeting "
+                "point (--master-addr/--master-port for the static rendezvous, --rdzv-endpoint "
+                "for c10d), each node with its own --node-rank; a launcher script that builds the "
+                "command per node (from SLURM_* or a hostfile) is where they part"
+              : "give every rank the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE: let the "
+                "launcher set them (torchrun --master-addr/--master-port/--nnodes/"
+                "--nproc-per-node, or export them to every node: srun --export=ALL, mpirun -x), "
+                "and make sure no script overrides them per rank";
       break;
     }
     case Cause::kPortInUse:
-      t->detail = absl::StrCat("the master could not listen at ", x.address,
-                               " (MASTER_ADDR:MASTER_PORT): ", Attempts(x, "bound"),
+      t->detail = absl::StrCat("the master could not listen at ", x.address, " (", Where(x),
+                               "): ", Attempts(x, "bound"),
                                ", so another process holds the port (an earlier run still "
                                "alive, another job on the host)");
       absl::StrAppend(&t->detail, Waiting(x));
@@ -94,9 +121,8 @@ void RenderRendezvous(const Finding& f, const RendezvousFacts& x, FindingText* t
           "--rdzv-endpoint=localhost:0 --standalone picks a free one on one node)");
       break;
     case Cause::kRefused:
-      t->detail = absl::StrCat("nothing listened at ", x.address,
-                               " (MASTER_ADDR:MASTER_PORT): ", Attempts(x, "tried"), Missing(x),
-                               Waiting(x));
+      t->detail = absl::StrCat("nothing listened at ", x.address, " (", Where(x),
+                               "): ", Attempts(x, "tried"), Missing(x), Waiting(x));
       t->fix =
           "start the master (rank 0) and check that it listens at MASTER_ADDR:MASTER_PORT before "
           "the others time out (ss -ltn on its host); if it runs, MASTER_ADDR or MASTER_PORT "
@@ -104,7 +130,7 @@ void RenderRendezvous(const Finding& f, const RendezvousFacts& x, FindingText* t
       break;
     case Cause::kUnreachable:
       t->detail = absl::StrCat(
-          "the master's address ", x.address, " (MASTER_ADDR:MASTER_PORT) could not be reached: ",
+          "the master's address ", x.address, " (", Where(x), ") could not be reached: ",
           Attempts(x, x.err == EINPROGRESS ? "started connecting to" : "tried"),
           x.err == EINPROGRESS ? ", and no attempt was ever answered" : "", Missing(x), Waiting(x));
       t->fix =
@@ -113,8 +139,8 @@ void RenderRendezvous(const Finding& f, const RendezvousFacts& x, FindingText* t
           "MASTER_ADDR MASTER_PORT";
       break;
     case Cause::kRanksMissing:
-      t->detail = absl::StrCat("WORLD_SIZE is ", x.world_size, " and only ", RanksNoun(x.started),
-                               " started: ", RanksNoun(x.missing),
+      t->detail = absl::StrCat(x.agents ? "--nnodes is " : "WORLD_SIZE is ", x.world_size,
+                               " and only ", Who(x, x.started), " started: ", Who(x, x.missing),
                                " never came (no trace: never started, or its trace was not "
                                "collected)",
                                Waiting(x));
@@ -124,6 +150,7 @@ void RenderRendezvous(const Finding& f, const RendezvousFacts& x, FindingText* t
           "the number of ranks launched; collect the traces of every host";
       break;
   }
+  if (x.agents) return;  // the detail names the nodes; ranks there are none
   // Who did what.
   std::vector<int> named = f.ranks;
   if (!f.ranks.empty()) {
@@ -177,6 +204,8 @@ void WriteRendezvousJson(const RendezvousFacts& x, std::ostream& out) {
   out << ",\"waiting\":[" << absl::StrJoin(x.waiting, ",") << "]";
   out << ",\"server\":[" << absl::StrJoin(x.server, ",") << "]";
   out << ",\"joined\":" << (x.joined >= 0 ? absl::StrCat(x.joined) : "null");
+  out << ",\"agents\":" << (x.agents ? "true" : "false");
+  out << ",\"backend\":" << (x.agents ? JsonString(x.backend) : std::string("null"));
 }
 
 }  // namespace ncclwatch::decoder

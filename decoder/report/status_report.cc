@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -57,6 +58,7 @@ void JobStatusBuilder::AddUnreadable(const std::string& path, const std::string&
 
 void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
   arrivals_.AddProcess(static_cast<int>(status_.processes), t);
+  gpu_arrivals_.AddProcess(static_cast<int>(status_.processes), t);
   ++status_.processes;
   const int64_t now = status_.now_ns;
   // Nanoseconds from `tick` to now, 0 when in the future; 128 bits, since a
@@ -202,16 +204,34 @@ JobStatus JobStatusBuilder::Finish() {
       r->late_median_ns = l.median_late_ns;
     }
   }
-  for (const ArrivalStraggler& x : arrivals_.Stragglers()) {
+  auto who = [&](const ArrivalStraggler& x, const RankStatus* r) {
+    return r && r->global_rank >= 0 && r->global_rank != x.rank
+               ? absl::StrFormat("rank %d (rank %d of communicator %s)", r->global_rank, x.rank,
+                                 CommShort(x.comm))
+               : absl::StrFormat("rank %d of communicator %s", x.rank, CommShort(x.comm));
+  };
+  // Slow GPUs first: a rank whose host waits on its slow GPU enqueues late
+  // too, and is named for its GPU only (as the diagnosis does).
+  std::set<std::pair<uint64_t, int32_t>> slow_gpus;
+  for (const GpuStraggler& x : gpu_arrivals_.Stragglers()) {
     RankStatus* r = row(x.comm, x.rank);
     if (r) r->straggler = true;
-    const std::string who =
-        r && r->global_rank >= 0 && r->global_rank != x.rank
-            ? absl::StrFormat("rank %d (rank %d of communicator %s)", r->global_rank, x.rank,
-                              CommShort(x.comm))
-            : absl::StrFormat("rank %d of communicator %s", x.rank, CommShort(x.comm));
+    slow_gpus.insert({x.comm, x.rank});
     status_.stragglers.push_back(absl::StrFormat(
-        "%s enqueued last in %d of %d %ss, %s late on median", who, x.call_times_last,
+        "%s reached the GPU last in %d of %d %ss, %s late on median (its GPU is slow; its host "
+        "enqueued %s)",
+        who(x, r), x.call_times_last, x.call_compared, CallName(x.call), Late(x.median_late_ns),
+        x.host_late_ns < GpuSkew::kMinGapNs ? "on time" : Late(x.host_late_ns) + " late"));
+  }
+  std::vector<ArrivalSpan> spans;
+  if (!slow_gpus.empty()) spans = arrivals_.Spans();
+  for (const ArrivalStraggler& x : arrivals_.Stragglers()) {
+    if (slow_gpus.count({x.comm, x.rank})) continue;
+    if (!slow_gpus.empty() && gpu_arrivals_.ExplainsHostStraggler(x, spans)) continue;
+    RankStatus* r = row(x.comm, x.rank);
+    if (r) r->straggler = true;
+    status_.stragglers.push_back(absl::StrFormat(
+        "%s enqueued last in %d of %d %ss, %s late on median", who(x, r), x.call_times_last,
         x.call_compared, CallName(x.call), Late(x.median_late_ns)));
   }
   for (CommStatus& c : status_.comms) {

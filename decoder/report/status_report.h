@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "analysis/arrival_skew.h"
+#include "analysis/gpu_skew.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
@@ -107,6 +108,7 @@ class JobStatusBuilder {
   JobStatus status_;
   int64_t stuck_after_ns_;
   ArrivalSkew arrivals_;
+  GpuSkew gpu_arrivals_;  // slow GPUs (their ranks are not also named host stragglers)
 };
 
 void WriteStatus(const JobStatus& status, std::ostream& out);

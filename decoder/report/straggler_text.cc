@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analysis/arrival_skew.h"
 #include "knowledge/nccl_semantics.h"
 #include "report/names.h"
 
@@ -36,11 +37,13 @@ std::string Utc(int64_t ns) {
 std::string StragglerLate(const StragglerFacts& x) { return Span(x.median_late_ns); }
 
 std::string RenderStraggler(const Finding& f, const StragglerFacts& x) {
+  const bool gpu = x.cause == StragglerFacts::Cause::kGpu;
   std::string text = absl::StrFormat(
-      "rank %d enqueued last in %d of %d %ss of communicator %s (%d ranks compared), %s after "
-      "the others on median (90th percentile %s)",
-      x.rank, x.call_times_last, x.call_compared, CallName(x.call), CommShort(f.comm.value_or(0)),
-      x.members, Span(x.median_late_ns), Span(x.p90_late_ns));
+      "rank %d %s last in %d of %d %ss of communicator %s (%d ranks compared), %s %s on median "
+      "(90th percentile %s)",
+      x.rank, gpu ? "reached the GPU" : "enqueued", x.call_times_last, x.call_compared,
+      CallName(x.call), CommShort(f.comm.value_or(0)), x.members, Span(x.median_late_ns),
+      gpu ? "late" : "after the others", Span(x.p90_late_ns));
   if (x.times_last != x.call_times_last)
     absl::StrAppend(&text, "; last in ", x.times_last, " of its ", x.compared, " collectives");
   if (x.median_interval_ns > 0) {
@@ -51,7 +54,17 @@ std::string RenderStraggler(const Finding& f, const StragglerFacts& x) {
             Span(x.median_interval_ns),
             static_cast<int>(100 * x.median_late_ns / std::max<int64_t>(x.median_interval_ns, 1))));
   }
-  absl::StrAppend(&text, "; its host issues them late (its data loader, CPU or Python)");
+  if (!gpu) {
+    absl::StrAppend(&text, "; its host issues them late (its data loader, CPU or Python)");
+  } else if (x.host_late_ns < ArrivalSkew::kMinGapNs) {
+    absl::StrAppend(&text, "; its host enqueued on time (", x.host_on_time, " of ",
+                    x.call_times_last == x.times_last ? x.call_times_last : x.times_last,
+                    "): its GPU reaches them late (its earlier work runs slow)");
+  } else {
+    absl::StrAppend(&text, "; its host enqueued ", Span(x.host_late_ns),
+                    " late on median, less than its GPU came late: its GPU reaches them late (its "
+                    "earlier work runs slow) and its host waits on it");
+  }
   if (x.began_later) {
     absl::StrAppend(&text, "; it began at collective #", x.began_seq, " (", Utc(x.began_ns), ")");
   } else if (x.window_start) {
@@ -59,6 +72,11 @@ std::string RenderStraggler(const Finding& f, const StragglerFacts& x) {
                     " (earlier ones were not kept)");
   } else {
     absl::StrAppend(&text, "; it straggled from the communicator's first collective");
+  }
+  if (x.window > 0 && x.window < ArrivalSkew::kWindow) {
+    absl::StrAppend(&text, "; compared over each rank's last ", x.window, " collectives, not ",
+                    ArrivalSkew::kWindow, " (", x.members,
+                    " ranks: the analysis keeps fewer per rank past 8,192)");
   }
   if (x.worsening) {
     absl::StrAppend(&text, ", and it is getting worse: ", Span(x.early_late_ns), " late at first, ",

@@ -291,6 +291,26 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     events.push_back(std::move(e));
     return &events.back().event;
   };
+  // A slice on `track` from `begin` to `end`, opened by `event` (its name,
+  // categories, annotations).
+  auto slice = [&](uint64_t track, uint64_t begin, uint64_t end, pf::TrackEvent event) {
+    PendingEvent b;
+    b.ts = begin;
+    b.rank = 1;
+    b.serial = serial++;
+    b.event = std::move(event);
+    b.event.set_type(pf::TrackEvent::TYPE_SLICE_BEGIN);
+    b.event.set_track_uuid(track);
+    PendingEvent e;
+    e.ts = end;
+    e.rank = 0;
+    e.serial = serial++;
+    e.event.set_type(pf::TrackEvent::TYPE_SLICE_END);
+    e.event.set_track_uuid(track);
+    events.push_back(std::move(b));
+    events.push_back(std::move(e));
+    ++stats_.slices;
+  };
 
   // When the process stopped: its end, its fatal signal, or its last record.
   uint64_t end_t = trace.last_t;
@@ -467,23 +487,46 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
         lane_uuid.push_back(uuid);
       }
       lane_end[lane] = s.end;
-      PendingEvent begin;
-      begin.ts = s.begin;
-      begin.rank = 1;
-      begin.serial = serial++;
-      begin.event = std::move(s.event);
-      begin.event.set_type(pf::TrackEvent::TYPE_SLICE_BEGIN);
-      begin.event.set_track_uuid(lane_uuid[lane]);
-      PendingEvent end;
-      end.ts = s.end;
-      end.rank = 0;
-      end.serial = serial++;
-      end.event.set_type(pf::TrackEvent::TYPE_SLICE_END);
-      end.event.set_track_uuid(lane_uuid[lane]);
-      ++stats_.slices;
-      stats_.flow_events += begin.event.flow_ids_size() > 0 ? 1 : 0;
-      events.push_back(std::move(begin));
-      events.push_back(std::move(end));
+      stats_.flow_events += s.event.flow_ids_size() > 0 ? 1 : 0;
+      slice(lane_uuid[lane], s.begin, s.end, std::move(s.event));
+    }
+  }
+
+  // The GPU's own times (GpuTime, issue 23): per communicator, a track of
+  // slices from the GPU reaching each operation to its finishing it, on the
+  // host's clock through the watcher's anchor. A slice that would overlap
+  // the one before (two streams) is drawn from that one's end.
+  if (!trace.gpu_times.empty() && !trace.anchors.empty()) {
+    const int64_t offset = static_cast<int64_t>(trace.anchors.front().realtime_ns) -
+                           static_cast<int64_t>(trace.anchors.front().monotonic_ns);
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> gpu_tracks;  // comm -> (uuid, last end)
+    for (const GpuTimeEvent& g : trace.gpu_times) {
+      if (g.begin_ns == 0 || g.end_ns < g.begin_ns ||
+          g.end_ns > static_cast<uint64_t>(INT64_MAX / 2))
+        continue;
+      auto [it, fresh] =
+          gpu_tracks.try_emplace(g.comm, Mix(Mix(process_uuid, g.comm), 0x677075), 0);
+      if (fresh) {
+        pf::TracePacket packet;
+        pf::TrackDescriptor* track = packet.mutable_track_descriptor();
+        track->set_uuid(it->second.first);
+        track->set_parent_uuid(process_uuid);
+        track->set_name("GPU comm " + CommShort(g.comm));
+        write(packet);
+      }
+      const uint64_t begin =
+          std::max(Ns(static_cast<int64_t>(g.begin_ns) + offset), it->second.second);
+      const uint64_t end = std::max(Ns(static_cast<int64_t>(g.end_ns) + offset), begin + 1);
+      it->second.second = end;
+      pf::TrackEvent gpu;
+      gpu.set_name(Text(g.group_ops ? absl::StrCat("group of ", g.group_ops, " on the GPU")
+                                    : CallName(g.call) + " on the GPU"));
+      gpu.add_categories("gpu");
+      Annotate(&gpu, "seq", static_cast<int64_t>(g.seq));
+      Annotate(&gpu, "gpu_ns", static_cast<int64_t>(g.gpu_ns));
+      Annotate(&gpu, "anchor_error_ns", static_cast<int64_t>(g.anchor_error_ns));
+      slice(it->second.first, begin, end, std::move(gpu));
+      ++stats_.gpu_slices;
     }
   }
 

@@ -79,6 +79,7 @@ struct TimelineStats {
   uint64_t root_cause_marks = 0;
   uint64_t arrival_slices = 0;   // on the arrival-skew tracks
   uint64_t straggler_marks = 0;  // instants and arrival slices marked STRAGGLER
+  uint64_t gpu_slices = 0;       // on the GPU tracks: from the GPU reaching an operation to done
 };
 
 class TimelineWriter {

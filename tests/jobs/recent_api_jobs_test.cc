@@ -13,6 +13,7 @@
 // exist: those tests report themselves skipped.
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,22 @@ void RequireHealthy(const Scenario& s) {
 }
 
 uint64_t ConfigStepSeq(int step) { return static_cast<uint64_t>(2 * step + (step + 1) / 2); }
+
+// The diagnosis is a problem whose root cause is `kind` on `comm` at
+// collective `seq`, naming `ranks`: that root cause.
+const jobs::FindingView& RequireRoot(const Scenario& s, const std::string& kind,
+                                     const std::string& comm, int64_t seq,
+                                     const std::vector<int>& ranks) {
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(s.diagnosis.verdict == "problem");
+  const jobs::FindingView* root = s.diagnosis.Root();
+  REQUIRE(root != nullptr);
+  CHECK(root->kind == kind);
+  CHECK(root->comm == comm);
+  CHECK(root->seq == seq);
+  CHECK(root->ranks == ranks);
+  return *root;
+}
 
 // `ncclwatch dump` of the process of global rank `rank`.
 std::string Dump(const Scenario& s, int rank) {
@@ -139,14 +156,9 @@ TEST_CASE("Config collectives: a count mismatch between a classic and a Config c
   Scenario s;
   // Rank 1 calls the classic AllReduce, one element short, at step 1.
   Run(&s, {"config", "--steps", "6", "--plain", "1", "--bug", "count:1:1"}, 6);
+  const jobs::FindingView* root =
+      &RequireRoot(s, "collective_mismatch", s.world, static_cast<int64_t>(ConfigStepSeq(1)), {1});
   INFO("diagnosis:\n" << s.diagnosis.output);
-  CHECK(s.diagnosis.verdict == "problem");
-  const jobs::FindingView* root = s.diagnosis.Root();
-  REQUIRE(root != nullptr);
-  CHECK(root->kind == "collective_mismatch");
-  CHECK(root->comm == s.world);
-  CHECK(root->seq == static_cast<int64_t>(ConfigStepSeq(1)));
-  CHECK(root->ranks == std::vector<int>{1});
   CHECK(root->field == "count");
 #endif
 }
@@ -255,24 +267,118 @@ TEST_CASE("shrink: a mismatch after a shrink is named in the new communicator, w
   const std::string shrunk = jobs::CommId(s.dir.path(), 1, "ncclCommShrink");
   REQUIRE_FALSE(shrunk.empty());
   CHECK(shrunk != s.world);
+  const jobs::FindingView* root = &RequireRoot(s, "collective_mismatch", shrunk, 1, {2});
   INFO("diagnosis:\n" << s.diagnosis.output);
-  CHECK(s.diagnosis.verdict == "problem");
-  const jobs::FindingView* root = s.diagnosis.Root();
-  REQUIRE(root != nullptr);
-  CHECK(root->kind == "collective_mismatch");
-  CHECK(root->comm == shrunk);
-  CHECK(root->seq == 1);
-  CHECK(root->ranks == std::vector<int>{2});
   CHECK(root->field == "count");
   CHECK(Has(root->detail, "of communicator " + shrunk.substr(0, 6) + " (3 ranks)"));
 #endif
 }
 
-// Not yet followed: the ranks ncclCommGrow adds record the grown
-// communicator under the grow id, the existing ranks under an identity
-// derived from their parent. The verdict must not be healthy (the two sides
-// were not compared), and it says why, naming the other identity.
-TEST_CASE("grow: the grown communicator's two identities are named, the job not called healthy",
+TEST_CASE("suspend: every rank suspends and resumes at one step, healthy", "[recent_api]") {
+#if NCCLWATCH_NCCL_HEADER_VERSION < 22900
+  SKIP("built against nccl.h " << NCCLWATCH_NCCL_HEADER_VERSION << ": no ncclCommSuspend");
+#else
+  Scenario s;
+  Run(&s, {"suspend", "--steps", "3", "--suspend", "all:1", "--resume"});
+  RequireHealthy(s);
+  CHECK(Has(Dump(s, 2), "ncclCommResume"));
+#endif
+}
+
+TEST_CASE("suspend: a rank that suspended and never resumed is named, the others wait for it",
+          "[recent_api]") {
+#if NCCLWATCH_NCCL_HEADER_VERSION < 22900
+  SKIP("built against nccl.h " << NCCLWATCH_NCCL_HEADER_VERSION << ": no ncclCommSuspend");
+#else
+  Scenario s;
+  // Rank 2 suspends the world communicator before step 1's AllReduce (#1)
+  // and waits; ranks 0, 1 and 3 enter #1 and wait for it.
+  Run(&s, {"suspend", "--steps", "3", "--suspend", "2:1"}, 15);
+  const jobs::FindingView* root = &RequireRoot(s, "missing_rank", s.world, 1, {2});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(root->String("did_instead") == "suspended the communicator and never resumed it");
+  CHECK(Has(root->detail, "it called ncclCommSuspend on it after collective #0"));
+  CHECK(Has(root->fix, "ncclCommResume"));
+#endif
+}
+
+TEST_CASE("revoke: a rank that revoked the communicator while the others went on is named",
+          "[recent_api]") {
+#if NCCLWATCH_NCCL_HEADER_VERSION < 22900
+  SKIP("built against nccl.h " << NCCLWATCH_NCCL_HEADER_VERSION << ": no ncclCommRevoke here");
+#else
+  Scenario s;
+  // Rank 1 revokes the world communicator before step 1's AllReduce (#1)
+  // and waits; ranks 0, 2 and 3 enter #1 and wait for it.
+  Run(&s, {"suspend", "--steps", "3", "--suspend", "1:1", "--revoke"}, 15);
+  const jobs::FindingView* root = &RequireRoot(s, "missing_rank", s.world, 1, {1});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(root->String("did_instead") == "revoked the communicator");
+  CHECK(Has(root->detail, "it called ncclCommRevoke on it after collective #0"));
+#endif
+}
+
+// The ranks ncclCommGrow adds record the grown communicator under the grow
+// id, the existing ranks under an identity derived from their parent; the
+// existing root (it made the grow id) records both, and the decoder joins
+// the two sides under the existing ranks' identity (model/
+// grown_communicators.h), and what is split from it after.
+TEST_CASE("grow: the gained and the existing ranks are one communicator, healthy", "[recent_api]") {
+#if NCCLWATCH_NCCL_HEADER_VERSION < 22900
+  SKIP("built against nccl.h " << NCCLWATCH_NCCL_HEADER_VERSION << ": no ncclCommGrow");
+#else
+  Scenario s;
+  Run(&s, {"grow", "--existing", "2", "--steps", "2", "--split"});
+  const std::string existing = jobs::CommId(s.dir.path(), 0, "ncclCommGrow");
+  const std::string gained = jobs::CommId(s.dir.path(), 2, "ncclCommGrow");
+  REQUIRE_FALSE(existing.empty());
+  REQUIRE_FALSE(gained.empty());
+  CHECK(existing != gained);  // as recorded: the two sides' identities
+  CHECK(jobs::CommId(s.dir.path(), 1, "ncclCommGrow") == existing);
+  CHECK(jobs::CommId(s.dir.path(), 3, "ncclCommGrow") == gained);
+  // The halves split from it: derived from each side's identity too.
+  CHECK(jobs::CommId(s.dir.path(), 0, "ncclCommSplit") !=
+        jobs::CommId(s.dir.path(), 2, "ncclCommSplit"));
+  RequireHealthy(s);
+#endif
+}
+
+TEST_CASE("grow: a count mismatch on the grown communicator names the gained rank in it",
+          "[recent_api]") {
+#if NCCLWATCH_NCCL_HEADER_VERSION < 23100
+  SKIP("built against nccl.h " << NCCLWATCH_NCCL_HEADER_VERSION << ": its steps are Config ones");
+#else
+  Scenario s;
+  // Global rank 3 (gained) is one element short at the grown communicator's
+  // step 1, which is its collective #1.
+  Run(&s, {"grow", "--existing", "2", "--steps", "3", "--bug", "count:3:1"}, 6);
+  const std::string existing = jobs::CommId(s.dir.path(), 0, "ncclCommGrow");
+  const jobs::FindingView* root = &RequireRoot(s, "collective_mismatch", existing, 1, {3});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(root->field == "count");
+  CHECK(Has(root->detail, "of communicator " + existing.substr(0, 6) + " (4 ranks)"));
+#endif
+}
+
+TEST_CASE("grow: a mismatch on a communicator split from the grown one names both sides' ranks",
+          "[recent_api]") {
+#if NCCLWATCH_NCCL_HEADER_VERSION < 22900
+  SKIP("built against nccl.h " << NCCLWATCH_NCCL_HEADER_VERSION << ": no ncclCommGrow");
+#else
+  Scenario s;
+  // The odd half is global ranks 1 (existing) and 3 (gained); rank 3 is one
+  // element short at the split's step 1, its collective #1.
+  Run(&s, {"grow", "--existing", "2", "--steps", "2", "--split", "--bug", "split-count:3:1"}, 6);
+  const std::string odd = jobs::CommId(s.dir.path(), 1, "ncclCommSplit");
+  REQUIRE_FALSE(odd.empty());
+  const jobs::FindingView* root = &RequireRoot(s, "collective_mismatch", odd, 1, {3});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(root->field == "count");
+  CHECK(Has(root->detail, "of communicator " + odd.substr(0, 6) + " (2 ranks)"));
+#endif
+}
+
+TEST_CASE("grow: without the trace of the rank that made the grow id, the sides are not joined",
           "[recent_api]") {
 #if NCCLWATCH_NCCL_HEADER_VERSION < 22900
   SKIP("built against nccl.h " << NCCLWATCH_NCCL_HEADER_VERSION << ": no ncclCommGrow");
@@ -280,22 +386,31 @@ TEST_CASE("grow: the grown communicator's two identities are named, the job not 
   Scenario s;
   Run(&s, {"grow", "--existing", "2", "--steps", "2"});
   for (const auto& r : s.job.ranks) REQUIRE(r.exit_code == 0);
-  const std::string existing = jobs::CommId(s.dir.path(), 0, "ncclCommGrow");
   const std::string gained = jobs::CommId(s.dir.path(), 2, "ncclCommGrow");
-  REQUIRE_FALSE(existing.empty());
-  REQUIRE_FALSE(gained.empty());
-  CHECK(existing != gained);
-  CHECK(jobs::CommId(s.dir.path(), 1, "ncclCommGrow") == existing);
-  CHECK(jobs::CommId(s.dir.path(), 3, "ncclCommGrow") == gained);
-  INFO("diagnosis:\n" << s.diagnosis.output);
-  CHECK(s.diagnosis.verdict != "healthy");
-  const jobs::FindingView* root = s.diagnosis.Root();
+  // Every trace but rank 0's, the root that links the two sides.
+  std::vector<std::string> inputs;
+  for (int r = 1; r < kRanks; ++r) inputs.push_back(jobs::TraceOf(s.dir.path(), r));
+  const jobs::DiagnosisView d = jobs::Diagnose(inputs);
+  INFO("diagnosis:\n" << d.output);
+  CHECK(d.verdict != "healthy");
+  const jobs::FindingView* root = d.Root();
   REQUIRE(root != nullptr);
   CHECK(root->kind == "missing_traces");
-  const std::string other = root->String("grown_as");
-  CHECK(
-      ((root->comm == gained && other == existing) || (root->comm == existing && other == gained)));
-  CHECK(Has(root->detail,
-            "It was made by ncclCommGrow, and its other ranks recorded it as " + other));
+  // Rank 0 of the first communicator is missing; the grown communicator is
+  // apart under each side's identity, each side missing the other's ranks
+  // (and rank 0), and says why.
+  const std::string existing = jobs::CommId(s.dir.path(), 1, "ncclCommGrow");
+  using Ranks = std::map<std::string, std::vector<int> >;
+  Ranks missing, unjoined;
+  for (const jobs::FindingView& f : d.findings) {
+    if (f.kind != "missing_traces") continue;
+    missing[f.comm] = f.ranks;
+    if (!f.Bool("grow_unjoined")) continue;
+    unjoined[f.comm] = f.ranks;
+    CHECK(Has(f.detail, "It was made by ncclCommGrow, and its two sides could not be joined"));
+    CHECK(Has(f.fix, "ncclCommGetUniqueId"));
+  }
+  CHECK(missing == Ranks{{s.world, {0}}, {existing, {0, 2, 3}}, {gained, {0, 1}}});
+  CHECK(unjoined == Ranks{{existing, {0, 2, 3}}, {gained, {0, 1}}});
 #endif
 }

@@ -20,8 +20,9 @@ struct Look {
 // `ncclwatch status` once the job's output has `lines` lines matching
 // `pattern` (or after T seconds), then waits for the job to end.
 Look LookAtLiveJob(const std::string& dir, int nranks, const std::vector<std::string>& args,
-                   const std::string& pattern, int lines, int timeout_s) {
-  std::string job = "LD_PRELOAD=\"$2\" NCCLWATCH_DIR=\"$1\"/traces \"$0\"/jobrun -n " +
+                   const std::string& pattern, int lines, int timeout_s,
+                   const std::string& env = "") {
+  std::string job = env + " LD_PRELOAD=\"$2\" NCCLWATCH_DIR=\"$1\"/traces \"$0\"/jobrun -n " +
                     std::to_string(nranks) + " --timeout " + std::to_string(timeout_s) +
                     " -- \"$0\"/train_loop";
   for (const std::string& a : args) job += " " + a;
@@ -172,6 +173,27 @@ TEST_CASE("status on a live job with a slow host: progressing, the straggler nam
   CHECK(row2.find("; STRAGGLER") != std::string::npos);
   CHECK(std::regex_search(row2, std::regex(" [0-9]+/[0-9]+ \\([0-9.]+ ms\\) ")));
   for (int rank : {0, 1, 3}) {
+    const std::string row = RowOf(l.status, rank);
+    INFO("rank " << rank << ": " << row);
+    CHECK(row.find("STRAGGLER") == std::string::npos);
+  }
+}
+
+// A slow GPU (NCCLSIM_SLOW_GPU: GPU 1's copies take 20 ms more, its host
+// enqueues at once): status names it live, under the headline, for its GPU,
+// and marks its row; no other rank is a straggler.
+TEST_CASE("status on a live job with a slow GPU: progressing, the slow GPU named", "[status]") {
+  jobs::TempDir dir;
+  const Look l = LookAtLiveJob(dir.path(), 4, {"--steps", "120", "--step-ms", "5"}, "step 60 done",
+                               4, 40, "NCCLSIM_SLOW_GPU=1:0:20");
+  INFO(l.output);
+  CHECK(l.status_exit == 0);
+  CHECK(l.status.rfind("PROGRESSING\nSLOW: rank 1 of communicator ", 0) == 0);
+  CHECK(l.status.find("reached the GPU last in ") != std::string::npos);
+  CHECK(l.status.find("its GPU is slow") != std::string::npos);
+  CHECK(l.status.find("enqueued last in ") == std::string::npos);
+  CHECK(RowOf(l.status, 1).find("; STRAGGLER") != std::string::npos);
+  for (int rank : {0, 2, 3}) {
     const std::string row = RowOf(l.status, rank);
     INFO("rank " << rank << ": " << row);
     CHECK(row.find("STRAGGLER") == std::string::npos);

@@ -2,8 +2,10 @@
 // whose host is slow (train_loop --slow-host: it spends time in host code
 // before each step, as a slow data loader does) is named the straggler, with
 // the communicator, how often and by how much, and since when; the job stays
-// healthy (a warning). A job whose every rank is slowed at random (--jitter)
-// names no one.
+// healthy (a warning). A rank whose GPU is slow (NCCLSIM_SLOW_GPU: its
+// device's work takes longer on the stream while its host enqueues at once)
+// is named with cause gpu, never host. A job whose every rank is slowed at
+// random (--jitter) names no one.
 //
 // In train_loop, step k's world AllReduce is collective #(k + k/4) of the
 // world communicator (a Broadcast follows every 4th step's AllReduce).
@@ -23,8 +25,10 @@ struct Scenario {
   std::string world;
 };
 
-void Run(Scenario* s, int nranks, const std::vector<std::string>& args) {
+void Run(Scenario* s, int nranks, const std::vector<std::string>& args,
+         const std::vector<std::string>& env = {}) {
   jobs::JobSpec spec = jobs::TracedJobSpec(nranks, "train_loop", args, s->dir.path());
+  for (const std::string& e : env) spec.env.push_back(e);
   spec.timeout_s = 60;
   s->job = jobs::RunJob(spec);
   REQUIRE(s->job.error.empty());
@@ -111,4 +115,50 @@ TEST_CASE("random jitter on every rank names no straggler", "[straggler]") {
   INFO("diagnosis:\n" << s.diagnosis.output);
   CHECK(Stragglers(s.diagnosis).empty());
   CHECK(s.diagnosis.findings.empty());
+}
+
+// 8 ranks as above; GPU 5 (rank 5's: train_loop takes the device of its
+// local rank) is slow: each copy on it takes 20 ms more, so its stream
+// reaches each step's AllReduce 20 ms late while its host enqueues at once.
+// Its host waits on its GPU at the end of each step, so it enqueues the next
+// step's collectives late too: its GPU still comes later than that, which
+// names the GPU, and the host is not named as well.
+TEST_CASE("a slow GPU is named the straggler with cause gpu, and the job stays healthy",
+          "[straggler]") {
+  Scenario s;
+  Run(&s, 8, {"--steps", "80", "--tensor-parallel", "--pipeline", "--step-ms", "10"},
+      {"NCCLSIM_SLOW_GPU=5:0:20"});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  const auto found = Stragglers(s.diagnosis);
+  REQUIRE(found.size() == 1);
+  const jobs::FindingView& f = *found[0];
+  CHECK(f.role == "warning");
+  CHECK(f.comm == s.world);
+  CHECK(f.ranks == std::vector<int>{5});
+  CHECK(f.String("cause") == "gpu");
+  CHECK(f.String("call") == "AllReduce");
+  CHECK(Number(f, "times_last") >= 40);  // of 80 AllReduces
+  CHECK(Number(f, "median_late_s") >= 0.015);
+  CHECK(Number(f, "began_seq") <= 15);
+  CHECK(f.detail.find("rank 5 reached the GPU last in ") == 0);
+  CHECK(f.detail.find("its GPU reaches them late") != std::string::npos);
+  CHECK(f.fix.find("nvidia-smi -q -d PERFORMANCE,CLOCK") != std::string::npos);
+}
+
+// A slow GPU from its 124th copy on: step 50 of train_loop without the
+// pipeline (2 copies a step, 2 more every 4th), whose AllReduce is
+// collective #62: dated.
+TEST_CASE("a slow GPU that starts mid-job is dated", "[straggler]") {
+  Scenario s;
+  Run(&s, 4, {"--steps", "100", "--step-ms", "10"}, {"NCCLSIM_SLOW_GPU=2:124:20"});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  const auto found = Stragglers(s.diagnosis);
+  REQUIRE(found.size() == 1);
+  const jobs::FindingView& f = *found[0];
+  CHECK(f.comm == s.world);
+  CHECK(f.ranks == std::vector<int>{2});
+  CHECK(f.String("cause") == "gpu");
+  CHECK(f.raw.fields().at("began_later").bool_value());
+  CHECK(Number(f, "began_seq") >= 58);
+  CHECK(Number(f, "began_seq") <= 66);
 }

@@ -168,6 +168,7 @@ TEST_CASE("timeline of a healthy job: tracks per rank and communicator, slices, 
   // Slices: 6 AllReduce steps on the world communicator per rank (plus the
   // broadcasts), sends and receives; each lies on its rank's tracks.
   std::map<uint64_t, int> world_allreduce;  // process -> slices
+  std::map<uint64_t, int> gpu_allreduce;    // process -> GPU slices of the world's AllReduces
   int sends = 0, recvs = 0;
   std::map<std::string, int> arrivals;  // arrival-skew track name -> slices
   for (const auto& s : t.slices) {
@@ -180,6 +181,12 @@ TEST_CASE("timeline of a healthy job: tracks per rank and communicator, slices, 
     }
     const uint64_t process = t.RootOf(s.track);
     REQUIRE(process != 0);
+    if (HasCategory(*s.event, "gpu")) {  // the GPU's own times, on a track of their own
+      if (t.tracks.at(s.track)->name() == "GPU comm " + world &&
+          s.event->name() == "AllReduce on the GPU")
+        ++gpu_allreduce[process];
+      continue;
+    }
     if (HasCategory(*s.event, "collective") && s.event->name().rfind("AllReduce #", 0) == 0 &&
         Annotation(*s.event, "comm").rfind(world, 0) == 0) {
       ++world_allreduce[process];
@@ -191,6 +198,7 @@ TEST_CASE("timeline of a healthy job: tracks per rank and communicator, slices, 
     CHECK_FALSE(HasCategory(*s.event, "root_cause"));
   }
   for (int rank = 0; rank < 4; ++rank) CHECK(world_allreduce[t.ProcessOf(rank)] == 6);
+  for (int rank = 0; rank < 4; ++rank) CHECK(gpu_allreduce[t.ProcessOf(rank)] == 6);
   CHECK(sends == 24);
   CHECK(sends == recvs);
   // Arrival skew: a track per communicator (the world, two pairs), a slice
@@ -300,6 +308,48 @@ TEST_CASE("timeline of a slow job: arrival skew per collective, the straggler ma
     CHECK(e->track_uuid() == t.ProcessOf(1));
     CHECK(e->name() == "STRAGGLER: rank 1");
     CHECK(Annotation(*e, "detail").rfind("rank 1 enqueued last in ", 0) == 0);
+  }
+  CHECK(instant);
+}
+
+// A slow GPU (NCCLSIM_SLOW_GPU): the straggler instant on its process says
+// its GPU came last, and every rank has its GPU's slices, the slow one's
+// short (it reaches each AllReduce last and waits for no one).
+TEST_CASE("timeline of a job with a slow GPU: the straggler marked, the GPU's slices drawn",
+          "[timeline][straggler]") {
+  jobs::TempDir dir;
+  jobs::JobSpec spec =
+      jobs::TracedJobSpec(4, "train_loop", {"--steps", "40", "--step-ms", "5"}, dir.path());
+  spec.env.push_back("NCCLSIM_SLOW_GPU=1:0:20");
+  jobs::JobResult job = jobs::RunJob(spec);
+  REQUIRE(job.error.empty());
+  for (const auto& r : job.ranks) REQUIRE(r.exit_code == 0);
+  const Timeline t = WriteTimeline(dir.path());
+  INFO(t.output);
+  REQUIRE(t.exit_code == 0);
+  REQUIRE(t.parsed);
+  CHECK(t.errors.empty());
+  std::map<uint64_t, std::vector<uint64_t>> gpu;  // process -> its GPU AllReduce slices' lengths
+  for (const auto& s : t.slices)
+    if (HasCategory(*s.event, "gpu") && s.event->name() == "AllReduce on the GPU")
+      gpu[t.RootOf(s.track)].push_back(s.end - s.begin);
+  REQUIRE(gpu.size() == 4);
+  auto median = [](std::vector<uint64_t> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  for (int rank : {0, 2, 3}) {
+    INFO("rank " << rank);
+    CHECK(gpu[t.ProcessOf(rank)].size() == 40);
+    CHECK(median(gpu[t.ProcessOf(rank)]) > median(gpu[t.ProcessOf(1)]) + 10'000'000);
+  }
+  bool instant = false;
+  for (const auto& [ts, e] : t.instants) {
+    if (!HasCategory(*e, "straggler")) continue;
+    instant = true;
+    CHECK(e->track_uuid() == t.ProcessOf(1));
+    CHECK(e->name() == "STRAGGLER: rank 1");
+    CHECK(Annotation(*e, "detail").rfind("rank 1 reached the GPU last in ", 0) == 0);
   }
   CHECK(instant);
 }

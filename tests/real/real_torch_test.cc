@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -149,6 +150,99 @@ const jobs::FindingView* CheckRoot(const jobs::DiagnosisView& d, const std::stri
   return root;
 }
 
+// The finding's one differing setting is `name`, with `values` (each value
+// and the ranks, or nodes, that hold it) in the report's order.
+void CheckOneSetting(const jobs::FindingView& root, const std::string& name,
+                     const std::vector<std::pair<std::string, std::vector<int>>>& values) {
+  const auto& settings = Field(root, "settings").list_value().values();
+  REQUIRE(settings.size() == 1);
+  const auto& s = settings[0].struct_value().fields();
+  CHECK(s.at("name").string_value() == name);
+  const auto& got = s.at("values").list_value().values();
+  REQUIRE(static_cast<size_t>(got.size()) == values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    CHECK(got[i].struct_value().fields().at("value").string_value() == values[i].first);
+    CHECK(Ints(got[i].struct_value().fields().at("ranks")) == values[i].second);
+  }
+}
+
+// A port this test process holds (listening, close-on-exec: the ranks do
+// not inherit it), as an earlier run still alive would.
+struct HeldPort {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int port = -1;
+  HeldPort() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+    REQUIRE(listen(fd, 16) == 0);
+    socklen_t len = sizeof(a);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  HeldPort(const HeldPort&) = delete;
+  HeldPort& operator=(const HeldPort&) = delete;
+  ~HeldPort() { close(fd); }
+};
+
+// `nodes` torchrun agents, each one process of the job, traced into `dir`:
+// torchrun --nnodes 2 --nproc-per-node 1 --master-addr 127.0.0.1, then
+// `options`, then the program. Agents are started by hand or by a per-node
+// script, not as ranks: no RANK or WORLD_SIZE in their environment. Static
+// rendezvous waits for ever (600 s by default): the job is ended at
+// `bound_s`, as a user would, once the agents have had time to import torch
+// and try.
+jobs::JobSpec AgentSpec(const std::string& python, const std::string& dir, int nodes,
+                        const std::vector<std::string>& options, double bound_s) {
+  jobs::JobSpec spec;
+  spec.nranks = nodes;
+  spec.argv = {fs::path(python).parent_path().string() + "/torchrun",
+               "--nnodes",
+               "2",
+               "--nproc-per-node",
+               "1",
+               "--master-addr",
+               "127.0.0.1"};
+  spec.argv.insert(spec.argv.end(), options.begin(), options.end());
+  spec.argv.push_back(std::string(NCCLWATCH_SOURCE_DIR) +
+                      "/tests/real/programs/torch_rendezvous.py");
+  spec.env = {"LD_PRELOAD=" + jobs::ShimPath(),
+              "NCCLWATCH_DIR=" + dir,
+              "RANK",
+              "WORLD_SIZE",
+              "LOCAL_RANK",
+              "LOCAL_WORLD_SIZE",
+              "CUDA_VISIBLE_DEVICES=",
+              "OMP_NUM_THREADS=1"};
+  spec.timeout_s = bound_s;
+  return spec;
+}
+
+// `ncclwatch run --dir TRACES -- torchrun --nproc-per-node 2 --master-port
+// PORT` of the rendezvous program, one node, in the launcher's environment
+// with no GPU, `env` added.
+jobs::JobSpec RunTorchrunSpec(const std::string& python, const std::string& traces, int port,
+                              const std::vector<std::string>& env) {
+  jobs::JobSpec spec;
+  spec.argv = {jobs::NcclwatchPath(),
+               "run",
+               "--dir",
+               traces,
+               "--",
+               fs::path(python).parent_path().string() + "/torchrun",
+               "--nproc-per-node",
+               "2",
+               "--master-port",
+               std::to_string(port),
+               std::string(NCCLWATCH_SOURCE_DIR) + "/tests/real/programs/torch_rendezvous.py"};
+  spec.env = jobs::LauncherEnv();
+  spec.env.insert(spec.env.end(), env.begin(), env.end());
+  spec.env.push_back("CUDA_VISIBLE_DEVICES=");
+  spec.timeout_s = 120;
+  return spec;
+}
+
 }  // namespace
 
 TEST_CASE("torch: MASTER_PORT differs between the ranks: settings_differ, each rank's port named",
@@ -183,16 +277,8 @@ TEST_CASE("torch: MASTER_PORT differs between the ranks: settings_differ, each r
   CHECK(traces == 2);
   const jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
   const jobs::FindingView* root = CheckRoot(d, "settings_differ", {1});
-  const auto& settings = Field(*root, "settings").list_value().values();
-  REQUIRE(settings.size() == 1);
-  const auto& s = settings[0].struct_value().fields();
-  CHECK(s.at("name").string_value() == "MASTER_PORT");
-  const auto& values = s.at("values").list_value().values();
-  REQUIRE(values.size() == 2);
-  CHECK(values[0].struct_value().fields().at("value").string_value() == std::to_string(port));
-  CHECK(Ints(values[0].struct_value().fields().at("ranks")) == std::vector<int>{0});
-  CHECK(values[1].struct_value().fields().at("value").string_value() == std::to_string(other));
-  CHECK(Ints(values[1].struct_value().fields().at("ranks")) == std::vector<int>{1});
+  CheckOneSetting(*root, "MASTER_PORT",
+                  {{std::to_string(port), {0}}, {std::to_string(other), {1}}});
   // What the disagreement did: rank 1 was refused at its port, rank 0 served alone.
   CHECK(root->String("address") == "127.0.0.1:" + std::to_string(other));
   CHECK(root->String("errno") == "ECONNREFUSED");
@@ -213,19 +299,10 @@ TEST_CASE("torch: the master's port held by another process: port_in_use, the ma
   const std::string python = TorchPython();
   if (python.empty()) return;
   jobs::TempDir dir;
-  // This test process holds the port (listening, close-on-exec: the ranks
-  // do not inherit it), as an earlier run still alive would.
-  const int holder = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  REQUIRE(bind(holder, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-  REQUIRE(listen(holder, 16) == 0);
-  socklen_t len = sizeof(a);
-  getsockname(holder, reinterpret_cast<sockaddr*>(&a), &len);
-  const int port = ntohs(a.sin_port);
+  std::optional<HeldPort> held(std::in_place);
+  const int port = held->port;
   const jobs::JobResult r = RunRanks(python, dir.path(), 2, port);
-  close(holder);
+  held.reset();
   INFO(Output(r));
   CHECK(r.ranks.at(0).exit_code == 1);
   CHECK(r.ranks.at(0).output.find("EADDRINUSE") != std::string::npos);  // torch's own words
@@ -307,24 +384,10 @@ TEST_CASE(
   if (python.empty()) return;
   jobs::TempDir dir;
   const std::string traces = dir.path() + "/traces";
-  jobs::JobSpec spec;
   // The ranks' rendezvous succeeds; on this GPU-less machine each then fails
   // in torch ("nccl2 requires at least one CUDA device"), before NCCL.
-  spec.argv = {jobs::NcclwatchPath(),
-               "run",
-               "--dir",
-               traces,
-               "--",
-               fs::path(python).parent_path().string() + "/torchrun",
-               "--nproc-per-node",
-               "2",
-               "--master-port",
-               std::to_string(FreePort()),
-               std::string(NCCLWATCH_SOURCE_DIR) + "/tests/real/programs/torch_rendezvous.py"};
-  spec.env = jobs::LauncherEnv();
-  spec.env.push_back("NCCLWATCH_TEST_TIMEOUT_S=3");
-  spec.env.push_back("CUDA_VISIBLE_DEVICES=");
-  spec.timeout_s = 120;
+  const jobs::JobSpec spec =
+      RunTorchrunSpec(python, traces, FreePort(), {"NCCLWATCH_TEST_TIMEOUT_S=3"});
   const jobs::JobResult r = jobs::RunJob(spec);
   REQUIRE(r.error.empty());
   const std::string& out = r.ranks.at(0).output;
@@ -347,4 +410,92 @@ TEST_CASE(
   // The rank that exited first (both fail at once): a rank, never the agent.
   REQUIRE(root->ranks.size() == 1);
   CHECK((root->ranks[0] == 0 || root->ranks[0] == 1));
+}
+
+// Two nodes' torchrun agents started with different master ports (here
+// from torchrun's PET_ variables, as a per-node launcher script exports
+// them): the agents never meet and start no worker, so the agents' traces
+// (torch imported, NCCL loaded, no call) are all there is. They are one job,
+// named by node, never as ranks; the node that tried the wrong port is the
+// failed one.
+TEST_CASE(
+    "torch: torchrun agents on two nodes with different master ports: settings_differ, "
+    "each node's port named",
+    "[real][torch]") {
+  const std::string python = TorchPython();
+  if (python.empty()) return;
+  jobs::TempDir dir;
+  const int port0 = FreePort();
+  int port1 = FreePort();
+  while (port1 == port0) port1 = FreePort();
+  jobs::JobSpec spec = AgentSpec(python, dir.path(), 2, {}, 25);
+  spec.ranks[0].env = {"PET_NODE_RANK=0", "PET_MASTER_PORT=" + std::to_string(port0)};
+  spec.ranks[1].env = {"PET_NODE_RANK=1", "PET_MASTER_PORT=" + std::to_string(port1)};
+  const jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.error.empty());
+  INFO(Output(r));
+  const jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  const jobs::FindingView* root = CheckRoot(d, "settings_differ", {});
+  CHECK(Field(*root, "agents").bool_value());
+  CHECK(root->String("backend") == "static");
+  CheckOneSetting(*root, "--master-port",
+                  {{std::to_string(port0), {0}}, {std::to_string(port1), {1}}});
+  CHECK(Ints(Field(*root, "failed")) == std::vector<int>{1});
+  CHECK(Field(*root, "attempts").number_value() >= 1);
+  CHECK(root->detail.find("the agent of node 1 tried 127.0.0.1:" + std::to_string(port1)) !=
+        std::string::npos);
+}
+
+// The same port held, under `ncclwatch run -- torchrun`: torchrun's agent
+// cannot open its store (static rendezvous on the master port) and starts
+// no worker; its trace is the job's, named by node.
+TEST_CASE(
+    "torch: under ncclwatch run and torchrun, the master's port held: port_in_use, the "
+    "agent of node 0",
+    "[real][torch]") {
+  const std::string python = TorchPython();
+  if (python.empty()) return;
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/traces";
+  std::optional<HeldPort> held(std::in_place);
+  const int port = held->port;
+  const jobs::JobSpec spec = RunTorchrunSpec(python, traces, port, {"OMP_NUM_THREADS=1"});
+  const jobs::JobResult r = jobs::RunJob(spec);
+  held.reset();
+  REQUIRE(r.error.empty());
+  const std::string& out = r.ranks.at(0).output;
+  INFO(out);
+  CHECK(r.ranks[0].exit_code == 1);
+  CHECK(out.find("PROBLEM: rendezvous_failure (port_in_use)") != std::string::npos);
+  CHECK(out.find("the agent of node 0 bound 127.0.0.1:" + std::to_string(port)) !=
+        std::string::npos);
+  const jobs::DiagnosisView d = jobs::Diagnose({traces});
+  const jobs::FindingView* root = CheckRoot(d, "port_in_use", {});
+  CHECK(Field(*root, "agents").bool_value());
+  CHECK(root->String("errno") == "EADDRINUSE");
+  CHECK(root->String("address") == "127.0.0.1:" + std::to_string(port));
+}
+
+// torchrun with --nnodes 2 started on one node only: its agent waits for the
+// other node's (static rendezvous, for as long as its timeout) and starts no
+// worker; ended by the user, its trace names the node that never came.
+TEST_CASE("torch: torchrun agents, one node of two never started: ranks_missing, node 1 named",
+          "[real][torch]") {
+  const std::string python = TorchPython();
+  if (python.empty()) return;
+  jobs::TempDir dir;
+  const jobs::JobSpec spec = AgentSpec(
+      python, dir.path(), 1, {"--node-rank", "0", "--master-port", std::to_string(FreePort())}, 20);
+  const jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.error.empty());
+  INFO(Output(r));
+  const jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  const jobs::FindingView* root = CheckRoot(d, "ranks_missing", {});
+  CHECK(Field(*root, "agents").bool_value());
+  CHECK(Field(*root, "world_size").number_value() == 2);
+  CHECK(Ints(Field(*root, "started")) == std::vector<int>{0});
+  CHECK(Ints(Field(*root, "missing")) == std::vector<int>{1});
+  CHECK(Ints(Field(*root, "waiting")) == std::vector<int>{0});
+  CHECK(root->detail.find("--nnodes is 2 and only the agent of node 0 started: the agent of node 1 "
+                          "never came") == 0);
 }

@@ -180,3 +180,51 @@ TEST_CASE("too few collectives name no one", "[straggler]") {
   const auto ps = Job(2, 12, [&](int r, uint64_t) { return r == 1 ? 5 * kMs : 0; });
   CHECK(Stragglers(ps).empty());
 }
+
+TEST_CASE(
+    "past the members x window the analysis keeps, each member keeps fewer, the same "
+    "whatever the order, and the straggler's figures say how many",
+    "[straggler]") {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<uint64_t> noise(0, 300'000);
+  // 8 ranks of 400 collectives; rank 3 is last in every one.
+  const auto ps = Job(8, 400, [&](int r, uint64_t) { return noise(rng) + (r == 3 ? 5 * kMs : 0); });
+  auto stragglers = [&](const std::vector<int>& order, size_t max_kept) {
+    ArrivalSkew skew(max_kept);
+    for (int i : order) skew.AddProcess(i, ps[static_cast<size_t>(i)].Build());
+    return std::make_pair(skew.window(), skew.Stragglers());
+  };
+  // 8 x 4,096 within the budget: every collective compared.
+  auto [wide, all] = stragglers({0, 1, 2, 3, 4, 5, 6, 7}, size_t{8} * ArrivalSkew::kWindow);
+  CHECK(wide == ArrivalSkew::kWindow);
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].compared == 400);
+  CHECK(all[0].window == ArrivalSkew::kWindow);
+  // A budget of 8 x 100: 4,096 halved to 64 (8 x 128 is past it).
+  for (const std::vector<int>& order :
+       {std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}, std::vector<int>{7, 3, 5, 0, 6, 2, 1, 4}}) {
+    auto [narrow, few] = stragglers(order, 800);
+    CHECK(narrow == 64);
+    REQUIRE(few.size() == 1);
+    CHECK(few[0].rank == 3);
+    CHECK(few[0].window == 64);
+    CHECK(few[0].compared == 64);  // the last 64 of every member: #336-#399
+    CHECK(few[0].first_seq == 336);
+    CHECK(few[0].last_seq == 399);
+    CHECK(few[0].window_start);
+  }
+  // And the text says so.
+  StragglerFacts facts;
+  facts.rank = 3;
+  facts.members = 8;
+  facts.window = 64;
+  facts.compared = 64;
+  Finding f;
+  f.kind = FindingKind::kStraggler;
+  f.comm = kComm;
+  f.facts = facts;
+  const std::string text =
+      ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites()).detail;
+  CHECK(text.find("compared over each rank's last 64 collectives, not 4096 (8 ranks") !=
+        std::string::npos);
+}

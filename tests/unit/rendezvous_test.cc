@@ -132,8 +132,6 @@ TEST_CASE("rendezvous: a job past it, or that ended well, is not the rendezvous'
   CHECK_FALSE(RendezvousFinding({}).has_value());
 }
 
-}  // namespace ncclwatch::decoder
-
 namespace ncclwatch::decoder {
 
 TEST_CASE("rendezvous: live, only what cannot heal is a finding") {
@@ -147,6 +145,57 @@ TEST_CASE("rendezvous: live, only what cannot heal is a finding") {
   REQUIRE(f.has_value());
   CHECK(std::get<RendezvousFacts>(f->facts).cause == RendezvousFacts::Cause::kSettingsDiffer);
   CHECK(f->ranks == std::vector<int>{1});
+}
+
+}  // namespace ncclwatch::decoder
+
+// torchrun's agents (static rendezvous): two nodes started with different
+// --master-port never meet. Nodes are named in the facts, never as ranks.
+TEST_CASE("rendezvous: torchrun's agents disagree on --master-port: their nodes named") {
+  RendezvousEvidence n0 = Rank(0, "127.0.0.1", "29611", "2");
+  RendezvousEvidence n1 = Rank(1, "127.0.0.1", "29612", "2");
+  for (RendezvousEvidence* n : {&n0, &n1}) {
+    n->agent = true;
+    n->backend = "static";
+  }
+  n0.sockets.push_back(Calls(sa::kListen, At("0.0.0.0", 29611), 0, 1));
+  n1.sockets.push_back(Calls(sa::kConnect, At("127.0.0.1", 29612), ECONNREFUSED, 11));
+  const auto f = RendezvousFinding({n0, n1});
+  REQUIRE(f.has_value());
+  const RendezvousFacts& x = Facts(*f);
+  CHECK(x.cause == RendezvousFacts::Cause::kSettingsDiffer);
+  CHECK(x.agents);
+  CHECK(x.backend == "static");
+  CHECK(f->ranks.empty());
+  REQUIRE(x.settings.size() == 1);
+  CHECK(x.settings[0].name == "--master-port");
+  CHECK(x.settings[0].values[0] == std::pair<std::string, std::vector<int>>{"29611", {0}});
+  CHECK(x.settings[0].values[1] == std::pair<std::string, std::vector<int>>{"29612", {1}});
+  CHECK(x.failed == std::vector<int>{1});
+  CHECK(x.attempts == 11);
+  const FindingText t = RenderFinding(*f, NoCallSites());
+  INFO(t.detail);
+  CHECK(t.detail.find("--master-port 29611 on the agent of node 0, 29612 on the agent of node 1") !=
+        std::string::npos);
+  CHECK(t.detail.find("rank") == std::string::npos);
+}
+
+TEST_CASE("rendezvous: torchrun's agents, one node never came: named by node") {
+  RendezvousEvidence n0 = Rank(0, "127.0.0.1", "29611", "3");
+  RendezvousEvidence n2 = Rank(2, "127.0.0.1", "29611", "3");
+  for (RendezvousEvidence* n : {&n0, &n2}) {
+    n->agent = true;
+    n->backend = "static";
+  }
+  const auto f = RendezvousFinding({n0, n2});
+  REQUIRE(f.has_value());
+  const RendezvousFacts& x = Facts(*f);
+  CHECK(x.cause == RendezvousFacts::Cause::kRanksMissing);
+  CHECK(x.missing == std::vector<int>{1});
+  CHECK(f->ranks.empty());
+  const FindingText t = RenderFinding(*f, NoCallSites());
+  CHECK(t.detail.find("--nnodes is 3 and only the agents of nodes 0,2 started: the agent of node "
+                      "1 never came") == 0);
 }
 
 }  // namespace ncclwatch::decoder

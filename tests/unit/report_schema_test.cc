@@ -231,7 +231,27 @@ TEST_CASE("every kind of finding, with its facts, conforms", "[report][schema]")
     rf.joined = 1;
     rdv.facts = rf;
     findings.push_back(rdv);
+    // torchrun's agents: nodes, not ranks.
+    rdv.ranks.clear();
+    rf.agents = true;
+    rf.backend = "static";
+    rdv.facts = rf;
+    findings.push_back(rdv);
   }
+
+  Finding topo;
+  topo.kind = FindingKind::kGpuTopology;
+  topo.role = FindingRole::kWarning;
+  GpuTopologyFacts gt;
+  gt.file = "job.log:12";
+  gt.gpus = 8;
+  gt.nics = 2;
+  gt.usual = "NV18";
+  gt.usual_pairs = 21;
+  gt.weak = {{"GPU0", "GPU5", "SYS"}};
+  gt.far_nics = {{"mlx5_1", "GPU4", "NODE"}};
+  topo.facts = gt;
+  findings.push_back(topo);
 
   const std::vector<std::string> traced = {
       "{\"path\":\"/t/a.trace\",\"host\":\"n\",\"pid\":1,\"rank\":0,\"rank_source\":\"RANK\","

@@ -413,6 +413,21 @@ class SyntheticProcess {
     return *this;
   }
 
+  // The GPU began collective #seq of `comm` at tick `begin` and finished it
+  // at tick `end` (GpuTime; the synthetic clock is CLOCK_MONOTONIC).
+  SyntheticProcess& GpuTime(uint64_t comm, uint64_t seq, uint64_t begin, uint64_t end) {
+    auto* g = Add().mutable_gpu_time();
+    g->set_comm(comm);
+    g->set_call(pb::ALL_REDUCE);
+    g->set_seq(seq);
+    g->set_collectives(seq + 1);
+    g->set_begin_ns(begin);
+    g->set_end_ns(end);
+    g->set_gpu_ns(end - begin);
+    g->set_anchor_error_ns(1000);
+    return *this;
+  }
+
   // The file was read (a live snapshot of it taken) at tick `t`.
   SyntheticProcess& ReadAt(uint64_t t) {
     read_t_ = t;

@@ -16,15 +16,24 @@
 //       AllReduce. Every other step a bare ncclSignal and its wait as well.
 //       drop-put: that rank skips its put at that step: the next rank waits
 //       for a signal that never comes.
-//   recent_api_job grow --existing N [--steps N] [--bug count:RANK:STEP]
+//   recent_api_job grow --existing N [--steps N] [--split] [--bug count:RANK:STEP]
+//                       [--bug split-count:RANK:STEP]
 //       Ranks 0..N-1 make a communicator and run steps; rank 0 makes a grow
 //       id (ncclCommGetUniqueId), shares it; every rank, old and new, calls
 //       ncclCommGrow, and all WORLD_SIZE ranks run steps on the grown
-//       communicator. count: on the grown communicator.
+//       communicator. count: on the grown communicator. --split: then every
+//       rank splits the grown communicator by rank parity (key: its rank)
+//       and runs steps of AllReduces on its half; split-count: on the half.
 //   recent_api_job shrink --exclude R [--steps N] [--bug count:RANK:STEP]
 //       Every rank runs steps; rank R destroys its communicator and exits;
 //       the others shrink it away (ncclCommShrink) and run steps on the
 //       shrunk communicator. count: on the shrunk communicator.
+//   recent_api_job suspend [--steps N] --suspend RANK|all:STEP [--resume]
+//       Steps of one AllReduce (step k is #k). At STEP, RANK (or every rank)
+//       calls ncclCommSuspend(NCCL_SUSPEND_MEM) before the step's AllReduce;
+//       with --resume ncclCommResume right after, and goes on; without it
+//       the rank waits (idle) until it is ended. --revoke: RANK calls
+//       ncclCommRevoke instead of ncclCommSuspend, and waits.
 //   recent_api_job devcomm [--steps N]
 //       A window and a device-API communicator (ncclDevCommCreate) beside the
 //       host's AllReduces, destroyed at the end.
@@ -58,9 +67,14 @@ struct Bug {
 struct Options {
   std::string mode;
   int steps = 4;
-  int existing = 0;  // grow
-  int exclude = -1;  // shrink
-  int plain = -1;    // config: the rank that calls the classic collectives
+  int existing = 0;       // grow
+  bool split = false;     // grow: split the grown communicator and run steps on it
+  int suspend_rank = -1;  // suspend: the rank that suspends, -2 every rank
+  int suspend_step = -1;
+  bool resume = false;
+  bool revoke = false;  // suspend: revoke instead
+  int exclude = -1;     // shrink
+  int plain = -1;       // config: the rank that calls the classic collectives
   std::vector<Bug> bugs;
 };
 
@@ -81,6 +95,18 @@ Options Parse(int argc, char** argv) {
     };
     if (a == "--steps") {
       o.steps = std::atoi(next().c_str());
+    } else if (a == "--suspend") {
+      const std::string v = next();
+      const size_t c = v.find(':');
+      if (c == std::string::npos) Usage("--suspend wants RANK:STEP or all:STEP");
+      o.suspend_rank = v.substr(0, c) == "all" ? -2 : std::atoi(v.substr(0, c).c_str());
+      o.suspend_step = std::atoi(v.c_str() + c + 1);
+    } else if (a == "--revoke") {
+      o.revoke = true;
+    } else if (a == "--resume") {
+      o.resume = true;
+    } else if (a == "--split") {
+      o.split = true;
     } else if (a == "--existing") {
       o.existing = std::atoi(next().c_str());
     } else if (a == "--plain") {
@@ -307,8 +333,52 @@ int Grow(const Options& o) {
     std::printf("step %d done\n", step);
     std::fflush(stdout);
   }
+  if (o.split) {
+    ncclComm_t half = nullptr;
+    NCCL_OK(ncclCommSplit(grown, rank % 2, rank, &half, nullptr));
+    for (int step = 0; step < o.steps; ++step) {
+      const size_t count = BugAt(o, "split-count", rank, step) ? kCount - 1 : kCount;
+      Fill(buf, static_cast<float>(rank + step + 1), kCount);
+      NCCL_OK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, half, s));
+      CUDA_OK(cudaStreamSynchronize(s));
+      float want = 0;
+      for (int r = rank % 2; r < n; r += 2) want += static_cast<float>(r + step + 1);
+      Check(First(buf) == want, "AllReduce sum on the split");
+      std::printf("split step %d done\n", step);
+      std::fflush(stdout);
+    }
+    NCCL_OK(ncclCommDestroy(half));
+  }
   NCCL_OK(ncclCommDestroy(grown));
   if (comm != nullptr) NCCL_OK(ncclCommDestroy(comm));
+  return 0;
+}
+
+int Suspend(const Options& o) {
+  const int rank = jobenv::Rank(), n = jobenv::WorldSize();
+  ncclComm_t comm = InitWorld(rank, n, "nccl_id");
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  float* buf = DeviceFloats(kCount);
+  for (int step = 0; step < o.steps; ++step) {
+    if (step == o.suspend_step && (o.suspend_rank == -2 || o.suspend_rank == rank)) {
+      if (o.revoke) {
+        NCCL_OK(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT));
+      } else {
+        NCCL_OK(ncclCommSuspend(comm, NCCL_SUSPEND_MEM));
+      }
+      std::printf("rank %d %s\n", rank, o.revoke ? "revoked" : "suspended");
+      std::fflush(stdout);
+      if (o.revoke || !o.resume) {
+        for (;;) pause();  // waits for what never comes, until the job is ended
+      }
+      NCCL_OK(ncclCommResume(comm));
+    }
+    SumStep(comm, rank, n, step, buf, s);
+    std::printf("step %d done\n", step);
+    std::fflush(stdout);
+  }
+  NCCL_OK(ncclCommDestroy(comm));
   return 0;
 }
 
@@ -392,6 +462,8 @@ int main(int argc, char** argv) {
     rc = OneSided(o);
   } else if (o.mode == "grow") {
     rc = Grow(o);
+  } else if (o.mode == "suspend") {
+    rc = Suspend(o);
 #endif
   } else if (o.mode == "shrink") {
     rc = Shrink(o);

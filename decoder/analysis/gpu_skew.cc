@@ -1,0 +1,225 @@
+#include "analysis/gpu_skew.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "analysis/lateness_stats.h"
+
+namespace ncclwatch::decoder {
+
+void GpuSkew::AddProcess(int index, const ProcessTrace& t) {
+  if (t.gpu_times.empty()) return;
+  if (!t.anchors.empty()) {
+    // CLOCK_MONOTONIC to realtime, as the trace's first anchor pairs them.
+    const int64_t offset = static_cast<int64_t>(t.anchors.front().realtime_ns) -
+                           static_cast<int64_t>(t.anchors.front().monotonic_ns);
+    std::vector<int64_t>& ends = gpu_ends_[index];
+    for (const GpuTimeEvent& g : t.gpu_times)
+      if (g.end_ns != 0 && g.end_ns < INT64_MAX / 2)
+        ends.push_back(static_cast<int64_t>(g.end_ns) + offset);
+    std::sort(ends.begin(), ends.end());
+    if (ends.size() > 4 * kWindow)
+      ends.erase(ends.begin(), ends.end() - static_cast<std::ptrdiff_t>(4 * kWindow));
+  }
+  // When this process's GPU finished each operation (CLOCK_MONOTONIC, sorted).
+  std::vector<int64_t> ends_mono;
+  for (const GpuTimeEvent& g : t.gpu_times)
+    if (g.end_ns != 0 && g.end_ns < INT64_MAX / 2)
+      ends_mono.push_back(static_cast<int64_t>(g.end_ns));
+  std::sort(ends_mono.begin(), ends_mono.end());
+  for (const CommStream& s : t.streams) {
+    if (!s.any() || s.rank < 0) continue;
+    // A process with two ranks of one communicator: its GPU times do not
+    // say which rank's they are.
+    int ranks_here = 0;
+    for (const CommStream& o : t.streams) ranks_here += o.comm == s.comm && o.rank >= 0;
+    if (ranks_here != 1) continue;
+    Member m;
+    m.process = index;
+    for (const GpuTimeEvent& g : t.gpu_times) {
+      if (g.comm != s.comm || !g.OneCollective() || g.gpu_ns == 0) continue;
+      Sample& x = m.by_seq[g.collectives - 1];
+      x.gpu_ns = static_cast<int64_t>(std::min<uint64_t>(g.gpu_ns, INT64_MAX));
+      x.enqueue_ns = INT64_MIN;
+      x.since_previous_ns = INT64_MIN;
+      if (g.begin_ns != 0 && g.begin_ns < INT64_MAX / 2) {
+        auto before =
+            std::lower_bound(ends_mono.begin(), ends_mono.end(), static_cast<int64_t>(g.begin_ns));
+        if (before != ends_mono.begin())
+          x.since_previous_ns = static_cast<int64_t>(g.begin_ns) - *(before - 1);
+      }
+      x.call = g.call;
+      if (m.by_seq.size() > kWindow) m.by_seq.erase(m.by_seq.begin());
+    }
+    if (m.by_seq.empty()) continue;
+    for (uint32_t i : s.collectives) {
+      const CollectiveEvent& e = t.collectives[i];
+      auto it = m.by_seq.find(e.seq);
+      if (it != m.by_seq.end()) it->second.enqueue_ns = t.RealtimeNs(e.t);
+    }
+    comms_[s.comm][s.rank] = std::move(m);
+  }
+}
+
+bool GpuSkew::WaitedOnGpu(uint64_t comm, int32_t rank, uint64_t seq, int64_t gap_ns) const {
+  auto c = comms_.find(comm);
+  if (c == comms_.end() || !c->second.count(rank)) return false;
+  // From the process's GPU's last finish before `enqueue` to it; -1 unknown.
+  auto idle = [&](const Member& m) -> int64_t {
+    auto s = m.by_seq.find(seq);
+    auto e = gpu_ends_.find(m.process);
+    if (s == m.by_seq.end() || s->second.enqueue_ns == INT64_MIN || e == gpu_ends_.end()) return -1;
+    const int64_t at = s->second.enqueue_ns;
+    auto after = std::upper_bound(e->second.begin(), e->second.end(), at);
+    return after == e->second.begin() ? -1 : at - *(after - 1);
+  };
+  const int64_t mine = idle(c->second.at(rank));
+  if (mine < 0) return false;
+  int64_t others = -1;
+  for (const auto& [r, m] : c->second) {
+    if (r == rank) continue;
+    const int64_t v = idle(m);
+    if (v < 0) return false;
+    others = std::max(others, v);
+  }
+  return others >= 0 && mine - others < gap_ns / 2;
+}
+
+bool GpuSkew::ExplainsHostStraggler(const ArrivalStraggler& s,
+                                    const std::vector<ArrivalSpan>& spans) const {
+  uint64_t late = 0, waited = 0;
+  for (const ArrivalSpan& a : spans) {
+    if (a.comm != s.comm || a.last != s.rank) continue;
+    ++late;
+    waited += WaitedOnGpu(s.comm, s.rank, a.seq, a.gap);
+  }
+  return late > 0 && 2 * waited >= late;
+}
+
+std::vector<GpuStraggler> GpuSkew::Stragglers() const {
+  std::vector<GpuStraggler> out;
+  for (const auto& [comm, members] : comms_) {
+    const int n = static_cast<int>(members.size());
+    if (n < 2) continue;
+    // Per collective every member timed: who reached it last on the GPU, by
+    // how much, and whether its GPU (not its host) made it late.
+    struct Op {
+      uint64_t seq;
+      int32_t last;       // GPU-late member, -1 none
+      int32_t gpu_last;   // the member whose GPU came last by kMinGapNs, -1 none
+      int64_t gap;        // its GPU lateness
+      int64_t host_late;  // its host's lateness (may be negative: early)
+      uint32_t call;
+    };
+    std::vector<Op> ops;
+    const Member& first = members.begin()->second;
+    for (const auto& [seq, sample] : first.by_seq) {
+      int64_t shortest = INT64_MAX, second = INT64_MAX;
+      int32_t who = -1;
+      bool all = true;
+      for (const auto& [rank, m] : members) {
+        auto it = m.by_seq.find(seq);
+        if (it == m.by_seq.end()) {
+          all = false;
+          break;
+        }
+        const int64_t d = it->second.gpu_ns;
+        if (d < shortest) {
+          second = shortest;
+          shortest = d;
+          who = rank;
+        } else if (d < second) {
+          second = d;
+        }
+      }
+      if (!all) continue;
+      Op op{seq, -1, -1, second - shortest, 0, sample.call};
+      if (op.gap >= kMinGapNs) {
+        op.gpu_last = who;
+        const Sample& mine = members.at(who).by_seq.at(seq);
+        int64_t others_latest = INT64_MIN;
+        bool hosts_known = mine.enqueue_ns != INT64_MIN;
+        for (const auto& [rank, m] : members) {
+          if (rank == who) continue;
+          const int64_t e = m.by_seq.at(seq).enqueue_ns;
+          hosts_known &= e != INT64_MIN;
+          others_latest = std::max(others_latest, e);
+        }
+        if (hosts_known) {
+          op.host_late = mine.enqueue_ns - others_latest;
+          const int64_t excess = op.gap - std::max<int64_t>(op.host_late, 0);
+          const bool own_work =
+              mine.since_previous_ns == INT64_MIN || 2 * mine.since_previous_ns >= excess;
+          if (excess >= kMinGapNs && 4 * excess >= op.gap && own_work) op.last = who;
+        }
+      }
+      ops.push_back(op);
+    }
+    if (ops.empty()) continue;
+    uint64_t gapped = 0;
+    std::map<int32_t, uint64_t> times_last;
+    for (const Op& op : ops) {
+      if (op.gpu_last < 0) continue;
+      ++gapped;
+      if (op.last >= 0) ++times_last[op.last];
+    }
+    for (const auto& [rank, count] : times_last) {
+      if (!lateness::StandsOut(count, gapped, n)) continue;
+      const Member& mine = members.at(rank);
+      GpuStraggler x;
+      x.comm = comm;
+      x.rank = rank;
+      x.process = mine.process;
+      x.members = n;
+      for (const auto& [r, m] : members) x.member_processes.push_back(m.process);
+      x.compared = ops.size();
+      x.timed = ops.size();
+      x.window = kWindow;
+      x.gapped = gapped;
+      x.times_last = count;
+      x.first_seq = ops.front().seq;
+      x.last_seq = ops.back().seq;
+      x.window_start = x.first_seq != 0;
+      std::vector<uint8_t> indicator(ops.size());
+      std::vector<int64_t> gaps, all_gaps(ops.size()), host_late;
+      std::vector<uint32_t> calls(ops.size());
+      for (size_t i = 0; i < ops.size(); ++i) {
+        indicator[i] = ops[i].last == rank;
+        all_gaps[i] = ops[i].gap;
+        calls[i] = ops[i].call;
+        if (!indicator[i]) continue;
+        gaps.push_back(ops[i].gap);
+        host_late.push_back(std::max<int64_t>(ops[i].host_late, 0));
+        x.host_on_time += ops[i].host_late < kMinGapNs;
+      }
+      const lateness::CallLast most = lateness::MostOftenLast(calls, indicator);
+      x.call = most.call;
+      x.call_times_last = most.times_last;
+      x.call_compared = most.compared;
+      x.median_late_ns = lateness::Quantile(gaps, 0.5);
+      x.p90_late_ns = lateness::Quantile(gaps, 0.9);
+      x.host_late_ns = lateness::Quantile(host_late, 0.5);
+      std::vector<int64_t> intervals;
+      int64_t previous = INT64_MIN;
+      for (const auto& [seq, s] : mine.by_seq) {
+        if (s.enqueue_ns != INT64_MIN && previous != INT64_MIN && s.enqueue_ns >= previous)
+          intervals.push_back(s.enqueue_ns - previous);
+        previous = s.enqueue_ns;
+      }
+      x.median_interval_ns = lateness::Quantile(intervals, 0.5);
+      if (x.median_late_ns < kMinLateNs || 20 * x.median_late_ns < x.median_interval_ns) continue;
+      const lateness::Straggling dated = lateness::DateStraggling(indicator, all_gaps, kMinGapNs);
+      x.began_later = dated.began > 0;
+      x.began_seq = ops[dated.began].seq;
+      const int64_t began_enqueue = mine.by_seq.at(x.began_seq).enqueue_ns;
+      x.began_ns = began_enqueue == INT64_MIN ? 0 : began_enqueue;
+      x.early_late_ns = dated.early_late_ns;
+      x.recent_late_ns = dated.recent_late_ns;
+      x.worsening = dated.worsening;
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
+}  // namespace ncclwatch::decoder

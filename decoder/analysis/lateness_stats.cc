@@ -1,0 +1,88 @@
+#include "analysis/lateness_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace ncclwatch::decoder::lateness {
+
+int64_t Quantile(std::vector<int64_t> v, double q) {
+  if (v.empty()) return 0;
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+bool StandsOut(uint64_t count, uint64_t gapped, int members) {
+  if (members < 2 || count < kMinTimesLast || 2 * count < gapped) return false;
+  const double p = 1.0 / members;
+  const double bar = static_cast<double>(gapped) * p +
+                     kSigmas * std::sqrt(static_cast<double>(gapped) * p * (1 - p));
+  return static_cast<double>(count) >= bar;
+}
+
+size_t ChangePoint(const std::vector<uint8_t>& x) {
+  const size_t n = x.size();
+  if (n < 2) return 0;
+  std::vector<double> prefix(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + x[i];
+  auto sse = [&](size_t a, size_t b) {  // sum of squared error of x[a, b) (x*x == x)
+    const double len = static_cast<double>(b - a);
+    if (len == 0) return 0.0;
+    const double sum = prefix[b] - prefix[a];
+    return sum - sum * sum / len;
+  };
+  double best = sse(0, n);
+  size_t at = 0;
+  // Each part at least 5 collectives and a twentieth of them (a split that
+  // isolates a handful says nothing), and the rate after at least twice the
+  // rate before (a change, not noise around one rate).
+  const size_t least = std::max<size_t>(5, n / 20);
+  for (size_t s = least; s + least <= n; ++s) {
+    const double before = (prefix[s] - prefix[0]) / static_cast<double>(s);
+    const double after = (prefix[n] - prefix[s]) / static_cast<double>(n - s);
+    if (after < 2 * before || after <= before) continue;
+    const double e = sse(0, s) + sse(s, n);
+    if (e < best - 1e-9) {
+      best = e;
+      at = s;
+    }
+  }
+  return at;
+}
+
+Straggling DateStraggling(const std::vector<uint8_t>& last, const std::vector<int64_t>& gap,
+                          int64_t min_gap_ns) {
+  Straggling s;
+  s.began = ChangePoint(last);
+  std::vector<int64_t> early, recent;
+  size_t straggling = 0;
+  for (size_t i = s.began; i < last.size(); ++i) straggling += last[i];
+  size_t seen = 0;
+  for (size_t i = s.began; i < last.size(); ++i) {
+    if (!last[i]) continue;
+    (2 * seen < straggling ? early : recent).push_back(gap[i]);
+    ++seen;
+  }
+  s.early_late_ns = Quantile(early, 0.5);
+  s.recent_late_ns = Quantile(recent, 0.5);
+  s.worsening = early.size() >= kMinTimesLast / 2 && recent.size() >= kMinTimesLast / 2 &&
+                s.recent_late_ns >= s.early_late_ns + s.early_late_ns / 2 &&
+                s.recent_late_ns - s.early_late_ns >= min_gap_ns;
+  return s;
+}
+
+CallLast MostOftenLast(const std::vector<uint32_t>& calls, const std::vector<uint8_t>& last) {
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> by_call;  // call -> (last, compared)
+  for (size_t i = 0; i < calls.size() && i < last.size(); ++i) {
+    ++by_call[calls[i]].second;
+    if (last[i]) ++by_call[calls[i]].first;
+  }
+  CallLast out;
+  for (const auto& [call, c] : by_call) {
+    if (c.first > out.times_last) out = {call, c.first, c.second};
+  }
+  return out;
+}
+
+}  // namespace ncclwatch::decoder::lateness

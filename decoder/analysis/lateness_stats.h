@@ -1,0 +1,63 @@
+// The statistics every "who comes last" analysis shares (arrival_skew.h:
+// the host that enqueues last; gpu_skew.h: the GPU that reaches the
+// operation last): a quantile, whether a member's count of being last
+// stands out from chance, and when its straggling began and whether it
+// worsens.
+//
+// Thread-safety: pure functions.
+
+#ifndef NCCLWATCH_DECODER_ANALYSIS_LATENESS_STATS_H_
+#define NCCLWATCH_DECODER_ANALYSIS_LATENESS_STATS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ncclwatch::decoder::lateness {
+
+// Evidence below this names no one.
+constexpr uint64_t kMinTimesLast = 10;
+// Standard deviations above chance a straggler's count must stand.
+constexpr double kSigmas = 5.0;
+
+// The q-quantile of `v` (0 when empty).
+int64_t Quantile(std::vector<int64_t> v, double q);
+
+// Whether a member last in `count` of `gapped` collectives (of `members`)
+// is a straggler: a member no different from the others is last in about
+// 1/members of them; a straggler is last in at least kMinTimesLast, at least
+// half of them, and more than kSigmas binomial standard deviations above
+// 1/members (a job whose ranks are slowed at random names no one: 5 sigma
+// is 3e-7 per rank and communicator).
+bool StandsOut(uint64_t count, uint64_t gapped, int members);
+
+// The change point of a 0/1 series: the index s splitting it into [0, s)
+// and [s, n) with the least squared error around each part's mean, where
+// the part after is at least twice as dense; 0 when no split beats none.
+// Each part at least 5 long and a twentieth of the series.
+size_t ChangePoint(const std::vector<uint8_t>& x);
+
+// When a straggling began and whether it worsens: `last[i]` whether the
+// member was last in collective i, `gap[i]` by how much then.
+struct Straggling {
+  size_t began = 0;            // index of its first collective (ChangePoint)
+  int64_t early_late_ns = 0;   // median gap in the first half of its straggling
+  int64_t recent_late_ns = 0;  // ... and in the second
+  bool worsening = false;
+};
+// The call a member was last in most often: `calls[i]` collective i's
+// call, `last[i]` whether the member was last in it; with how often, and of
+// how many of that call. The lowest call on a tie.
+struct CallLast {
+  uint32_t call = 0;
+  uint64_t times_last = 0;
+  uint64_t compared = 0;
+};
+CallLast MostOftenLast(const std::vector<uint32_t>& calls, const std::vector<uint8_t>& last);
+
+Straggling DateStraggling(const std::vector<uint8_t>& last, const std::vector<int64_t>& gap,
+                          int64_t min_gap_ns);
+
+}  // namespace ncclwatch::decoder::lateness
+
+#endif  // NCCLWATCH_DECODER_ANALYSIS_LATENESS_STATS_H_
