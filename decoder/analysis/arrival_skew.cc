@@ -121,6 +121,16 @@ std::vector<ArrivalSkew::Op> ArrivalSkew::Compare(const Members& members) {
   return ops;
 }
 
+void ArrivalSkew::AlignClocks(const HostClocks& clocks) {
+  for (auto& [comm, members] : comms_) {
+    for (auto& [rank, m] : members) {
+      const int64_t offset = clocks.OffsetOf(m.process);
+      if (offset == 0) continue;
+      for (int64_t& ns : m.ns) ns = HostClocks::OnReference(ns, offset);
+    }
+  }
+}
+
 std::vector<ArrivalSpan> ArrivalSkew::Spans() const {
   std::vector<ArrivalSpan> out;
   for (const auto& [comm, members] : comms_) {

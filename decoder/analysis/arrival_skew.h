@@ -27,9 +27,10 @@
 // median gap in the first and second half of its straggling.
 //
 // Times are the enqueue times on each host's own clock (realtime): on one
-// host they compare exactly; across hosts, the hosts' clock offset adds to
-// every gap (the finding says how many hosts and that their clocks were
-// taken as they were).
+// host they compare exactly; across hosts, each host's clock offset as the
+// job's own collectives measured it (host_clocks.h, AlignClocks) is taken
+// off first, and the finding states the residual; a host no collective
+// aligned is compared as its clock read, and the finding says so.
 //
 // Thread-safety: none; one analysis owns it.
 
@@ -40,6 +41,7 @@
 #include <map>
 #include <vector>
 
+#include "analysis/host_clocks.h"
 #include "analysis/lateness_stats.h"
 #include "model/process_trace.h"
 
@@ -112,6 +114,9 @@ class ArrivalSkew {
   explicit ArrivalSkew(size_t max_kept = kMaxKept) : max_kept_(max_kept) {}
 
   void AddProcess(int index, const ProcessTrace& t);
+  // After the last process: every member's times put on the reference
+  // host's clock (host_clocks.h), before anything is compared.
+  void AlignClocks(const HostClocks& clocks);
   // The collectives kept per member now (kWindow, or narrower past max_kept).
   size_t window() const { return window_; }
   // Every straggler found, by communicator, then rank.

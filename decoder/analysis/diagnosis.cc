@@ -1598,9 +1598,10 @@ class Diagnoser {
         facts.host_late_ns = gpu->host_late_ns;
         facts.host_on_time = gpu->host_on_time;
       }
-      std::set<std::string> hosts;
-      for (int q : s.member_processes) hosts.insert(procs_[q].host);
-      facts.hosts = static_cast<int>(hosts.size());
+      const HostClocks::Among clocks = job_.clocks().Of(s.member_processes);
+      facts.hosts = std::max(1, clocks.hosts);
+      facts.clocks_aligned = facts.hosts > 1 && clocks.aligned;
+      facts.clock_residual_ns = facts.clocks_aligned ? clocks.residual_ns : 0;
       x.facts = facts;
       auto [at, fresh] = by_rank.try_emplace({x.job, facts.rank}, x);
       if (fresh) continue;

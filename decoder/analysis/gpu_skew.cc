@@ -61,6 +61,21 @@ void GpuSkew::AddProcess(int index, const ProcessTrace& t) {
   }
 }
 
+void GpuSkew::AlignClocks(const HostClocks& clocks) {
+  for (auto& [comm, members] : comms_) {
+    for (auto& [rank, m] : members) {
+      const int64_t offset = clocks.OffsetOf(m.process);
+      if (offset == 0) continue;
+      for (auto& [seq, x] : m.by_seq) x.enqueue_ns = HostClocks::OnReference(x.enqueue_ns, offset);
+    }
+  }
+  for (auto& [process, ends] : gpu_ends_) {
+    const int64_t offset = clocks.OffsetOf(process);
+    if (offset == 0) continue;
+    for (int64_t& e : ends) e = HostClocks::OnReference(e, offset);
+  }
+}
+
 bool GpuSkew::WaitedOnGpu(uint64_t comm, int32_t rank, uint64_t seq, int64_t gap_ns) const {
   auto c = comms_.find(comm);
   if (c == comms_.end() || !c->second.count(rank)) return false;

@@ -60,6 +60,9 @@ class GpuSkew {
   static constexpr int64_t kMinLateNs = 2 * kMinGapNs;
 
   void AddProcess(int index, const ProcessTrace& t);
+  // After the last process: the hosts' enqueue and finish times on the
+  // reference host's clock (host_clocks.h), as ArrivalSkew's.
+  void AlignClocks(const HostClocks& clocks);
   // Every slow GPU found, by communicator, then rank.
   std::vector<GpuStraggler> Stragglers() const;
   // Whether member `rank` of `comm`, whose host enqueued collective `seq`

@@ -296,6 +296,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   order_.AddProcess(index, t);
   arrivals_.AddProcess(index, t);
   gpu_arrivals_.AddProcess(index, t);
+  clocks_.AddProcess(index, t);
   gaps_.AddProcess(index, t);
   p.summary = t.summary;
   p.summary_host = t.summary_host;
@@ -355,6 +356,9 @@ void JobAnalysis::Finish() {
   };
   p2p_.Finish(whole);
   signals_.Finish(whole);
+  clocks_.Solve();
+  arrivals_.AlignClocks(clocks_);
+  gpu_arrivals_.AlignClocks(clocks_);
 }
 
 int JobAnalysis::ProcessOf(uint64_t comm, int32_t comm_rank) const {

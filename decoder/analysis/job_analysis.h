@@ -26,6 +26,7 @@
 #include "analysis/collective_alignment.h"
 #include "analysis/completion.h"
 #include "analysis/gpu_skew.h"
+#include "analysis/host_clocks.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
 #include "analysis/rendezvous.h"
@@ -133,6 +134,7 @@ class JobAnalysis {
   const OrderInversion& order() const { return order_; }
   const ArrivalSkew& arrivals() const { return arrivals_; }
   const GpuSkew& gpu_arrivals() const { return gpu_arrivals_; }
+  const HostClocks& clocks() const { return clocks_; }
   const SummaryGaps& summary_gaps() const { return gaps_; }
 
   // The global rank to name member `comm_rank` of `comm` in `process` by.
@@ -154,6 +156,7 @@ class JobAnalysis {
   OrderInversion order_;
   ArrivalSkew arrivals_;
   GpuSkew gpu_arrivals_;
+  HostClocks clocks_;  // each host's clock offset, by the job's collectives
   SummaryGaps gaps_;
 };
 

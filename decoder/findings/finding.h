@@ -645,7 +645,12 @@ struct StragglerFacts {
   int64_t early_late_ns = 0;
   int64_t recent_late_ns = 0;
   bool worsening = false;
-  int hosts = 1;                     // the members' hosts: above 1, clocks compared as they were
+  // The members' hosts. Above 1: whether the job's own collectives aligned
+  // every one of their clocks (analysis/host_clocks.h), and how far apart two
+  // aligned times may still be; not aligned: compared as they read.
+  int hosts = 1;
+  bool clocks_aligned = false;
+  int64_t clock_residual_ns = 0;
   std::vector<uint64_t> also_comms;  // other communicators it straggles in
 };
 

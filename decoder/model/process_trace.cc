@@ -76,6 +76,16 @@ int64_t ProcessTrace::RealtimeNs(uint64_t t) const {
   return static_cast<int64_t>(v);
 }
 
+int64_t ProcessTrace::RealtimeOfMonotonicNs(uint64_t monotonic_ns) const {
+  if (anchors.empty()) return 0;
+  const TimeAnchorEvent& a = anchors.front();
+  const __int128 v = static_cast<__int128>(monotonic_ns) + static_cast<__int128>(a.realtime_ns) -
+                     static_cast<__int128>(a.monotonic_ns);
+  if (v > INT64_MAX) return INT64_MAX;
+  if (v < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 const ModuleInfo* ProcessTrace::ModuleAt(uint64_t address) const {
   for (const ModuleInfo& m : modules)
     if (address >= m.start && address < m.end) return &m;

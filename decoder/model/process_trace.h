@@ -111,6 +111,9 @@ struct ProcessTrace {
   // Trace-clock ticks to CLOCK_REALTIME / CLOCK_MONOTONIC nanoseconds.
   int64_t RealtimeNs(uint64_t t) const;
   int64_t MonotonicNs(uint64_t t) const;
+  // A CLOCK_MONOTONIC time the process recorded (a GpuTime's begin or end)
+  // on CLOCK_REALTIME, as its first anchor pairs the two; 0 without one.
+  int64_t RealtimeOfMonotonicNs(uint64_t monotonic_ns) const;
   // The module holding `address`, or nullptr.
   const ModuleInfo* ModuleAt(uint64_t address) const;
   // The membership of identity `comm` (first match), or nullptr.

@@ -251,6 +251,8 @@ void WriteFacts(const Finding&, const StragglerFacts& x, const CallSiteNamer&, s
       << ",\"worsening\":" << (x.worsening ? "true" : "false")
       << ",\"early_late_s\":" << SecondsJson(x.early_late_ns)
       << ",\"recent_late_s\":" << SecondsJson(x.recent_late_ns) << ",\"hosts\":" << x.hosts
+      << ",\"clocks_aligned\":" << (x.clocks_aligned ? "true" : "false")
+      << ",\"clock_residual_s\":" << (x.clocks_aligned ? SecondsJson(x.clock_residual_ns) : "null")
       << ",\"also_comms\":[" << absl::StrJoin(also, ",") << "]";
 }
 

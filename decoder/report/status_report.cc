@@ -59,6 +59,7 @@ void JobStatusBuilder::AddUnreadable(const std::string& path, const std::string&
 void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
   arrivals_.AddProcess(static_cast<int>(status_.processes), t);
   gpu_arrivals_.AddProcess(static_cast<int>(status_.processes), t);
+  clocks_.AddProcess(static_cast<int>(status_.processes), t);
   ++status_.processes;
   const int64_t now = status_.now_ns;
   // Nanoseconds from `tick` to now, 0 when in the future; 128 bits, since a
@@ -190,6 +191,9 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
 }
 
 JobStatus JobStatusBuilder::Finish() {
+  clocks_.Solve();
+  arrivals_.AlignClocks(clocks_);
+  gpu_arrivals_.AlignClocks(clocks_);
   auto row = [&](uint64_t comm, int32_t rank) -> RankStatus* {
     for (CommStatus& c : status_.comms)
       if (c.comm == comm)

@@ -88,10 +88,16 @@ std::string RenderStraggler(const Finding& f, const StragglerFacts& x) {
     absl::StrAppend(&text, "; the same in communicator", others.size() > 1 ? "s " : " ",
                     absl::StrJoin(others, ", "));
   }
-  if (x.hosts > 1) {
+  if (x.hosts > 1 && x.clocks_aligned) {
     absl::StrAppend(&text, "; its members run on ", x.hosts,
-                    " hosts, whose clocks were compared as they were (their offset adds to every "
-                    "gap: check NTP/PTP if the gap is under a few milliseconds)");
+                    " hosts, whose clocks were aligned by the job's own collectives (they finish "
+                    "together on every member) to within ",
+                    Span(std::max<int64_t>(x.clock_residual_ns, 1000)));
+  } else if (x.hosts > 1) {
+    absl::StrAppend(&text, "; its members run on ", x.hosts,
+                    " hosts, whose clocks were compared as they were (no GPU times to align them "
+                    "by: their offset adds to every gap; check NTP/PTP if the gap is under a few "
+                    "milliseconds)");
   }
   return text;
 }

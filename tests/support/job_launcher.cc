@@ -166,6 +166,7 @@ JobResult RunJob(const JobSpec& spec) {
     std::vector<std::string> env_store;
     std::vector<char*> envp;
     int netns_fd = -1;
+    std::string hostname;
     int out = -1;
     std::string pending;
   };
@@ -197,6 +198,7 @@ JobResult RunJob(const JobSpec& spec) {
     auto it = spec.ranks.find(r);
     if (it != spec.ranks.end()) {
       apply(it->second.env);
+      c.hostname = it->second.hostname;
       if (!it->second.netns.empty()) {
         c.netns_fd = open(("/var/run/netns/" + it->second.netns).c_str(), O_RDONLY | O_CLOEXEC);
         if (c.netns_fd < 0) {
@@ -232,6 +234,9 @@ JobResult RunJob(const JobSpec& spec) {
       if (shm.ns_fd >= 0 && (setns(shm.ns_fd, CLONE_NEWNS) != 0 || chdir(cwd.c_str()) != 0))
         _exit(126);
       if (c.netns_fd >= 0 && setns(c.netns_fd, CLONE_NEWNET) != 0) _exit(126);
+      if (!c.hostname.empty() &&
+          (unshare(CLONE_NEWUTS) != 0 || sethostname(c.hostname.data(), c.hostname.size()) != 0))
+        _exit(126);
       rlimit core;
       if (getrlimit(RLIMIT_CORE, &core) == 0 && core.rlim_cur != 0) {
         core.rlim_cur = 0;

@@ -32,6 +32,9 @@ namespace jobs {
 struct RankOptions {
   std::vector<std::string> env;  // "KEY=VALUE", after the job's own; "KEY" unsets
   std::string netns;             // name under /var/run/netns, or empty
+  // A host name of its own (a UTS namespace: needs root), as a rank on
+  // another node has; empty: this machine's.
+  std::string hostname;
 };
 
 struct JobSpec {

@@ -205,6 +205,9 @@ TEST_CASE("every kind of finding, with its facts, conforms", "[report][schema]")
   st.began_seq = 5;
   st.began_later = true;
   st.also_comms = {0x5fb2eb0000000001ULL};
+  st.hosts = 2;
+  st.clocks_aligned = true;
+  st.clock_residual_ns = 40'000;
   slow.facts = st;
   findings.push_back(slow);
 

@@ -162,6 +162,17 @@ class SyntheticProcess {
     return *this;
   }
 
+  // The host's clock reads `ns` ahead of the true time (behind when
+  // negative): its anchor pairs tick 0 with kRealtimeBase + ns, so every
+  // realtime of the process is off by `ns`, as on a host NTP left behind.
+  SyntheticProcess& ClockAhead(int64_t ns) {
+    for (pb::Record& r : records_)
+      if (r.has_time_anchor())
+        r.mutable_time_anchor()->set_realtime_ns(
+            static_cast<uint64_t>(static_cast<int64_t>(kRealtimeBase) + ns));
+    return *this;
+  }
+
   // The next record happens at tick `t` (later ones follow 10 ticks apart).
   SyntheticProcess& At(uint64_t t) {
     t_ = t - kTick;
