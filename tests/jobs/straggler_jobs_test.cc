@@ -157,6 +157,34 @@ TEST_CASE("random jitter on every rank names no straggler", "[straggler]") {
   CHECK(s.diagnosis.findings.empty());
 }
 
+// The bar: an 8-rank job (data parallel, tensor-parallel pairs, a
+// pipeline) whose every rank's step varies at random within +-20 % names no
+// straggler in 20 runs of 20. Each run's ranks draw their own jitter (seeded
+// by pid), and a busy machine adds its own: five runs per test case, four
+// cases, so that ctest can run them side by side.
+void JitterRuns(int first) {
+  for (int run = first; run < first + 5; ++run) {
+    Scenario s;
+    Run(&s, 8,
+        {"--steps", "60", "--tensor-parallel", "--pipeline", "--step-ms", "20", "--jitter", "20"});
+    INFO("run " << run << " of 20, diagnosis:\n" << s.diagnosis.output);
+    CHECK(Stragglers(s.diagnosis).empty());
+    CHECK(s.diagnosis.findings.empty());
+  }
+}
+TEST_CASE("jitter of 20 percent on every rank of 8 names no straggler, runs 1-5", "[straggler]") {
+  JitterRuns(1);
+}
+TEST_CASE("jitter of 20 percent on every rank of 8 names no straggler, runs 6-10", "[straggler]") {
+  JitterRuns(6);
+}
+TEST_CASE("jitter of 20 percent on every rank of 8 names no straggler, runs 11-15", "[straggler]") {
+  JitterRuns(11);
+}
+TEST_CASE("jitter of 20 percent on every rank of 8 names no straggler, runs 16-20", "[straggler]") {
+  JitterRuns(16);
+}
+
 // 8 ranks as above; GPU 5 (rank 5's: train_loop takes the device of its
 // local rank) is slow: each copy on it takes 20 ms more, so its stream
 // reaches each step's AllReduce 20 ms late while its host enqueues at once.
