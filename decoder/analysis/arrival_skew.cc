@@ -223,6 +223,7 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
       x.median_interval_ns = Quantile(intervals, 0.5);
 
       const lateness::Straggling dated = lateness::DateStraggling(indicator, all_gaps, kMinGapNs);
+      if (!lateness::Persists(indicator, dated.began)) continue;
       const size_t began = dated.began;
       x.began_later = began > 0;
       x.began_seq = ops[began].seq;

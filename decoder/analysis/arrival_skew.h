@@ -20,7 +20,10 @@
 // a straggler must be last in at least half of them, and more than 5 binomial
 // standard deviations above 1/n (a job whose ranks are slowed at random, by
 // a busy machine or a jittery data loader, names no one: the chance of 5
-// sigma is 3e-7 per rank and communicator). When it began is the change
+// sigma is 3e-7 per rank and communicator), and its straggling must persist
+// (lateness_stats.h, Persists: from when it began, last in 10 collectives
+// at least and a third of them: not a few steps a busy machine held one
+// rank back). When it began is the change
 // point of its "last, by a gap" series (the split into a before and an after
 // with the least squared error, each a twentieth of the series at least, the
 // rate after twice the rate before); whether it is getting worse compares its

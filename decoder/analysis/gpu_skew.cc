@@ -36,9 +36,22 @@ void GpuSkew::AddProcess(int index, const ProcessTrace& t) {
     if (ranks_here != 1) continue;
     Member m;
     m.process = index;
+    // The last kWindow collective numbers this rank's GPU timed.
+    bool any = false;
+    uint64_t lo = UINT64_MAX, hi = 0;
     for (const GpuTimeEvent& g : t.gpu_times) {
       if (g.comm != s.comm || !g.OneCollective() || g.gpu_ns == 0) continue;
-      Sample& x = m.by_seq[g.collectives - 1];
+      any = true;
+      lo = std::min(lo, g.collectives - 1);
+      hi = std::max(hi, g.collectives - 1);
+    }
+    if (!any) continue;
+    m.first_seq = hi - lo >= kWindow ? hi - kWindow + 1 : lo;
+    m.samples.assign(hi - m.first_seq + 1, Sample{});
+    for (const GpuTimeEvent& g : t.gpu_times) {
+      if (g.comm != s.comm || !g.OneCollective() || g.gpu_ns == 0) continue;
+      if (g.collectives - 1 < m.first_seq) continue;
+      Sample& x = m.samples[g.collectives - 1 - m.first_seq];
       x.gpu_ns = static_cast<int64_t>(std::min<uint64_t>(g.gpu_ns, INT64_MAX));
       x.enqueue_ns = INT64_MIN;
       x.since_previous_ns = INT64_MIN;
@@ -49,13 +62,10 @@ void GpuSkew::AddProcess(int index, const ProcessTrace& t) {
           x.since_previous_ns = static_cast<int64_t>(g.begin_ns) - *(before - 1);
       }
       x.call = g.call;
-      if (m.by_seq.size() > kWindow) m.by_seq.erase(m.by_seq.begin());
     }
-    if (m.by_seq.empty()) continue;
     for (uint32_t i : s.collectives) {
       const CollectiveEvent& e = t.collectives[i];
-      auto it = m.by_seq.find(e.seq);
-      if (it != m.by_seq.end()) it->second.enqueue_ns = t.RealtimeNs(e.t);
+      if (Sample* x = m.At(e.seq)) x->enqueue_ns = t.RealtimeNs(e.t);
     }
     comms_[s.comm][s.rank] = std::move(m);
   }
@@ -66,7 +76,7 @@ void GpuSkew::AlignClocks(const HostClocks& clocks) {
     for (auto& [rank, m] : members) {
       const int64_t offset = clocks.OffsetOf(m.process);
       if (offset == 0) continue;
-      for (auto& [seq, x] : m.by_seq) x.enqueue_ns = HostClocks::OnReference(x.enqueue_ns, offset);
+      for (Sample& x : m.samples) x.enqueue_ns = HostClocks::OnReference(x.enqueue_ns, offset);
     }
   }
   for (auto& [process, ends] : gpu_ends_) {
@@ -81,10 +91,10 @@ bool GpuSkew::WaitedOnGpu(uint64_t comm, int32_t rank, uint64_t seq, int64_t gap
   if (c == comms_.end() || !c->second.count(rank)) return false;
   // From the process's GPU's last finish before `enqueue` to it; -1 unknown.
   auto idle = [&](const Member& m) -> int64_t {
-    auto s = m.by_seq.find(seq);
+    const Sample* s = m.At(seq);
     auto e = gpu_ends_.find(m.process);
-    if (s == m.by_seq.end() || s->second.enqueue_ns == INT64_MIN || e == gpu_ends_.end()) return -1;
-    const int64_t at = s->second.enqueue_ns;
+    if (s == nullptr || s->enqueue_ns == INT64_MIN || e == gpu_ends_.end()) return -1;
+    const int64_t at = s->enqueue_ns;
     auto after = std::upper_bound(e->second.begin(), e->second.end(), at);
     return after == e->second.begin() ? -1 : at - *(after - 1);
   };
@@ -128,35 +138,44 @@ std::vector<GpuStraggler> GpuSkew::Stragglers() const {
     };
     std::vector<Op> ops;
     const Member& first = members.begin()->second;
-    for (const auto& [seq, sample] : first.by_seq) {
+    // The members in a vector: a map walked per collective costs its nodes'
+    // cache misses.
+    std::vector<std::pair<int32_t, const Member*>> list;
+    list.reserve(members.size());
+    for (const auto& [rank, m] : members) list.push_back({rank, &m});
+    for (uint64_t seq = first.first_seq; seq < first.first_seq + first.samples.size(); ++seq) {
+      const Sample* sample = first.At(seq);
+      if (sample == nullptr) continue;
       int64_t shortest = INT64_MAX, second = INT64_MAX;
       int32_t who = -1;
+      const Member* who_m = nullptr;
       bool all = true;
-      for (const auto& [rank, m] : members) {
-        auto it = m.by_seq.find(seq);
-        if (it == m.by_seq.end()) {
+      for (const auto& [rank, m] : list) {
+        const Sample* x = m->At(seq);
+        if (x == nullptr) {
           all = false;
           break;
         }
-        const int64_t d = it->second.gpu_ns;
+        const int64_t d = x->gpu_ns;
         if (d < shortest) {
           second = shortest;
           shortest = d;
           who = rank;
+          who_m = m;
         } else if (d < second) {
           second = d;
         }
       }
       if (!all) continue;
-      Op op{seq, -1, -1, second - shortest, 0, sample.call};
+      Op op{seq, -1, -1, second - shortest, 0, sample->call};
       if (op.gap >= kMinGapNs) {
         op.gpu_last = who;
-        const Sample& mine = members.at(who).by_seq.at(seq);
+        const Sample& mine = *who_m->At(seq);
         int64_t others_latest = INT64_MIN;
         bool hosts_known = mine.enqueue_ns != INT64_MIN;
-        for (const auto& [rank, m] : members) {
+        for (const auto& [rank, m] : list) {
           if (rank == who) continue;
-          const int64_t e = m.by_seq.at(seq).enqueue_ns;
+          const int64_t e = m->At(seq)->enqueue_ns;
           hosts_known &= e != INT64_MIN;
           others_latest = std::max(others_latest, e);
         }
@@ -216,7 +235,8 @@ std::vector<GpuStraggler> GpuSkew::Stragglers() const {
       x.host_late_ns = lateness::Quantile(host_late, 0.5);
       std::vector<int64_t> intervals;
       int64_t previous = INT64_MIN;
-      for (const auto& [seq, s] : mine.by_seq) {
+      for (const Sample& s : mine.samples) {
+        if (s.gpu_ns == 0) continue;
         if (s.enqueue_ns != INT64_MIN && previous != INT64_MIN && s.enqueue_ns >= previous)
           intervals.push_back(s.enqueue_ns - previous);
         previous = s.enqueue_ns;
@@ -224,9 +244,10 @@ std::vector<GpuStraggler> GpuSkew::Stragglers() const {
       x.median_interval_ns = lateness::Quantile(intervals, 0.5);
       if (x.median_late_ns < kMinLateNs || 20 * x.median_late_ns < x.median_interval_ns) continue;
       const lateness::Straggling dated = lateness::DateStraggling(indicator, all_gaps, kMinGapNs);
+      if (!lateness::Persists(indicator, dated.began)) continue;
       x.began_later = dated.began > 0;
       x.began_seq = ops[dated.began].seq;
-      const int64_t began_enqueue = mine.by_seq.at(x.began_seq).enqueue_ns;
+      const int64_t began_enqueue = mine.At(x.began_seq)->enqueue_ns;
       x.began_ns = began_enqueue == INT64_MIN ? 0 : began_enqueue;
       x.early_late_ns = dated.early_late_ns;
       x.recent_late_ns = dated.recent_late_ns;

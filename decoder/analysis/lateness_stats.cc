@@ -72,6 +72,13 @@ Straggling DateStraggling(const std::vector<uint8_t>& last, const std::vector<in
   return s;
 }
 
+bool Persists(const std::vector<uint8_t>& last, size_t began) {
+  if (began >= last.size()) return false;
+  uint64_t count = 0;
+  for (size_t i = began; i < last.size(); ++i) count += last[i] != 0;
+  return count >= kMinTimesLast && 3 * count >= last.size() - began;
+}
+
 CallLast MostOftenLast(const std::vector<uint32_t>& calls, const std::vector<uint8_t>& last) {
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> by_call;  // call -> (last, compared)
   for (size_t i = 0; i < calls.size() && i < last.size(); ++i) {

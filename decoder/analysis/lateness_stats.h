@@ -45,6 +45,15 @@ struct Straggling {
   int64_t recent_late_ns = 0;  // ... and in the second
   bool worsening = false;
 };
+// Whether a straggling dated at `began` (DateStraggling) persists: from it
+// on, the member was last in at least kMinTimesLast collectives and in a
+// third of them at least. The rate test counts only the collectives someone
+// came last in by a gap; on a busy machine those can be few, and a rank the
+// scheduler held back for a handful of steps can fill them: a burst that
+// short, or a rank last now and then among many collectives where no one
+// came last, is no straggler.
+bool Persists(const std::vector<uint8_t>& last, size_t began);
+
 // The call a member was last in most often: `calls[i]` collective i's
 // call, `last[i]` whether the member was last in it; with how often, and of
 // how many of that call. The lowest call on a tie.

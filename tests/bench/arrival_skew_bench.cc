@@ -9,17 +9,24 @@
 // job with every collective's GPU times (GpuTime), rank 3's GPU 5 ms late
 // (its host on time): adding every rank and asking for the slow GPUs (one).
 //
+// BM_HostClocks: the hosts' clock alignment (analysis/host_clocks.h) over
+// that job on 8 ranks a host, host h's clock h x 1.7 ms ahead: adding every
+// rank and solving; each offset found within 0.2 ms.
+//
 //   build/bin/arrival_skew_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
 
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "analysis/arrival_skew.h"
 #include "analysis/gpu_skew.h"
+#include "analysis/host_clocks.h"
 #include "ncclwatch/ring_format.h"
 
 namespace {
@@ -27,6 +34,7 @@ namespace {
 using ncclwatch::decoder::ArrivalSkew;
 using ncclwatch::decoder::GpuSkew;
 using ncclwatch::decoder::GpuTimeEvent;
+using ncclwatch::decoder::HostClocks;
 using ncclwatch::decoder::ProcessTrace;
 
 constexpr uint64_t kComm = 0x3fa9c1d2e5b60718;
@@ -93,6 +101,30 @@ void BM_SlowGpus(benchmark::State& state) {
                                                      benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_SlowGpus)->Arg(8)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+void BM_HostClocks(benchmark::State& state) {
+  std::vector<ProcessTrace> job = Job(static_cast<int>(state.range(0)), true);
+  constexpr int kPerHost = 8;
+  constexpr int64_t kStepNs = 1'700'000;
+  for (size_t r = 0; r < job.size(); ++r) {
+    const int host = static_cast<int>(r) / kPerHost;
+    job[r].host = "host" + std::to_string(1000 + host);  // names sort as numbers
+    job[r].anchors.front().realtime_ns += static_cast<uint64_t>(host * kStepNs);
+  }
+  for (auto _ : state) {
+    HostClocks clocks;
+    for (size_t i = 0; i < job.size(); ++i) clocks.AddProcess(static_cast<int>(i), job[i]);
+    clocks.Solve();
+    for (size_t h = 0; h < clocks.hosts().size(); ++h) {
+      const HostClocks::Host& x = clocks.hosts()[h];
+      if (!x.aligned || std::llabs(x.offset_ns - static_cast<int64_t>(h) * kStepNs) > 200'000)
+        state.SkipWithError("wrong answer");
+    }
+    benchmark::DoNotOptimize(clocks.hosts().data());
+  }
+  state.counters["hosts"] = static_cast<double>(job.size() / kPerHost);
+}
+BENCHMARK(BM_HostClocks)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

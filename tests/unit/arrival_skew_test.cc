@@ -176,6 +176,34 @@ TEST_CASE("a straggler among collectives its ranks reach together; across hosts,
   CHECK(t.detail.find("2 hosts, whose clocks were compared as they were") != std::string::npos);
 }
 
+TEST_CASE("a rank held back for a few steps at the end, or now and then, is no straggler",
+          "[straggler]") {
+  std::mt19937_64 rng(21);
+  std::uniform_int_distribution<uint64_t> noise(0, 300'000);
+  // 8 ranks, 75 collectives. A busy machine holds rank 3 back 5 ms in the
+  // last 8 (a burst the change point dates), and in 3 earlier ones: last,
+  // by a gap, in 11 of the 11 collectives anyone came last in, far above
+  // 1/8, yet no straggler.
+  const auto burst = Job(8, 75, [&](int r, uint64_t s) {
+    return noise(rng) + (r == 3 && (s >= 67 || s == 10 || s == 30 || s == 50) ? 5 * kMs : 0);
+  });
+  CHECK(Stragglers(burst).empty());
+  // Rank 3 last by a gap in every 7th collective, over 75 where no one else
+  // ever is: 11 of 11 gapped, but a seventh of the collectives.
+  const auto now_and_then = Job(
+      8, 75, [&](int r, uint64_t s) { return noise(rng) + (r == 3 && s % 7 == 0 ? 5 * kMs : 0); });
+  CHECK(Stragglers(now_and_then).empty());
+  // The same rank late in the last 30: a straggler, dated.
+  const auto late =
+      Job(8, 75, [&](int r, uint64_t s) { return noise(rng) + (r == 3 && s >= 45 ? 5 * kMs : 0); });
+  const auto found = Stragglers(late);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].rank == 3);
+  CHECK(found[0].began_later);
+  CHECK(found[0].began_seq >= 40);
+  CHECK(found[0].began_seq <= 46);
+}
+
 TEST_CASE("too few collectives name no one", "[straggler]") {
   const auto ps = Job(2, 12, [&](int r, uint64_t) { return r == 1 ? 5 * kMs : 0; });
   CHECK(Stragglers(ps).empty());
