@@ -145,6 +145,29 @@ TEST_CASE("a straggler that starts mid-job is dated", "[straggler]") {
   CHECK(f.detail.find("it began at collective #") != std::string::npos);
 }
 
+// The issue's bar: 8 ranks (data parallel, tensor-parallel pairs, a
+// pipeline), rank 5's host slow from step 500 of 700: named within the 200
+// steps it straggles, and dated at step 500's AllReduce, world collective
+// #625 (a Broadcast follows every 4th step's AllReduce).
+TEST_CASE("a straggler that starts at step 500 of 700 is named within 200 steps and dated",
+          "[straggler]") {
+  Scenario s;
+  Run(&s, 8,
+      {"--steps", "700", "--tensor-parallel", "--pipeline", "--step-ms", "2", "--slow-host",
+       "5:500:30"});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  const auto found = Stragglers(s.diagnosis);
+  REQUIRE(found.size() == 1);
+  const jobs::FindingView& f = *found[0];
+  CHECK(f.comm == s.world);
+  CHECK(f.ranks == std::vector<int>{5});
+  CHECK(f.String("cause") == "host");
+  CHECK(f.raw.fields().at("began_later").bool_value());
+  CHECK(Number(f, "began_seq") >= 620);
+  CHECK(Number(f, "began_seq") <= 630);
+  CHECK(Number(f, "times_last") >= 100);  // of the 200 AllReduces since
+}
+
 // Every rank's step varies by +-40 % of 50 ms: nobody is a straggler. (The
 // jitter is wide against what a busy machine's scheduling adds: on 2 cores
 // under load, one process can be descheduled by 10 ms again and again, and
