@@ -103,6 +103,7 @@ void TimelineWriter::WritePacket(const pf::TracePacket& packet) {
 }
 
 void TimelineWriter::MarkRootCauses(const JobAnalysis& job, const Diagnosis& d) {
+  clocks_ = &job.clocks();
   const CallSiteNamer sites = TraceCallSites(job);
   const std::vector<ProcessFacts>& procs = job.processes();
   std::set<std::pair<uint64_t, int32_t>> stragglers;
@@ -241,6 +242,11 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
       trace.errors.empty() && trace.syscalls.empty() && !trace.inventory.present) {
     return;
   }
+  // Its times on the reference host's clock, as the job's collectives
+  // aligned the hosts' (analysis/host_clocks.h), so that the arrival
+  // slices, drawn from the aligned times, line up with the processes.
+  const int64_t clock = clocks_ ? clocks_->OffsetOf(process) : 0;
+  auto at = [&](uint64_t t) { return Ns(HostClocks::OnReference(trace.RealtimeNs(t), clock)); };
   const uint32_t sequence = next_sequence_++;
   bool first_packet = true;
   auto write = [&](pf::TracePacket& packet) {
@@ -280,7 +286,7 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
   uint64_t serial = 0;
   auto instant = [&](uint64_t t, const std::string& name, const std::string& category) {
     PendingEvent e;
-    e.ts = Ns(trace.RealtimeNs(t));
+    e.ts = at(t);
     e.rank = 2;
     e.serial = serial++;
     e.event.set_type(pf::TrackEvent::TYPE_INSTANT);
@@ -333,7 +339,7 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     const CompletionTrackingEvent* e = trace.Tracking(comm);
     return e != nullptr && e->Tracked();
   };
-  const uint64_t trace_end = Ns(trace.RealtimeNs(end_t));
+  const uint64_t trace_end = at(end_t);
   // Where a slice ends, and the words for it. `done` finds the first
   // Progress that covers the operation.
   auto span_end = [&](uint64_t comm, uint64_t begin, int32_t result,
@@ -347,7 +353,7 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
                                                 [&](const ProgressEvent* p) { return !done(*p); });
         if (first != list.end()) {
           *how = "completed on the GPU";
-          return std::max(Ns(trace.RealtimeNs((*first)->t)), begin + 1);
+          return std::max(at((*first)->t), begin + 1);
         }
       }
       *how = "not completed on the GPU when the trace ended";
@@ -371,7 +377,7 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
   for (const CollectiveEvent& c : trace.collectives) {
     if (!Accepted(c.result)) continue;  // refused: never enqueued, no number
     SliceSpan s;
-    s.begin = Ns(trace.RealtimeNs(c.t));
+    s.begin = at(c.t);
     std::string how;
     s.end = span_end(
         c.comm, s.begin, c.result, [&](const ProgressEvent& p) { return p.collectives > c.seq; },
@@ -402,7 +408,7 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
   for (const P2pEvent& p : trace.p2p) {
     if (!Accepted(p.result)) continue;
     SliceSpan s;
-    s.begin = Ns(trace.RealtimeNs(p.t));
+    s.begin = at(p.t);
     std::string how;
     s.end = span_end(
         p.comm, s.begin, p.result, [&](const ProgressEvent& pr) { return pr.enqueued_t >= p.t; },
@@ -498,7 +504,7 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
   // the one before (two streams) is drawn from that one's end.
   if (!trace.gpu_times.empty() && !trace.anchors.empty()) {
     const int64_t offset = static_cast<int64_t>(trace.anchors.front().realtime_ns) -
-                           static_cast<int64_t>(trace.anchors.front().monotonic_ns);
+                           static_cast<int64_t>(trace.anchors.front().monotonic_ns) - clock;
     std::map<uint64_t, std::pair<uint64_t, uint64_t>> gpu_tracks;  // comm -> (uuid, last end)
     for (const GpuTimeEvent& g : trace.gpu_times) {
       if (g.begin_ns == 0 || g.end_ns < g.begin_ns ||
@@ -595,7 +601,7 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
     for (size_t index : it->second) {
       const Mark& m = marks_[index];
       PendingEvent e;
-      e.ts = m.when_ns > 0 ? Ns(m.when_ns) : Ns(trace.RealtimeNs(end_t));
+      e.ts = m.when_ns > 0 ? Ns(HostClocks::OnReference(m.when_ns, clock)) : at(end_t);
       e.rank = 2;
       e.serial = serial++;
       e.event.set_type(pf::TrackEvent::TYPE_INSTANT);

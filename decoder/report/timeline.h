@@ -99,6 +99,9 @@ class TimelineWriter {
   const TimelineStats& stats() const { return stats_; }
 
  private:
+  // The hosts' clock offsets of the job MarkRootCauses was given (it
+  // outlives the writer), or nullptr: each process drawn on its own clock.
+  const HostClocks* clocks_ = nullptr;
   struct Mark {
     std::string title;   // "ROOT CAUSE: collective_mismatch"
     std::string detail;  // the finding's words

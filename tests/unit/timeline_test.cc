@@ -123,3 +123,51 @@ TEST_CASE("slices in flight together go to lanes, at most 16, and every track st
   CHECK(most_open == 1);
   for (const auto& [track, n] : open) CHECK(n == 0);
 }
+
+TEST_CASE("a host whose clock runs ahead is drawn on the reference host's, as the job aligned it",
+          "[timeline]") {
+  // Two ranks on two hosts, node1's clock 30 ms ahead; both enqueue each of
+  // 10 AllReduces at the same true moment and finish it together.
+  constexpr uint64_t kMs = 1'000'000;
+  SyntheticProcess r0(0), r1(1);
+  r0.Init(kComm, 0, 2).Tracked(kComm);
+  r1.OnHost("node1").ClockAhead(30 * kMs).Init(kComm, 1, 2).Tracked(kComm);
+  for (uint64_t s = 0; s < 10; ++s) {
+    const uint64_t at = 1000 * kMs + s * 20 * kMs;
+    for (SyntheticProcess* p : {&r0, &r1})
+      p->At(at).Collective(kComm, s).GpuTime(kComm, s, at, at + kMs);
+  }
+  r0.Progress(kComm, 10).Exit(0);
+  r1.Progress(kComm, 10).Exit(0);
+  const nd::ProcessTrace t0 = r0.Build(), t1 = r1.Build();
+  nd::JobAnalysis job;
+  job.AddProcess(t0);
+  job.AddProcess(t1);
+  job.Finish();
+  REQUIRE(job.clocks().hosts().size() == 2);
+  CHECK(job.clocks().hosts()[1].offset_ns == static_cast<int64_t>(30 * kMs));
+  const nd::Diagnosis d = nd::Diagnose(job);
+
+  std::ostringstream bytes;
+  nd::TimelineWriter writer(bytes);
+  writer.MarkRootCauses(job, d);
+  writer.AddProcess(t0, 0);
+  writer.AddProcess(t1, 1);
+  pf::Trace trace;
+  REQUIRE(trace.ParseFromString(bytes.str()));
+  // Each process's first slice (its first AllReduce), by its packet sequence.
+  std::map<uint32_t, uint64_t> first;
+  for (const pf::TracePacket& p : trace.packet()) {
+    if (!p.has_track_event() || p.track_event().type() != pf::TrackEvent::TYPE_SLICE_BEGIN)
+      continue;
+    auto [it, fresh] = first.try_emplace(p.trusted_packet_sequence_id(), p.timestamp());
+    if (!fresh) it->second = std::min(it->second, p.timestamp());
+  }
+  std::vector<uint64_t> starts;
+  for (const auto& [sequence, ts] : first) starts.push_back(ts);
+  REQUIRE(starts.size() >= 2);
+  // The two processes' first slices begin together (the arrival slice, on
+  // a sequence of its own, too), not 30 ms apart.
+  const auto [lo, hi] = std::minmax_element(starts.begin(), starts.end());
+  CHECK(*hi - *lo < kMs);
+}
