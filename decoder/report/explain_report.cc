@@ -41,10 +41,20 @@ void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d,
   for (const LogProcess& p : log.processes())
     if (!p.host.empty()) hosts.insert(p.host);  // lines without NCCL's prefix name none
   out << Headline(d.findings, d.problem) << "\n";
-  out << absl::StrFormat("ncclwatch explain: %d file%s, %d NCCL process%s on %d host%s\n",
-                         log.sources().size(), log.sources().size() == 1 ? "" : "s",
-                         log.processes().size(), log.processes().size() == 1 ? "" : "es",
-                         hosts.size(), hosts.size() == 1 ? "" : "s");
+  const size_t files = log.sources().size(), processes = log.processes().size();
+  out << absl::StrFormat("ncclwatch explain: %d file%s, ", files, files == 1 ? "" : "s");
+  // Hosts and processes as the lines name them: a log of other tools
+  // (a kernel log, nvidia-smi, a traceback) names neither.
+  if (!hosts.empty()) {
+    out << absl::StrFormat("%d NCCL process%s on %d host%s\n", processes,
+                           processes == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s");
+  } else if (processes > 0) {
+    out << absl::StrFormat(
+        "%d process%s, no host named (no line with NCCL's host:pid:tid prefix)\n", processes,
+        processes == 1 ? "" : "es");
+  } else {
+    out << "no NCCL process named (no line with NCCL's host:pid:tid prefix)\n";
+  }
   if (!d.problem) out << "\nThe logs show no NCCL error.\n";
   WriteFindingsHuman(d.findings, NoCallSites(), out);
   WriteNotesHuman(d.findings, NoCallSites(), out);

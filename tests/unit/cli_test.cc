@@ -170,4 +170,16 @@ TEST_CASE("explain: the headline first, exit 0 healthy and 1 a problem", "[cli]"
   CHECK(problem.exit_code == 1);
   CHECK(StartsWith(problem.output, "PROBLEM: gpu_fault (rank 5)\n"));
   CHECK(problem.output.find("Root cause: GPU fault") != std::string::npos);
+  CHECK(problem.output.find("\nncclwatch explain: 1 file, 1 NCCL process on 1 host\n") !=
+        std::string::npos);
+
+  // A kernel log alone names no NCCL process and no host: the header says
+  // so, not "0 processes on 0 hosts".
+  const std::string kernel = dir.path() + "/kern.log";
+  std::ofstream(kernel) << "[123456.789012] NVRM: Xid (PCI:0000:3b:00): 79, pid=300, "
+                           "name=python, GPU has fallen off the bus.\n";
+  const jobs::RankResult alone = Run({"explain", kernel});
+  INFO(alone.output);
+  CHECK(alone.output.find("\nncclwatch explain: 1 file, no NCCL process named (no line with "
+                          "NCCL's host:pid:tid prefix)\n") != std::string::npos);
 }
