@@ -740,7 +740,7 @@ class LogDiagnoser {
       w.frame = FrameName(frame->function);
       if (place != nullptr) {
         w.place = place->what;
-        w.phase = StackPhaseName(place->phase);
+        w.phase = PhaseOf(place->phase);
         w.subsystem = place->subsystem;
       }
       by_rank[rank >= 0 ? rank : -1 - unknown++] = std::move(w);
@@ -752,8 +752,8 @@ class LogDiagnoser {
     LogFacts& facts = Facts(x);
     facts.cause = LogCause::kStacks;
     facts.tool = absl::StrJoin(tools, ", ");
-    std::map<std::tuple<std::string, std::string, std::string>, size_t> group;
-    std::set<std::string> phases;
+    std::map<std::tuple<std::string, std::string, std::optional<HangPhase>>, size_t> group;
+    std::set<std::optional<HangPhase>> phases;
     for (const auto& [rank, w] : by_rank) {
       if (rank >= 0) x.ranks.push_back(rank);
       phases.insert(w.phase);
@@ -767,11 +767,8 @@ class LogDiagnoser {
     }
     // The phase, when every stack says the same one; every rank stuck in
     // its teardown is a teardown hang.
-    if (phases.size() == 1 && !phases.begin()->empty()) {
-      const std::string& p = *phases.begin();
-      x.phase = p == "startup"    ? HangPhase::kStartup
-                : p == "teardown" ? HangPhase::kTeardown
-                                  : HangPhase::kStep;
+    if (phases.size() == 1 && phases.begin()->has_value()) {
+      x.phase = *phases.begin();
       if (x.phase == HangPhase::kTeardown) x.kind = FindingKind::kTeardownHang;
     }
     x.when_ns = INT64_MAX;

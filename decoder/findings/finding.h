@@ -572,11 +572,11 @@ struct LogFacts {
   // kStacks: the ranks by where their stacks wait ("ncclCommAbort", with its place's words),
   // and the tools that printed them.
   struct Wait {
-    std::vector<int> ranks;  // -1: a process of unknown rank
-    std::string frame;       // the frame that says where: "ncclCommAbort", "all_reduce"
-    std::string place;       // "NCCL's communicator teardown", "" when no frame says
-    std::string phase;       // "startup", "step", "teardown", "" unknown
-    std::string subsystem;   // "nccl", "c10d", "cuda", ""
+    std::vector<int> ranks;          // -1: a process of unknown rank
+    std::string frame;               // the frame that says where: "ncclCommAbort", "all_reduce"
+    std::string place;               // "NCCL's communicator teardown", "" when no frame says
+    std::optional<HangPhase> phase;  // none when no frame says
+    std::string subsystem;           // "nccl", "c10d", "cuda", ""
   };
   std::vector<Wait> waits;
 };

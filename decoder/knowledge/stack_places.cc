@@ -165,18 +165,6 @@ const StackPlace* PlaceOfFrame(absl::string_view function, absl::string_view whe
   return nullptr;
 }
 
-const char* StackPhaseName(StackPhase phase) {
-  switch (phase) {
-    case StackPhase::kStartup:
-      return "startup";
-    case StackPhase::kStep:
-      return "step";
-    case StackPhase::kTeardown:
-      return "teardown";
-  }
-  return "step";
-}
-
 const char* ModuleSubsystem(absl::string_view module) {
   const size_t slash = module.rfind('/');
   if (slash != absl::string_view::npos) module = module.substr(slash + 1);

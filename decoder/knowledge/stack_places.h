@@ -36,9 +36,6 @@ struct StackPlace {
 // files ("barrier", "send").
 const StackPlace* PlaceOfFrame(absl::string_view function, absl::string_view where);
 
-// "startup", "step", "teardown".
-const char* StackPhaseName(StackPhase phase);
-
 // The subsystem a module a crash hit belongs to ("libnccl.so.2" -> "nccl",
 // "libcuda.so.1" -> "cuda", "libtorch_cuda.so" -> "pytorch"), or "" for
 // the program's own and unknown modules.

@@ -368,7 +368,7 @@ void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, std::os
         if (r >= 0) known.push_back(r);
       out << (i ? "," : "") << "{\"ranks\":" << Ints(known) << ",\"processes\":" << w.ranks.size()
           << ",\"frame\":" << JsonString(w.frame) << ",\"place\":" << JsonString(w.place)
-          << ",\"phase\":" << (w.phase.empty() ? "null" : JsonString(w.phase))
+          << ",\"phase\":" << (w.phase ? JsonString(PhaseName(*w.phase)) : "null")
           << ",\"subsystem\":" << JsonString(w.subsystem) << "}";
     }
     out << "]";

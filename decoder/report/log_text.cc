@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "knowledge/message_catalogue.h"
 #include "knowledge/nccl_semantics.h"
+#include "report/hang_text.h"
 #include "report/names.h"
 
 namespace ncclwatch::decoder {
@@ -161,9 +162,10 @@ std::string DescribeWait(const LogFacts::Wait& w) {
   if (unknown > 0)
     absl::StrAppend(&who, who.empty() ? "" : " and ", unknown,
                     unknown == 1 ? " process of unknown rank" : " processes of unknown rank");
-  return absl::StrCat(who, w.ranks.size() == 1 ? " waits in " : " wait in ", w.frame,
-                      w.place.empty() ? " (no frame of NCCL or torch.distributed)"
-                                      : absl::StrCat(" (", w.place, ", ", w.phase, ")"));
+  return absl::StrCat(
+      who, w.ranks.size() == 1 ? " waits in " : " wait in ", w.frame,
+      w.place.empty() ? " (no frame of NCCL or torch.distributed)"
+                      : absl::StrCat(" (", w.place, ", ", w.phase ? PhaseName(*w.phase) : "", ")"));
 }
 
 }  // namespace

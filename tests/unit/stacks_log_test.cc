@@ -235,11 +235,11 @@ TEST_CASE("py-spy dumps of four ranks: three in all_reduce, one in teardown, ran
   REQUIRE(x.waits.size() == 2);
   CHECK(x.waits[0].frame == "all_reduce");
   CHECK(x.waits[0].ranks == std::vector<int>{0, 1, 3});
-  CHECK(x.waits[0].phase == "step");
+  CHECK(x.waits[0].phase == ncclwatch::decoder::HangPhase::kStep);
   CHECK(x.waits[0].subsystem == "c10d");
   CHECK(x.waits[1].frame == "destroy_process_group");
   CHECK(x.waits[1].ranks == std::vector<int>{2});
-  CHECK(x.waits[1].phase == "teardown");
+  CHECK(x.waits[1].phase == ncclwatch::decoder::HangPhase::kTeardown);
   const auto text = ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites());
   CHECK(Has(text.detail, "rank 2 waits in destroy_process_group"));
   const std::string json = l.Json();
