@@ -296,6 +296,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   order_.AddProcess(index, t);
   arrivals_.AddProcess(index, t);
   gpu_arrivals_.AddProcess(index, t);
+  links_.AddProcess(index, t);
   gaps_.AddProcess(index, t);
   p.summary = t.summary;
   p.summary_host = t.summary_host;

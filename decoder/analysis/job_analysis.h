@@ -26,6 +26,7 @@
 #include "analysis/collective_alignment.h"
 #include "analysis/completion.h"
 #include "analysis/gpu_skew.h"
+#include "analysis/link_skew.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
 #include "analysis/rendezvous.h"
@@ -133,6 +134,7 @@ class JobAnalysis {
   const OrderInversion& order() const { return order_; }
   const ArrivalSkew& arrivals() const { return arrivals_; }
   const GpuSkew& gpu_arrivals() const { return gpu_arrivals_; }
+  const LinkSkew& links() const { return links_; }
   const SummaryGaps& summary_gaps() const { return gaps_; }
 
   // The global rank to name member `comm_rank` of `comm` in `process` by.
@@ -154,6 +156,7 @@ class JobAnalysis {
   OrderInversion order_;
   ArrivalSkew arrivals_;
   GpuSkew gpu_arrivals_;
+  LinkSkew links_;
   SummaryGaps gaps_;
 };
 

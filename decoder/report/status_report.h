@@ -32,6 +32,7 @@
 
 #include "analysis/arrival_skew.h"
 #include "analysis/gpu_skew.h"
+#include "analysis/link_skew.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
@@ -109,6 +110,7 @@ class JobStatusBuilder {
   int64_t stuck_after_ns_;
   ArrivalSkew arrivals_;
   GpuSkew gpu_arrivals_;  // slow GPUs (their ranks are not also named host stragglers)
+  LinkSkew links_;        // slow links (their ranks are not named host or GPU stragglers)
 };
 
 void WriteStatus(const JobStatus& status, std::ostream& out);
