@@ -1668,6 +1668,8 @@ class Diagnoser {
       facts.last_seq = c.last_seq;
       facts.window_start = c.window_start;
       facts.began_seq = c.began_seq;
+      facts.began_ns = c.began_ns;
+      x.when_ns = c.began_ns;
       facts.began_later = c.began_later;
       facts.early_late_ns = c.early_extra_ns;
       facts.recent_late_ns = c.recent_extra_ns;

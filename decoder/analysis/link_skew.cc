@@ -33,6 +33,11 @@ struct Series {
 
 void LinkSkew::AddProcess(int index, const ProcessTrace& t) {
   if (t.gpu_times.empty()) return;
+  // CLOCK_MONOTONIC to realtime, as the trace's first anchor pairs them.
+  const int64_t offset = t.anchors.empty()
+                             ? 0
+                             : static_cast<int64_t>(t.anchors.front().realtime_ns) -
+                                   static_cast<int64_t>(t.anchors.front().monotonic_ns);
   for (const CommStream& s : t.streams) {
     if (!s.any() || s.rank < 0) continue;
     // A process with two ranks of one communicator: its GPU times do not
@@ -44,8 +49,10 @@ void LinkSkew::AddProcess(int index, const ProcessTrace& t) {
     m.process = index;
     for (const GpuTimeEvent& g : t.gpu_times) {
       if (g.comm != s.comm || !g.OneCollective() || g.gpu_ns == 0) continue;
+      const bool begun = !t.anchors.empty() && g.begin_ns != 0 && g.begin_ns < INT64_MAX / 2;
       m.by_seq[g.collectives - 1] =
-          Sample{static_cast<int64_t>(std::min<uint64_t>(g.gpu_ns, INT64_MAX)), g.call};
+          Sample{static_cast<int64_t>(std::min<uint64_t>(g.gpu_ns, INT64_MAX)),
+                 begun ? static_cast<int64_t>(g.begin_ns) + offset : 0, g.call};
       if (m.by_seq.size() > kWindow) m.by_seq.erase(m.by_seq.begin());
     }
     if (!m.by_seq.empty()) comms_[s.comm][s.rank] = std::move(m);
@@ -136,6 +143,10 @@ std::vector<LinkStraggler> LinkSkew::Stragglers() const {
       const lateness::Straggling dated = lateness::DateStraggling(indicator, extras, threshold);
       x.began_later = dated.began > 0;
       x.began_seq = s.seqs[dated.began];
+      for (const auto& [rank, m] : comms_.at(s.comm)) {
+        const int64_t at = m.by_seq.at(x.began_seq).begin_ns;
+        if (at != 0 && (x.began_ns == 0 || at < x.began_ns)) x.began_ns = at;
+      }
       x.early_extra_ns = dated.early_late_ns;
       x.recent_extra_ns = dated.recent_late_ns;
       x.worsening = dated.worsening;

@@ -66,6 +66,7 @@ struct SlowComm {
   uint64_t last_seq = 0;
   bool window_start = false;  // the window began after the communicator's first
   uint64_t began_seq = 0;     // its first slow collective (the change point)
+  int64_t began_ns = 0;       // ... when its first member's GPU reached it (0 unknown)
   bool began_later = false;
   int64_t early_extra_ns = 0;  // median extra in the first and second half
   int64_t recent_extra_ns = 0;
@@ -95,6 +96,8 @@ class LinkSkew {
  private:
   struct Sample {
     int64_t gpu_ns = 0;
+    int64_t begin_ns =
+        0;  // when the GPU reached it (realtime, through the first anchor); 0 unknown
     uint32_t call = 0;
   };
   struct Member {

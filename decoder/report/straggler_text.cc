@@ -62,7 +62,7 @@ std::string RenderLink(const Finding& f, const StragglerFacts& x) {
                   "; the time is lost after every member has reached them, on every member: "
                   "waiting on data over the link, not on a late host or GPU");
   if (x.began_later) {
-    absl::StrAppend(&text, "; it began at collective #", x.began_seq);
+    absl::StrAppend(&text, "; it began at collective #", x.began_seq, " (", Utc(x.began_ns), ")");
   } else if (x.window_start) {
     absl::StrAppend(&text, "; slow in every collective compared, from #", x.first_seq,
                     " (earlier ones were not kept)");

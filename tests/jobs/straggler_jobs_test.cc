@@ -222,6 +222,18 @@ TEST_CASE("a slow GPU in a grid of pairs is not taken for a slow link", "[stragg
   CHECK(found[0]->String("cause") == "gpu");
 }
 
+// The same grid with rank 5's host slow: named for its host, no link.
+TEST_CASE("a slow host in a grid of pairs is not taken for a slow link", "[straggler]") {
+  Scenario s;
+  Run(&s, 8, {"--steps", "60", "--3d", "--step-ms", "10", "--slow-host", "5:0:40"});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  const auto found = Stragglers(s.diagnosis);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->ranks == std::vector<int>{5});
+  CHECK(found[0]->String("cause") == "host");
+  CHECK(found[0]->comm == s.world);
+}
+
 // And with every rank's step varied at random: no one, no link.
 TEST_CASE("random jitter in a grid of pairs names no slow link", "[straggler]") {
   Scenario s;

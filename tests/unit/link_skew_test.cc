@@ -229,5 +229,10 @@ TEST_CASE("a link that turns slow mid-job is dated", "[straggler]") {
   for (const auto& c : links[0].comms) {
     CHECK(c.began_later);
     CHECK(c.began_seq == 80);
+    // Step 80's collective of that pair: at its slot (0, 50 or 100 ms) in the step.
+    const int64_t step = static_cast<int64_t>(kRealtimeBase + 1000 * kMs + 80 * 200 * kMs);
+    CHECK(c.began_ns >= step);
+    CHECK(c.began_ns <= step + int64_t{100 * kMs});
+    CHECK((c.began_ns - step) % int64_t{50 * kMs} == 0);
   }
 }
