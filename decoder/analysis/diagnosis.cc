@@ -1539,6 +1539,10 @@ class Diagnoser {
   // it straggles in; the others listed.
   void Stragglers() {
     std::map<std::pair<int, int>, Finding> by_rank;  // (job, global rank)
+    // Slow links (analysis/link_skew.h) first: the ranks of a slow link's
+    // communicators wait on its collectives, so their hosts enqueue the
+    // next ones late too; that is its link, not their hosts.
+    std::set<std::pair<int, int>> slow_links = LinkStragglers(&by_rank);
     // Slow GPUs first (analysis/gpu_skew.h): a rank whose GPU is slow and
     // whose host waits on it each step enqueues late too; its GPU is the
     // cause, and it is not named a host straggler as well.
@@ -1553,14 +1557,18 @@ class Diagnoser {
     // job with a slow GPU, a rank whose late enqueues mostly came late
     // because its GPU finished late (GpuSkew::WaitedOnGpu) is left out.
     std::vector<ArrivalSpan> spans;
-    if (!gpus.empty()) spans = job_.arrivals().Spans();
+    const bool waits = !gpus.empty() || !slow_links.empty();
+    if (waits) spans = job_.arrivals().Spans();
     for (const ArrivalStraggler& s : job_.arrivals().Stragglers()) {
-      if (slow_gpus.count({job_of_[s.process], job_.GlobalRank(s.process, s.comm, s.rank)}))
-        continue;
-      if (!gpus.empty() && job_.gpu_arrivals().ExplainsHostStraggler(s, spans)) continue;
+      const std::pair<int, int> who{job_of_[s.process], job_.GlobalRank(s.process, s.comm, s.rank)};
+      if (slow_gpus.count(who) || slow_links.count(who)) continue;
+      if (waits && job_.gpu_arrivals().ExplainsHostStraggler(s, spans)) continue;
       all.emplace_back(s, nullptr);
     }
     for (const auto& [s, gpu] : all) {
+      if (gpu != nullptr &&
+          slow_links.count({job_of_[s.process], job_.GlobalRank(s.process, s.comm, s.rank)}))
+        continue;
       Finding x;
       x.kind = FindingKind::kStraggler;
       x.role = FindingRole::kWarning;
@@ -1619,6 +1627,65 @@ class Diagnoser {
       }
     }
     for (auto& [key, x] : by_rank) warnings_.push_back(std::move(x));
+  }
+
+  // Slow links: a warning each, in `by_rank` under its (first) rank. Returns
+  // the (job, global rank) of every rank named.
+  std::set<std::pair<int, int>> LinkStragglers(std::map<std::pair<int, int>, Finding>* by_rank) {
+    std::set<std::pair<int, int>> named;
+    for (const LinkStraggler& link : job_.links().Stragglers()) {
+      const SlowComm& c = link.comms.front();
+      auto rank_of = [&](int process) {
+        for (size_t i = 0; i < c.member_processes.size(); ++i)
+          if (c.member_processes[i] == process)
+            return job_.GlobalRank(process, c.comm, c.member_ranks[i]);
+        return -1;
+      };
+      Finding x;
+      x.kind = FindingKind::kStraggler;
+      x.role = FindingRole::kWarning;
+      x.comm = c.comm;
+      x.seq = c.began_seq;
+      x.nranks = job_.CommSize(c.comm);
+      x.job = job_of_[link.processes.front()];
+      x.phase = HangPhase::kStep;
+      StragglerFacts facts;
+      facts.cause = StragglerFacts::Cause::kLink;
+      for (int p : link.processes) x.ranks.push_back(rank_of(p));
+      std::sort(x.ranks.begin(), x.ranks.end());
+      facts.rank = x.ranks.front();
+      if (x.ranks.size() > 1) facts.link_ranks = x.ranks;
+      facts.members = c.members;
+      facts.compared = c.compared;
+      facts.window = c.window;
+      facts.gapped = c.compared;
+      facts.times_last = c.slow;
+      facts.call = c.call;
+      facts.call_times_last = c.call_slow;
+      facts.call_compared = c.call_compared;
+      facts.median_late_ns = c.median_extra_ns;
+      facts.p90_late_ns = c.p90_extra_ns;
+      facts.first_seq = c.first_seq;
+      facts.last_seq = c.last_seq;
+      facts.window_start = c.window_start;
+      facts.began_seq = c.began_seq;
+      facts.began_ns = c.began_ns;
+      x.when_ns = c.began_ns;
+      facts.began_later = c.began_later;
+      facts.early_late_ns = c.early_extra_ns;
+      facts.recent_late_ns = c.recent_extra_ns;
+      facts.worsening = c.worsening;
+      facts.usual_ns = c.usual_ns;
+      facts.kind_comms = c.kind_comms;
+      for (size_t i = 1; i < link.comms.size(); ++i) facts.also_comms.push_back(link.comms[i].comm);
+      std::set<std::string> hosts;
+      for (int q : c.member_processes) hosts.insert(procs_[q].host);
+      facts.hosts = static_cast<int>(hosts.size());
+      x.facts = facts;
+      for (int r : x.ranks) named.insert({x.job, r});
+      by_rank->try_emplace({x.job, facts.rank}, std::move(x));
+    }
+    return named;
   }
 
   // Init forensics, job by job: each job's ranks' initialisation evidence.

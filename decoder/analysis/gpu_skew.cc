@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <utility>
 
 #include "analysis/lateness_stats.h"
 
@@ -21,12 +22,15 @@ void GpuSkew::AddProcess(int index, const ProcessTrace& t) {
     if (ends.size() > 4 * kWindow)
       ends.erase(ends.begin(), ends.end() - static_cast<std::ptrdiff_t>(4 * kWindow));
   }
-  // When this process's GPU finished each operation (CLOCK_MONOTONIC, sorted).
-  std::vector<int64_t> ends_mono;
+  // This process's operations by when its GPU began them (CLOCK_MONOTONIC),
+  // each with the latest end of it and every operation begun before it.
+  std::vector<std::pair<int64_t, int64_t>> begun;  // (begin, latest end so far)
   for (const GpuTimeEvent& g : t.gpu_times)
-    if (g.end_ns != 0 && g.end_ns < INT64_MAX / 2)
-      ends_mono.push_back(static_cast<int64_t>(g.end_ns));
-  std::sort(ends_mono.begin(), ends_mono.end());
+    if (g.begin_ns != 0 && g.end_ns != 0 && g.end_ns < INT64_MAX / 2)
+      begun.emplace_back(static_cast<int64_t>(g.begin_ns), static_cast<int64_t>(g.end_ns));
+  std::sort(begun.begin(), begun.end());
+  for (size_t i = 1; i < begun.size(); ++i)
+    begun[i].second = std::max(begun[i].second, begun[i - 1].second);
   for (const CommStream& s : t.streams) {
     if (!s.any() || s.rank < 0) continue;
     // A process with two ranks of one communicator: its GPU times do not
@@ -56,10 +60,14 @@ void GpuSkew::AddProcess(int index, const ProcessTrace& t) {
       x.enqueue_ns = INT64_MIN;
       x.since_previous_ns = INT64_MIN;
       if (g.begin_ns != 0 && g.begin_ns < INT64_MAX / 2) {
-        auto before =
-            std::lower_bound(ends_mono.begin(), ends_mono.end(), static_cast<int64_t>(g.begin_ns));
-        if (before != ends_mono.begin())
-          x.since_previous_ns = static_cast<int64_t>(g.begin_ns) - *(before - 1);
+        // The latest end of the operations begun before it (not by ends
+        // alone: back to back on the stream, the one's end and the next's
+        // begin may come out tens of microseconds swapped, each converted
+        // through its own anchor estimate). Overlapping it: no time between.
+        const int64_t begin = static_cast<int64_t>(g.begin_ns);
+        auto after = std::lower_bound(begun.begin(), begun.end(), std::make_pair(begin, INT64_MIN));
+        if (after != begun.begin())
+          x.since_previous_ns = std::max<int64_t>(begin - (after - 1)->second, 0);
       }
       x.call = g.call;
     }

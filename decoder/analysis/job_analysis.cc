@@ -297,6 +297,7 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   arrivals_.AddProcess(index, t);
   gpu_arrivals_.AddProcess(index, t);
   clocks_.AddProcess(index, t);
+  links_.AddProcess(index, t);
   gaps_.AddProcess(index, t);
   p.summary = t.summary;
   p.summary_host = t.summary_host;

@@ -27,6 +27,7 @@
 #include "analysis/completion.h"
 #include "analysis/gpu_skew.h"
 #include "analysis/host_clocks.h"
+#include "analysis/link_skew.h"
 #include "analysis/order_inversion.h"
 #include "analysis/p2p_matching.h"
 #include "analysis/rendezvous.h"
@@ -135,6 +136,7 @@ class JobAnalysis {
   const ArrivalSkew& arrivals() const { return arrivals_; }
   const GpuSkew& gpu_arrivals() const { return gpu_arrivals_; }
   const HostClocks& clocks() const { return clocks_; }
+  const LinkSkew& links() const { return links_; }
   const SummaryGaps& summary_gaps() const { return gaps_; }
 
   // The global rank to name member `comm_rank` of `comm` in `process` by.
@@ -157,6 +159,7 @@ class JobAnalysis {
   ArrivalSkew arrivals_;
   GpuSkew gpu_arrivals_;
   HostClocks clocks_;  // each host's clock offset, by the job's collectives
+  LinkSkew links_;
   SummaryGaps gaps_;
 };
 

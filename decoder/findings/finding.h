@@ -619,12 +619,19 @@ struct SummaryGapFacts {
 // often than chance allows (analysis/arrival_skew.h), with the figures.
 struct StragglerFacts {
   // kHost: its host enqueued last; kGpu: its GPU reached the collective
-  // last while its host enqueued in time (or later by less than its GPU added).
-  enum class Cause { kHost, kGpu };
+  // last while its host enqueued in time (or later by less than its GPU added);
+  // kLink: its communicators' collectives took longer, once every member had
+  // arrived, than those of the other communicators of their kind (its link:
+  // NIC, NVLinks). For kLink "last" reads "slow": times_last is how many
+  // collectives were slow, median_late_ns how much longer than usual.
+  enum class Cause { kHost, kGpu, kLink };
   Cause cause = Cause::kHost;
-  int64_t host_late_ns = 0;   // kGpu: its host's lateness meanwhile, median (0: on time)
-  uint64_t host_on_time = 0;  // kGpu: of times_last, how often its host was on time
-  int rank = -1;              // global
+  int64_t host_late_ns = 0;     // kGpu: its host's lateness meanwhile, median (0: on time)
+  uint64_t host_on_time = 0;    // kGpu: of times_last, how often its host was on time
+  std::vector<int> link_ranks;  // kLink: the ranks its slow communicators share, when not one
+  int64_t usual_ns = 0;         // kLink: the kind's usual time from the last arrival to the end
+  int kind_comms = 0;           // kLink: communicators of its kind (members) compared
+  int rank = -1;                // global
   int members = 0;
   uint64_t compared = 0;  // collectives every member issued
   uint64_t window = 0;    // collectives kept per member (4,096; fewer past 8,192 members)

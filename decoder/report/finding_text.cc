@@ -160,6 +160,9 @@ std::string Title(const Finding& f) {
     case FindingKind::kNcclCallsUnseen:
       return "NCCL calls not seen";
     case FindingKind::kStraggler:
+      if (const auto* x = std::get_if<StragglerFacts>(&f.facts);
+          x != nullptr && x->cause == StragglerFacts::Cause::kLink)
+        return "a slow link holds the others back";
       return "a rank holds the others back";
     case FindingKind::kSummaryGap:
       return "the node summaries left out calls the diagnosis needed";
@@ -671,6 +674,21 @@ void Render(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&, Fin
 
 void Render(const Finding& f, const StragglerFacts& x, const CallSiteNamer&, FindingText* t) {
   t->detail = RenderStraggler(f, x);
+  if (x.cause == StragglerFacts::Cause::kLink) {
+    const std::string who = LinkRanks(x);
+    t->fix = absl::StrCat(
+        "look at the link of ", who,
+        ": its NIC (ibstat: the port's state, rate and width against its peers'; ibdiagnet or "
+        "perfquery for symbol and link-downed errors; ethtool -S for a RoCE port's drops and "
+        "pauses), its NVLinks (nvidia-smi nvlink -s: each link's speed; nvidia-smi nvlink -e: "
+        "errors), and which NIC NCCL gave it (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET: a "
+        "rank on the wrong or a remote NIC; NCCL_IB_HCA); then run nccl-tests (all_reduce_perf, "
+        "sendrecv_perf) between it and one of its peers and compare with another pair");
+    t->groups.push_back(
+        {x.link_ranks.empty() ? std::vector<int>{x.rank} : x.link_ranks,
+         absl::StrCat("its link was slow, ", StragglerLate(x), " longer on median")});
+    return;
+  }
   if (x.cause == StragglerFacts::Cause::kGpu) {
     t->fix = absl::StrCat(
         "look at rank ", x.rank,

@@ -236,10 +236,14 @@ void WriteFacts(const Finding&, const StragglerFacts& x, const CallSiteNamer&, s
   std::vector<std::string> also;
   for (uint64_t c : x.also_comms) also.push_back(JsonString(CommName(c)));
   const bool gpu = x.cause == StragglerFacts::Cause::kGpu;
-  out << ",\"cause\":" << (gpu ? "\"gpu\"" : "\"host\"");
+  const bool link = x.cause == StragglerFacts::Cause::kLink;
+  out << ",\"cause\":" << (gpu ? "\"gpu\"" : link ? "\"link\"" : "\"host\"");
   if (gpu)
     out << ",\"host_late_s\":" << SecondsJson(x.host_late_ns)
         << ",\"host_on_time\":" << x.host_on_time;
+  if (link)
+    out << ",\"link_ranks\":[" << absl::StrJoin(x.link_ranks, ",")
+        << "],\"usual_s\":" << SecondsJson(x.usual_ns) << ",\"kind_comms\":" << x.kind_comms;
   out << ",\"call\":" << JsonString(CallName(x.call)) << ",\"times_last\":" << x.call_times_last
       << ",\"of\":" << x.call_compared << ",\"times_last_all\":" << x.times_last
       << ",\"compared\":" << x.compared << ",\"window\":" << x.window << ",\"gapped\":" << x.gapped

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "knowledge/nccl_semantics.h"
 #include "report/names.h"
 #include "report/terminal_text.h"
@@ -60,6 +61,7 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
   arrivals_.AddProcess(static_cast<int>(status_.processes), t);
   gpu_arrivals_.AddProcess(static_cast<int>(status_.processes), t);
   clocks_.AddProcess(static_cast<int>(status_.processes), t);
+  links_.AddProcess(static_cast<int>(status_.processes), t);
   ++status_.processes;
   const int64_t now = status_.now_ns;
   // Nanoseconds from `tick` to now, 0 when in the future; 128 bits, since a
@@ -214,10 +216,38 @@ JobStatus JobStatusBuilder::Finish() {
                                  CommShort(x.comm))
                : absl::StrFormat("rank %d of communicator %s", x.rank, CommShort(x.comm));
   };
-  // Slow GPUs first: a rank whose host waits on its slow GPU enqueues late
+  // Slow links first: the ranks of a slow link's communicators wait on it,
+  // and enqueue late after it; they are named for the link only.
+  std::set<int> slow_links;  // processes
+  for (const LinkStraggler& link : links_.Stragglers()) {
+    const SlowComm& c = link.comms.front();
+    std::vector<std::string> names;
+    for (int p : link.processes) {
+      slow_links.insert(p);
+      for (size_t i = 0; i < c.member_processes.size(); ++i) {
+        if (c.member_processes[i] != p) continue;
+        RankStatus* r = row(c.comm, c.member_ranks[i]);
+        if (r) r->straggler = true;
+        names.push_back(r && r->global_rank >= 0
+                            ? absl::StrFormat("rank %d", r->global_rank)
+                            : absl::StrFormat("rank %d of communicator %s", c.member_ranks[i],
+                                              CommShort(c.comm)));
+      }
+    }
+    std::string also;
+    for (size_t i = 1; i < link.comms.size(); ++i)
+      also += (i == 1 ? "; so did communicators " : ", ") + CommShort(link.comms[i].comm);
+    status_.stragglers.push_back(absl::StrFormat(
+        "the link of %s is slow: %d of %d %ss of communicator %s took %s longer than usual on "
+        "median, once every member had reached them%s",
+        absl::StrJoin(names, " and "), c.call_slow, c.call_compared, CallName(c.call),
+        CommShort(c.comm), Late(c.median_extra_ns), also));
+  }
+  // Slow GPUs next: a rank whose host waits on its slow GPU enqueues late
   // too, and is named for its GPU only (as the diagnosis does).
   std::set<std::pair<uint64_t, int32_t>> slow_gpus;
   for (const GpuStraggler& x : gpu_arrivals_.Stragglers()) {
+    if (slow_links.count(x.process)) continue;
     RankStatus* r = row(x.comm, x.rank);
     if (r) r->straggler = true;
     slow_gpus.insert({x.comm, x.rank});
@@ -228,10 +258,11 @@ JobStatus JobStatusBuilder::Finish() {
         x.host_late_ns < GpuSkew::kMinGapNs ? "on time" : Late(x.host_late_ns) + " late"));
   }
   std::vector<ArrivalSpan> spans;
-  if (!slow_gpus.empty()) spans = arrivals_.Spans();
+  const bool waits = !slow_gpus.empty() || !slow_links.empty();
+  if (waits) spans = arrivals_.Spans();
   for (const ArrivalStraggler& x : arrivals_.Stragglers()) {
-    if (slow_gpus.count({x.comm, x.rank})) continue;
-    if (!slow_gpus.empty() && gpu_arrivals_.ExplainsHostStraggler(x, spans)) continue;
+    if (slow_gpus.count({x.comm, x.rank}) || slow_links.count(x.process)) continue;
+    if (waits && gpu_arrivals_.ExplainsHostStraggler(x, spans)) continue;
     RankStatus* r = row(x.comm, x.rank);
     if (r) r->straggler = true;
     status_.stragglers.push_back(absl::StrFormat(

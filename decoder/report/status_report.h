@@ -33,6 +33,7 @@
 #include "analysis/arrival_skew.h"
 #include "analysis/gpu_skew.h"
 #include "analysis/host_clocks.h"
+#include "analysis/link_skew.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
@@ -111,6 +112,7 @@ class JobStatusBuilder {
   ArrivalSkew arrivals_;
   GpuSkew gpu_arrivals_;  // slow GPUs (their ranks are not also named host stragglers)
   HostClocks clocks_;     // the hosts' clocks aligned before either compares
+  LinkSkew links_;        // slow links (their ranks are not named host or GPU stragglers)
 };
 
 void WriteStatus(const JobStatus& status, std::ostream& out);

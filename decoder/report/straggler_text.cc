@@ -32,11 +32,63 @@ std::string Utc(int64_t ns) {
   return when;
 }
 
+// A slow link's words: its communicators' collectives took longer once
+// every member had arrived than the others of their kind.
+std::string RenderLink(const Finding& f, const StragglerFacts& x) {
+  const bool one = x.link_ranks.empty();
+  std::string text = absl::StrFormat(
+      "%s is slow: %d of %d %ss of communicator %s (%d ranks) took %s longer on median (90th "
+      "percentile %s), once every member had reached them, than the usual %s of the %d "
+      "communicators of %d ranks",
+      one ? absl::StrCat("the link of rank ", x.rank)
+          : absl::StrCat("the link between ", LinkRanks(x)),
+      x.call_times_last, x.call_compared, CallName(x.call), CommShort(f.comm.value_or(0)),
+      x.members, Span(x.median_late_ns), Span(x.p90_late_ns), Span(x.usual_ns), x.kind_comms,
+      x.members);
+  if (x.times_last != x.call_times_last)
+    absl::StrAppend(&text, "; slow in ", x.times_last, " of its ", x.compared, " collectives");
+  if (!x.also_comms.empty()) {
+    std::vector<std::string> others;
+    for (uint64_t c : x.also_comms) others.push_back(CommShort(c));
+    absl::StrAppend(&text, "; so are communicator", others.size() > 1 ? "s " : " ",
+                    absl::StrJoin(others, ", "), ", and rank ", x.rank,
+                    " is the one member they all share");
+  } else if (one) {
+    absl::StrAppend(&text, "; rank ", x.rank, " is the member its slow communicators share");
+  } else {
+    absl::StrAppend(&text, "; no other slow communicator tells which of them");
+  }
+  absl::StrAppend(&text,
+                  "; the time is lost after every member has reached them, on every member: "
+                  "waiting on data over the link, not on a late host or GPU");
+  if (x.began_later) {
+    absl::StrAppend(&text, "; it began at collective #", x.began_seq, " (", Utc(x.began_ns), ")");
+  } else if (x.window_start) {
+    absl::StrAppend(&text, "; slow in every collective compared, from #", x.first_seq,
+                    " (earlier ones were not kept)");
+  }
+  if (x.worsening) {
+    absl::StrAppend(&text, ", and it is getting worse: ", Span(x.early_late_ns),
+                    " longer at first, ", Span(x.recent_late_ns), " lately");
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string StragglerLate(const StragglerFacts& x) { return Span(x.median_late_ns); }
 
+std::string LinkRanks(const StragglerFacts& x) {
+  if (x.link_ranks.empty()) return absl::StrCat("rank ", x.rank);
+  std::vector<std::string> ranks;
+  for (int r : x.link_ranks) ranks.push_back(absl::StrCat(r));
+  const std::string last = ranks.back();
+  ranks.pop_back();
+  return absl::StrCat("ranks ", absl::StrJoin(ranks, ", "), " and ", last);
+}
+
 std::string RenderStraggler(const Finding& f, const StragglerFacts& x) {
+  if (x.cause == StragglerFacts::Cause::kLink) return RenderLink(f, x);
   const bool gpu = x.cause == StragglerFacts::Cause::kGpu;
   std::string text = absl::StrFormat(
       "rank %d %s last in %d of %d %ss of communicator %s (%d ranks compared), %s %s on median "

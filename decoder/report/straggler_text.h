@@ -1,5 +1,6 @@
-// The words of a straggler finding (analysis/arrival_skew.h): how often a
-// rank came last, by how much, of what, since when, and whether it worsens.
+// The words of a straggler finding (analysis/arrival_skew.h, gpu_skew.h,
+// link_skew.h): how often a rank came last (or its link was slow), by how
+// much, of what, since when, and whether it worsens.
 
 #ifndef NCCLWATCH_DECODER_REPORT_STRAGGLER_TEXT_H_
 #define NCCLWATCH_DECODER_REPORT_STRAGGLER_TEXT_H_
@@ -14,6 +15,8 @@ namespace ncclwatch::decoder {
 std::string RenderStraggler(const Finding& f, const StragglerFacts& x);
 // Its median lateness, for a reader: "21 ms", "1.4 s".
 std::string StragglerLate(const StragglerFacts& x);
+// Who a slow link's finding names: "rank 5", "ranks 4 and 5".
+std::string LinkRanks(const StragglerFacts& x);
 
 }  // namespace ncclwatch::decoder
 

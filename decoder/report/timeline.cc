@@ -111,7 +111,10 @@ void TimelineWriter::MarkRootCauses(const JobAnalysis& job, const Diagnosis& d) 
     if (f.kind == FindingKind::kStraggler && f.comm) {
       const auto& members = d.jobs.at(static_cast<size_t>(f.job));
       Mark mark;
-      mark.title = "STRAGGLER: rank " + std::to_string(f.ranks.empty() ? -1 : f.ranks[0]);
+      const auto* facts = std::get_if<StragglerFacts>(&f.facts);
+      const bool link = facts != nullptr && facts->cause == StragglerFacts::Cause::kLink;
+      mark.title = (link ? "SLOW LINK: rank " : "STRAGGLER: rank ") +
+                   std::to_string(f.ranks.empty() ? -1 : f.ranks[0]);
       mark.detail = RenderFinding(f, sites).detail;
       mark.when_ns = f.when_ns;
       mark.category = "straggler";

@@ -199,3 +199,18 @@ TEST_CASE("status on a live job with a slow GPU: progressing, the slow GPU named
     CHECK(row.find("STRAGGLER") == std::string::npos);
   }
 }
+
+// A slow link (NCCLSIM_SLOW_LINK: GPU 5's operations hold their data 30 ms)
+// in a grid of pairs (train_loop --3d): status names the link of rank 5,
+// under the headline, and no rank's host or GPU.
+TEST_CASE("status on a live job with a slow link: progressing, the link named", "[status]") {
+  jobs::TempDir dir;
+  const Look l = LookAtLiveJob(dir.path(), 8, {"--steps", "60", "--3d", "--step-ms", "5"},
+                               "step 20 done", 8, 60, "NCCLSIM_SLOW_LINK=5:0:30");
+  INFO(l.output);
+  CHECK(l.status_exit == 0);
+  CHECK(l.status.rfind("PROGRESSING\nSLOW: the link of rank 5 is slow: ", 0) == 0);
+  CHECK(l.status.find("longer than usual on median") != std::string::npos);
+  CHECK(l.status.find("enqueued last in ") == std::string::npos);
+  CHECK(l.status.find("reached the GPU last in ") == std::string::npos);
+}

@@ -4,12 +4,17 @@
 // the communicator, how often and by how much, and since when; the job stays
 // healthy (a warning). A rank whose GPU is slow (NCCLSIM_SLOW_GPU: its
 // device's work takes longer on the stream while its host enqueues at once)
-// is named with cause gpu, never host. A job whose every rank is slowed at
-// random (--jitter) names no one.
+// is named with cause gpu, never host. A rank whose link is slow
+// (NCCLSIM_SLOW_LINK: every operation that moves its data is held, so its
+// communicators' collectives finish late on every member while every host
+// and GPU arrive in time) is named with cause link, found by intersecting
+// the pairs whose collectives took long; never host or GPU. A job whose
+// every rank is slowed at random (--jitter) names no one.
 //
 // In train_loop, step k's world AllReduce is collective #(k + k/4) of the
 // world communicator (a Broadcast follows every 4th step's AllReduce).
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -47,6 +52,15 @@ std::vector<const jobs::FindingView*> Stragglers(const jobs::DiagnosisView& d) {
   std::vector<const jobs::FindingView*> out;
   for (const auto& f : d.findings)
     if (f.kind == "straggler") out.push_back(&f);
+  return out;
+}
+
+std::vector<std::string> Strings(const jobs::FindingView& f, const std::string& key) {
+  std::vector<std::string> out;
+  const auto& fields = f.raw.fields();
+  auto it = fields.find(key);
+  if (it == fields.end()) return out;
+  for (const auto& v : it->second.list_value().values()) out.push_back(v.string_value());
   return out;
 }
 
@@ -252,4 +266,69 @@ TEST_CASE("a slow GPU that starts mid-job is dated", "[straggler]") {
   CHECK(f.raw.fields().at("began_later").bool_value());
   CHECK(Number(f, "began_seq") >= 58);
   CHECK(Number(f, "began_seq") <= 66);
+}
+
+// 8 ranks in a grid (train_loop --3d): tensor-parallel pairs (4, 5),
+// data-parallel pairs (5, 7), stage pairs (1, 5), all AllReducing each step,
+// and the pipeline's sends. GPU 5's link is slow: each of its operations
+// holds its data 30 ms. Its three pairs are slow against the other nine, and
+// rank 5 is the one member they share. The ranks that waited on its
+// collectives enqueue their next step late, and are not named for it.
+TEST_CASE("a slow link is named with cause link, at the rank its slow pairs share", "[straggler]") {
+  Scenario s;
+  Run(&s, 8, {"--steps", "40", "--3d", "--pipeline", "--step-ms", "10"},
+      {"NCCLSIM_SLOW_LINK=5:0:30"});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  const auto found = Stragglers(s.diagnosis);
+  REQUIRE(found.size() == 1);
+  const jobs::FindingView& f = *found[0];
+  CHECK(f.role == "warning");
+  CHECK(f.ranks == std::vector<int>{5});
+  CHECK(f.String("cause") == "link");
+  CHECK(f.String("call") == "AllReduce");
+  // Its tensor-parallel, data-parallel and stage pairs: the first it named,
+  // the others after.
+  std::vector<std::string> pairs;
+  for (int i = 0; i < 3; ++i) pairs.push_back(jobs::CommId(s.dir.path(), 5, "ncclCommSplit", i));
+  std::vector<std::string> named = Strings(f, "also_comms");
+  named.push_back(f.comm);
+  std::sort(pairs.begin(), pairs.end());
+  std::sort(named.begin(), named.end());
+  CHECK(named == pairs);
+  CHECK(Number(f, "times_last") >= 20);  // of 40 AllReduces
+  CHECK(Number(f, "median_late_s") >= 0.020);
+  CHECK(Number(f, "kind_comms") == 12);
+  CHECK(f.detail.find("the link of rank 5 is slow: ") == 0);
+  CHECK(f.fix.find("ibstat") != std::string::npos);
+}
+
+// The same grid with GPU 5 slow instead: named for its GPU, no link.
+TEST_CASE("a slow GPU in a grid of pairs is not taken for a slow link", "[straggler]") {
+  Scenario s;
+  Run(&s, 8, {"--steps", "60", "--3d", "--step-ms", "10"}, {"NCCLSIM_SLOW_GPU=5:0:30"});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  const auto found = Stragglers(s.diagnosis);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->ranks == std::vector<int>{5});
+  CHECK(found[0]->String("cause") == "gpu");
+}
+
+// The same grid with rank 5's host slow: named for its host, no link.
+TEST_CASE("a slow host in a grid of pairs is not taken for a slow link", "[straggler]") {
+  Scenario s;
+  Run(&s, 8, {"--steps", "60", "--3d", "--step-ms", "10", "--slow-host", "5:0:40"});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  const auto found = Stragglers(s.diagnosis);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0]->ranks == std::vector<int>{5});
+  CHECK(found[0]->String("cause") == "host");
+  CHECK(found[0]->comm == s.world);
+}
+
+// And with every rank's step varied at random: no one, no link.
+TEST_CASE("random jitter in a grid of pairs names no slow link", "[straggler]") {
+  Scenario s;
+  Run(&s, 8, {"--steps", "60", "--3d", "--step-ms", "50", "--jitter", "40"});
+  INFO("diagnosis:\n" << s.diagnosis.output);
+  CHECK(Stragglers(s.diagnosis).empty());
 }

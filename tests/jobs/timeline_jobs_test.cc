@@ -354,6 +354,34 @@ TEST_CASE("timeline of a job with a slow GPU: the straggler marked, the GPU's sl
   CHECK(instant);
 }
 
+// A slow link (NCCLSIM_SLOW_LINK on GPU 5, in train_loop's grid of pairs):
+// the instant on rank 5's process says its link is slow.
+TEST_CASE("timeline of a job with a slow link: the link marked on its rank",
+          "[timeline][straggler]") {
+  jobs::TempDir dir;
+  jobs::JobSpec spec =
+      jobs::TracedJobSpec(8, "train_loop", {"--steps", "30", "--3d", "--step-ms", "5"}, dir.path());
+  spec.env.push_back("NCCLSIM_SLOW_LINK=5:0:30");
+  jobs::JobResult job = jobs::RunJob(spec);
+  REQUIRE(job.error.empty());
+  for (const auto& r : job.ranks) REQUIRE(r.exit_code == 0);
+  const Timeline t = WriteTimeline(dir.path());
+  INFO(t.output);
+  REQUIRE(t.exit_code == 0);
+  REQUIRE(t.parsed);
+  CHECK(t.errors.empty());
+  int instants = 0;
+  for (const auto& [ts, e] : t.instants) {
+    if (!HasCategory(*e, "straggler")) continue;
+    ++instants;
+    CHECK(e->track_uuid() == t.ProcessOf(5));
+    CHECK(e->name() == "SLOW LINK: rank 5");
+    CHECK(Annotation(*e, "detail").rfind("the link of rank 5 is slow: ", 0) == 0);
+    CHECK(ts > 0);
+  }
+  CHECK(instants == 1);
+}
+
 // timeline marks the root cause diagnose names, from the same diagnosis:
 // liveness included, so on a live job with a frozen rank (SIGSTOP) both say
 // rank_frozen (a post-mortem view of the same traces would call it dead).

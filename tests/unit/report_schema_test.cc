@@ -210,6 +210,14 @@ TEST_CASE("every kind of finding, with its facts, conforms", "[report][schema]")
   st.clock_residual_ns = 40'000;
   slow.facts = st;
   findings.push_back(slow);
+  // A slow link between two ranks: cause link, with the kind's usual time.
+  st.cause = StragglerFacts::Cause::kLink;
+  st.link_ranks = {2, 3};
+  st.usual_ns = 400'000;
+  st.kind_comms = 4;
+  slow.ranks = {2, 3};
+  slow.facts = st;
+  findings.push_back(slow);
 
   for (const auto cause :
        {RendezvousFacts::Cause::kSettingsDiffer, RendezvousFacts::Cause::kPortInUse,

@@ -12,9 +12,15 @@
 // --tp-thread, a second thread drives the tensor-parallel communicator on its
 // own stream while the first drives the world. With --id-before-cuda, the
 // unique id is made before any CUDA call (as NCCL's one-device-per-process
-// example does: the id first, then cudaSetDevice).
+// example does: the id first, then cudaSetDevice). With --3d (a world that is
+// a multiple of 4; implies --tensor-parallel), the ranks also form
+// data-parallel groups (the ranks of one tensor-parallel index within each
+// half of the world: pairs 2 apart in 8 ranks) and pipeline stage pairs (the
+// ranks half the world apart): each step also AllReduces on its
+// data-parallel group and on its stage pair (as tied embeddings are synced
+// between the first and last stage), after the tensor-parallel AllReduce.
 //
-//   train_loop [--steps N] [--size ELEMENTS] [--pipeline] [--tensor-parallel] [--tp-stream]
+//   train_loop [--steps N] [--size ELEMENTS] [--pipeline] [--tensor-parallel] [--3d] [--tp-stream]
 //              [--tp-thread] [--step-ms MS] [--checkpoint-ms MS] [--no-sync]
 //              [--id-before-cuda] [--slow-host RANK:STEP:MS] [--jitter PCT]
 //              [--rank-steps RANK:N] [--bug KIND:RANK:STEP]...
@@ -88,6 +94,7 @@ struct Options {
   size_t size = 4096;
   bool pipeline = false;
   bool tensor_parallel = false;
+  bool grid = false;  // --3d
   bool tp_stream = false;
   bool tp_thread = false;
   bool id_before_cuda = false;
@@ -124,6 +131,8 @@ Options Parse(int argc, char** argv) {
       o.pipeline = true;
     } else if (a == "--tensor-parallel") {
       o.tensor_parallel = true;
+    } else if (a == "--3d") {
+      o.tensor_parallel = o.grid = true;
     } else if (a == "--tp-stream") {
       o.tp_stream = true;
     } else if (a == "--tp-thread") {
@@ -193,13 +202,18 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  ncclComm_t comm = nullptr, tp = nullptr;
+  ncclComm_t comm = nullptr, tp = nullptr, dp = nullptr, stage = nullptr;
+  if (opt.grid && world % 4 != 0) Usage("--3d wants a world that is a multiple of 4");
   NCCL_OK(ncclCommInitRank(&comm, world, id, rank));
   bool skip_split = false;
   for (const Bug& b : opt.bugs) skip_split |= b.kind == "skip-split" && b.rank == rank;
   if (skip_split) std::printf("rank %d skips ncclCommSplit\n", rank);
   if (opt.tensor_parallel && !skip_split)
     NCCL_OK(ncclCommSplit(comm, rank / 2, rank, &tp, nullptr));
+  if (opt.grid) {
+    NCCL_OK(ncclCommSplit(comm, rank % 2 + 2 * (rank / (world / 2)), rank, &dp, nullptr));
+    NCCL_OK(ncclCommSplit(comm, rank % (world / 2), rank, &stage, nullptr));
+  }
   cudaStream_t stream, tp_stream;
   CUDA_OK(cudaStreamCreate(&stream));
   if (opt.tp_stream) {
@@ -210,13 +224,14 @@ int main(int argc, char** argv) {
 
   const size_t n = opt.size;
   std::vector<float> params(n, 1.0f), host(n), act(n);
-  float *d_grad, *d_params, *d_half, *d_act_out, *d_act_in, *d_tp;
+  float *d_grad, *d_params, *d_half, *d_act_out, *d_act_in, *d_tp, *d_grid;
   CUDA_OK(cudaMalloc(&d_grad, n * sizeof(float)));
   CUDA_OK(cudaMalloc(&d_params, n * sizeof(float)));
   CUDA_OK(cudaMalloc(&d_half, n * sizeof(float)));
   CUDA_OK(cudaMalloc(&d_act_out, n * sizeof(float)));
   CUDA_OK(cudaMalloc(&d_act_in, n * sizeof(float)));
   CUDA_OK(cudaMalloc(&d_tp, n * sizeof(float)));
+  CUDA_OK(cudaMalloc(&d_grid, n * sizeof(float)));
 
   const int steps = rank == opt.uneven_rank ? opt.uneven_steps : opt.steps;
   // --tp-thread: a second thread drives the tensor-parallel communicator, on
@@ -295,6 +310,8 @@ int main(int argc, char** argv) {
     auto tp_allreduce = [&] {
       if (tp && !opt.tp_thread)
         NCCL_OK(ncclAllReduce(d_grad, d_tp, n, ncclFloat32, ncclSum, tp, tp_stream));
+      if (dp) NCCL_OK(ncclAllReduce(d_grad, d_grid, n, ncclFloat32, ncclSum, dp, tp_stream));
+      if (stage) NCCL_OK(ncclAllReduce(d_grad, d_grid, n, ncclFloat32, ncclSum, stage, tp_stream));
     };
     if (bug == "kill-in") {
       // The stream is held in host work first, so the AllReduce is still
@@ -385,6 +402,8 @@ int main(int argc, char** argv) {
   // --no-sync: the host waits for the GPU once, at the end (as a loop that
   // reads a loss back every so often would).
   if (opt.no_sync) CUDA_OK(cudaStreamSynchronize(stream));
+  if (stage) NCCL_OK(ncclCommDestroy(stage));
+  if (dp) NCCL_OK(ncclCommDestroy(dp));
   if (tp) NCCL_OK(ncclCommDestroy(tp));
   NCCL_OK(ncclCommDestroy(comm));
   if (opt.tp_stream) CUDA_OK(cudaStreamDestroy(tp_stream));

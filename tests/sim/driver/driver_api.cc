@@ -910,4 +910,9 @@ CUresult ncclsimInjectDeviceFault(int ordinal, CUresult error) {
   return CUDA_SUCCESS;
 }
 
+int ncclsimPhysicalDevice(int ordinal) {
+  const Device* d = DeviceAt(ordinal);
+  return d == nullptr ? -1 : d->physical;
+}
+
 }  // extern "C"

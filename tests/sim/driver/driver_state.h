@@ -168,9 +168,13 @@ uint64_t NowNs();
 
 }  // namespace ncclsim::driver
 
-// The one entry point libcuda.so.1 of the simulator adds to the driver API:
-// the simulated NCCL calls it when NCCLSIM_GPU_FAULT fires, to make the GPU
-// fail the way a real one does after an Xid (see tests/sim/README.md).
+// The entry points libcuda.so.1 of the simulator adds to the driver API:
+// the simulated NCCL calls the first when NCCLSIM_GPU_FAULT fires, to make
+// the GPU fail the way a real one does after an Xid, and the second to learn
+// which of the host's GPUs an ordinal is (its index before
+// CUDA_VISIBLE_DEVICES; -1 when out of range), for NCCLSIM_SLOW_LINK (see
+// tests/sim/README.md).
 extern "C" CUresult ncclsimInjectDeviceFault(int ordinal, CUresult error);
+extern "C" int ncclsimPhysicalDevice(int ordinal);
 
 #endif  // NCCLWATCH_TESTS_SIM_DRIVER_DRIVER_STATE_H_

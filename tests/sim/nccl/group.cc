@@ -36,7 +36,7 @@ GroupState& Group() {
 }
 
 // Every operation this process enqueues, on any communicator, in call order:
-// what NCCLSIM_GPU_FAULT counts.
+// what NCCLSIM_GPU_FAULT, NCCLSIM_NET_STALL and NCCLSIM_SLOW_LINK count.
 std::atomic<int64_t> g_op_index{0};
 
 struct StreamLaunch {
@@ -161,6 +161,10 @@ ncclResult_t LaunchBatch(ncclComm* comm, std::vector<PendingOp*>& ops) {
     const int64_t index = g_op_index.fetch_add(1);
     fault |= knob.armed && index == knob.at_collective;
     stall |= net.armed && index == net.at_operation;
+    if (batch->ops.back()->UsesPeers()) {
+      const size_t bytes = p->args.count * DataTypeSize(p->args.datatype);
+      batch->hold_ns = std::max(batch->hold_ns, SlowLinkHoldNs(comm->cuda_dev, index, bytes));
+    }
   }
   // A Send to self meets the Recv from self of the same group.
   std::vector<Op*> self_sends;

@@ -222,6 +222,12 @@ void Op::PairWithSelfSend(Op& send) {
   self_unpaired_ = false;
 }
 
+bool Op::UsesPeers() const {
+  auto other = [this](const Transfer& t) { return t.peer != rank_; };
+  return fold_.has_value() || std::any_of(sends_.begin(), sends_.end(), other) ||
+         std::any_of(recvs_.begin(), recvs_.end(), other);
+}
+
 bool Op::SendsTo(int peer) const {
   return std::any_of(sends_.begin(), sends_.end(),
                      [peer](const Transfer& s) { return s.peer == peer; });

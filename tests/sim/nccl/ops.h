@@ -129,6 +129,8 @@ class Op {
   const OpSignature& signature() const { return sig_; }
   bool SendsTo(int peer) const;
   bool ReceivesFrom(int peer) const;
+  // Whether it moves data to or from another rank (what NCCLSIM_SLOW_LINK slows).
+  bool UsesPeers() const;
 
   // Copies the local part of the result (and, for aliased buffers, takes the
   // snapshot the sends read from). Called once, when the stream reaches the op.

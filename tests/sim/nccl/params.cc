@@ -1,5 +1,6 @@
 #include "nccl/params.h"
 
+#include <dlfcn.h>
 #include <nccl.h>
 #include <unistd.h>
 
@@ -134,6 +135,45 @@ const NetStall& NetStallKnob() {
 namespace {
 std::atomic<bool> g_net_receive_dead{false};
 }  // namespace
+
+const SlowLink& SlowLinkKnob() {
+  static const SlowLink knob = [] {
+    SlowLink k;
+    const char* v = EnvRaw("NCCLSIM_SLOW_LINK");
+    if (v == nullptr || *v == '\0') return k;
+    int device = -1;
+    long long from = -1, ms = -1, us = 0;
+    char tail = 0;
+    const int got = std::sscanf(v, "%d:%lld:%lld:%lld%c", &device, &from, &ms, &us, &tail);
+    if ((got != 3 && got != 4) || device < 0 || from < 0 || ms < 0 || ms > 60000 || us < 0 ||
+        us > 60000000) {
+      std::fprintf(stderr,
+                   "ncclsim: NCCLSIM_SLOW_LINK='%s' is not DEVICE:FROM:MS[:US_PER_MIB] (MS up to "
+                   "60000); no link slowed\n",
+                   v);
+      return k;
+    }
+    k.armed = true;
+    k.physical = device;
+    k.from = from;
+    k.ms = ms;
+    k.us_per_mib = us;
+    return k;
+  }();
+  return knob;
+}
+
+int64_t SlowLinkHoldNs(int ordinal, int64_t index, size_t bytes) {
+  const SlowLink& k = SlowLinkKnob();
+  if (!k.armed || index < k.from) return 0;
+  using PhysicalFn = int (*)(int);
+  static const auto physical =
+      reinterpret_cast<PhysicalFn>(dlsym(RTLD_DEFAULT, "ncclsimPhysicalDevice"));
+  const int here = physical != nullptr ? physical(ordinal) : ordinal;
+  if (here != k.physical) return 0;
+  const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  return k.ms * 1000000 + static_cast<int64_t>(mib * static_cast<double>(k.us_per_mib) * 1000.0);
+}
 
 bool NetReceiveDead() { return g_net_receive_dead.load(std::memory_order_relaxed); }
 void KillNetReceive() { g_net_receive_dead.store(true); }

@@ -50,6 +50,25 @@ const NetStall& NetStallKnob();
 bool NetReceiveDead();
 void KillNetReceive();
 
+// NCCLSIM_SLOW_LINK=D:N:MS[:US_PER_MIB]: GPU D's link to the other ranks (its
+// NIC, its NVLinks) is slow, as a degraded port or a link trained down: from
+// this process's N-th NCCL operation (counted as NCCLSIM_GPU_FAULT counts),
+// each operation of a communicator on GPU D that moves data to or from
+// another rank holds its data MS milliseconds, plus US_PER_MIB microseconds
+// per MiB of its buffer, once its stream reaches it. D is the host's GPU
+// index (before CUDA_VISIBLE_DEVICES), as NCCLSIM_SLOW_GPU's.
+struct SlowLink {
+  bool armed = false;
+  int physical = -1;
+  int64_t from = 0;
+  int64_t ms = 0;
+  int64_t us_per_mib = 0;
+};
+const SlowLink& SlowLinkKnob();
+// How long an operation `index` (this process's count) of `bytes` on CUDA
+// device `ordinal` is held (0: not slowed).
+int64_t SlowLinkHoldNs(int ordinal, int64_t index, size_t bytes);
+
 uint64_t Fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull);
 
 }  // namespace ncclsim::nccl

@@ -169,8 +169,10 @@ void ProgressEngine::Loop() {
         b->on_start = nullptr;
         if (!start(*b)) continue;  // the hook finished the batch with an error
         for (auto& op : b->ops) op->Start();
+        b->hold_until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(b->hold_ns);
         moved = true;
       }
+      if (b->hold_ns > 0 && std::chrono::steady_clock::now() < b->hold_until) continue;
       for (auto& op : b->ops) {
         if (!op->Done()) moved |= op->Progress(*transport_, line_);
       }

@@ -11,7 +11,8 @@
 //   stream:   ... Activate(batch); wait ...          ^
 //   progress: loop { for active ops: op.Progress() } |
 //
-// Abort fails every op at once and releases the waiting streams.
+// Abort fails every op at once and releases the waiting streams. A batch
+// with a hold (NCCLSIM_SLOW_LINK) moves nothing until it has passed.
 //
 // One-sided puts and signals are not lined up: whatever is at the head of a
 // connection from a peer and belongs to one is taken in by the thread as it
@@ -26,6 +27,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -47,6 +49,10 @@ struct Batch {
   // Called on the progress thread when the batch becomes active; returns false
   // to fail the batch instead of running it (an injected GPU fault).
   std::function<bool(Batch&)> on_start;
+  // NCCLSIM_SLOW_LINK: once active, it moves no data for this long (a slow
+  // link: its peers wait for its data, it for theirs).
+  int64_t hold_ns = 0;
+  std::chrono::steady_clock::time_point hold_until;
 
   std::mutex mu;
   std::condition_variable cv;

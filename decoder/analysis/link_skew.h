@@ -1,0 +1,112 @@
+// LinkSkew: which rank's link to the others (its NIC, its NVLinks) is slow:
+// the communicators it belongs to take longer to finish their collectives,
+// once every member has arrived, than the other communicators of their kind.
+//
+// Evidence: the shim's GpuTime records (core/completion.h), per collective
+// and rank the time from the GPU reaching it to finishing it, on the GPU's
+// own timer. The members of a collective finish it together, so the
+// shortest of those times is the member that reached it last, and it is how
+// long the collective took once everyone was there: its transfer over the
+// links (the "tail"). No clock shared between hosts is needed. A slow host
+// or a slow GPU makes the others wait for it before that: its own time in
+// the collective stays short, and the tail with it, so neither is taken
+// for a link. A slow link stretches every member's time, its own too.
+//
+// Like is compared with like: the communicators of one kind (the same
+// number of members: the tensor-parallel pairs of a job, its data-parallel
+// groups, its pipeline stage pairs) move the same data over the same kind
+// of links. The kind's usual tail is the median of its communicators'
+// median tails (at least kMinComms of them: with fewer, a slow one cannot
+// be told from the usual). A collective is slow when its tail exceeds the
+// usual by kMinExtraNs and by the usual itself (twice as long). A
+// communicator is slow when it is slow far more often than the kind's other
+// communicators are (the host straggler's test: at least kMinTimesLast and
+// half its collectives, and kSigmas binomial deviations above the others'
+// rate, taken as at least 1/20), so a job whose collectives are slowed at
+// random names no one.
+//
+// The slow communicators are then intersected: the rank in the most of
+// them, when it is the only one in that many (and that is two or more), is
+// named, with the slow communicators it belongs to; when no single rank
+// stands out (one slow pair: either end's link), the members every one of
+// them shares are named together (a pair: the link between them). Repeated
+// for the slow communicators left over.
+//
+// Thread-safety: none; one analysis owns it.
+
+#ifndef NCCLWATCH_DECODER_ANALYSIS_LINK_SKEW_H_
+#define NCCLWATCH_DECODER_ANALYSIS_LINK_SKEW_H_
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "analysis/arrival_skew.h"
+#include "model/process_trace.h"
+
+namespace ncclwatch::decoder {
+
+// One communicator whose collectives finish late once every member arrived.
+struct SlowComm {
+  uint64_t comm = 0;
+  int members = 0;
+  std::vector<int> member_processes;  // by member rank
+  std::vector<int32_t> member_ranks;  // ... their ranks in it
+  uint64_t compared = 0;              // collectives every member timed (within the window)
+  uint64_t window = 0;                // collectives kept per member
+  uint64_t slow = 0;                  // ... of which slow
+  int kind_comms = 0;                 // communicators of its kind compared (itself included)
+  int64_t usual_ns = 0;               // the kind's usual tail
+  int64_t median_extra_ns = 0;        // its slow collectives' tail beyond the usual, median
+  int64_t p90_extra_ns = 0;           // ... and 90th percentile
+  uint32_t call = 0;                  // the collective slow most often, how often, of how many
+  uint64_t call_slow = 0;
+  uint64_t call_compared = 0;
+  uint64_t first_seq = 0;  // the collectives compared
+  uint64_t last_seq = 0;
+  bool window_start = false;  // the window began after the communicator's first
+  uint64_t began_seq = 0;     // its first slow collective (the change point)
+  int64_t began_ns = 0;       // ... when its first member's GPU reached it (0 unknown)
+  bool began_later = false;
+  int64_t early_extra_ns = 0;  // median extra in the first and second half
+  int64_t recent_extra_ns = 0;
+  bool worsening = false;
+};
+
+// A slow link: the rank (or ranks) every one of `comms` shares.
+struct LinkStraggler {
+  // The process whose link is slow; several when the slow communicators do
+  // not tell which of their shared members it is (a pair: the link between).
+  std::vector<int> processes;
+  // The slow communicators it explains: the widest first, then the one with
+  // the most slow collectives.
+  std::vector<SlowComm> comms;
+};
+
+class LinkSkew {
+ public:
+  static constexpr size_t kWindow = ArrivalSkew::kWindow;
+  static constexpr int64_t kMinExtraNs = 2 * ArrivalSkew::kMinGapNs;
+  static constexpr int kMinComms = 3;
+
+  void AddProcess(int index, const ProcessTrace& t);
+  // Every slow link found, the one with the most slow communicators first.
+  std::vector<LinkStraggler> Stragglers() const;
+
+ private:
+  struct Sample {
+    int64_t gpu_ns = 0;
+    int64_t begin_ns =
+        0;  // when the GPU reached it (realtime, through the first anchor); 0 unknown
+    uint32_t call = 0;
+  };
+  struct Member {
+    int process = -1;
+    std::map<uint64_t, Sample> by_seq;  // the last kWindow collectives timed
+  };
+  std::map<uint64_t, std::map<int32_t, Member>> comms_;  // communicator -> rank -> member
+};
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_ANALYSIS_LINK_SKEW_H_
