@@ -1543,7 +1543,7 @@ class Diagnoser {
     // communicators wait on its collectives, so their hosts enqueue the
     // next ones late too; that is its link, not their hosts.
     std::set<std::pair<int, int>> slow_links = LinkStragglers(&by_rank);
-    // Slow GPUs first (analysis/gpu_skew.h): a rank whose GPU is slow and
+    // Slow GPUs next (analysis/gpu_skew.h): a rank whose GPU is slow and
     // whose host waits on it each step enqueues late too; its GPU is the
     // cause, and it is not named a host straggler as well.
     std::vector<GpuStraggler> gpus = job_.gpu_arrivals().Stragglers();

@@ -236,7 +236,10 @@ JobStatus JobStatusBuilder::Finish() {
     }
     std::string also;
     for (size_t i = 1; i < link.comms.size(); ++i)
-      also += (i == 1 ? "; so did communicators " : ", ") + CommShort(link.comms[i].comm);
+      also += (i > 1                   ? ", "
+               : link.comms.size() > 2 ? "; so did communicators "
+                                       : "; so did communicator ") +
+              CommShort(link.comms[i].comm);
     status_.stragglers.push_back(absl::StrFormat(
         "the link of %s is slow: %d of %d %ss of communicator %s took %s longer than usual on "
         "median, once every member had reached them%s",
