@@ -1,6 +1,6 @@
 // A Finding: one thing ncclwatch concluded about a job, as facts.
 //
-// The analyses (diagnosis.cc, init_failure.cc, analysis/log_diagnosis.cc) fill
+// The analyses (the diagnosis families, init_failure.cc, analysis/log_diagnosis.cc) fill
 // a Finding with what they saw: its kind and role, the communicator, the
 // collective's number, the ranks, and a payload with the facts of its kind
 // (the groups of a mismatch, what a missing rank did instead, the two sides of
@@ -129,7 +129,7 @@ enum class Departure {
   kSuspended,  // it suspended the communicator (later_call: ncclCommSuspend) and never resumed it
 };
 
-// What Classify (diagnosis.cc) found a missing rank did instead.
+// What Classify (analysis/diagnosis/collectives.cc) found a missing rank did instead.
 struct DepartureFacts {
   FindingKind kind = FindingKind::kMissingRank;  // or kRankDied
   Departure how = Departure::kStopped;

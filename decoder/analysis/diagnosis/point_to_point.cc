@@ -1,0 +1,123 @@
+// Sends and receives that disagree or lack the other side (p2p_mismatch),
+// one-sided waits for a signal never sent, and communicators ordered
+// differently on one stream (order_inversion).
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "analysis/diagnosis/context.h"
+#include "analysis/diagnosis/families.h"
+
+namespace ncclwatch::decoder::diagnosis {
+
+void FindP2pMismatches(DiagnosisContext& cx) {
+  for (const P2pProblem& pr : cx.job.p2p().problems()) {
+    Candidate c;
+    Finding& x = c.finding;
+    P2pMismatchFacts facts;
+    facts.sender = cx.Global(pr.sender_process, pr.comm, pr.sender);
+    facts.receiver = cx.Global(pr.receiver_process, pr.comm, pr.receiver);
+    auto side = [](const P2pOp& o, int process) {
+      return P2pMismatchFacts::Side{o.count, o.datatype, o.collectives_before,
+                                    Site(process, o.caller)};
+    };
+    facts.send = side(pr.send, pr.sender_process);
+    facts.receive = side(pr.receive, pr.receiver_process);
+    facts.other_side_posted = pr.other_side_posted;
+    x.kind = FindingKind::kP2pMismatch;
+    x.comm = pr.comm;
+    x.seq = pr.seq;
+    x.nranks = cx.job.CommSize(pr.comm);
+    x.ranks = {facts.sender, facts.receiver};
+    x.when_ns = pr.when_ns;
+    switch (pr.kind) {
+      case P2pProblem::kSizeMismatch:
+        facts.problem = P2pMismatchFacts::Problem::kSizeMismatch;
+        x.field = pr.send.datatype != pr.receive.datatype ? MismatchField::kDatatype
+                                                          : MismatchField::kCount;
+        break;
+      case P2pProblem::kOrderMismatch:
+        facts.problem = P2pMismatchFacts::Problem::kOrderMismatch;
+        x.field = MismatchField::kOrder;
+        break;
+      case P2pProblem::kSendNotReceived:
+        facts.problem = P2pMismatchFacts::Problem::kSendNotReceived;
+        break;
+      case P2pProblem::kReceiveNotSent:
+        facts.problem = P2pMismatchFacts::Problem::kReceiveNotSent;
+        break;
+    }
+    x.facts = std::move(facts);
+    c.process = pr.kind == P2pProblem::kReceiveNotSent ? pr.sender_process : pr.receiver_process;
+    cx.candidates.push_back(c);
+  }
+}
+
+void FindUnsentSignals(DiagnosisContext& cx) {
+  std::set<int> waiting;
+  for (const SignalProblem& pr : cx.job.signals().problems()) {
+    Candidate c;
+    Finding& x = c.finding;
+    P2pMismatchFacts facts;
+    facts.problem = P2pMismatchFacts::Problem::kReceiveNotSent;
+    facts.one_sided = true;
+    facts.sender = cx.Global(pr.sender_process, pr.comm, pr.sender);
+    facts.receiver = cx.Global(pr.receiver_process, pr.comm, pr.receiver);
+    facts.receive.site = Site(pr.receiver_process, pr.caller);
+    facts.other_side_posted = pr.sent;
+    facts.awaited = pr.awaited;
+    x.kind = FindingKind::kP2pMismatch;
+    x.comm = pr.comm;
+    x.seq = pr.seq;
+    x.nranks = cx.job.CommSize(pr.comm);
+    x.ranks = {facts.sender, facts.receiver};
+    x.when_ns = pr.when_ns;
+    waiting.insert(facts.receiver);
+    x.facts = std::move(facts);
+    c.process = pr.sender_process;
+    cx.candidates.push_back(c);
+  }
+  if (waiting.empty()) return;
+  for (Candidate& c : cx.candidates) {
+    if (c.finding.kind != FindingKind::kMissingRank || c.finding.ranks.empty()) continue;
+    bool all = true;
+    for (int r : c.finding.ranks) all &= waiting.count(r) == 1;
+    if (all) c.tier = std::max(c.tier, 3);
+  }
+}
+
+void FindOrderInversions(DiagnosisContext& cx) {
+  for (const OrderInversionFinding& o : cx.job.order().Findings()) {
+    Candidate c;
+    Finding& x = c.finding;
+    x.kind = FindingKind::kOrderInversion;
+    x.comm = o.comm_a;
+    x.seq = o.seq_a;
+    x.nranks = cx.job.CommSize(o.comm_a);
+    OrderInversionFacts facts;
+    facts.rank = cx.procs[o.process].rank;
+    facts.reference_rank = cx.procs[o.reference_process].rank;
+    facts.other_comm = o.comm_b;
+    facts.other_seq = o.seq_b;
+    facts.comm_first = o.process_a_first;
+    facts.same_stream = o.same_stream;
+    // Both sides of the conflicting pair: which of two orders is "the" wrong
+    // one is not something the traces can tell.
+    x.ranks = {std::min(facts.rank, facts.reference_rank),
+               std::max(facts.rank, facts.reference_rank)};
+    x.when_ns = o.when_ns;
+    x.facts = facts;
+    c.process = o.process;
+    if (o.same_stream) {
+      cx.candidates.push_back(c);
+    } else {
+      x.role = FindingRole::kWarning;
+      x.job = cx.job_of[o.process];
+      cx.warnings.push_back(x);
+    }
+  }
+}
+
+}  // namespace ncclwatch::decoder::diagnosis
