@@ -712,7 +712,7 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
   // The ranks that only waited: still in an init call when they ended, or
   // failed only because a peer went away.
   std::vector<int> waited;
-  std::set<std::string> how;
+  std::set<RankEnd> how;
   int process = -1;
   uint64_t comm = 0;
   std::string call;
@@ -720,7 +720,7 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
     if (explained.count(r.rank)) continue;
     if (!r.init_pending && !consequences.count(r.rank)) continue;
     if (r.rank >= 0) waited.push_back(r.rank);
-    if (!r.end.empty()) how.insert(r.end);
+    if (r.exit_code || r.signo != 0) how.insert({r.exit_code, r.signo});
     if (process < 0) process = r.process;
     if (comm == 0) comm = r.comm;
     if (call.empty()) call = r.pending_call;

@@ -23,17 +23,6 @@ void Consider(LastCall* best, uint64_t order, const LastCall& c, uint64_t* best_
   }
 }
 
-std::string FateText(const Fate& f) {
-  switch (f.kind) {
-    case Fate::kExited:
-      return absl::StrCat("exited with code ", f.exit_code);
-    case Fate::kSignal:
-      return SignalName(f.signo);
-    default:
-      return "";
-  }
-}
-
 // The process's NCCL initialisation, as init forensics reads it.
 InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
   InitEvidence e;
@@ -114,7 +103,6 @@ InitEvidence InitEvidenceOf(const ProcessTrace& t, const ProcessFacts& p) {
     if (m.init_returned && !ok && e.comm == 0) e.comm = m.comm;
   }
   e.end_ns = p.last_ns;
-  e.end = FateText(p.fate);
   e.end_known = true;
   if (p.fate.kind == Fate::kExited) e.exit_code = p.fate.exit_code;
   if (p.fate.kind == Fate::kSignal) e.signo = p.fate.signo;

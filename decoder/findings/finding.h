@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -444,6 +445,17 @@ struct InitVersionGroup {
   }
 };
 
+// How a rank that waited in its init ended: an exit code, or a signal.
+struct RankEnd {
+  std::optional<int> exit_code;
+  int signo = 0;
+
+  bool operator==(const RankEnd& o) const { return exit_code == o.exit_code && signo == o.signo; }
+  bool operator<(const RankEnd& o) const {
+    return std::tie(exit_code, signo) < std::tie(o.exit_code, o.signo);
+  }
+};
+
 struct InitFailureFacts {
   InitCause cause = InitCause::kUnknown;
   std::string
@@ -498,7 +510,7 @@ struct InitFailureFacts {
   bool out_of_memory = false;           // cuda: the failure was an out-of-memory
   std::string call;                     // unknown: the failed call; waiting: the call waited in
   int result = -1;                      // unknown: its ncclResult_t, -1 unknown
-  std::vector<std::string> until;       // waiting: how the waiting ranks ended
+  std::vector<RankEnd> until;           // waiting: how the waiting ranks ended, each way once
   std::string message;  // the catalogue's id of the rank's message that names the cause (or
                         // its subsystem), "" when none does
   // kRootGone: how the root's process ended (an exit code, a signal, or no

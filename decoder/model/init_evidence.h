@@ -91,7 +91,6 @@ struct InitEvidence {
   std::string pending_call;     // "ncclCommInitRank"
   uint64_t comm = 0;            // the communicator it was making (traces)
   int64_t end_ns = 0;           // when its trace or log ends
-  std::string end;              // how it ended: "exited (code 3)", "SIGTERM", ""
   // How it ended, as facts (traces): an exit code, a signal, or neither
   // recorded (SIGKILL, OOM, or still running).
   std::optional<int> exit_code;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -363,11 +364,20 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
   }
 }
 
+// How the waiting ranks ended, each way once, in the order of the words.
+std::string Until(const std::vector<RankEnd>& until) {
+  if (until.empty()) return "";
+  std::set<std::string> words;
+  for (const RankEnd& e : until)
+    words.insert(e.exit_code ? absl::StrCat("exited with code ", *e.exit_code)
+                             : SignalName(e.signo));
+  return absl::StrCat(" (until: ", absl::StrJoin(words, ", "), ")");
+}
+
 }  // namespace
 
 void RenderInitFailure(const Finding& f, const InitFailureFacts& x, FindingText* t) {
-  const std::string ended =
-      x.until.empty() ? "" : absl::StrCat(" (until: ", absl::StrJoin(x.until, ", "), ")");
+  const std::string ended = Until(x.until);
   const std::string call = x.call.empty() ? "NCCL init" : x.call;
   if (x.cause == InitCause::kWaitedUnexplained) {
     t->detail = absl::StrFormat(

@@ -273,7 +273,7 @@ TEST_CASE("init_failure: processes of unknown rank are named by pid; the waiting
   waiting.subsystem = "waiting";
   waiting.has_pids = false;
   waiting.call = "ncclCommInitRank";
-  waiting.until = {"SIGTERM"};
+  waiting.until = {RankEnd{std::nullopt, SIGTERM}};
   w.facts = waiting;
   const FindingText t = RenderFinding(w, NoCallSites());
   CHECK(t.detail ==

@@ -4,8 +4,10 @@
 
 #include "analysis/init_failure.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -71,7 +73,6 @@ TEST_CASE("init: a bootstrap root that exited first is the root cause, not its v
   root.end_known = true;
   root.exit_code = 1;
   root.end_ns = 100;
-  root.end = "exited with code 1";
   std::vector<InitEvidence> all = {root};
   for (int r = 1; r < 4; ++r) {
     InitEvidence e;
@@ -102,6 +103,37 @@ TEST_CASE("init: a bootstrap root that exited first is the root cause, not its v
   const Finding& waited = found[1].finding;
   CHECK(waited.ranks == std::vector<int>{1, 2, 3});
   CHECK(std::get<InitFailureFacts>(waited.facts).cause == InitCause::kWaitedForCause);
+}
+
+TEST_CASE("init: ranks that only waited say how they ended, as facts, each way once", "[init]") {
+  // Four ranks still in ncclCommInitRank when they ended, no failure seen:
+  // two got SIGTERM, one exited with code 1, one has no end recorded.
+  std::vector<InitEvidence> all;
+  for (int r = 0; r < 4; ++r) {
+    InitEvidence e;
+    e.process = r;
+    e.rank = r;
+    e.host = "node1";
+    e.pid = static_cast<uint32_t>(1000 + r);
+    e.init_pending = true;
+    e.pending_call = "ncclCommInitRank";
+    e.end_known = true;
+    if (r < 2) e.signo = SIGTERM;
+    if (r == 2) e.exit_code = 1;
+    all.push_back(e);
+  }
+  const std::vector<InitFinding> found = DiagnoseInit(all);
+  REQUIRE(found.size() == 1);
+  const Finding& f = found[0].finding;
+  CHECK(f.ranks == std::vector<int>{0, 1, 2, 3});
+  const auto& facts = std::get<InitFailureFacts>(f.facts);
+  CHECK(facts.cause == InitCause::kWaitedUnexplained);
+  REQUIRE(facts.until.size() == 2);
+  CHECK(std::count(facts.until.begin(), facts.until.end(), RankEnd{std::nullopt, SIGTERM}) == 1);
+  CHECK(std::count(facts.until.begin(), facts.until.end(), RankEnd{1, 0}) == 1);
+  // The words are the report's, in their own order.
+  CHECK(RenderFinding(f, NoCallSites()).detail.find("(until: SIGTERM, exited with code 1)") !=
+        std::string::npos);
 }
 
 TEST_CASE("init: a root that made the communicator itself is judged as before", "[init]") {
