@@ -292,7 +292,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
           "no GPU or NVIDIA driver on this machine, or not visible in its container); NCCL said: "
           "%s",
           x.nccl_text.empty() ? "nothing" : x.nccl_text);
-      *fix = CauseNamed("driver")->fix;
+      *fix = CauseOf(CatalogueCause::kDriver).fix;
       return;
     case InitCause::kInfiniBand: {
       const std::string what = !x.nccl_text.empty()
