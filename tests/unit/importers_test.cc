@@ -371,3 +371,64 @@ TEST_CASE("completion and liveness: tracking, progress, stalls, errors, the hear
   RefusesMalformed(family, f::record::kHeartbeat,
                    [](const ProcessTrace& t) { return static_cast<size_t>(t.liveness.beats); });
 }
+
+TEST_CASE("rendezvous: one row per socket kind, address and outcome, the latest count holding",
+          "[import]") {
+  const auto family = ncclwatch::decoder::importing::RendezvousImporters();
+  ProcessTrace p;
+  StreamBuilder streams;
+  auto activity = [](pb::SocketActivity::Kind kind, const std::string& addr, int err,
+                     uint64_t count, uint64_t first_t, uint64_t last_t) {
+    pb::Record r;
+    r.set_t(last_t);
+    pb::SocketActivity* s = r.mutable_socket_activity();
+    s->set_kind(kind);
+    s->set_addr(addr);
+    s->set_err(err);
+    s->set_count(count);
+    s->set_first_t(first_t);
+    s->set_last_t(last_t);
+    s->set_caller(0x4000);
+    return r;
+  };
+  const std::string root("\x02\x00\x70\xa0\x0a\x00\x00\x01", 8);  // 10.0.0.1:28832
+  // A connect refused twice, then four times: one row, its count 4.
+  REQUIRE(Import(family, activity(pb::SocketActivity::CONNECT, root, 111, 2, 100, 150), &p,
+                 &streams, 1));
+  REQUIRE(Import(family, activity(pb::SocketActivity::CONNECT, root, 111, 4, 100, 300), &p,
+                 &streams, 2));
+  REQUIRE(p.socket_activity.size() == 1);
+  CHECK(p.socket_activity[0].kind == 3);
+  CHECK(p.socket_activity[0].addr == root);
+  CHECK(p.socket_activity[0].err == 111);
+  CHECK(p.socket_activity[0].count == 4);
+  CHECK(p.socket_activity[0].first_t == 100);
+  CHECK(p.socket_activity[0].last_t == 300);
+  CHECK(p.socket_activity[0].order == 2);
+  CHECK(p.socket_activity[0].caller == 0x4000);
+
+  // An older record found later (a torn ring): the larger count holds, and
+  // an earlier first call moves the row's start back.
+  REQUIRE(
+      Import(family, activity(pb::SocketActivity::CONNECT, root, 111, 1, 50, 50), &p, &streams, 3));
+  REQUIRE(p.socket_activity.size() == 1);
+  CHECK(p.socket_activity[0].count == 4);
+  CHECK(p.socket_activity[0].last_t == 300);
+  CHECK(p.socket_activity[0].first_t == 50);
+
+  // Another outcome, or another kind, is a row of its own.
+  REQUIRE(
+      Import(family, activity(pb::SocketActivity::CONNECT, root, 0, 1, 400, 400), &p, &streams, 4));
+  REQUIRE(
+      Import(family, activity(pb::SocketActivity::LISTEN, root, 0, 1, 10, 10), &p, &streams, 5));
+  CHECK(p.socket_activity.size() == 3);
+
+  // A crafted trace with endless distinct rows stays bounded.
+  for (int i = 0; i < 5000; ++i)
+    REQUIRE(Import(family, activity(pb::SocketActivity::BIND, std::to_string(i), 0, 1, 1, 1), &p,
+                   &streams, 10 + static_cast<uint64_t>(i)));
+  CHECK(p.socket_activity.size() == 4096);
+
+  RefusesMalformed(family, f::record::kSocketActivity,
+                   [](const ProcessTrace& t) { return t.socket_activity.size(); });
+}
