@@ -32,7 +32,12 @@ void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d,
         ",\"bus_id\":", p.bus_id.empty() ? "null" : JsonString(p.bus_id),
         ",\"init\":", JsonString(InitState(p)), ",\"lines\":", p.lines.size(), "}"));
   }
-  WriteJsonEnvelope(d.problem, d.findings, NoCallSites(), processes, unreadable, out);
+  WriteJsonEnvelope(
+      d.problem, d.findings, NoCallSites(),
+      [&](JsonWriter& w) {
+        for (const std::string& p : processes) w.Raw(p);
+      },
+      unreadable, out);
 }
 
 void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d,
