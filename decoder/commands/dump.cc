@@ -506,14 +506,11 @@ int RunDump(const std::string& named, bool json, std::ostream& out, std::ostream
         const double seconds =
             (static_cast<double>(p.MonotonicNs(record.t())) - static_cast<double>(t0)) / 1e9;
         if (json) {
-          lines.BeginObject()
-              .Key("region")
-              .String(pinned ? "pinned" : "ring")
-              .Key("index")
-              .Integer(index)
-              .Key("seconds")
-              .Fixed(seconds, 9)
-              .Key("record");
+          lines.BeginObject();
+          lines.Key("region").String(pinned ? "pinned" : "ring");
+          lines.Key("index").Integer(index);
+          lines.Key("seconds").Fixed(seconds, 9);
+          lines.Key("record");
           // The record as libprotobuf prints it: the one value not written
           // field by field here, so that it follows the schema by itself.
           std::string body;

@@ -26,16 +26,12 @@ void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d,
   // was, how far its init got.
   auto processes = [&](JsonWriter& w) {
     for (const LogProcess& p : log.processes()) {
-      w.BeginObject()
-          .Key("source")
-          .String(log.sources()[p.source])
-          .Key("host")
-          .String(p.host)
-          .Key("pid")
-          .Integer(p.pid)
-          .Key("rank")
-          .Integer(p.rank)
-          .Key("nccl_version");
+      w.BeginObject();
+      w.Key("source").String(log.sources()[p.source]);
+      w.Key("host").String(p.host);
+      w.Key("pid").Integer(p.pid);
+      w.Key("rank").Integer(p.rank);
+      w.Key("nccl_version");
       if (p.nccl_version)
         w.String(NcclVersionString(p.nccl_version));
       else
@@ -45,7 +41,9 @@ void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d,
         w.Null();
       else
         w.String(p.bus_id);
-      w.Key("init").String(InitState(p)).Key("lines").Integer(p.lines.size()).EndObject();
+      w.Key("init").String(InitState(p));
+      w.Key("lines").Integer(p.lines.size());
+      w.EndObject();
     }
   };
   WriteJsonEnvelope(d.problem, d.findings, NoCallSites(), processes, unreadable, out);

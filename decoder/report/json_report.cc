@@ -97,19 +97,15 @@ void WriteFacts(const Finding&, const NcclNotVisibleFacts& x, const CallSiteName
                                          "device_api"};
   w.Key("not_visible").BeginArray();
   for (const NcclNotVisibleFacts::Item& it : x.items) {
-    w.BeginObject()
-        .Key("pid")
-        .Integer(it.pid)
-        .Key("host")
-        .String(it.host)
-        .Key("rank")
-        .Integer(it.rank)
-        .Key("reason")
-        .String(kReasons[it.reason < 7 ? it.reason : 0])
-        .Key("path")
-        .String(it.path);
+    w.BeginObject();
+    w.Key("pid").Integer(it.pid);
+    w.Key("host").String(it.host);
+    w.Key("rank").Integer(it.rank);
+    w.Key("reason").String(kReasons[it.reason < 7 ? it.reason : 0]);
+    w.Key("path").String(it.path);
     if (it.comm != 0) w.Key("comm").String(CommName(it.comm));
-    w.Key("calls_seen").Bool(it.calls_seen).EndObject();
+    w.Key("calls_seen").Bool(it.calls_seen);
+    w.EndObject();
   }
   w.EndArray();
 }
@@ -117,39 +113,29 @@ void WriteFacts(const Finding&, const UnreadableTracesFacts&, const CallSiteName
 void WriteFacts(const Finding&, const SummaryGapFacts& x, const CallSiteNamer&, JsonWriter& w) {
   w.Key("gaps").BeginArray();
   for (const SummaryGapFacts::Gap& g : x.gaps) {
-    w.BeginObject()
-        .Key("kind")
-        .String(g.differ ? "differ" : "not_compared")
-        .Key("comm")
-        .String(CommName(g.comm))
-        .Key("first_seq")
-        .Integer(g.first_seq)
-        .Key("last_seq")
-        .Integer(g.last_seq)
-        .Key("left_out_ranks")
-        .IntArray(g.left_out_ranks)
-        .Key("left_out_nodes")
-        .StringArray(g.left_out_nodes)
-        .Key("other_ranks")
-        .IntArray(g.other_ranks)
-        .Key("other_nodes")
-        .StringArray(g.other_nodes)
-        .EndObject();
+    w.BeginObject();
+    w.Key("kind").String(g.differ ? "differ" : "not_compared");
+    w.Key("comm").String(CommName(g.comm));
+    w.Key("first_seq").Integer(g.first_seq);
+    w.Key("last_seq").Integer(g.last_seq);
+    w.Key("left_out_ranks").IntArray(g.left_out_ranks);
+    w.Key("left_out_nodes").StringArray(g.left_out_nodes);
+    w.Key("other_ranks").IntArray(g.other_ranks);
+    w.Key("other_nodes").StringArray(g.other_nodes);
+    w.EndObject();
   }
   w.EndArray().Key("more_gaps").Integer(x.more);
 }
 void WriteFacts(const Finding&, const GpuTopologyFacts& x, const CallSiteNamer&, JsonWriter& w) {
   auto links = [&](const std::vector<GpuTopologyFacts::Link>& v) {
     w.BeginArray();
-    for (const GpuTopologyFacts::Link& l : v)
-      w.BeginObject()
-          .Key("a")
-          .String(l.a)
-          .Key("b")
-          .String(l.b)
-          .Key("link")
-          .String(l.link)
-          .EndObject();
+    for (const GpuTopologyFacts::Link& l : v) {
+      w.BeginObject();
+      w.Key("a").String(l.a);
+      w.Key("b").String(l.b);
+      w.Key("link").String(l.link);
+      w.EndObject();
+    }
     w.EndArray();
   };
   w.Key("topology_file").String(x.file).Key("gpu_count").Integer(x.gpus);
@@ -173,14 +159,11 @@ void WriteFacts(const Finding&, const CollectiveMismatchFacts& x, const CallSite
   if (x.groups.empty()) return;
   w.Key("expected").String(DescribeCollective(x.groups.front().call)).Key("groups").BeginArray();
   for (const CollectiveMismatchFacts::Group& g : x.groups) {
-    w.BeginObject()
-        .Key("ranks")
-        .IntArray(g.ranks)
-        .Key("call")
-        .String(DescribeCollective(g.call))
-        .Key("call_site")
-        .String(sites(g.site))
-        .EndObject();
+    w.BeginObject();
+    w.Key("ranks").IntArray(g.ranks);
+    w.Key("call").String(DescribeCollective(g.call));
+    w.Key("call_site").String(sites(g.site));
+    w.EndObject();
   }
   w.EndArray();
 }
@@ -190,12 +173,9 @@ void WriteFacts(const Finding& f, const MissingRankFacts& x, const CallSiteNamer
   w.Key("did_instead").String(DidInstead(x, sites)).Key("last_seq");
   OptionalInteger(x.last_seq, w);
   if (x.creation_call != 0) {
-    w.Key("call")
-        .String(CallName(x.creation_call))
-        .Key("split_index")
-        .Integer(x.split_index)
-        .Key("entered")
-        .IntArray(x.entered);
+    w.Key("call").String(CallName(x.creation_call));
+    w.Key("split_index").Integer(x.split_index);
+    w.Key("entered").IntArray(x.entered);
   }
   if (f.kind == FindingKind::kRankDied) {
     w.Key("signal");
@@ -223,13 +203,10 @@ void WriteFacts(const Finding&, const NeverCompletedFacts& x, const CallSiteName
     w.Integer(x.op.peer);
   else
     w.Null();
-  w.Key("completed")
-      .Integer(x.completed)
-      .Key("stopped_first_by")
-      .String(by)
-      .Key("entered")
-      .IntArray(x.entered)
-      .Key("waited_s");
+  w.Key("completed").Integer(x.completed);
+  w.Key("stopped_first_by").String(by);
+  w.Key("entered").IntArray(x.entered);
+  w.Key("waited_s");
   Seconds(x.waited_ns, w);
   w.Key("stall_record").Bool(x.stall_record).Key("live").Bool(x.live);
   if (!x.arguments_lost.empty()) w.Key("arguments_lost").IntArray(x.arguments_lost);
@@ -239,13 +216,10 @@ void WriteFacts(const Finding&, const DeviceErrorFacts& x, const CallSiteNamer&,
   if (x.nccl) {
     w.Key("nccl_result").String(ResultName(x.result)).Key("nccl_text").String(x.text);
   } else {
-    w.Key("cuda_error")
-        .String(x.name)
-        .Key("cuda_result")
-        .Integer(x.result)
-        .Key("cuda_text")
-        .String(x.text)
-        .Key("device");
+    w.Key("cuda_error").String(x.name);
+    w.Key("cuda_result").Integer(x.result);
+    w.Key("cuda_text").String(x.text);
+    w.Key("device");
     if (x.device >= 0)
       w.Integer(x.device);
     else
@@ -313,39 +287,26 @@ void WriteFacts(const Finding&, const StragglerFacts& x, const CallSiteNamer&, J
     Seconds(x.usual_ns, w);
     w.Key("kind_comms").Integer(x.kind_comms);
   }
-  w.Key("call")
-      .String(CallName(x.call))
-      .Key("times_last")
-      .Integer(x.call_times_last)
-      .Key("of")
-      .Integer(x.call_compared)
-      .Key("times_last_all")
-      .Integer(x.times_last)
-      .Key("compared")
-      .Integer(x.compared)
-      .Key("window")
-      .Integer(x.window)
-      .Key("gapped")
-      .Integer(x.gapped)
-      .Key("members")
-      .Integer(x.members)
-      .Key("median_late_s");
+  w.Key("call").String(CallName(x.call));
+  w.Key("times_last").Integer(x.call_times_last);
+  w.Key("of").Integer(x.call_compared);
+  w.Key("times_last_all").Integer(x.times_last);
+  w.Key("compared").Integer(x.compared);
+  w.Key("window").Integer(x.window);
+  w.Key("gapped").Integer(x.gapped);
+  w.Key("members").Integer(x.members);
+  w.Key("median_late_s");
   Seconds(x.median_late_ns, w);
   w.Key("p90_late_s");
   Seconds(x.p90_late_ns, w);
   w.Key("interval_s");
   Seconds(x.median_interval_ns, w);
-  w.Key("first_seq")
-      .Integer(x.first_seq)
-      .Key("last_seq")
-      .Integer(x.last_seq)
-      .Key("began_seq")
-      .Integer(x.began_seq)
-      .Key("began_later")
-      .Bool(x.began_later)
-      .Key("worsening")
-      .Bool(x.worsening)
-      .Key("early_late_s");
+  w.Key("first_seq").Integer(x.first_seq);
+  w.Key("last_seq").Integer(x.last_seq);
+  w.Key("began_seq").Integer(x.began_seq);
+  w.Key("began_later").Bool(x.began_later);
+  w.Key("worsening").Bool(x.worsening);
+  w.Key("early_late_s");
   Seconds(x.early_late_ns, w);
   w.Key("recent_late_s");
   Seconds(x.recent_late_ns, w);
@@ -373,12 +334,9 @@ void WriteFacts(const Finding&, const ExitErrorFacts& x, const CallSiteNamer&, J
 
 void WriteFacts(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&, JsonWriter& w) {
   if (f.kind == FindingKind::kTraceOverwritten) {
-    w.Key("ring_size")
-        .Integer(x.ring_bytes)
-        .Key("ring_size_needed")
-        .Integer(x.needed_bytes)
-        .Key("suggest")
-        .String("NCCLWATCH_RING_SIZE=" + RingSizeSetting(x.needed_bytes));
+    w.Key("ring_size").Integer(x.ring_bytes);
+    w.Key("ring_size_needed").Integer(x.needed_bytes);
+    w.Key("suggest").String("NCCLWATCH_RING_SIZE=" + RingSizeSetting(x.needed_bytes));
   } else {
     w.Key("nccl_path").String(x.nccl_path);
   }
@@ -388,22 +346,16 @@ void WriteFacts(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&,
 void WriteFacts(const Finding&, const P2pMismatchFacts& x, const CallSiteNamer&, JsonWriter& w) {
   w.Key("sender").Integer(x.sender).Key("receiver").Integer(x.receiver);
   if (x.one_sided) {
-    w.Key("one_sided")
-        .Bool(true)
-        .Key("signals_sent")
-        .Integer(x.other_side_posted)
-        .Key("signals_awaited")
-        .Integer(x.awaited);
+    w.Key("one_sided").Bool(true);
+    w.Key("signals_sent").Integer(x.other_side_posted);
+    w.Key("signals_awaited").Integer(x.awaited);
   }
 }
 
 void WriteFacts(const Finding&, const OrderInversionFacts& x, const CallSiteNamer&, JsonWriter& w) {
-  w.Key("other_comm")
-      .String(CommName(x.other_comm))
-      .Key("other_seq")
-      .Integer(x.other_seq)
-      .Key("same_stream")
-      .Bool(x.same_stream);
+  w.Key("other_comm").String(CommName(x.other_comm));
+  w.Key("other_seq").Integer(x.other_seq);
+  w.Key("same_stream").Bool(x.same_stream);
 }
 
 void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&, JsonWriter& w) {
@@ -465,14 +417,10 @@ void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&,
 
 void WriteFacts(const Finding& f, const SetupFacts& x, const CallSiteNamer&, JsonWriter& w) {
   if (f.kind == FindingKind::kP2pPath) {
-    w.Key("host")
-        .String(x.host)
-        .Key("bridges")
-        .StringArray(x.bridges)
-        .Key("gpus")
-        .StringArray(x.gpus)
-        .Key("iommu")
-        .Bool(x.iommu);
+    w.Key("host").String(x.host);
+    w.Key("bridges").StringArray(x.bridges);
+    w.Key("gpus").StringArray(x.gpus);
+    w.Key("iommu").Bool(x.iommu);
     return;
   }
   w.Key("settings").BeginArray();
@@ -519,21 +467,18 @@ void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, JsonWri
       std::vector<int> known;
       for (int r : wait.ranks)
         if (r >= 0) known.push_back(r);
-      w.BeginObject()
-          .Key("ranks")
-          .IntArray(known)
-          .Key("processes")
-          .Integer(wait.ranks.size())
-          .Key("frame")
-          .String(wait.frame)
-          .Key("place")
-          .String(wait.place)
-          .Key("phase");
+      w.BeginObject();
+      w.Key("ranks").IntArray(known);
+      w.Key("processes").Integer(wait.ranks.size());
+      w.Key("frame").String(wait.frame);
+      w.Key("place").String(wait.place);
+      w.Key("phase");
       if (wait.phase)
         w.String(PhaseName(*wait.phase));
       else
         w.Null();
-      w.Key("subsystem").String(wait.subsystem).EndObject();
+      w.Key("subsystem").String(wait.subsystem);
+      w.EndObject();
     }
     w.EndArray();
   }
@@ -543,14 +488,11 @@ void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, JsonWri
 
 void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, JsonWriter& w) {
   const FindingText t = RenderFinding(f, sites);
-  w.BeginObject()
-      .Key("kind")
-      .String(KindName(f.kind))
-      .Key("role")
-      .String(RoleName(f.role))
-      .Key("job")
-      .Integer(f.job)
-      .Key("comm");
+  w.BeginObject();
+  w.Key("kind").String(KindName(f.kind));
+  w.Key("role").String(RoleName(f.role));
+  w.Key("job").Integer(f.job);
+  w.Key("comm");
   if (f.comm)
     w.String(CommName(*f.comm));
   else
@@ -581,33 +523,23 @@ void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
                        const std::vector<PendingOperation>* running) {
   // One object, on one line of its own.
   JsonWriter w(out, JsonLayout::kLines);
-  w.BeginObject()
-      .Key("ncclwatch")
-      .String(kNcclwatchVersion)
-      .Key("schema_version")
-      .Integer(kJsonSchemaVersion)
-      .Key("verdict")
-      .String(problem   ? "problem"
-              : running ? "running"
-                        : "healthy");
+  w.BeginObject();
+  w.Key("ncclwatch").String(kNcclwatchVersion);
+  w.Key("schema_version").Integer(kJsonSchemaVersion);
+  w.Key("verdict").String(problem ? "problem" : running ? "running" : "healthy");
   w.Key("findings").BeginArray();
   for (const Finding& f : findings) WriteFindingJson(f, sites, w);
   w.EndArray();
   if (running != nullptr && !problem) {
     w.Key("pending").BeginArray();
     for (const PendingOperation& p : *running) {
-      w.BeginObject()
-          .Key("comm")
-          .String(CommName(p.comm))
-          .Key("seq")
-          .Integer(p.seq)
-          .Key("call")
-          .String(CallName(p.call.call))
-          .Key("entered")
-          .IntArray(p.entered)
-          .Key("not_entered")
-          .IntArray(p.not_entered)
-          .Key("pending_s");
+      w.BeginObject();
+      w.Key("comm").String(CommName(p.comm));
+      w.Key("seq").Integer(p.seq);
+      w.Key("call").String(CallName(p.call.call));
+      w.Key("entered").IntArray(p.entered);
+      w.Key("not_entered").IntArray(p.not_entered);
+      w.Key("pending_s");
       Seconds(p.pending_ns, w);
       w.EndObject();
     }
@@ -626,18 +558,13 @@ void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
 void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out) {
   auto processes = [&](JsonWriter& w) {
     for (const ProcessFacts& p : job.processes()) {
-      w.BeginObject()
-          .Key("path")
-          .String(p.path)
-          .Key("host")
-          .String(p.host)
-          .Key("pid")
-          .Integer(p.pid)
-          .Key("rank")
-          .Integer(p.rank)
-          .Key("rank_source")
-          .String(p.rank_source)
-          .Key("nccl_version");
+      w.BeginObject();
+      w.Key("path").String(p.path);
+      w.Key("host").String(p.host);
+      w.Key("pid").Integer(p.pid);
+      w.Key("rank").Integer(p.rank);
+      w.Key("rank_source").String(p.rank_source);
+      w.Key("nccl_version");
       if (p.nccl_version > 0)
         w.String(NcclVersionString(p.nccl_version));
       else
@@ -646,17 +573,12 @@ void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& o
       WriteFate(p.fate, w);
       w.Key("last_call");
       CallOrNull(p.last, w);
-      w.Key("last_call_pending")
-          .Bool(p.last.pending)
-          .Key("records")
-          .Integer(p.records)
-          .Key("torn_slots")
-          .Integer(p.stats.torn_slots + p.unparsed)
-          .Key("overwritten_slots")
-          .Integer(p.stats.ring_overwritten)
-          .Key("unwritten_slots")
-          .Integer(p.stats.unwritten_slots)
-          .EndObject();
+      w.Key("last_call_pending").Bool(p.last.pending);
+      w.Key("records").Integer(p.records);
+      w.Key("torn_slots").Integer(p.stats.torn_slots + p.unparsed);
+      w.Key("overwritten_slots").Integer(p.stats.ring_overwritten);
+      w.Key("unwritten_slots").Integer(p.stats.unwritten_slots);
+      w.EndObject();
     }
   };
   UnreadableFiles unreadable;
