@@ -15,6 +15,7 @@
 #include "knowledge/cuda_names.h"
 #include "model/process_trace.h"
 #include "ncclwatch/trace.pb.h"
+#include "report/json_writer.h"
 #include "report/names.h"
 #include "report/terminal_text.h"
 #include "trace/socket_address.h"
@@ -496,6 +497,8 @@ int RunDump(const std::string& named, bool json, std::ostream& out, std::ostream
   options.preserve_proto_field_names = true;
   pb::Record record;
   TraceFileStats stats;
+  // --json: one object a line, each record in protobuf's own JSON mapping.
+  JsonWriter lines(out, JsonLayout::kLines);
   (*file)->ForEachRecord(
       [&](bool pinned, uint64_t index, absl::Span<const uint8_t> bytes) {
         record.Clear();
@@ -503,11 +506,19 @@ int RunDump(const std::string& named, bool json, std::ostream& out, std::ostream
         const double seconds =
             (static_cast<double>(p.MonotonicNs(record.t())) - static_cast<double>(t0)) / 1e9;
         if (json) {
+          lines.BeginObject();
+          lines.Key("region").String(pinned ? "pinned" : "ring");
+          lines.Key("index").Integer(index);
+          lines.Key("seconds").Fixed(seconds, 9);
+          lines.Key("record");
+          // The record as libprotobuf prints it: the one value not written
+          // field by field here, so that it follows the schema by itself.
           std::string body;
-          if (parsed) (void)google::protobuf::util::MessageToJsonString(record, &body, options);
-          out << absl::StrFormat(
-              "{\"region\":\"%s\",\"index\":%u,\"seconds\":%.9f,\"record\":%s}\n",
-              pinned ? "pinned" : "ring", index, seconds, parsed ? body : "null");
+          if (parsed && google::protobuf::util::MessageToJsonString(record, &body, options).ok())
+            lines.Raw(body);
+          else
+            lines.Null();
+          lines.EndObject();
         } else {
           out << absl::StrFormat(
               "%-6s %7u %+13.6fs thread %-2u %s\n", pinned ? "pinned" : "ring", index, seconds,

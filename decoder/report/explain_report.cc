@@ -3,9 +3,8 @@
 
 #include <set>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "report/json.h"
+#include "report/json_writer.h"
 #include "report/names.h"
 #include "report/reports.h"
 #include "report/terminal_text.h"
@@ -23,15 +22,30 @@ std::string InitState(const LogProcess& p) {
 
 void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d,
                             const UnreadableFiles& unreadable, std::ostream& out) {
-  std::vector<std::string> processes;
-  for (const LogProcess& p : log.processes()) {
-    processes.push_back(absl::StrCat(
-        "{\"source\":", JsonString(log.sources()[p.source]), ",\"host\":", JsonString(p.host),
-        ",\"pid\":", p.pid, ",\"rank\":", p.rank, ",\"nccl_version\":",
-        p.nccl_version ? JsonString(NcclVersionString(p.nccl_version)) : "null",
-        ",\"bus_id\":", p.bus_id.empty() ? "null" : JsonString(p.bus_id),
-        ",\"init\":", JsonString(InitState(p)), ",\"lines\":", p.lines.size(), "}"));
-  }
+  // Each process as the logs showed it: where its lines came from, who it
+  // was, how far its init got.
+  auto processes = [&](JsonWriter& w) {
+    for (const LogProcess& p : log.processes()) {
+      w.BeginObject();
+      w.Key("source").String(log.sources()[p.source]);
+      w.Key("host").String(p.host);
+      w.Key("pid").Integer(p.pid);
+      w.Key("rank").Integer(p.rank);
+      w.Key("nccl_version");
+      if (p.nccl_version)
+        w.String(NcclVersionString(p.nccl_version));
+      else
+        w.Null();
+      w.Key("bus_id");
+      if (p.bus_id.empty())
+        w.Null();
+      else
+        w.String(p.bus_id);
+      w.Key("init").String(InitState(p));
+      w.Key("lines").Integer(p.lines.size());
+      w.EndObject();
+    }
+  };
   WriteJsonEnvelope(d.problem, d.findings, NoCallSites(), processes, unreadable, out);
 }
 

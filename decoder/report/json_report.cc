@@ -12,16 +12,16 @@
 // Its schema is report.schema.json, beside this file (of schema_version
 // kJsonSchemaVersion); the tests validate every job's JSON against it.
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
+#include <functional>
+
+#include "absl/strings/numbers.h"
 #include "knowledge/nccl_semantics.h"
 #include "ncclwatch/trace_fields.h"
 #include "ncclwatch_version.h"
 #include "report/call_site.h"
 #include "report/finding_text.h"
 #include "report/hang_text.h"
-#include "report/json.h"
+#include "report/json_writer.h"
 #include "report/names.h"
 #include "report/rendezvous_text.h"
 #include "report/reports.h"
@@ -29,424 +29,558 @@
 namespace ncclwatch::decoder {
 namespace {
 
-std::string Ints(const std::vector<int>& v) {
-  return absl::StrCat("[", absl::StrJoin(v, ","), "]");
-}
-
-std::string FateJson(const Fate& f) {
+void WriteFate(const Fate& f, JsonWriter& w) {
+  w.BeginObject();
   switch (f.kind) {
     case Fate::kExited:
-      return absl::StrCat(
-          "{\"how\":\"exit\",\"exit_code\":", f.exit_code,
-          f.signo ? absl::StrCat(",\"signal\":", JsonString(SignalName(f.signo))) : "", "}");
+      w.Key("how").String("exit").Key("exit_code").Integer(f.exit_code);
+      if (f.signo) w.Key("signal").String(SignalName(f.signo));
+      break;
     case Fate::kSignal:
-      return absl::StrCat("{\"how\":\"signal\",\"signal\":", JsonString(SignalName(f.signo)), "}");
+      w.Key("how").String("signal").Key("signal").String(SignalName(f.signo));
+      break;
     default:
-      return "{\"how\":\"none\"}";
+      w.Key("how").String("none");
   }
+  w.EndObject();
 }
 
-std::string Str(const std::optional<std::string>& v) { return v ? JsonString(*v) : "null"; }
-template <typename T>
-std::string Num(const std::optional<T>& v) {
-  return v ? absl::StrCat(*v) : "null";
+void OptionalString(const std::optional<std::string>& v, JsonWriter& w) {
+  if (v)
+    w.String(*v);
+  else
+    w.Null();
 }
-std::string Strings(const std::vector<std::string>& v) {
-  std::vector<std::string> quoted;
-  for (const std::string& s : v) quoted.push_back(JsonString(s));
-  return absl::StrCat("[", absl::StrJoin(quoted, ","), "]");
+template <typename T>
+void OptionalInteger(const std::optional<T>& v, JsonWriter& w) {
+  if (v)
+    w.Integer(*v);
+  else
+    w.Null();
+}
+// `s`, or null when it is empty (a fact not known).
+void StringOrNull(const std::string& s, JsonWriter& w) {
+  if (s.empty())
+    w.Null();
+  else
+    w.String(s);
+}
+// A signal's name, or null for none.
+void SignalOrNull(int signo, JsonWriter& w) {
+  if (signo)
+    w.String(SignalName(signo));
+  else
+    w.Null();
+}
+void CallOrNull(const LastCall& call, JsonWriter& w) {
+  if (call.valid)
+    w.String(DescribeCall(call));
+  else
+    w.Null();
+}
+// A duration in seconds, to the millisecond; null when none was measured.
+void Seconds(int64_t ns, JsonWriter& w) {
+  if (ns > 0)
+    w.Fixed(static_cast<double>(ns) / 1e9, 3);
+  else
+    w.Null();
 }
 
 // A finding's kind-specific facts, after the common fields.
-void WriteFacts(const Finding&, const std::monostate&, const CallSiteNamer&, std::ostream&) {}
-void WriteFacts(const Finding&, const MissingTracesFacts& x, const CallSiteNamer&,
-                std::ostream& out) {
-  if (x.grow_unjoined) out << ",\"grow_unjoined\":true";
+void WriteFacts(const Finding&, const std::monostate&, const CallSiteNamer&, JsonWriter&) {}
+void WriteFacts(const Finding&, const MissingTracesFacts& x, const CallSiteNamer&, JsonWriter& w) {
+  if (x.grow_unjoined) w.Key("grow_unjoined").Bool(true);
 }
-void WriteFacts(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&,
-                std::ostream& out) {
+void WriteFacts(const Finding&, const NcclNotVisibleFacts& x, const CallSiteNamer&, JsonWriter& w) {
   static const char* const kReasons[] = {"unknown",        "linked_in",  "deepbind",
                                          "second_library", "slots_full", "active_unseen",
                                          "device_api"};
-  out << ",\"not_visible\":[";
-  for (size_t i = 0; i < x.items.size(); ++i) {
-    const NcclNotVisibleFacts::Item& it = x.items[i];
-    out << (i ? "," : "") << "{\"pid\":" << it.pid << ",\"host\":" << JsonString(it.host)
-        << ",\"rank\":" << it.rank << ",\"reason\":\"" << kReasons[it.reason < 7 ? it.reason : 0]
-        << "\",\"path\":" << JsonString(it.path);
-    if (it.comm != 0) out << ",\"comm\":" << JsonString(CommName(it.comm));
-    out << ",\"calls_seen\":" << (it.calls_seen ? "true" : "false") << "}";
+  w.Key("not_visible").BeginArray();
+  for (const NcclNotVisibleFacts::Item& it : x.items) {
+    w.BeginObject();
+    w.Key("pid").Integer(it.pid);
+    w.Key("host").String(it.host);
+    w.Key("rank").Integer(it.rank);
+    w.Key("reason").String(kReasons[it.reason < 7 ? it.reason : 0]);
+    w.Key("path").String(it.path);
+    if (it.comm != 0) w.Key("comm").String(CommName(it.comm));
+    w.Key("calls_seen").Bool(it.calls_seen);
+    w.EndObject();
   }
-  out << "]";
+  w.EndArray();
 }
-void WriteFacts(const Finding&, const UnreadableTracesFacts&, const CallSiteNamer&, std::ostream&) {
-}
-void WriteFacts(const Finding&, const SummaryGapFacts& x, const CallSiteNamer&, std::ostream& out) {
-  auto strings = [&](const std::vector<std::string>& v) {
-    out << "[";
-    for (size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << JsonString(v[i]);
-    out << "]";
-  };
-  out << ",\"gaps\":[";
-  for (size_t i = 0; i < x.gaps.size(); ++i) {
-    const SummaryGapFacts::Gap& g = x.gaps[i];
-    out << (i ? "," : "") << "{\"kind\":\"" << (g.differ ? "differ" : "not_compared")
-        << "\",\"comm\":\"" << CommName(g.comm) << "\",\"first_seq\":" << g.first_seq
-        << ",\"last_seq\":" << g.last_seq << ",\"left_out_ranks\":" << Ints(g.left_out_ranks)
-        << ",\"left_out_nodes\":";
-    strings(g.left_out_nodes);
-    out << ",\"other_ranks\":" << Ints(g.other_ranks) << ",\"other_nodes\":";
-    strings(g.other_nodes);
-    out << "}";
+void WriteFacts(const Finding&, const UnreadableTracesFacts&, const CallSiteNamer&, JsonWriter&) {}
+void WriteFacts(const Finding&, const SummaryGapFacts& x, const CallSiteNamer&, JsonWriter& w) {
+  w.Key("gaps").BeginArray();
+  for (const SummaryGapFacts::Gap& g : x.gaps) {
+    w.BeginObject();
+    w.Key("kind").String(g.differ ? "differ" : "not_compared");
+    w.Key("comm").String(CommName(g.comm));
+    w.Key("first_seq").Integer(g.first_seq);
+    w.Key("last_seq").Integer(g.last_seq);
+    w.Key("left_out_ranks").IntArray(g.left_out_ranks);
+    w.Key("left_out_nodes").StringArray(g.left_out_nodes);
+    w.Key("other_ranks").IntArray(g.other_ranks);
+    w.Key("other_nodes").StringArray(g.other_nodes);
+    w.EndObject();
   }
-  out << "],\"more_gaps\":" << x.more;
+  w.EndArray().Key("more_gaps").Integer(x.more);
 }
-void WriteFacts(const Finding&, const GpuTopologyFacts& x, const CallSiteNamer&,
-                std::ostream& out) {
+void WriteFacts(const Finding&, const GpuTopologyFacts& x, const CallSiteNamer&, JsonWriter& w) {
   auto links = [&](const std::vector<GpuTopologyFacts::Link>& v) {
-    out << "[";
-    for (size_t i = 0; i < v.size(); ++i)
-      out << (i ? "," : "") << "{\"a\":" << JsonString(v[i].a) << ",\"b\":" << JsonString(v[i].b)
-          << ",\"link\":" << JsonString(v[i].link) << "}";
-    out << "]";
+    w.BeginArray();
+    for (const GpuTopologyFacts::Link& l : v) {
+      w.BeginObject();
+      w.Key("a").String(l.a);
+      w.Key("b").String(l.b);
+      w.Key("link").String(l.link);
+      w.EndObject();
+    }
+    w.EndArray();
   };
-  out << ",\"topology_file\":" << JsonString(x.file) << ",\"gpu_count\":" << x.gpus
-      << ",\"nic_count\":" << x.nics
-      << ",\"usual_link\":" << (x.usual.empty() ? std::string("null") : JsonString(x.usual))
-      << ",\"usual_pairs\":" << x.usual_pairs << ",\"weak_links\":";
+  w.Key("topology_file").String(x.file).Key("gpu_count").Integer(x.gpus);
+  w.Key("nic_count").Integer(x.nics).Key("usual_link");
+  StringOrNull(x.usual, w);
+  w.Key("usual_pairs").Integer(x.usual_pairs).Key("weak_links");
   links(x.weak);
-  out << ",\"far_nics\":";
+  w.Key("far_nics");
   links(x.far_nics);
 }
 void WriteFacts(const Finding&, const DuplicateTracesFacts& x, const CallSiteNamer&,
-                std::ostream& out) {
-  out << ",\"duplicates\":[";
-  for (size_t i = 0; i < x.duplicates.size(); ++i) {
-    out << (i ? "," : "") << "{\"path\":" << JsonString(x.duplicates[i].path)
-        << ",\"same_as\":" << JsonString(x.duplicates[i].first) << "}";
-  }
-  out << "]";
+                JsonWriter& w) {
+  w.Key("duplicates").BeginArray();
+  for (const auto& d : x.duplicates)
+    w.BeginObject().Key("path").String(d.path).Key("same_as").String(d.first).EndObject();
+  w.EndArray();
 }
 
 void WriteFacts(const Finding&, const CollectiveMismatchFacts& x, const CallSiteNamer& sites,
-                std::ostream& out) {
+                JsonWriter& w) {
   if (x.groups.empty()) return;
-  out << ",\"expected\":" << JsonString(DescribeCollective(x.groups.front().call))
-      << ",\"groups\":[";
-  for (size_t i = 0; i < x.groups.size(); ++i) {
-    const CollectiveMismatchFacts::Group& g = x.groups[i];
-    out << (i ? "," : "") << "{\"ranks\":" << Ints(g.ranks)
-        << ",\"call\":" << JsonString(DescribeCollective(g.call))
-        << ",\"call_site\":" << JsonString(sites(g.site)) << "}";
+  w.Key("expected").String(DescribeCollective(x.groups.front().call)).Key("groups").BeginArray();
+  for (const CollectiveMismatchFacts::Group& g : x.groups) {
+    w.BeginObject();
+    w.Key("ranks").IntArray(g.ranks);
+    w.Key("call").String(DescribeCollective(g.call));
+    w.Key("call_site").String(sites(g.site));
+    w.EndObject();
   }
-  out << "]";
-}
-
-std::string SecondsJson(int64_t ns) {
-  return ns > 0 ? absl::StrFormat("%.3f", static_cast<double>(ns) / 1e9) : "null";
+  w.EndArray();
 }
 
 void WriteFacts(const Finding& f, const MissingRankFacts& x, const CallSiteNamer& sites,
-                std::ostream& out) {
-  out << ",\"did_instead\":" << JsonString(DidInstead(x, sites))
-      << ",\"last_seq\":" << Num(x.last_seq);
+                JsonWriter& w) {
+  w.Key("did_instead").String(DidInstead(x, sites)).Key("last_seq");
+  OptionalInteger(x.last_seq, w);
   if (x.creation_call != 0) {
-    out << ",\"call\":" << JsonString(CallName(x.creation_call))
-        << ",\"split_index\":" << x.split_index << ",\"entered\":" << Ints(x.entered);
+    w.Key("call").String(CallName(x.creation_call));
+    w.Key("split_index").Integer(x.split_index);
+    w.Key("entered").IntArray(x.entered);
   }
-  if (f.kind == FindingKind::kRankDied)
-    out << ",\"signal\":"
-        << (x.departure.signo ? JsonString(SignalName(x.departure.signo)) : "null");
+  if (f.kind == FindingKind::kRankDied) {
+    w.Key("signal");
+    SignalOrNull(x.departure.signo, w);
+  }
   if (f.kind == FindingKind::kRankFrozen) {
     const char s = x.departure.proc_state;
-    out << ",\"state\":" << JsonString(s == 'T' || s == 't' ? "stopped" : "heartbeat_stale");
+    w.Key("state").String(s == 'T' || s == 't' ? "stopped" : "heartbeat_stale");
   }
-  if (x.departure.how == Departure::kDiedFirst || x.departure.how == Departure::kFrozen)
-    out << ",\"stopped_before_others_s\":" << SecondsJson(x.departure.stopped_before_ns);
+  if (x.departure.how == Departure::kDiedFirst || x.departure.how == Departure::kFrozen) {
+    w.Key("stopped_before_others_s");
+    Seconds(x.departure.stopped_before_ns, w);
+  }
 }
 
-void WriteFacts(const Finding&, const NeverCompletedFacts& x, const CallSiteNamer&,
-                std::ostream& out) {
+void WriteFacts(const Finding&, const NeverCompletedFacts& x, const CallSiteNamer&, JsonWriter& w) {
   const char* by = x.by == NeverCompletedFacts::By::kCompleted      ? "completed"
                    : x.by == NeverCompletedFacts::By::kLastProgress ? "last_progress"
                                                                     : "tie";
   const bool p2p = x.op.call == fields::kSend || x.op.call == fields::kRecv;
-  out << ",\"call\":"
-      << JsonString(x.collective ? DescribeCollective(*x.collective)
-                                 : (x.op.valid && x.op.call != 0 ? CallName(x.op.call) : ""))
-      << ",\"peer\":" << (p2p ? absl::StrCat(x.op.peer) : "null")
-      << ",\"completed\":" << x.completed << ",\"stopped_first_by\":" << JsonString(by)
-      << ",\"entered\":" << Ints(x.entered) << ",\"waited_s\":" << SecondsJson(x.waited_ns)
-      << ",\"stall_record\":" << (x.stall_record ? "true" : "false")
-      << ",\"live\":" << (x.live ? "true" : "false");
-  if (!x.arguments_lost.empty()) out << ",\"arguments_lost\":" << Ints(x.arguments_lost);
+  w.Key("call").String(x.collective ? DescribeCollective(*x.collective)
+                                    : (x.op.valid && x.op.call != 0 ? CallName(x.op.call) : ""));
+  w.Key("peer");
+  if (p2p)
+    w.Integer(x.op.peer);
+  else
+    w.Null();
+  w.Key("completed").Integer(x.completed);
+  w.Key("stopped_first_by").String(by);
+  w.Key("entered").IntArray(x.entered);
+  w.Key("waited_s");
+  Seconds(x.waited_ns, w);
+  w.Key("stall_record").Bool(x.stall_record).Key("live").Bool(x.live);
+  if (!x.arguments_lost.empty()) w.Key("arguments_lost").IntArray(x.arguments_lost);
 }
 
-void WriteFacts(const Finding&, const DeviceErrorFacts& x, const CallSiteNamer&,
-                std::ostream& out) {
+void WriteFacts(const Finding&, const DeviceErrorFacts& x, const CallSiteNamer&, JsonWriter& w) {
   if (x.nccl) {
-    out << ",\"nccl_result\":" << JsonString(ResultName(x.result))
-        << ",\"nccl_text\":" << JsonString(x.text);
+    w.Key("nccl_result").String(ResultName(x.result)).Key("nccl_text").String(x.text);
   } else {
-    out << ",\"cuda_error\":" << JsonString(x.name) << ",\"cuda_result\":" << x.result
-        << ",\"cuda_text\":" << JsonString(x.text)
-        << ",\"device\":" << (x.device >= 0 ? absl::StrCat(x.device) : "null")
-        << ",\"bus_id\":" << (x.bus_id.empty() ? "null" : JsonString(x.bus_id));
+    w.Key("cuda_error").String(x.name);
+    w.Key("cuda_result").Integer(x.result);
+    w.Key("cuda_text").String(x.text);
+    w.Key("device");
+    if (x.device >= 0)
+      w.Integer(x.device);
+    else
+      w.Null();
+    w.Key("bus_id");
+    StringOrNull(x.bus_id, w);
   }
-  out << ",\"completed\":" << Num(x.completed) << ",\"waiting\":" << Ints(x.waiting);
+  w.Key("completed");
+  OptionalInteger(x.completed, w);
+  w.Key("waiting").IntArray(x.waiting);
 }
 
-void WriteFacts(const Finding&, const StoppedRankFacts& x, const CallSiteNamer&,
-                std::ostream& out) {
+void WriteFacts(const Finding&, const StoppedRankFacts& x, const CallSiteNamer&, JsonWriter& w) {
   const char* state = x.state == StoppedRankFacts::State::kDead      ? "dead"
                       : x.state == StoppedRankFacts::State::kStopped ? "stopped"
                                                                      : "heartbeat_stale";
-  out << ",\"state\":" << JsonString(state)
-      << ",\"signal\":" << (x.signo ? JsonString(SignalName(x.signo)) : "null")
-      << ",\"stopped_before_others_s\":" << SecondsJson(x.before_others_ns)
-      << ",\"doing\":" << (x.doing.valid ? JsonString(DescribeCall(x.doing)) : "null")
-      << ",\"waiting\":" << Ints(x.waiting);
+  w.Key("state").String(state).Key("signal");
+  SignalOrNull(x.signo, w);
+  w.Key("stopped_before_others_s");
+  Seconds(x.before_others_ns, w);
+  w.Key("doing");
+  CallOrNull(x.doing, w);
+  w.Key("waiting").IntArray(x.waiting);
   // Only for a rank that died before the launcher's teardown of the rest.
   if (x.teardown_signo) {
-    out << ",\"torn_down_by\":" << JsonString(SignalName(x.teardown_signo))
-        << ",\"torn_down_after_s\":" << SecondsJson(x.teardown_after_ns);
+    w.Key("torn_down_by").String(SignalName(x.teardown_signo)).Key("torn_down_after_s");
+    Seconds(x.teardown_after_ns, w);
   }
 }
 
-void WriteFacts(const Finding&, const HangFacts& x, const CallSiteNamer&, std::ostream& out) {
-  out << ",\"live\":" << (x.live ? "true" : "false")
-      << ",\"tracked\":" << (x.tracked ? "true" : "false");
+void WriteFacts(const Finding&, const HangFacts& x, const CallSiteNamer&, JsonWriter& w) {
+  w.Key("live").Bool(x.live).Key("tracked").Bool(x.tracked);
 }
 
 void WriteFacts(const Finding&, const KilledWhileRunningFacts& x, const CallSiteNamer&,
-                std::ostream& out) {
-  out << ",\"signal\":" << JsonString(SignalName(x.signo))
-      << ",\"signal_spread_s\":" << SecondsJson(x.spread_ns) << ",\"last_progress\":[";
-  for (size_t i = 0; i < x.ranks.size(); ++i) {
-    const KilledWhileRunningFacts::Rank& r = x.ranks[i];
-    out << (i ? "," : "") << "{\"rank\":" << r.rank
-        << ",\"finished\":" << (r.finished ? "true" : "false")
-        << ",\"before_signal_s\":" << (r.finished ? "null" : SecondsJson(r.before_signal_ns))
-        << ",\"last_call\":" << (r.last.valid ? JsonString(DescribeCall(r.last)) : "null") << "}";
+                JsonWriter& w) {
+  w.Key("signal").String(SignalName(x.signo)).Key("signal_spread_s");
+  Seconds(x.spread_ns, w);
+  w.Key("last_progress").BeginArray();
+  for (const KilledWhileRunningFacts::Rank& r : x.ranks) {
+    w.BeginObject().Key("rank").Integer(r.rank).Key("finished").Bool(r.finished);
+    w.Key("before_signal_s");
+    if (r.finished)
+      w.Null();
+    else
+      Seconds(r.before_signal_ns, w);
+    w.Key("last_call");
+    CallOrNull(r.last, w);
+    w.EndObject();
   }
-  out << "]";
+  w.EndArray();
 }
 
-void WriteFacts(const Finding&, const StragglerFacts& x, const CallSiteNamer&, std::ostream& out) {
-  std::vector<std::string> also;
-  for (uint64_t c : x.also_comms) also.push_back(JsonString(CommName(c)));
+void WriteFacts(const Finding&, const StragglerFacts& x, const CallSiteNamer&, JsonWriter& w) {
   const bool gpu = x.cause == StragglerFacts::Cause::kGpu;
   const bool link = x.cause == StragglerFacts::Cause::kLink;
-  out << ",\"cause\":" << (gpu ? "\"gpu\"" : link ? "\"link\"" : "\"host\"");
-  if (gpu)
-    out << ",\"host_late_s\":" << SecondsJson(x.host_late_ns)
-        << ",\"host_on_time\":" << x.host_on_time;
-  if (link)
-    out << ",\"link_ranks\":[" << absl::StrJoin(x.link_ranks, ",")
-        << "],\"usual_s\":" << SecondsJson(x.usual_ns) << ",\"kind_comms\":" << x.kind_comms;
-  out << ",\"call\":" << JsonString(CallName(x.call)) << ",\"times_last\":" << x.call_times_last
-      << ",\"of\":" << x.call_compared << ",\"times_last_all\":" << x.times_last
-      << ",\"compared\":" << x.compared << ",\"window\":" << x.window << ",\"gapped\":" << x.gapped
-      << ",\"members\":" << x.members << ",\"median_late_s\":" << SecondsJson(x.median_late_ns)
-      << ",\"p90_late_s\":" << SecondsJson(x.p90_late_ns)
-      << ",\"interval_s\":" << SecondsJson(x.median_interval_ns) << ",\"first_seq\":" << x.first_seq
-      << ",\"last_seq\":" << x.last_seq << ",\"began_seq\":" << x.began_seq
-      << ",\"began_later\":" << (x.began_later ? "true" : "false")
-      << ",\"worsening\":" << (x.worsening ? "true" : "false")
-      << ",\"early_late_s\":" << SecondsJson(x.early_late_ns)
-      << ",\"recent_late_s\":" << SecondsJson(x.recent_late_ns) << ",\"hosts\":" << x.hosts
-      << ",\"clocks_aligned\":" << (x.clocks_aligned ? "true" : "false")
-      << ",\"clock_residual_s\":" << (x.clocks_aligned ? SecondsJson(x.clock_residual_ns) : "null")
-      << ",\"also_comms\":[" << absl::StrJoin(also, ",") << "]";
+  w.Key("cause").String(gpu ? "gpu" : link ? "link" : "host");
+  if (gpu) {
+    w.Key("host_late_s");
+    Seconds(x.host_late_ns, w);
+    w.Key("host_on_time").Integer(x.host_on_time);
+  }
+  if (link) {
+    w.Key("link_ranks").IntArray(x.link_ranks).Key("usual_s");
+    Seconds(x.usual_ns, w);
+    w.Key("kind_comms").Integer(x.kind_comms);
+  }
+  w.Key("call").String(CallName(x.call));
+  w.Key("times_last").Integer(x.call_times_last);
+  w.Key("of").Integer(x.call_compared);
+  w.Key("times_last_all").Integer(x.times_last);
+  w.Key("compared").Integer(x.compared);
+  w.Key("window").Integer(x.window);
+  w.Key("gapped").Integer(x.gapped);
+  w.Key("members").Integer(x.members);
+  w.Key("median_late_s");
+  Seconds(x.median_late_ns, w);
+  w.Key("p90_late_s");
+  Seconds(x.p90_late_ns, w);
+  w.Key("interval_s");
+  Seconds(x.median_interval_ns, w);
+  w.Key("first_seq").Integer(x.first_seq);
+  w.Key("last_seq").Integer(x.last_seq);
+  w.Key("began_seq").Integer(x.began_seq);
+  w.Key("began_later").Bool(x.began_later);
+  w.Key("worsening").Bool(x.worsening);
+  w.Key("early_late_s");
+  Seconds(x.early_late_ns, w);
+  w.Key("recent_late_s");
+  Seconds(x.recent_late_ns, w);
+  w.Key("hosts").Integer(x.hosts).Key("clocks_aligned").Bool(x.clocks_aligned);
+  w.Key("clock_residual_s");
+  if (x.clocks_aligned)
+    Seconds(x.clock_residual_ns, w);
+  else
+    w.Null();
+  w.Key("also_comms").BeginArray();
+  for (uint64_t c : x.also_comms) w.String(CommName(c));
+  w.EndArray();
 }
 
-void WriteFacts(const Finding&, const ExitErrorFacts& x, const CallSiteNamer&, std::ostream& out) {
-  out << ",\"exit_code\":" << x.exit_code
-      << ",\"signal\":" << (x.signo ? JsonString(SignalName(x.signo)) : "null")
-      << ",\"work_done\":" << (x.tracked ? (x.work_done ? "true" : "false") : "null")
-      << ",\"ended_after\":" << Ints(x.ended_after);
+void WriteFacts(const Finding&, const ExitErrorFacts& x, const CallSiteNamer&, JsonWriter& w) {
+  w.Key("exit_code").Integer(x.exit_code).Key("signal");
+  SignalOrNull(x.signo, w);
+  w.Key("work_done");
+  if (x.tracked)
+    w.Bool(x.work_done);
+  else
+    w.Null();
+  w.Key("ended_after").IntArray(x.ended_after);
 }
 
-void WriteFacts(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&,
-                std::ostream& out) {
+void WriteFacts(const Finding& f, const BlindSpotFacts& x, const CallSiteNamer&, JsonWriter& w) {
   if (f.kind == FindingKind::kTraceOverwritten) {
-    out << ",\"ring_size\":" << x.ring_bytes << ",\"ring_size_needed\":" << x.needed_bytes
-        << ",\"suggest\":" << JsonString("NCCLWATCH_RING_SIZE=" + RingSizeSetting(x.needed_bytes));
+    w.Key("ring_size").Integer(x.ring_bytes);
+    w.Key("ring_size_needed").Integer(x.needed_bytes);
+    w.Key("suggest").String("NCCLWATCH_RING_SIZE=" + RingSizeSetting(x.needed_bytes));
   } else {
-    out << ",\"nccl_path\":" << JsonString(x.nccl_path);
+    w.Key("nccl_path").String(x.nccl_path);
   }
-  out << ",\"pids\":[" << absl::StrJoin(x.pids, ",") << "]";
+  w.Key("pids").IntArray(x.pids);
 }
 
-void WriteFacts(const Finding&, const P2pMismatchFacts& x, const CallSiteNamer&,
-                std::ostream& out) {
-  out << ",\"sender\":" << x.sender << ",\"receiver\":" << x.receiver;
-  if (x.one_sided)
-    out << ",\"one_sided\":true,\"signals_sent\":" << x.other_side_posted
-        << ",\"signals_awaited\":" << x.awaited;
+void WriteFacts(const Finding&, const P2pMismatchFacts& x, const CallSiteNamer&, JsonWriter& w) {
+  w.Key("sender").Integer(x.sender).Key("receiver").Integer(x.receiver);
+  if (x.one_sided) {
+    w.Key("one_sided").Bool(true);
+    w.Key("signals_sent").Integer(x.other_side_posted);
+    w.Key("signals_awaited").Integer(x.awaited);
+  }
 }
 
-void WriteFacts(const Finding&, const OrderInversionFacts& x, const CallSiteNamer&,
-                std::ostream& out) {
-  out << ",\"other_comm\":" << JsonString(CommName(x.other_comm))
-      << ",\"other_seq\":" << x.other_seq
-      << ",\"same_stream\":" << (x.same_stream ? "true" : "false");
+void WriteFacts(const Finding&, const OrderInversionFacts& x, const CallSiteNamer&, JsonWriter& w) {
+  w.Key("other_comm").String(CommName(x.other_comm));
+  w.Key("other_seq").Integer(x.other_seq);
+  w.Key("same_stream").Bool(x.same_stream);
 }
 
-void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&,
-                std::ostream& out) {
-  out << ",\"subsystem\":" << JsonString(x.subsystem)
-      << ",\"errno\":" << (x.err ? JsonString(ErrnoName(x.err)) : "null");
-  if (x.socket_ifname) out << ",\"socket_ifname\":" << Str(*x.socket_ifname);
-  if (x.interfaces) out << ",\"interfaces\":" << Strings(*x.interfaces);
+void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&, JsonWriter& w) {
+  w.Key("subsystem").String(x.subsystem).Key("errno");
+  if (x.err)
+    w.String(ErrnoName(x.err));
+  else
+    w.Null();
+  if (x.socket_ifname) {
+    w.Key("socket_ifname");
+    OptionalString(*x.socket_ifname, w);
+  }
+  if (x.interfaces) w.Key("interfaces").StringArray(*x.interfaces);
   if (x.shm) {
-    out << ",\"path\":" << Str(x.shm->path) << ",\"requested\":" << Num(x.shm->requested)
-        << ",\"shm_size\":" << Num(x.shm->shm_size) << ",\"shm_free\":" << Num(x.shm->shm_free);
+    w.Key("path");
+    OptionalString(x.shm->path, w);
+    w.Key("requested");
+    OptionalInteger(x.shm->requested, w);
+    w.Key("shm_size");
+    OptionalInteger(x.shm->shm_size, w);
+    w.Key("shm_free");
+    OptionalInteger(x.shm->shm_free, w);
   }
-  if (x.address) out << ",\"address\":" << Str(*x.address);
-  if (!x.message.empty()) out << ",\"message\":" << JsonString(x.message);
-  if (x.bus_id) out << ",\"bus_id\":" << Str(*x.bus_id);
-  if (x.versions) out << ",\"versions\":" << Strings(*x.versions);
-  if (x.cuda)
-    out << ",\"cuda_driver\":" << Str(x.cuda->driver)
-        << ",\"cuda_runtime\":" << Str(x.cuda->runtime);
+  if (x.address) {
+    w.Key("address");
+    OptionalString(*x.address, w);
+  }
+  if (!x.message.empty()) w.Key("message").String(x.message);
+  if (x.bus_id) {
+    w.Key("bus_id");
+    OptionalString(*x.bus_id, w);
+  }
+  if (x.versions) w.Key("versions").StringArray(*x.versions);
+  if (x.cuda) {
+    w.Key("cuda_driver");
+    OptionalString(x.cuda->driver, w);
+    w.Key("cuda_runtime");
+    OptionalString(x.cuda->runtime, w);
+  }
   if (x.memlock) {
-    out << ",\"memlock\":"
-        << (x.memlock->unlimited ? JsonString("unlimited") : Num(x.memlock->bytes));
+    w.Key("memlock");
+    if (x.memlock->unlimited)
+      w.String("unlimited");
+    else
+      OptionalInteger(x.memlock->bytes, w);
   }
   if (x.cause == InitCause::kRootGone) {
-    out << ",\"exit_code\":" << Num(x.exit_code)
-        << ",\"signal\":" << (x.signo ? JsonString(SignalName(x.signo)) : "null")
-        << ",\"could_not_connect\":" << Ints(x.could_not_connect);
+    w.Key("exit_code");
+    OptionalInteger(x.exit_code, w);
+    w.Key("signal");
+    SignalOrNull(x.signo, w);
+    w.Key("could_not_connect").IntArray(x.could_not_connect);
   }
   if (x.sharing) {
-    out << ",\"cuda_call\":" << JsonString(x.sharing->function)
-        << ",\"cuda_result\":" << x.sharing->result;
+    w.Key("cuda_call").String(x.sharing->function).Key("cuda_result").Integer(x.sharing->result);
   }
-  if (x.has_pids) out << ",\"pids\":[" << absl::StrJoin(x.pids, ",") << "]";
+  if (x.has_pids) w.Key("pids").IntArray(x.pids);
 }
 
-void WriteFacts(const Finding& f, const SetupFacts& x, const CallSiteNamer&, std::ostream& out) {
+void WriteFacts(const Finding& f, const SetupFacts& x, const CallSiteNamer&, JsonWriter& w) {
   if (f.kind == FindingKind::kP2pPath) {
-    out << ",\"host\":" << JsonString(x.host) << ",\"bridges\":" << Strings(x.bridges)
-        << ",\"gpus\":" << Strings(x.gpus) << ",\"iommu\":" << (x.iommu ? "true" : "false");
+    w.Key("host").String(x.host);
+    w.Key("bridges").StringArray(x.bridges);
+    w.Key("gpus").StringArray(x.gpus);
+    w.Key("iommu").Bool(x.iommu);
     return;
   }
-  out << ",\"settings\":[";
-  for (size_t i = 0; i < x.settings.size(); ++i) {
-    out << (i ? "," : "") << "{\"name\":" << JsonString(x.settings[i].name) << ",\"values\":[";
-    for (size_t j = 0; j < x.settings[i].values.size(); ++j) {
-      const auto& [value, ranks] = x.settings[i].values[j];
-      out << (j ? "," : "")
-          << "{\"value\":" << (value.empty() ? std::string("null") : JsonString(value))
-          << ",\"ranks\":[" << absl::StrJoin(ranks, ",") << "]}";
+  w.Key("settings").BeginArray();
+  for (const auto& setting : x.settings) {
+    w.BeginObject().Key("name").String(setting.name).Key("values").BeginArray();
+    for (const auto& [value, ranks] : setting.values) {
+      w.BeginObject().Key("value");
+      StringOrNull(value, w);
+      w.Key("ranks").IntArray(ranks).EndObject();
     }
-    out << "]}";
+    w.EndArray().EndObject();
   }
-  out << "]";
+  w.EndArray();
 }
 
-void WriteFacts(const Finding&, const RendezvousFacts& x, const CallSiteNamer&, std::ostream& out) {
-  WriteRendezvousJson(x, out);
+void WriteFacts(const Finding&, const RendezvousFacts& x, const CallSiteNamer&, JsonWriter& w) {
+  WriteRendezvousJson(x, w);
 }
 
-void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, std::ostream& out) {
-  if (x.xid) out << ",\"xid\":" << *x.xid;
-  if (x.bus_id) out << ",\"bus_id\":" << JsonString(*x.bus_id);
-  if (x.memory) out << ",\"memory\":" << JsonString(*x.memory);
-  if (x.signo) out << ",\"signal\":" << JsonString(SignalName(*x.signo));
-  if (x.timeout_ms) out << ",\"timeout_ms\":" << *x.timeout_ms;
-  if (x.peer) out << ",\"peer\":" << JsonString(*x.peer);
-  if (!x.message.empty()) out << ",\"message\":" << JsonString(x.message);
-  if (x.address) out << ",\"address\":" << JsonString(*x.address);
-  if (x.hit) out << ",\"hit\":" << JsonString(*x.hit);
-  if (x.subsystem) out << ",\"subsystem\":" << JsonString(*x.subsystem);
-  if (x.tool) out << ",\"tool\":" << JsonString(*x.tool);
-  if (x.pid) out << ",\"pid\":" << *x.pid;
+void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, JsonWriter& w) {
+  if (x.xid) w.Key("xid").Integer(*x.xid);
+  if (x.bus_id) w.Key("bus_id").String(*x.bus_id);
+  if (x.memory) w.Key("memory").String(*x.memory);
+  if (x.signo) w.Key("signal").String(SignalName(*x.signo));
+  if (x.timeout_ms) {
+    // PyTorch's digits, as it printed them: a number when they are one.
+    uint64_t ms = 0;
+    w.Key("timeout_ms");
+    if (absl::SimpleAtoi(*x.timeout_ms, &ms) && absl::StrCat(ms) == *x.timeout_ms)
+      w.Integer(ms);
+    else
+      w.String(*x.timeout_ms);
+  }
+  if (x.peer) w.Key("peer").String(*x.peer);
+  if (!x.message.empty()) w.Key("message").String(x.message);
+  if (x.address) w.Key("address").String(*x.address);
+  if (x.hit) w.Key("hit").String(*x.hit);
+  if (x.subsystem) w.Key("subsystem").String(*x.subsystem);
+  if (x.tool) w.Key("tool").String(*x.tool);
+  if (x.pid) w.Key("pid").Integer(*x.pid);
   if (x.cause == LogCause::kStacks) {
-    out << ",\"waits\":[";
-    for (size_t i = 0; i < x.waits.size(); ++i) {
-      const LogFacts::Wait& w = x.waits[i];
+    w.Key("waits").BeginArray();
+    for (const LogFacts::Wait& wait : x.waits) {
       std::vector<int> known;
-      for (int r : w.ranks)
+      for (int r : wait.ranks)
         if (r >= 0) known.push_back(r);
-      out << (i ? "," : "") << "{\"ranks\":" << Ints(known) << ",\"processes\":" << w.ranks.size()
-          << ",\"frame\":" << JsonString(w.frame) << ",\"place\":" << JsonString(w.place)
-          << ",\"phase\":" << (w.phase ? JsonString(PhaseName(*w.phase)) : "null")
-          << ",\"subsystem\":" << JsonString(w.subsystem) << "}";
+      w.BeginObject();
+      w.Key("ranks").IntArray(known);
+      w.Key("processes").Integer(wait.ranks.size());
+      w.Key("frame").String(wait.frame);
+      w.Key("place").String(wait.place);
+      w.Key("phase");
+      if (wait.phase)
+        w.String(PhaseName(*wait.phase));
+      else
+        w.Null();
+      w.Key("subsystem").String(wait.subsystem);
+      w.EndObject();
     }
-    out << "]";
+    w.EndArray();
   }
 }
 
 }  // namespace
 
-void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, std::ostream& out) {
+void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, JsonWriter& w) {
   const FindingText t = RenderFinding(f, sites);
-  out << "{\"kind\":" << JsonString(KindName(f.kind))
-      << ",\"role\":" << JsonString(RoleName(f.role)) << ",\"job\":" << f.job
-      << ",\"comm\":" << (f.comm ? JsonString(CommName(*f.comm)) : "null")
-      << ",\"seq\":" << (f.seq ? absl::StrCat(*f.seq) : "null") << ",\"ranks\":" << Ints(f.ranks);
+  w.BeginObject();
+  w.Key("kind").String(KindName(f.kind));
+  w.Key("role").String(RoleName(f.role));
+  w.Key("job").Integer(f.job);
+  w.Key("comm");
+  if (f.comm)
+    w.String(CommName(*f.comm));
+  else
+    w.Null();
+  w.Key("seq");
+  OptionalInteger(f.seq, w);
+  w.Key("ranks").IntArray(f.ranks);
   if (f.kind == FindingKind::kCollectiveMismatch || f.field != MismatchField::kNone)
-    out << ",\"field\":" << JsonString(FieldName(f.field));
-  out << ",\"nranks\":" << (f.nranks > 0 ? absl::StrCat(f.nranks) : "null");
-  if (f.phase) out << ",\"phase\":" << JsonString(PhaseName(*f.phase));
-  out << ",\"detail\":" << JsonString(t.detail) << ",\"fix\":" << JsonString(t.fix);
-  out << ",\"rank_groups\":[";
-  for (size_t g = 0; g < t.groups.size(); ++g) {
-    out << (g ? "," : "") << "{\"ranks\":" << Ints(t.groups[g].ranks)
-        << ",\"doing\":" << JsonString(t.groups[g].doing) << "}";
-  }
-  out << "]";
-  std::visit([&](const auto& facts) { WriteFacts(f, facts, sites, out); }, f.facts);
-  out << "}";
+    w.Key("field").String(FieldName(f.field));
+  w.Key("nranks");
+  if (f.nranks > 0)
+    w.Integer(f.nranks);
+  else
+    w.Null();
+  if (f.phase) w.Key("phase").String(PhaseName(*f.phase));
+  w.Key("detail").String(t.detail).Key("fix").String(t.fix);
+  w.Key("rank_groups").BeginArray();
+  for (const auto& g : t.groups)
+    w.BeginObject().Key("ranks").IntArray(g.ranks).Key("doing").String(g.doing).EndObject();
+  w.EndArray();
+  std::visit([&](const auto& facts) { WriteFacts(f, facts, sites, w); }, f.facts);
+  w.EndObject();
 }
 
 void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
-                       const CallSiteNamer& sites, const std::vector<std::string>& processes,
+                       const CallSiteNamer& sites, const JsonProcesses& processes,
                        const UnreadableFiles& unreadable, std::ostream& out,
                        const std::vector<PendingOperation>* running) {
-  const char* verdict = problem ? "\"problem\"" : running ? "\"running\"" : "\"healthy\"";
-  out << "{\"ncclwatch\":" << JsonString(kNcclwatchVersion)
-      << ",\"schema_version\":" << kJsonSchemaVersion << ",\"verdict\":" << verdict
-      << ",\"findings\":[";
-  for (size_t i = 0; i < findings.size(); ++i) {
-    if (i) out << ",";
-    WriteFindingJson(findings[i], sites, out);
-  }
-  out << "]";
+  // One object, on one line of its own.
+  JsonWriter w(out, JsonLayout::kLines);
+  w.BeginObject();
+  w.Key("ncclwatch").String(kNcclwatchVersion);
+  w.Key("schema_version").Integer(kJsonSchemaVersion);
+  w.Key("verdict").String(problem ? "problem" : running ? "running" : "healthy");
+  w.Key("findings").BeginArray();
+  for (const Finding& f : findings) WriteFindingJson(f, sites, w);
+  w.EndArray();
   if (running != nullptr && !problem) {
-    out << ",\"pending\":[";
-    for (size_t i = 0; i < running->size(); ++i) {
-      const PendingOperation& p = (*running)[i];
-      out << (i ? "," : "") << "{\"comm\":" << JsonString(CommName(p.comm)) << ",\"seq\":" << p.seq
-          << ",\"call\":" << JsonString(CallName(p.call.call)) << ",\"entered\":" << Ints(p.entered)
-          << ",\"not_entered\":" << Ints(p.not_entered)
-          << ",\"pending_s\":" << SecondsJson(p.pending_ns) << "}";
+    w.Key("pending").BeginArray();
+    for (const PendingOperation& p : *running) {
+      w.BeginObject();
+      w.Key("comm").String(CommName(p.comm));
+      w.Key("seq").Integer(p.seq);
+      w.Key("call").String(CallName(p.call.call));
+      w.Key("entered").IntArray(p.entered);
+      w.Key("not_entered").IntArray(p.not_entered);
+      w.Key("pending_s");
+      Seconds(p.pending_ns, w);
+      w.EndObject();
     }
-    out << "]";
+    w.EndArray();
   }
-  out << ",\"processes\":[" << absl::StrJoin(processes, ",") << "],\"unreadable\":[";
-  for (size_t i = 0; i < unreadable.size(); ++i) {
-    out << (i ? "," : "") << "{\"path\":" << JsonString(unreadable[i].first)
-        << ",\"error\":" << JsonString(unreadable[i].second) << "}";
-  }
-  out << "]}\n";
+  w.Key("processes").BeginArray();
+  if (processes) processes(w);
+  w.EndArray();
+  w.Key("unreadable").BeginArray();
+  for (const auto& [path, error] : unreadable)
+    w.BeginObject().Key("path").String(path).Key("error").String(error).EndObject();
+  w.EndArray();
+  w.EndObject();
 }
 
 void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out) {
-  std::vector<std::string> processes;
-  for (const ProcessFacts& p : job.processes()) {
-    processes.push_back(absl::StrCat(
-        "{\"path\":", JsonString(p.path), ",\"host\":", JsonString(p.host), ",\"pid\":", p.pid,
-        ",\"rank\":", p.rank, ",\"rank_source\":", JsonString(p.rank_source), ",\"nccl_version\":",
-        p.nccl_version > 0 ? JsonString(NcclVersionString(p.nccl_version)) : "null",
-        ",\"end\":", FateJson(p.fate),
-        ",\"last_call\":", p.last.valid ? JsonString(DescribeCall(p.last)) : "null",
-        ",\"last_call_pending\":", p.last.pending ? "true" : "false", ",\"records\":", p.records,
-        ",\"torn_slots\":", p.stats.torn_slots + p.unparsed, ",\"overwritten_slots\":",
-        p.stats.ring_overwritten, ",\"unwritten_slots\":", p.stats.unwritten_slots, "}"));
-  }
+  auto processes = [&](JsonWriter& w) {
+    for (const ProcessFacts& p : job.processes()) {
+      w.BeginObject();
+      w.Key("path").String(p.path);
+      w.Key("host").String(p.host);
+      w.Key("pid").Integer(p.pid);
+      w.Key("rank").Integer(p.rank);
+      w.Key("rank_source").String(p.rank_source);
+      w.Key("nccl_version");
+      if (p.nccl_version > 0)
+        w.String(NcclVersionString(p.nccl_version));
+      else
+        w.Null();
+      w.Key("end");
+      WriteFate(p.fate, w);
+      w.Key("last_call");
+      CallOrNull(p.last, w);
+      w.Key("last_call_pending").Bool(p.last.pending);
+      w.Key("records").Integer(p.records);
+      w.Key("torn_slots").Integer(p.stats.torn_slots + p.unparsed);
+      w.Key("overwritten_slots").Integer(p.stats.ring_overwritten);
+      w.Key("unwritten_slots").Integer(p.stats.unwritten_slots);
+      w.EndObject();
+    }
+  };
   UnreadableFiles unreadable;
   for (const UnreadableTrace& u : job.unreadable()) unreadable.push_back({u.path, u.error});
   WriteJsonEnvelope(d.problem, d.findings, TraceCallSites(job), processes, unreadable, out,

@@ -8,7 +8,6 @@
 #include "absl/strings/str_join.h"
 #include "knowledge/nccl_semantics.h"
 #include "report/hang_text.h"
-#include "report/json.h"
 #include "report/names.h"
 
 namespace ncclwatch::decoder {
@@ -180,32 +179,48 @@ void RenderRendezvous(const Finding& f, const RendezvousFacts& x, FindingText* t
   if (!waiting.empty()) t->groups.push_back({waiting, "waited in the rendezvous, no NCCL call"});
 }
 
-void WriteRendezvousJson(const RendezvousFacts& x, std::ostream& out) {
-  out << ",\"cause\":" << JsonString(RendezvousCauseName(x.cause));
-  out << ",\"address\":" << (x.address.empty() ? std::string("null") : JsonString(x.address));
-  out << ",\"errno\":" << (x.err != 0 ? JsonString(ErrnoName(x.err)) : std::string("null"));
-  out << ",\"attempts\":" << x.attempts << ",\"span_s\":" << absl::StrCat(x.span_ns / 1e9);
-  out << ",\"failed\":[" << absl::StrJoin(x.failed, ",") << "]";
-  out << ",\"settings\":[";
-  for (size_t i = 0; i < x.settings.size(); ++i) {
-    out << (i ? "," : "") << "{\"name\":" << JsonString(x.settings[i].name) << ",\"values\":[";
-    for (size_t j = 0; j < x.settings[i].values.size(); ++j) {
-      const auto& [value, ranks] = x.settings[i].values[j];
-      out << (j ? "," : "")
-          << "{\"value\":" << (value.empty() ? std::string("null") : JsonString(value))
-          << ",\"ranks\":[" << absl::StrJoin(ranks, ",") << "]}";
+void WriteRendezvousJson(const RendezvousFacts& x, JsonWriter& w) {
+  auto string_or_null = [&](bool known, const std::string& s) {
+    if (known)
+      w.String(s);
+    else
+      w.Null();
+  };
+  auto integer_or_null = [&](bool known, int64_t v) {
+    if (known)
+      w.Integer(v);
+    else
+      w.Null();
+  };
+  w.Key("cause").String(RendezvousCauseName(x.cause));
+  w.Key("address");
+  string_or_null(!x.address.empty(), x.address);
+  w.Key("errno");
+  string_or_null(x.err != 0, x.err != 0 ? ErrnoName(x.err) : "");
+  w.Key("attempts").Integer(x.attempts).Key("span_s").Double(x.span_ns / 1e9);
+  w.Key("failed").IntArray(x.failed);
+  w.Key("settings").BeginArray();
+  for (const auto& setting : x.settings) {
+    w.BeginObject().Key("name").String(setting.name).Key("values").BeginArray();
+    for (const auto& [value, ranks] : setting.values) {
+      w.BeginObject().Key("value");
+      string_or_null(!value.empty(), value);
+      w.Key("ranks").IntArray(ranks).EndObject();
     }
-    out << "]}";
+    w.EndArray().EndObject();
   }
-  out << "]";
-  out << ",\"world_size\":" << (x.world_size > 0 ? absl::StrCat(x.world_size) : "null");
-  out << ",\"started\":[" << absl::StrJoin(x.started, ",") << "]";
-  out << ",\"missing\":[" << absl::StrJoin(x.missing, ",") << "]";
-  out << ",\"waiting\":[" << absl::StrJoin(x.waiting, ",") << "]";
-  out << ",\"server\":[" << absl::StrJoin(x.server, ",") << "]";
-  out << ",\"joined\":" << (x.joined >= 0 ? absl::StrCat(x.joined) : "null");
-  out << ",\"agents\":" << (x.agents ? "true" : "false");
-  out << ",\"backend\":" << (x.agents ? JsonString(x.backend) : std::string("null"));
+  w.EndArray();
+  w.Key("world_size");
+  integer_or_null(x.world_size > 0, x.world_size);
+  w.Key("started").IntArray(x.started);
+  w.Key("missing").IntArray(x.missing);
+  w.Key("waiting").IntArray(x.waiting);
+  w.Key("server").IntArray(x.server);
+  w.Key("joined");
+  integer_or_null(x.joined >= 0, x.joined);
+  w.Key("agents").Bool(x.agents);
+  w.Key("backend");
+  string_or_null(x.agents, x.backend);
 }
 
 }  // namespace ncclwatch::decoder

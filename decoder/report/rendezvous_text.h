@@ -5,10 +5,9 @@
 #ifndef NCCLWATCH_DECODER_REPORT_RENDEZVOUS_TEXT_H_
 #define NCCLWATCH_DECODER_REPORT_RENDEZVOUS_TEXT_H_
 
-#include <ostream>
-
 #include "findings/finding.h"
 #include "report/finding_text.h"
+#include "report/json_writer.h"
 
 namespace ncclwatch::decoder {
 
@@ -17,8 +16,9 @@ const char* RendezvousCauseName(RendezvousFacts::Cause cause);
 
 void RenderRendezvous(const Finding& f, const RendezvousFacts& x, FindingText* t);
 
-// The facts after the common fields of the JSON finding.
-void WriteRendezvousJson(const RendezvousFacts& x, std::ostream& out);
+// The facts after the common fields of the JSON finding: its members, into
+// the finding's open object.
+void WriteRendezvousJson(const RendezvousFacts& x, JsonWriter& w);
 
 }  // namespace ncclwatch::decoder
 

@@ -2,11 +2,12 @@
 // for programs (documented in README.md, "JSON output"), for `diagnose`
 // (traces) and `explain` (plain NCCL logs) alike. Every human report opens
 // with the headline (report/finding_text.h); every JSON report goes through
-// one writer, WriteJsonEnvelope.
+// one envelope, WriteJsonEnvelope, written with JsonWriter (report/json_writer.h).
 
 #ifndef NCCLWATCH_DECODER_REPORT_REPORTS_H_
 #define NCCLWATCH_DECODER_REPORT_REPORTS_H_
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "analysis/log_diagnosis.h"
 #include "logs/nccl_log.h"
 #include "report/finding_text.h"
+#include "report/json_writer.h"
 
 namespace ncclwatch::decoder {
 
@@ -39,19 +41,23 @@ void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d,
 void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d,
                             const UnreadableFiles& unreadable, std::ostream& out);
 
+// Writes a command's own process objects, one value each, into the open
+// "processes" array of the envelope.
+using JsonProcesses = std::function<void(JsonWriter&)>;
+
 // The parts both share: each root cause with its groups and fix, then
 // consequences and warnings (human); the notes; one finding as a JSON object
 // (the contract's fields, then its kind's facts); and the JSON envelope around
-// the findings and the commands' own process objects (JSON text each).
+// the findings and the commands' own process objects.
 void WriteFindingsHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites,
                         std::ostream& out);
 void WriteNotesHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites,
                      std::ostream& out);
-void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, std::ostream& out);
+void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, JsonWriter& w);
 // `running` (a live job with no problem): the verdict is "running", and its
 // pending operations follow the findings.
 void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
-                       const CallSiteNamer& sites, const std::vector<std::string>& processes,
+                       const CallSiteNamer& sites, const JsonProcesses& processes,
                        const UnreadableFiles& unreadable, std::ostream& out,
                        const std::vector<PendingOperation>* running = nullptr);
 

@@ -30,7 +30,8 @@ constexpr int32_t kFloat32 = 7;  // ncclFloat32
 
 std::string Json(const Finding& f) {
   std::ostringstream out;
-  WriteFindingJson(f, NoCallSites(), out);
+  JsonWriter w(out);
+  WriteFindingJson(f, NoCallSites(), w);
   return out.str();
 }
 
@@ -324,8 +325,10 @@ TEST_CASE(
     "unreadable",
     "[report][json]") {
   std::ostringstream out;
-  WriteJsonEnvelope(false, {Inversion(false)}, NoCallSites(), {"{\"pid\":1}"},
-                    {{"a.trace", "torn"}}, out);
+  WriteJsonEnvelope(
+      false, {Inversion(false)}, NoCallSites(),
+      [](JsonWriter& w) { w.BeginObject().Key("pid").Int(1).EndObject(); }, {{"a.trace", "torn"}},
+      out);
   const std::string json = out.str();
   CHECK(json.rfind(std::string("{\"ncclwatch\":\"") + kNcclwatchVersion +
                        "\",\"schema_version\":2,\"verdict\":\"healthy\",\"findings\":[{",

@@ -58,7 +58,8 @@ std::string Describe(const Diagnosis& d) {
 
 std::string Json(const Finding& x) {
   std::ostringstream out;
-  ncclwatch::decoder::WriteFindingJson(x, ncclwatch::decoder::NoCallSites(), out);
+  ncclwatch::decoder::JsonWriter w(out);
+  ncclwatch::decoder::WriteFindingJson(x, ncclwatch::decoder::NoCallSites(), w);
   return out.str();
 }
 

@@ -95,7 +95,8 @@ bool Claims(const Diagnosis& d, uint64_t comm, uint64_t seq, const std::vector<i
 // string with its quotes, or a number, bool or null).
 std::string Extra(const Finding& x, const std::string& key) {
   std::ostringstream out;
-  ncclwatch::decoder::WriteFindingJson(x, ncclwatch::decoder::NoCallSites(), out);
+  ncclwatch::decoder::JsonWriter w(out);
+  ncclwatch::decoder::WriteFindingJson(x, ncclwatch::decoder::NoCallSites(), w);
   const std::string json = out.str();
   const std::string label = "\"" + key + "\":";
   const size_t at = json.find(label);

@@ -19,8 +19,7 @@ namespace {
 
 using namespace ncclwatch::decoder;  // NOLINT: the findings' many types
 
-std::string Envelope(const std::vector<Finding>& findings,
-                     const std::vector<std::string>& processes = {},
+std::string Envelope(const std::vector<Finding>& findings, const JsonProcesses& processes = {},
                      const UnreadableFiles& unreadable = {}) {
   std::ostringstream out;
   WriteJsonEnvelope(true, findings, NoCallSites(), processes, unreadable, out);
@@ -264,11 +263,14 @@ TEST_CASE("every kind of finding, with its facts, conforms", "[report][schema]")
   topo.facts = gt;
   findings.push_back(topo);
 
-  const std::vector<std::string> traced = {
-      "{\"path\":\"/t/a.trace\",\"host\":\"n\",\"pid\":1,\"rank\":0,\"rank_source\":\"RANK\","
-      "\"nccl_version\":\"2.28.9\",\"end\":{\"how\":\"exit\",\"exit_code\":0},\"last_call\":null,"
-      "\"last_call_pending\":false,\"records\":3,\"torn_slots\":0,\"overwritten_slots\":0,"
-      "\"unwritten_slots\":0}"};
+  auto traced = [](JsonWriter& w) {
+    w.BeginObject().Key("path").String("/t/a.trace").Key("host").String("n").Key("pid").Int(1);
+    w.Key("rank").Int(0).Key("rank_source").String("RANK").Key("nccl_version").String("2.28.9");
+    w.Key("end").BeginObject().Key("how").String("exit").Key("exit_code").Int(0).EndObject();
+    w.Key("last_call").Null().Key("last_call_pending").Bool(false).Key("records").Int(3);
+    w.Key("torn_slots").Int(0).Key("overwritten_slots").Int(0).Key("unwritten_slots").Int(0);
+    w.EndObject();
+  };
   const std::string json = Envelope(findings, traced, {{"/t/b.trace", "not a trace"}});
   INFO(json);
   const std::vector<std::string> errors = jobs::ValidateReport(json);
