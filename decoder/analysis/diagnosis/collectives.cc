@@ -113,12 +113,6 @@ DepartureFacts Classify(const DiagnosisContext& cx, const AlignedMember& m, uint
       return d;
     }
   }
-  if (p.fate.kind == Fate::kSignal && CrashSignal(p.fate.signo)) {
-    d.signo = p.fate.signo;
-    d.kind = FindingKind::kRankDied;
-    d.how = Departure::kDiedOfSignal;
-    return d;
-  }
   if (std::optional<LastCall> later = p.ActivityAfter(comm)) {
     d.how = Departure::kOtherCommunicators;
     d.later_call = *later;

@@ -12,6 +12,22 @@
 
 namespace ncclwatch::decoder::diagnosis {
 
+namespace {
+
+// A p2p_mismatch on `comm`'s #`seq` between the sender and the receiver
+// `facts` name: all but its facts (and the field that differs).
+void Between(const DiagnosisContext& cx, uint64_t comm, uint64_t seq, int64_t when_ns,
+             const P2pMismatchFacts& facts, Finding* x) {
+  x->kind = FindingKind::kP2pMismatch;
+  x->comm = comm;
+  x->seq = seq;
+  x->nranks = cx.job.CommSize(comm);
+  x->ranks = {facts.sender, facts.receiver};
+  x->when_ns = when_ns;
+}
+
+}  // namespace
+
 void FindP2pMismatches(DiagnosisContext& cx) {
   for (const P2pProblem& pr : cx.job.p2p().problems()) {
     Candidate c;
@@ -26,12 +42,7 @@ void FindP2pMismatches(DiagnosisContext& cx) {
     facts.send = side(pr.send, pr.sender_process);
     facts.receive = side(pr.receive, pr.receiver_process);
     facts.other_side_posted = pr.other_side_posted;
-    x.kind = FindingKind::kP2pMismatch;
-    x.comm = pr.comm;
-    x.seq = pr.seq;
-    x.nranks = cx.job.CommSize(pr.comm);
-    x.ranks = {facts.sender, facts.receiver};
-    x.when_ns = pr.when_ns;
+    Between(cx, pr.comm, pr.seq, pr.when_ns, facts, &x);
     switch (pr.kind) {
       case P2pProblem::kSizeMismatch:
         facts.problem = P2pMismatchFacts::Problem::kSizeMismatch;
@@ -68,12 +79,7 @@ void FindUnsentSignals(DiagnosisContext& cx) {
     facts.receive.site = Site(pr.receiver_process, pr.caller);
     facts.other_side_posted = pr.sent;
     facts.awaited = pr.awaited;
-    x.kind = FindingKind::kP2pMismatch;
-    x.comm = pr.comm;
-    x.seq = pr.seq;
-    x.nranks = cx.job.CommSize(pr.comm);
-    x.ranks = {facts.sender, facts.receiver};
-    x.when_ns = pr.when_ns;
+    Between(cx, pr.comm, pr.seq, pr.when_ns, facts, &x);
     waiting.insert(facts.receiver);
     x.facts = std::move(facts);
     c.process = pr.sender_process;
