@@ -12,12 +12,10 @@ void GpuSkew::AddProcess(int index, const ProcessTrace& t) {
   if (t.gpu_times.empty()) return;
   if (!t.anchors.empty()) {
     // CLOCK_MONOTONIC to realtime, as the trace's first anchor pairs them.
-    const int64_t offset = static_cast<int64_t>(t.anchors.front().realtime_ns) -
-                           static_cast<int64_t>(t.anchors.front().monotonic_ns);
     std::vector<int64_t>& ends = gpu_ends_[index];
     for (const GpuTimeEvent& g : t.gpu_times)
       if (g.end_ns != 0 && g.end_ns < INT64_MAX / 2)
-        ends.push_back(static_cast<int64_t>(g.end_ns) + offset);
+        ends.push_back(t.RealtimeOfMonotonicNs(g.end_ns));
     std::sort(ends.begin(), ends.end());
     if (ends.size() > 4 * kWindow)
       ends.erase(ends.begin(), ends.end() - static_cast<std::ptrdiff_t>(4 * kWindow));

@@ -33,11 +33,6 @@ struct Series {
 
 void LinkSkew::AddProcess(int index, const ProcessTrace& t) {
   if (t.gpu_times.empty()) return;
-  // CLOCK_MONOTONIC to realtime, as the trace's first anchor pairs them.
-  const int64_t offset = t.anchors.empty()
-                             ? 0
-                             : static_cast<int64_t>(t.anchors.front().realtime_ns) -
-                                   static_cast<int64_t>(t.anchors.front().monotonic_ns);
   for (const CommStream& s : t.streams) {
     if (!s.any() || s.rank < 0) continue;
     // A process with two ranks of one communicator: its GPU times do not
@@ -49,10 +44,12 @@ void LinkSkew::AddProcess(int index, const ProcessTrace& t) {
     m.process = index;
     for (const GpuTimeEvent& g : t.gpu_times) {
       if (g.comm != s.comm || !g.OneCollective() || g.gpu_ns == 0) continue;
+      // On CLOCK_REALTIME as the trace's first anchor pairs the clocks (0
+      // without an anchor: unknown).
       const bool begun = !t.anchors.empty() && g.begin_ns != 0 && g.begin_ns < INT64_MAX / 2;
       m.by_seq[g.collectives - 1] =
           Sample{static_cast<int64_t>(std::min<uint64_t>(g.gpu_ns, INT64_MAX)),
-                 begun ? static_cast<int64_t>(g.begin_ns) + offset : 0, g.call};
+                 begun ? t.RealtimeOfMonotonicNs(g.begin_ns) : 0, g.call};
       if (m.by_seq.size() > kWindow) m.by_seq.erase(m.by_seq.begin());
     }
     if (!m.by_seq.empty()) comms_[s.comm][s.rank] = std::move(m);
