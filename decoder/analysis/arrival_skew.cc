@@ -167,6 +167,19 @@ std::vector<RecentLateness> ArrivalSkew::Recent(size_t window) const {
   return out;
 }
 
+void SetWindow(const lateness::Window& w, ArrivalStraggler* x) {
+  x->first_seq = w.first_seq;
+  x->last_seq = w.last_seq;
+  x->window_start = w.window_start;
+  x->median_late_ns = w.median_late_ns;
+  x->p90_late_ns = w.p90_late_ns;
+  x->began_seq = w.began_seq;
+  x->began_later = w.began_later;
+  x->early_late_ns = w.early_late_ns;
+  x->recent_late_ns = w.recent_late_ns;
+  x->worsening = w.worsening;
+}
+
 std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
   std::vector<ArrivalStraggler> out;
   for (const auto& [comm, members] : comms_) {
@@ -195,42 +208,34 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
       x.window = window_;
       x.gapped = gapped;
       x.times_last = count;
-      x.first_seq = ops.front().seq;
-      x.last_seq = ops.back().seq;
       bool from_start = true;
       for (const auto& [r, s] : members) from_start &= s.from_start;
-      x.window_start = !from_start || x.first_seq != 0;
 
       std::vector<uint8_t> indicator(ops.size());
-      std::vector<int64_t> gaps, all_gaps(ops.size());
+      std::vector<int64_t> all_gaps(ops.size());
+      std::vector<uint64_t> seqs(ops.size());
       std::vector<uint32_t> calls(ops.size());
       for (size_t i = 0; i < ops.size(); ++i) {
         indicator[i] = ops[i].last == rank;
         all_gaps[i] = ops[i].gap;
+        seqs[i] = ops[i].seq;
         calls[i] = ops[i].call;
-        if (indicator[i]) gaps.push_back(ops[i].gap);
       }
       const lateness::CallLast most = lateness::MostOftenLast(calls, indicator);
       x.call = most.call;
       x.call_times_last = most.times_last;
       x.call_compared = most.compared;
-      x.median_late_ns = Quantile(gaps, 0.5);
-      x.p90_late_ns = Quantile(gaps, 0.9);
       std::vector<int64_t> intervals;
       for (size_t i = 1; i < mine.ns.size(); ++i)
         if (mine.ns[i] != INT64_MIN && mine.ns[i - 1] != INT64_MIN && mine.ns[i] >= mine.ns[i - 1])
           intervals.push_back(mine.ns[i] - mine.ns[i - 1]);
       x.median_interval_ns = Quantile(intervals, 0.5);
 
-      const lateness::Straggling dated = lateness::DateStraggling(indicator, all_gaps, kMinGapNs);
-      if (!lateness::Persists(indicator, dated.began)) continue;
-      const size_t began = dated.began;
-      x.began_later = began > 0;
-      x.began_seq = ops[began].seq;
+      const lateness::Window w =
+          lateness::DescribeWindow(seqs, from_start, indicator, all_gaps, kMinGapNs);
+      if (!w.persists) continue;
+      SetWindow(w, &x);
       x.began_ns = mine.ns[x.began_seq - mine.first_seq];
-      x.early_late_ns = dated.early_late_ns;
-      x.recent_late_ns = dated.recent_late_ns;
-      x.worsening = dated.worsening;
       out.push_back(x);
     }
   }

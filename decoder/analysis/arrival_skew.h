@@ -80,6 +80,12 @@ struct ArrivalStraggler {
   bool worsening = false;
 };
 
+// Copies a straggler's window of evidence (lateness::DescribeWindow) into
+// it: what arrival and GPU skew (whose GpuStraggler is an ArrivalStraggler)
+// both report. began_ns stays with the caller: each dates it by its own
+// times.
+void SetWindow(const lateness::Window& w, ArrivalStraggler* x);
+
 // A member's recent lateness, for a live view (status): over the last
 // collectives every member issued, how often it came last by a gap, and its
 // median gap then.

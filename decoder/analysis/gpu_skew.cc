@@ -12,12 +12,10 @@ void GpuSkew::AddProcess(int index, const ProcessTrace& t) {
   if (t.gpu_times.empty()) return;
   if (!t.anchors.empty()) {
     // CLOCK_MONOTONIC to realtime, as the trace's first anchor pairs them.
-    const int64_t offset = static_cast<int64_t>(t.anchors.front().realtime_ns) -
-                           static_cast<int64_t>(t.anchors.front().monotonic_ns);
     std::vector<int64_t>& ends = gpu_ends_[index];
     for (const GpuTimeEvent& g : t.gpu_times)
       if (g.end_ns != 0 && g.end_ns < INT64_MAX / 2)
-        ends.push_back(static_cast<int64_t>(g.end_ns) + offset);
+        ends.push_back(t.RealtimeOfMonotonicNs(g.end_ns));
     std::sort(ends.begin(), ends.end());
     if (ends.size() > 4 * kWindow)
       ends.erase(ends.begin(), ends.end() - static_cast<std::ptrdiff_t>(4 * kWindow));
@@ -219,27 +217,28 @@ std::vector<GpuStraggler> GpuSkew::Stragglers() const {
       x.window = kWindow;
       x.gapped = gapped;
       x.times_last = count;
-      x.first_seq = ops.front().seq;
-      x.last_seq = ops.back().seq;
-      x.window_start = x.first_seq != 0;
       std::vector<uint8_t> indicator(ops.size());
-      std::vector<int64_t> gaps, all_gaps(ops.size()), host_late;
+      std::vector<int64_t> all_gaps(ops.size()), host_late;
+      std::vector<uint64_t> seqs(ops.size());
       std::vector<uint32_t> calls(ops.size());
       for (size_t i = 0; i < ops.size(); ++i) {
         indicator[i] = ops[i].last == rank;
         all_gaps[i] = ops[i].gap;
+        seqs[i] = ops[i].seq;
         calls[i] = ops[i].call;
         if (!indicator[i]) continue;
-        gaps.push_back(ops[i].gap);
         host_late.push_back(std::max<int64_t>(ops[i].host_late, 0));
         x.host_on_time += ops[i].host_late < kMinGapNs;
       }
+      // GPU times say nothing of whether the window held the first
+      // collective beyond its number: from_start is taken as true.
+      const lateness::Window w =
+          lateness::DescribeWindow(seqs, /*from_start=*/true, indicator, all_gaps, kMinGapNs);
+      SetWindow(w, &x);
       const lateness::CallLast most = lateness::MostOftenLast(calls, indicator);
       x.call = most.call;
       x.call_times_last = most.times_last;
       x.call_compared = most.compared;
-      x.median_late_ns = lateness::Quantile(gaps, 0.5);
-      x.p90_late_ns = lateness::Quantile(gaps, 0.9);
       x.host_late_ns = lateness::Quantile(host_late, 0.5);
       std::vector<int64_t> intervals;
       int64_t previous = INT64_MIN;
@@ -251,15 +250,9 @@ std::vector<GpuStraggler> GpuSkew::Stragglers() const {
       }
       x.median_interval_ns = lateness::Quantile(intervals, 0.5);
       if (x.median_late_ns < kMinLateNs || 20 * x.median_late_ns < x.median_interval_ns) continue;
-      const lateness::Straggling dated = lateness::DateStraggling(indicator, all_gaps, kMinGapNs);
-      if (!lateness::Persists(indicator, dated.began)) continue;
-      x.began_later = dated.began > 0;
-      x.began_seq = ops[dated.began].seq;
+      if (!w.persists) continue;
       const int64_t began_enqueue = mine.At(x.began_seq)->enqueue_ns;
       x.began_ns = began_enqueue == INT64_MIN ? 0 : began_enqueue;
-      x.early_late_ns = dated.early_late_ns;
-      x.recent_late_ns = dated.recent_late_ns;
-      x.worsening = dated.worsening;
       out.push_back(x);
     }
   }

@@ -92,4 +92,27 @@ CallLast MostOftenLast(const std::vector<uint32_t>& calls, const std::vector<uin
   return out;
 }
 
+Window DescribeWindow(const std::vector<uint64_t>& seqs, bool from_start,
+                      const std::vector<uint8_t>& last, const std::vector<int64_t>& gap,
+                      int64_t min_gap_ns) {
+  Window w;
+  w.first_seq = seqs.front();
+  w.last_seq = seqs.back();
+  w.window_start = !from_start || w.first_seq != 0;
+  std::vector<int64_t> late;
+  for (size_t i = 0; i < last.size(); ++i)
+    if (last[i]) late.push_back(gap[i]);
+  w.median_late_ns = Quantile(late, 0.5);
+  w.p90_late_ns = Quantile(late, 0.9);
+  const Straggling dated = DateStraggling(last, gap, min_gap_ns);
+  w.began = dated.began;
+  w.began_seq = seqs[dated.began];
+  w.began_later = dated.began > 0;
+  w.early_late_ns = dated.early_late_ns;
+  w.recent_late_ns = dated.recent_late_ns;
+  w.worsening = dated.worsening;
+  w.persists = Persists(last, dated.began);
+  return w;
+}
+
 }  // namespace ncclwatch::decoder::lateness

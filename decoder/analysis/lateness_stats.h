@@ -67,6 +67,31 @@ CallLast MostOftenLast(const std::vector<uint32_t>& calls, const std::vector<uin
 Straggling DateStraggling(const std::vector<uint8_t>& last, const std::vector<int64_t>& gap,
                           int64_t min_gap_ns);
 
+// The window of evidence a straggler is described by, the same in every
+// skew analysis: `seqs[i]` collective i's number, `last[i]` whether the
+// member (or communicator) was late in it, `gap[i]` by how much, `min_gap_ns`
+// the least gap that counts as late. `from_start`: every member's series
+// held the communicator's first collective (an analysis that cannot tell
+// passes true; then only first_seq decides).
+struct Window {
+  uint64_t first_seq = 0;  // the first and last collective compared
+  uint64_t last_seq = 0;
+  bool window_start = false;   // the window began after the communicator's first collective
+  int64_t median_late_ns = 0;  // its gap when late, median
+  int64_t p90_late_ns = 0;     // ... and 90th percentile
+  size_t began = 0;            // index of its straggling's first collective (DateStraggling)
+  uint64_t began_seq = 0;      // ... and its number
+  bool began_later = false;    // it began after first_seq (a change point)
+  int64_t early_late_ns = 0;   // median gap in the first and second half of its straggling
+  int64_t recent_late_ns = 0;
+  bool worsening = false;
+  bool persists = false;  // Persists(last, began)
+};
+// `seqs`, `last` and `gap` are of one length, at least 1.
+Window DescribeWindow(const std::vector<uint64_t>& seqs, bool from_start,
+                      const std::vector<uint8_t>& last, const std::vector<int64_t>& gap,
+                      int64_t min_gap_ns);
+
 }  // namespace ncclwatch::decoder::lateness
 
 #endif  // NCCLWATCH_DECODER_ANALYSIS_LATENESS_STATS_H_

@@ -33,11 +33,6 @@ struct Series {
 
 void LinkSkew::AddProcess(int index, const ProcessTrace& t) {
   if (t.gpu_times.empty()) return;
-  // CLOCK_MONOTONIC to realtime, as the trace's first anchor pairs them.
-  const int64_t offset = t.anchors.empty()
-                             ? 0
-                             : static_cast<int64_t>(t.anchors.front().realtime_ns) -
-                                   static_cast<int64_t>(t.anchors.front().monotonic_ns);
   for (const CommStream& s : t.streams) {
     if (!s.any() || s.rank < 0) continue;
     // A process with two ranks of one communicator: its GPU times do not
@@ -49,10 +44,12 @@ void LinkSkew::AddProcess(int index, const ProcessTrace& t) {
     m.process = index;
     for (const GpuTimeEvent& g : t.gpu_times) {
       if (g.comm != s.comm || !g.OneCollective() || g.gpu_ns == 0) continue;
+      // On CLOCK_REALTIME as the trace's first anchor pairs the clocks (0
+      // without an anchor: unknown).
       const bool begun = !t.anchors.empty() && g.begin_ns != 0 && g.begin_ns < INT64_MAX / 2;
       m.by_seq[g.collectives - 1] =
           Sample{static_cast<int64_t>(std::min<uint64_t>(g.gpu_ns, INT64_MAX)),
-                 begun ? static_cast<int64_t>(g.begin_ns) + offset : 0, g.call};
+                 begun ? t.RealtimeOfMonotonicNs(g.begin_ns) : 0, g.call};
       if (m.by_seq.size() > kWindow) m.by_seq.erase(m.by_seq.begin());
     }
     if (!m.by_seq.empty()) comms_[s.comm][s.rank] = std::move(m);
@@ -124,32 +121,34 @@ std::vector<LinkStraggler> LinkSkew::Stragglers() const {
       x.slow = s.slow;
       x.kind_comms = static_cast<int>(series.size());
       x.usual_ns = usual;
-      x.first_seq = s.seqs.front();
-      x.last_seq = s.seqs.back();
-      x.window_start = x.first_seq != 0;
       std::vector<uint8_t> indicator(ops);
-      std::vector<int64_t> extras(ops), slow_extras;
+      std::vector<int64_t> extras(ops);
       for (size_t i = 0; i < ops; ++i) {
         extras[i] = s.tails[i] - usual;
         indicator[i] = extras[i] >= threshold;
-        if (indicator[i]) slow_extras.push_back(extras[i]);
       }
-      x.median_extra_ns = lateness::Quantile(slow_extras, 0.5);
-      x.p90_extra_ns = lateness::Quantile(slow_extras, 0.9);
+      // A slow communicator is named on its count alone (above): whether
+      // its slowness persists is not asked here.
+      const lateness::Window w =
+          lateness::DescribeWindow(s.seqs, /*from_start=*/true, indicator, extras, threshold);
+      x.first_seq = w.first_seq;
+      x.last_seq = w.last_seq;
+      x.window_start = w.window_start;
+      x.median_extra_ns = w.median_late_ns;
+      x.p90_extra_ns = w.p90_late_ns;
       const lateness::CallLast most = lateness::MostOftenLast(s.calls, indicator);
       x.call = most.call;
       x.call_slow = most.times_last;
       x.call_compared = most.compared;
-      const lateness::Straggling dated = lateness::DateStraggling(indicator, extras, threshold);
-      x.began_later = dated.began > 0;
-      x.began_seq = s.seqs[dated.began];
+      x.began_later = w.began_later;
+      x.began_seq = w.began_seq;
       for (const auto& [rank, m] : comms_.at(s.comm)) {
         const int64_t at = m.by_seq.at(x.began_seq).begin_ns;
         if (at != 0 && (x.began_ns == 0 || at < x.began_ns)) x.began_ns = at;
       }
-      x.early_extra_ns = dated.early_late_ns;
-      x.recent_extra_ns = dated.recent_late_ns;
-      x.worsening = dated.worsening;
+      x.early_extra_ns = w.early_late_ns;
+      x.recent_extra_ns = w.recent_late_ns;
+      x.worsening = w.worsening;
       slow.push_back(std::move(x));
     }
   }

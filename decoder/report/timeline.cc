@@ -506,8 +506,10 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
   // host's clock through the watcher's anchor. A slice that would overlap
   // the one before (two streams) is drawn from that one's end.
   if (!trace.gpu_times.empty() && !trace.anchors.empty()) {
-    const int64_t offset = static_cast<int64_t>(trace.anchors.front().realtime_ns) -
-                           static_cast<int64_t>(trace.anchors.front().monotonic_ns) - clock;
+    // On the reference host's clock, as the host's own slices are (`at`).
+    auto gpu_at = [&](uint64_t monotonic_ns) {
+      return Ns(HostClocks::OnReference(trace.RealtimeOfMonotonicNs(monotonic_ns), clock));
+    };
     std::map<uint64_t, std::pair<uint64_t, uint64_t>> gpu_tracks;  // comm -> (uuid, last end)
     for (const GpuTimeEvent& g : trace.gpu_times) {
       if (g.begin_ns == 0 || g.end_ns < g.begin_ns ||
@@ -523,9 +525,8 @@ void TimelineWriter::AddProcess(const ProcessTrace& trace, int process) {
         track->set_name("GPU comm " + CommShort(g.comm));
         write(packet);
       }
-      const uint64_t begin =
-          std::max(Ns(static_cast<int64_t>(g.begin_ns) + offset), it->second.second);
-      const uint64_t end = std::max(Ns(static_cast<int64_t>(g.end_ns) + offset), begin + 1);
+      const uint64_t begin = std::max(gpu_at(g.begin_ns), it->second.second);
+      const uint64_t end = std::max(gpu_at(g.end_ns), begin + 1);
       it->second.second = end;
       pf::TrackEvent gpu;
       gpu.set_name(Text(g.group_ops ? absl::StrCat("group of ", g.group_ops, " on the GPU")

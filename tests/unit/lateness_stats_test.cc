@@ -1,0 +1,99 @@
+// The window of evidence every skew analysis describes a straggler by
+// (analysis/lateness_stats.h, DescribeWindow): its numbers, when its
+// straggling began, how late it was then and whether it worsens.
+
+#include "analysis/lateness_stats.h"
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <vector>
+
+#include "analysis/arrival_skew.h"
+
+namespace {
+
+using ncclwatch::decoder::ArrivalStraggler;
+using ncclwatch::decoder::SetWindow;
+using ncclwatch::decoder::lateness::DescribeWindow;
+using ncclwatch::decoder::lateness::Window;
+
+constexpr int64_t kMs = 1000 * 1000;
+
+std::vector<uint64_t> Numbers(uint64_t from, size_t n) {
+  std::vector<uint64_t> seqs(n);
+  for (size_t i = 0; i < n; ++i) seqs[i] = from + i;
+  return seqs;
+}
+
+TEST_CASE("a straggling that begins later and worsens is dated and measured", "[lateness]") {
+  // 100 collectives numbered 200 on; late in every one from the 40th, by
+  // 1 ms in the first half of that and 3 ms in the second.
+  const std::vector<uint64_t> seqs = Numbers(200, 100);
+  std::vector<uint8_t> last(100, 0);
+  std::vector<int64_t> gap(100, 0);
+  for (size_t i = 40; i < 100; ++i) {
+    last[i] = 1;
+    gap[i] = i < 70 ? 1 * kMs : 3 * kMs;
+  }
+  const Window w = DescribeWindow(seqs, /*from_start=*/true, last, gap, kMs / 10);
+  CHECK(w.first_seq == 200);
+  CHECK(w.last_seq == 299);
+  CHECK(w.window_start);  // the first collective compared is not the communicator's first
+  CHECK(w.began == 40);
+  CHECK(w.began_seq == 240);
+  CHECK(w.began_later);
+  CHECK(w.early_late_ns == 1 * kMs);
+  CHECK(w.recent_late_ns == 3 * kMs);
+  CHECK(w.worsening);
+  CHECK(w.median_late_ns == 3 * kMs);  // the upper median of 30 at 1 ms and 30 at 3 ms
+  CHECK(w.p90_late_ns == 3 * kMs);
+  CHECK(w.persists);
+
+  // What arrival and GPU skew report of it.
+  ArrivalStraggler x;
+  SetWindow(w, &x);
+  CHECK(x.first_seq == 200);
+  CHECK(x.last_seq == 299);
+  CHECK(x.window_start);
+  CHECK(x.began_seq == 240);
+  CHECK(x.began_later);
+  CHECK(x.early_late_ns == 1 * kMs);
+  CHECK(x.recent_late_ns == 3 * kMs);
+  CHECK(x.worsening);
+  CHECK(x.median_late_ns == 3 * kMs);
+  CHECK(x.p90_late_ns == 3 * kMs);
+  CHECK(x.began_ns == 0);  // each analysis dates it by its own times
+}
+
+TEST_CASE("a window from the first collective starts there only when every series did",
+          "[lateness]") {
+  const std::vector<uint64_t> seqs = Numbers(0, 20);
+  const std::vector<uint8_t> last(20, 1);
+  const std::vector<int64_t> gap(20, 2 * kMs);
+  const Window w = DescribeWindow(seqs, /*from_start=*/true, last, gap, kMs / 10);
+  CHECK_FALSE(w.window_start);
+  CHECK(w.began == 0);
+  CHECK(w.began_seq == 0);
+  CHECK_FALSE(w.began_later);
+  CHECK_FALSE(w.worsening);  // as late at the end as at the start
+  CHECK(w.median_late_ns == 2 * kMs);
+  CHECK(w.persists);
+  // A member whose series left out the communicator's first collectives.
+  CHECK(DescribeWindow(seqs, /*from_start=*/false, last, gap, kMs / 10).window_start);
+}
+
+TEST_CASE("a short burst of lateness does not persist", "[lateness]") {
+  const std::vector<uint64_t> seqs = Numbers(7, 20);
+  std::vector<uint8_t> last(20, 0);
+  std::vector<int64_t> gap(20, 0);
+  for (size_t i = 0; i < 3; ++i) {
+    last[i] = 1;
+    gap[i] = 5 * kMs;
+  }
+  const Window w = DescribeWindow(seqs, /*from_start=*/true, last, gap, kMs / 10);
+  CHECK(w.began == 0);
+  CHECK(w.median_late_ns == 5 * kMs);
+  CHECK_FALSE(w.persists);  // late in 3: fewer than kMinTimesLast
+}
+
+}  // namespace
