@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <stdlib.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "model/process_trace.h"
@@ -17,6 +18,13 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
+  // NCCLWATCH_TEST_KEEP=1 keeps it, for a failure to be looked at after
+  // (scripts/soak-timing.sh): its path on standard error.
+  const char* keep = std::getenv("NCCLWATCH_TEST_KEEP");
+  if (keep != nullptr && std::string(keep) == "1") {
+    std::fprintf(stderr, "kept %s\n", path_.c_str());
+    return;
+  }
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
 }

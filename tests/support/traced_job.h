@@ -16,7 +16,8 @@
 
 namespace jobs {
 
-// A folder under /tmp, removed with the object.
+// A folder under /tmp, removed with the object (kept, its path on standard
+// error, where NCCLWATCH_TEST_KEEP=1).
 class TempDir {
  public:
   TempDir();

@@ -386,6 +386,48 @@ TEST_CASE("a send never received, end to end: p2p_mismatch between the two ranks
   ExpectOne(DiagnoseJob(ps), {"p2p_mismatch", "root_cause", kComm, 1, {10, 11}});
 }
 
+// A pipeline (each rank sends to the next, receives from the one before)
+// where rank 1 receives one element short at #1 and hangs there. Rank 0,
+// the sender, posted its send #1 late (descheduled after entering
+// collective #1): by then ranks 2 and 3 had entered #2 and posted their #2
+// sends and receives, so what rank 1 never did after (enter #2, send #2 to
+// rank 2, receive #2 from rank 0) was seen before the mismatch was. The
+// mismatch is still the root cause, and every one of those follows it.
+TEST_CASE("a size mismatch posted after what it stopped: still the root cause, the rest follows",
+          "[job]") {
+  std::vector<SyntheticProcess> ps = Ranks(4);
+  for (int r = 0; r < 4; ++r) {
+    ps[r].Collective(kComm, 0).Send(kComm, 0, (r + 1) % 4).Recv(kComm, 0, (r + 3) % 4);
+    ps[r].At(1000).Collective(kComm, 1);
+    if (r != 0)
+      ps[r].Send(kComm, 1, (r + 1) % 4).Recv(kComm, 1, (r + 3) % 4, Sized(r == 1 ? 7 : 8));
+  }
+  ps[0].At(5000).Send(kComm, 1, 1).Recv(kComm, 1, 3);
+  for (int r : {0, 2, 3}) {
+    if (r != 0) ps[r].At(2000);
+    ps[r]
+        .Collective(kComm, 2, AllReduce().Pending())
+        .Send(kComm, 2, (r + 1) % 4)
+        .Recv(kComm, 2, (r + 3) % 4);
+  }
+  for (auto& p : ps) p.At(5'000'000'000).Signal(SIGTERM);  // the launcher, seconds later
+  const Diagnosis d = DiagnoseJob(ps);
+  INFO(Describe(d));
+  REQUIRE_FALSE(d.findings.empty());
+  const Finding& root = d.findings.front();
+  CHECK(ncclwatch::decoder::KindName(root.kind) == std::string("p2p_mismatch"));
+  CHECK(ncclwatch::decoder::RoleName(root.role) == std::string("root_cause"));
+  CHECK(root.seq == 1u);
+  CHECK(root.ranks == std::vector<int>{0, 1});
+  CHECK(std::string(FieldName(root.field)) == "count");
+  // What rank 1 did not do after it is there, as consequences.
+  CHECK(Claims(d, kComm, 2, {1}));
+  CHECK(Claims(d, kComm, 2, {1, 2}));
+  CHECK(Claims(d, kComm, 2, {0, 1}));
+  for (size_t i = 1; i < d.findings.size(); ++i)
+    CHECK(ncclwatch::decoder::RoleName(d.findings[i].role) != std::string("root_cause"));
+}
+
 TEST_CASE("an order inversion on one stream, end to end: a root cause on the A communicator",
           "[job]") {
   std::vector<SyntheticProcess> ps = Ranks(2);

@@ -24,7 +24,12 @@ void FindCollectiveProblems(DiagnosisContext& cx);
 // ---- diagnosis/point_to_point.cc
 
 // Sends and receives that disagree on size, datatype or order, or lack the
-// other side (analysis/p2p_matching.h).
+// other side (analysis/p2p_matching.h). A rank that posted one side of such
+// a disagreement waits behind it on its stream: what it then failed to post
+// or enter (a later send or receive the other side waits for, a collective
+// the others entered) follows from the disagreement, which comes first
+// however the ranks' clocks fell (tier 3, as a rank waiting for its own
+// GPU).
 void FindP2pMismatches(DiagnosisContext& cx);
 
 // One-sided waits for signals a peer never sent (analysis/signal_matching.h).

@@ -26,6 +26,50 @@ void Between(const DiagnosisContext& cx, uint64_t comm, uint64_t seq, int64_t wh
   x->when_ns = when_ns;
 }
 
+// Whether `c` says a rank did not post or enter what others did: a send or
+// receive whose other side never came (c.process is the rank that did not
+// post it), or a rank missing from a collective.
+bool IsBehind(const Candidate& c) {
+  if (c.finding.kind == FindingKind::kMissingRank) return true;
+  const auto* p2p = std::get_if<P2pMismatchFacts>(&c.finding.facts);
+  return p2p != nullptr && !p2p->one_sided &&
+         (p2p->problem == P2pMismatchFacts::Problem::kSendNotReceived ||
+          p2p->problem == P2pMismatchFacts::Problem::kReceiveNotSent);
+}
+
+// A rank that posted one side of a send and receive that disagree (on size,
+// datatype or order) waits behind it: what it is behind in afterwards is
+// lowered below the disagreement (tier 3), which would otherwise race it
+// on the time each was posted (a rank that came late to the disagreement
+// can post its side after the others have moved on).
+void LowerWhatDisagreementsExplain(DiagnosisContext& cx) {
+  std::set<std::pair<int, int>> stuck;  // (job, global rank)
+  for (const Candidate& c : cx.candidates) {
+    const auto* p2p = std::get_if<P2pMismatchFacts>(&c.finding.facts);
+    if (p2p == nullptr || c.process < 0 ||
+        (p2p->problem != P2pMismatchFacts::Problem::kSizeMismatch &&
+         p2p->problem != P2pMismatchFacts::Problem::kOrderMismatch))
+      continue;
+    for (int r : c.finding.ranks) stuck.insert({cx.job_of[c.process], r});
+  }
+  if (stuck.empty()) return;
+  for (Candidate& c : cx.candidates) {
+    if (c.process < 0 || !IsBehind(c) || c.finding.ranks.empty()) continue;
+    const int job = cx.job_of[c.process];
+    bool explained = false;
+    if (c.finding.kind == FindingKind::kMissingRank) {
+      explained = true;
+      for (int r : c.finding.ranks) explained &= stuck.count({job, r}) == 1;
+    } else {
+      const auto& p2p = std::get<P2pMismatchFacts>(c.finding.facts);
+      const int behind =
+          p2p.problem == P2pMismatchFacts::Problem::kReceiveNotSent ? p2p.sender : p2p.receiver;
+      explained = stuck.count({job, behind}) == 1;
+    }
+    if (explained) c.tier = std::max(c.tier, 3);
+  }
+}
+
 }  // namespace
 
 void FindP2pMismatches(DiagnosisContext& cx) {
@@ -64,6 +108,7 @@ void FindP2pMismatches(DiagnosisContext& cx) {
     c.process = pr.kind == P2pProblem::kReceiveNotSent ? pr.sender_process : pr.receiver_process;
     cx.candidates.push_back(c);
   }
+  LowerWhatDisagreementsExplain(cx);
 }
 
 void FindUnsentSignals(DiagnosisContext& cx) {
