@@ -167,19 +167,6 @@ std::vector<RecentLateness> ArrivalSkew::Recent(size_t window) const {
   return out;
 }
 
-void SetWindow(const lateness::Window& w, ArrivalStraggler* x) {
-  x->first_seq = w.first_seq;
-  x->last_seq = w.last_seq;
-  x->window_start = w.window_start;
-  x->median_late_ns = w.median_late_ns;
-  x->p90_late_ns = w.p90_late_ns;
-  x->began_seq = w.began_seq;
-  x->began_later = w.began_later;
-  x->early_late_ns = w.early_late_ns;
-  x->recent_late_ns = w.recent_late_ns;
-  x->worsening = w.worsening;
-}
-
 std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
   std::vector<ArrivalStraggler> out;
   for (const auto& [comm, members] : comms_) {
@@ -234,7 +221,7 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
       const lateness::Window w =
           lateness::DescribeWindow(seqs, from_start, indicator, all_gaps, kMinGapNs);
       if (!w.persists) continue;
-      SetWindow(w, &x);
+      lateness::SetWindow(w, &x);
       x.began_ns = mine.ns[x.began_seq - mine.first_seq];
       out.push_back(x);
     }

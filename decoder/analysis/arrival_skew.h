@@ -46,45 +46,20 @@
 
 #include "analysis/host_clocks.h"
 #include "analysis/lateness_stats.h"
+#include "findings/straggler_evidence.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
 
-struct ArrivalStraggler {
+// A rank its host made last to a communicator's collectives, with the
+// evidence (findings/straggler_evidence.h); began_ns dated by its host's
+// enqueues.
+struct ArrivalStraggler : StragglerEvidence {
   uint64_t comm = 0;
   int32_t rank = -1;  // in the communicator
   int process = -1;
-  int members = 0;  // members compared
   std::vector<int> member_processes;
-  uint64_t compared = 0;  // collectives every member issued (within the window)
-  uint64_t window = 0;    // the collectives kept per member (kWindow, or narrower: kMaxKept)
-  uint64_t gapped = 0;    // ... of which one member came last by kMinGapNs or more
-  uint64_t times_last = 0;
-  uint32_t call = 0;               // the collective it was most often last in
-  uint64_t call_times_last = 0;    // ... how often
-  uint64_t call_compared = 0;      // ... of how many of that call compared
-  int64_t median_late_ns = 0;      // its gap when last, median
-  int64_t p90_late_ns = 0;         // ... and 90th percentile
-  int64_t median_interval_ns = 0;  // between its consecutive collectives (the step, roughly)
-  uint64_t first_seq = 0;          // the first and last collective compared
-  uint64_t last_seq = 0;
-  bool window_start = false;  // the window began after the communicator's first collective
-  // When it began: the first collective of its straggling (first_seq when it
-  // straggled from the first one compared), and when it was enqueued.
-  uint64_t began_seq = 0;
-  int64_t began_ns = 0;
-  bool began_later = false;  // it began after first_seq (a change point)
-  // Its median gap in the first and second half of its straggling.
-  int64_t early_late_ns = 0;
-  int64_t recent_late_ns = 0;
-  bool worsening = false;
 };
-
-// Copies a straggler's window of evidence (lateness::DescribeWindow) into
-// it: what arrival and GPU skew (whose GpuStraggler is an ArrivalStraggler)
-// both report. began_ns stays with the caller: each dates it by its own
-// times.
-void SetWindow(const lateness::Window& w, ArrivalStraggler* x);
 
 // A member's recent lateness, for a live view (status): over the last
 // collectives every member issued, how often it came last by a gap, and its

@@ -234,7 +234,7 @@ std::vector<GpuStraggler> GpuSkew::Stragglers() const {
       // collective beyond its number: from_start is taken as true.
       const lateness::Window w =
           lateness::DescribeWindow(seqs, /*from_start=*/true, indicator, all_gaps, kMinGapNs);
-      SetWindow(w, &x);
+      lateness::SetWindow(w, &x);
       const lateness::CallLast most = lateness::MostOftenLast(calls, indicator);
       x.call = most.call;
       x.call_times_last = most.times_last;

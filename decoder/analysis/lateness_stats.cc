@@ -115,4 +115,17 @@ Window DescribeWindow(const std::vector<uint64_t>& seqs, bool from_start,
   return w;
 }
 
+void SetWindow(const Window& w, StragglerEvidence* x) {
+  x->first_seq = w.first_seq;
+  x->last_seq = w.last_seq;
+  x->window_start = w.window_start;
+  x->median_late_ns = w.median_late_ns;
+  x->p90_late_ns = w.p90_late_ns;
+  x->began_seq = w.began_seq;
+  x->began_later = w.began_later;
+  x->early_late_ns = w.early_late_ns;
+  x->recent_late_ns = w.recent_late_ns;
+  x->worsening = w.worsening;
+}
+
 }  // namespace ncclwatch::decoder::lateness

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "findings/straggler_evidence.h"
+
 namespace ncclwatch::decoder::lateness {
 
 // Evidence below this names no one.
@@ -91,6 +93,11 @@ struct Window {
 Window DescribeWindow(const std::vector<uint64_t>& seqs, bool from_start,
                       const std::vector<uint8_t>& last, const std::vector<int64_t>& gap,
                       int64_t min_gap_ns);
+
+// Copies window `w` into a straggler's evidence: what arrival, GPU and link
+// skew all report. began_ns stays with the caller: each dates it by its own
+// times.
+void SetWindow(const Window& w, StragglerEvidence* x);
 
 }  // namespace ncclwatch::decoder::lateness
 

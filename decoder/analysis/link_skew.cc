@@ -117,8 +117,9 @@ std::vector<LinkStraggler> LinkSkew::Stragglers() const {
       x.member_processes = s.processes;
       x.member_ranks = s.ranks;
       x.compared = ops;
+      x.gapped = ops;
       x.window = kWindow;
-      x.slow = s.slow;
+      x.times_last = s.slow;
       x.kind_comms = static_cast<int>(series.size());
       x.usual_ns = usual;
       std::vector<uint8_t> indicator(ops);
@@ -131,24 +132,15 @@ std::vector<LinkStraggler> LinkSkew::Stragglers() const {
       // its slowness persists is not asked here.
       const lateness::Window w =
           lateness::DescribeWindow(s.seqs, /*from_start=*/true, indicator, extras, threshold);
-      x.first_seq = w.first_seq;
-      x.last_seq = w.last_seq;
-      x.window_start = w.window_start;
-      x.median_extra_ns = w.median_late_ns;
-      x.p90_extra_ns = w.p90_late_ns;
+      lateness::SetWindow(w, &x);
       const lateness::CallLast most = lateness::MostOftenLast(s.calls, indicator);
       x.call = most.call;
-      x.call_slow = most.times_last;
+      x.call_times_last = most.times_last;
       x.call_compared = most.compared;
-      x.began_later = w.began_later;
-      x.began_seq = w.began_seq;
       for (const auto& [rank, m] : comms_.at(s.comm)) {
         const int64_t at = m.by_seq.at(x.began_seq).begin_ns;
         if (at != 0 && (x.began_ns == 0 || at < x.began_ns)) x.began_ns = at;
       }
-      x.early_extra_ns = w.early_late_ns;
-      x.recent_extra_ns = w.recent_late_ns;
-      x.worsening = w.worsening;
       slow.push_back(std::move(x));
     }
   }
@@ -158,7 +150,7 @@ std::vector<LinkStraggler> LinkSkew::Stragglers() const {
   // with the most others are named together.
   std::vector<LinkStraggler> out;
   std::sort(slow.begin(), slow.end(), [](const SlowComm& a, const SlowComm& b) {
-    return std::make_pair(a.slow, b.comm) > std::make_pair(b.slow, a.comm);
+    return std::make_pair(a.times_last, b.comm) > std::make_pair(b.times_last, a.comm);
   });
   while (!slow.empty()) {
     std::map<int, int> count;
@@ -189,8 +181,8 @@ std::vector<LinkStraggler> LinkSkew::Stragglers() const {
       (all ? link.comms : left).push_back(std::move(c));
     }
     std::sort(link.comms.begin(), link.comms.end(), [](const SlowComm& a, const SlowComm& b) {
-      return std::make_tuple(a.members, a.slow, b.comm) >
-             std::make_tuple(b.members, b.slow, a.comm);
+      return std::make_tuple(a.members, a.times_last, b.comm) >
+             std::make_tuple(b.members, b.times_last, a.comm);
     });
     out.push_back(std::move(link));
     slow = std::move(left);

@@ -47,30 +47,17 @@
 namespace ncclwatch::decoder {
 
 // One communicator whose collectives finish late once every member arrived.
-struct SlowComm {
+// A communicator whose collectives took longer than its kind's usual once
+// every member had arrived, with the evidence (findings/straggler_evidence.h,
+// "last" reading "slow": times_last its slow collectives, median_late_ns their
+// tail beyond the usual, gapped = compared); began_ns when its first member's
+// GPU reached the first slow one.
+struct SlowComm : StragglerEvidence {
   uint64_t comm = 0;
-  int members = 0;
   std::vector<int> member_processes;  // by member rank
   std::vector<int32_t> member_ranks;  // ... their ranks in it
-  uint64_t compared = 0;              // collectives every member timed (within the window)
-  uint64_t window = 0;                // collectives kept per member
-  uint64_t slow = 0;                  // ... of which slow
   int kind_comms = 0;                 // communicators of its kind compared (itself included)
   int64_t usual_ns = 0;               // the kind's usual tail
-  int64_t median_extra_ns = 0;        // its slow collectives' tail beyond the usual, median
-  int64_t p90_extra_ns = 0;           // ... and 90th percentile
-  uint32_t call = 0;                  // the collective slow most often, how often, of how many
-  uint64_t call_slow = 0;
-  uint64_t call_compared = 0;
-  uint64_t first_seq = 0;  // the collectives compared
-  uint64_t last_seq = 0;
-  bool window_start = false;  // the window began after the communicator's first
-  uint64_t began_seq = 0;     // its first slow collective (the change point)
-  int64_t began_ns = 0;       // ... when its first member's GPU reached it (0 unknown)
-  bool began_later = false;
-  int64_t early_extra_ns = 0;  // median extra in the first and second half
-  int64_t recent_extra_ns = 0;
-  bool worsening = false;
 };
 
 // A slow link: the rank (or ranks) every one of `comms` shares.

@@ -31,6 +31,7 @@
 #include "findings/collective_signature.h"
 #include "findings/last_call.h"
 #include "findings/mismatch_field.h"
+#include "findings/straggler_evidence.h"
 
 namespace ncclwatch::decoder {
 
@@ -629,7 +630,7 @@ struct SummaryGapFacts {
 
 // straggler: a rank that came last to a communicator's collectives far more
 // often than chance allows (analysis/arrival_skew.h), with the figures.
-struct StragglerFacts {
+struct StragglerFacts : StragglerEvidence {
   // kHost: its host enqueued last; kGpu: its GPU reached the collective
   // last while its host enqueued in time (or later by less than its GPU added);
   // kLink: its communicators' collectives took longer, once every member had
@@ -644,26 +645,6 @@ struct StragglerFacts {
   int64_t usual_ns = 0;         // kLink: the kind's usual time from the last arrival to the end
   int kind_comms = 0;           // kLink: communicators of its kind (members) compared
   int rank = -1;                // global
-  int members = 0;
-  uint64_t compared = 0;  // collectives every member issued
-  uint64_t window = 0;    // collectives kept per member (4,096; fewer past 8,192 members)
-  uint64_t gapped = 0;    // ... where one member came last by 1 ms or more
-  uint64_t times_last = 0;
-  uint32_t call = 0;  // the collective it was most often last in, how often, of how many
-  uint64_t call_times_last = 0;
-  uint64_t call_compared = 0;
-  int64_t median_late_ns = 0;
-  int64_t p90_late_ns = 0;
-  int64_t median_interval_ns = 0;  // between its consecutive collectives
-  uint64_t first_seq = 0;          // the collectives compared
-  uint64_t last_seq = 0;
-  bool window_start = false;  // the comparison began after the communicator's first collective
-  uint64_t began_seq = 0;     // the first collective of its straggling
-  int64_t began_ns = 0;
-  bool began_later = false;  // it began after the first collective compared
-  int64_t early_late_ns = 0;
-  int64_t recent_late_ns = 0;
-  bool worsening = false;
   // The members' hosts. Above 1: whether the job's own collectives aligned
   // every one of their clocks (analysis/host_clocks.h), and how far apart two
   // aligned times may still be; not aligned: compared as they read.

@@ -243,8 +243,8 @@ JobStatus JobStatusBuilder::Finish() {
     status_.stragglers.push_back(absl::StrFormat(
         "the link of %s is slow: %d of %d %ss of communicator %s took %s longer than usual on "
         "median, once every member had reached them%s",
-        absl::StrJoin(names, " and "), c.call_slow, c.call_compared, CallName(c.call),
-        CommShort(c.comm), Late(c.median_extra_ns), also));
+        absl::StrJoin(names, " and "), c.call_times_last, c.call_compared, CallName(c.call),
+        CommShort(c.comm), Late(c.median_late_ns), also));
   }
   // Slow GPUs next: a rank whose host waits on its slow GPU enqueues late
   // too, and is named for its GPU only (as the diagnosis does).

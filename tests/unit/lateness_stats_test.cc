@@ -8,13 +8,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "analysis/arrival_skew.h"
+#include "findings/straggler_evidence.h"
 
 namespace {
 
-using ncclwatch::decoder::ArrivalStraggler;
-using ncclwatch::decoder::SetWindow;
+using ncclwatch::decoder::StragglerEvidence;
 using ncclwatch::decoder::lateness::DescribeWindow;
+using ncclwatch::decoder::lateness::SetWindow;
 using ncclwatch::decoder::lateness::Window;
 
 constexpr int64_t kMs = 1000 * 1000;
@@ -49,8 +49,8 @@ TEST_CASE("a straggling that begins later and worsens is dated and measured", "[
   CHECK(w.p90_late_ns == 3 * kMs);
   CHECK(w.persists);
 
-  // What arrival and GPU skew report of it.
-  ArrivalStraggler x;
+  // What arrival, GPU and link skew report of it.
+  StragglerEvidence x;
   SetWindow(w, &x);
   CHECK(x.first_seq == 200);
   CHECK(x.last_seq == 299);

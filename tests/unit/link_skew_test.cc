@@ -131,11 +131,11 @@ TEST_CASE("a rank whose link is slow is named by the pairs it shares, with cause
   CHECK(links[0].processes == std::vector<int>{5});
   REQUIRE(links[0].comms.size() == 3);
   for (const auto& c : links[0].comms) {
-    CHECK(c.slow == 60);
+    CHECK(c.times_last == 60);
     CHECK(c.compared == 60);
     CHECK(c.kind_comms == 12);
-    CHECK(c.median_extra_ns >= int64_t{29'000'000});
-    CHECK(c.median_extra_ns <= int64_t{31'000'000});
+    CHECK(c.median_late_ns >= int64_t{29'000'000});
+    CHECK(c.median_late_ns <= int64_t{31'000'000});
     CHECK(c.usual_ns >= int64_t{1'000'000});
     CHECK(c.usual_ns <= int64_t{1'400'000});
   }
