@@ -5,8 +5,15 @@
 #include <cmath>
 
 #include "analysis/lateness_stats.h"
+#include "summary/summary_format.h"
 
 namespace ncclwatch::decoder {
+
+// A node's summary keeps what this analysis keeps of each member, narrowed
+// the same way past 8,192 members (summary/summary_format.h CommWindow).
+static_assert(ArrivalSkew::kWindow == kDefaultSummaryWindow &&
+                  ArrivalSkew::kMaxKept == kMaxKeptCalls,
+              "a summary's window is the straggler analysis's");
 
 using lateness::Quantile;
 

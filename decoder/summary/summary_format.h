@@ -7,11 +7,13 @@
 // signals, the end, stalls, system calls, errors) is kept as the
 // trace.proto Record it is, and so is every send and receive; of each
 // (communicator, rank)'s collectives the first and the last `window` are
-// kept (the middle is left out in whole blocks of kLeftOutBlock numbers,
-// each kept as a digest, model/left_out_calls.h), of the group calls the
-// first and the last `window`, and of each communicator's GPU progress
-// records (one every 20 ms) the first 64 and the last 256. A reader hands the records to the
-// model's own importer (model/record_importer.h), as it does a trace's.
+// kept (narrowed past 8,192 members: CommWindow), the middle left out in
+// whole blocks of kLeftOutBlock numbers (a window's edge rounded out to the
+// block), each kept as a digest (model/left_out_calls.h); of the group calls
+// the first and the last `window`, and of each communicator's GPU progress
+// records (one every 20 ms) the first 64 and the last 256. A reader hands
+// the records to the model's own importer (model/record_importer.h), as it
+// does a trace's.
 //
 // All integers little-endian; "varint" is protobuf's base-128 varint,
 // "string" a varint length then the bytes.
@@ -93,6 +95,22 @@ inline constexpr uint8_t kSummarySameMask = 0x10;
 // rank)'s calls. 4,096 is the arrival-skew analysis's window (it reads a
 // member's last 4,096 collectives), so a straggler is judged on the same calls.
 inline constexpr uint32_t kDefaultSummaryWindow = 4096;
+// Members x window, at most, per communicator: past it a communicator's
+// window narrows by halves (CommWindow), as the straggler analysis narrows
+// what it keeps of each member (analysis/arrival_skew.h, whose kMaxKept this
+// is), so a merge of a huge job reads what its analyses keep and no more.
+inline constexpr uint64_t kMaxKeptCalls = uint64_t{1} << 25;
+
+// The window of a communicator of `members` ranks: `window`, halved until
+// members x window is within kMaxKeptCalls (8,192 members keep 4,096 calls
+// at each end; 32,768 keep 1,024; 131,072 keep 256), never below 1. Unknown
+// (members < 1): `window`.
+inline uint64_t CommWindow(uint64_t window, int64_t members) {
+  if (members < 1) return window;
+  const uint64_t n = static_cast<uint64_t>(members);
+  while (window > 1 && n * window > kMaxKeptCalls) window /= 2;
+  return window;
+}
 
 // The summary's checksum: FNV-1a's step (xor, then multiply by its 64-bit
 // prime) over the bytes taken 8 at a time as little-endian words, then over

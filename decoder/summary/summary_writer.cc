@@ -178,7 +178,9 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   std::vector<LeftOutCalls> left_out;
   for (const CommStream& s : p->streams) {
     Window w;
-    if (LeftOut(*p, s, window, &left_out, &w)) windows[{s.comm, s.rank}] = std::move(w);
+    const CommMembership* m = p->Membership(s.comm, s.rank);
+    const uint64_t comm_window = CommWindow(window, m != nullptr ? m->nranks : -1);
+    if (LeftOut(*p, s, comm_window, &left_out, &w)) windows[{s.comm, s.rank}] = std::move(w);
   }
   const uint64_t groups = p->groups.size();
   const bool groups_cut = groups > 2 * window;

@@ -234,6 +234,44 @@ TEST_CASE("summary: the default window keeps a short trace whole", "[summary]") 
   CHECK(read[0].left_out.empty());
 }
 
+TEST_CASE("summary: a huge communicator's window narrows as the straggler analysis's does",
+          "[summary]") {
+  CHECK(CommWindow(4096, 8) == 4096);
+  CHECK(CommWindow(4096, 8192) == 4096);
+  CHECK(CommWindow(4096, 8193) == 2048);
+  CHECK(CommWindow(4096, 32768) == 1024);
+  CHECK(CommWindow(4096, 131072) == 256);
+  CHECK(CommWindow(100, 131072) == 100);           // a narrower window asked for stays
+  CHECK(CommWindow(4096, int64_t{1} << 31) == 1);  // never below one call
+  CHECK(CommWindow(4096, -1) == 4096);             // members unknown
+
+  // One node (8 ranks) of a 131,072-rank job, 20,000 collectives each:
+  // 256 at each end are asked for, kept to the 1,024-call grid: #0-#1023
+  // and #19456-#19999, blocks 1-18 left out (not #0-#4095 and
+  // #15360-#19999, as at 4,096).
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 131072;
+  job.calls = 20000;
+  job.first_rank = 65536;
+  job.end_rank = 65536 + 8;
+  WriteJob(tmp.path() + "/traces", job);
+  const std::vector<std::string> traces = Traces(tmp.path() + "/traces");
+  REQUIRE(traces.size() == 8);
+  SummaryStats stats;
+  const std::string path = tmp.path() + "/node.ncws";
+  WriteFile(path, Summarize(traces, kDefaultSummaryWindow, "node", &stats));
+  CHECK(stats.collectives_left_out == 8 * 18 * kLeftOutBlock);
+  const std::vector<ProcessTrace> read = ReadAll(path);
+  REQUIRE(read.size() == 8);
+  for (const ProcessTrace& t : read) {
+    CHECK(t.collectives.size() == 1024 + 544);
+    REQUIRE(t.left_out.size() == 1);
+    CHECK(t.left_out[0].first_block == 1);
+    CHECK(t.left_out[0].digests.size() == 18);
+  }
+}
+
 TEST_CASE("summary: a mismatch at the end is found from two nodes' summaries as from the traces",
           "[summary]") {
   jobs::TempDir tmp;
