@@ -33,15 +33,26 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
       m.any = kept.any;
       m.lo = kept.lo;
       m.hi = kept.hi;
-      for (const KeptBlocks::Block& x : kept.blocks) {
-        auto& [d, n] = m.kept[x.block];
-        d += x.digest;
-        n += x.calls;
+      // A block met twice (numbers out of order) is summed into one.
+      m.kept.reserve(kept.blocks.size());
+      for (const KeptBlocks::Block& x : kept.blocks) m.kept.push_back({x.block, x.digest, x.calls});
+      std::sort(m.kept.begin(), m.kept.end(),
+                [](const Member::Kept& a, const Member::Kept& b) { return a.block < b.block; });
+      size_t n = 0;
+      for (size_t i = 0; i < m.kept.size(); ++i) {
+        if (n > 0 && m.kept[n - 1].block == m.kept[i].block) {
+          m.kept[n - 1].digest += m.kept[i].digest;
+          m.kept[n - 1].calls += m.kept[i].calls;
+        } else {
+          m.kept[n++] = m.kept[i];
+        }
       }
+      m.kept.resize(n);
     }
     for (const LeftOutCalls& l : t.left_out) {
       if (l.comm != s.comm || l.rank != s.rank || l.digests.empty()) continue;
-      for (size_t b = 0; b < l.digests.size(); ++b) m.left[l.first_block + b] = l.digests[b];
+      for (size_t b = 0; b < l.digests.size(); ++b)
+        m.left.push_back({l.first_block + b, l.digests[b]});
       if (!m.any) {
         m.any = true;
         m.lo = l.FirstSeq();
@@ -51,8 +62,35 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
       m.hi = std::max(m.hi, l.EndSeq() - 1);
       any_left_out_ = true;
     }
+    // One digest a block, the last given (as a crafted summary's runs may
+    // overlap).
+    std::stable_sort(
+        m.left.begin(), m.left.end(),
+        [](const Member::Left& a, const Member::Left& b) { return a.block < b.block; });
+    size_t n = 0;
+    for (size_t i = 0; i < m.left.size(); ++i) {
+      if (n > 0 && m.left[n - 1].block == m.left[i].block) {
+        m.left[n - 1] = m.left[i];
+      } else {
+        m.left[n++] = m.left[i];
+      }
+    }
+    m.left.resize(n);
+    m.left.shrink_to_fit();
     comms_[s.comm].push_back(std::move(m));
   }
+}
+
+const SummaryGaps::Member::Left* SummaryGaps::Member::LeftAt(uint64_t block) const {
+  auto it = std::lower_bound(left.begin(), left.end(), block,
+                             [](const Left& x, uint64_t b) { return x.block < b; });
+  return it != left.end() && it->block == block ? &*it : nullptr;
+}
+
+const SummaryGaps::Member::Kept* SummaryGaps::Member::KeptAt(uint64_t block) const {
+  auto it = std::lower_bound(kept.begin(), kept.end(), block,
+                             [](const Kept& x, uint64_t b) { return x.block < b; });
+  return it != kept.end() && it->block == block ? &*it : nullptr;
 }
 
 std::vector<SummaryGap> SummaryGaps::Find() const {
@@ -61,7 +99,7 @@ std::vector<SummaryGap> SummaryGaps::Find() const {
   for (const auto& [comm, members] : comms_) {
     std::set<uint64_t> blocks;  // every block some member left out
     for (const Member& m : members)
-      for (const auto& [b, digest] : m.left) blocks.insert(b);
+      for (const Member::Left& l : m.left) blocks.insert(l.block);
     size_t gaps = 0;
     SummaryGap* open = nullptr;  // the gap the previous block extended
     uint64_t open_end_block = 0;
@@ -77,15 +115,15 @@ std::vector<SummaryGap> SummaryGaps::Find() const {
       bool any_left = false;
       for (const Member& m : members) {
         if (!m.any || m.hi < g.first_seq || m.lo >= g.end_seq) continue;  // never reached it
-        if (auto l = m.left.find(b); l != m.left.end()) {
+        if (const Member::Left* l = m.LeftAt(b)) {
           any_left = true;
           g.left_out.emplace_back(m.process, m.rank);
-          digested.push_back({{m.process, m.rank}, l->second});
+          digested.push_back({{m.process, m.rank}, l->digest});
           continue;
         }
-        auto k = m.kept.find(b);
-        if (m.digested && k != m.kept.end() && k->second.second == kLeftOutBlock) {
-          digested.push_back({{m.process, m.rank}, k->second.first});
+        const Member::Kept* k = m.KeptAt(b);
+        if (m.digested && k != nullptr && k->calls == kLeftOutBlock) {
+          digested.push_back({{m.process, m.rank}, k->digest});
         } else {
           not_digested.emplace_back(m.process, m.rank);
         }

@@ -71,9 +71,22 @@ class SummaryGaps {
     bool any = false;
     uint64_t lo = 0;  // the numbers its trace held, left out or not
     uint64_t hi = 0;
-    bool digested = false;              // from a summary: its kept blocks digested below
-    std::map<uint64_t, uint64_t> left;  // left-out block -> its digest
-    std::map<uint64_t, std::pair<uint64_t, uint64_t>> kept;  // block -> (digest, calls)
+    bool digested = false;  // from a summary: its kept blocks digested below
+    // Sorted by block, one entry a block (flat: a job of 131,072 ranks
+    // holds tens of digests each).
+    struct Left {
+      uint64_t block = 0;
+      uint64_t digest = 0;
+    };
+    struct Kept {
+      uint64_t block = 0;
+      uint64_t digest = 0;
+      uint64_t calls = 0;
+    };
+    std::vector<Left> left;
+    std::vector<Kept> kept;
+    const Left* LeftAt(uint64_t block) const;
+    const Kept* KeptAt(uint64_t block) const;
   };
   std::map<uint64_t, std::vector<Member>> comms_;
   bool any_left_out_ = false;
