@@ -23,8 +23,13 @@
 
 namespace ncclwatch::decoder {
 
-// Sequence numbers per block of left-out calls: the grid every summary uses.
-inline constexpr uint64_t kLeftOutBlock = 1024;
+// Sequence numbers per block of left-out calls: the grid every summary uses
+// (in its header: a summary of another grid is refused). A window's edges
+// are rounded out to it, so each end keeps up to one block more than its
+// window: 256, the window of a communicator of 131,072 ranks
+// (summary/summary_format.h CommWindow), keeps that job's merge to about
+// 550 calls a rank where a grid of 1,024 kept 1,570.
+inline constexpr uint64_t kLeftOutBlock = 256;
 
 struct LeftOutCalls {
   uint64_t comm = 0;

@@ -126,7 +126,7 @@ absl::Status SummaryReader::Parse() {
   if (block != kLeftOutBlock) {
     return absl::InvalidArgumentError(absl::StrCat(path_, ": summary of blocks of ", block,
                                                    " calls, this ncclwatch reads blocks of ",
-                                                   kLeftOutBlock));
+                                                   kLeftOutBlock, ": summarize the node again"));
   }
   if (traces > kMaxSummaryTraces) {
     return absl::InvalidArgumentError(

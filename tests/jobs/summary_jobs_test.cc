@@ -243,8 +243,8 @@ TEST_CASE("summaries: a window too small for the analysis is said, with the node
   spec.timeout_s = 120;
   Nodes n;
   std::thread job([&] { j.result = jobs::RunJob(spec); });
-  // Node a's snapshot once its ranks are past collective #2,100 (blocks 0-2
-  // of 1,024 calls behind them), long before the end (#7,499).
+  // Node a's snapshot once its ranks are past collective #2,100 (blocks 0-7
+  // of 256 calls behind them), long before the end (#7,499).
   uint64_t reached = 0;
   for (int i = 0; i < 600 && reached < 2100; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

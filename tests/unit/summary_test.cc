@@ -155,10 +155,10 @@ TEST_CASE("summary round trip: kept calls read back as the trace's rows, the mid
   REQUIRE(traces.size() == 4);
   SummaryStats stats;
   const std::string bytes = Summarize(traces, 100, "node7", &stats);
-  // Calls #0-#99 and #9900-#9999 are the windows; kept to the 1,024-call
-  // grid: #0-#1023 and #9216-#9999, the middle (blocks 1-8) left out.
+  // Calls #0-#99 and #9900-#9999 are the windows; kept to the 256-call
+  // grid: #0-#255 and #9728-#9999, the middle (blocks 1-37) left out.
   CHECK(stats.traces == 4);
-  CHECK(stats.collectives_left_out == 4 * 8192);
+  CHECK(stats.collectives_left_out == 4 * 37 * kLeftOutBlock);
   CHECK(stats.unreadable.empty());
   const std::string path = tmp.path() + "/node7.ncws";
   WriteFile(path, bytes);
@@ -187,9 +187,9 @@ TEST_CASE("summary round trip: kept calls read back as the trace's rows, the mid
     // Every kept collective is the trace's own, field for field.
     const auto raw_by_seq = BySeq(*raw);
     const auto kept = BySeq(s);
-    CHECK(kept.size() == 1024 + 784);
+    CHECK(kept.size() == 256 + 272);
     for (const auto& [seq, e] : kept) {
-      CHECK((seq < 1024 || seq >= 9216));
+      CHECK((seq < 256 || seq >= 9728));
       const CollectiveEvent& r = raw_by_seq.at(seq);
       CHECK(e.t == r.t);
       CHECK(e.count == r.count);
@@ -199,14 +199,14 @@ TEST_CASE("summary round trip: kept calls read back as the trace's rows, the mid
       CHECK(e.rank == r.rank);
       CHECK(e.result == r.result);
     }
-    // The middle: one run of blocks 1-8, each the digest of its calls.
+    // The middle: one run of blocks 1-37, each the digest of its calls.
     REQUIRE(s.left_out.size() == 1);
     const LeftOutCalls& l = s.left_out[0];
     CHECK(l.rank == static_cast<int32_t>(i));
     CHECK(l.first_block == 1);
-    CHECK(l.calls == 8192);
-    REQUIRE(l.digests.size() == 8);
-    for (size_t b = 0; b < 8; ++b) {
+    CHECK(l.calls == 37 * kLeftOutBlock);
+    REQUIRE(l.digests.size() == 37);
+    for (size_t b = 0; b < 37; ++b) {
       uint64_t digest = 0;
       for (uint64_t seq = (b + 1) * kLeftOutBlock; seq < (b + 2) * kLeftOutBlock; ++seq)
         digest += CallDigest(seq, CollectiveSignature::Of(raw_by_seq.at(seq)));
@@ -246,9 +246,9 @@ TEST_CASE("summary: a huge communicator's window narrows as the straggler analys
   CHECK(CommWindow(4096, -1) == 4096);             // members unknown
 
   // One node (8 ranks) of a 131,072-rank job, 20,000 collectives each:
-  // 256 at each end are asked for, kept to the 1,024-call grid: #0-#1023
-  // and #19456-#19999, blocks 1-18 left out (not #0-#4095 and
-  // #15360-#19999, as at 4,096).
+  // 256 at each end are asked for, kept to the 256-call grid: #0-#255 and
+  // #19712-#19999, blocks 1-76 left out (not #0-#4095 and #15616-#19999,
+  // as at 4,096).
   jobs::TempDir tmp;
   ncclwatch::bench::SyntheticJob job;
   job.ranks = 131072;
@@ -261,14 +261,14 @@ TEST_CASE("summary: a huge communicator's window narrows as the straggler analys
   SummaryStats stats;
   const std::string path = tmp.path() + "/node.ncws";
   WriteFile(path, Summarize(traces, kDefaultSummaryWindow, "node", &stats));
-  CHECK(stats.collectives_left_out == 8 * 18 * kLeftOutBlock);
+  CHECK(stats.collectives_left_out == 8 * 76 * kLeftOutBlock);
   const std::vector<ProcessTrace> read = ReadAll(path);
   REQUIRE(read.size() == 8);
   for (const ProcessTrace& t : read) {
-    CHECK(t.collectives.size() == 1024 + 544);
+    CHECK(t.collectives.size() == 256 + 288);
     REQUIRE(t.left_out.size() == 1);
     CHECK(t.left_out[0].first_block == 1);
-    CHECK(t.left_out[0].digests.size() == 18);
+    CHECK(t.left_out[0].digests.size() == 76);
   }
 }
 
@@ -310,7 +310,7 @@ TEST_CASE("summary: a mismatch inside left-out calls is a summary_gap naming the
   job.ranks = 4;
   job.calls = 10000;
   job.diverging_rank = 2;
-  job.diverging_seq = 5000;  // block 4: left out with a window of 100
+  job.diverging_seq = 5000;  // block 19 (#4864-#5119): left out with a window of 100
   WriteJob(tmp.path() + "/all", job);
   const std::vector<std::string> traces = Traces(tmp.path() + "/all");
   const TraceDiagnosis raw = DiagnoseFiles(traces);
@@ -322,18 +322,18 @@ TEST_CASE("summary: a mismatch inside left-out calls is a summary_gap naming the
   WriteFile(a, Summarize({traces[0], traces[1]}, 100, "node-a"));
   WriteFile(b, Summarize({traces[2], traces[3]}, 100, "node-b"));
   const TraceDiagnosis summed = DiagnoseFiles({a, b});
-  // Never healthy: the digests of block 4 disagree, rank 2's against the rest.
+  // Never healthy: the digests of block 19 disagree, rank 2's against the rest.
   CHECK(summed.diagnosis.problem);
   const Finding* s = Root(summed.diagnosis);
   REQUIRE(s != nullptr);
   REQUIRE(s->kind == FindingKind::kSummaryGap);
   CHECK(s->comm == Root(raw.diagnosis)->comm);
-  CHECK(s->seq == 4096u);
+  CHECK(s->seq == 4864u);
   CHECK(s->ranks == std::vector<int>{2});
   const auto& facts = std::get<SummaryGapFacts>(s->facts);
   REQUIRE(facts.gaps.size() == 1);
   CHECK(facts.gaps[0].differ);
-  CHECK(facts.gaps[0].first_seq == 4096);
+  CHECK(facts.gaps[0].first_seq == 4864);
   CHECK(facts.gaps[0].last_seq == 5119);
   CHECK(facts.gaps[0].left_out_ranks == std::vector<int>{2});
   CHECK(facts.gaps[0].left_out_nodes == std::vector<std::string>{"node-b (" + b + ")"});
@@ -371,7 +371,7 @@ TEST_CASE("summary: a rank that stopped in a block others left out is a gap, not
   job.ranks = 2;
   job.calls = 10000;
   job.short_rank = 1;
-  job.short_calls = 6000;  // ends inside block 5
+  job.short_calls = 6000;  // ends inside block 23 (#5888-#6143)
   WriteJob(tmp.path() + "/all", job);
   const std::vector<std::string> traces = Traces(tmp.path() + "/all");
   const std::string a = tmp.path() + "/a.ncws", b = tmp.path() + "/b.ncws";
@@ -386,7 +386,7 @@ TEST_CASE("summary: a rank that stopped in a block others left out is a gap, not
     gap = true;
     REQUIRE_FALSE(x->gaps.empty());
     CHECK_FALSE(x->gaps[0].differ);
-    CHECK(x->gaps[0].first_seq == 5120);
+    CHECK(x->gaps[0].first_seq == 5888);
     CHECK(x->gaps[0].left_out_ranks == std::vector<int>{0});
     CHECK(x->gaps[0].left_out_nodes == std::vector<std::string>{"node-a (" + a + ")"});
     CHECK(x->gaps[0].other_ranks == std::vector<int>{1});
