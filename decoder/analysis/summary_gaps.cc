@@ -34,8 +34,7 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
       m.lo = kept.lo;
       m.hi = kept.hi;
       // A block met twice (numbers out of order) is summed into one.
-      m.kept.reserve(kept.blocks.size());
-      for (const KeptBlocks::Block& x : kept.blocks) m.kept.push_back({x.block, x.digest, x.calls});
+      m.kept = kept.blocks;
       std::sort(m.kept.begin(), m.kept.end(),
                 [](const Member::Kept& a, const Member::Kept& b) { return a.block < b.block; });
       size_t n = 0;

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/left_out_calls.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
@@ -78,11 +79,7 @@ class SummaryGaps {
       uint64_t block = 0;
       uint64_t digest = 0;
     };
-    struct Kept {
-      uint64_t block = 0;
-      uint64_t digest = 0;
-      uint64_t calls = 0;
-    };
+    using Kept = KeptBlocks::Block;
     std::vector<Left> left;
     std::vector<Kept> kept;
     const Left* LeftAt(uint64_t block) const;
