@@ -27,8 +27,7 @@ bool BehindAtTeardown(const DiagnosisContext& cx, const Candidate& c) {
             m->departure.how == Departure::kAliveUntilSignal);
   }
   if (const auto* p2p = std::get_if<P2pMismatchFacts>(&c.finding.facts)) {
-    return p2p->problem == P2pMismatchFacts::Problem::kSendNotReceived ||
-           p2p->problem == P2pMismatchFacts::Problem::kReceiveNotSent;
+    return p2p->Unmatched();
   }
   return false;
 }
@@ -50,8 +49,7 @@ bool NotYet(const DiagnosisContext& cx, const Candidate& c) {
   if (!cx.job_live[j]) return false;
   bool behind = c.finding.kind == FindingKind::kMissingRank;
   if (const auto* p2p = std::get_if<P2pMismatchFacts>(&c.finding.facts)) {
-    behind = p2p->problem == P2pMismatchFacts::Problem::kSendNotReceived ||
-             p2p->problem == P2pMismatchFacts::Problem::kReceiveNotSent;
+    behind = p2p->Unmatched();
   }
   if (!behind) return false;
   for (int q : cx.jobs[j]) {

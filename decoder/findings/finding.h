@@ -183,6 +183,12 @@ struct P2pMismatchFacts {
   // the receiver's waits need.
   bool one_sided = false;
   uint64_t awaited = 0;
+
+  // Whether a side never posted what the other did (a send never received,
+  // a receive never sent), rather than the two sides disagreeing.
+  bool Unmatched() const {
+    return problem == Problem::kSendNotReceived || problem == Problem::kReceiveNotSent;
+  }
 };
 
 // order_inversion: collective `seq` of `comm` and `other_seq` of

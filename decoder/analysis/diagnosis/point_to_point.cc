@@ -32,9 +32,7 @@ void Between(const DiagnosisContext& cx, uint64_t comm, uint64_t seq, int64_t wh
 bool IsBehind(const Candidate& c) {
   if (c.finding.kind == FindingKind::kMissingRank) return true;
   const auto* p2p = std::get_if<P2pMismatchFacts>(&c.finding.facts);
-  return p2p != nullptr && !p2p->one_sided &&
-         (p2p->problem == P2pMismatchFacts::Problem::kSendNotReceived ||
-          p2p->problem == P2pMismatchFacts::Problem::kReceiveNotSent);
+  return p2p != nullptr && !p2p->one_sided && p2p->Unmatched();
 }
 
 // A rank that posted one side of a send and receive that disagree (on size,
@@ -46,10 +44,7 @@ void LowerWhatDisagreementsExplain(DiagnosisContext& cx) {
   std::set<std::pair<int, int>> stuck;  // (job, global rank)
   for (const Candidate& c : cx.candidates) {
     const auto* p2p = std::get_if<P2pMismatchFacts>(&c.finding.facts);
-    if (p2p == nullptr || c.process < 0 ||
-        (p2p->problem != P2pMismatchFacts::Problem::kSizeMismatch &&
-         p2p->problem != P2pMismatchFacts::Problem::kOrderMismatch))
-      continue;
+    if (p2p == nullptr || c.process < 0 || p2p->Unmatched()) continue;
     for (int r : c.finding.ranks) stuck.insert({cx.job_of[c.process], r});
   }
   if (stuck.empty()) return;
