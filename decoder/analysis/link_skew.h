@@ -46,7 +46,6 @@
 
 namespace ncclwatch::decoder {
 
-// One communicator whose collectives finish late once every member arrived.
 // A communicator whose collectives took longer than its kind's usual once
 // every member had arrived, with the evidence (findings/straggler_evidence.h,
 // "last" reading "slow": times_last its slow collectives, median_late_ns their

@@ -8,6 +8,26 @@
 
 namespace ncclwatch::decoder {
 
+namespace {
+
+// Sorts `v` by block, keeping the order of entries of one block, and folds
+// each block's entries into its first with fold(first, next).
+template <typename T, typename Fold>
+void OneEntryPerBlock(std::vector<T>* v, Fold fold) {
+  std::stable_sort(v->begin(), v->end(), [](const T& a, const T& b) { return a.block < b.block; });
+  size_t n = 0;
+  for (size_t i = 0; i < v->size(); ++i) {
+    if (n > 0 && (*v)[n - 1].block == (*v)[i].block) {
+      fold((*v)[n - 1], (*v)[i]);
+    } else {
+      (*v)[n++] = (*v)[i];
+    }
+  }
+  v->resize(n);
+}
+
+}  // namespace
+
 void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
   const bool summarized = !t.summary.empty() || digest_whole_;
   // A summary's reader digested its kept calls already (on its core).
@@ -35,18 +55,10 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
       m.hi = kept.hi;
       // A block met twice (numbers out of order) is summed into one.
       m.kept = kept.blocks;
-      std::sort(m.kept.begin(), m.kept.end(),
-                [](const Member::Kept& a, const Member::Kept& b) { return a.block < b.block; });
-      size_t n = 0;
-      for (size_t i = 0; i < m.kept.size(); ++i) {
-        if (n > 0 && m.kept[n - 1].block == m.kept[i].block) {
-          m.kept[n - 1].digest += m.kept[i].digest;
-          m.kept[n - 1].calls += m.kept[i].calls;
-        } else {
-          m.kept[n++] = m.kept[i];
-        }
-      }
-      m.kept.resize(n);
+      OneEntryPerBlock(&m.kept, [](Member::Kept& into, const Member::Kept& next) {
+        into.digest += next.digest;
+        into.calls += next.calls;
+      });
     }
     for (const LeftOutCalls& l : t.left_out) {
       if (l.comm != s.comm || l.rank != s.rank || l.digests.empty()) continue;
@@ -63,18 +75,7 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
     }
     // One digest a block, the last given (as a crafted summary's runs may
     // overlap).
-    std::stable_sort(
-        m.left.begin(), m.left.end(),
-        [](const Member::Left& a, const Member::Left& b) { return a.block < b.block; });
-    size_t n = 0;
-    for (size_t i = 0; i < m.left.size(); ++i) {
-      if (n > 0 && m.left[n - 1].block == m.left[i].block) {
-        m.left[n - 1] = m.left[i];
-      } else {
-        m.left[n++] = m.left[i];
-      }
-    }
-    m.left.resize(n);
+    OneEntryPerBlock(&m.left, [](Member::Left& into, const Member::Left& next) { into = next; });
     m.left.shrink_to_fit();
     comms_[s.comm].push_back(std::move(m));
   }
