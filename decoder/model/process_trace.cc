@@ -224,9 +224,9 @@ absl::Status LoadOnce(const std::string& path, ReadMode mode, ProcessTrace* trac
   p.pid = file->header().pid;
   p.created_realtime_ns = file->header().created_realtime_ns;
   p.host = file->header().host;
-  // Most records are collectives: room for them up front, bounded so that a
-  // crafted header (a huge sparse file) cannot make this a huge allocation.
-  p.collectives.reserve(std::min<uint64_t>(file->SlotsInUse(), uint64_t{1} << 20));
+  // Bounded at a 4 GiB ring's slots, so that a crafted header (a huge
+  // sparse file) cannot ask for more.
+  p.call_table_room = std::min<uint64_t>(file->SlotsInUse(), uint64_t{1} << 25);
   RecordImporter importer(&p);
   importer.Recycle(std::move(old_streams));
   file->ForEachEntry(

@@ -100,6 +100,18 @@ struct ProcessTrace {
   uint64_t records = 0;
   uint64_t last_t = 0;  // the latest record's time
   uint64_t last_order = 0;
+  // Room for each call table (collectives, sends and receives, group
+  // calls) once its first row comes: the file's slots in use. Reserved, the
+  // rows are resident only as far as they are filled (the allocation is
+  // address space until written), and a table of millions of calls is
+  // never copied and faulted in afresh as it grows, which was most of the
+  // time reading a big ring took. 0: grown as rows come (a summary).
+  size_t call_table_room = 0;
+  // Before a call table's first row (the importers): room for that many.
+  template <typename Table>
+  void MakeRoom(Table& table) const {
+    if (table.capacity() == 0 && call_table_room > 0) table.reserve(call_table_room);
+  }
   // When this snapshot of the file was taken (CLOCK_REALTIME as reading
   // began): a live process's heartbeat is as fresh as it was then, whatever
   // time the reading of the other traces took.

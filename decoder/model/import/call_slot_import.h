@@ -74,6 +74,7 @@ inline bool ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload, Proc
   const uint64_t order = p.last_order + 1;
   const bool in_group = (s.flags & NCCLWATCH_CALL_IN_GROUP) != 0;
   if (kind == NCCLWATCH_SLOT_COLLECTIVE) {
+    p.MakeRoom(p.collectives);
     // Built whole from the slot, every field given, where the row lies.
     const CollectiveEvent& e =
         p.collectives.emplace_back(order, s.t, s.comm, s.seq, s.count, s.call, s.datatype,
@@ -81,6 +82,7 @@ inline bool ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload, Proc
                                    s.rank, s.stream, in_group ? s.group : 0, s.caller, s.thread);
     streams.AddCollective(p.collectives.size() - 1, e);
   } else if (kind == NCCLWATCH_SLOT_P2P) {
+    p.MakeRoom(p.p2p);
     P2pEvent& e = p.p2p.emplace_back();
     e.order = order;
     e.t = s.t;
@@ -97,6 +99,7 @@ inline bool ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload, Proc
     e.rank = s.rank;
     streams.AddP2p(p.p2p.size() - 1, e);
   } else if (kind == NCCLWATCH_SLOT_GROUP) {
+    p.MakeRoom(p.groups);
     GroupEvent& e = p.groups.emplace_back();
     e.order = order;
     e.t = s.t;

@@ -149,6 +149,7 @@ bool ImportP2p(ImportContext& c, absl::Span<const uint8_t> body) {
   const uint64_t order = c.order;
   const uint64_t t = c.t;
   bool ok = true;
+  p.MakeRoom(p.p2p);
   P2pEvent& e = p.p2p.emplace_back();
   e.order = order;
   e.t = t;
@@ -170,7 +171,10 @@ bool ImportGroup(ImportContext& c, absl::Span<const uint8_t> body) {
   e.order = order;
   e.t = t;
   ok = DecodeGroup(body, &e);
-  if (ok) p.groups.push_back(e);
+  if (ok) {
+    p.MakeRoom(p.groups);
+    p.groups.push_back(e);
+  }
   return ok;
 }
 

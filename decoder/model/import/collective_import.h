@@ -125,6 +125,7 @@ inline bool DecodeCollective(absl::Span<const uint8_t> b, CollectiveEvent* e) {
 inline bool ImportCollective(ImportContext& c, absl::Span<const uint8_t> body) {
   ProcessTrace& p = *c.trace;
   static const CollectiveEvent kBlank{};
+  p.MakeRoom(p.collectives);
   CollectiveEvent& e = p.collectives.emplace_back(kBlank);
   e.order = c.order;
   e.t = c.t;
