@@ -25,6 +25,7 @@ void ArrivalSkew::AddProcess(int index, const ProcessTrace& t) {
     size_t from = s.collectives.size() > window_ ? s.collectives.size() - window_ : 0;
     // A node's summary that left out the middle of the calls: only the run
     // after what it left out (its head and tail are not one series).
+    const size_t window_from = from;
     for (const LeftOutCalls& l : t.left_out) {
       if (l.comm != s.comm || l.rank != s.rank || l.digests.empty()) continue;
       while (from < s.collectives.size() && t.collectives[s.collectives[from]].seq < l.EndSeq())
@@ -38,6 +39,7 @@ void ArrivalSkew::AddProcess(int index, const ProcessTrace& t) {
     series.process = index;
     series.first_seq = first;
     series.from_start = from == 0 && s.holds_start && first == 0;
+    series.summary_cut = from > window_from;
     series.ns.assign(last - first + 1, INT64_MIN);
     series.call.assign(last - first + 1, 0);
     for (size_t i = from; i < s.collectives.size(); ++i) {
@@ -174,6 +176,20 @@ std::vector<RecentLateness> ArrivalSkew::Recent(size_t window) const {
   return out;
 }
 
+// The fewest collectives a node's summary kept of any member it cut short
+// of `window` (narrowed past kMaxKept, a member may hold fewer than the
+// summary kept, and then the summary took nothing away); 0 when none.
+uint64_t ArrivalSkew::SummaryKept(const Members& members, size_t window) {
+  uint64_t fewest = 0;
+  for (const auto& [rank, m] : members) {
+    if (!m.summary_cut) continue;
+    const auto kept = static_cast<uint64_t>(
+        std::count_if(m.ns.begin(), m.ns.end(), [](int64_t ns) { return ns != INT64_MIN; }));
+    if (kept < window && (fewest == 0 || kept < fewest)) fewest = kept;
+  }
+  return fewest;
+}
+
 std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
   std::vector<ArrivalStraggler> out;
   for (const auto& [comm, members] : comms_) {
@@ -200,6 +216,7 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
       for (const auto& [r, s] : members) x.member_processes.push_back(s.process);
       x.compared = ops.size();
       x.window = window_;
+      x.summary_kept = SummaryKept(members, window_);
       x.gapped = gapped;
       x.times_last = count;
       bool from_start = true;

@@ -117,6 +117,9 @@ class ArrivalSkew {
     bool from_start = false;     // the window starts at the communicator's collective #0
     std::vector<int64_t> ns;     // enqueue time of first_seq + i; INT64_MIN when not recorded
     std::vector<uint32_t> call;  // its call
+    // Its node's summary left out calls within the window: ns holds only
+    // what the summary kept after them.
+    bool summary_cut = false;
   };
   using Members = std::map<int32_t, Series>;  // by member rank
   // A collective every member issued: who came last (-1: together), by how much.
@@ -131,6 +134,7 @@ class ArrivalSkew {
   static std::vector<Op> Compare(const Members& members);
   // Cuts `s` to its last `window` collectives recorded.
   static void Narrow(Series* s, size_t window);
+  static uint64_t SummaryKept(const Members& members, size_t window);
 
   std::map<uint64_t, Members> comms_;  // per communicator
   size_t max_kept_ = kMaxKept;

@@ -22,7 +22,11 @@ struct StragglerEvidence {
   int members = 0;        // members compared
   uint64_t compared = 0;  // collectives every member issued (within the window)
   uint64_t window = 0;    // collectives kept per member (4,096; fewer past 8,192 members)
-  uint64_t gapped = 0;    // ... where one member came last by 1 ms or more
+  // > 0: node summaries made with a --window under `window` kept only this
+  // many of a member's last collectives (the fewest of any member they cut),
+  // and the figures are over those: the traces hold more.
+  uint64_t summary_kept = 0;
+  uint64_t gapped = 0;  // ... where one member came last by 1 ms or more
   uint64_t times_last = 0;
   uint32_t call = 0;               // the collective it was most often last in
   uint64_t call_times_last = 0;    // ... how often

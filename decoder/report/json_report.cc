@@ -293,6 +293,7 @@ void WriteFacts(const Finding&, const StragglerFacts& x, const CallSiteNamer&, J
   w.Key("times_last_all").Integer(x.times_last);
   w.Key("compared").Integer(x.compared);
   w.Key("window").Integer(x.window);
+  if (x.summary_kept > 0) w.Key("summary_kept").Integer(x.summary_kept);
   w.Key("gapped").Integer(x.gapped);
   w.Key("members").Integer(x.members);
   w.Key("median_late_s");

@@ -130,6 +130,13 @@ std::string RenderStraggler(const Finding& f, const StragglerFacts& x) {
                     ArrivalSkew::kWindow, " (", x.members,
                     " ranks: the analysis keeps fewer per rank past 8,192)");
   }
+  if (x.summary_kept > 0) {
+    absl::StrAppend(&text, "; compared over the last ", x.summary_kept,
+                    " collectives of a rank that its node's summary kept, not ", x.window,
+                    " (summarized with a smaller --window: the traces hold more; summarize again "
+                    "with --window ",
+                    x.window, " or read the traces to compare as many)");
+  }
   if (x.worsening) {
     absl::StrAppend(&text, ", and it is getting worse: ", Span(x.early_late_ns), " late at first, ",
                     Span(x.recent_late_ns), " lately");

@@ -231,6 +231,39 @@ TEST_CASE("summaries: the straggler is named from two nodes with the same figure
   CHECK(g->detail == f->detail);
 }
 
+// The same kind of straggler over 700 steps (about 875 world collectives),
+// its nodes summarized with --window 128: each rank's middle block is left
+// out (#256-#511), so the straggler is judged on the calls after it, and
+// its figures say the summaries kept no more than those.
+TEST_CASE("summaries: a straggler judged on a small window's calls says how many were kept",
+          "[summary]") {
+  Job j;
+  Run(&j, 4, {"--steps", "700", "--step-ms", "1", "--slow-host", "2:0:10"}, 120);
+  for (const auto& r : j.result.ranks) REQUIRE(r.exit_code == 0);
+  const jobs::FindingView* f = j.raw.First("straggler");
+  REQUIRE(f != nullptr);
+  CHECK(f->ranks == std::vector<int>{2});
+  CHECK(f->raw.fields().count("summary_kept") == 0);
+  const double compared = f->raw.fields().at("compared").number_value();
+  REQUIRE(compared > 768);
+  Nodes n;
+  Summarize(j.dir.path(), 4, &n, 128);
+  const jobs::DiagnosisView s = jobs::Diagnose({n.tmp.path() + "/summaries"});
+  INFO("from the traces:\n" << j.raw.output << "\nfrom the summaries:\n" << s.output);
+  REQUIRE(s.parsed);
+  const jobs::FindingView* g = s.First("straggler");
+  REQUIRE(g != nullptr);
+  CHECK(g->comm == j.world);
+  CHECK(g->ranks == std::vector<int>{2});
+  const auto& x = g->raw.fields();
+  REQUIRE(x.count("summary_kept") == 1);
+  CHECK(x.at("summary_kept").number_value() == x.at("compared").number_value());
+  CHECK(x.at("compared").number_value() == compared - 512);
+  CHECK(x.at("first_seq").number_value() == 512);
+  CHECK(g->detail.find("collectives of a rank that its node's summary kept, not 4096") !=
+        std::string::npos);
+}
+
 // Node a's traces copied while the job ran (its ranks stop in the middle,
 // for the diagnosis), node b's at the end; each summarized with a window of
 // 64. Node b's summary leaves out the blocks where node a's ranks stopped,

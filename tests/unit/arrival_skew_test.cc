@@ -256,3 +256,63 @@ TEST_CASE(
   CHECK(text.find("compared over each rank's last 64 collectives, not 4096 (8 ranks") !=
         std::string::npos);
 }
+
+// A node's summary made with --window 128 keeps of each rank's 1,000
+// collectives #0-#255 and #768-#999 (its window rounded out to the grid of
+// 256) and leaves out the blocks between: the straggler is judged on the
+// 232 after them, and its figures say the summaries kept no more.
+TEST_CASE("a straggler judged on what a summary with a small window kept says so",
+          "[straggler][summary]") {
+  std::mt19937_64 rng(13);
+  std::uniform_int_distribution<uint64_t> noise(0, 300'000);
+  const auto ps =
+      Job(4, 1000, [&](int r, uint64_t) { return noise(rng) + (r == 1 ? 5 * kMs : 0); });
+  auto summarized = [&](size_t i) {
+    ncclwatch::decoder::ProcessTrace t = ps[i].Build();
+    std::vector<ncclwatch::decoder::CollectiveEvent> kept;
+    for (const auto& e : t.collectives)
+      if (e.seq < 256 || e.seq >= 768) kept.push_back(e);
+    t.collectives.assign(kept.begin(), kept.end());
+    for (auto& s : t.streams) {
+      s.collectives.clear();
+      for (uint32_t k = 0; k < t.collectives.size(); ++k)
+        if (t.collectives[k].comm == s.comm) s.collectives.push_back(k);
+    }
+    ncclwatch::decoder::LeftOutCalls l;
+    l.comm = kComm;
+    l.rank = static_cast<int32_t>(i);
+    l.first_block = 1;
+    l.digests = {0x1111, 0x2222};
+    l.calls = 512;
+    t.left_out.push_back(l);
+    return t;
+  };
+  ArrivalSkew skew;
+  for (size_t i = 0; i < ps.size(); ++i) skew.AddProcess(static_cast<int>(i), summarized(i));
+  const auto found = skew.Stragglers();
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].rank == 1);
+  CHECK(found[0].compared == 232);
+  CHECK(found[0].first_seq == 768);
+  CHECK(found[0].window == ArrivalSkew::kWindow);
+  CHECK(found[0].summary_kept == 232);
+  // From the traces themselves, nothing is said.
+  const auto whole = Stragglers(ps);
+  REQUIRE(whole.size() == 1);
+  CHECK(whole[0].compared == 1000);
+  CHECK(whole[0].summary_kept == 0);
+
+  StragglerFacts facts;
+  static_cast<ncclwatch::decoder::StragglerEvidence&>(facts) = found[0];
+  Finding f;
+  f.kind = FindingKind::kStraggler;
+  f.comm = kComm;
+  f.facts = facts;
+  const std::string text =
+      ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites()).detail;
+  INFO(text);
+  CHECK(text.find("; compared over the last 232 collectives of a rank that its node's summary "
+                  "kept, not 4096 (summarized with a smaller --window: the traces hold more; "
+                  "summarize again with --window 4096 or read the traces to compare as many)") !=
+        std::string::npos);
+}
