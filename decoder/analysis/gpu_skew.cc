@@ -38,6 +38,7 @@ void GpuSkew::AddProcess(int index, const ProcessTrace& t) {
     if (ranks_here != 1) continue;
     Member m;
     m.process = index;
+    m.summary_cut = t.LeftOutGpuTimesOf(s.comm) > 0;
     // The last kWindow collective numbers this rank's GPU timed.
     bool any = false;
     uint64_t lo = UINT64_MAX, hi = 0;
@@ -215,6 +216,14 @@ std::vector<GpuStraggler> GpuSkew::Stragglers() const {
       x.compared = ops.size();
       x.timed = ops.size();
       x.window = kWindow;
+      // The fewest GPU times a summary kept of a member it cut short.
+      for (const auto& [r, m] : members) {
+        if (!m.summary_cut) continue;
+        const auto timed = static_cast<uint64_t>(std::count_if(
+            m.samples.begin(), m.samples.end(), [](const Sample& y) { return y.gpu_ns != 0; }));
+        if (timed < kWindow && (x.summary_kept == 0 || timed < x.summary_kept))
+          x.summary_kept = timed;
+      }
       x.gapped = gapped;
       x.times_last = count;
       std::vector<uint8_t> indicator(ops.size());

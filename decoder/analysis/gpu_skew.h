@@ -97,6 +97,9 @@ class GpuSkew {
     int process = -1;
     uint64_t first_seq = 0;       // the number of samples[0]
     std::vector<Sample> samples;  // the last kWindow numbers; gpu_ns 0: not timed
+    // Its node's summary left out earlier GPU times of the communicator:
+    // `samples` holds only the last ones it kept.
+    bool summary_cut = false;
     const Sample* At(uint64_t seq) const {
       if (seq < first_seq || seq - first_seq >= samples.size()) return nullptr;
       const Sample& x = samples[seq - first_seq];

@@ -91,6 +91,19 @@ struct ProcessTrace {
   std::string summary_host;
   std::vector<LeftOutCalls> left_out;  // collectives, per (communicator, rank)
   uint64_t left_out_groups = 0;        // group calls (ncclGroupStart/End) left out
+  // GPU times (GpuTime records) left out, per communicator (those with any).
+  struct LeftOutGpuTimes {
+    uint64_t comm = 0;
+    uint64_t count = 0;
+  };
+  std::vector<LeftOutGpuTimes> left_out_gpu_times;
+  // How many GPU times of communicator `comm` a summary left out (0: none,
+  // or read from the trace itself).
+  uint64_t LeftOutGpuTimesOf(uint64_t comm) const {
+    for (const LeftOutGpuTimes& l : left_out_gpu_times)
+      if (l.comm == comm) return l.count;
+    return 0;
+  }
   // One per stream (streams[i]), its kept calls digested by block: filled
   // by a summary's reader, empty for a trace read whole.
   std::vector<KeptBlocks> kept_blocks;

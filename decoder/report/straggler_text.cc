@@ -130,7 +130,12 @@ std::string RenderStraggler(const Finding& f, const StragglerFacts& x) {
                     ArrivalSkew::kWindow, " (", x.members,
                     " ranks: the analysis keeps fewer per rank past 8,192)");
   }
-  if (x.summary_kept > 0) {
+  if (x.summary_kept > 0 && gpu) {
+    absl::StrAppend(&text, "; compared over the last ", x.summary_kept,
+                    " collectives of a rank that its node's summary kept, not ", x.window,
+                    " (a summary keeps a communicator's last 64 GPU times: the traces hold more; "
+                    "read them to compare as many)");
+  } else if (x.summary_kept > 0) {
     absl::StrAppend(&text, "; compared over the last ", x.summary_kept,
                     " collectives of a rank that its node's summary kept, not ", x.window,
                     " (summarized with a smaller --window: the traces hold more; summarize again "

@@ -11,7 +11,9 @@
 // whole blocks of kLeftOutBlock numbers (a window's edge rounded out to the
 // block), each kept as a digest (model/left_out_calls.h); of the group calls
 // the first and the last `window`, and of each communicator's GPU progress
-// records (one every 20 ms) the first 64 and the last 256. A reader hands
+// records (one every 20 ms) the first 64 and the last 256, and of its GPU
+// times (GpuTime, one per operation) the last 64, how many it left out
+// counted (version 3: a slow GPU judged on them says so). A reader hands
 // the records to the model's own importer (model/record_importer.h), as it
 // does a trace's.
 //
@@ -30,7 +32,8 @@
 //                  u32 clock, u32 pid, u64 created_realtime_ns, string host,
 //                  i64 read_ns, the trace's TraceFileStats (8 varints, a flag
 //                  byte), varint records, varint unparsed, varint groups left
-//                  out, varint n, n x {varint comm, zigzag rank, varint
+//                  out, varint g, g x {varint comm, varint GPU times left
+//                  out} (version 3), varint n, n x {varint comm, zigzag rank, varint
 //                  first_block, varint blocks, blocks x u64 digest, varint
 //                  calls}, varint entries, then each entry:
 //                    u8: NCCLWATCH_SLOT_SINGLE, then string Record; or a
@@ -80,7 +83,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the summary's integers are little-endian");
 
 inline constexpr char kSummaryMagic[8] = {'N', 'C', 'C', 'L', 'W', 'S', 'U', 'M'};
-inline constexpr uint32_t kSummaryVersion = 2;
+inline constexpr uint32_t kSummaryVersion = 3;
 inline constexpr uint32_t kSummaryHeaderBytes = 32;
 inline constexpr uint64_t kMaxSummaryBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxSummaryTraces = 4096;

@@ -191,6 +191,14 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
   const uint64_t records = c.Varint();
   const uint64_t unparsed = c.Varint();
   p.left_out_groups = c.Varint();
+  const uint64_t gpu_comms = c.Varint();
+  // Two bytes at least each: bounded by the section before it is allocated.
+  if (!c.ok() || gpu_comms > c.left() / 2) return malformed("more GPU-time counts than bytes");
+  p.left_out_gpu_times.resize(gpu_comms);
+  for (ProcessTrace::LeftOutGpuTimes& l : p.left_out_gpu_times) {
+    l.comm = c.Varint();
+    l.count = c.Varint();
+  }
   const uint64_t streams = c.Varint();
   if (!c.ok()) return malformed("its identity is cut short");
   // Each left-out stream takes at least 5 bytes, each digest 8: bounded by

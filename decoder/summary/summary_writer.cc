@@ -202,11 +202,13 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   uint64_t kept = 0;
   uint64_t left_collectives = 0;
   uint64_t left_groups = 0;
+  std::map<uint64_t, uint64_t> left_gpu;  // per communicator
   auto write_entries = [&](ReadMode mode) -> absl::Status {
     entries.clear();
     kept = left_collectives = left_groups = left_progress = 0;
     progress_seen.clear();
     gpu_seen.clear();
+    left_gpu.clear();
     absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(path, mode);
     if (!file.ok()) return file.status();
     uint8_t previous[kSlotKinds][kSummaryContexts][NCCLWATCH_SLOT_PAYLOAD_BYTES] = {};
@@ -224,7 +226,10 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
             uint64_t comm = 0;
             uint32_t body = 0;
             if (WatcherComm(bytes, &comm, &body) && body == f::record::kGpuTime) {
-              if (gpu_seen[comm]++ + kGpuTimeTail < gpu_total[comm]) return;
+              if (gpu_seen[comm]++ + kGpuTimeTail < gpu_total[comm]) {
+                ++left_gpu[comm];
+                return;
+              }
             } else if (body == f::record::kProgress) {
               const uint64_t k = progress_seen[comm]++;
               const uint64_t total = progress_total[comm];
@@ -316,6 +321,11 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   out.Varint(p->records);
   out.Varint(p->unparsed_records);
   out.Varint(left_groups);
+  out.Varint(left_gpu.size());
+  for (const auto& [comm, count] : left_gpu) {
+    out.Varint(comm);
+    out.Varint(count);
+  }
   out.Varint(left_out.size());
   for (const LeftOutCalls& l : left_out) {
     out.Varint(l.comm);

@@ -94,8 +94,10 @@ struct Job {
   std::string world;
 };
 
-void Run(Job* j, int nranks, const std::vector<std::string>& args, double bound) {
+void Run(Job* j, int nranks, const std::vector<std::string>& args, double bound,
+         const std::vector<std::string>& env = {}) {
   jobs::JobSpec spec = jobs::TracedJobSpec(nranks, "train_loop", args, j->dir.path());
+  for (const std::string& e : env) spec.env.push_back(e);
   spec.timeout_s = bound;
   j->result = jobs::RunJob(spec);
   REQUIRE(j->result.error.empty());
@@ -260,6 +262,43 @@ TEST_CASE("summaries: a straggler judged on a small window's calls says how many
   CHECK(x.at("summary_kept").number_value() == x.at("compared").number_value());
   CHECK(x.at("compared").number_value() == compared - 512);
   CHECK(x.at("first_seq").number_value() == 512);
+  CHECK(g->detail.find("collectives of a rank that its node's summary kept, not 4096") !=
+        std::string::npos);
+}
+
+// A slow GPU (the simulator's, rank 2, 20 ms on each of its operations)
+// over 150 steps: its node's summary keeps each communicator's last 64 GPU
+// times and counts the rest, so the slow GPU is named from the summaries
+// too, judged on those 64, and says so.
+TEST_CASE("summaries: a slow GPU judged on the GPU times kept says how many", "[summary]") {
+  Job j;
+  Run(&j, 4, {"--steps", "150", "--step-ms", "5"}, 120, {"NCCLSIM_SLOW_GPU=2:0:20"});
+  for (const auto& r : j.result.ranks) REQUIRE(r.exit_code == 0);
+  const jobs::FindingView* f = j.raw.First("straggler");
+  REQUIRE(f != nullptr);
+  CHECK(f->ranks == std::vector<int>{2});
+  CHECK(f->String("cause") == "gpu");
+  CHECK(f->raw.fields().count("summary_kept") == 0);
+  CHECK(f->raw.fields().at("compared").number_value() > 64);
+  Nodes n;
+  Summarize(j.dir.path(), 4, &n);
+  // The same verdict and warning, but for when it began: the traces date
+  // it from #0, the summaries from the first of the GPU times they kept.
+  const jobs::DiagnosisView s = jobs::Diagnose({n.tmp.path() + "/summaries"});
+  INFO("from the traces:\n" << j.raw.output << "\nfrom the summaries:\n" << s.output);
+  REQUIRE(s.parsed);
+  CHECK(s.verdict == j.raw.verdict);
+  CHECK(s.findings.size() == j.raw.findings.size());
+  const jobs::FindingView* g = s.First("straggler");
+  REQUIRE(g != nullptr);
+  CHECK(g->comm == f->comm);
+  CHECK(g->ranks == std::vector<int>{2});
+  CHECK(g->String("cause") == "gpu");
+  CHECK(g->seq == g->raw.fields().at("first_seq").number_value());
+  const auto& x = g->raw.fields();
+  REQUIRE(x.count("summary_kept") == 1);
+  CHECK(x.at("summary_kept").number_value() <= 64);
+  CHECK(x.at("compared").number_value() <= 64);
   CHECK(g->detail.find("collectives of a rank that its node's summary kept, not 4096") !=
         std::string::npos);
 }

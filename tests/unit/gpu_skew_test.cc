@@ -5,6 +5,7 @@
 
 #include "analysis/gpu_skew.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
@@ -181,4 +182,56 @@ TEST_CASE("a trace without GPU times names no slow GPU", "[straggler]") {
     ps.back().Collectives(kComm, 0, 99).Progress(kComm, 100).Destroy(kComm).Exit(0);
   }
   CHECK(Stragglers(ps).empty());
+}
+
+// A node's summary keeps each communicator's last 64 GPU times and counts
+// those it left out: a slow GPU judged on them says how many it was judged
+// on; from the traces themselves, nothing is said.
+TEST_CASE("a slow GPU judged on the GPU times a summary kept says so", "[straggler][summary]") {
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<uint64_t> noise(0, 300'000);
+  const auto ps = Job(
+      4, 300, [&](int, uint64_t) { return noise(rng); },
+      [&](int r, uint64_t) { return r == 2 ? 6 * kMs : 0; });
+  const auto whole = Stragglers(ps);
+  REQUIRE(whole.size() == 1);
+  CHECK(whole[0].compared == 300);
+  CHECK(whole[0].summary_kept == 0);
+
+  std::vector<ncclwatch::decoder::ProcessTrace> summarized;
+  for (const SyntheticProcess& p : ps) {
+    ncclwatch::decoder::ProcessTrace t = p.Build();
+    const size_t before = t.gpu_times.size();
+    t.gpu_times.erase(std::remove_if(t.gpu_times.begin(), t.gpu_times.end(),
+                                     [](const auto& g) { return g.collectives <= 236; }),
+                      t.gpu_times.end());
+    t.left_out_gpu_times.push_back({kComm, before - t.gpu_times.size()});
+    CHECK(t.LeftOutGpuTimesOf(kComm) == 236);
+    summarized.push_back(std::move(t));
+  }
+  GpuSkew skew;
+  for (size_t i = 0; i < summarized.size(); ++i)
+    skew.AddProcess(static_cast<int>(i), summarized[i]);
+  const auto found = skew.Stragglers();
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].rank == 2);
+  CHECK(found[0].compared == 64);
+  CHECK(found[0].summary_kept == 64);
+
+  JobAnalysis job;
+  for (const auto& t : summarized) job.AddProcess(t);
+  job.Finish();
+  const Diagnosis d = Diagnose(job);
+  const auto findings = StragglerFindings(d);
+  REQUIRE(findings.size() == 1);
+  const auto& facts = std::get<StragglerFacts>(findings[0]->facts);
+  CHECK(facts.cause == StragglerFacts::Cause::kGpu);
+  CHECK(facts.summary_kept == 64);
+  const auto text =
+      ncclwatch::decoder::RenderFinding(*findings[0], ncclwatch::decoder::NoCallSites());
+  INFO(text.detail);
+  CHECK(text.detail.find("; compared over the last 64 collectives of a rank that its node's "
+                         "summary kept, not 4096 (a summary keeps a communicator's last 64 GPU "
+                         "times: the traces hold more; read them to compare as many)") !=
+        std::string::npos);
 }

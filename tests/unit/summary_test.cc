@@ -115,7 +115,7 @@ std::string WithHeader(const std::string& body, uint32_t version = kSummaryVersi
 
 // A body with one trace section whose contents `fill` writes.
 template <typename Fill>
-std::string OneTrace(Fill fill) {
+std::string OneTrace(Fill fill, uint64_t gpu_counts = 0) {
   std::string section;
   ByteSink s(&section);
   s.String("/tmp/x.trace");
@@ -126,9 +126,10 @@ std::string OneTrace(Fill fill) {
   s.U64(1);  // read_ns
   for (int i = 0; i < 8; ++i) s.Varint(0);
   s.U8(0);
-  s.Varint(0);  // records
-  s.Varint(0);  // unparsed
-  s.Varint(0);  // groups left out
+  s.Varint(0);           // records
+  s.Varint(0);           // unparsed
+  s.Varint(0);           // groups left out
+  s.Varint(gpu_counts);  // communicators with GPU times left out (version 3)
   fill(s);
   std::string body;
   ByteSink b(&body);
@@ -420,6 +421,8 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
          s.Varint(uint64_t{1} << 40);
        })),
        "more records than bytes"},
+      {"absurd_gpu_counts", WithHeader(OneTrace([](ByteSink&) {}, uint64_t{1} << 40)),
+       "more GPU-time counts than bytes"},
       {"absurd_digests", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(1);
          s.Varint(7);
