@@ -42,6 +42,7 @@ void LinkSkew::AddProcess(int index, const ProcessTrace& t) {
     if (ranks_here != 1) continue;
     Member m;
     m.process = index;
+    m.summary_cut = t.LeftOutGpuTimesOf(s.comm) > 0;
     for (const GpuTimeEvent& g : t.gpu_times) {
       if (g.comm != s.comm || !g.OneCollective() || g.gpu_ns == 0) continue;
       // On CLOCK_REALTIME as the trace's first anchor pairs the clocks (0
@@ -140,6 +141,10 @@ std::vector<LinkStraggler> LinkSkew::Stragglers() const {
       for (const auto& [rank, m] : comms_.at(s.comm)) {
         const int64_t at = m.by_seq.at(x.began_seq).begin_ns;
         if (at != 0 && (x.began_ns == 0 || at < x.began_ns)) x.began_ns = at;
+        // The fewest GPU times a summary kept of a member it cut short.
+        if (m.summary_cut && m.by_seq.size() < kWindow &&
+            (x.summary_kept == 0 || m.by_seq.size() < x.summary_kept))
+          x.summary_kept = m.by_seq.size();
       }
       slow.push_back(std::move(x));
     }

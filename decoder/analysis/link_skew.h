@@ -89,6 +89,9 @@ class LinkSkew {
   struct Member {
     int process = -1;
     std::map<uint64_t, Sample> by_seq;  // the last kWindow collectives timed
+    // Its node's summary left out earlier GPU times of the communicator:
+    // `by_seq` holds only the last ones it kept.
+    bool summary_cut = false;
   };
   std::map<uint64_t, std::map<int32_t, Member>> comms_;  // communicator -> rank -> member
 };

@@ -34,6 +34,22 @@ std::string Utc(int64_t ns) {
 
 // A slow link's words: its communicators' collectives took longer once
 // every member had arrived than the others of their kind.
+// Where node summaries kept fewer of a rank's collectives than the
+// analysis reads (StragglerEvidence::summary_kept): over how many, and how
+// to compare as many as the traces hold. GPU times (a slow GPU or link) are
+// kept 64 per communicator whatever the --window; host enqueues, the window.
+std::string SummaryKept(const StragglerFacts& x, bool gpu_times) {
+  if (x.summary_kept == 0) return "";
+  return absl::StrCat(
+      "; compared over the last ", x.summary_kept,
+      " collectives of a rank that its node's summary kept, not ", x.window,
+      gpu_times ? " (a summary keeps a communicator's last 64 GPU times: the traces hold more; "
+                  "read them to compare as many)"
+                : absl::StrCat(" (summarized with a smaller --window: the traces hold more; "
+                               "summarize again with --window ",
+                               x.window, " or read the traces to compare as many)"));
+}
+
 std::string RenderLink(const Finding& f, const StragglerFacts& x) {
   const bool one = x.link_ranks.empty();
   std::string text = absl::StrFormat(
@@ -67,6 +83,7 @@ std::string RenderLink(const Finding& f, const StragglerFacts& x) {
     absl::StrAppend(&text, "; slow in every collective compared, from #", x.first_seq,
                     " (earlier ones were not kept)");
   }
+  absl::StrAppend(&text, SummaryKept(x, /*gpu_times=*/true));
   if (x.worsening) {
     absl::StrAppend(&text, ", and it is getting worse: ", Span(x.early_late_ns),
                     " longer at first, ", Span(x.recent_late_ns), " lately");
@@ -130,18 +147,7 @@ std::string RenderStraggler(const Finding& f, const StragglerFacts& x) {
                     ArrivalSkew::kWindow, " (", x.members,
                     " ranks: the analysis keeps fewer per rank past 8,192)");
   }
-  if (x.summary_kept > 0 && gpu) {
-    absl::StrAppend(&text, "; compared over the last ", x.summary_kept,
-                    " collectives of a rank that its node's summary kept, not ", x.window,
-                    " (a summary keeps a communicator's last 64 GPU times: the traces hold more; "
-                    "read them to compare as many)");
-  } else if (x.summary_kept > 0) {
-    absl::StrAppend(&text, "; compared over the last ", x.summary_kept,
-                    " collectives of a rank that its node's summary kept, not ", x.window,
-                    " (summarized with a smaller --window: the traces hold more; summarize again "
-                    "with --window ",
-                    x.window, " or read the traces to compare as many)");
-  }
+  absl::StrAppend(&text, SummaryKept(x, gpu));
   if (x.worsening) {
     absl::StrAppend(&text, ", and it is getting worse: ", Span(x.early_late_ns), " late at first, ",
                     Span(x.recent_late_ns), " lately");

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -235,4 +236,53 @@ TEST_CASE("a link that turns slow mid-job is dated", "[straggler]") {
     CHECK(c.began_ns <= step + int64_t{100 * kMs});
     CHECK((c.began_ns - step) % int64_t{50 * kMs} == 0);
   }
+}
+
+// The same slow link over 100 steps, each process as its node's summary
+// reads it: each communicator's last 64 GPU times kept and the rest counted.
+// The link is named the same, judged on those 64, and says so.
+TEST_CASE("a slow link judged on the GPU times a summary kept says so", "[straggler][summary]") {
+  std::mt19937_64 rng(9);
+  std::uniform_int_distribution<uint64_t> noise(0, 300'000);
+  const auto ps = Job(
+      Grid(), 100, [&](int, uint64_t) { return noise(rng); }, [](int, uint64_t) { return 0; },
+      [](const CommSpec& c, uint64_t) { return Has(c.members, 5) ? 30 * kMs : 0; });
+  LinkSkew skew;
+  JobAnalysis job;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    ncclwatch::decoder::ProcessTrace t = ps[i].Build();
+    std::map<uint64_t, uint64_t> left;
+    t.gpu_times.erase(std::remove_if(t.gpu_times.begin(), t.gpu_times.end(),
+                                     [&](const auto& g) {
+                                       const bool out = g.collectives <= 36;
+                                       left[g.comm] += out;
+                                       return out;
+                                     }),
+                      t.gpu_times.end());
+    for (const auto& [comm, count] : left) t.left_out_gpu_times.push_back({comm, count});
+    skew.AddProcess(static_cast<int>(i), t);
+    job.AddProcess(t);
+  }
+  const auto links = skew.Stragglers();
+  REQUIRE(links.size() == 1);
+  CHECK(links[0].processes == std::vector<int>{5});
+  for (const auto& c : links[0].comms) {
+    CHECK(c.compared == 64);
+    CHECK(c.summary_kept == 64);
+  }
+  job.Finish();
+  const auto findings = StragglerFindings(Diagnose(job));
+  REQUIRE(findings.size() == 1);
+  const auto& facts = std::get<StragglerFacts>(findings[0]->facts);
+  CHECK(facts.cause == StragglerFacts::Cause::kLink);
+  CHECK(facts.summary_kept == 64);
+  const auto text =
+      ncclwatch::decoder::RenderFinding(*findings[0], ncclwatch::decoder::NoCallSites());
+  INFO(text.detail);
+  CHECK(text.detail.find("; compared over the last 64 collectives of a rank that its node's "
+                         "summary kept, not 4096 (a summary keeps a communicator's last 64 GPU "
+                         "times: the traces hold more; read them to compare as many)") !=
+        std::string::npos);
+  // From the traces themselves, nothing is said.
+  for (const auto& c : Links(ps)[0].comms) CHECK(c.summary_kept == 0);
 }
