@@ -176,20 +176,6 @@ std::vector<RecentLateness> ArrivalSkew::Recent(size_t window) const {
   return out;
 }
 
-// The fewest collectives a node's summary kept of any member it cut short
-// of `window` (narrowed past kMaxKept, a member may hold fewer than the
-// summary kept, and then the summary took nothing away); 0 when none.
-uint64_t ArrivalSkew::SummaryKept(const Members& members, size_t window) {
-  uint64_t fewest = 0;
-  for (const auto& [rank, m] : members) {
-    if (!m.summary_cut) continue;
-    const auto kept = static_cast<uint64_t>(
-        std::count_if(m.ns.begin(), m.ns.end(), [](int64_t ns) { return ns != INT64_MIN; }));
-    if (kept < window && (fewest == 0 || kept < fewest)) fewest = kept;
-  }
-  return fewest;
-}
-
 std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
   std::vector<ArrivalStraggler> out;
   for (const auto& [comm, members] : comms_) {
@@ -216,7 +202,12 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
       for (const auto& [r, s] : members) x.member_processes.push_back(s.process);
       x.compared = ops.size();
       x.window = window_;
-      x.summary_kept = SummaryKept(members, window_);
+      x.summary_kept = lateness::FewestKept(
+          members, window_, [](const Series& m) { return m.summary_cut; },
+          [](const Series& m) {
+            return static_cast<uint64_t>(std::count_if(m.ns.begin(), m.ns.end(),
+                                                       [](int64_t ns) { return ns != INT64_MIN; }));
+          });
       x.gapped = gapped;
       x.times_last = count;
       bool from_start = true;

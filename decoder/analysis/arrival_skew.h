@@ -134,7 +134,6 @@ class ArrivalSkew {
   static std::vector<Op> Compare(const Members& members);
   // Cuts `s` to its last `window` collectives recorded.
   static void Narrow(Series* s, size_t window);
-  static uint64_t SummaryKept(const Members& members, size_t window);
 
   std::map<uint64_t, Members> comms_;  // per communicator
   size_t max_kept_ = kMaxKept;

@@ -216,14 +216,12 @@ std::vector<GpuStraggler> GpuSkew::Stragglers() const {
       x.compared = ops.size();
       x.timed = ops.size();
       x.window = kWindow;
-      // The fewest GPU times a summary kept of a member it cut short.
-      for (const auto& [r, m] : members) {
-        if (!m.summary_cut) continue;
-        const auto timed = static_cast<uint64_t>(std::count_if(
-            m.samples.begin(), m.samples.end(), [](const Sample& y) { return y.gpu_ns != 0; }));
-        if (timed < kWindow && (x.summary_kept == 0 || timed < x.summary_kept))
-          x.summary_kept = timed;
-      }
+      x.summary_kept = lateness::FewestKept(
+          members, kWindow, [](const Member& m) { return m.summary_cut; },
+          [](const Member& m) {
+            return static_cast<uint64_t>(std::count_if(
+                m.samples.begin(), m.samples.end(), [](const Sample& y) { return y.gpu_ns != 0; }));
+          });
       x.gapped = gapped;
       x.times_last = count;
       std::vector<uint8_t> indicator(ops.size());

@@ -94,6 +94,22 @@ Window DescribeWindow(const std::vector<uint64_t>& seqs, bool from_start,
                       const std::vector<uint8_t>& last, const std::vector<int64_t>& gap,
                       int64_t min_gap_ns);
 
+// The fewest calls node summaries kept of any member they cut short of
+// `window` (StragglerEvidence::summary_kept), 0 when none did: `cut(m)`
+// says whether member m's summary left out calls it would have read,
+// `kept(m)` how many it has. (A member cut, but narrowed to fewer than its
+// summary kept since, lost nothing to the summary.)
+template <typename Members, typename Cut, typename Kept>
+uint64_t FewestKept(const Members& members, uint64_t window, Cut cut, Kept kept) {
+  uint64_t fewest = 0;
+  for (const auto& [rank, m] : members) {
+    if (!cut(m)) continue;
+    const uint64_t k = kept(m);
+    if (k < window && (fewest == 0 || k < fewest)) fewest = k;
+  }
+  return fewest;
+}
+
 // Copies window `w` into a straggler's evidence: what arrival, GPU and link
 // skew all report. began_ns stays with the caller: each dates it by its own
 // times.

@@ -141,11 +141,10 @@ std::vector<LinkStraggler> LinkSkew::Stragglers() const {
       for (const auto& [rank, m] : comms_.at(s.comm)) {
         const int64_t at = m.by_seq.at(x.began_seq).begin_ns;
         if (at != 0 && (x.began_ns == 0 || at < x.began_ns)) x.began_ns = at;
-        // The fewest GPU times a summary kept of a member it cut short.
-        if (m.summary_cut && m.by_seq.size() < kWindow &&
-            (x.summary_kept == 0 || m.by_seq.size() < x.summary_kept))
-          x.summary_kept = m.by_seq.size();
       }
+      x.summary_kept = lateness::FewestKept(
+          comms_.at(s.comm), kWindow, [](const Member& m) { return m.summary_cut; },
+          [](const Member& m) { return static_cast<uint64_t>(m.by_seq.size()); });
       slow.push_back(std::move(x));
     }
   }

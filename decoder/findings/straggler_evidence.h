@@ -22,9 +22,10 @@ struct StragglerEvidence {
   int members = 0;        // members compared
   uint64_t compared = 0;  // collectives every member issued (within the window)
   uint64_t window = 0;    // collectives kept per member (4,096; fewer past 8,192 members)
-  // > 0: node summaries made with a --window under `window` kept only this
-  // many of a member's last collectives (the fewest of any member they cut),
-  // and the figures are over those: the traces hold more.
+  // > 0: node summaries kept only this many of a member's last collectives
+  // (the fewest of any member they cut: host enqueues where the summaries'
+  // window was narrower than `window`, GPU times past a communicator's last
+  // kSummaryGpuTimes), and the figures are over those: the traces hold more.
   uint64_t summary_kept = 0;
   uint64_t gapped = 0;  // ... where one member came last by 1 ms or more
   uint64_t times_last = 0;

@@ -19,6 +19,7 @@
 #define NCCLWATCH_DECODER_MODEL_PROCESS_TRACE_H_
 
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -113,17 +114,28 @@ struct ProcessTrace {
   uint64_t records = 0;
   uint64_t last_t = 0;  // the latest record's time
   uint64_t last_order = 0;
-  // Room for each call table (collectives, sends and receives, group
-  // calls) once its first row comes: the file's slots in use. Reserved, the
-  // rows are resident only as far as they are filled (the allocation is
-  // address space until written), and a table of millions of calls is
-  // never copied and faulted in afresh as it grows, which was most of the
-  // time reading a big ring took. 0: grown as rows come (a summary).
+  // Room for the call tables (collectives, sends and receives, group
+  // calls) once each one's first row comes: the file's slots in use.
+  // Reserved, the rows are resident only as far as they are filled (the
+  // allocation is address space until written), and a table of millions of
+  // calls is never copied and faulted in afresh as it grows, which was most
+  // of the time reading a big ring took. 0: grown as rows come (a summary).
   size_t call_table_room = 0;
-  // Before a call table's first row (the importers): room for that many.
+  // Before a call table's first row (the importers): room for the slots
+  // the other call tables have not taken, unless a trace read before into
+  // this ProcessTrace left it more (Reset keeps the tables' capacity). Where
+  // the address space cannot be had (a limit on it, or strict overcommit:
+  // vm.overcommit_memory=2 charges a reserve as if filled), the table grows
+  // as rows come instead.
   template <typename Table>
-  void MakeRoom(Table& table) const {
-    if (table.capacity() == 0 && call_table_room > 0) table.reserve(call_table_room);
+  void MakeRoom(Table& table) {
+    if (!table.empty()) return;
+    const size_t taken = collectives.size() + p2p.size() + groups.size();
+    if (call_table_room <= taken || table.capacity() >= call_table_room - taken) return;
+    try {
+      table.reserve(call_table_room - taken);
+    } catch (const std::bad_alloc&) {
+    }
   }
   // When this snapshot of the file was taken (CLOCK_REALTIME as reading
   // began): a live process's heartbeat is as fresh as it was then, whatever

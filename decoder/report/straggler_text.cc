@@ -10,6 +10,7 @@
 #include "analysis/arrival_skew.h"
 #include "knowledge/nccl_semantics.h"
 #include "report/names.h"
+#include "summary/summary_format.h"
 
 namespace ncclwatch::decoder {
 
@@ -32,24 +33,25 @@ std::string Utc(int64_t ns) {
   return when;
 }
 
-// A slow link's words: its communicators' collectives took longer once
-// every member had arrived than the others of their kind.
 // Where node summaries kept fewer of a rank's collectives than the
 // analysis reads (StragglerEvidence::summary_kept): over how many, and how
 // to compare as many as the traces hold. GPU times (a slow GPU or link) are
-// kept 64 per communicator whatever the --window; host enqueues, the window.
+// kept kSummaryGpuTimes per communicator whatever the --window; host
+// enqueues, the summaries' window (narrowed past 8,192 members).
 std::string SummaryKept(const StragglerFacts& x, bool gpu_times) {
   if (x.summary_kept == 0) return "";
   return absl::StrCat(
       "; compared over the last ", x.summary_kept,
       " collectives of a rank that its node's summary kept, not ", x.window,
-      gpu_times ? " (a summary keeps a communicator's last 64 GPU times: the traces hold more; "
-                  "read them to compare as many)"
-                : absl::StrCat(" (summarized with a smaller --window: the traces hold more; "
-                               "summarize again with --window ",
-                               x.window, " or read the traces to compare as many)"));
+      gpu_times ? absl::StrCat(" (a summary keeps a communicator's last ", kSummaryGpuTimes,
+                               " GPU times: the traces hold more; read them to compare as many)")
+                : std::string(" (the summaries' window was narrower: the traces hold more; read "
+                              "them, or summarize again with a larger --window, to compare as "
+                              "many)"));
 }
 
+// A slow link's words: its communicators' collectives took longer once
+// every member had arrived than the others of their kind.
 std::string RenderLink(const Finding& f, const StragglerFacts& x) {
   const bool one = x.link_ranks.empty();
   std::string text = absl::StrFormat(

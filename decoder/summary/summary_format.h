@@ -103,6 +103,10 @@ inline constexpr uint32_t kDefaultSummaryWindow = 4096;
 // what it keeps of each member (analysis/arrival_skew.h, whose kMaxKept this
 // is), so a merge of a huge job reads what its analyses keep and no more.
 inline constexpr uint64_t kMaxKeptCalls = uint64_t{1} << 25;
+// GPU times (GpuTime records) kept of each communicator's, the last ones
+// (the slow-GPU and slow-link analyses of a summary read those; how many
+// it left out is counted, per communicator).
+inline constexpr uint64_t kSummaryGpuTimes = 64;
 
 // The window of a communicator of `members` ranks: `window`, halved until
 // members x window is within kMaxKeptCalls (8,192 members keep 4,096 calls

@@ -195,9 +195,13 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
   // Two bytes at least each: bounded by the section before it is allocated.
   if (!c.ok() || gpu_comms > c.left() / 2) return malformed("more GPU-time counts than bytes");
   p.left_out_gpu_times.resize(gpu_comms);
-  for (ProcessTrace::LeftOutGpuTimes& l : p.left_out_gpu_times) {
+  for (size_t k = 0; k < p.left_out_gpu_times.size(); ++k) {
+    ProcessTrace::LeftOutGpuTimes& l = p.left_out_gpu_times[k];
     l.comm = c.Varint();
     l.count = c.Varint();
+    // As the writer lists them: by communicator, each once, none of 0.
+    if (l.count == 0 || (k > 0 && l.comm <= p.left_out_gpu_times[k - 1].comm))
+      return malformed("its GPU-time counts are out of order");
   }
   const uint64_t streams = c.Varint();
   if (!c.ok()) return malformed("its identity is cut short");

@@ -91,10 +91,6 @@ bool WatcherComm(absl::Span<const uint8_t> record, uint64_t* comm, uint32_t* bod
   return false;
 }
 
-// GpuTime records kept, the last of each communicator's (the slow-GPU
-// analysis of a summary reads its last ones).
-constexpr uint64_t kGpuTimeTail = 64;
-
 // A call slot's entry's first byte: its kind and context (summary_format.h).
 uint8_t CallEntryByte(uint8_t kind, uint8_t context) {
   return static_cast<uint8_t>(kSummaryCallEntry | (SlotIndex(kind) << 5) | context);
@@ -226,7 +222,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
             uint64_t comm = 0;
             uint32_t body = 0;
             if (WatcherComm(bytes, &comm, &body) && body == f::record::kGpuTime) {
-              if (gpu_seen[comm]++ + kGpuTimeTail < gpu_total[comm]) {
+              if (gpu_seen[comm]++ + kSummaryGpuTimes < gpu_total[comm]) {
                 ++left_gpu[comm];
                 return;
               }

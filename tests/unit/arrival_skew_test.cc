@@ -312,7 +312,7 @@ TEST_CASE("a straggler judged on what a summary with a small window kept says so
       ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites()).detail;
   INFO(text);
   CHECK(text.find("; compared over the last 232 collectives of a rank that its node's summary "
-                  "kept, not 4096 (summarized with a smaller --window: the traces hold more; "
-                  "summarize again with --window 4096 or read the traces to compare as many)") !=
+                  "kept, not 4096 (the summaries' window was narrower: the traces hold more; "
+                  "read them, or summarize again with a larger --window, to compare as many)") !=
         std::string::npos);
 }

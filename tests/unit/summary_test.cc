@@ -423,6 +423,16 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
        "more records than bytes"},
       {"absurd_gpu_counts", WithHeader(OneTrace([](ByteSink&) {}, uint64_t{1} << 40)),
        "more GPU-time counts than bytes"},
+      {"gpu_counts_out_of_order",
+       WithHeader(OneTrace(
+           [](ByteSink& s) {
+             s.Varint(5);  // communicator 5, 1 left out
+             s.Varint(1);
+             s.Varint(3);  // then 3: not ascending
+             s.Varint(1);
+           },
+           2)),
+       "its GPU-time counts are out of order"},
       {"absurd_digests", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(1);
          s.Varint(7);
