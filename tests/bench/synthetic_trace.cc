@@ -126,6 +126,17 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
         s.caller = 0x401234;
         s.rank = rank;
         ok = ring.AppendCallSlot(NCCLWATCH_SLOT_COLLECTIVE, s);
+        if (job.gpu_times) {
+          ok = ok && Put(ring, Region::kRing, t + 1, f::record::kGpuTime, [&](WireWriter& w) {
+                 w.Fixed64(f::gpu_time::kComm, kWorldComm);
+                 w.Varint(f::gpu_time::kCall, f::kAllReduce);
+                 w.Varint(f::gpu_time::kSeq, seq);
+                 w.Varint(f::gpu_time::kCollectives, seq + 1);
+                 w.Varint(f::gpu_time::kBeginNs, t);
+                 w.Varint(f::gpu_time::kEndNs, t + 500000);
+                 w.Varint(f::gpu_time::kGpuNs, 500000);
+               });
+        }
         continue;
       }
       ok = Put(ring, Region::kRing, t, f::record::kCollective, [&](WireWriter& w) {

@@ -41,6 +41,9 @@ struct SyntheticJob {
   uint64_t start_realtime_ns = 0;
   int slow_rank = -1;
   uint64_t slow_ns = 0;
+  // A GpuTime record after each collective (the watcher's: its GPU took
+  // 0.5 ms, from its enqueue on).
+  bool gpu_times = false;
 };
 
 // Writes one trace per rank into `dir` (which must exist). Returns false and

@@ -235,6 +235,38 @@ TEST_CASE("summary: the default window keeps a short trace whole", "[summary]") 
   CHECK(read[0].left_out.empty());
 }
 
+// GPU times: each communicator's last kSummaryGpuTimes kept whatever the
+// window, and how many were left out counted (format 3), per communicator.
+TEST_CASE("summary: a trace's last GPU times are kept, the rest counted", "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 2;
+  job.calls = 200;
+  job.gpu_times = true;
+  WriteJob(tmp.path(), job);
+  const std::vector<std::string> traces = Traces(tmp.path());
+  const std::string path = tmp.path() + "/n.ncws";
+  WriteFile(path, Summarize(traces, kDefaultSummaryWindow, "n"));
+  const std::vector<ProcessTrace> read = ReadAll(path);
+  REQUIRE(read.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    absl::StatusOr<ProcessTrace> raw = LoadProcessTrace(traces[i]);
+    REQUIRE(raw.ok());
+    REQUIRE(raw->gpu_times.size() == 200);
+    CHECK(raw->left_out_gpu_times.empty());
+    const ProcessTrace& s = read[i];
+    CHECK(s.collectives.size() == 200);  // the calls whole: 200 is within the window
+    REQUIRE(s.gpu_times.size() == kSummaryGpuTimes);
+    CHECK(s.gpu_times.front().collectives == 200 - kSummaryGpuTimes + 1);
+    CHECK(s.gpu_times.back().collectives == 200);
+    REQUIRE(s.left_out_gpu_times.size() == 1);
+    CHECK(s.left_out_gpu_times[0].comm == raw->collectives[0].comm);
+    CHECK(s.left_out_gpu_times[0].count == 200 - kSummaryGpuTimes);
+    CHECK(s.LeftOutGpuTimesOf(raw->collectives[0].comm) == 200 - kSummaryGpuTimes);
+    CHECK(s.LeftOutGpuTimesOf(raw->collectives[0].comm + 1) == 0);
+  }
+}
+
 TEST_CASE("summary: a huge communicator's window narrows as the straggler analysis's does",
           "[summary]") {
   CHECK(CommWindow(4096, 8) == 4096);
