@@ -55,6 +55,15 @@ std::vector<ArrivalStraggler> Stragglers(const std::vector<SyntheticProcess>& ps
   return skew.Stragglers();
 }
 
+// The words of a straggler warning on kComm with these facts.
+std::string Words(const StragglerFacts& facts) {
+  Finding f;
+  f.kind = FindingKind::kStraggler;
+  f.comm = kComm;
+  f.facts = facts;
+  return ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites()).detail;
+}
+
 Diagnosis DiagnoseJob(const std::vector<SyntheticProcess>& ps) {
   JobAnalysis job;
   for (const SyntheticProcess& p : ps) job.AddProcess(p.Build());
@@ -247,12 +256,7 @@ TEST_CASE(
   facts.members = 8;
   facts.window = 64;
   facts.compared = 64;
-  Finding f;
-  f.kind = FindingKind::kStraggler;
-  f.comm = kComm;
-  f.facts = facts;
-  const std::string text =
-      ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites()).detail;
+  const std::string text = Words(facts);
   CHECK(text.find("compared over each rank's last 64 collectives, not 4096 (8 ranks") !=
         std::string::npos);
 }
@@ -304,12 +308,7 @@ TEST_CASE("a straggler judged on what a summary with a small window kept says so
 
   StragglerFacts facts;
   static_cast<ncclwatch::decoder::StragglerEvidence&>(facts) = found[0];
-  Finding f;
-  f.kind = FindingKind::kStraggler;
-  f.comm = kComm;
-  f.facts = facts;
-  const std::string text =
-      ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites()).detail;
+  const std::string text = Words(facts);
   INFO(text);
   CHECK(text.find("; compared over the last 232 collectives of a rank that its node's summary "
                   "kept, not 4096 (the summaries' window was narrower: the traces hold more; "

@@ -271,7 +271,8 @@ TEST_CASE("a slow link judged on the GPU times a summary kept says so", "[stragg
     CHECK(c.summary_kept == 64);
   }
   job.Finish();
-  const auto findings = StragglerFindings(Diagnose(job));
+  const Diagnosis d = Diagnose(job);
+  const auto findings = StragglerFindings(d);
   REQUIRE(findings.size() == 1);
   const auto& facts = std::get<StragglerFacts>(findings[0]->facts);
   CHECK(facts.cause == StragglerFacts::Cause::kLink);
