@@ -2,31 +2,28 @@
 // bytes: TraceFile::Open must refuse what is not a trace with a reason, and
 // ForEachRecord must yield only slots within the file, never read outside it.
 //
-// The bytes go to an anonymous memory file (memfd), opened by its
-// /proc/self/fd path as a user's file would be: nothing touches the disk.
+// The bytes go to a file in a scratch folder under $TMPDIR (fuzz.sh keeps
+// it on the fuzz build's own folder), opened by its path as a user's file
+// would be. Not a memfd's /proc/self/fd path: traces are opened without
+// following a final link (trace_file.cc), and that path is one, so every
+// input was refused at open and nothing past it was fuzzed.
 // Seeds: traces written by the shim's own writer (make_trace_seeds).
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
 
+#include "fuzz_support.h"
 #include "trace/trace_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const int fd = memfd_create("ncclwatch-fuzz-trace", MFD_CLOEXEC);
-  if (fd < 0) abort();
-  for (size_t done = 0; done < size;) {
-    const ssize_t n = write(fd, data + done, size - done);
-    if (n <= 0) abort();
-    done += static_cast<size_t>(n);
-  }
+  static const ncclwatch::fuzz::ScratchDir scratch;  // removed at exit
+  const std::string path = scratch.Write("input.trace", data, size);
   {
     absl::StatusOr<std::unique_ptr<ncclwatch::decoder::TraceFile>> file =
-        ncclwatch::decoder::TraceFile::Open("/proc/self/fd/" + std::to_string(fd));
+        ncclwatch::decoder::TraceFile::Open(path);
     if (file.ok()) {
       ncclwatch::decoder::TraceFileStats stats;
       uint64_t bytes_seen = 0;
@@ -42,6 +39,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       abort();  // a refusal must say why
     }
   }
-  close(fd);
   return 0;
 }
