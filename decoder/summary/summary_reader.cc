@@ -199,6 +199,7 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
     ProcessTrace::LeftOutGpuTimes& l = p.left_out_gpu_times[k];
     l.comm = c.Varint();
     l.count = c.Varint();
+    if (!c.ok()) return malformed("its GPU-time counts are cut short");
     // As the writer lists them: by communicator, each once, none of 0.
     if (l.count == 0 || (k > 0 && l.comm <= p.left_out_gpu_times[k - 1].comm))
       return malformed("its GPU-time counts are out of order");
