@@ -17,17 +17,15 @@ absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>
   for (const std::string& f : files) summaries += IsSummaryFile(f) ? 1 : 0;
   if (summaries > 0 && summaries < files.size()) out.job.MixesSummaries();
   size_t index = 0;
-  const absl::Status read = LoadJobInputs(
-      files, 0,
-      [&](const std::string& file, const absl::Status& status, const ProcessTrace& trace) {
-        if (status.ok()) {
-          out.job.AddProcess(trace);
-        } else {
-          out.job.AddUnreadable(file, std::string(status.message()));
-        }
-        if (on_trace) on_trace(index, status.ok() ? &trace : nullptr);
-        ++index;
-      });
+  const absl::Status read = LoadJobInputs(files, 0, [&](const JobInput& in) {
+    if (in.status.ok()) {
+      out.job.AddProcess(in.trace);
+    } else {
+      out.job.AddUnreadable(in.name, std::string(in.status.message()), in.may_hold_traces);
+    }
+    if (on_trace) on_trace(index, in.status.ok() ? &in.trace : nullptr);
+    ++index;
+  });
   if (!read.ok()) return read;
   if (out.job.processes().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -108,15 +108,14 @@ int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream
   }
   JobStatusBuilder builder(NowNs(), static_cast<int64_t>(o.stuck_after_s * 1e9));
   size_t read = 0;
-  const absl::Status loaded = LoadJobInputs(
-      *files, 0, [&](const std::string& file, const absl::Status& s, const ProcessTrace& t) {
-        if (s.ok()) {
-          ++read;
-          builder.AddProcess(t);
-        } else {
-          builder.AddUnreadable(file, std::string(s.message()));
-        }
-      });
+  const absl::Status loaded = LoadJobInputs(*files, 0, [&](const JobInput& in) {
+    if (in.status.ok()) {
+      ++read;
+      builder.AddProcess(in.trace);
+    } else {
+      builder.AddUnreadable(in.name, std::string(in.status.message()));
+    }
+  });
   if (!loaded.ok()) {
     err << "ncclwatch: " << loaded.message() << "\n";
     return 2;

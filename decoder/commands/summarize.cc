@@ -91,7 +91,7 @@ int RunSummarize(const std::vector<std::string>& args, std::ostream& out, std::o
   if (!stats.unreadable.empty()) {
     err << "ncclwatch: " << stats.unreadable.size()
         << " trace(s) or folder(s) not read (listed in the summary); first: "
-        << OneLine(stats.unreadable.front().first + ": " + stats.unreadable.front().second) << "\n";
+        << OneLine(stats.unreadable.front().path + ": " + stats.unreadable.front().why) << "\n";
   }
   return 0;
 }

@@ -50,14 +50,12 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   writer.MarkRootCauses(job, d);
   {
     Progress progress("writing the timeline", files.size());
-    const absl::Status read = LoadJobInputs(
-        files, 0,
-        [&](const std::string& path, const absl::Status& status, const ProcessTrace& trace) {
-          progress.Step();
-          auto it = index_of.find(path);
-          if (!status.ok() || it == index_of.end()) return;
-          writer.AddProcess(trace, it->second);
-        });
+    const absl::Status read = LoadJobInputs(files, 0, [&](const JobInput& in) {
+      progress.Step();
+      auto it = index_of.find(in.name);
+      if (!in.status.ok() || it == index_of.end()) return;
+      writer.AddProcess(in.trace, it->second);
+    });
     if (!read.ok()) {
       err << "ncclwatch: " << OneLine(std::string(read.message())) << "\n";
       return 2;

@@ -63,7 +63,7 @@ absl::Status ReadInputs(const std::vector<std::string>& files, unsigned threads,
       files.size(), threads, [&](size_t i, Input* in) { in->Load(files[i]); },
       [&](size_t i, Input& in) {
         if (!in.summary) {
-          fn(files[i], in.status, in.traces[0]);
+          fn({files[i], in.status, in.traces[0]});
           return true;
         }
         // A summary that cannot be read whole is an error; its traces
@@ -72,10 +72,10 @@ absl::Status ReadInputs(const std::vector<std::string>& files, unsigned threads,
           error = in.status;
           return false;
         }
-        for (const auto& [name, why] : in.reader->unreadable())
-          fn(name, absl::InvalidArgumentError(why), ProcessTrace());
+        for (const SummaryUnreadable& u : in.reader->unreadable())
+          fn({u.path, absl::InvalidArgumentError(u.why), ProcessTrace(), u.may_hold_traces});
         for (size_t k = 0; k < in.loaded; ++k)
-          fn(in.traces[k].path, absl::OkStatus(), in.traces[k]);
+          fn({in.traces[k].path, absl::OkStatus(), in.traces[k]});
         if (!in.status.ok()) {
           error = in.status;
           return false;
@@ -87,7 +87,7 @@ absl::Status ReadInputs(const std::vector<std::string>& files, unsigned threads,
             return false;
           }
           if (!*more) break;
-          fn(rest.path, absl::OkStatus(), rest);
+          fn({rest.path, absl::OkStatus(), rest});
         }
         in.reader.reset();  // its bytes
         return true;
@@ -103,20 +103,18 @@ absl::Status LoadJobInputs(const std::vector<std::string>& files, unsigned threa
   // communicator's existing ranks (model/grown_communicators.h).
   GrowJoin join;
   std::vector<std::pair<std::string, ProcessTrace>> gained;
-  absl::Status read =
-      ReadInputs(files, threads,
-                 [&](const std::string& name, const absl::Status& status, const ProcessTrace& t) {
-                   if (status.ok() && GrowJoin::Gained(t)) {
-                     gained.emplace_back(name, t);
-                     return;
-                   }
-                   if (status.ok()) join.Learn(t);
-                   fn(name, status, t);
-                 });
+  absl::Status read = ReadInputs(files, threads, [&](const JobInput& in) {
+    if (in.status.ok() && GrowJoin::Gained(in.trace)) {
+      gained.emplace_back(in.name, in.trace);
+      return;
+    }
+    if (in.status.ok()) join.Learn(in.trace);
+    fn(in);
+  });
   if (!read.ok()) return read;
   for (auto& [name, trace] : gained) {
     join.Join(&trace);
-    fn(name, absl::OkStatus(), trace);
+    fn({name, absl::OkStatus(), trace});
   }
   return absl::OkStatus();
 }

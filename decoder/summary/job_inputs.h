@@ -28,12 +28,20 @@
 
 namespace ncclwatch::decoder {
 
-using OnJobInput = std::function<void(const std::string& name, const absl::Status& status,
-                                      const ProcessTrace& trace)>;
+// One process handed to the caller: the name to report it by (a trace's
+// path, a summarized trace's "HOST:PATH") and its status: OK with the
+// trace, or why it could not be read (a bad trace is the job's unreadable
+// input; `may_hold_traces`: what a node's summary lists as a folder it
+// could not search or a link it did not follow, which may hold a rank's).
+struct JobInput {
+  const std::string& name;
+  const absl::Status& status;
+  const ProcessTrace& trace;
+  bool may_hold_traces = false;
+};
+using OnJobInput = std::function<void(const JobInput& input)>;
 
-// `fn` gets each process with the name to report it by (a trace's path,
-// a summarized trace's "HOST:PATH") and its status: OK with the trace, or
-// why it could not be read (a bad trace is the job's unreadable input). A
+// `fn` gets each process, in the order above. A
 // summary that is not whole or not well-formed is an error (returned, one
 // line, naming the file; the command exits 2): nothing of a node's summary
 // can be trusted once any of it cannot.

@@ -60,6 +60,10 @@
 //                    bytes in all; version 1 took 6-7, its mask and number
 //                    always written, its time diffed against the same
 //                    call's a step before).
+//                after the traces: varint u, then u x {string path, string
+//                why, u8 flags}: what the node could not read (a trace that
+//                failed to read, or with kSummaryMayHoldTraces a folder it
+//                could not search or a link it did not follow; version 4).
 //
 // Bounds a reader enforces (and a writer keeps to): kMaxSummaryBytes in all,
 // kMaxSummaryTraces traces, strings of kMaxSummaryString bytes, records of
@@ -72,6 +76,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -83,7 +88,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the summary's integers are little-endian");
 
 inline constexpr char kSummaryMagic[8] = {'N', 'C', 'C', 'L', 'W', 'S', 'U', 'M'};
-inline constexpr uint32_t kSummaryVersion = 3;
+inline constexpr uint32_t kSummaryVersion = 4;
 inline constexpr uint32_t kSummaryHeaderBytes = 32;
 inline constexpr uint64_t kMaxSummaryBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxSummaryTraces = 4096;
@@ -107,6 +112,17 @@ inline constexpr uint64_t kMaxKeptCalls = uint64_t{1} << 25;
 // (the slow-GPU and slow-link analyses of a summary read those; how many
 // it left out is counted, per communicator).
 inline constexpr uint64_t kSummaryGpuTimes = 64;
+// The flag byte of an unreadable trace's entry: set when what was not read
+// is a folder that could not be searched or a link not followed, not a
+// trace that failed to read (version 4): it may hold a rank's trace.
+inline constexpr uint8_t kSummaryMayHoldTraces = 0x01;
+
+// A trace, folder or link a node could not read, as its summary lists it.
+struct SummaryUnreadable {
+  std::string path;
+  std::string why;
+  bool may_hold_traces = false;  // a folder not searched or a link not followed
+};
 
 // The window of a communicator of `members` ranks: `window`, halved until
 // members x window is within kMaxKeptCalls (8,192 members keep 4,096 calls

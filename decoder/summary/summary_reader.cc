@@ -146,7 +146,13 @@ absl::Status SummaryReader::Parse() {
   for (uint64_t i = 0; c.ok() && i < unreadable && i < kMaxSummaryTraces; ++i) {
     const std::string_view p = c.String(kMaxSummaryString);
     const std::string_view why = c.String(kMaxSummaryString);
-    unreadable_.emplace_back(absl::StrCat(host_, ":", std::string(p)), std::string(why));
+    const uint8_t flags = c.U8();
+    if ((flags & ~kSummaryMayHoldTraces) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, ": malformed summary: an unreadable trace's flags are ", flags));
+    }
+    unreadable_.push_back({absl::StrCat(host_, ":", std::string(p)), std::string(why),
+                           (flags & kSummaryMayHoldTraces) != 0});
   }
   if (!c.ok() || unreadable > kMaxSummaryTraces || c.left() != 0) {
     return absl::InvalidArgumentError(

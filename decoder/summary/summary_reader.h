@@ -31,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/process_trace.h"
+#include "summary/summary_format.h"
 
 namespace ncclwatch::decoder {
 
@@ -46,8 +47,8 @@ class SummaryReader {
   const std::string& host() const { return host_; }  // where it was made
   uint64_t window() const { return window_; }
   size_t traces() const { return sections_.size(); }
-  // The traces the node could not read: ("HOST:PATH", why).
-  const std::vector<std::pair<std::string, std::string>>& unreadable() const { return unreadable_; }
+  // What the node could not read, its path as "HOST:PATH".
+  const std::vector<SummaryUnreadable>& unreadable() const { return unreadable_; }
 
   // The next trace into `trace` (reset first, its memory kept); false when
   // every trace was read; an error, naming the file, when a section is
@@ -64,7 +65,7 @@ class SummaryReader {
   std::string host_;
   uint64_t window_ = 0;
   std::vector<std::pair<size_t, size_t>> sections_;  // (offset, length) of each trace
-  std::vector<std::pair<std::string, std::string>> unreadable_;
+  std::vector<SummaryUnreadable> unreadable_;
   size_t next_ = 0;
 };
 

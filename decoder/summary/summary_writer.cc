@@ -369,14 +369,14 @@ absl::StatusOr<std::string> BuildSummary(const std::vector<std::string>& trace_f
   for (const std::string& path : trace_files) {
     section.clear();
     if (path.size() > kMaxSummaryString) {
-      stats->unreadable.emplace_back(path.substr(0, kMaxSummaryString), "its path is too long");
+      stats->unreadable.push_back({path.substr(0, kMaxSummaryString), "its path is too long"});
       continue;
     }
     absl::Status s = SummarizeTrace(path, window, &p, &section, stats);
     if (!s.ok()) {
       std::string why(s.message());
       if (why.size() > kMaxSummaryString) why.resize(kMaxSummaryString);
-      stats->unreadable.emplace_back(path, why);
+      stats->unreadable.push_back({path, why});
       continue;
     }
     ByteSink(&sections).Varint(section.size());
@@ -390,16 +390,17 @@ absl::StatusOr<std::string> BuildSummary(const std::vector<std::string>& trace_f
   }
   for (const auto& [path, why] : options.not_read) {
     if (stats->unreadable.size() >= kMaxSummaryTraces) break;
-    stats->unreadable.emplace_back(path.substr(0, kMaxSummaryString),
-                                   why.substr(0, kMaxSummaryString));
+    stats->unreadable.push_back(
+        {path.substr(0, kMaxSummaryString), why.substr(0, kMaxSummaryString), true});
   }
   if (stats->unreadable.size() > kMaxSummaryTraces) stats->unreadable.resize(kMaxSummaryTraces);
   b.Varint(traces);
   body.append(sections);
   b.Varint(stats->unreadable.size());
-  for (const auto& [path, why] : stats->unreadable) {
-    b.String(path);
-    b.String(why);
+  for (const SummaryUnreadable& u : stats->unreadable) {
+    b.String(u.path);
+    b.String(u.why);
+    b.U8(u.may_hold_traces ? kSummaryMayHoldTraces : 0);
   }
   stats->traces = traces;
   std::string file;

@@ -29,8 +29,9 @@ struct SummaryOptions {
   // group calls at each end of the process's); at least 1.
   uint32_t window = kDefaultSummaryWindow;
   std::string host;  // where the traces were read ("" : this machine's name)
-  // What the search for the traces passed over, (path, why): listed in the
-  // summary as traces not read.
+  // What the search for the traces passed over (a folder it could not
+  // search, a link it did not follow), (path, why): listed in the summary as
+  // not read, and as what may hold a rank's trace.
   std::vector<std::pair<std::string, std::string>> not_read;
 };
 
@@ -41,8 +42,9 @@ struct SummaryStats {
   uint64_t collectives_left_out = 0;
   uint64_t groups_left_out = 0;
   uint64_t progress_left_out = 0;  // GPU progress records (every 20 ms) in the middle
-  // Traces that could not be read: (path, why), listed in the summary too.
-  std::vector<std::pair<std::string, std::string>> unreadable;
+  // What could not be read, listed in the summary too: the traces that
+  // failed to read, then what the search passed over (options.not_read).
+  std::vector<SummaryUnreadable> unreadable;
 };
 
 // The summary of `trace_files`, as the bytes of the file. An error only when

@@ -235,6 +235,52 @@ TEST_CASE("summary: the default window keeps a short trace whole", "[summary]") 
   CHECK(read[0].left_out.empty());
 }
 
+// What a node could not read is listed in its summary, and a folder not
+// searched or a link not followed stays what it was: something that may
+// hold a rank's trace, so the job is not called healthy from the summary
+// either (a torn trace alone is a note, as from the traces).
+TEST_CASE("summary: what a node could not read keeps whether it may hold a trace", "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 2;
+  job.calls = 100;
+  WriteJob(tmp.path() + "/t", job);
+  std::vector<std::string> traces = Traces(tmp.path() + "/t");
+  const std::string torn = tmp.path() + "/t/torn.trace";
+  WriteFile(torn, "NCCLWTRC and then nothing a trace holds");
+  traces.push_back(torn);
+  for (const bool link : {false, true}) {
+    INFO((link ? "with a link not followed" : "a torn trace alone"));
+    SummaryOptions options;
+    options.host = "n";
+    if (link) options.not_read.emplace_back("/t/x.trace", "a symbolic link: not followed");
+    SummaryStats stats;
+    absl::StatusOr<std::string> bytes = BuildSummary(traces, options, &stats);
+    REQUIRE(bytes.ok());
+    REQUIRE(stats.unreadable.size() == (link ? 2u : 1u));
+    const std::string path = tmp.path() + (link ? "/link.ncws" : "/torn.ncws");
+    WriteFile(path, *bytes);
+    absl::StatusOr<std::unique_ptr<SummaryReader>> r = SummaryReader::Open(path);
+    REQUIRE(r.ok());
+    const std::vector<SummaryUnreadable>& u = (*r)->unreadable();
+    REQUIRE(u.size() == (link ? 2u : 1u));
+    CHECK(u[0].path == "n:" + torn);
+    CHECK_FALSE(u[0].may_hold_traces);
+    if (link) {
+      CHECK(u[1].path == "n:/t/x.trace");
+      CHECK(u[1].why == "a symbolic link: not followed");
+      CHECK(u[1].may_hold_traces);
+    }
+    const TraceDiagnosis d = DiagnoseFiles({path});
+    CHECK(d.diagnosis.problem == link);
+    const Finding* f = nullptr;
+    for (const Finding& x : d.diagnosis.findings)
+      if (x.kind == FindingKind::kUnreadableTraces) f = &x;
+    REQUIRE(f != nullptr);
+    CHECK(f->role == (link ? FindingRole::kRootCause : FindingRole::kNote));
+  }
+}
+
 // GPU times: each communicator's last kSummaryGpuTimes kept whatever the
 // window, and how many were left out counted (format 3), per communicator.
 TEST_CASE("summary: a trace's last GPU times are kept, the rest counted", "[summary]") {
@@ -529,6 +575,20 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
     b.Varint(1);
     b.Varint(1000);
     cases.push_back({"section_past_end", WithHeader(body), "runs past the end"});
+  }
+  // An unreadable trace's flags with a bit this version does not know.
+  {
+    std::string flags;
+    ByteSink b(&flags);
+    b.String("node");
+    b.Varint(4096);
+    b.Varint(kLeftOutBlock);
+    b.Varint(0);  // traces
+    b.Varint(1);  // unreadable
+    b.String("/tmp/gone.trace");
+    b.String("torn");
+    b.U8(kSummaryMayHoldTraces | 0x04);
+    cases.push_back({"unreadable_flags", WithHeader(flags), "an unreadable trace's flags are 5"});
   }
   for (const Case& c : cases) {
     INFO(c.name);
