@@ -12,13 +12,25 @@ void GpuSkew::AddProcess(int index, const ProcessTrace& t) {
   if (t.gpu_times.empty()) return;
   if (!t.anchors.empty()) {
     // CLOCK_MONOTONIC to realtime, as the trace's first anchor pairs them.
-    std::vector<int64_t>& ends = gpu_ends_[index];
-    for (const GpuTimeEvent& g : t.gpu_times)
-      if (g.end_ns != 0 && g.end_ns < INT64_MAX / 2)
-        ends.push_back(t.RealtimeOfMonotonicNs(g.end_ns));
-    std::sort(ends.begin(), ends.end());
-    if (ends.size() > 4 * kWindow)
-      ends.erase(ends.begin(), ends.end() - static_cast<std::ptrdiff_t>(4 * kWindow));
+    Ends& ends = gpu_ends_[index];
+    // A communicator whose earlier GPU times a summary left out: its
+    // finishes are all there only from its first kept one on.
+    std::map<uint64_t, int64_t> first_kept;
+    for (const GpuTimeEvent& g : t.gpu_times) {
+      if (g.end_ns == 0 || g.end_ns >= INT64_MAX / 2) continue;
+      const int64_t end = t.RealtimeOfMonotonicNs(g.end_ns);
+      ends.at.push_back(end);
+      if (t.LeftOutGpuTimesOf(g.comm) == 0) continue;
+      auto [it, fresh] = first_kept.try_emplace(g.comm, end);
+      if (!fresh) it->second = std::min(it->second, end);
+    }
+    for (const auto& [comm, end] : first_kept)
+      ends.complete_from = std::max(ends.complete_from, end);
+    std::sort(ends.at.begin(), ends.at.end());
+    if (ends.at.size() > 4 * kWindow) {
+      ends.at.erase(ends.at.begin(), ends.at.end() - static_cast<std::ptrdiff_t>(4 * kWindow));
+      ends.complete_from = std::max(ends.complete_from, ends.at.front());
+    }
   }
   // This process's operations by when its GPU began them (CLOCK_MONOTONIC),
   // each with the latest end of it and every operation begun before it.
@@ -89,43 +101,51 @@ void GpuSkew::AlignClocks(const HostClocks& clocks) {
   for (auto& [process, ends] : gpu_ends_) {
     const int64_t offset = clocks.OffsetOf(process);
     if (offset == 0) continue;
-    for (int64_t& e : ends) e = HostClocks::OnReference(e, offset);
+    for (int64_t& e : ends.at) e = HostClocks::OnReference(e, offset);
+    if (ends.complete_from != INT64_MIN)
+      ends.complete_from = HostClocks::OnReference(ends.complete_from, offset);
   }
 }
 
-bool GpuSkew::WaitedOnGpu(uint64_t comm, int32_t rank, uint64_t seq, int64_t gap_ns) const {
+std::optional<bool> GpuSkew::WaitedOnGpu(uint64_t comm, int32_t rank, uint64_t seq,
+                                         int64_t gap_ns) const {
   auto c = comms_.find(comm);
-  if (c == comms_.end() || !c->second.count(rank)) return false;
+  if (c == comms_.end() || !c->second.count(rank)) return std::nullopt;
   // From the process's GPU's last finish before `enqueue` to it; -1 unknown.
   auto idle = [&](const Member& m) -> int64_t {
     const Sample* s = m.At(seq);
     auto e = gpu_ends_.find(m.process);
     if (s == nullptr || s->enqueue_ns == INT64_MIN || e == gpu_ends_.end()) return -1;
     const int64_t at = s->enqueue_ns;
-    auto after = std::upper_bound(e->second.begin(), e->second.end(), at);
-    return after == e->second.begin() ? -1 : at - *(after - 1);
+    const std::vector<int64_t>& ends = e->second.at;
+    auto after = std::upper_bound(ends.begin(), ends.end(), at);
+    if (after == ends.begin() || *(after - 1) < e->second.complete_from) return -1;
+    return at - *(after - 1);
   };
   const int64_t mine = idle(c->second.at(rank));
-  if (mine < 0) return false;
+  if (mine < 0) return std::nullopt;
   int64_t others = -1;
   for (const auto& [r, m] : c->second) {
     if (r == rank) continue;
     const int64_t v = idle(m);
-    if (v < 0) return false;
+    if (v < 0) return std::nullopt;
     others = std::max(others, v);
   }
-  return others >= 0 && mine - others < gap_ns / 2;
+  if (others < 0) return std::nullopt;
+  return mine - others < gap_ns / 2;
 }
 
 bool GpuSkew::ExplainsHostStraggler(const ArrivalStraggler& s,
                                     const std::vector<ArrivalSpan>& spans) const {
-  uint64_t late = 0, waited = 0;
+  uint64_t known = 0, waited = 0;
   for (const ArrivalSpan& a : spans) {
     if (a.comm != s.comm || a.last != s.rank) continue;
-    ++late;
-    waited += WaitedOnGpu(s.comm, s.rank, a.seq, a.gap);
+    const std::optional<bool> w = WaitedOnGpu(s.comm, s.rank, a.seq, a.gap);
+    if (!w) continue;
+    ++known;
+    waited += *w;
   }
-  return late > 0 && 2 * waited >= late;
+  return known > 0 && 2 * waited >= known;
 }
 
 std::vector<GpuStraggler> GpuSkew::Stragglers() const {

@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "analysis/arrival_skew.h"
@@ -71,12 +72,17 @@ class GpuSkew {
   // enqueue to the enqueue (the host work of a step that synchronizes);
   // when `rank`'s idled less than half the gap longer than the others'
   // longest, its GPU finished late, not its host (a GPU that waited on a
-  // slow peer's data). False when the GPU times do not say.
-  bool WaitedOnGpu(uint64_t comm, int32_t rank, uint64_t seq, int64_t gap_ns) const;
+  // slow peer's data). Nothing when the GPU times do not say (a member's
+  // time of `seq` or its GPU's finish before it not recorded, or left out
+  // of a node's summary).
+  std::optional<bool> WaitedOnGpu(uint64_t comm, int32_t rank, uint64_t seq, int64_t gap_ns) const;
   // Whether host straggler `s` was late mostly because it waited on its own
-  // GPU (WaitedOnGpu in at least half the collectives it came last in, among
-  // `spans`: ArrivalSkew::Spans()). Such a rank is not named a host straggler
-  // in a job with a slow GPU: its GPU waited on the slow one's data.
+  // GPU: WaitedOnGpu in at least half of the collectives it came last in,
+  // among `spans` (ArrivalSkew::Spans()), that the GPU times say anything
+  // of (a summary keeps a communicator's last kSummaryGpuTimes: judged on
+  // those, as the traces would judge them on all). Such a rank is not named
+  // a host straggler in a job with a slow GPU: its GPU waited on the slow
+  // one's data.
   bool ExplainsHostStraggler(const ArrivalStraggler& s,
                              const std::vector<ArrivalSpan>& spans) const;
 
@@ -111,8 +117,15 @@ class GpuSkew {
   };
   std::map<uint64_t, std::map<int32_t, Member>> comms_;  // communicator -> rank -> member
   // Per process, when its GPU finished each timed operation (realtime, sorted;
-  // the last kWindow x 4).
-  std::map<int, std::vector<int64_t>> gpu_ends_;
+  // the last kWindow x 4), and from when they are all there: before the
+  // earliest kept (ends trimmed to the last kWindow x 4, or a summary that
+  // kept a communicator's last GPU times only), a finish may be missing, and
+  // the last one found before a time may not be the last there was.
+  struct Ends {
+    std::vector<int64_t> at;
+    int64_t complete_from = INT64_MIN;
+  };
+  std::map<int, Ends> gpu_ends_;
 };
 
 }  // namespace ncclwatch::decoder

@@ -235,3 +235,60 @@ TEST_CASE("a slow GPU judged on the GPU times a summary kept says so", "[straggl
                          "times: the traces hold more; read them to compare as many)") !=
         std::string::npos);
 }
+
+// A rank whose host enqueues late because it waited on its own GPU (its
+// GPU finished another communicator's operation late, and its host issued
+// the next collective right after): WaitedOnGpu says so from the whole
+// trace. From a summary that kept only that other communicator's last GPU
+// times, the finishes before an early collective may be missing, so it says
+// nothing of those (it said "not waited", and the rank was named a host
+// straggler from the summaries only), and still says so of the late ones.
+TEST_CASE("waited on its GPU: said where the GPU times are whole, nothing where a summary cut",
+          "[straggler][summary]") {
+  constexpr uint64_t kOther = 0x51c0ffee00000002;
+  constexpr uint64_t kSteps = 100;
+  constexpr uint64_t kCut = 60;  // kOther's GPU times of steps 0-59 left out
+  auto build = [&](bool cut) {
+    std::vector<ncclwatch::decoder::ProcessTrace> out;
+    for (int r = 0; r < 2; ++r) {
+      SyntheticProcess p(r);
+      p.Init(kComm, r, 2).Tracked(kComm).Init(kOther, r, 2).Tracked(kOther);
+      for (uint64_t s = 0; s < kSteps; ++s) {
+        const uint64_t base = 1000 * kMs + s * 20 * kMs;
+        const uint64_t other_end = base + (r == 1 ? 8 : 1) * kMs;  // rank 1's GPU waited
+        p.GpuTime(kOther, s, base, other_end);
+        p.At(other_end + kMs).Collective(kComm, s);  // 1 ms after its GPU: both alike
+        p.GpuTime(kComm, s, base + 9 * kMs, base + 10 * kMs);
+      }
+      p.Exit(0);
+      ncclwatch::decoder::ProcessTrace t = p.Build();
+      if (cut) {
+        const size_t before = t.gpu_times.size();
+        t.gpu_times.erase(std::remove_if(t.gpu_times.begin(), t.gpu_times.end(),
+                                         [&](const auto& g) {
+                                           return g.comm == kOther && g.collectives <= kCut;
+                                         }),
+                          t.gpu_times.end());
+        t.left_out_gpu_times.push_back({kOther, before - t.gpu_times.size()});
+      }
+      out.push_back(std::move(t));
+    }
+    return out;
+  };
+  for (const bool cut : {false, true}) {
+    INFO((cut ? "from a summary" : "from the traces"));
+    const auto ts = build(cut);
+    GpuSkew skew;
+    for (size_t i = 0; i < ts.size(); ++i) skew.AddProcess(static_cast<int>(i), ts[i]);
+    for (uint64_t seq : {uint64_t{10}, uint64_t{59}, uint64_t{61}, uint64_t{99}}) {
+      INFO("collective #" << seq);
+      const std::optional<bool> waited = skew.WaitedOnGpu(kComm, 1, seq, 7 * kMs);
+      if (cut && seq <= kCut) {
+        CHECK_FALSE(waited.has_value());
+      } else {
+        REQUIRE(waited.has_value());
+        CHECK(*waited);
+      }
+    }
+  }
+}
