@@ -8,7 +8,8 @@
 #   scripts/fuzz.sh [SECONDS]
 #
 # Corpora grow under build-fuzz/fuzz/corpus/ from one run to the next; the
-# trace seeds are made afresh each run by make_trace_seeds (tiny rings).
+# trace and summary seeds are made afresh each run by make_trace_seeds (tiny
+# rings) and make_summary_seeds (summaries of those and of small jobs).
 set -euo pipefail
 seconds=${1:-60}
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "usage: scripts/fuzz.sh [seconds-per-target]" >&2; exit 2; }
@@ -30,6 +31,7 @@ bin=$build/bin
 rm -rf "$work/seeds" "$work/tmp"
 mkdir -p "$work/seeds" "$work/tmp"
 "$bin/make_trace_seeds" "$work/seeds/trace_file_fuzzer"
+"$bin/make_summary_seeds" "$work/seeds/trace_file_fuzzer" "$work/seeds/summary_file_fuzzer"
 
 # target:maximum input length[:more libFuzzer flags]. A trace seed is ~20
 # KiB; a log may hold a line past the 64 KiB explain keeps of one; the job
