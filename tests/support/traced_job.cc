@@ -3,10 +3,13 @@
 #include <google/protobuf/util/json_util.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "model/process_trace.h"
+#include "ncclwatch/ring_format.h"
 #include "report/names.h"
 #include "support/json_schema.h"
 
@@ -85,8 +88,137 @@ const FindingView* DiagnosisView::First(const std::string& kind) const {
   return nullptr;
 }
 
+namespace {
+
+bool IsTracePath(const std::string& path) {
+  if (std::filesystem::path(path).extension() == ".trace") return true;
+  char magic[8] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  const bool whole = std::fread(magic, 1, sizeof(magic), f) == sizeof(magic);
+  std::fclose(f);
+  return whole && std::memcmp(magic, NCCLWATCH_RING_MAGIC, sizeof(magic)) == 0;
+}
+
+bool IsLogPath(const std::filesystem::path& p) {
+  const std::filesystem::path e = p.extension();
+  return e == ".log" || e == ".out" || e == ".err";
+}
+
+// `paths` with their traces summarized into `into`: a folder or a trace file
+// becomes its summary (and a folder's logs, named one by one); anything
+// `summarize` refuses (a folder of summaries or of logs, a file that is not
+// a trace) stays as it is. Sets *summarized to how many summaries it wrote.
+std::vector<std::string> Summarized(const std::vector<std::string>& paths, const std::string& into,
+                                    int* summarized) {
+  std::vector<std::string> out;
+  *summarized = 0;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    const bool folder = std::filesystem::is_directory(path, ec);
+    if (!folder && !IsTracePath(path)) {
+      out.push_back(path);
+      continue;
+    }
+    const std::string summary = into + "/node" + std::to_string(out.size()) + ".ncws";
+    const DiagnosisView s = RunNcclwatch("summarize", {path, "-o", summary}, false);
+    if (s.exit_code != 0) {
+      out.push_back(path);
+      continue;
+    }
+    out.push_back(summary);
+    ++*summarized;
+    if (!folder) continue;
+    std::vector<std::string> logs;
+    for (auto it = std::filesystem::recursive_directory_iterator(path, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file(ec) && IsLogPath(it->path())) logs.push_back(it->path().string());
+    }
+    std::sort(logs.begin(), logs.end());
+    out.insert(out.end(), logs.begin(), logs.end());
+  }
+  return out;
+}
+
+// Issue 25: the same diagnosis from node summaries as from the traces.
+void AlsoFromSummaries(const std::vector<std::string>& paths, DiagnosisView* d) {
+  const char* off = std::getenv("NCCLWATCH_TEST_ONE_WAY");
+  if (off != nullptr && std::string(off) == "1") return;
+  if (!d->parsed || (d->exit_code != 0 && d->exit_code != 1)) return;
+  TempDir tmp;
+  int summarized = 0;
+  const std::vector<std::string> inputs = Summarized(paths, tmp.path(), &summarized);
+  if (summarized == 0) return;  // no traces to summarize (summaries or logs alone)
+  const DiagnosisView summed = RunNcclwatch("diagnose", inputs, true);
+  std::vector<std::string> differ;
+  if (!summed.parsed) {
+    differ.push_back("the summaries' diagnosis was not read (exit code " +
+                     std::to_string(summed.exit_code) + "):\n" + summed.output);
+  } else {
+    differ = Differences(*d, summed);
+    // A live job may have moved on between the two: the traces again.
+    if (!differ.empty()) {
+      const DiagnosisView again = RunNcclwatch("diagnose", paths, true);
+      if (again.parsed && !Differences(*d, again).empty()) {
+        std::fprintf(stderr,
+                     "diagnosed both ways: the live job moved between the two, not compared\n");
+        differ.clear();
+      }
+    }
+  }
+  if (differ.empty()) return;
+  d->parsed = false;
+  d->output += "\n[the diagnosis from summaries of these traces differs]";
+  for (const std::string& why : differ) d->output += "\n  " + why;
+  if (summed.parsed) d->output += "\nfrom the summaries:\n" + summed.output;
+}
+
+std::string Words(const std::optional<int64_t>& seq) { return seq ? std::to_string(*seq) : "none"; }
+
+std::string Words(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
+}  // namespace
+
 DiagnosisView Diagnose(const std::vector<std::string>& paths, bool json) {
-  return RunNcclwatch("diagnose", paths, json);
+  DiagnosisView d = RunNcclwatch("diagnose", paths, json);
+  if (json) AlsoFromSummaries(paths, &d);
+  return d;
+}
+
+std::vector<std::string> Differences(const DiagnosisView& a, const DiagnosisView& b) {
+  std::vector<std::string> out;
+  if (a.verdict != b.verdict) out.push_back("verdict " + a.verdict + " against " + b.verdict);
+  if (a.exit_code != b.exit_code) {
+    out.push_back("exit code " + std::to_string(a.exit_code) + " against " +
+                  std::to_string(b.exit_code));
+  }
+  if (a.findings.size() != b.findings.size()) {
+    out.push_back(std::to_string(a.findings.size()) + " findings against " +
+                  std::to_string(b.findings.size()));
+  }
+  for (size_t i = 0; i < std::min(a.findings.size(), b.findings.size()); ++i) {
+    const FindingView& x = a.findings[i];
+    const FindingView& y = b.findings[i];
+    auto differs = [&](const std::string& what, const std::string& u, const std::string& v) {
+      if (u != v)
+        out.push_back("finding " + std::to_string(i) + " (" + x.kind + ") " + what + " " + u +
+                      " against " + v);
+    };
+    differs("kind", x.kind, y.kind);
+    differs("role", x.role, y.role);
+    differs("comm", x.comm, y.comm);
+    // A straggler judged on fewer calls than the traces hold (summary_kept:
+    // a summary's window, or the GPU times it keeps) is dated from the first
+    // it kept, and says so: its number may differ, nothing else.
+    if (!y.raw.fields().contains("summary_kept")) differs("seq", Words(x.seq), Words(y.seq));
+    differs("ranks", Words(x.ranks), Words(y.ranks));
+    differs("field", x.field, y.field);
+  }
+  return out;
 }
 DiagnosisView Explain(const std::vector<std::string>& paths, bool json) {
   return RunNcclwatch("explain", paths, json);

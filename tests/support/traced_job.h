@@ -62,7 +62,24 @@ struct DiagnosisView {
 };
 
 // Runs `ncclwatch diagnose --json` (or without --json) on `paths`.
+//
+// With --json, every diagnosis is also made the other way (issue 25): the
+// traces among `paths` (each folder, each trace file) are summarized by
+// `ncclwatch summarize`, one summary each as if each were a node, and the
+// summaries, with the logs that were beside the traces, are diagnosed; a
+// verdict or a finding (kind, role, communicator, number, ranks, field) that
+// differs from the traces' makes the view unparsed, the differences in its
+// output. A live job may move between the two diagnoses: a difference counts
+// only when the traces, diagnosed again after the summaries, still say what
+// they said first. NCCLWATCH_TEST_ONE_WAY=1 turns it off (to look at one
+// failure quickly).
 DiagnosisView Diagnose(const std::vector<std::string>& paths, bool json = true);
+// How `b` differs from `a`: its verdict, exit code and findings (kind, role,
+// communicator, number, ranks, field), one line per difference; empty when
+// they are the same. A finding of `b` that says a summary kept fewer calls
+// than the traces hold (summary_kept) may be dated later: its number is
+// not compared.
+std::vector<std::string> Differences(const DiagnosisView& a, const DiagnosisView& b);
 // Runs `ncclwatch explain --json` on log files or folders.
 DiagnosisView Explain(const std::vector<std::string>& paths, bool json = true);
 // Either, or another command, with the same output contract.
