@@ -1,6 +1,9 @@
 #include "analysis/p2p_matching.h"
 
 #include <algorithm>
+#include <optional>
+
+#include "summary/call_digest.h"
 
 namespace ncclwatch::decoder {
 
@@ -19,6 +22,17 @@ void P2pMatching::AddProcess(int process, const ProcessTrace& trace) {
                           stream.collectives_before_p2p[k]});
     }
   }
+  for (const LeftOutP2p& l : trace.left_out_p2p) {
+    Side& side =
+        l.send ? sends[Key{l.comm, l.rank, l.peer}] : receives[Key{l.comm, l.peer, l.rank}];
+    side.present = true;
+    side.process = process;
+    side.posted = std::max(side.posted, l.EndSeq());
+    for (size_t b = 0; b < l.digests.size(); ++b)
+      side.left.emplace_back(l.first_block + b, l.digests[b]);
+  }
+  for (auto* mine : {&sends, &receives})
+    for (auto& [key, side] : *mine) std::sort(side.left.begin(), side.left.end());
   auto merge = [this](std::map<Key, Side>& mine, bool are_sends) {
     for (auto& [key, side] : mine) {
       Pair& pair = pairs_[key];
@@ -93,6 +107,8 @@ void P2pMatching::Compare(const Key& key, Pair& pair) {
       ++j;
     }
   }
+  if ((!s.left.empty() || !r.left.empty()) && s.posted > 0 && r.posted > 0)
+    CompareLeftOut(base, s, r);
   // An unmatched tail: the side that posted more than the other.
   if (s.posted > r.posted) {
     P2pProblem p = base;
@@ -115,10 +131,64 @@ void P2pMatching::Compare(const Key& key, Pair& pair) {
     p.when_ns = p.receive.when_ns;
     problems_.push_back(p);
   }
-  pair.sends.ops.clear();
-  pair.sends.ops.shrink_to_fit();
-  pair.receives.ops.clear();
-  pair.receives.ops.shrink_to_fit();
+  for (Side* side : {&pair.sends, &pair.receives}) {
+    side->ops.clear();
+    side->ops.shrink_to_fit();
+    side->left.clear();
+    side->left.shrink_to_fit();
+  }
+}
+
+void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Side& r) {
+  // A side's digest of `block`: the one its summary kept, or its calls'
+  // there when it holds every number of the block; nothing otherwise.
+  auto digest = [](const Side& side, uint64_t block, bool* left) -> std::optional<uint64_t> {
+    auto it =
+        std::lower_bound(side.left.begin(), side.left.end(), std::make_pair(block, uint64_t{0}));
+    *left = it != side.left.end() && it->first == block;
+    if (*left) return it->second;
+    uint64_t sum = 0, calls = 0;
+    for (const P2pOp& op : side.ops) {
+      if (op.seq / kLeftOutBlock != block) continue;
+      sum += P2pDigest(op.seq, op.count, op.datatype);
+      ++calls;
+    }
+    if (calls != kLeftOutBlock) return std::nullopt;
+    return sum;
+  };
+  std::vector<uint64_t> blocks;
+  for (const Side* side : {&s, &r})
+    for (const auto& [block, d] : side->left) blocks.push_back(block);
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  const uint64_t compared_to = std::min(s.posted, r.posted);  // past it: the unmatched tail
+  for (uint64_t block : blocks) {
+    if (block * kLeftOutBlock >= compared_to) break;
+    bool s_left = false, r_left = false;
+    const std::optional<uint64_t> a = digest(s, block, &s_left);
+    const std::optional<uint64_t> b = digest(r, block, &r_left);
+    if (a && b && *a == *b) continue;
+    P2pGap g;
+    g.kind = a && b ? P2pGap::kDiffer : P2pGap::kNotCompared;
+    g.comm = base.comm;
+    g.sender = base.sender;
+    g.receiver = base.receiver;
+    g.sender_process = base.sender_process;
+    g.receiver_process = base.receiver_process;
+    g.sender_left_out = s_left;
+    g.receiver_left_out = r_left;
+    g.first_seq = block * kLeftOutBlock;
+    g.end_seq = g.first_seq + kLeftOutBlock;
+    P2pGap* last = gaps_.empty() ? nullptr : &gaps_.back();
+    if (last != nullptr && last->comm == g.comm && last->sender == g.sender &&
+        last->receiver == g.receiver && last->kind == g.kind && last->end_seq == g.first_seq &&
+        last->sender_left_out == g.sender_left_out &&
+        last->receiver_left_out == g.receiver_left_out) {
+      last->end_seq = g.end_seq;
+    } else {
+      gaps_.push_back(g);
+    }
+  }
 }
 
 }  // namespace ncclwatch::decoder

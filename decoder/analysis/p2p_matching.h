@@ -10,6 +10,13 @@
 // sides were posted between different collectives of the communicator (they
 // share its stream, so each side waits behind a collective the other is
 // waiting for); or an unmatched tail: sends never received, receives never sent.
+//
+// A side read from a node's summary may have left out blocks of its calls
+// (model/left_out_calls.h LeftOutP2p), each as a digest: a block one side
+// left out is compared by digest with the other side's (left out too, or
+// digested here from its calls there, when it holds them all). Where the
+// digests differ, or the other side's calls there cannot be digested, the
+// pair is a P2pGap: what the verdict could not see (a summary_gap note).
 
 #ifndef NCCLWATCH_DECODER_ANALYSIS_P2P_MATCHING_H_
 #define NCCLWATCH_DECODER_ANALYSIS_P2P_MATCHING_H_
@@ -53,6 +60,23 @@ struct P2pProblem {
   int64_t when_ns = 0;
 };
 
+// Sends #first_seq..#end_seq-1 from `sender` to `receiver` on `comm` that
+// a summary left out of one side and that could not be compared with the
+// other's (kNotCompared), or whose digests differ (kDiffer).
+struct P2pGap {
+  enum Kind { kNotCompared, kDiffer };
+  Kind kind = kNotCompared;
+  uint64_t comm = 0;
+  int32_t sender = -1;  // communicator ranks
+  int32_t receiver = -1;
+  int sender_process = -1;
+  int receiver_process = -1;
+  bool sender_left_out = false;  // which side's summary left them out (both: both)
+  bool receiver_left_out = false;
+  uint64_t first_seq = 0;
+  uint64_t end_seq = 0;
+};
+
 class P2pMatching {
  public:
   // Adds one process's sends and receives (all its communicators).
@@ -63,6 +87,9 @@ class P2pMatching {
   void Finish(const std::function<bool(uint64_t comm, int32_t rank, int* process)>& member);
   // What the pairs disagree on, in the order found.
   const std::vector<P2pProblem>& problems() const { return problems_; }
+  // Where a summary's left-out blocks kept a pair from being compared, by
+  // pair, then number.
+  const std::vector<P2pGap>& gaps() const { return gaps_; }
 
  private:
   struct Side {
@@ -70,6 +97,8 @@ class P2pMatching {
     int process = -1;
     uint64_t posted = 0;  // highest seq + 1: how many it posted since the communicator began
     std::vector<P2pOp> ops;
+    // Blocks its summary left out: (block, digest), sorted by block.
+    std::vector<std::pair<uint64_t, uint64_t>> left;
   };
   struct Pair {
     Side sends;
@@ -79,10 +108,12 @@ class P2pMatching {
   using Key = std::tuple<uint64_t, int32_t, int32_t>;  // comm, sender, receiver
 
   void Compare(const Key& key, Pair& pair);
+  void CompareLeftOut(const P2pProblem& base, const Side& s, const Side& r);
 
   std::map<Key, Pair> pairs_;
   std::set<std::pair<uint64_t, int32_t>> lost_start_;  // (comm, rank) whose trace lost its start
   std::vector<P2pProblem> problems_;
+  std::vector<P2pGap> gaps_;
 };
 
 }  // namespace ncclwatch::decoder

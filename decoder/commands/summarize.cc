@@ -14,12 +14,14 @@ namespace ncclwatch::decoder {
 const char kSummarizeUsage[] =
     "usage: ncclwatch summarize DIR... -o FILE [--window N] [--host NAME]\n"
     "  Reads this node's traces (*.trace under the folders and files given) and writes one\n"
-    "  summary file: every record but the per-call ones, every send and receive, and of each\n"
-    "  communicator rank's collectives the first and last N (the middle as digests). Run it on\n"
+    "  summary file: every record but the per-call ones, and of each communicator rank's\n"
+    "  collectives, and of its sends and receives to each peer, the first and last N (the\n"
+    "  middle as digests). Run it on\n"
     "  every node (srun --ntasks-per-node=1, pdsh, mpirun, kubectl exec), then\n"
     "  `ncclwatch diagnose` (or status, timeline) over the summaries.\n"
     "  -o FILE      the summary to write (made whole or not at all)\n"
-    "  --window N   collectives kept at each end of a communicator rank's calls (default 4096)\n"
+    "  --window N   calls kept at each end of a communicator rank's collectives, and of its\n"
+    "               sends and receives to each peer (default 4096)\n"
     "  --host NAME  the node's name in the verdicts (default: this machine's host name)\n"
     "  Exit codes: 0 written, 2 bad usage or input.\n";
 
@@ -84,9 +86,9 @@ int RunSummarize(const std::vector<std::string>& args, std::ostream& out, std::o
   if (absl::Status s = file.Commit(); !s.ok()) return Fail(err, std::string(s.message()));
   out << "wrote " << TerminalSafe(output) << ": " << stats.traces << " trace(s), "
       << summary->size() << " bytes; " << stats.entries_kept << " of " << stats.records
-      << " records kept, " << stats.collectives_left_out
-      << " collectives left out as digests (window " << options.window << "), "
-      << stats.groups_left_out << " group calls and " << stats.progress_left_out
+      << " records kept, " << stats.collectives_left_out << " collectives and "
+      << stats.p2p_left_out << " sends and receives left out as digests (window " << options.window
+      << "), " << stats.groups_left_out << " group calls and " << stats.progress_left_out
       << " progress records left out\n";
   if (!stats.unreadable.empty()) {
     err << "ncclwatch: " << stats.unreadable.size()

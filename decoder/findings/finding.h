@@ -622,6 +622,11 @@ struct SetupFacts {
 struct SummaryGapFacts {
   struct Gap {
     bool differ = false;  // the digests disagree (else: not compared)
+    // Sends from `sender` to `receiver` (numbered per pair and direction),
+    // not the communicator's collectives.
+    bool sends = false;
+    int sender = -1;  // global ranks, for sends
+    int receiver = -1;
     uint64_t comm = 0;
     uint64_t first_seq = 0;
     uint64_t last_seq = 0;

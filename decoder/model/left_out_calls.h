@@ -1,6 +1,7 @@
 // LeftOutCalls: the collectives of one (communicator, rank) that a node's
-// summary (`ncclwatch summarize`, summary/summary_file.h) left out of a
-// trace, as digests the analyses can still compare.
+// summary (`ncclwatch summarize`, summary/summary_format.h) left out of a
+// trace, as digests the analyses can still compare; LeftOutP2p, its sends
+// and receives to one peer, likewise.
 //
 // A summary keeps each stream's first and last calls whole and leaves out
 // the middle in whole blocks of kLeftOutBlock sequence numbers, on one grid
@@ -39,6 +40,26 @@ struct LeftOutCalls {
   uint64_t calls = 0;             // collectives left out
 
   // The sequence numbers left out: [FirstSeq(), EndSeq()).
+  uint64_t FirstSeq() const { return first_block * kLeftOutBlock; }
+  uint64_t EndSeq() const { return (first_block + digests.size()) * kLeftOutBlock; }
+};
+
+// The sends (or the receives) of one rank to (from) one peer on one
+// communicator that a summary left out: numbered per (communicator, rank,
+// peer, direction) by the shim, so send #k from rank s to rank d meets
+// receive #k at d from s (analysis/p2p_matching.h). Left out as the
+// collectives are, in whole blocks of the same grid, each one digest of its
+// calls' number, count and datatype (summary/call_digest.h P2pDigest): the
+// sender's block and the receiver's are equal when their calls match.
+struct LeftOutP2p {
+  uint64_t comm = 0;
+  int32_t rank = -1;  // the rank that posted them
+  int32_t peer = -1;  // to (a send) or from (a receive)
+  bool send = false;
+  uint64_t first_block = 0;
+  std::vector<uint64_t> digests;  // one per block left out, from first_block on
+  uint64_t calls = 0;
+
   uint64_t FirstSeq() const { return first_block * kLeftOutBlock; }
   uint64_t EndSeq() const { return (first_block + digests.size()) * kLeftOutBlock; }
 };

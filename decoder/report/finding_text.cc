@@ -760,10 +760,17 @@ void Render(const Finding& f, const SummaryGapFacts& x, const CallSiteNamer&, Fi
   std::set<std::string> nodes;
   for (const SummaryGapFacts::Gap& g : x.gaps) {
     const std::string calls =
-        absl::StrCat("collectives #", g.first_seq, "-#", g.last_seq, " of ", CommShort(g.comm));
+        g.sends ? absl::StrCat("sends #", g.first_seq, "-#", g.last_seq, " from rank ", g.sender,
+                               " to rank ", g.receiver, " of ", CommShort(g.comm))
+                : absl::StrCat("collectives #", g.first_seq, "-#", g.last_seq, " of ",
+                               CommShort(g.comm));
     const std::string left = absl::StrCat(RanksNoun(g.left_out_ranks), " (summarized on ",
                                           absl::StrJoin(g.left_out_nodes, ", "), ")");
-    if (g.differ) {
+    if (g.differ && g.sends) {
+      parts.push_back(absl::StrCat(calls, ": rank ", g.sender, "'s sends and rank ", g.receiver,
+                                   "'s receives differ somewhere in that range (count or "
+                                   "datatype): the summaries' digests of them disagree"));
+    } else if (g.differ) {
       parts.push_back(absl::StrCat(calls, ": the calls of ", left, " differ from those of ",
                                    RanksNoun(g.other_ranks), " (",
                                    absl::StrJoin(g.other_nodes, ", "),

@@ -115,6 +115,8 @@ void WriteFacts(const Finding&, const SummaryGapFacts& x, const CallSiteNamer&, 
   for (const SummaryGapFacts::Gap& g : x.gaps) {
     w.BeginObject();
     w.Key("kind").String(g.differ ? "differ" : "not_compared");
+    w.Key("calls").String(g.sends ? "sends" : "collectives");
+    if (g.sends) w.Key("sender").Integer(g.sender).Key("receiver").Integer(g.receiver);
     w.Key("comm").String(CommName(g.comm));
     w.Key("first_seq").Integer(g.first_seq);
     w.Key("last_seq").Integer(g.last_seq);

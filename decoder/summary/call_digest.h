@@ -45,6 +45,16 @@ inline uint64_t CallDigest(uint64_t seq, const CollectiveSignature& sig) {
   return h;
 }
 
+// One send's or receive's digest: its number (per communicator, peer and
+// direction), count and datatype, what NCCL requires a send and its
+// receive to agree on.
+inline uint64_t P2pDigest(uint64_t seq, uint64_t count, int32_t datatype) {
+  uint64_t h = MixDigest(seq ^ 0x6e63636c70327070ull);
+  h = MixDigest(h ^ count);
+  h = MixDigest(h ^ static_cast<uint32_t>(datatype));
+  return h;
+}
+
 // The collectives of stream `s` of `t` digested by block (KeptBlocks):
 // its lowest and highest numbers, and each run of calls in one block summed
 // as the calls come (in number order, but for what a crafted trace holds).

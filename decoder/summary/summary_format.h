@@ -5,11 +5,13 @@
 // reads: every record that is not a per-call record (identity, modules,
 // inventory, init and rendezvous evidence, memberships, heartbeats, holds,
 // signals, the end, stalls, system calls, errors) is kept as the
-// trace.proto Record it is, and so is every send and receive; of each
-// (communicator, rank)'s collectives the first and the last `window` are
-// kept (narrowed past 8,192 members: CommWindow), the middle left out in
-// whole blocks of kLeftOutBlock numbers (a window's edge rounded out to the
-// block), each kept as a digest (model/left_out_calls.h); of the group calls
+// trace.proto Record it is; of each (communicator, rank)'s collectives the
+// first and the last `window` are kept (narrowed past 8,192 members:
+// CommWindow), the middle left out in whole blocks of kLeftOutBlock numbers
+// (a window's edge rounded out to the block), each kept as a digest
+// (model/left_out_calls.h); of each (communicator, rank, peer)'s sends, and
+// its receives, likewise the first and the last `window` (version 5; the
+// block of its first pending one kept whole); of the group calls
 // the first and the last `window`, and of each communicator's GPU progress
 // records (one every 20 ms) the first 64 and the last 256, and of its GPU
 // times (GpuTime, one per operation) the last 64, how many it left out
@@ -35,7 +37,10 @@
 //                  out, varint g, g x {varint comm, varint GPU times left
 //                  out} (version 3), varint n, n x {varint comm, zigzag rank, varint
 //                  first_block, varint blocks, blocks x u64 digest, varint
-//                  calls}, varint entries, then each entry:
+//                  calls}, varint m, m x {varint comm, zigzag rank, zigzag
+//                  peer, u8 send (0 or 1), varint first_block, varint blocks,
+//                  blocks x u64 digest, varint calls} (version 5: sends and
+//                  receives left out), varint entries, then each entry:
 //                    u8: NCCLWATCH_SLOT_SINGLE, then string Record; or a
 //                    call slot's (COLLECTIVE, P2P, GROUP): 0x80 | its kind
 //                    (0, 1, 2) << 5 | kSummarySameMask | its context
@@ -88,7 +93,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the summary's integers are little-endian");
 
 inline constexpr char kSummaryMagic[8] = {'N', 'C', 'C', 'L', 'W', 'S', 'U', 'M'};
-inline constexpr uint32_t kSummaryVersion = 4;
+inline constexpr uint32_t kSummaryVersion = 5;
 inline constexpr uint32_t kSummaryHeaderBytes = 32;
 inline constexpr uint64_t kMaxSummaryBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxSummaryTraces = 4096;

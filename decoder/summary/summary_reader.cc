@@ -228,6 +228,26 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
     for (uint64_t& d : l.digests) d = c.U64();
     l.calls = c.Varint();
   }
+  const uint64_t p2p_runs = c.Varint();
+  // At least 7 bytes each.
+  if (!c.ok() || p2p_runs > c.left() / 7) return malformed("more left-out sends than bytes");
+  p.left_out_p2p.resize(p2p_runs);
+  for (LeftOutP2p& l : p.left_out_p2p) {
+    l.comm = c.Varint();
+    l.rank = static_cast<int32_t>(c.Zigzag());
+    l.peer = static_cast<int32_t>(c.Zigzag());
+    const uint8_t send = c.U8();
+    l.send = send == 1;
+    l.first_block = c.Varint();
+    const uint64_t blocks = c.Varint();
+    if (!c.ok() || blocks > c.left() / 8) return malformed("more send digests than bytes");
+    if (send > 1) return malformed("a left-out send is neither a send nor a receive");
+    if (l.first_block > UINT64_MAX / kLeftOutBlock - blocks - 1)
+      return malformed("left-out blocks past the largest number");
+    l.digests.resize(blocks);
+    for (uint64_t& d : l.digests) d = c.U64();
+    l.calls = c.Varint();
+  }
   const uint64_t entries = c.Varint();
   if (!c.ok()) return malformed("its left-out calls are cut short");
   if (entries > c.left() / 2) return malformed("more records than bytes");

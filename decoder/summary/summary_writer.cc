@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -165,6 +166,78 @@ bool LeftOut(const ProcessTrace& p, const CommStream& s, uint64_t window,
   return true;
 }
 
+// A send or receive stream: (communicator, the rank that posted, its peer,
+// whether it sends).
+using P2pKey = std::tuple<uint64_t, int32_t, int32_t, bool>;
+
+// Whether a send or receive counts as the streams count them (a rank's own
+// on a communicator, to a peer, not refused).
+bool Counted(uint64_t comm, int32_t rank, int32_t peer, int32_t result) {
+  return comm != 0 && rank >= 0 && peer >= 0 && Accepted(result);
+}
+
+// The blocks of each send or receive stream's calls left out, as LeftOut
+// does a stream's collectives: the middle past `window` at each end, on the
+// same grid, the block of its first pending call kept whole; each block
+// digested (P2pDigest) so the sender's and the receiver's still compare.
+void LeftOutP2pOf(const ProcessTrace& p, uint64_t window, std::vector<LeftOutP2p>* out,
+                  std::map<P2pKey, Window>* windows) {
+  struct Span {
+    uint64_t lo = UINT64_MAX, hi = 0, calls = 0;
+    uint64_t first_pending = UINT64_MAX;
+  };
+  std::map<P2pKey, Span> spans;
+  for (const P2pEvent& e : p.p2p) {
+    if (!Counted(e.comm, e.rank, e.peer, e.result)) continue;
+    Span& s = spans[{e.comm, e.rank, e.peer, e.send}];
+    s.lo = std::min(s.lo, e.seq);
+    s.hi = std::max(s.hi, e.seq);
+    ++s.calls;
+    if (e.result == kResultPending) s.first_pending = std::min(s.first_pending, e.seq);
+  }
+  std::map<P2pKey, size_t> first_run;  // its first run in `out`
+  for (const auto& [key, s] : spans) {
+    if (s.hi - s.lo < 2 * window || s.hi > UINT64_MAX - kLeftOutBlock) continue;
+    const uint64_t begin = (s.lo + window + kLeftOutBlock - 1) / kLeftOutBlock * kLeftOutBlock;
+    const uint64_t end = (s.hi + 1 - window) / kLeftOutBlock * kLeftOutBlock;
+    if (end <= begin) continue;
+    if ((end - begin) / kLeftOutBlock > s.calls / kLeftOutBlock + 1) continue;  // not a run
+    Window w;
+    w.begin = begin;
+    w.end = end;
+    if (s.first_pending != UINT64_MAX) w.kept.push_back(s.first_pending / kLeftOutBlock);
+    const size_t first = out->size();
+    for (uint64_t b = begin / kLeftOutBlock; b < end / kLeftOutBlock; ++b) {
+      if (std::binary_search(w.kept.begin(), w.kept.end(), b)) continue;
+      if (out->size() == first || out->back().first_block + out->back().digests.size() != b) {
+        LeftOutP2p l;
+        std::tie(l.comm, l.rank, l.peer, l.send) = key;
+        l.first_block = b;
+        out->push_back(std::move(l));
+      }
+      out->back().digests.push_back(0);
+    }
+    if (out->size() == first) continue;
+    first_run[key] = first;
+    (*windows)[key] = std::move(w);
+  }
+  for (const P2pEvent& e : p.p2p) {
+    if (!Counted(e.comm, e.rank, e.peer, e.result)) continue;
+    const P2pKey key{e.comm, e.rank, e.peer, e.send};
+    auto w = windows->find(key);
+    if (w == windows->end() || !w->second.LeftOut(e.seq)) continue;
+    const uint64_t b = e.seq / kLeftOutBlock;
+    for (size_t k = first_run.at(key); k < out->size(); ++k) {
+      LeftOutP2p& l = (*out)[k];
+      if (l.comm != e.comm || l.rank != e.rank || l.peer != e.peer || l.send != e.send) break;
+      if (b < l.first_block || b - l.first_block >= l.digests.size()) continue;
+      l.digests[b - l.first_block] += P2pDigest(e.seq, e.count, e.datatype);
+      ++l.calls;
+      break;
+    }
+  }
+}
+
 // One trace's section (without its length), or an error saying why the
 // trace cannot be read.
 absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTrace* p,
@@ -178,6 +251,9 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
     const uint64_t comm_window = CommWindow(window, m != nullptr ? m->nranks : -1);
     if (LeftOut(*p, s, comm_window, &left_out, &w)) windows[{s.comm, s.rank}] = std::move(w);
   }
+  std::map<P2pKey, Window> p2p_windows;
+  std::vector<LeftOutP2p> left_out_p2p;
+  LeftOutP2pOf(*p, window, &left_out_p2p, &p2p_windows);
   const uint64_t groups = p->groups.size();
   const bool groups_cut = groups > 2 * window;
   // Progress records per communicator, as read (not those a hold restored:
@@ -197,11 +273,12 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   ByteSink e(&entries);
   uint64_t kept = 0;
   uint64_t left_collectives = 0;
+  uint64_t left_p2p = 0;
   uint64_t left_groups = 0;
   std::map<uint64_t, uint64_t> left_gpu;  // per communicator
   auto write_entries = [&](ReadMode mode) -> absl::Status {
     entries.clear();
-    kept = left_collectives = left_groups = left_progress = 0;
+    kept = left_collectives = left_p2p = left_groups = left_progress = 0;
     progress_seen.clear();
     gpu_seen.clear();
     left_gpu.clear();
@@ -248,6 +325,13 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
             auto it = windows.find({slot.comm, slot.rank});
             if (it != windows.end() && it->second.LeftOut(slot.seq)) {
               ++left_collectives;
+              return;
+            }
+          }
+          if (kind == NCCLWATCH_SLOT_P2P && Counted(slot.comm, slot.rank, slot.peer, slot.result)) {
+            auto it = p2p_windows.find({slot.comm, slot.rank, slot.peer, slot.call == f::kSend});
+            if (it != p2p_windows.end() && it->second.LeftOut(slot.seq)) {
+              ++left_p2p;
               return;
             }
           }
@@ -331,12 +415,24 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
     for (uint64_t d : l.digests) out.U64(d);
     out.Varint(l.calls);
   }
+  out.Varint(left_out_p2p.size());
+  for (const LeftOutP2p& l : left_out_p2p) {
+    out.Varint(l.comm);
+    out.Zigzag(l.rank);
+    out.Zigzag(l.peer);
+    out.U8(l.send ? 1 : 0);
+    out.Varint(l.first_block);
+    out.Varint(l.digests.size());
+    for (uint64_t d : l.digests) out.U64(d);
+    out.Varint(l.calls);
+  }
   out.Varint(kept);
   section->append(entries);
   if (stats != nullptr) {
     stats->records += p->records;
     stats->entries_kept += kept;
     stats->collectives_left_out += left_collectives;
+    stats->p2p_left_out += left_p2p;
     stats->groups_left_out += left_groups;
     stats->progress_left_out += left_progress;
   }

@@ -25,7 +25,8 @@
 namespace ncclwatch::decoder {
 
 struct SummaryOptions {
-  // Collectives kept at each end of a (communicator, rank)'s calls (and
+  // Collectives kept at each end of a (communicator, rank)'s calls (sends
+  // and receives at each end of a (communicator, rank, peer, direction)'s,
   // group calls at each end of the process's); at least 1.
   uint32_t window = kDefaultSummaryWindow;
   std::string host;  // where the traces were read ("" : this machine's name)
@@ -40,6 +41,7 @@ struct SummaryStats {
   uint64_t records = 0;       // their records
   uint64_t entries_kept = 0;  // records kept whole
   uint64_t collectives_left_out = 0;
+  uint64_t p2p_left_out = 0;  // sends and receives
   uint64_t groups_left_out = 0;
   uint64_t progress_left_out = 0;  // GPU progress records (every 20 ms) in the middle
   // What could not be read, listed in the summary too: the traces that

@@ -380,6 +380,59 @@ TEST_CASE("summaries: a window too small for the analysis is said, with the node
 // of train_loop's two communicators (world and tensor-parallel), 8,000
 // steps, summarized as one node with the default window, and diagnosed
 // from it as from the traces.
+// How many sends and receives a summary left out, from what `summarize`
+// printed ("... N sends and receives left out as digests ...").
+uint64_t SendsLeftOut(const std::string& folder, const std::string& out, int window) {
+  const jobs::DiagnosisView r = jobs::RunNcclwatch(
+      "summarize", {folder, "-o", out, "--window", std::to_string(window)}, false);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const size_t at = r.output.find(" sends and receives left out");
+  REQUIRE(at != std::string::npos);
+  const size_t from = r.output.rfind(' ', at - 1);
+  return std::stoull(r.output.substr(from + 1, at - from - 1));
+}
+
+// A pipeline job of 1,200 steps summarized with --window 64: the middle of
+// each rank's sends to its next stage (and receives from its previous one)
+// is left out as digests, compared across the nodes by digest, and the job
+// is as healthy from the summaries as from the traces.
+TEST_CASE("summaries: a pipeline job's sends left out in the middle are compared by digest",
+          "[summary]") {
+  Job j;
+  Run(&j, 4, {"--steps", "1200", "--pipeline"}, 120);
+  for (const auto& r : j.result.ranks) REQUIRE(r.exit_code == 0);
+  CHECK(j.raw.verdict == "healthy");
+  Nodes n;
+  Summarize(j.dir.path(), 4, &n, 64);
+  const jobs::DiagnosisView s = RequireSame(j.raw, n);
+  CHECK(s.verdict == "healthy");
+  CHECK(s.First("summary_gap") == nullptr);
+  CHECK(SendsLeftOut(n.dir("a"), n.tmp.path() + "/again.ncws", 64) > 0);
+}
+
+// The same job with a send one element short at step 600 (rank 2 to 3): it
+// hangs there. Summarized with --window 64, the sends before it are left
+// out (#256-#511), and the mismatch is named from the summaries as from the
+// traces.
+TEST_CASE("summaries: a send of the wrong size is named from summaries that left sends out",
+          "[summary]") {
+  Job j;
+  Run(&j, 4, {"--steps", "1200", "--pipeline", "--bug", "p2p-count:2:600"}, 8);
+  const auto& f = RequireRoot(j.raw, "p2p_mismatch");
+  CHECK(f.comm == j.world);
+  CHECK(f.seq == 600);
+  CHECK(f.ranks == std::vector<int>{2, 3});
+  Nodes n;
+  Summarize(j.dir.path(), 4, &n, 64);
+  CHECK(SendsLeftOut(n.dir("b"), n.tmp.path() + "/again.ncws", 64) > 0);
+  const jobs::DiagnosisView s = RequireSame(j.raw, n);
+  const auto& g = RequireRoot(s, "p2p_mismatch");
+  CHECK(g.seq == 600);
+  CHECK(g.ranks == std::vector<int>{2, 3});
+  CHECK(s.First("summary_gap") == nullptr);
+}
+
 TEST_CASE("summaries: a real 8-rank node of two communicators is under 1 MiB at the default window",
           "[summary]") {
   Job j;

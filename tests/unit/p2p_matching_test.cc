@@ -5,10 +5,15 @@
 
 #include "analysis/p2p_matching.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <vector>
 
+#include "analysis/diagnosis.h"
+#include "analysis/job_analysis.h"
+#include "report/finding_text.h"
+#include "summary/call_digest.h"
 #include "synthetic_process.h"
 
 namespace {
@@ -202,4 +207,136 @@ TEST_CASE("a peer whose ring wrapped past its sends proves nothing either", "[p2
   INFO("problems: " << problems.size() << ", the first of kind "
                     << (problems.empty() ? -1 : problems[0].kind) << " (2: receive never sent)");
   CHECK(problems.empty());
+}
+
+namespace {
+
+using ncclwatch::decoder::kLeftOutBlock;
+using ncclwatch::decoder::LeftOutP2p;
+using ncclwatch::decoder::P2pDigest;
+using ncclwatch::decoder::P2pGap;
+
+// Rank 0 sends #0-#999 to rank 1 (100 x int32, but #k in `odd` 99), rank 1
+// receives them (100 x int32).
+Pair Sends(const std::vector<uint64_t>& odd = {}) {
+  Pair p;
+  for (uint64_t k = 0; k < 1000; ++k) {
+    const bool other = std::find(odd.begin(), odd.end(), k) != odd.end();
+    p.r0.Send(kComm, k, 1, Sized(other ? 99 : 100, kInt32));
+    p.r1.Recv(kComm, k, 0, Sized(100, kInt32));
+  }
+  return p;
+}
+
+// `t` as a summary leaves blocks [first, end) of its sends or receives out:
+// their calls gone, a digest each.
+ProcessTrace LeaveOut(ProcessTrace t, bool send, uint64_t first, uint64_t end) {
+  LeftOutP2p l;
+  l.comm = kComm;
+  l.rank = send ? 0 : 1;
+  l.peer = send ? 1 : 0;
+  l.send = send;
+  l.first_block = first;
+  l.digests.assign(end - first, 0);
+  std::vector<ncclwatch::decoder::P2pEvent> kept;
+  for (const auto& e : t.p2p) {
+    const uint64_t b = e.seq / kLeftOutBlock;
+    if (e.send == send && b >= first && b < end) {
+      l.digests[b - first] += P2pDigest(e.seq, e.count, e.datatype);
+      ++l.calls;
+    } else {
+      kept.push_back(e);
+    }
+  }
+  t.p2p = kept;
+  t.left_out_p2p.push_back(l);
+  ncclwatch::decoder::BuildStreams(&t);
+  return t;
+}
+
+std::vector<P2pGap> Gaps(const std::vector<ProcessTrace>& traces,
+                         std::vector<P2pProblem>* problems = nullptr) {
+  P2pMatching m;
+  for (size_t i = 0; i < traces.size(); ++i) m.AddProcess(static_cast<int>(i), traces[i]);
+  m.Finish([](uint64_t, int32_t rank, int* process) {
+    *process = rank;
+    return true;
+  });
+  if (problems != nullptr) *problems = m.problems();
+  return m.gaps();
+}
+
+}  // namespace
+
+// A node's summary left out the middle of a long run of sends (or of the
+// receives): compared by digest with the other side, left out too or held
+// whole; a block whose calls differ is a gap that says so, and one the other
+// side cannot digest (it lost part of the block) a gap not compared.
+TEST_CASE("sends a summary left out are compared by digest", "[p2p][summary]") {
+  const Pair same = Sends();
+  std::vector<P2pProblem> problems;
+  SECTION("left out of the sender's summary, the receiver's trace whole: compared, equal") {
+    CHECK(Gaps({LeaveOut(same.r0.Build(), true, 1, 3), same.r1.Build()}, &problems).empty());
+    CHECK(problems.empty());
+  }
+  SECTION("left out of both summaries: compared by their digests") {
+    CHECK(Gaps({LeaveOut(same.r0.Build(), true, 1, 3), LeaveOut(same.r1.Build(), false, 1, 2)})
+              .empty());
+  }
+  SECTION("a send of another size inside what was left out: the digests differ") {
+    const Pair odd = Sends({600});
+    const std::vector<P2pGap> gaps =
+        Gaps({LeaveOut(odd.r0.Build(), true, 1, 3), odd.r1.Build()}, &problems);
+    CHECK(problems.empty());    // no send #600 to compare: the trace's mismatch is not seen...
+    REQUIRE(gaps.size() == 1);  // ...and the verdict says so
+    CHECK(gaps[0].kind == P2pGap::kDiffer);
+    CHECK(gaps[0].sender == 0);
+    CHECK(gaps[0].receiver == 1);
+    CHECK(gaps[0].sender_left_out);
+    CHECK_FALSE(gaps[0].receiver_left_out);
+    CHECK(gaps[0].first_seq == 2 * kLeftOutBlock);
+    CHECK(gaps[0].end_seq == 3 * kLeftOutBlock);
+  }
+  SECTION("the receiver's calls in a left-out block not all there: not compared") {
+    ProcessTrace r1 = same.r1.Build();
+    r1.p2p.erase(std::remove_if(r1.p2p.begin(), r1.p2p.end(),
+                                [](const auto& e) { return e.seq == 300 || e.seq == 301; }),
+                 r1.p2p.end());
+    ncclwatch::decoder::BuildStreams(&r1);
+    const std::vector<P2pGap> gaps = Gaps({LeaveOut(same.r0.Build(), true, 1, 3), r1});
+    REQUIRE(gaps.size() == 1);
+    CHECK(gaps[0].kind == P2pGap::kNotCompared);
+    CHECK(gaps[0].first_seq == kLeftOutBlock);
+    CHECK(gaps[0].end_seq == 2 * kLeftOutBlock);
+  }
+}
+
+// The diagnosis says it: a summary_gap note naming the sends, the two
+// ranks and which one's summary left them out; the job is not called
+// healthy over it.
+TEST_CASE("sends a summary left out that differ are a summary_gap note on the sends",
+          "[p2p][summary]") {
+  Pair odd = Sends({600});
+  odd.r0.Destroy(kComm).Exit(0);
+  odd.r1.Destroy(kComm).Exit(0);
+  ProcessTrace r0 = LeaveOut(odd.r0.Build(), true, 1, 3);
+  r0.summary = "node-a.ncws";
+  r0.summary_host = "node-a";
+  ncclwatch::decoder::JobAnalysis job;
+  job.AddProcess(r0);
+  job.AddProcess(odd.r1.Build());
+  job.Finish();
+  const ncclwatch::decoder::Diagnosis d = ncclwatch::decoder::Diagnose(job);
+  CHECK(d.problem);
+  const ncclwatch::decoder::Finding* gap = nullptr;
+  for (const auto& f : d.findings)
+    if (f.kind == ncclwatch::decoder::FindingKind::kSummaryGap) gap = &f;
+  REQUIRE(gap != nullptr);
+  CHECK(gap->ranks == std::vector<int>{0});
+  const auto text = ncclwatch::decoder::RenderFinding(*gap, ncclwatch::decoder::NoCallSites());
+  INFO(text.detail);
+  CHECK(text.detail.find("sends #512-#767 from rank 0 to rank 1 of ") != std::string::npos);
+  CHECK(text.detail.find("rank 0's sends and rank 1's receives differ somewhere in that range") !=
+        std::string::npos);
+  CHECK(text.fix.find("node-a (node-a.ncws)") != std::string::npos);
 }

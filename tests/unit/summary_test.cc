@@ -496,6 +496,7 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
       {"short", good.substr(0, 12), "not a summary"},
       {"absurd_entries", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
+         s.Varint(0);  // sends and receives left out
          s.Varint(uint64_t{1} << 40);
        })),
        "more records than bytes"},
@@ -530,7 +531,52 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
          s.Varint(0);
        })),
        "past the largest number"},
+      {"absurd_p2p_runs", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(uint64_t{1} << 40);
+       })),
+       "more left-out sends than bytes"},
+      {"absurd_send_digests", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(1);
+         s.Varint(7);
+         s.Zigzag(0);
+         s.Zigzag(1);
+         s.U8(1);
+         s.Varint(1);
+         s.Varint(uint64_t{1} << 50);
+       })),
+       "more send digests than bytes"},
+      {"send_flag", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(1);
+         s.Varint(7);
+         s.Zigzag(0);
+         s.Zigzag(1);
+         s.U8(2);
+         s.Varint(1);
+         s.Varint(1);
+         s.U64(0);
+         s.Varint(256);
+         s.Varint(0);
+       })),
+       "neither a send nor a receive"},
+      {"send_blocks_past_end", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(1);
+         s.Varint(7);
+         s.Zigzag(0);
+         s.Zigzag(1);
+         s.U8(0);
+         s.Varint(UINT64_MAX / 2);
+         s.Varint(1);
+         s.U64(0);
+         s.Varint(0);
+         s.Varint(0);
+       })),
+       "past the largest number"},
       {"unknown_kind", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
          s.Varint(0);
          s.Varint(1);
          s.U8(99);
@@ -539,12 +585,14 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
        "unknown kind"},
       {"mask", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
+         s.Varint(0);
          s.Varint(1);
          s.U8(kSummaryCallEntry);  // a collective, context 0
          s.Varint(0xffff);
        })),
        "granule mask is out of range"},
       {"kind_index", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
          s.Varint(0);
          s.Varint(1);
          s.U8(kSummaryCallEntry | (3 << 5));
@@ -553,6 +601,7 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
        "unknown kind"},
       {"record_past_section", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
+         s.Varint(0);
          s.Varint(1);
          s.U8(NCCLWATCH_SLOT_SINGLE);
          s.Varint(500);
@@ -560,6 +609,7 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
        })),
        "runs past its section"},
       {"trailing", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
          s.Varint(0);
          s.Varint(0);
          s.U8(7);

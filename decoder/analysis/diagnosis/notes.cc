@@ -28,9 +28,10 @@ void NoteUnreadable(DiagnosisContext& cx) {
 }
 
 void NoteSummaryGaps(DiagnosisContext& cx) {
-  if (!cx.job.summary_gaps().any_left_out()) return;
-  const std::vector<SummaryGap> gaps = cx.job.summary_gaps().Find();
-  if (gaps.empty()) return;
+  std::vector<SummaryGap> gaps;
+  if (cx.job.summary_gaps().any_left_out()) gaps = cx.job.summary_gaps().Find();
+  const std::vector<P2pGap>& p2p_gaps = cx.job.p2p().gaps();
+  if (gaps.empty() && p2p_gaps.empty()) return;
   std::map<int, SummaryGapFacts> by_job;
   constexpr size_t kListed = 8;
   auto node = [&](int process) {
@@ -66,6 +67,31 @@ void NoteSummaryGaps(DiagnosisContext& cx) {
     std::sort(x.other_ranks.begin(), x.other_ranks.end());
     x.left_out_nodes.assign(left_nodes.begin(), left_nodes.end());
     x.other_nodes.assign(other_nodes.begin(), other_nodes.end());
+    facts.gaps.push_back(std::move(x));
+  }
+  // Sends and receives: the side (or sides) whose summary left them out,
+  // and the other.
+  for (const P2pGap& g : p2p_gaps) {
+    const int left_process = g.sender_left_out ? g.sender_process : g.receiver_process;
+    SummaryGapFacts& facts = by_job[cx.job_of[left_process]];
+    if (facts.gaps.size() >= kListed) {
+      ++facts.more;
+      continue;
+    }
+    SummaryGapFacts::Gap x;
+    x.differ = g.kind == P2pGap::kDiffer;
+    x.sends = true;
+    x.comm = g.comm;
+    x.first_seq = g.first_seq;
+    x.last_seq = g.end_seq - 1;
+    x.sender = cx.Global(g.sender_process, g.comm, g.sender);
+    x.receiver = cx.Global(g.receiver_process, g.comm, g.receiver);
+    auto side = [&](bool left, int rank, int process) {
+      (left ? x.left_out_ranks : x.other_ranks).push_back(rank);
+      (left ? x.left_out_nodes : x.other_nodes).push_back(node(process));
+    };
+    side(g.sender_left_out, x.sender, g.sender_process);
+    side(g.receiver_left_out, x.receiver, g.receiver_process);
     facts.gaps.push_back(std::move(x));
   }
   for (auto& [job, facts] : by_job) {
