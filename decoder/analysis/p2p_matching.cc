@@ -1,6 +1,7 @@
 #include "analysis/p2p_matching.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "summary/call_digest.h"
@@ -73,6 +74,7 @@ void P2pMatching::Compare(const Key& key, Pair& pair) {
   base.receiver_process = r.process;
 
   // The first #k both hold where the sizes differ.
+  uint64_t problem_at = UINT64_MAX;  // blocks left out past it are not compared
   size_t i = 0, j = 0;
   while (i < s.ops.size() && j < r.ops.size()) {
     if (s.ops[i].seq < r.ops[j].seq) {
@@ -90,6 +92,7 @@ void P2pMatching::Compare(const Key& key, Pair& pair) {
         p.receive = b;
         p.when_ns = std::max(a.when_ns, b.when_ns);
         problems_.push_back(p);
+        problem_at = a.seq;
         break;
       }
       if (a.collectives_before >= 0 && b.collectives_before >= 0 &&
@@ -101,6 +104,7 @@ void P2pMatching::Compare(const Key& key, Pair& pair) {
         p.receive = b;
         p.when_ns = std::min(a.when_ns, b.when_ns);  // the first side has waited since
         problems_.push_back(p);
+        problem_at = a.seq;
         break;
       }
       ++i;
@@ -108,7 +112,7 @@ void P2pMatching::Compare(const Key& key, Pair& pair) {
     }
   }
   if ((!s.left.empty() || !r.left.empty()) && s.posted > 0 && r.posted > 0)
-    CompareLeftOut(base, s, r);
+    CompareLeftOut(base, s, r, std::min({s.posted, r.posted, problem_at}));
   // An unmatched tail: the side that posted more than the other.
   if (s.posted > r.posted) {
     P2pProblem p = base;
@@ -139,34 +143,57 @@ void P2pMatching::Compare(const Key& key, Pair& pair) {
   }
 }
 
-void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Side& r) {
+void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Side& r,
+                                 uint64_t compared_to) {
+  // The blocks either side left out, below `compared_to` (past it: the
+  // unmatched tail, or what the traces would not compare after a problem).
+  std::vector<uint64_t> blocks;
+  for (const Side* side : {&s, &r})
+    for (const auto& [block, d] : side->left)
+      if (block * kLeftOutBlock < compared_to) blocks.push_back(block);
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  if (blocks.empty()) return;
+  // Each side: its calls in those blocks digested, in one pass; and the
+  // lowest number it holds (a trace that lost its start holds none below).
+  struct Digested {
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> kept;  // block -> (digest, calls)
+    uint64_t lo = UINT64_MAX;
+  };
+  auto digest_side = [&](const Side& side) {
+    Digested d;
+    for (const P2pOp& op : side.ops) {
+      d.lo = std::min(d.lo, op.seq);
+      const uint64_t block = op.seq / kLeftOutBlock;
+      if (!std::binary_search(blocks.begin(), blocks.end(), block)) continue;
+      auto& [sum, calls] = d.kept[block];
+      sum += P2pDigest(op.seq, op.count, op.datatype);
+      ++calls;
+    }
+    if (!side.left.empty()) d.lo = std::min(d.lo, side.left.front().first * kLeftOutBlock);
+    return d;
+  };
+  const Digested ds = digest_side(s), dr = digest_side(r);
   // A side's digest of `block`: the one its summary kept, or its calls'
   // there when it holds every number of the block; nothing otherwise.
-  auto digest = [](const Side& side, uint64_t block, bool* left) -> std::optional<uint64_t> {
+  auto digest = [](const Side& side, const Digested& d, uint64_t block,
+                   bool* left) -> std::optional<uint64_t> {
     auto it =
         std::lower_bound(side.left.begin(), side.left.end(), std::make_pair(block, uint64_t{0}));
     *left = it != side.left.end() && it->first == block;
     if (*left) return it->second;
-    uint64_t sum = 0, calls = 0;
-    for (const P2pOp& op : side.ops) {
-      if (op.seq / kLeftOutBlock != block) continue;
-      sum += P2pDigest(op.seq, op.count, op.datatype);
-      ++calls;
-    }
-    if (calls != kLeftOutBlock) return std::nullopt;
-    return sum;
+    auto k = d.kept.find(block);
+    if (k == d.kept.end() || k->second.second != kLeftOutBlock) return std::nullopt;
+    return k->second.first;
   };
-  std::vector<uint64_t> blocks;
-  for (const Side* side : {&s, &r})
-    for (const auto& [block, d] : side->left) blocks.push_back(block);
-  std::sort(blocks.begin(), blocks.end());
-  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
-  const uint64_t compared_to = std::min(s.posted, r.posted);  // past it: the unmatched tail
+  size_t gaps = 0;
   for (uint64_t block : blocks) {
-    if (block * kLeftOutBlock >= compared_to) break;
+    // A side whose trace begins after the block (its ring lost it) was not
+    // compared there from the traces either: no gap of the summary's.
+    if (ds.lo >= (block + 1) * kLeftOutBlock || dr.lo >= (block + 1) * kLeftOutBlock) continue;
     bool s_left = false, r_left = false;
-    const std::optional<uint64_t> a = digest(s, block, &s_left);
-    const std::optional<uint64_t> b = digest(r, block, &r_left);
+    const std::optional<uint64_t> a = digest(s, ds, block, &s_left);
+    const std::optional<uint64_t> b = digest(r, dr, block, &r_left);
     if (a && b && *a == *b) continue;
     P2pGap g;
     g.kind = a && b ? P2pGap::kDiffer : P2pGap::kNotCompared;
@@ -179,14 +206,16 @@ void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Si
     g.receiver_left_out = r_left;
     g.first_seq = block * kLeftOutBlock;
     g.end_seq = g.first_seq + kLeftOutBlock;
-    P2pGap* last = gaps_.empty() ? nullptr : &gaps_.back();
-    if (last != nullptr && last->comm == g.comm && last->sender == g.sender &&
-        last->receiver == g.receiver && last->kind == g.kind && last->end_seq == g.first_seq &&
+    P2pGap* last = gaps == 0 ? nullptr : &gaps_.back();
+    if (last != nullptr && last->kind == g.kind && last->end_seq == g.first_seq &&
         last->sender_left_out == g.sender_left_out &&
         last->receiver_left_out == g.receiver_left_out) {
       last->end_seq = g.end_seq;
-    } else {
+    } else if (gaps < kMaxGapsPerPair) {
       gaps_.push_back(g);
+      ++gaps;
+    } else {
+      ++more_gaps_;
     }
   }
 }

@@ -88,8 +88,11 @@ class P2pMatching {
   // What the pairs disagree on, in the order found.
   const std::vector<P2pProblem>& problems() const { return problems_; }
   // Where a summary's left-out blocks kept a pair from being compared, by
-  // pair, then number.
+  // pair, then number: at most kMaxGapsPerPair a pair (consecutive blocks
+  // alike are one), the rest counted in more_gaps().
+  static constexpr size_t kMaxGapsPerPair = 16;
   const std::vector<P2pGap>& gaps() const { return gaps_; }
+  size_t more_gaps() const { return more_gaps_; }
 
  private:
   struct Side {
@@ -108,12 +111,13 @@ class P2pMatching {
   using Key = std::tuple<uint64_t, int32_t, int32_t>;  // comm, sender, receiver
 
   void Compare(const Key& key, Pair& pair);
-  void CompareLeftOut(const P2pProblem& base, const Side& s, const Side& r);
+  void CompareLeftOut(const P2pProblem& base, const Side& s, const Side& r, uint64_t compared_to);
 
   std::map<Key, Pair> pairs_;
   std::set<std::pair<uint64_t, int32_t>> lost_start_;  // (comm, rank) whose trace lost its start
   std::vector<P2pProblem> problems_;
   std::vector<P2pGap> gaps_;
+  size_t more_gaps_ = 0;
 };
 
 }  // namespace ncclwatch::decoder

@@ -229,24 +229,31 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
     l.calls = c.Varint();
   }
   const uint64_t p2p_runs = c.Varint();
-  // At least 7 bytes each.
-  if (!c.ok() || p2p_runs > c.left() / 7) return malformed("more left-out sends than bytes");
-  p.left_out_p2p.resize(p2p_runs);
-  for (LeftOutP2p& l : p.left_out_p2p) {
+  // At least 15 bytes each (a digest at least): bounded by the section;
+  // each run is allocated as it is read.
+  if (!c.ok() || p2p_runs > c.left() / 15) return malformed("more left-out sends than bytes");
+  for (uint64_t k = 0; k < p2p_runs; ++k) {
+    LeftOutP2p l;
     l.comm = c.Varint();
-    l.rank = static_cast<int32_t>(c.Zigzag());
-    l.peer = static_cast<int32_t>(c.Zigzag());
+    const int64_t rank = c.Zigzag();
+    const int64_t peer = c.Zigzag();
     const uint8_t send = c.U8();
     l.send = send == 1;
     l.first_block = c.Varint();
     const uint64_t blocks = c.Varint();
     if (!c.ok() || blocks > c.left() / 8) return malformed("more send digests than bytes");
     if (send > 1) return malformed("a left-out send is neither a send nor a receive");
+    // As the writer writes them: a rank's own, to a peer, of a block or more.
+    if (l.comm == 0 || rank < 0 || rank > INT32_MAX || peer < 0 || peer > INT32_MAX || blocks == 0)
+      return malformed("a left-out run of sends names no communicator, rank, peer or block");
     if (l.first_block > UINT64_MAX / kLeftOutBlock - blocks - 1)
       return malformed("left-out blocks past the largest number");
+    l.rank = static_cast<int32_t>(rank);
+    l.peer = static_cast<int32_t>(peer);
     l.digests.resize(blocks);
     for (uint64_t& d : l.digests) d = c.U64();
     l.calls = c.Varint();
+    p.left_out_p2p.push_back(std::move(l));
   }
   const uint64_t entries = c.Varint();
   if (!c.ok()) return malformed("its left-out calls are cut short");

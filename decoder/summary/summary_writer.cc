@@ -178,34 +178,42 @@ bool Counted(uint64_t comm, int32_t rank, int32_t peer, int32_t result) {
 
 // The blocks of each send or receive stream's calls left out, as LeftOut
 // does a stream's collectives: the middle past `window` at each end, on the
-// same grid, the block of its first pending call kept whole; each block
-// digested (P2pDigest) so the sender's and the receiver's still compare.
+// same grid; each block digested (P2pDigest) so the sender's and the
+// receiver's still compare. Kept whole from the block of its first call the
+// GPU is not known to have finished (recorded after its communicator's last
+// Progress said it had finished what was enqueued): where a job stops, the
+// analyses read those (a send its peer never received, the oldest
+// unfinished call); a communicator with no Progress keeps its sends whole.
 void LeftOutP2pOf(const ProcessTrace& p, uint64_t window, std::vector<LeftOutP2p>* out,
                   std::map<P2pKey, Window>* windows) {
   struct Span {
     uint64_t lo = UINT64_MAX, hi = 0, calls = 0;
-    uint64_t first_pending = UINT64_MAX;
+    uint64_t first_unfinished = UINT64_MAX;
   };
   std::map<P2pKey, Span> spans;
+  std::map<uint64_t, const ProgressEvent*> progress;  // per communicator, its last
   for (const P2pEvent& e : p.p2p) {
     if (!Counted(e.comm, e.rank, e.peer, e.result)) continue;
+    auto [at, fresh] = progress.try_emplace(e.comm, nullptr);
+    if (fresh) at->second = p.LastProgress(e.comm);
     Span& s = spans[{e.comm, e.rank, e.peer, e.send}];
     s.lo = std::min(s.lo, e.seq);
     s.hi = std::max(s.hi, e.seq);
     ++s.calls;
-    if (e.result == kResultPending) s.first_pending = std::min(s.first_pending, e.seq);
+    if (at->second == nullptr || e.t > at->second->enqueued_t || e.result == kResultPending)
+      s.first_unfinished = std::min(s.first_unfinished, e.seq);
   }
   std::map<P2pKey, size_t> first_run;  // its first run in `out`
   for (const auto& [key, s] : spans) {
     if (s.hi - s.lo < 2 * window || s.hi > UINT64_MAX - kLeftOutBlock) continue;
     const uint64_t begin = (s.lo + window + kLeftOutBlock - 1) / kLeftOutBlock * kLeftOutBlock;
-    const uint64_t end = (s.hi + 1 - window) / kLeftOutBlock * kLeftOutBlock;
+    const uint64_t end = std::min((s.hi + 1 - window) / kLeftOutBlock * kLeftOutBlock,
+                                  s.first_unfinished / kLeftOutBlock * kLeftOutBlock);
     if (end <= begin) continue;
     if ((end - begin) / kLeftOutBlock > s.calls / kLeftOutBlock + 1) continue;  // not a run
     Window w;
     w.begin = begin;
     w.end = end;
-    if (s.first_pending != UINT64_MAX) w.kept.push_back(s.first_pending / kLeftOutBlock);
     const size_t first = out->size();
     for (uint64_t b = begin / kLeftOutBlock; b < end / kLeftOutBlock; ++b) {
       if (std::binary_search(w.kept.begin(), w.kept.end(), b)) continue;

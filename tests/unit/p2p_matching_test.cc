@@ -211,6 +211,7 @@ TEST_CASE("a peer whose ring wrapped past its sends proves nothing either", "[p2
 
 namespace {
 
+using ncclwatch::decoder::BuildStreams;
 using ncclwatch::decoder::kLeftOutBlock;
 using ncclwatch::decoder::LeftOutP2p;
 using ncclwatch::decoder::P2pDigest;
@@ -250,7 +251,7 @@ ProcessTrace LeaveOut(ProcessTrace t, bool send, uint64_t first, uint64_t end) {
   }
   t.p2p = kept;
   t.left_out_p2p.push_back(l);
-  ncclwatch::decoder::BuildStreams(&t);
+  BuildStreams(&t);
   return t;
 }
 
@@ -302,12 +303,36 @@ TEST_CASE("sends a summary left out are compared by digest", "[p2p][summary]") {
     r1.p2p.erase(std::remove_if(r1.p2p.begin(), r1.p2p.end(),
                                 [](const auto& e) { return e.seq == 300 || e.seq == 301; }),
                  r1.p2p.end());
-    ncclwatch::decoder::BuildStreams(&r1);
+    BuildStreams(&r1);
     const std::vector<P2pGap> gaps = Gaps({LeaveOut(same.r0.Build(), true, 1, 3), r1});
     REQUIRE(gaps.size() == 1);
     CHECK(gaps[0].kind == P2pGap::kNotCompared);
     CHECK(gaps[0].first_seq == kLeftOutBlock);
     CHECK(gaps[0].end_seq == 2 * kLeftOutBlock);
+  }
+}
+
+// What the traces would not have compared either is no gap: a block the
+// receiver's trace begins after (its ring lost it), or blocks after a size
+// mismatch both sides hold (the traces stop comparing there).
+TEST_CASE("sends left out that the traces would not have compared either are no gap",
+          "[p2p][summary]") {
+  const Pair same = Sends();
+  SECTION("the receiver's trace begins after the blocks left out") {
+    ProcessTrace r1 = same.r1.Build();
+    r1.p2p.erase(std::remove_if(r1.p2p.begin(), r1.p2p.end(),
+                                [](const auto& e) { return e.seq < 3 * kLeftOutBlock; }),
+                 r1.p2p.end());
+    BuildStreams(&r1);
+    CHECK(Gaps({LeaveOut(same.r0.Build(), true, 1, 3), r1}).empty());
+  }
+  SECTION("a size mismatch before the blocks left out") {
+    const Pair odd = Sends({100, 600});
+    std::vector<P2pProblem> problems;
+    CHECK(Gaps({LeaveOut(odd.r0.Build(), true, 1, 3), odd.r1.Build()}, &problems).empty());
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].kind == P2pProblem::kSizeMismatch);
+    CHECK(problems[0].seq == 100);
   }
 }
 

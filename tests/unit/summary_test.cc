@@ -545,8 +545,23 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
          s.U8(1);
          s.Varint(1);
          s.Varint(uint64_t{1} << 50);
+         s.U64(0);  // one digest's bytes: past the run's least
        })),
        "more send digests than bytes"},
+      {"send_run_of_no_block", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(1);
+         s.Varint(7);
+         s.Zigzag(0);
+         s.Zigzag(1);
+         s.U8(1);
+         s.Varint(1);
+         s.Varint(0);  // blocks
+         s.Varint(0);
+         s.U64(0);
+         s.Varint(0);
+       })),
+       "names no communicator, rank, peer or block"},
       {"send_flag", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
          s.Varint(1);

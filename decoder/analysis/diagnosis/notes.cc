@@ -32,6 +32,8 @@ void NoteSummaryGaps(DiagnosisContext& cx) {
   if (cx.job.summary_gaps().any_left_out()) gaps = cx.job.summary_gaps().Find();
   const std::vector<P2pGap>& p2p_gaps = cx.job.p2p().gaps();
   if (gaps.empty() && p2p_gaps.empty()) return;
+  // Gaps past a pair's first kMaxGapsPerPair, counted with the first job's.
+  const size_t p2p_more = cx.job.p2p().more_gaps();
   std::map<int, SummaryGapFacts> by_job;
   constexpr size_t kListed = 8;
   auto node = [&](int process) {
@@ -94,6 +96,7 @@ void NoteSummaryGaps(DiagnosisContext& cx) {
     side(g.receiver_left_out, x.receiver, g.receiver_process);
     facts.gaps.push_back(std::move(x));
   }
+  if (!by_job.empty()) by_job.begin()->second.more += p2p_more;
   for (auto& [job, facts] : by_job) {
     Finding n;
     n.kind = FindingKind::kSummaryGap;
