@@ -143,6 +143,21 @@ std::string OneTrace(Fill fill, uint64_t gpu_counts = 0) {
   return body;
 }
 
+// A crafted section's left-out calls: no collective runs, then one run of
+// sends or receives (communicator 7, rank 0, peer 1) with `send` as its
+// direction byte, from `first_block`, of `blocks` blocks (the digests, if
+// any, are the caller's to write).
+void OneSendRun(ByteSink& s, uint8_t send, uint64_t first_block, uint64_t blocks) {
+  s.Varint(0);
+  s.Varint(1);
+  s.Varint(7);
+  s.Zigzag(0);
+  s.Zigzag(1);
+  s.U8(send);
+  s.Varint(first_block);
+  s.Varint(blocks);
+}
+
 }  // namespace
 
 TEST_CASE("summary round trip: kept calls read back as the trace's rows, the middle as digests",
@@ -537,54 +552,26 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
        })),
        "more left-out sends than bytes"},
       {"absurd_send_digests", WithHeader(OneTrace([](ByteSink& s) {
-         s.Varint(0);
-         s.Varint(1);
-         s.Varint(7);
-         s.Zigzag(0);
-         s.Zigzag(1);
-         s.U8(1);
-         s.Varint(1);
-         s.Varint(uint64_t{1} << 50);
+         OneSendRun(s, 1, 1, uint64_t{1} << 50);
          s.U64(0);  // one digest's bytes: past the run's least
        })),
        "more send digests than bytes"},
       {"send_run_of_no_block", WithHeader(OneTrace([](ByteSink& s) {
-         s.Varint(0);
-         s.Varint(1);
-         s.Varint(7);
-         s.Zigzag(0);
-         s.Zigzag(1);
-         s.U8(1);
-         s.Varint(1);
-         s.Varint(0);  // blocks
+         OneSendRun(s, 1, 1, 0);
          s.Varint(0);
          s.U64(0);
          s.Varint(0);
        })),
        "names no communicator, rank, peer or block"},
       {"send_flag", WithHeader(OneTrace([](ByteSink& s) {
-         s.Varint(0);
-         s.Varint(1);
-         s.Varint(7);
-         s.Zigzag(0);
-         s.Zigzag(1);
-         s.U8(2);
-         s.Varint(1);
-         s.Varint(1);
+         OneSendRun(s, 2, 1, 1);
          s.U64(0);
          s.Varint(256);
          s.Varint(0);
        })),
        "neither a send nor a receive"},
       {"send_blocks_past_end", WithHeader(OneTrace([](ByteSink& s) {
-         s.Varint(0);
-         s.Varint(1);
-         s.Varint(7);
-         s.Zigzag(0);
-         s.Zigzag(1);
-         s.U8(0);
-         s.Varint(UINT64_MAX / 2);
-         s.Varint(1);
+         OneSendRun(s, 0, UINT64_MAX / 2, 1);
          s.U64(0);
          s.Varint(0);
          s.Varint(0);
