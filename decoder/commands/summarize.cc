@@ -20,8 +20,8 @@ const char kSummarizeUsage[] =
     "  every node (srun --ntasks-per-node=1, pdsh, mpirun, kubectl exec), then\n"
     "  `ncclwatch diagnose` (or status, timeline) over the summaries.\n"
     "  -o FILE      the summary to write (made whole or not at all)\n"
-    "  --window N   calls kept at each end of a communicator rank's collectives, and of its\n"
-    "               sends and receives to each peer (default 4096)\n"
+    "  --window N   collectives kept at each end of a communicator rank's (default 4096);\n"
+    "               sends and receives to each peer, and group calls, at most 256 of them\n"
     "  --host NAME  the node's name in the verdicts (default: this machine's host name)\n"
     "  Exit codes: 0 written, 2 bad usage or input.\n";
 

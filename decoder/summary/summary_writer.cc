@@ -261,9 +261,13 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   }
   std::map<P2pKey, Window> p2p_windows;
   std::vector<LeftOutP2p> left_out_p2p;
-  LeftOutP2pOf(*p, window, &left_out_p2p, &p2p_windows);
+  // Sends, receives and group calls keep fewer at each end than the
+  // collectives (kMaxCallWindow): their analyses read where a job stops,
+  // kept whole, not a window of history as the straggler's does.
+  const uint64_t call_window = std::min<uint64_t>(window, kMaxCallWindow);
+  LeftOutP2pOf(*p, call_window, &left_out_p2p, &p2p_windows);
   const uint64_t groups = p->groups.size();
-  const bool groups_cut = groups > 2 * window;
+  const bool groups_cut = groups > 2 * call_window;
   // Progress records per communicator, as read (not those a hold restored:
   // they share their HeldOperation's order).
   std::map<uint64_t, uint64_t> progress_total, progress_seen;
@@ -345,7 +349,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
           }
           if (kind == NCCLWATCH_SLOT_GROUP) {
             const uint64_t g = group++;
-            if (groups_cut && g >= window && g < groups - window) {
+            if (groups_cut && g >= call_window && g < groups - call_window) {
               ++left_groups;
               return;
             }

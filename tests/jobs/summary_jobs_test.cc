@@ -409,6 +409,8 @@ TEST_CASE("summaries: a pipeline job's sends left out in the middle are compared
   CHECK(s.verdict == "healthy");
   CHECK(s.First("summary_gap") == nullptr);
   CHECK(SendsLeftOut(n.dir("a"), n.tmp.path() + "/again.ncws", 64) > 0);
+  // At the default window too: sends keep at most 256 at each end.
+  CHECK(SendsLeftOut(n.dir("a"), n.tmp.path() + "/default.ncws", 4096) > 0);
 }
 
 // The same job with a send one element short at step 600 (rank 2 to 3): it
