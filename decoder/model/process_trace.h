@@ -90,9 +90,9 @@ struct ProcessTrace {
   // of the trace's calls (`path` is then the trace's path on that host).
   std::string summary;
   std::string summary_host;
-  std::vector<LeftOutCalls> left_out;  // collectives, per (communicator, rank)
+  std::vector<LeftOutCalls> left_out;    // collectives, per (communicator, rank)
   std::vector<LeftOutP2p> left_out_p2p;  // sends and receives, per (comm, rank, peer, direction)
-  uint64_t left_out_groups = 0;        // group calls (ncclGroupStart/End) left out
+  uint64_t left_out_groups = 0;          // group calls (ncclGroupStart/End) left out
   // GPU times (GpuTime records) left out, per communicator (those with any).
   struct LeftOutGpuTimes {
     uint64_t comm = 0;
