@@ -103,6 +103,53 @@ std::string ThisHost() {
   return name;
 }
 
+// The middle of a stream of `calls` calls numbered `lo`..`hi` past `window`
+// at each end, on the block grid, and below `end_cap`: [w->begin, w->end),
+// nothing kept yet. False when there is none, or the numbers are not a run
+// (a crafted or torn trace keeps all).
+bool MiddleBlocks(uint64_t lo, uint64_t hi, uint64_t calls, uint64_t window, uint64_t end_cap,
+                  Window* w) {
+  if (hi - lo < 2 * window || hi > UINT64_MAX - kLeftOutBlock) return false;
+  const uint64_t begin = (lo + window + kLeftOutBlock - 1) / kLeftOutBlock * kLeftOutBlock;
+  const uint64_t end = std::min((hi + 1 - window) / kLeftOutBlock * kLeftOutBlock,
+                                end_cap / kLeftOutBlock * kLeftOutBlock);
+  if (end <= begin) return false;
+  if ((end - begin) / kLeftOutBlock > calls / kLeftOutBlock + 1) return false;  // not a run
+  w->begin = begin;
+  w->end = end;
+  w->kept.clear();
+  return true;
+}
+
+// Appends to `out` the runs of `w`'s blocks not kept whole, each a copy of
+// `proto` from its first block, a zero digest per block; whether any.
+template <typename Run>
+bool AppendRuns(const Window& w, const Run& proto, std::vector<Run>* out) {
+  const size_t first = out->size();
+  for (uint64_t b = w.begin / kLeftOutBlock; b < w.end / kLeftOutBlock; ++b) {
+    if (std::binary_search(w.kept.begin(), w.kept.end(), b)) continue;
+    if (out->size() == first || out->back().first_block + out->back().digests.size() != b) {
+      out->push_back(proto);
+      out->back().first_block = b;
+    }
+    out->back().digests.push_back(0);
+  }
+  return out->size() > first;
+}
+
+// Adds call #seq's digest to its block among runs [first, end) of `out`.
+template <typename Run>
+void AddDigest(std::vector<Run>* out, size_t first, size_t end, uint64_t seq, uint64_t digest) {
+  const uint64_t b = seq / kLeftOutBlock;
+  for (size_t k = first; k < end; ++k) {
+    Run& l = (*out)[k];
+    if (b < l.first_block || b - l.first_block >= l.digests.size()) continue;
+    l.digests[b - l.first_block] += digest;
+    ++l.calls;
+    return;
+  }
+}
+
 // The blocks of `s`'s collectives left out, as runs of blocks (none when
 // the stream is short, or its numbers are not a run: a crafted or torn
 // trace keeps all). The blocks where the stream stops stay whole: the one
@@ -118,15 +165,7 @@ bool LeftOut(const ProcessTrace& p, const CommStream& s, uint64_t window,
     lo = std::min(lo, p.collectives[i].seq);
     hi = std::max(hi, p.collectives[i].seq);
   }
-  if (hi - lo < 2 * window || hi > UINT64_MAX - kLeftOutBlock) return false;
-  const uint64_t begin = (lo + window + kLeftOutBlock - 1) / kLeftOutBlock * kLeftOutBlock;
-  const uint64_t end = (hi + 1 - window) / kLeftOutBlock * kLeftOutBlock;
-  if (end <= begin) return false;
-  const uint64_t blocks = (end - begin) / kLeftOutBlock;
-  if (blocks > s.collectives.size() / kLeftOutBlock + 1) return false;  // not a run of numbers
-  w->begin = begin;
-  w->end = end;
-  w->kept.clear();
+  if (!MiddleBlocks(lo, hi, s.collectives.size(), window, UINT64_MAX, w)) return false;
   if (const ProgressEvent* e = p.LastProgress(s.comm))
     w->kept.push_back(e->collectives / kLeftOutBlock);
   for (const HeldOperationEvent& h : p.held)
@@ -139,29 +178,14 @@ bool LeftOut(const ProcessTrace& p, const CommStream& s, uint64_t window,
   w->kept.erase(std::unique(w->kept.begin(), w->kept.end()), w->kept.end());
   // The runs of blocks left out, each with its digests.
   const size_t first_run = out->size();
-  for (uint64_t b = begin / kLeftOutBlock; b < end / kLeftOutBlock; ++b) {
-    if (std::binary_search(w->kept.begin(), w->kept.end(), b)) continue;
-    if (out->size() == first_run || out->back().first_block + out->back().digests.size() != b) {
-      LeftOutCalls l;
-      l.comm = s.comm;
-      l.rank = s.rank;
-      l.first_block = b;
-      out->push_back(std::move(l));
-    }
-    out->back().digests.push_back(0);
-  }
-  if (out->size() == first_run) return false;
+  LeftOutCalls proto;
+  proto.comm = s.comm;
+  proto.rank = s.rank;
+  if (!AppendRuns(*w, proto, out)) return false;
   for (uint32_t i : s.collectives) {
     const CollectiveEvent& e = p.collectives[i];
-    if (!w->LeftOut(e.seq)) continue;
-    const uint64_t b = e.seq / kLeftOutBlock;
-    for (size_t k = first_run; k < out->size(); ++k) {
-      LeftOutCalls& l = (*out)[k];
-      if (b < l.first_block || b - l.first_block >= l.digests.size()) continue;
-      l.digests[b - l.first_block] += CallDigest(e.seq, CollectiveSignature::Of(e));
-      ++l.calls;
-      break;
-    }
+    if (w->LeftOut(e.seq))
+      AddDigest(out, first_run, out->size(), e.seq, CallDigest(e.seq, CollectiveSignature::Of(e)));
   }
   return true;
 }
@@ -203,30 +227,15 @@ void LeftOutP2pOf(const ProcessTrace& p, uint64_t window, std::vector<LeftOutP2p
     if (at->second == nullptr || e.t > at->second->enqueued_t || e.result == kResultPending)
       s.first_unfinished = std::min(s.first_unfinished, e.seq);
   }
-  std::map<P2pKey, size_t> first_run;  // its first run in `out`
+  std::map<P2pKey, std::pair<size_t, size_t>> runs;  // its runs in `out`: [first, end)
   for (const auto& [key, s] : spans) {
-    if (s.hi - s.lo < 2 * window || s.hi > UINT64_MAX - kLeftOutBlock) continue;
-    const uint64_t begin = (s.lo + window + kLeftOutBlock - 1) / kLeftOutBlock * kLeftOutBlock;
-    const uint64_t end = std::min((s.hi + 1 - window) / kLeftOutBlock * kLeftOutBlock,
-                                  s.first_unfinished / kLeftOutBlock * kLeftOutBlock);
-    if (end <= begin) continue;
-    if ((end - begin) / kLeftOutBlock > s.calls / kLeftOutBlock + 1) continue;  // not a run
     Window w;
-    w.begin = begin;
-    w.end = end;
+    if (!MiddleBlocks(s.lo, s.hi, s.calls, window, s.first_unfinished, &w)) continue;
+    LeftOutP2p proto;
+    std::tie(proto.comm, proto.rank, proto.peer, proto.send) = key;
     const size_t first = out->size();
-    for (uint64_t b = begin / kLeftOutBlock; b < end / kLeftOutBlock; ++b) {
-      if (std::binary_search(w.kept.begin(), w.kept.end(), b)) continue;
-      if (out->size() == first || out->back().first_block + out->back().digests.size() != b) {
-        LeftOutP2p l;
-        std::tie(l.comm, l.rank, l.peer, l.send) = key;
-        l.first_block = b;
-        out->push_back(std::move(l));
-      }
-      out->back().digests.push_back(0);
-    }
-    if (out->size() == first) continue;
-    first_run[key] = first;
+    if (!AppendRuns(w, proto, out)) continue;
+    runs[key] = {first, out->size()};
     (*windows)[key] = std::move(w);
   }
   for (const P2pEvent& e : p.p2p) {
@@ -234,15 +243,8 @@ void LeftOutP2pOf(const ProcessTrace& p, uint64_t window, std::vector<LeftOutP2p
     const P2pKey key{e.comm, e.rank, e.peer, e.send};
     auto w = windows->find(key);
     if (w == windows->end() || !w->second.LeftOut(e.seq)) continue;
-    const uint64_t b = e.seq / kLeftOutBlock;
-    for (size_t k = first_run.at(key); k < out->size(); ++k) {
-      LeftOutP2p& l = (*out)[k];
-      if (l.comm != e.comm || l.rank != e.rank || l.peer != e.peer || l.send != e.send) break;
-      if (b < l.first_block || b - l.first_block >= l.digests.size()) continue;
-      l.digests[b - l.first_block] += P2pDigest(e.seq, e.count, e.datatype);
-      ++l.calls;
-      break;
-    }
+    const auto [first, end] = runs.at(key);
+    AddDigest(out, first, end, e.seq, P2pDigest(e.seq, e.count, e.datatype));
   }
 }
 
