@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "commands/input_files.h"
 #include "model/process_trace.h"
 #include "ncclwatch/ring_format.h"
 #include "report/names.h"
@@ -91,18 +92,13 @@ const FindingView* DiagnosisView::First(const std::string& kind) const {
 namespace {
 
 bool IsTracePath(const std::string& path) {
-  if (std::filesystem::path(path).extension() == ".trace") return true;
+  if (ncclwatch::decoder::IsTraceFile(path)) return true;
   char magic[8] = {};
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return false;
   const bool whole = std::fread(magic, 1, sizeof(magic), f) == sizeof(magic);
   std::fclose(f);
   return whole && std::memcmp(magic, NCCLWATCH_RING_MAGIC, sizeof(magic)) == 0;
-}
-
-bool IsLogPath(const std::filesystem::path& p) {
-  const std::filesystem::path e = p.extension();
-  return e == ".log" || e == ".out" || e == ".err";
 }
 
 // `paths` with their traces summarized into `into`: a folder or a trace file
@@ -132,7 +128,8 @@ std::vector<std::string> Summarized(const std::vector<std::string>& paths, const
     std::vector<std::string> logs;
     for (auto it = std::filesystem::recursive_directory_iterator(path, ec);
          !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->is_regular_file(ec) && IsLogPath(it->path())) logs.push_back(it->path().string());
+      if (it->is_regular_file(ec) && ncclwatch::decoder::IsLogFile(it->path()))
+        logs.push_back(it->path().string());
     }
     std::sort(logs.begin(), logs.end());
     out.insert(out.end(), logs.begin(), logs.end());
