@@ -30,7 +30,9 @@
 //         24   u64  checksum      SummaryChecksum (below) of every byte after the header
 //         32   body:
 //                string host (where it was summarized), varint window,
-//                varint block (kLeftOutBlock), varint traces, then each trace:
+//                varint block (kLeftOutBlock), string the node's inventory
+//                (version 6: the first Inventory record met, whole; empty
+//                when none), varint traces, then each trace:
 //                  varint bytes (of the rest of this trace), string path,
 //                  u32 clock, u32 pid, u64 created_realtime_ns, string host,
 //                  i64 read_ns, the trace's TraceFileStats (8 varints, a flag
@@ -42,7 +44,11 @@
 //                  peer, u8 send (0 or 1), varint first_block, varint blocks,
 //                  blocks x u64 digest, varint calls} (version 5: sends and
 //                  receives left out), varint entries, then each entry:
-//                    u8: NCCLWATCH_SLOT_SINGLE, then string Record; or a
+//                    u8: NCCLWATCH_SLOT_SINGLE, then string Record; or
+//                    kSummaryRecordDelta, then varint context, then a Record
+//                    as its difference from that context's last record
+//                    (version 6: summary/record_delta.h; context 0, the
+//                    inventory's, starts at the node's inventory); or a
 //                    call slot's (COLLECTIVE, P2P, GROUP): 0x80 | its kind
 //                    (0, 1, 2) << 5 | kSummarySameMask | its context
 //                    (below kSummaryContexts: the writer gives each
@@ -94,7 +100,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the summary's integers are little-endian");
 
 inline constexpr char kSummaryMagic[8] = {'N', 'C', 'C', 'L', 'W', 'S', 'U', 'M'};
-inline constexpr uint32_t kSummaryVersion = 5;
+inline constexpr uint32_t kSummaryVersion = 6;
 inline constexpr uint32_t kSummaryHeaderBytes = 32;
 inline constexpr uint64_t kMaxSummaryBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxSummaryTraces = 4096;
@@ -105,6 +111,12 @@ inline constexpr uint64_t kMaxSummaryString = 4096;
 inline constexpr uint32_t kSummaryContexts = 16;
 inline constexpr uint8_t kSummaryCallEntry = 0x80;
 inline constexpr uint8_t kSummarySameMask = 0x10;
+// The first byte of a record's entry kept as its difference from the one
+// before it of its context (summary/record_delta.h; version 6).
+inline constexpr uint8_t kSummaryRecordDelta = 0x02;
+static_assert(kSummaryRecordDelta != NCCLWATCH_SLOT_SINGLE &&
+                  (kSummaryRecordDelta & kSummaryCallEntry) == 0,
+              "a record delta's entry is told from the others by its first byte");
 // The default window: the collectives kept at each end of a (communicator,
 // rank)'s calls. 4,096 is the arrival-skew analysis's window (it reads a
 // member's last 4,096 collectives), so a straggler is judged on the same calls.

@@ -121,12 +121,21 @@ absl::Status SummaryReader::Parse() {
   host_ = std::string(c.String(kMaxSummaryString));
   window_ = c.Varint();
   const uint64_t block = c.Varint();
+  const std::string_view inventory = c.String(NCCLWATCH_MAX_RECORD_BYTES);
   const uint64_t traces = c.Varint();
   if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat(path_, ": malformed summary header"));
   if (block != kLeftOutBlock) {
     return absl::InvalidArgumentError(absl::StrCat(path_, ": summary of blocks of ", block,
                                                    " calls, this ncclwatch reads blocks of ",
                                                    kLeftOutBlock, ": summarize the node again"));
+  }
+  if (!inventory.empty()) {
+    node_inventory_.emplace();
+    if (!node_inventory_->Parse(absl::MakeConstSpan(
+            reinterpret_cast<const uint8_t*>(inventory.data()), inventory.size()))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, ": malformed summary: the node's inventory is not a record"));
+    }
   }
   if (traces > kMaxSummaryTraces) {
     return absl::InvalidArgumentError(
@@ -266,13 +275,31 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
   std::vector<uint8_t> previous(3 * kSummaryContexts * NCCLWATCH_SLOT_PAYLOAD_BYTES, 0);
   uint64_t last_mask[3][kSummaryContexts] = {};
   SlotPredictor predictor;
+  // The records before each record's, by context (record_delta.h).
+  RecordContexts contexts(node_inventory_.has_value() ? &*node_inventory_ : nullptr);
+  FlatRecord flat;
   for (uint64_t k = 0; k < entries; ++k) {
     const uint8_t kind = c.U8();
     if (kind == NCCLWATCH_SLOT_SINGLE) {
       const std::string_view record = c.String(NCCLWATCH_MAX_RECORD_BYTES);
       if (!c.ok()) return malformed("a record runs past its section");
+      const absl::Span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(record.data()),
+                                            record.size());
+      importer.Import(bytes);
+      if (flat.Parse(bytes)) contexts.Remember(std::move(flat));
+      continue;
+    }
+    if (kind == kSummaryRecordDelta) {
+      const uint64_t context = c.Varint();
+      const FlatRecord* prev = contexts.At(context);
+      if (!c.ok() || prev == nullptr) return malformed("a record's context is unknown");
+      if (!ReadRecordDelta(*prev, &c, &flat))
+        return malformed("a record's difference is malformed");
+      const std::string record = flat.Serialize();
+      if (record.size() > NCCLWATCH_MAX_RECORD_BYTES) return malformed("a record is too long");
       importer.Import(absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(record.data()),
                                                 record.size()));
+      contexts.Remember(std::move(flat));
       continue;
     }
     // A call slot's entry: its kind, whether its mask is the one before,

@@ -25,12 +25,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/process_trace.h"
+#include "summary/record_delta.h"
 #include "summary/summary_format.h"
 
 namespace ncclwatch::decoder {
@@ -66,6 +68,7 @@ class SummaryReader {
   uint64_t window_ = 0;
   std::vector<std::pair<size_t, size_t>> sections_;  // (offset, length) of each trace
   std::vector<SummaryUnreadable> unreadable_;
+  std::optional<FlatRecord> node_inventory_;  // every trace's inventory starts from it
   size_t next_ = 0;
 };
 

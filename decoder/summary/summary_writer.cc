@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -18,6 +21,7 @@
 #include "ncclwatch/trace_fields.h"
 #include "summary/byte_cursor.h"
 #include "summary/call_digest.h"
+#include "summary/record_delta.h"
 #include "trace/call_slot.h"
 #include "trace/trace_file.h"
 #include "trace/wire_reader.h"
@@ -250,8 +254,11 @@ void LeftOutP2pOf(const ProcessTrace& p, uint64_t window, std::vector<LeftOutP2p
 
 // One trace's section (without its length), or an error saying why the
 // trace cannot be read.
+// `node_inventory`: the node's inventory (record_delta.h), null while none
+// was met; set to this trace's first where it is null and the trace has one.
 absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTrace* p,
-                            std::string* section, SummaryStats* stats) {
+                            std::string* section, SummaryStats* stats,
+                            std::optional<FlatRecord>* node_inventory) {
   if (absl::Status s = LoadProcessTraceInto(path, p); !s.ok()) return s;
   std::map<std::pair<uint64_t, int32_t>, Window> windows;
   std::vector<LeftOutCalls> left_out;
@@ -289,9 +296,12 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   uint64_t left_collectives = 0;
   uint64_t left_p2p = 0;
   uint64_t left_groups = 0;
-  std::map<uint64_t, uint64_t> left_gpu;  // per communicator
+  std::map<uint64_t, uint64_t> left_gpu;      // per communicator
+  std::optional<FlatRecord> first_inventory;  // the node's, where this trace is the first with one
   auto write_entries = [&](ReadMode mode) -> absl::Status {
     entries.clear();
+    first_inventory.reset();
+    RecordContexts record_contexts(node_inventory->has_value() ? &**node_inventory : nullptr);
     kept = left_collectives = left_p2p = left_groups = left_progress = 0;
     progress_seen.clear();
     gpu_seen.clear();
@@ -326,10 +336,29 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
                 return;
               }
             }
-            e.U8(kind);
-            e.Varint(bytes.size());
-            e.Raw(bytes.data(), bytes.size());
             ++kept;
+            // As its difference from the record before it of its context
+            // (record_delta.h), or whole.
+            FlatRecord flat;
+            if (!flat.Parse(bytes)) {
+              e.U8(kind);
+              e.String(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+              return;
+            }
+            const int context = record_contexts.Find(flat);
+            if (context == 0 && record_contexts.At(0) == nullptr) {
+              first_inventory = flat;  // the node's first: diffed against itself
+              record_contexts.Remember(flat);
+            }
+            if (context < 0) {
+              e.U8(kind);
+              e.String(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+            } else {
+              e.U8(kSummaryRecordDelta);
+              e.Varint(static_cast<uint64_t>(context));
+              WriteRecordDelta(*record_contexts.At(static_cast<size_t>(context)), flat, &e);
+            }
+            record_contexts.Remember(std::move(flat));
             return;
           }
           if (!IsCallSlotKind(kind) || bytes.size() != NCCLWATCH_SLOT_PAYLOAD_BYTES) return;
@@ -396,6 +425,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   absl::Status written = write_entries(ReadMode::kMapped);
   if (absl::IsAborted(written)) written = write_entries(ReadMode::kCopied);
   if (!written.ok()) return written;
+  if (first_inventory.has_value()) *node_inventory = std::move(first_inventory);
 
   ByteSink out(section);
   // Where the trace lies on this node, whatever folder the command was given.
@@ -476,13 +506,14 @@ absl::StatusOr<std::string> BuildSummary(const std::vector<std::string>& trace_f
   size_t traces = 0;
   ProcessTrace p;
   std::string section;
+  std::optional<FlatRecord> node_inventory;
   for (const std::string& path : trace_files) {
     section.clear();
     if (path.size() > kMaxSummaryString) {
       stats->unreadable.push_back({path.substr(0, kMaxSummaryString), "its path is too long"});
       continue;
     }
-    absl::Status s = SummarizeTrace(path, window, &p, &section, stats);
+    absl::Status s = SummarizeTrace(path, window, &p, &section, stats, &node_inventory);
     if (!s.ok()) {
       std::string why(s.message());
       if (why.size() > kMaxSummaryString) why.resize(kMaxSummaryString);
@@ -504,6 +535,7 @@ absl::StatusOr<std::string> BuildSummary(const std::vector<std::string>& trace_f
         {path.substr(0, kMaxSummaryString), why.substr(0, kMaxSummaryString), true});
   }
   if (stats->unreadable.size() > kMaxSummaryTraces) stats->unreadable.resize(kMaxSummaryTraces);
+  b.String(node_inventory.has_value() ? node_inventory->Serialize() : std::string());
   b.Varint(traces);
   body.append(sections);
   b.Varint(stats->unreadable.size());

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "model/process_trace.h"
+#include "summary/summary_reader.h"
 #include "support/traced_job.h"
 
 namespace {
@@ -448,4 +449,75 @@ TEST_CASE("summaries: a real 8-rank node of two communicators is under 1 MiB at 
   CHECK(bytes < (uintmax_t{1} << 20));
   const jobs::DiagnosisView s = RequireSame(j.raw, n);
   CHECK(s.verdict == "healthy");
+}
+
+TEST_CASE(
+    "summaries: a real node's records read back as its traces' (inventory, system calls, "
+    "GPU progress and times), most kept as differences",
+    "[summary]") {
+  Job j;
+  Run(&j, 4, {"--steps", "300", "--pipeline"}, 120);
+  for (const auto& r : j.result.ranks) REQUIRE(r.exit_code == 0);
+  Nodes n;
+  const std::string out = SummarizeFolder(j.dir.path(), "node-a", n.tmp.path() + "/summaries", 0);
+  absl::StatusOr<std::unique_ptr<ncclwatch::decoder::SummaryReader>> reader =
+      ncclwatch::decoder::SummaryReader::Open(out);
+  REQUIRE(reader.ok());
+  size_t read = 0;
+  for (;;) {
+    ncclwatch::decoder::ProcessTrace s;
+    absl::StatusOr<bool> more = (*reader)->Next(&s);
+    REQUIRE(more.ok());
+    if (!*more) break;
+    ++read;
+    const std::string path = s.path.substr(s.path.find(':') + 1);
+    absl::StatusOr<ncclwatch::decoder::ProcessTrace> raw =
+        ncclwatch::decoder::LoadProcessTrace(path);
+    REQUIRE(raw.ok());
+    INFO(path);
+    // The inventory, every field a rank's own (its RANK, LOCAL_RANK).
+    const ncclwatch::decoder::InventoryInfo& a = s.inventory;
+    const ncclwatch::decoder::InventoryInfo& b = raw->inventory;
+    REQUIRE(b.present);
+    CHECK(a.present);
+    CHECK(a.at_load == b.at_load);
+    CHECK(a.env == b.env);
+    REQUIRE(a.Env("RANK") != nullptr);
+    CHECK(*a.Env("RANK") == std::to_string(s.global_rank));
+    CHECK(a.nccl_version == b.nccl_version);
+    CHECK(a.nccl_path == b.nccl_path);
+    CHECK(a.cuda_driver_version == b.cuda_driver_version);
+    CHECK(a.interfaces.size() == b.interfaces.size());
+    CHECK(a.shm_size == b.shm_size);
+    CHECK(a.command_line == b.command_line);
+    // The records kept whole before, each now as its difference from the one
+    // before it: the same events.
+    CHECK(s.modules.size() == raw->modules.size());
+    REQUIRE(s.syscalls.size() == raw->syscalls.size());
+    for (size_t i = 0; i < s.syscalls.size(); ++i) {
+      CHECK(s.syscalls[i].kind == raw->syscalls[i].kind);
+      CHECK(s.syscalls[i].ret == raw->syscalls[i].ret);
+      CHECK(s.syscalls[i].path == raw->syscalls[i].path);
+    }
+    REQUIRE_FALSE(s.progress.empty());
+    REQUIRE(s.progress.size() == raw->progress.size());  // 300 steps: none left out
+    for (size_t i = 0; i < s.progress.size(); ++i) {
+      CHECK(s.progress[i].t == raw->progress[i].t);
+      CHECK(s.progress[i].comm == raw->progress[i].comm);
+      CHECK(s.progress[i].collectives == raw->progress[i].collectives);
+      CHECK(s.progress[i].enqueued_t == raw->progress[i].enqueued_t);
+      CHECK(s.progress[i].pending == raw->progress[i].pending);
+    }
+    // GPU times: the last 64 of each communicator.
+    REQUIRE_FALSE(s.gpu_times.empty());
+    const auto& g = raw->gpu_times;
+    for (const ncclwatch::decoder::GpuTimeEvent& e : s.gpu_times) {
+      bool found = false;
+      for (const ncclwatch::decoder::GpuTimeEvent& r : g)
+        found |= r.comm == e.comm && r.seq == e.seq && r.call == e.call && r.end_ns == e.end_ns &&
+                 r.gpu_ns == e.gpu_ns;
+      CHECK(found);
+    }
+  }
+  CHECK(read == 4);
 }

@@ -136,6 +136,7 @@ std::string OneTrace(Fill fill, uint64_t gpu_counts = 0) {
   b.String("node");
   b.Varint(4096);
   b.Varint(kLeftOutBlock);
+  b.String("");  // the node's inventory: none
   b.Varint(1);
   b.Varint(section.size());
   b.Raw(section.data(), section.size());
@@ -610,6 +611,35 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
          s.U8(0);
        })),
        "runs past its section"},
+      {"record_context", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(0);
+         s.Varint(1);
+         s.U8(kSummaryRecordDelta);  // against context 3: none yet
+         s.Varint(3);
+         s.U8(1);
+       })),
+       "a record's context is unknown"},
+      {"record_inventory_context", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(0);
+         s.Varint(1);
+         s.U8(kSummaryRecordDelta);  // the inventory's, and the node has none
+         s.Varint(0);
+         s.U8(1);
+       })),
+       "a record's context is unknown"},
+      {"record_difference", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(0);
+         s.Varint(2);
+         s.U8(NCCLWATCH_SLOT_SINGLE);  // a heartbeat: {t: 5, heartbeat {beat: 1}}
+         s.String(std::string("\x08\x05\x82\x02\x02\x08\x01", 7));
+         s.U8(kSummaryRecordDelta);
+         s.Varint(1);
+         s.U8(7);  // neither the same shape nor another
+       })),
+       "a record's difference is malformed"},
       {"trailing", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
          s.Varint(0);
@@ -624,9 +654,22 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
     b.String("node");
     b.Varint(4096);
     b.Varint(kLeftOutBlock);
+    b.String("");  // the node's inventory: none
     b.Varint(1);
     b.Varint(1000);
     cases.push_back({"section_past_end", WithHeader(body), "runs past the end"});
+  }
+  // A node's inventory that is not a record.
+  {
+    std::string bad;
+    ByteSink b(&bad);
+    b.String("node");
+    b.Varint(4096);
+    b.Varint(kLeftOutBlock);
+    b.String(std::string("\x0b\x0c", 2));  // a group: no record of ours
+    b.Varint(0);
+    b.Varint(0);
+    cases.push_back({"node_inventory", WithHeader(bad), "the node's inventory is not a record"});
   }
   // An unreadable trace's flags with a bit this version does not know.
   {
@@ -635,8 +678,9 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
     b.String("node");
     b.Varint(4096);
     b.Varint(kLeftOutBlock);
-    b.Varint(0);  // traces
-    b.Varint(1);  // unreadable
+    b.String("");  // the node's inventory: none
+    b.Varint(0);   // traces
+    b.Varint(1);   // unreadable
     b.String("/tmp/gone.trace");
     b.String("torn");
     b.U8(kSummaryMayHoldTraces | 0x04);
