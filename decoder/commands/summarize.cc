@@ -86,9 +86,10 @@ int RunSummarize(const std::vector<std::string>& args, std::ostream& out, std::o
   if (absl::Status s = file.Commit(); !s.ok()) return Fail(err, std::string(s.message()));
   out << "wrote " << TerminalSafe(output) << ": " << stats.traces << " trace(s), "
       << summary->size() << " bytes; " << stats.entries_kept << " of " << stats.records
-      << " records kept, " << stats.collectives_left_out << " collectives and "
-      << stats.p2p_left_out << " sends and receives left out as digests (window " << options.window
-      << "), " << stats.groups_left_out << " group calls and " << stats.progress_left_out
+      << " records kept (" << stats.records_as_differences << " as differences), "
+      << stats.collectives_left_out << " collectives and " << stats.p2p_left_out
+      << " sends and receives left out as digests (window " << options.window << "), "
+      << stats.groups_left_out << " group calls and " << stats.progress_left_out
       << " progress records left out\n";
   if (!stats.unreadable.empty()) {
     err << "ncclwatch: " << stats.unreadable.size()

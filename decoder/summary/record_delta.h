@@ -121,6 +121,32 @@ class RecordContexts {
   std::map<std::pair<uint32_t, uint64_t>, size_t> index_;
 };
 
+// What a trace's differences may rebuild: kRebuiltPerByte bytes of records
+// for each byte of its entries read so far, and kRebuiltSlack more (its
+// first records, the node's inventory). A difference costs a few bytes
+// whatever the record's length, so without it a crafted summary could
+// rebuild one long record over and over, thousands of times its own size.
+// The writer keeps a record whole where its difference would pass the
+// budget, so the reader refuses only what no writer made.
+inline constexpr uint64_t kRebuiltPerByte = 64;
+inline constexpr uint64_t kRebuiltSlack = 64 << 10;
+
+class RebuiltBudget {
+ public:
+  // Whether a record of `record_bytes` may be rebuilt once the entries read
+  // (or written) so far, its difference included, are `entries_bytes`; if
+  // so, it is counted.
+  bool Spend(uint64_t record_bytes, uint64_t entries_bytes) {
+    const uint64_t allowed = kRebuiltPerByte * entries_bytes + kRebuiltSlack;
+    if (record_bytes > allowed || rebuilt_ > allowed - record_bytes) return false;
+    rebuilt_ += record_bytes;
+    return true;
+  }
+
+ private:
+  uint64_t rebuilt_ = 0;
+};
+
 // Writes `now` as its difference from `prev` (its context's last record):
 // a flag byte (1: `now`'s shape is `prev`'s), the shape where it is not
 // (varint fields, then each field's tag, with bits for a padded length, a

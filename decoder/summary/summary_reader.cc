@@ -277,6 +277,8 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
   SlotPredictor predictor;
   // The records before each record's, by context (record_delta.h).
   RecordContexts contexts(node_inventory_.has_value() ? &*node_inventory_ : nullptr);
+  RebuiltBudget rebuilt;
+  const uint8_t* const entries_at = c.here();
   FlatRecord flat;
   for (uint64_t k = 0; k < entries; ++k) {
     const uint8_t kind = c.U8();
@@ -297,6 +299,8 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
         return malformed("a record's difference is malformed");
       const std::string record = flat.Serialize();
       if (record.size() > NCCLWATCH_MAX_RECORD_BYTES) return malformed("a record is too long");
+      if (!rebuilt.Spend(record.size(), static_cast<uint64_t>(c.here() - entries_at)))
+        return malformed("its differences rebuild more records than its bytes allow");
       importer.Import(absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(record.data()),
                                                 record.size()));
       contexts.Remember(std::move(flat));

@@ -298,10 +298,13 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   uint64_t left_groups = 0;
   std::map<uint64_t, uint64_t> left_gpu;      // per communicator
   std::optional<FlatRecord> first_inventory;  // the node's, where this trace is the first with one
+  uint64_t differences = 0;                   // records kept as differences
   auto write_entries = [&](ReadMode mode) -> absl::Status {
     entries.clear();
     first_inventory.reset();
     RecordContexts record_contexts(node_inventory->has_value() ? &**node_inventory : nullptr);
+    RebuiltBudget rebuilt;
+    differences = 0;
     kept = left_collectives = left_p2p = left_groups = left_progress = 0;
     progress_seen.clear();
     gpu_seen.clear();
@@ -350,13 +353,20 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
               first_inventory = flat;  // the node's first: diffed against itself
               record_contexts.Remember(flat);
             }
-            if (context < 0) {
-              e.U8(kind);
-              e.String(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-            } else {
+            bool as_difference = false;
+            if (context >= 0) {
+              const size_t before = entries.size();
               e.U8(kSummaryRecordDelta);
               e.Varint(static_cast<uint64_t>(context));
               WriteRecordDelta(*record_contexts.At(static_cast<size_t>(context)), flat, &e);
+              as_difference = rebuilt.Spend(bytes.size(), entries.size());
+              if (!as_difference) entries.resize(before);
+            }
+            if (as_difference) {
+              ++differences;
+            } else {
+              e.U8(kind);
+              e.String(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
             }
             record_contexts.Remember(std::move(flat));
             return;
@@ -475,6 +485,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   if (stats != nullptr) {
     stats->records += p->records;
     stats->entries_kept += kept;
+    stats->records_as_differences += differences;
     stats->collectives_left_out += left_collectives;
     stats->p2p_left_out += left_p2p;
     stats->groups_left_out += left_groups;

@@ -39,7 +39,10 @@ struct SummaryOptions {
 struct SummaryStats {
   size_t traces = 0;          // traces summarized
   uint64_t records = 0;       // their records
-  uint64_t entries_kept = 0;  // records kept whole
+  uint64_t entries_kept = 0;  // records kept (whole, or as differences)
+  // Of them, records (not calls) kept as their difference from the one
+  // before of their context (format 6: summary/record_delta.h).
+  uint64_t records_as_differences = 0;
   uint64_t collectives_left_out = 0;
   uint64_t p2p_left_out = 0;  // sends and receives
   uint64_t groups_left_out = 0;

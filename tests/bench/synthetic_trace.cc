@@ -3,6 +3,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "ncclwatch/trace_fields.h"
 #include "ncclwatch/wire_writer.h"
@@ -44,10 +46,12 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
   const int end_rank = job.end_rank < 0 ? job.ranks : std::min(job.end_rank, job.ranks);
   for (int rank = job.first_rank; rank < end_rank; ++rank) {
     const uint64_t calls = rank == job.short_rank ? job.short_calls : job.calls;
-    // The ring holds every call: one 128-byte slot per collective, rounded
-    // up to a power of two.
+    // The ring holds every call: one 128-byte slot per collective, send,
+    // receive and GPU time, rounded up to a power of two.
     uint64_t ring_bytes = 64 << 10;
-    while (ring_bytes < (calls + 64) * NCCLWATCH_SLOT_BYTES) ring_bytes <<= 1;
+    const uint64_t slots =
+        calls * (job.sends ? 3 : 1) * (job.gpu_times ? 2 : 1) * (job.progress ? 2 : 1) + 64;
+    while (ring_bytes < slots * NCCLWATCH_SLOT_BYTES) ring_bytes <<= 1;
     shim::RingConfig config;
     config.dir = dir.c_str();
     config.ring_bytes = ring_bytes;
@@ -96,6 +100,33 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
            w.Sint(f::comm_init_end::kDevice, rank % 8);
            w.Sint(f::comm_init_end::kNranks, job.ranks);
          });
+    if (job.inventory) {
+      const std::string local = std::to_string(rank % 8);
+      const std::string global = std::to_string(rank);
+      const std::string world = std::to_string(job.ranks);
+      const std::string bdf = "0000:" + std::to_string(10 + rank % 8) + ":00.0";
+      ok = ok && Put(ring, Region::kPinned, ++t, f::record::kInventory, [&](WireWriter& w) {
+             for (const auto& [name, value] :
+                  {std::pair<const char*, const char*>{"LOCAL_RANK", local.c_str()},
+                   {"MASTER_ADDR", "10.0.0.1"},
+                   {"MASTER_PORT", "29500"},
+                   {"RANK", global.c_str()},
+                   {"WORLD_SIZE", world.c_str()}}) {
+               size_t v = w.BeginMessage(f::inventory::kEnv);
+               w.String(f::inventory::variable::kName, name);
+               w.String(f::inventory::variable::kValue, value);
+               w.EndMessage(v);
+             }
+             w.Sint(f::inventory::kNcclVersion, 22809);
+             w.String(f::inventory::kNcclPath, "/usr/lib/x86_64-linux-gnu/libnccl.so.2");
+             w.Sint(f::inventory::kCudaDriverVersion, 13000);
+             w.String(f::inventory::kCommandLine, "/opt/train/synthetic --steps 1000");
+             size_t g = w.BeginMessage(f::inventory::kGpus);
+             w.String(f::inventory::gpu::kBdf, bdf.c_str());
+             w.Sint(f::inventory::gpu::kIommuGroup, -1);
+             w.EndMessage(g);
+           });
+    }
     // Killed: every rank waits in #short_calls but the one that died before it.
     const uint64_t issued =
         job.killed ? (rank == job.short_rank ? job.short_calls : job.short_calls + 1) : calls;
@@ -126,6 +157,35 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
         s.caller = 0x401234;
         s.rank = rank;
         ok = ring.AppendCallSlot(NCCLWATCH_SLOT_COLLECTIVE, s);
+        // Step `seq`'s send and receive (none on the killed job's last step).
+        const bool step_sends =
+            job.sends && job.ranks > 1 && !(job.killed && seq == job.short_calls);
+        for (const bool send : {true, false}) {
+          if (!ok || !step_sends) break;
+          ncclwatch_call_slot p{};
+          p.t = t + (send ? 1 : 2);
+          p.comm = kWorldComm;
+          p.seq = seq;
+          p.call = send ? f::kSend : f::kRecv;
+          p.peer = send ? (rank + 1) % job.ranks : (rank + job.ranks - 1) % job.ranks;
+          p.count = 1u << 16;
+          p.datatype = 7;
+          p.redop = -1;
+          p.root = -1;
+          p.stream = 0x5000;
+          p.sendbuff = 0x7f2000000000ull;
+          p.caller = 0x401300;
+          p.rank = rank;
+          ok = ring.AppendCallSlot(NCCLWATCH_SLOT_P2P, p);
+        }
+        if (job.progress && seq % 64 == 63 && !(job.killed && seq >= job.short_calls)) {
+          ok = ok && Put(ring, Region::kRing, t + 3, f::record::kProgress, [&](WireWriter& w) {
+                 w.Fixed64(f::progress::kComm, kWorldComm);
+                 w.Varint(f::progress::kCollectives, seq + 1);
+                 w.Varint(f::progress::kEnqueuedT, t + 2);
+                 w.Varint(f::progress::kIssued, seq + 1);
+               });
+        }
         if (job.gpu_times) {
           ok = ok && Put(ring, Region::kRing, t + 1, f::record::kGpuTime, [&](WireWriter& w) {
                  w.Fixed64(f::gpu_time::kComm, kWorldComm);

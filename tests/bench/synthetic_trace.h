@@ -44,6 +44,17 @@ struct SyntheticJob {
   // A GpuTime record after each collective (the watcher's: its GPU took
   // 0.5 ms, from its enqueue on).
   bool gpu_times = false;
+  // After each collective, a send to the next rank and a receive from the
+  // one before (call slots only), numbered per peer and direction as the
+  // shim numbers them; the killed job's waiting ranks' last are pending.
+  bool sends = false;
+  // An Inventory record per rank, as the shim writes at its first init: the
+  // node's environment with the rank's own RANK and LOCAL_RANK, NCCL's
+  // version and path, its GPU.
+  bool inventory = false;
+  // A Progress record every 64 steps (the watcher's: every operation so far
+  // completed on the GPU), so that a summary leaves the sends before it out.
+  bool progress = false;
 };
 
 // Writes one trace per rank into `dir` (which must exist). Returns false and

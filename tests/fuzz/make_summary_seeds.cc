@@ -3,7 +3,8 @@
 // seed alone and of them all (make_trace_seeds' wrapped rings, records
 // over several slots, call slots), and of small synthetic jobs whose
 // summaries leave calls out (window 64: digested blocks, GPU times counted)
-// and list what the node could not read. Each is written in both of the
+// and list what the node could not read; one with sends and receives left
+// out, GPU progress and inventories kept as differences. Each is written in both of the
 // fuzzer's modes: its body after an even byte (the fuzzer gives it a
 // well-formed header), and the whole file after an odd one. They are made
 // when the fuzzers run, never checked in.
@@ -85,6 +86,9 @@ int main(int argc, char** argv) {
   jobs[0].job.ranks = 2;
   jobs[0].job.calls = 800;
   jobs[0].job.gpu_times = true;
+  jobs[0].job.sends = true;  // sends and receives left out as digests (format 5)
+  jobs[0].job.progress = true;
+  jobs[0].job.inventory = true;  // inventories as the node's plus what differs (format 6)
   jobs[1].name = "killed";
   jobs[1].job.ranks = 2;
   jobs[1].job.calls = 700;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ncclwatch/trace.pb.h"
+#include "ncclwatch/wire_writer.h"
 #include "summary/byte_cursor.h"
 #include "support/traced_job.h"
 #include "synthetic_trace.h"
@@ -258,4 +259,52 @@ TEST_CASE("record delta: crafted differences are refused", "[record_delta]") {
   CHECK(c.left() == 0);
   CHECK(now.fields().size() == 3);
   CHECK(now.fields()[0].value == 1 + 5);
+}
+
+TEST_CASE("record delta: the records a trace's differences rebuild are bounded by its bytes",
+          "[record_delta]") {
+  RebuiltBudget budget;
+  // The slack first: the first records, whatever the bytes so far.
+  CHECK(budget.Spend(kRebuiltSlack, 0));
+  CHECK_FALSE(budget.Spend(1, 0));
+  // Then kRebuiltPerByte a byte read.
+  CHECK(budget.Spend(kRebuiltPerByte * 10, 10));
+  CHECK_FALSE(budget.Spend(1, 10));
+  CHECK(budget.Spend(kRebuiltPerByte, 11));
+  // A record past everything, and sizes that would wrap.
+  CHECK_FALSE(budget.Spend(UINT64_MAX, 100));
+  RebuiltBudget fresh;
+  CHECK_FALSE(fresh.Spend(kRebuiltSlack + 1, 0));
+}
+
+TEST_CASE("record delta: the shim's two-byte lengths, across 128, and numbers that go down",
+          "[record_delta]") {
+  // As the shim writes them (WireWriter: a nested message's length in two
+  // bytes, under 128 too).
+  auto syscall = [](uint64_t t, size_t path_bytes, uint32_t result) {
+    uint8_t buf[1024];
+    ncclwatch::wire::WireWriter w(buf, sizeof(buf));
+    w.Varint(1, t);
+    w.Varint(2, 1);
+    const size_t body = w.BeginMessage(28);
+    w.Varint(1, 11);  // OPEN
+    const std::string path(path_bytes, 'd');
+    w.String(5, path.c_str());
+    w.Fixed32(9, result);
+    w.EndMessage(body);
+    REQUIRE(w.ok());
+    return std::string(reinterpret_cast<const char*>(buf), w.size());
+  };
+  const std::string short_one = syscall(100, 20, 5);   // a body of 31 bytes: padded
+  const std::string long_one = syscall(200, 300, 3);   // of 311: two bytes, as needed
+  const std::string short_again = syscall(90, 21, 2);  // time and result go down
+  FlatRecord f;
+  REQUIRE(f.Parse(Span(short_one)));
+  REQUIRE(f.Parse(Span(long_one)));
+  for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{
+           {short_one, long_one}, {long_one, short_again}, {short_one, short_again}}) {
+    RoundTrip r = Through(a, b);
+    REQUIRE(r.ok);
+    CHECK(r.read == b);
+  }
 }

@@ -235,6 +235,105 @@ TEST_CASE("summary round trip: kept calls read back as the trace's rows, the mid
   }
 }
 
+TEST_CASE("summary: sends left out as digests, progress and inventories as differences",
+          "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 4;
+  job.calls = 2000;
+  job.sends = true;
+  job.progress = true;
+  job.inventory = true;
+  WriteJob(tmp.path() + "/traces", job);
+  const std::vector<std::string> traces = Traces(tmp.path() + "/traces");
+  REQUIRE(traces.size() == 4);
+  SummaryStats stats;
+  const std::string bytes = Summarize(traces, 64, "node3", &stats);
+  const std::string path = tmp.path() + "/node3.ncws";
+  WriteFile(path, bytes);
+  // Each rank's sends to its one peer and receives from its other, 2,000 of
+  // each: the first 64 and the calls after the last progress (#1983 on)
+  // kept, on the grid of 256: blocks 1-6 left out of each.
+  CHECK(stats.p2p_left_out == 4 * 2 * 6 * kLeftOutBlock);
+  // As differences: each rank's inventory (against the node's, rank 0's)
+  // and its progress records but its first.
+  CHECK(stats.records_as_differences >= 4 * 31);
+  const std::vector<ProcessTrace> read = ReadAll(path);
+  REQUIRE(read.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    absl::StatusOr<ProcessTrace> raw = LoadProcessTrace(traces[i]);
+    REQUIRE(raw.ok());
+    const ProcessTrace& s = read[i];
+    INFO("rank " << i);
+    // The inventory: the node's (rank 0's) plus this rank's own.
+    CHECK(s.inventory.present);
+    CHECK(s.inventory.env == raw->inventory.env);
+    REQUIRE(s.inventory.Env("RANK") != nullptr);
+    CHECK(*s.inventory.Env("RANK") == std::to_string(i));
+    REQUIRE(s.inventory.gpus.size() == 1);
+    CHECK(s.inventory.gpus[0].bdf == raw->inventory.gpus[0].bdf);
+    CHECK(s.inventory.nccl_version == 22809);
+    // Progress, every one (31 in 2,000 steps): the same.
+    REQUIRE(s.progress.size() == raw->progress.size());
+    REQUIRE(s.progress.size() == 31);
+    for (size_t k = 0; k < s.progress.size(); ++k) {
+      CHECK(s.progress[k].t == raw->progress[k].t);
+      CHECK(s.progress[k].collectives == raw->progress[k].collectives);
+      CHECK(s.progress[k].enqueued_t == raw->progress[k].enqueued_t);
+    }
+    // Sends and receives: two runs of blocks 1-6, each the digest of its calls.
+    REQUIRE(s.left_out_p2p.size() == 2);
+    for (const LeftOutP2p& l : s.left_out_p2p) {
+      CHECK(l.rank == static_cast<int32_t>(i));
+      CHECK(l.peer == static_cast<int32_t>(l.send ? (i + 1) % 4 : (i + 3) % 4));
+      CHECK(l.first_block == 1);
+      REQUIRE(l.digests.size() == 6);
+      CHECK(l.calls == 6 * kLeftOutBlock);
+      uint64_t digest = 0;
+      for (const P2pEvent& e : raw->p2p)
+        if (e.send == l.send && e.seq >= 256 && e.seq < 512)
+          digest += P2pDigest(e.seq, e.count, e.datatype);
+      CHECK(l.digests[0] == digest);
+    }
+  }
+  // Healthy from the summary, as from the traces: no finding but notes.
+  for (const TraceDiagnosis& d : {DiagnoseFiles({path}), DiagnoseFiles(traces)}) {
+    CHECK_FALSE(d.diagnosis.problem);
+    CHECK_FALSE(d.diagnosis.running);
+    CHECK(Root(d.diagnosis) == nullptr);
+  }
+}
+
+TEST_CASE("summary: the node's inventory is the first trace's that has one", "[summary]") {
+  jobs::TempDir tmp;
+  const std::string dir = tmp.path() + "/traces";
+  ncclwatch::bench::SyntheticJob without;  // rank 0: no inventory
+  without.ranks = 3;
+  without.calls = 50;
+  without.end_rank = 1;
+  WriteJob(dir, without);
+  ncclwatch::bench::SyntheticJob with = without;  // ranks 1 and 2: one each
+  with.first_rank = 1;
+  with.end_rank = -1;
+  with.inventory = true;
+  WriteJob(dir, with);
+  const std::vector<std::string> traces = Traces(dir);
+  REQUIRE(traces.size() == 3);
+  SummaryStats stats;
+  const std::string path = tmp.path() + "/n.ncws";
+  WriteFile(path, Summarize(traces, 4096, "n", &stats));
+  const std::vector<ProcessTrace> read = ReadAll(path);
+  REQUIRE(read.size() == 3);
+  CHECK_FALSE(read[0].inventory.present);
+  for (size_t i = 1; i < 3; ++i) {
+    absl::StatusOr<ProcessTrace> raw = LoadProcessTrace(traces[i]);
+    REQUIRE(raw.ok());
+    CHECK(read[i].inventory.present);
+    CHECK(read[i].inventory.env == raw->inventory.env);
+    CHECK(read[i].inventory.gpus[0].bdf == raw->inventory.gpus[0].bdf);
+  }
+}
+
 TEST_CASE("summary: the default window keeps a short trace whole", "[summary]") {
   jobs::TempDir tmp;
   ncclwatch::bench::SyntheticJob job;
@@ -640,6 +739,27 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
          s.U8(7);  // neither the same shape nor another
        })),
        "a record's difference is malformed"},
+      {"rebuilt_past_budget", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(0);
+         s.Varint(1 + 300);
+         std::string module;  // a Module record with an 8,000-byte path
+         ByteSink m(&module);
+         m.Varint((19 << 3) | 2);
+         m.Varint(8003);
+         m.Varint((1 << 3) | 2);
+         m.Varint(8000);
+         module.append(8000, 'p');
+         s.U8(NCCLWATCH_SLOT_SINGLE);
+         s.String(module);
+         for (int i = 0; i < 300; ++i) {  // then itself again, 4 bytes each
+           s.U8(kSummaryRecordDelta);
+           s.Varint(1);
+           s.U8(1);  // the same shape
+           s.U8(0);  // nothing moved
+         }
+       })),
+       "rebuild more records than its bytes allow"},
       {"trailing", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
          s.Varint(0);
