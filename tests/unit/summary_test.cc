@@ -49,6 +49,16 @@ void WriteJob(const std::string& dir, const ncclwatch::bench::SyntheticJob& job)
   REQUIRE(ncclwatch::bench::WriteSyntheticJob(dir, job, &error));
 }
 
+// `job`'s traces, written into `dir`: one per rank it writes, sorted.
+std::vector<std::string> WrittenTraces(const std::string& dir,
+                                       const ncclwatch::bench::SyntheticJob& job) {
+  WriteJob(dir, job);
+  std::vector<std::string> traces = Traces(dir);
+  const int end = job.end_rank < 0 ? job.ranks : job.end_rank;
+  REQUIRE(traces.size() == static_cast<size_t>(end - job.first_rank));
+  return traces;
+}
+
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -167,9 +177,7 @@ TEST_CASE("summary round trip: kept calls read back as the trace's rows, the mid
   ncclwatch::bench::SyntheticJob job;
   job.ranks = 4;
   job.calls = 10000;
-  WriteJob(tmp.path() + "/traces", job);
-  const std::vector<std::string> traces = Traces(tmp.path() + "/traces");
-  REQUIRE(traces.size() == 4);
+  const std::vector<std::string> traces = WrittenTraces(tmp.path() + "/traces", job);
   SummaryStats stats;
   const std::string bytes = Summarize(traces, 100, "node7", &stats);
   // Calls #0-#99 and #9900-#9999 are the windows; kept to the 256-call
@@ -244,9 +252,7 @@ TEST_CASE("summary: sends left out as digests, progress and inventories as diffe
   job.sends = true;
   job.progress = true;
   job.inventory = true;
-  WriteJob(tmp.path() + "/traces", job);
-  const std::vector<std::string> traces = Traces(tmp.path() + "/traces");
-  REQUIRE(traces.size() == 4);
+  const std::vector<std::string> traces = WrittenTraces(tmp.path() + "/traces", job);
   SummaryStats stats;
   const std::string bytes = Summarize(traces, 64, "node3", &stats);
   const std::string path = tmp.path() + "/node3.ncws";
@@ -449,9 +455,7 @@ TEST_CASE("summary: a huge communicator's window narrows as the straggler analys
   job.calls = 20000;
   job.first_rank = 65536;
   job.end_rank = 65536 + 8;
-  WriteJob(tmp.path() + "/traces", job);
-  const std::vector<std::string> traces = Traces(tmp.path() + "/traces");
-  REQUIRE(traces.size() == 8);
+  const std::vector<std::string> traces = WrittenTraces(tmp.path() + "/traces", job);
   SummaryStats stats;
   const std::string path = tmp.path() + "/node.ncws";
   WriteFile(path, Summarize(traces, kDefaultSummaryWindow, "node", &stats));
