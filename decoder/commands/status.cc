@@ -101,17 +101,24 @@ std::string WriteAtomically(const std::string& file, const std::string& text) {
 // *on_problem: whether the --on-problem command has run.
 int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream& err) {
   const std::vector<std::string>& paths = o.paths;
-  absl::StatusOr<std::vector<std::string>> files = TraceFiles(paths);
+  std::vector<SkippedInput> skipped;  // folders not searched, links not followed
+  absl::StatusOr<std::vector<std::string>> files = TraceFiles(paths, &skipped);
   if (!files.ok()) {
     err << "ncclwatch: " << files.status().message() << "\n";
     return 2;
   }
   JobStatusBuilder builder(NowNs(), static_cast<int64_t>(o.stuck_after_s * 1e9));
+  // What may hold a rank's trace and was not read, here or on a node whose
+  // summary says so: listed, as diagnose lists it.
+  for (const SkippedInput& s : skipped)
+    if (s.may_hold_input) builder.AddNotSearched(s.why);
   size_t read = 0;
   const absl::Status loaded = LoadJobInputs(*files, 0, [&](const JobInput& in) {
     if (in.status.ok()) {
       ++read;
       builder.AddProcess(in.trace);
+    } else if (in.may_hold_traces) {
+      builder.AddNotSearched(in.name + " (" + std::string(in.status.message()) + ")");
     } else {
       builder.AddUnreadable(in.name, std::string(in.status.message()));
     }

@@ -61,7 +61,8 @@ constexpr Family kStraggler = {
     "1 when the rank is a straggler of the communicator: last far more often than chance allows"};
 constexpr Family kJobStuck = {"ncclwatch_job_stuck", "gauge", "1 when a rank of the job is stuck"};
 constexpr Family kUnreadable = {"ncclwatch_job_unreadable_traces", "gauge",
-                                "trace files ncclwatch status could not read"};
+                                "trace files ncclwatch status could not read, and folders and "
+                                "links it did not search that may hold one"};
 
 // The samples of one family, each written once per label set.
 class Samples {
@@ -157,7 +158,7 @@ void WriteStatusMetrics(const JobStatus& s, const std::string& default_job, std:
   for (const auto& [job, any_stuck] : jobs)
     job_stuck.Add("{job=\"" + MetricLabelValue(job) + "\"}", any_stuck ? "1" : "0");
   unreadable.Add("{job=\"" + MetricLabelValue(default_job) + "\"}",
-                 std::to_string(s.unreadable.size()));
+                 std::to_string(s.unreadable.size() + s.not_searched.size()));
   for (const Samples* f :
        {&stuck, &ended, &since_progress, &beat, &entered, &completed, &behind, &pending, &stalls,
         &errors, &overwritten, &last_ratio, &late, &straggler, &job_stuck, &unreadable})

@@ -57,6 +57,10 @@ void JobStatusBuilder::AddUnreadable(const std::string& path, const std::string&
   status_.unreadable.push_back(path + ": " + why);
 }
 
+void JobStatusBuilder::AddNotSearched(const std::string& why) {
+  status_.not_searched.push_back(why);
+}
+
 void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
   arrivals_.AddProcess(static_cast<int>(status_.processes), t);
   gpu_arrivals_.AddProcess(static_cast<int>(status_.processes), t);
@@ -375,6 +379,8 @@ void WriteStatus(const JobStatus& s, std::ostream& out) {
     }
   }
   for (const std::string& u : s.unreadable) text += "unreadable: " + u + "\n";
+  for (const std::string& u : s.not_searched)
+    text += "not read, may hold a rank's trace: " + u + "\n";
   out << TerminalSafe(text);
 }
 

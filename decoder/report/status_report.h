@@ -90,6 +90,9 @@ struct JobStatus {
   size_t processes = 0;
   std::vector<CommStatus> comms;
   std::vector<std::string> unreadable;  // "path: why"
+  // Folders not searched and links not followed (here, or on a node whose
+  // summary lists them): they may hold a rank's trace. "path: why".
+  std::vector<std::string> not_searched;
   std::vector<std::string> stragglers;  // "rank 5 of communicator 22ef4b: ..."
   bool stuck = false;
   bool live = false;         // some rank's process has not ended
@@ -104,6 +107,8 @@ class JobStatusBuilder {
   JobStatusBuilder(int64_t now_ns, int64_t stuck_after_ns);
   void AddProcess(const ProcessTrace& trace);
   void AddUnreadable(const std::string& path, const std::string& why);
+  // What may hold a rank's trace and was not read: `why`, the path first.
+  void AddNotSearched(const std::string& why);
   JobStatus Finish();
 
  private:

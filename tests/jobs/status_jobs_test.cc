@@ -1,7 +1,10 @@
 // `ncclwatch status` on live jobs: a job on the simulator, under the shim
 // with a short stall time (NCCLWATCH_STALL=2), looked at while it runs.
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <regex>
 #include <string>
 #include <vector>
@@ -141,6 +144,39 @@ TEST_CASE("status on a job that ended well: ENDED and exit 0", "[status]") {
        (at = r.ranks[0].output.find("ENDED: every process", at)) != std::string::npos; ++at)
     ++frames;
   CHECK(frames >= 2);
+}
+
+// A link another user planted to root's trace is not followed, and may
+// hold a rank's trace: status lists it, as diagnose does (and counts it in
+// the metrics' unreadable traces).
+TEST_CASE("status lists a link it did not follow, which may hold a rank's trace", "[status]") {
+  jobs::TempDir dir, elsewhere;
+  jobs::JobResult job =
+      jobs::RunJob(jobs::TracedJobSpec(2, "train_loop", {"--steps", "3"}, dir.path()));
+  REQUIRE(job.error.empty());
+  const std::string trace = jobs::TraceOf(dir.path(), 1);
+  REQUIRE_FALSE(trace.empty());
+  const std::string moved = elsewhere.path() + "/rank1.trace";
+  REQUIRE(std::rename(trace.c_str(), moved.c_str()) == 0);
+  const std::string link = dir.path() + "/rank1.trace";
+  REQUIRE(symlink(moved.c_str(), link.c_str()) == 0);
+  REQUIRE(lchown(link.c_str(), 65534, 65534) == 0);
+  jobs::JobSpec spec;
+  spec.argv = {jobs::NcclwatchPath(), "status", dir.path()};
+  jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  const std::string& out = r.ranks[0].output;
+  INFO(out);
+  CHECK(out.find("(2 ranks, 1 traced)") != std::string::npos);
+  CHECK(out.find("not read, may hold a rank's trace: " + link +
+                 ": a symbolic link of uid 65534 to a file of uid 0: not followed") !=
+        std::string::npos);
+  spec.argv = {jobs::NcclwatchPath(), "status", dir.path(), "--metrics", "-"};
+  r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  INFO(r.ranks[0].output);
+  CHECK(r.ranks[0].output.find("ncclwatch_job_unreadable_traces{job=") != std::string::npos);
+  CHECK(r.ranks[0].output.find("} 1\n") != std::string::npos);
 }
 
 TEST_CASE("status: bad input is one line and exit 2", "[status]") {
