@@ -27,6 +27,13 @@ const char kSummarizeUsage[] =
 
 namespace {
 
+// "PATH: why" of what a node could not read; a folder not searched or a
+// link not followed says its path first already.
+std::string FirstUnreadable(const SummaryUnreadable& u) {
+  if (u.why.rfind(u.path + ":", 0) == 0) return u.why;
+  return u.path + ": " + u.why;
+}
+
 int Fail(std::ostream& err, const std::string& why) {
   err << "ncclwatch: " << OneLine(why) << "\n";
   return 2;
@@ -94,7 +101,7 @@ int RunSummarize(const std::vector<std::string>& args, std::ostream& out, std::o
   if (!stats.unreadable.empty()) {
     err << "ncclwatch: " << stats.unreadable.size()
         << " trace(s) or folder(s) not read (listed in the summary); first: "
-        << OneLine(stats.unreadable.front().path + ": " + stats.unreadable.front().why) << "\n";
+        << OneLine(FirstUnreadable(stats.unreadable.front())) << "\n";
   }
   return 0;
 }

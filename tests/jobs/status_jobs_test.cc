@@ -177,6 +177,23 @@ TEST_CASE("status lists a link it did not follow, which may hold a rank's trace"
   INFO(r.ranks[0].output);
   CHECK(r.ranks[0].output.find("ncclwatch_job_unreadable_traces{job=") != std::string::npos);
   CHECK(r.ranks[0].output.find("} 1\n") != std::string::npos);
+
+  // From the node's summary, as from the folder: the summary lists the link.
+  const std::string summary = elsewhere.path() + "/node-a.ncws";
+  spec.argv = {jobs::NcclwatchPath(), "summarize", dir.path(), "-o", summary, "--host", "node-a"};
+  r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  INFO(r.ranks[0].output);
+  REQUIRE(r.ranks[0].exit_code == 0);
+  CHECK(r.ranks[0].output.find("first: " + link + ": a symbolic link of uid 65534") !=
+        std::string::npos);
+  spec.argv = {jobs::NcclwatchPath(), "status", summary};
+  r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  INFO(r.ranks[0].output);
+  CHECK(r.ranks[0].output.find("not read, may hold a rank's trace: node-a:" + link + " (" + link +
+                               ": a symbolic link of uid 65534 to a file of uid 0: not "
+                               "followed") != std::string::npos);
 }
 
 TEST_CASE("status: bad input is one line and exit 2", "[status]") {
