@@ -5,7 +5,9 @@
 // reads: every record that is not a per-call record (identity, modules,
 // inventory, init and rendezvous evidence, memberships, heartbeats, holds,
 // signals, the end, stalls, system calls, errors) is kept as the
-// trace.proto Record it is; of each (communicator, rank)'s collectives the
+// trace.proto Record it is, most as their difference from the record before
+// of their kind (version 6: summary/record_delta.h; read back to the same
+// bytes); of each (communicator, rank)'s collectives the
 // first and the last `window` are kept (narrowed past 8,192 members:
 // CommWindow), the middle left out in whole blocks of kLeftOutBlock numbers
 // (a window's edge rounded out to the block), each kept as a digest
