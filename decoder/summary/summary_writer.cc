@@ -343,12 +343,8 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
             // As its difference from the record before it of its context
             // (record_delta.h), or whole.
             FlatRecord flat;
-            if (!flat.Parse(bytes)) {
-              e.U8(kind);
-              e.String(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-              return;
-            }
-            const int context = record_contexts.Find(flat);
+            const bool is_flat = flat.Parse(bytes);
+            const int context = is_flat ? record_contexts.Find(flat) : -1;
             if (context == 0 && record_contexts.At(0) == nullptr) {
               first_inventory = flat;  // the node's first: diffed against itself
               record_contexts.Remember(flat);
@@ -368,7 +364,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
               e.U8(kind);
               e.String(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
             }
-            record_contexts.Remember(std::move(flat));
+            if (is_flat) record_contexts.Remember(std::move(flat));
             return;
           }
           if (!IsCallSlotKind(kind) || bytes.size() != NCCLWATCH_SLOT_PAYLOAD_BYTES) return;
