@@ -65,7 +65,7 @@ GpuSharingFacts FactsOf(const InitEvidence& r, const InitEvidence::CudaFailure& 
   return s;
 }
 
-InitFailureFacts Of(InitCause cause, const char* subsystem, const GpuSharingFacts& s, int err) {
+InitFailureFacts Of(InitCause cause, Area subsystem, const GpuSharingFacts& s, int err) {
   InitFailureFacts x;
   x.cause = cause;
   x.subsystem = subsystem;
@@ -112,15 +112,15 @@ std::optional<InitFailureFacts> GpuSharingCause(const InitEvidence& r) {
       (c.function == f::kCuMemImportFromShareableHandle ||
        c.function == f::kCuMemExportToShareableHandle || c.function == f::kCuMemCreate);
   if (Multicast(c.function) || fabric_handle) {
-    return Of(InitCause::kFabricManager, "fabric", s, 0);
+    return Of(InitCause::kFabricManager, Area::kFabric, s, 0);
   }
   if (c.result == 217 || (PeerAccess(c.function) && c.result != 0)) {
     s.acs_bridges = AcsRedirectBridges(r.gpus);
     s.iommu = r.iommu_enabled;
-    return Of(InitCause::kPeerAccessUnsupported, "p2p", s, 0);
+    return Of(InitCause::kPeerAccessUnsupported, Area::kP2p, s, 0);
   }
   if ((Import(c.function) || c.function == f::kCuMemExportToShareableHandle) && Refused(c)) {
-    return Of(InitCause::kIpcImportRefused, "ipc", s,
+    return Of(InitCause::kIpcImportRefused, Area::kIpc, s,
               c.err == EPERM || c.err == EACCES ? c.err : 0);
   }
   return std::nullopt;

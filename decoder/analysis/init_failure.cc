@@ -214,7 +214,7 @@ std::string VersionText(int32_t cuda) {  // 13000 -> "13.0"
 
 // ------------------------------------------------------------ the causes
 
-Cause Of(InitCause cause, const char* subsystem) {
+Cause Of(InitCause cause, Area subsystem) {
   Cause c;
   c.facts.cause = cause;
   c.facts.subsystem = subsystem;
@@ -223,13 +223,13 @@ Cause Of(InitCause cause, const char* subsystem) {
 
 std::optional<Cause> NoInterface(const InitEvidence& r, const RankTexts& texts) {
   if (!FindCauseText(texts, {CatalogueCause::kNetwork})) return std::nullopt;
-  Cause c = Of(InitCause::kNoInterface, "network");
+  Cause c = Of(InitCause::kNoInterface, Area::kNetwork);
   const std::string* ifname = r.Env("NCCL_SOCKET_IFNAME");
   c.facts.host = r.host;
   c.facts.interfaces_known = r.interfaces_known;
   if (r.interfaces_known) c.facts.interface_list = InterfaceList(r);
   c.facts.suggest_interface = SuggestInterface(r);
-  c.facts.socket_ifname = ifname ? std::optional<std::string>(*ifname) : std::nullopt;
+  if (ifname != nullptr) c.facts.socket_ifname = *ifname;
   std::vector<std::string> names;
   for (const InterfaceInfo& i : r.interfaces)
     if (std::find(names.begin(), names.end(), i.name) == names.end()) names.push_back(i.name);
@@ -247,7 +247,7 @@ std::optional<Cause> SharedMemory(const InitEvidence& r, const RankTexts& texts)
   }
   const std::string* text = FindCauseText(texts, {CatalogueCause::kShm});
   if (sys == nullptr && text == nullptr) return std::nullopt;
-  Cause c = Of(InitCause::kSharedMemory, "shm");
+  Cause c = Of(InitCause::kSharedMemory, Area::kShm);
   int64_t size = sys ? sys->size : -1;
   std::string path = sys ? sys->path : "";
   std::string call = sys ? sys->call : "";
@@ -307,10 +307,10 @@ std::optional<Cause> Bootstrap(const InitEvidence& r, const RankTexts& texts, co
   if (sys == nullptr && (text == nullptr || !ConnectErrno(err))) return std::nullopt;
   Cause c =
       Of(err == ECONNREFUSED ? InitCause::kBootstrapRefused : InitCause::kBootstrapUnreachable,
-         "bootstrap");
+         Area::kBootstrap);
   c.facts.err = err;
   c.facts.attempts = attempts;
-  c.facts.address = addr ? std::optional<std::string>(addr->ToString()) : std::nullopt;
+  if (addr) c.facts.address = addr->ToString();
   if (err == ECONNREFUSED) {
     // Who listens where: NCCL_COMM_ID values that differ between ranks are
     // the classic wrong address or port.
@@ -350,7 +350,7 @@ std::optional<Cause> DuplicateGpu(const InitEvidence& r, const RankTexts& texts,
   }
   const std::string* text = FindCauseText(texts, {CatalogueCause::kGpu});
   if (sharing.size() < 2 && text == nullptr) return std::nullopt;
-  Cause c = Of(InitCause::kDuplicateGpu, "gpu");
+  Cause c = Of(InitCause::kDuplicateGpu, Area::kGpu);
   std::string bus = r.bus_id;
   if (text != nullptr) {
     static const LazyRE2 kDup = {R"(rank (\d+) and rank (\d+) both on CUDA device ([0-9a-fA-F]+))"};
@@ -365,7 +365,7 @@ std::optional<Cause> DuplicateGpu(const InitEvidence& r, const RankTexts& texts,
   }
   if (sharing.size() >= 2) c.ranks_override = sharing;
   c.facts.host = r.host;
-  c.facts.bus_id = bus.empty() ? std::nullopt : std::optional<std::string>(bus);
+  if (!bus.empty()) c.facts.bus_id = bus;
   return c;
 }
 
@@ -373,7 +373,7 @@ std::optional<Cause> DuplicateGpu(const InitEvidence& r, const RankTexts& texts,
 // when the versions alone do not show two: a log without them).
 Cause SkewCause(const std::map<int32_t, std::vector<const InitEvidence*>>& by_version,
                 const std::string* text) {
-  Cause c = Of(InitCause::kVersionSkew, "version");
+  Cause c = Of(InitCause::kVersionSkew, Area::kVersion);
   size_t most = 0;
   int32_t majority = 0;
   for (const auto& [v, ranks] : by_version) {
@@ -422,12 +422,12 @@ std::optional<Cause> DriverTooOld(const InitEvidence& r, const RankTexts& texts)
   // inventory, taken at init, saw none (no libcuda.so.1, or one that did
   // not load). That is no version skew.
   if (r.driver_known && r.cuda_driver_version == 0) {
-    Cause none = Of(InitCause::kNoDriver, "cuda");
+    Cause none = Of(InitCause::kNoDriver, Area::kCuda);
     none.facts.driver_known = true;
     if (text) none.facts.nccl_text = *text;
     return none;
   }
-  Cause c = Of(InitCause::kDriverTooOld, "version");
+  Cause c = Of(InitCause::kDriverTooOld, Area::kVersion);
   c.facts.driver_known = r.driver_known;
   if (text) c.facts.nccl_text = *text;
   InitFailureFacts::Cuda cuda;
@@ -440,13 +440,13 @@ std::optional<Cause> DriverTooOld(const InitEvidence& r, const RankTexts& texts)
 std::optional<Cause> InfiniBand(const InitEvidence& r, const RankTexts& texts) {
   // Any message of the verbs or of NCCL's IB transport, of either phase.
   const std::string* text = FindMessageText(texts, [](const CatalogueMessage& m) {
-    return m.cause == CatalogueCause::kIb || absl::string_view(MessageArea(m)) == "net/ib";
+    return m.cause == CatalogueCause::kIb || MessageArea(m) == Area::kNetIb;
   });
   const InitEvidence::SysFailure* verbs = nullptr;
   for (const InitEvidence::SysFailure& s : r.sys_failures)
     if (verbs == nullptr && absl::StartsWith(s.call, "ibv_")) verbs = &s;
   if (text == nullptr && verbs == nullptr) return std::nullopt;
-  Cause c = Of(InitCause::kInfiniBand, "ib");
+  Cause c = Of(InitCause::kInfiniBand, Area::kIb);
   c.facts.err = verbs != nullptr ? verbs->err : ErrnoFromText(*text);
   c.facts.low_memlock =
       r.memlock_soft && *r.memlock_soft != UINT64_MAX && *r.memlock_soft < (64ull << 20);
@@ -474,7 +474,7 @@ const CatalogueMessage* Catalogued(const RankTexts& texts, std::optional<Catalog
   for (const RankText& t : texts) {
     if (t.messages.empty()) continue;
     const CatalogueMessage* m = t.messages.front();  // what the text says first
-    if (m->phase == MessagePhase::kRuntime || *CauseOf(*m).subsystem == '\0') continue;
+    if (m->phase == MessagePhase::kRuntime || CauseOf(*m).subsystem == Area::kNone) continue;
     if (!only || *only == m->cause) {
       *text = &t.text;
       return m;
@@ -487,7 +487,7 @@ std::optional<Cause> Fabric(const RankTexts& texts) {
   const std::string* text = nullptr;
   const CatalogueMessage* m = Catalogued(texts, CatalogueCause::kFabric, &text);
   if (m == nullptr) return std::nullopt;
-  Cause c = Of(InitCause::kFabric, "fabric");
+  Cause c = Of(InitCause::kFabric, Area::kFabric);
   c.facts.nccl_text = *text;
   c.facts.message = m->id;
   return c;
@@ -497,7 +497,7 @@ std::optional<Cause> PeerToPeer(const RankTexts& texts) {
   const std::string* text = nullptr;
   const CatalogueMessage* m = Catalogued(texts, CatalogueCause::kP2p, &text);
   if (m == nullptr) return std::nullopt;
-  Cause c = Of(InitCause::kPeerToPeer, "p2p");
+  Cause c = Of(InitCause::kPeerToPeer, Area::kP2p);
   c.facts.nccl_text = *text;
   c.facts.message = m->id;
   return c;
@@ -519,7 +519,7 @@ std::optional<Cause> CudaFailure(const InitEvidence& r, const RankTexts& texts) 
   bool cuda_result = false;
   for (const InitEvidence::Failure& f : r.failures) cuda_result |= f.result == 1;
   if (text == nullptr && !cuda_result) return std::nullopt;
-  Cause c = Of(InitCause::kCuda, "cuda");
+  Cause c = Of(InitCause::kCuda, Area::kCuda);
   if (text != nullptr) c.facts.nccl_text = *text;
   // The same text naming GPU memory (NCCL's "Cuda failure 'out of memory'").
   if (text != nullptr && Holds(texts, *text, CatalogueCause::kGpuOom)) {
@@ -548,10 +548,10 @@ bool RemoteOnly(const InitEvidence& r, const RankTexts& texts) {
 std::optional<Cause> Unknown(const InitEvidence& r) {
   // No message says why; the part of NCCL that printed the first failure
   // (its WARN line's source file) still says where.
-  const char* area = "unknown";
+  Area area = Area::kUnknown;
   for (const InitEvidence::Failure& f : r.failures) {
     if (f.async || f.location.empty()) continue;
-    if (const char* a = NcclSourceArea(f.location); *a != '\0') {
+    if (const Area a = NcclSourceArea(f.location); a != Area::kNone) {
       area = a;
       break;
     }
@@ -619,7 +619,7 @@ std::optional<Cause> RootGone(const InitEvidence& root, const std::vector<InitEv
     if (o.init_pending || o.FirstFailureNs() >= root.end_ns) stuck.push_back(o.rank);
   }
   if (stuck.empty()) return std::nullopt;
-  Cause c = Of(InitCause::kRootGone, "bootstrap");
+  Cause c = Of(InitCause::kRootGone, Area::kBootstrap);
   c.facts.exit_code = root.exit_code;
   c.facts.signo = root.signo;
   c.facts.host = root.host;
@@ -731,7 +731,7 @@ std::vector<InitFinding> DiagnoseInit(const std::vector<InitEvidence>& ranks) {
     x.kind = FindingKind::kInitFailure;
     InitFailureFacts facts;
     facts.cause = out.empty() ? InitCause::kWaitedUnexplained : InitCause::kWaitedForCause;
-    facts.subsystem = "waiting";
+    facts.subsystem = Area::kWaiting;
     facts.has_pids = false;
     facts.call = call;
     facts.until.assign(how.begin(), how.end());

@@ -175,7 +175,7 @@ int Priority(const Finding& f) {
       return 4;
     case FindingKind::kInitFailure: {
       const auto* init = std::get_if<InitFailureFacts>(&f.facts);
-      return init != nullptr && init->subsystem == "waiting" ? 15 : 5;
+      return init != nullptr && init->subsystem == Area::kWaiting ? 15 : 5;
     }
     case FindingKind::kRendezvousFailure:
       return 6;
@@ -691,14 +691,15 @@ class LogDiagnoser {
         e.facts.subsystem = ModuleSubsystem(c.module);
       } else if (!c.exception.empty()) {
         e.facts.hit = absl::StrCat("an uncaught C++ exception (", c.exception, ")");
-        e.facts.subsystem = absl::StrContains(c.exception, "DistBackendError") ? "c10d" : "";
+        e.facts.subsystem =
+            absl::StrContains(c.exception, "DistBackendError") ? Area::kC10d : Area::kNone;
       } else if (!c.frames.empty()) {
         const StackFrame& top = c.frames.front();
         e.facts.hit = absl::StrCat(FrameName(top.function),
                                    top.where.empty() ? "" : absl::StrCat(" (", top.where, ")"));
-        e.facts.subsystem = absl::StartsWith(FrameName(top.function), "nccl") ? "nccl"
+        e.facts.subsystem = absl::StartsWith(FrameName(top.function), "nccl") ? Area::kNccl
                             : place != nullptr                                ? place->subsystem
-                                                                              : "";
+                                                                              : Area::kNone;
       }
       if (placed != nullptr) e.phase = PhaseOf(place->phase);
       Add(e);
@@ -885,7 +886,8 @@ class LogDiagnoser {
         Facts(x).cause = LogCause::kUnexplainedError;
         Facts(x).line = l.text;
         // The part of NCCL that printed it, from its source location.
-        if (const char* area = NcclSourceArea(l.location); *area != '\0') Facts(x).subsystem = area;
+        if (const Area area = NcclSourceArea(l.location); area != Area::kNone)
+          Facts(x).subsystem = area;
         causes->push_back(x);
         out_.problem = true;
         break;

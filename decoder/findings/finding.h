@@ -32,6 +32,7 @@
 #include "findings/last_call.h"
 #include "findings/mismatch_field.h"
 #include "findings/straggler_evidence.h"
+#include "knowledge/area.h"
 
 namespace ncclwatch::decoder {
 
@@ -465,16 +466,19 @@ struct RankEnd {
 
 struct InitFailureFacts {
   InitCause cause = InitCause::kUnknown;
-  std::string
-      subsystem;  // network, bootstrap, shm, version, gpu, ib, fabric, p2p, cuda, unknown, waiting
-  int err = 0;    // errno, 0 when none
+  Area subsystem = Area::kUnknown;  // network, bootstrap, shm, version, gpu, ib, fabric, p2p,
+                                    // ipc, cuda, unknown, waiting (or a catalogued cause's)
+  int err = 0;                      // errno, 0 when none
   std::vector<uint32_t> pids;
   bool has_pids = true;  // the ranks that only waited list none
 
-  // Facts the JSON contract names (set by the causes that measure them).
-  std::optional<std::optional<std::string>> socket_ifname;  // network: the value, or unset (null)
-  std::optional<std::vector<std::string>> interfaces;       // network: the interfaces' names
-  std::optional<std::optional<std::string>> address;        // bootstrap: the root's address
+  // Facts the JSON contract names, set by the causes that measure them. The
+  // cause decides which the JSON carries (a setting the rank left unset is
+  // null): socket_ifname for kNoInterface, address for kBootstrapRefused and
+  // kBootstrapUnreachable, bus_id for kDuplicateGpu; the others where set.
+  std::optional<std::string> socket_ifname;            // network: NCCL_SOCKET_IFNAME, or unset
+  std::optional<std::vector<std::string>> interfaces;  // network: the interfaces' names
+  std::optional<std::string> address;                  // bootstrap: the root's address, if known
   struct Shm {
     std::optional<std::string> path;
     std::optional<int64_t> requested;
@@ -485,8 +489,8 @@ struct InitFailureFacts {
   struct Cuda {
     std::optional<std::string> driver, runtime;  // "13.0"
   };
-  std::optional<Cuda> cuda;                          // driver too old
-  std::optional<std::optional<std::string>> bus_id;  // gpu
+  std::optional<Cuda> cuda;           // driver too old
+  std::optional<std::string> bus_id;  // gpu: the GPU's PCI bus id, if known
   struct Memlock {
     std::optional<uint64_t> bytes;  // unset: unknown
     bool unlimited = false;
@@ -583,7 +587,7 @@ struct LogFacts {
   // "c10d", "pytorch"; "" the program's own or unknown), and who reported it ("faulthandler",
   // "glog", "kernel", "shell", "c++").
   std::optional<std::string> hit;
-  std::optional<std::string> subsystem;
+  std::optional<Area> subsystem;
   std::optional<std::string> tool;
   // The process the line names by its pid (the OOM killer's victim, a crash's), as the node's
   // kernel or the process numbers it; the rank is found from it beside traces.
@@ -595,7 +599,7 @@ struct LogFacts {
     std::string frame;               // the frame that says where: "ncclCommAbort", "all_reduce"
     std::string place;               // "NCCL's communicator teardown", "" when no frame says
     std::optional<HangPhase> phase;  // none when no frame says
-    std::string subsystem;           // "nccl", "c10d", "cuda", ""
+    Area subsystem = Area::kNone;    // nccl, c10d, cuda, jax/coordination
   };
   std::vector<Wait> waits;
 };

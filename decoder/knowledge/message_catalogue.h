@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "knowledge/area.h"
 
 namespace ncclwatch::decoder {
 
@@ -129,13 +130,13 @@ enum class CatalogueCause {
 
 // What a message names: its cause, whether that is a failure of NCCL's
 // initialisation (init forensics explains it from a rank's evidence), the
-// subsystem init forensics reports it under ("" when it is never an init
+// subsystem init forensics reports it under (kNone when it is never an init
 // cause), and what to do.
 struct MessageCause {
   CatalogueCause id;
   const char* name;  // "network", "ib_memlock": stable, for tests and lookups by name
   bool init_failure;
-  const char* subsystem;
+  Area subsystem;
   const char* fix;
 };
 
@@ -150,9 +151,9 @@ struct CatalogueMessage {
   const char* meaning;  // what happened, in our words, to follow the ranks' noun
   const char* address;  // RE2 with one or two groups (host, port) for the address it
                         // names; nullptr when none
-  // The part of NCCL (or of the framework) that prints it ("net/ib", "proxy",
-  // "topology", "c10d", "jax/coordination"); nullptr: its cause's subsystem.
-  const char* area = nullptr;
+  // The part of NCCL (or of the framework) that prints it (net/ib, proxy,
+  // topology, c10d, jax/coordination); kNone: its cause's subsystem.
+  Area area = Area::kNone;
   // Words only NCCL's own WARN text gives a meaning to ("Invalid handle",
   // "Could not find pool"): matched in NCCL's lines (and in the texts of
   // init forensics, which are NCCL's), never in a framework's or a program's.
@@ -168,9 +169,9 @@ const CatalogueMessage* FindMessageInOtherText(absl::string_view text);
 // Every message the text holds, in table order: for a reader that looks for
 // one cause among several messages a line may hold (init forensics).
 std::vector<const CatalogueMessage*> FindMessages(absl::string_view text);
-// The message's subsystem: its area, else its cause's subsystem ("" for
+// The message's subsystem: its area, else its cause's subsystem (kNone for
 // neither).
-const char* MessageArea(const CatalogueMessage& m);
+Area MessageArea(const CatalogueMessage& m);
 const CatalogueMessage* MessageById(absl::string_view id);
 const MessageCause& CauseOf(const CatalogueMessage& m);
 const MessageCause& CauseOf(CatalogueCause cause);
@@ -186,11 +187,11 @@ bool WarningOnly(const CatalogueMessage& m);
 // Whether a line reads as an error ("error", "failed", "refused", ...):
 // for messages whose words healthy INFO lines also use.
 bool ErrorWords(absl::string_view text);
-// The part of NCCL a source file of its tree is, in the catalogue's words
-// for subsystems ("transport/net_ib.cc" -> "net/ib", "misc/socket.cc" ->
-// "socket", "graph/topo.cc" -> "topology"), from the location NCCL's WARN
-// lines carry; "" for a file it does not know. Read in NCCL 2.4-2.32's src/.
-const char* NcclSourceArea(absl::string_view file);
+// The part of NCCL a source file of its tree is ("transport/net_ib.cc" ->
+// net/ib, "misc/socket.cc" -> socket, "graph/topo.cc" -> topology), from
+// the location NCCL's WARN lines carry; kNone for a file it does not know.
+// Read in NCCL 2.4-2.32's src/.
+Area NcclSourceArea(absl::string_view file);
 // Every message, for the tests that check each has real text.
 const std::vector<CatalogueMessage>& CatalogueMessages();
 

@@ -20,15 +20,16 @@ struct Entry {
   StackPlace place;
 };
 
-constexpr StackPlace kNcclInit{P::kStartup, "NCCL's communicator setup", "nccl"};
-constexpr StackPlace kNcclColl{P::kStep, "an NCCL collective or send/receive", "nccl"};
-constexpr StackPlace kNcclEnd{P::kTeardown, "NCCL's communicator teardown", "nccl"};
-constexpr StackPlace kGpuWait{P::kStep, "a wait for its GPU", "cuda"};
-constexpr StackPlace kTorchColl{P::kStep, "a torch.distributed collective", "c10d"};
-constexpr StackPlace kTorchInit{P::kStartup, "torch.distributed's setup (its rendezvous)", "c10d"};
-constexpr StackPlace kStore{P::kStartup, "the rendezvous store (TCPStore)", "c10d/store"};
-constexpr StackPlace kTorchEnd{P::kTeardown, "torch.distributed's teardown", "c10d"};
-constexpr StackPlace kJaxInit{P::kStartup, "jax.distributed.initialize", "jax/coordination"};
+constexpr StackPlace kNcclInit{P::kStartup, "NCCL's communicator setup", Area::kNccl};
+constexpr StackPlace kNcclColl{P::kStep, "an NCCL collective or send/receive", Area::kNccl};
+constexpr StackPlace kNcclEnd{P::kTeardown, "NCCL's communicator teardown", Area::kNccl};
+constexpr StackPlace kGpuWait{P::kStep, "a wait for its GPU", Area::kCuda};
+constexpr StackPlace kTorchColl{P::kStep, "a torch.distributed collective", Area::kC10d};
+constexpr StackPlace kTorchInit{P::kStartup, "torch.distributed's setup (its rendezvous)",
+                                Area::kC10d};
+constexpr StackPlace kStore{P::kStartup, "the rendezvous store (TCPStore)", Area::kC10dStore};
+constexpr StackPlace kTorchEnd{P::kTeardown, "torch.distributed's teardown", Area::kC10d};
+constexpr StackPlace kJaxInit{P::kStartup, "jax.distributed.initialize", Area::kJaxCoordination};
 
 constexpr const char* kC10d = "torch/distributed";
 
@@ -165,18 +166,19 @@ const StackPlace* PlaceOfFrame(absl::string_view function, absl::string_view whe
   return nullptr;
 }
 
-const char* ModuleSubsystem(absl::string_view module) {
+Area ModuleSubsystem(absl::string_view module) {
   const size_t slash = module.rfind('/');
   if (slash != absl::string_view::npos) module = module.substr(slash + 1);
-  if (absl::StartsWith(module, "libnccl")) return "nccl";
+  if (absl::StartsWith(module, "libnccl")) return Area::kNccl;
   if (absl::StartsWith(module, "libcuda.") || absl::StartsWith(module, "libcudart") ||
       absl::StartsWith(module, "libnvidia"))
-    return "cuda";
-  if (absl::StartsWith(module, "libtorch") || absl::StartsWith(module, "libc10")) return "pytorch";
+    return Area::kCuda;
+  if (absl::StartsWith(module, "libtorch") || absl::StartsWith(module, "libc10"))
+    return Area::kPytorch;
   if (absl::StartsWith(module, "libibverbs") || absl::StartsWith(module, "libmlx") ||
       absl::StartsWith(module, "librdma"))
-    return "net/ib";
-  return "";
+    return Area::kNetIb;
+  return Area::kNone;
 }
 
 }  // namespace ncclwatch::decoder

@@ -19,6 +19,7 @@
 #define NCCLWATCH_DECODER_KNOWLEDGE_STACK_PLACES_H_
 
 #include "absl/strings/string_view.h"
+#include "knowledge/area.h"
 
 namespace ncclwatch::decoder {
 
@@ -26,8 +27,8 @@ enum class StackPhase { kStartup, kStep, kTeardown };
 
 struct StackPlace {
   StackPhase phase;
-  const char* what;       // "an NCCL collective", after "waits in"
-  const char* subsystem;  // "nccl", "cuda", "c10d", "jax"
+  const char* what;  // "an NCCL collective", after "waits in"
+  Area subsystem;    // nccl, cuda, c10d, jax/coordination
 };
 
 // The place a frame's function names, or nullptr for a function that says
@@ -36,10 +37,10 @@ struct StackPlace {
 // files ("barrier", "send").
 const StackPlace* PlaceOfFrame(absl::string_view function, absl::string_view where);
 
-// The subsystem a module a crash hit belongs to ("libnccl.so.2" -> "nccl",
-// "libcuda.so.1" -> "cuda", "libtorch_cuda.so" -> "pytorch"), or "" for
+// The subsystem a module a crash hit belongs to ("libnccl.so.2" -> nccl,
+// "libcuda.so.1" -> cuda, "libtorch_cuda.so" -> pytorch), or kNone for
 // the program's own and unknown modules.
-const char* ModuleSubsystem(absl::string_view module);
+Area ModuleSubsystem(absl::string_view module);
 
 }  // namespace ncclwatch::decoder
 

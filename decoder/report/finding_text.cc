@@ -46,22 +46,38 @@ std::string FieldHint(MismatchField field) {
   return "";
 }
 
-std::string SubsystemTitle(const std::string& s) {
-  if (s == "network") return "network interface";
-  if (s == "bootstrap") return "bootstrap connection";
-  if (s == "shm") return "shared memory (/dev/shm)";
-  if (s == "version") return "version skew";
-  if (s == "gpu") return "two ranks on one GPU";
-  if (s == "ib") return "InfiniBand";
-  if (s == "fabric") return "NVLink fabric";
-  if (s == "p2p") return "P2P / CUDA IPC";
-  if (s == "ipc") return "sharing GPU memory between processes (CUDA IPC / cuMem handles)";
-  if (s == "cuda") return "CUDA";
-  if (s == "waiting") return "waiting for another rank";
-  // The other subsystems the message catalogue files NCCL's words under
-  // (knowledge/message_catalogue.cc: usage, config, topology, plugin, ...).
-  if (!s.empty() && s != "unknown") return s;
-  return "cause unknown";
+std::string SubsystemTitle(Area s) {
+  switch (s) {
+    case Area::kNetwork:
+      return "network interface";
+    case Area::kBootstrap:
+      return "bootstrap connection";
+    case Area::kShm:
+      return "shared memory (/dev/shm)";
+    case Area::kVersion:
+      return "version skew";
+    case Area::kGpu:
+      return "two ranks on one GPU";
+    case Area::kIb:
+      return "InfiniBand";
+    case Area::kFabric:
+      return "NVLink fabric";
+    case Area::kP2p:
+      return "P2P / CUDA IPC";
+    case Area::kIpc:
+      return "sharing GPU memory between processes (CUDA IPC / cuMem handles)";
+    case Area::kCuda:
+      return "CUDA";
+    case Area::kWaiting:
+      return "waiting for another rank";
+    case Area::kNone:
+    case Area::kUnknown:
+      return "cause unknown";
+    default:
+      // The other subsystems the message catalogue files NCCL's words under
+      // (knowledge/message_catalogue.cc: usage, config, topology, plugin, ...).
+      return std::string(AreaName(s));
+  }
 }
 
 std::string Title(const Finding& f) {
@@ -940,7 +956,7 @@ std::string Headline(const std::vector<Finding>& findings, bool problem) {
   if (root == nullptr) return "PROBLEM";
   std::string line = absl::StrCat("PROBLEM: ", KindName(root->kind));
   if (const auto* init = std::get_if<InitFailureFacts>(&root->facts)) {
-    absl::StrAppend(&line, " (", init->subsystem,
+    absl::StrAppend(&line, " (", AreaName(init->subsystem),
                     init->err ? absl::StrCat(", ", ErrnoName(init->err)) : "", ")");
   }
   if (const auto* rv = std::get_if<RendezvousFacts>(&root->facts))

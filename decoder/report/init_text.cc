@@ -139,11 +139,11 @@ void GpuSharingWords(const InitFailureFacts& x, const GpuSharingFacts& s, std::s
 
 // The detail after the ranks' noun, and the fix, of a cause.
 void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
-  const std::string address = x.address && *x.address ? **x.address : "";
+  const std::string address = x.address.value_or("");
   switch (x.cause) {
     case InitCause::kNoInterface: {
       const std::string have = x.interfaces_known ? InterfaceList(x) : "unknown (no inventory)";
-      const std::optional<std::string> ifname = x.socket_ifname ? *x.socket_ifname : std::nullopt;
+      const std::optional<std::string>& ifname = x.socket_ifname;
       *detail =
           ifname
               ? absl::StrFormat(
@@ -250,7 +250,7 @@ void Words(const InitFailureFacts& x, std::string* detail, std::string* fix) {
       return;
     }
     case InitCause::kDuplicateGpu: {
-      const std::string bus = x.bus_id && *x.bus_id ? **x.bus_id : "";
+      const std::string bus = x.bus_id.value_or("");
       *detail = absl::StrFormat(
           " use the same GPU%s on %s: NCCL refuses two ranks of one communicator on one device "
           "(\"Duplicate GPU "
@@ -414,7 +414,7 @@ void RenderInitFailure(const Finding& f, const InitFailureFacts& x, FindingText*
     t->detail[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(t->detail[0])));
   if (!f.ranks.empty()) {
     t->groups.push_back(
-        {f.ranks, absl::StrCat("init failed: ", x.subsystem,
+        {f.ranks, absl::StrCat("init failed: ", AreaName(x.subsystem),
                                x.err ? absl::StrCat(" (", ErrnoName(x.err), ")") : "")});
   }
 }

@@ -362,14 +362,14 @@ void WriteFacts(const Finding&, const OrderInversionFacts& x, const CallSiteName
 }
 
 void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&, JsonWriter& w) {
-  w.Key("subsystem").String(x.subsystem).Key("errno");
+  w.Key("subsystem").String(AreaName(x.subsystem)).Key("errno");
   if (x.err)
     w.String(ErrnoName(x.err));
   else
     w.Null();
-  if (x.socket_ifname) {
+  if (x.cause == InitCause::kNoInterface) {
     w.Key("socket_ifname");
-    OptionalString(*x.socket_ifname, w);
+    OptionalString(x.socket_ifname, w);
   }
   if (x.interfaces) w.Key("interfaces").StringArray(*x.interfaces);
   if (x.shm) {
@@ -382,14 +382,14 @@ void WriteFacts(const Finding&, const InitFailureFacts& x, const CallSiteNamer&,
     w.Key("shm_free");
     OptionalInteger(x.shm->shm_free, w);
   }
-  if (x.address) {
+  if (x.cause == InitCause::kBootstrapRefused || x.cause == InitCause::kBootstrapUnreachable) {
     w.Key("address");
-    OptionalString(*x.address, w);
+    OptionalString(x.address, w);
   }
   if (!x.message.empty()) w.Key("message").String(x.message);
-  if (x.bus_id) {
+  if (x.cause == InitCause::kDuplicateGpu) {
     w.Key("bus_id");
-    OptionalString(*x.bus_id, w);
+    OptionalString(x.bus_id, w);
   }
   if (x.versions) w.Key("versions").StringArray(*x.versions);
   if (x.cuda) {
@@ -461,7 +461,7 @@ void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, JsonWri
   if (!x.message.empty()) w.Key("message").String(x.message);
   if (x.address) w.Key("address").String(*x.address);
   if (x.hit) w.Key("hit").String(*x.hit);
-  if (x.subsystem) w.Key("subsystem").String(*x.subsystem);
+  if (x.subsystem) w.Key("subsystem").String(AreaName(*x.subsystem));
   if (x.tool) w.Key("tool").String(*x.tool);
   if (x.pid) w.Key("pid").Integer(*x.pid);
   if (x.cause == LogCause::kStacks) {
@@ -480,7 +480,7 @@ void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, JsonWri
         w.String(PhaseName(*wait.phase));
       else
         w.Null();
-      w.Key("subsystem").String(wait.subsystem);
+      w.Key("subsystem").String(AreaName(wait.subsystem));
       w.EndObject();
     }
     w.EndArray();

@@ -123,23 +123,23 @@ bool LineWords(const LogFacts& x, std::string* head, std::string* fix) {
     }
     case LogCause::kCrash: {
       const int signo = x.signo.value_or(0);
-      const std::string sub = x.subsystem.value_or("");
-      const std::string inside = sub == "nccl"      ? ", inside NCCL"
-                                 : sub == "cuda"    ? ", inside the CUDA driver or runtime"
-                                 : sub == "c10d"    ? ", under torch.distributed"
-                                 : sub == "pytorch" ? ", inside PyTorch"
-                                 : sub == "net/ib"  ? ", inside the InfiniBand libraries"
-                                                    : "";
+      const Area sub = x.subsystem.value_or(Area::kNone);
+      const std::string inside = sub == Area::kNccl      ? ", inside NCCL"
+                                 : sub == Area::kCuda    ? ", inside the CUDA driver or runtime"
+                                 : sub == Area::kC10d    ? ", under torch.distributed"
+                                 : sub == Area::kPytorch ? ", inside PyTorch"
+                                 : sub == Area::kNetIb   ? ", inside the InfiniBand libraries"
+                                                         : "";
       *head = absl::StrCat("crashed with ", SignalName(signo),
                            x.hit ? absl::StrCat(" in ", *x.hit) : std::string(), inside,
                            " (its own report", x.tool ? absl::StrCat(", ", *x.tool) : "", ": ",
                            absl::StripSuffix(x.line, "."), ")");
-      *fix = sub == "nccl"
+      *fix = sub == Area::kNccl
                  ? "a crash inside NCCL: note its version and the frame, get the crash's "
                    "backtrace from a core dump (ulimit -c unlimited; gdb -batch -ex 'thread "
                    "apply all bt' python core), look for it in NVIDIA/nccl's issues and try the "
                    "newest NCCL release"
-             : sub == "cuda"
+             : sub == Area::kCuda
                  ? "check that GPU and its driver: dmesg for an Xid, nvidia-smi, and that the "
                    "driver is new enough for the CUDA runtime the job loads"
                  : "read that rank's output just before the crash and get its backtrace from a "
@@ -297,7 +297,7 @@ void RenderLogFinding(const Finding& f, const LogFacts& x, FindingText* t) {
     case LogCause::kUnexplainedError:
       t->detail = absl::StrCat(
           "the logs show an NCCL error",
-          x.subsystem ? absl::StrCat(" (from NCCL's ", *x.subsystem, ")") : std::string(),
+          x.subsystem ? absl::StrCat(" (from NCCL's ", AreaName(*x.subsystem), ")") : std::string(),
           " that they do not explain: ", x.line);
       t->fix =
           "collect more: every rank's NCCL_DEBUG=INFO log (NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log, "

@@ -219,7 +219,7 @@ TEST_CASE("init_failure: its facts as the JSON contract names them", "[report][j
   f.ranks = {1};
   InitFailureFacts x;
   x.cause = InitCause::kSharedMemory;
-  x.subsystem = "shm";
+  x.subsystem = Area::kShm;
   x.err = ENOSPC;
   x.pids = {4711};
   x.host = "node3";
@@ -254,10 +254,10 @@ TEST_CASE("init_failure: processes of unknown rank are named by pid; the waiting
   f.kind = FindingKind::kInitFailure;
   InitFailureFacts x;
   x.cause = InitCause::kBootstrapRefused;
-  x.subsystem = "bootstrap";
+  x.subsystem = Area::kBootstrap;
   x.err = ECONNREFUSED;
   x.pids = {7, 8};
-  x.address = std::optional<std::string>("10.0.0.1:29500");
+  x.address = "10.0.0.1:29500";
   x.attempts = 3;
   f.facts = x;
   CHECK(RenderFinding(f, NoCallSites())
@@ -271,7 +271,7 @@ TEST_CASE("init_failure: processes of unknown rank are named by pid; the waiting
   w.ranks = {1, 2, 3};
   InitFailureFacts waiting;
   waiting.cause = InitCause::kWaitedForCause;
-  waiting.subsystem = "waiting";
+  waiting.subsystem = Area::kWaiting;
   waiting.has_pids = false;
   waiting.call = "ncclCommInitRank";
   waiting.until = {RankEnd{std::nullopt, SIGTERM}};
@@ -359,7 +359,7 @@ TEST_CASE("headline: the root cause first, where and who", "[report][headline]")
   init.kind = FindingKind::kInitFailure;
   init.ranks = {1, 2, 3};
   InitFailureFacts x;
-  x.subsystem = "bootstrap";
+  x.subsystem = Area::kBootstrap;
   x.err = ECONNREFUSED;
   init.facts = x;
   CHECK(Headline({init}, true) == "PROBLEM: init_failure (bootstrap, ECONNREFUSED) (ranks 1-3)");

@@ -48,7 +48,7 @@ TEST_CASE("gpu sharing: a POSIX-fd import refused is ipc, with the capability fi
   REQUIRE(found.size() == 1);
   CHECK(found[0].finding.ranks == std::vector<int>{0, 1});
   CHECK(Facts(found[0]).cause == InitCause::kIpcImportRefused);
-  CHECK(Facts(found[0]).subsystem == "ipc");
+  CHECK(Facts(found[0]).subsystem == Area::kIpc);
   CHECK(Facts(found[0]).err == EPERM);
   const FindingText t = RenderFinding(found[0].finding, NoCallSites());
   CHECK(t.detail ==
@@ -65,7 +65,7 @@ TEST_CASE("gpu sharing: multicast refused is the fabric, a fabric handle too", "
   std::vector<InitFinding> found = DiagnoseInit({Rank(0, f::kCuMulticastCreate, 802)});
   REQUIRE(found.size() == 1);
   CHECK(Facts(found[0]).cause == InitCause::kFabricManager);
-  CHECK(Facts(found[0]).subsystem == "fabric");
+  CHECK(Facts(found[0]).subsystem == Area::kFabric);
   CHECK(RenderFinding(found[0].finding, NoCallSites()).fix.find("NCCL_NVLS_ENABLE=0") !=
         std::string::npos);
   found = DiagnoseInit({Rank(0, f::kCuMemImportFromShareableHandle, 1, 8)});
@@ -82,7 +82,7 @@ TEST_CASE("gpu sharing: peer access unsupported is p2p, with the ACS bridges", "
   const std::vector<InitFinding> found = DiagnoseInit({r});
   REQUIRE(found.size() == 1);
   CHECK(Facts(found[0]).cause == InitCause::kPeerAccessUnsupported);
-  CHECK(Facts(found[0]).subsystem == "p2p");
+  CHECK(Facts(found[0]).subsystem == Area::kP2p);
   const std::string detail = RenderFinding(found[0].finding, NoCallSites()).detail;
   CHECK(detail.find("cudaDeviceEnablePeerAccess failed with cudaErrorPeerAccessUnsupported") !=
         std::string::npos);

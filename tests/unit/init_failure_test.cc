@@ -93,7 +93,7 @@ TEST_CASE("init: a bootstrap root that exited first is the root cause, not its v
   CHECK(f.comm == kId);
   const auto& facts = std::get<InitFailureFacts>(f.facts);
   CHECK(facts.cause == InitCause::kRootGone);
-  CHECK(facts.subsystem == "bootstrap");
+  CHECK(facts.subsystem == Area::kBootstrap);
   CHECK(facts.exit_code == 1);
   CHECK(facts.could_not_connect == std::vector<int>{1, 2, 3});
   CHECK(RenderFinding(f, NoCallSites()).detail ==
@@ -177,7 +177,7 @@ TEST_CASE("init: the message catalogue names the subsystem and gives the fix", "
         DiagnoseInit({WordsRank(0, "Invalid config blocking attribute value 2", true)});
     const InitFailureFacts& x = OnlyFacts(found);
     CHECK(x.cause == InitCause::kCatalogued);
-    CHECK(x.subsystem == "usage");
+    CHECK(x.subsystem == Area::kUsage);
     CHECK(x.message == "nccl.usage");
     CHECK(RenderFinding(found[0].finding, NoCallSites()).fix == CauseNamed("usage")->fix);
   }
@@ -187,7 +187,7 @@ TEST_CASE("init: the message catalogue names the subsystem and gives the fix", "
     e.warnings.push_back("Failed to initialize any NET plugin");
     const std::vector<InitFinding> found = DiagnoseInit({e});  // x refers into it
     const InitFailureFacts& x = OnlyFacts(found);
-    CHECK(x.subsystem == "plugin");
+    CHECK(x.subsystem == Area::kPlugin);
     CHECK(x.message == "nccl.plugin");
   }
   // The same words in a line that need not be NCCL's (no WARN, no traced

@@ -83,7 +83,8 @@ TEST_CASE("fragments: NCCL's text without its WARN word is read as NCCL's WARN l
     REQUIRE_FALSE(d.findings.empty());
     const auto* init = std::get_if<ncclwatch::decoder::InitFailureFacts>(&d.findings[0].facts);
     REQUIRE(init != nullptr);
-    CHECK(init->subsystem == "version");  // as real/EXPECT says of the whole log
+    CHECK(init->subsystem ==
+          ncclwatch::decoder::Area::kVersion);  // as real/EXPECT says of the whole log
   }
   SECTION("a cut line keeps its message (net_ib.cc's completion error, 2.10-2.17)") {
     Read r({"NET/IB : Got completion from peer 10.0.0.2<43562> with err"});

@@ -27,6 +27,8 @@
 #include "support/explained_logs.h"
 #include "support/traced_job.h"
 
+using ncclwatch::decoder::Area;
+
 namespace {
 
 using ncclwatch::decoder::DiagnoseLogs;
@@ -80,7 +82,7 @@ TEST_CASE("NCCL 2.7: a refused bootstrap connection, the rank found by eliminati
       "node2:2222:2222 [0] NCCL INFO bootstrap.cc:95 -> 2\n");
   const Finding& f = l.Root();
   CHECK(f.kind == FindingKind::kInitFailure);
-  CHECK(Init(f).subsystem == "bootstrap");
+  CHECK(Init(f).subsystem == Area::kBootstrap);
   CHECK(ErrnoName(Init(f).err) == "ECONNREFUSED");
   CHECK(Init(f).address == std::optional<std::string>("10.0.0.1:49623"));
   CHECK(f.ranks == std::vector<int>{1});
@@ -113,7 +115,7 @@ TEST_CASE(
       "memory segment /dev/shm/nccl-aBc123 (size 9637888), error: No space left on device (28)\n";
   l.File(text);
   const Finding& f = l.Root();
-  CHECK(Init(f).subsystem == "shm");
+  CHECK(Init(f).subsystem == Area::kShm);
   CHECK(ErrnoName(Init(f).err) == "ENOSPC");
   CHECK((Init(f).shm && Init(f).shm->requested == 9637892));
   CHECK(f.ranks == std::vector<int>{2});
@@ -134,7 +136,7 @@ TEST_CASE("InfiniBand registration failing: ib", "[logs]") {
       "failed with error "
       "Cannot allocate memory\n");
   const Finding& f = l.Root();
-  CHECK(Init(f).subsystem == "ib");
+  CHECK(Init(f).subsystem == Area::kIb);
   CHECK(ErrnoName(Init(f).err) == "ENOMEM");
   CHECK(f.ranks == std::vector<int>{5});
   CHECK(Has(Text(f).fix, "ibstat"));
@@ -150,7 +152,7 @@ TEST_CASE("NVLS at init without the Fabric Manager: fabric", "[logs]") {
       "[2025-03-03 03:03:03] gb1:5:9 [3] transport/nvls.cc:166 NCCL WARN Cuda failure 'system not "
       "yet initialized'\n");
   const Finding& f = l.Root();
-  CHECK(Init(f).subsystem == "fabric");
+  CHECK(Init(f).subsystem == Area::kFabric);
   CHECK(f.ranks == std::vector<int>{3});
   CHECK(Has(Text(f).fix, "fabricmanager"));
 }
@@ -303,7 +305,7 @@ TEST_CASE("a clean log is healthy; a WARN-only log says what it lacks", "[logs]"
       "device 18000\n");
   const Finding& f = warn_only.Root();
   CHECK(f.kind == FindingKind::kInitFailure);
-  CHECK(Init(f).subsystem == "gpu");
+  CHECK(Init(f).subsystem == Area::kGpu);
   CHECK(f.ranks == std::vector<int>{0, 1});
   bool note = false;
   for (const Finding& x : warn_only.d.findings)
@@ -472,7 +474,7 @@ TEST_CASE("a timestamp out of range is no timestamp (its nanoseconds overflowed)
       "yet initialized'\n");
   CHECK_FALSE(l.log.timestamps());
   const Finding& f = l.Root();
-  CHECK(Init(f).subsystem == "fabric");
+  CHECK(Init(f).subsystem == Area::kFabric);
 }
 
 TEST_CASE("a 65 KiB line is cut at kMaxLine, its NCCL prefix still read, the next line whole",
@@ -695,11 +697,11 @@ TEST_CASE("explain: /proc and links into it are refused, never read", "[logs][cl
 TEST_CASE("a WARN no message names: the source file of NCCL's location names the subsystem",
           "[logs]") {
   using ncclwatch::decoder::NcclSourceArea;
-  CHECK(std::string(NcclSourceArea("transport/net_ib.cc")) == "net/ib");
-  CHECK(std::string(NcclSourceArea("/dvs/p4/build/nccl/src/misc/socket.cc")) == "socket");
-  CHECK(std::string(NcclSourceArea("graph/topo.cc")) == "topology");
-  CHECK(std::string(NcclSourceArea("misc/shmutils.cc")) == "shm");
-  CHECK(std::string(NcclSourceArea("train.py")).empty());
+  CHECK(NcclSourceArea("transport/net_ib.cc") == Area::kNetIb);
+  CHECK(NcclSourceArea("/dvs/p4/build/nccl/src/misc/socket.cc") == Area::kSocket);
+  CHECK(NcclSourceArea("graph/topo.cc") == Area::kTopology);
+  CHECK(NcclSourceArea("misc/shmutils.cc") == Area::kShm);
+  CHECK(NcclSourceArea("train.py") == Area::kNone);
   SECTION("at init: init_failure under that subsystem, NCCL 2.28's and 2.32's prefixes") {
     for (const std::string where :
          {"transport/net_ib.cc:1234", "transport/net_ib.cc:1234 (ncclIbCreateQpNew)"}) {
@@ -710,7 +712,7 @@ TEST_CASE("a WARN no message names: the source file of NCCL's location names the
           where + " NCCL WARN a failure no release printed before: 7\n");
       const Finding& f = l.Root();
       CHECK(f.kind == FindingKind::kInitFailure);
-      CHECK(Init(f).subsystem == "net/ib");
+      CHECK(Init(f).subsystem == Area::kNetIb);
       CHECK(Has(Text(f).detail, "a failure no release printed before"));
     }
   }
@@ -723,7 +725,7 @@ TEST_CASE("a WARN no message names: the source file of NCCL's location names the
         "printed before\n");
     const Finding& f = l.Root();
     CHECK(f.kind == FindingKind::kLogInsufficient);
-    CHECK(Log(f).subsystem == std::optional<std::string>("socket"));
+    CHECK(Log(f).subsystem == std::optional<Area>(Area::kSocket));
     CHECK(Has(Text(f).detail, "from NCCL's socket"));
   }
 }

@@ -91,7 +91,7 @@ TEST_CASE("every WARN of NCCL 2.4 to 2.32 is matched by a message with a subsyst
       continue;
     }
     REQUIRE(m != nullptr);
-    const std::string area = MessageArea(*m);
+    const std::string area = ncclwatch::decoder::AreaName(MessageArea(*m));
     CHECK_FALSE(area.empty());
     CHECK(area != "unknown");
     CHECK(*m->meaning != '\0');

@@ -110,17 +110,28 @@ TEST_CASE("every kind of finding, with its facts, conforms", "[report][schema]")
   init.kind = FindingKind::kInitFailure;
   InitFailureFacts x;
   x.cause = InitCause::kSharedMemory;
-  x.subsystem = "shm";
+  x.subsystem = ncclwatch::decoder::Area::kShm;
   x.err = 28;
   x.pids = {10, 11};
   InitFailureFacts::Shm shm;
   shm.path = "/dev/shm/nccl-x";
   shm.requested = 1 << 20;
   x.shm = shm;
-  x.socket_ifname = std::optional<std::string>();
   x.memlock = InitFailureFacts::Memlock{std::nullopt, true};
   init.facts = x;
   findings.push_back(init);
+  // The facts each cause carries: an unset setting (null), an unknown address and bus id.
+  for (const InitCause cause :
+       {InitCause::kNoInterface, InitCause::kBootstrapUnreachable, InitCause::kDuplicateGpu}) {
+    InitFailureFacts y;
+    y.cause = cause;
+    y.subsystem = cause == InitCause::kNoInterface    ? ncclwatch::decoder::Area::kNetwork
+                  : cause == InitCause::kDuplicateGpu ? ncclwatch::decoder::Area::kGpu
+                                                      : ncclwatch::decoder::Area::kBootstrap;
+    if (cause == InitCause::kNoInterface) y.interfaces = std::vector<std::string>{"lo", "eth0"};
+    init.facts = y;
+    findings.push_back(init);
+  }
 
   Finding died;
   died.kind = FindingKind::kRankDied;
@@ -295,4 +306,16 @@ TEST_CASE("a running job's report, with its pending operations, conforms", "[rep
   const std::vector<std::string> errors = jobs::ValidateReport(out.str());
   INFO(Joined(errors));
   CHECK(errors.empty());
+}
+
+TEST_CASE("the schema's subsystems are knowledge/area.h's names, each once", "[report][schema]") {
+  const auto& subsystem =
+      jobs::ReportSchema().struct_value().fields().at("$defs").struct_value().fields().at(
+          "subsystem");
+  std::vector<std::string> in_schema;
+  for (const auto& v : subsystem.struct_value().fields().at("enum").list_value().values())
+    in_schema.push_back(v.string_value());
+  std::vector<std::string> names;
+  for (int i = 0; i < kAreaCount; ++i) names.push_back(AreaName(static_cast<Area>(i)));
+  CHECK(in_schema == names);
 }

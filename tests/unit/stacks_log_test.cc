@@ -28,6 +28,7 @@
 
 namespace {
 
+using ncclwatch::decoder::Area;
 using ncclwatch::decoder::DiagnoseLogs;
 using ncclwatch::decoder::Finding;
 using ncclwatch::decoder::FindingKind;
@@ -115,7 +116,7 @@ TEST_CASE("faulthandler's crash under all_reduce, torchrun's report of it: one d
   CHECK(x.hit ==
         std::optional<std::string>("all_reduce (/usr/lib/python3/dist-packages/torch/distributed/"
                                    "distributed_c10d.py:2501)"));
-  CHECK(x.subsystem == std::optional<std::string>("c10d"));
+  CHECK(x.subsystem == std::optional<Area>(Area::kC10d));
   CHECK(f.phase == std::optional<HangPhase>(HangPhase::kStep));
   const std::string json = l.Json();
   CHECK(Has(json, "\"kind\":\"rank_died\""));
@@ -141,7 +142,7 @@ TEST_CASE("c10's fatal signal handler in NCCL's proxy thread: the rank by its pi
   const LogFacts& x = Log(f);
   CHECK(x.cause == LogCause::kCrash);
   CHECK(x.hit == std::optional<std::string>("ncclProxyProgress"));
-  CHECK(x.subsystem == std::optional<std::string>("nccl"));
+  CHECK(x.subsystem == std::optional<Area>(Area::kNccl));
   CHECK(x.tool == std::optional<std::string>("glog"));
   l.Json();
 }
@@ -160,7 +161,7 @@ TEST_CASE("the kernel's segfault line names the module: NCCL, for the rank with 
   CHECK(f.ranks == std::vector<int>{3});
   const LogFacts& x = Log(f);
   CHECK(x.hit == std::optional<std::string>("libnccl.so.2.28.9"));
-  CHECK(x.subsystem == std::optional<std::string>("nccl"));
+  CHECK(x.subsystem == std::optional<Area>(Area::kNccl));
   CHECK(x.tool == std::optional<std::string>("kernel"));
   CHECK(x.signo == std::optional<int>(SIGSEGV));
 }
@@ -236,7 +237,7 @@ TEST_CASE("py-spy dumps of four ranks: three in all_reduce, one in teardown, ran
   CHECK(x.waits[0].frame == "all_reduce");
   CHECK(x.waits[0].ranks == std::vector<int>{0, 1, 3});
   CHECK(x.waits[0].phase == ncclwatch::decoder::HangPhase::kStep);
-  CHECK(x.waits[0].subsystem == "c10d");
+  CHECK(x.waits[0].subsystem == Area::kC10d);
   CHECK(x.waits[1].frame == "destroy_process_group");
   CHECK(x.waits[1].ranks == std::vector<int>{2});
   CHECK(x.waits[1].phase == ncclwatch::decoder::HangPhase::kTeardown);
@@ -267,7 +268,7 @@ TEST_CASE("gdb's thread apply all bt: the main thread in ncclCommAbort is a tear
   const LogFacts& x = Log(f);
   REQUIRE(x.waits.size() == 1);
   CHECK(x.waits[0].frame == "ncclCommAbort");
-  CHECK(x.waits[0].subsystem == "nccl");
+  CHECK(x.waits[0].subsystem == Area::kNccl);
   CHECK(x.tool == std::optional<std::string>("gdb"));
 }
 
@@ -317,7 +318,7 @@ TEST_CASE("a frame names its place only where it is NCCL's, CUDA's or the framew
             ->phase == StackPhase::kStep);
   CHECK(PlaceOfFrame("c10d::TCPStore::doWait(c10::ArrayRef<std::string>)", "")->phase ==
         StackPhase::kStartup);
-  CHECK(PlaceOfFrame("cudaStreamSynchronize", "")->subsystem == std::string("cuda"));
+  CHECK(PlaceOfFrame("cudaStreamSynchronize", "")->subsystem == Area::kCuda);
   // Common words count only in torch.distributed's files.
   CHECK(PlaceOfFrame("barrier", "/app/my_threads.py:10") == nullptr);
   CHECK(PlaceOfFrame("barrier", "torch/distributed/distributed_c10d.py:4150") != nullptr);

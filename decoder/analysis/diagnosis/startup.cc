@@ -22,7 +22,7 @@ namespace f = ::ncclwatch::fields;
 // An init_failure that says only that its ranks waited for others.
 bool WaitingOnly(const Finding& x) {
   const auto* init = std::get_if<InitFailureFacts>(&x.facts);
-  return init != nullptr && init->subsystem == "waiting";
+  return init != nullptr && init->subsystem == Area::kWaiting;
 }
 
 // What process `q`, a member of `comm` that never made a call the others
