@@ -77,6 +77,23 @@ void StreamBuilder::Finish(ProcessTrace* p) {
     s.holds_start =
         s.collectives.empty() ? nothing_lost : p->collectives[s.collectives.front()].seq == 0;
   }
+  // A summary's collectives left out (model/left_out_calls.h): a send or
+  // receive read after the last kept collective before a run left out may
+  // have followed any number of the run's, so how many came before it is
+  // not known (a peer's summary may have kept them and count right).
+  if (!p->left_out.empty()) {
+    for (CommStream& s : p->streams) {
+      std::vector<int64_t> starts;
+      for (const LeftOutCalls& l : p->left_out)
+        if (l.comm == s.comm && l.rank == s.rank && !l.digests.empty() &&
+            l.FirstSeq() < static_cast<uint64_t>(INT64_MAX))
+          starts.push_back(static_cast<int64_t>(l.FirstSeq()));
+      if (starts.empty()) continue;
+      std::sort(starts.begin(), starts.end());
+      for (int64_t& before : s.collectives_before_p2p)
+        if (before >= 0 && std::binary_search(starts.begin(), starts.end(), before)) before = -1;
+    }
+  }
   calls_.clear();
   index_.clear();
   spare_.clear();

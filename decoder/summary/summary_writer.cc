@@ -125,6 +125,29 @@ bool MiddleBlocks(uint64_t lo, uint64_t hi, uint64_t calls, uint64_t window, uin
   return true;
 }
 
+// Counts `seq` toward its block of `w` (`counts`: one a block of [begin, end)).
+void CountInBlock(const Window& w, uint64_t seq, std::vector<uint32_t>* counts) {
+  if (seq < w.begin || seq >= w.end) return;
+  uint32_t& n = (*counts)[(seq - w.begin) / kLeftOutBlock];
+  if (n != UINT32_MAX) ++n;
+}
+
+// Keeps whole each block of `w` whose calls the trace does not hold all of,
+// once each (`counts`, from CountInBlock): a ring that wrapped inside it, or
+// a hold that kept one call of it. Its digest would sum other calls than a
+// peer's digest of the same block, and the merge would call ranks different
+// that are not; kept, the calls it has are read as they are.
+void KeepPartialBlocks(const std::vector<uint32_t>& counts, Window* w) {
+  for (size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] != kLeftOutBlock) w->kept.push_back(w->begin / kLeftOutBlock + i);
+  std::sort(w->kept.begin(), w->kept.end());
+  w->kept.erase(std::unique(w->kept.begin(), w->kept.end()), w->kept.end());
+}
+
+std::vector<uint32_t> BlockCounts(const Window& w) {
+  return std::vector<uint32_t>((w.end - w.begin) / kLeftOutBlock, 0);
+}
+
 // Appends to `out` the runs of `w`'s blocks not kept whole, each a copy of
 // `proto` from its first block, a zero digest per block; whether any.
 template <typename Run>
@@ -178,8 +201,9 @@ bool LeftOut(const ProcessTrace& p, const CommStream& s, uint64_t window,
     w->kept.push_back(p.collectives[i].seq / kLeftOutBlock);
     break;  // the first: the others queue behind it
   }
-  std::sort(w->kept.begin(), w->kept.end());
-  w->kept.erase(std::unique(w->kept.begin(), w->kept.end()), w->kept.end());
+  std::vector<uint32_t> counts = BlockCounts(*w);
+  for (uint32_t i : s.collectives) CountInBlock(*w, p.collectives[i].seq, &counts);
+  KeepPartialBlocks(counts, w);
   // The runs of blocks left out, each with its digests.
   const size_t first_run = out->size();
   LeftOutCalls proto;
@@ -231,16 +255,33 @@ void LeftOutP2pOf(const ProcessTrace& p, uint64_t window, std::vector<LeftOutP2p
     if (at->second == nullptr || e.t > at->second->enqueued_t || e.result == kResultPending)
       s.first_unfinished = std::min(s.first_unfinished, e.seq);
   }
-  std::map<P2pKey, std::pair<size_t, size_t>> runs;  // its runs in `out`: [first, end)
+  std::map<P2pKey, std::vector<uint32_t>> counts;  // of each stream's window's blocks
   for (const auto& [key, s] : spans) {
     Window w;
     if (!MiddleBlocks(s.lo, s.hi, s.calls, window, s.first_unfinished, &w)) continue;
+    counts[key] = BlockCounts(w);
+    (*windows)[key] = std::move(w);
+  }
+  for (const P2pEvent& e : p.p2p) {
+    if (!Counted(e.comm, e.rank, e.peer, e.result)) continue;
+    const P2pKey key{e.comm, e.rank, e.peer, e.send};
+    if (auto w = windows->find(key); w != windows->end())
+      CountInBlock(w->second, e.seq, &counts[key]);
+  }
+  std::map<P2pKey, std::pair<size_t, size_t>> runs;  // its runs in `out`: [first, end)
+  for (auto it = windows->begin(); it != windows->end();) {
+    const P2pKey& key = it->first;
+    Window& w = it->second;
+    KeepPartialBlocks(counts[key], &w);
     LeftOutP2p proto;
     std::tie(proto.comm, proto.rank, proto.peer, proto.send) = key;
     const size_t first = out->size();
-    if (!AppendRuns(w, proto, out)) continue;
+    if (!AppendRuns(w, proto, out)) {
+      it = windows->erase(it);
+      continue;
+    }
     runs[key] = {first, out->size()};
-    (*windows)[key] = std::move(w);
+    ++it;
   }
   for (const P2pEvent& e : p.p2p) {
     if (!Counted(e.comm, e.rank, e.peer, e.result)) continue;

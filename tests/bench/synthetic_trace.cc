@@ -141,6 +141,8 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
       } else {
         t += 1000;
       }
+      if (rank == job.gap_rank && seq >= job.gap_first && seq - job.gap_first < job.gap_calls)
+        continue;  // written over
       if (job.call_slots) {
         ncclwatch_call_slot s{};
         s.t = t;

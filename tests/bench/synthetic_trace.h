@@ -52,6 +52,12 @@ struct SyntheticJob {
   // node's environment with the rank's own RANK and LOCAL_RANK, NCCL's
   // version and path, its GPU.
   bool inventory = false;
+  // Rank `gap_rank`'s trace lacks collectives [gap_first, gap_first +
+  // gap_calls) and their sends: what a ring that wrapped while a hold kept an
+  // older call leaves (the calls were made, their slots written over).
+  int gap_rank = -1;
+  uint64_t gap_first = 0;
+  uint64_t gap_calls = 0;
   // A Progress record every 64 steps (the watcher's: every operation so far
   // completed on the GPU), so that a summary leaves the sends before it out.
   bool progress = false;

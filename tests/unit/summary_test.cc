@@ -22,6 +22,7 @@
 #include "findings/collective_signature.h"
 #include "findings/finding.h"
 #include "model/process_trace.h"
+#include "report/finding_text.h"
 #include "summary/byte_cursor.h"
 #include "summary/call_digest.h"
 #include "summary/summary_format.h"
@@ -590,6 +591,56 @@ TEST_CASE("summary: a rank that stopped in a block others left out is a gap, not
     CHECK(x->gaps[0].other_ranks == std::vector<int>{1});
   }
   CHECK(gap);
+}
+
+// A rank whose ring lost calls inside a block the other's summary leaves out
+// (rank 1 kept #0-#5, a hold's worth, then wrapped: #6-#299 written over, so
+// it holds 212 calls of block 1, #256-#511): its digest of the block would
+// sum other calls than rank 0's, and the merge would say rank 1 differs.
+// The block is kept whole in its summary instead: it is never said to
+// differ, only not compared with rank 0's (which node a's summary left out).
+TEST_CASE("summary: a block a rank's ring holds in part is kept, never said to differ",
+          "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 2;
+  job.calls = 2000;
+  job.sends = true;
+  job.gap_rank = 1;
+  job.gap_first = 6;
+  job.gap_calls = 294;
+  job.start_ns = 1000000000000ull;  // one step a millisecond, no rank late
+  job.start_realtime_ns = 1790000000000000000ull;
+  WriteJob(tmp.path() + "/all", job);
+  const std::vector<std::string> traces = Traces(tmp.path() + "/all");
+  const std::string a = tmp.path() + "/a.ncws", b = tmp.path() + "/b.ncws";
+  WriteFile(a, Summarize({traces[0]}, 16, "node-a"));
+  WriteFile(b, Summarize({traces[1]}, 16, "node-b"));
+  // Rank 1's block 1 is in its summary as its trace holds it.
+  const std::vector<ProcessTrace> read = ReadAll(b);
+  REQUIRE(read.size() == 1);
+  const std::map<uint64_t, CollectiveEvent> kept = BySeq(read[0]);
+  CHECK(kept.count(5) == 1);
+  CHECK(kept.count(299) == 0);
+  CHECK(kept.count(300) == 1);
+  CHECK(kept.count(511) == 1);
+  CHECK(kept.count(1000) == 0);  // a block it holds whole is still left out
+  const TraceDiagnosis raw = DiagnoseFiles(traces);
+  CHECK_FALSE(raw.diagnosis.problem);
+  const TraceDiagnosis summed = DiagnoseFiles({a, b});
+  REQUIRE_FALSE(summed.diagnosis.findings.empty());
+  for (const Finding& f : summed.diagnosis.findings) {
+    const auto* x = std::get_if<SummaryGapFacts>(&f.facts);
+    INFO(ncclwatch::decoder::KindName(f.kind));
+    REQUIRE(x != nullptr);  // no finding but what the summaries could not compare
+    for (const auto& g : x->gaps) {
+      CHECK_FALSE(g.differ);
+      CHECK(g.first_seq == 256);
+      CHECK(g.left_out_ranks == std::vector<int>{0});
+      CHECK(g.left_out_nodes == std::vector<std::string>{"node-a (" + a + ")"});
+      CHECK(g.other_ranks == std::vector<int>{1});
+    }
+  }
 }
 
 TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", "[summary]") {
