@@ -246,7 +246,7 @@ void FakeSysfs(const std::filesystem::path& root) {
 
 }  // namespace
 
-TEST_CASE("the P2P hardware path is inventoried; ACS redirection above the GPUs is a note",
+TEST_CASE("the P2P hardware path is inventoried, ACS redirection above the GPUs is a note",
           "[cuda][inventory]") {
   Scenario s;
   const std::string sysfs = s.dir.path() + "/sysfs";

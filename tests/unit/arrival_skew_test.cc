@@ -162,7 +162,7 @@ TEST_CASE("a straggler that starts late is dated, and one that worsens says so",
   }
 }
 
-TEST_CASE("a straggler among collectives its ranks reach together; across hosts, said so",
+TEST_CASE("a straggler among collectives its ranks reach together, across hosts, said so",
           "[straggler]") {
   // Every 4th collective comes right after the one before on every rank (a
   // broadcast after the AllReduce): nobody is last there.

@@ -226,7 +226,7 @@ TEST_CASE("rings wrapped at different points are compared only where both hold t
   CHECK(al.members()[3].first_divergence == 11);
 }
 
-TEST_CASE("a refused call is not numbered; a pending call counts", "[alignment]") {
+TEST_CASE("a refused call is not numbered, a pending call counts", "[alignment]") {
   std::vector<SyntheticProcess> ps = Agreeing(2, 1);
   // Rank 1's ncclBroadcast was refused (invalid argument): it carries the
   // number the next accepted call takes, and is no collective of the stream.

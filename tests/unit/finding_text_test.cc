@@ -248,7 +248,7 @@ TEST_CASE("init_failure: its facts as the JSON contract names them", "[report][j
                   "\"shm_size\":1048576,\"shm_free\":null,\"pids\":[4711]}") != std::string::npos);
 }
 
-TEST_CASE("init_failure: processes of unknown rank are named by pid; the waiting ranks",
+TEST_CASE("init_failure: processes of unknown rank are named by pid, the waiting ranks",
           "[report]") {
   Finding f;
   f.kind = FindingKind::kInitFailure;

@@ -90,7 +90,7 @@ TEST_CASE("gpu sharing: peer access unsupported is p2p, with the ACS bridges", "
   CHECK(detail.find("an IOMMU is enabled") != std::string::npos);
 }
 
-TEST_CASE("gpu sharing: answers are not failures; other calls fall through", "[init]") {
+TEST_CASE("gpu sharing: answers are not failures, other calls fall through", "[init]") {
   CHECK_FALSE(GpuSharingFailed(f::kCudaDeviceEnablePeerAccess, 704));
   CHECK_FALSE(GpuSharingFailed(f::kCuCtxEnablePeerAccess, 704));
   CHECK(GpuSharingFailed(f::kCuMemImportFromShareableHandle, 704));

@@ -141,7 +141,7 @@ TEST_CASE("healthy, tracked: every rank exited 0 and its GPU completed everythin
   CHECK_FALSE(d.live);
 }
 
-TEST_CASE("live and making progress: running; live with nothing completing: never healthy",
+TEST_CASE("live and making progress: running, live with nothing completing: never healthy",
           "[hang]") {
   std::vector<SyntheticProcess> ps = Tracked(2);
   for (SyntheticProcess& p : ps)
@@ -254,7 +254,7 @@ TEST_CASE("never_completed: the rank whose GPU completed fewer collectives", "[h
   CHECK(Extra(x, "call") == "\"AllReduce(count=1024, float32, sum)\"");
 }
 
-TEST_CASE("never_completed: as many completed; the earlier last progress stopped first", "[hang]") {
+TEST_CASE("never_completed: as many completed, the earlier last progress stopped first", "[hang]") {
   std::vector<SyntheticProcess> ps = Tracked(3);
   for (SyntheticProcess& p : ps) p.Collectives(kComm, 0, 4);
   ps[0].At(kS).Progress(kComm, 4);

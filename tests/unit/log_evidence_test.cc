@@ -96,7 +96,7 @@ TEST_CASE("a pid names no rank in a container's numbers or on two hosts", "[logs
   }
 }
 
-TEST_CASE("logs with a problem never leave healthy traces healthy; warnings stay notes", "[logs]") {
+TEST_CASE("logs with a problem never leave healthy traces healthy, warnings stay notes", "[logs]") {
   SECTION("a problem the traces did not see") {
     Diagnosis d;  // healthy
     LogDiagnosis l;

@@ -223,7 +223,7 @@ TEST_CASE("an Xid in dmesg is the root cause of the watchdog timeouts that follo
   CHECK(Has(Text(f).detail, "fell off the bus"));
 }
 
-TEST_CASE("torchrun's exit report: a rank killed by SIGKILL; the kernel's OOM killer first",
+TEST_CASE("torchrun's exit report: a rank killed by SIGKILL, the kernel's OOM killer first",
           "[logs]") {
   Logs l;
   l.File(
@@ -287,7 +287,7 @@ TEST_CASE("P2P mapping failing after init, and a kernel's illegal access", "[log
   CHECK(kernel);
 }
 
-TEST_CASE("a clean log is healthy; a WARN-only log says what it lacks", "[logs]") {
+TEST_CASE("a clean log is healthy, a WARN-only log says what it lacks", "[logs]") {
   Logs clean;
   clean.File(
       "h:1:1 [0] NCCL INFO Bootstrap: Using eth0:192.0.2.2<0>\n"
@@ -362,7 +362,7 @@ TEST_CASE("NCCL's notices (2.32's ATTN): a failure is read as a WARN, the rest a
   CHECK(warnings == 1);
 }
 
-TEST_CASE("hostile files: binary, huge lines, unreadable; never a crash", "[logs]") {
+TEST_CASE("hostile files: binary, huge lines, unreadable, never a crash", "[logs]") {
   jobs::TempDir dir;
   NcclLog log;
   const std::string binary = dir.path() + "/core";
@@ -598,7 +598,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("a refused file leaves nothing behind; CRLF line ends are not part of the text",
+TEST_CASE("a refused file leaves nothing behind, CRLF line ends are not part of the text",
           "[logs][hostile]") {
   jobs::TempDir dir;
   NcclLog log;

@@ -96,7 +96,7 @@ TEST_CASE("a wait for a signal never sent: the first missing number, the wait th
   CHECK(p[0].caller == 0x30);
 }
 
-TEST_CASE("a refused put is no signal; a sender that sent none at all is named", "[signals]") {
+TEST_CASE("a refused put is no signal, a sender that sent none at all is named", "[signals]") {
   ProcessTrace r0, r1;
   Put(&r0, 0, 1, 0, f::kPutSignal, /*ncclInvalidArgument*/ 4);
   Wait(&r1, 1, 0, 0, 1);
