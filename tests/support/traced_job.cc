@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/numbers.h"
 #include "commands/input_files.h"
 #include "model/process_trace.h"
 #include "ncclwatch/ring_format.h"
@@ -101,6 +102,16 @@ bool IsTracePath(const std::string& path) {
   return whole && std::memcmp(magic, NCCLWATCH_RING_MAGIC, sizeof(magic)) == 0;
 }
 
+// The window the job suite's summaries are made with: NCCLWATCH_TEST_SUMMARY_WINDOW
+// (ctest runs diagnose_jobs a second time with a small one), else summarize's
+// default (0).
+int TestSummaryWindow() {
+  const char* w = std::getenv("NCCLWATCH_TEST_SUMMARY_WINDOW");
+  int window = 0;
+  if (w != nullptr && !absl::SimpleAtoi(w, &window)) window = 0;
+  return window;
+}
+
 // `paths` with their traces summarized into `into`: a folder or a trace file
 // becomes its summary (and a folder's logs, named one by one); anything
 // `summarize` refuses (a folder of summaries or of logs, a file that is not
@@ -117,7 +128,12 @@ std::vector<std::string> Summarized(const std::vector<std::string>& paths, const
       continue;
     }
     const std::string summary = into + "/node" + std::to_string(out.size()) + ".ncws";
-    const DiagnosisView s = RunNcclwatch("summarize", {path, "-o", summary}, false);
+    std::vector<std::string> args = {path, "-o", summary};
+    if (const int window = TestSummaryWindow(); window > 0) {
+      args.push_back("--window");
+      args.push_back(std::to_string(window));
+    }
+    const DiagnosisView s = RunNcclwatch("summarize", args, false);
     if (s.exit_code != 0) {
       out.push_back(path);
       continue;

@@ -72,7 +72,8 @@ struct DiagnosisView {
 // output. A live job may move between the two diagnoses: a difference counts
 // only when the traces, diagnosed again after the summaries, still say what
 // they said first. NCCLWATCH_TEST_ONE_WAY=1 turns it off (to look at one
-// failure quickly).
+// failure quickly); NCCLWATCH_TEST_SUMMARY_WINDOW=N summarizes with
+// --window N (ctest runs the failure classes again with 16).
 DiagnosisView Diagnose(const std::vector<std::string>& paths, bool json = true);
 // How `b` differs from `a`: its verdict, exit code and findings (kind, role,
 // communicator, number, ranks, field), one line per difference; empty when
