@@ -23,6 +23,7 @@
 #include "model/process_trace.h"
 #include "ncclwatch/trace_fields.h"
 #include "report/names.h"
+#include "support/netns.h"
 #include "support/traced_job.h"
 #include "trace/socket_address.h"
 
@@ -41,10 +42,11 @@ using ncclwatch::decoder::LoadProcessTrace;
 using ncclwatch::decoder::ProcessTrace;
 
 jobs::RankResult RunProbe(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                          const std::string& program = "preload_probe",
-                          long long fsize_bytes = -1) {
+                          const std::string& program = "preload_probe", long long fsize_bytes = -1,
+                          const std::string& netns = "") {
   jobs::JobSpec spec;
   spec.fsize_bytes = fsize_bytes;
+  spec.ranks[0].netns = netns;
   spec.argv = {program.front() == '/' ? program : jobs::BinDir() + "/" + program};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.env = env;
@@ -941,9 +943,17 @@ TEST_CASE("past 4,096 communicators alive at once, each call still names its com
           "[preload][completion]") {
   // The registry had 4,096 entries: the rest's calls said comm 0, seq 0.
   jobs::TempDir dir;
-  const jobs::RankResult plain =
-      RunProbe({"splits", "4200"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()});
-  const jobs::RankResult r = RunProbe({"splits", "4200"}, Traced(dir.path()));
+  // In a network namespace of its own: 4,200 communicators' bootstrap
+  // sockets (~27,000 at once, and as many in TIME_WAIT for a minute after)
+  // would take this machine's ephemeral ports from the tests beside it,
+  // whose binds then fail with EADDRINUSE.
+  jobs::NetNamespace ns("splits");
+  ns.AddInterface("eth0", "10.230.0.5/24");
+  REQUIRE(ns.ok());
+  const jobs::RankResult plain = RunProbe(
+      {"splits", "4200"}, {"LD_LIBRARY_PATH=" + jobs::SimLibDir()}, "preload_probe", -1, ns.name());
+  const jobs::RankResult r =
+      RunProbe({"splits", "4200"}, Traced(dir.path()), "preload_probe", -1, ns.name());
   INFO("without:\n" << plain.output << "with:\n" << r.output);
   CHECK(plain.output == "4200 splits alive at once, 0 failures\n");
   CHECK(r.output == plain.output);
