@@ -10,8 +10,9 @@
 //     the frameworks        c10d, c10d/store, ddp, torchrun, jax/coordination
 //     a crash's module      nccl, cuda, pytorch (ModuleSubsystem)
 //
-// The names are stable: they are the JSON's `subsystem` values (report.schema.json
-// leaves them open, as a new release of NCCL may add a part), and the
+// The names are stable: they are the JSON's `subsystem` values, which
+// report.schema.json lists (report_schema_test keeps its list and this one
+// the same: a part a new NCCL release adds is added to both), and the
 // catalogue's tests (nccl_warns_test.cc, torch_messages_test.cc) compare them.
 //
 // Thread-safety: the table is constant.

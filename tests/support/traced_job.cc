@@ -103,8 +103,8 @@ bool IsTracePath(const std::string& path) {
 }
 
 // The window the job suite's summaries are made with: NCCLWATCH_TEST_SUMMARY_WINDOW
-// (ctest runs diagnose_jobs a second time with a small one), else summarize's
-// default (0).
+// (ctest runs diagnose_jobs, timing_jobs and hang_jobs a second time with 16),
+// else summarize's default (0).
 int TestSummaryWindow() {
   const char* w = std::getenv("NCCLWATCH_TEST_SUMMARY_WINDOW");
   int window = 0;
