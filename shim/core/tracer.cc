@@ -38,7 +38,10 @@ constexpr uint32_t kShimVersion = 1;
 constexpr uint64_t kInitialRingBytes = 64ull << 10;
 
 __thread ThreadState t_thread __attribute__((tls_model("initial-exec")));
-// Set while this thread creates the trace file (CreateTraceFile).
+// Set while this thread creates the trace file (CreateTraceFile), from
+// before it claims the work (the state kInitializing) to after it is done:
+// a signal handler on this thread then never finds kInitializing without
+// knowing its own thread may hold it.
 __thread int t_creating_file __attribute__((tls_model("initial-exec")));
 
 void CreateTraceFile();  // InitTracer's work, on the start-up stack
@@ -287,27 +290,38 @@ bool NoteNcclLoaded() {
 namespace {
 
 void InitTracer(int final_state, TracedFrom why) {
+  // Marked before the claim, not after it: a handler that ran between the
+  // state's kInitializing and a later mark found the file being made, not
+  // by its own thread as far as it knew, and waited for the code it had
+  // interrupted, forever. Marked first, a handler that interrupts anywhere
+  // from here on goes untraced (EnsureTracing); one that interrupts before
+  // the claim may make the file itself, and the claim below then fails.
+  const int was_creating = t_creating_file;
+  t_creating_file = 1;
   for (;;) {
     int expected = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
     if (expected == kInitializing) {
       // Re-entered from a signal handler on the thread that makes the file:
       // untraced (EnsureTracing). Another thread's first call waits for it.
-      if (t_creating_file) return;
-      while (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kInitializing) sched_yield();
+      if (!was_creating)
+        while (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kInitializing) sched_yield();
+      t_creating_file = was_creating;
       return;
     }
-    if (expected != kUninitialized && expected != kArmed) return;
+    if (expected != kUninitialized && expected != kArmed) {
+      t_creating_file = was_creating;
+      return;
+    }
     if (__atomic_compare_exchange_n(&g_tracer_state, &expected, kInitializing, false,
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
       break;
   }
-  t_creating_file = 1;
   g_want_state = final_state;
   g_traced_from = why;
   // Its buffers (paths, whole records) on the shim's stack: the first NCCL
   // call may come from a thread with a small one.
   RunOnStartupStack([] { CreateTraceFile(); });
-  t_creating_file = 0;
+  t_creating_file = was_creating;
 }
 
 void CreateTraceFile() {
