@@ -1,0 +1,189 @@
+// step_probe: a signal handler that calls NCCL at every instruction of the
+// shim's hot path. On the do-nothing NCCL and CUDA driver (tests/fakes/):
+// after a warm-up, some NCCL calls run single-stepped (x86's trap flag, set
+// from a signal handler's context), and after each instruction that is the
+// shim's (the module that defines ncclAllReduce, found as the program finds
+// it), the SIGTRAP handler calls NCCL itself: ncclGetVersion,
+// ncclCommGetAsyncError on the interrupted call's communicator, and an
+// AllReduce on a communicator of its own; and open(), which the shim
+// stands in front of too. The stepped calls: an AllReduce, a group with a
+// Send, a query, a failing open and a socket, a communicator's init and
+// destroy. A hot path that takes a lock, or
+// waits for state its own thread leaves half-made, hangs here; one that
+// loses or doubles a record shows in the trace (preload_test).
+//
+//   step_probe LIBCUDA
+//
+// stdout: what the program saw (the same with and without the shim);
+// stderr: how many instructions were stepped, how many were the shim's, and
+// how many NCCL calls the handler made.
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <nccl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace {
+
+constexpr greg_t kTrapFlag = 0x100;  // EFLAGS.TF
+
+// The executable segments of the module that defines ncclAllReduce.
+constexpr int kMaxSegments = 8;
+uintptr_t g_lo[kMaxSegments], g_hi[kMaxSegments];
+int g_segments = 0;
+
+constexpr const char* kMissing = "/dev/shm/ncclwatch-step-probe-missing";
+
+ncclComm_t g_comm = nullptr;     // the stepped calls'
+ncclComm_t g_handler = nullptr;  // the handler's own AllReduces'
+float g_handler_buf[4];
+
+volatile sig_atomic_t g_step = 0;  // SIGUSR2 turns stepping on (1) or off (0)
+volatile long g_steps = 0, g_inside = 0, g_nested = 0, g_failures = 0;
+
+bool Inside(uintptr_t pc) {
+  for (int i = 0; i < g_segments; ++i)
+    if (pc >= g_lo[i] && pc < g_hi[i]) return true;
+  return false;
+}
+
+void OnStep(int, siginfo_t*, void* context) {
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  ++g_steps;
+  if (!Inside(static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]))) return;
+  ++g_inside;
+  const int saved = errno;
+  int version = 0;
+  g_failures += ncclGetVersion(&version) != ncclSuccess || version != NCCL_VERSION_CODE;
+  ncclResult_t async = ncclInternalError;
+  g_failures += ncclCommGetAsyncError(g_comm, &async) != ncclSuccess || async != ncclSuccess;
+  g_failures += ncclAllReduce(g_handler_buf, g_handler_buf, 4, ncclFloat32, ncclSum, g_handler,
+                              nullptr) != ncclSuccess;
+  // And a C library call the shim stands in front of.
+  const int fd = open(kMissing, O_RDONLY);
+  g_failures += fd >= 0 || errno != ENOENT;
+  g_nested += 4;
+  errno = saved;
+}
+
+void SetStepping(int, siginfo_t*, void* context) {
+  auto* uc = static_cast<ucontext_t*>(context);
+  if (g_step)
+    uc->uc_mcontext.gregs[REG_EFL] |= kTrapFlag;
+  else
+    uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
+}
+
+void Stepping(bool on) {
+  g_step = on;
+  raise(SIGUSR2);
+}
+
+int FindSegments(dl_phdr_info* info, size_t, void* data) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(data);
+  bool holds = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& p = info->dlpi_phdr[i];
+    if (p.p_type != PT_LOAD) continue;
+    const uintptr_t lo = info->dlpi_addr + p.p_vaddr;
+    holds |= at >= lo && at < lo + p.p_memsz;
+  }
+  if (!holds) return 0;
+  for (int i = 0; i < info->dlpi_phnum && g_segments < kMaxSegments; ++i) {
+    const ElfW(Phdr)& p = info->dlpi_phdr[i];
+    if (p.p_type != PT_LOAD || (p.p_flags & PF_X) == 0) continue;
+    g_lo[g_segments] = info->dlpi_addr + p.p_vaddr;
+    g_hi[g_segments] = g_lo[g_segments] + p.p_memsz;
+    ++g_segments;
+  }
+  return 1;
+}
+
+int Check(ncclResult_t r, const char* what) {
+  if (r == ncclSuccess) return 0;
+  std::printf("step_probe: %s -> %d\n", what, static_cast<int>(r));
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: step_probe LIBCUDA\n");
+    return 2;
+  }
+  if (dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+    std::fprintf(stderr, "step_probe: %s\n", dlerror());
+    return 2;
+  }
+  // The hot path as the program reaches it: the shim's hooks when preloaded.
+  void* entry = dlsym(RTLD_DEFAULT, "ncclAllReduce");
+  dl_iterate_phdr(FindSegments, entry);
+  if (g_segments == 0) {
+    std::fprintf(stderr, "step_probe: no module holds ncclAllReduce\n");
+    return 2;
+  }
+
+  int failures = 0;
+  // One id for each communicator, as NCCL requires.
+  ncclUniqueId id[3];
+  for (int i = 0; i < 3; ++i) std::memset(&id[i], 7 + i, sizeof(id[i]));
+  failures += Check(ncclCommInitRank(&g_comm, 1, id[0], 0), "ncclCommInitRank");
+  failures += Check(ncclCommInitRank(&g_handler, 1, id[1], 0), "ncclCommInitRank (handler's)");
+  float buf[4] = {1, 2, 3, 4};
+  // The warm-up: every call below once, unstepped (symbols bound, the ring
+  // grown, completion tracking set up).
+  auto calls = [&] {
+    failures += Check(ncclAllReduce(buf, buf, 4, ncclFloat32, ncclSum, g_comm, nullptr),
+                      "ncclAllReduce");
+    failures += Check(ncclGroupStart(), "ncclGroupStart");
+    failures += Check(ncclSend(buf, 4, ncclFloat32, 0, g_comm, nullptr), "ncclSend");
+    failures += Check(ncclGroupEnd(), "ncclGroupEnd");
+    int count = 0;
+    failures += Check(ncclCommCount(g_comm, &count), "ncclCommCount") + (count != 8);
+    // C library calls the shim stands in front of: errno as the C library left it.
+    errno = 0;
+    const int fd = open(kMissing, O_RDONLY);
+    failures += fd >= 0 || errno != ENOENT;
+    const int s = socket(AF_INET, SOCK_STREAM, 0);
+    failures += s < 0;
+    if (s >= 0) close(s);
+  };
+  calls();
+  failures += Check(ncclAllReduce(g_handler_buf, g_handler_buf, 4, ncclFloat32, ncclSum, g_handler,
+                                  nullptr),
+                    "ncclAllReduce (handler's)");
+
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_flags = SA_SIGINFO;
+  sa.sa_sigaction = OnStep;
+  sigaction(SIGTRAP, &sa, nullptr);
+  sa.sa_sigaction = SetStepping;
+  sigaction(SIGUSR2, &sa, nullptr);
+
+  Stepping(true);
+  calls();
+  // A communicator made and destroyed, stepped too.
+  ncclComm_t third = nullptr;
+  failures += Check(ncclCommInitRank(&third, 1, id[2], 0), "ncclCommInitRank (stepped)");
+  failures += Check(ncclCommDestroy(third), "ncclCommDestroy (stepped)");
+  Stepping(false);
+
+  failures += Check(ncclCommDestroy(g_handler), "ncclCommDestroy (handler's)");
+  failures += Check(ncclCommDestroy(g_comm), "ncclCommDestroy");
+  std::printf("step_probe: %d failures, %ld in the handler\n", failures,
+              static_cast<long>(g_failures));
+  std::fprintf(stderr, "stepped: %ld instructions, %ld in the hooks' module, %ld calls from the handler\n",
+               static_cast<long>(g_steps), static_cast<long>(g_inside), static_cast<long>(g_nested));
+  return 0;
+}
