@@ -769,59 +769,69 @@ TEST_CASE("a signal handler that calls NCCL at every instruction of the hot path
           "call recorded once",
           "[preload][signals][harm]") {
   // step_probe single-steps an AllReduce, a group with a Send, a query, a
-  // failing open, a socket, and a communicator's init and destroy; after
-  // each instruction of the shim its SIGTRAP handler calls ncclGetVersion,
-  // ncclCommGetAsyncError, an AllReduce of its own and a failing open. A hot path that waits on its own thread's
-  // half-made state hangs here (tracer.cc's claim of the file's making
-  // did, tracer_signal_test); one that loses, doubles or tears a record
-  // shows in the numbers below.
+  // failing open, a socket, and a communicator's init and destroy (and with
+  // --from-start the process's first NCCL call); after each instruction of
+  // the shim its SIGTRAP handler calls ncclGetVersion,
+  // ncclCommGetAsyncError, an AllReduce of its own and a failing open. A
+  // hot path that waits on its own thread's half-made state hangs here
+  // (tracer.cc's claim of the file's making did, tracer_signal_test); one
+  // that loses, doubles or tears a record shows in the numbers below.
   const std::string kStepped = "stepped: ";
-  const jobs::RankResult plain = RunProbe({CUDA_NOOP_PATH}, {}, "step_probe");
-  REQUIRE(plain.exit_code == 0);
-  jobs::TempDir dir;
-  const jobs::RankResult traced = RunProbe(
-      {CUDA_NOOP_PATH}, {"LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir.path()},
-      "step_probe");
-  INFO("without:\n" << plain.output << "with:\n" << traced.output);
-  REQUIRE(traced.exited);
-  REQUIRE_FALSE(traced.killed_at_timeout);
-  CHECK(traced.exit_code == 0);
-  std::string stepped;
-  CHECK(WithoutLine(traced.output, kStepped, &stepped) == WithoutLine(plain.output, kStepped));
-  CHECK(WithoutLine(plain.output, kStepped) == "step_probe: 0 failures, 0 in the handler\n");
-  long steps = 0, inside = 0, nested = 0;
-  REQUIRE(std::sscanf(stepped.c_str(), "%ld instructions, %ld in the hooks' module, %ld calls", &steps,
-                      &inside, &nested) == 3);
-  CHECK(inside > 5000);  // the shim's hooks, stepped through
-  CHECK(nested == 4 * inside);
+  for (const std::string mode : {"", "--from-start"}) {
+    DYNAMIC_SECTION("step_probe " << mode) {
+      std::vector<std::string> args = {CUDA_NOOP_PATH};
+      if (!mode.empty()) args.push_back(mode);
+      const jobs::RankResult plain = RunProbe(args, {}, "step_probe");
+      REQUIRE(plain.exit_code == 0);
+      jobs::TempDir dir;
+      const jobs::RankResult traced = RunProbe(
+          args, {"LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir.path()}, "step_probe");
+      INFO("without:\n" << plain.output << "with:\n" << traced.output);
+      REQUIRE(traced.exited);
+      REQUIRE_FALSE(traced.killed_at_timeout);
+      CHECK(traced.exit_code == 0);
+      std::string stepped;
+      CHECK(WithoutLine(traced.output, kStepped, &stepped) == WithoutLine(plain.output, kStepped));
+      CHECK(WithoutLine(plain.output, kStepped) == "step_probe: 0 failures, 0 in the handler\n");
+      long steps = 0, inside = 0, nested = 0, reduces = 0;
+      REQUIRE(std::sscanf(stepped.c_str(),
+                          "%ld instructions, %ld in the hooks' module, %ld calls from the handler, "
+                          "%ld AllReduces",
+                          &steps, &inside, &nested, &reduces) == 4);
+      CHECK(inside > 5000);  // the shim's hooks, stepped through
+      CHECK(reduces > 5000);
+      CHECK(nested > 3 * inside);
 
-  const ProcessTrace t = OnlyTrace(dir.path());
-  CheckTracedStartToExit(t, "step_probe");
-  CHECK(t.stats.torn_slots == 0);
-  CHECK(t.stats.ring_overwritten == 0);
-  CHECK(t.unparsed_records == 0);
-  // Three communicators: the stepped calls', the handler's, and the one
-  // made and destroyed while stepped.
-  std::map<uint64_t, std::vector<uint64_t>> seqs;
-  for (const auto& c : t.collectives) seqs[c.comm].push_back(c.seq);
-  std::set<uint64_t> comms;
-  for (const auto& m : t.comms) comms.insert(m.comm);
-  CHECK(comms.size() == 3);
-  REQUIRE(seqs.size() == 2);
-  std::vector<uint64_t> handler, stepped_comm;
-  for (auto& [comm, s] : seqs) (s.size() > 2 ? handler : stepped_comm) = s;
-  // The stepped AllReduce, after its warm-up: #0 and #1.
-  CHECK(stepped_comm == std::vector<uint64_t>{0, 1});
-  // The handler's: its warm-up, then one for each of the shim's
-  // instructions, each numbered once, in order.
-  REQUIRE(handler.size() == static_cast<size_t>(1 + inside));
-  size_t in_order = 0;
-  while (in_order < handler.size() && handler[in_order] == in_order) ++in_order;
-  CHECK(in_order == handler.size());
-  std::vector<uint64_t> sends;
-  for (const auto& p : t.p2p) sends.push_back(p.seq);
-  CHECK(sends == std::vector<uint64_t>{0, 1});
-  CHECK(t.groups.size() == 4);
+      const ProcessTrace t = OnlyTrace(dir.path());
+      CheckTracedStartToExit(t, "step_probe");
+      CHECK(t.stats.torn_slots == 0);
+      CHECK(t.stats.ring_overwritten == 0);
+      CHECK(t.unparsed_records == 0);
+      // Three communicators: the stepped calls', the handler's, and the one
+      // made and destroyed while stepped.
+      std::map<uint64_t, std::vector<uint64_t>> seqs;
+      for (const auto& c : t.collectives) seqs[c.comm].push_back(c.seq);
+      std::set<uint64_t> comms;
+      for (const auto& m : t.comms) comms.insert(m.comm);
+      CHECK(comms.size() == 3);
+      REQUIRE(seqs.size() == 2);
+      std::vector<uint64_t> handler, stepped_comm;
+      for (auto& [comm, s] : seqs) (s.size() > 2 ? handler : stepped_comm) = s;
+      // The stepped AllReduce, after its warm-up: #0 and #1.
+      CHECK(stepped_comm == std::vector<uint64_t>{0, 1});
+      // The handler's: the program's one, then one at each of the shim's
+      // instructions once its communicator was made, each numbered once, in
+      // order.
+      REQUIRE(handler.size() == static_cast<size_t>(1 + reduces));
+      size_t in_order = 0;
+      while (in_order < handler.size() && handler[in_order] == in_order) ++in_order;
+      CHECK(in_order == handler.size());
+      std::vector<uint64_t> sends;
+      for (const auto& p : t.p2p) sends.push_back(p.seq);
+      CHECK(sends == std::vector<uint64_t>{0, 1});
+      CHECK(t.groups.size() == 4);
+    }
+  }
 }
 
 TEST_CASE("a trace file truncated while the job runs does not kill the job", "[preload][harm]") {

@@ -12,7 +12,7 @@
 // waits for state its own thread leaves half-made, hangs here; one that
 // loses or doubles a record shows in the trace (preload_test).
 //
-//   step_probe LIBCUDA
+//   step_probe LIBCUDA [--from-start]
 //
 // stdout: what the program saw (the same with and without the shim);
 // stderr: how many instructions were stepped, how many were the shim's, and
@@ -48,7 +48,9 @@ ncclComm_t g_handler = nullptr;  // the handler's own AllReduces'
 float g_handler_buf[4];
 
 volatile sig_atomic_t g_step = 0;  // SIGUSR2 turns stepping on (1) or off (0)
-volatile long g_steps = 0, g_inside = 0, g_nested = 0, g_failures = 0;
+// Set once each communicator's init returned: the handler uses it from then on.
+volatile sig_atomic_t g_comm_ready = 0, g_handler_ready = 0;
+volatile long g_steps = 0, g_inside = 0, g_nested = 0, g_handler_reduces = 0, g_failures = 0;
 
 bool Inside(uintptr_t pc) {
   for (int i = 0; i < g_segments; ++i)
@@ -64,14 +66,22 @@ void OnStep(int, siginfo_t*, void* context) {
   const int saved = errno;
   int version = 0;
   g_failures += ncclGetVersion(&version) != ncclSuccess || version != NCCL_VERSION_CODE;
-  ncclResult_t async = ncclInternalError;
-  g_failures += ncclCommGetAsyncError(g_comm, &async) != ncclSuccess || async != ncclSuccess;
-  g_failures += ncclAllReduce(g_handler_buf, g_handler_buf, 4, ncclFloat32, ncclSum, g_handler,
-                              nullptr) != ncclSuccess;
+  ++g_nested;
+  if (g_comm_ready) {
+    ncclResult_t async = ncclInternalError;
+    g_failures += ncclCommGetAsyncError(g_comm, &async) != ncclSuccess || async != ncclSuccess;
+    ++g_nested;
+  }
+  if (g_handler_ready) {
+    g_failures += ncclAllReduce(g_handler_buf, g_handler_buf, 4, ncclFloat32, ncclSum, g_handler,
+                                nullptr) != ncclSuccess;
+    ++g_nested;
+    ++g_handler_reduces;
+  }
   // And a C library call the shim stands in front of.
   const int fd = open(kMissing, O_RDONLY);
   g_failures += fd >= 0 || errno != ENOENT;
-  g_nested += 4;
+  ++g_nested;
   errno = saved;
 }
 
@@ -117,8 +127,9 @@ int Check(ncclResult_t r, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: step_probe LIBCUDA\n");
+  const bool from_start = argc == 3 && std::strcmp(argv[2], "--from-start") == 0;
+  if (argc != 2 && !from_start) {
+    std::fprintf(stderr, "usage: step_probe LIBCUDA [--from-start]\n");
     return 2;
   }
   if (dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL) == nullptr) {
@@ -132,13 +143,35 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "step_probe: no module holds ncclAllReduce\n");
     return 2;
   }
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_flags = SA_SIGINFO;
+  sa.sa_sigaction = OnStep;
+  sigaction(SIGTRAP, &sa, nullptr);
+  sa.sa_sigaction = SetStepping;
+  sigaction(SIGUSR2, &sa, nullptr);
 
   int failures = 0;
+  // --from-start: the process's first NCCL call stepped too, where the
+  // trace turns from what came before NCCL (the rendezvous) to NCCL's
+  // calls. (Not the first communicator's init: the shim starts its
+  // completion thread there with every signal blocked for a moment, so
+  // that the thread inherits no signal of the program's, and a trap while
+  // SIGTRAP is blocked kills the process.)
+  if (from_start) {
+    Stepping(true);
+    int version = 0;
+    failures += Check(ncclGetVersion(&version), "ncclGetVersion (first)") +
+                (version != NCCL_VERSION_CODE);
+    Stepping(false);
+  }
   // One id for each communicator, as NCCL requires.
   ncclUniqueId id[3];
   for (int i = 0; i < 3; ++i) std::memset(&id[i], 7 + i, sizeof(id[i]));
   failures += Check(ncclCommInitRank(&g_comm, 1, id[0], 0), "ncclCommInitRank");
+  g_comm_ready = 1;
   failures += Check(ncclCommInitRank(&g_handler, 1, id[1], 0), "ncclCommInitRank (handler's)");
+  g_handler_ready = 1;
   float buf[4] = {1, 2, 3, 4};
   // The warm-up: every call below once, unstepped (symbols bound, the ring
   // grown, completion tracking set up).
@@ -163,14 +196,6 @@ int main(int argc, char** argv) {
                                   nullptr),
                     "ncclAllReduce (handler's)");
 
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof(sa));
-  sa.sa_flags = SA_SIGINFO;
-  sa.sa_sigaction = OnStep;
-  sigaction(SIGTRAP, &sa, nullptr);
-  sa.sa_sigaction = SetStepping;
-  sigaction(SIGUSR2, &sa, nullptr);
-
   Stepping(true);
   calls();
   // A communicator made and destroyed, stepped too.
@@ -183,7 +208,10 @@ int main(int argc, char** argv) {
   failures += Check(ncclCommDestroy(g_comm), "ncclCommDestroy");
   std::printf("step_probe: %d failures, %ld in the handler\n", failures,
               static_cast<long>(g_failures));
-  std::fprintf(stderr, "stepped: %ld instructions, %ld in the hooks' module, %ld calls from the handler\n",
-               static_cast<long>(g_steps), static_cast<long>(g_inside), static_cast<long>(g_nested));
+  std::fprintf(stderr,
+               "stepped: %ld instructions, %ld in the hooks' module, %ld calls from the handler, "
+               "%ld AllReduces\n",
+               static_cast<long>(g_steps), static_cast<long>(g_inside), static_cast<long>(g_nested),
+               static_cast<long>(g_handler_reduces));
   return 0;
 }
