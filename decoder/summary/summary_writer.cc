@@ -125,18 +125,29 @@ bool MiddleBlocks(uint64_t lo, uint64_t hi, uint64_t calls, uint64_t window, uin
   return true;
 }
 
-// Counts `seq` toward its block of `w` (`counts`: one a block of [begin, end)).
-void CountInBlock(const Window& w, uint64_t seq, std::vector<uint32_t>* counts) {
-  if (seq < w.begin || seq >= w.end) return;
-  uint32_t& n = (*counts)[(seq - w.begin) / kLeftOutBlock];
-  if (n != UINT32_MAX) ++n;
-}
+// The digests of the calls in a window's middle, and how many calls there
+// are, block by block ([begin, end) on the grid): summed in the one pass
+// over a stream's calls, before it is known which blocks stay whole.
+struct BlockSums {
+  explicit BlockSums(const Window& w)
+      : digests((w.end - w.begin) / kLeftOutBlock, 0), counts(digests.size(), 0) {}
+  // Adds call #seq's digest (`digest()`, asked only for a call of the middle).
+  template <typename Digest>
+  void Add(const Window& w, uint64_t seq, const Digest& digest) {
+    if (seq < w.begin || seq >= w.end) return;
+    const size_t b = (seq - w.begin) / kLeftOutBlock;
+    digests[b] += digest();
+    if (counts[b] != UINT32_MAX) ++counts[b];
+  }
+  std::vector<uint64_t> digests;
+  std::vector<uint32_t> counts;
+};
 
 // Keeps whole each block of `w` whose calls the trace does not hold all of,
-// once each (`counts`, from CountInBlock): a ring that wrapped inside it, or
-// a hold that kept one call of it. Its digest would sum other calls than a
-// peer's digest of the same block, and the merge would call ranks different
-// that are not; kept, the calls it has are read as they are.
+// once each (`counts`, BlockSums'): a ring that wrapped inside it, or a hold
+// that kept one call of it. Its digest would sum other calls than a peer's
+// digest of the same block, and the merge would call ranks different that
+// are not; kept, the calls it has are read as they are.
 void KeepPartialBlocks(const std::vector<uint32_t>& counts, Window* w) {
   for (size_t i = 0; i < counts.size(); ++i)
     if (counts[i] != kLeftOutBlock) w->kept.push_back(w->begin / kLeftOutBlock + i);
@@ -144,37 +155,23 @@ void KeepPartialBlocks(const std::vector<uint32_t>& counts, Window* w) {
   w->kept.erase(std::unique(w->kept.begin(), w->kept.end()), w->kept.end());
 }
 
-std::vector<uint32_t> BlockCounts(const Window& w) {
-  return std::vector<uint32_t>((w.end - w.begin) / kLeftOutBlock, 0);
-}
-
 // Appends to `out` the runs of `w`'s blocks not kept whole, each a copy of
-// `proto` from its first block, a zero digest per block; whether any.
+// `proto` from its first block, with the blocks' digests from `sums`;
+// whether any.
 template <typename Run>
-bool AppendRuns(const Window& w, const Run& proto, std::vector<Run>* out) {
+bool AppendRuns(const Window& w, const BlockSums& sums, const Run& proto, std::vector<Run>* out) {
   const size_t first = out->size();
-  for (uint64_t b = w.begin / kLeftOutBlock; b < w.end / kLeftOutBlock; ++b) {
+  const uint64_t begin = w.begin / kLeftOutBlock;
+  for (uint64_t b = begin; b < w.end / kLeftOutBlock; ++b) {
     if (std::binary_search(w.kept.begin(), w.kept.end(), b)) continue;
     if (out->size() == first || out->back().first_block + out->back().digests.size() != b) {
       out->push_back(proto);
       out->back().first_block = b;
     }
-    out->back().digests.push_back(0);
+    out->back().digests.push_back(sums.digests[b - begin]);
+    out->back().calls += sums.counts[b - begin];
   }
   return out->size() > first;
-}
-
-// Adds call #seq's digest to its block among runs [first, end) of `out`.
-template <typename Run>
-void AddDigest(std::vector<Run>* out, size_t first, size_t end, uint64_t seq, uint64_t digest) {
-  const uint64_t b = seq / kLeftOutBlock;
-  for (size_t k = first; k < end; ++k) {
-    Run& l = (*out)[k];
-    if (b < l.first_block || b - l.first_block >= l.digests.size()) continue;
-    l.digests[b - l.first_block] += digest;
-    ++l.calls;
-    return;
-  }
 }
 
 // The blocks of `s`'s collectives left out, as runs of blocks (none when
@@ -201,21 +198,17 @@ bool LeftOut(const ProcessTrace& p, const CommStream& s, uint64_t window,
     w->kept.push_back(p.collectives[i].seq / kLeftOutBlock);
     break;  // the first: the others queue behind it
   }
-  std::vector<uint32_t> counts = BlockCounts(*w);
-  for (uint32_t i : s.collectives) CountInBlock(*w, p.collectives[i].seq, &counts);
-  KeepPartialBlocks(counts, w);
+  BlockSums sums(*w);
+  for (uint32_t i : s.collectives) {
+    const CollectiveEvent& e = p.collectives[i];
+    sums.Add(*w, e.seq, [&] { return CallDigest(e.seq, CollectiveSignature::Of(e)); });
+  }
+  KeepPartialBlocks(sums.counts, w);
   // The runs of blocks left out, each with its digests.
-  const size_t first_run = out->size();
   LeftOutCalls proto;
   proto.comm = s.comm;
   proto.rank = s.rank;
-  if (!AppendRuns(*w, proto, out)) return false;
-  for (uint32_t i : s.collectives) {
-    const CollectiveEvent& e = p.collectives[i];
-    if (w->LeftOut(e.seq))
-      AddDigest(out, first_run, out->size(), e.seq, CallDigest(e.seq, CollectiveSignature::Of(e)));
-  }
-  return true;
+  return AppendRuns(*w, sums, proto, out);
 }
 
 // A send or receive stream: (communicator, the rank that posted, its peer,
@@ -255,41 +248,31 @@ void LeftOutP2pOf(const ProcessTrace& p, uint64_t window, std::vector<LeftOutP2p
     if (at->second == nullptr || e.t > at->second->enqueued_t || e.result == kResultPending)
       s.first_unfinished = std::min(s.first_unfinished, e.seq);
   }
-  std::map<P2pKey, std::vector<uint32_t>> counts;  // of each stream's window's blocks
+  std::map<P2pKey, BlockSums> sums;  // of each stream's window's blocks
   for (const auto& [key, s] : spans) {
     Window w;
     if (!MiddleBlocks(s.lo, s.hi, s.calls, window, s.first_unfinished, &w)) continue;
-    counts[key] = BlockCounts(w);
+    sums.emplace(key, BlockSums(w));
     (*windows)[key] = std::move(w);
   }
   for (const P2pEvent& e : p.p2p) {
     if (!Counted(e.comm, e.rank, e.peer, e.result)) continue;
     const P2pKey key{e.comm, e.rank, e.peer, e.send};
     if (auto w = windows->find(key); w != windows->end())
-      CountInBlock(w->second, e.seq, &counts[key]);
+      sums.at(key).Add(w->second, e.seq, [&] { return P2pDigest(e.seq, e.count, e.datatype); });
   }
-  std::map<P2pKey, std::pair<size_t, size_t>> runs;  // its runs in `out`: [first, end)
   for (auto it = windows->begin(); it != windows->end();) {
     const P2pKey& key = it->first;
     Window& w = it->second;
-    KeepPartialBlocks(counts[key], &w);
+    const BlockSums& block_sums = sums.at(key);
+    KeepPartialBlocks(block_sums.counts, &w);
     LeftOutP2p proto;
     std::tie(proto.comm, proto.rank, proto.peer, proto.send) = key;
-    const size_t first = out->size();
-    if (!AppendRuns(w, proto, out)) {
+    if (!AppendRuns(w, block_sums, proto, out)) {
       it = windows->erase(it);
       continue;
     }
-    runs[key] = {first, out->size()};
     ++it;
-  }
-  for (const P2pEvent& e : p.p2p) {
-    if (!Counted(e.comm, e.rank, e.peer, e.result)) continue;
-    const P2pKey key{e.comm, e.rank, e.peer, e.send};
-    auto w = windows->find(key);
-    if (w == windows->end() || !w->second.LeftOut(e.seq)) continue;
-    const auto [first, end] = runs.at(key);
-    AddDigest(out, first, end, e.seq, P2pDigest(e.seq, e.count, e.datatype));
   }
 }
 
