@@ -331,6 +331,13 @@ void JobAnalysis::AddProcess(const ProcessTrace& t) {
   }
   rv.sockets = RendezvousSocketsOf(t);
   rv.ended_ok = p.fate.kind == Fate::kExited && p.fate.exit_code == 0 && p.fate.signo == 0;
+  // The memberships, indexed: the first process to hold each (communicator,
+  // rank), and each communicator's size as its members reported it.
+  for (const CommMembership& m : p.comms) {
+    member_process_.emplace(std::make_pair(m.comm, m.rank), index);
+    int& size = comm_size_.try_emplace(m.comm, -1).first->second;
+    size = std::max(size, m.nranks);
+  }
   processes_.push_back(std::move(p));
 }
 
@@ -351,18 +358,13 @@ void JobAnalysis::Finish() {
 }
 
 int JobAnalysis::ProcessOf(uint64_t comm, int32_t comm_rank) const {
-  for (const ProcessFacts& p : processes_)
-    for (const CommMembership& m : p.comms)
-      if (m.comm == comm && m.rank == comm_rank) return p.index;
-  return -1;
+  auto it = member_process_.find({comm, comm_rank});
+  return it == member_process_.end() ? -1 : it->second;
 }
 
 int JobAnalysis::CommSize(uint64_t comm) const {
-  int n = -1;
-  for (const ProcessFacts& p : processes_)
-    for (const CommMembership& m : p.comms)
-      if (m.comm == comm) n = std::max(n, m.nranks);
-  return n;
+  auto it = comm_size_.find(comm);
+  return it == comm_size_.end() ? -1 : it->second;
 }
 
 int JobAnalysis::GlobalRank(int process, uint64_t comm, int32_t comm_rank) const {
