@@ -32,10 +32,24 @@ namespace f = fields;
 
 int g_lock = 0;  // one look at a time (dlopen and dlsym from several threads)
 
-void Lock() {
+// Set while this thread looks, from before it takes the lock to after it
+// lets it go. A signal handler that interrupts the look and comes back here
+// on the same thread (its exit(), a dlopen, a dlsym of an NCCL name) skips
+// its own look: waiting for the lock would wait, forever, for the frame it
+// interrupted, which finishes the look when the handler returns (an exit()
+// in the handler loses only what that look would have noted).
+__thread int t_looking __attribute__((tls_model("initial-exec")));
+
+// Runs `fn` under the lock, unless this thread is in a look already.
+template <typename Fn>
+void Look(Fn&& fn) {
+  if (t_looking) return;
+  t_looking = 1;
   while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE) != 0) sched_yield();
+  fn();
+  __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE);
+  t_looking = 0;
 }
-void Unlock() { __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE); }
 
 // What was noted already, by (reason, path hash).
 constexpr int kMaxNoted = 64;
@@ -165,8 +179,8 @@ int ScanCallback(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
+// Under the lock (Look).
 void Check() {
-  Lock();
   Scan s;
   s.self = reinterpret_cast<uintptr_t>(&CheckNcclVisibility);
   dl_iterate_phdr(ScanCallback, &s);
@@ -189,7 +203,6 @@ void Check() {
     for (int i = 0; i < g_deep_count; ++i) Note(NcclNotSeen::kDeepBind, g_deep[i]);
     g_deep_count = 0;
   }
-  Unlock();
 }
 
 }  // namespace
@@ -200,32 +213,28 @@ void Check() {
 
 void NoteNcclNotSeen(NcclNotSeen reason, const char* path) {
   ErrnoGuard keep;
-  RunOnStartupStack([&] {
-    Lock();
-    Note(reason, path != nullptr ? path : "");
-    Unlock();
-  });
+  RunOnStartupStack([&] { Look([&] { Note(reason, path != nullptr ? path : ""); }); });
 }
 
 void CheckNcclVisibility() {
   ErrnoGuard keep;
   if (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff) return;
-  RunOnStartupStack([] { Check(); });
+  RunOnStartupStack([] { Look(Check); });
 }
 
 void NoteDeepBindDlopen(const char* name) {
   if (name == nullptr || __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff) return;
   ErrnoGuard keep;
   RunOnStartupStack([&] {
-    Check();
-    Lock();
-    if (g_has_nccl) {
-      Note(NcclNotSeen::kDeepBind, name);
-    } else if (g_deep_count < kMaxDeep) {
-      CopyName(g_deep[g_deep_count], sizeof(g_deep[0]), name);
-      ++g_deep_count;
-    }
-    Unlock();
+    Look([&] {
+      Check();
+      if (g_has_nccl) {
+        Note(NcclNotSeen::kDeepBind, name);
+      } else if (g_deep_count < kMaxDeep) {
+        CopyName(g_deep[g_deep_count], sizeof(g_deep[0]), name);
+        ++g_deep_count;
+      }
+    });
   });
 }
 

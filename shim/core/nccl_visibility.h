@@ -40,7 +40,9 @@
 // NCCL calls until SIGKILL) is still found at its next dlopen or exit only.
 //
 // Not on the hot path: everything here walks the module list under the
-// loader's lock or reads files; never from a signal handler.
+// loader's lock or reads files; not async-signal-safe. A signal handler
+// that reaches it (its exit(), a dlopen) on a thread that is looking
+// already skips its own look rather than wait for the frame it interrupted.
 
 #ifndef NCCLWATCH_SHIM_CORE_NCCL_VISIBILITY_H_
 #define NCCLWATCH_SHIM_CORE_NCCL_VISIBILITY_H_

@@ -147,7 +147,20 @@ void Update(bool at_load) {
 
 }  // namespace
 
-void UpdateNcclExports() { Update(false); }
+// Set while this thread updates (not at load: the shim's TLS offsets are
+// relocations that may not be applied yet then), from before the lock.
+// A signal handler on this thread whose NCCL call comes back here
+// (ResolveRealNccl: the first NCCL call, an entry point the loaded NCCL
+// lacks) while the frame it interrupted holds the lock leaves the exports
+// as they are: the spin would wait for that frame forever.
+__thread int t_updating __attribute__((tls_model("initial-exec")));
+
+void UpdateNcclExports() {
+  if (t_updating) return;
+  t_updating = 1;
+  Update(false);
+  t_updating = 0;
+}
 
 bool NcclExportHidden(int index) {
   return index >= 0 && index < kNcclFunctions &&

@@ -51,7 +51,8 @@ namespace ncclwatch::shim {
 
 // Shows the exports of the entry points some loaded module defines and
 // hides the rest, unless no module defines any (no NCCL loaded yet) or
-// nothing was loaded or unloaded since the last time.
+// nothing was loaded or unloaded since the last time. A call from a signal
+// handler on a thread that is updating already returns at once.
 void UpdateNcclExports();
 
 // Whether the shim's export of entry point `index` (nccl_functions.inc's

@@ -834,6 +834,58 @@ TEST_CASE("a signal handler that calls NCCL at every instruction of the hot path
   }
 }
 
+TEST_CASE("a signal handler at every instruction of the shim's dlopen hook: its NCCL call and its "
+          "exit() never wait",
+          "[preload][signals][harm]") {
+  // dlopen_step_probe single-steps a program's dlopen of NCCL (a framework's
+  // way). The shim's hook looks at the modules and updates its exports
+  // under locks of its own; a handler that came back to them on the same
+  // thread spun there forever: an NCCL call (the first, which resolves
+  // NCCL's functions and so updates the exports) at any instruction of the
+  // update, and an exit() (a SIGTERM handler's) at any of the look's.
+  const std::string kStepped = "stepped: ";
+  const jobs::RankResult plain = RunProbe({NCCL_NOOP_PATH}, {}, "dlopen_step_probe");
+  REQUIRE(plain.exit_code == 0);
+  CHECK(WithoutLine(plain.output, kStepped) == "dlopen_step_probe: NCCL loaded, ncclGetVersion -> 0\n");
+  jobs::TempDir dir;
+  const std::vector<std::string> env = {"LD_PRELOAD=" + jobs::ShimPath(),
+                                        "NCCLWATCH_DIR=" + dir.path()};
+  const jobs::RankResult traced = RunProbe({NCCL_NOOP_PATH}, env, "dlopen_step_probe");
+  INFO("without:\n" << plain.output << "with:\n" << traced.output);
+  REQUIRE(traced.exited);
+  REQUIRE_FALSE(traced.killed_at_timeout);
+  CHECK(traced.exit_code == 0);
+  // The handler's calls before NCCL is mapped get the shim's answer (a
+  // program without the shim finds no ncclGetVersion to call), said once.
+  const std::string kNoNccl = "ncclwatch: ncclGetVersion: no NCCL library provides it";
+  std::string stepped, said;
+  CHECK(WithoutLine(WithoutLine(traced.output, kNoNccl, &said), kStepped, &stepped) ==
+        WithoutLine(plain.output, kStepped));
+  CHECK(said == "; returning ncclSystemError (said once)");
+  long steps = 0, inside = 0, calls = 0;
+  REQUIRE(std::sscanf(stepped.c_str(),
+                      "%ld instructions, %ld in the hooks' module, %ld calls from the handler",
+                      &steps, &inside, &calls) == 3);
+  // The shim's hook, stepped through: its look at the modules loaded before
+  // and its update of the exports (~540 instructions).
+  CHECK(inside > 300);
+  CHECK(calls == inside);
+  // exit() from the handler at 24 instructions spread over the hook.
+  constexpr long kPoints = 24;
+  for (long k = 0; k < kPoints; ++k) {
+    const long at = k * inside / kPoints + k % 7;
+    jobs::TempDir exit_dir;
+    const jobs::RankResult exited =
+        RunProbe({NCCL_NOOP_PATH, "--exit-at", std::to_string(at)},
+                 {"LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + exit_dir.path()},
+                 "dlopen_step_probe");
+    INFO("exit() at the shim's instruction " << at << " of " << inside << ":\n" << exited.output);
+    REQUIRE(exited.exited);
+    REQUIRE_FALSE(exited.killed_at_timeout);
+    CHECK(exited.exit_code == 7);
+  }
+}
+
 TEST_CASE("a trace file truncated while the job runs does not kill the job", "[preload][harm]") {
   // The writer's stores past the file's new end raised SIGBUS (exit 135).
   const std::string kCut = "trace files truncated: ";
