@@ -54,8 +54,9 @@ bool CompletionTrackingEnabled();
 // trace of a clean exit says how much of its work had completed.
 void FinalPoll();
 
-// From a fatal signal's handler before the process dies, and from _exit and
-// _Exit (async-signal-safe: atomics, a futex wake, nanosleep): asks the
+// From a fatal signal's handler before the process dies, and from _exit,
+// _Exit, quick_exit and the exec family, which a handler may call
+// (async-signal-safe: atomics, a futex wake, nanosleep): asks the
 // poller for one more round and waits for it, at most a second, so a
 // sticky CUDA error the process met just before it ended (an abort after a
 // failed CUDA call, as PyTorch's watchdog does) reaches the trace. Only the

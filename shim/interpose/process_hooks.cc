@@ -129,10 +129,14 @@ bool EndIsOurs() { return TracingNow() && !InAnotherProcess(); }
 
 // Before an exec: the trace ends here, as a handover (ProcessEnd EXEC), with
 // one last completion query, as at exit. If the exec returns, it failed and
-// the process lives on: a second record (EXEC_FAILED) voids the first.
+// the process lives on: a second record (EXEC_FAILED) voids the first. The
+// query is the poller's (FinalPollFromSignal): exec is async-signal-safe, a
+// handler may re-exec the program (on SIGHUP), and the thread it
+// interrupted may hold a lock of the CUDA driver's that a query on this
+// thread would wait for forever.
 void BeforeExec() {
   if (!EndIsOurs()) return;
-  FinalPoll();
+  FinalPollFromSignal();
   RecordProcessEnd(ncclwatch::fields::process_end::kHowExec, 0, false);
 }
 int AfterExec(int r) {
@@ -368,10 +372,11 @@ __attribute__((visibility("default"), noreturn)) void _Exit(int status) noexcept
 }
 
 // quick_exit runs the at_quick_exit handlers and ends the process with an
-// _exit of its own, inside glibc, that the _exit hook never sees.
+// _exit of its own, inside glibc, that the _exit hook never sees. A signal
+// handler may call it (C11): the last query is the poller's, as at _exit.
 __attribute__((visibility("default"), noreturn)) void quick_exit(int status) noexcept {
   if (EndIsOurs()) {
-    FinalPoll();
+    FinalPollFromSignal();
     RecordProcessEnd(ncclwatch::fields::process_end::kHowQuickExit, status);
   }
   ResolveLibc();
