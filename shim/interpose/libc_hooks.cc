@@ -22,11 +22,13 @@
 //
 // HOT PATH (every one of these calls the process makes): no allocation, no
 // lock, no system call of the shim's own, async-signal-safe, errno as glibc
-// left it. The one exception is the first call of each function, which
-// resolves glibc's definition with dlsym (a definition glibc lacks is
-// remembered as missing, not looked up again); a call that arrives while
-// that resolution is under way on the same thread (an allocator's mmap
-// inside dlsym) goes to the kernel directly.
+// left it. glibc's definitions are looked up with dlsym in the shim's
+// constructor (a definition glibc lacks is remembered as missing, not
+// looked up again); the one exception is a function's first call before
+// that (another library's constructor), which looks its own up: a call
+// that arrives while a look-up is under way on the same thread (an
+// allocator's mmap inside dlsym) goes to the kernel directly where it has a
+// system call (open, mmap), and fails with ENOSYS otherwise.
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -73,9 +75,28 @@ Fn Resolve(Fn* slot, const char* name) {
   return fn;
 }
 
-#define REAL(name)                                \
-  static decltype(&::name) real_##name = nullptr; \
-  decltype(&::name) real = Resolve(&real_##name, #name)
+// Every function hooked here, for their slots and the look-up at start.
+#define NCCLWATCH_LIBC_HOOKS(X)                                                                  \
+  X(socket) X(bind) X(listen) X(connect) X(accept) X(accept4) X(setsockopt) X(getsockopt)        \
+  X(getifaddrs) X(shm_open) X(open) X(open64) X(mkstemp) X(unlink) X(fallocate) X(fallocate64) \
+  X(posix_fallocate) X(posix_fallocate64) X(ftruncate) X(ftruncate64) X(mmap) X(mmap64)
+
+#define NCCLWATCH_SLOT(name) decltype(&::name) real_##name = nullptr;
+NCCLWATCH_LIBC_HOOKS(NCCLWATCH_SLOT)
+#undef NCCLWATCH_SLOT
+
+// Each definition looked up in the shim's constructor, not at its first
+// call: a signal handler's first call of one function while its thread was
+// looking up another (t_resolving) found no definition and failed with
+// ENOSYS. A call before the constructor (another library's constructor, an
+// allocator's mmap) still looks its own up then.
+__attribute__((constructor)) void ResolveLibcHooks() {
+#define NCCLWATCH_RESOLVE(name) Resolve(&real_##name, #name);
+  NCCLWATCH_LIBC_HOOKS(NCCLWATCH_RESOLVE)
+#undef NCCLWATCH_RESOLVE
+}
+
+#define REAL(name) decltype(&::name) real = Resolve(&real_##name, #name)
 
 #define CALLER __builtin_return_address(0)
 

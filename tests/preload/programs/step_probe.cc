@@ -5,10 +5,11 @@
 // shim's (the module that defines ncclAllReduce, found as the program finds
 // it), the SIGTRAP handler calls NCCL itself: ncclGetVersion,
 // ncclCommGetAsyncError on the interrupted call's communicator, and an
-// AllReduce on a communicator of its own; and open(), which the shim
-// stands in front of too. The stepped calls: an AllReduce, a group with a
+// AllReduce on a communicator of its own; and open() and accept4(), which
+// the shim stands in front of too. The stepped calls: an AllReduce, a group with a
 // Send, a query, a failing open and a socket, a communicator's init and
-// destroy. A hot path that takes a lock, or
+// destroy; with --from-start, the process's first listen (the handler
+// then at the loader's instructions) and first NCCL call. A hot path that takes a lock, or
 // waits for state its own thread leaves half-made, hangs here; one that
 // loses or doubles a record shows in the trace (preload_test).
 //
@@ -48,11 +49,22 @@ ncclComm_t g_handler = nullptr;  // the handler's own AllReduces'
 float g_handler_buf[4];
 
 volatile sig_atomic_t g_step = 0;  // SIGUSR2 turns stepping on (1) or off (0)
+// The handler calls at the loader's instructions instead of the shim's
+// (a first C library call: the shim's look-up of glibc's definition with
+// dlsym runs in the loader).
+volatile sig_atomic_t g_in_loader = 0;
+uintptr_t g_loader_lo[kMaxSegments], g_loader_hi[kMaxSegments];
+int g_loader_segments = 0;
 // Set once each communicator's init returned: the handler uses it from then on.
 volatile sig_atomic_t g_comm_ready = 0, g_handler_ready = 0;
 volatile long g_steps = 0, g_inside = 0, g_nested = 0, g_handler_reduces = 0, g_failures = 0;
 
 bool Inside(uintptr_t pc) {
+  if (g_in_loader) {
+    for (int i = 0; i < g_loader_segments; ++i)
+      if (pc >= g_loader_lo[i] && pc < g_loader_hi[i]) return true;
+    return false;
+  }
   for (int i = 0; i < g_segments; ++i)
     if (pc >= g_lo[i] && pc < g_hi[i]) return true;
   return false;
@@ -81,7 +93,9 @@ void OnStep(int, siginfo_t*, void* context) {
   // And a C library call the shim stands in front of.
   const int fd = open(kMissing, O_RDONLY);
   g_failures += fd >= 0 || errno != ENOENT;
-  ++g_nested;
+  errno = 0;
+  g_failures += accept4(-1, nullptr, nullptr, 0) != -1 || errno != EBADF;
+  g_nested += 2;
   errno = saved;
 }
 
@@ -114,6 +128,19 @@ int FindSegments(dl_phdr_info* info, size_t, void* data) {
     g_lo[g_segments] = info->dlpi_addr + p.p_vaddr;
     g_hi[g_segments] = g_lo[g_segments] + p.p_memsz;
     ++g_segments;
+  }
+  return 1;
+}
+
+// The executable segments of the dynamic loader (ld-linux).
+int FindLoader(dl_phdr_info* info, size_t, void*) {
+  if (info->dlpi_name == nullptr || std::strstr(info->dlpi_name, "ld-linux") == nullptr) return 0;
+  for (int i = 0; i < info->dlpi_phnum && g_loader_segments < kMaxSegments; ++i) {
+    const ElfW(Phdr)& p = info->dlpi_phdr[i];
+    if (p.p_type != PT_LOAD || (p.p_flags & PF_X) == 0) continue;
+    g_loader_lo[g_loader_segments] = info->dlpi_addr + p.p_vaddr;
+    g_loader_hi[g_loader_segments] = g_loader_lo[g_loader_segments] + p.p_memsz;
+    ++g_loader_segments;
   }
   return 1;
 }
@@ -159,6 +186,16 @@ int main(int argc, char** argv) {
   // that the thread inherits no signal of the program's, and a trap while
   // SIGTRAP is blocked kills the process.)
   if (from_start) {
+    // The process's first listen, the handler's calls at the loader's
+    // instructions: the shim looked glibc's definition up there, at the
+    // first call, and a handler's first accept4 then failed with ENOSYS.
+    dl_iterate_phdr(FindLoader, nullptr);
+    g_in_loader = 1;
+    Stepping(true);
+    errno = 0;
+    failures += listen(-1, 0) != -1 || errno != EBADF;
+    Stepping(false);
+    g_in_loader = 0;
     Stepping(true);
     int version = 0;
     failures += Check(ncclGetVersion(&version), "ncclGetVersion (first)") +
