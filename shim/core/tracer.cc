@@ -57,10 +57,13 @@ uint32_t g_next_thread = 0;
 uint64_t g_next_group = 0;
 
 // Modules already recorded, by load bias (RecordNewModules runs rarely and
-// under the loader lock, so a plain array is enough).
+// under the loader lock, so a plain array is enough: that lock is recursive,
+// and a signal handler on the thread that records, whose NCCL call records
+// modules too, is kept out by t_recording_modules).
 constexpr int kMaxModules = 1024;
 uintptr_t g_module_bases[kMaxModules];
 int g_module_count = 0;
+__thread int t_recording_modules __attribute__((tls_model("initial-exec")));
 
 void Warn(const char* msg) {
   char line[768];
@@ -221,9 +224,13 @@ void GrowTraceRingForAdopted() {
 bool TraceRingIsSmall() { return g_ring.is_open() && g_ring.CanGrow(); }
 
 void RecordNewModules() {
-  if (!g_ring.is_open()) return;
+  // On a thread that is recording already (a signal handler's NCCL call):
+  // the frame it interrupted records what is new when it resumes.
+  if (!g_ring.is_open() || t_recording_modules) return;
+  t_recording_modules = 1;
   // ModuleCallback keeps a whole record on the stack.
   RunOnStartupStack([] { dl_iterate_phdr(ModuleCallback, nullptr); });
+  t_recording_modules = 0;
 }
 
 void TracerForkChild() {
