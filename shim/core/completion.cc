@@ -340,10 +340,22 @@ void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint3
         return;
       }
     }
-    if (g.count < kGroupNotes) {
-      g.notes[g.count] = note;
-      g.notes[g.count].ops = 1;
-      ++g.count;
+    if (const int n = __atomic_load_n(&g.count, __ATOMIC_RELAXED); n < kGroupNotes) {
+      // The slot is cleared, then claimed in one instruction, then filled: a
+      // signal handler on this thread whose operation on another
+      // communicator is noted in between takes a slot of its own (filled
+      // first and claimed after, the interrupted note overwrote it, and the
+      // handler's operation got no marker).
+      g.notes[n].comm = nullptr;
+      __atomic_signal_fence(__ATOMIC_SEQ_CST);
+      const int c = __atomic_fetch_add(&g.count, 1, __ATOMIC_RELAXED);
+      if (c >= kGroupNotes) {  // the handler took the last one
+        __atomic_store_n(&g.count, kGroupNotes, __ATOMIC_RELAXED);
+        return;
+      }
+      __atomic_signal_fence(__ATOMIC_SEQ_CST);
+      g.notes[c] = note;
+      g.notes[c].ops = 1;
     }
     return;  // more communicators than notes: a later marker covers the rest
   }
