@@ -340,22 +340,22 @@ void MarkTrackedOperation(CommState* comm, const void* stream, int result, uint3
         return;
       }
     }
-    if (const int n = __atomic_load_n(&g.count, __ATOMIC_RELAXED); n < kGroupNotes) {
-      // The slot is cleared, then claimed in one instruction, then filled: a
-      // signal handler on this thread whose operation on another
-      // communicator is noted in between takes a slot of its own (filled
-      // first and claimed after, the interrupted note overwrote it, and the
-      // handler's operation got no marker).
-      g.notes[n].comm = nullptr;
+    // Claimed, then filled. Every slot at or past `count` holds no
+    // communicator (FlushGroupOperations clears those it used), so a signal
+    // handler on this thread whose operation on another communicator is
+    // noted between the claim and the fill passes over the claimed slot and
+    // claims the next: neither note overwrites the other (filled first and
+    // claimed after, the handler's was lost, and its operation got no
+    // marker).
+    int n = __atomic_load_n(&g.count, __ATOMIC_RELAXED);
+    while (n < kGroupNotes && !__atomic_compare_exchange_n(&g.count, &n, n + 1, false,
+                                                           __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    if (n < kGroupNotes) {
+      GroupNote first = note;
+      first.ops = 1;
       __atomic_signal_fence(__ATOMIC_SEQ_CST);
-      const int c = __atomic_fetch_add(&g.count, 1, __ATOMIC_RELAXED);
-      if (c >= kGroupNotes) {  // the handler took the last one
-        __atomic_store_n(&g.count, kGroupNotes, __ATOMIC_RELAXED);
-        return;
-      }
-      __atomic_signal_fence(__ATOMIC_SEQ_CST);
-      g.notes[c] = note;
-      g.notes[c].ops = 1;
+      g.notes[n] = first;
     }
     return;  // more communicators than notes: a later marker covers the rest
   }
@@ -370,8 +370,10 @@ void FlushGroupOperations(int result) {
   GroupNotes& g = t_group;
   if (g.count == 0) return;
   ErrnoGuard keep;
-  for (int i = 0; i < g.count; ++i) {
+  const int count = __atomic_load_n(&g.count, __ATOMIC_RELAXED);
+  for (int i = 0; i < count; ++i) {
     const GroupNote& note = g.notes[i];
+    if (note.comm == nullptr) continue;  // claimed, not filled yet (MarkTrackedOperation)
     CompletionTrack* track = TrackOf(note.comm);
     if (track == nullptr) continue;
     if (result == kNcclSuccess) {
@@ -380,7 +382,10 @@ void FlushGroupOperations(int result) {
       WriteUntracked(note.comm, note.call, note.seq, f::untracked::kInProgress);
     }
   }
-  g.count = 0;
+  // The slots emptied before they are given back (MarkTrackedOperation).
+  for (int i = 0; i < count; ++i) g.notes[i].comm = nullptr;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  __atomic_store_n(&g.count, 0, __ATOMIC_RELAXED);
 }
 
 void EndCompletion(const void* handle) {

@@ -30,25 +30,31 @@ namespace {
 
 namespace f = fields;
 
-int g_lock = 0;  // one look at a time (dlopen and dlsym from several threads)
+// One look at a time (dlopen and dlsym from several threads). The lock
+// holds its holder's name, the address of the holder's t_me: a signal
+// handler that comes back here on the thread that holds it (its exit(), a
+// dlopen, a dlsym of an NCCL name) skips its own look, where waiting would
+// wait, forever, for the frame it interrupted (which finishes the look when
+// the handler returns; an exit() in the handler loses only what that look
+// would have noted). Taking the lock and naming the holder are one
+// instruction: no moment when the lock is held by a thread it does not name.
+uintptr_t g_lock = 0;
+__thread char t_me __attribute__((tls_model("initial-exec")));
 
-// Set while this thread looks, from before it takes the lock to after it
-// lets it go. A signal handler that interrupts the look and comes back here
-// on the same thread (its exit(), a dlopen, a dlsym of an NCCL name) skips
-// its own look: waiting for the lock would wait, forever, for the frame it
-// interrupted, which finishes the look when the handler returns (an exit()
-// in the handler loses only what that look would have noted).
-__thread int t_looking __attribute__((tls_model("initial-exec")));
+uintptr_t Me() { return reinterpret_cast<uintptr_t>(&t_me); }
 
-// Runs `fn` under the lock, unless this thread is in a look already.
+// Runs `fn` under the lock, unless this thread holds it already.
 template <typename Fn>
 void Look(Fn&& fn) {
-  if (t_looking) return;
-  t_looking = 1;
-  while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE) != 0) sched_yield();
+  uintptr_t held = 0;
+  while (!__atomic_compare_exchange_n(&g_lock, &held, Me(), false, __ATOMIC_ACQUIRE,
+                                      __ATOMIC_RELAXED)) {
+    if (held == Me()) return;
+    held = 0;
+    sched_yield();
+  }
   fn();
   __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE);
-  t_looking = 0;
 }
 
 // What was noted already, by (reason, path hash).
@@ -220,6 +226,27 @@ void CheckNcclVisibility() {
   ErrnoGuard keep;
   if (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff) return;
   RunOnStartupStack([] { Look(Check); });
+}
+
+// Whether the forking thread took the lock before its fork (written only
+// by the lock's holder).
+bool g_taken_for_fork = false;
+
+void NcclVisibilityBeforeFork() {
+  uintptr_t held = 0;
+  while (!__atomic_compare_exchange_n(&g_lock, &held, Me(), false, __ATOMIC_ACQUIRE,
+                                      __ATOMIC_RELAXED)) {
+    if (held == Me()) return;  // a fork from a handler that interrupted this thread's look
+    held = 0;
+    sched_yield();
+  }
+  g_taken_for_fork = true;
+}
+
+void NcclVisibilityAfterFork() {
+  if (!g_taken_for_fork) return;
+  g_taken_for_fork = false;
+  __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE);
 }
 
 void NoteDeepBindDlopen(const char* name) {

@@ -42,7 +42,8 @@
 // Not on the hot path: everything here walks the module list under the
 // loader's lock or reads files; not async-signal-safe. A signal handler
 // that reaches it (its exit(), a dlopen) on a thread that is looking
-// already skips its own look rather than wait for the frame it interrupted.
+// already skips its own look rather than wait for the frame it interrupted;
+// a fork waits for a look another thread is making (NcclVisibilityBeforeFork).
 
 #ifndef NCCLWATCH_SHIM_CORE_NCCL_VISIBILITY_H_
 #define NCCLWATCH_SHIM_CORE_NCCL_VISIBILITY_H_
@@ -90,6 +91,16 @@ void CheckNcclVisibility();
 // From the dlopen hook: `name` is being loaded with RTLD_DEEPBIND; noted
 // when (or once) the process has NCCL.
 void NoteDeepBindDlopen(const char* name);
+
+// Around a fork (pthread_atfork): before it, waits for a look another
+// thread is making and keeps the next from starting; after it, in the
+// parent and in the child, lets them go. A look walks the modules under
+// the loader's lock (dl_iterate_phdr), which glibc does not let go in a
+// child forked while another thread held it: the child's first dlopen
+// waited for it forever (a DataLoader's worker forked while the main
+// thread was in a dlopen's look).
+void NcclVisibilityBeforeFork();
+void NcclVisibilityAfterFork();
 
 }  // namespace ncclwatch::shim
 

@@ -239,6 +239,10 @@ void TracerForkChild() {
   // was making the file, and is not in the child): the parent's file goes.
   if (__atomic_load_n(&g_nccl_loaded, __ATOMIC_ACQUIRE)) g_nccl_inherited = 1;
   const int s = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
+  // A fork from a signal handler that interrupted this thread's making of
+  // the file or recording of modules: the child's own work starts unmarked.
+  t_creating_file = 0;
+  t_recording_modules = 0;
   if (s != kTracing && s != kLoaded && s != kInitializing) return;
   __atomic_store_n(&g_tracer_state, kArmed, __ATOMIC_RELEASE);
   g_ring.DropInChild();
@@ -309,10 +313,12 @@ void InitTracer(int final_state, TracedFrom why) {
     int expected = __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE);
     if (expected == kInitializing) {
       // Re-entered from a signal handler on the thread that makes the file:
-      // untraced (EnsureTracing). Another thread's first call waits for it.
+      // untraced (EnsureTracing). Another thread's first call waits for it,
+      // unmarked again while it waits: a handler that interrupts the wait
+      // waits too, and is traced.
+      t_creating_file = was_creating;
       if (!was_creating)
         while (__atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kInitializing) sched_yield();
-      t_creating_file = was_creating;
       return;
     }
     if (expected != kUninitialized && expected != kArmed) {

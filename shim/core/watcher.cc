@@ -1,7 +1,8 @@
 // The watcher's threads (watcher.h). Not on the hot path: nothing here runs
 // on the program's threads except StartWatcher (when a communicator is made),
 // FinalPoll (in the exit() hook) and FinalPollFromSignal (in a fatal signal's
-// handler and _exit: async-signal-safe, it only asks the poller and waits).
+// handler, _exit, _Exit, quick_exit and the exec family: async-signal-safe,
+// it only asks the poller and waits).
 
 #include "core/watcher.h"
 

@@ -40,6 +40,8 @@ int FindModuleCallback(dl_phdr_info* info, size_t, void* data) {
 
 }  // namespace
 
+void NcclWrappersForkChild() { __atomic_store_n(&g_slots_lock, 0, __ATOMIC_RELEASE); }
+
 void* WrapNcclLookup(const char* name, void* real) {
   if (real == nullptr || name == nullptr) return real;
   const int fn = NcclFunctionIndex(name);

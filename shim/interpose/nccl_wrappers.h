@@ -33,6 +33,10 @@ extern void* const g_wrappers_slot3[kNcclFunctions];
 // the shim wraps (nccl* or pnccl*), else `real`.
 void* WrapNcclLookup(const char* name, void* real);
 
+// In a forked child (pthread_atfork): the slots' lock, let go (a thread of
+// the parent that held it is not in the child).
+void NcclWrappersForkChild();
+
 }  // namespace ncclwatch::shim
 
 #endif  // NCCLWATCH_SHIM_INTERPOSE_NCCL_WRAPPERS_H_

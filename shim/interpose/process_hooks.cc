@@ -40,7 +40,9 @@
 #include "core/nccl_visibility.h"
 #include "core/tracer.h"
 #include "core/watcher.h"
+#include "interpose/nccl_wrappers.h"
 #include "ncclwatch/trace_fields.h"
+#include "resolve/nccl_exports.h"
 #include "resolve/real_nccl.h"
 
 using namespace ncclwatch::shim;  // NOLINT: this file is the shim's libc surface
@@ -260,8 +262,29 @@ void OnExit(int status, void*) {
 // and installs the process hooks whenever the shim is on, so that a process
 // traced later still has its signals and exit recorded. Then looks at the
 // modules loaded with the program for NCCL code it cannot see.
+// The shim's locks around a fork: no fork while another thread walks the
+// modules under the loader's lock for the shim (a child forked then waited
+// forever for it in its first dlopen; a DataLoader forks by the dozen), and
+// none the child would wait on forever. Whether the shim is on or off: the
+// exports follow dlopen either way. The visibility look may update the
+// exports inside it, never the other way round: taken in that order.
+void LocksBeforeFork() {
+  NcclVisibilityBeforeFork();
+  NcclExportsBeforeFork();
+}
+void LocksAfterForkInParent() {
+  NcclExportsAfterFork();
+  NcclVisibilityAfterFork();
+}
+void LocksAfterForkInChild() {
+  NcclExportsAfterFork();
+  NcclVisibilityAfterFork();
+  NcclWrappersForkChild();
+}
+
 __attribute__((constructor)) void NcclwatchStart() {
   __atomic_store_n(&g_table_pid, static_cast<pid_t>(syscall(SYS_getpid)), __ATOMIC_RELEASE);
+  pthread_atfork(LocksBeforeFork, LocksAfterForkInParent, LocksAfterForkInChild);
   ArmTracer();
   ResolveRealNccl();
   ResolveLibc();

@@ -4,6 +4,7 @@
 
 #include <elf.h>
 #include <link.h>
+#include <sched.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 
@@ -81,7 +82,7 @@ int ScanCallback(dl_phdr_info* info, size_t, void* data) {
 // it is hidden now.
 uint64_t g_value[kNcclFunctions][kNames];
 bool g_hidden[kNcclFunctions];
-int g_lock = 0;
+uintptr_t g_lock = 0;  // 0 free, else its holder (Update)
 // The loader's generation the last update saw (UINT64_MAX: none yet, or
 // only the one at load, which could not ask).
 uint64_t g_generation = UINT64_MAX;
@@ -108,8 +109,17 @@ void Store(const dl_phdr_info& self, ElfW(Sym) * sym, uint64_t value) {
   if ((prot & PROT_WRITE) == 0) protect(reinterpret_cast<void*>(lo), hi - lo, prot);
 }
 
-void Update(bool at_load) {
-  while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE) != 0) {
+// `me`: the caller's name for the lock (g_lock): the address of its t_me,
+// or 1 at load, when only one thread runs and the shim's TLS offsets may
+// not be relocated yet. The lock held by `me` itself (a signal handler's
+// NCCL call that came back here on the thread updating) leaves the exports
+// as they are: waiting would wait for the frame it interrupted, forever.
+void Update(bool at_load, uintptr_t me) {
+  uintptr_t held = 0;
+  while (!__atomic_compare_exchange_n(&g_lock, &held, me, false, __ATOMIC_ACQUIRE,
+                                      __ATOMIC_RELAXED)) {
+    if (held == me) return;
+    held = 0;
   }
   const uint64_t generation = at_load ? UINT64_MAX : LoaderGeneration();
   if (!at_load && generation == g_generation) {
@@ -147,19 +157,33 @@ void Update(bool at_load) {
 
 }  // namespace
 
-// Set while this thread updates (not at load: the shim's TLS offsets are
-// relocations that may not be applied yet then), from before the lock.
-// A signal handler on this thread whose NCCL call comes back here
-// (ResolveRealNccl: the first NCCL call, an entry point the loaded NCCL
-// lacks) while the frame it interrupted holds the lock leaves the exports
-// as they are: the spin would wait for that frame forever.
-__thread int t_updating __attribute__((tls_model("initial-exec")));
+// Names this thread as the lock's holder (Update).
+__thread char t_me __attribute__((tls_model("initial-exec")));
 
-void UpdateNcclExports() {
-  if (t_updating) return;
-  t_updating = 1;
-  Update(false);
-  t_updating = 0;
+// A signal handler's NCCL call comes here through ResolveRealNccl (the
+// process's first NCCL call, an entry point the loaded NCCL lacks).
+void UpdateNcclExports() { Update(false, reinterpret_cast<uintptr_t>(&t_me)); }
+
+namespace {
+bool g_taken_for_fork = false;  // written only by the lock's holder
+}  // namespace
+
+void NcclExportsBeforeFork() {
+  const uintptr_t me = reinterpret_cast<uintptr_t>(&t_me);
+  uintptr_t held = 0;
+  while (!__atomic_compare_exchange_n(&g_lock, &held, me, false, __ATOMIC_ACQUIRE,
+                                      __ATOMIC_RELAXED)) {
+    if (held == me) return;  // a fork from a handler that interrupted this thread's update
+    held = 0;
+    sched_yield();
+  }
+  g_taken_for_fork = true;
+}
+
+void NcclExportsAfterFork() {
+  if (!g_taken_for_fork) return;
+  g_taken_for_fork = false;
+  __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE);
 }
 
 bool NcclExportHidden(int index) {
@@ -176,7 +200,7 @@ bool NcclExportHidden(int index) {
 extern "C" {
 __attribute__((visibility("hidden"))) void NcclwatchExportsLoaded() {}
 __attribute__((visibility("hidden"))) void (*NcclwatchExportsAtLoad())() {
-  ncclwatch::shim::Update(true);
+  ncclwatch::shim::Update(true, 1);
   return &NcclwatchExportsLoaded;
 }
 __attribute__((visibility("hidden"), ifunc("NcclwatchExportsAtLoad"))) void NcclwatchExportsIfunc();

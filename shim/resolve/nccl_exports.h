@@ -22,7 +22,7 @@
 // then read-only again); showing stores the value back.
 //
 // When. During the shim's own relocation, before the program's (an
-// IRELATIVE relocation of the shim's runs UpdateNcclExports at load: the
+// IRELATIVE relocation of the shim's runs the update at load: the
 // modules loaded with the program are mapped by then), so the program's weak
 // references and its BIND_NOW bindings see the NCCL it was started with;
 // then whenever the loader may have loaded or unloaded a module since
@@ -40,7 +40,9 @@
 //
 // Not on the hot path: it walks the module list (dl_iterate_phdr, the
 // loader's lock) and makes mprotect system calls when something changes;
-// not async-signal-safe. Serialised by a spin lock. At load it runs before
+// not async-signal-safe. Serialised by a spin lock that names its holder.
+// At load (the IRELATIVE resolver calls the update itself, not
+// UpdateNcclExports, and touches no thread-local variable) it runs before
 // the shim's PLT is bound, so it calls glibc only through pointers the
 // relocations before it filled (nccl_exports.cc says how).
 
@@ -54,6 +56,13 @@ namespace ncclwatch::shim {
 // nothing was loaded or unloaded since the last time. A call from a signal
 // handler on a thread that is updating already returns at once.
 void UpdateNcclExports();
+
+// Around a fork (pthread_atfork), as core/nccl_visibility.h's: before it,
+// waits for an update another thread is making (it walks the modules under
+// the loader's lock, which a child forked meanwhile would never get); after
+// it, in the parent and in the child, lets the next one start.
+void NcclExportsBeforeFork();
+void NcclExportsAfterFork();
 
 // Whether the shim's export of entry point `index` (nccl_functions.inc's
 // order) is hidden now, for tests and the trace.

@@ -793,14 +793,18 @@ TEST_CASE("a signal handler that calls NCCL at every instruction of the hot path
       std::string stepped;
       CHECK(WithoutLine(traced.output, kStepped, &stepped) == WithoutLine(plain.output, kStepped));
       CHECK(WithoutLine(plain.output, kStepped) == "step_probe: 0 failures, 0 in the handler\n");
-      long steps = 0, inside = 0, nested = 0, reduces = 0;
+      long steps = 0, inside = 0, nested = 0, reduces = 0, loader = -1;
       REQUIRE(std::sscanf(stepped.c_str(),
                           "%ld instructions, %ld in the hooks' module, %ld calls from the handler, "
-                          "%ld AllReduces",
-                          &steps, &inside, &nested, &reduces) == 4);
+                          "%ld AllReduces, %ld in the loader",
+                          &steps, &inside, &nested, &reduces, &loader) == 5);
       CHECK(inside > 5000);  // the shim's hooks, stepped through
       CHECK(reduces > 5000);
       CHECK(nested > 3 * inside);
+      // The shim looked glibc's listen up before main: its first call never
+      // enters the loader (it did, and the handler's first accept4 there
+      // failed with ENOSYS, counted in the failures above).
+      CHECK(loader == 0);
 
       const ProcessTrace t = OnlyTrace(dir.path());
       CheckTracedStartToExit(t, "step_probe");
@@ -883,6 +887,36 @@ TEST_CASE("a signal handler at every instruction of the shim's dlopen hook: its 
     REQUIRE(exited.exited);
     REQUIRE_FALSE(exited.killed_at_timeout);
     CHECK(exited.exit_code == 7);
+  }
+}
+
+TEST_CASE("a fork on another thread while a thread is in the shim's dlopen hook: the child's dlopen "
+          "never waits",
+          "[preload][fork][harm]") {
+  // The hook walks the modules under the loader's lock (dl_iterate_phdr),
+  // which glibc does not let go in a child forked while another thread
+  // held it: the child's first dlopen waited forever (a DataLoader's worker
+  // forked while the main thread loaded a library). A fork now waits for
+  // the shim's walk to end. dlopen_step_probe has another thread fork at
+  // one of the hook's instructions and its child dlopen NCCL.
+  const jobs::RankResult plain =
+      RunProbe({NCCL_NOOP_PATH, "--fork-at", "100"}, {}, "dlopen_step_probe");
+  REQUIRE(plain.exit_code == 0);
+  CHECK(plain.output.find("the child forked at 100 loaded NCCL and exited") != std::string::npos);
+  constexpr long kPoints = 24, kHookInstructions = 540;  // the test above counts them
+  for (long k = 0; k < kPoints; ++k) {
+    const long at = k * kHookInstructions / kPoints + k % 7;
+    jobs::TempDir dir;
+    const jobs::RankResult forked =
+        RunProbe({NCCL_NOOP_PATH, "--fork-at", std::to_string(at)},
+                 {"LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir.path()},
+                 "dlopen_step_probe");
+    INFO("fork at the shim's instruction " << at << ":\n" << forked.output);
+    REQUIRE(forked.exited);
+    REQUIRE_FALSE(forked.killed_at_timeout);
+    CHECK(forked.exit_code == 0);
+    CHECK(forked.output.find("the child forked at " + std::to_string(at) +
+                             " loaded NCCL and exited") != std::string::npos);
   }
 }
 

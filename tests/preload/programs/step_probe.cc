@@ -58,6 +58,7 @@ int g_loader_segments = 0;
 // Set once each communicator's init returned: the handler uses it from then on.
 volatile sig_atomic_t g_comm_ready = 0, g_handler_ready = 0;
 volatile long g_steps = 0, g_inside = 0, g_nested = 0, g_handler_reduces = 0, g_failures = 0;
+volatile long g_in_loader_steps = 0;  // the loader's instructions the handler ran at
 
 bool Inside(uintptr_t pc) {
   if (g_in_loader) {
@@ -74,7 +75,7 @@ void OnStep(int, siginfo_t*, void* context) {
   const auto* uc = static_cast<const ucontext_t*>(context);
   ++g_steps;
   if (!Inside(static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]))) return;
-  ++g_inside;
+  ++(g_in_loader ? g_in_loader_steps : g_inside);
   const int saved = errno;
   int version = 0;
   g_failures += ncclGetVersion(&version) != ncclSuccess || version != NCCL_VERSION_CODE;
@@ -247,8 +248,8 @@ int main(int argc, char** argv) {
               static_cast<long>(g_failures));
   std::fprintf(stderr,
                "stepped: %ld instructions, %ld in the hooks' module, %ld calls from the handler, "
-               "%ld AllReduces\n",
+               "%ld AllReduces, %ld in the loader under the first listen\n",
                static_cast<long>(g_steps), static_cast<long>(g_inside), static_cast<long>(g_nested),
-               static_cast<long>(g_handler_reduces));
+               static_cast<long>(g_handler_reduces), static_cast<long>(g_in_loader_steps));
   return 0;
 }
