@@ -19,6 +19,7 @@
 #include "ncclwatch/trace_fields.h"
 #include "resolve/elf_symbols.h"
 #include "resolve/loaded_module.h"
+#include "resolve/named_lock.h"
 
 namespace ncclwatch::shim {
 
@@ -30,31 +31,25 @@ namespace {
 
 namespace f = fields;
 
-// One look at a time (dlopen and dlsym from several threads). The lock
-// holds its holder's name, the address of the holder's t_me: a signal
-// handler that comes back here on the thread that holds it (its exit(), a
-// dlopen, a dlsym of an NCCL name) skips its own look, where waiting would
-// wait, forever, for the frame it interrupted (which finishes the look when
-// the handler returns; an exit() in the handler loses only what that look
-// would have noted). Taking the lock and naming the holder are one
-// instruction: no moment when the lock is held by a thread it does not name.
-uintptr_t g_lock = 0;
+// One look at a time (dlopen and dlsym from several threads), the lock
+// naming its holder by the address of its t_me (resolve/named_lock.h): a
+// signal handler that comes back here on the thread that holds it (its
+// exit(), a dlopen, a dlsym of an NCCL name) skips its own look, where
+// waiting would wait, forever, for the frame it interrupted (which finishes
+// the look when the handler returns; an exit() in the handler loses only
+// what that look would have noted).
+NamedLock g_lock;
 __thread char t_me __attribute__((tls_model("initial-exec")));
 
 uintptr_t Me() { return reinterpret_cast<uintptr_t>(&t_me); }
+void Yield() { sched_yield(); }
 
 // Runs `fn` under the lock, unless this thread holds it already.
 template <typename Fn>
 void Look(Fn&& fn) {
-  uintptr_t held = 0;
-  while (!__atomic_compare_exchange_n(&g_lock, &held, Me(), false, __ATOMIC_ACQUIRE,
-                                      __ATOMIC_RELAXED)) {
-    if (held == Me()) return;
-    held = 0;
-    sched_yield();
-  }
+  if (!g_lock.Take(Me(), Yield)) return;
   fn();
-  __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE);
+  g_lock.Give();
 }
 
 // What was noted already, by (reason, path hash).
@@ -228,26 +223,8 @@ void CheckNcclVisibility() {
   RunOnStartupStack([] { Look(Check); });
 }
 
-// Whether the forking thread took the lock before its fork (written only
-// by the lock's holder).
-bool g_taken_for_fork = false;
-
-void NcclVisibilityBeforeFork() {
-  uintptr_t held = 0;
-  while (!__atomic_compare_exchange_n(&g_lock, &held, Me(), false, __ATOMIC_ACQUIRE,
-                                      __ATOMIC_RELAXED)) {
-    if (held == Me()) return;  // a fork from a handler that interrupted this thread's look
-    held = 0;
-    sched_yield();
-  }
-  g_taken_for_fork = true;
-}
-
-void NcclVisibilityAfterFork() {
-  if (!g_taken_for_fork) return;
-  g_taken_for_fork = false;
-  __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE);
-}
+void NcclVisibilityBeforeFork() { g_lock.BeforeFork(Me(), Yield); }
+void NcclVisibilityAfterFork() { g_lock.AfterFork(); }
 
 void NoteDeepBindDlopen(const char* name) {
   if (name == nullptr || __atomic_load_n(&g_tracer_state, __ATOMIC_ACQUIRE) == kOff) return;

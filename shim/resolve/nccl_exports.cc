@@ -10,6 +10,7 @@
 
 #include "elf_symbols.h"
 #include "loaded_module.h"
+#include "named_lock.h"
 #include "real_nccl.h"
 
 namespace ncclwatch::shim {
@@ -82,7 +83,7 @@ int ScanCallback(dl_phdr_info* info, size_t, void* data) {
 // it is hidden now.
 uint64_t g_value[kNcclFunctions][kNames];
 bool g_hidden[kNcclFunctions];
-uintptr_t g_lock = 0;  // 0 free, else its holder (Update)
+NamedLock g_lock;  // named by its holder (Update)
 // The loader's generation the last update saw (UINT64_MAX: none yet, or
 // only the one at load, which could not ask).
 uint64_t g_generation = UINT64_MAX;
@@ -115,15 +116,10 @@ void Store(const dl_phdr_info& self, ElfW(Sym) * sym, uint64_t value) {
 // NCCL call that came back here on the thread updating) leaves the exports
 // as they are: waiting would wait for the frame it interrupted, forever.
 void Update(bool at_load, uintptr_t me) {
-  uintptr_t held = 0;
-  while (!__atomic_compare_exchange_n(&g_lock, &held, me, false, __ATOMIC_ACQUIRE,
-                                      __ATOMIC_RELAXED)) {
-    if (held == me) return;
-    held = 0;
-  }
+  if (!g_lock.Take(me, [] {})) return;
   const uint64_t generation = at_load ? UINT64_MAX : LoaderGeneration();
   if (!at_load && generation == g_generation) {
-    __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE);
+    g_lock.Give();
     return;
   }
   Scan s;
@@ -152,7 +148,7 @@ void Update(bool at_load, uintptr_t me) {
     }
   }
   g_generation = generation;
-  __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE);
+  g_lock.Give();
 }
 
 }  // namespace
@@ -164,27 +160,10 @@ __thread char t_me __attribute__((tls_model("initial-exec")));
 // process's first NCCL call, an entry point the loaded NCCL lacks).
 void UpdateNcclExports() { Update(false, reinterpret_cast<uintptr_t>(&t_me)); }
 
-namespace {
-bool g_taken_for_fork = false;  // written only by the lock's holder
-}  // namespace
-
 void NcclExportsBeforeFork() {
-  const uintptr_t me = reinterpret_cast<uintptr_t>(&t_me);
-  uintptr_t held = 0;
-  while (!__atomic_compare_exchange_n(&g_lock, &held, me, false, __ATOMIC_ACQUIRE,
-                                      __ATOMIC_RELAXED)) {
-    if (held == me) return;  // a fork from a handler that interrupted this thread's update
-    held = 0;
-    sched_yield();
-  }
-  g_taken_for_fork = true;
+  g_lock.BeforeFork(reinterpret_cast<uintptr_t>(&t_me), [] { sched_yield(); });
 }
-
-void NcclExportsAfterFork() {
-  if (!g_taken_for_fork) return;
-  g_taken_for_fork = false;
-  __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE);
-}
+void NcclExportsAfterFork() { g_lock.AfterFork(); }
 
 bool NcclExportHidden(int index) {
   return index >= 0 && index < kNcclFunctions &&

@@ -39,18 +39,18 @@
 
 #include <thread>
 
+#include "single_step.h"
+
 #include <cstdio>
 #include <cstring>
 
 namespace {
 
-constexpr greg_t kTrapFlag = 0x100;  // EFLAGS.TF
+using single_step::Stepping;
 
 // The executable segments of the module that exports ncclGetVersion before
 // NCCL is loaded: the shim, when preloaded.
-constexpr int kMaxSegments = 8;
-uintptr_t g_lo[kMaxSegments], g_hi[kMaxSegments];
-int g_segments = 0;
+single_step::Segments g_hooks;
 
 using GetVersion = int (*)(int*);
 GetVersion g_get_version = nullptr;
@@ -89,19 +89,11 @@ void Forker() {
   __atomic_store_n(&g_fork_state, 2, __ATOMIC_RELEASE);
 }
 
-volatile sig_atomic_t g_step = 0;
 volatile long g_steps = 0, g_inside = 0, g_calls = 0;
 
-bool Inside(uintptr_t pc) {
-  for (int i = 0; i < g_segments; ++i)
-    if (pc >= g_lo[i] && pc < g_hi[i]) return true;
-  return false;
-}
-
 void OnStep(int, siginfo_t*, void* context) {
-  const auto* uc = static_cast<const ucontext_t*>(context);
   ++g_steps;
-  if (!Inside(static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]))) return;
+  if (!g_hooks.Holds(single_step::Pc(context))) return;
   const long at = g_inside++;
   if (at == g_exit_at) exit(7);
   if (at == g_fork_at) {
@@ -119,39 +111,6 @@ void OnStep(int, siginfo_t*, void* context) {
   errno = saved;
 }
 
-void SetStepping(int, siginfo_t*, void* context) {
-  auto* uc = static_cast<ucontext_t*>(context);
-  if (g_step)
-    uc->uc_mcontext.gregs[REG_EFL] |= kTrapFlag;
-  else
-    uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
-}
-
-void Stepping(bool on) {
-  g_step = on;
-  raise(SIGUSR2);
-}
-
-int FindSegments(dl_phdr_info* info, size_t, void* data) {
-  const uintptr_t at = reinterpret_cast<uintptr_t>(data);
-  bool holds = false;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& p = info->dlpi_phdr[i];
-    if (p.p_type != PT_LOAD) continue;
-    const uintptr_t lo = info->dlpi_addr + p.p_vaddr;
-    holds |= at >= lo && at < lo + p.p_memsz;
-  }
-  if (!holds) return 0;
-  for (int i = 0; i < info->dlpi_phnum && g_segments < kMaxSegments; ++i) {
-    const ElfW(Phdr)& p = info->dlpi_phdr[i];
-    if (p.p_type != PT_LOAD || (p.p_flags & PF_X) == 0) continue;
-    g_lo[g_segments] = info->dlpi_addr + p.p_vaddr;
-    g_hi[g_segments] = g_lo[g_segments] + p.p_memsz;
-    ++g_segments;
-  }
-  return 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,16 +126,8 @@ int main(int argc, char** argv) {
   std::thread forker;
   if (g_fork_at >= 0) forker = std::thread(Forker);
   g_get_version = reinterpret_cast<GetVersion>(dlsym(RTLD_DEFAULT, "ncclGetVersion"));
-  if (g_get_version != nullptr)
-    dl_iterate_phdr(FindSegments, reinterpret_cast<void*>(g_get_version));
-
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof(sa));
-  sa.sa_flags = SA_SIGINFO;
-  sa.sa_sigaction = OnStep;
-  sigaction(SIGTRAP, &sa, nullptr);
-  sa.sa_sigaction = SetStepping;
-  sigaction(SIGUSR2, &sa, nullptr);
+  if (g_get_version != nullptr) g_hooks.OfModuleAt(reinterpret_cast<void*>(g_get_version));
+  single_step::Install(OnStep);
 
   Stepping(true);
   void* nccl = dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL);

@@ -33,14 +33,15 @@
 #include <cstdio>
 #include <cstring>
 
+#include "single_step.h"
+
 namespace {
 
-constexpr greg_t kTrapFlag = 0x100;  // EFLAGS.TF
+using single_step::Stepping;
 
-// The executable segments of the module that defines ncclAllReduce.
-constexpr int kMaxSegments = 8;
-uintptr_t g_lo[kMaxSegments], g_hi[kMaxSegments];
-int g_segments = 0;
+// The executable segments of the module that defines ncclAllReduce, and of
+// the dynamic loader.
+single_step::Segments g_hooks, g_loader;
 
 constexpr const char* kMissing = "/dev/shm/ncclwatch-step-probe-missing";
 
@@ -48,33 +49,18 @@ ncclComm_t g_comm = nullptr;     // the stepped calls'
 ncclComm_t g_handler = nullptr;  // the handler's own AllReduces'
 float g_handler_buf[4];
 
-volatile sig_atomic_t g_step = 0;  // SIGUSR2 turns stepping on (1) or off (0)
 // The handler calls at the loader's instructions instead of the shim's
 // (a first C library call: the shim's look-up of glibc's definition with
 // dlsym runs in the loader).
 volatile sig_atomic_t g_in_loader = 0;
-uintptr_t g_loader_lo[kMaxSegments], g_loader_hi[kMaxSegments];
-int g_loader_segments = 0;
 // Set once each communicator's init returned: the handler uses it from then on.
 volatile sig_atomic_t g_comm_ready = 0, g_handler_ready = 0;
 volatile long g_steps = 0, g_inside = 0, g_nested = 0, g_handler_reduces = 0, g_failures = 0;
 volatile long g_in_loader_steps = 0;  // the loader's instructions the handler ran at
 
-bool Inside(uintptr_t pc) {
-  if (g_in_loader) {
-    for (int i = 0; i < g_loader_segments; ++i)
-      if (pc >= g_loader_lo[i] && pc < g_loader_hi[i]) return true;
-    return false;
-  }
-  for (int i = 0; i < g_segments; ++i)
-    if (pc >= g_lo[i] && pc < g_hi[i]) return true;
-  return false;
-}
-
 void OnStep(int, siginfo_t*, void* context) {
-  const auto* uc = static_cast<const ucontext_t*>(context);
   ++g_steps;
-  if (!Inside(static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]))) return;
+  if (!(g_in_loader ? g_loader : g_hooks).Holds(single_step::Pc(context))) return;
   ++(g_in_loader ? g_in_loader_steps : g_inside);
   const int saved = errno;
   int version = 0;
@@ -100,52 +86,6 @@ void OnStep(int, siginfo_t*, void* context) {
   errno = saved;
 }
 
-void SetStepping(int, siginfo_t*, void* context) {
-  auto* uc = static_cast<ucontext_t*>(context);
-  if (g_step)
-    uc->uc_mcontext.gregs[REG_EFL] |= kTrapFlag;
-  else
-    uc->uc_mcontext.gregs[REG_EFL] &= ~kTrapFlag;
-}
-
-void Stepping(bool on) {
-  g_step = on;
-  raise(SIGUSR2);
-}
-
-int FindSegments(dl_phdr_info* info, size_t, void* data) {
-  const uintptr_t at = reinterpret_cast<uintptr_t>(data);
-  bool holds = false;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& p = info->dlpi_phdr[i];
-    if (p.p_type != PT_LOAD) continue;
-    const uintptr_t lo = info->dlpi_addr + p.p_vaddr;
-    holds |= at >= lo && at < lo + p.p_memsz;
-  }
-  if (!holds) return 0;
-  for (int i = 0; i < info->dlpi_phnum && g_segments < kMaxSegments; ++i) {
-    const ElfW(Phdr)& p = info->dlpi_phdr[i];
-    if (p.p_type != PT_LOAD || (p.p_flags & PF_X) == 0) continue;
-    g_lo[g_segments] = info->dlpi_addr + p.p_vaddr;
-    g_hi[g_segments] = g_lo[g_segments] + p.p_memsz;
-    ++g_segments;
-  }
-  return 1;
-}
-
-// The executable segments of the dynamic loader (ld-linux).
-int FindLoader(dl_phdr_info* info, size_t, void*) {
-  if (info->dlpi_name == nullptr || std::strstr(info->dlpi_name, "ld-linux") == nullptr) return 0;
-  for (int i = 0; i < info->dlpi_phnum && g_loader_segments < kMaxSegments; ++i) {
-    const ElfW(Phdr)& p = info->dlpi_phdr[i];
-    if (p.p_type != PT_LOAD || (p.p_flags & PF_X) == 0) continue;
-    g_loader_lo[g_loader_segments] = info->dlpi_addr + p.p_vaddr;
-    g_loader_hi[g_loader_segments] = g_loader_lo[g_loader_segments] + p.p_memsz;
-    ++g_loader_segments;
-  }
-  return 1;
-}
-
 int Check(ncclResult_t r, const char* what) {
   if (r == ncclSuccess) return 0;
   std::printf("step_probe: %s -> %d\n", what, static_cast<int>(r));
@@ -165,19 +105,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   // The hot path as the program reaches it: the shim's hooks when preloaded.
-  void* entry = dlsym(RTLD_DEFAULT, "ncclAllReduce");
-  dl_iterate_phdr(FindSegments, entry);
-  if (g_segments == 0) {
-    std::fprintf(stderr, "step_probe: no module holds ncclAllReduce\n");
+  if (!g_hooks.OfModuleAt(dlsym(RTLD_DEFAULT, "ncclAllReduce")) ||
+      !g_loader.OfModuleNamed("ld-linux")) {
+    std::fprintf(stderr, "step_probe: no module holds ncclAllReduce, or no loader\n");
     return 2;
   }
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof(sa));
-  sa.sa_flags = SA_SIGINFO;
-  sa.sa_sigaction = OnStep;
-  sigaction(SIGTRAP, &sa, nullptr);
-  sa.sa_sigaction = SetStepping;
-  sigaction(SIGUSR2, &sa, nullptr);
+  single_step::Install(OnStep);
 
   int failures = 0;
   // --from-start: the process's first NCCL call stepped too, where the
@@ -190,7 +123,6 @@ int main(int argc, char** argv) {
     // The process's first listen, the handler's calls at the loader's
     // instructions: the shim looked glibc's definition up there, at the
     // first call, and a handler's first accept4 then failed with ENOSYS.
-    dl_iterate_phdr(FindLoader, nullptr);
     g_in_loader = 1;
     Stepping(true);
     errno = 0;
