@@ -32,22 +32,20 @@ namespace {
 namespace f = fields;
 
 // One look at a time (dlopen and dlsym from several threads), the lock
-// naming its holder by the address of its t_me (resolve/named_lock.h): a
+// naming its holder (resolve/named_lock.h): a
 // signal handler that comes back here on the thread that holds it (its
 // exit(), a dlopen, a dlsym of an NCCL name) skips its own look, where
 // waiting would wait, forever, for the frame it interrupted (which finishes
 // the look when the handler returns; an exit() in the handler loses only
 // what that look would have noted).
 NamedLock g_lock;
-__thread char t_me __attribute__((tls_model("initial-exec")));
 
-uintptr_t Me() { return reinterpret_cast<uintptr_t>(&t_me); }
 void Yield() { sched_yield(); }
 
 // Runs `fn` under the lock, unless this thread holds it already.
 template <typename Fn>
 void Look(Fn&& fn) {
-  if (!g_lock.Take(Me(), Yield)) return;
+  if (!g_lock.Take(NamedLock::ThisThread(), Yield)) return;
   fn();
   g_lock.Give();
 }
@@ -223,7 +221,7 @@ void CheckNcclVisibility() {
   RunOnStartupStack([] { Look(Check); });
 }
 
-void NcclVisibilityBeforeFork() { g_lock.BeforeFork(Me(), Yield); }
+void NcclVisibilityBeforeFork() { g_lock.BeforeFork(NamedLock::ThisThread(), Yield); }
 void NcclVisibilityAfterFork() { g_lock.AfterFork(); }
 
 void NoteDeepBindDlopen(const char* name) {

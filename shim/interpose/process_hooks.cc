@@ -258,10 +258,6 @@ void OnExit(int status, void*) {
   }
 }
 
-// Arms the tracer (the file comes with the first NCCL call: core/tracer.h)
-// and installs the process hooks whenever the shim is on, so that a process
-// traced later still has its signals and exit recorded. Then looks at the
-// modules loaded with the program for NCCL code it cannot see.
 // The shim's locks around a fork: no fork while another thread walks the
 // modules under the loader's lock for the shim (a child forked then waited
 // forever for it in its first dlopen; a DataLoader forks by the dozen), and
@@ -282,6 +278,10 @@ void LocksAfterForkInChild() {
   NcclWrappersForkChild();
 }
 
+// Arms the tracer (the file comes with the first NCCL call: core/tracer.h)
+// and installs the process hooks whenever the shim is on, so that a process
+// traced later still has its signals and exit recorded. Then looks at the
+// modules loaded with the program for NCCL code it cannot see.
 __attribute__((constructor)) void NcclwatchStart() {
   __atomic_store_n(&g_table_pid, static_cast<pid_t>(syscall(SYS_getpid)), __ATOMIC_RELEASE);
   pthread_atfork(LocksBeforeFork, LocksAfterForkInParent, LocksAfterForkInChild);

@@ -28,6 +28,10 @@ namespace ncclwatch::shim {
 
 class NamedLock {
  public:
+  // The calling thread's name: the address of a thread-local of its own.
+  // Not at load, before the shim's TLS offsets are relocated (name 1 there).
+  static uintptr_t ThisThread() { return reinterpret_cast<uintptr_t>(&t_name_); }
+
   // Takes it as `me`, calling `wait()` between tries; false, without
   // waiting, when `me` holds it already.
   template <typename Wait>
@@ -57,6 +61,7 @@ class NamedLock {
  private:
   uintptr_t holder_ = 0;
   bool taken_for_fork_ = false;  // written only by the holder
+  static inline __thread char t_name_ __attribute__((tls_model("initial-exec")));
 };
 
 }  // namespace ncclwatch::shim

@@ -110,7 +110,7 @@ void Store(const dl_phdr_info& self, ElfW(Sym) * sym, uint64_t value) {
   if ((prot & PROT_WRITE) == 0) protect(reinterpret_cast<void*>(lo), hi - lo, prot);
 }
 
-// `me`: the caller's name for the lock (g_lock): the address of its t_me,
+// `me`: the caller's name for the lock (g_lock): NamedLock::ThisThread(),
 // or 1 at load, when only one thread runs and the shim's TLS offsets may
 // not be relocated yet. The lock held by `me` itself (a signal handler's
 // NCCL call that came back here on the thread updating) leaves the exports
@@ -153,15 +153,12 @@ void Update(bool at_load, uintptr_t me) {
 
 }  // namespace
 
-// Names this thread as the lock's holder (Update).
-__thread char t_me __attribute__((tls_model("initial-exec")));
-
 // A signal handler's NCCL call comes here through ResolveRealNccl (the
 // process's first NCCL call, an entry point the loaded NCCL lacks).
-void UpdateNcclExports() { Update(false, reinterpret_cast<uintptr_t>(&t_me)); }
+void UpdateNcclExports() { Update(false, NamedLock::ThisThread()); }
 
 void NcclExportsBeforeFork() {
-  g_lock.BeforeFork(reinterpret_cast<uintptr_t>(&t_me), [] { sched_yield(); });
+  g_lock.BeforeFork(NamedLock::ThisThread(), [] { sched_yield(); });
 }
 void NcclExportsAfterFork() { g_lock.AfterFork(); }
 
