@@ -151,9 +151,9 @@ class JobAnalysis {
   std::vector<UnreadableTrace> unreadable_;
   std::vector<std::pair<std::string, std::string>> duplicates_;
   std::map<std::tuple<std::string, uint32_t, uint64_t>, std::string>
-      seen_;  // identity -> first file
+      seen_;                                                    // identity -> first file
   std::map<std::pair<uint64_t, int32_t>, int> member_process_;  // (comm, rank) -> its first process
-  std::map<uint64_t, int> comm_size_;                             // comm -> nranks, -1 unknown
+  std::map<uint64_t, int> comm_size_;                           // comm -> nranks, -1 unknown
   std::map<uint64_t, CollectiveAlignment> alignments_;
   P2pMatching p2p_;
   SignalMatching signals_;  // one-sided signals and their waits (NCCL 2.29)

@@ -76,10 +76,13 @@ Fn Resolve(Fn* slot, const char* name) {
 }
 
 // Every function hooked here, for their slots and the look-up at start.
-#define NCCLWATCH_LIBC_HOOKS(X)                                                                  \
-  X(socket) X(bind) X(listen) X(connect) X(accept) X(accept4) X(setsockopt) X(getsockopt)        \
+// (clang-format would indent the list as a chain of calls.)
+// clang-format off
+#define NCCLWATCH_LIBC_HOOKS(X) \
+  X(socket) X(bind) X(listen) X(connect) X(accept) X(accept4) X(setsockopt) X(getsockopt) \
   X(getifaddrs) X(shm_open) X(open) X(open64) X(mkstemp) X(unlink) X(fallocate) X(fallocate64) \
   X(posix_fallocate) X(posix_fallocate64) X(ftruncate) X(ftruncate64) X(mmap) X(mmap64)
+// clang-format on
 
 #define NCCLWATCH_SLOT(name) decltype(&::name) real_##name = nullptr;
 NCCLWATCH_LIBC_HOOKS(NCCLWATCH_SLOT)

@@ -765,9 +765,10 @@ TEST_CASE("a signal handler that calls NCCL during the process's first NCCL call
   }
 }
 
-TEST_CASE("a signal handler that calls NCCL at every instruction of the hot path: no wait, every "
-          "call recorded once",
-          "[preload][signals][harm]") {
+TEST_CASE(
+    "a signal handler that calls NCCL at every instruction of the hot path: no wait, every "
+    "call recorded once",
+    "[preload][signals][harm]") {
   // step_probe single-steps an AllReduce, a group with a Send, a query, a
   // failing open, a socket, and a communicator's init and destroy (and with
   // --from-start the process's first NCCL call); after each instruction of
@@ -838,9 +839,10 @@ TEST_CASE("a signal handler that calls NCCL at every instruction of the hot path
   }
 }
 
-TEST_CASE("a signal handler at every instruction of the shim's dlopen hook: its NCCL call and its "
-          "exit() never wait",
-          "[preload][signals][harm]") {
+TEST_CASE(
+    "a signal handler at every instruction of the shim's dlopen hook: its NCCL call and its "
+    "exit() never wait",
+    "[preload][signals][harm]") {
   // dlopen_step_probe single-steps a program's dlopen of NCCL (a framework's
   // way). The shim's hook looks at the modules and updates its exports
   // under locks of its own; a handler that came back to them on the same
@@ -850,7 +852,8 @@ TEST_CASE("a signal handler at every instruction of the shim's dlopen hook: its 
   const std::string kStepped = "stepped: ";
   const jobs::RankResult plain = RunProbe({NCCL_NOOP_PATH}, {}, "dlopen_step_probe");
   REQUIRE(plain.exit_code == 0);
-  CHECK(WithoutLine(plain.output, kStepped) == "dlopen_step_probe: NCCL loaded, ncclGetVersion -> 0\n");
+  CHECK(WithoutLine(plain.output, kStepped) ==
+        "dlopen_step_probe: NCCL loaded, ncclGetVersion -> 0\n");
   jobs::TempDir dir;
   const std::vector<std::string> env = {"LD_PRELOAD=" + jobs::ShimPath(),
                                         "NCCLWATCH_DIR=" + dir.path()};
@@ -890,9 +893,10 @@ TEST_CASE("a signal handler at every instruction of the shim's dlopen hook: its 
   }
 }
 
-TEST_CASE("a fork on another thread while a thread is in the shim's dlopen hook: the child's dlopen "
-          "never waits",
-          "[preload][fork][harm]") {
+TEST_CASE(
+    "a fork on another thread while a thread is in the shim's dlopen hook: the child's dlopen "
+    "never waits",
+    "[preload][fork][harm]") {
   // The hook walks the modules under the loader's lock (dl_iterate_phdr),
   // which glibc does not let go in a child forked while another thread
   // held it: the child's first dlopen waited forever (a DataLoader's worker
@@ -907,10 +911,9 @@ TEST_CASE("a fork on another thread while a thread is in the shim's dlopen hook:
   for (long k = 0; k < kPoints; ++k) {
     const long at = k * kHookInstructions / kPoints + k % 7;
     jobs::TempDir dir;
-    const jobs::RankResult forked =
-        RunProbe({NCCL_NOOP_PATH, "--fork-at", std::to_string(at)},
-                 {"LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir.path()},
-                 "dlopen_step_probe");
+    const jobs::RankResult forked = RunProbe(
+        {NCCL_NOOP_PATH, "--fork-at", std::to_string(at)},
+        {"LD_PRELOAD=" + jobs::ShimPath(), "NCCLWATCH_DIR=" + dir.path()}, "dlopen_step_probe");
     INFO("fork at the shim's instruction " << at << ":\n" << forked.output);
     REQUIRE(forked.exited);
     REQUIRE_FALSE(forked.killed_at_timeout);

@@ -31,7 +31,7 @@ namespace shim = ncclwatch::shim;
 constexpr greg_t kTrapFlag = 0x100;  // EFLAGS.TF
 
 volatile sig_atomic_t g_stepping = 0;
-volatile sig_atomic_t g_probed = 0;       // the handler's EnsureTracing() ran
+volatile sig_atomic_t g_probed = 0;         // the handler's EnsureTracing() ran
 volatile sig_atomic_t g_probe_traced = -1;  // what it returned
 volatile sig_atomic_t g_steps = 0;
 
@@ -76,9 +76,10 @@ void OnStep(int, siginfo_t*, void* context) {
 
 }  // namespace
 
-TEST_CASE("a signal handler that calls NCCL right after its thread claimed the trace file's making "
-          "is forwarded untraced, not made to wait",
-          "[shim][tracer][signals]") {
+TEST_CASE(
+    "a signal handler that calls NCCL right after its thread claimed the trace file's making "
+    "is forwarded untraced, not made to wait",
+    "[shim][tracer][signals]") {
   // Before: the thread marked itself as the file's maker only after the
   // claim, and a handler that ran in between waited for the file, on the
   // very thread that was to make it: forever.
@@ -94,8 +95,9 @@ TEST_CASE("a signal handler that calls NCCL right after its thread claimed the t
     kill(child, SIGKILL);
     waitpid(child, &status, 0);
   }
-  INFO("0: untraced and the file made; 3: the window never seen; 4: the handler's call traced; "
-       "5: no file");
+  INFO(
+      "0: untraced and the file made; 3: the window never seen; 4: the handler's call traced; "
+      "5: no file");
   REQUIRE(done == child);  // not killed at the deadline: nothing waited forever
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);

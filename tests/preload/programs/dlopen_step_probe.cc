@@ -37,12 +37,11 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "single_step.h"
-
-#include <cstdio>
-#include <cstring>
 
 namespace {
 
@@ -151,7 +150,8 @@ int main(int argc, char** argv) {
   int version = 0;
   const int r = get_version != nullptr ? get_version(&version) : -1;
   std::printf("dlopen_step_probe: NCCL loaded, ncclGetVersion -> %d\n", r);
-  std::fprintf(stderr, "stepped: %ld instructions, %ld in the hooks' module, %ld calls from the handler\n",
+  std::fprintf(stderr,
+               "stepped: %ld instructions, %ld in the hooks' module, %ld calls from the handler\n",
                static_cast<long>(g_steps), static_cast<long>(g_inside), static_cast<long>(g_calls));
   return 0;
 }

@@ -53,7 +53,8 @@ inline void Stepping(bool on) {
 
 // The instruction a handler interrupted.
 inline uintptr_t Pc(const void* context) {
-  return static_cast<uintptr_t>(static_cast<const ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP]);
+  return static_cast<uintptr_t>(
+      static_cast<const ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP]);
 }
 
 // The executable segments of one module.

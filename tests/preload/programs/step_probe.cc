@@ -131,8 +131,8 @@ int main(int argc, char** argv) {
     g_in_loader = 0;
     Stepping(true);
     int version = 0;
-    failures += Check(ncclGetVersion(&version), "ncclGetVersion (first)") +
-                (version != NCCL_VERSION_CODE);
+    failures +=
+        Check(ncclGetVersion(&version), "ncclGetVersion (first)") + (version != NCCL_VERSION_CODE);
     Stepping(false);
   }
   // One id for each communicator, as NCCL requires.
@@ -146,8 +146,8 @@ int main(int argc, char** argv) {
   // The warm-up: every call below once, unstepped (symbols bound, the ring
   // grown, completion tracking set up).
   auto calls = [&] {
-    failures += Check(ncclAllReduce(buf, buf, 4, ncclFloat32, ncclSum, g_comm, nullptr),
-                      "ncclAllReduce");
+    failures +=
+        Check(ncclAllReduce(buf, buf, 4, ncclFloat32, ncclSum, g_comm, nullptr), "ncclAllReduce");
     failures += Check(ncclGroupStart(), "ncclGroupStart");
     failures += Check(ncclSend(buf, 4, ncclFloat32, 0, g_comm, nullptr), "ncclSend");
     failures += Check(ncclGroupEnd(), "ncclGroupEnd");
@@ -162,9 +162,9 @@ int main(int argc, char** argv) {
     if (s >= 0) close(s);
   };
   calls();
-  failures += Check(ncclAllReduce(g_handler_buf, g_handler_buf, 4, ncclFloat32, ncclSum, g_handler,
-                                  nullptr),
-                    "ncclAllReduce (handler's)");
+  failures += Check(
+      ncclAllReduce(g_handler_buf, g_handler_buf, 4, ncclFloat32, ncclSum, g_handler, nullptr),
+      "ncclAllReduce (handler's)");
 
   Stepping(true);
   calls();
