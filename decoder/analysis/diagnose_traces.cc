@@ -1,8 +1,12 @@
 #include "analysis/diagnose_traces.h"
 
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/log_diagnosis.h"
+#include "analysis/log_evidence.h"
+#include "logs/nccl_log.h"
 #include "model/process_liveness.h"
 #include "summary/job_inputs.h"
 #include "summary/summary_reader.h"
@@ -11,7 +15,8 @@ namespace ncclwatch::decoder {
 
 absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>& files,
                                                   const OnTrace& on_trace,
-                                                  const std::vector<UnreadableTrace>& not_read) {
+                                                  const std::vector<UnreadableTrace>& not_read,
+                                                  const std::vector<std::string>& logs) {
   TraceDiagnosis out;
   size_t summaries = 0;
   for (const std::string& f : files) summaries += IsSummaryFile(f) ? 1 : 0;
@@ -35,12 +40,29 @@ absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>
   for (const UnreadableTrace& u : not_read)
     out.job.AddUnreadable(u.path, u.error, u.may_hold_traces);
   out.job.Finish();
+  // The logs' init evidence joins the traces' before the diagnosis.
+  NcclLog log;
+  size_t logs_read = 0;
+  for (const std::string& f : logs) logs_read += log.AddFile(f).ok() ? 1 : 0;
+  std::set<int> joined;
+  if (logs_read > 0) {
+    log.Finish();
+    joined = out.job.JoinLogEvidence(LogInitEvidence(log), log.timestamps());
+  }
   // What this machine sees of the traced processes now: whether the job is
   // live, and which of its processes on this host still exist, and how.
   std::vector<TracedProcessId> ids;
   for (const ProcessFacts& p : out.job.processes())
     ids.push_back({p.host, p.pid, p.created_ns, p.pid_namespace});
   out.diagnosis = Diagnose(out.job, ObserveLiveness(ids));
+  if (logs_read > 0) {
+    // What the logs say beyond the init evidence judged with the traces.
+    joined.insert(out.diagnosis.untraced_judged.begin(), out.diagnosis.untraced_judged.end());
+    std::vector<TracedPid> traced;
+    for (const ProcessFacts& p : out.job.processes())
+      traced.push_back({static_cast<int>(p.pid), p.pid_namespace, p.rank});
+    AddLogEvidence(DiagnoseLogs(log, joined), traced, &out.diagnosis);
+  }
   return out;
 }
 

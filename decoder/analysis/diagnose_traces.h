@@ -6,11 +6,26 @@
 //   trace files ──LoadProcessTraces──> each trace, once ──> JobAnalysis
 //       (model/trace_loader.h)              │ on_trace        │ Finish
 //                                           ▼                 ▼
-//                                  the caller's use      ObserveLiveness (this machine's
-//                                  (timeline, progress)  /proc and clock, now)
+//                                  the caller's use      logs' init evidence joined
+//                                  (timeline, progress)  (JobAnalysis::JoinLogEvidence)
+//                                                              │
+//                                                              ▼
+//                                                       ObserveLiveness (this machine's
+//                                                       /proc and clock, now)
 //                                                              │
 //                                                              ▼
 //                                                       Diagnose -> findings
+//                                                              │
+//                                                              ▼
+//                                                       the logs' other findings
+//                                                       (analysis/log_evidence.h)
+//
+// The job's logs (NCCL_DEBUG files, its output) are evidence of the same
+// job: a log line is an observation about a rank, its host and pid, like a
+// record. A traced process's own log adds to its init evidence, and a rank
+// that left a log and no trace is judged in its job's init forensics with
+// the traced ranks; what the logs say beyond init (an Xid, an OOM kill, a
+// watchdog) is ranked with the traces' findings.
 //
 // Liveness is observed once, right after the traces are read: a job whose
 // processes still run is judged live (running, frozen, alive in host
@@ -49,10 +64,12 @@ using OnTrace = std::function<void(size_t file, const ProcessTrace* trace)>;
 // trace there is not called healthy. An error (the message says which file
 // and why, and may hold what the file's name holds: a caller prints it on
 // one line) when none of the files can be read, or a summary is not whole
-// or not well-formed.
-absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(
-    const std::vector<std::string>& files, const OnTrace& on_trace = {},
-    const std::vector<UnreadableTrace>& not_read = {});
+// or not well-formed. `logs`: the job's log files; one that cannot be read
+// is passed over (the traces are the evidence that must be read).
+absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>& files,
+                                                  const OnTrace& on_trace = {},
+                                                  const std::vector<UnreadableTrace>& not_read = {},
+                                                  const std::vector<std::string>& logs = {});
 
 }  // namespace ncclwatch::decoder
 

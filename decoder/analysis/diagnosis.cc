@@ -253,6 +253,7 @@ Diagnosis Diagnose(const JobAnalysis& job, const LivenessObservation& observed) 
   out.end_ns = cx.end_ns;
   out.live = cx.live;
   out.tracked = cx.tracked;
+  out.untraced_judged = cx.untraced_judged;
   Conclude(cx, &out);
   Pending(cx, &out);
   return out;

@@ -39,6 +39,7 @@
 #ifndef NCCLWATCH_DECODER_ANALYSIS_DIAGNOSIS_H_
 #define NCCLWATCH_DECODER_ANALYSIS_DIAGNOSIS_H_
 
+#include <set>
 #include <vector>
 
 #include "analysis/job_analysis.h"
@@ -58,6 +59,9 @@ struct Diagnosis {
   int64_t end_ns = 0;                  // the last record of any process
   bool live = false;                   // some process was seen alive when diagnosed
   bool tracked = false;                // every process tracked its GPU completion
+  // The log processes of ranks with no trace (JobAnalysis::untraced_init)
+  // judged in a job's init forensics.
+  std::set<int> untraced_judged;
 };
 
 // `observed` is what the machine saw of the processes now (diagnose fills it

@@ -357,6 +357,65 @@ void JobAnalysis::Finish() {
   gpu_arrivals_.AlignClocks(clocks_);
 }
 
+namespace {
+
+// Whether a trace's host and a log's name one machine: NCCL prints the host
+// name up to its first dot, the shim records it whole.
+bool SameHost(const std::string& traced, const std::string& logged) {
+  if (traced.empty() || logged.empty()) return false;
+  auto short_name = [](const std::string& h) { return h.substr(0, h.find('.')); };
+  return traced == logged || short_name(traced) == short_name(logged);
+}
+
+}  // namespace
+
+std::set<int> JobAnalysis::JoinLogEvidence(const std::vector<InitEvidence>& logs, bool timed) {
+  std::set<int> joined;
+  std::set<int> traced_ranks;
+  int world = -1;  // the launcher's world size, where the traces agree on one
+  bool worlds_agree = true;
+  for (const ProcessFacts& p : processes_) {
+    if (p.rank >= 0) traced_ranks.insert(p.rank);
+    if (p.world_size > 0) {
+      worlds_agree &= world < 0 || world == p.world_size;
+      world = p.world_size;
+    }
+  }
+  for (const InitEvidence& log : logs) {
+    // Its own trace: the one traced process with its host and pid.
+    int own = -1, matches = 0;
+    for (const ProcessFacts& p : processes_) {
+      if (log.pid == 0 || p.pid != log.pid || !SameHost(p.host, log.host)) continue;
+      own = p.index;
+      ++matches;
+    }
+    if (matches == 1) {
+      processes_[own].init.AddFromLog(log);
+      joined.insert(log.process);
+      continue;
+    }
+    if (matches > 1) continue;  // a pid reused on the host: not told apart
+    // A rank with no trace, and something to say about its init.
+    if (log.rank < 0 || traced_ranks.count(log.rank) > 0) continue;
+    if (!worlds_agree || (world > 0 && log.rank >= world)) continue;
+    if (log.failures.empty() && log.sys_failures.empty() && !log.init_pending) continue;
+    auto same_rank =
+        std::find_if(untraced_init_.begin(), untraced_init_.end(),
+                     [&](const UntracedInit& u) { return u.evidence.rank == log.rank; });
+    if (same_rank != untraced_init_.end()) continue;  // the rank's first log process speaks for it
+    UntracedInit u;
+    u.log_process = log.process;
+    u.evidence = log;
+    u.evidence.process = -1;
+    if (!timed) {
+      for (InitEvidence::Failure& f : u.evidence.failures) f.when_ns = 0;
+      u.evidence.end_ns = 0;
+    }
+    untraced_init_.push_back(std::move(u));
+  }
+  return joined;
+}
+
 int JobAnalysis::ProcessOf(uint64_t comm, int32_t comm_rank) const {
   auto it = member_process_.find({comm, comm_rank});
   return it == member_process_.end() ? -1 : it->second;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -127,6 +128,24 @@ class JobAnalysis {
   // After the last process.
   void Finish();
 
+  // A rank that left a log and no trace: its log's init evidence, for the
+  // job's init forensics beside the traced ranks'.
+  struct UntracedInit {
+    int log_process = -1;   // its index among the log's processes
+    InitEvidence evidence;  // `process` -1: no trace
+  };
+  // The init evidence of the job's logs (analysis/log_diagnosis.h
+  // LogInitEvidence) in the same model as the traces': a traced process's
+  // own log (the same host and pid, which NCCL prints as the process sees
+  // them, as the shim records them) adds to its trace's evidence
+  // (InitEvidence::AddFromLog), and each rank with a log and no trace is kept
+  // (untraced_init) for the diagnosis to judge with its job. `timed`: the
+  // log's times are clock times (NcclLog::timestamps()); without them an
+  // untraced rank's times are 0, unknown. After Finish. Returns the log's
+  // processes added to a trace's evidence.
+  std::set<int> JoinLogEvidence(const std::vector<InitEvidence>& logs, bool timed);
+  const std::vector<UntracedInit>& untraced_init() const { return untraced_init_; }
+
   const std::vector<ProcessFacts>& processes() const { return processes_; }
   const std::vector<UnreadableTrace>& unreadable() const { return unreadable_; }
   const std::map<uint64_t, CollectiveAlignment>& alignments() const { return alignments_; }
@@ -149,6 +168,7 @@ class JobAnalysis {
  private:
   std::vector<ProcessFacts> processes_;
   std::vector<UnreadableTrace> unreadable_;
+  std::vector<UntracedInit> untraced_init_;
   std::vector<std::pair<std::string, std::string>> duplicates_;
   std::map<std::tuple<std::string, uint32_t, uint64_t>, std::string>
       seen_;                                                    // identity -> first file

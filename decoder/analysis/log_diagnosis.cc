@@ -212,12 +212,16 @@ LogFacts& Facts(Finding& f) {
 
 class LogDiagnoser {
  public:
-  explicit LogDiagnoser(const NcclLog& log) : log_(log) {}
+  LogDiagnoser(const NcclLog& log, const std::set<int>& init_elsewhere)
+      : log_(log), init_elsewhere_(init_elsewhere) {}
 
   LogDiagnosis Run() {
-    BuildEvidence();
+    out_.evidence = LogInitEvidence(log_);
+    std::vector<InitEvidence> judged;
+    for (const InitEvidence& e : out_.evidence)
+      if (init_elsewhere_.count(e.process) == 0) judged.push_back(e);
     std::vector<Finding> causes;
-    for (InitFinding& f : DiagnoseInit(out_.evidence)) causes.push_back(std::move(f.finding));
+    for (InitFinding& f : DiagnoseInit(judged)) causes.push_back(std::move(f.finding));
     const StackEvidence stacks = ReadStacks(log_);
     ScanLines(stacks.stack_lines);
     Crashes(stacks);
@@ -238,50 +242,6 @@ class LogDiagnoser {
     if (l.process >= 0 && log_.processes()[l.process].rank >= 0)
       return log_.processes()[l.process].rank;
     return l.tagged_rank;
-  }
-
-  void BuildEvidence() {
-    const auto& procs = log_.processes();
-    for (size_t i = 0; i < procs.size(); ++i) {
-      const LogProcess& p = procs[i];
-      InitEvidence e;
-      e.process = static_cast<int>(i);
-      e.rank = p.rank;
-      e.host = p.host;
-      e.pid = p.pid < 0 ? 0 : static_cast<uint32_t>(p.pid);  // 0: no pid in the logs
-      e.nccl_version = p.nccl_version;
-      e.cuda_runtime_version = p.cuda_runtime;
-      e.env = p.env;
-      e.bootstrap_iface = p.bootstrap_iface;
-      e.bootstrap_addr = p.bootstrap_addr;
-      e.bus_id = p.bus_id;
-      e.device = p.cuda_dev;
-      bool last_error_next = false;
-      for (size_t idx : p.lines) {
-        const LogLine& l = log_.lines()[idx];
-        e.end_ns = std::max(e.end_ns, When(l));
-        const bool evidence = InitEvidenceLine(p, l);
-        if (l.level == LogLine::kWarn) {
-          if (evidence) {
-            e.warnings.push_back(l.text);
-            e.failures.push_back({When(l), "", -1, l.text, false, l.location});
-          }
-        } else if (l.level == LogLine::kOther) {
-          if (last_error_next) {
-            e.warnings.push_back(l.text);
-            last_error_next = false;
-          }
-          if (absl::StrContains(l.text, "Last error:")) last_error_next = true;
-          if (evidence) {
-            e.failures.push_back({When(l), "", NcclResultFromText(l.text), l.text, false});
-          }
-        }
-      }
-      e.init_succeeded = p.init_complete;
-      e.init_pending = p.init_started && !p.init_complete && e.failures.empty();
-      if (e.init_pending) e.pending_call = "NCCL init";
-      out_.evidence.push_back(std::move(e));
-    }
   }
 
   // Which process (rank) a GPU's PCI bus id ("0000:3b:00", as an Xid names
@@ -874,6 +834,10 @@ class LogDiagnoser {
         // NCCL's warnings, its errors in a framework's words, and any line
         // that names NCCL with an error word: never "healthy".
         if (l.message != nullptr && WarningOnly(*l.message)) continue;
+        // Init evidence judged with the traces is explained there.
+        if (l.process >= 0 && init_elsewhere_.count(l.process) > 0 &&
+            InitEvidenceLine(log_.processes()[l.process], l))
+          continue;
         if (l.level != LogLine::kWarn && !NcclErrorText(l.text) &&
             !(l.level == LogLine::kOther && ErrorWords(l.text) &&
               (absl::StrContains(l.text, "NCCL") || absl::StrContains(l.text, "nccl"))))
@@ -909,6 +873,7 @@ class LogDiagnoser {
   }
 
   const NcclLog& log_;
+  const std::set<int>& init_elsewhere_;
   bool bus_indexed_ = false;
   std::map<std::string, std::vector<size_t>>
       by_bus_;  // processes by the first 10 characters of their bus id
@@ -922,6 +887,57 @@ class LogDiagnoser {
 
 }  // namespace
 
-LogDiagnosis DiagnoseLogs(const NcclLog& log) { return LogDiagnoser(log).Run(); }
+LogDiagnosis DiagnoseLogs(const NcclLog& log, const std::set<int>& init_elsewhere) {
+  return LogDiagnoser(log, init_elsewhere).Run();
+}
+
+std::vector<InitEvidence> LogInitEvidence(const NcclLog& log) {
+  // A log without timestamps orders its lines, no more: their order numbers.
+  auto when = [&](const LogLine& l) {
+    return log.timestamps() ? l.when_ns : static_cast<int64_t>(l.order);
+  };
+  std::vector<InitEvidence> out;
+  const auto& procs = log.processes();
+  for (size_t i = 0; i < procs.size(); ++i) {
+    const LogProcess& p = procs[i];
+    InitEvidence e;
+    e.process = static_cast<int>(i);
+    e.rank = p.rank;
+    e.host = p.host;
+    e.pid = p.pid < 0 ? 0 : static_cast<uint32_t>(p.pid);  // 0: no pid in the logs
+    e.nccl_version = p.nccl_version;
+    e.cuda_runtime_version = p.cuda_runtime;
+    e.env = p.env;
+    e.bootstrap_iface = p.bootstrap_iface;
+    e.bootstrap_addr = p.bootstrap_addr;
+    e.bus_id = p.bus_id;
+    e.device = p.cuda_dev;
+    bool last_error_next = false;
+    for (size_t idx : p.lines) {
+      const LogLine& l = log.lines()[idx];
+      e.end_ns = std::max(e.end_ns, when(l));
+      const bool evidence = InitEvidenceLine(p, l);
+      if (l.level == LogLine::kWarn) {
+        if (evidence) {
+          e.warnings.push_back(l.text);
+          e.failures.push_back({when(l), "", -1, l.text, false, l.location});
+        }
+      } else if (l.level == LogLine::kOther) {
+        if (last_error_next) {
+          e.warnings.push_back(l.text);
+          last_error_next = false;
+        }
+        if (absl::StrContains(l.text, "Last error:")) last_error_next = true;
+        if (evidence)
+          e.failures.push_back({when(l), "", NcclResultFromText(l.text), l.text, false});
+      }
+    }
+    e.init_succeeded = p.init_complete;
+    e.init_pending = p.init_started && !p.init_complete && e.failures.empty();
+    if (e.init_pending) e.pending_call = "NCCL init";
+    out.push_back(std::move(e));
+  }
+  return out;
+}
 
 }  // namespace ncclwatch::decoder

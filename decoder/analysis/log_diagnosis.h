@@ -41,6 +41,7 @@
 #ifndef NCCLWATCH_DECODER_ANALYSIS_LOG_DIAGNOSIS_H_
 #define NCCLWATCH_DECODER_ANALYSIS_LOG_DIAGNOSIS_H_
 
+#include <set>
 #include <vector>
 
 #include "findings/finding.h"
@@ -56,7 +57,17 @@ struct LogDiagnosis {
   std::vector<InitEvidence> evidence;  // per process of the log
 };
 
-LogDiagnosis DiagnoseLogs(const NcclLog& log);
+// `init_elsewhere`: the processes of the log (indices into
+// log.processes()) whose init evidence is judged with a job's traces
+// (JobAnalysis::JoinLogEvidence): the logs' own init forensics leaves them
+// out. Their evidence is in `evidence` all the same.
+LogDiagnosis DiagnoseLogs(const NcclLog& log, const std::set<int>& init_elsewhere = {});
+
+// Each process of the log's init evidence (its index, rank, host, pid; its
+// WARN lines, versions, interface and bus id), as DiagnoseLogs judges it.
+// Its times are the lines' (NcclLog::timestamps()), else their order
+// numbers: a log without timestamps says what came first, not when.
+std::vector<InitEvidence> LogInitEvidence(const NcclLog& log);
 
 // The finding a message of the catalogue gives when explain sees it outside
 // init forensics (kInitFailure: a cause init forensics reports).

@@ -5,7 +5,6 @@
 #include "analysis/diagnose_traces.h"
 #include "commands/explain.h"
 #include "commands/input_files.h"
-#include "commands/logs_beside.h"
 #include "commands/progress.h"
 #include "report/finding_text.h"
 #include "report/reports.h"
@@ -34,15 +33,14 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
   const std::vector<std::string>& files = *found;
   Progress progress("reading traces", files.size());  // on a terminal only
   absl::StatusOr<TraceDiagnosis> result = DiagnoseTraceFiles(
-      files, [&](size_t, const ProcessTrace*) { progress.Step(); }, NotRead(skipped));
+      files, [&](size_t, const ProcessTrace*) { progress.Step(); }, NotRead(skipped), logs);
   progress.Done();
   if (!result.ok()) {
     err << "ncclwatch: " << OneLine(std::string(result.status().message())) << "\n";
     return 2;
   }
   const JobAnalysis& job = result->job;
-  Diagnosis& d = result->diagnosis;
-  JudgeLogsBeside(logs, job, &d);
+  const Diagnosis& d = result->diagnosis;
   if (json) {
     WriteJsonReport(job, d, out);
   } else {

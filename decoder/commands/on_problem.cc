@@ -16,7 +16,6 @@
 #include "absl/strings/str_join.h"
 #include "analysis/diagnose_traces.h"
 #include "commands/input_files.h"
-#include "commands/logs_beside.h"
 #include "report/finding_text.h"
 #include "report/names.h"
 #include "report/reports.h"
@@ -41,7 +40,7 @@ std::unique_ptr<DiagnosedTraces> DiagnoseTraces(const std::vector<std::string>& 
     return nullptr;
   }
   // The one diagnosis every command makes of traces (analysis/diagnose_traces.h).
-  absl::StatusOr<TraceDiagnosis> result = DiagnoseTraceFiles(*files, {}, NotRead(skipped));
+  absl::StatusOr<TraceDiagnosis> result = DiagnoseTraceFiles(*files, {}, NotRead(skipped), logs);
   if (!result.ok()) {
     *error = std::string(result.status().message());
     return nullptr;
@@ -50,7 +49,6 @@ std::unique_ptr<DiagnosedTraces> DiagnoseTraces(const std::vector<std::string>& 
   t->paths = paths;
   t->job = std::move(result->job);
   t->diagnosis = std::move(result->diagnosis);
-  JudgeLogsBeside(logs, t->job, &t->diagnosis);
   return t;
 }
 

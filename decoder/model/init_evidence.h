@@ -108,6 +108,11 @@ struct InitEvidence {
   }
   // The time of its first failure (of any kind), or INT64_MAX.
   int64_t FirstFailureNs() const;
+  // What the same process's log says that its trace did not: the log's WARN
+  // texts (NCCL's words for a failure; a trace keeps only the last, through
+  // ncclGetLastError) and what the trace left unknown (interface, bus id,
+  // versions, settings). The trace's own facts and times stay.
+  void AddFromLog(const InitEvidence& log);
 };
 
 }  // namespace ncclwatch::decoder

@@ -218,6 +218,44 @@ TEST_CASE("a bad NCCL_SOCKET_IFNAME on one rank of four: network on that rank, t
   CHECK(WaitedRanks(s) == std::vector<int>{0, 1, 3});
 }
 
+TEST_CASE("a rank that ran without the shim: its log joins the traces' evidence, one init verdict",
+          "[init][net][logs]") {
+  // The failing rank was launched without LD_PRELOAD (a node whose launcher
+  // dropped it): it left no trace, only its NCCL_DEBUG log. Its three peers'
+  // traces show only that they waited; `diagnose` over the traces and the
+  // logs together judges all four ranks' init evidence as one job.
+  InitScenario s;
+  RunTrainLoop(&s, 4, [](jobs::JobSpec& spec) {
+    spec.ranks[2].env = {"NCCL_SOCKET_IFNAME=nosuchif", "LD_PRELOAD"};
+  });
+  const jobs::DiagnosisView both = jobs::Diagnose({s.dir.path(), s.logs()});
+  INFO("traces and logs:\n" << both.output);
+  REQUIRE(both.parsed);
+  CHECK(both.exit_code == 1);
+  CHECK(both.verdict == "problem");
+  const jobs::FindingView* root = both.Root();
+  REQUIRE(root != nullptr);
+  CHECK(root->kind == "init_failure");
+  CHECK(root->String("subsystem") == "network");
+  CHECK(root->ranks == std::vector<int>{2});
+  CHECK(root->String("socket_ifname") == "nosuchif");
+  int init_findings = 0;
+  std::vector<int> waited;
+  for (const jobs::FindingView& f : both.findings) {
+    if (f.kind != "init_failure") continue;
+    ++init_findings;
+    if (f.String("subsystem") == "waiting") {
+      CHECK(f.role == "consequence");
+      waited = f.ranks;
+    }
+  }
+  CHECK(waited == std::vector<int>{0, 1, 3});
+  // The cause and the waiting, each said once; the log's error line is the
+  // cause's, not an unexplained error of its own.
+  CHECK(init_findings == 2);
+  CHECK(both.findings.size() == 2);
+}
+
 TEST_CASE("a rank whose only interface cannot reach the root: bootstrap, ENETUNREACH",
           "[init][net]") {
   jobs::NetNamespace other_host("unreach");

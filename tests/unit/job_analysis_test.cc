@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -517,4 +518,90 @@ TEST_CASE("the same trace given twice is one process, and a note says so", "[job
   CHECK(ncclwatch::decoder::KindName(d.findings[0].kind) == std::string("duplicate_traces"));
   CHECK(ncclwatch::decoder::RoleName(d.findings[0].role) == std::string("note"));
   CHECK(Extra(d.findings[0], "duplicates").find("b/rank0.trace") != std::string::npos);
+}
+
+// The logs' init evidence in the traces' model (JobAnalysis::JoinLogEvidence):
+// a traced process's own log, by host and pid, adds to its evidence; a rank
+// with a log and no trace is judged with the job's init; a log of a rank the
+// traces hold under another pid, or of a pid two traces share, is neither.
+TEST_CASE("logs join the traces' init evidence: a process's own log, and a rank with no trace",
+          "[job][logs]") {
+  using ncclwatch::decoder::InitEvidence;
+  JobAnalysis job;
+  for (int r : {0, 1, 3}) {
+    SyntheticProcess p(r);
+    p.OnHost("node0.cluster.example").InitPending(kComm, r, 4).Signal(SIGTERM);
+    job.AddProcess(p.Build());
+  }
+  job.Finish();
+  auto log = [](int process, int rank, uint32_t pid) {
+    InitEvidence e;
+    e.process = process;
+    e.rank = rank;
+    e.host = "node0";  // NCCL prints the host name to its first dot
+    e.pid = pid;
+    return e;
+  };
+  std::vector<InitEvidence> logs;
+  logs.push_back(log(0, 0, 1000));  // rank 0's own log
+  logs.back().warnings = {"NET/Socket : Using [0]eth0:10.0.0.1<0>"};
+  logs.back().bus_id = "0000:18:00.0";
+  logs.push_back(log(1, 2, 4242));  // rank 2: no trace
+  logs.back().env["NCCL_SOCKET_IFNAME"] = "nosuchif";
+  logs.back().failures.push_back(
+      {17, "", -1, "Bootstrap : no socket interface found", false, "misc/socket.cc"});
+  logs.back().end_ns = 17;
+  logs.push_back(log(2, 1, 7777));  // rank 1 under another pid: not its trace's
+  logs.back().failures.push_back({3, "", -1, "unhandled system error", false, ""});
+
+  const std::set<int> joined = job.JoinLogEvidence(logs, /*timed=*/false);
+  CHECK(joined == std::set<int>{0});
+  const InitEvidence& own = job.processes()[0].init;
+  CHECK(own.warnings == logs[0].warnings);
+  CHECK(own.bus_id == "0000:18:00.0");
+  REQUIRE(job.untraced_init().size() == 1);
+  const JobAnalysis::UntracedInit& untraced = job.untraced_init().front();
+  CHECK(untraced.log_process == 1);
+  CHECK(untraced.evidence.process == -1);
+  CHECK(untraced.evidence.rank == 2);
+  // Its log has no timestamps: its order numbers are no times.
+  REQUIRE(untraced.evidence.failures.size() == 1);
+  CHECK(untraced.evidence.failures[0].when_ns == 0);
+
+  const Diagnosis d = Diagnose(job);
+  INFO(Describe(d));
+  CHECK(d.untraced_judged == std::set<int>{1});
+  REQUIRE(d.findings.size() == 2);
+  const Finding& root = d.findings[0];
+  CHECK(ncclwatch::decoder::KindName(root.kind) == std::string("init_failure"));
+  CHECK(ncclwatch::decoder::RoleName(root.role) == std::string("root_cause"));
+  CHECK(root.ranks == std::vector<int>{2});
+  CHECK(Extra(root, "subsystem") == "\"network\"");
+  const Finding& waited = d.findings[1];
+  CHECK(ncclwatch::decoder::RoleName(waited.role) == std::string("consequence"));
+  CHECK(waited.ranks == std::vector<int>{0, 1, 3});
+  CHECK(Extra(waited, "subsystem") == "\"waiting\"");
+}
+
+TEST_CASE("a log joins no trace where two traces hold its pid on its host", "[job][logs]") {
+  using ncclwatch::decoder::InitEvidence;
+  JobAnalysis job;
+  for (int r : {0, 1}) {
+    SyntheticProcess p(r);
+    p.InitPending(kComm, r, 2).Signal(SIGTERM);
+    ncclwatch::decoder::ProcessTrace t = p.Build();
+    t.pid = 555;  // a pid the host gave twice (two runs' traces in one folder)
+    t.path = "rank" + std::to_string(r) + ".trace";
+    job.AddProcess(t);
+  }
+  job.Finish();
+  InitEvidence e;
+  e.process = 0;
+  e.rank = 0;
+  e.host = "node0";
+  e.pid = 555;
+  e.warnings = {"NET/IB : ibv_reg_mr failed"};
+  CHECK(job.JoinLogEvidence({e}, true).empty());
+  CHECK(job.untraced_init().empty());  // rank 0 has traces: not a rank without one
+  for (const auto& p : job.processes()) CHECK(p.init.warnings.empty());
 }

@@ -105,6 +105,9 @@ class DiagnosisContext {
   // wait in, and the processes waiting in such a split (FindSkippedCreations).
   std::set<std::pair<uint64_t, int>> skipped_creation;
   std::set<int> waiting_in_creation;
+  // The log processes of ranks with no trace whose init evidence a job's
+  // init forensics judged (JobAnalysis::untraced_init; FindInitFailures).
+  std::set<int> untraced_judged;
   // Per job: processes whose ring lost its start, and launcher ranks that
   // loaded NCCL and made no call the shim saw (FindBlindSpots).
   std::vector<std::vector<int>> overwritten, unseen;

@@ -132,10 +132,37 @@ void FindSkippedCreations(DiagnosisContext& cx) {
   }
 }
 
+// The job whose init the ranks without a trace were part of: the one job
+// whose traced ranks failed or waited in an init, or -1 when none or
+// several did (then their logs are judged on their own).
+int JobOfUntraced(const DiagnosisContext& cx) {
+  int found = -1;
+  for (size_t j = 0; j < cx.jobs.size(); ++j) {
+    bool troubled = false;
+    for (int q : cx.jobs[j]) {
+      const InitEvidence& e = cx.procs[q].init;
+      troubled |= e.init_pending || !e.failures.empty() || !e.sys_failures.empty() ||
+                  !e.cuda_failures.empty();
+    }
+    if (!troubled) continue;
+    if (found >= 0) return -1;
+    found = static_cast<int>(j);
+  }
+  return found;
+}
+
 void FindInitFailures(DiagnosisContext& cx) {
-  for (const std::vector<int>& members : cx.jobs) {
+  const int with_untraced = cx.job.untraced_init().empty() ? -1 : JobOfUntraced(cx);
+  for (size_t j = 0; j < cx.jobs.size(); ++j) {
+    const std::vector<int>& members = cx.jobs[j];
     std::vector<InitEvidence> evidence;
     for (int q : members) evidence.push_back(cx.procs[q].init);
+    if (static_cast<int>(j) == with_untraced) {
+      for (const JobAnalysis::UntracedInit& u : cx.job.untraced_init()) {
+        evidence.push_back(u.evidence);
+        cx.untraced_judged.insert(u.log_process);
+      }
+    }
     for (InitFinding& f : DiagnoseInit(evidence)) {
       // Ranks that only wait in a split another member never called: the
       // skipped-creation finding explains them.
@@ -143,7 +170,8 @@ void FindInitFailures(DiagnosisContext& cx) {
       Candidate c;
       c.finding = std::move(f.finding);
       c.finding.nranks = c.finding.comm ? cx.job.CommSize(*c.finding.comm) : -1;
-      c.process = f.process;
+      // A rank with no trace (its log's evidence) is of this job all the same.
+      c.process = f.process >= 0 ? f.process : members.front();
       cx.candidates.push_back(std::move(c));
     }
   }
