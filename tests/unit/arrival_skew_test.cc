@@ -5,6 +5,7 @@
 #include "analysis/arrival_skew.h"
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -314,4 +315,47 @@ TEST_CASE("a straggler judged on what a summary with a small window kept says so
                   "kept, not 4096 (the summaries' window was narrower: the traces hold more; "
                   "read them, or summarize again with a larger --window, to compare as many)") !=
         std::string::npos);
+}
+
+TEST_CASE("a host last only past where its communicator stopped is no straggler", "[straggler]") {
+  // Rank 3 calls #5 with another count: the GPUs wait there for ever, and
+  // the hosts (no synchronize) go on enqueuing. From #100 on, rank 0's host
+  // comes last, 5 ms behind: it held no one back, nothing completed.
+  auto job = [](uint64_t slow_from) {
+    constexpr int kRanks = 4;
+    constexpr uint64_t kSteps = 300;
+    std::vector<SyntheticProcess> ps;
+    for (int r = 0; r < kRanks; ++r) {
+      ps.emplace_back(r);
+      ps.back().Init(kComm, r, kRanks).Tracked(kComm);
+    }
+    std::mt19937_64 rng(11);
+    std::uniform_int_distribution<uint64_t> noise(0, 300'000);
+    for (int r = 0; r < kRanks; ++r) {
+      for (uint64_t s = 0; s < kSteps; ++s) {
+        const uint64_t late = noise(rng) + (r == 0 && s >= slow_from ? 5 * kMs : 0);
+        ps[r]
+            .At(1000 * kMs + s * 20 * kMs + late)
+            .Collective(kComm, s, AllReduce(r == 3 && s == 5 ? 1000 : 1024));
+      }
+      ps[r].Progress(kComm, 5).Signal(SIGTERM);
+    }
+    return DiagnoseJob(ps);
+  };
+  SECTION("late from #100, past the mismatch at #5: the mismatch alone") {
+    const Diagnosis d = job(100);
+    REQUIRE_FALSE(d.findings.empty());
+    CHECK(d.findings[0].kind == FindingKind::kCollectiveMismatch);
+    CHECK(d.findings[0].seq == 5u);
+    for (const Finding& f : d.findings) CHECK(f.kind != FindingKind::kStraggler);
+  }
+  SECTION("late from the first collective, before the mismatch: still a straggler") {
+    const Diagnosis d = job(0);
+    REQUIRE_FALSE(d.findings.empty());
+    CHECK(d.findings[0].kind == FindingKind::kCollectiveMismatch);
+    bool straggler = false;
+    for (const Finding& f : d.findings)
+      straggler |= f.kind == FindingKind::kStraggler && f.ranks == std::vector<int>{0};
+    CHECK(straggler);
+  }
 }

@@ -56,6 +56,27 @@ std::set<std::pair<int, int>> LinkStragglers(DiagnosisContext& cx,
   return named;
 }
 
+// Where each communicator's collectives stopped, as the collective
+// families found it: the first number a rank disagreed on, never entered,
+// or died before. A collective completes on no rank before every member has
+// issued it, so a host that enqueued late held the others back; past where
+// the communicator stopped, the hosts enqueue with nothing completing (the
+// GPUs wait at the stop, or the job is over), and who came last there held
+// no one back: it says how busy each host was, not who slowed the job.
+std::map<uint64_t, uint64_t> StoppedAt(const DiagnosisContext& cx) {
+  std::map<uint64_t, uint64_t> at;
+  for (const Candidate& c : cx.candidates) {
+    const Finding& f = c.finding;
+    if (f.kind != FindingKind::kCollectiveMismatch && f.kind != FindingKind::kMissingRank &&
+        f.kind != FindingKind::kRankDied)
+      continue;
+    if (!f.comm || !f.seq) continue;
+    auto [it, fresh] = at.try_emplace(*f.comm, *f.seq);
+    if (!fresh) it->second = std::min(it->second, *f.seq);
+  }
+  return at;
+}
+
 }  // namespace
 
 void FindStragglers(DiagnosisContext& cx) {
@@ -80,10 +101,13 @@ void FindStragglers(DiagnosisContext& cx) {
   std::vector<ArrivalSpan> spans;
   const bool waits = !gpus.empty() || !slow_links.empty();
   if (waits) spans = cx.job.arrivals().Spans();
+  const std::map<uint64_t, uint64_t> stopped = StoppedAt(cx);
   for (const ArrivalStraggler& s : cx.job.arrivals().Stragglers()) {
     const std::pair<int, int> who{cx.job_of[s.process],
                                   cx.job.GlobalRank(s.process, s.comm, s.rank)};
     if (slow_gpus.count(who) || slow_links.count(who)) continue;
+    // Late only where nothing waited for it: past where the communicator stopped.
+    if (auto at = stopped.find(s.comm); at != stopped.end() && s.began_seq > at->second) continue;
     if (waits && cx.job.gpu_arrivals().ExplainsHostStraggler(s, spans)) continue;
     all.emplace_back(s, nullptr);
   }
