@@ -39,6 +39,32 @@ int RankOfHostPid(int pid, const std::vector<TracedPid>& traced) {
   return found == 1 ? rank : -1;
 }
 
+// Whether log finding `f` says why ranks with no trace did what the traces
+// saw of them: it is about those ranks only, they are among the ranks the
+// traces' root cause names (a rank that never came, never entered), and it
+// is a cause rather than another view of the same wait.
+bool ExplainsUntraced(const Finding& f, const std::set<int>& traced_ranks,
+                      const std::set<int>& root_ranks) {
+  if (f.role != FindingRole::kRootCause && f.role != FindingRole::kConsequence) return false;
+  switch (f.kind) {
+    case FindingKind::kRendezvousFailure:
+    case FindingKind::kInitFailure:
+    case FindingKind::kRankDied:
+    case FindingKind::kCollectiveMismatch:
+    case FindingKind::kDdpUsage:
+      break;
+    default:
+      return false;
+  }
+  if (f.ranks.empty()) return false;
+  bool named = false;
+  for (int r : f.ranks) {
+    if (traced_ranks.count(r) > 0) return false;
+    named |= root_ranks.count(r) > 0;
+  }
+  return named;
+}
+
 }  // namespace
 
 void AddLogEvidence(const LogDiagnosis& logs, const std::vector<TracedPid>& traced, Diagnosis* d) {
@@ -46,11 +72,16 @@ void AddLogEvidence(const LogDiagnosis& logs, const std::vector<TracedPid>& trac
   // traced CUDA error shows), and whether their root cause names its ranks.
   std::set<FindingKind> traced_kinds;
   bool traced_ranks = false;
+  std::set<int> root_ranks;  // the ranks the traces' root causes name
   for (const Finding& f : d->findings) {
     if (f.role == FindingRole::kRootCause || f.role == FindingRole::kConsequence)
       traced_kinds.insert(f.kind);
     traced_ranks |= f.role == FindingRole::kRootCause && !f.ranks.empty();
+    if (f.role == FindingRole::kRootCause) root_ranks.insert(f.ranks.begin(), f.ranks.end());
   }
+  std::set<int> with_trace;  // the ranks the traces hold
+  for (const TracedPid& t : traced)
+    if (t.rank >= 0) with_trace.insert(t.rank);
   std::vector<Finding> causes, notes;
   for (Finding f : logs.findings) {
     if (const auto* x = std::get_if<LogFacts>(&f.facts);
@@ -60,8 +91,9 @@ void AddLogEvidence(const LogDiagnosis& logs, const std::vector<TracedPid>& trac
     // The logs lead with what the traces could not see; a finding the traces
     // already made, with its ranks, is said better by them, and a cause of no
     // known rank does not displace one that names its rank: notes then.
-    if (ExplainsTraces(f) && traced_kinds.count(f.kind) == 0 &&
-        (!f.ranks.empty() || !traced_ranks)) {
+    if ((ExplainsTraces(f) && traced_kinds.count(f.kind) == 0 &&
+         (!f.ranks.empty() || !traced_ranks)) ||
+        ExplainsUntraced(f, with_trace, root_ranks)) {
       causes.push_back(f);
       causes.back().role = causes.size() == 1 ? FindingRole::kRootCause : FindingRole::kConsequence;
     } else {

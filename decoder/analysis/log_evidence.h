@@ -8,7 +8,11 @@
 // the traces look as they do: it becomes the root cause, and what the
 // traces concluded follows it as consequences; unless the traces made that
 // finding themselves (a GPU fault their CUDA error shows), or it names no
-// rank where the traces' root cause names one: a note then. What else the logs say (a
+// rank where the traces' root cause names one: a note then. A finding of the
+// logs about ranks that left no trace leads too where the traces' root cause
+// names those ranks (a rank that never came to the rendezvous, never entered
+// a collective): the logs say why (its rendezvous or init failed, it died,
+// it called another collective). What else the logs say (a
 // watchdog's timeout, a rendezvous message, what their stacks wait in) is
 // added as notes beside the traces' own findings, which say it better. Logs
 // that show a problem never leave a job healthy.

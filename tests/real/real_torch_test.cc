@@ -18,10 +18,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -312,6 +314,55 @@ TEST_CASE("torch: the master's port held by another process: port_in_use, the ma
   CHECK(root->String("address") == "127.0.0.1:" + std::to_string(port));
   CHECK(Field(*root, "attempts").number_value() >= 1);
   CHECK(Field(*root, "settings").list_value().values().empty());
+}
+
+TEST_CASE(
+    "torch: a rank without the shim whose MASTER_PORT differs: its own output says why it never "
+    "came",
+    "[real][torch][logs]") {
+  // Rank 1 ran without LD_PRELOAD (a node whose launcher dropped it) and
+  // with another MASTER_PORT. Its trace is missing: the traces see only
+  // that rank 1 never came. Its output, kept as a launcher keeps a job's,
+  // says why; diagnose over both leads with it.
+  const std::string python = TorchPython();
+  if (python.empty()) return;
+  jobs::TempDir dir;
+  const std::string traces = dir.path() + "/traces";
+  fs::create_directories(traces);
+  const int port = FreePort();
+  int other = FreePort();
+  while (other == port) other = FreePort();
+  const jobs::JobResult r = RunRanks(python, traces, 2, port, {},
+                                     {{1, {"LD_PRELOAD", "MASTER_PORT=" + std::to_string(other)}}});
+  INFO(Output(r));
+  const std::string out = dir.path() + "/job.out";
+  {
+    std::ofstream o(out);
+    for (const jobs::RankResult& rank : r.ranks) {  // as a launcher tags it
+      std::istringstream lines(rank.output);
+      for (std::string line; std::getline(lines, line);)
+        o << "[rank " << rank.rank << "] " << line << "\n";
+    }
+  }
+  const jobs::DiagnosisView alone = jobs::Diagnose({traces});
+  INFO("traces alone:\n" << alone.output);
+  CheckRoot(alone, "ranks_missing", {1});
+  const jobs::DiagnosisView both = jobs::Diagnose({traces, out});
+  INFO("traces and output:\n" << both.output);
+  REQUIRE(both.parsed);
+  CHECK(both.exit_code == 1);
+  const jobs::FindingView* root = both.Root();
+  REQUIRE(root != nullptr);
+  CHECK(root->kind == "rendezvous_failure");
+  CHECK(root->ranks == std::vector<int>{1});
+  // Its own words: its client found nothing at the port it was given.
+  CHECK(root->String("message") == "torch.store.client_timeout");
+  CHECK(root->String("address") == "127.0.0.1:" + std::to_string(other));
+  bool missing_follows = false;
+  for (const jobs::FindingView& f : both.findings)
+    missing_follows |= f.role == "consequence" && f.kind == "rendezvous_failure" &&
+                       f.String("cause") == "ranks_missing" && f.ranks == std::vector<int>{1};
+  CHECK(missing_follows);
 }
 
 TEST_CASE("torch: WORLD_SIZE larger than the ranks started: ranks_missing, the one that never came",

@@ -143,3 +143,49 @@ TEST_CASE("the logs do not displace what the traces found better", "[logs]") {
     CHECK(d.findings.back().role == FindingRole::kNote);
   }
 }
+
+TEST_CASE("a log's cause for a rank with no trace leads where the traces' root cause names it",
+          "[logs]") {
+  // The traces: rank 1 never came to the rendezvous (ranks_missing). Rank 1
+  // ran without the shim; its log says its store connection was refused.
+  auto traces = [] {
+    Diagnosis d;
+    d.findings.push_back(
+        Make(FindingKind::kRendezvousFailure, FindingRole::kRootCause, /*ranks=*/{1}));
+    d.problem = true;
+    return d;
+  };
+  LogDiagnosis logs;
+  logs.findings.push_back(Make(FindingKind::kRendezvousFailure, FindingRole::kRootCause, {1}));
+  logs.findings.push_back(Make(FindingKind::kWatchdogTimeout, FindingRole::kConsequence, {1}));
+  logs.problem = true;
+  SECTION("rank 1 has no trace: its log says why it never came") {
+    Diagnosis d = traces();
+    AddLogEvidence(logs, {{4240, kInitPidNamespace, 0}}, &d);
+    REQUIRE(d.findings.size() == 3);
+    CHECK(d.findings[0].kind == FindingKind::kRendezvousFailure);
+    CHECK(d.findings[0].role == FindingRole::kRootCause);
+    CHECK(d.findings[1].kind == FindingKind::kRendezvousFailure);
+    CHECK(d.findings[1].role == FindingRole::kConsequence);      // the traces' ranks_missing
+    CHECK(d.findings[2].kind == FindingKind::kWatchdogTimeout);  // another view of the wait
+    CHECK(d.findings[2].role == FindingRole::kNote);
+  }
+  SECTION("rank 1 has a trace: the traces say it, the log is a note") {
+    Diagnosis d = traces();
+    AddLogEvidence(logs, {{4240, kInitPidNamespace, 0}, {4241, kInitPidNamespace, 1}}, &d);
+    REQUIRE(d.findings.size() == 3);
+    CHECK(d.findings[0].role == FindingRole::kRootCause);
+    CHECK(d.findings[1].role == FindingRole::kNote);
+    CHECK(d.findings[2].role == FindingRole::kNote);
+  }
+  SECTION("a log's cause for an untraced rank the traces' root cause does not name is a note") {
+    Diagnosis d = traces();
+    LogDiagnosis other = logs;
+    other.findings[0].ranks = {2};
+    AddLogEvidence(other, {{4240, kInitPidNamespace, 0}}, &d);
+    CHECK(d.findings[0].kind == FindingKind::kRendezvousFailure);
+    CHECK(d.findings[0].ranks == std::vector<int>{1});
+    CHECK(d.findings[0].role == FindingRole::kRootCause);
+    CHECK(d.findings[1].role == FindingRole::kNote);
+  }
+}
