@@ -176,12 +176,18 @@ std::vector<RecentLateness> ArrivalSkew::Recent(size_t window) const {
   return out;
 }
 
-std::vector<ArrivalStraggler> ArrivalSkew::Stragglers() const {
+std::vector<ArrivalStraggler> ArrivalSkew::Stragglers(
+    const std::map<uint64_t, uint64_t>& stopped) const {
   std::vector<ArrivalStraggler> out;
   for (const auto& [comm, members] : comms_) {
     const int n = static_cast<int>(members.size());
     if (n < 2) continue;
-    const std::vector<Op> ops = Compare(members);
+    std::vector<Op> ops = Compare(members);
+    if (auto stop = stopped.find(comm); stop != stopped.end()) {
+      ops.erase(std::remove_if(ops.begin(), ops.end(),
+                               [&](const Op& op) { return op.seq >= stop->second; }),
+                ops.end());
+    }
     std::map<int32_t, uint64_t> times_last;
     uint64_t gapped = 0;
     for (const Op& op : ops) {

@@ -103,8 +103,12 @@ class ArrivalSkew {
   void AlignClocks(const HostClocks& clocks);
   // The collectives kept per member now (kWindow, or narrower past max_kept).
   size_t window() const { return window_; }
-  // Every straggler found, by communicator, then rank.
-  std::vector<ArrivalStraggler> Stragglers() const;
+  // Every straggler found, by communicator, then rank. `stopped`: per
+  // communicator, the number where its collectives stopped (the GPUs
+  // waited there for ever, or the job ended): only the collectives before it
+  // are compared, since past it the hosts enqueue with nothing completing
+  // and a late one held no one back.
+  std::vector<ArrivalStraggler> Stragglers(const std::map<uint64_t, uint64_t>& stopped = {}) const;
   // Every collective compared, by communicator, then number.
   std::vector<ArrivalSpan> Spans() const;
   // Every member's lateness over the last `window` collectives compared.

@@ -40,6 +40,13 @@ absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>
   for (const UnreadableTrace& u : not_read)
     out.job.AddUnreadable(u.path, u.error, u.may_hold_traces);
   out.job.Finish();
+  // What this machine sees of the traced processes now: whether the job is
+  // live, and which of its processes on this host still exist, and how
+  // (right after the traces, before the logs are read).
+  std::vector<TracedProcessId> ids;
+  for (const ProcessFacts& p : out.job.processes())
+    ids.push_back({p.host, p.pid, p.created_ns, p.pid_namespace});
+  const LivenessObservation observed = ObserveLiveness(ids);
   // The logs' init evidence joins the traces' before the diagnosis.
   NcclLog log;
   size_t logs_read = 0;
@@ -49,12 +56,7 @@ absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>
     log.Finish();
     joined = out.job.JoinLogEvidence(LogInitEvidence(log), log.timestamps());
   }
-  // What this machine sees of the traced processes now: whether the job is
-  // live, and which of its processes on this host still exist, and how.
-  std::vector<TracedProcessId> ids;
-  for (const ProcessFacts& p : out.job.processes())
-    ids.push_back({p.host, p.pid, p.created_ns, p.pid_namespace});
-  out.diagnosis = Diagnose(out.job, ObserveLiveness(ids));
+  out.diagnosis = Diagnose(out.job, observed);
   if (logs_read > 0) {
     // What the logs say beyond the init evidence judged with the traces.
     joined.insert(out.diagnosis.untraced_judged.begin(), out.diagnosis.untraced_judged.end());

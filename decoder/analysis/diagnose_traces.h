@@ -6,12 +6,12 @@
 //   trace files ──LoadProcessTraces──> each trace, once ──> JobAnalysis
 //       (model/trace_loader.h)              │ on_trace        │ Finish
 //                                           ▼                 ▼
-//                                  the caller's use      logs' init evidence joined
-//                                  (timeline, progress)  (JobAnalysis::JoinLogEvidence)
+//                                  the caller's use      ObserveLiveness (this machine's
+//                                  (timeline, progress)  /proc and clock, now)
 //                                                              │
 //                                                              ▼
-//                                                       ObserveLiveness (this machine's
-//                                                       /proc and clock, now)
+//                                                       logs' init evidence joined
+//                                                       (JobAnalysis::JoinLogEvidence)
 //                                                              │
 //                                                              ▼
 //                                                       Diagnose -> findings

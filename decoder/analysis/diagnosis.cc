@@ -229,7 +229,7 @@ Diagnosis Diagnose(const JobAnalysis& job, const LivenessObservation& observed) 
   DiagnosisContext cx(job, observed);
   // The order matters: a family may read what an earlier one found
   // (FindUnsentSignals lowers missing ranks FindCollectiveProblems named;
-  // FindStragglers passes over lateness past where FindCollectiveProblems
+  // FindStragglers compares lateness only before where FindCollectiveProblems
   // found a communicator stopped;
   // FindInitFailures leaves out the waits FindSkippedCreations explained;
   // FindStoppedRanks skips ranks already named).

@@ -372,39 +372,51 @@ bool SameHost(const std::string& traced, const std::string& logged) {
 std::set<int> JobAnalysis::JoinLogEvidence(const std::vector<InitEvidence>& logs, bool timed) {
   std::set<int> joined;
   std::set<int> traced_ranks;
-  int world = -1;  // the launcher's world size, where the traces agree on one
+  bool all_ranked = true;  // every traced process has a rank to tell the untraced ones by
+  int world = -1;          // the launcher's world size, where the traces agree on one
   bool worlds_agree = true;
   for (const ProcessFacts& p : processes_) {
     if (p.rank >= 0) traced_ranks.insert(p.rank);
+    all_ranked &= p.rank >= 0;
     if (p.world_size > 0) {
       worlds_agree &= world < 0 || world == p.world_size;
       world = p.world_size;
     }
   }
   for (const InitEvidence& log : logs) {
-    // Its own trace: the one traced process with its host and pid.
+    // Its own trace: the one traced process with its host and pid (and,
+    // in a container's numbers, its rank).
     int own = -1, matches = 0;
     for (const ProcessFacts& p : processes_) {
       if (log.pid == 0 || p.pid != log.pid || !SameHost(p.host, log.host)) continue;
+      if (p.pid_namespace != kInitPidNamespace && (log.rank < 0 || log.rank != p.rank)) continue;
       own = p.index;
       ++matches;
     }
     if (matches == 1) {
-      processes_[own].init.AddFromLog(log);
-      joined.insert(log.process);
+      InitEvidence& traced = processes_[own].init;
+      const bool own_failures =
+          !traced.failures.empty() || !traced.sys_failures.empty() || !traced.cuda_failures.empty();
+      traced.AddFromLog(log);
+      if (own_failures || log.failures.empty()) joined.insert(log.process);
       continue;
     }
     if (matches > 1) continue;  // a pid reused on the host: not told apart
     // A rank with no trace, and something to say about its init.
-    if (log.rank < 0 || traced_ranks.count(log.rank) > 0) continue;
+    if (!all_ranked || log.rank < 0 || traced_ranks.count(log.rank) > 0) continue;
     if (!worlds_agree || (world > 0 && log.rank >= world)) continue;
     if (log.failures.empty() && log.sys_failures.empty() && !log.init_pending) continue;
     auto same_rank =
         std::find_if(untraced_init_.begin(), untraced_init_.end(),
                      [&](const UntracedInit& u) { return u.evidence.rank == log.rank; });
-    if (same_rank != untraced_init_.end()) continue;  // the rank's first log process speaks for it
+    if (same_rank != untraced_init_.end()) {
+      // Another process of the rank's (its output beside its NCCL log, a
+      // restart): the first speaks for the rank, all are judged with it.
+      same_rank->log_processes.push_back(log.process);
+      continue;
+    }
     UntracedInit u;
-    u.log_process = log.process;
+    u.log_processes = {log.process};
     u.evidence = log;
     u.evidence.process = -1;
     if (!timed) {

@@ -131,18 +131,22 @@ class JobAnalysis {
   // A rank that left a log and no trace: its log's init evidence, for the
   // job's init forensics beside the traced ranks'.
   struct UntracedInit {
-    int log_process = -1;   // its index among the log's processes
-    InitEvidence evidence;  // `process` -1: no trace
+    std::vector<int> log_processes;  // its indices among the log's processes
+    InitEvidence evidence;           // the first's; `process` -1: no trace
   };
   // The init evidence of the job's logs (analysis/log_diagnosis.h
   // LogInitEvidence) in the same model as the traces': a traced process's
   // own log (the same host and pid, which NCCL prints as the process sees
-  // them, as the shim records them) adds to its trace's evidence
-  // (InitEvidence::AddFromLog), and each rank with a log and no trace is kept
-  // (untraced_init) for the diagnosis to judge with its job. `timed`: the
-  // log's times are clock times (NcclLog::timestamps()); without them an
-  // untraced rank's times are 0, unknown. After Finish. Returns the log's
-  // processes added to a trace's evidence.
+  // them, as the shim records them; in a container's pid namespace, where
+  // two processes of a host may share a pid, the same rank too) adds to its
+  // trace's evidence (InitEvidence::AddFromLog), and each rank with a log
+  // and no trace is kept (untraced_init) for the diagnosis to judge with
+  // its job; none is where a traced process has no rank. `timed`: the log's
+  // times are clock times (NcclLog::timestamps()); without them an untraced
+  // rank's times are 0, unknown. After Finish. Returns the log's processes
+  // whose init evidence the traces' now holds: a process whose log shows
+  // failures its trace does not is not among them (its log's own forensics
+  // still say what they say).
   std::set<int> JoinLogEvidence(const std::vector<InitEvidence>& logs, bool timed);
   const std::vector<UntracedInit>& untraced_init() const { return untraced_init_; }
 

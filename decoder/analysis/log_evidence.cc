@@ -41,11 +41,12 @@ int RankOfHostPid(int pid, const std::vector<TracedPid>& traced) {
 
 // Whether log finding `f` says why ranks with no trace did what the traces
 // saw of them: it is about those ranks only, they are among the ranks the
-// traces' root cause names (a rank that never came, never entered), and it
-// is a cause rather than another view of the same wait.
+// traces' root cause names as absent (`absent`: a rank that never came to
+// the rendezvous, never entered a collective), and it is the logs' own
+// root cause, not another view of the same wait.
 bool ExplainsUntraced(const Finding& f, const std::set<int>& traced_ranks,
-                      const std::set<int>& root_ranks) {
-  if (f.role != FindingRole::kRootCause && f.role != FindingRole::kConsequence) return false;
+                      const std::set<int>& absent) {
+  if (f.role != FindingRole::kRootCause) return false;
   switch (f.kind) {
     case FindingKind::kRendezvousFailure:
     case FindingKind::kInitFailure:
@@ -60,7 +61,7 @@ bool ExplainsUntraced(const Finding& f, const std::set<int>& traced_ranks,
   bool named = false;
   for (int r : f.ranks) {
     if (traced_ranks.count(r) > 0) return false;
-    named |= root_ranks.count(r) > 0;
+    named |= absent.count(r) > 0;
   }
   return named;
 }
@@ -72,16 +73,24 @@ void AddLogEvidence(const LogDiagnosis& logs, const std::vector<TracedPid>& trac
   // traced CUDA error shows), and whether their root cause names its ranks.
   std::set<FindingKind> traced_kinds;
   bool traced_ranks = false;
-  std::set<int> root_ranks;  // the ranks the traces' root causes name
+  // The ranks the traces' root causes name as absent: a rank that never
+  // came to the rendezvous or never entered a collective (never one the
+  // traces' own evidence of it explains: they hold none of it).
+  std::set<int> absent;
   for (const Finding& f : d->findings) {
     if (f.role == FindingRole::kRootCause || f.role == FindingRole::kConsequence)
       traced_kinds.insert(f.kind);
     traced_ranks |= f.role == FindingRole::kRootCause && !f.ranks.empty();
-    if (f.role == FindingRole::kRootCause) root_ranks.insert(f.ranks.begin(), f.ranks.end());
+    if (f.role == FindingRole::kRootCause &&
+        (f.kind == FindingKind::kMissingRank || f.kind == FindingKind::kRendezvousFailure))
+      absent.insert(f.ranks.begin(), f.ranks.end());
   }
-  std::set<int> with_trace;  // the ranks the traces hold
-  for (const TracedPid& t : traced)
-    if (t.rank >= 0) with_trace.insert(t.rank);
+  // The ranks the traces hold; none is told apart where a trace has no rank.
+  std::set<int> with_trace;
+  for (const TracedPid& t : traced) {
+    if (t.rank < 0) absent.clear();
+    with_trace.insert(t.rank);
+  }
   std::vector<Finding> causes, notes;
   for (Finding f : logs.findings) {
     if (const auto* x = std::get_if<LogFacts>(&f.facts);
@@ -93,7 +102,7 @@ void AddLogEvidence(const LogDiagnosis& logs, const std::vector<TracedPid>& trac
     // known rank does not displace one that names its rank: notes then.
     if ((ExplainsTraces(f) && traced_kinds.count(f.kind) == 0 &&
          (!f.ranks.empty() || !traced_ranks)) ||
-        ExplainsUntraced(f, with_trace, root_ranks)) {
+        ExplainsUntraced(f, with_trace, absent)) {
       causes.push_back(f);
       causes.back().role = causes.size() == 1 ? FindingRole::kRootCause : FindingRole::kConsequence;
     } else {

@@ -41,10 +41,6 @@ struct TracedPid {
   int rank = -1;
 };
 
-// The pid namespace of a host's init, whose numbers dmesg uses
-// (PROC_PID_INIT_INO, include/linux/proc_ns.h).
-constexpr uint64_t kInitPidNamespace = 0xEFFFFFFCu;
-
 // `traced`: the traces' processes. A finding of the logs that names a
 // process by its pid (the OOM killer's victim) and no rank gets the rank of
 // the one traced process with that pid in the host's pid namespace; none

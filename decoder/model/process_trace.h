@@ -33,6 +33,12 @@
 
 namespace ncclwatch::decoder {
 
+// The pid namespace of a host's init, whose numbers dmesg uses
+// (PROC_PID_INIT_INO, include/linux/proc_ns.h): a process's pid in it is
+// the host's number for it; in any other (a container's), two processes
+// of one host may have the same pid.
+constexpr uint64_t kInitPidNamespace = 0xEFFFFFFCu;
+
 struct ProcessTrace {
   std::string path;
   uint32_t pid = 0;

@@ -317,11 +317,12 @@ TEST_CASE("a straggler judged on what a summary with a small window kept says so
         std::string::npos);
 }
 
-TEST_CASE("a host last only past where its communicator stopped is no straggler", "[straggler]") {
-  // Rank 3 calls #5 with another count: the GPUs wait there for ever, and
-  // the hosts (no synchronize) go on enqueuing. From #100 on, rank 0's host
-  // comes last, 5 ms behind: it held no one back, nothing completed.
-  auto job = [](uint64_t slow_from) {
+TEST_CASE("a host's lateness counts only before where its communicator stopped", "[straggler]") {
+  // Rank 3 calls #150 with another count: the GPUs wait there for ever, and
+  // the hosts (no synchronize) go on enqueuing. Rank 0's host comes last,
+  // 5 ms behind, from `slow_from` on: past #150 it held no one back.
+  constexpr uint64_t kStop = 150;
+  auto job = [](uint64_t slow_from, uint64_t completed) {
     constexpr int kRanks = 4;
     constexpr uint64_t kSteps = 300;
     std::vector<SyntheticProcess> ps;
@@ -336,26 +337,36 @@ TEST_CASE("a host last only past where its communicator stopped is no straggler"
         const uint64_t late = noise(rng) + (r == 0 && s >= slow_from ? 5 * kMs : 0);
         ps[r]
             .At(1000 * kMs + s * 20 * kMs + late)
-            .Collective(kComm, s, AllReduce(r == 3 && s == 5 ? 1000 : 1024));
+            .Collective(kComm, s, AllReduce(r == 3 && s == kStop ? 1000 : 1024));
       }
-      ps[r].Progress(kComm, 5).Signal(SIGTERM);
+      ps[r].Progress(kComm, completed).Signal(SIGTERM);
     }
     return DiagnoseJob(ps);
   };
-  SECTION("late from #100, past the mismatch at #5: the mismatch alone") {
-    const Diagnosis d = job(100);
-    REQUIRE_FALSE(d.findings.empty());
-    CHECK(d.findings[0].kind == FindingKind::kCollectiveMismatch);
-    CHECK(d.findings[0].seq == 5u);
-    for (const Finding& f : d.findings) CHECK(f.kind != FindingKind::kStraggler);
-  }
-  SECTION("late from the first collective, before the mismatch: still a straggler") {
-    const Diagnosis d = job(0);
-    REQUIRE_FALSE(d.findings.empty());
-    CHECK(d.findings[0].kind == FindingKind::kCollectiveMismatch);
-    bool straggler = false;
+  auto straggler = [](const Diagnosis& d) {
     for (const Finding& f : d.findings)
-      straggler |= f.kind == FindingKind::kStraggler && f.ranks == std::vector<int>{0};
-    CHECK(straggler);
+      if (f.kind == FindingKind::kStraggler && f.ranks == std::vector<int>{0}) return true;
+    return false;
+  };
+  SECTION("late from #160, past the mismatch at #150: the mismatch alone") {
+    const Diagnosis d = job(160, kStop);
+    REQUIRE_FALSE(d.findings.empty());
+    CHECK(d.findings[0].kind == FindingKind::kCollectiveMismatch);
+    CHECK(d.findings[0].seq == kStop);
+    CHECK_FALSE(straggler(d));
+  }
+  SECTION("late from the first collective: a straggler, on the collectives before the stop") {
+    const Diagnosis d = job(0, kStop);
+    REQUIRE_FALSE(d.findings.empty());
+    CHECK(d.findings[0].kind == FindingKind::kCollectiveMismatch);
+    CHECK(straggler(d));
+    for (const Finding& f : d.findings) {
+      if (f.kind != FindingKind::kStraggler) continue;
+      const auto& facts = std::get<StragglerFacts>(f.facts);
+      CHECK(facts.compared == kStop);  // #0-#149
+    }
+  }
+  SECTION("the GPUs completed past the mismatch (it did not stop them): every collective counts") {
+    CHECK(straggler(job(160, 300)));
   }
 }

@@ -553,15 +553,20 @@ TEST_CASE("logs join the traces' init evidence: a process's own log, and a rank 
   logs.back().end_ns = 17;
   logs.push_back(log(2, 1, 7777));  // rank 1 under another pid: not its trace's
   logs.back().failures.push_back({3, "", -1, "unhandled system error", false, ""});
+  logs.push_back(log(3, 3, 1003));  // rank 3's own log, with a failure its trace lacks
+  logs.back().failures.push_back({9, "", -1, "NET/IB : ibv_reg_mr failed", false, ""});
+  logs.push_back(log(4, 2, 4243));  // rank 2's output, another process of the log's
+  logs.back().failures.push_back({18, "", -1, "ncclCommInitRank failed", false, ""});
 
   const std::set<int> joined = job.JoinLogEvidence(logs, /*timed=*/false);
+  // Rank 3's log says more than its trace: its own forensics still judge it.
   CHECK(joined == std::set<int>{0});
   const InitEvidence& own = job.processes()[0].init;
   CHECK(own.warnings == logs[0].warnings);
   CHECK(own.bus_id == "0000:18:00.0");
   REQUIRE(job.untraced_init().size() == 1);
   const JobAnalysis::UntracedInit& untraced = job.untraced_init().front();
-  CHECK(untraced.log_process == 1);
+  CHECK(untraced.log_processes == std::vector<int>{1, 4});
   CHECK(untraced.evidence.process == -1);
   CHECK(untraced.evidence.rank == 2);
   // Its log has no timestamps: its order numbers are no times.
@@ -570,7 +575,7 @@ TEST_CASE("logs join the traces' init evidence: a process's own log, and a rank 
 
   const Diagnosis d = Diagnose(job);
   INFO(Describe(d));
-  CHECK(d.untraced_judged == std::set<int>{1});
+  CHECK(d.untraced_judged == std::set<int>{1, 4});
   REQUIRE(d.findings.size() == 2);
   const Finding& root = d.findings[0];
   CHECK(ncclwatch::decoder::KindName(root.kind) == std::string("init_failure"));
@@ -586,22 +591,44 @@ TEST_CASE("logs join the traces' init evidence: a process's own log, and a rank 
 TEST_CASE("a log joins no trace where two traces hold its pid on its host", "[job][logs]") {
   using ncclwatch::decoder::InitEvidence;
   JobAnalysis job;
+  std::vector<SyntheticProcess> ps;
   for (int r : {0, 1}) {
-    SyntheticProcess p(r);
-    p.InitPending(kComm, r, 2).Signal(SIGTERM);
-    ncclwatch::decoder::ProcessTrace t = p.Build();
-    t.pid = 555;  // a pid the host gave twice (two runs' traces in one folder)
-    t.path = "rank" + std::to_string(r) + ".trace";
-    job.AddProcess(t);
+    ps.emplace_back(r);
+    ps.back().InitPending(kComm, r, 2).Signal(SIGTERM);
   }
-  job.Finish();
   InitEvidence e;
   e.process = 0;
   e.rank = 0;
   e.host = "node0";
   e.pid = 555;
   e.warnings = {"NET/IB : ibv_reg_mr failed"};
-  CHECK(job.JoinLogEvidence({e}, true).empty());
-  CHECK(job.untraced_init().empty());  // rank 0 has traces: not a rank without one
-  for (const auto& p : job.processes()) CHECK(p.init.warnings.empty());
+  SECTION("the host's own numbers: the pid alone, which two hold") {
+    for (int r : {0, 1}) {
+      ncclwatch::decoder::ProcessTrace t = ps[r].Build();
+      t.pid = 555;  // a pid the host gave twice (two runs' traces in one folder)
+      t.pid_namespace = ncclwatch::decoder::kInitPidNamespace;
+      t.path = "rank" + std::to_string(r) + ".trace";
+      job.AddProcess(t);
+    }
+    job.Finish();
+    CHECK(job.JoinLogEvidence({e}, true).empty());
+    CHECK(job.untraced_init().empty());  // rank 0 has traces: not a rank without one
+    for (const auto& p : job.processes()) CHECK(p.init.warnings.empty());
+  }
+  SECTION("two containers' numbers on one host name: the rank tells them apart") {
+    for (int r : {0, 1}) {
+      ncclwatch::decoder::ProcessTrace t = ps[r].Build();
+      t.pid = 555;
+      t.pid_namespace = 0x1000 + r;  // each container its own
+      t.path = "rank" + std::to_string(r) + ".trace";
+      job.AddProcess(t);
+    }
+    job.Finish();
+    CHECK(job.JoinLogEvidence({e}, true) == std::set<int>{0});
+    CHECK(job.processes()[0].init.warnings == e.warnings);
+    CHECK(job.processes()[1].init.warnings.empty());
+    e.rank = -1;  // a log that does not say its rank: no container's process is sure
+    job.JoinLogEvidence({e}, true);
+    CHECK(job.processes()[1].init.warnings.empty());
+  }
 }

@@ -178,6 +178,22 @@ TEST_CASE("a log's cause for a rank with no trace leads where the traces' root c
     CHECK(d.findings[1].role == FindingRole::kNote);
     CHECK(d.findings[2].role == FindingRole::kNote);
   }
+  SECTION("a root cause the traces found in a rank's own evidence is not an absence") {
+    Diagnosis d;
+    d.findings.push_back(Make(FindingKind::kInitFailure, FindingRole::kRootCause, {1}));
+    d.problem = true;
+    AddLogEvidence(logs, {{4240, kInitPidNamespace, 0}}, &d);
+    CHECK(d.findings[0].kind == FindingKind::kInitFailure);
+    CHECK(d.findings[0].role == FindingRole::kRootCause);
+    CHECK(d.findings[1].role == FindingRole::kNote);
+  }
+  SECTION("a trace with no rank: no rank is known to have none") {
+    Diagnosis d = traces();
+    AddLogEvidence(logs, {{4240, kInitPidNamespace, 0}, {4241, kInitPidNamespace, -1}}, &d);
+    CHECK(d.findings[0].role == FindingRole::kRootCause);
+    CHECK(d.findings[0].ranks == std::vector<int>{1});
+    CHECK(d.findings[1].role == FindingRole::kNote);
+  }
   SECTION("a log's cause for an untraced rank the traces' root cause does not name is a note") {
     Diagnosis d = traces();
     LogDiagnosis other = logs;

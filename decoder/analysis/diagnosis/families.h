@@ -48,9 +48,9 @@ void FindOrderInversions(DiagnosisContext& cx);
 // Ranks whose host enqueued a communicator's collectives last, far more
 // often than chance allows (analysis/arrival_skew.h): a warning each (the
 // job may be healthy and slow), one per rank, in the widest communicator
-// it straggles in; the others listed. Not a host that came last only past
-// where FindCollectiveProblems found the communicator stopped: nothing
-// completed there, so its lateness held no one back.
+// it straggles in; the others listed. Lateness is compared only before
+// where FindCollectiveProblems found a communicator stopped: past it
+// nothing completed, so a host that came last held no one back.
 void FindStragglers(DiagnosisContext& cx);
 
 // ---- diagnosis/startup.cc

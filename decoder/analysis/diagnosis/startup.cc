@@ -133,19 +133,25 @@ void FindSkippedCreations(DiagnosisContext& cx) {
 }
 
 // The job whose init the ranks without a trace were part of: the one job
-// whose traced ranks failed or waited in an init, or -1 when none or
-// several did (then their logs are judged on their own).
+// whose traced ranks waited in an init, or -1 when none or several did
+// (then their logs are judged on their own). Only where the traced ranks
+// did nothing but wait (no failure of their own, no crash): a log's times
+// cannot be set against a trace's (a log without timestamps orders its
+// lines only; NCCL stamps local time), so an untraced rank's failure is
+// judged beside the traced ranks only where none of theirs competes with it.
 int JobOfUntraced(const DiagnosisContext& cx) {
   int found = -1;
   for (size_t j = 0; j < cx.jobs.size(); ++j) {
-    bool troubled = false;
+    bool waited = false, own_cause = false;
     for (int q : cx.jobs[j]) {
-      const InitEvidence& e = cx.procs[q].init;
-      troubled |= e.init_pending || !e.failures.empty() || !e.sys_failures.empty() ||
-                  !e.cuda_failures.empty();
+      const ProcessFacts& p = cx.procs[q];
+      const InitEvidence& e = p.init;
+      waited |= e.init_pending;
+      own_cause |= !e.failures.empty() || !e.sys_failures.empty() || !e.cuda_failures.empty() ||
+                   (p.fate.kind == Fate::kSignal && CrashSignal(p.fate.signo));
     }
-    if (!troubled) continue;
-    if (found >= 0) return -1;
+    if (!waited) continue;
+    if (found >= 0 || own_cause) return -1;
     found = static_cast<int>(j);
   }
   return found;
@@ -160,7 +166,7 @@ void FindInitFailures(DiagnosisContext& cx) {
     if (static_cast<int>(j) == with_untraced) {
       for (const JobAnalysis::UntracedInit& u : cx.job.untraced_init()) {
         evidence.push_back(u.evidence);
-        cx.untraced_judged.insert(u.log_process);
+        cx.untraced_judged.insert(u.log_processes.begin(), u.log_processes.end());
       }
     }
     for (InitFinding& f : DiagnoseInit(evidence)) {

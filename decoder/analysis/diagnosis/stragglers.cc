@@ -56,21 +56,33 @@ std::set<std::pair<int, int>> LinkStragglers(DiagnosisContext& cx,
   return named;
 }
 
+// Whether some member's GPU completed collective #seq of `comm` (its
+// completion tracked): the communicator went on past it.
+bool CompletedPast(const DiagnosisContext& cx, uint64_t comm, uint64_t seq) {
+  for (size_t q = 0; q < cx.procs.size(); ++q)
+    for (const CommCompletion& c : cx.Comms(static_cast<int>(q)))
+      if (c.comm == comm && c.tracked && c.has_progress && c.completed > seq) return true;
+  return false;
+}
+
 // Where each communicator's collectives stopped, as the collective
-// families found it: the first number a rank disagreed on, never entered,
-// or died before. A collective completes on no rank before every member has
-// issued it, so a host that enqueued late held the others back; past where
-// the communicator stopped, the hosts enqueue with nothing completing (the
-// GPUs wait at the stop, or the job is over), and who came last there held
-// no one back: it says how busy each host was, not who slowed the job.
+// families found it: the first number a rank never entered or died
+// before, or whose count or collective the ranks disagreed on (a reduction
+// operator or a datatype of one size runs on, with wrong results), and
+// that no member's GPU completed. A collective completes on no rank before
+// every member has issued it, so a host that enqueued late held the others
+// back; past where the communicator stopped, the hosts enqueue with nothing
+// completing (the GPUs wait at the stop, or the job is over), and who came
+// last there held no one back: it says how busy each host was, not who
+// slowed the job.
 std::map<uint64_t, uint64_t> StoppedAt(const DiagnosisContext& cx) {
   std::map<uint64_t, uint64_t> at;
   for (const Candidate& c : cx.candidates) {
     const Finding& f = c.finding;
-    if (f.kind != FindingKind::kCollectiveMismatch && f.kind != FindingKind::kMissingRank &&
-        f.kind != FindingKind::kRankDied)
-      continue;
-    if (!f.comm || !f.seq) continue;
+    const bool stops = f.kind == FindingKind::kMissingRank || f.kind == FindingKind::kRankDied ||
+                       (f.kind == FindingKind::kCollectiveMismatch &&
+                        (f.field == MismatchField::kCount || f.field == MismatchField::kOp));
+    if (!stops || !f.comm || !f.seq || CompletedPast(cx, *f.comm, *f.seq)) continue;
     auto [it, fresh] = at.try_emplace(*f.comm, *f.seq);
     if (!fresh) it->second = std::min(it->second, *f.seq);
   }
@@ -101,13 +113,11 @@ void FindStragglers(DiagnosisContext& cx) {
   std::vector<ArrivalSpan> spans;
   const bool waits = !gpus.empty() || !slow_links.empty();
   if (waits) spans = cx.job.arrivals().Spans();
-  const std::map<uint64_t, uint64_t> stopped = StoppedAt(cx);
-  for (const ArrivalStraggler& s : cx.job.arrivals().Stragglers()) {
+  // Lateness is compared only before where a communicator stopped.
+  for (const ArrivalStraggler& s : cx.job.arrivals().Stragglers(StoppedAt(cx))) {
     const std::pair<int, int> who{cx.job_of[s.process],
                                   cx.job.GlobalRank(s.process, s.comm, s.rank)};
     if (slow_gpus.count(who) || slow_links.count(who)) continue;
-    // Late only where nothing waited for it: past where the communicator stopped.
-    if (auto at = stopped.find(s.comm); at != stopped.end() && s.began_seq > at->second) continue;
     if (waits && cx.job.gpu_arrivals().ExplainsHostStraggler(s, spans)) continue;
     all.emplace_back(s, nullptr);
   }
