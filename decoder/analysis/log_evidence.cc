@@ -42,11 +42,15 @@ int RankOfHostPid(int pid, const std::vector<TracedPid>& traced) {
 // Whether log finding `f` says why ranks with no trace did what the traces
 // saw of them: it is about those ranks only, they are among the ranks the
 // traces' root cause names as absent (`absent`: a rank that never came to
-// the rendezvous, never entered a collective), and it is the logs' own
-// root cause, not another view of the same wait.
+// the rendezvous, never entered a collective), and it is a cause the logs
+// found (their root cause or a consequence: which of a job's failures a
+// log shows first depends on who printed first), not a wait.
 bool ExplainsUntraced(const Finding& f, const std::set<int>& traced_ranks,
                       const std::set<int>& absent) {
-  if (f.role != FindingRole::kRootCause) return false;
+  if (f.role != FindingRole::kRootCause && f.role != FindingRole::kConsequence) return false;
+  if (const auto* init = std::get_if<InitFailureFacts>(&f.facts);
+      init != nullptr && init->subsystem == Area::kWaiting)
+    return false;
   switch (f.kind) {
     case FindingKind::kRendezvousFailure:
     case FindingKind::kInitFailure:
@@ -92,6 +96,7 @@ void AddLogEvidence(const LogDiagnosis& logs, const std::vector<TracedPid>& trac
     with_trace.insert(t.rank);
   }
   std::vector<Finding> causes, notes;
+  std::set<std::vector<int>> untraced_explained;  // one cause for each set of untraced ranks
   for (Finding f : logs.findings) {
     if (const auto* x = std::get_if<LogFacts>(&f.facts);
         x != nullptr && x->pid && f.ranks.empty()) {
@@ -102,7 +107,7 @@ void AddLogEvidence(const LogDiagnosis& logs, const std::vector<TracedPid>& trac
     // known rank does not displace one that names its rank: notes then.
     if ((ExplainsTraces(f) && traced_kinds.count(f.kind) == 0 &&
          (!f.ranks.empty() || !traced_ranks)) ||
-        ExplainsUntraced(f, with_trace, absent)) {
+        (ExplainsUntraced(f, with_trace, absent) && untraced_explained.insert(f.ranks).second)) {
       causes.push_back(f);
       causes.back().role = causes.size() == 1 ? FindingRole::kRootCause : FindingRole::kConsequence;
     } else {

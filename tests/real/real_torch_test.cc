@@ -332,8 +332,11 @@ TEST_CASE(
   const int port = FreePort();
   int other = FreePort();
   while (other == port) other = FreePort();
+  // Rank 0's store waits longer than rank 1's client tries, so that rank 1
+  // fails (and says why) before the teardown that follows a failure.
   const jobs::JobResult r = RunRanks(python, traces, 2, port, {},
-                                     {{1, {"LD_PRELOAD", "MASTER_PORT=" + std::to_string(other)}}});
+                                     {{0, {"NCCLWATCH_TEST_TIMEOUT_S=10"}},
+                                      {1, {"LD_PRELOAD", "MASTER_PORT=" + std::to_string(other)}}});
   INFO(Output(r));
   const std::string out = dir.path() + "/job.out";
   {

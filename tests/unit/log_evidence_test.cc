@@ -178,6 +178,26 @@ TEST_CASE("a log's cause for a rank with no trace leads where the traces' root c
     CHECK(d.findings[1].role == FindingRole::kNote);
     CHECK(d.findings[2].role == FindingRole::kNote);
   }
+  SECTION("the logs led with the traced rank: the untraced rank's first cause leads, once") {
+    // Rank 0 (the store's server) printed its timeout first; rank 1's
+    // client timeout, and its stack's words for it, came after.
+    LogDiagnosis server_first;
+    server_first.findings.push_back(
+        Make(FindingKind::kRendezvousFailure, FindingRole::kRootCause, {0}));
+    server_first.findings.push_back(
+        Make(FindingKind::kRendezvousFailure, FindingRole::kConsequence, {1}));
+    server_first.findings.push_back(
+        Make(FindingKind::kRendezvousFailure, FindingRole::kConsequence, {1}));
+    server_first.problem = true;
+    Diagnosis d = traces();
+    AddLogEvidence(server_first, {{4240, kInitPidNamespace, 0}}, &d);
+    REQUIRE(d.findings.size() == 4);
+    CHECK(d.findings[0].ranks == std::vector<int>{1});  // rank 1's client timeout
+    CHECK(d.findings[0].role == FindingRole::kRootCause);
+    CHECK(d.findings[1].role == FindingRole::kConsequence);  // the traces' ranks_missing
+    CHECK(d.findings[2].role == FindingRole::kNote);         // rank 0's, the traces say it
+    CHECK(d.findings[3].role == FindingRole::kNote);         // rank 1's second
+  }
   SECTION("a root cause the traces found in a rank's own evidence is not an absence") {
     Diagnosis d;
     d.findings.push_back(Make(FindingKind::kInitFailure, FindingRole::kRootCause, {1}));
