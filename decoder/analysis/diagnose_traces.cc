@@ -52,9 +52,11 @@ absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>
   size_t logs_read = 0;
   for (const std::string& f : logs) logs_read += log.AddFile(f).ok() ? 1 : 0;
   std::set<int> joined;
+  std::vector<InitEvidence> log_evidence;
   if (logs_read > 0) {
     log.Finish();
-    joined = out.job.JoinLogEvidence(LogInitEvidence(log), log.timestamps());
+    log_evidence = LogInitEvidence(log);
+    joined = out.job.JoinLogEvidence(log_evidence, log.timestamps());
   }
   out.diagnosis = Diagnose(out.job, observed);
   if (logs_read > 0) {
@@ -63,7 +65,7 @@ absl::StatusOr<TraceDiagnosis> DiagnoseTraceFiles(const std::vector<std::string>
     std::vector<TracedPid> traced;
     for (const ProcessFacts& p : out.job.processes())
       traced.push_back({static_cast<int>(p.pid), p.pid_namespace, p.rank});
-    AddLogEvidence(DiagnoseLogs(log, joined), traced, &out.diagnosis);
+    AddLogEvidence(DiagnoseLogs(log, joined, std::move(log_evidence)), traced, &out.diagnosis);
   }
   return out;
 }

@@ -395,8 +395,7 @@ std::set<int> JobAnalysis::JoinLogEvidence(const std::vector<InitEvidence>& logs
     }
     if (matches == 1) {
       InitEvidence& traced = processes_[own].init;
-      const bool own_failures =
-          !traced.failures.empty() || !traced.sys_failures.empty() || !traced.cuda_failures.empty();
+      const bool own_failures = traced.AnyFailure();
       traced.AddFromLog(log);
       if (own_failures || log.failures.empty()) joined.insert(log.process);
       continue;
@@ -405,7 +404,7 @@ std::set<int> JobAnalysis::JoinLogEvidence(const std::vector<InitEvidence>& logs
     // A rank with no trace, and something to say about its init.
     if (!all_ranked || log.rank < 0 || traced_ranks.count(log.rank) > 0) continue;
     if (!worlds_agree || (world > 0 && log.rank >= world)) continue;
-    if (log.failures.empty() && log.sys_failures.empty() && !log.init_pending) continue;
+    if (!log.AnyFailure() && !log.init_pending) continue;
     auto same_rank =
         std::find_if(untraced_init_.begin(), untraced_init_.end(),
                      [&](const UntracedInit& u) { return u.evidence.rank == log.rank; });

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -215,8 +216,8 @@ class LogDiagnoser {
   LogDiagnoser(const NcclLog& log, const std::set<int>& init_elsewhere)
       : log_(log), init_elsewhere_(init_elsewhere) {}
 
-  LogDiagnosis Run() {
-    out_.evidence = LogInitEvidence(log_);
+  LogDiagnosis Run(std::vector<InitEvidence> evidence) {
+    out_.evidence = evidence.empty() ? LogInitEvidence(log_) : std::move(evidence);
     std::vector<InitEvidence> judged;
     for (const InitEvidence& e : out_.evidence)
       if (init_elsewhere_.count(e.process) == 0) judged.push_back(e);
@@ -887,8 +888,9 @@ class LogDiagnoser {
 
 }  // namespace
 
-LogDiagnosis DiagnoseLogs(const NcclLog& log, const std::set<int>& init_elsewhere) {
-  return LogDiagnoser(log, init_elsewhere).Run();
+LogDiagnosis DiagnoseLogs(const NcclLog& log, const std::set<int>& init_elsewhere,
+                          std::vector<InitEvidence> evidence) {
+  return LogDiagnoser(log, init_elsewhere).Run(std::move(evidence));
 }
 
 std::vector<InitEvidence> LogInitEvidence(const NcclLog& log) {

@@ -60,8 +60,10 @@ struct LogDiagnosis {
 // `init_elsewhere`: the processes of the log (indices into
 // log.processes()) whose init evidence is judged with a job's traces
 // (JobAnalysis::JoinLogEvidence): the logs' own init forensics leaves them
-// out. Their evidence is in `evidence` all the same.
-LogDiagnosis DiagnoseLogs(const NcclLog& log, const std::set<int>& init_elsewhere = {});
+// out. Their evidence is in `evidence` all the same. `evidence`: the log's
+// LogInitEvidence where the caller has it already; made here when empty.
+LogDiagnosis DiagnoseLogs(const NcclLog& log, const std::set<int>& init_elsewhere = {},
+                          std::vector<InitEvidence> evidence = {});
 
 // Each process of the log's init evidence (its index, rank, host, pid; its
 // WARN lines, versions, interface and bus id), as DiagnoseLogs judges it.

@@ -108,6 +108,11 @@ struct InitEvidence {
   }
   // The time of its first failure (of any kind), or INT64_MAX.
   int64_t FirstFailureNs() const;
+  // Whether it shows a failure of any kind (an NCCL call, a C library call,
+  // a CUDA call).
+  bool AnyFailure() const {
+    return !failures.empty() || !sys_failures.empty() || !cuda_failures.empty();
+  }
   // What the same process's log says that its trace did not: the log's WARN
   // texts (NCCL's words for a failure; a trace keeps only the last, through
   // ncclGetLastError) and what the trace left unknown (interface, bus id,

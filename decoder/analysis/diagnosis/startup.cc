@@ -145,10 +145,9 @@ int JobOfUntraced(const DiagnosisContext& cx) {
     bool waited = false, own_cause = false;
     for (int q : cx.jobs[j]) {
       const ProcessFacts& p = cx.procs[q];
-      const InitEvidence& e = p.init;
-      waited |= e.init_pending;
-      own_cause |= !e.failures.empty() || !e.sys_failures.empty() || !e.cuda_failures.empty() ||
-                   (p.fate.kind == Fate::kSignal && CrashSignal(p.fate.signo));
+      waited |= p.init.init_pending;
+      own_cause |=
+          p.init.AnyFailure() || (p.fate.kind == Fate::kSignal && CrashSignal(p.fate.signo));
     }
     if (!waited) continue;
     if (found >= 0 || own_cause) return -1;
