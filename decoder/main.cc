@@ -68,7 +68,8 @@ const char* CommandUsage(const std::string& command) {
   if (command == "explain") {
     return "usage: ncclwatch explain [--json] LOG...\n"
            "  Diagnoses a job that ran without the shim from its NCCL_DEBUG logs and error output\n"
-           "  (files or folders), the headline first.\n"
+           "  (files or folders), the headline first. Traces and node summaries among them are\n"
+           "  judged with the logs, as diagnose judges them.\n"
            "  --json   the same JSON contract as diagnose\n"
            "  Exit codes: 0 no problem seen, 1 a problem, 2 input that cannot be used.\n";
   }

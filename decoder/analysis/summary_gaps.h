@@ -56,7 +56,7 @@ class SummaryGaps {
 
   // Whether the calls of traces read whole are digested too (by block), to
   // be compared with summaries' digests: set when a job mixes the two
-  // (DiagnoseTraceFiles does), left off for traces alone (no summary to
+  // (DiagnoseEvidence does), left off for traces alone (no summary to
   // compare with, and no cost).
   void DigestWholeTraces(bool on) { digest_whole_ = on; }
   void AddProcess(int process, const ProcessTrace& trace);

@@ -1,6 +1,7 @@
 // `ncclwatch explain [--json] LOG...`: the same findings as `diagnose`, from
 // plain NCCL_DEBUG logs and a job's error output, for jobs that ran without
-// the shim (files, or folders of them; ranks interleaved or one file each).
+// the shim (files, or folders of them; ranks interleaved or one file each):
+// diagnose's pipeline (analysis/diagnose_evidence.h) with logs alone.
 
 #ifndef NCCLWATCH_DECODER_COMMANDS_EXPLAIN_H_
 #define NCCLWATCH_DECODER_COMMANDS_EXPLAIN_H_

@@ -208,10 +208,11 @@ bool IsLogFile(const fs::path& p) {
 
 namespace {
 
-// Whether a regular file opens with a trace's magic (read without blocking).
-bool OpensAsTrace(const std::string& path) {
+// Whether a regular file opens with a trace's magic (read without
+// blocking); `unopened`, when it cannot be opened.
+bool OpensAsTrace(const std::string& path, bool unopened = true) {
   const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return true;  // let the trace reader say why it cannot be read
+  if (fd < 0) return unopened;  // true: let the trace reader say why it cannot be read
   char magic[8];
   const bool trace = pread(fd, magic, sizeof(magic), 0) == static_cast<ssize_t>(sizeof(magic)) &&
                      std::memcmp(magic, NCCLWATCH_RING_MAGIC, sizeof(magic)) == 0;
@@ -220,6 +221,10 @@ bool OpensAsTrace(const std::string& path) {
 }
 
 }  // namespace
+
+bool HoldsTraces(const fs::path& p) {
+  return IsTraceFile(p) || OpensAsTrace(p.string(), false) || IsSummaryFile(p.string());
+}
 
 absl::Status SplitLogs(const std::vector<std::string>& paths, std::vector<std::string>* trace_paths,
                        std::vector<std::string>* logs) {

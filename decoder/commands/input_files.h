@@ -70,6 +70,11 @@ bool IsTraceFile(const std::filesystem::path& p);
 // (`ncclwatch summarize`, summary/summary_reader.h).
 bool IsTraceOrSummary(const std::filesystem::path& p);
 
+// Whether a file holds traces: named *.trace, or opening with a trace's or
+// a summary's magic (one that cannot be opened is not). explain's test
+// for every file it is given.
+bool HoldsTraces(const std::filesystem::path& p);
+
 // Whether a file in a folder is a log to read beside traces: a job's
 // output or NCCL's log, named *.log, *.out or *.err (ncclwatch run keeps
 // the job's output as job-output.log beside its traces).
@@ -90,7 +95,7 @@ absl::StatusOr<std::vector<std::string>> TraceFiles(const std::vector<std::strin
                                                     std::vector<SkippedInput>* skipped = nullptr);
 
 // What a walk for traces passed over, as the job's unreadable inputs
-// (DiagnoseTraceFiles's `not_read`).
+// (JobEvidence::not_read).
 std::vector<UnreadableTrace> NotRead(const std::vector<SkippedInput>& skipped);
 
 }  // namespace ncclwatch::decoder

@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "absl/strings/str_join.h"
-#include "analysis/diagnose_traces.h"
+#include "analysis/diagnose_evidence.h"
 #include "commands/input_files.h"
 #include "report/finding_text.h"
 #include "report/names.h"
@@ -39,8 +39,9 @@ std::unique_ptr<DiagnosedTraces> DiagnoseTraces(const std::vector<std::string>& 
     *error = std::string(files.status().message());
     return nullptr;
   }
-  // The one diagnosis every command makes of traces (analysis/diagnose_traces.h).
-  absl::StatusOr<TraceDiagnosis> result = DiagnoseTraceFiles(*files, {}, NotRead(skipped), logs);
+  // The one diagnosis every command makes (analysis/diagnose_evidence.h).
+  absl::StatusOr<EvidenceDiagnosis> result =
+      DiagnoseEvidence(JobEvidence{*files, logs, NotRead(skipped)});
   if (!result.ok()) {
     *error = std::string(result.status().message());
     return nullptr;

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "analysis/diagnose_traces.h"
+#include "analysis/diagnose_evidence.h"
 #include "commands/input_files.h"
 #include "commands/output_file.h"
 #include "commands/progress.h"
@@ -13,8 +13,17 @@
 namespace ncclwatch::decoder {
 int RunTimeline(const std::vector<std::string>& paths, const std::string& output, std::ostream& out,
                 std::ostream& err) {
+  // The logs beside the traces (named, or *.log/*.out/*.err in the
+  // folders) are judged with them, as diagnose judges them: the root cause
+  // marked is diagnose's.
+  std::vector<std::string> trace_paths, logs;
+  if (absl::Status split = SplitLogs(paths, &trace_paths, &logs); !split.ok()) {
+    err << "ncclwatch: " << OneLine(std::string(split.message())) << "\n";
+    return 2;
+  }
   std::vector<SkippedInput> skipped;  // folders not read, links not followed
-  absl::StatusOr<std::vector<std::string>> found = TraceFiles(paths, &skipped);
+  absl::StatusOr<std::vector<std::string>> found =
+      TraceFiles(trace_paths.empty() ? paths : trace_paths, &skipped);
   if (!found.ok()) {
     err << "ncclwatch: " << OneLine(std::string(found.status().message())) << "\n";
     return 2;
@@ -30,12 +39,12 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   }
 
   // First the diagnosis, for the root cause to mark: the one diagnose
-  // makes (analysis/diagnose_traces.h), liveness included.
-  absl::StatusOr<TraceDiagnosis> result;
+  // makes (analysis/diagnose_evidence.h), liveness included.
+  absl::StatusOr<EvidenceDiagnosis> result;
   {
     Progress progress("reading traces", files.size());
-    result = DiagnoseTraceFiles(
-        files, [&](size_t, const ProcessTrace*) { progress.Step(); }, NotRead(skipped));
+    result = DiagnoseEvidence(JobEvidence{files, logs, NotRead(skipped)},
+                              [&](size_t, const ProcessTrace*) { progress.Step(); });
   }
   if (!result.ok()) {
     err << "ncclwatch: " << OneLine(std::string(result.status().message())) << "\n";

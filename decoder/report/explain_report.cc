@@ -20,7 +20,7 @@ std::string InitState(const LogProcess& p) {
 
 }  // namespace
 
-void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d,
+void WriteExplainJsonReport(const NcclLog& log, const Diagnosis& d,
                             const UnreadableFiles& unreadable, std::ostream& out) {
   // Each process as the logs showed it: where its lines came from, who it
   // was, how far its init got.
@@ -49,7 +49,7 @@ void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d,
   WriteJsonEnvelope(d.problem, d.findings, NoCallSites(), processes, unreadable, out);
 }
 
-void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d,
+void WriteExplainHumanReport(const NcclLog& log, const Diagnosis& d,
                              const UnreadableFiles& unreadable, std::ostream& out) {
   std::set<std::string> hosts;
   for (const LogProcess& p : log.processes())
@@ -72,12 +72,7 @@ void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d,
   if (!d.problem) out << "\nThe logs show no NCCL error.\n";
   WriteFindingsHuman(d.findings, NoCallSites(), out);
   WriteNotesHuman(d.findings, NoCallSites(), out);
-  // The first few, each on one line whatever its name holds; all in --json.
-  constexpr size_t kShown = 5;
-  for (size_t i = 0; i < unreadable.size() && i < kShown; ++i)
-    out << "\nNot read: " << OneLine(unreadable[i].second) << "\n";
-  if (unreadable.size() > kShown)
-    out << "\nNot read: " << unreadable.size() - kShown << " more (listed in --json)\n";
+  WriteNotReadHuman(unreadable, out);
 }
 
 }  // namespace ncclwatch::decoder

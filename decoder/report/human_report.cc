@@ -14,6 +14,7 @@
 #include "report/hang_text.h"
 #include "report/names.h"
 #include "report/reports.h"
+#include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -95,7 +96,17 @@ void WriteNotesHuman(const std::vector<Finding>& findings, const CallSiteNamer& 
   }
 }
 
-void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out) {
+void WriteNotReadHuman(const UnreadableFiles& unreadable, std::ostream& out) {
+  // The first few, each on one line whatever its name holds; all in --json.
+  constexpr size_t kShown = 5;
+  for (size_t i = 0; i < unreadable.size() && i < kShown; ++i)
+    out << "\nNot read: " << OneLine(unreadable[i].second) << "\n";
+  if (unreadable.size() > kShown)
+    out << "\nNot read: " << unreadable.size() - kShown << " more (listed in --json)\n";
+}
+
+void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out,
+                      const UnreadableFiles& logs_not_read) {
   const auto& procs = job.processes();
   std::set<std::string> hosts;
   std::set<uint64_t> comms;
@@ -175,6 +186,7 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
   out << absl::StrFormat(
       "\nTraces: %d file%s, %d records, %d torn slots, %d ring slots overwritten\n", procs.size(),
       procs.size() == 1 ? "" : "s", records, torn, overwritten);
+  WriteNotReadHuman(logs_not_read, out);
 }
 
 }  // namespace ncclwatch::decoder

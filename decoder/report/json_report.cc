@@ -558,7 +558,8 @@ void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
   w.EndObject();
 }
 
-void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out) {
+void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out,
+                     const UnreadableFiles& logs_not_read) {
   auto processes = [&](JsonWriter& w) {
     for (const ProcessFacts& p : job.processes()) {
       w.BeginObject();
@@ -586,6 +587,7 @@ void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& o
   };
   UnreadableFiles unreadable;
   for (const UnreadableTrace& u : job.unreadable()) unreadable.push_back({u.path, u.error});
+  unreadable.insert(unreadable.end(), logs_not_read.begin(), logs_not_read.end());
   WriteJsonEnvelope(d.problem, d.findings, TraceCallSites(job), processes, unreadable, out,
                     d.running ? &d.pending : nullptr);
 }

@@ -1,6 +1,7 @@
 // The faces of a diagnosis: one screen for a person, and the JSON contract
 // for programs (documented in README.md, "JSON output"), for `diagnose`
-// (traces) and `explain` (plain NCCL logs) alike. Every human report opens
+// (traces) and `explain` (plain NCCL logs) alike; WriteReport picks the face
+// of a job's evidence. Every human report opens
 // with the headline (report/finding_text.h); every JSON report goes through
 // one envelope, WriteJsonEnvelope, written with JsonWriter (report/json_writer.h).
 
@@ -13,9 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/diagnose_evidence.h"
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
-#include "analysis/log_diagnosis.h"
 #include "logs/nccl_log.h"
 #include "report/finding_text.h"
 #include "report/json_writer.h"
@@ -31,14 +32,22 @@ inline constexpr int kJsonSchemaVersion = 2;
 // Files that could not be read: (path, why).
 using UnreadableFiles = std::vector<std::pair<std::string, std::string>>;
 
-// diagnose
-void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out);
-void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out);
+// The report of a job's evidence (analysis/diagnose_evidence.h): traced,
+// the processes its traces show; from logs alone, those the logs show.
+// The human report's text (from traces and logs, any byte) is escaped for
+// a terminal.
+void WriteReport(const EvidenceDiagnosis& e, bool json, std::ostream& out);
 
-// explain
-void WriteExplainHumanReport(const NcclLog& log, const LogDiagnosis& d,
+// From traces (`logs_not_read`: logs given beside them that could not be read).
+void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out,
+                      const UnreadableFiles& logs_not_read = {});
+void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out,
+                     const UnreadableFiles& logs_not_read = {});
+
+// From logs alone.
+void WriteExplainHumanReport(const NcclLog& log, const Diagnosis& d,
                              const UnreadableFiles& unreadable, std::ostream& out);
-void WriteExplainJsonReport(const NcclLog& log, const LogDiagnosis& d,
+void WriteExplainJsonReport(const NcclLog& log, const Diagnosis& d,
                             const UnreadableFiles& unreadable, std::ostream& out);
 
 // Writes a command's own process objects, one value each, into the open
@@ -53,6 +62,8 @@ void WriteFindingsHuman(const std::vector<Finding>& findings, const CallSiteName
                         std::ostream& out);
 void WriteNotesHuman(const std::vector<Finding>& findings, const CallSiteNamer& sites,
                      std::ostream& out);
+// Files not read, the first few each on a line of its own ("Not read: ...").
+void WriteNotReadHuman(const UnreadableFiles& unreadable, std::ostream& out);
 void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, JsonWriter& w);
 // `running` (a live job with no problem): the verdict is "running", and its
 // pending operations follow the findings.

@@ -2,7 +2,7 @@
 // and stderr pass through ncclwatch, written on at once to where they went,
 // and a bounded copy is kept in a file beside the traces
 // (job-output.HOST.PID.log, one per run: a folder may hold several runs'),
-// which the diagnosis reads with them (analysis/diagnose_traces.h).
+// which the diagnosis reads with them (analysis/diagnose_evidence.h).
 //
 // Only a stream that is not a terminal is copied: a terminal stays the
 // job's own (isatty, its size, colours and job control unchanged), and the

@@ -7,6 +7,7 @@
 // In train_loop, step k's world AllReduce is collective #(k + k/4) of the
 // world communicator (a Broadcast follows every 4th step's AllReduce).
 
+#include <google/protobuf/util/json_util.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -425,6 +426,38 @@ TEST_CASE("an unreadable subfolder is named, and the job is not called healthy w
   CHECK(d.exit_code == 0);
   CHECK(d.output.rfind("HEALTHY\n", 0) == 0);
   CHECK(d.output.find("4 processes") != std::string::npos);
+}
+
+// A log beside the traces that cannot be read is named as not read, in the
+// human report and the JSON's "unreadable"; the traces, which say every
+// rank finished its work, are judged all the same.
+TEST_CASE("a log beside the traces that cannot be read is named, the traces judged all the same",
+          "[diagnose][logs]") {
+  jobs::TempDir dir;
+  HealthyJob(dir.path());
+  const std::string log = dir.path() + "/job-output.log";
+  std::ofstream(log) << "NCCL WARN anything\n";
+  ChownTree(dir.path(), kNobody);
+  REQUIRE(chmod(log.c_str(), 0) == 0);
+  for (const bool json : {false, true}) {
+    const jobs::DiagnosisView d = DiagnoseAsNobody(dir.path(), json);
+    INFO(d.output);
+    CHECK(d.exit_code == 0);
+    if (!json) {
+      CHECK(d.output.rfind("HEALTHY\n", 0) == 0);
+      CHECK(d.output.find("\nNot read: " + log + ": cannot be read: Permission denied\n") !=
+            std::string::npos);
+      continue;
+    }
+    google::protobuf::Struct raw;
+    REQUIRE(google::protobuf::util::JsonStringToMessage(d.output, &raw).ok());
+    CHECK(raw.fields().at("verdict").string_value() == "healthy");
+    const auto& unreadable = raw.fields().at("unreadable").list_value();
+    REQUIRE(unreadable.values_size() == 1);
+    const auto& entry = unreadable.values(0).struct_value().fields();
+    CHECK(entry.at("path").string_value() == log);
+    CHECK(entry.at("error").string_value() == log + ": cannot be read: Permission denied");
+  }
 }
 
 // A file name is printed on one line whatever it holds, and a note on

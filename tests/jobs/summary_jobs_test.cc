@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -150,6 +151,32 @@ TEST_CASE("summaries: a collective mismatch is named from two nodes as from the 
   CHECK(g.seq == StepSeq(3));
   CHECK(g.ranks == std::vector<int>{5});
   CHECK(g.field == "op");
+}
+
+// explain is diagnose's pipeline: given a node's summary, another node's
+// traces and the job's output, it judges them as diagnose does, one verdict.
+TEST_CASE("summaries: explain over summaries, traces and logs mixed gives diagnose's verdict",
+          "[summary][logs]") {
+  Job j;
+  Run(&j, 8, {"--steps", "8", "--bug", "op:5:3"}, 6);
+  Nodes n;
+  Summarize(j.dir.path(), 8, &n);
+  const std::string output = n.tmp.path() + "/job.out";
+  std::ofstream(output) << "step 1 loss 0.93\nstep 2 loss 0.91\n";
+  const std::vector<std::string> mixed = {n.a, n.dir("b"), output};
+  const jobs::DiagnosisView diagnosed = jobs::Diagnose(mixed);
+  const jobs::DiagnosisView explained = jobs::Explain(mixed);
+  INFO("diagnose:\n" << diagnosed.output << "\nexplain:\n" << explained.output);
+  REQUIRE(diagnosed.parsed);
+  REQUIRE(explained.parsed);
+  CHECK(jobs::Differences(diagnosed, explained) == std::vector<std::string>{});
+  CHECK(jobs::Differences(j.raw, explained) == std::vector<std::string>{});
+  const auto& f = RequireRoot(explained, "collective_mismatch");
+  CHECK(f.comm == j.world);
+  CHECK(f.seq == StepSeq(3));
+  CHECK(f.ranks == std::vector<int>{5});
+  CHECK(f.field == "op");
+  CHECK(explained.raw.fields().at("processes").list_value().values_size() == 8);
 }
 
 TEST_CASE("summaries: a SIGKILLed rank is named dead from two nodes as from the traces",

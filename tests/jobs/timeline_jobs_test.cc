@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -405,6 +406,46 @@ TEST_CASE("on a live job, timeline marks the root cause diagnose names", "[timel
   REQUIRE(root != nullptr);
   CHECK(root->kind == "rank_frozen");
   CHECK(root->ranks == std::vector<int>{1});
+  std::set<std::string> marked;
+  for (const auto& [ts, e] : t.instants)
+    if (HasCategory(*e, "root_cause")) marked.insert(e->name());
+  CHECK(marked == std::set<std::string>{"ROOT CAUSE: " + root->kind});
+}
+
+// The logs beside the traces are judged with them, by timeline as by
+// diagnose: a node's kernel log in the traces' folder says why rank 2 died
+// (the OOM killer), and the root cause timeline marks is that, not the
+// death the traces alone show.
+TEST_CASE("timeline marks the root cause diagnose names from the traces and the logs beside them",
+          "[timeline][logs]") {
+  jobs::TempDir dir;
+  jobs::JobSpec spec =
+      jobs::TracedJobSpec(4, "train_loop", {"--steps", "1000", "--bug", "kill-in:2:5"}, dir.path());
+  spec.timeout_s = 120;
+  spec.teardown_after_failure_s = 0.5;
+  jobs::JobResult job = jobs::RunJob(spec);
+  REQUIRE(job.error.empty());
+  REQUIRE(job.ranks[2].signal == SIGKILL);
+  // The kernel's words (mm/oom_kill.c), as dmesg -T prints them.
+  std::ofstream(dir.path() + "/dmesg-node1.log")
+      << "[Fri Dec  4 10:00:00 2026] Out of memory: Killed process " << job.ranks[2].pid
+      << " (train_loop) total-vm:4123456kB, anon-rss:3987654kB, file-rss:0kB, shmem-rss:0kB, "
+         "UID:0 pgtables:8000kB oom_score_adj:0\n";
+  const Timeline t = WriteTimeline(dir.path());
+  const jobs::DiagnosisView d = jobs::Diagnose({dir.path()});
+  INFO("timeline: " << t.output << "\ndiagnosis:\n" << d.output);
+  REQUIRE(t.exit_code == 0);
+  REQUIRE(t.parsed);
+  REQUIRE(d.parsed);
+  const jobs::FindingView* root = d.Root();
+  REQUIRE(root != nullptr);
+  // The victim's pid names a rank only in the host's pid numbers; in a
+  // container of its own the OOM kill is a note and the death leads.
+  std::error_code ec;
+  const bool host_numbers =
+      std::filesystem::read_symlink("/proc/self/ns/pid", ec).string() == "pid:[4026531836]";
+  CHECK(root->kind == (host_numbers ? "out_of_memory" : "rank_died"));
+  CHECK(root->ranks == std::vector<int>{2});
   std::set<std::string> marked;
   for (const auto& [ts, e] : t.instants)
     if (HasCategory(*e, "root_cause")) marked.insert(e->name());

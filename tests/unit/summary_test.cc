@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/diagnose_traces.h"
+#include "analysis/diagnose_evidence.h"
 #include "commands/diagnose.h"
 #include "findings/collective_signature.h"
 #include "findings/finding.h"
@@ -98,8 +98,8 @@ std::map<uint64_t, CollectiveEvent> BySeq(const ProcessTrace& t) {
 }
 
 // The diagnosis of files (traces or summaries), as `ncclwatch diagnose` makes it.
-TraceDiagnosis DiagnoseFiles(const std::vector<std::string>& files) {
-  absl::StatusOr<TraceDiagnosis> d = DiagnoseTraceFiles(files);
+EvidenceDiagnosis DiagnoseFiles(const std::vector<std::string>& files) {
+  absl::StatusOr<EvidenceDiagnosis> d = DiagnoseEvidence(JobEvidence{files, {}, {}});
   INFO((d.ok() ? "" : std::string(d.status().message())));
   REQUIRE(d.ok());
   return std::move(*d);
@@ -304,7 +304,7 @@ TEST_CASE("summary: sends left out as digests, progress and inventories as diffe
     }
   }
   // Healthy from the summary, as from the traces: no finding but notes.
-  for (const TraceDiagnosis& d : {DiagnoseFiles({path}), DiagnoseFiles(traces)}) {
+  for (const EvidenceDiagnosis& d : {DiagnoseFiles({path}), DiagnoseFiles(traces)}) {
     CHECK_FALSE(d.diagnosis.problem);
     CHECK_FALSE(d.diagnosis.running);
     CHECK(Root(d.diagnosis) == nullptr);
@@ -393,7 +393,7 @@ TEST_CASE("summary: what a node could not read keeps whether it may hold a trace
       CHECK(u[1].why == "a symbolic link: not followed");
       CHECK(u[1].may_hold_traces);
     }
-    const TraceDiagnosis d = DiagnoseFiles({path});
+    const EvidenceDiagnosis d = DiagnoseFiles({path});
     CHECK(d.diagnosis.problem == link);
     const Finding* f = nullptr;
     for (const Finding& x : d.diagnosis.findings)
@@ -482,11 +482,11 @@ TEST_CASE("summary: a mismatch at the end is found from two nodes' summaries as 
   WriteJob(tmp.path() + "/all", job);
   const std::vector<std::string> traces = Traces(tmp.path() + "/all");
   REQUIRE(traces.size() == 4);
-  const TraceDiagnosis raw = DiagnoseFiles(traces);
+  const EvidenceDiagnosis raw = DiagnoseFiles(traces);
   const std::string a = tmp.path() + "/a.ncws", b = tmp.path() + "/b.ncws";
   WriteFile(a, Summarize({traces[0], traces[1]}, 100, "node-a"));
   WriteFile(b, Summarize({traces[2], traces[3]}, 100, "node-b"));
-  const TraceDiagnosis summed = DiagnoseFiles({a, b});
+  const EvidenceDiagnosis summed = DiagnoseFiles({a, b});
   const Finding* r = Root(raw.diagnosis);
   const Finding* s = Root(summed.diagnosis);
   REQUIRE(r != nullptr);
@@ -512,7 +512,7 @@ TEST_CASE("summary: a mismatch inside left-out calls is a summary_gap naming the
   job.diverging_seq = 5000;  // block 19 (#4864-#5119): left out with a window of 100
   WriteJob(tmp.path() + "/all", job);
   const std::vector<std::string> traces = Traces(tmp.path() + "/all");
-  const TraceDiagnosis raw = DiagnoseFiles(traces);
+  const EvidenceDiagnosis raw = DiagnoseFiles(traces);
   REQUIRE(Root(raw.diagnosis) != nullptr);
   CHECK(Root(raw.diagnosis)->kind == FindingKind::kCollectiveMismatch);
   CHECK(Root(raw.diagnosis)->seq == 5000u);
@@ -520,7 +520,7 @@ TEST_CASE("summary: a mismatch inside left-out calls is a summary_gap naming the
   const std::string a = tmp.path() + "/a.ncws", b = tmp.path() + "/b.ncws";
   WriteFile(a, Summarize({traces[0], traces[1]}, 100, "node-a"));
   WriteFile(b, Summarize({traces[2], traces[3]}, 100, "node-b"));
-  const TraceDiagnosis summed = DiagnoseFiles({a, b});
+  const EvidenceDiagnosis summed = DiagnoseFiles({a, b});
   // Never healthy: the digests of block 19 disagree, rank 2's against the rest.
   CHECK(summed.diagnosis.problem);
   const Finding* s = Root(summed.diagnosis);
@@ -547,7 +547,7 @@ TEST_CASE("summary: a mismatch inside left-out calls is a summary_gap naming the
 
   // With node b's traces read whole beside node a's summary: rank 2's
   // calls in the block are its trace's, compared with node a's digests.
-  const TraceDiagnosis mixed = DiagnoseFiles({a, traces[2], traces[3]});
+  const EvidenceDiagnosis mixed = DiagnoseFiles({a, traces[2], traces[3]});
   const Finding* m = Root(mixed.diagnosis);
   REQUIRE(m != nullptr);
   // Its blocks are digested then, and rank 2's differs from the three
@@ -576,7 +576,7 @@ TEST_CASE("summary: a rank that stopped in a block others left out is a gap, not
   const std::string a = tmp.path() + "/a.ncws", b = tmp.path() + "/b.ncws";
   WriteFile(a, Summarize({traces[0]}, 100, "node-a"));
   WriteFile(b, Summarize({traces[1]}, 100, "node-b"));
-  const TraceDiagnosis summed = DiagnoseFiles({a, b});
+  const EvidenceDiagnosis summed = DiagnoseFiles({a, b});
   CHECK(summed.diagnosis.problem);
   bool gap = false;
   for (const Finding& f : summed.diagnosis.findings) {
@@ -625,9 +625,9 @@ TEST_CASE("summary: a block a rank's ring holds in part is kept, never said to d
   CHECK(kept.count(300) == 1);
   CHECK(kept.count(511) == 1);
   CHECK(kept.count(1000) == 0);  // a block it holds whole is still left out
-  const TraceDiagnosis raw = DiagnoseFiles(traces);
+  const EvidenceDiagnosis raw = DiagnoseFiles(traces);
   CHECK_FALSE(raw.diagnosis.problem);
-  const TraceDiagnosis summed = DiagnoseFiles({a, b});
+  const EvidenceDiagnosis summed = DiagnoseFiles({a, b});
   REQUIRE_FALSE(summed.diagnosis.findings.empty());
   for (const Finding& f : summed.diagnosis.findings) {
     const auto* x = std::get_if<SummaryGapFacts>(&f.facts);

@@ -1,0 +1,116 @@
+#include "analysis/diagnose_evidence.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/log_diagnosis.h"
+#include "analysis/log_evidence.h"
+#include "model/process_liveness.h"
+#include "summary/job_inputs.h"
+#include "summary/summary_reader.h"
+
+namespace ncclwatch::decoder {
+namespace {
+
+// Reads the traces into the job; an error when traces are given and none
+// can be read.
+absl::Status ReadTraces(const JobEvidence& evidence, const OnTrace& on_trace, JobAnalysis* job) {
+  const std::vector<std::string>& files = evidence.traces;
+  size_t summaries = 0;
+  for (const std::string& f : files) summaries += IsSummaryFile(f) ? 1 : 0;
+  if (summaries > 0 && summaries < files.size()) job->MixesSummaries();
+  size_t index = 0;
+  const absl::Status read = LoadJobInputs(files, 0, [&](const JobInput& in) {
+    if (in.status.ok()) {
+      job->AddProcess(in.trace);
+    } else {
+      job->AddUnreadable(in.name, std::string(in.status.message()), in.may_hold_traces);
+    }
+    if (on_trace) on_trace(index, in.status.ok() ? &in.trace : nullptr);
+    ++index;
+  });
+  if (!read.ok()) return read;
+  if (job->processes().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("none of the ", files.size(), " trace file(s) can be read; first: ",
+                     job->unreadable().empty() ? "none given" : job->unreadable().front().error));
+  }
+  for (const UnreadableTrace& u : evidence.not_read)
+    job->AddUnreadable(u.path, u.error, u.may_hold_traces);
+  job->Finish();
+  return absl::OkStatus();
+}
+
+// Reads every log; those that cannot be read are listed with why.
+void ReadLogs(const std::vector<std::string>& logs, EvidenceDiagnosis* out) {
+  for (const std::string& f : logs) {
+    absl::Status s = out->log.AddFile(f);
+    if (!s.ok()) out->logs_not_read.push_back({f, std::string(s.message())});
+  }
+  out->log.Finish();
+}
+
+// Logs alone: their own diagnosis is the verdict.
+absl::Status DiagnoseLogsAlone(const JobEvidence& evidence, EvidenceDiagnosis* out) {
+  for (const UnreadableTrace& u : evidence.not_read)
+    out->logs_not_read.push_back({u.path, u.error});
+  ReadLogs(evidence.logs, out);
+  const NcclLog& log = out->log;
+  if (log.sources().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "none of the ", evidence.logs.size(), " file(s) can be read; first: ",
+        out->logs_not_read.empty() ? "none given" : out->logs_not_read.front().second));
+  }
+  LogDiagnosis d = DiagnoseLogs(log);
+  if (log.nccl_lines() == 0 && d.findings.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "nothing in ",
+        evidence.logs.size() == 1 ? evidence.logs.front()
+                                  : absl::StrCat(evidence.logs.size(), " files"),
+        " looks like an NCCL log (NCCL_DEBUG=INFO or WARN) or a job's NCCL error output"));
+  }
+  out->diagnosis.findings = std::move(d.findings);
+  out->diagnosis.problem = d.problem;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
+                                                   const OnTrace& on_trace) {
+  EvidenceDiagnosis out;
+  if (evidence.traces.empty()) {
+    if (absl::Status s = DiagnoseLogsAlone(evidence, &out); !s.ok()) return s;
+    return out;
+  }
+  if (absl::Status s = ReadTraces(evidence, on_trace, &out.job); !s.ok()) return s;
+  // What this machine sees of the traced processes now: whether the job is
+  // live, and which of its processes on this host still exist, and how
+  // (right after the traces, before the logs are read).
+  std::vector<TracedProcessId> ids;
+  for (const ProcessFacts& p : out.job.processes())
+    ids.push_back({p.host, p.pid, p.created_ns, p.pid_namespace});
+  const LivenessObservation observed = ObserveLiveness(ids);
+  // The logs' init evidence joins the traces' before the diagnosis.
+  ReadLogs(evidence.logs, &out);
+  const bool logs = !out.log.sources().empty();
+  std::set<int> joined;
+  std::vector<InitEvidence> log_evidence;
+  if (logs) {
+    log_evidence = LogInitEvidence(out.log);
+    joined = out.job.JoinLogEvidence(log_evidence, out.log.timestamps());
+  }
+  out.diagnosis = Diagnose(out.job, observed);
+  if (logs) {
+    // What the logs say beyond the init evidence judged with the traces.
+    joined.insert(out.diagnosis.untraced_judged.begin(), out.diagnosis.untraced_judged.end());
+    std::vector<TracedPid> traced;
+    for (const ProcessFacts& p : out.job.processes())
+      traced.push_back({static_cast<int>(p.pid), p.pid_namespace, p.rank});
+    AddLogEvidence(DiagnoseLogs(out.log, joined, std::move(log_evidence)), traced, &out.diagnosis);
+  }
+  return out;
+}
+
+}  // namespace ncclwatch::decoder

@@ -1,0 +1,98 @@
+// DiagnoseEvidence: "diagnose this evidence", a job's traces and its logs.
+// Every command that judges a job goes through it (diagnose, explain,
+// timeline, probe and run through diagnose, and run's and status's
+// --on-problem), so they read the same model and reach the same verdict,
+// with the same liveness:
+//
+//   trace files ──LoadProcessTraces──> each trace, once ──> JobAnalysis
+//       (model/trace_loader.h)              │ on_trace        │ Finish
+//                                           ▼                 ▼
+//                                  the caller's use      ObserveLiveness (this machine's
+//                                  (timeline, progress)  /proc and clock, now)
+//                                                              │
+//   log files ──NcclLog──> each process's init evidence ───────┤
+//                          (LogInitEvidence)                   ▼
+//                                                       logs' init evidence joined
+//                                                       (JobAnalysis::JoinLogEvidence)
+//                                                              │
+//                                                              ▼
+//                                                       Diagnose -> findings
+//                                                              │
+//                                                              ▼
+//                                                       the logs' other findings
+//                                                       (analysis/log_evidence.h)
+//
+// The job's logs (NCCL_DEBUG files, its output) are evidence of the same
+// job: a log line is an observation about a rank, its host and pid, like a
+// record. A traced process's own log adds to its init evidence, and a rank
+// that left a log and no trace is judged in its job's init forensics with
+// the traced ranks; what the logs say beyond init (an Xid, an OOM kill, a
+// watchdog) is ranked with the traces' findings. With no trace at all (a
+// job that ran without the shim: `explain`), the logs' own diagnosis is the
+// verdict (analysis/log_diagnosis.h): the same pipeline with no traced
+// process, so nothing for the logs' findings to be ranked against.
+//
+// Liveness is observed once, right after the traces are read: a job whose
+// processes still run is judged live (running, frozen, alive in host
+// code), one whose processes are gone post mortem, whichever command asks.
+// Logs alone say nothing of liveness: their verdict is post mortem.
+//
+// Thread-safety: call from one thread; on_trace runs on it.
+
+#ifndef NCCLWATCH_DECODER_ANALYSIS_DIAGNOSE_EVIDENCE_H_
+#define NCCLWATCH_DECODER_ANALYSIS_DIAGNOSE_EVIDENCE_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "analysis/diagnosis.h"
+#include "analysis/job_analysis.h"
+#include "logs/nccl_log.h"
+#include "model/process_trace.h"
+
+namespace ncclwatch::decoder {
+
+// What a command found to judge.
+struct JobEvidence {
+  // Trace files and node summaries (summary/job_inputs.h: a summary is each
+  // of the traces it holds).
+  std::vector<std::string> traces;
+  // NCCL_DEBUG logs, a job's output, a node's dmesg, pasted stacks.
+  std::vector<std::string> logs;
+  // What the search for the files passed over (a folder not read, a link
+  // not followed): the job's unreadable inputs, so that a job that may have
+  // lost a rank's trace there is not called healthy.
+  std::vector<UnreadableTrace> not_read;
+};
+
+struct EvidenceDiagnosis {
+  JobAnalysis job;  // the traced processes; none when only logs were given
+  NcclLog log;      // every log that could be read
+  // Logs that could not be read, each with why (path, error); with traces
+  // beside them the traces are judged all the same.
+  std::vector<std::pair<std::string, std::string>> logs_not_read;
+  Diagnosis diagnosis;
+
+  // Whether the verdict rests on traces (diagnose's report), or on logs
+  // alone (explain's).
+  bool traced() const { return !job.processes().empty(); }
+};
+
+// Each trace file as it is read: its index among the files, and its trace
+// (valid during the call only), or nullptr when it could not be read.
+using OnTrace = std::function<void(size_t file, const ProcessTrace* trace)>;
+
+// Reads every trace once (on every core) and every log, analyses the job
+// and diagnoses it as this machine sees its processes now. An error (the
+// message says which file and why, and may hold what a file's name holds:
+// a caller prints it on one line) when traces are given and none can be
+// read, a summary is not whole or not well-formed; with logs alone, when
+// none can be read or nothing in them is NCCL's or a job's failure.
+absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
+                                                   const OnTrace& on_trace = {});
+
+}  // namespace ncclwatch::decoder
+
+#endif  // NCCLWATCH_DECODER_ANALYSIS_DIAGNOSE_EVIDENCE_H_
