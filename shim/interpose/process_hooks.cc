@@ -38,6 +38,7 @@
 #include "core/call_records.h"
 #include "core/completion.h"
 #include "core/nccl_visibility.h"
+#include "core/program_actions.h"
 #include "core/tracer.h"
 #include "core/watcher.h"
 #include "interpose/nccl_wrappers.h"
@@ -73,8 +74,10 @@ FexecveFn g_real_fexecve = nullptr;
 
 int g_hooks_installed = 0;
 int g_on_exit_registered = 0;
-struct sigaction g_program_action[NSIG];  // what the program believes is installed
-// The process g_program_action belongs to: set by the constructor and in a
+// What the program believes is installed, whole whoever reads it when
+// (core/program_actions.h).
+ProgramActions g_program_actions;
+// The process g_program_actions belongs to: set by the constructor and in a
 // forked child (the fork handler), never by a vfork child, which shares this
 // memory with its parent until it execs or exits.
 pid_t g_table_pid = 0;
@@ -168,16 +171,14 @@ void OnFatalSignal(int signo, siginfo_t* info, void* context) {
     errno = saved;
     return;
   }
-  const struct sigaction program = g_program_action[signo];
+  uint32_t generation = 0;
+  const struct sigaction program = g_program_actions.Get(signo, &generation);
   if (TracingNow()) RecordFatalSignal(signo, info, Disposition(program));
   switch (Disposition(program)) {
     case 1:  // ignored
       break;
     case 2:  // the program's own handler
-      if (program.sa_flags & SA_RESETHAND) {
-        g_program_action[signo].sa_handler = SIG_DFL;
-        g_program_action[signo].sa_flags &= ~SA_SIGINFO;
-      }
+      if (program.sa_flags & SA_RESETHAND) g_program_actions.Reset(signo, generation);
       errno = saved;
       if (program.sa_flags & SA_SIGINFO) {
         program.sa_sigaction(signo, info, context);
@@ -231,7 +232,7 @@ void InstallSignalHooks() {
   for (int s : kWatched) {
     struct sigaction current;
     if (g_real_sigaction(s, nullptr, &current) != 0) continue;
-    g_program_action[s] = current;
+    g_program_actions.Set(s, current);
     InstallFor(s, current);
   }
   __atomic_store_n(&g_hooks_installed, 1, __ATOMIC_RELEASE);
@@ -326,14 +327,14 @@ __attribute__((visibility("default"))) int sigaction(int signum, const struct si
     if (g_real_sigaction(signum, act, &kernel) != 0) return -1;
     if (oldact != nullptr) {
       const bool ours = (kernel.sa_flags & SA_SIGINFO) && kernel.sa_sigaction == OnFatalSignal;
-      *oldact = ours ? g_program_action[signum] : kernel;
+      *oldact = ours ? g_program_actions.Get(signum) : kernel;
     }
     return 0;
   }
-  const struct sigaction previous = g_program_action[signum];
+  const struct sigaction previous = g_program_actions.Get(signum);
   if (act != nullptr) {
     if (InstallFor(signum, *act) != 0) return -1;
-    g_program_action[signum] = *act;
+    g_program_actions.Set(signum, *act);
   }
   if (oldact != nullptr) *oldact = previous;
   return 0;
