@@ -13,9 +13,10 @@
 namespace ncclwatch::decoder {
 namespace {
 
-// Reads the traces into the job; an error when traces are given and none
-// can be read.
-absl::Status ReadTraces(const JobEvidence& evidence, const OnTrace& on_trace, JobAnalysis* job) {
+// Reads the traces into the job; an error when a summary is not whole or
+// not well-formed, and (*none_read set) when none can be read.
+absl::Status ReadTraces(const JobEvidence& evidence, const OnTrace& on_trace, JobAnalysis* job,
+                        bool* none_read) {
   const std::vector<std::string>& files = evidence.traces;
   size_t summaries = 0;
   for (const std::string& f : files) summaries += IsSummaryFile(f) ? 1 : 0;
@@ -32,6 +33,7 @@ absl::Status ReadTraces(const JobEvidence& evidence, const OnTrace& on_trace, Jo
   });
   if (!read.ok()) return read;
   if (job->processes().empty()) {
+    *none_read = true;
     return absl::InvalidArgumentError(
         absl::StrCat("none of the ", files.size(), " trace file(s) can be read; first: ",
                      job->unreadable().empty() ? "none given" : job->unreadable().front().error));
@@ -53,7 +55,7 @@ void ReadLogs(const std::vector<std::string>& logs, EvidenceDiagnosis* out) {
 
 // Logs alone: their own diagnosis is the verdict.
 absl::Status DiagnoseLogsAlone(const JobEvidence& evidence, EvidenceDiagnosis* out) {
-  for (const UnreadableTrace& u : evidence.not_read)
+  for (const UnreadableTrace& u : evidence.logs_not_read)
     out->logs_not_read.push_back({u.path, u.error});
   ReadLogs(evidence.logs, out);
   const NcclLog& log = out->log;
@@ -84,7 +86,19 @@ absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
     if (absl::Status s = DiagnoseLogsAlone(evidence, &out); !s.ok()) return s;
     return out;
   }
-  if (absl::Status s = ReadTraces(evidence, on_trace, &out.job); !s.ok()) return s;
+  bool none_read = false;
+  if (absl::Status s = ReadTraces(evidence, on_trace, &out.job, &none_read); !s.ok()) {
+    if (!none_read || evidence.logs.empty()) return s;
+    // No trace could be read: the logs may still say why the job failed
+    // (never that it was healthy: what the traces held is unknown).
+    EvidenceDiagnosis logs;
+    for (const UnreadableTrace& u : out.job.unreadable())
+      logs.logs_not_read.push_back({u.path, u.error});
+    if (!DiagnoseLogsAlone(evidence, &logs).ok() || !logs.diagnosis.problem) return s;
+    return logs;
+  }
+  for (const UnreadableTrace& u : evidence.logs_not_read)
+    out.logs_not_read.push_back({u.path, u.error});
   // What this machine sees of the traced processes now: whether the job is
   // live, and which of its processes on this host still exist, and how
   // (right after the traces, before the logs are read).

@@ -61,10 +61,12 @@ struct JobEvidence {
   std::vector<std::string> traces;
   // NCCL_DEBUG logs, a job's output, a node's dmesg, pasted stacks.
   std::vector<std::string> logs;
-  // What the search for the files passed over (a folder not read, a link
+  // What the search for the traces passed over (a folder not read, a link
   // not followed): the job's unreadable inputs, so that a job that may have
   // lost a rank's trace there is not called healthy.
   std::vector<UnreadableTrace> not_read;
+  // What the search for the logs passed over: listed as not read.
+  std::vector<UnreadableTrace> logs_not_read;
 };
 
 struct EvidenceDiagnosis {
@@ -85,11 +87,13 @@ struct EvidenceDiagnosis {
 using OnTrace = std::function<void(size_t file, const ProcessTrace* trace)>;
 
 // Reads every trace once (on every core) and every log, analyses the job
-// and diagnoses it as this machine sees its processes now. An error (the
+// and diagnoses it as this machine sees its processes now. Where traces
+// are given and none can be read, the logs alone judge the job if they
+// show a problem (the traces listed as not read); an error otherwise (the
 // message says which file and why, and may hold what a file's name holds:
-// a caller prints it on one line) when traces are given and none can be
-// read, a summary is not whole or not well-formed; with logs alone, when
-// none can be read or nothing in them is NCCL's or a job's failure.
+// a caller prints it on one line), and when a summary is not whole or not
+// well-formed. With logs alone, an error when none can be read or nothing
+// in them is NCCL's or a job's failure.
 absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
                                                    const OnTrace& on_trace = {});
 

@@ -28,8 +28,10 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
       err << "ncclwatch: " << OneLine(std::string(found.status().message())) << "\n";
       return 2;
     }
-    if (found.ok()) evidence.traces = *std::move(found);
-    evidence.not_read = NotRead(skipped);
+    if (found.ok()) {
+      evidence.traces = *std::move(found);
+      evidence.not_read = NotRead(skipped);
+    }
   }
   absl::StatusOr<EvidenceDiagnosis> result;
   {

@@ -39,7 +39,15 @@ int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& o
   JobEvidence evidence;
   for (const std::string& f : files)
     (HoldsTraces(f) ? evidence.traces : evidence.logs).push_back(f);
-  evidence.not_read = NotRead(skipped);
+  // What the walk passed over: beside traces, a folder not read or a trace
+  // not followed may hold a rank's trace (the job is not called healthy
+  // without it); anything else was a log, listed as not read.
+  for (const UnreadableTrace& u : NotRead(skipped)) {
+    std::error_code ec;
+    const bool trace = !evidence.traces.empty() && u.may_hold_traces &&
+                       (IsTraceFile(u.path) || fs::is_directory(fs::symlink_status(u.path, ec)));
+    (trace ? evidence.not_read : evidence.logs_not_read).push_back(u);
+  }
   absl::StatusOr<EvidenceDiagnosis> result = DiagnoseEvidence(evidence);
   if (!result.ok()) {
     err << "ncclwatch: " << OneLine(std::string(result.status().message())) << "\n";

@@ -228,23 +228,33 @@ bool HoldsTraces(const fs::path& p) {
 
 absl::Status SplitLogs(const std::vector<std::string>& paths, std::vector<std::string>* trace_paths,
                        std::vector<std::string>* logs) {
-  std::vector<std::string> folders;
+  std::vector<std::string> folders, named;
   for (const std::string& path : paths) {
     struct stat st;
     const bool found = stat(path.c_str(), &st) == 0;
     if (found && S_ISREG(st.st_mode) && !IsTraceFile(path) && !OpensAsTrace(path) &&
         !IsSummaryFile(path)) {
-      logs->push_back(path);
+      named.push_back(path);
       continue;
     }
     if (found && S_ISDIR(st.st_mode)) folders.push_back(path);
     trace_paths->push_back(path);
   }
-  if (folders.empty()) return absl::OkStatus();
-  std::vector<SkippedInput> ignored;  // the search for traces reports what it passes over
-  absl::StatusOr<std::vector<std::string>> inside = InputFiles(folders, IsLogFile, &ignored);
-  if (!inside.ok()) return inside.status();
-  logs->insert(logs->end(), inside->begin(), inside->end());
+  // Named logs as explain takes them (a link followed, one on a pseudo file
+  // system refused, each once); then those in the folders.
+  absl::StatusOr<std::vector<std::string>> given =
+      InputFiles(named, [](const fs::path&) { return true; });
+  if (!given.ok()) return given.status();
+  std::vector<std::string> found = *std::move(given);
+  if (!folders.empty()) {
+    std::vector<SkippedInput> ignored;  // the search for traces reports what it passes over
+    absl::StatusOr<std::vector<std::string>> inside = InputFiles(folders, IsLogFile, &ignored);
+    if (!inside.ok()) return inside.status();
+    found.insert(found.end(), inside->begin(), inside->end());
+  }
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  logs->insert(logs->end(), found.begin(), found.end());
   return absl::OkStatus();
 }
 

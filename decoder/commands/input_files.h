@@ -82,9 +82,10 @@ bool IsLogFile(const std::filesystem::path& p);
 
 // The paths given, split: files named on the command line that hold no
 // trace (not *.trace, not opening with a trace's or a summary's magic) are
-// logs; the rest (folders, traces, summaries) go on to the search for
-// traces. Logs inside the folders
-// are added too (IsLogFile). An error as InputFiles gives one.
+// logs, taken as InputFiles takes files named (a link followed, a file on
+// a pseudo file system refused); the rest (folders, traces, summaries) go
+// on to the search for traces. Logs inside the folders are added too
+// (IsLogFile); each log once, in order. An error as InputFiles gives one.
 absl::Status SplitLogs(const std::vector<std::string>& paths, std::vector<std::string>* trace_paths,
                        std::vector<std::string>* logs);
 

@@ -50,6 +50,7 @@ std::unique_ptr<DiagnosedTraces> DiagnoseTraces(const std::vector<std::string>& 
   t->paths = paths;
   t->job = std::move(result->job);
   t->diagnosis = std::move(result->diagnosis);
+  t->logs_not_read = std::move(result->logs_not_read);
   return t;
 }
 
@@ -89,7 +90,7 @@ pid_t StartOnProblem(const std::string& command, const DiagnosedTraces& t, std::
   // The report, in a memory file that becomes CMD's standard input: CMD may
   // read it or not, and nothing waits on a pipe.
   std::ostringstream json;
-  WriteJsonReport(t.job, t.diagnosis, json);
+  WriteJsonReport(t.job, t.diagnosis, json, t.logs_not_read);
   const std::string report = json.str();
   const int fd = memfd_create("ncclwatch-report.json", MFD_CLOEXEC);
   if (fd < 0) {

@@ -32,6 +32,7 @@
 
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
+#include "report/reports.h"
 
 namespace ncclwatch::decoder {
 
@@ -41,6 +42,7 @@ struct DiagnosedTraces {
   std::vector<std::string> paths;
   JobAnalysis job;
   Diagnosis diagnosis;
+  UnreadableFiles logs_not_read;  // logs beside the traces that could not be read
 };
 
 // Reads `paths` and diagnoses them as `ncclwatch diagnose` does (what this

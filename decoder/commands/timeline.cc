@@ -33,7 +33,9 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   // traces) is refused before any work. It is written beside its name and
   // renamed into place, so a reader never sees half a file.
   OutputFile timeline_file;
-  if (absl::Status s = timeline_file.Open(output, files); !s.ok()) {
+  std::vector<std::string> inputs = files;  // none of them may be written over
+  inputs.insert(inputs.end(), logs.begin(), logs.end());
+  if (absl::Status s = timeline_file.Open(output, inputs); !s.ok()) {
     err << "ncclwatch: " << OneLine(std::string(s.message())) << "\n";
     return 2;
   }

@@ -114,7 +114,7 @@ void PrintDiagnosis(const Options& o, const std::string& why, pid_t* on_problem,
   }
   // Text from the traces may hold any byte: escaped before a terminal sees it.
   std::ostringstream human;
-  WriteHumanReport(t->job, t->diagnosis, human);
+  WriteHumanReport(t->job, t->diagnosis, human, t->logs_not_read);
   err << TerminalSafe(human.str());
   err.flush();
   if (!o.on_problem.empty() && *on_problem == 0 && t->diagnosis.problem)

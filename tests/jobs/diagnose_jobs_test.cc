@@ -402,6 +402,47 @@ TEST_CASE("a link planted by another user to a root-only trace is not followed",
   CHECK(ProcessPaths(named) == std::vector<std::string>{secret});
 }
 
+// explain walks a folder for every file, diagnose for traces and logs by
+// name: a planted link to a file that is no trace (a note) is passed over
+// by both without a verdict's worth of doubt, and one to a trace leaves
+// both unsure. The same job, the same verdict.
+TEST_CASE("a planted link explain passes over: the same verdict as diagnose's",
+          "[diagnose][security][logs]") {
+  namespace fs = std::filesystem;
+  jobs::TempDir job, elsewhere;
+  HealthyJob(job.path());
+  const std::string notes = elsewhere.path() + "/notes.txt";
+  std::ofstream(notes) << "nothing here\n";
+  const std::string link = job.path() + "/notes.txt";
+  fs::create_symlink(notes, link);
+  REQUIRE(lchown(link.c_str(), kNobody, kNobody) == 0);
+  jobs::DiagnosisView diagnosed = jobs::Diagnose({job.path()});
+  jobs::DiagnosisView explained = jobs::Explain({job.path()});
+  INFO("diagnose:\n" << diagnosed.output << "\nexplain:\n" << explained.output);
+  REQUIRE(diagnosed.parsed);
+  REQUIRE(explained.parsed);
+  CHECK(diagnosed.verdict == "healthy");
+  CHECK(explained.verdict == "healthy");
+  CHECK(explained.exit_code == 0);
+  // The note is named as not read, as a log.
+  const auto& unreadable = explained.raw.fields().at("unreadable").list_value();
+  REQUIRE(unreadable.values_size() == 1);
+  CHECK(unreadable.values(0).struct_value().fields().at("path").string_value() == link);
+
+  // A planted link named as a trace may hold a rank's: neither says healthy.
+  const std::string trace_link = job.path() + "/x.trace";
+  fs::create_symlink(notes, trace_link);
+  REQUIRE(lchown(trace_link.c_str(), kNobody, kNobody) == 0);
+  diagnosed = jobs::Diagnose({job.path()});
+  explained = jobs::Explain({job.path()});
+  REQUIRE(diagnosed.parsed);
+  REQUIRE(explained.parsed);
+  CHECK(jobs::Differences(diagnosed, explained) == std::vector<std::string>{});
+  CHECK(explained.exit_code == 1);
+  REQUIRE(explained.Root() != nullptr);
+  CHECK(explained.Root()->kind == "unreadable_traces");
+}
+
 // A subfolder the user cannot read may hold a rank's trace, and another
 // job's whole run: never a plain HEALTHY, and what was not read is named.
 TEST_CASE("an unreadable subfolder is named, and the job is not called healthy without it",

@@ -576,4 +576,22 @@ TEST_CASE("timeline -o writes through no planted link and over no input", "[time
   CHECK(ReadAll(trace) == before);
   CHECK(Names(traces.path()) == names);
   CHECK(fs::is_symlink(out.path() + "/link.trace"));
+
+  // A log read beside the traces is an input too: named, or in the folder.
+  const std::string log = traces.path() + "/job-output.log";
+  std::ofstream(log) << "step 1 loss 0.93\n";
+  const std::string named = elsewhere.path() + "/job.out";
+  std::ofstream(named) << "step 1 loss 0.93\n";
+  for (const std::string& output : {log, named}) {
+    INFO(output);
+    jobs::JobSpec spec;
+    spec.argv = {jobs::NcclwatchPath(), "timeline", traces.path(), named, "-o", output};
+    spec.timeout_s = 120;
+    jobs::JobResult refused = jobs::RunJob(spec);
+    REQUIRE(refused.ranks.size() == 1);
+    INFO(refused.ranks[0].output);
+    CHECK(refused.ranks[0].exit_code == 2);
+    CHECK(refused.ranks[0].output.rfind("ncclwatch: " + output + " is ", 0) == 0);
+    CHECK(ReadAll(output) == "step 1 loss 0.93\n");
+  }
 }

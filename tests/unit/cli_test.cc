@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -182,4 +183,51 @@ TEST_CASE("explain: the headline first, exit 0 healthy and 1 a problem", "[cli]"
   INFO(alone.output);
   CHECK(alone.output.find("\nncclwatch explain: 1 file, no NCCL process named (no line with "
                           "NCCL's host:pid:tid prefix)\n") != std::string::npos);
+}
+
+// explain and diagnose take logs the same way, through one pipeline: a log
+// named through a link is read where it leads, by both.
+TEST_CASE("a log named through a link: diagnose reads it as explain does", "[cli][logs]") {
+  jobs::TempDir dir;
+  const std::string real = dir.path() + "/dmesg.txt";
+  std::ofstream(real) << "node7:300:300 [5] NCCL INFO ncclCommInitRank comm 0x1 rank 5 nranks 8 "
+                         "cudaDev 5 nvmlDev 5 busId 3b000 commId 0x1 - Init COMPLETE\n"
+                         "[123456.789012] NVRM: Xid (PCI:0000:3b:00): 79, pid=300, name=python, "
+                         "GPU has fallen off the bus.\n";
+  const std::string link = dir.path() + "/node7.out";
+  std::filesystem::create_symlink(real, link);
+  const jobs::RankResult explained = Run({"explain", "--json", link});
+  const jobs::RankResult diagnosed = Run({"diagnose", "--json", link});
+  INFO("explain: " << explained.output << "\ndiagnose: " << diagnosed.output);
+  CHECK(explained.exit_code == 1);
+  CHECK(diagnosed.exit_code == 1);
+  CHECK(explained.output.find("\"kind\":\"gpu_fault\"") != std::string::npos);
+  CHECK(diagnosed.output == explained.output);
+}
+
+// A folder whose one trace cannot be read, beside the job's output that
+// says why the job failed: the output's problem is the verdict, and the
+// trace is named as not read (never a healthy verdict from the logs alone).
+TEST_CASE("no trace can be read: a problem the logs show is the verdict, the trace not read",
+          "[cli][logs]") {
+  jobs::TempDir dir;
+  std::ofstream(dir.path() + "/rank0.trace");  // empty: not a trace
+  const std::string output = dir.path() + "/job.out";
+  std::ofstream(output) << "[123456.789012] NVRM: Xid (PCI:0000:3b:00): 79, pid=300, "
+                           "name=python, GPU has fallen off the bus.\n";
+  for (const char* command : {"explain", "diagnose"}) {
+    const jobs::RankResult r = Run({command, dir.path()});
+    INFO(command << ": " << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(StartsWith(r.output, "PROBLEM: gpu_fault\n"));
+    CHECK(r.output.find("\nNot read: " + dir.path() + "/rank0.trace: ") != std::string::npos);
+  }
+  // Output that shows no problem leaves the unreadable trace the answer: exit 2.
+  std::ofstream(output) << "step 1 loss 0.93\n";
+  for (const char* command : {"explain", "diagnose"}) {
+    const jobs::RankResult r = Run({command, dir.path()});
+    INFO(command << ": " << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(StartsWith(r.output, "ncclwatch: none of the 1 trace file(s) can be read; first: "));
+  }
 }
