@@ -1,9 +1,11 @@
 // HOT PATH (Get, Reset): no allocation, lock, system call or wait; async-
-// signal-safe. Set is sigaction()'s and may block signals (core/program_actions.h).
+// signal-safe. Set is sigaction()'s: it blocks signals and may wait for
+// another thread's Set (core/program_actions.h).
 
 #include "core/program_actions.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 namespace ncclwatch::shim {
 namespace {
@@ -62,6 +64,9 @@ struct sigaction ProgramActions::Get(int signo, uint32_t* generation) const {
   // writes never touch both at once.
   for (int i = 0; i < kTries; ++i, c ^= 1)
     if (Read(e.copies[c], a.words, &gen)) break;
+  // Reset since this action was written: the kernel's SA_RESETHAND puts
+  // SIG_DFL in the handler and leaves the rest as it was.
+  if (__atomic_load_n(&e.reset, __ATOMIC_ACQUIRE) == gen + 1) a.act.sa_handler = SIG_DFL;
   if (generation != nullptr) *generation = gen;
   return a.act;
 }
@@ -69,16 +74,23 @@ struct sigaction ProgramActions::Get(int signo, uint32_t* generation) const {
 void ProgramActions::Set(int signo, const struct sigaction& act) {
   if (signo <= 0 || signo >= NSIG) return;
   Entry& e = entries_[signo];
-  // No handler runs on this thread while it holds the entry (its Reset
-  // would give way, but the program's own handler may call sigaction()).
+  // No handler runs on this thread while it holds the entry: one that
+  // called sigaction() would wait for itself.
   sigset_t all, before;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &before);
   uint32_t free_now = 0;
-  while (!__atomic_compare_exchange_n(&e.writer, &free_now, 1, false, __ATOMIC_ACQUIRE,
-                                      __ATOMIC_RELAXED)) {
+  for (int spins = 0; !__atomic_compare_exchange_n(&e.writer, &free_now, 1, false, __ATOMIC_ACQUIRE,
+                                                   __ATOMIC_RELAXED);
+       ++spins) {
     free_now = 0;
-    Pause();  // another thread's sigaction() of this signal, a few stores long
+    // Another thread's sigaction() of this signal, a few stores long; on
+    // one CPU it may need this one to give way.
+    if (spins < 1000) {
+      Pause();
+    } else {
+      sched_yield();
+    }
   }
   Action a = {};
   a.act = act;
@@ -89,21 +101,19 @@ void ProgramActions::Set(int signo, const struct sigaction& act) {
 
 void ProgramActions::Reset(int signo, uint32_t generation) {
   if (signo <= 0 || signo >= NSIG) return;
-  Entry& e = entries_[signo];
-  uint32_t free_now = 0;
-  if (!__atomic_compare_exchange_n(&e.writer, &free_now, 1, false, __ATOMIC_ACQUIRE,
-                                   __ATOMIC_RELAXED))
-    return;  // a sigaction() writes it now: its action stands
-  if (__atomic_load_n(&e.generation, __ATOMIC_RELAXED) == generation) {
-    Action a = {};
-    uint32_t gen = 0;
-    // The current copy is whole: only a writer changes it, and this is the writer.
-    Read(e.copies[__atomic_load_n(&e.current, __ATOMIC_RELAXED) & 1], a.words, &gen);
-    a.act.sa_handler = SIG_DFL;
-    a.act.sa_flags &= ~SA_SIGINFO;
-    Write(e, a.words);
+  // One store, no flag taken: a Set since has a later generation, which
+  // this does not name.
+  __atomic_store_n(&entries_[signo].reset, generation + 1, __ATOMIC_RELEASE);
+}
+
+void ProgramActions::ForkChild() {
+  for (Entry& e : entries_) {
+    __atomic_store_n(&e.writer, 0, __ATOMIC_RELAXED);
+    // A copy the vanished writer left half written stays not current; its
+    // count is made even so that the next write makes it odd again.
+    for (Copy& c : e.copies)
+      if (c.seq & 1) __atomic_store_n(&c.seq, c.seq + 1, __ATOMIC_RELAXED);
   }
-  __atomic_store_n(&e.writer, 0, __ATOMIC_RELEASE);
 }
 
 }  // namespace ncclwatch::shim

@@ -17,14 +17,16 @@
 // time, for kTries reads running, could leave Get a torn copy.
 //
 // Set() is sigaction()'s: it blocks every signal on its thread while it
-// writes (a handler there would otherwise interrupt its own write), and
-// waits while another thread writes the same signal's action. Reset() is
-// the handler's (SA_RESETHAND): it never waits, and gives way to a
-// sigaction() that replaced the action since the handler read it.
+// writes (a handler there would otherwise interrupt its own write, or wait
+// for it), and waits while another thread writes the same signal's action.
+// Reset() is the handler's (SA_RESETHAND): one store, naming the
+// generation the handler read; a sigaction() since wrote a later one,
+// which stands.
 //
-// Thread-safety: any thread, and any signal handler, may Get at any time;
-// Set from any thread (not from a handler whose signal interrupted a Set
-// of the same signal on its thread, which blocked it: none can).
+// Thread-safety: any thread, and any signal handler, may Get, Set and
+// Reset at any time (a handler's Set cannot interrupt a Set on its thread:
+// that one blocks signals). ForkChild in a forked child, before anything
+// else, frees what a thread of the parent held at the fork.
 
 #ifndef NCCLWATCH_SHIM_CORE_PROGRAM_ACTIONS_H_
 #define NCCLWATCH_SHIM_CORE_PROGRAM_ACTIONS_H_
@@ -44,14 +46,19 @@ class ProgramActions {
   // the generation it was written in (for Reset).
   struct sigaction Get(int signo, uint32_t* generation = nullptr) const;
 
-  // The program's new action for `signo`. Not from a signal handler.
+  // The program's new action for `signo`.
   void Set(int signo, const struct sigaction& act);
 
   // SA_RESETHAND, from the handler that read generation `generation`: the
-  // action becomes SIG_DFL, unless the program replaced it since (or is
+  // action's handler becomes SIG_DFL (its flags and mask stay, as the
+  // kernel leaves them), unless the program replaced it since (or is
   // replacing it now on another thread: its new action stands, as it
   // would had it come a moment after the signal).
   void Reset(int signo, uint32_t generation);
+
+  // In a forked child: a Set another thread of the parent was in at the
+  // fork never finishes there, and must not keep the child waiting.
+  void ForkChild();
 
  private:
   static constexpr size_t kWords = sizeof(struct sigaction) / sizeof(uint64_t);
@@ -67,6 +74,7 @@ class ProgramActions {
     uint32_t writer;      // 1 while a Set or Reset writes
     uint32_t current;     // the copy that holds the action: 0 or 1
     uint32_t generation;  // the current copy's
+    uint32_t reset;       // 1 + the generation SA_RESETHAND reset (0: none)
     Copy copies[2];
   };
 

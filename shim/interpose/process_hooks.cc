@@ -155,9 +155,11 @@ int NoExec() {
   return -1;
 }
 
+// As the kernel reads an action: SIG_DFL and SIG_IGN whatever the flags
+// (SA_SIGINFO too: the handler and the three-argument handler are one field).
 uint32_t Disposition(const struct sigaction& a) {
-  if (!(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_DFL) return 0;
-  if (!(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_IGN) return 1;
+  if (a.sa_handler == SIG_DFL) return 0;
+  if (a.sa_handler == SIG_IGN) return 1;
   return 2;
 }
 
@@ -243,6 +245,7 @@ void InstallSignalHooks() {
 // the parent goes on using, is dropped: the child never writes its slots.
 void OnForkChild() {
   __atomic_store_n(&g_table_pid, static_cast<pid_t>(syscall(SYS_getpid)), __ATOMIC_RELEASE);
+  g_program_actions.ForkChild();
   g_ring.ForkChild();
   CompletionForkChild();
   TracerForkChild();
@@ -333,8 +336,11 @@ __attribute__((visibility("default"))) int sigaction(int signum, const struct si
   }
   const struct sigaction previous = g_program_actions.Get(signum);
   if (act != nullptr) {
-    if (InstallFor(signum, *act) != 0) return -1;
-    g_program_actions.Set(signum, *act);
+    // Read once, here: the kernel's action and the table's are the same
+    // one, and a bad pointer faults before any signal is blocked.
+    const struct sigaction wanted = *act;
+    if (InstallFor(signum, wanted) != 0) return -1;
+    g_program_actions.Set(signum, wanted);
   }
   if (oldact != nullptr) *oldact = previous;
   return 0;

@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -132,9 +134,16 @@ TEST_CASE("SA_RESETHAND resets the action the handler read, never one installed 
   table.Reset(SIGINT, generation);
   const struct sigaction reset = table.Get(SIGINT);
   CHECK(reset.sa_handler == SIG_DFL);
-  CHECK_FALSE(reset.sa_flags & SA_SIGINFO);
-  // The rest of the action stays as the program gave it (its mask).
+  // The rest of the action stays as the program gave it, as the kernel
+  // leaves it: its flags and its mask.
+  CHECK(reset.sa_flags == once.sa_flags);
   CHECK(memcmp(&reset.sa_mask, &once.sa_mask, sizeof(reset.sa_mask)) == 0);
+  // A reset is a store, taken again as often as the signal comes.
+  table.Reset(SIGINT, generation);
+  CHECK(table.Get(SIGINT).sa_handler == SIG_DFL);
+  // The program's next action is its own again.
+  table.Set(SIGINT, once);
+  CHECK(Same(table.Get(SIGINT), once));
 
   // Read, then replaced by the program before the handler's reset: the
   // program's new action stands.
@@ -153,4 +162,48 @@ TEST_CASE("SA_RESETHAND resets the action the handler read, never one installed 
   table.Set(NSIG, ActionA());
   CHECK(table.Get(0).sa_handler == SIG_DFL);
   CHECK(table.Get(NSIG).sa_handler == SIG_DFL);
+}
+
+// A fork while another thread is inside Set: in the child that thread is
+// gone, and the child's own sigaction() must not wait for it (nor its
+// SA_RESETHAND give way to it forever).
+TEST_CASE("a child forked during another thread's write writes its own actions",
+          "[program_actions]") {
+  static ProgramActions table;
+  const struct sigaction a = ActionA(), b = ActionB();
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) table.Set(SIGTERM, (i & 1) ? a : b);
+  });
+  int hung = 0, wrong = 0;
+  for (int i = 0; i < 200; ++i) {
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      table.ForkChild();  // as the shim's fork handler calls it
+      table.Set(SIGTERM, a);
+      uint32_t generation = 0;
+      const struct sigaction got = table.Get(SIGTERM, &generation);
+      table.Reset(SIGTERM, generation);
+      const bool reset = table.Get(SIGTERM).sa_handler == SIG_DFL;
+      _exit(Same(got, a) && reset ? 0 : 1);
+    }
+    // Each child has 10 s to answer (it takes microseconds).
+    int status = 0;
+    pid_t done = 0;
+    for (int waited_ms = 0; (done = waitpid(child, &status, WNOHANG)) == 0 && waited_ms < 10000;
+         waited_ms += 10)
+      usleep(10000);
+    if (done == 0) {
+      ++hung;
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      continue;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++wrong;
+  }
+  stop = true;
+  writer.join();
+  CHECK(hung == 0);
+  CHECK(wrong == 0);
 }
