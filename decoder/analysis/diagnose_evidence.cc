@@ -44,9 +44,12 @@ absl::Status ReadTraces(const JobEvidence& evidence, const OnTrace& on_trace, Jo
   return absl::OkStatus();
 }
 
-// Reads every log; those that cannot be read are listed with why.
-void ReadLogs(const std::vector<std::string>& logs, EvidenceDiagnosis* out) {
-  for (const std::string& f : logs) {
+// Reads every log; those the search passed over and those that cannot be
+// read are listed with why.
+void ReadLogs(const JobEvidence& evidence, EvidenceDiagnosis* out) {
+  for (const UnreadableTrace& u : evidence.logs_not_read)
+    out->logs_not_read.push_back({u.path, u.error});
+  for (const std::string& f : evidence.logs) {
     absl::Status s = out->log.AddFile(f);
     if (!s.ok()) out->logs_not_read.push_back({f, std::string(s.message())});
   }
@@ -55,9 +58,7 @@ void ReadLogs(const std::vector<std::string>& logs, EvidenceDiagnosis* out) {
 
 // Logs alone: their own diagnosis is the verdict.
 absl::Status DiagnoseLogsAlone(const JobEvidence& evidence, EvidenceDiagnosis* out) {
-  for (const UnreadableTrace& u : evidence.logs_not_read)
-    out->logs_not_read.push_back({u.path, u.error});
-  ReadLogs(evidence.logs, out);
+  ReadLogs(evidence, out);
   const NcclLog& log = out->log;
   if (log.sources().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -97,8 +98,6 @@ absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
     if (!DiagnoseLogsAlone(evidence, &logs).ok() || !logs.diagnosis.problem) return s;
     return logs;
   }
-  for (const UnreadableTrace& u : evidence.logs_not_read)
-    out.logs_not_read.push_back({u.path, u.error});
   // What this machine sees of the traced processes now: whether the job is
   // live, and which of its processes on this host still exist, and how
   // (right after the traces, before the logs are read).
@@ -107,7 +106,7 @@ absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
     ids.push_back({p.host, p.pid, p.created_ns, p.pid_namespace});
   const LivenessObservation observed = ObserveLiveness(ids);
   // The logs' init evidence joins the traces' before the diagnosis.
-  ReadLogs(evidence.logs, &out);
+  ReadLogs(evidence, &out);
   const bool logs = !out.log.sources().empty();
   std::set<int> joined;
   std::vector<InitEvidence> log_evidence;

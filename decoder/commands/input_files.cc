@@ -210,9 +210,9 @@ namespace {
 
 // Whether a regular file opens with a trace's magic (read without
 // blocking); `unopened`, when it cannot be opened.
-bool OpensAsTrace(const std::string& path, bool unopened = true) {
+bool OpensAsTrace(const std::string& path, bool unopened) {
   const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return unopened;  // true: let the trace reader say why it cannot be read
+  if (fd < 0) return unopened;
   char magic[8];
   const bool trace = pread(fd, magic, sizeof(magic), 0) == static_cast<ssize_t>(sizeof(magic)) &&
                      std::memcmp(magic, NCCLWATCH_RING_MAGIC, sizeof(magic)) == 0;
@@ -222,8 +222,8 @@ bool OpensAsTrace(const std::string& path, bool unopened = true) {
 
 }  // namespace
 
-bool HoldsTraces(const fs::path& p) {
-  return IsTraceFile(p) || OpensAsTrace(p.string(), false) || IsSummaryFile(p.string());
+bool HoldsTraces(const fs::path& p, bool unopened) {
+  return IsTraceFile(p) || OpensAsTrace(p.string(), unopened) || IsSummaryFile(p.string());
 }
 
 absl::Status SplitLogs(const std::vector<std::string>& paths, std::vector<std::string>* trace_paths,
@@ -232,8 +232,8 @@ absl::Status SplitLogs(const std::vector<std::string>& paths, std::vector<std::s
   for (const std::string& path : paths) {
     struct stat st;
     const bool found = stat(path.c_str(), &st) == 0;
-    if (found && S_ISREG(st.st_mode) && !IsTraceFile(path) && !OpensAsTrace(path) &&
-        !IsSummaryFile(path)) {
+    // One that cannot be opened goes to the trace reader, to say why.
+    if (found && S_ISREG(st.st_mode) && !HoldsTraces(path, true)) {
       named.push_back(path);
       continue;
     }

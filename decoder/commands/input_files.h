@@ -71,9 +71,9 @@ bool IsTraceFile(const std::filesystem::path& p);
 bool IsTraceOrSummary(const std::filesystem::path& p);
 
 // Whether a file holds traces: named *.trace, or opening with a trace's or
-// a summary's magic (one that cannot be opened is not). explain's test
-// for every file it is given.
-bool HoldsTraces(const std::filesystem::path& p);
+// a summary's magic; one that cannot be opened, `unopened`. explain's test
+// for every file it is given, SplitLogs's for the files named.
+bool HoldsTraces(const std::filesystem::path& p, bool unopened = false);
 
 // Whether a file in a folder is a log to read beside traces: a job's
 // output or NCCL's log, named *.log, *.out or *.err (ncclwatch run keeps

@@ -47,10 +47,8 @@ std::unique_ptr<DiagnosedTraces> DiagnoseTraces(const std::vector<std::string>& 
     return nullptr;
   }
   auto t = std::make_unique<DiagnosedTraces>();
+  static_cast<EvidenceDiagnosis&>(*t) = *std::move(result);
   t->paths = paths;
-  t->job = std::move(result->job);
-  t->diagnosis = std::move(result->diagnosis);
-  t->logs_not_read = std::move(result->logs_not_read);
   return t;
 }
 
@@ -90,7 +88,7 @@ pid_t StartOnProblem(const std::string& command, const DiagnosedTraces& t, std::
   // The report, in a memory file that becomes CMD's standard input: CMD may
   // read it or not, and nothing waits on a pipe.
   std::ostringstream json;
-  WriteJsonReport(t.job, t.diagnosis, json, t.logs_not_read);
+  WriteReport(t, true, json);
   const std::string report = json.str();
   const int fd = memfd_create("ncclwatch-report.json", MFD_CLOEXEC);
   if (fd < 0) {

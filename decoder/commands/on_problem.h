@@ -30,19 +30,14 @@
 #include <string>
 #include <vector>
 
-#include "analysis/diagnosis.h"
-#include "analysis/job_analysis.h"
-#include "report/reports.h"
+#include "analysis/diagnose_evidence.h"
 
 namespace ncclwatch::decoder {
 
-// One diagnosis of trace folders, kept so it can be written twice (for a
-// person, and as JSON for CMD) from the same reading.
-struct DiagnosedTraces {
+// One diagnosis of trace folders (and the logs in them), kept so it can be
+// written twice (for a person, and as JSON for CMD) from the same reading.
+struct DiagnosedTraces : EvidenceDiagnosis {
   std::vector<std::string> paths;
-  JobAnalysis job;
-  Diagnosis diagnosis;
-  UnreadableFiles logs_not_read;  // logs beside the traces that could not be read
 };
 
 // Reads `paths` and diagnoses them as `ncclwatch diagnose` does (what this

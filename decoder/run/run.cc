@@ -112,10 +112,7 @@ void PrintDiagnosis(const Options& o, const std::string& why, pid_t* on_problem,
     err.flush();
     return;
   }
-  // Text from the traces may hold any byte: escaped before a terminal sees it.
-  std::ostringstream human;
-  WriteHumanReport(t->job, t->diagnosis, human, t->logs_not_read);
-  err << TerminalSafe(human.str());
+  WriteReport(*t, false, err);  // escaped before a terminal sees it
   err.flush();
   if (!o.on_problem.empty() && *on_problem == 0 && t->diagnosis.problem)
     *on_problem = StartOnProblem(o.on_problem, *t, err);
