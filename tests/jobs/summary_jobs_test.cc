@@ -201,8 +201,9 @@ TEST_CASE("summaries: a frozen rank is named while the job hangs, from summaries
   Job j;
   jobs::JobSpec spec =
       jobs::TracedJobSpec(4, "train_loop", {"--steps", "30", "--bug", "stop:1:3"}, j.dir.path());
-  spec.timeout_s = 6;
-  std::thread job([&] { j.result = jobs::RunJob(spec); });
+  // Ended once the live summaries and diagnosis are taken; the bound is a backstop.
+  spec.timeout_s = 300;
+  jobs::LiveJob job(spec);
   std::this_thread::sleep_for(std::chrono::milliseconds(3500));
   // Each node summarizes its own traces while the job hangs; the traces and
   // the summaries are then diagnosed while its processes still live.
@@ -210,7 +211,7 @@ TEST_CASE("summaries: a frozen rank is named while the job hangs, from summaries
   Summarize(j.dir.path(), 4, &n);
   const jobs::DiagnosisView raw = jobs::Diagnose({j.dir.path()});
   const jobs::DiagnosisView s = RequireSame(raw, n);
-  job.join();
+  j.result = job.End();
   REQUIRE(j.result.error.empty());
   const auto& f = RequireRoot(raw, "rank_frozen");
   CHECK(f.seq == 3);
@@ -332,7 +333,7 @@ TEST_CASE("summaries: a window too small for the analysis is said, with the node
       jobs::TracedJobSpec(4, "train_loop", {"--steps", "6000", "--step-ms", "1"}, j.dir.path());
   spec.timeout_s = 120;
   Nodes n;
-  std::thread job([&] { j.result = jobs::RunJob(spec); });
+  jobs::LiveJob job(spec);
   // Node a's snapshot once its ranks are past collective #2,100 (blocks 0-7
   // of 256 calls behind them), long before the end (#7,499).
   uint64_t reached = 0;
@@ -353,7 +354,7 @@ TEST_CASE("summaries: a window too small for the analysis is said, with the node
       CopyRank(j.dir.path(), 1, n.dir("a"));
     }
   }
-  job.join();
+  j.result = job.Wait();
   REQUIRE(j.result.error.empty());
   REQUIRE(reached >= 2100);
   j.world = jobs::CommId(j.dir.path(), 0, "ncclCommInitRank");

@@ -229,14 +229,14 @@ TEST_CASE("history overwritten past a stalled mismatch: the hung operation is ke
 // pending, for how long, and who has not entered.
 TEST_CASE("a live diagnosis early in a hang says running, with who has not entered", "[timing]") {
   Scenario s;
-  jobs::JobSpec spec = Spec(s, 4, {"--steps", "30", "--bug", "hang:1:10"}, 12);
-  jobs::DiagnosisView live;
-  std::thread job([&] { s.job = jobs::RunJob(spec); });
+  // The job hangs until the live diagnosis is taken, however slow the
+  // machine; the bound is a backstop.
+  jobs::LiveJob job(Spec(s, 4, {"--steps", "30", "--bug", "hang:1:10"}, 300));
   // Wait until rank 0 has entered #12 (so rank 1 has stopped before it),
   // then 6 s more.
   const auto start = std::chrono::steady_clock::now();
   bool entered = false;
-  while (!entered && std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+  while (!entered && std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const std::string trace = jobs::TraceOf(s.dir.path(), 0);
     if (trace.empty()) continue;
@@ -245,8 +245,8 @@ TEST_CASE("a live diagnosis early in a hang says running, with who has not enter
   }
   REQUIRE(entered);
   std::this_thread::sleep_for(std::chrono::seconds(6));
-  live = jobs::Diagnose({s.dir.path()});
-  job.join();
+  const jobs::DiagnosisView live = jobs::Diagnose({s.dir.path()});
+  s.job = job.End();
   INFO("live diagnosis:\n" << live.output);
   CHECK(live.verdict == "running");
   CHECK(live.exit_code == 0);

@@ -323,6 +323,7 @@ JobResult RunJob(const JobSpec& spec) {
       if (all_exited_at < 0) all_exited_at = NowS();
       if (NowS() - all_exited_at > 1.0) break;
     }
+    if (spec.end_now != nullptr && spec.end_now->load()) deadline = std::min(deadline, NowS());
     if (running > 0 && NowS() > deadline) {
       // A scheduler's way: SIGTERM, a grace period, then SIGKILL.
       const bool first = !result.timed_out;
@@ -344,6 +345,23 @@ JobResult RunJob(const JobSpec& spec) {
   std::error_code ec;
   std::filesystem::remove_all(result.rendezvous_dir, ec);
   return result;
+}
+
+LiveJob::LiveJob(const JobSpec& spec) : spec_(spec) {
+  spec_.end_now = &end_now_;
+  thread_ = std::thread([this] { result_ = RunJob(spec_); });
+}
+
+LiveJob::~LiveJob() { End(); }
+
+const JobResult& LiveJob::End() {
+  end_now_ = true;
+  return Wait();
+}
+
+const JobResult& LiveJob::Wait() {
+  if (thread_.joinable()) thread_.join();
+  return result_;
 }
 
 }  // namespace jobs

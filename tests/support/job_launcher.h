@@ -23,8 +23,10 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace jobs {
@@ -51,6 +53,8 @@ struct JobSpec {
   double timeout_s = 60;         // then every rank still running gets SIGTERM,
   double term_grace_s = 1;       // and SIGKILL this long after (as torchrun, Slurm do)
   bool kill_at_timeout = false;  // SIGKILL at once instead (an OOM killer, `kill -9`)
+  // When set, the bound comes as soon as it reads true (LiveJob::End).
+  const std::atomic<bool>* end_now = nullptr;
   // When >= 0: once a rank fails (exits non-zero or by a signal), the rest
   // are torn down this many seconds later, SIGTERM then SIGKILL as at the
   // bound: what torchrun, srun and mpirun do when a worker dies.
@@ -77,6 +81,31 @@ struct JobResult {
 };
 
 JobResult RunJob(const JobSpec& spec);
+
+// A job run on a thread of its own while a test watches it live. It ends at
+// its bound, or sooner when End() is called: a test that diagnoses a live job
+// ends it once it has seen what it needs, however slow the machine, rather
+// than race a fixed bound. Leaving scope ends it too, so a failed REQUIRE
+// never leaves a job running.
+class LiveJob {
+ public:
+  explicit LiveJob(const JobSpec& spec);
+  ~LiveJob();
+  LiveJob(const LiveJob&) = delete;
+  LiveJob& operator=(const LiveJob&) = delete;
+
+  // The job's bound comes now (SIGTERM, the grace, SIGKILL to every rank
+  // still running); waits for it and returns its result.
+  const JobResult& End();
+  // Waits for the job to end by itself or at its bound.
+  const JobResult& Wait();
+
+ private:
+  JobSpec spec_;
+  std::atomic<bool> end_now_{false};
+  JobResult result_;
+  std::thread thread_;  // last: it reads the members above
+};
 
 // The folder the simulated libraries were built into, and this build's job
 // programs, from the environment CTest gives tests (NCCLSIM_DIR,
