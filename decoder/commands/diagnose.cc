@@ -3,7 +3,7 @@
 #include "analysis/diagnose_evidence.h"
 #include "commands/input_files.h"
 #include "commands/progress.h"
-#include "report/reports.h"
+#include "report/report.h"
 #include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {

@@ -5,7 +5,7 @@
 #include "analysis/diagnose_evidence.h"
 #include "commands/input_files.h"
 #include "report/finding_text.h"
-#include "report/reports.h"
+#include "report/report.h"
 #include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {

@@ -18,7 +18,7 @@
 #include "commands/input_files.h"
 #include "report/finding_text.h"
 #include "report/names.h"
-#include "report/reports.h"
+#include "report/report.h"
 
 extern char** environ;
 

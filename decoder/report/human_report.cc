@@ -1,19 +1,21 @@
-// One screen: the verdict, the root cause in a sentence with what each group
-// of ranks did and the fix, then consequences, what every rank did last, and
-// notes.
+// One screen, rendered from a Report (report/report.h): the verdict, the
+// root cause in a sentence with what each group of ranks did and the fix,
+// then consequences, what every rank did last, and notes.
 
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "report/call_site.h"
 #include "report/finding_text.h"
 #include "report/hang_text.h"
 #include "report/names.h"
-#include "report/reports.h"
+#include "report/report.h"
+#include "report/report_parts.h"
 #include "report/terminal_text.h"
 
 namespace ncclwatch::decoder {
@@ -105,49 +107,45 @@ void WriteNotReadHuman(const UnreadableFiles& unreadable, std::ostream& out) {
     out << "\nNot read: " << unreadable.size() - kShown << " more (listed in --json)\n";
 }
 
-void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out,
-                      const UnreadableFiles& logs_not_read) {
-  const auto& procs = job.processes();
-  std::set<std::string> hosts;
-  std::set<uint64_t> comms;
-  for (const ProcessFacts& p : procs) {
-    hosts.insert(p.host);
-    for (const CommMembership& m : p.comms)
-      if (m.comm) comms.insert(m.comm);
-  }
-  const CallSiteNamer sites = TraceCallSites(job);
-  out << (d.running ? RunningHeadline(d.findings, d.pending) : Headline(d.findings, d.problem))
-      << "\n";
+namespace {
+
+// diagnose's face: the job as its traces showed it.
+void WriteTraced(const Report& r, const TracesSeen& seen, std::ostream& out) {
+  const std::vector<TracedProcess>& procs = seen.processes;
+  const CallSiteNamer sites = r.Sites();
+  const bool running = r.verdict == Verdict::kRunning;
+  const bool problem = r.verdict == Verdict::kProblem;
+  out << (running ? RunningHeadline(r.findings, r.pending) : Headline(r.findings, problem)) << "\n";
   out << absl::StrFormat("ncclwatch: %d process%s on %d host%s, %d communicator%s", procs.size(),
-                         procs.size() == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s",
-                         comms.size(), comms.size() == 1 ? "" : "s");
-  if (d.jobs.size() > 1) out << ", " << d.jobs.size() << " separate jobs";
+                         procs.size() == 1 ? "" : "es", seen.hosts, seen.hosts == 1 ? "" : "s",
+                         seen.communicators, seen.communicators == 1 ? "" : "s");
+  if (seen.jobs > 1) out << ", " << seen.jobs << " separate jobs";
   out << "\n";
-  if (d.running) {
+  if (running) {
     out << "\nLive: the job is running, and nothing is certain or stuck yet: every rank made the "
            "same collectives so far, every send it has met its receive, and no operation has "
            "waited long enough to call it stuck.\n";
-    if (!d.pending.empty()) {
+    if (!r.pending.empty()) {
       out << "\nPending now:\n";
-      for (const PendingOperation& p : d.pending) out << "  " << PendingText(p) << "\n";
+      for (const PendingOperation& p : r.pending) out << "  " << PendingText(p) << "\n";
     }
     out << "Run diagnose again to see whether it moves; a wait that lasts becomes a finding.\n";
-  } else if (!d.problem) {
+  } else if (!problem) {
     out << "\nEvery rank made the same collectives, every send met its receive"
-        << (d.tracked ? ", and the GPUs completed every operation" : "") << ".\n";
+        << (seen.tracked ? ", and the GPUs completed every operation" : "") << ".\n";
   }
-  WriteFindingsHuman(d.findings, sites, out);
+  WriteFindingsHuman(r.findings, sites, out);
 
   // What every rank did last, ranks with the same story together.
   std::map<std::string, std::vector<int>> last, last_unranked;
-  for (const ProcessFacts& p : procs) {
+  for (const TracedProcess& p : procs) {
     std::string story = p.last.valid ? DescribeCall(p.last) : "no NCCL call";
     if (p.last.pending) absl::StrAppend(&story, " (still inside it)");
-    const std::string ago = Ago(p.last.when_ns, d.end_ns);
+    const std::string ago = Ago(p.last.when_ns, seen.end_ns);
     if (!ago.empty()) absl::StrAppend(&story, ", ", ago);
-    absl::StrAppend(&story, "; ", FateText(p.fate));
-    if (p.fate.kind == Fate::kNoEnd && p.completion.beats > 0) {
-      const std::string beat = Ago(p.completion.last_beat_ns, d.end_ns);
+    absl::StrAppend(&story, "; ", FateText(p.end));
+    if (p.end.kind == Fate::kNoEnd && p.last_beat_ns > 0) {
+      const std::string beat = Ago(p.last_beat_ns, seen.end_ns);
       if (!beat.empty()) absl::StrAppend(&story, "; last heartbeat ", beat);
     }
     // A process with no rank (torchrun's agent, a helper that imported
@@ -155,7 +153,7 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
     (p.rank >= 0 ? last : last_unranked)[story].push_back(p.rank >= 0 ? p.rank
                                                                       : static_cast<int>(p.pid));
   }
-  if (d.problem) {
+  if (problem) {
     out << "\nWhat each rank did last:\n";
     std::vector<RankGroup> groups;
     for (auto& [story, ranks] : last) groups.push_back({ranks, story});
@@ -176,17 +174,56 @@ void WriteHumanReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& 
       out << "    " << who << std::string(width - who.size() + 2, ' ') << story << "\n";
   }
 
-  WriteNotesHuman(d.findings, sites, out);
+  WriteNotesHuman(r.findings, sites, out);
   uint64_t records = 0, torn = 0, overwritten = 0;
-  for (const ProcessFacts& p : procs) {
+  for (const TracedProcess& p : procs) {
     records += p.records;
-    torn += p.stats.torn_slots + p.unparsed;
-    overwritten += p.stats.ring_overwritten;
+    torn += p.torn_slots;
+    overwritten += p.overwritten_slots;
   }
   out << absl::StrFormat(
       "\nTraces: %d file%s, %d records, %d torn slots, %d ring slots overwritten\n", procs.size(),
       procs.size() == 1 ? "" : "s", records, torn, overwritten);
-  WriteNotReadHuman(logs_not_read, out);
+  WriteNotReadHuman(r.logs_not_read, out);
+}
+
+// explain's face: the processes as the logs showed them.
+void WriteLogged(const Report& r, const LogsSeen& seen, std::ostream& out) {
+  std::set<std::string> hosts;
+  for (const LoggedProcess& p : seen.processes)
+    if (!p.host.empty()) hosts.insert(p.host);  // lines without NCCL's prefix name none
+  const bool problem = r.verdict == Verdict::kProblem;
+  out << Headline(r.findings, problem) << "\n";
+  const size_t files = seen.files, processes = seen.processes.size();
+  out << absl::StrFormat("ncclwatch explain: %d file%s, ", files, files == 1 ? "" : "s");
+  // Hosts and processes as the lines name them: a log of other tools
+  // (a kernel log, nvidia-smi, a traceback) names neither.
+  if (!hosts.empty()) {
+    out << absl::StrFormat("%d NCCL process%s on %d host%s\n", processes,
+                           processes == 1 ? "" : "es", hosts.size(), hosts.size() == 1 ? "" : "s");
+  } else if (processes > 0) {
+    out << absl::StrFormat(
+        "%d process%s, no host named (no line with NCCL's host:pid:tid prefix)\n", processes,
+        processes == 1 ? "" : "es");
+  } else {
+    out << "no NCCL process named (no line with NCCL's host:pid:tid prefix)\n";
+  }
+  if (!problem) out << "\nThe logs show no NCCL error.\n";
+  const CallSiteNamer sites = r.Sites();
+  WriteFindingsHuman(r.findings, sites, out);
+  WriteNotesHuman(r.findings, sites, out);
+  WriteNotReadHuman(r.logs_not_read, out);
+}
+
+}  // namespace
+
+void WriteHuman(const Report& r, std::ostream& out) {
+  std::ostringstream human;
+  if (const auto* traces = std::get_if<TracesSeen>(&r.seen))
+    WriteTraced(r, *traces, human);
+  else
+    WriteLogged(r, std::get<LogsSeen>(r.seen), human);
+  out << TerminalSafe(human.str());
 }
 
 }  // namespace ncclwatch::decoder

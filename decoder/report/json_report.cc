@@ -1,5 +1,5 @@
-// The JSON contract (stable; documented in README.md), one writer for
-// diagnose and explain:
+// The JSON contract (stable; documented in README.md): a Report
+// (report/report.h) written as data, for diagnose and explain alike:
 //
 // {"ncclwatch": VERSION, "schema_version": kJsonSchemaVersion,
 //  "verdict": "healthy"|"running"|"problem",
@@ -13,6 +13,7 @@
 // kJsonSchemaVersion); the tests validate every job's JSON against it.
 
 #include <functional>
+#include <variant>
 
 #include "absl/strings/numbers.h"
 #include "knowledge/nccl_semantics.h"
@@ -24,7 +25,8 @@
 #include "report/json_writer.h"
 #include "report/names.h"
 #include "report/rendezvous_text.h"
-#include "report/reports.h"
+#include "report/report.h"
+#include "report/report_parts.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -487,6 +489,77 @@ void WriteFacts(const Finding&, const LogFacts& x, const CallSiteNamer&, JsonWri
   }
 }
 
+const char* VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kProblem:
+      return "problem";
+    case Verdict::kRunning:
+      return "running";
+    default:
+      return "healthy";
+  }
+}
+
+// diagnose's processes: each as its trace showed it.
+void WriteProcesses(const TracesSeen& seen, JsonWriter& w) {
+  for (const TracedProcess& p : seen.processes) {
+    w.BeginObject();
+    w.Key("path").String(p.path);
+    w.Key("host").String(p.host);
+    w.Key("pid").Integer(p.pid);
+    w.Key("rank").Integer(p.rank);
+    w.Key("rank_source").String(p.rank_source);
+    w.Key("nccl_version");
+    if (p.nccl_version > 0)
+      w.String(NcclVersionString(p.nccl_version));
+    else
+      w.Null();
+    w.Key("end");
+    WriteFate(p.end, w);
+    w.Key("last_call");
+    CallOrNull(p.last, w);
+    w.Key("last_call_pending").Bool(p.last.pending);
+    w.Key("records").Integer(p.records);
+    w.Key("torn_slots").Integer(p.torn_slots);
+    w.Key("overwritten_slots").Integer(p.overwritten_slots);
+    w.Key("unwritten_slots").Integer(p.unwritten_slots);
+    w.EndObject();
+  }
+}
+
+const char* InitName(LoggedProcess::Init init) {
+  switch (init) {
+    case LoggedProcess::Init::kComplete:
+      return "complete";
+    case LoggedProcess::Init::kStarted:
+      return "started";
+    default:
+      return "unknown";
+  }
+}
+
+// explain's processes: each as the logs showed it: where its lines came
+// from, who it was, how far its init got.
+void WriteProcesses(const LogsSeen& seen, JsonWriter& w) {
+  for (const LoggedProcess& p : seen.processes) {
+    w.BeginObject();
+    w.Key("source").String(p.source);
+    w.Key("host").String(p.host);
+    w.Key("pid").Integer(p.pid);
+    w.Key("rank").Integer(p.rank);
+    w.Key("nccl_version");
+    if (p.nccl_version)
+      w.String(NcclVersionString(p.nccl_version));
+    else
+      w.Null();
+    w.Key("bus_id");
+    StringOrNull(p.bus_id, w);
+    w.Key("init").String(InitName(p.init));
+    w.Key("lines").Integer(p.lines);
+    w.EndObject();
+  }
+}
+
 }  // namespace
 
 void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, JsonWriter& w) {
@@ -520,22 +593,20 @@ void WriteFindingJson(const Finding& f, const CallSiteNamer& sites, JsonWriter& 
   w.EndObject();
 }
 
-void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
-                       const CallSiteNamer& sites, const JsonProcesses& processes,
-                       const UnreadableFiles& unreadable, std::ostream& out,
-                       const std::vector<PendingOperation>* running) {
+void WriteJson(const Report& r, std::ostream& out) {
+  const CallSiteNamer sites = r.Sites();
   // One object, on one line of its own.
   JsonWriter w(out, JsonLayout::kLines);
   w.BeginObject();
   w.Key("ncclwatch").String(kNcclwatchVersion);
   w.Key("schema_version").Integer(kJsonSchemaVersion);
-  w.Key("verdict").String(problem ? "problem" : running ? "running" : "healthy");
+  w.Key("verdict").String(VerdictName(r.verdict));
   w.Key("findings").BeginArray();
-  for (const Finding& f : findings) WriteFindingJson(f, sites, w);
+  for (const Finding& f : r.findings) WriteFindingJson(f, sites, w);
   w.EndArray();
-  if (running != nullptr && !problem) {
+  if (r.verdict == Verdict::kRunning) {
     w.Key("pending").BeginArray();
-    for (const PendingOperation& p : *running) {
+    for (const PendingOperation& p : r.pending) {
       w.BeginObject();
       w.Key("comm").String(CommName(p.comm));
       w.Key("seq").Integer(p.seq);
@@ -549,47 +620,14 @@ void WriteJsonEnvelope(bool problem, const std::vector<Finding>& findings,
     w.EndArray();
   }
   w.Key("processes").BeginArray();
-  if (processes) processes(w);
+  std::visit([&](const auto& seen) { WriteProcesses(seen, w); }, r.seen);
   w.EndArray();
   w.Key("unreadable").BeginArray();
-  for (const auto& [path, error] : unreadable)
-    w.BeginObject().Key("path").String(path).Key("error").String(error).EndObject();
+  for (const UnreadableFiles* files : {&r.traces_not_read, &r.logs_not_read})
+    for (const auto& [path, error] : *files)
+      w.BeginObject().Key("path").String(path).Key("error").String(error).EndObject();
   w.EndArray();
   w.EndObject();
-}
-
-void WriteJsonReport(const JobAnalysis& job, const Diagnosis& d, std::ostream& out,
-                     const UnreadableFiles& logs_not_read) {
-  auto processes = [&](JsonWriter& w) {
-    for (const ProcessFacts& p : job.processes()) {
-      w.BeginObject();
-      w.Key("path").String(p.path);
-      w.Key("host").String(p.host);
-      w.Key("pid").Integer(p.pid);
-      w.Key("rank").Integer(p.rank);
-      w.Key("rank_source").String(p.rank_source);
-      w.Key("nccl_version");
-      if (p.nccl_version > 0)
-        w.String(NcclVersionString(p.nccl_version));
-      else
-        w.Null();
-      w.Key("end");
-      WriteFate(p.fate, w);
-      w.Key("last_call");
-      CallOrNull(p.last, w);
-      w.Key("last_call_pending").Bool(p.last.pending);
-      w.Key("records").Integer(p.records);
-      w.Key("torn_slots").Integer(p.stats.torn_slots + p.unparsed);
-      w.Key("overwritten_slots").Integer(p.stats.ring_overwritten);
-      w.Key("unwritten_slots").Integer(p.stats.unwritten_slots);
-      w.EndObject();
-    }
-  };
-  UnreadableFiles unreadable;
-  for (const UnreadableTrace& u : job.unreadable()) unreadable.push_back({u.path, u.error});
-  unreadable.insert(unreadable.end(), logs_not_read.begin(), logs_not_read.end());
-  WriteJsonEnvelope(d.problem, d.findings, TraceCallSites(job), processes, unreadable, out,
-                    d.running ? &d.pending : nullptr);
 }
 
 }  // namespace ncclwatch::decoder

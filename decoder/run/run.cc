@@ -20,7 +20,7 @@
 #include "commands/on_problem.h"
 #include "model/trace_loader.h"
 #include "report/names.h"
-#include "report/reports.h"
+#include "report/report.h"
 #include "report/terminal_text.h"
 #include "run/output_copy.h"
 

@@ -28,7 +28,7 @@
 #include "fuzz_support.h"
 #include "ncclwatch/trace_fields.h"
 #include "ncclwatch/wire_writer.h"
-#include "report/reports.h"
+#include "report/report.h"
 #include "ring/ring_writer.h"
 
 namespace {
@@ -382,7 +382,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   job.Finish();
   const ncclwatch::decoder::Diagnosis d = ncclwatch::decoder::Diagnose(job);
   std::ostringstream human, json;
-  ncclwatch::decoder::WriteHumanReport(job, d, human);
-  ncclwatch::decoder::WriteJsonReport(job, d, json);
+  const ncclwatch::decoder::Report report = ncclwatch::decoder::MakeTracedReport(job, d);
+  ncclwatch::decoder::WriteHuman(report, human);
+  ncclwatch::decoder::WriteJson(report, json);
   return 0;
 }

@@ -18,7 +18,7 @@
 
 #include "analysis/diagnose_evidence.h"
 #include "fuzz_support.h"
-#include "report/reports.h"
+#include "report/report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ncclwatch::fuzz::ScratchDir dir;

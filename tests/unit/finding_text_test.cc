@@ -14,7 +14,7 @@
 #include "findings/finding.h"
 #include "ncclwatch/trace_fields.h"
 #include "ncclwatch_version.h"
-#include "report/reports.h"
+#include "report/report_parts.h"
 
 namespace {
 
@@ -324,17 +324,27 @@ TEST_CASE(
     "the JSON envelope: version from CMake, schema version, verdict, findings, processes, "
     "unreadable",
     "[report][json]") {
+  Report r;
+  r.findings = {Inversion(false)};
+  TracesSeen seen;
+  TracedProcess p;
+  p.path = "b.trace";
+  p.pid = 1;
+  seen.processes = {p};
+  r.seen = seen;
+  r.traces_not_read = {{"a.trace", "torn"}};
+  r.logs_not_read = {{"job.log", "Permission denied"}};
   std::ostringstream out;
-  WriteJsonEnvelope(
-      false, {Inversion(false)}, NoCallSites(),
-      [](JsonWriter& w) { w.BeginObject().Key("pid").Int(1).EndObject(); }, {{"a.trace", "torn"}},
-      out);
+  WriteJson(r, out);
   const std::string json = out.str();
   CHECK(json.rfind(std::string("{\"ncclwatch\":\"") + kNcclwatchVersion +
                        "\",\"schema_version\":2,\"verdict\":\"healthy\",\"findings\":[{",
                    0) == 0);
-  CHECK(json.find("],\"processes\":[{\"pid\":1}],\"unreadable\":[{\"path\":\"a.trace\",\"error\":"
-                  "\"torn\"}]}\n") != std::string::npos);
+  CHECK(json.find("],\"processes\":[{\"path\":\"b.trace\",\"host\":\"\",\"pid\":1,") !=
+        std::string::npos);
+  // The traces not read, then the logs.
+  CHECK(json.find("\"unreadable\":[{\"path\":\"a.trace\",\"error\":\"torn\"},{\"path\":"
+                  "\"job.log\",\"error\":\"Permission denied\"}]}\n") != std::string::npos);
 }
 
 TEST_CASE("headline: healthy, with warnings and notes counted", "[report][headline]") {

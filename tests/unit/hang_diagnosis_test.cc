@@ -20,7 +20,7 @@
 #include "findings/finding.h"
 #include "model/process_liveness.h"
 #include "report/finding_text.h"
-#include "report/reports.h"
+#include "report/report_parts.h"
 #include "synthetic_process.h"
 
 namespace {

@@ -21,7 +21,7 @@
 #include "ncclwatch/trace_fields.h"
 #include "report/finding_text.h"
 #include "report/names.h"
-#include "report/reports.h"
+#include "report/report_parts.h"
 #include "synthetic_process.h"
 
 namespace {

@@ -8,21 +8,29 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "findings/finding.h"
 #include "report/finding_text.h"
-#include "report/reports.h"
+#include "report/report.h"
+#include "report/report_parts.h"
 #include "support/json_schema.h"
 
 namespace {
 
 using namespace ncclwatch::decoder;  // NOLINT: the findings' many types
 
-std::string Envelope(const std::vector<Finding>& findings, const JsonProcesses& processes = {},
+std::string Envelope(const std::vector<Finding>& findings,
+                     const std::variant<TracesSeen, LogsSeen>& seen = TracesSeen{},
                      const UnreadableFiles& unreadable = {}) {
+  Report r;
+  r.verdict = Verdict::kProblem;
+  r.findings = findings;
+  r.seen = seen;
+  r.traces_not_read = unreadable;
   std::ostringstream out;
-  WriteJsonEnvelope(true, findings, NoCallSites(), processes, unreadable, out);
+  WriteJson(r, out);
   return out.str();
 }
 
@@ -274,14 +282,25 @@ TEST_CASE("every kind of finding, with its facts, conforms", "[report][schema]")
   topo.facts = gt;
   findings.push_back(topo);
 
-  auto traced = [](JsonWriter& w) {
-    w.BeginObject().Key("path").String("/t/a.trace").Key("host").String("n").Key("pid").Int(1);
-    w.Key("rank").Int(0).Key("rank_source").String("RANK").Key("nccl_version").String("2.28.9");
-    w.Key("end").BeginObject().Key("how").String("exit").Key("exit_code").Int(0).EndObject();
-    w.Key("last_call").Null().Key("last_call_pending").Bool(false).Key("records").Int(3);
-    w.Key("torn_slots").Int(0).Key("overwritten_slots").Int(0).Key("unwritten_slots").Int(0);
-    w.EndObject();
-  };
+  TracesSeen traced;
+  TracedProcess p;
+  p.path = "/t/a.trace";
+  p.host = "n";
+  p.pid = 1;
+  p.rank = 0;
+  p.rank_source = "RANK";
+  p.nccl_version = 22809;
+  p.end.kind = Fate::kExited;
+  p.end.exit_code = 0;
+  p.records = 3;
+  traced.processes = {p};
+  p.rank = -1;  // a process with no rank, that died of a signal inside a collective
+  p.end.kind = Fate::kSignal;
+  p.end.signo = 9;
+  p.last.valid = true;
+  p.last.call = 1;
+  p.last.pending = true;
+  traced.processes.push_back(p);
   const std::string json = Envelope(findings, traced, {{"/t/b.trace", "not a trace"}});
   INFO(json);
   const std::vector<std::string> errors = jobs::ValidateReport(json);
@@ -298,12 +317,41 @@ TEST_CASE("a running job's report, with its pending operations, conforms", "[rep
   op.entered = {0, 1};
   op.not_entered = {2};
   op.pending_ns = 1500000000;
-  const std::vector<PendingOperation> pending = {op};
+  Report r;
+  r.verdict = Verdict::kRunning;
+  r.pending = {op};
   std::ostringstream out;
-  WriteJsonEnvelope(false, {}, NoCallSites(), {}, {}, out, &pending);
+  WriteJson(r, out);
   INFO(out.str());
   CHECK(out.str().find("\"verdict\":\"running\"") != std::string::npos);
   const std::vector<std::string> errors = jobs::ValidateReport(out.str());
+  INFO(Joined(errors));
+  CHECK(errors.empty());
+}
+
+TEST_CASE("explain's report, of the processes the logs showed, conforms", "[report][schema]") {
+  LogsSeen logged;
+  logged.files = 2;
+  LoggedProcess p;
+  p.source = "job.log";
+  p.host = "node1";
+  p.pid = 4242;
+  p.rank = 3;
+  p.nccl_version = 22809;
+  p.bus_id = "0000:18:00.0";
+  p.init = LoggedProcess::Init::kStarted;
+  p.lines = 12;
+  logged.processes = {p};
+  logged.processes.push_back(LoggedProcess{});  // nothing known of it
+  Finding f;
+  f.kind = FindingKind::kLogInsufficient;
+  f.role = FindingRole::kNote;
+  const std::string json = Envelope({f}, logged, {{"nccl.log", "Permission denied"}});
+  INFO(json);
+  CHECK(json.find("\"processes\":[{\"source\":\"job.log\",\"host\":\"node1\",\"pid\":4242,"
+                  "\"rank\":3,\"nccl_version\":\"2.28.9\",\"bus_id\":\"0000:18:00.0\","
+                  "\"init\":\"started\",\"lines\":12},") != std::string::npos);
+  const std::vector<std::string> errors = jobs::ValidateReport(json);
   INFO(Joined(errors));
   CHECK(errors.empty());
 }
