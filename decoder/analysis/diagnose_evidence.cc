@@ -102,7 +102,7 @@ absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
   // live, and which of its processes on this host still exist, and how
   // (right after the traces, before the logs are read).
   std::vector<TracedProcessId> ids;
-  for (const ProcessFacts& p : out.job.processes())
+  for (const ProcessRecord& p : out.job.processes())
     ids.push_back({p.host, p.pid, p.created_ns, p.pid_namespace});
   const LivenessObservation observed = ObserveLiveness(ids);
   // The logs' init evidence joins the traces' before the diagnosis.
@@ -119,7 +119,7 @@ absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
     // What the logs say beyond the init evidence judged with the traces.
     joined.insert(out.diagnosis.untraced_judged.begin(), out.diagnosis.untraced_judged.end());
     std::vector<TracedPid> traced;
-    for (const ProcessFacts& p : out.job.processes())
+    for (const ProcessRecord& p : out.job.processes())
       traced.push_back({static_cast<int>(p.pid), p.pid_namespace, p.rank});
     AddLogEvidence(DiagnoseLogs(out.log, joined, std::move(log_evidence)), traced, &out.diagnosis);
   }

@@ -11,7 +11,7 @@
 //   p2p_mismatch         a send and its receive that disagree, or lack the other
 //   order_inversion      two communicators' collectives ordered differently on the
 //                        same stream (a certain deadlock; on different streams a warning)
-// and, from the shim's completion and liveness records (analysis/completion.h):
+// and, from the shim's completion and liveness records (model/process_completion.h):
 //   gpu_fault, cuda_error  a CUDA error the watcher met (first tier: always the root)
 //   nccl_async_error     an error NCCL reported asynchronously, with its text
 //   rank_died, rank_frozen  a process whose life ended (or froze) well before the

@@ -27,11 +27,6 @@ bool Import(uint32_t fn) {
          fn == f::kCudaIpcOpenEventHandle;
 }
 
-bool PeerAccess(uint32_t fn) {
-  return fn == f::kCuCtxEnablePeerAccess || fn == f::kCudaDeviceEnablePeerAccess ||
-         fn == f::kCuDeviceCanAccessPeer || fn == f::kCudaDeviceCanAccessPeer;
-}
-
 // The results that say the importing process may not have the memory: a
 // permission, a handle that does not name anything it can reach (another
 // namespace), a mapping refused.
@@ -77,13 +72,6 @@ InitFailureFacts Of(InitCause cause, Area subsystem, const GpuSharingFacts& s, i
 
 }  // namespace
 
-bool GpuSharingFailed(uint32_t function, int32_t result) {
-  if (result == 0) return false;
-  // Enabling peer access twice, or disabling it when it was not: answers, not failures.
-  if (PeerAccess(function) && (result == 704 || result == 705)) return false;
-  return true;
-}
-
 std::vector<std::string> AcsRedirectBridges(const std::vector<GpuPathInfo>& gpus) {
   std::vector<std::string> out;
   for (const GpuPathInfo& g : gpus)
@@ -114,7 +102,7 @@ std::optional<InitFailureFacts> GpuSharingCause(const InitEvidence& r) {
   if (Multicast(c.function) || fabric_handle) {
     return Of(InitCause::kFabricManager, Area::kFabric, s, 0);
   }
-  if (c.result == 217 || (PeerAccess(c.function) && c.result != 0)) {
+  if (c.result == 217 || (PeerAccessCall(c.function) && c.result != 0)) {
     s.acs_bridges = AcsRedirectBridges(r.gpus);
     s.iommu = r.iommu_enabled;
     return Of(InitCause::kPeerAccessUnsupported, Area::kP2p, s, 0);

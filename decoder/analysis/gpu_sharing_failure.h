@@ -33,9 +33,7 @@
 
 namespace ncclwatch::decoder {
 
-// Whether a call with this result failed in a way that matters: not
-// success, and not an answer such as "peer access already enabled".
-bool GpuSharingFailed(uint32_t function, int32_t result);
+// GpuSharingFailed (model/init_evidence.h) says which calls failed.
 
 // The PCIe bridges above the GPUs whose ACS redirects peer-to-peer requests
 // (request or completion redirect enabled), "0000:15:01.0"; sorted, unique.

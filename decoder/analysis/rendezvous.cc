@@ -19,20 +19,6 @@ namespace {
 
 namespace sa = ::ncclwatch::fields::socket_activity;
 
-// ::ffff:a.b.c.d as a.b.c.d: a dual-stack socket connects to an IPv4
-// master through it.
-SocketAddress Unmapped(SocketAddress a) {
-  if (a.family != AF_INET6) return a;
-  for (int i = 0; i < 10; ++i)
-    if (a.ip[i] != 0) return a;
-  if (a.ip[10] != 0xff || a.ip[11] != 0xff) return a;
-  SocketAddress v4;
-  v4.family = AF_INET;
-  std::copy(a.ip.begin() + 12, a.ip.end(), v4.ip.begin());
-  v4.port = a.port;
-  return v4;
-}
-
 int Port(const std::string& text) {
   int port = -1;
   if (!absl::SimpleAtoi(text, &port) || port < 0 || port > 65535) return -1;
@@ -79,22 +65,6 @@ struct Tally {
 };
 
 }  // namespace
-
-std::vector<RendezvousSocket> RendezvousSocketsOf(const ProcessTrace& t) {
-  std::vector<RendezvousSocket> out;
-  for (const SocketActivityEvent& e : t.socket_activity) {
-    RendezvousSocket s;
-    s.kind = e.kind;
-    if (std::optional<SocketAddress> a = ParseSocketAddress(e.addr)) s.addr = Unmapped(*a);
-    s.err = e.err;
-    s.deferred = e.deferred;
-    s.count = e.count;
-    s.first_ns = e.first_t != 0 ? t.RealtimeNs(e.first_t) : 0;
-    s.last_ns = e.last_t != 0 ? t.RealtimeNs(e.last_t) : s.first_ns;
-    out.push_back(std::move(s));
-  }
-  return out;
-}
 
 std::optional<Finding> RendezvousFinding(const std::vector<RendezvousEvidence>& job) {
   // Agents are judged apart from ranks (a job holds one kind or the other:

@@ -56,7 +56,7 @@ Culprits CulpritsOf(const DiagnosedTraces& t) {
   Culprits c;
   std::set<int> ranks;
   std::set<std::string> hosts, processes;
-  const std::vector<ProcessFacts>& all = t.job.processes();
+  const std::vector<ProcessRecord>& all = t.job.processes();
   for (const Finding& f : t.diagnosis.findings) {
     if (f.role != FindingRole::kRootCause) continue;
     const std::string kind = KindName(f.kind);
@@ -72,7 +72,7 @@ Culprits CulpritsOf(const DiagnosedTraces& t) {
     }
     for (int i : members) {
       if (i < 0 || static_cast<size_t>(i) >= all.size()) continue;
-      const ProcessFacts& p = all[i];
+      const ProcessRecord& p = all[i];
       if (std::find(f.ranks.begin(), f.ranks.end(), p.rank) == f.ranks.end()) continue;
       hosts.insert(p.host);
       processes.insert(p.host + ":" + std::to_string(p.pid));

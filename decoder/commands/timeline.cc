@@ -55,7 +55,7 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   const JobAnalysis& job = result->job;
   const Diagnosis& d = result->diagnosis;
   std::map<std::string, int> index_of;  // path -> process index (duplicates left out)
-  for (const ProcessFacts& p : job.processes()) index_of.emplace(p.path, p.index);
+  for (const ProcessRecord& p : job.processes()) index_of.emplace(p.path, p.index);
 
   TimelineWriter writer(timeline_file.stream());
   writer.MarkRootCauses(job, d);

@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "findings/collective_signature.h"
-#include "findings/last_call.h"
 #include "findings/mismatch_field.h"
 #include "findings/straggler_evidence.h"
 #include "knowledge/area.h"
+#include "model/last_call.h"
 
 namespace ncclwatch::decoder {
 

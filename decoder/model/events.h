@@ -216,6 +216,14 @@ struct ModuleInfo {
   std::string build_id;
 };
 
+// The module of a module map that holds `address`, or nullptr.
+inline const ModuleInfo* ModuleContaining(const std::vector<ModuleInfo>& modules,
+                                          uint64_t address) {
+  for (const ModuleInfo& m : modules)
+    if (address >= m.start && address < m.end) return &m;
+  return nullptr;
+}
+
 struct TimeAnchorEvent {
   uint64_t t = 0;
   uint64_t monotonic_ns = 0;

@@ -1,6 +1,7 @@
 // InitEvidence: what one rank left behind about its NCCL initialisation,
-// from its trace (JobAnalysis) or from its NCCL_DEBUG log (logs/), in one
-// form, so that one classifier (init_failure.h) reads both.
+// from its trace (InitEvidenceOf, kept in the job model) or from its
+// NCCL_DEBUG log (logs/), in one form, so that one classifier
+// (analysis/init_failure.h) reads both.
 //
 // Everything is optional: a trace has syscalls and an inventory, a log has
 // WARN lines and what INFO lines reveal (version, interface, root address).
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "model/fate.h"
 #include "model/process_trace.h"
 #include "trace/socket_address.h"
 
@@ -119,6 +121,18 @@ struct InitEvidence {
   // versions, settings). The trace's own facts and times stay.
   void AddFromLog(const InitEvidence& log);
 };
+
+// A process's init evidence from its trace: `process` its index in the job,
+// `rank` its display rank, and how it ended (`fate`, its trace's last record
+// at `end_ns`).
+InitEvidence InitEvidenceOf(const ProcessTrace& t, int process, int rank, int64_t end_ns,
+                            const Fate& fate);
+
+// Whether a CUDA call that shares GPU memory failed in a way that matters:
+// not success, and not an answer such as "peer access already enabled".
+bool GpuSharingFailed(uint32_t function, int32_t result);
+// Whether the call enables or asks peer access between two GPUs.
+bool PeerAccessCall(uint32_t function);
 
 }  // namespace ncclwatch::decoder
 

@@ -87,9 +87,7 @@ int64_t ProcessTrace::RealtimeOfMonotonicNs(uint64_t monotonic_ns) const {
 }
 
 const ModuleInfo* ProcessTrace::ModuleAt(uint64_t address) const {
-  for (const ModuleInfo& m : modules)
-    if (address >= m.start && address < m.end) return &m;
-  return nullptr;
+  return ModuleContaining(modules, address);
 }
 
 bool ProcessTrace::Loaded(const std::string& name) const {

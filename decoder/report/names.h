@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "findings/collective_signature.h"
-#include "findings/last_call.h"
 #include "knowledge/nccl_semantics.h"
+#include "model/last_call.h"
 
 namespace ncclwatch::decoder {
 

@@ -13,8 +13,14 @@
 namespace ncclwatch::decoder {
 namespace {
 
-Verdict VerdictOf(const Diagnosis& d) {
-  return d.problem ? Verdict::kProblem : d.running ? Verdict::kRunning : Verdict::kHealthy;
+// What both faces take from the diagnosis alike.
+Report ReportOf(const Diagnosis& d, const UnreadableFiles& logs_not_read) {
+  Report r;
+  r.verdict = d.problem ? Verdict::kProblem : d.running ? Verdict::kRunning : Verdict::kHealthy;
+  r.findings = d.findings;
+  if (r.verdict == Verdict::kRunning) r.pending = d.pending;
+  r.logs_not_read = logs_not_read;
+  return r;
 }
 
 // Names, once each, the call sites the findings' words and facts name. The
@@ -47,14 +53,11 @@ CallSiteNamer Report::Sites() const {
 
 Report MakeTracedReport(const JobAnalysis& job, const Diagnosis& d,
                         const UnreadableFiles& logs_not_read) {
-  Report r;
-  r.verdict = VerdictOf(d);
-  r.findings = d.findings;
-  if (r.verdict == Verdict::kRunning) r.pending = d.pending;
+  Report r = ReportOf(d, logs_not_read);
   TracesSeen seen;
   std::set<std::string> hosts;
   std::set<uint64_t> comms;
-  for (const ProcessFacts& p : job.processes()) {
+  for (const ProcessRecord& p : job.processes()) {
     hosts.insert(p.host);
     for (const CommMembership& m : p.comms)
       if (m.comm) comms.insert(m.comm);
@@ -81,17 +84,13 @@ Report MakeTracedReport(const JobAnalysis& job, const Diagnosis& d,
   seen.end_ns = d.end_ns;
   r.seen = std::move(seen);
   for (const UnreadableTrace& u : job.unreadable()) r.traces_not_read.push_back({u.path, u.error});
-  r.logs_not_read = logs_not_read;
   NameCallSites(TraceCallSites(job), &r);
   return r;
 }
 
 Report MakeLoggedReport(const NcclLog& log, const Diagnosis& d,
                         const UnreadableFiles& logs_not_read) {
-  Report r;
-  r.verdict = VerdictOf(d);
-  r.findings = d.findings;
-  if (r.verdict == Verdict::kRunning) r.pending = d.pending;
+  Report r = ReportOf(d, logs_not_read);
   LogsSeen seen;
   seen.files = log.sources().size();
   for (const LogProcess& p : log.processes()) {
@@ -111,7 +110,6 @@ Report MakeLoggedReport(const NcclLog& log, const Diagnosis& d,
     seen.processes.push_back(std::move(l));
   }
   r.seen = std::move(seen);
-  r.logs_not_read = logs_not_read;
   NameCallSites(NoCallSites(), &r);
   return r;
 }

@@ -29,8 +29,8 @@
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
 #include "findings/finding.h"
-#include "findings/last_call.h"
 #include "logs/nccl_log.h"
+#include "model/last_call.h"
 #include "report/finding_text.h"
 
 namespace ncclwatch::decoder {

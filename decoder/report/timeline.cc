@@ -105,7 +105,7 @@ void TimelineWriter::WritePacket(const pf::TracePacket& packet) {
 void TimelineWriter::MarkRootCauses(const JobAnalysis& job, const Diagnosis& d) {
   clocks_ = &job.clocks();
   const CallSiteNamer sites = TraceCallSites(job);
-  const std::vector<ProcessFacts>& procs = job.processes();
+  const std::vector<ProcessRecord>& procs = job.processes();
   std::set<std::pair<uint64_t, int32_t>> stragglers;
   for (const Finding& f : d.findings) {
     if (f.kind == FindingKind::kStraggler && f.comm) {

@@ -32,6 +32,7 @@ using ncclwatch::decoder::Diagnosis;
 using ncclwatch::decoder::FieldName;
 using ncclwatch::decoder::Finding;
 using ncclwatch::decoder::JobAnalysis;
+using ncclwatch::decoder::JobModel;
 using namespace ncclwatch::testing;
 
 constexpr uint64_t kComm = 0x3fa9c1d2e5b60718;
@@ -565,7 +566,7 @@ TEST_CASE("logs join the traces' init evidence: a process's own log, and a rank 
   CHECK(own.warnings == logs[0].warnings);
   CHECK(own.bus_id == "0000:18:00.0");
   REQUIRE(job.untraced_init().size() == 1);
-  const JobAnalysis::UntracedInit& untraced = job.untraced_init().front();
+  const JobModel::UntracedInit& untraced = job.untraced_init().front();
   CHECK(untraced.log_processes == std::vector<int>{1, 4});
   CHECK(untraced.evidence.process == -1);
   CHECK(untraced.evidence.rank == 2);

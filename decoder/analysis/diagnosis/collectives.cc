@@ -43,7 +43,7 @@ bool JobRecordsEnds(const DiagnosisContext& cx, int process) {
 // membership, with both identities).
 bool GrowUnjoined(const DiagnosisContext& cx, uint64_t comm) {
   bool grown = false;
-  for (const ProcessFacts& p : cx.procs) {
+  for (const ProcessRecord& p : cx.procs) {
     for (const CommMembership& m : p.comms) {
       if (m.comm != comm || m.init_call != f::kCommGrow) continue;
       if (m.parent != 0 && m.grow_id != 0 && m.grow_id != m.comm) return false;  // the link
@@ -57,7 +57,7 @@ bool GrowUnjoined(const DiagnosisContext& cx, uint64_t comm) {
 // What a rank that stopped before collective `next` of `comm` did instead.
 DepartureFacts Classify(const DiagnosisContext& cx, const AlignedMember& m, uint64_t comm,
                         int64_t entered_ns) {
-  const ProcessFacts& p = cx.procs[m.process];
+  const ProcessRecord& p = cx.procs[m.process];
   const CommMembership* mem = nullptr;
   for (const CommMembership& x : p.comms)
     if (x.comm == comm && x.rank == m.comm_rank) mem = &x;

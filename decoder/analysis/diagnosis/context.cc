@@ -46,7 +46,7 @@ DiagnosisContext::DiagnosisContext(const JobAnalysis& analysis,
                                    const LivenessObservation& observation)
     : job(analysis), procs(analysis.processes()), observed(observation) {
   ClusterJobs();
-  for (const ProcessFacts& p : procs) end_ns = std::max(end_ns, p.last_ns);
+  for (const ProcessRecord& p : procs) end_ns = std::max(end_ns, p.last_ns);
   Lives();
   Reconcile();
 }
@@ -59,7 +59,7 @@ void DiagnosisContext::ClusterJobs() {
     return x;
   };
   std::map<uint64_t, int> first;
-  for (const ProcessFacts& p : procs) {
+  for (const ProcessRecord& p : procs) {
     for (const CommMembership& m : p.comms) {
       if (m.comm == 0) continue;
       auto [it, fresh] = first.emplace(m.comm, p.index);
@@ -69,7 +69,7 @@ void DiagnosisContext::ClusterJobs() {
   // The process that made a communicator's unique id hosts its bootstrap
   // root, and belongs to that communicator's job even when it never joined
   // it (it may have exited before the others started).
-  for (const ProcessFacts& p : procs) {
+  for (const ProcessRecord& p : procs) {
     if (p.init.made_unique_id == 0) continue;
     if (auto it = first.find(p.init.made_unique_id); it != first.end())
       parent[find(p.index)] = find(it->second);
@@ -78,7 +78,7 @@ void DiagnosisContext::ClusterJobs() {
   // root, say) shares none: its processes are the launcher's ranks of one
   // job id, or of one program and world size that ran at the same time.
   std::map<std::string, int> by_job_id;
-  for (const ProcessFacts& p : procs) {
+  for (const ProcessRecord& p : procs) {
     if (p.job_id.empty()) continue;
     auto [it, fresh] = by_job_id.emplace(p.job_id, p.index);
     if (!fresh) parent[find(p.index)] = find(it->second);
@@ -88,13 +88,13 @@ void DiagnosisContext::ClusterJobs() {
   // launcher, program and world size (or both before NCCL) that ran at
   // the same time as different ranks are one job (analysis/
   // concurrent_ranks.h: a sweep in time, not every pair).
-  auto before_nccl = [](const ProcessFacts& p) {
+  auto before_nccl = [](const ProcessRecord& p) {
     return p.comms.empty() && p.rendezvous.traced_from_load;
   };
   // Class key: (rank source, program, has a host, world size or -1 for
   // the class of those before NCCL, whatever their size).
   std::map<std::tuple<std::string, std::string, bool, int32_t>, std::vector<int>> classes;
-  for (const ProcessFacts& a : procs) {
+  for (const ProcessRecord& a : procs) {
     if (!a.job_id.empty() || a.rank_source.empty() || a.world_size <= 0) continue;
     classes[{a.rank_source, a.exe, a.host.empty(), a.world_size}].push_back(a.index);
     if (before_nccl(a)) classes[{a.rank_source, a.exe, a.host.empty(), -1}].push_back(a.index);
@@ -111,7 +111,7 @@ void DiagnosisContext::ClusterJobs() {
   // are (an agent whose node is not known, c10d's, counts as a node of its
   // own).
   std::map<std::pair<std::string, bool>, std::vector<int>> agents;
-  for (const ProcessFacts& a : procs)
+  for (const ProcessRecord& a : procs)
     if (a.rendezvous.agent && a.job_id.empty()) agents[{a.exe, a.host.empty()}].push_back(a.index);
   for (const auto& entry : agents) {
     const std::vector<int>& members = entry.second;
@@ -125,7 +125,7 @@ void DiagnosisContext::ClusterJobs() {
   }
   std::map<int, int> job_of_root;
   job_of.assign(procs.size(), 0);
-  for (const ProcessFacts& p : procs) {
+  for (const ProcessRecord& p : procs) {
     const int root = find(p.index);
     auto [it, fresh] = job_of_root.emplace(root, static_cast<int>(jobs.size()));
     if (fresh) jobs.emplace_back();
@@ -165,7 +165,7 @@ void DiagnosisContext::Locate(int q, uint64_t comm, Finding* x,
     // not finished either.
     if (c.tracked && !c.has_progress && c.pending) {
       std::optional<uint64_t> frontier;
-      for (const ProcessFacts& o : procs) {
+      for (const ProcessRecord& o : procs) {
         if (o.index == q) continue;
         for (const CommCompletion& oc : Comms(o.index))
           if (oc.comm == comm && oc.has_progress)

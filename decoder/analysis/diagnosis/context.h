@@ -82,7 +82,7 @@ class DiagnosisContext {
   DiagnosisContext& operator=(const DiagnosisContext&) = delete;
 
   const JobAnalysis& job;
-  const std::vector<ProcessFacts>& procs;
+  const std::vector<ProcessRecord>& procs;
   const LivenessObservation& observed;
 
   // ------------------------------------------------------------ the jobs
@@ -197,7 +197,7 @@ class DiagnosisContext {
   void ClusterJobs();
   // Each process's life, and each job's.
   void Lives();
-  Life LifeOf(const ProcessFacts& p);
+  Life LifeOf(const ProcessRecord& p);
   // A process whose own completion counts stopped short of the truth: what
   // its watcher had not yet seen complete (up to a poll interval of work,
   // many collectives on a fast GPU) when its GPU faulted (Blind) or it

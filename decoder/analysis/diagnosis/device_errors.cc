@@ -41,7 +41,7 @@ std::vector<int> LaterErrors(const DiagnosisContext& cx, int q, int64_t when) {
 }  // namespace
 
 void FindDeviceErrors(DiagnosisContext& cx) {
-  for (const ProcessFacts& p : cx.procs) {
+  for (const ProcessRecord& p : cx.procs) {
     const ProcessCompletion& pc = p.completion;
     if (!pc.device_errors.empty()) {
       const DeviceError& e = pc.device_errors.front();

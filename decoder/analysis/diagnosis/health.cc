@@ -18,7 +18,7 @@ namespace {
 
 // What a rank was doing when the job was seen hung or ended.
 HangFacts::Group ActivityOf(const DiagnosisContext& cx, int q) {
-  const ProcessFacts& p = cx.procs[q];
+  const ProcessRecord& p = cx.procs[q];
   HangFacts::Group g;
   g.ranks = {p.rank >= 0 ? p.rank : static_cast<int>(p.pid)};
   g.call = cx.Doing(q);
@@ -75,7 +75,7 @@ bool KilledWhileRunning(const DiagnosisContext& cx, size_t j, Add add) {
   KilledWhileRunningFacts facts;
   int64_t last_signal = 0;
   for (int q : cx.jobs[j]) {
-    const ProcessFacts& p = cx.procs[q];
+    const ProcessRecord& p = cx.procs[q];
     if (cx.lives[q] != Life::kCleanExit && !cx.TornDown(q)) return false;
     if (!p.completion.AllTracked() || p.completion.beats == 0 || !p.last.valid) return false;
     for (const CommCompletion& c : cx.Comms(q))
@@ -113,7 +113,7 @@ Finding BlindSpot(const DiagnosisContext& cx, FindingKind kind, const std::vecto
   x.kind = kind;
   BlindSpotFacts facts;
   for (int q : processes) {
-    const ProcessFacts& p = cx.procs[q];
+    const ProcessRecord& p = cx.procs[q];
     x.ranks.push_back(p.rank >= 0 ? p.rank : static_cast<int>(p.pid));
     facts.pids.push_back(p.pid);
     if (kind == FindingKind::kNcclCallsUnseen) {
@@ -145,7 +145,7 @@ Finding BlindSpot(const DiagnosisContext& cx, FindingKind kind, const std::vecto
 void FindBlindSpots(DiagnosisContext& cx) {
   cx.overwritten.assign(cx.jobs.size(), {});
   cx.unseen.assign(cx.jobs.size(), {});
-  for (const ProcessFacts& p : cx.procs) {
+  for (const ProcessRecord& p : cx.procs) {
     if (p.lost_start) cx.overwritten[cx.job_of[p.index]].push_back(p.index);
     // A process whose trace says why its NCCL could not be seen gets the
     // nccl_not_visible note for it instead.
@@ -156,7 +156,7 @@ void FindBlindSpots(DiagnosisContext& cx) {
 
 bool Bystanders(const DiagnosisContext& cx, size_t j) {
   for (int q : cx.jobs[j]) {
-    const ProcessFacts& p = cx.procs[q];
+    const ProcessRecord& p = cx.procs[q];
     if (p.nccl_calls || !p.rendezvous.traced_from_load || !p.rank_source.empty()) return false;
   }
   return !cx.jobs[j].empty();
@@ -190,7 +190,7 @@ void CheckHealth(DiagnosisContext& cx, size_t j, std::vector<Candidate>* kept) {
     kept->push_back(std::move(c));
   };
   for (int q : error_exit) {
-    const ProcessFacts& p = cx.procs[q];
+    const ProcessRecord& p = cx.procs[q];
     Finding x;
     x.kind = FindingKind::kRankExitError;
     ExitErrorFacts facts;

@@ -12,7 +12,7 @@ void DiagnosisContext::Lives() {
   lives.assign(procs.size(), Life::kGone);
   proc_state.assign(procs.size(), 0);
   tracked = !procs.empty();
-  for (const ProcessFacts& p : procs) {
+  for (const ProcessRecord& p : procs) {
     lives[p.index] = LifeOf(p);
     tracked &= p.completion.AllTracked();
   }
@@ -28,7 +28,7 @@ void DiagnosisContext::Lives() {
   }
 }
 
-Life DiagnosisContext::LifeOf(const ProcessFacts& p) {
+Life DiagnosisContext::LifeOf(const ProcessRecord& p) {
   if (p.fate.kind == Fate::kExited) {
     if (p.fate.exit_code == 0) return Life::kCleanExit;
     // An error code after a signal it handled (SIGTERM, 143): the launcher ended it.
@@ -54,7 +54,7 @@ Life DiagnosisContext::LifeOf(const ProcessFacts& p) {
 }
 
 int64_t DiagnosisContext::StoppedNs(int q) const {
-  const ProcessFacts& p = procs[q];
+  const ProcessRecord& p = procs[q];
   if (p.fate.kind == Fate::kSignal && p.fate.when_ns > 0) return p.fate.when_ns;
   return p.AliveUntilNs();
 }
@@ -70,7 +70,7 @@ int64_t DiagnosisContext::OthersAliveUntil(int q) const {
 }
 
 int64_t DiagnosisContext::StoppedFirstBy(int q) const {
-  const ProcessFacts& p = procs[q];
+  const ProcessRecord& p = procs[q];
   if (p.completion.beats == 0) return 0;
   const int64_t others = OthersAliveUntil(q);
   const int64_t gap = others - StoppedNs(q);
@@ -99,7 +99,7 @@ int64_t DiagnosisContext::SeenNs(int q) const {
 }
 
 LastCall DiagnosisContext::Doing(int q) const {
-  const ProcessFacts& p = procs[q];
+  const ProcessRecord& p = procs[q];
   const CommCompletion* oldest = nullptr;
   for (const CommCompletion& c : Comms(p.index))
     if (c.pending && (oldest == nullptr || c.oldest.when_ns < oldest->oldest.when_ns)) oldest = &c;
@@ -155,15 +155,15 @@ std::pair<int, int64_t> DiagnosisContext::TeardownAfter(int q) const {
 
 void DiagnosisContext::Reconcile() {
   comms_.clear();
-  for (const ProcessFacts& p : procs) comms_.push_back(p.completion.comms);
+  for (const ProcessRecord& p : procs) comms_.push_back(p.completion.comms);
   std::vector<bool> short_count(procs.size(), false);
-  for (const ProcessFacts& p : procs) short_count[p.index] = Blind(p.index) || DiedFirst(p.index);
-  for (const ProcessFacts& p : procs) {
+  for (const ProcessRecord& p : procs) short_count[p.index] = Blind(p.index) || DiedFirst(p.index);
+  for (const ProcessRecord& p : procs) {
     if (!short_count[p.index]) continue;
     for (CommCompletion& c : comms_[p.index]) {
       if (!c.tracked || c.comm == 0) continue;
       std::optional<uint64_t> floor;
-      for (const ProcessFacts& o : procs) {
+      for (const ProcessRecord& o : procs) {
         if (short_count[o.index]) continue;
         for (const CommCompletion& oc : o.completion.comms)
           if (oc.comm == c.comm && oc.tracked && oc.has_progress)

@@ -112,7 +112,7 @@ void AddNeverCompleted(DiagnosisContext& cx, uint64_t comm, int nranks,
 
 void FindNeverCompleted(DiagnosisContext& cx) {
   std::map<uint64_t, std::vector<std::pair<int, const CommCompletion*>>> members;
-  for (const ProcessFacts& p : cx.procs)
+  for (const ProcessRecord& p : cx.procs)
     for (const CommCompletion& c : cx.Comms(p.index))
       if (c.comm != 0) members[c.comm].push_back({p.index, &c});
   for (const auto& [comm, ms] : members) {

@@ -37,7 +37,7 @@ void NoteSummaryGaps(DiagnosisContext& cx) {
   std::map<int, SummaryGapFacts> by_job;
   constexpr size_t kListed = 8;
   auto node = [&](int process) {
-    const ProcessFacts& p = cx.procs[process];
+    const ProcessRecord& p = cx.procs[process];
     if (p.summary.empty()) return p.path;
     return absl::StrCat(p.summary_host, " (", p.summary, ")");
   };
@@ -138,7 +138,7 @@ void NoteSetup(DiagnosisContext& cx) {
 
 void NoteNotVisible(DiagnosisContext& cx) {
   std::map<int, NcclNotVisibleFacts> by_job;
-  for (const ProcessFacts& p : cx.procs) {
+  for (const ProcessRecord& p : cx.procs) {
     for (const NcclNotSeenEvent& e : p.not_seen) {
       NcclNotVisibleFacts::Item item;
       item.process = p.index;

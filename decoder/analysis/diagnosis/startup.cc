@@ -28,7 +28,7 @@ bool WaitingOnly(const Finding& x) {
 // What process `q`, a member of `comm` that never made a call the others
 // made on it, did instead: left it, exited, died, or went on to other work.
 DepartureFacts WhatInstead(const DiagnosisContext& cx, int q, uint64_t comm) {
-  const ProcessFacts& p = cx.procs[q];
+  const ProcessRecord& p = cx.procs[q];
   DepartureFacts d;
   if (p.fate.kind == Fate::kExited) d.exit_code = p.fate.exit_code;
   for (const CommMembership& m : p.comms) {
@@ -69,7 +69,7 @@ void FindSkippedCreations(DiagnosisContext& cx) {
     std::set<int> callers;  // processes
   };
   std::map<std::pair<uint64_t, uint32_t>, Creation> creations;  // (parent, split index)
-  for (const ProcessFacts& p : cx.procs) {
+  for (const ProcessRecord& p : cx.procs) {
     for (size_t i = 0; i < p.comms.size(); ++i) {
       const CommMembership& m = p.comms[i];
       if ((m.init_call != f::kCommSplit && m.init_call != f::kCommShrink) || m.parent == 0)
@@ -86,7 +86,7 @@ void FindSkippedCreations(DiagnosisContext& cx) {
     if (!c.pending) continue;
     std::vector<int> skipped, entered;
     int skipper = -1;
-    for (const ProcessFacts& p : cx.procs) {
+    for (const ProcessRecord& p : cx.procs) {
       const CommMembership* in_parent = nullptr;
       for (const CommMembership& m : p.comms)
         if (m.comm == parent && m.Formed()) in_parent = &m;
@@ -144,7 +144,7 @@ int JobOfUntraced(const DiagnosisContext& cx) {
   for (size_t j = 0; j < cx.jobs.size(); ++j) {
     bool waited = false, own_cause = false;
     for (int q : cx.jobs[j]) {
-      const ProcessFacts& p = cx.procs[q];
+      const ProcessRecord& p = cx.procs[q];
       waited |= p.init.init_pending;
       own_cause |=
           p.init.AnyFailure() || (p.fate.kind == Fate::kSignal && CrashSignal(p.fate.signo));
@@ -163,7 +163,7 @@ void FindInitFailures(DiagnosisContext& cx) {
     std::vector<InitEvidence> evidence;
     for (int q : members) evidence.push_back(cx.procs[q].init);
     if (static_cast<int>(j) == with_untraced) {
-      for (const JobAnalysis::UntracedInit& u : cx.job.untraced_init()) {
+      for (const JobModel::UntracedInit& u : cx.job.untraced_init()) {
         evidence.push_back(u.evidence);
         cx.untraced_judged.insert(u.log_processes.begin(), u.log_processes.end());
       }

@@ -17,7 +17,7 @@ void FindStoppedRanks(DiagnosisContext& cx) {
     if (c.finding.kind == FindingKind::kRankDied || c.finding.kind == FindingKind::kRankFrozen)
       named.insert(c.finding.ranks.begin(), c.finding.ranks.end());
   }
-  for (const ProcessFacts& p : cx.procs) {
+  for (const ProcessRecord& p : cx.procs) {
     const int q = p.index;
     const Life life = cx.lives[q];
     // Frozen now, or died first.

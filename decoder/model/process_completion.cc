@@ -1,4 +1,4 @@
-#include "analysis/completion.h"
+#include "model/process_completion.h"
 
 #include <algorithm>
 #include <set>

@@ -1,8 +1,8 @@
 // LastCall: the last NCCL call a process made (or made on one
 // communicator), as facts; report/names.h words it ("AllReduce #3 of 3fa9c1").
 
-#ifndef NCCLWATCH_DECODER_FINDINGS_LAST_CALL_H_
-#define NCCLWATCH_DECODER_FINDINGS_LAST_CALL_H_
+#ifndef NCCLWATCH_DECODER_MODEL_LAST_CALL_H_
+#define NCCLWATCH_DECODER_MODEL_LAST_CALL_H_
 
 #include <cstdint>
 
@@ -24,4 +24,4 @@ struct LastCall {
 
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_FINDINGS_LAST_CALL_H_
+#endif  // NCCLWATCH_DECODER_MODEL_LAST_CALL_H_

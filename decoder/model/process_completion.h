@@ -1,5 +1,5 @@
 // ProcessCompletion: what a process's watcher records say about its GPU work
-// and its life, summarised once per process (JobAnalysis) for the diagnosis.
+// and its life, summarised once per process (the job model) for the diagnosis.
 //
 //   per communicator rank  whether completion was tracked; collectives issued
 //                          and completed on the GPU; the oldest operation not
@@ -14,15 +14,15 @@
 //
 // Thread-safety: plain values, built by SummariseCompletion (pure).
 
-#ifndef NCCLWATCH_DECODER_ANALYSIS_COMPLETION_H_
-#define NCCLWATCH_DECODER_ANALYSIS_COMPLETION_H_
+#ifndef NCCLWATCH_DECODER_MODEL_PROCESS_COMPLETION_H_
+#define NCCLWATCH_DECODER_MODEL_PROCESS_COMPLETION_H_
 
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "findings/last_call.h"
+#include "model/last_call.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
@@ -105,4 +105,4 @@ ProcessCompletion SummariseCompletion(const ProcessTrace& trace);
 
 }  // namespace ncclwatch::decoder
 
-#endif  // NCCLWATCH_DECODER_ANALYSIS_COMPLETION_H_
+#endif  // NCCLWATCH_DECODER_MODEL_PROCESS_COMPLETION_H_
