@@ -15,8 +15,9 @@
 // A rank never dumps core: the crashes tests provoke on purpose would leave
 // core files in the working folder (core_pattern is "core" by default).
 //
-// Thread-safety: RunJob may be called from one thread at a time per process
-// (it forks).
+// Thread-safety: RunJob may run on several threads at once (a LiveJob beside
+// a diagnosis the test runs as a job of its own): each call forks its own
+// children, opens its pipes close-on-exec, and waits only on its own pids.
 
 #ifndef NCCLWATCH_TESTS_SUPPORT_JOB_LAUNCHER_H_
 #define NCCLWATCH_TESTS_SUPPORT_JOB_LAUNCHER_H_
