@@ -15,6 +15,7 @@
 
 #include "commands/input_files.h"
 #include "commands/on_problem.h"
+#include "report/finding_text.h"
 #include "report/status_metrics.h"
 #include "report/status_report.h"
 #include "summary/job_inputs.h"
@@ -101,8 +102,18 @@ std::string WriteAtomically(const std::string& file, const std::string& text) {
 // *on_problem: whether the --on-problem command has run.
 int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream& err) {
   const std::vector<std::string>& paths = o.paths;
+  // Logs named, or in the folders, beside the traces.
+  std::vector<std::string> trace_paths, logs;
+  if (absl::Status split = SplitLogs(paths, &trace_paths, &logs); !split.ok()) {
+    err << "ncclwatch: " << split.message() << "\n";
+    return 2;
+  }
+  if (trace_paths.empty()) {
+    err << "ncclwatch: status needs the job's traces; for logs alone, ncclwatch explain\n";
+    return 2;
+  }
   std::vector<SkippedInput> skipped;  // folders not searched, links not followed
-  absl::StatusOr<std::vector<std::string>> files = TraceFiles(paths, &skipped);
+  absl::StatusOr<std::vector<std::string>> files = TraceFiles(trace_paths, &skipped);
   if (!files.ok()) {
     err << "ncclwatch: " << files.status().message() << "\n";
     return 2;
@@ -131,7 +142,21 @@ int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream
     err << "ncclwatch: none of the " << files->size() << " trace file(s) can be read\n";
     return 2;
   }
-  const JobStatus status = builder.Finish();
+  JobStatus status = builder.Finish();
+  if (!logs.empty()) {
+    // What the logs show, judged with the traces by the one diagnosis
+    // (analysis/diagnose_evidence.h), as diagnose would.
+    status.logs = logs;
+    absl::StatusOr<EvidenceDiagnosis> judged =
+        DiagnoseEvidence(JobEvidence{*files, logs, NotRead(skipped)});
+    if (!judged.ok()) {
+      err << "ncclwatch: " << judged.status().message() << "\n";
+      return 2;
+    }
+    for (const auto& [path, why] : judged->logs_not_read)
+      status.logs_unreadable.push_back(path + ": " + why);
+    if (judged->diagnosis.problem) status.logs_problem = Headline(judged->diagnosis.findings, true);
+  }
   if (o.metrics == "-") {
     WriteStatusMetrics(status, DefaultJob(paths), out);
   } else {

@@ -60,6 +60,10 @@ constexpr Family kStraggler = {
     "ncclwatch_straggler", "gauge",
     "1 when the rank is a straggler of the communicator: last far more often than chance allows"};
 constexpr Family kJobStuck = {"ncclwatch_job_stuck", "gauge", "1 when a rank of the job is stuck"};
+constexpr Family kLogsProblem = {
+    "ncclwatch_job_problem_in_logs", "gauge",
+    "1 when the diagnosis of the traces with the logs beside them finds a problem (only when "
+    "logs were given)"};
 constexpr Family kUnreadable = {"ncclwatch_job_unreadable_traces", "gauge",
                                 "trace files ncclwatch status could not read, and folders and "
                                 "links it did not search that may hold one"};
@@ -122,7 +126,8 @@ void WriteStatusMetrics(const JobStatus& s, const std::string& default_job, std:
   Samples stuck(kStuck), ended(kEnded), since_progress(kSinceProgress), beat(kHeartbeatAge),
       entered(kEntered), completed(kCompleted), behind(kBehind), pending(kPending), stalls(kStalls),
       errors(kAsyncErrors), overwritten(kOverwritten), last_ratio(kLastRatio), late(kLate),
-      straggler(kStraggler), job_stuck(kJobStuck), unreadable(kUnreadable);
+      straggler(kStraggler), job_stuck(kJobStuck), logs_problem(kLogsProblem),
+      unreadable(kUnreadable);
   std::map<std::string, bool> jobs;  // job label -> a rank is stuck
   for (const CommStatus& c : s.comms) {
     for (const RankStatus& r : c.ranks) {
@@ -157,11 +162,14 @@ void WriteStatusMetrics(const JobStatus& s, const std::string& default_job, std:
   }
   for (const auto& [job, any_stuck] : jobs)
     job_stuck.Add("{job=\"" + MetricLabelValue(job) + "\"}", any_stuck ? "1" : "0");
+  if (!s.logs.empty())
+    logs_problem.Add("{job=\"" + MetricLabelValue(default_job) + "\"}",
+                     s.logs_problem.empty() ? "0" : "1");
   unreadable.Add("{job=\"" + MetricLabelValue(default_job) + "\"}",
                  std::to_string(s.unreadable.size() + s.not_searched.size()));
-  for (const Samples* f :
-       {&stuck, &ended, &since_progress, &beat, &entered, &completed, &behind, &pending, &stalls,
-        &errors, &overwritten, &last_ratio, &late, &straggler, &job_stuck, &unreadable})
+  for (const Samples* f : {&stuck, &ended, &since_progress, &beat, &entered, &completed, &behind,
+                           &pending, &stalls, &errors, &overwritten, &last_ratio, &late, &straggler,
+                           &job_stuck, &logs_problem, &unreadable})
     f->Write(out);
 }
 

@@ -331,11 +331,20 @@ void WriteStatus(const JobStatus& s, std::ostream& out) {
   } else {
     text += "PROGRESSING\n";
   }
+  if (!s.logs_problem.empty()) {
+    text += absl::StrFormat(
+        "DIAGNOSIS of the traces with the %d log%s beside them: %s (ncclwatch "
+        "diagnose says why)\n",
+        s.logs.size(), s.logs.size() == 1 ? "" : "s", s.logs_problem);
+  }
   // Slow is not stuck: said under the headline, the exit code unchanged.
   for (const std::string& line : s.stragglers) text += "SLOW: " + line + "\n";
-  text += absl::StrFormat("ncclwatch status: %d process%s, %d communicator%s; %s\n", s.processes,
-                          s.processes == 1 ? "" : "es", s.comms.size(),
-                          s.comms.size() == 1 ? "" : "s", when);
+  text +=
+      absl::StrFormat("ncclwatch status: %d process%s, %d communicator%s", s.processes,
+                      s.processes == 1 ? "" : "es", s.comms.size(), s.comms.size() == 1 ? "" : "s");
+  if (!s.logs.empty())
+    text += absl::StrFormat(", %d log%s", s.logs.size(), s.logs.size() == 1 ? "" : "s");
+  text += absl::StrFormat("; %s\n", when);
   for (const CommStatus& c : s.comms) {
     text += absl::StrFormat("\ncommunicator %s (%s ranks%s)\n", CommShort(c.comm),
                             c.nranks > 0 ? std::to_string(c.nranks) : "?",
@@ -379,6 +388,7 @@ void WriteStatus(const JobStatus& s, std::ostream& out) {
     }
   }
   for (const std::string& u : s.unreadable) text += "unreadable: " + u + "\n";
+  for (const std::string& u : s.logs_unreadable) text += "unreadable log: " + u + "\n";
   for (const std::string& u : s.not_searched)
     text += "not read, may hold a rank's trace: " + u + "\n";
   out << TerminalSafe(text);

@@ -18,7 +18,9 @@
 // are shown as ended, not stuck; a job whose every process ended is ENDED,
 // or ENDED BADLY when one ended by a signal or with work pending, or is a
 // process with no communicator that exited with an error or was killed
-// (a job that failed in its rendezvous, before NCCL).
+// (a job that failed in its rendezvous, before NCCL). Logs given beside the
+// traces are judged with them by the one diagnosis (the caller's), and a
+// problem they show is said under the headline.
 //
 // Thread-safety: plain values.
 
@@ -97,8 +99,16 @@ struct JobStatus {
   bool stuck = false;
   bool live = false;         // some rank's process has not ended
   bool ended_badly = false;  // a rank ended by a signal, or with work pending (see above)
-  // What `ncclwatch status` exits with: 1 stuck or ended badly, else 0.
-  int ExitCode() const { return stuck || (!live && ended_badly) ? 1 : 0; }
+  // The logs given beside the traces (the job's output, NCCL's log, a
+  // node's kernel log), and, where the diagnosis of the traces with them
+  // finds a problem, its headline ("PROBLEM: init_failure (bootstrap,
+  // ECONNREFUSED) (rank 1)"): what the logs show that the table cannot.
+  std::vector<std::string> logs;
+  std::vector<std::string> logs_unreadable;  // "path: why"
+  std::string logs_problem;
+  // What `ncclwatch status` exits with: 1 stuck, ended badly, or a problem
+  // the logs show; else 0.
+  int ExitCode() const { return stuck || (!live && ended_badly) || !logs_problem.empty() ? 1 : 0; }
 };
 
 // Collects the job's status one process at a time.

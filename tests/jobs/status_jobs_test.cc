@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -266,4 +269,76 @@ TEST_CASE("status on a live job with a slow link: progressing, the link named", 
   CHECK(l.status.find("longer than usual on median") != std::string::npos);
   CHECK(l.status.find("enqueued last in ") == std::string::npos);
   CHECK(l.status.find("reached the GPU last in ") == std::string::npos);
+}
+
+// The logs beside the traces (a node's kernel log, the job's output) are
+// judged with them, as diagnose judges them: status says what they show
+// under its headline, exits 1 for it, and says it in the metrics. A job
+// that ended well, with its output beside it, stays ENDED and exit 0.
+TEST_CASE("status with the logs beside the traces: the OOM kill the kernel log shows is said",
+          "[status][logs]") {
+  jobs::TempDir dir, logs;
+  jobs::JobSpec job =
+      jobs::TracedJobSpec(4, "train_loop", {"--steps", "1000", "--bug", "kill-in:2:5"}, dir.path());
+  job.timeout_s = 120;
+  job.teardown_after_failure_s = 0.5;
+  const jobs::JobResult ran = jobs::RunJob(job);
+  REQUIRE(ran.error.empty());
+  REQUIRE(ran.ranks[2].signal == SIGKILL);
+  // The kernel's words (mm/oom_kill.c), as dmesg -T prints them on that node.
+  const std::string dmesg = logs.path() + "/dmesg-node1.txt";
+  std::ofstream(dmesg) << "[Fri Dec  4 10:00:00 2026] Out of memory: Killed process "
+                       << ran.ranks[2].pid
+                       << " (train_loop) total-vm:4123456kB, anon-rss:3987654kB, file-rss:0kB, "
+                          "shmem-rss:0kB, UID:0 pgtables:8000kB oom_score_adj:0\n";
+  std::error_code ec;
+  const bool host_numbers =
+      std::filesystem::read_symlink("/proc/self/ns/pid", ec).string() == "pid:[4026531836]";
+  jobs::JobSpec spec;
+  spec.argv = {jobs::NcclwatchPath(), "status", dir.path(), dmesg};
+  jobs::JobResult r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  std::string out = r.ranks[0].output;
+  INFO(out);
+  CHECK(r.ranks[0].exit_code == 1);
+  // The table may not know rank 2 dead yet (no heartbeat missed for 5 s);
+  // the diagnosis with the kernel log does.
+  // In a container of its own the kernel log's pid names no rank: the death
+  // the traces show is the root cause, the OOM kill a note beside it.
+  CHECK(out.find("\nDIAGNOSIS of the traces with the 1 log beside them: PROBLEM: " +
+                 std::string(host_numbers ? "out_of_memory" : "rank_died")) != std::string::npos);
+  CHECK(out.find(", 1 log; ") != std::string::npos);
+
+  spec.argv = {jobs::NcclwatchPath(), "status", dir.path(), dmesg, "--metrics", "-"};
+  r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  out = r.ranks[0].output;
+  INFO(out);
+  CHECK(r.ranks[0].exit_code == 1);
+  CHECK(out.find("\nncclwatch_job_problem_in_logs{job=\"") != std::string::npos);
+  CHECK(out.find("\"} 1\n") != std::string::npos);
+
+  // A job that ended well, its output beside its traces: nothing to say.
+  jobs::TempDir well;
+  const jobs::JobResult fine =
+      jobs::RunJob(jobs::TracedJobSpec(2, "train_loop", {"--steps", "3"}, well.path()));
+  REQUIRE(fine.error.empty());
+  std::ofstream(well.path() + "/job-output.log") << fine.ranks[0].output;
+  spec.argv = {jobs::NcclwatchPath(), "status", well.path()};
+  r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  out = r.ranks[0].output;
+  INFO(out);
+  CHECK(r.ranks[0].exit_code == 0);
+  CHECK(out.rfind("ENDED: every process has ended\n", 0) == 0);
+  CHECK(out.find("DIAGNOSIS") == std::string::npos);
+  CHECK(out.find(", 1 log; ") != std::string::npos);
+
+  // Logs alone are explain's.
+  spec.argv = {jobs::NcclwatchPath(), "status", dmesg};
+  r = jobs::RunJob(spec);
+  REQUIRE(r.ranks.size() == 1);
+  CHECK(r.ranks[0].exit_code == 2);
+  CHECK(r.ranks[0].output ==
+        "ncclwatch: status needs the job's traces; for logs alone, ncclwatch explain\n");
 }
