@@ -118,6 +118,7 @@ TEST_CASE("a healthy job killed at its walltime: killed while running, no rank b
   CHECK_FALSE(Mentions(f, "NIC"));
   REQUIRE(f.raw.fields().count("last_progress"));
   CHECK(f.raw.fields().at("last_progress").list_value().values_size() == 4);
+  INFO("diagnosis:\n" << s.diagnosis.output);  // what else was found, when a run finds more
   CHECK(s.diagnosis.findings.size() == 1);
 }
 
