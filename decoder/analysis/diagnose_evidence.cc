@@ -21,15 +21,13 @@ absl::Status ReadTraces(const JobEvidence& evidence, const OnTrace& on_trace, Jo
   size_t summaries = 0;
   for (const std::string& f : files) summaries += IsSummaryFile(f) ? 1 : 0;
   if (summaries > 0 && summaries < files.size()) job->MixesSummaries();
-  size_t index = 0;
   const absl::Status read = LoadJobInputs(files, 0, [&](const JobInput& in) {
     if (in.status.ok()) {
       job->AddProcess(in.trace);
     } else {
       job->AddUnreadable(in.name, std::string(in.status.message()), in.may_hold_traces);
     }
-    if (on_trace) on_trace(index, in.status.ok() ? &in.trace : nullptr);
-    ++index;
+    if (on_trace) on_trace(in);
   });
   if (!read.ok()) return read;
   if (job->processes().empty()) {

@@ -51,6 +51,7 @@
 #include "analysis/job_analysis.h"
 #include "logs/nccl_log.h"
 #include "model/process_trace.h"
+#include "summary/job_inputs.h"
 
 namespace ncclwatch::decoder {
 
@@ -82,9 +83,10 @@ struct EvidenceDiagnosis {
   bool traced() const { return !job.processes().empty(); }
 };
 
-// Each trace file as it is read: its index among the files, and its trace
-// (valid during the call only), or nullptr when it could not be read.
-using OnTrace = std::function<void(size_t file, const ProcessTrace* trace)>;
+// Each process as it is read (summary/job_inputs.h): its file's name, and
+// its trace (valid during the call only) or why it could not be read; a
+// command that shows the traces too (status's table) reads them once.
+using OnTrace = OnJobInput;
 
 // Reads every trace once (on every core) and every log, analyses the job
 // and diagnoses it as this machine sees its processes now. Where traces

@@ -36,7 +36,7 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
   absl::StatusOr<EvidenceDiagnosis> result;
   {
     Progress progress("reading traces", evidence.traces.size());  // on a terminal only
-    result = DiagnoseEvidence(evidence, [&](size_t, const ProcessTrace*) { progress.Step(); });
+    result = DiagnoseEvidence(evidence, [&](const JobInput&) { progress.Step(); });
   }
   if (!result.ok()) {
     err << "ncclwatch: " << OneLine(std::string(result.status().message())) << "\n";

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "commands/input_files.h"
@@ -124,7 +125,7 @@ int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream
   for (const SkippedInput& s : skipped)
     if (s.may_hold_input) builder.AddNotSearched(s.why);
   size_t read = 0;
-  const absl::Status loaded = LoadJobInputs(*files, 0, [&](const JobInput& in) {
+  auto add = [&](const JobInput& in) {
     if (in.status.ok()) {
       ++read;
       builder.AddProcess(in.trace);
@@ -133,26 +134,32 @@ int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream
     } else {
       builder.AddUnreadable(in.name, std::string(in.status.message()));
     }
-  });
-  if (!loaded.ok()) {
-    err << "ncclwatch: " << loaded.message() << "\n";
-    return 2;
+  };
+  // With logs beside the traces, the one diagnosis (analysis/
+  // diagnose_evidence.h) judges them together, as diagnose would, and the
+  // table is made from the same reading of the traces.
+  std::optional<EvidenceDiagnosis> judged;
+  if (logs.empty()) {
+    if (absl::Status loaded = LoadJobInputs(*files, 0, add); !loaded.ok()) {
+      err << "ncclwatch: " << loaded.message() << "\n";
+      return 2;
+    }
+  } else {
+    absl::StatusOr<EvidenceDiagnosis> d =
+        DiagnoseEvidence(JobEvidence{*files, logs, NotRead(skipped)}, add);
+    if (!d.ok()) {
+      err << "ncclwatch: " << d.status().message() << "\n";
+      return 2;
+    }
+    judged = *std::move(d);
   }
   if (read == 0) {
     err << "ncclwatch: none of the " << files->size() << " trace file(s) can be read\n";
     return 2;
   }
   JobStatus status = builder.Finish();
-  if (!logs.empty()) {
-    // What the logs show, judged with the traces by the one diagnosis
-    // (analysis/diagnose_evidence.h), as diagnose would.
+  if (judged) {
     status.logs = logs;
-    absl::StatusOr<EvidenceDiagnosis> judged =
-        DiagnoseEvidence(JobEvidence{*files, logs, NotRead(skipped)});
-    if (!judged.ok()) {
-      err << "ncclwatch: " << judged.status().message() << "\n";
-      return 2;
-    }
     for (const auto& [path, why] : judged->logs_not_read)
       status.logs_unreadable.push_back(path + ": " + why);
     if (judged->diagnosis.problem) status.logs_problem = Headline(judged->diagnosis.findings, true);

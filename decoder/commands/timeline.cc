@@ -46,7 +46,7 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   {
     Progress progress("reading traces", files.size());
     result = DiagnoseEvidence(JobEvidence{files, logs, NotRead(skipped)},
-                              [&](size_t, const ProcessTrace*) { progress.Step(); });
+                              [&](const JobInput&) { progress.Step(); });
   }
   if (!result.ok()) {
     err << "ncclwatch: " << OneLine(std::string(result.status().message())) << "\n";
