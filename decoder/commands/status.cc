@@ -16,6 +16,8 @@
 
 #include "commands/input_files.h"
 #include "commands/on_problem.h"
+#include "model/process_liveness.h"
+#include "model/process_trace.h"
 #include "report/finding_text.h"
 #include "report/status_metrics.h"
 #include "report/status_report.h"
@@ -99,6 +101,28 @@ std::string WriteAtomically(const std::string& file, const std::string& text) {
   return "";
 }
 
+// What this host sees now of the processes whose traces were read
+// (model/process_liveness.h), for the table: one gone is killed, one
+// stopped frozen. Left out: a summary's (made some time before), and one
+// gone whose trace, read again, holds an end it did not hold when read
+// (it ended well in between: the next look shows it).
+LivenessObservation Observe(const std::vector<StatusProcess>& processes) {
+  std::vector<TracedProcessId> ids;
+  for (const StatusProcess& p : processes)
+    if (!p.from_summary && !p.end_recorded) ids.push_back(p.id);
+  LivenessObservation seen = ObserveLiveness(ids);
+  for (const StatusProcess& p : processes) {
+    auto it = seen.processes.find(p.id);
+    if (it == seen.processes.end() || p.from_summary || p.end_recorded) continue;
+    if (it->second.state == ProcessObservation::State::kRunning ||
+        it->second.state == ProcessObservation::State::kStopped)
+      continue;
+    absl::StatusOr<ProcessTrace> again = LoadProcessTrace(p.path);
+    if (!again.ok() || again->end || !again->signals.empty()) seen.processes.erase(it);
+  }
+  return seen;
+}
+
 // One look at the traces: 0 progressing, 1 stuck, 2 unusable input.
 // *on_problem: whether the --on-problem command has run.
 int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream& err) {
@@ -157,7 +181,7 @@ int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream
     err << "ncclwatch: none of the " << files->size() << " trace file(s) can be read\n";
     return 2;
   }
-  JobStatus status = builder.Finish();
+  JobStatus status = builder.Finish(Observe(builder.processes()));
   if (judged) {
     status.logs = logs;
     for (const auto& [path, why] : judged->logs_not_read)

@@ -89,16 +89,16 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
     not_beating = ended.empty() && since_beat > std::max(kSilentBeats * interval, kMinSilenceNs);
   }
 
-  // A process with no communicator (stuck in its rendezvous, or ended
-  // before NCCL): live while it has no end and beats; ended badly by a
-  // signal, an error exit, or no end with its heartbeat gone (killed).
-  if (t.streams.empty()) {
-    if (ended.empty() && !not_beating) {
-      status_.live = true;
-    } else if (!ended.empty() ? (!t.end || t.end->exit_code != 0) : true) {
-      status_.ended_badly = true;
-    }
-  }
+  StatusProcess added;
+  added.id = {t.host, t.pid, t.created_realtime_ns, t.pid_namespace};
+  added.path = t.path;
+  added.from_summary = !t.summary.empty();
+  added.end_recorded = !ended.empty();
+  added.has_streams = !t.streams.empty();
+  added.exit_ok = t.end && t.end->exit_code == 0;
+  added.ended = ended;
+  added.not_beating = not_beating;
+  processes_.push_back(std::move(added));
 
   // Per communicator, once: its latest Progress and its stall reports.
   std::map<uint64_t, const ProgressEvent*> latest;
@@ -122,6 +122,7 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
     r.global_rank = t.DisplayRank();
     r.host = t.host;
     r.pid = t.pid;
+    r.process = processes_.size() - 1;
     r.ended = ended;
     r.since_beat_ns = since_beat;
     r.not_beating = not_beating;
@@ -196,7 +197,51 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
   }
 }
 
-JobStatus JobStatusBuilder::Finish() {
+JobStatus JobStatusBuilder::Finish(const LivenessObservation& seen) {
+  // What this host sees of its processes whose traces hold no end: gone
+  // (or a zombie) is killed, stopped is frozen, whatever the heartbeat says.
+  std::vector<const ProcessObservation*> observed(processes_.size(), nullptr);
+  for (size_t i = 0; i < processes_.size(); ++i) {
+    if (processes_[i].end_recorded) continue;
+    observed[i] = seen.Find(processes_[i].id);
+  }
+  auto gone = [](const ProcessObservation* o) {
+    return o && (o->state == ProcessObservation::State::kGone ||
+                 o->state == ProcessObservation::State::kZombie);
+  };
+  auto stopped = [](const ProcessObservation* o) {
+    return o && o->state == ProcessObservation::State::kStopped;
+  };
+  // A process with no communicator (stuck in its rendezvous, or ended
+  // before NCCL): live while it has no end, exists and beats; ended badly
+  // by a signal, an error exit, or no end and gone (killed).
+  for (size_t i = 0; i < processes_.size(); ++i) {
+    const StatusProcess& p = processes_[i];
+    if (p.has_streams) continue;
+    if (p.ended.empty() && !gone(observed[i]) && (stopped(observed[i]) || !p.not_beating)) {
+      status_.live = true;
+    } else if (!p.exit_ok) {
+      status_.ended_badly = true;
+    }
+  }
+  for (CommStatus& c : status_.comms) {
+    for (RankStatus& r : c.ranks) {
+      const ProcessObservation* o = r.process < observed.size() ? observed[r.process] : nullptr;
+      if (o == nullptr || !r.ended.empty()) continue;
+      r.state = o->letter;
+      if (gone(o)) {
+        r.gone = true;
+        r.not_beating = false;
+        r.stuck = false;
+        r.ended = o->state == ProcessObservation::State::kZombie
+                      ? "gone with no end recorded (a zombie: killed, or exited unseen)"
+                      : "gone with no end recorded (killed: SIGKILL, the OOM killer)";
+      } else if (stopped(o)) {
+        r.frozen = true;
+        r.stuck = true;
+      }
+    }
+  }
   clocks_.Solve();
   arrivals_.AlignClocks(clocks_);
   gpu_arrivals_.AlignClocks(clocks_);
@@ -287,7 +332,7 @@ JobStatus JobStatusBuilder::Finish() {
       status_.stuck = status_.stuck || r.stuck;
       status_.live = status_.live || r.ended.empty();
       // Ended in the middle of its work, or by a signal: the job did not end well.
-      if (!r.ended.empty() && (!r.pending.empty() || r.ended.rfind("died", 0) == 0))
+      if (!r.ended.empty() && (!r.pending.empty() || r.gone || r.ended.rfind("died", 0) == 0))
         status_.ended_badly = true;
     }
   }
@@ -302,7 +347,8 @@ void WriteStatus(const JobStatus& s, std::ostream& out) {
     std::vector<int> lagging;
     for (const RankStatus& r : c.ranks) {
       if (r.stuck) {
-        std::string what = r.not_beating      ? "not beating (frozen or killed)"
+        std::string what = r.frozen           ? "stopped (frozen)"
+                           : r.not_beating    ? "not beating (frozen or killed)"
                            : !r.error.empty() ? "failed: " + r.error
                                               : "stuck in " + r.pending;
         by_what[what].push_back(r.comm_rank);
@@ -361,6 +407,8 @@ void WriteStatus(const JobStatus& s, std::ostream& out) {
       std::string state;
       if (!r.ended.empty()) {
         state = r.ended;
+      } else if (r.frozen) {
+        state = absl::StrFormat("STOPPED (state %c): frozen by a signal or a debugger", r.state);
       } else if (r.not_beating) {
         state = "NOT BEATING: no heartbeat for " + Ago(r.since_beat_ns) + ": frozen or killed";
       } else if (!r.error.empty()) {

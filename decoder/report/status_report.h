@@ -13,7 +13,11 @@
 //   - nothing of it completed for `stuck_after_ns`, or
 //   - it reported an asynchronous NCCL error or a CUDA error;
 // and a live process whose heartbeats stopped (for three intervals and at
-// least 5 s) is frozen or was killed. A rank lags when it entered fewer
+// least 5 s) is frozen or was killed. What this host sees of its own traced
+// processes now (model/process_liveness.h) says it at once: one gone (or a
+// zombie) with no end in its trace was killed (SIGKILL, the OOM killer), and
+// one stopped (state T) is frozen; the heartbeat rule is for the others
+// (another host's, a summary's). A rank lags when it entered fewer
 // collectives than the communicator's furthest rank. Processes that ended
 // are shown as ended, not stuck; a job whose every process ended is ENDED,
 // or ENDED BADLY when one ended by a signal or with work pending, or is a
@@ -36,6 +40,7 @@
 #include "analysis/gpu_skew.h"
 #include "analysis/host_clocks.h"
 #include "analysis/link_skew.h"
+#include "model/process_liveness.h"
 #include "model/process_trace.h"
 
 namespace ncclwatch::decoder {
@@ -48,6 +53,7 @@ struct RankStatus {
   int32_t global_rank = -1;
   std::string host;
   uint32_t pid = 0;
+  size_t process = 0;      // its process, in the order added (JobStatusBuilder::processes)
   int64_t entered = -1;    // the last collective entered, -1 none
   int64_t completed = -1;  // the last completed on the GPU, -1 none (or not tracked)
   bool tracked = false;    // completion was tracked
@@ -67,7 +73,10 @@ struct RankStatus {
   uint64_t overwritten_slots = 0;
   std::string job;    // the launcher's job id (SLURM_JOB_ID, ...), "" when none
   std::string ended;  // "exited (code 0)", "died of SIGSEGV"; "" while alive
+  bool gone = false;  // this host saw its process gone with no end in its trace (killed)
   bool not_beating = false;
+  bool frozen = false;  // this host saw its process stopped (state T or t)
+  char state = 0;       // the process's /proc state letter, 0 when not seen
   bool stuck = false;
   bool lagging = false;
   int64_t behind = 0;  // collectives entered fewer than the communicator's furthest rank
@@ -111,6 +120,19 @@ struct JobStatus {
   int ExitCode() const { return stuck || (!live && ended_badly) || !logs_problem.empty() ? 1 : 0; }
 };
 
+// A process the builder was given: who it is, and what its trace said of
+// its end when read.
+struct StatusProcess {
+  TracedProcessId id;
+  std::string path;           // its trace
+  bool from_summary = false;  // read from a node's summary, made some time before
+  bool end_recorded = false;  // an exit or a fatal signal
+  bool has_streams = false;
+  bool exit_ok = false;  // exited with code 0
+  std::string ended;     // as RankStatus::ended
+  bool not_beating = false;
+};
+
 // Collects the job's status one process at a time.
 class JobStatusBuilder {
  public:
@@ -119,10 +141,17 @@ class JobStatusBuilder {
   void AddUnreadable(const std::string& path, const std::string& why);
   // What may hold a rank's trace and was not read: `why`, the path first.
   void AddNotSearched(const std::string& why);
-  JobStatus Finish();
+  // The processes added, in order: what the caller observes (ObserveLiveness).
+  const std::vector<StatusProcess>& processes() const { return processes_; }
+  // `seen`: what this host sees of the processes now. The caller leaves out
+  // of it a process whose end may have come after its trace was read (gone
+  // now, its trace read again holding an end), and a summary's: the
+  // heartbeat rule judges those. Empty: none seen (a test, post mortem).
+  JobStatus Finish(const LivenessObservation& seen = {});
 
  private:
   JobStatus status_;
+  std::vector<StatusProcess> processes_;
   int64_t stuck_after_ns_;
   ArrivalSkew arrivals_;
   GpuSkew gpu_arrivals_;  // slow GPUs (their ranks are not also named host stragglers)

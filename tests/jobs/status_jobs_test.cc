@@ -90,6 +90,30 @@ TEST_CASE("status on a live hung job: every rank listed, the stuck ones and the 
   CHECK(row2.find("s ago") != std::string::npos);  // its heartbeat
 }
 
+TEST_CASE(
+    "status on a live job with a stopped rank: frozen at once, before its heartbeat is missed",
+    "[status]") {
+  jobs::TempDir dir;
+  // Rank 1 stops itself (SIGSTOP) before step 3's AllReduce (#3); the others
+  // wait in it, and the shim reports their stall after 2 s: status looks
+  // then, before 5 s without a heartbeat would say it.
+  const Look l =
+      LookAtLiveJob(dir.path(), 4, {"--steps", "8", "--bug", "stop:1:3"}, "STALL pid", 3, 15);
+  INFO(l.output);
+  CHECK(l.status_exit == 1);
+  CHECK(l.status.rfind("STUCK: communicator ", 0) == 0);
+  CHECK(l.status.find(": rank 1 stopped (frozen)\n") != std::string::npos);
+  CHECK(l.status.find("ranks 0,2-3 stuck in AllReduce #3, waiting for rank 1 (behind)") !=
+        std::string::npos);
+  const std::string row1 = RowOf(l.status, 1);
+  INFO(row1);
+  // Entered #2; whether its watcher counted #2 complete before it stopped
+  // is the machine's timing.
+  CHECK(std::regex_search(row1, std::regex("^  1 +[^ ]+:[0-9]+ +#2 +(#2|-) ")));
+  CHECK(row1.find("STOPPED (state T): frozen by a signal or a debugger; lags behind the others") !=
+        std::string::npos);
+}
+
 TEST_CASE("status on a live healthy job: progressing and exit 0", "[status]") {
   jobs::TempDir dir;
   // A long job, looked at once both ranks are past step 20, and ended by its
@@ -301,8 +325,11 @@ TEST_CASE("status with the logs beside the traces: the OOM kill the kernel log s
   std::string out = r.ranks[0].output;
   INFO(out);
   CHECK(r.ranks[0].exit_code == 1);
-  // The table may not know rank 2 dead yet (no heartbeat missed for 5 s);
-  // the diagnosis with the kernel log does.
+  // The table knows rank 2 killed at once: its process is gone, and its
+  // trace holds no end (no heartbeat need be missed for 5 s first).
+  CHECK(out.rfind("ENDED BADLY: every process has ended", 0) == 0);
+  CHECK(RowOf(out, 2).find("gone with no end recorded (killed: SIGKILL, the OOM killer)") !=
+        std::string::npos);
   // In a container of its own the kernel log's pid names no rank: the death
   // the traces show is the root cause, the OOM kill a note beside it.
   CHECK(out.find("\nDIAGNOSIS of the traces with the 1 log beside them: PROBLEM: " +

@@ -173,3 +173,75 @@ TEST_CASE(
   CHECK(s.ExitCode() == 1);
   CHECK(Render(s).rfind("ENDED BADLY: every process has ended", 0) == 0);
 }
+
+TEST_CASE("what this host sees: a process gone is killed, one stopped frozen, at once",
+          "[status]") {
+  SyntheticProcess r0(0), r1(1), r2(2);
+  r0.Init(kComm, 0, 3).Collectives(kComm, 0, 3);
+  r1.Init(kComm, 1, 3).Collectives(kComm, 0, 3);
+  r2.Init(kComm, 2, 3).Collectives(kComm, 0, 3);
+  nd::ProcessTrace t0 = r0.Build(), t1 = r1.Build(), t2 = r2.Build();
+  t1.pid = 101;
+  t2.pid = 102;
+  // Every heartbeat fresh: by the heartbeat rule all three are alive.
+  const int64_t now = static_cast<int64_t>(kRealtimeBase) + 10 * kSecond;
+  // Each completed all it entered (#0-#3).
+  for (nd::ProcessTrace* t : {&t0, &t1, &t2}) Track(t, 4, 9 * kSecond, 9 * kSecond + 500'000'000);
+
+  auto build = [&](const nd::LivenessObservation& seen) {
+    nd::JobStatusBuilder b(now, 60 * kSecond);
+    for (const nd::ProcessTrace* t : {&t0, &t1, &t2}) b.AddProcess(*t);
+    REQUIRE(b.processes().size() == 3);
+    CHECK(b.processes()[1].id.pid == 101);
+    CHECK(b.processes()[1].end_recorded == t1.end.has_value());
+    return b.Finish(seen);
+  };
+  const nd::JobStatus unseen = build({});
+  CHECK(unseen.ExitCode() == 0);
+  CHECK(Render(unseen).rfind("PROGRESSING\n", 0) == 0);
+
+  nd::LivenessObservation seen;
+  seen.now_ns = now;
+  auto id = [](const nd::ProcessTrace& t) {
+    return nd::TracedProcessId{t.host, t.pid, t.created_realtime_ns, t.pid_namespace};
+  };
+  using State = nd::ProcessObservation::State;
+  seen.processes[id(t0)] = {State::kRunning, 'S'};
+  seen.processes[id(t1)] = {State::kGone, 0};
+  seen.processes[id(t2)] = {State::kStopped, 'T'};
+  const nd::JobStatus s = build(seen);
+  REQUIRE(s.comms.size() == 1);
+  REQUIRE(s.comms[0].ranks.size() == 3);
+  const nd::RankStatus &a = s.comms[0].ranks[0], &killed = s.comms[0].ranks[1],
+                       &stopped = s.comms[0].ranks[2];
+  CHECK(a.ended.empty());
+  CHECK_FALSE(a.stuck);
+  CHECK(killed.gone);
+  CHECK(killed.ended == "gone with no end recorded (killed: SIGKILL, the OOM killer)");
+  CHECK_FALSE(killed.stuck);
+  CHECK(stopped.frozen);
+  CHECK(stopped.stuck);
+  CHECK(stopped.state == 'T');
+  CHECK(s.ExitCode() == 1);
+  const std::string text = Render(s);
+  INFO(text);
+  CHECK(text.rfind("STUCK: communicator c0ffee: rank 2 stopped (frozen)\n", 0) == 0);
+  CHECK(text.find("STOPPED (state T): frozen by a signal or a debugger") != std::string::npos);
+
+  // Every process gone: ended badly (the one killed), not progressing.
+  seen.processes[id(t0)] = {State::kZombie, 'Z'};
+  seen.processes[id(t2)] = {State::kGone, 0};
+  const nd::JobStatus over = build(seen);
+  CHECK(over.ExitCode() == 1);
+  CHECK(Render(over).rfind("ENDED BADLY: every process has ended", 0) == 0);
+
+  // A process whose trace holds its end is as its trace says, whatever is seen.
+  nd::ProcessEndEvent end;
+  end.exit_code = 0;
+  t0.end = end;
+  t1.end = end;
+  t2.end = end;
+  const nd::JobStatus ended = build(seen);
+  CHECK(ended.ExitCode() == 0);
+  CHECK(Render(ended).rfind("ENDED: every process has ended\n", 0) == 0);
+}
