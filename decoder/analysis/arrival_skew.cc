@@ -197,8 +197,14 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers(
     }
     if (gapped == 0) continue;
 
+    std::vector<uint8_t> anyone_last(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) anyone_last[i] = ops[i].last >= 0;
+    std::vector<uint8_t> indicator(ops.size());
     for (const auto& [rank, count] : times_last) {
-      if (!lateness::StandsOut(count, gapped, n)) continue;
+      // Too few to stand out anywhere (most members of a large communicator).
+      if (count < lateness::kMinTimesLast) continue;
+      for (size_t i = 0; i < ops.size(); ++i) indicator[i] = ops[i].last == rank;
+      if (!lateness::StandsOutOrSince(indicator, anyone_last, n)) continue;
       const Series& mine = members.at(rank);
       ArrivalStraggler x;
       x.comm = comm;
@@ -219,12 +225,10 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers(
       bool from_start = true;
       for (const auto& [r, s] : members) from_start &= s.from_start;
 
-      std::vector<uint8_t> indicator(ops.size());
       std::vector<int64_t> all_gaps(ops.size());
       std::vector<uint64_t> seqs(ops.size());
       std::vector<uint32_t> calls(ops.size());
       for (size_t i = 0; i < ops.size(); ++i) {
-        indicator[i] = ops[i].last == rank;
         all_gaps[i] = ops[i].gap;
         seqs[i] = ops[i].seq;
         calls[i] = ops[i].call;

@@ -224,8 +224,14 @@ std::vector<GpuStraggler> GpuSkew::Stragglers() const {
       ++gapped;
       if (op.last >= 0) ++times_last[op.last];
     }
+    std::vector<uint8_t> anyone_last(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) anyone_last[i] = ops[i].gpu_last >= 0;
+    std::vector<uint8_t> indicator(ops.size());
     for (const auto& [rank, count] : times_last) {
-      if (!lateness::StandsOut(count, gapped, n)) continue;
+      // Too few to stand out anywhere (most members of a large communicator).
+      if (count < lateness::kMinTimesLast) continue;
+      for (size_t i = 0; i < ops.size(); ++i) indicator[i] = ops[i].last == rank;
+      if (!lateness::StandsOutOrSince(indicator, anyone_last, n)) continue;
       const Member& mine = members.at(rank);
       GpuStraggler x;
       x.comm = comm;
@@ -244,12 +250,10 @@ std::vector<GpuStraggler> GpuSkew::Stragglers() const {
           });
       x.gapped = gapped;
       x.times_last = count;
-      std::vector<uint8_t> indicator(ops.size());
       std::vector<int64_t> all_gaps(ops.size()), host_late;
       std::vector<uint64_t> seqs(ops.size());
       std::vector<uint32_t> calls(ops.size());
       for (size_t i = 0; i < ops.size(); ++i) {
-        indicator[i] = ops[i].last == rank;
         all_gaps[i] = ops[i].gap;
         seqs[i] = ops[i].seq;
         calls[i] = ops[i].call;

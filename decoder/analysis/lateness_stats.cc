@@ -21,6 +21,18 @@ bool StandsOut(uint64_t count, uint64_t gapped, int members) {
   return static_cast<double>(count) >= bar;
 }
 
+bool StandsOutOrSince(const std::vector<uint8_t>& last, const std::vector<uint8_t>& gapped,
+                      int members) {
+  auto count = [](const std::vector<uint8_t>& x, size_t from) {
+    uint64_t n = 0;
+    for (size_t i = from; i < x.size(); ++i) n += x[i] != 0;
+    return n;
+  };
+  if (StandsOut(count(last, 0), count(gapped, 0), members)) return true;
+  const size_t began = ChangePoint(last);
+  return began > 0 && StandsOut(count(last, began), count(gapped, began), members);
+}
+
 size_t ChangePoint(const std::vector<uint8_t>& x) {
   const size_t n = x.size();
   if (n < 2) return 0;

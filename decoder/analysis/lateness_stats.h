@@ -33,6 +33,15 @@ int64_t Quantile(std::vector<int64_t> v, double q);
 // is 3e-7 per rank and communicator).
 bool StandsOut(uint64_t count, uint64_t gapped, int members);
 
+// StandsOut over a member's whole series, or else over its collectives from
+// the change point of `last` on (ChangePoint), for a straggling that began
+// later: `last[i]` whether the member was last in collective i, `gapped[i]`
+// whether anyone was (by a gap). On a busy machine the collectives before
+// can hold many that someone came last in by chance, and a straggling that
+// began late in the window would drown in them.
+bool StandsOutOrSince(const std::vector<uint8_t>& last, const std::vector<uint8_t>& gapped,
+                      int members);
+
 // The change point of a 0/1 series: the index s splitting it into [0, s)
 // and [s, n) with the least squared error around each part's mean, where
 // the part after is at least twice as dense; 0 when no split beats none.

@@ -167,7 +167,7 @@ TEST_CASE("a straggler that starts at step 500 of 700 is named within 200 steps 
           "[straggler]") {
   Scenario s;
   Run(&s, 8,
-      {"--steps", "700", "--tensor-parallel", "--pipeline", "--step-ms", "2", "--slow-host",
+      {"--steps", "700", "--tensor-parallel", "--pipeline", "--step-ms", "10", "--slow-host",
        "5:500:30"});
   INFO("diagnosis:\n" << s.diagnosis.output);
   const auto found = Stragglers(s.diagnosis);

@@ -97,3 +97,38 @@ TEST_CASE("a short burst of lateness does not persist", "[lateness]") {
 }
 
 }  // namespace
+
+TEST_CASE("a straggling that began late stands out over its collectives since, not before",
+          "[lateness]") {
+  using ncclwatch::decoder::lateness::StandsOut;
+  using ncclwatch::decoder::lateness::StandsOutOrSince;
+  // 8 members, 875 collectives; a busy machine: someone is last by a gap in
+  // every one. Before #625 the member is last in every 8th, as any is by
+  // chance; from #625 in 9 of every 10.
+  const size_t n = 875, began = 625;
+  std::vector<uint8_t> last(n), gapped(n, 1);
+  for (size_t i = 0; i < n; ++i) last[i] = i < began ? i % 8 == 3 : i % 10 != 0;
+  uint64_t count = 0;
+  for (uint8_t x : last) count += x;
+  // Over the whole window it is last in fewer than half of the gapped ones.
+  CHECK_FALSE(StandsOut(count, n, 8));
+  CHECK(StandsOutOrSince(last, gapped, 8));
+
+  // Chance alone, the same rate throughout: no one.
+  std::vector<uint8_t> chance(n);
+  for (size_t i = 0; i < n; ++i) chance[i] = i % 8 == 3;
+  CHECK_FALSE(StandsOutOrSince(chance, gapped, 8));
+  // Two members taking turns at random-looking runs: no one either.
+  std::vector<uint8_t> turns(n);
+  uint32_t x = 12345;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 1103515245u + 12345u;
+    turns[i] = (x >> 16) & 1;
+  }
+  CHECK_FALSE(StandsOutOrSince(turns, gapped, 2));
+  // A burst at the end is not a straggling since: ChangePoint's parts are
+  // each a twentieth of the series at least (43), and 12 is not half of it.
+  std::vector<uint8_t> burst(n, 0);
+  for (size_t i = n - 12; i < n; ++i) burst[i] = 1;
+  CHECK_FALSE(StandsOutOrSince(burst, gapped, 8));
+}
