@@ -142,7 +142,7 @@ void MappedFile::Populate(uint64_t offset, uint64_t len) const {
 }
 
 void MappedFile::Release(uint64_t offset, uint64_t len) const {
-  if (offset >= size_) return;
+  if (size_ <= kReleaseAbove || offset >= size_) return;
   len = std::min(len, size_ - offset);
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const uint64_t from = (offset + page - 1) / page * page;

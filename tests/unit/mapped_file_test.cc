@@ -1,7 +1,8 @@
 // MappedFile (decoder/trace/mapped_file.h): a file that shrinks under its
 // mapping reads as zeros past its new end and says so, never SIGBUS; a
 // SIGBUS outside any mapping still does what it did before (kills, or runs
-// the handler that was there).
+// the handler that was there); a big mapping's pages go once read, a small
+// one's stay.
 
 #include "trace/mapped_file.h"
 
@@ -12,7 +13,10 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -34,6 +38,66 @@ std::string MakeFile(const std::string& dir) {
   REQUIRE(write(fd, bytes.data(), kBytes) == static_cast<ssize_t>(kBytes));
   close(fd);
   return path;
+}
+
+// The resident kilobytes of the mapping that starts at `start`
+// (/proc/self/smaps), -1 when not found.
+long MappedRssKb(const void* start) {
+  std::ifstream smaps("/proc/self/smaps");
+  char head[32];
+  std::snprintf(head, sizeof(head), "%lx-", reinterpret_cast<unsigned long>(start));
+  bool in = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (line.rfind(head, 0) == 0) {
+      in = true;
+    } else if (in && line.rfind("Rss:", 0) == 0) {
+      return std::atol(line.c_str() + 4);
+    }
+  }
+  return -1;
+}
+
+// A file of `bytes` bytes, each 8 MiB of it written (its pages in the
+// page cache, so that mapping them is not a disk read).
+std::string MakeBigFile(const std::string& dir, uint64_t bytes) {
+  const std::string path = dir + "/big";
+  const int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  std::vector<uint8_t> block(8 << 20, 7);
+  for (uint64_t done = 0; done < bytes; done += block.size())
+    REQUIRE(write(fd, block.data(), block.size()) == static_cast<ssize_t>(block.size()));
+  close(fd);
+  return path;
+}
+
+TEST_CASE("a big mapping's pages go once read, a small one's stay until it is unmapped",
+          "[trace][map]") {
+  jobs::TempDir dir;
+  constexpr uint64_t kChunk = 8 << 20;
+  for (const uint64_t bytes : {MappedFile::kReleaseAbove + kChunk, uint64_t{2} * kChunk}) {
+    INFO("a mapping of " << bytes << " bytes");
+    const std::string path = MakeBigFile(dir.path(), bytes);
+    const int fd = open(path.c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    auto m = MappedFile::Map(fd, bytes);
+    close(fd);
+    REQUIRE(m != nullptr);
+    m->Populate(0, kChunk);
+    CHECK(m->data()[kChunk - 1] == 7);
+    const long populated = MappedRssKb(m->data());
+    REQUIRE(populated >= 0);
+#ifdef MADV_POPULATE_READ
+    CHECK(populated >= static_cast<long>(kChunk >> 10) / 2);  // mapped in one call
+#endif
+    m->Release(0, kChunk);
+    const long released = MappedRssKb(m->data());
+    if (bytes > MappedFile::kReleaseAbove) {
+      CHECK(released < populated / 4);
+    } else {
+      CHECK(released == populated);
+    }
+    CHECK(m->data()[0] == 7);  // a later read maps them again
+  }
 }
 
 TEST_CASE("a mapping reads the file where it lies", "[trace][map]") {
