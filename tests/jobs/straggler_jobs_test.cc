@@ -171,15 +171,30 @@ TEST_CASE("a straggler that starts at step 500 of 700 is named within 200 steps 
        "5:500:30"});
   INFO("diagnosis:\n" << s.diagnosis.output);
   const auto found = Stragglers(s.diagnosis);
-  REQUIRE(found.size() == 1);
-  const jobs::FindingView& f = *found[0];
-  CHECK(f.comm == s.world);
+  const jobs::FindingView* world = nullptr;
+  for (const jobs::FindingView* x : found)
+    if (x->comm == s.world) world = x;
+  REQUIRE(world != nullptr);
+  const jobs::FindingView& f = *world;
   CHECK(f.ranks == std::vector<int>{5});
   CHECK(f.String("cause") == "host");
   CHECK(f.raw.fields().at("began_later").bool_value());
   CHECK(Number(f, "began_seq") >= 620);
   CHECK(Number(f, "began_seq") <= 630);
   CHECK(Number(f, "times_last") >= 100);  // of the 200 AllReduces since
+  // Rank 5's other communicators are named in the same finding, never
+  // apart. On a busy machine (ctest -j2 beside a build) one rank of a
+  // tensor-parallel pair can, for real, come last in most of its pair's
+  // AllReduces: the scheduler holds its process back by a few
+  // milliseconds after each step. That is a straggler by the rule, and
+  // the machine's, not the test's; it may be named beside rank 5, but never
+  // with a lateness of rank 5's size (30 ms a step).
+  for (const jobs::FindingView* x : found) {
+    if (x == world) continue;
+    CHECK(x->ranks != std::vector<int>{5});
+    CHECK(Number(*x, "members") == 2);
+    CHECK(Number(*x, "median_late_s") < Number(f, "median_late_s") / 4);
+  }
 }
 
 // Every rank's step varies by +-40 % of 50 ms: nobody is a straggler. (The
