@@ -103,9 +103,11 @@ std::string WriteAtomically(const std::string& file, const std::string& text) {
 
 // What this host sees now of the processes whose traces were read
 // (model/process_liveness.h), for the table: one gone is killed, one
-// stopped frozen. Left out: a summary's (made some time before), and one
-// gone whose trace, read again, holds an end it did not hold when read
-// (it ended well in between: the next look shows it).
+// stopped frozen. Left out, for the heartbeat to judge: a summary's (made
+// some time before); one gone whose trace, read again, holds an end it did
+// not hold when read (it ended well in between: the next look shows it);
+// and one "gone" that a signal 0 finds alive and not ours to look at (/proc
+// mounted with hidepid hides another user's processes: unseen, not dead).
 LivenessObservation Observe(const std::vector<StatusProcess>& processes) {
   std::vector<TracedProcessId> ids;
   for (const StatusProcess& p : processes)
@@ -117,6 +119,10 @@ LivenessObservation Observe(const std::vector<StatusProcess>& processes) {
     if (it->second.state == ProcessObservation::State::kRunning ||
         it->second.state == ProcessObservation::State::kStopped)
       continue;
+    if (kill(static_cast<pid_t>(p.id.pid), 0) != 0 && errno == EPERM) {
+      seen.processes.erase(it);
+      continue;
+    }
     absl::StatusOr<ProcessTrace> again = LoadProcessTrace(p.path);
     if (!again.ok() || again->end || !again->signals.empty()) seen.processes.erase(it);
   }

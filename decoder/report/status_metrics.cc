@@ -24,9 +24,11 @@ struct Family {
 constexpr Family kStuck = {"ncclwatch_stuck", "gauge",
                            "1 when the rank is stuck in the communicator (work pending with no "
                            "progress for --stuck-after seconds, a stall the shim reported, an "
-                           "asynchronous error, or no heartbeat), else 0"};
+                           "asynchronous error, no heartbeat, or its process seen stopped or "
+                           "gone on this host), else 0"};
 constexpr Family kEnded = {"ncclwatch_ended", "gauge",
-                           "1 when the rank's process ended or left the communicator, else 0"};
+                           "1 when the rank's process ended (or was seen gone on this host) or "
+                           "left the communicator, else 0"};
 constexpr Family kSinceProgress = {
     "ncclwatch_seconds_since_progress", "gauge",
     "seconds since the rank's GPU last completed work of the communicator"};

@@ -98,6 +98,9 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
   added.exit_ok = t.end && t.end->exit_code == 0;
   added.ended = ended;
   added.not_beating = not_beating;
+  // Two intervals without a beat (or no heartbeat to tell by).
+  added.beats_stale = t.liveness.beats == 0 ||
+                      since_beat > 2 * static_cast<int64_t>(t.liveness.interval_ms) * 1'000'000;
   processes_.push_back(std::move(added));
 
   // Per communicator, once: its latest Progress and its stall reports.
@@ -230,13 +233,17 @@ JobStatus JobStatusBuilder::Finish(const LivenessObservation& seen) {
       if (o == nullptr || !r.ended.empty()) continue;
       r.state = o->letter;
       if (gone(o)) {
+        // Killed under the others: the job is stuck on it (as a rank whose
+        // heartbeat stopped is), whatever the others' own state.
         r.gone = true;
         r.not_beating = false;
-        r.stuck = false;
+        r.stuck = true;
         r.ended = o->state == ProcessObservation::State::kZombie
                       ? "gone with no end recorded (a zombie: killed, or exited unseen)"
                       : "gone with no end recorded (killed: SIGKILL, the OOM killer)";
-      } else if (stopped(o)) {
+      } else if (stopped(o) && processes_[r.process].beats_stale) {
+        // Stopped, and its watcher has missed a beat: a debugger's or a
+        // profiler's brief stop (py-spy, perf) is not a frozen rank.
         r.frozen = true;
         r.stuck = true;
       }
@@ -347,7 +354,8 @@ void WriteStatus(const JobStatus& s, std::ostream& out) {
     std::vector<int> lagging;
     for (const RankStatus& r : c.ranks) {
       if (r.stuck) {
-        std::string what = r.frozen           ? "stopped (frozen)"
+        std::string what = r.gone             ? "gone with no end recorded (killed)"
+                           : r.frozen         ? "stopped (frozen)"
                            : r.not_beating    ? "not beating (frozen or killed)"
                            : !r.error.empty() ? "failed: " + r.error
                                               : "stuck in " + r.pending;

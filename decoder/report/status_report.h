@@ -17,7 +17,9 @@
 // processes now (model/process_liveness.h) says it at once: one gone (or a
 // zombie) with no end in its trace was killed (SIGKILL, the OOM killer), and
 // one stopped (state T) is frozen; the heartbeat rule is for the others
-// (another host's, a summary's). A rank lags when it entered fewer
+// (another host's, a summary's). A rank gone while others run leaves the job
+// STUCK; a stop counts once the stopped rank's watcher has missed two beats
+// (a profiler's or a debugger's brief stop is no frozen rank). A rank lags when it entered fewer
 // collectives than the communicator's furthest rank. Processes that ended
 // are shown as ended, not stuck; a job whose every process ended is ENDED,
 // or ENDED BADLY when one ended by a signal or with work pending, or is a
@@ -73,7 +75,8 @@ struct RankStatus {
   uint64_t overwritten_slots = 0;
   std::string job;    // the launcher's job id (SLURM_JOB_ID, ...), "" when none
   std::string ended;  // "exited (code 0)", "died of SIGSEGV"; "" while alive
-  bool gone = false;  // this host saw its process gone with no end in its trace (killed)
+  bool gone = false;  // this host saw its process gone with no end in its trace (killed):
+                      // stuck while the others run, as a rank that stopped beating is
   bool not_beating = false;
   bool frozen = false;  // this host saw its process stopped (state T or t)
   char state = 0;       // the process's /proc state letter, 0 when not seen
@@ -131,6 +134,7 @@ struct StatusProcess {
   bool exit_ok = false;  // exited with code 0
   std::string ended;     // as RankStatus::ended
   bool not_beating = false;
+  bool beats_stale = false;  // no beat for two intervals, or no heartbeat at all
 };
 
 // Collects the job's status one process at a time.
