@@ -29,8 +29,12 @@ bool StandsOutOrSince(const std::vector<uint8_t>& last, const std::vector<uint8_
     return n;
   };
   if (StandsOut(count(last, 0), count(gapped, 0), members)) return true;
+  // The part since is chosen by the data: at least kMinSince collectives
+  // long, so that a burst (the scheduler holding a rank back for a few
+  // steps) is never judged alone.
   const size_t began = ChangePoint(last);
-  return began > 0 && StandsOut(count(last, began), count(gapped, began), members);
+  return began > 0 && last.size() - began >= kMinSince &&
+         StandsOut(count(last, began), count(gapped, began), members);
 }
 
 size_t ChangePoint(const std::vector<uint8_t>& x) {

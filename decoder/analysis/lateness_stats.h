@@ -39,6 +39,8 @@ bool StandsOut(uint64_t count, uint64_t gapped, int members);
 // whether anyone was (by a gap). On a busy machine the collectives before
 // can hold many that someone came last in by chance, and a straggling that
 // began late in the window would drown in them.
+// The part since must hold at least kMinSince collectives.
+constexpr size_t kMinSince = 4 * kMinTimesLast;
 bool StandsOutOrSince(const std::vector<uint8_t>& last, const std::vector<uint8_t>& gapped,
                       int members);
 

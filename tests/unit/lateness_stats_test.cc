@@ -131,4 +131,13 @@ TEST_CASE("a straggling that began late stands out over its collectives since, n
   std::vector<uint8_t> burst(n, 0);
   for (size_t i = n - 12; i < n; ++i) burst[i] = 1;
   CHECK_FALSE(StandsOutOrSince(burst, gapped, 8));
+  // Nor in a young job: last in its final 10 of 200 collectives, every one
+  // of which someone came last in. ChangePoint's least part is 10 there;
+  // the part since must hold kMinSince (40).
+  std::vector<uint8_t> young(200, 0), young_gapped(200, 1);
+  for (size_t i = 190; i < 200; ++i) young[i] = 1;
+  CHECK_FALSE(StandsOutOrSince(young, young_gapped, 8));
+  // Last in its final 40 of 200: a straggling since, long enough to judge.
+  for (size_t i = 160; i < 200; ++i) young[i] = 1;
+  CHECK(StandsOutOrSince(young, young_gapped, 8));
 }
