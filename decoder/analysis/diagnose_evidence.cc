@@ -102,7 +102,8 @@ absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
   std::vector<TracedProcessId> ids;
   for (const ProcessRecord& p : out.job.processes())
     ids.push_back({p.host, p.pid, p.created_ns, p.pid_namespace});
-  const LivenessObservation observed = ObserveLiveness(ids);
+  out.observed = ObserveLiveness(ids);
+  const LivenessObservation& observed = out.observed;
   // The logs' init evidence joins the traces' before the diagnosis.
   ReadLogs(evidence, &out);
   const bool logs = !out.log.sources().empty();

@@ -50,6 +50,7 @@
 #include "analysis/diagnosis.h"
 #include "analysis/job_analysis.h"
 #include "logs/nccl_log.h"
+#include "model/process_liveness.h"
 #include "model/process_trace.h"
 #include "summary/job_inputs.h"
 
@@ -77,6 +78,10 @@ struct EvidenceDiagnosis {
   // beside them the traces are judged all the same.
   std::vector<std::pair<std::string, std::string>> logs_not_read;
   Diagnosis diagnosis;
+  // What this machine saw of the traced processes, right after the traces
+  // were read (empty with logs alone): the diagnosis's liveness, and
+  // status's table beside it.
+  LivenessObservation observed;
 
   // Whether the verdict rests on traces (diagnose's report), or on logs
   // alone (explain's).

@@ -108,25 +108,34 @@ std::string WriteAtomically(const std::string& file, const std::string& text) {
 // not hold when read (it ended well in between: the next look shows it);
 // and one "gone" that a signal 0 finds alive and not ours to look at (/proc
 // mounted with hidepid hides another user's processes: unseen, not dead).
-LivenessObservation Observe(const std::vector<StatusProcess>& processes) {
-  std::vector<TracedProcessId> ids;
-  for (const StatusProcess& p : processes)
-    if (!p.from_summary && !p.end_recorded) ids.push_back(p.id);
-  LivenessObservation seen = ObserveLiveness(ids);
+// `seen`: what the diagnosis saw, with logs beside the traces (the same
+// moment, right after the traces were read), else observed here.
+LivenessObservation Observe(const std::vector<StatusProcess>& processes,
+                            std::optional<LivenessObservation> seen) {
+  if (!seen) {
+    std::vector<TracedProcessId> ids;
+    for (const StatusProcess& p : processes)
+      if (!p.from_summary && !p.end_recorded) ids.push_back(p.id);
+    seen = ObserveLiveness(ids);
+  }
   for (const StatusProcess& p : processes) {
-    auto it = seen.processes.find(p.id);
-    if (it == seen.processes.end() || p.from_summary || p.end_recorded) continue;
+    auto it = seen->processes.find(p.id);
+    if (it == seen->processes.end()) continue;
+    if (p.from_summary || p.end_recorded) {
+      seen->processes.erase(it);
+      continue;
+    }
     if (it->second.state == ProcessObservation::State::kRunning ||
         it->second.state == ProcessObservation::State::kStopped)
       continue;
     if (kill(static_cast<pid_t>(p.id.pid), 0) != 0 && errno == EPERM) {
-      seen.processes.erase(it);
+      seen->processes.erase(it);
       continue;
     }
     absl::StatusOr<ProcessTrace> again = LoadProcessTrace(p.path);
-    if (!again.ok() || again->end || !again->signals.empty()) seen.processes.erase(it);
+    if (!again.ok() || again->end || !again->signals.empty()) seen->processes.erase(it);
   }
-  return seen;
+  return *std::move(seen);
 }
 
 // One look at the traces: 0 progressing, 1 stuck, 2 unusable input.
@@ -187,7 +196,9 @@ int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream
     err << "ncclwatch: none of the " << files->size() << " trace file(s) can be read\n";
     return 2;
   }
-  JobStatus status = builder.Finish(Observe(builder.processes()));
+  JobStatus status = builder.Finish(
+      Observe(builder.processes(),
+              judged ? std::optional<LivenessObservation>(judged->observed) : std::nullopt));
   if (judged) {
     status.logs = logs;
     for (const auto& [path, why] : judged->logs_not_read)
