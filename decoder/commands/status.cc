@@ -115,16 +115,17 @@ LivenessObservation Observe(const std::vector<StatusProcess>& processes,
   if (!seen) {
     std::vector<TracedProcessId> ids;
     for (const StatusProcess& p : processes)
-      if (!p.from_summary && !p.end_recorded) ids.push_back(p.id);
+      if (!p.from_summary && p.ended.empty()) ids.push_back(p.id);
     seen = ObserveLiveness(ids);
   }
   for (const StatusProcess& p : processes) {
     auto it = seen->processes.find(p.id);
     if (it == seen->processes.end()) continue;
-    if (p.from_summary || p.end_recorded) {
+    if (p.from_summary) {
       seen->processes.erase(it);
       continue;
     }
+    if (!p.ended.empty()) continue;  // Finish goes by its trace's end
     if (it->second.state == ProcessObservation::State::kRunning ||
         it->second.state == ProcessObservation::State::kStopped)
       continue;

@@ -93,7 +93,6 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
   added.id = {t.host, t.pid, t.created_realtime_ns, t.pid_namespace};
   added.path = t.path;
   added.from_summary = !t.summary.empty();
-  added.end_recorded = !ended.empty();
   added.has_streams = !t.streams.empty();
   added.exit_ok = t.end && t.end->exit_code == 0;
   added.ended = ended;
@@ -205,7 +204,7 @@ JobStatus JobStatusBuilder::Finish(const LivenessObservation& seen) {
   // (or a zombie) is killed, stopped is frozen, whatever the heartbeat says.
   std::vector<const ProcessObservation*> observed(processes_.size(), nullptr);
   for (size_t i = 0; i < processes_.size(); ++i) {
-    if (processes_[i].end_recorded) continue;
+    if (!processes_[i].ended.empty()) continue;  // its trace says how it ended
     observed[i] = seen.Find(processes_[i].id);
   }
   auto gone = [](const ProcessObservation* o) {

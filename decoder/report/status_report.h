@@ -19,12 +19,12 @@
 // one stopped (state T) is frozen; the heartbeat rule is for the others
 // (another host's, a summary's). A rank gone while others run leaves the job
 // STUCK; a stop counts once the stopped rank's watcher has missed two beats
-// (a profiler's or a debugger's brief stop is no frozen rank). A rank lags when it entered fewer
-// collectives than the communicator's furthest rank. Processes that ended
-// are shown as ended, not stuck; a job whose every process ended is ENDED,
-// or ENDED BADLY when one ended by a signal or with work pending, or is a
-// process with no communicator that exited with an error or was killed
-// (a job that failed in its rendezvous, before NCCL). Logs given beside the
+// (a profiler's or a debugger's brief stop is no frozen rank). A rank lags
+// when it entered fewer collectives than the communicator's furthest rank.
+// Processes that ended are shown as ended, not stuck; a job whose every
+// process ended is ENDED, or ENDED BADLY when one ended by a signal or with
+// work pending, or is a process with no communicator that exited with an
+// error or was killed (a job that failed in its rendezvous, before NCCL). Logs given beside the
 // traces are judged with them by the one diagnosis (the caller's), and a
 // problem they show is said under the headline.
 //
@@ -129,10 +129,9 @@ struct StatusProcess {
   TracedProcessId id;
   std::string path;           // its trace
   bool from_summary = false;  // read from a node's summary, made some time before
-  bool end_recorded = false;  // an exit or a fatal signal
   bool has_streams = false;
   bool exit_ok = false;  // exited with code 0
-  std::string ended;     // as RankStatus::ended
+  std::string ended;     // as RankStatus::ended; "" when its trace holds no exit or fatal signal
   bool not_beating = false;
   bool beats_stale = false;  // no beat for two intervals, or no heartbeat at all
 };

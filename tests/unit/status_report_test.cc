@@ -193,7 +193,7 @@ TEST_CASE("what this host sees: a process gone is killed, one stopped frozen, at
     for (const nd::ProcessTrace* t : {&t0, &t1, &t2}) b.AddProcess(*t);
     REQUIRE(b.processes().size() == 3);
     CHECK(b.processes()[1].id.pid == 101);
-    CHECK(b.processes()[1].end_recorded == t1.end.has_value());
+    CHECK(b.processes()[1].ended.empty() == !t1.end.has_value());
     return b.Finish(seen);
   };
   const nd::JobStatus unseen = build({});
