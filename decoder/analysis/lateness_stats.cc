@@ -13,11 +13,11 @@ int64_t Quantile(std::vector<int64_t> v, double q) {
   return v[k];
 }
 
-bool StandsOut(uint64_t count, uint64_t gapped, int members) {
+bool StandsOut(uint64_t count, uint64_t gapped, int members, double sigmas) {
   if (members < 2 || count < kMinTimesLast || 2 * count < gapped) return false;
   const double p = 1.0 / members;
   const double bar = static_cast<double>(gapped) * p +
-                     kSigmas * std::sqrt(static_cast<double>(gapped) * p * (1 - p));
+                     sigmas * std::sqrt(static_cast<double>(gapped) * p * (1 - p));
   return static_cast<double>(count) >= bar;
 }
 
@@ -31,10 +31,15 @@ bool StandsOutOrSince(const std::vector<uint8_t>& last, const std::vector<uint8_
   if (StandsOut(count(last, 0), count(gapped, 0), members)) return true;
   // The part since is chosen by the data: at least kMinSince collectives
   // long, so that a burst (the scheduler holding a rank back for a few
-  // steps) is never judged alone.
+  // steps) is never judged alone, and held to a higher bar for the choice.
   const size_t began = ChangePoint(last);
   return began > 0 && last.size() - began >= kMinSince &&
-         StandsOut(count(last, began), count(gapped, began), members);
+         StandsOut(count(last, began), count(gapped, began), members, SinceSigmas(last.size()));
+}
+
+double SinceSigmas(size_t splits) {
+  const double ways = static_cast<double>(std::max<size_t>(splits, 1));
+  return std::sqrt(kSigmas * kSigmas + 2 * std::log(ways));
 }
 
 size_t ChangePoint(const std::vector<uint8_t>& x) {

@@ -31,7 +31,7 @@ int64_t Quantile(std::vector<int64_t> v, double q);
 // half of them, and more than kSigmas binomial standard deviations above
 // 1/members (a job whose ranks are slowed at random names no one: 5 sigma
 // is 3e-7 per rank and communicator).
-bool StandsOut(uint64_t count, uint64_t gapped, int members);
+bool StandsOut(uint64_t count, uint64_t gapped, int members, double sigmas = kSigmas);
 
 // StandsOut over a member's whole series, or else over its collectives from
 // the change point of `last` on (ChangePoint), for a straggling that began
@@ -39,10 +39,18 @@ bool StandsOut(uint64_t count, uint64_t gapped, int members);
 // whether anyone was (by a gap). On a busy machine the collectives before
 // can hold many that someone came last in by chance, and a straggling that
 // began late in the window would drown in them.
-// The part since must hold at least kMinSince collectives.
+// The part since must hold at least kMinSince collectives, and stand
+// SinceSigmas(last.size()) deviations above chance, not kSigmas: its split
+// is the one of many that makes it densest.
 constexpr size_t kMinSince = 4 * kMinTimesLast;
 bool StandsOutOrSince(const std::vector<uint8_t>& last, const std::vector<uint8_t>& gapped,
                       int members);
+
+// The bar for a part chosen as the best of `splits` candidates: kSigmas
+// with its chance shared out among them all (a Bonferroni bound, by the
+// normal tail: sqrt(kSigmas^2 + 2 ln splits)). 5.8 for 75 collectives, 6.2
+// for 1,000, 6.6 for 10,000.
+double SinceSigmas(size_t splits);
 
 // The change point of a 0/1 series: the index s splitting it into [0, s)
 // and [s, n) with the least squared error around each part's mean, where

@@ -141,3 +141,29 @@ TEST_CASE("a straggling that began late stands out over its collectives since, n
   for (size_t i = 160; i < 200; ++i) young[i] = 1;
   CHECK(StandsOutOrSince(young, young_gapped, 8));
 }
+
+TEST_CASE("the part since is held to a bar raised for its chosen split", "[lateness]") {
+  using ncclwatch::decoder::lateness::ChangePoint;
+  using ncclwatch::decoder::lateness::kSigmas;
+  using ncclwatch::decoder::lateness::SinceSigmas;
+  using ncclwatch::decoder::lateness::StandsOut;
+  using ncclwatch::decoder::lateness::StandsOutOrSince;
+  CHECK(SinceSigmas(1) == kSigmas);
+  CHECK(SinceSigmas(75) == Approx(5.80).margin(0.01));
+  CHECK(SinceSigmas(1000) == Approx(6.23).margin(0.01));
+  CHECK(SinceSigmas(10000) == Approx(6.59).margin(0.01));
+  // A 2-member communicator (a tensor-parallel pair) of 75 collectives,
+  // someone last by a gap in each: this member last in 10 of the first 25,
+  // then in 44 of 50. 44 of 50 is 5.3 sigma above chance: enough for a
+  // whole series, not for the densest part of 75 ways to split it (5.8).
+  std::vector<uint8_t> last(75), gapped(75, 1);
+  for (size_t i = 0; i < 25; ++i) last[i] = i % 5 == 0 || i % 5 == 2;
+  for (size_t i = 25; i < 75; ++i) last[i] = (i - 25) % 8 != 7;
+  REQUIRE(ChangePoint(last) == 25);
+  CHECK(StandsOut(44, 50, 2));
+  CHECK_FALSE(StandsOut(44, 50, 2, SinceSigmas(75)));
+  CHECK_FALSE(StandsOutOrSince(last, gapped, 2));
+  // Last in every one of the 50 since: named.
+  for (size_t i = 25; i < 75; ++i) last[i] = 1;
+  CHECK(StandsOutOrSince(last, gapped, 2));
+}
