@@ -318,7 +318,12 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
     uint64_t& mask = last_mask[kind_index][context];
     if ((kind & kSummarySameMask) == 0) mask = c.Varint();
     if ((mask >> kGranules) != 0) return malformed("a call's granule mask is out of range");
-    for (int i = 0; i < kGranules; ++i) {
+    // A granule predicted as the one before and given no difference stays
+    // as it is: only the time (0), the number (3) and the mask's granules
+    // are written, in order (the number's prediction reads the
+    // communicator, granule 2).
+    for (uint64_t todo = mask | 1 | 8; todo != 0; todo &= todo - 1) {
+      const int i = __builtin_ctzll(todo);
       uint64_t granule = predictor.Predict(slot_kind, i, prev, prev);
       if ((mask & (uint64_t{1} << i)) != 0) granule += static_cast<uint64_t>(c.Zigzag());
       std::memcpy(prev + 8 * i, &granule, 8);
