@@ -34,15 +34,30 @@ inline uint64_t MixDigest(uint64_t x) {
   return x;
 }
 
-// One call's digest: its number and signature, each field mixed in turn.
+// Two words folded into one: their 128-bit product's halves, xored. Every
+// bit of either reaches the middle bits of the product; it is 0 when either
+// is, so each caller xors its words with constants no real value equals.
+inline uint64_t FoldDigest(uint64_t a, uint64_t b) {
+  const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
+  return static_cast<uint64_t>(p) ^ static_cast<uint64_t>(p >> 64);
+}
+
+// One call's digest: its number with its count, and its four small numbers
+// packed two to a word (each in 32 bits of its own, so no two signatures
+// pack alike), folded in two independent pairs, then mixed together: the
+// number stays bound to the signature (two calls that trade signatures
+// within a block change its sum), and the two folds run side by side (this
+// is on every kept call of a summary's reading: half the latency of mixing
+// field after field). Summary format 7 on (summary/summary_format.h).
 inline uint64_t CallDigest(uint64_t seq, const CollectiveSignature& sig) {
-  uint64_t h = MixDigest(seq ^ 0x6e63636c77617463ull);
-  h = MixDigest(h ^ sig.call);
-  h = MixDigest(h ^ sig.count);
-  h = MixDigest(h ^ static_cast<uint32_t>(sig.datatype));
-  h = MixDigest(h ^ static_cast<uint32_t>(sig.redop));
-  h = MixDigest(h ^ static_cast<uint32_t>(sig.root));
-  return h;
+  const uint64_t kinds = (uint64_t{sig.call} << 32) | static_cast<uint32_t>(sig.datatype);
+  const uint64_t roles =
+      (uint64_t{static_cast<uint32_t>(sig.redop)} << 32) | static_cast<uint32_t>(sig.root);
+  const uint64_t numbers =
+      FoldDigest(seq ^ 0x6e63636c77617463ull, sig.count ^ 0xa0761d6478bd642full);
+  const uint64_t signature =
+      FoldDigest(kinds ^ 0xe7037ed1a0b428dbull, roles ^ 0x8ebc6af09c88c6e3ull);
+  return MixDigest(numbers ^ signature);
 }
 
 // One send's or receive's digest: its number (per communicator, peer and

@@ -42,7 +42,8 @@
 //                  out, varint g, g x {varint comm, varint GPU times left
 //                  out} (version 3), varint n, n x {varint comm, zigzag rank, varint
 //                  first_block, varint blocks, blocks x u64 digest, varint
-//                  calls}, varint m, m x {varint comm, zigzag rank, zigzag
+//                  calls} (version 7: the digests are summary/call_digest.h's
+//                  folded CallDigest), varint m, m x {varint comm, zigzag rank, zigzag
 //                  peer, u8 send (0 or 1), varint first_block, varint blocks,
 //                  blocks x u64 digest, varint calls} (version 5: sends and
 //                  receives left out), varint entries, then each entry:
@@ -102,7 +103,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the summary's integers are little-endian");
 
 inline constexpr char kSummaryMagic[8] = {'N', 'C', 'C', 'L', 'W', 'S', 'U', 'M'};
-inline constexpr uint32_t kSummaryVersion = 6;
+inline constexpr uint32_t kSummaryVersion = 7;
 inline constexpr uint32_t kSummaryHeaderBytes = 32;
 inline constexpr uint64_t kMaxSummaryBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxSummaryTraces = 4096;
