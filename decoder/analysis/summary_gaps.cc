@@ -26,6 +26,16 @@ void OneEntryPerBlock(std::vector<T>* v, Fold fold) {
   v->resize(n);
 }
 
+// The entry of `block` in `v` (sorted by block, one each), or none; `*at`
+// a cursor that only moves forward, for blocks asked in rising order: each
+// member's entries are passed once over all the blocks of its communicator,
+// not searched again for each (131,072 members times tens of blocks).
+template <typename Entry>
+const Entry* AtBlock(const std::vector<Entry>& v, size_t* at, uint64_t block) {
+  while (*at < v.size() && v[*at].block < block) ++*at;
+  return *at < v.size() && v[*at].block == block ? &v[*at] : nullptr;
+}
+
 }  // namespace
 
 void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
@@ -81,18 +91,6 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
   }
 }
 
-const SummaryGaps::Member::Left* SummaryGaps::Member::LeftAt(uint64_t block) const {
-  auto it = std::lower_bound(left.begin(), left.end(), block,
-                             [](const Left& x, uint64_t b) { return x.block < b; });
-  return it != left.end() && it->block == block ? &*it : nullptr;
-}
-
-const SummaryGaps::Member::Kept* SummaryGaps::Member::KeptAt(uint64_t block) const {
-  auto it = std::lower_bound(kept.begin(), kept.end(), block,
-                             [](const Kept& x, uint64_t b) { return x.block < b; });
-  return it != kept.end() && it->block == block ? &*it : nullptr;
-}
-
 std::vector<SummaryGap> SummaryGaps::Find() const {
   std::vector<SummaryGap> out;
   if (!any_left_out_) return out;
@@ -100,6 +98,7 @@ std::vector<SummaryGap> SummaryGaps::Find() const {
     std::set<uint64_t> blocks;  // every block some member left out
     for (const Member& m : members)
       for (const Member::Left& l : m.left) blocks.insert(l.block);
+    std::vector<size_t> left_at(members.size(), 0), kept_at(members.size(), 0);
     size_t gaps = 0;
     SummaryGap* open = nullptr;  // the gap the previous block extended
     uint64_t open_end_block = 0;
@@ -113,15 +112,16 @@ std::vector<SummaryGap> SummaryGaps::Find() const {
       std::vector<std::pair<std::pair<int, int32_t>, uint64_t>> digested;
       std::vector<std::pair<int, int32_t>> not_digested;
       bool any_left = false;
-      for (const Member& m : members) {
+      for (size_t i = 0; i < members.size(); ++i) {
+        const Member& m = members[i];
         if (!m.any || m.hi < g.first_seq || m.lo >= g.end_seq) continue;  // never reached it
-        if (const Member::Left* l = m.LeftAt(b)) {
+        if (const Member::Left* l = AtBlock(m.left, &left_at[i], b)) {
           any_left = true;
           g.left_out.emplace_back(m.process, m.rank);
           digested.push_back({{m.process, m.rank}, l->digest});
           continue;
         }
-        const Member::Kept* k = m.KeptAt(b);
+        const Member::Kept* k = AtBlock(m.kept, &kept_at[i], b);
         if (m.digested && k != nullptr && k->calls == kLeftOutBlock) {
           digested.push_back({{m.process, m.rank}, k->digest});
         } else {

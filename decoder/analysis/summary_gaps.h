@@ -82,8 +82,6 @@ class SummaryGaps {
     using Kept = KeptBlocks::Block;
     std::vector<Left> left;
     std::vector<Kept> kept;
-    const Left* LeftAt(uint64_t block) const;
-    const Kept* KeptAt(uint64_t block) const;
   };
   std::map<uint64_t, std::vector<Member>> comms_;
   bool any_left_out_ = false;
