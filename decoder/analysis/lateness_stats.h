@@ -28,9 +28,11 @@ int64_t Quantile(std::vector<int64_t> v, double q);
 // Whether a member last in `count` of `gapped` collectives (of `members`)
 // is a straggler: a member no different from the others is last in about
 // 1/members of them; a straggler is last in at least kMinTimesLast, at least
-// half of them, and more than kSigmas binomial standard deviations above
-// 1/members (a job whose ranks are slowed at random names no one: 5 sigma
-// is 3e-7 per rank and communicator).
+// half of them, and at least `sigmas` (kSigmas unless given) binomial
+// standard deviations above 1/members (a job whose ranks are slowed at
+// random names no one: 5 sigma is 3e-7 per rank and communicator by the
+// normal tail; the binomial's own is heavier for 3 to 6 members, 3e-6 at 4
+// members and 40 collectives, and lighter for 2).
 bool StandsOut(uint64_t count, uint64_t gapped, int members, double sigmas = kSigmas);
 
 // StandsOut over a member's whole series, or else over its collectives from

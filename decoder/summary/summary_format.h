@@ -196,7 +196,11 @@ class SlotPredictor {
   static constexpr size_t kMaxComms = 64;
 
   // Granule `i` of a call slot of `kind`, where `now` holds its granules
-  // before i (its communicator, for the number).
+  // before i (its communicator, for the number). Every granule but the
+  // time (0) and the number (3) is predicted as the one before, unchanged:
+  // the reader (summary_reader.cc) writes only those two and the ones its
+  // mask gives a difference, and would need to write them all again if
+  // another granule were predicted otherwise.
   uint64_t Predict(uint8_t kind, int i, const uint8_t* prev, const uint8_t* now) const {
     if (i == 0) return last_t_;
     uint64_t v;

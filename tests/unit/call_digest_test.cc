@@ -49,6 +49,11 @@ TEST_CASE("a block whose calls traded signatures sums to another digest", "[summ
   const uint64_t in_order = CallDigest(40, all_reduce) + CallDigest(41, broadcast);
   const uint64_t inverted = CallDigest(40, broadcast) + CallDigest(41, all_reduce);
   CHECK(in_order != inverted);
+  // Two AllReduces that differ in their count alone, traded: the number
+  // and the count are folded together.
+  const CollectiveSignature small(3, 256, 7, 0, -1);
+  CHECK(CallDigest(40, all_reduce) + CallDigest(41, small) !=
+        CallDigest(40, small) + CallDigest(41, all_reduce));
   // Over many numbers and counts, no two calls of a block's size collide.
   std::set<uint64_t> digests;
   for (uint64_t seq = 0; seq < 256; ++seq)

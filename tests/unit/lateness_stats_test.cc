@@ -154,7 +154,7 @@ TEST_CASE("the part since is held to a bar raised for its chosen split", "[laten
   CHECK(SinceSigmas(10000) == Approx(6.59).margin(0.01));
   // A 2-member communicator (a tensor-parallel pair) of 75 collectives,
   // someone last by a gap in each: this member last in 10 of the first 25,
-  // then in 44 of 50. 44 of 50 is 5.3 sigma above chance: enough for a
+  // then in 44 of 50. 44 of 50 is 5.4 sigma above chance: enough for a
   // whole series, not for the densest part of 75 ways to split it (5.8).
   std::vector<uint8_t> last(75), gapped(75, 1);
   for (size_t i = 0; i < 25; ++i) last[i] = i % 5 == 0 || i % 5 == 2;
@@ -163,7 +163,11 @@ TEST_CASE("the part since is held to a bar raised for its chosen split", "[laten
   CHECK(StandsOut(44, 50, 2));
   CHECK_FALSE(StandsOut(44, 50, 2, SinceSigmas(75)));
   CHECK_FALSE(StandsOutOrSince(last, gapped, 2));
-  // Last in every one of the 50 since: named.
+  // Last in 5 of the first 25 and every one of the 50 since: named, by the
+  // part since (the whole series, 55 of 75, is not enough).
+  for (size_t i = 0; i < 25; ++i) last[i] = i % 5 == 0;
   for (size_t i = 25; i < 75; ++i) last[i] = 1;
+  REQUIRE(ChangePoint(last) == 25);
+  CHECK_FALSE(StandsOut(55, 75, 2));
   CHECK(StandsOutOrSince(last, gapped, 2));
 }
