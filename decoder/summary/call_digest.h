@@ -47,8 +47,9 @@ inline uint64_t FoldDigest(uint64_t a, uint64_t b) {
 // pack alike), folded in two independent pairs, then mixed together: the
 // number stays bound to the signature (two calls that trade signatures
 // within a block change its sum), and the two folds run side by side (this
-// is on every kept call of a summary's reading: half the latency of mixing
-// field after field). Summary format 7 on (summary/summary_format.h).
+// is on every kept call of a summary's reading: two products and one mix in
+// a chain, where there were six mixes). Summary format 7 on
+// (summary/summary_format.h).
 inline uint64_t CallDigest(uint64_t seq, const CollectiveSignature& sig) {
   const uint64_t kinds = (uint64_t{sig.call} << 32) | static_cast<uint32_t>(sig.datatype);
   const uint64_t roles =
