@@ -16,15 +16,22 @@ using diagnosis::kTeardownRaceNs;
 using diagnosis::Life;
 
 // Whether candidate `c` is only that a rank was behind when the launcher
-// ended the job: the others had waited for it less than kTeardownRaceNs.
+// ended the job: the others had waited for it less than kTeardownRaceNs,
+// and it was in host code, or waited on its GPU for work still in flight
+// (DiagnosisContext::Stuck).
 bool BehindAtTeardown(const DiagnosisContext& cx, const Candidate& c) {
   if (c.process < 0) return false;
   const int64_t teardown = cx.TeardownNs(cx.job_of[c.process]);
   if (teardown <= 0 || teardown - c.finding.when_ns >= kTeardownRaceNs) return false;
   if (const auto* m = std::get_if<MissingRankFacts>(&c.finding.facts)) {
-    return c.finding.kind == FindingKind::kMissingRank &&
-           (m->departure.how == Departure::kAliveIdle ||
-            m->departure.how == Departure::kAliveUntilSignal);
+    if (c.finding.kind != FindingKind::kMissingRank) return false;
+    if (m->departure.how == Departure::kWaitingOnGpu) {
+      for (const CommCompletion& cc : cx.Comms(c.process))
+        if (cc.comm == c.finding.comm) return !cx.Stuck(c.process, cc);
+      return false;
+    }
+    return m->departure.how == Departure::kAliveIdle ||
+           m->departure.how == Departure::kAliveUntilSignal;
   }
   if (const auto* p2p = std::get_if<P2pMismatchFacts>(&c.finding.facts)) {
     return p2p->Unmatched();

@@ -88,6 +88,10 @@ ProcessCompletion SummariseCompletion(const ProcessTrace& t) {
       c.progress_ns = t.RealtimeNs(progress->t);
       done_through_t = progress->enqueued_t;
       progress_t = progress->t;
+      uint64_t reached_t = progress->t;
+      for (const ProgressEvent& e : t.progress)
+        if (e.comm == s.comm && e.collectives == c.completed) reached_t = std::min(reached_t, e.t);
+      c.completed_ns = t.RealtimeNs(reached_t);
     }
     if (s.any()) {
       const uint64_t last = t.collectives[s.collectives.back()].seq;

@@ -38,10 +38,15 @@ struct CommCompletion {
   bool has_progress = false;  // a Progress was read (else `completed` is not known: the watcher
                               // may not have written one yet)
   int64_t progress_ns = 0;    // when that Progress was written (realtime), 0 none
-  bool pending = false;       // an operation not completed, or a call not returned
-  bool in_call = false;       // ... that call had not returned (blocked in NCCL)
-  LastCall oldest;            // the oldest such operation
-  bool stalled = false;       // a Stall was written after the last completion
+  // When the count first read `completed`: the earliest Progress of that
+  // count (the watcher writes one whenever any operation of the
+  // communicator completes, sends and receives too, so `progress_ns` may be
+  // far later), or the watcher's hold that restored it; 0 none.
+  int64_t completed_ns = 0;
+  bool pending = false;  // an operation not completed, or a call not returned
+  bool in_call = false;  // ... that call had not returned (blocked in NCCL)
+  LastCall oldest;       // the oldest such operation
+  bool stalled = false;  // a Stall was written after the last completion
   uint64_t stall_waited_ms = 0;
 
   // What `pending`, `in_call` and `oldest` were chosen from, with each

@@ -616,6 +616,43 @@ TEST_CASE("a job its scheduler ended while it progressed: killed_while_running, 
   }
 }
 
+TEST_CASE(
+    "killed at a walltime while one rank's GPU was the last to finish a collective the others "
+    "had just finished: killed_while_running",
+    "[hang][teardown]") {
+  // Every rank issued #0..#8 at 7 s. Rank 1's watcher last saw its GPU
+  // progress at 7.5 s (#7 done): its #8 had waited 1.55 s when SIGTERM came
+  // at 9.05 s, on its own too long to be in flight. But the watchers of
+  // ranks 0, 2 and 3 saw #8 done at `others_finished` (a later Progress of
+  // the same count, at 8.95 s, moves nothing), and they entered #9 at 8.9 s:
+  // #8 may still have been finishing on rank 1's GPU, whose watcher a busy
+  // machine can hold back that long. Rank 1 was missing from #9, waiting on
+  // its GPU.
+  auto job = [](uint64_t others_finished) {
+    std::vector<SyntheticProcess> ps = Tracked(4);
+    for (SyntheticProcess& p : ps) p.Heartbeats(kS, 7 * kS).Collectives(kComm, 0, 8);
+    ps[1].At(7 * kS + kS / 2).Progress(kComm, 8).Heartbeats(8 * kS, 9 * kS);
+    for (int r : {0, 2, 3}) {
+      if (others_finished > 8 * kS) ps[r].Heartbeats(8 * kS, 8 * kS);
+      ps[r].At(others_finished).Progress(kComm, 9);
+      if (others_finished < 8 * kS) ps[r].Heartbeats(8 * kS, 8 * kS);
+      ps[r].At(8 * kS + 9 * kS / 10).Collective(kComm, 9);
+      ps[r].At(8 * kS + 95 * kS / 100).Progress(kComm, 9).Heartbeats(9 * kS, 9 * kS);
+    }
+    for (SyntheticProcess& p : ps) p.At(9 * kS + kS / 20).Signal(SIGTERM);
+    return Diagnose(Analyze(ps));
+  };
+  SECTION("the others finished #8 0.45 s before the signal: in flight, no rank blamed") {
+    const Diagnosis d = job(8 * kS + 6 * kS / 10);
+    ExpectRoot(d, {"killed_while_running", {}, {}, {}});
+    CHECK(d.findings.size() == 1);
+  }
+  SECTION("the others finished #8 1.15 s before the signal: rank 1's GPU never finished it") {
+    const Diagnosis d = job(7 * kS + 9 * kS / 10);
+    ExpectRoot(d, {"never_completed", kComm, 8, {1}, "step"});
+  }
+}
+
 TEST_CASE("a rank that skipped a split the others wait in is the cause, with what it did instead",
           "[hang][split]") {
   // Ranks 0-2 entered split #0 of kComm and wait in it; rank 3 never called

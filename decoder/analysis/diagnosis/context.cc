@@ -49,6 +49,7 @@ DiagnosisContext::DiagnosisContext(const JobAnalysis& analysis,
   for (const ProcessRecord& p : procs) end_ns = std::max(end_ns, p.last_ns);
   Lives();
   Reconcile();
+  IndexFinished();
 }
 
 void DiagnosisContext::ClusterJobs() {

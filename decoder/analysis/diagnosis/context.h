@@ -11,6 +11,7 @@
 #define NCCLWATCH_DECODER_ANALYSIS_DIAGNOSIS_CONTEXT_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -127,8 +128,22 @@ class DiagnosisContext {
   // Whether `q`'s communicator rank `c` waits on work that does not move:
   // post-mortem, anything pending when a process that did not exit cleanly
   // ended (or at a clean exit); live, pending with nothing completed for a
-  // while, or a Stall since the last completion.
+  // while, or a Stall since the last completion. Post-mortem, where the
+  // launcher ended the job and `q`'s completion and heartbeat were
+  // followed, work that had waited less than kTeardownRaceNs when the
+  // signal came is in flight: it waits from its call or the rank's last GPU
+  // progress, and a collective also from when another member's watcher
+  // first counted it done (CollectiveFinishedNs), whichever came last.
   bool Stuck(int q, const CommCompletion& c) const;
+
+  // The latest time a member of `comm` in job `j` first counted collective
+  // #seq done, as its own watcher saw it (its count passed #seq); 0 when
+  // none did. A collective completes on no member unless every member's
+  // GPU ran it: one another member's GPU finished shortly before the
+  // launcher's signal may still have been finishing on the rank whose
+  // watcher had not yet seen it, so that rank was racing the signal, not
+  // stuck.
+  int64_t CollectiveFinishedNs(int j, uint64_t comm, uint64_t seq) const;
 
   // Live: the time `q` was seen at, for its heartbeat's freshness and how
   // long its work has waited: when its trace was read (reading the others
@@ -207,6 +222,16 @@ class DiagnosisContext {
   // theirs. (A live rank whose count lags stays as it is: its GPU may truly
   // wait there, as behind a dead receive path.)
   void Reconcile();
+
+  // Per (job, communicator), for CollectiveFinishedNs: each member's count
+  // and when it first read it, by count, each with the latest such time
+  // among the counts from it on.
+  void IndexFinished();
+  struct Finished {
+    uint64_t completed = 0;
+    int64_t latest_ns = 0;
+  };
+  std::map<std::pair<int, uint64_t>, std::vector<Finished>> finished_;
 
   std::vector<std::vector<CommCompletion>> comms_;  // per process (Reconcile)
 };

@@ -5,8 +5,11 @@
 #include <algorithm>
 
 #include "analysis/diagnosis/context.h"
+#include "ncclwatch/trace_fields.h"
 
 namespace ncclwatch::decoder::diagnosis {
+
+namespace f = ::ncclwatch::fields;
 
 void DiagnosisContext::Lives() {
   lives.assign(procs.size(), Life::kGone);
@@ -86,11 +89,39 @@ bool DiagnosisContext::Stuck(int q, const CommCompletion& c) const {
     // Where completion and liveness were followed, an operation that was
     // in flight when the launcher ended the job is not stuck.
     const int64_t teardown = TeardownNs(job_of[q]);
-    return teardown <= 0 || !c.tracked || procs[q].completion.beats == 0 ||
-           teardown - std::max(c.progress_ns, c.oldest.when_ns) >= kTeardownRaceNs;
+    if (teardown <= 0 || !c.tracked || procs[q].completion.beats == 0) return true;
+    const int64_t since = std::max(c.progress_ns, c.oldest.when_ns);
+    if (teardown - since < kTeardownRaceNs) return false;
+    const LastCall& waits = c.oldest;
+    if (!waits.has_seq || waits.call == f::kSend || waits.call == f::kRecv) return true;
+    return teardown - CollectiveFinishedNs(job_of[q], c.comm, waits.seq) >= kTeardownRaceNs;
   }
   const int64_t since = std::max(c.progress_ns, c.oldest.when_ns);
   return SeenNs(q) - since > kLiveStuckNs;
+}
+
+int64_t DiagnosisContext::CollectiveFinishedNs(int j, uint64_t comm, uint64_t seq) const {
+  const auto it = finished_.find({j, comm});
+  if (it == finished_.end()) return 0;
+  const std::vector<Finished>& by_count = it->second;
+  const auto past = std::upper_bound(by_count.begin(), by_count.end(), seq,
+                                     [](uint64_t s, const Finished& f) { return s < f.completed; });
+  return past == by_count.end() ? 0 : past->latest_ns;
+}
+
+void DiagnosisContext::IndexFinished() {
+  finished_.clear();
+  for (const ProcessRecord& p : procs)
+    for (const CommCompletion& c : p.completion.comms)
+      if (c.tracked && c.has_progress && c.comm != 0)
+        finished_[{job_of[p.index], c.comm}].push_back({c.completed, c.completed_ns});
+  for (auto& [key, by_count] : finished_) {
+    std::sort(by_count.begin(), by_count.end(),
+              [](const Finished& a, const Finished& b) { return a.completed < b.completed; });
+    int64_t latest = 0;
+    for (auto it = by_count.rbegin(); it != by_count.rend(); ++it)
+      it->latest_ns = latest = std::max(latest, it->latest_ns);
+  }
 }
 
 int64_t DiagnosisContext::SeenNs(int q) const {
