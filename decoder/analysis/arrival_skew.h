@@ -91,6 +91,12 @@ class ArrivalSkew {
   static constexpr size_t kWindow = 4096;              // collectives per member
   static constexpr size_t kMaxKept = size_t{1} << 25;  // members x window, at most
   static constexpr int64_t kMinGapNs = 1000 * 1000;    // 1 ms
+  // A straggler's lateness (the median of its gaps when last) must also be
+  // a twentieth of its collectives' interval, as a slow GPU's (gpu_skew.h):
+  // a host a millisecond late to a collective that comes once a second (a
+  // rank that logs, or saves a little more, each step) holds its job back
+  // by a thousandth, nothing to name it for.
+  static constexpr int64_t kIntervalsPerLate = 20;
   static constexpr uint64_t kMinTimesLast = lateness::kMinTimesLast;
   static constexpr double kSigmas = lateness::kSigmas;
 

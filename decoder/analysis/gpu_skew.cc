@@ -280,7 +280,9 @@ std::vector<GpuStraggler> GpuSkew::Stragglers() const {
         previous = s.enqueue_ns;
       }
       x.median_interval_ns = lateness::Quantile(intervals, 0.5);
-      if (x.median_late_ns < kMinLateNs || 20 * x.median_late_ns < x.median_interval_ns) continue;
+      if (x.median_late_ns < kMinLateNs ||
+          ArrivalSkew::kIntervalsPerLate * x.median_late_ns < x.median_interval_ns)
+        continue;
       if (!w.persists) continue;
       const int64_t began_enqueue = mine.At(x.began_seq)->enqueue_ns;
       x.began_ns = began_enqueue == INT64_MIN ? 0 : began_enqueue;
