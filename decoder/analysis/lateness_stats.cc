@@ -1,5 +1,7 @@
 #include "analysis/lateness_stats.h"
 
+#include <math.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -13,12 +15,41 @@ int64_t Quantile(std::vector<int64_t> v, double q) {
   return v[k];
 }
 
+double LogChanceAtLeast(uint64_t k, uint64_t n, double p) {
+  if (k == 0) return 0;
+  if (k > n || p <= 0) return -INFINITY;
+  if (p >= 1) return 0;
+  // The terms C(n, j) p^j (1-p)^(n-j), j = k..n, each from the one before
+  // (times (n-j)/(j+1) p/(1-p)), in logs; summed around the largest.
+  const double dn = static_cast<double>(n), dk = static_cast<double>(k);
+  const double odds = std::log(p) - std::log1p(-p);
+  // lgamma_r: lgamma sets the global signgam, a race between threads.
+  int sign = 0;
+  double term = ::lgamma_r(dn + 1, &sign) - ::lgamma_r(dk + 1, &sign) -
+                ::lgamma_r(dn - dk + 1, &sign) + dk * std::log(p) + (dn - dk) * std::log1p(-p);
+  std::vector<double> terms;
+  terms.reserve(n - k + 1);
+  double top = term;
+  for (uint64_t j = k;; ++j) {
+    terms.push_back(term);
+    top = std::max(top, term);
+    // Past the largest term they only shrink: stop once they no longer count.
+    if (j == n || term < top - 60) break;
+    term += std::log(static_cast<double>(n - j)) - std::log(static_cast<double>(j + 1)) + odds;
+  }
+  double sum = 0;
+  for (double t : terms) sum += std::exp(t - top);
+  return top + std::log(sum);
+}
+
+bool BeyondChance(uint64_t k, uint64_t n, double p, double sigmas) {
+  const double chance = 0.5 * std::erfc(sigmas / std::sqrt(2.0));
+  return LogChanceAtLeast(k, n, p) <= std::log(chance);
+}
+
 bool StandsOut(uint64_t count, uint64_t gapped, int members, double sigmas) {
   if (members < 2 || count < kMinTimesLast || 2 * count < gapped) return false;
-  const double p = 1.0 / members;
-  const double bar = static_cast<double>(gapped) * p +
-                     sigmas * std::sqrt(static_cast<double>(gapped) * p * (1 - p));
-  return static_cast<double>(count) >= bar;
+  return BeyondChance(count, gapped, 1.0 / members, sigmas);
 }
 
 bool StandsOutOrSince(const std::vector<uint8_t>& last, const std::vector<uint8_t>& gapped,

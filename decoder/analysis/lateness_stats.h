@@ -25,14 +25,24 @@ constexpr double kSigmas = 5.0;
 // The q-quantile of `v` (0 when empty).
 int64_t Quantile(std::vector<int64_t> v, double q);
 
+// The natural log of the chance that `k` or more of `n` independent trials
+// succeed, each with chance `p` (the binomial's upper tail), exactly; 0
+// when k is 0, -infinity when more than n.
+double LogChanceAtLeast(uint64_t k, uint64_t n, double p);
+
+// Whether `k` of `n`, where chance alone gives each trial `p`, is more than
+// chance: the binomial tail is at most the normal tail's `sigmas` deviations
+// out (5 sigma: 2.9e-7). Exact, not by the normal approximation, whose tail
+// is lighter than the binomial's for small p: with p = 1/4 and 40 trials it
+// put 5 sigma at 3e-6.
+bool BeyondChance(uint64_t k, uint64_t n, double p, double sigmas = kSigmas);
+
 // Whether a member last in `count` of `gapped` collectives (of `members`)
 // is a straggler: a member no different from the others is last in about
 // 1/members of them; a straggler is last in at least kMinTimesLast, at least
-// half of them, and at least `sigmas` (kSigmas unless given) binomial
-// standard deviations above 1/members (a job whose ranks are slowed at
-// random names no one: 5 sigma is 3e-7 per rank and communicator by the
-// normal tail; the binomial's own is heavier for 3 to 6 members, 3e-6 at 4
-// members and 40 collectives, and lighter for 2).
+// half of them, and more often than chance allows at `sigmas` (kSigmas
+// unless given; BeyondChance): a job whose ranks are slowed at random names
+// no one.
 bool StandsOut(uint64_t count, uint64_t gapped, int members, double sigmas = kSigmas);
 
 // StandsOut over a member's whole series, or else over its collectives from
@@ -49,9 +59,9 @@ bool StandsOutOrSince(const std::vector<uint8_t>& last, const std::vector<uint8_
                       int members);
 
 // The bar for a part chosen as the best of `splits` candidates: kSigmas
-// with its chance shared out among them all (a Bonferroni bound, by the
-// normal tail: sqrt(kSigmas^2 + 2 ln splits)). 5.8 for 75 collectives, 6.2
-// for 1,000, 6.6 for 10,000.
+// with its chance shared out among them all (a Bonferroni bound, the
+// normal tail's deviations for it about sqrt(kSigmas^2 + 2 ln splits)):
+// 5.8 for 75 collectives, 6.2 for 1,000, 6.6 for 10,000.
 double SinceSigmas(size_t splits);
 
 // The change point of a 0/1 series: the index s splitting it into [0, s)

@@ -107,10 +107,8 @@ std::vector<LinkStraggler> LinkSkew::Stragglers() const {
                      ? 0
                      : static_cast<double>(all_slow - s.slow) / static_cast<double>(other_ops);
       p = std::min(std::max(p, kMinRate), 1.0);
-      const double expected = static_cast<double>(ops) * p;
-      const double sigma = std::sqrt(static_cast<double>(ops) * p * (1 - p));
       if (s.slow < lateness::kMinTimesLast || 2 * s.slow < ops ||
-          static_cast<double>(s.slow) <= expected + lateness::kSigmas * sigma)
+          !lateness::BeyondChance(s.slow, ops, p))
         continue;
       SlowComm x;
       x.comm = s.comm;

@@ -21,9 +21,9 @@
 // usual by kMinExtraNs and by the usual itself (twice as long). A
 // communicator is slow when it is slow far more often than the kind's other
 // communicators are (the host straggler's test: at least kMinTimesLast and
-// half its collectives, and kSigmas binomial deviations above the others'
-// rate, taken as at least 1/20), so a job whose collectives are slowed at
-// random names no one.
+// half its collectives, and beyond what the others' rate, taken as at
+// least 1/20, gives by chance at kSigmas: lateness::BeyondChance), so a job
+// whose collectives are slowed at random names no one.
 //
 // The slow communicators are then intersected: the rank in the most of
 // them, when it is the only one in that many (and that is two or more), is

@@ -5,6 +5,7 @@
 #include "analysis/lateness_stats.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -140,6 +141,34 @@ TEST_CASE("a straggling that began late stands out over its collectives since, n
   // Last in its final 40 of 200: a straggling since, long enough to judge.
   for (size_t i = 160; i < 200; ++i) young[i] = 1;
   CHECK(StandsOutOrSince(young, young_gapped, 8));
+}
+
+TEST_CASE("lateness stands out by the binomial's exact tail, not the normal's", "[lateness]") {
+  using ncclwatch::decoder::lateness::BeyondChance;
+  using ncclwatch::decoder::lateness::LogChanceAtLeast;
+  using ncclwatch::decoder::lateness::StandsOut;
+  // 44 or more of 50 fair coin flips: 1.6219e-8 (the sum of C(50, j) / 2^50).
+  CHECK(std::exp(LogChanceAtLeast(44, 50, 0.5)) == Approx(1.62187e-8).epsilon(1e-4));
+  CHECK(LogChanceAtLeast(0, 50, 0.5) == 0);
+  CHECK(std::isinf(LogChanceAtLeast(51, 50, 0.5)));
+  CHECK(LogChanceAtLeast(3, 50, 1.0) == 0);
+  // Below the mean the tail holds nearly all: 10 or more of 40 at 1/2.
+  CHECK(std::exp(LogChanceAtLeast(10, 40, 0.5)) == Approx(0.99966).epsilon(1e-4));
+  // 4 members, 40 collectives someone came last in: 24 is 5 normal
+  // deviations above the 10 chance gives (23.7), but its exact chance is
+  // 2.8e-6, ten times 5 sigma's 2.9e-7; 25 is 5.9e-7; 26 is 1.1e-7.
+  CHECK_FALSE(StandsOut(24, 40, 4));
+  CHECK_FALSE(StandsOut(25, 40, 4));
+  CHECK(StandsOut(26, 40, 4));
+  // A 2-member pair, 40 of 40: 9e-13.
+  CHECK(StandsOut(40, 40, 2));
+  // A slow link's rate estimated from the other communicators (p above 1/2).
+  CHECK_FALSE(BeyondChance(36, 40, 0.8));
+  CHECK(BeyondChance(40, 40, 0.4));
+  // A full window of a pair: the exact bar is 2,209 of 4,096 (2.6e-7;
+  // 2,208 is 3.1e-7), where the normal's was 2,208.
+  CHECK_FALSE(StandsOut(2208, 4096, 2));
+  CHECK(StandsOut(2209, 4096, 2));
 }
 
 TEST_CASE("the part since is held to a bar raised for its chosen split", "[lateness]") {
