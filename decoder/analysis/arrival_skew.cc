@@ -247,7 +247,7 @@ std::vector<ArrivalStraggler> ArrivalSkew::Stragglers(
           lateness::DescribeWindow(seqs, from_start, indicator, all_gaps, kMinGapNs);
       if (!w.persists) continue;
       lateness::SetWindow(w, &x);
-      if (kIntervalsPerLate * x.median_late_ns < x.median_interval_ns) continue;
+      if (w.since_late_ns < x.median_interval_ns / kIntervalsPerLate) continue;
       x.began_ns = mine.ns[x.began_seq - mine.first_seq];
       out.push_back(x);
     }

@@ -17,10 +17,11 @@
 // A rank is a straggler of a communicator when it was last, by a gap, far
 // more often than chance allows: with n members, a member that is no
 // different from the others is last in about 1/n of the gapped collectives;
-// a straggler must be last in at least half of them, and more than 5 binomial
-// standard deviations above 1/n (a job whose ranks are slowed at random, by
-// a busy machine or a jittery data loader, names no one: the chance of 5
-// sigma is 3e-7 per rank and communicator), and its straggling must persist
+// a straggler must be last in at least half of them, and so often that
+// chance gives it less than 5 sigma's 2.9e-7, by the binomial's exact tail
+// (a job whose ranks are slowed at random, by a busy machine or a jittery
+// data loader, names no one), late by a twentieth of its collectives'
+// interval at least (kIntervalsPerLate), and its straggling must persist
 // (lateness_stats.h, Persists: from when it began, last in 10 collectives
 // at least and a third of them: not a few steps a busy machine held one
 // rank back). When it began is the change
@@ -91,8 +92,9 @@ class ArrivalSkew {
   static constexpr size_t kWindow = 4096;              // collectives per member
   static constexpr size_t kMaxKept = size_t{1} << 25;  // members x window, at most
   static constexpr int64_t kMinGapNs = 1000 * 1000;    // 1 ms
-  // A straggler's lateness (the median of its gaps when last) must also be
-  // a twentieth of its collectives' interval, as a slow GPU's (gpu_skew.h):
+  // A straggler's lateness (the median of its gaps when last, since its
+  // straggling began) must also be a twentieth of its collectives'
+  // interval, as a slow GPU's (gpu_skew.h):
   // a host a millisecond late to a collective that comes once a second (a
   // rank that logs, or saves a little more, each step) holds its job back
   // by a thousandth, nothing to name it for.

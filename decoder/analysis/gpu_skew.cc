@@ -280,8 +280,9 @@ std::vector<GpuStraggler> GpuSkew::Stragglers() const {
         previous = s.enqueue_ns;
       }
       x.median_interval_ns = lateness::Quantile(intervals, 0.5);
-      if (x.median_late_ns < kMinLateNs ||
-          ArrivalSkew::kIntervalsPerLate * x.median_late_ns < x.median_interval_ns)
+      // Held to its lateness since it began: before, a busy machine's.
+      if (w.since_late_ns < kMinLateNs ||
+          w.since_late_ns < x.median_interval_ns / ArrivalSkew::kIntervalsPerLate)
         continue;
       if (!w.persists) continue;
       const int64_t began_enqueue = mine.At(x.began_seq)->enqueue_ns;

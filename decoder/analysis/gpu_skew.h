@@ -55,8 +55,9 @@ class GpuSkew {
   static constexpr size_t kWindow = ArrivalSkew::kWindow;
   static constexpr int64_t kMinGapNs = ArrivalSkew::kMinGapNs;
 
-  // A slow GPU's lateness must also be at least this, and a twentieth of
-  // its collectives' interval: a GPU that comes a millisecond late because
+  // A slow GPU's lateness (since it began: lateness::Window's
+  // since_late_ns) must also be at least this, and a twentieth of its
+  // collectives' interval: a GPU that comes a millisecond late because
   // another collective ended a millisecond apart on it is nothing to report.
   static constexpr int64_t kMinLateNs = 2 * kMinGapNs;
 

@@ -16,29 +16,31 @@ int64_t Quantile(std::vector<int64_t> v, double q) {
 }
 
 double LogChanceAtLeast(uint64_t k, uint64_t n, double p) {
-  if (k == 0) return 0;
-  if (k > n || p <= 0) return -INFINITY;
-  if (p >= 1) return 0;
+  // More than n is not a chance, but nothing to name anyone for either:
+  // as if certain, so that BeyondChance says no.
+  if (k == 0 || k > n || p >= 1) return 0;
+  if (p <= 0) return -INFINITY;
   // The terms C(n, j) p^j (1-p)^(n-j), j = k..n, each from the one before
-  // (times (n-j)/(j+1) p/(1-p)), in logs; summed around the largest.
+  // (times (n-j)/(j+1) p/(1-p)), in logs, summed as they come relative to
+  // the largest so far. They rise to one peak and then only fall: stop once
+  // they no longer count.
   const double dn = static_cast<double>(n), dk = static_cast<double>(k);
   const double odds = std::log(p) - std::log1p(-p);
   // lgamma_r: lgamma sets the global signgam, a race between threads.
   int sign = 0;
   double term = ::lgamma_r(dn + 1, &sign) - ::lgamma_r(dk + 1, &sign) -
                 ::lgamma_r(dn - dk + 1, &sign) + dk * std::log(p) + (dn - dk) * std::log1p(-p);
-  std::vector<double> terms;
-  terms.reserve(n - k + 1);
   double top = term;
+  double sum = 0;  // of exp(term - top)
   for (uint64_t j = k;; ++j) {
-    terms.push_back(term);
-    top = std::max(top, term);
-    // Past the largest term they only shrink: stop once they no longer count.
+    if (term > top) {
+      sum *= std::exp(top - term);
+      top = term;
+    }
+    sum += std::exp(term - top);
     if (j == n || term < top - 60) break;
     term += std::log(static_cast<double>(n - j)) - std::log(static_cast<double>(j + 1)) + odds;
   }
-  double sum = 0;
-  for (double t : terms) sum += std::exp(t - top);
   return top + std::log(sum);
 }
 
@@ -157,6 +159,10 @@ Window DescribeWindow(const std::vector<uint64_t>& seqs, bool from_start,
   w.median_late_ns = Quantile(late, 0.5);
   w.p90_late_ns = Quantile(late, 0.9);
   const Straggling dated = DateStraggling(last, gap, min_gap_ns);
+  std::vector<int64_t> late_since;
+  for (size_t i = dated.began; i < last.size(); ++i)
+    if (last[i]) late_since.push_back(gap[i]);
+  w.since_late_ns = Quantile(late_since, 0.5);
   w.began = dated.began;
   w.began_seq = seqs[dated.began];
   w.began_later = dated.began > 0;

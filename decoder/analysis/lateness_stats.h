@@ -27,14 +27,14 @@ int64_t Quantile(std::vector<int64_t> v, double q);
 
 // The natural log of the chance that `k` or more of `n` independent trials
 // succeed, each with chance `p` (the binomial's upper tail), exactly; 0
-// when k is 0, -infinity when more than n.
+// (certain) when k is 0, and when k is more than n (nothing to judge).
 double LogChanceAtLeast(uint64_t k, uint64_t n, double p);
 
 // Whether `k` of `n`, where chance alone gives each trial `p`, is more than
 // chance: the binomial tail is at most the normal tail's `sigmas` deviations
 // out (5 sigma: 2.9e-7). Exact, not by the normal approximation, whose tail
-// is lighter than the binomial's for small p: with p = 1/4 and 40 trials it
-// put 5 sigma at 3e-6.
+// is lighter than the binomial's for small p: its 5-sigma bar at p = 1/4
+// and 40 trials, 24, has an exact chance of 2.8e-6, ten times 2.9e-7.
 bool BeyondChance(uint64_t k, uint64_t n, double p, double sigmas = kSigmas);
 
 // Whether a member last in `count` of `gapped` collectives (of `members`)
@@ -112,10 +112,13 @@ struct Window {
   bool window_start = false;   // the window began after the communicator's first collective
   int64_t median_late_ns = 0;  // its gap when late, median
   int64_t p90_late_ns = 0;     // ... and 90th percentile
-  size_t began = 0;            // index of its straggling's first collective (DateStraggling)
-  uint64_t began_seq = 0;      // ... and its number
-  bool began_later = false;    // it began after first_seq (a change point)
-  int64_t early_late_ns = 0;   // median gap in the first and second half of its straggling
+  // Its gap when late from when its straggling began on, median: what a
+  // floor on its effect is held to (before, a busy machine's chance gaps).
+  int64_t since_late_ns = 0;
+  size_t began = 0;           // index of its straggling's first collective (DateStraggling)
+  uint64_t began_seq = 0;     // ... and its number
+  bool began_later = false;   // it began after first_seq (a change point)
+  int64_t early_late_ns = 0;  // median gap in the first and second half of its straggling
   int64_t recent_late_ns = 0;
   bool worsening = false;
   bool persists = false;  // Persists(last, began)

@@ -150,7 +150,9 @@ TEST_CASE("lateness stands out by the binomial's exact tail, not the normal's", 
   // 44 or more of 50 fair coin flips: 1.6219e-8 (the sum of C(50, j) / 2^50).
   CHECK(std::exp(LogChanceAtLeast(44, 50, 0.5)) == Approx(1.62187e-8).epsilon(1e-4));
   CHECK(LogChanceAtLeast(0, 50, 0.5) == 0);
-  CHECK(std::isinf(LogChanceAtLeast(51, 50, 0.5)));
+  CHECK(LogChanceAtLeast(51, 50, 0.5) == 0);  // nothing to judge: names no one
+  CHECK_FALSE(BeyondChance(51, 50, 0.5));
+  CHECK(LogChanceAtLeast(3, 50, 0.0) == -INFINITY);
   CHECK(LogChanceAtLeast(3, 50, 1.0) == 0);
   // Below the mean the tail holds nearly all: 10 or more of 40 at 1/2.
   CHECK(std::exp(LogChanceAtLeast(10, 40, 0.5)) == Approx(0.99966).epsilon(1e-4));
@@ -164,6 +166,8 @@ TEST_CASE("lateness stands out by the binomial's exact tail, not the normal's", 
   CHECK(StandsOut(40, 40, 2));
   // A slow link's rate estimated from the other communicators (p above 1/2).
   CHECK_FALSE(BeyondChance(36, 40, 0.8));
+  // Below its peak (32) the terms rise first: 28 or more of 40 at 0.8.
+  CHECK(std::exp(LogChanceAtLeast(28, 40, 0.8)) == Approx(0.956758).epsilon(1e-4));
   CHECK(BeyondChance(40, 40, 0.4));
   // A full window of a pair: the exact bar is 2,209 of 4,096 (2.6e-7;
   // 2,208 is 3.1e-7), where the normal's was 2,208.
