@@ -123,6 +123,9 @@ Straggling DateStraggling(const std::vector<uint8_t>& last, const std::vector<in
   s.worsening = early.size() >= kMinTimesLast / 2 && recent.size() >= kMinTimesLast / 2 &&
                 s.recent_late_ns >= s.early_late_ns + s.early_late_ns / 2 &&
                 s.recent_late_ns - s.early_late_ns >= min_gap_ns;
+  std::vector<int64_t> all = std::move(early);
+  all.insert(all.end(), recent.begin(), recent.end());
+  s.late_ns = Quantile(std::move(all), 0.5);
   return s;
 }
 
@@ -159,10 +162,7 @@ Window DescribeWindow(const std::vector<uint64_t>& seqs, bool from_start,
   w.median_late_ns = Quantile(late, 0.5);
   w.p90_late_ns = Quantile(late, 0.9);
   const Straggling dated = DateStraggling(last, gap, min_gap_ns);
-  std::vector<int64_t> late_since;
-  for (size_t i = dated.began; i < last.size(); ++i)
-    if (last[i]) late_since.push_back(gap[i]);
-  w.since_late_ns = Quantile(late_since, 0.5);
+  w.since_late_ns = dated.late_ns;
   w.began = dated.began;
   w.began_seq = seqs[dated.began];
   w.began_later = dated.began > 0;

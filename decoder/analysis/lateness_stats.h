@@ -76,6 +76,7 @@ struct Straggling {
   size_t began = 0;            // index of its first collective (ChangePoint)
   int64_t early_late_ns = 0;   // median gap in the first half of its straggling
   int64_t recent_late_ns = 0;  // ... and in the second
+  int64_t late_ns = 0;         // ... and over all of it
   bool worsening = false;
 };
 // Whether a straggling dated at `began` (DateStraggling) persists: from it
