@@ -15,6 +15,19 @@ int64_t Quantile(std::vector<int64_t> v, double q) {
   return v[k];
 }
 
+namespace {
+
+// The log of the binomial's term C(n, k) p^k (1-p)^(n-k), 0 < p < 1, k <= n.
+double LogTerm(uint64_t k, uint64_t n, double p) {
+  const double dn = static_cast<double>(n), dk = static_cast<double>(k);
+  // lgamma_r: lgamma sets the global signgam, a race between threads.
+  int sign = 0;
+  return ::lgamma_r(dn + 1, &sign) - ::lgamma_r(dk + 1, &sign) - ::lgamma_r(dn - dk + 1, &sign) +
+         dk * std::log(p) + (dn - dk) * std::log1p(-p);
+}
+
+}  // namespace
+
 double LogChanceAtLeast(uint64_t k, uint64_t n, double p) {
   // More than n is not a chance, but nothing to name anyone for either:
   // as if certain, so that BeyondChance says no.
@@ -24,12 +37,8 @@ double LogChanceAtLeast(uint64_t k, uint64_t n, double p) {
   // (times (n-j)/(j+1) p/(1-p)), in logs, summed as they come relative to
   // the largest so far. They rise to one peak and then only fall: stop once
   // they no longer count.
-  const double dn = static_cast<double>(n), dk = static_cast<double>(k);
   const double odds = std::log(p) - std::log1p(-p);
-  // lgamma_r: lgamma sets the global signgam, a race between threads.
-  int sign = 0;
-  double term = ::lgamma_r(dn + 1, &sign) - ::lgamma_r(dk + 1, &sign) -
-                ::lgamma_r(dn - dk + 1, &sign) + dk * std::log(p) + (dn - dk) * std::log1p(-p);
+  double term = LogTerm(k, n, p);
   double top = term;
   double sum = 0;  // of exp(term - top)
   for (uint64_t j = k;; ++j) {
@@ -45,8 +54,20 @@ double LogChanceAtLeast(uint64_t k, uint64_t n, double p) {
 }
 
 bool BeyondChance(uint64_t k, uint64_t n, double p, double sigmas) {
-  const double chance = 0.5 * std::erfc(sigmas / std::sqrt(2.0));
-  return LogChanceAtLeast(k, n, p) <= std::log(chance);
+  const double chance = std::log(0.5 * std::erfc(sigmas / std::sqrt(2.0)));
+  if (k == 0 || k > n || p >= 1) return false;
+  if (p <= 0) return true;
+  // Two bounds settle nearly every case without the sum (a healthy pair's
+  // member, last in about half, is asked once per communicator): the tail
+  // holds its first term at least, and at most exp(-n KL(k/n, p)) past
+  // the mean (Chernoff).
+  if (LogTerm(k, n, p) > chance) return false;
+  const double x = static_cast<double>(k) / static_cast<double>(n);
+  if (x > p) {
+    const double kl = x * std::log(x / p) + (x < 1 ? (1 - x) * std::log((1 - x) / (1 - p)) : 0);
+    if (-static_cast<double>(n) * kl <= chance) return true;
+  }
+  return LogChanceAtLeast(k, n, p) <= chance;
 }
 
 bool StandsOut(uint64_t count, uint64_t gapped, int members, double sigmas) {

@@ -175,6 +175,21 @@ TEST_CASE("lateness stands out by the binomial's exact tail, not the normal's", 
   CHECK(StandsOut(2209, 4096, 2));
 }
 
+TEST_CASE("BeyondChance's bounds decide as the exact tail does", "[lateness]") {
+  using ncclwatch::decoder::lateness::BeyondChance;
+  using ncclwatch::decoder::lateness::LogChanceAtLeast;
+  const double chance = std::log(0.5 * std::erfc(5.0 / std::sqrt(2.0)));
+  for (uint64_t n : {10, 40, 50, 75, 256, 4096}) {
+    for (double p : {0.5, 0.25, 0.125, 0.05, 0.8}) {
+      const uint64_t step = n > 256 ? 7 : 1;
+      for (uint64_t k = 1; k <= n; k += step) {
+        INFO("k " << k << " of " << n << ", p " << p);
+        CHECK(BeyondChance(k, n, p) == (LogChanceAtLeast(k, n, p) <= chance));
+      }
+    }
+  }
+}
+
 TEST_CASE("the part since is held to a bar raised for its chosen split", "[lateness]") {
   using ncclwatch::decoder::lateness::ChangePoint;
   using ncclwatch::decoder::lateness::kSigmas;
