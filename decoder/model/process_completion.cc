@@ -79,19 +79,8 @@ ProcessCompletion SummariseCompletion(const ProcessTrace& t) {
       c.tracked = how->Tracked();
       c.why_not = how->why_not;
     }
-    // The last Progress of the highest count (ProcessTrace::LastProgress),
-    // and the earliest of that count, in one pass.
-    const ProgressEvent* progress = nullptr;
     uint64_t reached_t = 0;
-    for (const ProgressEvent& e : t.progress) {
-      if (e.comm != s.comm) continue;
-      if (progress == nullptr || e.collectives > progress->collectives) {
-        reached_t = e.t;
-      } else if (e.collectives == progress->collectives) {
-        reached_t = std::min(reached_t, e.t);
-      }
-      if (progress == nullptr || e.collectives >= progress->collectives) progress = &e;
-    }
+    const ProgressEvent* progress = t.LastProgress(s.comm, &reached_t);
     uint64_t done_through_t = 0;
     uint64_t progress_t = 0;
     if (progress != nullptr) {

@@ -129,10 +129,19 @@ const CompletionTrackingEvent* ProcessTrace::Tracking(uint64_t comm) const {
   return nullptr;
 }
 
-const ProgressEvent* ProcessTrace::LastProgress(uint64_t comm) const {
+const ProgressEvent* ProcessTrace::LastProgress(uint64_t comm, uint64_t* reached_t) const {
   const ProgressEvent* last = nullptr;
-  for (const ProgressEvent& e : progress)
-    if (e.comm == comm && (last == nullptr || e.collectives >= last->collectives)) last = &e;
+  uint64_t reached = 0;
+  for (const ProgressEvent& e : progress) {
+    if (e.comm != comm) continue;
+    if (last == nullptr || e.collectives > last->collectives) {
+      reached = e.t;
+    } else if (e.collectives == last->collectives) {
+      reached = std::min(reached, e.t);
+    }
+    if (last == nullptr || e.collectives >= last->collectives) last = &e;
+  }
+  if (reached_t != nullptr) *reached_t = reached;
   return last;
 }
 

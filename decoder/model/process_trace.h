@@ -172,8 +172,10 @@ struct ProcessTrace {
   uint64_t LastCallOrder() const;
   // How `comm`'s completion was tracked, or nullptr when no record says.
   const CompletionTrackingEvent* Tracking(uint64_t comm) const;
-  // The latest Progress of `comm`, or nullptr.
-  const ProgressEvent* LastProgress(uint64_t comm) const;
+  // The latest Progress of `comm` of its highest count, or nullptr; with
+  // `reached_t`, also when the count first read that (the earliest Progress
+  // of it: the watcher writes one whenever any operation completes).
+  const ProgressEvent* LastProgress(uint64_t comm, uint64_t* reached_t = nullptr) const;
   // Back to an empty trace, keeping the tables' memory.
   void Reset();
 };
