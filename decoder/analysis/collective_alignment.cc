@@ -19,6 +19,7 @@ void CollectiveAlignment::AddMember(int process, const CommStream& stream,
     if (l.comm == stream.comm && l.rank == stream.rank && !l.digests.empty())
       m.left_out.emplace_back(l.FirstSeq(), l.EndSeq());
   const int me = static_cast<int>(members_.size());
+  clocks_.push_back(Clock{trace.clock, trace.anchors});
   // The first member with collectives gives the reference its numbers, in
   // a row: room for them at once.
   ref_.Reserve(stream.collectives.size());
@@ -44,11 +45,10 @@ void CollectiveAlignment::AddMember(int process, const CommStream& stream,
     if (e.seq >= m.hi || m.hi == 0) m.hi = e.seq;
     Reference& ref = ref_.At(e.seq);
     if (ref.provider < 0) {
-      ref.sig = sig;
-      ref.time_ns = trace.RealtimeNs(e.t);
+      ref.t = e.t;
+      ref.kind = KindOf(Kind{sig, e.caller});
       ref.provider = me;
-      ref.caller = e.caller;
-    } else if (!m.diverges && ref.sig != sig) {
+    } else if (!m.diverges && kinds_[ref.kind - 1].sig != sig) {
       m.diverges = true;
       m.first_divergence = e.seq;
       m.at_divergence = e;
@@ -56,6 +56,16 @@ void CollectiveAlignment::AddMember(int process, const CommStream& stream,
   }
   if (m.any) m.last = trace.collectives[stream.collectives.back()];
   members_.push_back(m);
+}
+
+uint32_t CollectiveAlignment::KindOf(const Kind& k) {
+  if (last_kind_ != 0 && kinds_[last_kind_ - 1] == k) return last_kind_;
+  auto it = interned_.find(k);
+  if (it != interned_.end()) return last_kind_ = it->second;
+  kinds_.push_back(k);
+  const uint32_t id = static_cast<uint32_t>(kinds_.size());
+  if (interned_.size() < kMaxInterned) interned_.emplace(k, id);
+  return last_kind_ = id;
 }
 
 std::optional<uint64_t> CollectiveAlignment::FirstDivergence() const {
@@ -69,10 +79,14 @@ bool CollectiveAlignment::ReferenceAt(uint64_t seq, CollectiveSignature* sig, in
                                       int* provider, uint64_t* caller) const {
   const Reference* ref = ref_.Find(seq);
   if (ref == nullptr || ref->provider < 0) return false;
-  if (sig) *sig = ref->sig;
-  if (entered_ns) *entered_ns = ref->time_ns;
+  const Kind& kind = kinds_[ref->kind - 1];
+  if (sig) *sig = kind.sig;
+  if (entered_ns) {
+    const Clock& c = clocks_[static_cast<size_t>(ref->provider)];
+    *entered_ns = RealtimeNsOn(c.clock, c.anchors, ref->t);
+  }
   if (provider) *provider = ref->provider;
-  if (caller) *caller = ref->caller;
+  if (caller) *caller = kind.caller;
   return true;
 }
 

@@ -12,7 +12,12 @@
 // different points are compared only where both hold the number.
 //
 // The reference lives in a SequenceWindow, so a crafted sequence number can
-// not make it allocate more than the traces hold.
+// not make it allocate more than the traces hold. It is 16 bytes a number:
+// when its provider entered it, on the provider's own clock (converted only
+// when asked: each member keeps its trace's clock), and what it was called
+// with, interned: a job repeats a few signatures from a few call sites, so
+// each distinct (signature, call site) is kept once. A job with more than
+// kMaxInterned of them keeps the rest once per number, as before (48 bytes).
 //
 // Signatures compare what NCCL needs to match: the operation (ncclBcast is a
 // Broadcast), count, datatype, reduction operator and root.
@@ -26,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "findings/collective_signature.h"
 #include "model/process_trace.h"
 #include "model/sequence_window.h"
@@ -71,13 +77,39 @@ class CollectiveAlignment {
   std::optional<uint64_t> Frontier() const;
 
  private:
-  struct Reference {  // 48 bytes, one for each collective
+  // What a collective was called with: its signature and call site.
+  struct Kind {
     CollectiveSignature sig;
-    int64_t time_ns = 0;
     uint64_t caller = 0;
-    int provider = -1;  // index into members_
+    bool operator==(const Kind& o) const { return sig == o.sig && caller == o.caller; }
+    template <typename H>
+    friend H AbslHashValue(H h, const Kind& k) {
+      return H::combine(std::move(h), k.sig.count, k.sig.call, k.sig.datatype, k.sig.redop,
+                        k.sig.root, k.caller);
+    }
   };
+  struct Reference {        // 16 bytes, one for each collective
+    uint64_t t = 0;         // when the provider entered it, on the provider's trace clock
+    uint32_t kind = 0;      // kinds_[kind - 1]
+    int32_t provider = -1;  // index into members_, -1: no member has the number yet
+  };
+  static_assert(sizeof(Reference) == 16, "a reference has grown");
+  // A member's trace clock (ProcessTrace::clock and anchors), to convert
+  // its references' times once its trace is let go.
+  struct Clock {
+    uint32_t clock = 0;
+    std::vector<TimeAnchorEvent> anchors;
+  };
+  static constexpr size_t kMaxInterned = 1 << 16;
+  // The index (from 1) into kinds_ of `k`: interned while there are fewer
+  // than kMaxInterned distinct, else appended for this number alone.
+  uint32_t KindOf(const Kind& k);
+
   SequenceWindow<Reference> ref_;
+  std::vector<Kind> kinds_;
+  absl::flat_hash_map<Kind, uint32_t> interned_;
+  uint32_t last_kind_ = 0;     // the last kind interned or found: most calls repeat one
+  std::vector<Clock> clocks_;  // one per member
   std::vector<AlignedMember> members_;
 };
 

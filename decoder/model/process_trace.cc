@@ -38,7 +38,7 @@ int32_t ProcessTrace::DisplayRank() const {
   return -1;
 }
 
-int64_t ProcessTrace::MonotonicNs(uint64_t t) const {
+int64_t MonotonicNsOn(uint32_t clock, const std::vector<TimeAnchorEvent>& anchors, uint64_t t) {
   if (clock == NCCLWATCH_CLOCK_MONOTONIC_NS || anchors.empty())
     return t > INT64_MAX ? INT64_MAX : static_cast<int64_t>(t);
   // TSC: the rate from the two anchors furthest apart, offset from the nearest.
@@ -64,17 +64,21 @@ int64_t ProcessTrace::MonotonicNs(uint64_t t) const {
   return static_cast<int64_t>(ns);
 }
 
-int64_t ProcessTrace::RealtimeNs(uint64_t t) const {
+int64_t RealtimeNsOn(uint32_t clock, const std::vector<TimeAnchorEvent>& anchors, uint64_t t) {
   if (anchors.empty()) return 0;
   const TimeAnchorEvent& a = anchors.front();
   // realtime - monotonic at the anchor, then added: both in 128 bits, then
   // clamped, so crafted anchors near 2^63 cannot overflow.
-  const __int128 v = static_cast<__int128>(MonotonicNs(t)) + static_cast<__int128>(a.realtime_ns) -
-                     static_cast<__int128>(a.monotonic_ns);
+  const __int128 v = static_cast<__int128>(MonotonicNsOn(clock, anchors, t)) +
+                     static_cast<__int128>(a.realtime_ns) - static_cast<__int128>(a.monotonic_ns);
   if (v > INT64_MAX) return INT64_MAX;
   if (v < INT64_MIN) return INT64_MIN;
   return static_cast<int64_t>(v);
 }
+
+int64_t ProcessTrace::MonotonicNs(uint64_t t) const { return MonotonicNsOn(clock, anchors, t); }
+
+int64_t ProcessTrace::RealtimeNs(uint64_t t) const { return RealtimeNsOn(clock, anchors, t); }
 
 int64_t ProcessTrace::RealtimeOfMonotonicNs(uint64_t monotonic_ns) const {
   if (anchors.empty()) return 0;

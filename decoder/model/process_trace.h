@@ -180,6 +180,13 @@ struct ProcessTrace {
   void Reset();
 };
 
+// A trace's ticks to CLOCK_MONOTONIC / CLOCK_REALTIME nanoseconds by its
+// clock and anchors (sorted by t), apart from the trace: what
+// ProcessTrace::MonotonicNs and RealtimeNs do, for an analysis that keeps
+// a trace's times once the trace is let go (the collective alignment).
+int64_t MonotonicNsOn(uint32_t clock, const std::vector<TimeAnchorEvent>& anchors, uint64_t t);
+int64_t RealtimeNsOn(uint32_t clock, const std::vector<TimeAnchorEvent>& anchors, uint64_t t);
+
 absl::StatusOr<ProcessTrace> LoadProcessTrace(const std::string& path);
 
 // After the last record is imported (RecordImporter): sorts the clock

@@ -301,3 +301,63 @@ TEST_CASE("a crafted #2^63-1 is held like any other number", "[alignment][hostil
   al.AddMember(0, StreamOf(t, kComm, 0), t);
   CHECK(*al.Frontier() == static_cast<uint64_t>(INT64_MAX));
 }
+
+TEST_CASE(
+    "a reference gives back its number's signature, call site and time, from the member that "
+    "provided it, on that member's clock",
+    "[alignment]") {
+  // Two call sites and two signatures, interleaved: the interned kinds
+  // must keep them apart.
+  std::vector<SyntheticProcess> ps;
+  for (int r = 0; r < 2; ++r) {
+    ps.emplace_back(r);
+    ps.back().Init(kComm, r, 2);
+    for (uint64_t s = 0; s < 40; ++s)
+      ps.back().Collective(kComm, s, s % 3 == 0 ? AllGather(8) : AllReduce(1024));
+  }
+  ps[0].ClockAhead(5000);  // the provider's host reads 5 us ahead
+  std::vector<ProcessTrace> traces = Build(ps);
+  for (ProcessTrace& t : traces)
+    for (ncclwatch::decoder::CollectiveEvent& e : t.collectives)
+      e.caller = e.seq % 2 == 0 ? 0x1000 : 0x2000;
+  const CollectiveAlignment al = Align(traces);
+  CHECK_FALSE(al.FirstDivergence());
+  for (uint64_t s = 0; s < 40; ++s) {
+    INFO("#" << s);
+    CollectiveSignature sig;
+    int64_t entered_ns = 0;
+    int provider = -1;
+    uint64_t caller = 0;
+    REQUIRE(al.ReferenceAt(s, &sig, &entered_ns, &provider, &caller));
+    const ncclwatch::decoder::CollectiveEvent& e = traces[0].collectives[s];
+    CHECK(sig == CollectiveSignature::Of(e));
+    CHECK(caller == (s % 2 == 0 ? 0x1000u : 0x2000u));
+    CHECK(provider == 0);
+    CHECK(entered_ns == traces[0].RealtimeNs(e.t));
+    CHECK(entered_ns == traces[1].RealtimeNs(traces[1].collectives[s].t) + 5000);
+  }
+}
+
+TEST_CASE("more distinct call sites than are interned: every reference still holds its own",
+          "[alignment]") {
+  // The synthetic call site is 0x400000 + seq: every number a kind of its own.
+  constexpr uint64_t kLast = 70'000;
+  std::vector<SyntheticProcess> ps;
+  for (int r = 0; r < 2; ++r) {
+    ps.emplace_back(r);
+    ps.back().Init(kComm, r, 2).Collectives(kComm, 0, kLast - 1);
+    ps.back().Collective(kComm, kLast, r == 1 ? AllReduce(1000) : AllReduce(1024));
+  }
+  const std::vector<ProcessTrace> traces = Build(ps);
+  const CollectiveAlignment al = Align(traces);
+  REQUIRE(al.FirstDivergence());
+  CHECK(*al.FirstDivergence() == kLast);
+  for (uint64_t s : {uint64_t{0}, uint64_t{65'535}, uint64_t{65'536}, uint64_t{69'999}, kLast}) {
+    INFO("#" << s);
+    CollectiveSignature sig;
+    uint64_t caller = 0;
+    REQUIRE(al.ReferenceAt(s, &sig, nullptr, nullptr, &caller));
+    CHECK(caller == 0x400000 + s);
+    CHECK(sig.count == 1024);
+  }
+}
