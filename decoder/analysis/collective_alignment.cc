@@ -1,5 +1,7 @@
 #include "analysis/collective_alignment.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "knowledge/nccl_semantics.h"
 
@@ -64,7 +66,7 @@ uint32_t CollectiveAlignment::KindOf(const Kind& k) {
   if (it != interned_.end()) return last_kind_ = it->second;
   kinds_.push_back(k);
   const uint32_t id = static_cast<uint32_t>(kinds_.size());
-  if (interned_.size() < kMaxInterned) interned_.emplace(k, id);
+  if (interned_.size() < std::max(kInternedFloor, ref_.size() / 8)) interned_.emplace(k, id);
   return last_kind_ = id;
 }
 

@@ -16,8 +16,10 @@
 // when its provider entered it, on the provider's own clock (converted only
 // when asked: each member keeps its trace's clock), and what it was called
 // with, interned: a job repeats a few signatures from a few call sites, so
-// each distinct (signature, call site) is kept once. A job with more than
-// kMaxInterned of them keeps the rest once per number, as before (48 bytes).
+// each distinct (signature, call site) is kept once. Only so many are
+// looked up (kInternedFloor, or an eighth of the numbers held, whichever is
+// more); the rest are kept once per number, so that numbers that are all
+// different (a crafted trace) cost about what they did before (48 bytes).
 //
 // Signatures compare what NCCL needs to match: the operation (ncclBcast is a
 // Broadcast), count, datatype, reduction operator and root.
@@ -100,9 +102,10 @@ class CollectiveAlignment {
     uint32_t clock = 0;
     std::vector<TimeAnchorEvent> anchors;
   };
-  static constexpr size_t kMaxInterned = 1 << 16;
-  // The index (from 1) into kinds_ of `k`: interned while there are fewer
-  // than kMaxInterned distinct, else appended for this number alone.
+  static constexpr size_t kInternedFloor = 1024;
+  // The index (from 1) into kinds_ of `k`: found among those interned, or
+  // appended, and interned while fewer than kInternedFloor or an eighth of
+  // the numbers held are.
   uint32_t KindOf(const Kind& k);
 
   SequenceWindow<Reference> ref_;

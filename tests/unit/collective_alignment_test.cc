@@ -340,7 +340,8 @@ TEST_CASE(
 
 TEST_CASE("more distinct call sites than are interned: every reference still holds its own",
           "[alignment]") {
-  // The synthetic call site is 0x400000 + seq: every number a kind of its own.
+  // The synthetic call site is 0x400000 + seq: every number a kind of its
+  // own, past what is interned (an eighth of them).
   constexpr uint64_t kLast = 70'000;
   std::vector<SyntheticProcess> ps;
   for (int r = 0; r < 2; ++r) {
