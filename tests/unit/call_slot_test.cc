@@ -36,9 +36,10 @@ using ncclwatch::decoder::TraceFile;
 using ncclwatch::decoder::TraceFileStats;
 
 void StartTracer() {
-  static jobs::TempDir* dir =
-      new jobs::TempDir;  // the tracer keeps its file while the process runs
-  setenv("NCCLWATCH_DIR", dir->path().c_str(), 1);
+  // Made before the tracer, so removed after it at exit: the tracer keeps
+  // its file for the life of the process, and the folder goes with it.
+  static jobs::TempDir dir;
+  setenv("NCCLWATCH_DIR", dir.path().c_str(), 1);
   setenv("NCCLWATCH_RING_SIZE", "64M", 1);  // the stress test's records, with room to spare
   shim::InitTracer();
   REQUIRE(shim::Tracing());
