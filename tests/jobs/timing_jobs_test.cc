@@ -119,7 +119,19 @@ TEST_CASE("a healthy job killed at its walltime: killed while running, no rank b
   REQUIRE(f.raw.fields().count("last_progress"));
   CHECK(f.raw.fields().at("last_progress").list_value().values_size() == 4);
   INFO("diagnosis:\n" << s.diagnosis.output);  // what else was found, when a run finds more
-  CHECK(s.diagnosis.findings.size() == 1);
+  // Nothing else, but for one thing a busy machine really does to this job:
+  // four ranks share two CPUs here, and when the scheduler keeps one of them
+  // late for a hundred steps, its trace shows a host straggler, truly (seen
+  // beside two busy loops and a build: 3.9 ms late at a 28 ms interval, for
+  // the last 98 of 159 collectives). That is a warning about the ranks'
+  // pace, never a rank blamed for the kill.
+  for (const auto& other : s.diagnosis.findings) {
+    if (&other == &f) continue;
+    INFO(other.kind << " (" << other.role << "): " << other.detail);
+    CHECK(other.kind == "straggler");
+    CHECK(other.role == "warning");
+    CHECK(other.String("cause") == "host");
+  }
 }
 
 // Rank 3 never calls ncclCommSplit and goes on to the world's first
