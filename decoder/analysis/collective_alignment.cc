@@ -21,7 +21,7 @@ void CollectiveAlignment::AddMember(int process, const CommStream& stream,
     if (l.comm == stream.comm && l.rank == stream.rank && !l.digests.empty())
       m.left_out.emplace_back(l.FirstSeq(), l.EndSeq());
   const int me = static_cast<int>(members_.size());
-  clocks_.push_back(Clock{trace.clock, trace.anchors});
+  bool provided = false;  // of any reference
   // The first member with collectives gives the reference its numbers, in
   // a row: room for them at once.
   ref_.Reserve(stream.collectives.size());
@@ -50,12 +50,16 @@ void CollectiveAlignment::AddMember(int process, const CommStream& stream,
       ref.t = e.t;
       ref.kind = KindOf(Kind{sig, e.caller});
       ref.provider = me;
+      provided = true;
     } else if (!m.diverges && kinds_[ref.kind - 1].sig != sig) {
       m.diverges = true;
       m.first_divergence = e.seq;
       m.at_divergence = e;
     }
   }
+  // Its clock, where a reference's time is on it (most members of a large
+  // communicator provide none: the first added does).
+  clocks_.push_back(provided ? Clock{trace.clock, trace.anchors} : Clock{});
   if (m.any) m.last = trace.collectives[stream.collectives.back()];
   members_.push_back(m);
 }

@@ -112,7 +112,7 @@ class CollectiveAlignment {
   std::vector<Kind> kinds_;
   absl::flat_hash_map<Kind, uint32_t> interned_;
   uint32_t last_kind_ = 0;     // the last kind interned or found: most calls repeat one
-  std::vector<Clock> clocks_;  // one per member
+  std::vector<Clock> clocks_;  // one per member (empty for one that provided no reference)
   std::vector<AlignedMember> members_;
 };
 

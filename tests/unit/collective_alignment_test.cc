@@ -362,3 +362,23 @@ TEST_CASE("more distinct call sites than are interned: every reference still hol
     CHECK(sig.count == 1024);
   }
 }
+
+TEST_CASE("numbers only a later member reached are timed on that member's clock", "[alignment]") {
+  std::vector<SyntheticProcess> ps;
+  ps.emplace_back(0);
+  ps.back().Init(kComm, 0, 2).Collectives(kComm, 0, 9);
+  ps.emplace_back(1);
+  ps.back().Init(kComm, 1, 2).Collectives(kComm, 0, 19);
+  ps[1].ClockAhead(-3000);
+  const std::vector<ProcessTrace> traces = Build(ps);
+  const CollectiveAlignment al = Align(traces);
+  for (uint64_t s : {uint64_t{5}, uint64_t{15}}) {
+    INFO("#" << s);
+    int64_t entered_ns = 0;
+    int provider = -1;
+    REQUIRE(al.ReferenceAt(s, nullptr, &entered_ns, &provider));
+    const size_t p = s < 10 ? 0 : 1;
+    CHECK(provider == static_cast<int>(p));
+    CHECK(entered_ns == traces[p].RealtimeNs(traces[p].collectives[s].t));
+  }
+}
