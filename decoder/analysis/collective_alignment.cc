@@ -21,7 +21,7 @@ void CollectiveAlignment::AddMember(int process, const CommStream& stream,
     if (l.comm == stream.comm && l.rank == stream.rank && !l.digests.empty())
       m.left_out.emplace_back(l.FirstSeq(), l.EndSeq());
   const int me = static_cast<int>(members_.size());
-  bool provided = false;  // of any reference
+  RealtimeClock realtime(trace);
   // The first member with collectives gives the reference its numbers, in
   // a row: room for them at once.
   ref_.Reserve(stream.collectives.size());
@@ -47,19 +47,15 @@ void CollectiveAlignment::AddMember(int process, const CommStream& stream,
     if (e.seq >= m.hi || m.hi == 0) m.hi = e.seq;
     Reference& ref = ref_.At(e.seq);
     if (ref.provider < 0) {
-      ref.t = e.t;
+      ref.time_ns = realtime(e.t);
       ref.kind = KindOf(Kind{sig, e.caller});
       ref.provider = me;
-      provided = true;
     } else if (!m.diverges && kinds_[ref.kind - 1].sig != sig) {
       m.diverges = true;
       m.first_divergence = e.seq;
       m.at_divergence = e;
     }
   }
-  // Its clock, where a reference's time is on it (most members of a large
-  // communicator provide none: the first added does).
-  clocks_.push_back(provided ? Clock{trace.clock, trace.anchors} : Clock{});
   if (m.any) m.last = trace.collectives[stream.collectives.back()];
   members_.push_back(m);
 }
@@ -87,10 +83,7 @@ bool CollectiveAlignment::ReferenceAt(uint64_t seq, CollectiveSignature* sig, in
   if (ref == nullptr || ref->provider < 0) return false;
   const Kind& kind = kinds_[ref->kind - 1];
   if (sig) *sig = kind.sig;
-  if (entered_ns) {
-    const Clock& c = clocks_[static_cast<size_t>(ref->provider)];
-    *entered_ns = RealtimeNsOn(c.clock, c.anchors, ref->t);
-  }
+  if (entered_ns) *entered_ns = ref->time_ns;
   if (provider) *provider = ref->provider;
   if (caller) *caller = kind.caller;
   return true;

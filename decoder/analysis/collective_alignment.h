@@ -13,13 +13,13 @@
 //
 // The reference lives in a SequenceWindow, so a crafted sequence number can
 // not make it allocate more than the traces hold. It is 16 bytes a number:
-// when its provider entered it, on the provider's own clock (converted only
-// when asked: each member keeps its trace's clock), and what it was called
-// with, interned: a job repeats a few signatures from a few call sites, so
-// each distinct (signature, call site) is kept once. Only so many are
-// looked up (kInternedFloor, or an eighth of the numbers held, whichever is
-// more); the rest are kept once per number, so that numbers that are all
-// different (a crafted trace) cost about what they did before (48 bytes).
+// when its provider (the first member added that reached it) entered it,
+// and what it was called with, interned: a job repeats a few signatures
+// from a few call sites, so each distinct (signature, call site) is kept
+// once. Only so many are interned (kInternedFloor, or an eighth of the
+// numbers held, whichever is more); the rest are kept once per number, so
+// numbers that are all different (a crafted trace) cost 50-100 bytes each
+// (48 before the interning), never more than the numbers held allow.
 //
 // Signatures compare what NCCL needs to match: the operation (ncclBcast is a
 // Broadcast), count, datatype, reduction operator and root.
@@ -91,17 +91,11 @@ class CollectiveAlignment {
     }
   };
   struct Reference {        // 16 bytes, one for each collective
-    uint64_t t = 0;         // when the provider entered it, on the provider's trace clock
+    int64_t time_ns = 0;    // when the provider entered it (realtime)
     uint32_t kind = 0;      // kinds_[kind - 1]
     int32_t provider = -1;  // index into members_, -1: no member has the number yet
   };
   static_assert(sizeof(Reference) == 16, "a reference has grown");
-  // A member's trace clock (ProcessTrace::clock and anchors), to convert
-  // its references' times once its trace is let go.
-  struct Clock {
-    uint32_t clock = 0;
-    std::vector<TimeAnchorEvent> anchors;
-  };
   static constexpr size_t kInternedFloor = 1024;
   // The index (from 1) into kinds_ of `k`: found among those interned, or
   // appended, and interned while fewer than kInternedFloor or an eighth of
@@ -111,8 +105,7 @@ class CollectiveAlignment {
   SequenceWindow<Reference> ref_;
   std::vector<Kind> kinds_;
   absl::flat_hash_map<Kind, uint32_t> interned_;
-  uint32_t last_kind_ = 0;     // the last kind interned or found: most calls repeat one
-  std::vector<Clock> clocks_;  // one per member (empty for one that provided no reference)
+  uint32_t last_kind_ = 0;  // the last kind KindOf returned: most calls repeat one
   std::vector<AlignedMember> members_;
 };
 

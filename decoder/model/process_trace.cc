@@ -38,22 +38,26 @@ int32_t ProcessTrace::DisplayRank() const {
   return -1;
 }
 
-int64_t MonotonicNsOn(uint32_t clock, const std::vector<TimeAnchorEvent>& anchors, uint64_t t) {
-  if (clock == NCCLWATCH_CLOCK_MONOTONIC_NS || anchors.empty())
-    return t > INT64_MAX ? INT64_MAX : static_cast<int64_t>(t);
-  // TSC: the rate from the two anchors furthest apart, offset from the nearest.
+namespace {
+
+// TSC ticks: ns per tick from the two anchors furthest apart (sorted by t).
+double AnchorRate(const std::vector<TimeAnchorEvent>& anchors) {
   const TimeAnchorEvent& a = anchors.front();
   const TimeAnchorEvent& b = anchors.back();
-  double rate = 1.0;  // ns per tick
-  if (b.t > a.t && b.monotonic_ns > a.monotonic_ns) {
-    rate = static_cast<double>(b.monotonic_ns - a.monotonic_ns) / static_cast<double>(b.t - a.t);
-  }
-  // Anchors are sorted by t: the nearest is at the first not before t, or just before it.
-  auto it = std::lower_bound(anchors.begin(), anchors.end(), t,
-                             [](const TimeAnchorEvent& x, uint64_t v) { return x.t < v; });
-  const TimeAnchorEvent* near = it == anchors.end() ? &anchors.back() : &*it;
-  if (it != anchors.begin()) {
-    const TimeAnchorEvent* before = &*(it - 1);
+  if (b.t > a.t && b.monotonic_ns > a.monotonic_ns)
+    return static_cast<double>(b.monotonic_ns - a.monotonic_ns) / static_cast<double>(b.t - a.t);
+  return 1.0;
+}
+
+int64_t ClampTicks(uint64_t t) { return t > INT64_MAX ? INT64_MAX : static_cast<int64_t>(t); }
+
+// TSC tick `t` on CLOCK_MONOTONIC, offset from the nearest anchor: the one
+// at `lower` (the first not before t) or the one just before it.
+int64_t MonotonicNear(const std::vector<TimeAnchorEvent>& anchors, size_t lower, double rate,
+                      uint64_t t) {
+  const TimeAnchorEvent* near = lower == anchors.size() ? &anchors.back() : &anchors[lower];
+  if (lower != 0) {
+    const TimeAnchorEvent* before = &anchors[lower - 1];
     if (t - before->t < (near->t > t ? near->t - t : t - near->t)) near = before;
   }
   const double ns = static_cast<double>(near->monotonic_ns) +
@@ -64,30 +68,57 @@ int64_t MonotonicNsOn(uint32_t clock, const std::vector<TimeAnchorEvent>& anchor
   return static_cast<int64_t>(ns);
 }
 
-int64_t RealtimeNsOn(uint32_t clock, const std::vector<TimeAnchorEvent>& anchors, uint64_t t) {
-  if (anchors.empty()) return 0;
+size_t LowerAnchor(const std::vector<TimeAnchorEvent>& anchors, uint64_t t) {
+  return static_cast<size_t>(
+      std::lower_bound(anchors.begin(), anchors.end(), t,
+                       [](const TimeAnchorEvent& x, uint64_t v) { return x.t < v; }) -
+      anchors.begin());
+}
+
+// A CLOCK_MONOTONIC time on CLOCK_REALTIME, by the first anchor: realtime -
+// monotonic there, then added, both in 128 bits, then clamped, so crafted
+// anchors near 2^63 cannot overflow.
+int64_t RealtimeOfMonotonic(const std::vector<TimeAnchorEvent>& anchors, __int128 monotonic_ns) {
   const TimeAnchorEvent& a = anchors.front();
-  // realtime - monotonic at the anchor, then added: both in 128 bits, then
-  // clamped, so crafted anchors near 2^63 cannot overflow.
-  const __int128 v = static_cast<__int128>(MonotonicNsOn(clock, anchors, t)) +
-                     static_cast<__int128>(a.realtime_ns) - static_cast<__int128>(a.monotonic_ns);
+  const __int128 v =
+      monotonic_ns + static_cast<__int128>(a.realtime_ns) - static_cast<__int128>(a.monotonic_ns);
   if (v > INT64_MAX) return INT64_MAX;
   if (v < INT64_MIN) return INT64_MIN;
   return static_cast<int64_t>(v);
 }
 
-int64_t ProcessTrace::MonotonicNs(uint64_t t) const { return MonotonicNsOn(clock, anchors, t); }
+}  // namespace
 
-int64_t ProcessTrace::RealtimeNs(uint64_t t) const { return RealtimeNsOn(clock, anchors, t); }
+int64_t ProcessTrace::MonotonicNs(uint64_t t) const {
+  if (clock == NCCLWATCH_CLOCK_MONOTONIC_NS || anchors.empty()) return ClampTicks(t);
+  return MonotonicNear(anchors, LowerAnchor(anchors, t), AnchorRate(anchors), t);
+}
+
+int64_t ProcessTrace::RealtimeNs(uint64_t t) const {
+  if (anchors.empty()) return 0;
+  return RealtimeOfMonotonic(anchors, MonotonicNs(t));
+}
+
+RealtimeClock::RealtimeClock(const ProcessTrace& trace)
+    : anchors_(trace.anchors),
+      ticks_(trace.clock != NCCLWATCH_CLOCK_MONOTONIC_NS && !trace.anchors.empty()),
+      rate_(ticks_ ? AnchorRate(trace.anchors) : 1.0) {}
+
+int64_t RealtimeClock::operator()(uint64_t t) {
+  if (anchors_.empty()) return 0;
+  if (!ticks_) return RealtimeOfMonotonic(anchors_, ClampTicks(t));
+  if (t < last_t_) {
+    lower_ = LowerAnchor(anchors_, t);
+  } else {
+    while (lower_ < anchors_.size() && anchors_[lower_].t < t) ++lower_;
+  }
+  last_t_ = t;
+  return RealtimeOfMonotonic(anchors_, MonotonicNear(anchors_, lower_, rate_, t));
+}
 
 int64_t ProcessTrace::RealtimeOfMonotonicNs(uint64_t monotonic_ns) const {
   if (anchors.empty()) return 0;
-  const TimeAnchorEvent& a = anchors.front();
-  const __int128 v = static_cast<__int128>(monotonic_ns) + static_cast<__int128>(a.realtime_ns) -
-                     static_cast<__int128>(a.monotonic_ns);
-  if (v > INT64_MAX) return INT64_MAX;
-  if (v < INT64_MIN) return INT64_MIN;
-  return static_cast<int64_t>(v);
+  return RealtimeOfMonotonic(anchors, static_cast<__int128>(monotonic_ns));
 }
 
 const ModuleInfo* ProcessTrace::ModuleAt(uint64_t address) const {

@@ -180,12 +180,24 @@ struct ProcessTrace {
   void Reset();
 };
 
-// A trace's ticks to CLOCK_MONOTONIC / CLOCK_REALTIME nanoseconds by its
-// clock and anchors (sorted by t), apart from the trace: what
-// ProcessTrace::MonotonicNs and RealtimeNs do, for an analysis that keeps
-// a trace's times once the trace is let go (the collective alignment).
-int64_t MonotonicNsOn(uint32_t clock, const std::vector<TimeAnchorEvent>& anchors, uint64_t t);
-int64_t RealtimeNsOn(uint32_t clock, const std::vector<TimeAnchorEvent>& anchors, uint64_t t);
+// A trace's ticks to CLOCK_REALTIME nanoseconds, each exactly as
+// ProcessTrace::RealtimeNs converts it, for times asked mostly in ascending
+// order (a rank's calls): the nearest anchor is followed along instead of
+// searched for every time (a time before the last one asked is searched).
+// For an analysis that converts a time per call (the collective alignment).
+// Holds a reference to the trace's anchors: use it while the trace lives.
+class RealtimeClock {
+ public:
+  explicit RealtimeClock(const ProcessTrace& trace);
+  int64_t operator()(uint64_t t);
+
+ private:
+  const std::vector<TimeAnchorEvent>& anchors_;
+  const bool ticks_;  // TSC ticks with anchors; else the times are CLOCK_MONOTONIC's
+  const double rate_;
+  size_t lower_ = 0;  // the first anchor not before last_t_
+  uint64_t last_t_ = 0;
+};
 
 absl::StatusOr<ProcessTrace> LoadProcessTrace(const std::string& path);
 

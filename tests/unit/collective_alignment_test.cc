@@ -319,7 +319,7 @@ TEST_CASE(
   std::vector<ProcessTrace> traces = Build(ps);
   for (ProcessTrace& t : traces)
     for (ncclwatch::decoder::CollectiveEvent& e : t.collectives)
-      e.caller = e.seq % 2 == 0 ? 0x1000 : 0x2000;
+      e.caller = (e.seq / 4) % 2 == 0 ? 0x1000 : 0x2000;  // runs of one call site
   const CollectiveAlignment al = Align(traces);
   CHECK_FALSE(al.FirstDivergence());
   for (uint64_t s = 0; s < 40; ++s) {
@@ -331,7 +331,7 @@ TEST_CASE(
     REQUIRE(al.ReferenceAt(s, &sig, &entered_ns, &provider, &caller));
     const ncclwatch::decoder::CollectiveEvent& e = traces[0].collectives[s];
     CHECK(sig == CollectiveSignature::Of(e));
-    CHECK(caller == (s % 2 == 0 ? 0x1000u : 0x2000u));
+    CHECK(caller == ((s / 4) % 2 == 0 ? 0x1000u : 0x2000u));
     CHECK(provider == 0);
     CHECK(entered_ns == traces[0].RealtimeNs(e.t));
     CHECK(entered_ns == traces[1].RealtimeNs(traces[1].collectives[s].t) + 5000);
@@ -353,32 +353,66 @@ TEST_CASE("more distinct call sites than are interned: every reference still hol
   const CollectiveAlignment al = Align(traces);
   REQUIRE(al.FirstDivergence());
   CHECK(*al.FirstDivergence() == kLast);
-  for (uint64_t s : {uint64_t{0}, uint64_t{65'535}, uint64_t{65'536}, uint64_t{69'999}, kLast}) {
+  // The first 1,024 kinds are interned, and then one in eight numbers'.
+  for (uint64_t s : {uint64_t{0}, uint64_t{1'023}, uint64_t{1'024}, uint64_t{1'025},
+                     uint64_t{40'000}, uint64_t{69'999}, kLast}) {
     INFO("#" << s);
     CollectiveSignature sig;
     uint64_t caller = 0;
-    REQUIRE(al.ReferenceAt(s, &sig, nullptr, nullptr, &caller));
+    int64_t entered_ns = 0;
+    int provider = -1;
+    REQUIRE(al.ReferenceAt(s, &sig, &entered_ns, &provider, &caller));
     CHECK(caller == 0x400000 + s);
     CHECK(sig.count == 1024);
+    CHECK(provider == 0);
+    CHECK(entered_ns == traces[0].RealtimeNs(traces[0].collectives[s].t));
   }
 }
 
 TEST_CASE("numbers only a later member reached are timed on that member's clock", "[alignment]") {
+  // Rank 0 provides #0-#9, rank 1 (its host 3 us behind) nothing new, rank 2
+  // (1 us ahead) #10-#19.
   std::vector<SyntheticProcess> ps;
   ps.emplace_back(0);
-  ps.back().Init(kComm, 0, 2).Collectives(kComm, 0, 9);
+  ps.back().Init(kComm, 0, 3).Collectives(kComm, 0, 9);
   ps.emplace_back(1);
-  ps.back().Init(kComm, 1, 2).Collectives(kComm, 0, 19);
+  ps.back().Init(kComm, 1, 3).Collectives(kComm, 0, 4);
+  ps.emplace_back(2);
+  ps.back().Init(kComm, 2, 3).Collectives(kComm, 0, 19);
   ps[1].ClockAhead(-3000);
+  ps[2].ClockAhead(1000);
   const std::vector<ProcessTrace> traces = Build(ps);
   const CollectiveAlignment al = Align(traces);
-  for (uint64_t s : {uint64_t{5}, uint64_t{15}}) {
+  for (uint64_t s : {uint64_t{2}, uint64_t{5}, uint64_t{10}, uint64_t{19}}) {
     INFO("#" << s);
     int64_t entered_ns = 0;
     int provider = -1;
     REQUIRE(al.ReferenceAt(s, nullptr, &entered_ns, &provider));
-    const size_t p = s < 10 ? 0 : 1;
+    const size_t p = s < 10 ? 0 : 2;
     CHECK(provider == static_cast<int>(p));
     CHECK(entered_ns == traces[p].RealtimeNs(traces[p].collectives[s].t));
   }
+}
+
+TEST_CASE("RealtimeClock converts as RealtimeNs does, in any order", "[alignment][clock]") {
+  // A TSC clock with anchors at uneven rates, asked in ascending order, then
+  // backwards, then at and between anchors.
+  ProcessTrace t;
+  t.clock = NCCLWATCH_CLOCK_TSC;
+  t.anchors = {{1000, 5'000, 1'700'000'000'000'000'000}, {3000, 6'100, 0}, {9000, 9'000, 0}};
+  ncclwatch::decoder::RealtimeClock clock(t);
+  std::vector<uint64_t> times;
+  for (uint64_t x = 0; x <= 12'000; x += 250) times.push_back(x);
+  for (int64_t x = 12'000; x > 0; x -= 333) times.push_back(static_cast<uint64_t>(x));
+  times.insert(times.end(), {1000, 2000, 2001, 1999, 3000, 6000, 6001, UINT64_MAX, 0});
+  for (uint64_t x : times) {
+    INFO("t " << x);
+    CHECK(clock(x) == t.RealtimeNs(x));
+  }
+  t.clock = NCCLWATCH_CLOCK_MONOTONIC_NS;
+  ncclwatch::decoder::RealtimeClock monotonic(t);
+  for (uint64_t x : times) CHECK(monotonic(x) == t.RealtimeNs(x));
+  t.anchors.clear();
+  ncclwatch::decoder::RealtimeClock none(t);
+  CHECK(none(5) == 0);
 }
