@@ -11,6 +11,8 @@
 #include "model/record_importer.h"
 #include "model/stream_builder.h"
 #include "ncclwatch/trace_fields.h"
+#include "trace/call_slot.h"
+#include "trace/trace_file.h"
 #include "util/status_macros.h"
 
 namespace ncclwatch::decoder {
@@ -250,31 +252,42 @@ void FinishProcessTrace(ProcessTrace* p) {
   RestoreHeldOperations(p);
 }
 
-namespace {
-
-// One reading of the file into `p` (reset first).
-absl::Status LoadOnce(const std::string& path, ReadMode mode, ProcessTrace* trace) {
+void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace,
+                      const CollectiveSlotFn* collective) {
   ProcessTrace& p = *trace;
   std::vector<CommStream> old_streams = std::move(p.streams);  // their memory is reused
   p.Reset();
   timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   p.read_ns = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-  NCCLWATCH_ASSIGN_OR_RETURN(std::unique_ptr<TraceFile> file, TraceFile::Open(path, mode));
-  p.path = path;
-  p.clock = file->header().clock;
-  p.pid = file->header().pid;
-  p.created_realtime_ns = file->header().created_realtime_ns;
-  p.host = file->header().host;
+  p.path = file.path();
+  p.clock = file.header().clock;
+  p.pid = file.header().pid;
+  p.created_realtime_ns = file.header().created_realtime_ns;
+  p.host = file.header().host;
   // Bounded at a 4 GiB ring's slots, so that a crafted header (a huge
   // sparse file) cannot ask for more.
-  p.call_table_room = std::min<uint64_t>(file->SlotsInUse(), uint64_t{1} << 25);
+  p.call_table_room = std::min<uint64_t>(file.SlotsInUse(), uint64_t{1} << 25);
   RecordImporter importer(&p);
   importer.Recycle(std::move(old_streams));
-  file->ForEachEntry(
+  file.ForEachEntry(
       [&](bool, uint64_t, uint8_t kind, absl::Span<const uint8_t> bytes) {
-        if (kind == NCCLWATCH_SLOT_SINGLE ? importer.Import(bytes)
-                                          : importer.ImportCallSlot(kind, bytes)) {
+        bool parsed;
+        if (kind == NCCLWATCH_SLOT_SINGLE) {
+          parsed = importer.Import(bytes);
+        } else if (collective != nullptr && kind == NCCLWATCH_SLOT_COLLECTIVE) {
+          // The call takes its place in the timeline as a row would.
+          parsed = bytes.size() == NCCLWATCH_SLOT_PAYLOAD_BYTES;
+          if (parsed) {
+            ++p.last_order;
+            const uint64_t t = ReadCallSlot(bytes).t;
+            if (t > p.last_t) p.last_t = t;
+            (*collective)(bytes);
+          }
+        } else {
+          parsed = importer.ImportCallSlot(kind, bytes);
+        }
+        if (parsed) {
           ++p.records;
         } else {
           ++p.unparsed_records;
@@ -282,6 +295,14 @@ absl::Status LoadOnce(const std::string& path, ReadMode mode, ProcessTrace* trac
       },
       &p.stats);
   importer.Finish();
+}
+
+namespace {
+
+// One reading of the file into `p` (reset first).
+absl::Status LoadOnce(const std::string& path, ReadMode mode, ProcessTrace* trace) {
+  NCCLWATCH_ASSIGN_OR_RETURN(std::unique_ptr<TraceFile> file, TraceFile::Open(path, mode));
+  ReadProcessTrace(*file, trace);
   return absl::OkStatus();
 }
 

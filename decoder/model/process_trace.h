@@ -24,7 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "model/comm_stream.h"
 #include "model/events.h"
 #include "model/left_out_calls.h"
@@ -32,6 +34,8 @@
 #include "trace/trace_file.h"
 
 namespace ncclwatch::decoder {
+
+class TraceFile;
 
 // The pid namespace of a host's init, whose numbers dmesg uses
 // (PROC_PID_INIT_INO, include/linux/proc_ns.h): a process's pid in it is
@@ -221,6 +225,19 @@ void SortAnchors(ProcessTrace* trace);
 // copied when its reader cannot vouch for what it read in place
 // (TraceFileStats::read_again: a live writer lapped it, or it shrank).
 absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace);
+
+// One reading of `file` into `trace` (reset first, its memory kept), as
+// LoadProcessTraceInto reads it, for a caller that reads the file more than
+// once: the caller reads it again copied where `trace->stats.read_again`
+// says. With `collective` set, each collective's call slot (its payload)
+// is handed to it instead of becoming a row: the call still takes its place
+// in the timeline (`order`) and counts as a record, but
+// `trace->collectives` and the streams' collectives stay empty (but for
+// the held operations restored). For a reader that keeps its own account of
+// a big trace's collectives (summary/summary_writer.cc).
+using CollectiveSlotFn = absl::FunctionRef<void(absl::Span<const uint8_t> payload)>;
+void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace,
+                      const CollectiveSlotFn* collective = nullptr);
 
 }  // namespace ncclwatch::decoder
 

@@ -174,42 +174,189 @@ bool AppendRuns(const Window& w, const BlockSums& sums, const Run& proto, std::v
   return out->size() > first;
 }
 
-// The blocks of `s`'s collectives left out, as runs of blocks (none when
-// the stream is short, or its numbers are not a run: a crafted or torn
-// trace keeps all). The blocks where the stream stops stay whole: the one
-// its GPU was working on (the first collective its last Progress does not
-// count) and those the watcher held an operation of, so the operation a
-// hang is about is described from the summary as from the trace.
-bool LeftOut(const ProcessTrace& p, const CommStream& s, uint64_t window,
-             std::vector<LeftOutCalls>* out, Window* w) {
-  if (s.collectives.empty()) return false;
+// The first reading's account of one (communicator, rank)'s collectives,
+// kept instead of their rows (a big ring's rows cost more memory than the
+// summary is worth): how many calls and their lowest and highest numbers,
+// which numbers came (a bit each: a held operation is restored where the
+// ring lost it, as the model restores it), how many calls each block of the
+// grid holds, and the number of the first call still pending. Numbers that
+// stray far from a run (a crafted or torn trace) stop the account: the
+// stream is kept whole.
+class CollectiveSurvey {
+ public:
+  CollectiveSurvey(uint64_t comm_, int32_t rank_, uint64_t first_order_)
+      : comm(comm_), rank(rank_), first_order(first_order_) {}
+
+  void Add(uint64_t seq) {
+    ++calls;
+    lo = std::min(lo, seq);
+    hi = std::max(hi, seq);
+    if (irregular) return;
+    const uint64_t block = seq / kLeftOutBlock;
+    if (counts_.empty()) base_ = block;
+    if (block < base_) {
+      const uint64_t more = base_ - block;
+      if (!Fits(counts_.size() + more)) return Stop();
+      counts_.insert(counts_.begin(), more, 0);
+      bits_.insert(bits_.begin(), more * kWordsPerBlock, 0);
+      base_ = block;
+    }
+    const uint64_t at = block - base_;
+    if (at >= counts_.size()) {
+      if (!Fits(at + 1)) return Stop();
+      counts_.resize(at + 1, 0);
+      bits_.resize((at + 1) * kWordsPerBlock, 0);
+    }
+    const uint64_t bit = seq - base_ * kLeftOutBlock;
+    bits_[bit / 64] |= uint64_t{1} << (bit % 64);
+    if (counts_[at] != UINT32_MAX) ++counts_[at];
+  }
+  bool Has(uint64_t seq) const {
+    const uint64_t block = seq / kLeftOutBlock;
+    if (irregular || counts_.empty() || block < base_ || block - base_ >= counts_.size())
+      return false;
+    const uint64_t bit = seq - base_ * kLeftOutBlock;
+    return (bits_[bit / 64] >> (bit % 64) & 1) != 0;
+  }
+  // Calls in block `block` (BlockSums' count: UINT32_MAX at most).
+  uint32_t CallsIn(uint64_t block) const {
+    if (block < base_ || block - base_ >= counts_.size()) return 0;
+    return counts_[block - base_];
+  }
+
+  uint64_t comm;
+  int32_t rank;
+  uint64_t first_order;  // where its first call lies in the timeline
+  uint64_t calls = 0;
   uint64_t lo = UINT64_MAX;
   uint64_t hi = 0;
-  for (uint32_t i : s.collectives) {
-    lo = std::min(lo, p.collectives[i].seq);
-    hi = std::max(hi, p.collectives[i].seq);
+  uint64_t first_pending = UINT64_MAX;  // the number of its first call pending
+  bool any_pending = false;
+  bool irregular = false;
+
+ private:
+  static constexpr uint64_t kWordsPerBlock = kLeftOutBlock / 64;
+  // A run's numbers span as many blocks as its calls fill, and one more.
+  bool Fits(uint64_t blocks) const { return blocks <= 2 * (calls / kLeftOutBlock) + 64; }
+  void Stop() {
+    irregular = true;
+    counts_ = {};
+    bits_ = {};
   }
-  if (!MiddleBlocks(lo, hi, s.collectives.size(), window, UINT64_MAX, w)) return false;
+  uint64_t base_ = 0;  // the first block counted
+  std::vector<uint32_t> counts_;
+  std::vector<uint64_t> bits_;
+};
+
+// The collectives' window of survey `s`: the middle past `window` at each
+// end, on the block grid, but for the blocks where the stream stops, kept
+// whole: the one its GPU was working on (the first collective its last
+// Progress does not count) and those the watcher held an operation of, so
+// the operation a hang is about is described from the summary as from the
+// trace. False when nothing would be left out (a short stream, numbers that
+// are not a run). `sums` gets the blocks' counts; their digests are summed
+// as the calls left out are read.
+bool CollectiveWindow(const ProcessTrace& p, const CollectiveSurvey& s, uint64_t window, Window* w,
+                      std::optional<BlockSums>* sums) {
+  if (s.calls == 0 || s.irregular) return false;
+  if (!MiddleBlocks(s.lo, s.hi, s.calls, window, UINT64_MAX, w)) return false;
   if (const ProgressEvent* e = p.LastProgress(s.comm))
     w->kept.push_back(e->collectives / kLeftOutBlock);
   for (const HeldOperationEvent& h : p.held)
     if (h.comm == s.comm && h.rank == s.rank) w->kept.push_back(h.seq / kLeftOutBlock);
-  for (uint32_t i : s.pending_collectives) {
-    w->kept.push_back(p.collectives[i].seq / kLeftOutBlock);
-    break;  // the first: the others queue behind it
-  }
-  BlockSums sums(*w);
-  for (uint32_t i : s.collectives) {
-    const CollectiveEvent& e = p.collectives[i];
-    sums.Add(*w, e.seq, [&] { return CallDigest(e.seq, CollectiveSignature::Of(e)); });
-  }
-  KeepPartialBlocks(sums.counts, w);
-  // The runs of blocks left out, each with its digests.
-  LeftOutCalls proto;
-  proto.comm = s.comm;
-  proto.rank = s.rank;
-  return AppendRuns(*w, sums, proto, out);
+  if (s.any_pending) w->kept.push_back(s.first_pending / kLeftOutBlock);  // the others queue behind
+  sums->emplace(*w);
+  for (size_t b = 0; b < (*sums)->counts.size(); ++b)
+    (*sums)->counts[b] = s.CallsIn(w->begin / kLeftOutBlock + b);
+  KeepPartialBlocks((*sums)->counts, w);
+  for (uint64_t b = w->begin / kLeftOutBlock; b < w->end / kLeftOutBlock; ++b)
+    if (!std::binary_search(w->kept.begin(), w->kept.end(), b)) return true;
+  return false;
 }
+
+// Every (communicator, rank)'s collectives surveyed from a trace read with
+// its collectives handed over (ReadProcessTrace), and their windows.
+class CollectiveSurveys {
+ public:
+  // A collective call slot's payload, in timeline order (`order`: the
+  // trace's last_order, the call's own place).
+  void Add(absl::Span<const uint8_t> payload, uint64_t order) {
+    const ncclwatch_call_slot slot = ReadCallSlot(payload);
+    if (slot.comm == 0 || slot.rank < 0 || !Accepted(slot.result)) return;
+    CollectiveSurvey& s = Of(slot.comm, slot.rank, order);
+    s.Add(slot.seq);
+    if (slot.result == kResultPending && !s.any_pending) {
+      s.any_pending = true;
+      s.first_pending = slot.seq;
+    }
+  }
+
+  // After the reading: the held operations the ring lost, counted as the
+  // model restores them (process_trace.cc RestoreHeldOperations) into a
+  // stream the trace holds.
+  void RestoreHeld(const ProcessTrace& p) {
+    for (const HeldOperationEvent& h : p.held) {
+      if (h.comm == 0 || h.rank < 0 || h.call == f::kSend || h.call == f::kRecv) continue;
+      auto it = index_.find({h.comm, h.rank});
+      if (it == index_.end()) {
+        bool held_stream = false;
+        for (const CommStream& s : p.streams) held_stream |= s.comm == h.comm && s.rank == h.rank;
+        if (!held_stream) continue;
+        it = index_.emplace(std::make_pair(h.comm, h.rank), surveys_.size()).first;
+        surveys_.emplace_back(h.comm, h.rank, UINT64_MAX);
+      }
+      CollectiveSurvey& s = surveys_[it->second];
+      if (!s.Has(h.seq)) s.Add(h.seq);
+    }
+  }
+
+  // The surveys in the order of the trace's streams (model/stream_builder.h:
+  // the formed memberships' first, then the others by their first call,
+  // collective or send and receive).
+  std::vector<const CollectiveSurvey*> InStreamOrder(const ProcessTrace& p) const {
+    std::vector<const CollectiveSurvey*> formed;
+    std::vector<std::pair<uint64_t, const CollectiveSurvey*>> others;
+    std::map<std::pair<uint64_t, int32_t>, const CommStream*> streams;
+    for (const CommStream& s : p.streams) streams[{s.comm, s.rank}] = &s;
+    for (const CollectiveSurvey& c : surveys_) {
+      auto st = streams.find({c.comm, c.rank});
+      if (st != streams.end() && st->second->membership >= 0) continue;  // below
+      uint64_t first = c.first_order;
+      if (st != streams.end() && !st->second->p2p.empty())
+        first = std::min(first, p.p2p[st->second->p2p.front()].order);
+      others.emplace_back(first, &c);
+    }
+    for (const CommStream& s : p.streams) {
+      if (s.membership < 0) continue;
+      auto it = index_.find({s.comm, s.rank});
+      if (it != index_.end()) formed.push_back(&surveys_[it->second]);
+    }
+    std::stable_sort(others.begin(), others.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [order, c] : others) formed.push_back(c);
+    return formed;
+  }
+
+  void Clear() {
+    surveys_.clear();
+    index_.clear();
+    last_ = SIZE_MAX;
+  }
+
+ private:
+  CollectiveSurvey& Of(uint64_t comm, int32_t rank, uint64_t order) {
+    if (last_ < surveys_.size() && surveys_[last_].comm == comm && surveys_[last_].rank == rank)
+      return surveys_[last_];
+    auto [it, fresh] = index_.emplace(std::make_pair(comm, rank), surveys_.size());
+    if (fresh) surveys_.emplace_back(comm, rank, order);
+    last_ = it->second;
+    return surveys_[last_];
+  }
+
+  std::vector<CollectiveSurvey> surveys_;
+  std::map<std::pair<uint64_t, int32_t>, size_t> index_;
+  size_t last_ = SIZE_MAX;
+};
 
 // A send or receive stream: (communicator, the rank that posted, its peer,
 // whether it sends).
@@ -283,15 +430,54 @@ void LeftOutP2pOf(const ProcessTrace& p, uint64_t window, std::vector<LeftOutP2p
 absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTrace* p,
                             std::string* section, SummaryStats* stats,
                             std::optional<FlatRecord>* node_inventory) {
-  if (absl::Status s = LoadProcessTraceInto(path, p); !s.ok()) return s;
-  std::map<std::pair<uint64_t, int32_t>, Window> windows;
-  std::vector<LeftOutCalls> left_out;
-  for (const CommStream& s : p->streams) {
-    Window w;
-    const CommMembership* m = p->Membership(s.comm, s.rank);
-    const uint64_t comm_window = CommWindow(window, m != nullptr ? m->nranks : -1);
-    if (LeftOut(*p, s, comm_window, &left_out, &w)) windows[{s.comm, s.rank}] = std::move(w);
+  // The first reading: the model but for the collectives' rows, each
+  // collective counted into its stream's survey instead.
+  ReadMode file_mode = ReadMode::kMapped;
+  absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(path, file_mode);
+  if (!file.ok()) return file.status();
+  CollectiveSurveys surveys;
+  auto survey = [&] {
+    surveys.Clear();
+    auto count = [&](absl::Span<const uint8_t> payload) { surveys.Add(payload, p->last_order); };
+    const CollectiveSlotFn add = count;
+    ReadProcessTrace(**file, p, &add);
+  };
+  survey();
+  if (p->stats.read_again) {  // as LoadProcessTraceInto: read again, copied
+    file_mode = ReadMode::kCopied;
+    file = TraceFile::Open(path, file_mode);
+    if (!file.ok()) return file.status();
+    survey();
   }
+  surveys.RestoreHeld(*p);
+  // Each stream's collectives' window; the digests of the blocks left out
+  // are summed as the second reading leaves their calls out.
+  struct Cut {
+    uint64_t comm;
+    int32_t rank;
+    Window w;
+    BlockSums sums;
+  };
+  std::vector<Cut> cuts;
+  std::map<std::pair<uint64_t, int32_t>, size_t> cut_of;
+  for (const CollectiveSurvey* c : surveys.InStreamOrder(*p)) {
+    Window w;
+    std::optional<BlockSums> sums;
+    const CommMembership* m = p->Membership(c->comm, c->rank);
+    const uint64_t comm_window = CommWindow(window, m != nullptr ? m->nranks : -1);
+    if (!CollectiveWindow(*p, *c, comm_window, &w, &sums)) continue;
+    cut_of[{c->comm, c->rank}] = cuts.size();
+    cuts.push_back({c->comm, c->rank, std::move(w), std::move(*sums)});
+  }
+  size_t last_cut = SIZE_MAX;
+  auto cut = [&](uint64_t comm, int32_t rank) -> Cut* {
+    if (last_cut < cuts.size() && cuts[last_cut].comm == comm && cuts[last_cut].rank == rank)
+      return &cuts[last_cut];
+    auto it = cut_of.find({comm, rank});
+    if (it == cut_of.end()) return nullptr;
+    last_cut = it->second;
+    return &cuts[last_cut];
+  };
   std::map<P2pKey, Window> p2p_windows;
   std::vector<LeftOutP2p> left_out_p2p;
   // Sends, receives and group calls keep fewer at each end than the
@@ -333,8 +519,12 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
     progress_seen.clear();
     gpu_seen.clear();
     left_gpu.clear();
-    absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(path, mode);
-    if (!file.ok()) return file.status();
+    for (Cut& c : cuts) std::fill(c.sums.digests.begin(), c.sums.digests.end(), 0);
+    if (file_mode != mode) {  // the second reading asks for a copy
+      file_mode = mode;
+      file = TraceFile::Open(path, mode);
+      if (!file.ok()) return file.status();
+    }
     uint8_t previous[kSlotKinds][kSummaryContexts][NCCLWATCH_SLOT_PAYLOAD_BYTES] = {};
     uint16_t last_mask[kSlotKinds][kSummaryContexts] = {};
     SlotPredictor predictor;
@@ -395,8 +585,16 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
           const ncclwatch_call_slot slot = ReadCallSlot(bytes);
           if (kind == NCCLWATCH_SLOT_COLLECTIVE && slot.comm != 0 && slot.rank >= 0 &&
               Accepted(slot.result)) {
-            auto it = windows.find({slot.comm, slot.rank});
-            if (it != windows.end() && it->second.LeftOut(slot.seq)) {
+            Cut* c = cut(slot.comm, slot.rank);
+            if (c != nullptr && c->w.LeftOut(slot.seq)) {
+              CollectiveEvent row;
+              row.call = slot.call;
+              row.count = slot.count;
+              row.datatype = slot.datatype;
+              row.redop = slot.redop >= 0 ? slot.redop : -1;  // as the model's row
+              row.root = slot.root >= 0 ? slot.root : -1;
+              c->sums.digests[(slot.seq - c->w.begin) / kLeftOutBlock] +=
+                  CallDigest(slot.seq, CollectiveSignature::Of(row));
               ++left_collectives;
               return;
             }
@@ -455,6 +653,13 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   absl::Status written = write_entries(ReadMode::kMapped);
   if (absl::IsAborted(written)) written = write_entries(ReadMode::kCopied);
   if (!written.ok()) return written;
+  std::vector<LeftOutCalls> left_out;
+  for (const Cut& c : cuts) {
+    LeftOutCalls proto;
+    proto.comm = c.comm;
+    proto.rank = c.rank;
+    AppendRuns(c.w, c.sums, proto, &left_out);
+  }
   if (first_inventory.has_value()) *node_inventory = std::move(first_inventory);
 
   ByteSink out(section);

@@ -1,13 +1,17 @@
 // WriteSummary: a node's traces, reduced to one summary file
 // (summary/summary_format.h), what `ncclwatch summarize` writes.
 //
-// Each trace is read twice: once into the model (model/process_trace.h:
-// its streams say where each (communicator, rank)'s calls begin and end, and
-// the collectives left out are digested from the model's own rows, as the
-// collective alignment signs them), then its records again (trace/
-// trace_file.h), each kept or left out by the windows the first reading
-// set. A trace that cannot be read is listed in the summary with why, so
-// that a diagnosis from the summary says so as one from the traces would.
+// Each trace is read twice, from one opening of the file. The first reading
+// is the model's (model/process_trace.h ReadProcessTrace) but for the
+// collectives' rows: each collective is counted into its (communicator,
+// rank)'s survey instead (its numbers' range, a bit for each number, calls
+// per block of the grid, its first call pending), which is all the windows
+// need, so a big ring costs a few bits a call, not a row. The second
+// reading goes over the records again (trace/trace_file.h), each kept or
+// left out by the windows the first set; the collectives left out are
+// digested there, as the collective alignment signs them. A trace that
+// cannot be read is listed in the summary with why, so that a diagnosis
+// from the summary says so as one from the traces would.
 //
 // Thread-safety: call from one thread.
 

@@ -888,3 +888,37 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
     CHECK(std::count(line.begin(), line.end(), '\n') == 1);
   }
 }
+
+// A rank whose ring kept its first calls, then lost 20,000 (#6-#20005) and
+// holds the rest: its numbers are not one run, so nothing of its stream is
+// left out (a digest of a block it holds in part would differ from a
+// peer's), and the first reading's account of its numbers, which stops
+// where they stray that far, costs no more memory than a run's.
+TEST_CASE("summary: a stream whose numbers jump far is kept whole", "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 2;
+  job.calls = 30000;
+  job.gap_rank = 1;
+  job.gap_first = 6;
+  job.gap_calls = 20000;
+  WriteJob(tmp.path() + "/all", job);
+  const std::vector<std::string> traces = Traces(tmp.path() + "/all");
+  SummaryStats stats;
+  const std::string b = tmp.path() + "/b.ncws";
+  WriteFile(b, Summarize({traces[1]}, 16, "node-b", &stats));
+  CHECK(stats.collectives_left_out == 0);
+  const std::vector<ProcessTrace> read = ReadAll(b);
+  REQUIRE(read.size() == 1);
+  const std::map<uint64_t, CollectiveEvent> kept = BySeq(read[0]);
+  CHECK(kept.size() == 30000 - 20000);
+  CHECK(kept.count(5) == 1);
+  CHECK(kept.count(6) == 0);
+  CHECK(kept.count(20006) == 1);
+  CHECK(kept.count(29999) == 1);
+  // Rank 0's run is left out in the middle as ever: #256 (16 past #0,
+  // rounded up to the grid) to #29951 (16 before #29999, rounded down).
+  SummaryStats whole;
+  Summarize({traces[0]}, 16, "node-a", &whole);
+  CHECK(whole.collectives_left_out == 29952 - 256);
+}
