@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdint>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "model/record_importer.h"
@@ -252,8 +253,7 @@ void FinishProcessTrace(ProcessTrace* p) {
   RestoreHeldOperations(p);
 }
 
-void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace,
-                      const CollectiveSlotFn* collective) {
+void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace, const LightReading& light) {
   ProcessTrace& p = *trace;
   std::vector<CommStream> old_streams = std::move(p.streams);  // their memory is reused
   p.Reset();
@@ -270,19 +270,27 @@ void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace,
   p.call_table_room = std::min<uint64_t>(file.SlotsInUse(), uint64_t{1} << 25);
   RecordImporter importer(&p);
   importer.Recycle(std::move(old_streams));
+  std::unordered_map<uint64_t, size_t> gpu_count_of;  // index into left_out_gpu_times
   file.ForEachEntry(
       [&](bool, uint64_t, uint8_t kind, absl::Span<const uint8_t> bytes) {
         bool parsed;
         if (kind == NCCLWATCH_SLOT_SINGLE) {
           parsed = importer.Import(bytes);
-        } else if (collective != nullptr && kind == NCCLWATCH_SLOT_COLLECTIVE) {
+          if (light.count_gpu_times && !p.gpu_times.empty()) {  // a GPU time: counted
+            const uint64_t comm = p.gpu_times.back().comm;
+            auto [at, fresh] = gpu_count_of.try_emplace(comm, p.left_out_gpu_times.size());
+            if (fresh) p.left_out_gpu_times.push_back({comm, 0});
+            ++p.left_out_gpu_times[at->second].count;
+            p.gpu_times.clear();
+          }
+        } else if (light.collective != nullptr && kind == NCCLWATCH_SLOT_COLLECTIVE) {
           // The call takes its place in the timeline as a row would.
           parsed = bytes.size() == NCCLWATCH_SLOT_PAYLOAD_BYTES;
           if (parsed) {
             ++p.last_order;
             const uint64_t t = ReadCallSlot(bytes).t;
             if (t > p.last_t) p.last_t = t;
-            (*collective)(bytes);
+            (*light.collective)(bytes);
           }
         } else {
           parsed = importer.ImportCallSlot(kind, bytes);

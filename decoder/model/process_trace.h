@@ -226,18 +226,26 @@ void SortAnchors(ProcessTrace* trace);
 // (TraceFileStats::read_again: a live writer lapped it, or it shrank).
 absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace);
 
+// How ReadProcessTrace reads a big trace for a reader that keeps its own
+// account of its calls (summary/summary_writer.cc), so that the ring's size
+// costs no memory: what is not kept still takes its place in the timeline
+// (`order`) and counts as a record.
+using CollectiveSlotFn = absl::FunctionRef<void(absl::Span<const uint8_t> payload)>;
+struct LightReading {
+  // Set: each collective's call slot (its payload) is handed to it instead
+  // of becoming a row; `collectives` and the streams' collectives stay empty
+  // (but for the held operations restored).
+  const CollectiveSlotFn* collective = nullptr;
+  // GPU times (one per operation) counted per communicator into
+  // `left_out_gpu_times` instead of kept as rows.
+  bool count_gpu_times = false;
+};
+
 // One reading of `file` into `trace` (reset first, its memory kept), as
 // LoadProcessTraceInto reads it, for a caller that reads the file more than
 // once: the caller reads it again copied where `trace->stats.read_again`
-// says. With `collective` set, each collective's call slot (its payload)
-// is handed to it instead of becoming a row: the call still takes its place
-// in the timeline (`order`) and counts as a record, but
-// `trace->collectives` and the streams' collectives stay empty (but for
-// the held operations restored). For a reader that keeps its own account of
-// a big trace's collectives (summary/summary_writer.cc).
-using CollectiveSlotFn = absl::FunctionRef<void(absl::Span<const uint8_t> payload)>;
-void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace,
-                      const CollectiveSlotFn* collective = nullptr);
+// says.
+void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace, const LightReading& light = {});
 
 }  // namespace ncclwatch::decoder
 

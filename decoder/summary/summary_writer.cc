@@ -440,7 +440,10 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
     surveys.Clear();
     auto count = [&](absl::Span<const uint8_t> payload) { surveys.Add(payload, p->last_order); };
     const CollectiveSlotFn add = count;
-    ReadProcessTrace(**file, p, &add);
+    LightReading light;
+    light.collective = &add;
+    light.count_gpu_times = true;
+    ReadProcessTrace(**file, p, light);
   };
   survey();
   if (p->stats.read_again) {  // as LoadProcessTraceInto: read again, copied
@@ -497,7 +500,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   }
   uint64_t left_progress = 0;
   std::map<uint64_t, uint64_t> gpu_total, gpu_seen;
-  for (const GpuTimeEvent& g : p->gpu_times) ++gpu_total[g.comm];
+  for (const ProcessTrace::LeftOutGpuTimes& g : p->left_out_gpu_times) gpu_total[g.comm] = g.count;
 
   // The records again, each kept or left out.
   std::string entries;

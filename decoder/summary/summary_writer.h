@@ -6,7 +6,8 @@
 // collectives' rows: each collective is counted into its (communicator,
 // rank)'s survey instead (its numbers' range, a bit for each number, calls
 // per block of the grid, its first call pending), which is all the windows
-// need, so a big ring costs a few bits a call, not a row. The second
+// need, and each GPU time only counted, so a big ring costs a few bits a
+// call, not a row. The second
 // reading goes over the records again (trace/trace_file.h), each kept or
 // left out by the windows the first set; the collectives left out are
 // digested there, as the collective alignment signs them. A trace that
