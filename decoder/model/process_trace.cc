@@ -283,14 +283,16 @@ void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace, const LightRea
             ++p.left_out_gpu_times[at->second].count;
             p.gpu_times.clear();
           }
-        } else if (light.collective != nullptr && kind == NCCLWATCH_SLOT_COLLECTIVE) {
+        } else if (const CallSlotFn* fn = kind == NCCLWATCH_SLOT_COLLECTIVE ? light.collective
+                                          : kind == NCCLWATCH_SLOT_P2P      ? light.p2p
+                                                                            : nullptr) {
           // The call takes its place in the timeline as a row would.
           parsed = bytes.size() == NCCLWATCH_SLOT_PAYLOAD_BYTES;
           if (parsed) {
             ++p.last_order;
             const uint64_t t = ReadCallSlot(bytes).t;
             if (t > p.last_t) p.last_t = t;
-            (*light.collective)(bytes);
+            (*fn)(bytes);
           }
         } else {
           parsed = importer.ImportCallSlot(kind, bytes);

@@ -230,12 +230,15 @@ absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace);
 // account of its calls (summary/summary_writer.cc), so that the ring's size
 // costs no memory: what is not kept still takes its place in the timeline
 // (`order`) and counts as a record.
-using CollectiveSlotFn = absl::FunctionRef<void(absl::Span<const uint8_t> payload)>;
+using CallSlotFn = absl::FunctionRef<void(absl::Span<const uint8_t> payload)>;
 struct LightReading {
   // Set: each collective's call slot (its payload) is handed to it instead
   // of becoming a row; `collectives` and the streams' collectives stay empty
   // (but for the held operations restored).
-  const CollectiveSlotFn* collective = nullptr;
+  const CallSlotFn* collective = nullptr;
+  // Set: each send's and receive's likewise (`p2p` and the streams' stay
+  // empty).
+  const CallSlotFn* p2p = nullptr;
   // GPU times (one per operation) counted per communicator into
   // `left_out_gpu_times` instead of kept as rows.
   bool count_gpu_times = false;

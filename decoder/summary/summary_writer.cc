@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -129,6 +130,7 @@ bool MiddleBlocks(uint64_t lo, uint64_t hi, uint64_t calls, uint64_t window, uin
 // are, block by block ([begin, end) on the grid): summed in the one pass
 // over a stream's calls, before it is known which blocks stay whole.
 struct BlockSums {
+  BlockSums() = default;
   explicit BlockSums(const Window& w)
       : digests((w.end - w.begin) / kLeftOutBlock, 0), counts(digests.size(), 0) {}
   // Adds call #seq's digest (`digest()`, asked only for a call of the middle).
@@ -174,188 +176,124 @@ bool AppendRuns(const Window& w, const BlockSums& sums, const Run& proto, std::v
   return out->size() > first;
 }
 
-// The first reading's account of one (communicator, rank)'s collectives,
-// kept instead of their rows (a big ring's rows cost more memory than the
-// summary is worth): how many calls and their lowest and highest numbers,
-// which numbers came (a bit each: a held operation is restored where the
-// ring lost it, as the model restores it), how many calls each block of the
-// grid holds, and the number of the first call still pending. Numbers that
-// stray far from a run (a crafted or torn trace) stop the account: the
-// stream is kept whole.
-class CollectiveSurvey {
+// The first reading's account of one stream's numbers (a (communicator,
+// rank)'s collectives, or its sends or receives to one peer), kept instead
+// of its rows, whose memory a big ring would cost: how many calls, their
+// lowest and highest numbers, and for each block of the grid a `Block`
+// (its calls, and what the caller notes of them). Numbers that stray far
+// from a run (a crafted or torn trace) stop the account: `irregular`, and
+// the stream is kept whole (summarized, a run's middle is left out only
+// where the trace holds a run: MiddleBlocks).
+template <typename Block>
+class GridSurvey {
  public:
-  CollectiveSurvey(uint64_t comm_, int32_t rank_, uint64_t first_order_)
-      : comm(comm_), rank(rank_), first_order(first_order_) {}
-
-  void Add(uint64_t seq) {
+  // Counts call #seq: its block, or null once the account stopped.
+  Block* Add(uint64_t seq) {
     ++calls;
     lo = std::min(lo, seq);
     hi = std::max(hi, seq);
-    if (irregular) return;
+    if (irregular) return nullptr;
     const uint64_t block = seq / kLeftOutBlock;
-    if (counts_.empty()) base_ = block;
+    if (blocks_.empty()) base_ = block;
     if (block < base_) {
       const uint64_t more = base_ - block;
-      if (!Fits(counts_.size() + more)) return Stop();
-      counts_.insert(counts_.begin(), more, 0);
-      bits_.insert(bits_.begin(), more * kWordsPerBlock, 0);
+      if (!Fits(blocks_.size() + more)) return Stop();
+      blocks_.insert(blocks_.begin(), more, Block());
       base_ = block;
     }
     const uint64_t at = block - base_;
-    if (at >= counts_.size()) {
+    if (at >= blocks_.size()) {
       if (!Fits(at + 1)) return Stop();
-      counts_.resize(at + 1, 0);
-      bits_.resize((at + 1) * kWordsPerBlock, 0);
+      blocks_.resize(at + 1);
     }
-    const uint64_t bit = seq - base_ * kLeftOutBlock;
-    bits_[bit / 64] |= uint64_t{1} << (bit % 64);
-    if (counts_[at] != UINT32_MAX) ++counts_[at];
+    Block& b = blocks_[at];
+    if (b.calls != UINT32_MAX) ++b.calls;
+    return &b;
+  }
+  // Block `block`'s account, or null (none counted, or the account stopped).
+  const Block* At(uint64_t block) const {
+    if (irregular || block < base_ || block - base_ >= blocks_.size()) return nullptr;
+    return &blocks_[block - base_];
+  }
+  uint64_t FirstBlock() const { return base_; }
+  uint64_t Blocks() const { return blocks_.size(); }
+
+  // The middle of the stream past `window` at each end, below `end_cap`,
+  // but for the blocks `w->kept` names already and those the trace holds
+  // in part (KeepPartialBlocks); `sums` gets the blocks' calls (their
+  // digests are summed as the calls left out are read again). False when
+  // nothing would be left out.
+  bool Cut(uint64_t window, uint64_t end_cap, Window* w, BlockSums* sums) const {
+    if (calls == 0 || irregular) return false;
+    std::vector<uint64_t> kept = std::move(w->kept);
+    if (!MiddleBlocks(lo, hi, calls, window, end_cap, w)) return false;
+    w->kept = std::move(kept);
+    *sums = BlockSums(*w);
+    for (size_t b = 0; b < sums->counts.size(); ++b) {
+      const Block* at = At(w->begin / kLeftOutBlock + b);
+      sums->counts[b] = at != nullptr ? at->calls : 0;
+    }
+    KeepPartialBlocks(sums->counts, w);
+    for (uint64_t b = w->begin / kLeftOutBlock; b < w->end / kLeftOutBlock; ++b)
+      if (!std::binary_search(w->kept.begin(), w->kept.end(), b)) return true;
+    return false;
+  }
+
+  uint64_t calls = 0;
+  uint64_t lo = UINT64_MAX;
+  uint64_t hi = 0;
+  bool irregular = false;
+
+ private:
+  // A run's numbers span as many blocks as its calls fill, and one more.
+  bool Fits(uint64_t blocks) const { return blocks <= 2 * (calls / kLeftOutBlock) + 64; }
+  Block* Stop() {
+    irregular = true;
+    blocks_ = {};
+    return nullptr;
+  }
+  uint64_t base_ = 0;  // the first block counted
+  std::vector<Block> blocks_;
+};
+
+// A block of collectives: its calls, and which numbers came (a bit each:
+// a held operation is restored where the ring lost it, as the model
+// restores it).
+struct CollectiveBlock {
+  uint32_t calls = 0;
+  uint64_t seen[kLeftOutBlock / 64] = {};
+};
+
+// A block of sends or receives: its calls, the latest time of any, and
+// whether any is still pending (where the GPU is not known to have
+// finished them: LeftOutP2p's windows end there).
+struct P2pBlock {
+  uint32_t calls = 0;
+  bool pending = false;
+  uint64_t max_t = 0;
+};
+
+struct CollectiveSurvey {
+  CollectiveSurvey(uint64_t comm_, int32_t rank_, uint64_t first_order_)
+      : comm(comm_), rank(rank_), first_order(first_order_) {}
+  void Add(uint64_t seq) {
+    if (CollectiveBlock* b = grid.Add(seq)) {
+      const uint64_t bit = seq % kLeftOutBlock;
+      b->seen[bit / 64] |= uint64_t{1} << (bit % 64);
+    }
   }
   bool Has(uint64_t seq) const {
-    const uint64_t block = seq / kLeftOutBlock;
-    if (irregular || counts_.empty() || block < base_ || block - base_ >= counts_.size())
-      return false;
-    const uint64_t bit = seq - base_ * kLeftOutBlock;
-    return (bits_[bit / 64] >> (bit % 64) & 1) != 0;
-  }
-  // Calls in block `block` (BlockSums' count: UINT32_MAX at most).
-  uint32_t CallsIn(uint64_t block) const {
-    if (block < base_ || block - base_ >= counts_.size()) return 0;
-    return counts_[block - base_];
+    const CollectiveBlock* b = grid.At(seq / kLeftOutBlock);
+    const uint64_t bit = seq % kLeftOutBlock;
+    return b != nullptr && (b->seen[bit / 64] >> (bit % 64) & 1) != 0;
   }
 
   uint64_t comm;
   int32_t rank;
   uint64_t first_order;  // where its first call lies in the timeline
-  uint64_t calls = 0;
-  uint64_t lo = UINT64_MAX;
-  uint64_t hi = 0;
-  uint64_t first_pending = UINT64_MAX;  // the number of its first call pending
+  GridSurvey<CollectiveBlock> grid;
   bool any_pending = false;
-  bool irregular = false;
-
- private:
-  static constexpr uint64_t kWordsPerBlock = kLeftOutBlock / 64;
-  // A run's numbers span as many blocks as its calls fill, and one more.
-  bool Fits(uint64_t blocks) const { return blocks <= 2 * (calls / kLeftOutBlock) + 64; }
-  void Stop() {
-    irregular = true;
-    counts_ = {};
-    bits_ = {};
-  }
-  uint64_t base_ = 0;  // the first block counted
-  std::vector<uint32_t> counts_;
-  std::vector<uint64_t> bits_;
-};
-
-// The collectives' window of survey `s`: the middle past `window` at each
-// end, on the block grid, but for the blocks where the stream stops, kept
-// whole: the one its GPU was working on (the first collective its last
-// Progress does not count) and those the watcher held an operation of, so
-// the operation a hang is about is described from the summary as from the
-// trace. False when nothing would be left out (a short stream, numbers that
-// are not a run). `sums` gets the blocks' counts; their digests are summed
-// as the calls left out are read.
-bool CollectiveWindow(const ProcessTrace& p, const CollectiveSurvey& s, uint64_t window, Window* w,
-                      std::optional<BlockSums>* sums) {
-  if (s.calls == 0 || s.irregular) return false;
-  if (!MiddleBlocks(s.lo, s.hi, s.calls, window, UINT64_MAX, w)) return false;
-  if (const ProgressEvent* e = p.LastProgress(s.comm))
-    w->kept.push_back(e->collectives / kLeftOutBlock);
-  for (const HeldOperationEvent& h : p.held)
-    if (h.comm == s.comm && h.rank == s.rank) w->kept.push_back(h.seq / kLeftOutBlock);
-  if (s.any_pending) w->kept.push_back(s.first_pending / kLeftOutBlock);  // the others queue behind
-  sums->emplace(*w);
-  for (size_t b = 0; b < (*sums)->counts.size(); ++b)
-    (*sums)->counts[b] = s.CallsIn(w->begin / kLeftOutBlock + b);
-  KeepPartialBlocks((*sums)->counts, w);
-  for (uint64_t b = w->begin / kLeftOutBlock; b < w->end / kLeftOutBlock; ++b)
-    if (!std::binary_search(w->kept.begin(), w->kept.end(), b)) return true;
-  return false;
-}
-
-// Every (communicator, rank)'s collectives surveyed from a trace read with
-// its collectives handed over (ReadProcessTrace), and their windows.
-class CollectiveSurveys {
- public:
-  // A collective call slot's payload, in timeline order (`order`: the
-  // trace's last_order, the call's own place).
-  void Add(absl::Span<const uint8_t> payload, uint64_t order) {
-    const ncclwatch_call_slot slot = ReadCallSlot(payload);
-    if (slot.comm == 0 || slot.rank < 0 || !Accepted(slot.result)) return;
-    CollectiveSurvey& s = Of(slot.comm, slot.rank, order);
-    s.Add(slot.seq);
-    if (slot.result == kResultPending && !s.any_pending) {
-      s.any_pending = true;
-      s.first_pending = slot.seq;
-    }
-  }
-
-  // After the reading: the held operations the ring lost, counted as the
-  // model restores them (process_trace.cc RestoreHeldOperations) into a
-  // stream the trace holds.
-  void RestoreHeld(const ProcessTrace& p) {
-    for (const HeldOperationEvent& h : p.held) {
-      if (h.comm == 0 || h.rank < 0 || h.call == f::kSend || h.call == f::kRecv) continue;
-      auto it = index_.find({h.comm, h.rank});
-      if (it == index_.end()) {
-        bool held_stream = false;
-        for (const CommStream& s : p.streams) held_stream |= s.comm == h.comm && s.rank == h.rank;
-        if (!held_stream) continue;
-        it = index_.emplace(std::make_pair(h.comm, h.rank), surveys_.size()).first;
-        surveys_.emplace_back(h.comm, h.rank, UINT64_MAX);
-      }
-      CollectiveSurvey& s = surveys_[it->second];
-      if (!s.Has(h.seq)) s.Add(h.seq);
-    }
-  }
-
-  // The surveys in the order of the trace's streams (model/stream_builder.h:
-  // the formed memberships' first, then the others by their first call,
-  // collective or send and receive).
-  std::vector<const CollectiveSurvey*> InStreamOrder(const ProcessTrace& p) const {
-    std::vector<const CollectiveSurvey*> formed;
-    std::vector<std::pair<uint64_t, const CollectiveSurvey*>> others;
-    std::map<std::pair<uint64_t, int32_t>, const CommStream*> streams;
-    for (const CommStream& s : p.streams) streams[{s.comm, s.rank}] = &s;
-    for (const CollectiveSurvey& c : surveys_) {
-      auto st = streams.find({c.comm, c.rank});
-      if (st != streams.end() && st->second->membership >= 0) continue;  // below
-      uint64_t first = c.first_order;
-      if (st != streams.end() && !st->second->p2p.empty())
-        first = std::min(first, p.p2p[st->second->p2p.front()].order);
-      others.emplace_back(first, &c);
-    }
-    for (const CommStream& s : p.streams) {
-      if (s.membership < 0) continue;
-      auto it = index_.find({s.comm, s.rank});
-      if (it != index_.end()) formed.push_back(&surveys_[it->second]);
-    }
-    std::stable_sort(others.begin(), others.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [order, c] : others) formed.push_back(c);
-    return formed;
-  }
-
-  void Clear() {
-    surveys_.clear();
-    index_.clear();
-    last_ = SIZE_MAX;
-  }
-
- private:
-  CollectiveSurvey& Of(uint64_t comm, int32_t rank, uint64_t order) {
-    if (last_ < surveys_.size() && surveys_[last_].comm == comm && surveys_[last_].rank == rank)
-      return surveys_[last_];
-    auto [it, fresh] = index_.emplace(std::make_pair(comm, rank), surveys_.size());
-    if (fresh) surveys_.emplace_back(comm, rank, order);
-    last_ = it->second;
-    return surveys_[last_];
-  }
-
-  std::vector<CollectiveSurvey> surveys_;
-  std::map<std::pair<uint64_t, int32_t>, size_t> index_;
-  size_t last_ = SIZE_MAX;
+  uint64_t first_pending = 0;  // the number of its first call pending
 };
 
 // A send or receive stream: (communicator, the rank that posted, its peer,
@@ -368,59 +306,149 @@ bool Counted(uint64_t comm, int32_t rank, int32_t peer, int32_t result) {
   return comm != 0 && rank >= 0 && peer >= 0 && Accepted(result);
 }
 
-// The blocks of each send or receive stream's calls left out, as LeftOut
-// does a stream's collectives: the middle past `window` at each end, on the
-// same grid; each block digested (P2pDigest) so the sender's and the
-// receiver's still compare. Kept whole from the block of its first call the
-// GPU is not known to have finished (recorded after its communicator's last
-// Progress said it had finished what was enqueued): where a job stops, the
-// analyses read those (a send its peer never received, the oldest
-// unfinished call); a communicator with no Progress keeps its sends whole.
-void LeftOutP2pOf(const ProcessTrace& p, uint64_t window, std::vector<LeftOutP2p>* out,
-                  std::map<P2pKey, Window>* windows) {
-  struct Span {
-    uint64_t lo = UINT64_MAX, hi = 0, calls = 0;
-    uint64_t first_unfinished = UINT64_MAX;
-  };
-  std::map<P2pKey, Span> spans;
-  std::map<uint64_t, const ProgressEvent*> progress;  // per communicator, its last
-  for (const P2pEvent& e : p.p2p) {
-    if (!Counted(e.comm, e.rank, e.peer, e.result)) continue;
-    auto [at, fresh] = progress.try_emplace(e.comm, nullptr);
-    if (fresh) at->second = p.LastProgress(e.comm);
-    Span& s = spans[{e.comm, e.rank, e.peer, e.send}];
-    s.lo = std::min(s.lo, e.seq);
-    s.hi = std::max(s.hi, e.seq);
-    ++s.calls;
-    if (at->second == nullptr || e.t > at->second->enqueued_t || e.result == kResultPending)
-      s.first_unfinished = std::min(s.first_unfinished, e.seq);
-  }
-  std::map<P2pKey, BlockSums> sums;  // of each stream's window's blocks
-  for (const auto& [key, s] : spans) {
-    Window w;
-    if (!MiddleBlocks(s.lo, s.hi, s.calls, window, s.first_unfinished, &w)) continue;
-    sums.emplace(key, BlockSums(w));
-    (*windows)[key] = std::move(w);
-  }
-  for (const P2pEvent& e : p.p2p) {
-    if (!Counted(e.comm, e.rank, e.peer, e.result)) continue;
-    const P2pKey key{e.comm, e.rank, e.peer, e.send};
-    if (auto w = windows->find(key); w != windows->end())
-      sums.at(key).Add(w->second, e.seq, [&] { return P2pDigest(e.seq, e.count, e.datatype); });
-  }
-  for (auto it = windows->begin(); it != windows->end();) {
-    const P2pKey& key = it->first;
-    Window& w = it->second;
-    const BlockSums& block_sums = sums.at(key);
-    KeepPartialBlocks(block_sums.counts, &w);
-    LeftOutP2p proto;
-    std::tie(proto.comm, proto.rank, proto.peer, proto.send) = key;
-    if (!AppendRuns(w, block_sums, proto, out)) {
-      it = windows->erase(it);
-      continue;
+// Every stream's calls surveyed from a trace read with its collectives and
+// sends and receives handed over (ReadProcessTrace's LightReading).
+class Surveys {
+ public:
+  // A collective's call slot, in timeline order (`order`: its place).
+  void AddCollective(absl::Span<const uint8_t> payload, uint64_t order) {
+    const ncclwatch_call_slot slot = ReadCallSlot(payload);
+    if (slot.comm == 0 || slot.rank < 0 || !Accepted(slot.result)) return;
+    CollectiveSurvey& s = Of(slot.comm, slot.rank, order);
+    s.Add(slot.seq);
+    if (slot.result == kResultPending && !s.any_pending) {
+      s.any_pending = true;
+      s.first_pending = slot.seq;
     }
-    ++it;
   }
+  // A send's or receive's call slot, likewise.
+  void AddP2p(absl::Span<const uint8_t> payload, uint64_t order) {
+    const ncclwatch_call_slot slot = ReadCallSlot(payload);
+    if (!Counted(slot.comm, slot.rank, slot.peer, slot.result)) return;
+    first_p2p_.try_emplace({slot.comm, slot.rank}, order);
+    const P2pKey key{slot.comm, slot.rank, slot.peer, slot.call == f::kSend};
+    if (last_p2p_ == p2p_.end() || last_p2p_->first != key) last_p2p_ = p2p_.try_emplace(key).first;
+    if (P2pBlock* b = last_p2p_->second.Add(slot.seq)) {
+      b->max_t = std::max(b->max_t, slot.t);
+      b->pending |= slot.result == kResultPending;
+    }
+  }
+
+  // After the reading: the held operations the ring lost, counted as the
+  // model restores them (process_trace.cc RestoreHeldOperations) into a
+  // stream the trace holds.
+  void RestoreHeld(const ProcessTrace& p) {
+    for (const HeldOperationEvent& h : p.held) {
+      if (h.comm == 0 || h.rank < 0 || h.call == f::kSend || h.call == f::kRecv) continue;
+      auto it = index_.find({h.comm, h.rank});
+      if (it == index_.end()) {
+        bool held_stream = first_p2p_.count({h.comm, h.rank}) > 0;
+        for (const CommStream& s : p.streams) held_stream |= s.comm == h.comm && s.rank == h.rank;
+        if (!held_stream) continue;
+        it = index_.emplace(std::make_pair(h.comm, h.rank), collectives_.size()).first;
+        collectives_.emplace_back(h.comm, h.rank, UINT64_MAX);
+      }
+      CollectiveSurvey& s = collectives_[it->second];
+      if (!s.Has(h.seq)) s.Add(h.seq);
+    }
+  }
+
+  // The collectives' surveys in the order of the trace's streams
+  // (model/stream_builder.h: the formed memberships' first, then the others
+  // by their first call, collective or send and receive).
+  std::vector<const CollectiveSurvey*> InStreamOrder(const ProcessTrace& p) const {
+    std::vector<const CollectiveSurvey*> ordered;
+    std::set<std::pair<uint64_t, int32_t>> formed;
+    for (const CommStream& s : p.streams) {
+      if (s.membership < 0) continue;
+      formed.insert({s.comm, s.rank});
+      auto it = index_.find({s.comm, s.rank});
+      if (it != index_.end()) ordered.push_back(&collectives_[it->second]);
+    }
+    std::vector<std::pair<uint64_t, const CollectiveSurvey*>> others;
+    for (const CollectiveSurvey& c : collectives_) {
+      if (formed.count({c.comm, c.rank}) > 0) continue;
+      uint64_t first = c.first_order;
+      if (auto p2p = first_p2p_.find({c.comm, c.rank}); p2p != first_p2p_.end())
+        first = std::min(first, p2p->second);
+      others.emplace_back(first, &c);
+    }
+    std::stable_sort(others.begin(), others.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [order, c] : others) ordered.push_back(c);
+    return ordered;
+  }
+
+  // The sends' and receives' surveys, in key order.
+  const std::map<P2pKey, GridSurvey<P2pBlock>>& P2p() const { return p2p_; }
+
+  void Clear() {
+    collectives_.clear();
+    index_.clear();
+    last_ = SIZE_MAX;
+    p2p_.clear();
+    last_p2p_ = p2p_.end();
+    first_p2p_.clear();
+  }
+
+ private:
+  CollectiveSurvey& Of(uint64_t comm, int32_t rank, uint64_t order) {
+    if (last_ < collectives_.size() && collectives_[last_].comm == comm &&
+        collectives_[last_].rank == rank)
+      return collectives_[last_];
+    auto [it, fresh] = index_.emplace(std::make_pair(comm, rank), collectives_.size());
+    if (fresh) collectives_.emplace_back(comm, rank, order);
+    last_ = it->second;
+    return collectives_[last_];
+  }
+
+  std::vector<CollectiveSurvey> collectives_;
+  std::map<std::pair<uint64_t, int32_t>, size_t> index_;
+  size_t last_ = SIZE_MAX;
+  std::map<P2pKey, GridSurvey<P2pBlock>> p2p_;
+  std::map<P2pKey, GridSurvey<P2pBlock>>::iterator last_p2p_ = p2p_.end();
+  // Where each (communicator, rank)'s first send or receive lies.
+  std::map<std::pair<uint64_t, int32_t>, uint64_t> first_p2p_;
+};
+
+// The collectives' window of survey `s` (GridSurvey::Cut), but for the
+// blocks where the stream stops, kept whole: the one its GPU was working
+// on (the first collective its last Progress does not count), those the
+// watcher held an operation of, and its first call pending, so the
+// operation a hang is about is described from the summary as from the
+// trace.
+bool CollectiveWindow(const ProcessTrace& p, const CollectiveSurvey& s, uint64_t window, Window* w,
+                      BlockSums* sums) {
+  w->kept.clear();
+  if (const ProgressEvent* e = p.LastProgress(s.comm))
+    w->kept.push_back(e->collectives / kLeftOutBlock);
+  for (const HeldOperationEvent& h : p.held)
+    if (h.comm == s.comm && h.rank == s.rank) w->kept.push_back(h.seq / kLeftOutBlock);
+  if (s.any_pending) w->kept.push_back(s.first_pending / kLeftOutBlock);  // the others queue behind
+  return s.grid.Cut(window, UINT64_MAX, w, sums);
+}
+
+// The window of a send or receive stream: the middle past `window` at each
+// end, as a stream's collectives', each block digested (P2pDigest) so the
+// sender's and the receiver's still compare; but ending at the block of
+// its first call the GPU is not known to have finished (recorded after its
+// communicator's last Progress said it had finished what was enqueued, or
+// still pending): where a job stops, the analyses read those (a send its
+// peer never received, the oldest unfinished call); a communicator with no
+// Progress keeps its sends whole.
+bool P2pWindow(const GridSurvey<P2pBlock>& s, const ProgressEvent* last, uint64_t window, Window* w,
+               BlockSums* sums) {
+  if (s.calls == 0 || s.irregular) return false;
+  uint64_t end_cap = UINT64_MAX;
+  for (uint64_t b = s.FirstBlock(); b < s.FirstBlock() + s.Blocks(); ++b) {
+    const P2pBlock* at = s.At(b);
+    if (at->calls > 0 && (last == nullptr || at->max_t > last->enqueued_t || at->pending)) {
+      end_cap = b * kLeftOutBlock;
+      break;
+    }
+  }
+  w->kept.clear();
+  return s.Cut(window, end_cap, w, sums);
 }
 
 // One trace's section (without its length), or an error saying why the
@@ -430,18 +458,22 @@ void LeftOutP2pOf(const ProcessTrace& p, uint64_t window, std::vector<LeftOutP2p
 absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTrace* p,
                             std::string* section, SummaryStats* stats,
                             std::optional<FlatRecord>* node_inventory) {
-  // The first reading: the model but for the collectives' rows, each
-  // collective counted into its stream's survey instead.
+  // The first reading: the model but for the rows of the collectives, the
+  // sends and receives and the GPU times, each call counted into its
+  // stream's survey instead.
   ReadMode file_mode = ReadMode::kMapped;
   absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(path, file_mode);
   if (!file.ok()) return file.status();
-  CollectiveSurveys surveys;
+  Surveys surveys;
   auto survey = [&] {
     surveys.Clear();
-    auto count = [&](absl::Span<const uint8_t> payload) { surveys.Add(payload, p->last_order); };
-    const CollectiveSlotFn add = count;
+    auto collective = [&](absl::Span<const uint8_t> c) { surveys.AddCollective(c, p->last_order); };
+    auto p2p = [&](absl::Span<const uint8_t> c) { surveys.AddP2p(c, p->last_order); };
+    const CallSlotFn collective_fn = collective;
+    const CallSlotFn p2p_fn = p2p;
     LightReading light;
-    light.collective = &add;
+    light.collective = &collective_fn;
+    light.p2p = &p2p_fn;
     light.count_gpu_times = true;
     ReadProcessTrace(**file, p, light);
   };
@@ -453,41 +485,47 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
     survey();
   }
   surveys.RestoreHeld(*p);
-  // Each stream's collectives' window; the digests of the blocks left out
-  // are summed as the second reading leaves their calls out.
+  // Each stream's window; the digests of the blocks left out are summed as
+  // the second reading leaves their calls out.
   struct Cut {
-    uint64_t comm;
-    int32_t rank;
     Window w;
     BlockSums sums;
   };
-  std::vector<Cut> cuts;
+  std::vector<std::pair<std::pair<uint64_t, int32_t>, Cut>> cuts;  // in stream order
   std::map<std::pair<uint64_t, int32_t>, size_t> cut_of;
   for (const CollectiveSurvey* c : surveys.InStreamOrder(*p)) {
-    Window w;
-    std::optional<BlockSums> sums;
+    Cut cut;
     const CommMembership* m = p->Membership(c->comm, c->rank);
     const uint64_t comm_window = CommWindow(window, m != nullptr ? m->nranks : -1);
-    if (!CollectiveWindow(*p, *c, comm_window, &w, &sums)) continue;
+    if (!CollectiveWindow(*p, *c, comm_window, &cut.w, &cut.sums)) continue;
     cut_of[{c->comm, c->rank}] = cuts.size();
-    cuts.push_back({c->comm, c->rank, std::move(w), std::move(*sums)});
+    cuts.push_back({{c->comm, c->rank}, std::move(cut)});
   }
   size_t last_cut = SIZE_MAX;
-  auto cut = [&](uint64_t comm, int32_t rank) -> Cut* {
-    if (last_cut < cuts.size() && cuts[last_cut].comm == comm && cuts[last_cut].rank == rank)
-      return &cuts[last_cut];
-    auto it = cut_of.find({comm, rank});
+  auto cut_at = [&](uint64_t comm, int32_t rank) -> Cut* {
+    const std::pair<uint64_t, int32_t> key{comm, rank};
+    if (last_cut < cuts.size() && cuts[last_cut].first == key) return &cuts[last_cut].second;
+    auto it = cut_of.find(key);
     if (it == cut_of.end()) return nullptr;
     last_cut = it->second;
-    return &cuts[last_cut];
+    return &cuts[last_cut].second;
   };
-  std::map<P2pKey, Window> p2p_windows;
-  std::vector<LeftOutP2p> left_out_p2p;
   // Sends, receives and group calls keep fewer at each end than the
   // collectives (kMaxCallWindow): their analyses read where a job stops,
   // kept whole, not a window of history as the straggler's does.
   const uint64_t call_window = std::min<uint64_t>(window, kMaxCallWindow);
-  LeftOutP2pOf(*p, call_window, &left_out_p2p, &p2p_windows);
+  std::map<P2pKey, Cut> p2p_cuts;
+  {
+    std::map<uint64_t, const ProgressEvent*> progress;  // per communicator, its last
+    for (const auto& [key, s] : surveys.P2p()) {
+      auto [at, fresh] = progress.try_emplace(std::get<0>(key), nullptr);
+      if (fresh) at->second = p->LastProgress(std::get<0>(key));
+      Cut cut;
+      if (P2pWindow(s, at->second, call_window, &cut.w, &cut.sums))
+        p2p_cuts.emplace(key, std::move(cut));
+    }
+  }
+  auto p2p_cut = p2p_cuts.end();
   const uint64_t groups = p->groups.size();
   const bool groups_cut = groups > 2 * call_window;
   // Progress records per communicator, as read (not those a hold restored:
@@ -522,7 +560,8 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
     progress_seen.clear();
     gpu_seen.clear();
     left_gpu.clear();
-    for (Cut& c : cuts) std::fill(c.sums.digests.begin(), c.sums.digests.end(), 0);
+    for (auto& [key, c] : cuts) std::fill(c.sums.digests.begin(), c.sums.digests.end(), 0);
+    for (auto& [key, c] : p2p_cuts) std::fill(c.sums.digests.begin(), c.sums.digests.end(), 0);
     if (file_mode != mode) {  // the second reading asks for a copy
       file_mode = mode;
       file = TraceFile::Open(path, mode);
@@ -588,7 +627,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
           const ncclwatch_call_slot slot = ReadCallSlot(bytes);
           if (kind == NCCLWATCH_SLOT_COLLECTIVE && slot.comm != 0 && slot.rank >= 0 &&
               Accepted(slot.result)) {
-            Cut* c = cut(slot.comm, slot.rank);
+            Cut* c = cut_at(slot.comm, slot.rank);
             if (c != nullptr && c->w.LeftOut(slot.seq)) {
               CollectiveEvent row;
               row.call = slot.call;
@@ -603,8 +642,12 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
             }
           }
           if (kind == NCCLWATCH_SLOT_P2P && Counted(slot.comm, slot.rank, slot.peer, slot.result)) {
-            auto it = p2p_windows.find({slot.comm, slot.rank, slot.peer, slot.call == f::kSend});
-            if (it != p2p_windows.end() && it->second.LeftOut(slot.seq)) {
+            const P2pKey key{slot.comm, slot.rank, slot.peer, slot.call == f::kSend};
+            if (p2p_cut == p2p_cuts.end() || p2p_cut->first != key) p2p_cut = p2p_cuts.find(key);
+            if (p2p_cut != p2p_cuts.end() && p2p_cut->second.w.LeftOut(slot.seq)) {
+              Cut& c = p2p_cut->second;
+              c.sums.digests[(slot.seq - c.w.begin) / kLeftOutBlock] +=
+                  P2pDigest(slot.seq, slot.count, slot.datatype);
               ++left_p2p;
               return;
             }
@@ -657,11 +700,16 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
   if (absl::IsAborted(written)) written = write_entries(ReadMode::kCopied);
   if (!written.ok()) return written;
   std::vector<LeftOutCalls> left_out;
-  for (const Cut& c : cuts) {
+  for (const auto& [key, c] : cuts) {
     LeftOutCalls proto;
-    proto.comm = c.comm;
-    proto.rank = c.rank;
+    std::tie(proto.comm, proto.rank) = key;
     AppendRuns(c.w, c.sums, proto, &left_out);
+  }
+  std::vector<LeftOutP2p> left_out_p2p;
+  for (const auto& [key, c] : p2p_cuts) {
+    LeftOutP2p proto;
+    std::tie(proto.comm, proto.rank, proto.peer, proto.send) = key;
+    AppendRuns(c.w, c.sums, proto, &left_out_p2p);
   }
   if (first_inventory.has_value()) *node_inventory = std::move(first_inventory);
 

@@ -2,12 +2,14 @@
 // (summary/summary_format.h), what `ncclwatch summarize` writes.
 //
 // Each trace is read twice, from one opening of the file. The first reading
-// is the model's (model/process_trace.h ReadProcessTrace) but for the
-// collectives' rows: each collective is counted into its (communicator,
-// rank)'s survey instead (its numbers' range, a bit for each number, calls
-// per block of the grid, its first call pending), which is all the windows
-// need, and each GPU time only counted, so a big ring costs a few bits a
-// call, not a row. The second
+// is the model's (model/process_trace.h ReadProcessTrace) but for the rows
+// of the calls: each collective is counted into its (communicator, rank)'s
+// survey instead (its numbers' range, a bit for each number, calls per
+// block of the grid, its first call pending), each send and receive into
+// its (communicator, rank, peer, direction)'s (calls, latest time and
+// whether any is pending, per block), which is all the windows need, and
+// each GPU time only counted, so a big ring costs a few bits a call, not a
+// row. The second
 // reading goes over the records again (trace/trace_file.h), each kept or
 // left out by the windows the first set; the collectives left out are
 // digested there, as the collective alignment signs them. A trace that
