@@ -2,6 +2,7 @@
 
 #include <set>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "analysis/log_diagnosis.h"
@@ -15,20 +16,26 @@ namespace {
 
 // Reads the traces into the job; an error when a summary is not whole or
 // not well-formed, and (*none_read set) when none can be read.
-absl::Status ReadTraces(const JobEvidence& evidence, const OnTrace& on_trace, JobAnalysis* job,
-                        bool* none_read) {
+// Traces of more than `summarize_over` bytes are read through their
+// summaries (summary/job_inputs.h).
+absl::Status ReadTraces(const JobEvidence& evidence, const OnTrace& on_trace,
+                        uint64_t summarize_over, JobAnalysis* job, bool* none_read) {
   const std::vector<std::string>& files = evidence.traces;
   size_t summaries = 0;
-  for (const std::string& f : files) summaries += IsSummaryFile(f) ? 1 : 0;
+  for (const std::string& f : files)
+    summaries += IsSummaryFile(f) || SummarizedInMemory(f, summarize_over) ? 1 : 0;
   if (summaries > 0 && summaries < files.size()) job->MixesSummaries();
-  const absl::Status read = LoadJobInputs(files, 0, [&](const JobInput& in) {
-    if (in.status.ok()) {
-      job->AddProcess(in.trace);
-    } else {
-      job->AddUnreadable(in.name, std::string(in.status.message()), in.may_hold_traces);
-    }
-    if (on_trace) on_trace(in);
-  });
+  const absl::Status read = LoadJobInputs(
+      files, 0,
+      [&](const JobInput& in) {
+        if (in.status.ok()) {
+          job->AddProcess(in.trace);
+        } else {
+          job->AddUnreadable(in.name, std::string(in.status.message()), in.may_hold_traces);
+        }
+        if (on_trace) on_trace(in);
+      },
+      summarize_over);
   if (!read.ok()) return read;
   if (job->processes().empty()) {
     *none_read = true;
@@ -76,17 +83,31 @@ absl::Status DiagnoseLogsAlone(const JobEvidence& evidence, EvidenceDiagnosis* o
   return absl::OkStatus();
 }
 
-}  // namespace
+// Whether `d` needed what a summary made in memory left out: then the
+// traces are read again whole. A summary_gap (calls compared only by their
+// blocks' digests, or not at all), or a straggler's figures over fewer
+// calls than the traces hold.
+bool NeedsWholeTraces(const Diagnosis& d) {
+  for (const Finding& f : d.findings) {
+    if (std::holds_alternative<SummaryGapFacts>(f.facts)) return true;
+    const auto* x = std::get_if<StragglerFacts>(&f.facts);
+    if (x != nullptr && x->summary_kept > 0) return true;
+  }
+  return false;
+}
 
-absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
-                                                   const OnTrace& on_trace) {
+// The diagnosis, from traces of more than `summarize_over` bytes read
+// through their summaries.
+absl::StatusOr<EvidenceDiagnosis> DiagnoseOnce(const JobEvidence& evidence, const OnTrace& on_trace,
+                                               uint64_t summarize_over) {
   EvidenceDiagnosis out;
   if (evidence.traces.empty()) {
     if (absl::Status s = DiagnoseLogsAlone(evidence, &out); !s.ok()) return s;
     return out;
   }
   bool none_read = false;
-  if (absl::Status s = ReadTraces(evidence, on_trace, &out.job, &none_read); !s.ok()) {
+  if (absl::Status s = ReadTraces(evidence, on_trace, summarize_over, &out.job, &none_read);
+      !s.ok()) {
     if (!none_read || evidence.logs.empty()) return s;
     // No trace could be read: the logs may still say why the job failed
     // (never that it was healthy: what the traces held is unknown).
@@ -123,6 +144,20 @@ absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
     AddLogEvidence(DiagnoseLogs(out.log, joined, std::move(log_evidence)), traced, &out.diagnosis);
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
+                                                   const OnTrace& on_trace) {
+  bool summarized = false;
+  for (const std::string& f : evidence.traces)
+    summarized |= SummarizedInMemory(f, evidence.summarize_over);
+  if (summarized) {
+    absl::StatusOr<EvidenceDiagnosis> d = DiagnoseOnce(evidence, on_trace, evidence.summarize_over);
+    if (d.ok() && !NeedsWholeTraces(d->diagnosis)) return d;
+  }
+  return DiagnoseOnce(evidence, on_trace, UINT64_MAX);
 }
 
 }  // namespace ncclwatch::decoder

@@ -69,7 +69,19 @@ struct JobEvidence {
   std::vector<UnreadableTrace> not_read;
   // What the search for the logs passed over: listed as not read.
   std::vector<UnreadableTrace> logs_not_read;
+  // A trace file of more than this many bytes is read through its summary,
+  // made in memory (summary/job_inputs.h: a big ring costs what the
+  // analyses keep, not its size); the job is read again whole where the
+  // diagnosis needed what a summary left out (a summary_gap, a straggler's
+  // figures over fewer calls than the traces hold). UINT64_MAX: every trace
+  // whole (what a caller that shows every call needs). The commands that
+  // judge a job set kSummarizeTracesOver.
+  uint64_t summarize_over = UINT64_MAX;
 };
+
+// Traces bigger than this are judged from their summaries first: 64 MiB, a
+// ring four times the default's (which are always read whole).
+inline constexpr uint64_t kSummarizeTracesOver = uint64_t{64} << 20;
 
 struct EvidenceDiagnosis {
   JobAnalysis job;  // the traced processes; none when only logs were given
@@ -90,7 +102,9 @@ struct EvidenceDiagnosis {
 
 // Each process as it is read (summary/job_inputs.h): its file's name, and
 // its trace (valid during the call only) or why it could not be read; a
-// command that shows the traces too (status's table) reads them once.
+// command that shows the traces too (status's table) reads them once. (Called
+// again for each where the job is read again whole: JobEvidence::
+// summarize_over.)
 using OnTrace = OnJobInput;
 
 // Reads every trace once (on every core) and every log, analyses the job

@@ -1,5 +1,7 @@
 #include "summary/job_inputs.h"
 
+#include <sys/stat.h>
+
 #include <memory>
 #include <utility>
 
@@ -7,6 +9,7 @@
 #include "model/ordered_pipeline.h"
 #include "model/trace_loader.h"
 #include "summary/summary_reader.h"
+#include "summary/summary_writer.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -14,6 +17,23 @@ namespace {
 // A summary's traces decoded on a worker at most: the rest of a larger one
 // are decoded as they are handed out (memory stays a few nodes' worth).
 constexpr size_t kTracesAhead = 16;
+
+// Trace `file` read through its summary, made in memory: false where the
+// summary cannot be made or read back (the caller reads the trace whole,
+// and says why it cannot be read where it cannot).
+bool LoadSummarized(const std::string& file, ProcessTrace* trace) {
+  SummaryOptions options;
+  options.gpu_times = kDefaultSummaryWindow;  // the slow-GPU analysis's window
+  SummaryStats stats;
+  absl::StatusOr<std::string> bytes = BuildSummary({file}, options, &stats);
+  if (!bytes.ok() || stats.traces != 1) return false;
+  absl::StatusOr<std::unique_ptr<SummaryReader>> reader = SummaryReader::FromBytes(*bytes, file);
+  if (!reader.ok()) return false;
+  absl::StatusOr<bool> read = (*reader)->Next(trace);
+  if (!read.ok() || !*read) return false;
+  trace->path = file;
+  return true;
+}
 
 // One input file, loaded: a trace, or a summary's traces (the first
 // kTracesAhead; its reader holds the rest).
@@ -24,14 +44,18 @@ struct Input {
   std::vector<ProcessTrace> traces;  // memory kept from input to input
   size_t loaded = 0;                 // traces[0, loaded) hold this input's
 
-  void Load(const std::string& file) {
+  void Load(const std::string& file, uint64_t summarize_over) {
     reader.reset();
     loaded = 0;
     summary = IsSummaryFile(file);
     if (traces.empty()) traces.resize(1);
     if (!summary) {
-      status = LoadProcessTraceInto(file, &traces[0]);
       loaded = 1;
+      if (SummarizedInMemory(file, summarize_over) && LoadSummarized(file, &traces[0])) {
+        status = absl::OkStatus();
+        return;
+      }
+      status = LoadProcessTraceInto(file, &traces[0]);
       return;
     }
     absl::StatusOr<std::unique_ptr<SummaryReader>> r = SummaryReader::Open(file);
@@ -56,11 +80,11 @@ struct Input {
 
 // Every process of `files`, in their order.
 absl::Status ReadInputs(const std::vector<std::string>& files, unsigned threads,
-                        const OnJobInput& fn) {
+                        const OnJobInput& fn, uint64_t summarize_over) {
   absl::Status error;
   ProcessTrace rest;  // a large summary's traces after the first kTracesAhead
   LoadInOrder<Input>(
-      files.size(), threads, [&](size_t i, Input* in) { in->Load(files[i]); },
+      files.size(), threads, [&](size_t i, Input* in) { in->Load(files[i], summarize_over); },
       [&](size_t i, Input& in) {
         if (!in.summary) {
           fn({files[i], in.status, in.traces[0]});
@@ -97,20 +121,30 @@ absl::Status ReadInputs(const std::vector<std::string>& files, unsigned threads,
 
 }  // namespace
 
+bool SummarizedInMemory(const std::string& file, uint64_t summarize_over) {
+  if (summarize_over == UINT64_MAX) return false;
+  struct stat st;
+  if (stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  return static_cast<uint64_t>(st.st_size) > summarize_over && !IsSummaryFile(file);
+}
+
 absl::Status LoadJobInputs(const std::vector<std::string>& files, unsigned threads,
-                           const OnJobInput& fn) {
+                           const OnJobInput& fn, uint64_t summarize_over) {
   // The ranks an ncclCommGrow gained come last, joined with their
   // communicator's existing ranks (model/grown_communicators.h).
   GrowJoin join;
   std::vector<std::pair<std::string, ProcessTrace>> gained;
-  absl::Status read = ReadInputs(files, threads, [&](const JobInput& in) {
-    if (in.status.ok() && GrowJoin::Gained(in.trace)) {
-      gained.emplace_back(in.name, in.trace);
-      return;
-    }
-    if (in.status.ok()) join.Learn(in.trace);
-    fn(in);
-  });
+  absl::Status read = ReadInputs(
+      files, threads,
+      [&](const JobInput& in) {
+        if (in.status.ok() && GrowJoin::Gained(in.trace)) {
+          gained.emplace_back(in.name, in.trace);
+          return;
+        }
+        if (in.status.ok()) join.Learn(in.trace);
+        fn(in);
+      },
+      summarize_over);
   if (!read.ok()) return read;
   for (auto& [name, trace] : gained) {
     join.Join(&trace);

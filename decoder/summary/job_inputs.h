@@ -19,6 +19,7 @@
 #ifndef NCCLWATCH_DECODER_SUMMARY_JOB_INPUTS_H_
 #define NCCLWATCH_DECODER_SUMMARY_JOB_INPUTS_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,8 +46,21 @@ using OnJobInput = std::function<void(const JobInput& input)>;
 // summary that is not whole or not well-formed is an error (returned, one
 // line, naming the file; the command exits 2): nothing of a node's summary
 // can be trusted once any of it cannot.
+//
+// A trace file of more than `summarize_over` bytes is read through its
+// summary, made in memory (summary/summary_writer.h, the default window,
+// and as many GPU times as the slow-GPU analysis reads), so that a big
+// ring costs what the analyses keep, not its size: the trace handed out
+// holds the calls at each end of its streams and the digests of the rest,
+// with its own path; its `summary` names the file too. Where the summary
+// cannot be made, the trace is read whole. (DiagnoseEvidence reads the
+// job again whole where the diagnosis needed what was left out.)
 absl::Status LoadJobInputs(const std::vector<std::string>& files, unsigned threads,
-                           const OnJobInput& fn);
+                           const OnJobInput& fn, uint64_t summarize_over = UINT64_MAX);
+
+// Whether LoadJobInputs reads `file` through its summary made in memory: a
+// regular file that is no summary, of more than `summarize_over` bytes.
+bool SummarizedInMemory(const std::string& file, uint64_t summarize_over);
 
 }  // namespace ncclwatch::decoder
 

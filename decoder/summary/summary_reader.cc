@@ -88,6 +88,18 @@ absl::StatusOr<std::unique_ptr<SummaryReader>> SummaryReader::Open(const std::st
   return r;
 }
 
+absl::StatusOr<std::unique_ptr<SummaryReader>> SummaryReader::FromBytes(const std::string& bytes,
+                                                                        const std::string& name) {
+  if (bytes.size() < kSummaryHeaderBytes || bytes.size() > kMaxSummaryBytes)
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": not a summary (", bytes.size(), " bytes)"));
+  std::unique_ptr<SummaryReader> r(new SummaryReader());
+  r->path_ = name;
+  r->bytes_.assign(bytes.begin(), bytes.end());
+  if (absl::Status s = r->Parse(); !s.ok()) return s;
+  return r;
+}
+
 absl::Status SummaryReader::Parse() {
   ByteCursor h(bytes_.data(), bytes_.size());
   char magic[sizeof(kSummaryMagic)];

@@ -44,6 +44,10 @@ bool IsSummaryFile(const std::string& path);
 class SummaryReader {
  public:
   static absl::StatusOr<std::unique_ptr<SummaryReader>> Open(const std::string& path);
+  // A summary made in memory (BuildSummary's bytes), named `name` in its
+  // errors and as its traces' `summary`.
+  static absl::StatusOr<std::unique_ptr<SummaryReader>> FromBytes(const std::string& bytes,
+                                                                  const std::string& name);
 
   const std::string& path() const { return path_; }
   const std::string& host() const { return host_; }  // where it was made

@@ -455,8 +455,8 @@ bool P2pWindow(const GridSurvey<P2pBlock>& s, const ProgressEvent* last, uint64_
 // trace cannot be read.
 // `node_inventory`: the node's inventory (record_delta.h), null while none
 // was met; set to this trace's first where it is null and the trace has one.
-absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTrace* p,
-                            std::string* section, SummaryStats* stats,
+absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t gpu_times,
+                            ProcessTrace* p, std::string* section, SummaryStats* stats,
                             std::optional<FlatRecord>* node_inventory) {
   // The first reading: the model but for the rows of the collectives, the
   // sends and receives and the GPU times, each call counted into its
@@ -582,7 +582,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, ProcessTra
             uint64_t comm = 0;
             uint32_t body = 0;
             if (WatcherComm(bytes, &comm, &body) && body == f::record::kGpuTime) {
-              if (gpu_seen[comm]++ + kSummaryGpuTimes < gpu_total[comm]) {
+              if (gpu_seen[comm]++ + gpu_times < gpu_total[comm]) {
                 ++left_gpu[comm];
                 return;
               }
@@ -800,7 +800,8 @@ absl::StatusOr<std::string> BuildSummary(const std::vector<std::string>& trace_f
       stats->unreadable.push_back({path.substr(0, kMaxSummaryString), "its path is too long"});
       continue;
     }
-    absl::Status s = SummarizeTrace(path, window, &p, &section, stats, &node_inventory);
+    absl::Status s = SummarizeTrace(path, window, std::max<uint64_t>(1, options.gpu_times), &p,
+                                    &section, stats, &node_inventory);
     if (!s.ok()) {
       std::string why(s.message());
       if (why.size() > kMaxSummaryString) why.resize(kMaxSummaryString);

@@ -36,6 +36,10 @@ struct SummaryOptions {
   // and receives at each end of a (communicator, rank, peer, direction)'s,
   // group calls at each end of the process's); at least 1.
   uint32_t window = kDefaultSummaryWindow;
+  // GPU times kept of each communicator's, the last ones (at least 1): a
+  // node's summary keeps a few; a big trace read through its summary in
+  // memory (summary/job_inputs.h) keeps what the slow-GPU analysis reads.
+  uint64_t gpu_times = kSummaryGpuTimes;
   std::string host;  // where the traces were read ("" : this machine's name)
   // What the search for the traces passed over (a folder it could not
   // search, a link it did not follow), (path, why): listed in the summary as

@@ -922,3 +922,112 @@ TEST_CASE("summary: a stream whose numbers jump far is kept whole", "[summary]")
   Summarize({traces[0]}, 16, "node-a", &whole);
   CHECK(whole.collectives_left_out == 29952 - 256);
 }
+
+namespace {
+
+// The diagnosis of trace files as a judging command makes it, with traces
+// of more than `summarize_over` bytes read through their summaries made in
+// memory (0: every trace), and whether each process was read so.
+EvidenceDiagnosis DiagnoseSummarizing(const std::vector<std::string>& files,
+                                      uint64_t summarize_over, std::vector<bool>* summarized) {
+  JobEvidence evidence{files, {}, {}};
+  evidence.summarize_over = summarize_over;
+  absl::StatusOr<EvidenceDiagnosis> d = DiagnoseEvidence(evidence);
+  INFO((d.ok() ? "" : std::string(d.status().message())));
+  REQUIRE(d.ok());
+  summarized->clear();
+  for (const ProcessRecord& p : d->job.processes()) {
+    summarized->push_back(!p.summary.empty());
+    if (!p.summary.empty()) CHECK(p.summary == p.path);  // the trace's own path
+  }
+  return std::move(*d);
+}
+
+// The root causes and the other findings of two diagnoses agree: kind,
+// communicator, number and ranks, one by one.
+void CheckSameVerdict(const Diagnosis& a, const Diagnosis& b) {
+  CHECK(a.problem == b.problem);
+  REQUIRE(a.findings.size() == b.findings.size());
+  for (size_t i = 0; i < a.findings.size(); ++i) {
+    INFO(KindName(a.findings[i].kind));
+    CHECK(a.findings[i].kind == b.findings[i].kind);
+    CHECK(a.findings[i].role == b.findings[i].role);
+    CHECK(a.findings[i].comm == b.findings[i].comm);
+    CHECK(a.findings[i].seq == b.findings[i].seq);
+    CHECK(a.findings[i].ranks == b.findings[i].ranks);
+  }
+}
+
+}  // namespace
+
+// Big traces are judged from their summaries made in memory: 20,000 calls
+// a rank with the default window (4,096 at each end) leave 11,264 calls of
+// each out as digests. A mismatch at the end is found from what is kept; a
+// mismatch in the middle only differs by a block's digest (a summary_gap),
+// so the job is read again whole and the verdict is the traces' own.
+TEST_CASE("summary: a big trace is judged from its summary in memory, read whole where needed",
+          "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 4;
+  job.calls = 20000;
+  job.diverging_rank = 2;
+  std::vector<bool> summarized;
+  SECTION("a mismatch at the end: from the summaries") {
+    job.diverging_seq = 19990;
+    WriteJob(tmp.path() + "/end", job);
+    const std::vector<std::string> traces = Traces(tmp.path() + "/end");
+    const EvidenceDiagnosis whole = DiagnoseSummarizing(traces, UINT64_MAX, &summarized);
+    CHECK(summarized == std::vector<bool>(4, false));
+    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized);
+    CHECK(summarized == std::vector<bool>(4, true));
+    const Finding* r = Root(whole.diagnosis);
+    REQUIRE(r != nullptr);
+    CHECK(r->kind == FindingKind::kCollectiveMismatch);
+    CHECK(r->seq == 19990u);
+    CHECK(r->ranks == std::vector<int>{2});
+    CheckSameVerdict(whole.diagnosis, light.diagnosis);
+  }
+  SECTION("a mismatch in the middle: read again whole") {
+    job.diverging_seq = 10000;
+    WriteJob(tmp.path() + "/middle", job);
+    const std::vector<std::string> traces = Traces(tmp.path() + "/middle");
+    const EvidenceDiagnosis whole = DiagnoseSummarizing(traces, UINT64_MAX, &summarized);
+    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized);
+    CHECK(summarized == std::vector<bool>(4, false));  // the second reading's
+    const Finding* r = Root(light.diagnosis);
+    REQUIRE(r != nullptr);
+    CHECK(r->kind == FindingKind::kCollectiveMismatch);
+    CHECK(r->seq == 10000u);
+    CHECK(r->ranks == std::vector<int>{2});
+    CheckSameVerdict(whole.diagnosis, light.diagnosis);
+  }
+  SECTION("a slow rank with GPU times: the same straggler, the same figures") {
+    job.diverging_rank = -1;
+    job.slow_rank = 3;
+    job.slow_ns = 5000000;
+    job.gpu_times = true;
+    job.start_ns = 1000000000000ull;
+    job.start_realtime_ns = 1790000000000000000ull;
+    WriteJob(tmp.path() + "/slow", job);
+    const std::vector<std::string> traces = Traces(tmp.path() + "/slow");
+    const EvidenceDiagnosis whole = DiagnoseSummarizing(traces, UINT64_MAX, &summarized);
+    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized);
+    CHECK(summarized == std::vector<bool>(4, true));
+    CheckSameVerdict(whole.diagnosis, light.diagnosis);
+    bool straggler = false;
+    for (size_t i = 0; i < whole.diagnosis.findings.size(); ++i) {
+      const auto* a = std::get_if<StragglerFacts>(&whole.diagnosis.findings[i].facts);
+      const auto* b = std::get_if<StragglerFacts>(&light.diagnosis.findings[i].facts);
+      if (a == nullptr || b == nullptr) continue;
+      straggler = true;
+      CHECK(a->compared == b->compared);
+      CHECK(a->times_last == b->times_last);
+      CHECK(a->median_late_ns == b->median_late_ns);
+      CHECK(a->first_seq == b->first_seq);
+      CHECK(a->last_seq == b->last_seq);
+      CHECK(b->summary_kept == 0);
+    }
+    CHECK(straggler);
+  }
+}
