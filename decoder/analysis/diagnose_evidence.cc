@@ -1,9 +1,11 @@
 #include "analysis/diagnose_evidence.h"
 
+#include <cstdlib>
 #include <set>
 #include <utility>
 #include <variant>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/log_diagnosis.h"
 #include "analysis/log_evidence.h"
@@ -147,6 +149,13 @@ absl::StatusOr<EvidenceDiagnosis> DiagnoseOnce(const JobEvidence& evidence, cons
 }
 
 }  // namespace
+
+uint64_t SummarizeTracesOver() {
+  const char* v = std::getenv("NCCLWATCH_SUMMARIZE_OVER");
+  uint64_t bytes = 0;
+  if (v == nullptr || !absl::SimpleAtoi(v, &bytes)) return kSummarizeTracesOver;
+  return bytes;
+}
 
 absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
                                                    const OnTrace& on_trace) {

@@ -75,13 +75,18 @@ struct JobEvidence {
   // diagnosis needed what a summary left out (a summary_gap, a straggler's
   // figures over fewer calls than the traces hold). UINT64_MAX: every trace
   // whole (what a caller that shows every call needs). The commands that
-  // judge a job set kSummarizeTracesOver.
+  // judge a job set SummarizeTracesOver().
   uint64_t summarize_over = UINT64_MAX;
 };
 
 // Traces bigger than this are judged from their summaries first: 64 MiB, a
 // ring four times the default's (which are always read whole).
 inline constexpr uint64_t kSummarizeTracesOver = uint64_t{64} << 20;
+// What the judging commands set JobEvidence::summarize_over to:
+// kSummarizeTracesOver, or NCCLWATCH_SUMMARIZE_OVER (bytes; 0: every trace
+// judged from its summary first, as the job suites check; a value that is
+// not a number is ignored).
+uint64_t SummarizeTracesOver();
 
 struct EvidenceDiagnosis {
   JobAnalysis job;  // the traced processes; none when only logs were given

@@ -14,7 +14,7 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
   // the folders) are judged with them; logs alone get explain's verdict,
   // from the same pipeline.
   JobEvidence evidence;
-  evidence.summarize_over = kSummarizeTracesOver;
+  evidence.summarize_over = SummarizeTracesOver();
   std::vector<std::string> trace_paths;
   if (absl::Status split = SplitLogs(paths, &trace_paths, &evidence.logs); !split.ok()) {
     err << "ncclwatch: " << OneLine(std::string(split.message())) << "\n";

@@ -37,7 +37,7 @@ int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& o
     return 2;
   }
   JobEvidence evidence;
-  evidence.summarize_over = kSummarizeTracesOver;
+  evidence.summarize_over = SummarizeTracesOver();
   for (const std::string& f : files)
     (HoldsTraces(f) ? evidence.traces : evidence.logs).push_back(f);
   // What the walk passed over: beside traces, a folder not read or a trace

@@ -41,7 +41,7 @@ std::unique_ptr<DiagnosedTraces> DiagnoseTraces(const std::vector<std::string>& 
   }
   // The one diagnosis every command makes (analysis/diagnose_evidence.h).
   absl::StatusOr<EvidenceDiagnosis> result =
-      DiagnoseEvidence(JobEvidence{*files, logs, NotRead(skipped), {}, kSummarizeTracesOver});
+      DiagnoseEvidence(JobEvidence{*files, logs, NotRead(skipped), {}, SummarizeTracesOver()});
   if (!result.ok()) {
     *error = std::string(result.status().message());
     return nullptr;

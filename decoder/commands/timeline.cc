@@ -45,7 +45,7 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   absl::StatusOr<EvidenceDiagnosis> result;
   {
     Progress progress("reading traces", files.size());
-    result = DiagnoseEvidence(JobEvidence{files, logs, NotRead(skipped), {}, kSummarizeTracesOver},
+    result = DiagnoseEvidence(JobEvidence{files, logs, NotRead(skipped), {}, SummarizeTracesOver()},
                               [&](const JobInput&) { progress.Step(); });
   }
   if (!result.ok()) {
