@@ -37,7 +37,7 @@ absl::Status ReadTraces(const JobEvidence& evidence, const OnTrace& on_trace,
         }
         if (on_trace) on_trace(in);
       },
-      summarize_over);
+      summarize_over, evidence.summarize_window);
   if (!read.ok()) return read;
   if (job->processes().empty()) {
     *none_read = true;
@@ -149,6 +149,13 @@ absl::StatusOr<EvidenceDiagnosis> DiagnoseOnce(const JobEvidence& evidence, cons
 }
 
 }  // namespace
+
+uint32_t SummarizeWindow() {
+  const char* v = std::getenv("NCCLWATCH_SUMMARIZE_WINDOW");
+  uint32_t window = 0;
+  if (v == nullptr || !absl::SimpleAtoi(v, &window) || window == 0) return kDefaultSummaryWindow;
+  return window;
+}
 
 uint64_t SummarizeTracesOver() {
   const char* v = std::getenv("NCCLWATCH_SUMMARIZE_OVER");

@@ -53,6 +53,7 @@
 #include "model/process_liveness.h"
 #include "model/process_trace.h"
 #include "summary/job_inputs.h"
+#include "summary/summary_format.h"
 
 namespace ncclwatch::decoder {
 
@@ -77,6 +78,8 @@ struct JobEvidence {
   // whole (what a caller that shows every call needs). The commands that
   // judge a job set SummarizeTracesOver().
   uint64_t summarize_over = UINT64_MAX;
+  // The window of those summaries (summary/summary_writer.h).
+  uint32_t summarize_window = kDefaultSummaryWindow;
 };
 
 // Traces bigger than this are judged from their summaries first: 64 MiB, a
@@ -87,6 +90,10 @@ inline constexpr uint64_t kSummarizeTracesOver = uint64_t{64} << 20;
 // judged from its summary first, as the job suites check; a value that is
 // not a number is ignored).
 uint64_t SummarizeTracesOver();
+// What they set JobEvidence::summarize_window to: the default window, or
+// NCCLWATCH_SUMMARIZE_WINDOW (at least 1; for the job suites, which check
+// a small window's verdicts against the traces' own).
+uint32_t SummarizeWindow();
 
 struct EvidenceDiagnosis {
   JobAnalysis job;  // the traced processes; none when only logs were given

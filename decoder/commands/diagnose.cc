@@ -15,6 +15,7 @@ int RunDiagnose(const std::vector<std::string>& paths, bool json, std::ostream& 
   // from the same pipeline.
   JobEvidence evidence;
   evidence.summarize_over = SummarizeTracesOver();
+  evidence.summarize_window = SummarizeWindow();
   std::vector<std::string> trace_paths;
   if (absl::Status split = SplitLogs(paths, &trace_paths, &evidence.logs); !split.ok()) {
     err << "ncclwatch: " << OneLine(std::string(split.message())) << "\n";

@@ -38,6 +38,7 @@ int RunExplain(const std::vector<std::string>& paths, bool json, std::ostream& o
   }
   JobEvidence evidence;
   evidence.summarize_over = SummarizeTracesOver();
+  evidence.summarize_window = SummarizeWindow();
   for (const std::string& f : files)
     (HoldsTraces(f) ? evidence.traces : evidence.logs).push_back(f);
   // What the walk passed over: beside traces, a folder not read or a trace

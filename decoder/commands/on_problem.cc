@@ -40,8 +40,8 @@ std::unique_ptr<DiagnosedTraces> DiagnoseTraces(const std::vector<std::string>& 
     return nullptr;
   }
   // The one diagnosis every command makes (analysis/diagnose_evidence.h).
-  absl::StatusOr<EvidenceDiagnosis> result =
-      DiagnoseEvidence(JobEvidence{*files, logs, NotRead(skipped), {}, SummarizeTracesOver()});
+  absl::StatusOr<EvidenceDiagnosis> result = DiagnoseEvidence(
+      JobEvidence{*files, logs, NotRead(skipped), {}, SummarizeTracesOver(), SummarizeWindow()});
   if (!result.ok()) {
     *error = std::string(result.status().message());
     return nullptr;

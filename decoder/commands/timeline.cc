@@ -45,8 +45,9 @@ int RunTimeline(const std::vector<std::string>& paths, const std::string& output
   absl::StatusOr<EvidenceDiagnosis> result;
   {
     Progress progress("reading traces", files.size());
-    result = DiagnoseEvidence(JobEvidence{files, logs, NotRead(skipped), {}, SummarizeTracesOver()},
-                              [&](const JobInput&) { progress.Step(); });
+    result = DiagnoseEvidence(
+        JobEvidence{files, logs, NotRead(skipped), {}, SummarizeTracesOver(), SummarizeWindow()},
+        [&](const JobInput&) { progress.Step(); });
   }
   if (!result.ok()) {
     err << "ncclwatch: " << OneLine(std::string(result.status().message())) << "\n";

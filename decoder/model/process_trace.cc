@@ -237,13 +237,17 @@ void RestoreHeldOperations(ProcessTrace* p) {
                                   h.redop, h.root, 0, h.rank, 0, 0, h.caller, 0);
       stream->collectives.insert(at, static_cast<uint32_t>(p->collectives.size() - 1));
     }
-    const ProgressEvent* last = p->LastProgress(h.comm);
-    if (last == nullptr || last->collectives < h.completed) {
-      ProgressEvent e{h.order, h.t};
-      e.comm = h.comm;
-      e.collectives = h.completed;
-      p->progress.push_back(e);
-    }
+    RestoreHeldProgress(p, h);
+  }
+}
+
+void RestoreHeldProgress(ProcessTrace* p, const HeldOperationEvent& h) {
+  const ProgressEvent* last = p->LastProgress(h.comm);
+  if (last == nullptr || last->collectives < h.completed) {
+    ProgressEvent e{h.order, h.t};
+    e.comm = h.comm;
+    e.collectives = h.completed;
+    p->progress.push_back(e);
   }
 }
 
@@ -304,7 +308,9 @@ void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace, const LightRea
         }
       },
       &p.stats);
-  importer.Finish();
+  // Without the collectives' rows, which held calls the ring kept is the
+  // caller's to say (RestoreHeldProgress).
+  importer.Finish(/*restore_held=*/light.collective == nullptr);
 }
 
 namespace {

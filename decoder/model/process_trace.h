@@ -216,6 +216,12 @@ void BuildStreams(ProcessTrace* trace);
 // watcher held (HeldOperation) that the ring lost, and the GPU's count at
 // the hold (FinishProcessTrace's last step).
 void RestoreHeldOperations(ProcessTrace* trace);
+// Its second half for one hold `h` whose call the ring lost (or a hold of a
+// send or receive, or of a call a summary left out): the GPU's count at
+// the hold, where no later Progress of its communicator says more. For a
+// reader that keeps no collective rows (LightReading), which knows itself
+// which held calls the ring kept.
+void RestoreHeldProgress(ProcessTrace* trace, const HeldOperationEvent& h);
 // Sorts `trace->anchors` by time (FinishProcessTrace's first step).
 void SortAnchors(ProcessTrace* trace);
 
@@ -233,11 +239,11 @@ absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace);
 using CallSlotFn = absl::FunctionRef<void(absl::Span<const uint8_t> payload)>;
 struct LightReading {
   // Set: each collective's call slot (its payload) is handed to it instead
-  // of becoming a row; `collectives` and the streams' collectives stay empty
-  // (but for the held operations restored).
+  // of becoming a row (a format-1 trace's Collective records still become
+  // rows), and the held operations are not restored: the caller knows which
+  // the ring lost (RestoreHeldProgress).
   const CallSlotFn* collective = nullptr;
-  // Set: each send's and receive's likewise (`p2p` and the streams' stay
-  // empty).
+  // Set: each send's and receive's call slot likewise.
   const CallSlotFn* p2p = nullptr;
   // GPU times (one per operation) counted per communicator into
   // `left_out_gpu_times` instead of kept as rows.

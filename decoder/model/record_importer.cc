@@ -36,13 +36,13 @@ const std::array<BodyImportFn, kMaxBody>& Dispatch() {
 
 }  // namespace
 
-void RecordImporter::Finish() {
+void RecordImporter::Finish(bool restore_held) {
   // An exec that returned: the process lived on after the end its exec
   // wrote (the last end written counts).
   if (p_->end && p_->end->how == f::process_end::kHowExecFailed) p_->end.reset();
   SortAnchors(p_);
   streams_.Finish(p_);
-  RestoreHeldOperations(p_);
+  if (restore_held) RestoreHeldOperations(p_);
 }
 
 bool RecordImporter::ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload) {

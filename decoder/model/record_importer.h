@@ -52,7 +52,10 @@ class RecordImporter {
   // After the last record: what FinishProcessTrace does (the clock anchors
   // sorted, the streams built), from the calls this importer added. Only for
   // a trace whose every collective and point-to-point row it added.
-  void Finish();
+  // `restore_held`: false for a reading that keeps no collective rows
+  // (LightReading), whose caller restores the holds itself
+  // (RestoreHeldProgress).
+  void Finish(bool restore_held = true);
 
  private:
   ProcessTrace* p_;

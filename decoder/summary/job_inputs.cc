@@ -20,10 +20,16 @@ constexpr size_t kTracesAhead = 16;
 
 // Trace `file` read through its summary, made in memory: false where the
 // summary cannot be made or read back (the caller reads the trace whole,
-// and says why it cannot be read where it cannot).
-bool LoadSummarized(const std::string& file, ProcessTrace* trace) {
+// and says why it cannot be read where it cannot), and where it left out
+// collectives of a rank that also sends or receives on that communicator
+// (how many collectives came before each send is then unknown, and so is
+// a send and receive order that differs between ranks:
+// analysis/p2p_matching.h). Every GPU time is kept: the slow-GPU and
+// slow-link analyses read them as a whole trace's.
+bool LoadSummarized(const std::string& file, uint32_t window, ProcessTrace* trace) {
   SummaryOptions options;
-  options.gpu_times = kDefaultSummaryWindow;  // the slow-GPU analysis's window
+  options.window = window;
+  options.gpu_times = UINT64_MAX;
   SummaryStats stats;
   absl::StatusOr<std::string> bytes = BuildSummary({file}, options, &stats);
   if (!bytes.ok() || stats.traces != 1) return false;
@@ -31,6 +37,9 @@ bool LoadSummarized(const std::string& file, ProcessTrace* trace) {
   if (!reader.ok()) return false;
   absl::StatusOr<bool> read = (*reader)->Next(trace);
   if (!read.ok() || !*read) return false;
+  for (const LeftOutCalls& l : trace->left_out)
+    for (const CommStream& s : trace->streams)
+      if (s.comm == l.comm && s.rank == l.rank && !s.p2p.empty()) return false;
   trace->path = file;
   return true;
 }
@@ -44,14 +53,15 @@ struct Input {
   std::vector<ProcessTrace> traces;  // memory kept from input to input
   size_t loaded = 0;                 // traces[0, loaded) hold this input's
 
-  void Load(const std::string& file, uint64_t summarize_over) {
+  void Load(const std::string& file, uint64_t summarize_over, uint32_t summarize_window) {
     reader.reset();
     loaded = 0;
     summary = IsSummaryFile(file);
     if (traces.empty()) traces.resize(1);
     if (!summary) {
       loaded = 1;
-      if (SummarizedInMemory(file, summarize_over) && LoadSummarized(file, &traces[0])) {
+      if (SummarizedInMemory(file, summarize_over) &&
+          LoadSummarized(file, summarize_window, &traces[0])) {
         status = absl::OkStatus();
         return;
       }
@@ -80,11 +90,12 @@ struct Input {
 
 // Every process of `files`, in their order.
 absl::Status ReadInputs(const std::vector<std::string>& files, unsigned threads,
-                        const OnJobInput& fn, uint64_t summarize_over) {
+                        const OnJobInput& fn, uint64_t summarize_over, uint32_t summarize_window) {
   absl::Status error;
   ProcessTrace rest;  // a large summary's traces after the first kTracesAhead
   LoadInOrder<Input>(
-      files.size(), threads, [&](size_t i, Input* in) { in->Load(files[i], summarize_over); },
+      files.size(), threads,
+      [&](size_t i, Input* in) { in->Load(files[i], summarize_over, summarize_window); },
       [&](size_t i, Input& in) {
         if (!in.summary) {
           fn({files[i], in.status, in.traces[0]});
@@ -129,7 +140,8 @@ bool SummarizedInMemory(const std::string& file, uint64_t summarize_over) {
 }
 
 absl::Status LoadJobInputs(const std::vector<std::string>& files, unsigned threads,
-                           const OnJobInput& fn, uint64_t summarize_over) {
+                           const OnJobInput& fn, uint64_t summarize_over,
+                           uint32_t summarize_window) {
   // The ranks an ncclCommGrow gained come last, joined with their
   // communicator's existing ranks (model/grown_communicators.h).
   GrowJoin join;
@@ -144,7 +156,7 @@ absl::Status LoadJobInputs(const std::vector<std::string>& files, unsigned threa
         if (in.status.ok()) join.Learn(in.trace);
         fn(in);
       },
-      summarize_over);
+      summarize_over, summarize_window);
   if (!read.ok()) return read;
   for (auto& [name, trace] : gained) {
     join.Join(&trace);

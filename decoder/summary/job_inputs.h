@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "model/process_trace.h"
+#include "summary/summary_format.h"
 
 namespace ncclwatch::decoder {
 
@@ -48,7 +49,7 @@ using OnJobInput = std::function<void(const JobInput& input)>;
 // can be trusted once any of it cannot.
 //
 // A trace file of more than `summarize_over` bytes is read through its
-// summary, made in memory (summary/summary_writer.h, the default window,
+// summary, made in memory (summary/summary_writer.h, `summarize_window`,
 // and as many GPU times as the slow-GPU analysis reads), so that a big
 // ring costs what the analyses keep, not its size: the trace handed out
 // holds the calls at each end of its streams and the digests of the rest,
@@ -56,7 +57,8 @@ using OnJobInput = std::function<void(const JobInput& input)>;
 // cannot be made, the trace is read whole. (DiagnoseEvidence reads the
 // job again whole where the diagnosis needed what was left out.)
 absl::Status LoadJobInputs(const std::vector<std::string>& files, unsigned threads,
-                           const OnJobInput& fn, uint64_t summarize_over = UINT64_MAX);
+                           const OnJobInput& fn, uint64_t summarize_over = UINT64_MAX,
+                           uint32_t summarize_window = kDefaultSummaryWindow);
 
 // Whether LoadJobInputs reads `file` through its summary made in memory: a
 // regular file that is no summary, of more than `summarize_over` bytes.

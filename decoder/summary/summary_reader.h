@@ -44,8 +44,9 @@ bool IsSummaryFile(const std::string& path);
 class SummaryReader {
  public:
   static absl::StatusOr<std::unique_ptr<SummaryReader>> Open(const std::string& path);
-  // A summary made in memory (BuildSummary's bytes), named `name` in its
-  // errors and as its traces' `summary`.
+  // A summary made in memory (BuildSummary's bytes, copied: a trace's own
+  // summary is small), named `name` in its errors and as its traces'
+  // `summary`.
   static absl::StatusOr<std::unique_ptr<SummaryReader>> FromBytes(const std::string& bytes,
                                                                   const std::string& name);
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -187,8 +188,9 @@ bool AppendRuns(const Window& w, const BlockSums& sums, const Run& proto, std::v
 template <typename Block>
 class GridSurvey {
  public:
-  // Counts call #seq: its block, or null once the account stopped.
-  Block* Add(uint64_t seq) {
+  // Counts call #seq: its block, or null once the account stopped. New
+  // blocks are taken from `*budget` (the trace's surveys' together).
+  Block* Add(uint64_t seq, uint64_t* budget) {
     ++calls;
     lo = std::min(lo, seq);
     hi = std::max(hi, seq);
@@ -197,13 +199,16 @@ class GridSurvey {
     if (blocks_.empty()) base_ = block;
     if (block < base_) {
       const uint64_t more = base_ - block;
-      if (!Fits(blocks_.size() + more)) return Stop();
+      if (!Fits(blocks_.size() + more) || more > *budget) return Stop();
+      *budget -= more;
       blocks_.insert(blocks_.begin(), more, Block());
       base_ = block;
     }
     const uint64_t at = block - base_;
     if (at >= blocks_.size()) {
-      if (!Fits(at + 1)) return Stop();
+      const uint64_t more = at + 1 - blocks_.size();
+      if (!Fits(at + 1) || more > *budget) return Stop();
+      *budget -= more;
       blocks_.resize(at + 1);
     }
     Block& b = blocks_[at];
@@ -246,14 +251,16 @@ class GridSurvey {
 
  private:
   // A run's numbers span as many blocks as its calls fill, and one more.
+  // (Twice that, and 64 blocks; all streams' blocks together are bounded
+  // by the trace's slots: Surveys' budget.)
   bool Fits(uint64_t blocks) const { return blocks <= 2 * (calls / kLeftOutBlock) + 64; }
   Block* Stop() {
     irregular = true;
     blocks_ = {};
     return nullptr;
   }
-  uint64_t base_ = 0;  // the first block counted
-  std::vector<Block> blocks_;
+  uint64_t base_ = 0;         // the first block counted
+  std::deque<Block> blocks_;  // grows at either end (numbers that fall, crafted)
 };
 
 // A block of collectives: its calls, and which numbers came (a bit each:
@@ -276,8 +283,8 @@ struct P2pBlock {
 struct CollectiveSurvey {
   CollectiveSurvey(uint64_t comm_, int32_t rank_, uint64_t first_order_)
       : comm(comm_), rank(rank_), first_order(first_order_) {}
-  void Add(uint64_t seq) {
-    if (CollectiveBlock* b = grid.Add(seq)) {
+  void Add(uint64_t seq, uint64_t* budget) {
+    if (CollectiveBlock* b = grid.Add(seq, budget)) {
       const uint64_t bit = seq % kLeftOutBlock;
       b->seen[bit / 64] |= uint64_t{1} << (bit % 64);
     }
@@ -315,7 +322,7 @@ class Surveys {
     const ncclwatch_call_slot slot = ReadCallSlot(payload);
     if (slot.comm == 0 || slot.rank < 0 || !Accepted(slot.result)) return;
     CollectiveSurvey& s = Of(slot.comm, slot.rank, order);
-    s.Add(slot.seq);
+    s.Add(slot.seq, &budget_);
     if (slot.result == kResultPending && !s.any_pending) {
       s.any_pending = true;
       s.first_pending = slot.seq;
@@ -328,28 +335,35 @@ class Surveys {
     first_p2p_.try_emplace({slot.comm, slot.rank}, order);
     const P2pKey key{slot.comm, slot.rank, slot.peer, slot.call == f::kSend};
     if (last_p2p_ == p2p_.end() || last_p2p_->first != key) last_p2p_ = p2p_.try_emplace(key).first;
-    if (P2pBlock* b = last_p2p_->second.Add(slot.seq)) {
+    if (P2pBlock* b = last_p2p_->second.Add(slot.seq, &budget_)) {
       b->max_t = std::max(b->max_t, slot.t);
       b->pending |= slot.result == kResultPending;
     }
   }
 
-  // After the reading: the held operations the ring lost, counted as the
-  // model restores them (process_trace.cc RestoreHeldOperations) into a
-  // stream the trace holds.
-  void RestoreHeld(const ProcessTrace& p) {
-    for (const HeldOperationEvent& h : p.held) {
-      if (h.comm == 0 || h.rank < 0 || h.call == f::kSend || h.call == f::kRecv) continue;
-      auto it = index_.find({h.comm, h.rank});
-      if (it == index_.end()) {
-        bool held_stream = first_p2p_.count({h.comm, h.rank}) > 0;
-        for (const CommStream& s : p.streams) held_stream |= s.comm == h.comm && s.rank == h.rank;
-        if (!held_stream) continue;
-        it = index_.emplace(std::make_pair(h.comm, h.rank), collectives_.size()).first;
-        collectives_.emplace_back(h.comm, h.rank, UINT64_MAX);
+  // After the reading: the held operations, restored as the model restores
+  // them (process_trace.cc RestoreHeldOperations): a held collective the
+  // ring lost is counted into a stream the trace holds, and the GPU's count
+  // at a hold (RestoreHeldProgress) is taken where the call was lost, or is
+  // a send or receive.
+  void RestoreHeld(ProcessTrace* p) {
+    for (const HeldOperationEvent& h : p->held) {
+      if (h.comm == 0 || h.rank < 0) continue;
+      if (h.call != f::kSend && h.call != f::kRecv) {
+        auto it = index_.find({h.comm, h.rank});
+        if (it == index_.end()) {
+          bool held_stream = first_p2p_.count({h.comm, h.rank}) > 0;
+          for (const CommStream& s : p->streams)
+            held_stream |= s.comm == h.comm && s.rank == h.rank;
+          if (!held_stream) continue;
+          it = index_.emplace(std::make_pair(h.comm, h.rank), collectives_.size()).first;
+          collectives_.emplace_back(h.comm, h.rank, UINT64_MAX);
+        }
+        CollectiveSurvey& s = collectives_[it->second];
+        if (s.Has(h.seq)) continue;
+        s.Add(h.seq, &budget_);
       }
-      CollectiveSurvey& s = collectives_[it->second];
-      if (!s.Has(h.seq)) s.Add(h.seq);
+      RestoreHeldProgress(p, h);
     }
   }
 
@@ -382,7 +396,11 @@ class Surveys {
   // The sends' and receives' surveys, in key order.
   const std::map<P2pKey, GridSurvey<P2pBlock>>& P2p() const { return p2p_; }
 
-  void Clear() {
+  // Before a reading of a trace of `slots` slots: its blocks, two for each
+  // block's worth of slots and 4,096 more (a run of calls fills its
+  // blocks; a crafted trace's scattered numbers stop the account instead).
+  void Clear(uint64_t slots) {
+    budget_ = 2 * (slots / kLeftOutBlock) + 4096;
     collectives_.clear();
     index_.clear();
     last_ = SIZE_MAX;
@@ -402,6 +420,7 @@ class Surveys {
     return collectives_[last_];
   }
 
+  uint64_t budget_ = 0;  // blocks the surveys may still add
   std::vector<CollectiveSurvey> collectives_;
   std::map<std::pair<uint64_t, int32_t>, size_t> index_;
   size_t last_ = SIZE_MAX;
@@ -466,7 +485,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   if (!file.ok()) return file.status();
   Surveys surveys;
   auto survey = [&] {
-    surveys.Clear();
+    surveys.Clear((*file)->SlotsInUse());
     auto collective = [&](absl::Span<const uint8_t> c) { surveys.AddCollective(c, p->last_order); };
     auto p2p = [&](absl::Span<const uint8_t> c) { surveys.AddP2p(c, p->last_order); };
     const CallSlotFn collective_fn = collective;
@@ -484,12 +503,28 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     if (!file.ok()) return file.status();
     survey();
   }
-  surveys.RestoreHeld(*p);
+  surveys.RestoreHeld(p);
   // Each stream's window; the digests of the blocks left out are summed as
   // the second reading leaves their calls out.
   struct Cut {
     Window w;
-    BlockSums sums;
+    BlockSums sums;              // the first reading's calls per block
+    std::vector<uint32_t> read;  // the second's, of the blocks left out
+    // Whether the two readings counted the same calls in every block left
+    // out: a live writer that lapped the ring between them leaves a block's
+    // digest summing fewer calls than its count says.
+    void Reset() {
+      std::fill(sums.digests.begin(), sums.digests.end(), 0);
+      read.assign(sums.counts.size(), 0);
+    }
+    bool Agrees() const {
+      for (size_t i = 0; i < read.size(); ++i) {
+        const uint64_t block = w.begin / kLeftOutBlock + i;
+        if (!std::binary_search(w.kept.begin(), w.kept.end(), block) && read[i] != sums.counts[i])
+          return false;
+      }
+      return true;
+    }
   };
   std::vector<std::pair<std::pair<uint64_t, int32_t>, Cut>> cuts;  // in stream order
   std::map<std::pair<uint64_t, int32_t>, size_t> cut_of;
@@ -530,11 +565,24 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   const bool groups_cut = groups > 2 * call_window;
   // Progress records per communicator, as read (not those a hold restored:
   // they share their HeldOperation's order).
+  // Of each communicator's, the one its GPU count was first reached by
+  // (ProcessTrace::LastProgress's reached_t: when its GPU finished what it
+  // finished, which the liveness analyses date a rank's stop by) is kept
+  // too, wherever it lies: a count that stays put (a hang, or sends and
+  // receives that do not move it) may have been reached in the middle.
   std::map<uint64_t, uint64_t> progress_total, progress_seen;
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> progress_reached;  // (k, t) of the first
+  std::map<uint64_t, const ProgressEvent*> last_progress;
   for (const ProgressEvent& e : p->progress) {
     bool restored = false;
     for (const HeldOperationEvent& h : p->held) restored |= h.order == e.order;
-    if (!restored) ++progress_total[e.comm];
+    if (restored) continue;
+    const uint64_t k = progress_total[e.comm]++;
+    auto [last, fresh_comm] = last_progress.try_emplace(e.comm, nullptr);
+    if (fresh_comm) last->second = p->LastProgress(e.comm);
+    if (last->second == nullptr || e.collectives != last->second->collectives) continue;
+    auto [at, fresh] = progress_reached.try_emplace(e.comm, k, e.t);
+    if (!fresh && e.t < at->second.second) at->second = {k, e.t};
   }
   uint64_t left_progress = 0;
   std::map<uint64_t, uint64_t> gpu_total, gpu_seen;
@@ -560,8 +608,8 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     progress_seen.clear();
     gpu_seen.clear();
     left_gpu.clear();
-    for (auto& [key, c] : cuts) std::fill(c.sums.digests.begin(), c.sums.digests.end(), 0);
-    for (auto& [key, c] : p2p_cuts) std::fill(c.sums.digests.begin(), c.sums.digests.end(), 0);
+    for (auto& [key, c] : cuts) c.Reset();
+    for (auto& [key, c] : p2p_cuts) c.Reset();
     if (file_mode != mode) {  // the second reading asks for a copy
       file_mode = mode;
       file = TraceFile::Open(path, mode);
@@ -582,14 +630,18 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
             uint64_t comm = 0;
             uint32_t body = 0;
             if (WatcherComm(bytes, &comm, &body) && body == f::record::kGpuTime) {
-              if (gpu_seen[comm]++ + gpu_times < gpu_total[comm]) {
+              const uint64_t total = gpu_total[comm];
+              if (total > gpu_times && gpu_seen[comm]++ < total - gpu_times) {
                 ++left_gpu[comm];
                 return;
               }
             } else if (body == f::record::kProgress) {
               const uint64_t k = progress_seen[comm]++;
               const uint64_t total = progress_total[comm];
-              if (total > kProgressHead + kProgressTail && k >= kProgressHead &&
+              auto reached = progress_reached.find(comm);
+              const bool reached_here =
+                  reached != progress_reached.end() && reached->second.first == k;
+              if (!reached_here && total > kProgressHead + kProgressTail && k >= kProgressHead &&
                   k + kProgressTail < total) {
                 ++left_progress;
                 return;
@@ -635,8 +687,9 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
               row.datatype = slot.datatype;
               row.redop = slot.redop >= 0 ? slot.redop : -1;  // as the model's row
               row.root = slot.root >= 0 ? slot.root : -1;
-              c->sums.digests[(slot.seq - c->w.begin) / kLeftOutBlock] +=
-                  CallDigest(slot.seq, CollectiveSignature::Of(row));
+              const uint64_t b = (slot.seq - c->w.begin) / kLeftOutBlock;
+              c->sums.digests[b] += CallDigest(slot.seq, CollectiveSignature::Of(row));
+              ++c->read[b];
               ++left_collectives;
               return;
             }
@@ -646,8 +699,9 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
             if (p2p_cut == p2p_cuts.end() || p2p_cut->first != key) p2p_cut = p2p_cuts.find(key);
             if (p2p_cut != p2p_cuts.end() && p2p_cut->second.w.LeftOut(slot.seq)) {
               Cut& c = p2p_cut->second;
-              c.sums.digests[(slot.seq - c.w.begin) / kLeftOutBlock] +=
-                  P2pDigest(slot.seq, slot.count, slot.datatype);
+              const uint64_t b = (slot.seq - c.w.begin) / kLeftOutBlock;
+              c.sums.digests[b] += P2pDigest(slot.seq, slot.count, slot.datatype);
+              ++c.read[b];
               ++left_p2p;
               return;
             }
@@ -696,9 +750,26 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     if (read_stats.read_again && mode == ReadMode::kMapped) return absl::AbortedError("read again");
     return absl::OkStatus();
   };
-  absl::Status written = write_entries(ReadMode::kMapped);
-  if (absl::IsAborted(written)) written = write_entries(ReadMode::kCopied);
-  if (!written.ok()) return written;
+  // Read again until both readings agree on every block left out: a stream
+  // whose blocks a live writer lapped between them is kept whole (all of
+  // them after three readings that did not agree).
+  for (int reading = 0;; ++reading) {
+    absl::Status written = write_entries(ReadMode::kMapped);
+    if (absl::IsAborted(written)) written = write_entries(ReadMode::kCopied);
+    if (!written.ok()) return written;
+    const size_t before = cuts.size() + p2p_cuts.size();
+    const bool give_up = reading >= 2;
+    cuts.erase(std::remove_if(cuts.begin(), cuts.end(),
+                              [&](const auto& c) { return give_up || !c.second.Agrees(); }),
+               cuts.end());
+    for (auto it = p2p_cuts.begin(); it != p2p_cuts.end();)
+      it = give_up || !it->second.Agrees() ? p2p_cuts.erase(it) : std::next(it);
+    if (cuts.size() + p2p_cuts.size() == before) break;
+    cut_of.clear();
+    for (size_t i = 0; i < cuts.size(); ++i) cut_of[cuts[i].first] = i;
+    last_cut = SIZE_MAX;
+    p2p_cut = p2p_cuts.end();
+  }
   std::vector<LeftOutCalls> left_out;
   for (const auto& [key, c] : cuts) {
     LeftOutCalls proto;
