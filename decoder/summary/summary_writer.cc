@@ -196,6 +196,10 @@ class GridSurvey {
     hi = std::max(hi, seq);
     if (irregular) return nullptr;
     const uint64_t block = seq / kLeftOutBlock;
+    if (block == last_block_ && last_ != nullptr) {  // most calls: the block of the one before
+      if (last_->calls != UINT32_MAX) ++last_->calls;
+      return last_;
+    }
     if (blocks_.empty()) base_ = block;
     if (block < base_) {
       const uint64_t more = base_ - block;
@@ -213,6 +217,8 @@ class GridSurvey {
     }
     Block& b = blocks_[at];
     if (b.calls != UINT32_MAX) ++b.calls;
+    last_block_ = block;
+    last_ = &b;  // a deque's elements stay where they are as it grows at either end
     return &b;
   }
   // Block `block`'s account, or null (none counted, or the account stopped).
@@ -256,11 +262,14 @@ class GridSurvey {
   bool Fits(uint64_t blocks) const { return blocks <= 2 * (calls / kLeftOutBlock) + 64; }
   Block* Stop() {
     irregular = true;
+    last_ = nullptr;
     blocks_ = {};
     return nullptr;
   }
   uint64_t base_ = 0;         // the first block counted
   std::deque<Block> blocks_;  // grows at either end (numbers that fall, crafted)
+  uint64_t last_block_ = 0;   // the block the last call fell in, and its account
+  Block* last_ = nullptr;
 };
 
 // A block of collectives: its calls, and which numbers came (a bit each:
