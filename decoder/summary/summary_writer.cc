@@ -196,9 +196,10 @@ class GridSurvey {
     hi = std::max(hi, seq);
     if (irregular) return nullptr;
     const uint64_t block = seq / kLeftOutBlock;
-    if (block == last_block_ && last_ != nullptr) {  // most calls: the block of the one before
-      if (last_->calls != UINT32_MAX) ++last_->calls;
-      return last_;
+    if (block == last_block_ && !blocks_.empty()) {  // most calls: the block of the one before
+      Block& b = blocks_[block - base_];
+      if (b.calls != UINT32_MAX) ++b.calls;
+      return &b;
     }
     if (blocks_.empty()) base_ = block;
     if (block < base_) {
@@ -218,7 +219,6 @@ class GridSurvey {
     Block& b = blocks_[at];
     if (b.calls != UINT32_MAX) ++b.calls;
     last_block_ = block;
-    last_ = &b;  // a deque's elements stay where they are as it grows at either end
     return &b;
   }
   // Block `block`'s account, or null (none counted, or the account stopped).
@@ -262,14 +262,14 @@ class GridSurvey {
   bool Fits(uint64_t blocks) const { return blocks <= 2 * (calls / kLeftOutBlock) + 64; }
   Block* Stop() {
     irregular = true;
-    last_ = nullptr;
     blocks_ = {};
     return nullptr;
   }
   uint64_t base_ = 0;         // the first block counted
   std::deque<Block> blocks_;  // grows at either end (numbers that fall, crafted)
-  uint64_t last_block_ = 0;   // the block the last call fell in, and its account
-  Block* last_ = nullptr;
+  // The block the last call fell in (an index, not a pointer: a survey is
+  // copied as its vector grows, libstdc++'s deque not being moved there).
+  uint64_t last_block_ = UINT64_MAX;
 };
 
 // A block of collectives: its calls, and which numbers came (a bit each:
