@@ -6,7 +6,8 @@
 // 2^63, communicators of -5 or 2^31 ranks, peers outside the communicator,
 // counts and times that wrap, instead of being refused at the first byte.
 //
-// Then: load each trace, JobAnalysis, Diagnose, and both reports. A crash,
+// Then: load each trace, JobAnalysis, Diagnose, and both reports; then
+// summarize the traces and read the summary back. A crash,
 // a leak, an allocation over -rss_limit_mb or a run over -timeout is a bug.
 //
 // Each trace is a tiny file (64 ring slots, so the ring wraps) in a scratch
@@ -30,6 +31,8 @@
 #include "ncclwatch/wire_writer.h"
 #include "report/report.h"
 #include "ring/ring_writer.h"
+#include "summary/summary_reader.h"
+#include "summary/summary_writer.h"
 
 namespace {
 
@@ -385,5 +388,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ncclwatch::decoder::Report report = ncclwatch::decoder::MakeTracedReport(job, d);
   ncclwatch::decoder::WriteHuman(report, human);
   ncclwatch::decoder::WriteJson(report, json);
+
+  // The same traces summarized (two readings, each stream surveyed) with a
+  // small window, and read back: what a node's `summarize` and a big
+  // trace's diagnosis do with them.
+  ncclwatch::decoder::SummaryOptions options;
+  options.window = in.ConsumeIntegralInRange<uint32_t>(1, 64);
+  options.gpu_times = in.ConsumeIntegralInRange<uint64_t>(1, 8);
+  options.host = "fuzz";
+  absl::StatusOr<std::string> summary = ncclwatch::decoder::BuildSummary(files, options);
+  if (!summary.ok()) return 0;
+  absl::StatusOr<std::unique_ptr<ncclwatch::decoder::SummaryReader>> reader =
+      ncclwatch::decoder::SummaryReader::FromBytes(*summary, "fuzz");
+  if (!reader.ok()) abort();  // a summary just made must read back
+  ncclwatch::decoder::ProcessTrace t;
+  for (;;) {
+    absl::StatusOr<bool> more = (*reader)->Next(&t);
+    if (!more.ok()) abort();
+    if (!*more) break;
+  }
   return 0;
 }
