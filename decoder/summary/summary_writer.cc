@@ -128,20 +128,13 @@ bool MiddleBlocks(uint64_t lo, uint64_t hi, uint64_t calls, uint64_t window, uin
 }
 
 // The digests of the calls in a window's middle, and how many calls there
-// are, block by block ([begin, end) on the grid): summed in the one pass
-// over a stream's calls, before it is known which blocks stay whole.
+// are, block by block ([begin, end) on the grid): the counts from the first
+// reading's survey (GridSurvey::Cut), the digests summed as the second
+// leaves the calls out.
 struct BlockSums {
   BlockSums() = default;
   explicit BlockSums(const Window& w)
       : digests((w.end - w.begin) / kLeftOutBlock, 0), counts(digests.size(), 0) {}
-  // Adds call #seq's digest (`digest()`, asked only for a call of the middle).
-  template <typename Digest>
-  void Add(const Window& w, uint64_t seq, const Digest& digest) {
-    if (seq < w.begin || seq >= w.end) return;
-    const size_t b = (seq - w.begin) / kLeftOutBlock;
-    digests[b] += digest();
-    if (counts[b] != UINT32_MAX) ++counts[b];
-  }
   std::vector<uint64_t> digests;
   std::vector<uint32_t> counts;
 };
