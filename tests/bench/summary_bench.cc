@@ -27,6 +27,16 @@
 //   and diagnoses them (base_*, x_faster_than_base, same_as_base). traces:0
 //   deletes each node's traces once summarized (an 8,192-rank job's 21 GB
 //   do not fit here).
+// BM_ReadTrace: one rank's trace whose ring of `ring_MiB` is full (it
+//   wrapped), read by `cat`, by `ncclwatch summarize` and by `ncclwatch
+//   diagnose` (which judges a trace over 64 MiB from its summary made in
+//   memory first), each run 5 times in turn, medians: the seconds of each,
+//   their ratios to `cat`'s (x_cat_*; the aim is 2 at most), and the peak
+//   memory; with NCCLWATCH_BASE_CLI, the other build's too. Shapes: the
+//   collectives alone (calls:0); each with its GPU time, and a Progress
+//   record every 64 (gpu:1, a data-parallel rank on a GPU); and a send and
+//   a receive too (p2p:1, a pipeline rank: diagnose reads it whole, as the
+//   order of its sends among left-out collectives is not in a summary).
 //
 // Folders under $TMPDIR, removed at exit (kept with NCCLWATCH_BENCH_KEEP set,
 // to measure by hand afterwards).
@@ -47,6 +57,7 @@
 #include <string>
 #include <vector>
 
+#include "ncclwatch/ring_format.h"
 #include "synthetic_trace.h"
 
 namespace {
@@ -346,7 +357,113 @@ void BM_DiagnoseJob(benchmark::State& state) {
   if (!Root::Keep()) fs::remove_all(job, ec);
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Runs `argv` (a program by path) with its output to /dev/null; its cost.
+ChildCost RunProgram(const std::vector<std::string>& args) {
+  ChildCost c;
+  const double start = WallNow();
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return c;
+  c.wall_s = WallNow() - start;
+  c.ok = WIFEXITED(status) && WEXITSTATUS(status) != 127 && WEXITSTATUS(status) != 2;
+  c.cpu_s = Seconds(usage.ru_utime) + Seconds(usage.ru_stime);
+  c.peak_rss_kib = usage.ru_maxrss;
+  return c;
+}
+
+void BM_ReadTrace(benchmark::State& state) {
+  const uint64_t ring_mib = static_cast<uint64_t>(state.range(0));
+  const bool gpu = state.range(1) != 0;
+  const bool p2p = state.range(2) != 0;
+  const std::string dir = g_root.path() + "/rank-" + std::to_string(ring_mib) + "-" +
+                          std::to_string(gpu) + std::to_string(p2p);
+  fs::create_directories(dir);
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 8;  // rank 0's trace alone
+  job.end_rank = 1;
+  job.gpu_times = gpu || p2p;
+  job.progress = gpu || p2p;
+  job.sends = p2p;
+  job.ring_bytes = ring_mib << 20;
+  // Enough calls to wrap the ring once more than a quarter.
+  const uint64_t per_call = (p2p ? 3 : 1) * (job.gpu_times ? 2 : 1);
+  job.calls = job.ring_bytes / NCCLWATCH_SLOT_BYTES * 5 / 4 / per_call;
+  std::string error;
+  if (!ncclwatch::bench::WriteSyntheticJob(dir, job, &error)) Die(error);
+  std::string trace;
+  for (const auto& e : fs::directory_iterator(dir)) trace = e.path().string();
+  const std::string base = BaseCli();
+  const std::string out = dir + ".ncws";
+  struct Tool {
+    const char* name;
+    std::vector<std::string> args;
+    std::vector<double> wall;
+    long rss = 0;
+  };
+  std::vector<Tool> tools = {{"cat", {"/bin/cat", trace}},
+                             {"summarize", {Cli(), "summarize", dir, "-o", out}},
+                             {"diagnose", {Cli(), "diagnose", dir}}};
+  if (!base.empty()) {
+    tools.push_back({"base_summarize", {base, "summarize", dir, "-o", out + ".base"}});
+    tools.push_back({"base_diagnose", {base, "diagnose", dir}});
+  }
+  for (auto _ : state) {
+    for (int round = 0; round < 5; ++round) {
+      for (Tool& t : tools) {
+        const ChildCost c = RunProgram(t.args);
+        if (!c.ok) {
+          state.SkipWithError((std::string(t.name) + " failed").c_str());
+          return;
+        }
+        t.wall.push_back(c.wall_s);
+        t.rss = std::max(t.rss, c.peak_rss_kib);
+      }
+    }
+    state.SetIterationTime(Median(tools[2].wall));
+  }
+  const double cat = Median(tools[0].wall);
+  state.counters["trace_MiB"] = static_cast<double>(fs::file_size(trace)) / 1048576.0;
+  for (const Tool& t : tools) {
+    state.counters[std::string(t.name) + "_s"] = Median(t.wall);
+    if (t.name != std::string("cat")) {
+      state.counters[std::string("x_cat_") + t.name] = Median(t.wall) / cat;
+      state.counters[std::string(t.name) + "_rss_MiB"] = static_cast<double>(t.rss) / 1024.0;
+    }
+  }
+  std::error_code ec;
+  if (Root::Keep()) return;
+  fs::remove_all(dir, ec);
+  fs::remove(out, ec);
+  fs::remove(out + ".base", ec);
+}
+
 }  // namespace
+
+// One rank's full ring of 64 and 512 MiB (4 GiB with NCCLWATCH_BENCH_LARGE),
+// each shape.
+BENCHMARK(BM_ReadTrace)
+    ->ArgNames({"ring_MiB", "gpu", "p2p"})
+    ->Args({64, 0, 0})
+    ->Args({512, 0, 0})
+    ->Args({512, 1, 0})
+    ->Args({512, 1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(1);
 
 // One node of 8 ranks: 20,000 and 100,000 collectives per rank.
 BENCHMARK(BM_SummarizeNode)
@@ -382,6 +499,13 @@ int main(int argc, char** argv) {
         ->Args({32768, 20000, 0, kMismatch})
         ->Args({32768, 20000, 0, kStraggler})
         ->Args({131072, 20000, 0, kMismatch})
+        ->Unit(benchmark::kMillisecond)
+        ->UseManualTime()
+        ->Iterations(1);
+    benchmark::RegisterBenchmark("BM_ReadTraceLarge", BM_ReadTrace)
+        ->ArgNames({"ring_MiB", "gpu", "p2p"})
+        ->Args({4096, 0, 0})
+        ->Args({4096, 1, 0})
         ->Unit(benchmark::kMillisecond)
         ->UseManualTime()
         ->Iterations(1);

@@ -52,7 +52,10 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
     const uint64_t slots =
         calls * (job.sends ? 3 : 1) * (job.gpu_times ? 2 : 1) * (job.progress ? 2 : 1) + 64;
     while (ring_bytes < slots * NCCLWATCH_SLOT_BYTES) ring_bytes <<= 1;
+    if (job.ring_bytes != 0) ring_bytes = job.ring_bytes;
+    const uint64_t progress_every = std::max<uint64_t>(1, job.progress_every);
     shim::RingConfig config;
+    config.claim_block_fixed = job.claim_blocks;
     config.dir = dir.c_str();
     config.ring_bytes = ring_bytes;
     config.host = "synth";
@@ -180,7 +183,8 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
           p.rank = rank;
           ok = ring.AppendCallSlot(NCCLWATCH_SLOT_P2P, p);
         }
-        if (job.progress && seq % 64 == 63 && !(job.killed && seq >= job.short_calls)) {
+        if (job.progress && seq % progress_every == progress_every - 1 &&
+            !(job.killed && seq >= job.short_calls)) {
           ok = ok && Put(ring, Region::kRing, t + 3, f::record::kProgress, [&](WireWriter& w) {
                  w.Fixed64(f::progress::kComm, kWorldComm);
                  w.Varint(f::progress::kCollectives, seq + 1);

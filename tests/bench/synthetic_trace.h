@@ -58,9 +58,18 @@ struct SyntheticJob {
   int gap_rank = -1;
   uint64_t gap_first = 0;
   uint64_t gap_calls = 0;
-  // A Progress record every 64 steps (the watcher's: every operation so far
-  // completed on the GPU), so that a summary leaves the sends before it out.
+  // A Progress record every `progress_every` steps (the watcher's: every
+  // operation so far completed on the GPU, every 20 ms), so that a summary
+  // leaves the sends before it out.
   bool progress = false;
+  uint64_t progress_every = 64;  // steps (at least 1)
+  // The ring's size (a power of two); 0: the smallest that holds every call.
+  // Smaller, the ring wraps and keeps the newest, as a real one does.
+  uint64_t ring_bytes = 0;
+  // Every claim from a block of 256 slots (ring_writer.h), as a thread that
+  // contends at speed takes them: the trace is read back in time order
+  // (trace/time_order.h), not in claim order.
+  bool claim_blocks = false;
 };
 
 // Writes one trace per rank into `dir` (which must exist). Returns false and
