@@ -298,46 +298,59 @@ bool ImportHeldOperation(ImportContext& c, absl::Span<const uint8_t> body) {
   return true;
 }
 
-// When the GPU began and finished one tracked operation.
+// When the GPU began and finished one tracked operation: one record per
+// operation (most of a real ring's records), so read as the collectives
+// are (collective_import.h): a switch on the whole one-byte tag, anything
+// else skipped as WireReader skips it.
+constexpr uint8_t GpuTimeTag(uint32_t field, uint32_t wire_type) {
+  return static_cast<uint8_t>(field << 3 | wire_type);
+}
+
 bool ImportGpuTime(ImportContext& c, absl::Span<const uint8_t> body) {
+  namespace g = f::gpu_time;
   ProcessTrace& p = *c.trace;
-  WireReader r(body);
-  WireField x;
   GpuTimeEvent e{c.order, c.t};
-  while (r.Next(&x)) {
-    switch (x.number) {
-      case f::gpu_time::kComm:
-        if (Fixed64(x)) e.comm = x.value;
+  const uint8_t* q = body.data();
+  const uint8_t* const end = q + body.size();
+  while (q < end) {
+    uint64_t tag;
+    if (!ReadVarint(q, end, &tag) || tag > 0xffffffffu || (tag >> 3) == 0) return false;
+    uint64_t v = 0;
+    uint64_t* varint = nullptr;
+    switch (tag) {
+      case GpuTimeTag(g::kComm, 1):
+        if (!ReadFixed64(q, end, &e.comm)) return false;
+        continue;
+      case GpuTimeTag(g::kCall, 0):
+      case GpuTimeTag(g::kGroupOps, 0):
+        varint = &v;
         break;
-      case f::gpu_time::kCall:
-        if (Varint(x)) e.call = static_cast<uint32_t>(x.value);
+      case GpuTimeTag(g::kSeq, 0):
+        varint = &e.seq;
         break;
-      case f::gpu_time::kSeq:
-        if (Varint(x)) e.seq = x.value;
+      case GpuTimeTag(g::kCollectives, 0):
+        varint = &e.collectives;
         break;
-      case f::gpu_time::kCollectives:
-        if (Varint(x)) e.collectives = x.value;
+      case GpuTimeTag(g::kBeginNs, 0):
+        varint = &e.begin_ns;
         break;
-      case f::gpu_time::kGroupOps:
-        if (Varint(x)) e.group_ops = static_cast<uint32_t>(x.value);
+      case GpuTimeTag(g::kEndNs, 0):
+        varint = &e.end_ns;
         break;
-      case f::gpu_time::kBeginNs:
-        if (Varint(x)) e.begin_ns = x.value;
+      case GpuTimeTag(g::kGpuNs, 0):
+        varint = &e.gpu_ns;
         break;
-      case f::gpu_time::kEndNs:
-        if (Varint(x)) e.end_ns = x.value;
-        break;
-      case f::gpu_time::kGpuNs:
-        if (Varint(x)) e.gpu_ns = x.value;
-        break;
-      case f::gpu_time::kAnchorErrorNs:
-        if (Varint(x)) e.anchor_error_ns = x.value;
+      case GpuTimeTag(g::kAnchorErrorNs, 0):
+        varint = &e.anchor_error_ns;
         break;
       default:
-        break;
+        if (!SkipValue(q, end, static_cast<uint32_t>(tag & 7))) return false;
+        continue;
     }
+    if (!ReadVarint(q, end, varint)) return false;
+    if (tag == GpuTimeTag(g::kCall, 0)) e.call = static_cast<uint32_t>(v);
+    if (tag == GpuTimeTag(g::kGroupOps, 0)) e.group_ops = static_cast<uint32_t>(v);
   }
-  if (!r.ok()) return false;
   p.gpu_times.push_back(e);
   return true;
 }
