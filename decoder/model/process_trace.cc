@@ -277,21 +277,38 @@ void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace, const LightRea
   RecordImporter importer(&p);
   importer.Recycle(std::move(old_streams));
   std::unordered_map<uint64_t, size_t> gpu_count_of;  // index into left_out_gpu_times
+  size_t last_gpu_count = SIZE_MAX;                   // the last one counted
   file.ForEachEntry(
-      [&](bool, uint64_t, uint8_t kind, absl::Span<const uint8_t> bytes) {
+      [&](bool pinned, uint64_t slot, uint8_t kind, absl::Span<const uint8_t> bytes) {
         bool parsed;
+        const CallSlotFn* fn = kind == NCCLWATCH_SLOT_COLLECTIVE ? light.collective
+                               : kind == NCCLWATCH_SLOT_P2P      ? light.p2p
+                                                                 : nullptr;
+        EntryRead read_as = EntryRead::kOther;
+        uint64_t comm = 0;
         if (kind == NCCLWATCH_SLOT_SINGLE) {
+          const size_t progress = p.progress.size();
+          const size_t gpu_times = p.gpu_times.size();
           parsed = importer.Import(bytes);
+          if (p.gpu_times.size() > gpu_times) {
+            read_as = EntryRead::kGpuTime;
+            comm = p.gpu_times.back().comm;
+          } else if (p.progress.size() > progress) {
+            read_as = EntryRead::kProgress;
+            comm = p.progress.back().comm;
+          }
           if (light.count_gpu_times && !p.gpu_times.empty()) {  // a GPU time: counted
-            const uint64_t comm = p.gpu_times.back().comm;
-            auto [at, fresh] = gpu_count_of.try_emplace(comm, p.left_out_gpu_times.size());
-            if (fresh) p.left_out_gpu_times.push_back({comm, 0});
-            ++p.left_out_gpu_times[at->second].count;
+            const uint64_t gpu_comm = p.gpu_times.back().comm;
+            if (last_gpu_count == SIZE_MAX ||
+                p.left_out_gpu_times[last_gpu_count].comm != gpu_comm) {
+              auto [at, fresh] = gpu_count_of.try_emplace(gpu_comm, p.left_out_gpu_times.size());
+              if (fresh) p.left_out_gpu_times.push_back({gpu_comm, 0});
+              last_gpu_count = at->second;
+            }
+            ++p.left_out_gpu_times[last_gpu_count].count;
             p.gpu_times.clear();
           }
-        } else if (const CallSlotFn* fn = kind == NCCLWATCH_SLOT_COLLECTIVE ? light.collective
-                                          : kind == NCCLWATCH_SLOT_P2P      ? light.p2p
-                                                                            : nullptr) {
+        } else if (fn != nullptr) {
           // The call takes its place in the timeline as a row would.
           parsed = bytes.size() == NCCLWATCH_SLOT_PAYLOAD_BYTES;
           if (parsed) {
@@ -299,18 +316,24 @@ void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace, const LightRea
             uint64_t t;  // its time alone: `fn` reads the rest
             std::memcpy(&t, bytes.data() + offsetof(ncclwatch_call_slot, t), sizeof(t));
             if (t > p.last_t) p.last_t = t;
-            (*fn)(bytes);
+            (*fn)(pinned, slot, bytes);
           }
         } else {
           parsed = importer.ImportCallSlot(kind, bytes);
+          if (kind == NCCLWATCH_SLOT_GROUP) read_as = EntryRead::kGroup;
         }
+        if (fn == nullptr && light.other != nullptr) (*light.other)(pinned, slot, read_as, comm);
         if (parsed) {
           ++p.records;
         } else {
           ++p.unparsed_records;
         }
       },
-      &p.stats);
+      &p.stats,
+      [&](uint64_t first_slot, uint64_t slots, uint64_t cursor) {
+        if (light.chunk != nullptr) (*light.chunk)(first_slot, slots, cursor);
+        return false;
+      });
   // Without the collectives' rows, which held calls the ring kept is the
   // caller's to say (RestoreHeldProgress).
   importer.Finish(/*restore_held=*/light.collective == nullptr);

@@ -235,8 +235,20 @@ absl::Status LoadProcessTraceInto(const std::string& path, ProcessTrace* trace);
 // How ReadProcessTrace reads a big trace for a reader that keeps its own
 // account of its calls (summary/summary_writer.cc), so that the ring's size
 // costs no memory: what is not kept still takes its place in the timeline
-// (`order`) and counts as a record.
-using CallSlotFn = absl::FunctionRef<void(absl::Span<const uint8_t> payload)>;
+// (`order`) and counts as a record. Each hook gets the entry as
+// TraceFile::ForEachEntry gives it: whether it lies in the pinned region,
+// its first slot, and its bytes.
+using CallSlotFn =
+    absl::FunctionRef<void(bool pinned, uint64_t slot, absl::Span<const uint8_t> payload)>;
+// What an entry that is not a handed-over call slot was read as: a GPU
+// time or a Progress record (with its communicator), a group call's slot,
+// or anything else.
+enum class EntryRead { kGpuTime, kProgress, kGroup, kOther };
+using EntryFn =
+    absl::FunctionRef<void(bool pinned, uint64_t slot, EntryRead read_as, uint64_t comm)>;
+// A chunk of the ring's slots, before its entries (ForEachEntry's `chunk`,
+// with the reading's cursor).
+using ChunkFn = absl::FunctionRef<void(uint64_t first_slot, uint64_t slots, uint64_t cursor)>;
 struct LightReading {
   // Set: each collective's call slot (its payload) is handed to it instead
   // of becoming a row (a format-1 trace's Collective records still become
@@ -245,6 +257,11 @@ struct LightReading {
   const CallSlotFn* collective = nullptr;
   // Set: each send's and receive's call slot likewise.
   const CallSlotFn* p2p = nullptr;
+  // Set: told of every other entry (a record, a group call's slot) once it
+  // is read into the model as usual, and what it was read as.
+  const EntryFn* other = nullptr;
+  // Set: told where each chunk of the ring's slots begins.
+  const ChunkFn* chunk = nullptr;
   // GPU times (one per operation) counted per communicator into
   // `left_out_gpu_times` instead of kept as rows.
   bool count_gpu_times = false;

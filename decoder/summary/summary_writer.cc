@@ -23,6 +23,7 @@
 #include "ncclwatch/trace_fields.h"
 #include "summary/byte_cursor.h"
 #include "summary/call_digest.h"
+#include "summary/chunk_ledger.h"
 #include "summary/record_delta.h"
 #include "trace/call_slot.h"
 #include "trace/trace_file.h"
@@ -96,6 +97,18 @@ bool WatcherComm(absl::Span<const uint8_t> record, uint64_t* comm, uint32_t* bod
     return true;
   }
   return false;
+}
+
+// The row a collective's call slot would become, as far as its signature
+// reads it (CollectiveSignature::Of).
+CollectiveEvent SignatureRow(const ncclwatch_call_slot& slot) {
+  CollectiveEvent row;
+  row.call = slot.call;
+  row.count = slot.count;
+  row.datatype = slot.datatype;
+  row.redop = slot.redop >= 0 ? slot.redop : -1;  // as the model's row
+  row.root = slot.root >= 0 ? slot.root : -1;
+  return row;
 }
 
 // A call slot's entry's first byte: its kind and context (summary_format.h).
@@ -181,6 +194,12 @@ bool AppendRuns(const Window& w, const BlockSums& sums, const Run& proto, std::v
 template <typename Block>
 class GridSurvey {
  public:
+  GridSurvey() = default;
+  // Not copied or moved: it points into its own blocks (Surveys keeps its
+  // surveys where they are made).
+  GridSurvey(const GridSurvey&) = delete;
+  GridSurvey& operator=(const GridSurvey&) = delete;
+
   // Counts call #seq: its block, or null once the account stopped. New
   // blocks are taken from `*budget` (the trace's surveys' together).
   Block* Add(uint64_t seq, uint64_t* budget) {
@@ -189,10 +208,9 @@ class GridSurvey {
     hi = std::max(hi, seq);
     if (irregular) return nullptr;
     const uint64_t block = seq / kLeftOutBlock;
-    if (block == last_block_ && !blocks_.empty()) {  // most calls: the block of the one before
-      Block& b = blocks_[block - base_];
-      if (b.calls != UINT32_MAX) ++b.calls;
-      return &b;
+    if (block == last_block_) {  // most calls: the block of the one before
+      if (last_->calls != UINT32_MAX) ++last_->calls;
+      return last_;
     }
     if (blocks_.empty()) base_ = block;
     if (block < base_) {
@@ -212,6 +230,7 @@ class GridSurvey {
     Block& b = blocks_[at];
     if (b.calls != UINT32_MAX) ++b.calls;
     last_block_ = block;
+    last_ = &b;  // a deque grown at either end keeps its elements where they are
     return &b;
   }
   // Block `block`'s account, or null (none counted, or the account stopped).
@@ -256,13 +275,15 @@ class GridSurvey {
   Block* Stop() {
     irregular = true;
     blocks_ = {};
+    last_block_ = UINT64_MAX;
+    last_ = nullptr;
     return nullptr;
   }
   uint64_t base_ = 0;         // the first block counted
   std::deque<Block> blocks_;  // grows at either end (numbers that fall, crafted)
-  // The block the last call fell in (an index, not a pointer: a survey is
-  // copied as its vector grows, libstdc++'s deque not being moved there).
+  // The block the last call fell in, and where it is.
   uint64_t last_block_ = UINT64_MAX;
+  Block* last_ = nullptr;
 };
 
 // A block of collectives: its calls, and which numbers came (a bit each:
@@ -309,6 +330,11 @@ struct CollectiveSurvey {
 // whether it sends).
 using P2pKey = std::tuple<uint64_t, int32_t, int32_t, bool>;
 
+struct P2pSurvey {
+  GridSurvey<P2pBlock> grid;
+  size_t id = 0;  // in the order met
+};
+
 // Whether a send or receive counts as the streams count them (a rank's own
 // on a communicator, to a peer, not refused).
 bool Counted(uint64_t comm, int32_t rank, int32_t peer, int32_t result) {
@@ -319,29 +345,40 @@ bool Counted(uint64_t comm, int32_t rank, int32_t peer, int32_t result) {
 // sends and receives handed over (ReadProcessTrace's LightReading).
 class Surveys {
  public:
-  // A collective's call slot, in timeline order (`order`: its place).
-  void AddCollective(absl::Span<const uint8_t> payload, uint64_t order) {
-    const ncclwatch_call_slot slot = ReadCallSlot(payload);
-    if (slot.comm == 0 || slot.rank < 0 || !Accepted(slot.result)) return;
+  static constexpr size_t kNotCounted = SIZE_MAX;
+
+  // A collective's call slot, in timeline order (`order`: its place): the
+  // index of the survey it was counted in, or kNotCounted (not a rank's
+  // own on a communicator, or refused: kept as it is).
+  size_t AddCollective(const ncclwatch_call_slot& slot, uint64_t order) {
+    if (slot.comm == 0 || slot.rank < 0 || !Accepted(slot.result)) return kNotCounted;
     CollectiveSurvey& s = Of(slot.comm, slot.rank, order);
     s.Add(slot.seq, &budget_);
     if (slot.result == kResultPending && !s.any_pending) {
       s.any_pending = true;
       s.first_pending = slot.seq;
     }
+    return last_;
   }
-  // A send's or receive's call slot, likewise.
-  void AddP2p(absl::Span<const uint8_t> payload, uint64_t order) {
-    const ncclwatch_call_slot slot = ReadCallSlot(payload);
-    if (!Counted(slot.comm, slot.rank, slot.peer, slot.result)) return;
-    first_p2p_.try_emplace({slot.comm, slot.rank}, order);
+  // A send's or receive's call slot, likewise (its survey's id).
+  size_t AddP2p(const ncclwatch_call_slot& slot, uint64_t order) {
+    if (!Counted(slot.comm, slot.rank, slot.peer, slot.result)) return kNotCounted;
     const P2pKey key{slot.comm, slot.rank, slot.peer, slot.call == f::kSend};
-    if (last_p2p_ == p2p_.end() || last_p2p_->first != key) last_p2p_ = p2p_.try_emplace(key).first;
-    if (P2pBlock* b = last_p2p_->second.Add(slot.seq, &budget_)) {
+    if (last_p2p_ == p2p_.end() || last_p2p_->first != key) {
+      first_p2p_.try_emplace({slot.comm, slot.rank}, order);
+      auto [it, fresh] = p2p_.try_emplace(key);
+      if (fresh) it->second.id = p2p_.size() - 1;
+      last_p2p_ = it;
+    }
+    if (P2pBlock* b = last_p2p_->second.grid.Add(slot.seq, &budget_)) {
       b->max_t = std::max(b->max_t, slot.t);
       b->pending |= slot.result == kResultPending;
     }
+    return last_p2p_->second.id;
   }
+  // The collectives' survey `index` (AddCollective's), and how many.
+  const CollectiveSurvey& Collective(size_t index) const { return collectives_[index]; }
+  size_t Collectives() const { return collectives_.size(); }
 
   // After the reading: the held operations, restored as the model restores
   // them (process_trace.cc RestoreHeldOperations): a held collective the
@@ -396,7 +433,7 @@ class Surveys {
   }
 
   // The sends' and receives' surveys, in key order.
-  const std::map<P2pKey, GridSurvey<P2pBlock>>& P2p() const { return p2p_; }
+  const std::map<P2pKey, P2pSurvey>& P2p() const { return p2p_; }
 
   // Before a reading of a trace of `slots` slots: its blocks, two for each
   // block's worth of slots and 4,096 more (a run of calls fills its
@@ -422,12 +459,12 @@ class Surveys {
     return collectives_[last_];
   }
 
-  uint64_t budget_ = 0;  // blocks the surveys may still add
-  std::vector<CollectiveSurvey> collectives_;
+  uint64_t budget_ = 0;                       // blocks the surveys may still add
+  std::deque<CollectiveSurvey> collectives_;  // where they are made (GridSurvey)
   std::map<std::pair<uint64_t, int32_t>, size_t> index_;
   size_t last_ = SIZE_MAX;
-  std::map<P2pKey, GridSurvey<P2pBlock>> p2p_;
-  std::map<P2pKey, GridSurvey<P2pBlock>>::iterator last_p2p_ = p2p_.end();
+  std::map<P2pKey, P2pSurvey> p2p_;
+  std::map<P2pKey, P2pSurvey>::iterator last_p2p_ = p2p_.end();
   // Where each (communicator, rank)'s first send or receive lies.
   std::map<std::pair<uint64_t, int32_t>, uint64_t> first_p2p_;
 };
@@ -477,8 +514,8 @@ bool P2pWindow(const GridSurvey<P2pBlock>& s, const ProgressEvent* last, uint64_
 // `node_inventory`: the node's inventory (record_delta.h), null while none
 // was met; set to this trace's first where it is null and the trace has one.
 absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t gpu_times,
-                            ProcessTrace* p, std::string* section, SummaryStats* stats,
-                            std::optional<FlatRecord>* node_inventory) {
+                            bool pass_over_chunks, ProcessTrace* p, std::string* section,
+                            SummaryStats* stats, std::optional<FlatRecord>* node_inventory) {
   // The first reading: the model but for the rows of the collectives, the
   // sends and receives and the GPU times, each call counted into its
   // stream's survey instead.
@@ -486,15 +523,80 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(path, file_mode);
   if (!file.ok()) return file.status();
   Surveys surveys;
+  // What each chunk of the ring held, for the second reading to pass over
+  // the chunks it would leave out whole (chunk_ledger.h).
+  ChunkLedger ledger;
+  // Where the GPU times, Progress records and group calls lie that the
+  // second reading keeps: the latest `gpu_times` GPU times of each
+  // communicator; its Progress records (first and last kept, and the one
+  // its GPU count was first reached by: below); the first and last
+  // `call_window` group calls.
+  const uint64_t call_window = std::min<uint64_t>(window, kMaxCallWindow);
+  std::map<uint64_t, HeadTail> gpu_slots;
+  std::map<uint64_t, std::vector<std::pair<uint64_t, bool>>> progress_slots;
+  HeadTail group_slots(call_window, call_window);
   auto survey = [&] {
     surveys.Clear((*file)->SlotsInUse());
-    auto collective = [&](absl::Span<const uint8_t> c) { surveys.AddCollective(c, p->last_order); };
-    auto p2p = [&](absl::Span<const uint8_t> c) { surveys.AddP2p(c, p->last_order); };
+    ledger.Clear();
+    gpu_slots.clear();
+    progress_slots.clear();
+    group_slots = HeadTail(call_window, call_window);
+    HeadTail* last_gpu = nullptr;  // the last GPU time's communicator's (most are one's)
+    uint64_t last_gpu_comm = 0;
+    auto collective = [&](bool pinned, uint64_t at, absl::Span<const uint8_t> c) {
+      const ncclwatch_call_slot slot = ReadCallSlot(c);
+      const size_t index = surveys.AddCollective(slot, p->last_order);
+      if (pinned) return;  // read in both readings, wherever the chunks are
+      if (index == Surveys::kNotCounted) return ledger.Spoil(at);
+      ledger.Note(at, LedgerItemKind::kCollective, index, slot.seq / kLeftOutBlock,
+                  CallDigest(slot.seq, CollectiveSignature::Of(SignatureRow(slot))));
+    };
+    auto p2p = [&](bool pinned, uint64_t at, absl::Span<const uint8_t> c) {
+      const ncclwatch_call_slot slot = ReadCallSlot(c);
+      const size_t id = surveys.AddP2p(slot, p->last_order);
+      if (pinned) return;
+      if (id == Surveys::kNotCounted) return ledger.Spoil(at);
+      ledger.Note(at, LedgerItemKind::kP2p, id, slot.seq / kLeftOutBlock,
+                  P2pDigest(slot.seq, slot.count, slot.datatype));
+    };
+    auto other = [&](bool pinned, uint64_t at, EntryRead read_as, uint64_t comm) {
+      LedgerItemKind kind;
+      switch (read_as) {
+        case EntryRead::kGpuTime:
+          if (last_gpu == nullptr || last_gpu_comm != comm) {
+            last_gpu = &gpu_slots.try_emplace(comm, 0, gpu_times).first->second;
+            last_gpu_comm = comm;
+          }
+          last_gpu->Add(pinned, at);
+          kind = LedgerItemKind::kGpuTime;
+          break;
+        case EntryRead::kProgress:
+          progress_slots[comm].push_back({at, pinned});
+          kind = LedgerItemKind::kProgress;
+          break;
+        case EntryRead::kGroup:
+          group_slots.Add(pinned, at);
+          kind = LedgerItemKind::kGroup;
+          comm = 0;
+          break;
+        default:
+          if (!pinned) ledger.Spoil(at);
+          return;
+      }
+      if (!pinned) ledger.Note(at, kind, comm, 0, 0);
+    };
+    auto chunk = [&](uint64_t first, uint64_t slots, uint64_t cursor) {
+      ledger.BeginChunk(first, slots, cursor);
+    };
     const CallSlotFn collective_fn = collective;
     const CallSlotFn p2p_fn = p2p;
+    const EntryFn other_fn = other;
+    const ChunkFn chunk_fn = chunk;
     LightReading light;
     light.collective = &collective_fn;
     light.p2p = &p2p_fn;
+    light.other = &other_fn;
+    light.chunk = &chunk_fn;
     light.count_gpu_times = true;
     ReadProcessTrace(**file, p, light);
   };
@@ -550,7 +652,6 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   // Sends, receives and group calls keep fewer at each end than the
   // collectives (kMaxCallWindow): their analyses read where a job stops,
   // kept whole, not a window of history as the straggler's does.
-  const uint64_t call_window = std::min<uint64_t>(window, kMaxCallWindow);
   std::map<P2pKey, Cut> p2p_cuts;
   {
     std::map<uint64_t, const ProgressEvent*> progress;  // per communicator, its last
@@ -558,7 +659,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
       auto [at, fresh] = progress.try_emplace(std::get<0>(key), nullptr);
       if (fresh) at->second = p->LastProgress(std::get<0>(key));
       Cut cut;
-      if (P2pWindow(s, at->second, call_window, &cut.w, &cut.sums))
+      if (P2pWindow(s.grid, at->second, call_window, &cut.w, &cut.sums))
         p2p_cuts.emplace(key, std::move(cut));
     }
   }
@@ -572,7 +673,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   // finished, which the liveness analyses date a rank's stop by) is kept
   // too, wherever it lies: a count that stays put (a hang, or sends and
   // receives that do not move it) may have been reached in the middle.
-  std::map<uint64_t, uint64_t> progress_total, progress_seen;
+  std::map<uint64_t, uint64_t> progress_total;
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> progress_reached;  // (k, t) of the first
   std::map<uint64_t, const ProgressEvent*> last_progress;
   for (const ProgressEvent& e : p->progress) {
@@ -586,9 +687,26 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     auto [at, fresh] = progress_reached.try_emplace(e.comm, k, e.t);
     if (!fresh && e.t < at->second.second) at->second = {k, e.t};
   }
+  KeptSlots kept_slots;
+  for (const auto& [comm, slots] : gpu_slots) slots.KeepAll(&kept_slots);
+  for (const auto& [comm, slots] : progress_slots) {
+    // The first and the last of each communicator's (the analyses read its
+    // latest; the timeline ends the kept calls' slices by those around
+    // them), and the one its count was first reached by.
+    const uint64_t n = slots.size();
+    auto reached = progress_reached.find(comm);
+    for (uint64_t k = 0; k < n; ++k) {
+      if (k == kProgressHead && n > kProgressHead + kProgressTail) k = n - kProgressTail;
+      kept_slots.Add(slots[k].second, slots[k].first);
+    }
+    if (reached != progress_reached.end() && reached->second.first < n) {
+      const auto& at = slots[reached->second.first];
+      kept_slots.Add(at.second, at.first);
+    }
+  }
+  if (groups_cut) group_slots.KeepAll(&kept_slots);
+  kept_slots.Seal();
   uint64_t left_progress = 0;
-  std::map<uint64_t, uint64_t> gpu_total, gpu_seen;
-  for (const ProcessTrace::LeftOutGpuTimes& g : p->left_out_gpu_times) gpu_total[g.comm] = g.count;
 
   // The records again, each kept or left out.
   std::string entries;
@@ -600,6 +718,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   std::map<uint64_t, uint64_t> left_gpu;      // per communicator
   std::optional<FlatRecord> first_inventory;  // the node's, where this trace is the first with one
   uint64_t differences = 0;                   // records kept as differences
+  uint64_t passed_over = 0;                   // slots the second reading passed over
   auto write_entries = [&](ReadMode mode) -> absl::Status {
     entries.clear();
     first_inventory.reset();
@@ -607,8 +726,6 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     RebuiltBudget rebuilt;
     differences = 0;
     kept = left_collectives = left_p2p = left_groups = left_progress = 0;
-    progress_seen.clear();
-    gpu_seen.clear();
     left_gpu.clear();
     for (auto& [key, c] : cuts) c.Reset();
     for (auto& [key, c] : p2p_cuts) c.Reset();
@@ -621,33 +738,87 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     uint16_t last_mask[kSlotKinds][kSummaryContexts] = {};
     SlotPredictor predictor;
     Contexts contexts;
-    uint64_t group = 0;
+    // The chunks the first reading saw left out whole, passed over: what
+    // their entries would have added, added from the ledger.
+    std::vector<Cut*> collective_cut(surveys.Collectives(), nullptr);
+    for (size_t i = 0; i < collective_cut.size(); ++i)
+      collective_cut[i] = cut_at(surveys.Collective(i).comm, surveys.Collective(i).rank);
+    std::vector<Cut*> p2p_cut_of(surveys.P2p().size(), nullptr);
+    for (const auto& [key, s] : surveys.P2p()) {
+      auto it = p2p_cuts.find(key);
+      if (it != p2p_cuts.end() && s.id < p2p_cut_of.size()) p2p_cut_of[s.id] = &it->second;
+    }
+    auto cut_of_item = [&](const LedgerItem& it) -> Cut* {
+      const std::vector<Cut*>& of =
+          it.kind == LedgerItemKind::kCollective ? collective_cut : p2p_cut_of;
+      return it.stream < of.size() ? of[it.stream] : nullptr;
+    };
+    // Whether a chunk's item is left out whole (its watcher records and group
+    // calls: where no slot of the chunk is kept, KeptSlots).
+    auto left_out = [&](const LedgerItem& it) {
+      switch (it.kind) {
+        case LedgerItemKind::kCollective:
+        case LedgerItemKind::kP2p: {
+          const Cut* c = cut_of_item(it);
+          return c != nullptr && it.block < UINT64_MAX / kLeftOutBlock &&
+                 c->w.LeftOut(it.block * kLeftOutBlock);
+        }
+        case LedgerItemKind::kGroup:
+          return groups_cut;
+        case LedgerItemKind::kGpuTime:
+        case LedgerItemKind::kProgress:
+          return true;
+      }
+      return false;
+    };
+    auto pass_over = [&](const LedgerItem& it) {
+      switch (it.kind) {
+        case LedgerItemKind::kCollective:
+        case LedgerItemKind::kP2p: {
+          Cut* c = cut_of_item(it);
+          const uint64_t b = it.block - c->w.begin / kLeftOutBlock;
+          c->sums.digests[b] += it.digest;
+          c->read[b] += it.count;
+          (it.kind == LedgerItemKind::kCollective ? left_collectives : left_p2p) += it.count;
+          break;
+        }
+        case LedgerItemKind::kGroup:
+          left_groups += it.count;
+          break;
+        case LedgerItemKind::kGpuTime:
+          left_gpu[it.stream] += it.count;
+          break;
+        case LedgerItemKind::kProgress:
+          left_progress += it.count;
+          break;
+      }
+    };
+    ledger.Rewind();
+    passed_over = 0;
+    auto skip_chunk = [&](uint64_t first, uint64_t slots, uint64_t cursor) {
+      const ChunkLedger::Chunk* c = ledger.Find(first, slots, cursor);
+      if (!pass_over_chunks || c == nullptr || kept_slots.AnyInRing(first, slots)) return false;
+      const absl::Span<const LedgerItem> items = ChunkLedger::Items(*c);
+      for (const LedgerItem& it : items)
+        if (!left_out(it)) return false;
+      for (const LedgerItem& it : items) pass_over(it);
+      passed_over += slots;
+      return true;
+    };
     TraceFileStats read_stats;
     (*file)->ForEachEntry(
-        [&](bool, uint64_t, uint8_t kind, absl::Span<const uint8_t> bytes) {
+        [&](bool pinned, uint64_t at, uint8_t kind, absl::Span<const uint8_t> bytes) {
           if (kind == NCCLWATCH_SLOT_SINGLE) {
-            // Progress: the first and the last of each communicator's
-            // (the analyses read its latest; the timeline ends the kept
-            // calls' slices by those around them).
+            // A GPU time or a Progress record where none is kept
+            // (kept_slots).
             uint64_t comm = 0;
             uint32_t body = 0;
-            if (WatcherComm(bytes, &comm, &body) && body == f::record::kGpuTime) {
-              const uint64_t total = gpu_total[comm];
-              if (total > gpu_times && gpu_seen[comm]++ < total - gpu_times) {
+            if (WatcherComm(bytes, &comm, &body) && !kept_slots.Has(pinned, at)) {
+              if (body == f::record::kGpuTime)
                 ++left_gpu[comm];
-                return;
-              }
-            } else if (body == f::record::kProgress) {
-              const uint64_t k = progress_seen[comm]++;
-              const uint64_t total = progress_total[comm];
-              auto reached = progress_reached.find(comm);
-              const bool reached_here =
-                  reached != progress_reached.end() && reached->second.first == k;
-              if (!reached_here && total > kProgressHead + kProgressTail && k >= kProgressHead &&
-                  k + kProgressTail < total) {
+              else
                 ++left_progress;
-                return;
-              }
+              return;
             }
             ++kept;
             // As its difference from the record before it of its context
@@ -683,14 +854,9 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
               Accepted(slot.result)) {
             Cut* c = cut_at(slot.comm, slot.rank);
             if (c != nullptr && c->w.LeftOut(slot.seq)) {
-              CollectiveEvent row;
-              row.call = slot.call;
-              row.count = slot.count;
-              row.datatype = slot.datatype;
-              row.redop = slot.redop >= 0 ? slot.redop : -1;  // as the model's row
-              row.root = slot.root >= 0 ? slot.root : -1;
               const uint64_t b = (slot.seq - c->w.begin) / kLeftOutBlock;
-              c->sums.digests[b] += CallDigest(slot.seq, CollectiveSignature::Of(row));
+              c->sums.digests[b] +=
+                  CallDigest(slot.seq, CollectiveSignature::Of(SignatureRow(slot)));
               ++c->read[b];
               ++left_collectives;
               return;
@@ -708,12 +874,9 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
               return;
             }
           }
-          if (kind == NCCLWATCH_SLOT_GROUP) {
-            const uint64_t g = group++;
-            if (groups_cut && g >= call_window && g < groups - call_window) {
-              ++left_groups;
-              return;
-            }
+          if (kind == NCCLWATCH_SLOT_GROUP && groups_cut && !kept_slots.Has(pinned, at)) {
+            ++left_groups;
+            return;
           }
           // The payload as its difference from what the previous one of
           // its kind, communicator and call predicts (summary_format.h), 8
@@ -748,7 +911,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
           for (int i = 0; i < n; ++i) e.Zigzag(static_cast<int64_t>(deltas[i]));
           ++kept;
         },
-        &read_stats);
+        &read_stats, skip_chunk);
     if (read_stats.read_again && mode == ReadMode::kMapped) return absl::AbortedError("read again");
     return absl::OkStatus();
   };
@@ -839,6 +1002,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     stats->p2p_left_out += left_p2p;
     stats->groups_left_out += left_groups;
     stats->progress_left_out += left_progress;
+    stats->slots_passed_over += passed_over;
   }
   return absl::OkStatus();
 }
@@ -873,8 +1037,8 @@ absl::StatusOr<std::string> BuildSummary(const std::vector<std::string>& trace_f
       stats->unreadable.push_back({path.substr(0, kMaxSummaryString), "its path is too long"});
       continue;
     }
-    absl::Status s = SummarizeTrace(path, window, std::max<uint64_t>(1, options.gpu_times), &p,
-                                    &section, stats, &node_inventory);
+    absl::Status s = SummarizeTrace(path, window, std::max<uint64_t>(1, options.gpu_times),
+                                    options.pass_over_chunks, &p, &section, stats, &node_inventory);
     if (!s.ok()) {
       std::string why(s.message());
       if (why.size() > kMaxSummaryString) why.resize(kMaxSummaryString);

@@ -40,6 +40,10 @@ struct SummaryOptions {
   // node's summary keeps a few; a big trace read through its summary in
   // memory (summary/job_inputs.h) keeps what the slow-GPU analysis reads.
   uint64_t gpu_times = kSummaryGpuTimes;
+  // The second reading of a trace passes over the chunks of its ring the
+  // first found it would leave out whole (summary/chunk_ledger.h); false:
+  // it reads every slot again (the summary is the same: tests compare).
+  bool pass_over_chunks = true;
   std::string host;  // where the traces were read ("" : this machine's name)
   // What the search for the traces passed over (a folder it could not
   // search, a link it did not follow), (path, why): listed in the summary as
@@ -58,6 +62,7 @@ struct SummaryStats {
   uint64_t p2p_left_out = 0;  // sends and receives
   uint64_t groups_left_out = 0;
   uint64_t progress_left_out = 0;  // GPU progress records (every 20 ms) in the middle
+  uint64_t slots_passed_over = 0;  // ring slots the second reading did not read
   // What could not be read, listed in the summary too: the traces that
   // failed to read, then what the search passed over (options.not_read).
   std::vector<SummaryUnreadable> unreadable;

@@ -107,6 +107,18 @@ class TraceFile {
   template <typename Fn>
   void ForEachEntry(Fn&& fn, TraceFileStats* stats) const;
 
+  // The same, for a reader that reads a trace twice and learns in the first
+  // reading which slots the second need not read (summary/summary_writer.cc):
+  // `chunk(uint64_t first_slot, uint64_t slots, uint64_t cursor)` is called
+  // before each chunk of the ring's slots is read, with the ring's cursor
+  // as this reading took it, and true passes over the chunk unread (no
+  // entry, no stats, its pages not touched). The chunks are the same in
+  // two readings of a ring whose cursor did not move between them. (Where
+  // threads claimed blocks of slots, a chunk's records may come out among
+  // the next chunk's: time_order.h.)
+  template <typename Fn, typename Chunk>
+  void ForEachEntry(Fn&& fn, TraceFileStats* stats, Chunk&& chunk) const;
+
  private:
   static constexpr uint64_t kChunkSlots = 2048;  // 256 KiB a read
   // The ring's newest slots: copied whole, seqlock-style (in place for an
@@ -166,9 +178,10 @@ class TraceFile {
   // `writer_ended`: the process wrote its end record, so few more records
   // are to come (exit-time calls; when they lap what was read in place,
   // read_again says so).
-  template <typename Fn, typename Retire>
+  // `chunk` as ForEachEntry's.
+  template <typename Fn, typename Retire, typename Chunk>
   void ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor, bool writer_ended,
-                  Fn& fn, Retire& retire, TraceFileStats* stats) const;
+                  Fn& fn, Retire& retire, Chunk& skip_chunk, TraceFileStats* stats) const;
 
   std::string path_;
   int fd_ = -1;

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "absl/types/span.h"
 #include "ncclwatch/ring_format.h"
@@ -22,9 +23,10 @@
 
 namespace ncclwatch::decoder {
 
-template <typename Fn, typename Retire>
+template <typename Fn, typename Retire, typename Chunk>
 void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_t cursor,
-                           bool writer_ended, Fn& fn, Retire& retire, TraceFileStats* stats) const {
+                           bool writer_ended, Fn& fn, Retire& retire, Chunk& skip_chunk,
+                           TraceFileStats* stats) const {
   constexpr uint64_t kSlot = NCCLWATCH_SLOT_BYTES;
   const uint64_t mask = slots - 1;
   const bool call_slots = header_.format_version >= 2;  // format 1 has none
@@ -114,6 +116,10 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
     // A chunk of physical slots from i's, up to the region's end.
     const uint64_t n = std::min({kChunkSlots, slots - (i & mask), last - i});
     retire();
+    if (!pinned && skip_chunk(i, n, cursor)) {  // the caller knows it holds nothing it wants
+      i += n;
+      continue;
+    }
     // Slots that may still be in flight: the pinned region (small), and the
     // ring's newest kInFlightSlots, copied whole. Not those of a writer that
     // ended, in the mapping: read where they lie, a slot it is still filling
@@ -301,6 +307,12 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
 
 template <typename Fn>
 void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats) const {
+  ForEachEntry(std::forward<Fn>(fn), stats, [](uint64_t, uint64_t, uint64_t) { return false; });
+}
+
+template <typename Fn, typename Chunk>
+void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats, Chunk&& chunk) const {
+  auto no_chunks = [](uint64_t, uint64_t, uint64_t) { return false; };
   // Cursors are read once: records written after this point are not seen.
   uint64_t pinned_next = LiveCursor(true);
   uint64_t ring_next = LiveCursor(false);
@@ -326,7 +338,7 @@ void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats) const {
   };
   auto nothing_held = [] {};
   ReadRegion(true, header_.pinned_offset, header_.pinned_slots, pinned_next, false, hold,
-             nothing_held, stats);
+             nothing_held, no_chunks, stats);
   // Pinned records are claimed in order, but threads can take their time
   // stamps in a different order than they claim: sort by time, stably.
   std::stable_sort(pinned.begin(), pinned.end(),
@@ -352,7 +364,7 @@ void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats) const {
     };
     auto keep = [&] { order.Keep(); };
     ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, writer_ended, add, keep,
-               stats);
+               chunk, stats);
     order.Flush(out);
   } else {
     // Records in claim order (formats 1 and 2; format 3 with blocks of one).
@@ -361,7 +373,7 @@ void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats) const {
       fn(false, index, kind, bytes);
     };
     ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, writer_ended, merge,
-               nothing_held, stats);
+               nothing_held, chunk, stats);
   }
   for (; next < pinned.size(); ++next)
     fn(true, pinned[next].index, pinned[next].kind, absl::MakeConstSpan(pinned[next].bytes));
