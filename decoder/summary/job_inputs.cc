@@ -2,12 +2,15 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <utility>
 
 #include "model/grown_communicators.h"
 #include "model/ordered_pipeline.h"
 #include "model/trace_loader.h"
+#include "summary/summary_format.h"
 #include "summary/summary_reader.h"
 #include "summary/summary_writer.h"
 
@@ -18,18 +21,64 @@ namespace {
 // are decoded as they are handed out (memory stays a few nodes' worth).
 constexpr size_t kTracesAhead = 16;
 
+// The slow-GPU and slow-link analyses (analysis/gpu_skew.h, link_skew.h)
+// read a communicator's GPU times of its last 4,096 collective numbers, and
+// a process's last 4 x 4,096 finishes. A summary made in memory keeps each
+// communicator's last 4 x 4,096 GPU times (a real ring holds one per
+// operation: millions), which hold all that where GpuTimesCover says so.
+constexpr uint64_t kGpuWindow = kDefaultSummaryWindow;
+constexpr uint64_t kInMemoryGpuTimes = 4 * kGpuWindow;
+
+// Whether the GPU times `t` kept give the GPU analyses what the whole trace
+// would: each communicator whose earlier ones were left out kept timed
+// collectives over more than the window's numbers, and its oldest kept
+// began before the earliest the window holds of any communicator (an
+// operation begun before one in the window is what it is timed after:
+// those left out ended before that communicator's oldest kept began, one
+// stream running one operation at a time).
+bool GpuTimesCover(const ProcessTrace& t) {
+  if (t.left_out_gpu_times.empty()) return true;
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> numbers;  // per communicator: lowest, highest
+  std::map<uint64_t, uint64_t> oldest_begin;                  // per communicator
+  for (const GpuTimeEvent& g : t.gpu_times) {
+    if (g.begin_ns != 0) {
+      auto [at, fresh] = oldest_begin.try_emplace(g.comm, g.begin_ns);
+      if (!fresh) at->second = std::min(at->second, g.begin_ns);
+    }
+    if (!g.OneCollective() || g.gpu_ns == 0) continue;
+    auto [at, fresh] = numbers.try_emplace(g.comm, g.collectives - 1, g.collectives - 1);
+    at->second.first = std::min(at->second.first, g.collectives - 1);
+    at->second.second = std::max(at->second.second, g.collectives - 1);
+  }
+  uint64_t window_begin = UINT64_MAX;  // the earliest begin in any communicator's window
+  for (const GpuTimeEvent& g : t.gpu_times) {
+    if (!g.OneCollective() || g.gpu_ns == 0 || g.begin_ns == 0) continue;
+    const auto [lo, hi] = numbers.at(g.comm);
+    const uint64_t first = hi - lo >= kGpuWindow ? hi - kGpuWindow + 1 : lo;
+    if (g.collectives - 1 >= first) window_begin = std::min(window_begin, g.begin_ns);
+  }
+  for (const ProcessTrace::LeftOutGpuTimes& cut : t.left_out_gpu_times) {
+    if (cut.count == 0) continue;
+    auto n = numbers.find(cut.comm);
+    if (n == numbers.end() || n->second.second - n->second.first < kGpuWindow) return false;
+    auto b = oldest_begin.find(cut.comm);
+    if (b == oldest_begin.end() || b->second >= window_begin) return false;
+  }
+  return true;
+}
+
 // Trace `file` read through its summary, made in memory: false where the
 // summary cannot be made or read back (the caller reads the trace whole,
-// and says why it cannot be read where it cannot), and where it left out
+// and says why it cannot be read where it cannot), where it left out
 // collectives of a rank that also sends or receives on that communicator
 // (how many collectives came before each send is then unknown, and so is
 // a send and receive order that differs between ranks:
-// analysis/p2p_matching.h). Every GPU time is kept: the slow-GPU and
-// slow-link analyses read them as a whole trace's.
+// analysis/p2p_matching.h), and where the GPU times it kept do not cover
+// the GPU analyses' window (GpuTimesCover).
 bool LoadSummarized(const std::string& file, uint32_t window, ProcessTrace* trace) {
   SummaryOptions options;
   options.window = window;
-  options.gpu_times = UINT64_MAX;
+  options.gpu_times = kInMemoryGpuTimes;
   SummaryStats stats;
   absl::StatusOr<std::string> bytes = BuildSummary({file}, options, &stats);
   if (!bytes.ok() || stats.traces != 1) return false;
@@ -40,6 +89,7 @@ bool LoadSummarized(const std::string& file, uint32_t window, ProcessTrace* trac
   for (const LeftOutCalls& l : trace->left_out)
     for (const CommStream& s : trace->streams)
       if (s.comm == l.comm && s.rank == l.rank && !s.p2p.empty()) return false;
+  if (!GpuTimesCover(*trace)) return false;
   trace->path = file;
   return true;
 }

@@ -25,6 +25,7 @@
 #include "report/finding_text.h"
 #include "summary/byte_cursor.h"
 #include "summary/call_digest.h"
+#include "summary/job_inputs.h"
 #include "summary/summary_format.h"
 #include "summary/summary_reader.h"
 #include "summary/summary_writer.h"
@@ -1105,6 +1106,22 @@ TEST_CASE("summary: a big trace is judged from its summary in memory, read whole
     const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized);
     CHECK(summarized == std::vector<bool>(4, true));
     CheckSameVerdict(whole.diagnosis, light.diagnosis);
+    // In memory: each trace's last 4 x 4,096 GPU times, what the GPU
+    // analyses read, the rest counted.
+    size_t read = 0;
+    REQUIRE(LoadJobInputs(
+                traces, 1,
+                [&](const JobInput& in) {
+                  REQUIRE(in.status.ok());
+                  ++read;
+                  CHECK(in.trace.gpu_times.size() == 4 * kDefaultSummaryWindow);
+                  CHECK(in.trace.gpu_times.back().collectives == 20000);
+                  REQUIRE(in.trace.left_out_gpu_times.size() == 1);
+                  CHECK(in.trace.left_out_gpu_times[0].count == 20000 - 4 * kDefaultSummaryWindow);
+                },
+                0)
+                .ok());
+    CHECK(read == 4);
     bool straggler = false;
     for (size_t i = 0; i < whole.diagnosis.findings.size(); ++i) {
       const auto* a = std::get_if<StragglerFacts>(&whole.diagnosis.findings[i].facts);
