@@ -330,8 +330,8 @@ void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace, const LightRea
         }
       },
       &p.stats,
-      [&](uint64_t first_slot, uint64_t slots, uint64_t cursor) {
-        if (light.chunk != nullptr) (*light.chunk)(first_slot, slots, cursor);
+      [&](uint64_t first_slot, uint64_t slots, uint64_t cursor, TimeOrder::State* order) {
+        if (light.chunk != nullptr) (*light.chunk)(first_slot, slots, cursor, *order);
         return false;
       });
   // Without the collectives' rows, which held calls the ring kept is the

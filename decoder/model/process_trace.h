@@ -31,6 +31,7 @@
 #include "model/events.h"
 #include "model/left_out_calls.h"
 #include "ncclwatch/ring_format.h"
+#include "trace/time_order.h"
 #include "trace/trace_file.h"
 
 namespace ncclwatch::decoder {
@@ -247,8 +248,9 @@ enum class EntryRead { kGpuTime, kProgress, kGroup, kOther };
 using EntryFn =
     absl::FunctionRef<void(bool pinned, uint64_t slot, EntryRead read_as, uint64_t comm)>;
 // A chunk of the ring's slots, before its entries (ForEachEntry's `chunk`,
-// with the reading's cursor).
-using ChunkFn = absl::FunctionRef<void(uint64_t first_slot, uint64_t slots, uint64_t cursor)>;
+// with the reading's cursor and its time order's state).
+using ChunkFn = absl::FunctionRef<void(uint64_t first_slot, uint64_t slots, uint64_t cursor,
+                                       const TimeOrder::State& order)>;
 struct LightReading {
   // Set: each collective's call slot (its payload) is handed to it instead
   // of becoming a row (a format-1 trace's Collective records still become

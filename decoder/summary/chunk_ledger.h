@@ -15,11 +15,18 @@
 // the second reading reads it. So does a ring whose cursor moved between
 // the readings (a live writer): its chunks are not found again.
 //
-// Entries may come out of slot order (a ring whose threads claimed blocks of
-// slots is read back in time order, trace/time_order.h): each is noted in
-// the chunk its slot lies in.
+// Passing over a chunk must not move any other entry: so a chunk is spoiled
+// too where a pinned record was handed out (among the ring's, by its time)
+// while it was read. In a ring read back in time order, its records may
+// come out while later chunks are read, and a chunk's records may let out
+// those of earlier chunks held for their time: a chunk passed over leaves
+// the time order as the first reading found it after the chunk
+// (Chunk::end), and lets out what its records did (ForEachEntry,
+// TimeOrder::RestoreAndRelease).
 //
-// Memory: one Chunk (under 500 bytes) per 2,048 slots (256 KiB) of ring.
+// Memory: one Chunk (under 500 bytes) per 2,048 slots (256 KiB) of ring,
+// for at most kMaxChunks chunks (a 16 GiB ring's; past them, chunks are
+// read).
 //
 // Thread-safety: none (one trace's readings).
 
@@ -33,6 +40,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "trace/time_order.h"
 
 namespace ncclwatch::decoder {
 
@@ -50,11 +58,15 @@ struct LedgerItem {
 class ChunkLedger {
  public:
   static constexpr size_t kMaxItems = 12;
+  static constexpr size_t kMaxChunks = size_t{1} << 15;
 
   struct Chunk {
-    uint64_t first = 0;   // its first slot
-    uint64_t slots = 0;   // how many
-    uint64_t cursor = 0;  // the ring's cursor as the reading took it
+    uint64_t first = 0;      // its first slot
+    uint64_t slots = 0;      // how many
+    uint64_t cursor = 0;     // the ring's cursor as the reading took it
+    TimeOrder::State start;  // the time order's state before it, and after
+    TimeOrder::State end;
+    bool ended = false;  // `end` known (the next chunk began)
     uint64_t entries = 0;
     uint32_t items = 0;
     bool plain = true;
@@ -64,16 +76,24 @@ class ChunkLedger {
   // Before a first reading: nothing seen.
   void Clear() {
     chunks_.clear();
+    open_ = false;
     next_ = 0;
   }
 
   // The first reading: a chunk begins (ForEachEntry's `chunk`; in slot
-  // order).
-  void BeginChunk(uint64_t first, uint64_t slots, uint64_t cursor) {
+  // order), the time order in state `order`.
+  void BeginChunk(uint64_t first, uint64_t slots, uint64_t cursor, const TimeOrder::State& order) {
+    if (open_) {
+      chunks_.back().end = order;
+      chunks_.back().ended = true;
+    }
+    open_ = chunks_.size() < kMaxChunks;
+    if (!open_) return;
     Chunk c;
     c.first = first;
     c.slots = slots;
     c.cursor = cursor;
+    c.start = order;
     chunks_.push_back(c);
   }
   // An entry at ring slot `slot`, noted (`block` and `digest` for calls).
@@ -105,16 +125,22 @@ class ChunkLedger {
   void Spoil(uint64_t slot) {
     if (Chunk* c = At(slot)) c->plain = false;
   }
+  // An entry of the pinned region came out: not where the chunk being read
+  // is passed over.
+  void Pinned() {
+    if (open_) chunks_.back().plain = false;
+  }
 
-  // The second reading: the chunk the first saw at (first, slots, cursor)
-  // as this one's next, where it was plain and every slot held an entry;
-  // else null. Called for each chunk in turn.
-  const Chunk* Find(uint64_t first, uint64_t slots, uint64_t cursor) {
+  // The second reading: the chunk the first saw at (first, slots, cursor),
+  // the time order as then, as this one's next, where it was plain and
+  // every slot held an entry; else null. Called for each chunk in turn.
+  const Chunk* Find(uint64_t first, uint64_t slots, uint64_t cursor,
+                    const TimeOrder::State& order) {
     const size_t at = next_++;
     if (at >= chunks_.size()) return nullptr;
     const Chunk& c = chunks_[at];
-    if (c.first != first || c.slots != slots || c.cursor != cursor || !c.plain ||
-        c.entries != c.slots)
+    if (c.first != first || c.slots != slots || c.cursor != cursor || !(c.start == order) ||
+        !c.ended || !c.plain || c.entries != c.slots)
       return nullptr;
     return &c;
   }
@@ -138,6 +164,7 @@ class ChunkLedger {
   }
 
   std::vector<Chunk> chunks_;
+  bool open_ = false;  // chunks_.back() is the chunk being read
   size_t next_ = 0;
 };
 

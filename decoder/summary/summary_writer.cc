@@ -26,6 +26,7 @@
 #include "summary/chunk_ledger.h"
 #include "summary/record_delta.h"
 #include "trace/call_slot.h"
+#include "trace/time_order.h"
 #include "trace/trace_file.h"
 #include "trace/wire_reader.h"
 
@@ -80,23 +81,28 @@ namespace f = ::ncclwatch::fields;
 // The communicator of a Progress record (the watcher's GPU completion
 // counts, every 20 ms) or of a GpuTime record (one per operation; its
 // communicator field has the same number), with which of the two it is in
-// `body`, or false for any other record.
+// `body`, or false for any other record. As the model reads a record
+// (model/record_importer.cc): its last body is the one, and the body's last
+// communicator field.
 bool WatcherComm(absl::Span<const uint8_t> record, uint64_t* comm, uint32_t* body_number) {
   static_assert(f::progress::kComm == f::gpu_time::kComm, "both read as one");
   WireReader r(record);
   WireField x;
+  uint32_t number = 0;
+  absl::Span<const uint8_t> bytes;
   while (r.Next(&x)) {
-    if ((x.number != f::record::kProgress && x.number != f::record::kGpuTime) || x.wire_type != 2)
-      continue;
-    *body_number = static_cast<uint32_t>(x.number);
-    WireReader body(x.bytes);
-    WireField y;
-    *comm = 0;
-    while (body.Next(&y))
-      if (y.number == f::progress::kComm && y.wire_type == 1) *comm = y.value;
-    return true;
+    if (!f::record::IsBody(x.number) || x.wire_type != 2) continue;
+    number = static_cast<uint32_t>(x.number);
+    bytes = x.bytes;
   }
-  return false;
+  if (number != f::record::kProgress && number != f::record::kGpuTime) return false;
+  *body_number = number;
+  WireReader body(bytes);
+  WireField y;
+  *comm = 0;
+  while (body.Next(&y))
+    if (y.number == f::progress::kComm && y.wire_type == 1) *comm = y.value;
+  return true;
 }
 
 // The row a collective's call slot would become, as far as its signature
@@ -546,7 +552,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     auto collective = [&](bool pinned, uint64_t at, absl::Span<const uint8_t> c) {
       const ncclwatch_call_slot slot = ReadCallSlot(c);
       const size_t index = surveys.AddCollective(slot, p->last_order);
-      if (pinned) return;  // read in both readings, wherever the chunks are
+      if (pinned) return ledger.Pinned();  // read in both readings
       if (index == Surveys::kNotCounted) return ledger.Spoil(at);
       ledger.Note(at, LedgerItemKind::kCollective, index, slot.seq / kLeftOutBlock,
                   CallDigest(slot.seq, CollectiveSignature::Of(SignatureRow(slot))));
@@ -554,7 +560,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     auto p2p = [&](bool pinned, uint64_t at, absl::Span<const uint8_t> c) {
       const ncclwatch_call_slot slot = ReadCallSlot(c);
       const size_t id = surveys.AddP2p(slot, p->last_order);
-      if (pinned) return;
+      if (pinned) return ledger.Pinned();
       if (id == Surveys::kNotCounted) return ledger.Spoil(at);
       ledger.Note(at, LedgerItemKind::kP2p, id, slot.seq / kLeftOutBlock,
                   P2pDigest(slot.seq, slot.count, slot.datatype));
@@ -580,13 +586,15 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
           comm = 0;
           break;
         default:
-          if (!pinned) ledger.Spoil(at);
-          return;
+          if (pinned) return ledger.Pinned();
+          return ledger.Spoil(at);
       }
-      if (!pinned) ledger.Note(at, kind, comm, 0, 0);
+      if (pinned) return ledger.Pinned();
+      ledger.Note(at, kind, comm, 0, 0);
     };
-    auto chunk = [&](uint64_t first, uint64_t slots, uint64_t cursor) {
-      ledger.BeginChunk(first, slots, cursor);
+    auto chunk = [&](uint64_t first, uint64_t slots, uint64_t cursor,
+                     const TimeOrder::State& order) {
+      ledger.BeginChunk(first, slots, cursor, order);
     };
     const CallSlotFn collective_fn = collective;
     const CallSlotFn p2p_fn = p2p;
@@ -706,6 +714,12 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   }
   if (groups_cut) group_slots.KeepAll(&kept_slots);
   kept_slots.Seal();
+  // What a live writer added to the ring after the first reading is newer
+  // than every record it kept: kept too.
+  const uint64_t first_cursor = p->stats.ring_claimed;
+  // Where the first reading let records out before their turn (too many
+  // held for their time), a chunk passed over could move others' turns.
+  const bool may_pass_over = pass_over_chunks && p->stats.out_of_turn == 0;
   uint64_t left_progress = 0;
 
   // The records again, each kept or left out.
@@ -795,14 +809,16 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     };
     ledger.Rewind();
     passed_over = 0;
-    auto skip_chunk = [&](uint64_t first, uint64_t slots, uint64_t cursor) {
-      const ChunkLedger::Chunk* c = ledger.Find(first, slots, cursor);
-      if (!pass_over_chunks || c == nullptr || kept_slots.AnyInRing(first, slots)) return false;
+    auto skip_chunk = [&](uint64_t first, uint64_t slots, uint64_t cursor,
+                          TimeOrder::State* order) {
+      const ChunkLedger::Chunk* c = ledger.Find(first, slots, cursor, *order);
+      if (!may_pass_over || c == nullptr || kept_slots.AnyInRing(first, slots)) return false;
       const absl::Span<const LedgerItem> items = ChunkLedger::Items(*c);
       for (const LedgerItem& it : items)
         if (!left_out(it)) return false;
       for (const LedgerItem& it : items) pass_over(it);
       passed_over += slots;
+      *order = c->end;
       return true;
     };
     TraceFileStats read_stats;
@@ -813,7 +829,8 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
             // (kept_slots).
             uint64_t comm = 0;
             uint32_t body = 0;
-            if (WatcherComm(bytes, &comm, &body) && !kept_slots.Has(pinned, at)) {
+            if (WatcherComm(bytes, &comm, &body) && !kept_slots.Has(pinned, at) &&
+                (pinned || at < first_cursor)) {
               if (body == f::record::kGpuTime)
                 ++left_gpu[comm];
               else
@@ -874,7 +891,8 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
               return;
             }
           }
-          if (kind == NCCLWATCH_SLOT_GROUP && groups_cut && !kept_slots.Has(pinned, at)) {
+          if (kind == NCCLWATCH_SLOT_GROUP && groups_cut && !kept_slots.Has(pinned, at) &&
+              (pinned || at < first_cursor)) {
             ++left_groups;
             return;
           }

@@ -70,7 +70,10 @@ class TimeOrder {
       }
     }
     Hold(t, index, kind, bytes);
-    if (held_.size() - head_ > kMaxHeld) Pop(out);
+    if (held_.size() - head_ > kMaxHeld) {
+      Pop(out);
+      ++forced_;
+    }
   }
 
   // The chunk the held records point into is about to be overwritten.
@@ -91,6 +94,30 @@ class TimeOrder {
 
   // Records held now (tests).
   size_t held() const { return held_.size() - head_; }
+
+  // Records let out early because too many were held (kMaxHeld).
+  uint64_t forced() const { return forced_; }
+
+  // What decides when records go out: for a reader that passes over a
+  // chunk of records (TraceFile::ForEachEntry's `chunk`) and puts the
+  // order where reading them had put it. RestoreAndRelease lets out what
+  // the chunk's records would have let out (those held before it that
+  // they passed); the chunk's own records are not there to hold, and
+  // whether they were held changes no other record's turn (but where too
+  // many were held: forced(), which a reader that passes over chunks
+  // must find 0).
+  struct State {
+    uint64_t floor = 0;
+    uint64_t newest = 0;
+    bool operator==(const State& o) const { return floor == o.floor && newest == o.newest; }
+  };
+  State state() const { return {floor_, newest_}; }
+  template <typename Out>
+  void RestoreAndRelease(const State& s, Out& out) {
+    floor_ = s.floor;
+    newest_ = s.newest;
+    ReleaseUpTo(floor_, out);
+  }
 
  private:
   static constexpr int32_t kBig = int32_t{1} << 30;  // a cell index with this is in big_
@@ -177,6 +204,7 @@ class TimeOrder {
   const uint64_t window_;
   uint64_t floor_ = 0;   // records with t <= floor_ may go out
   uint64_t newest_ = 0;  // the latest t read
+  uint64_t forced_ = 0;
   std::vector<Held> held_;
   size_t head_ = 0;  // held_[head_, end) are held, sorted by t
   // Copies of held records (deques: a cell never moves while it is used).

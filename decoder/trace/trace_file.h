@@ -62,7 +62,10 @@ struct TraceFileStats {
   uint64_t padding_slots = 0;     // slots given up by an in-place write that did not fit
   uint64_t records = 0;           // whole records yielded
   uint64_t lapped_slots = 0;      // slots a live writer claimed again while they were read
-  bool truncated = false;         // the file shrank while it was read
+  // Records put back in time order (claim blocks) let out before their
+  // turn, too many being held (TimeOrder::kMaxHeld).
+  uint64_t out_of_turn = 0;
+  bool truncated = false;  // the file shrank while it was read
   // Slots read in place (in the mapping) may have changed while they were
   // used: a live writer claimed them for its next lap, or the file shrank
   // under them. What was yielded is then not to be trusted: read the file
@@ -109,13 +112,15 @@ class TraceFile {
 
   // The same, for a reader that reads a trace twice and learns in the first
   // reading which slots the second need not read (summary/summary_writer.cc):
-  // `chunk(uint64_t first_slot, uint64_t slots, uint64_t cursor)` is called
-  // before each chunk of the ring's slots is read, with the ring's cursor
-  // as this reading took it, and true passes over the chunk unread (no
-  // entry, no stats, its pages not touched). The chunks are the same in
-  // two readings of a ring whose cursor did not move between them. (Where
-  // threads claimed blocks of slots, a chunk's records may come out among
-  // the next chunk's: time_order.h.)
+  // `chunk(uint64_t first_slot, uint64_t slots, uint64_t cursor,
+  // TimeOrder::State* order)` is called before each chunk of the ring's
+  // slots is read, with the ring's cursor as this reading took it and,
+  // where the records are put back in time order (threads claimed blocks of
+  // slots: time_order.h), the order's state then ({0, 0} where they come in
+  // claim order). True passes over the chunk unread (no entry, no stats, its
+  // pages not touched), `*order` set to the state after it (as the first
+  // reading saw it). The chunks are the same in two readings of a ring
+  // whose cursor did not move between them.
   template <typename Fn, typename Chunk>
   void ForEachEntry(Fn&& fn, TraceFileStats* stats, Chunk&& chunk) const;
 

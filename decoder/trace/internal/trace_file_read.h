@@ -307,7 +307,8 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
 
 template <typename Fn>
 void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats) const {
-  ForEachEntry(std::forward<Fn>(fn), stats, [](uint64_t, uint64_t, uint64_t) { return false; });
+  ForEachEntry(std::forward<Fn>(fn), stats,
+               [](uint64_t, uint64_t, uint64_t, TimeOrder::State*) { return false; });
 }
 
 template <typename Fn, typename Chunk>
@@ -363,17 +364,28 @@ void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats, Chunk&& chunk) cons
                 out);
     };
     auto keep = [&] { order.Keep(); };
+    auto ordered_chunk = [&](uint64_t first, uint64_t n, uint64_t cursor) {
+      TimeOrder::State s = order.state();
+      if (!chunk(first, n, cursor, &s)) return false;
+      order.RestoreAndRelease(s, out);
+      return true;
+    };
     ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, writer_ended, add, keep,
-               chunk, stats);
+               ordered_chunk, stats);
     order.Flush(out);
+    stats->out_of_turn = order.forced();
   } else {
     // Records in claim order (formats 1 and 2; format 3 with blocks of one).
     auto merge = [&](bool, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes, uint8_t) {
       if (next < pinned.size()) release_pinned(EntryTime(kind, bytes));
       fn(false, index, kind, bytes);
     };
+    auto claimed_chunk = [&](uint64_t first, uint64_t n, uint64_t cursor) {
+      TimeOrder::State none;
+      return chunk(first, n, cursor, &none);
+    };
     ReadRegion(false, header_.ring_offset, header_.ring_slots, ring_next, writer_ended, merge,
-               nothing_held, chunk, stats);
+               nothing_held, claimed_chunk, stats);
   }
   for (; next < pinned.size(); ++next)
     fn(true, pinned[next].index, pinned[next].kind, absl::MakeConstSpan(pinned[next].bytes));
