@@ -23,7 +23,7 @@ constexpr size_t kTracesAhead = 16;
 
 // The slow-GPU and slow-link analyses (analysis/gpu_skew.h, link_skew.h)
 // read a communicator's GPU times of its last 4,096 collective numbers, and
-// a process's last 4 x 4,096 finishes. A summary made in memory keeps each
+// a process's last 4 x 4,096 finishes (the host clocks' alignment, fewer). A summary made in memory keeps each
 // communicator's last 4 x 4,096 GPU times (a real ring holds one per
 // operation: millions), which hold all that where GpuTimesCover says so.
 constexpr uint64_t kGpuWindow = kDefaultSummaryWindow;
@@ -41,7 +41,8 @@ bool GpuTimesCover(const ProcessTrace& t) {
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> numbers;  // per communicator: lowest, highest
   std::map<uint64_t, uint64_t> oldest_begin;                  // per communicator
   for (const GpuTimeEvent& g : t.gpu_times) {
-    if (g.begin_ns != 0) {
+    // As the analyses take an operation's begin and end (gpu_skew.cc).
+    if (g.begin_ns != 0 && g.end_ns != 0 && g.end_ns < INT64_MAX / 2) {
       auto [at, fresh] = oldest_begin.try_emplace(g.comm, g.begin_ns);
       if (!fresh) at->second = std::min(at->second, g.begin_ns);
     }
