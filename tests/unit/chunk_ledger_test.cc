@@ -67,7 +67,7 @@ TEST_CASE("a chunk is not found again where the ring moved, the chunks or the or
   CHECK(l.Find(2, 2, 50, after) == nullptr);
 }
 
-TEST_CASE("an entry read after its chunk is noted in it; a pinned record handed out spoils",
+TEST_CASE("an entry read after its chunk is noted in it, and a pinned record handed out spoils",
           "[summary]") {
   ChunkLedger l;
   l.BeginChunk(0, 2, 10, kClaimOrder);
