@@ -23,9 +23,9 @@ constexpr size_t kTracesAhead = 16;
 
 // The slow-GPU and slow-link analyses (analysis/gpu_skew.h, link_skew.h)
 // read a communicator's GPU times of its last 4,096 collective numbers, and
-// a process's last 4 x 4,096 finishes (the host clocks' alignment, fewer). A summary made in memory keeps each
-// communicator's last 4 x 4,096 GPU times (a real ring holds one per
-// operation: millions), which hold all that where GpuTimesCover says so.
+// a process's last 4 x 4,096 finishes (the host clocks' alignment, fewer). A summary made in memory
+// keeps each communicator's last 4 x 4,096 GPU times (a real ring holds one per operation:
+// millions), which hold all that where GpuTimesCover says so.
 constexpr uint64_t kGpuWindow = kDefaultSummaryWindow;
 constexpr uint64_t kInMemoryGpuTimes = 4 * kGpuWindow;
 
