@@ -124,30 +124,43 @@ double WallNow() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-// Runs the CLI with `args` in a fresh process, its output into `out`, and
-// measures it the way `time` would.
-ChildCost Run(const std::vector<std::string>& args, const std::string& out, int want_exit,
-              const std::string& which = Cli()) {
+// Runs `argv` (a program by path, then its arguments) in a fresh process,
+// its output into `out` (its errors too where `quiet`), and measures it the
+// way `time` would; `exit_code` its exit status (-1: it did not exit).
+ChildCost Spawn(const std::vector<std::string>& argv, const std::string& out, bool quiet,
+                int* exit_code) {
   ChildCost c;
+  *exit_code = -1;
   const double start = WallNow();
   pid_t pid = fork();
   if (pid == 0) {
     if (!freopen(out.c_str(), "w", stdout)) _exit(127);
-    std::vector<char*> argv;
-    const std::string cli = which;
-    argv.push_back(const_cast<char*>(cli.c_str()));
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(cli.c_str(), argv.data());
+    if (quiet && !freopen("/dev/null", "w", stderr)) _exit(127);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
     _exit(127);
   }
   int status = 0;
   rusage usage{};
   if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return c;
   c.wall_s = WallNow() - start;
-  c.ok = WIFEXITED(status) && WEXITSTATUS(status) == want_exit;
+  if (WIFEXITED(status)) *exit_code = WEXITSTATUS(status);
   c.cpu_s = Seconds(usage.ru_utime) + Seconds(usage.ru_stime);
   c.peak_rss_kib = usage.ru_maxrss;
+  return c;
+}
+
+// The CLI (or `which`) with `args`, its output into `out`: ok where it
+// exits with `want_exit`.
+ChildCost Run(const std::vector<std::string>& args, const std::string& out, int want_exit,
+              const std::string& which = Cli()) {
+  std::vector<std::string> argv{which};
+  argv.insert(argv.end(), args.begin(), args.end());
+  int exit_code;
+  ChildCost c = Spawn(argv, out, false, &exit_code);
+  c.ok = exit_code == want_exit;
   return c;
 }
 
@@ -362,26 +375,12 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Runs `argv` (a program by path) with its output to /dev/null; its cost.
-ChildCost RunProgram(const std::vector<std::string>& args) {
-  ChildCost c;
-  const double start = WallNow();
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  rusage usage{};
-  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return c;
-  c.wall_s = WallNow() - start;
-  c.ok = WIFEXITED(status) && WEXITSTATUS(status) != 127 && WEXITSTATUS(status) != 2;
-  c.cpu_s = Seconds(usage.ru_utime) + Seconds(usage.ru_stime);
-  c.peak_rss_kib = usage.ru_maxrss;
+// `argv` (a program by path) with its output to /dev/null: ok where it ran
+// and did not refuse its input (exit 2).
+ChildCost RunProgram(const std::vector<std::string>& argv) {
+  int exit_code;
+  ChildCost c = Spawn(argv, "/dev/null", true, &exit_code);
+  c.ok = exit_code >= 0 && exit_code != 127 && exit_code != 2;
   return c;
 }
 
