@@ -629,6 +629,13 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
       std::fill(sums.digests.begin(), sums.digests.end(), 0);
       read.assign(sums.counts.size(), 0);
     }
+    // `calls` of block `block` (one the window leaves out) left out, their
+    // digests summing to `digest`: read one by one, or passed over together.
+    void LeaveOut(uint64_t block, uint64_t digest, uint32_t calls) {
+      const uint64_t b = block - w.begin / kLeftOutBlock;
+      sums.digests[b] += digest;
+      read[b] += calls;
+    }
     bool Agrees() const {
       for (size_t i = 0; i < read.size(); ++i) {
         const uint64_t block = w.begin / kLeftOutBlock + i;
@@ -790,9 +797,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
         case LedgerItemKind::kCollective:
         case LedgerItemKind::kP2p: {
           Cut* c = cut_of_item(it);
-          const uint64_t b = it.block - c->w.begin / kLeftOutBlock;
-          c->sums.digests[b] += it.digest;
-          c->read[b] += it.count;
+          c->LeaveOut(it.block, it.digest, it.count);
           (it.kind == LedgerItemKind::kCollective ? left_collectives : left_p2p) += it.count;
           break;
         }
@@ -871,10 +876,8 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
               Accepted(slot.result)) {
             Cut* c = cut_at(slot.comm, slot.rank);
             if (c != nullptr && c->w.LeftOut(slot.seq)) {
-              const uint64_t b = (slot.seq - c->w.begin) / kLeftOutBlock;
-              c->sums.digests[b] +=
-                  CallDigest(slot.seq, CollectiveSignature::Of(SignatureRow(slot)));
-              ++c->read[b];
+              c->LeaveOut(slot.seq / kLeftOutBlock,
+                          CallDigest(slot.seq, CollectiveSignature::Of(SignatureRow(slot))), 1);
               ++left_collectives;
               return;
             }
@@ -883,10 +886,8 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
             const P2pKey key{slot.comm, slot.rank, slot.peer, slot.call == f::kSend};
             if (p2p_cut == p2p_cuts.end() || p2p_cut->first != key) p2p_cut = p2p_cuts.find(key);
             if (p2p_cut != p2p_cuts.end() && p2p_cut->second.w.LeftOut(slot.seq)) {
-              Cut& c = p2p_cut->second;
-              const uint64_t b = (slot.seq - c.w.begin) / kLeftOutBlock;
-              c.sums.digests[b] += P2pDigest(slot.seq, slot.count, slot.datatype);
-              ++c.read[b];
+              p2p_cut->second.LeaveOut(slot.seq / kLeftOutBlock,
+                                       P2pDigest(slot.seq, slot.count, slot.datatype), 1);
               ++left_p2p;
               return;
             }
