@@ -573,6 +573,12 @@ bool RingWriter::Append(Region region, const uint8_t* record, size_t len, Record
     __atomic_fetch_add(&h->pinned_overflow, 1, __ATOMIC_RELAXED);
   }
   const uint64_t first = __atomic_fetch_add(&h->ring_next, nslots, __ATOMIC_RELAXED);
+  // This thread's own claim, for its claim block's count of other threads'
+  // claims between its own (ClaimSlot): a thread that writes records and
+  // calls by turns is one writer, not two that contend. (A signal handler's
+  // claim in between leaves `last` behind: counted as another's, as before.)
+  ClaimBlock& b = t_claim_block;
+  if (b.generation == generation_ && b.last == first) b.last = first + nslots;
   const uint64_t mask = RingMask();
   AppendAt(ring_, mask + 1, mask, first, nslots, record, len);
   if (where) *where = RecordLocation{ring_, mask + 1, first};

@@ -348,6 +348,25 @@ TEST_CASE("one writing thread keeps blocks of one slot, contending threads get b
     CHECK(r.stats.unwritten_slots == 0);
     CheckEveryRecordOnce(r.ring, 1, {50000});
   }
+  SECTION("one thread that writes records and calls by turns: blocks of one slot") {
+    RingWriter w;
+    REQUIRE(w.Open(Config(dir.path(), 16 << 20), err, sizeof(err)));
+    const uint8_t record[] = {0x08, 0x01};  // Record.t = 1
+    uint64_t not_claimed = 0;
+    for (uint64_t i = 0; i < 50000; ++i) {
+      uint8_t flags = 0;
+      REQUIRE(Write(w, 1, i, &flags));
+      not_claimed += (flags & NCCLWATCH_SLOT_CLAIMED) == 0;
+      if (i % 3 == 0) REQUIRE(w.Append(ncclwatch::shim::Region::kRing, record, sizeof(record)));
+    }
+    CHECK(not_claimed == 0);
+    CHECK(w.header()->claim_blocks_used == 0);
+    CHECK(w.header()->ring_next == 50000 + 16667);  // nothing left unused
+    Read r = ReadAll(w.path());
+    CHECK(r.ring.size() == 50000);
+    CHECK(r.stats.unwritten_slots == 0);
+    CheckEveryRecordOnce(r.ring, 1, {50000});
+  }
   // Blocks grow only while two threads alternate within microseconds: a
   // loaded machine (or a sanitizer) can slow enough turns that a run shows
   // nothing, so each section tries again in a fresh ring until a run did,
