@@ -167,7 +167,7 @@ void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Si
       const uint64_t block = op.seq / kLeftOutBlock;
       if (!std::binary_search(blocks.begin(), blocks.end(), block)) continue;
       auto& [sum, calls] = d.kept[block];
-      sum += P2pDigest(op.seq, op.count, op.datatype);
+      sum += P2pDigest(op.seq, op.count, op.datatype, op.collectives_before);
       ++calls;
     }
     if (!side.left.empty()) d.lo = std::min(d.lo, side.left.front().first * kLeftOutBlock);

@@ -31,7 +31,9 @@ struct CommStream {
   std::vector<uint32_t> pending_collectives;
   // Numbered sends and receives, in call order: indices into ProcessTrace::p2p,
   // and for each, how many collectives of this communicator the rank had
-  // issued before it (-1 when the trace lost the start).
+  // issued before it: the number after the last collective's before it
+  // (model/stream_builder.h CollectivesIssued), 0 where none came and the
+  // trace lost nothing, -1 where none came but the trace lost records.
   std::vector<uint32_t> p2p;
   std::vector<int64_t> collectives_before_p2p;
 

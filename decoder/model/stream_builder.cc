@@ -42,7 +42,11 @@ void StreamBuilder::AddP2p(size_t index, const P2pEvent& e) {
   Calls& s = Of(e.comm, e.rank);
   // No collective yet: none before it, unless the trace lost them (Finish).
   s.p2p.push_back(static_cast<uint32_t>(index));
-  s.collectives_before_p2p.push_back(!s.seen ? kNoneYet : (s.from_start ? s.issued : -1));
+  s.collectives_before_p2p.push_back(s.issued);
+}
+
+bool StreamBuilder::LostRecords(const ProcessTrace& p) {
+  return p.stats.ring_overwritten != 0 || p.stats.lapped_slots != 0;
 }
 
 void StreamBuilder::Finish(ProcessTrace* p) {
@@ -63,36 +67,17 @@ void StreamBuilder::Finish(ProcessTrace* p) {
     if (m.comm != 0 && m.rank >= 0 && m.Formed())
       find(m.comm, m.rank).membership = static_cast<int>(i);
   }
-  const bool nothing_lost = p->stats.ring_overwritten == 0 && p->stats.lapped_slots == 0;
+  const bool lost = LostRecords(*p);
   for (Calls& c : calls_) {
     CommStream& s = find(c.comm, c.rank);
-    for (int64_t& before : c.collectives_before_p2p)
-      if (before == kNoneYet) before = nothing_lost ? 0 : -1;
+    for (int64_t& before : c.collectives_before_p2p) before = Settled(before, lost);
     s.collectives = std::move(c.collectives);
     s.pending_collectives = std::move(c.pending);
     s.p2p = std::move(c.p2p);
     s.collectives_before_p2p = std::move(c.collectives_before_p2p);
   }
   for (CommStream& s : p->streams) {
-    s.holds_start =
-        s.collectives.empty() ? nothing_lost : p->collectives[s.collectives.front()].seq == 0;
-  }
-  // A summary's collectives left out (model/left_out_calls.h): a send or
-  // receive read after the last kept collective before a run left out may
-  // have followed any number of the run's, so how many came before it is
-  // not known (a peer's summary may have kept them and count right).
-  if (!p->left_out.empty()) {
-    for (CommStream& s : p->streams) {
-      std::vector<int64_t> starts;
-      for (const LeftOutCalls& l : p->left_out)
-        if (l.comm == s.comm && l.rank == s.rank && !l.digests.empty() &&
-            l.FirstSeq() < static_cast<uint64_t>(INT64_MAX))
-          starts.push_back(static_cast<int64_t>(l.FirstSeq()));
-      if (starts.empty()) continue;
-      std::sort(starts.begin(), starts.end());
-      for (int64_t& before : s.collectives_before_p2p)
-        if (before >= 0 && std::binary_search(starts.begin(), starts.end(), before)) before = -1;
-    }
+    s.holds_start = s.collectives.empty() ? !lost : p->collectives[s.collectives.front()].seq == 0;
   }
   calls_.clear();
   index_.clear();

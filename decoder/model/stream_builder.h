@@ -33,20 +33,34 @@ namespace ncclwatch::decoder {
 
 struct ProcessTrace;
 
+// How many collectives a rank has issued on a communicator once it issued
+// collective #seq (the shim numbers them per communicator from 0): seq + 1,
+// whether or not the trace holds the ones before (a ring that wrapped lost
+// them, but not their number). A crafted number near 2^63 must not
+// overflow the count.
+inline int64_t CollectivesIssued(uint64_t seq) {
+  return seq < static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(seq) + 1 : INT64_MAX;
+}
+
 class StreamBuilder {
  public:
+  // A send's or receive's collectives before it where none of its
+  // communicator's had come yet: Finish makes it 0, or -1 where the trace
+  // lost records (those may have held some).
+  static constexpr int64_t kNoneYet = INT64_MIN;
+  // A send's or receive's count as Finish leaves it, in a trace whose ring
+  // lost records or not.
+  static int64_t Settled(int64_t before, bool lost_records) {
+    return before != kNoneYet ? before : (lost_records ? -1 : 0);
+  }
+  static bool LostRecords(const ProcessTrace& trace);
+
   // The collective at `index` of ProcessTrace::collectives, the process's
   // next call into NCCL. Inlined: the importer calls it for every row.
   void AddCollective(size_t index, const CollectiveEvent& e) {
     if (e.comm == 0 || e.rank < 0 || !Accepted(e.result)) return;
     Calls& s = Of(e.comm, e.rank);
-    if (!s.seen) {
-      s.seen = true;
-      s.from_start = e.seq == 0;
-    }
-    // A crafted number near 2^63 must not overflow the count.
-    s.issued =
-        e.seq < static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(e.seq) + 1 : INT64_MAX;
+    s.issued = CollectivesIssued(e.seq);
     s.collectives.push_back(static_cast<uint32_t>(index));
     if (e.result == kResultPending) s.pending.push_back(static_cast<uint32_t>(index));
   }
@@ -66,9 +80,7 @@ class StreamBuilder {
   struct Calls {
     uint64_t comm = 0;
     int32_t rank = -1;
-    bool seen = false;        // a collective came
-    bool from_start = false;  // the first one was #0
-    int64_t issued = 0;       // the last collective's seq + 1
+    int64_t issued = kNoneYet;  // after the last collective (CollectivesIssued)
     std::vector<uint32_t> collectives;
     std::vector<uint32_t> pending;
     std::vector<uint32_t> p2p;
@@ -76,7 +88,6 @@ class StreamBuilder {
     // had come, which Finish resolves once it knows whether any were lost.
     std::vector<int64_t> collectives_before_p2p;
   };
-  static constexpr int64_t kNoneYet = INT64_MIN;
 
   // The entry of (comm, rank), made on first use. Consecutive calls are
   // almost always on the same communicator: the last one found is tried first.

@@ -63,11 +63,18 @@ inline uint64_t CallDigest(uint64_t seq, const CollectiveSignature& sig) {
 
 // One send's or receive's digest: its number (per communicator, peer and
 // direction), count and datatype, what NCCL requires a send and its
-// receive to agree on.
-inline uint64_t P2pDigest(uint64_t seq, uint64_t count, int32_t datatype) {
+// receive to agree on, and how many collectives of the communicator its
+// rank had issued before it (CommStream::collectives_before_p2p), where
+// both sides must agree too: 0 stands for none and for not known (-1), as
+// the matching compares only known counts (analysis/p2p_matching.h), so a
+// digest differs where the full traces' counts would (or one side's is
+// not known: read whole, they would not be compared). Summary format 8 on.
+inline uint64_t P2pDigest(uint64_t seq, uint64_t count, int32_t datatype,
+                          int64_t collectives_before) {
   uint64_t h = MixDigest(seq ^ 0x6e63636c70327070ull);
   h = MixDigest(h ^ count);
   h = MixDigest(h ^ static_cast<uint32_t>(datatype));
+  if (collectives_before > 0) h = MixDigest(h ^ static_cast<uint64_t>(collectives_before));
   return h;
 }
 

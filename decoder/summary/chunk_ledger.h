@@ -24,7 +24,7 @@
 // (Chunk::end), and lets out what its records did (ForEachEntry,
 // TimeOrder::RestoreAndRelease).
 //
-// Memory: one Chunk (under 500 bytes) per 2,048 slots (256 KiB) of ring,
+// Memory: one Chunk (under 800 bytes) per 2,048 slots (256 KiB) of ring,
 // for at most kMaxChunks chunks (a 16 GiB ring's; past them, chunks are
 // read).
 //
@@ -49,10 +49,15 @@ enum class LedgerItemKind : uint8_t { kCollective, kP2p, kGroup, kGpuTime, kProg
 struct LedgerItem {
   LedgerItemKind kind = LedgerItemKind::kCollective;
   uint32_t count = 0;  // entries
-  uint64_t stream =
-      0;               // the survey's index (calls), the communicator (watcher records), 0 (groups)
-  uint64_t block = 0;  // calls: their block
+  // The survey's index (calls), the communicator (watcher records), 0 (groups).
+  uint64_t stream = 0;
+  uint64_t block = 0;   // calls: their block
   uint64_t digest = 0;  // calls: their digests, summed
+  // Collectives: the number of the last noted, and where it came among the
+  // chunk's entries (a stream's latest is its item's of the highest: a send
+  // after the chunk counts the collectives before it from there).
+  uint64_t last = 0;
+  uint64_t last_entry = 0;
 };
 
 class ChunkLedger {
@@ -96,30 +101,36 @@ class ChunkLedger {
     c.start = order;
     chunks_.push_back(c);
   }
-  // An entry at ring slot `slot`, noted (`block` and `digest` for calls).
-  void Note(uint64_t slot, LedgerItemKind kind, uint64_t stream, uint64_t block, uint64_t digest) {
+  // An entry at ring slot `slot`, noted (`block` and `digest` for calls;
+  // `seq`, a collective's number).
+  void Note(uint64_t slot, LedgerItemKind kind, uint64_t stream, uint64_t block, uint64_t digest,
+            uint64_t seq = 0) {
     Chunk* c = At(slot);
     if (c == nullptr || !c->plain) return;
-    ++c->entries;
+    const uint64_t entry = c->entries++;
     const bool by_block = kind == LedgerItemKind::kCollective || kind == LedgerItemKind::kP2p;
+    LedgerItem* it = nullptr;
     for (uint32_t i = c->items; i-- > 0;) {
-      LedgerItem& it = c->item[i];
-      if (it.kind == kind && it.stream == stream && (!by_block || it.block == block)) {
-        ++it.count;
-        it.digest += digest;
-        return;
+      LedgerItem& at = c->item[i];
+      if (at.kind == kind && at.stream == stream && (!by_block || at.block == block)) {
+        it = &at;
+        break;
       }
     }
-    if (c->items == kMaxItems) {
-      c->plain = false;
-      return;
+    if (it == nullptr) {
+      if (c->items == kMaxItems) {
+        c->plain = false;
+        return;
+      }
+      it = &c->item[c->items++];
+      it->kind = kind;
+      it->stream = stream;
+      it->block = block;
     }
-    LedgerItem& it = c->item[c->items++];
-    it.kind = kind;
-    it.count = 1;
-    it.stream = stream;
-    it.block = block;
-    it.digest = digest;
+    ++it->count;
+    it->digest += digest;
+    it->last = seq;
+    it->last_entry = entry;
   }
   // An entry at ring slot `slot` the second reading must read.
   void Spoil(uint64_t slot) {

@@ -70,12 +70,12 @@ bool GpuTimesCover(const ProcessTrace& t) {
 
 // Trace `file` read through its summary, made in memory: false where the
 // summary cannot be made or read back (the caller reads the trace whole,
-// and says why it cannot be read where it cannot), where it left out
-// collectives of a rank that also sends or receives on that communicator
-// (how many collectives came before each send is then unknown, and so is
-// a send and receive order that differs between ranks:
-// analysis/p2p_matching.h), and where the GPU times it kept do not cover
-// the GPU analyses' window (GpuTimesCover).
+// and says why it cannot be read where it cannot), and where the GPU times
+// it kept do not cover the GPU analyses' window (GpuTimesCover). (Its kept
+// sends and receives carry how many collectives came before each, and its
+// left-out ones fold that into their digests: a send and receive order
+// that differs between ranks there is a summary gap, and the job is read
+// again whole: analysis/p2p_matching.h.)
 bool LoadSummarized(const std::string& file, uint32_t window, ProcessTrace* trace) {
   SummaryOptions options;
   options.window = window;
@@ -87,9 +87,6 @@ bool LoadSummarized(const std::string& file, uint32_t window, ProcessTrace* trac
   if (!reader.ok()) return false;
   absl::StatusOr<bool> read = (*reader)->Next(trace);
   if (!read.ok() || !*read) return false;
-  for (const LeftOutCalls& l : trace->left_out)
-    for (const CommStream& s : trace->streams)
-      if (s.comm == l.comm && s.rank == l.rank && !s.p2p.empty()) return false;
   if (!GpuTimesCover(*trace)) return false;
   trace->path = file;
   return true;

@@ -46,7 +46,16 @@
 //                  folded CallDigest), varint m, m x {varint comm, zigzag rank, zigzag
 //                  peer, u8 send (0 or 1), varint first_block, varint blocks,
 //                  blocks x u64 digest, varint calls} (version 5: sends and
-//                  receives left out), varint entries, then each entry:
+//                  receives left out; version 8: their digests fold in how
+//                  many collectives came before each), varint c, c x zigzag
+//                  (version 8: each kept send's and receive's count of the
+//                  collectives its rank had issued on the communicator
+//                  before it, as the model counts it reading the whole
+//                  trace, in the order of their entries, each as its
+//                  difference from the one before, from 0; c is 0 or their
+//                  number: 0 where the trace's calls are not all call slots,
+//                  whose streams with sends then keep their collectives
+//                  whole), varint entries, then each entry:
 //                    u8: NCCLWATCH_SLOT_SINGLE, then string Record; or
 //                    kSummaryRecordDelta, then varint context, then a Record
 //                    as its difference from that context's last record
@@ -103,7 +112,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the summary's integers are little-endian");
 
 inline constexpr char kSummaryMagic[8] = {'N', 'C', 'C', 'L', 'W', 'S', 'U', 'M'};
-inline constexpr uint32_t kSummaryVersion = 7;
+inline constexpr uint32_t kSummaryVersion = 8;
 inline constexpr uint32_t kSummaryHeaderBytes = 32;
 inline constexpr uint64_t kMaxSummaryBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxSummaryTraces = 4096;

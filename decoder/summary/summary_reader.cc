@@ -39,6 +39,23 @@ int OpenRegular(const std::string& path, struct stat* st) {
   return fd;
 }
 
+// Each kept send's and receive's count of the collectives its rank had
+// issued before it, as the writer counted them over the whole trace
+// (summary_format.h, version 8; `counted`: (its P2pEvent, its count)), in
+// place of the reader's own, which cannot see the collectives left out.
+// Where none were written (a trace whose calls are not all call slots),
+// the writer kept whole the collectives of every stream with sends: the
+// reader's own count is the trace's.
+void CarryCounts(const std::vector<std::pair<size_t, int64_t>>& counted, ProcessTrace* p) {
+  if (counted.empty()) return;
+  constexpr int64_t kNone = INT64_MIN;
+  std::vector<int64_t> of_event(p->p2p.size(), kNone);
+  for (const auto& [event, n] : counted) of_event[event] = n;
+  for (CommStream& s : p->streams)
+    for (size_t k = 0; k < s.p2p.size(); ++k)
+      if (of_event[s.p2p[k]] != kNone) s.collectives_before_p2p[k] = of_event[s.p2p[k]];
+}
+
 // Each stream's kept collectives digested by block (model/left_out_calls.h
 // KeptBlocks), as the gap analysis would digest them.
 void DigestKeptBlocks(ProcessTrace* p) {
@@ -276,6 +293,18 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
     l.calls = c.Varint();
     p.left_out_p2p.push_back(std::move(l));
   }
+  // Each kept send's and receive's count of the collectives before it
+  // (version 8), one byte at least each.
+  const uint64_t carried = c.Varint();
+  if (!c.ok() || carried > c.left()) return malformed("more sends' counts than bytes");
+  std::vector<int64_t> counts(carried);
+  int64_t count = 0;
+  for (int64_t& n : counts) {
+    count = static_cast<int64_t>(static_cast<uint64_t>(count) + static_cast<uint64_t>(c.Zigzag()));
+    n = count;
+  }
+  std::vector<std::pair<size_t, int64_t>> counted;  // (the P2pEvent, its count)
+  counted.reserve(counts.size());
   const uint64_t entries = c.Varint();
   if (!c.ok()) return malformed("its left-out calls are cut short");
   if (entries > c.left() / 2) return malformed("more records than bytes");
@@ -344,12 +373,18 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
     if (!c.ok()) return malformed("a call runs past its section");
     importer.ImportCallSlot(slot_kind,
                             absl::Span<const uint8_t>(prev, NCCLWATCH_SLOT_PAYLOAD_BYTES));
+    if (slot_kind == NCCLWATCH_SLOT_P2P && !counts.empty()) {
+      if (counted.size() == counts.size()) return malformed("more sends than counts");
+      counted.emplace_back(p.p2p.size() - 1, counts[counted.size()]);
+    }
   }
   if (c.left() != 0) return malformed("bytes after its last record");
+  if (counted.size() != counts.size()) return malformed("more counts than sends");
   // The stats first: the streams' "holds the start" reads whether the ring
   // lost records.
   p.stats = stats;
   importer.Finish();
+  CarryCounts(counted, &p);
   DigestKeptBlocks(&p);
   p.records = records;
   p.unparsed_records = unparsed;

@@ -20,6 +20,7 @@
 #include "findings/collective_signature.h"
 #include "model/numbering.h"
 #include "model/process_trace.h"
+#include "model/stream_builder.h"
 #include "ncclwatch/trace_fields.h"
 #include "summary/byte_cursor.h"
 #include "summary/call_digest.h"
@@ -347,6 +348,35 @@ bool Counted(uint64_t comm, int32_t rank, int32_t peer, int32_t result) {
   return comm != 0 && rank >= 0 && peer >= 0 && Accepted(result);
 }
 
+// How many collectives each (communicator, rank) had issued as a reading
+// meets its calls, as the model counts them before each send or receive
+// (model/stream_builder.h): StreamBuilder::kNoneYet until its first.
+class IssuedCollectives {
+ public:
+  void Clear() {
+    issued_.clear();
+    last_ = nullptr;
+  }
+  // Collective #seq of (comm, rank), counted as the streams count (a rank's
+  // own on a communicator, not refused).
+  void Issue(uint64_t comm, int32_t rank, uint64_t seq) {
+    *Of(comm, rank) = CollectivesIssued(seq);
+  }
+  // Before a send or receive of (comm, rank).
+  int64_t Before(uint64_t comm, int32_t rank) { return *Of(comm, rank); }
+
+ private:
+  int64_t* Of(uint64_t comm, int32_t rank) {
+    if (last_ != nullptr && last_key_.first == comm && last_key_.second == rank) return last_;
+    last_key_ = {comm, rank};
+    last_ = &issued_.try_emplace(last_key_, StreamBuilder::kNoneYet).first->second;
+    return last_;
+  }
+  std::map<std::pair<uint64_t, int32_t>, int64_t> issued_;  // a map: its values stay put
+  std::pair<uint64_t, int32_t> last_key_;
+  int64_t* last_ = nullptr;
+};
+
 // Every stream's calls surveyed from a trace read with its collectives and
 // sends and receives handed over (ReadProcessTrace's LightReading).
 class Surveys {
@@ -437,6 +467,9 @@ class Surveys {
     for (const auto& [order, c] : others) ordered.push_back(c);
     return ordered;
   }
+
+  // Whether (comm, rank) sent or received.
+  bool Sends(uint64_t comm, int32_t rank) const { return first_p2p_.count({comm, rank}) > 0; }
 
   // The sends' and receives' surveys, in key order.
   const std::map<P2pKey, P2pSurvey>& P2p() const { return p2p_; }
@@ -541,8 +574,10 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   std::map<uint64_t, HeadTail> gpu_slots;
   std::map<uint64_t, std::vector<std::pair<uint64_t, bool>>> progress_slots;
   HeadTail group_slots(call_window, call_window);
+  IssuedCollectives issued;  // before each send or receive, as read
   auto survey = [&] {
     surveys.Clear((*file)->SlotsInUse());
+    issued.Clear();
     ledger.Clear();
     gpu_slots.clear();
     progress_slots.clear();
@@ -552,18 +587,20 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     auto collective = [&](bool pinned, uint64_t at, absl::Span<const uint8_t> c) {
       const ncclwatch_call_slot slot = ReadCallSlot(c);
       const size_t index = surveys.AddCollective(slot, p->last_order);
+      if (index != Surveys::kNotCounted) issued.Issue(slot.comm, slot.rank, slot.seq);
       if (pinned) return ledger.Pinned();  // read in both readings
       if (index == Surveys::kNotCounted) return ledger.Spoil(at);
       ledger.Note(at, LedgerItemKind::kCollective, index, slot.seq / kLeftOutBlock,
-                  CallDigest(slot.seq, CollectiveSignature::Of(SignatureRow(slot))));
+                  CallDigest(slot.seq, CollectiveSignature::Of(SignatureRow(slot))), slot.seq);
     };
     auto p2p = [&](bool pinned, uint64_t at, absl::Span<const uint8_t> c) {
       const ncclwatch_call_slot slot = ReadCallSlot(c);
       const size_t id = surveys.AddP2p(slot, p->last_order);
       if (pinned) return ledger.Pinned();
       if (id == Surveys::kNotCounted) return ledger.Spoil(at);
-      ledger.Note(at, LedgerItemKind::kP2p, id, slot.seq / kLeftOutBlock,
-                  P2pDigest(slot.seq, slot.count, slot.datatype));
+      ledger.Note(
+          at, LedgerItemKind::kP2p, id, slot.seq / kLeftOutBlock,
+          P2pDigest(slot.seq, slot.count, slot.datatype, issued.Before(slot.comm, slot.rank)));
     };
     auto other = [&](bool pinned, uint64_t at, EntryRead read_as, uint64_t comm) {
       LedgerItemKind kind;
@@ -616,6 +653,19 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     survey();
   }
   surveys.RestoreHeld(p);
+  // A trace whose calls are not all call slots (format 1's Collective and
+  // P2p records: rows of the first reading) has collectives the second
+  // reading does not count: its sends' counts of the collectives before
+  // them are not written (the summary's reader counts them itself), and
+  // the collectives of its streams with sends are kept whole, so that the
+  // reader counts right.
+  const bool carry_counts = p->collectives.empty() && p->p2p.empty();
+  std::set<std::pair<uint64_t, int32_t>> sending;
+  if (!carry_counts) {
+    for (const P2pEvent& e : p->p2p) sending.insert({e.comm, e.rank});
+    for (const auto& [key, unused] : surveys.P2p())
+      sending.insert({std::get<0>(key), std::get<1>(key)});
+  }
   // Each stream's window; the digests of the blocks left out are summed as
   // the second reading leaves their calls out.
   struct Cut {
@@ -648,6 +698,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   std::vector<std::pair<std::pair<uint64_t, int32_t>, Cut>> cuts;  // in stream order
   std::map<std::pair<uint64_t, int32_t>, size_t> cut_of;
   for (const CollectiveSurvey* c : surveys.InStreamOrder(*p)) {
+    if (sending.count({c->comm, c->rank}) > 0) continue;
     Cut cut;
     const CommMembership* m = p->Membership(c->comm, c->rank);
     const uint64_t comm_window = CommWindow(window, m != nullptr ? m->nranks : -1);
@@ -740,6 +791,10 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   std::optional<FlatRecord> first_inventory;  // the node's, where this trace is the first with one
   uint64_t differences = 0;                   // records kept as differences
   uint64_t passed_over = 0;                   // slots the second reading passed over
+  // Each kept send's or receive's count of the collectives before it, as
+  // the model settles it (model/stream_builder.h): in the order kept.
+  std::vector<int64_t> counts;
+  const bool lost_records = StreamBuilder::LostRecords(*p);
   auto write_entries = [&](ReadMode mode) -> absl::Status {
     entries.clear();
     first_inventory.reset();
@@ -748,6 +803,8 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     differences = 0;
     kept = left_collectives = left_p2p = left_groups = left_progress = 0;
     left_gpu.clear();
+    issued.Clear();
+    counts.clear();
     for (auto& [key, c] : cuts) c.Reset();
     for (auto& [key, c] : p2p_cuts) c.Reset();
     if (file_mode != mode) {  // the second reading asks for a copy
@@ -821,7 +878,29 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
       const absl::Span<const LedgerItem> items = ChunkLedger::Items(*c);
       for (const LedgerItem& it : items)
         if (!left_out(it)) return false;
+      // Records put back in time order: a send or receive let out after
+      // the chunk was passed over may have come before some of its
+      // collectives, and counts only those (read, the chunk counts them
+      // as they come).
+      if (!(c->start == TimeOrder::State{}) || !(c->end == TimeOrder::State{})) {
+        for (const LedgerItem& it : items) {
+          if (it.kind != LedgerItemKind::kCollective) continue;
+          const CollectiveSurvey& stream = surveys.Collective(it.stream);
+          if (surveys.Sends(stream.comm, stream.rank)) return false;
+        }
+      }
       for (const LedgerItem& it : items) pass_over(it);
+      // Each stream's count of collectives where the chunk leaves it: its
+      // latest number there (of its items, the one noted last).
+      for (const LedgerItem& it : items) {
+        if (it.kind != LedgerItemKind::kCollective) continue;
+        bool latest = true;
+        for (const LedgerItem& other : items)
+          latest &= !(other.kind == it.kind && other.stream == it.stream &&
+                      other.last_entry > it.last_entry);
+        const CollectiveSurvey& stream = surveys.Collective(it.stream);
+        if (latest) issued.Issue(stream.comm, stream.rank, it.last);
+      }
       passed_over += slots;
       *order = c->end;
       return true;
@@ -872,8 +951,10 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
           }
           if (!IsCallSlotKind(kind) || bytes.size() != NCCLWATCH_SLOT_PAYLOAD_BYTES) return;
           const ncclwatch_call_slot slot = ReadCallSlot(bytes);
+          int64_t before = StreamBuilder::kNoneYet;  // a send's or receive's
           if (kind == NCCLWATCH_SLOT_COLLECTIVE && slot.comm != 0 && slot.rank >= 0 &&
               Accepted(slot.result)) {
+            issued.Issue(slot.comm, slot.rank, slot.seq);
             Cut* c = cut_at(slot.comm, slot.rank);
             if (c != nullptr && c->w.LeftOut(slot.seq)) {
               c->LeaveOut(slot.seq / kLeftOutBlock,
@@ -883,11 +964,12 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
             }
           }
           if (kind == NCCLWATCH_SLOT_P2P && Counted(slot.comm, slot.rank, slot.peer, slot.result)) {
+            before = issued.Before(slot.comm, slot.rank);
             const P2pKey key{slot.comm, slot.rank, slot.peer, slot.call == f::kSend};
             if (p2p_cut == p2p_cuts.end() || p2p_cut->first != key) p2p_cut = p2p_cuts.find(key);
             if (p2p_cut != p2p_cuts.end() && p2p_cut->second.w.LeftOut(slot.seq)) {
               p2p_cut->second.LeaveOut(slot.seq / kLeftOutBlock,
-                                       P2pDigest(slot.seq, slot.count, slot.datatype), 1);
+                                       P2pDigest(slot.seq, slot.count, slot.datatype, before), 1);
               ++left_p2p;
               return;
             }
@@ -897,6 +979,8 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
             ++left_groups;
             return;
           }
+          if (kind == NCCLWATCH_SLOT_P2P && carry_counts)
+            counts.push_back(StreamBuilder::Settled(before, lost_records));
           // The payload as its difference from what the previous one of
           // its kind, communicator and call predicts (summary_format.h), 8
           // bytes at a time: a mask of the granules not as predicted (or
@@ -1010,6 +1094,15 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     out.Varint(l.digests.size());
     for (uint64_t d : l.digests) out.U64(d);
     out.Varint(l.calls);
+  }
+  // Version 8: the kept sends' and receives' counts (none where not
+  // carried), each as its difference from the one before.
+  out.Varint(counts.size());
+  int64_t previous_count = 0;
+  for (int64_t n : counts) {
+    out.Zigzag(
+        static_cast<int64_t>(static_cast<uint64_t>(n) - static_cast<uint64_t>(previous_count)));
+    previous_count = n;
   }
   out.Varint(kept);
   section->append(entries);

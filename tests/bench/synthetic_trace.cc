@@ -163,14 +163,15 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
         s.rank = rank;
         ok = ring.AppendCallSlot(NCCLWATCH_SLOT_COLLECTIVE, s);
         // Step `seq`'s send and receive (none on the killed job's last step).
-        const bool step_sends =
-            job.sends && job.ranks > 1 && !(job.killed && seq == job.short_calls);
+        const uint64_t sends_every = std::max<uint64_t>(1, job.sends_every);
+        const bool step_sends = job.sends && job.ranks > 1 && seq % sends_every == 0 &&
+                                !(job.killed && seq == job.short_calls);
         for (const bool send : {true, false}) {
           if (!ok || !step_sends) break;
           ncclwatch_call_slot p{};
           p.t = t + (send ? 1 : 2);
           p.comm = kWorldComm;
-          p.seq = seq;
+          p.seq = seq / sends_every;
           p.call = send ? f::kSend : f::kRecv;
           p.peer = send ? (rank + 1) % job.ranks : (rank + job.ranks - 1) % job.ranks;
           p.count = 1u << 16;

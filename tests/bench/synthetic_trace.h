@@ -48,6 +48,9 @@ struct SyntheticJob {
   // one before (call slots only), numbered per peer and direction as the
   // shim numbers them; the killed job's waiting ranks' last are pending.
   bool sends = false;
+  // ...on every `sends_every`-th step only (a pipeline stage's sends come
+  // once in several collectives).
+  uint64_t sends_every = 1;
   // An Inventory record per rank, as the shim writes at its first init: the
   // node's environment with the rank's own RANK and LOCAL_RANK, NCCL's
   // version and path, its GPU.

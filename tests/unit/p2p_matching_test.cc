@@ -169,15 +169,36 @@ TEST_CASE("two sides posted between different collectives: an order mismatch", "
   CHECK(x.receiver == 1);
 }
 
-TEST_CASE("a side whose trace lost its start is not compared for order", "[p2p]") {
-  // Rank 1's ring wrapped: its first collective is #5, so how many came
-  // before its receive is unknown.
-  Pair p;
-  p.r0.Collectives(kComm, 0, 6).Send(kComm, 0, 1);
-  p.r1.Wrapped().Collectives(kComm, 5, 6).Recv(kComm, 0, 0);
-  const std::vector<ProcessTrace> traces = {p.r0.Build(), p.r1.Build()};
-  CHECK(StreamOf(traces[1], kComm, 1).collectives_before_p2p == std::vector<int64_t>{-1});
-  CHECK(Match(traces).empty());
+// A ring that wrapped lost its first collectives but not their numbers
+// (the shim numbers a communicator's from #0): a call after the first kept
+// one knows how many came before it; one before any kept does not.
+TEST_CASE("a side whose trace lost its start counts by the collectives' numbers", "[p2p]") {
+  SECTION("the same place: no problem") {
+    Pair p;
+    p.r0.Collectives(kComm, 0, 6).Send(kComm, 0, 1);
+    p.r1.Wrapped().Collectives(kComm, 5, 6).Recv(kComm, 0, 0);
+    const std::vector<ProcessTrace> traces = {p.r0.Build(), p.r1.Build()};
+    CHECK(StreamOf(traces[1], kComm, 1).collectives_before_p2p == std::vector<int64_t>{7});
+    CHECK(Match(traces).empty());
+  }
+  SECTION("posted after another collective: an order mismatch") {
+    Pair p;
+    p.r0.Collectives(kComm, 0, 6).Send(kComm, 0, 1).Collective(kComm, 7);
+    p.r1.Wrapped().Collectives(kComm, 5, 7).Recv(kComm, 0, 0);
+    const std::vector<P2pProblem> problems = Match({p.r0.Build(), p.r1.Build()});
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].kind == P2pProblem::kOrderMismatch);
+    CHECK(problems[0].send.collectives_before == 7);
+    CHECK(problems[0].receive.collectives_before == 8);
+  }
+  SECTION("posted before the first collective the ring kept: not known, not compared") {
+    Pair p;
+    p.r0.Collectives(kComm, 0, 6).Send(kComm, 0, 1);
+    p.r1.Wrapped().Recv(kComm, 0, 0).Collectives(kComm, 5, 6);
+    const std::vector<ProcessTrace> traces = {p.r0.Build(), p.r1.Build()};
+    CHECK(StreamOf(traces[1], kComm, 1).collectives_before_p2p == std::vector<int64_t>{-1});
+    CHECK(Match(traces).empty());
+  }
 }
 
 TEST_CASE("a peer whose trace is missing proves nothing", "[p2p]") {
@@ -239,11 +260,17 @@ ProcessTrace LeaveOut(ProcessTrace t, bool send, uint64_t first, uint64_t end) {
   l.send = send;
   l.first_block = first;
   l.digests.assign(end - first, 0);
+  // Each call's count of collectives before it, as the trace whole has it.
+  BuildStreams(&t);
+  std::vector<int64_t> before(t.p2p.size(), -1);
+  for (const auto& s : t.streams)
+    for (size_t k = 0; k < s.p2p.size(); ++k) before[s.p2p[k]] = s.collectives_before_p2p[k];
   std::vector<ncclwatch::decoder::P2pEvent> kept;
-  for (const auto& e : t.p2p) {
+  for (size_t i = 0; i < t.p2p.size(); ++i) {
+    const auto& e = t.p2p[i];
     const uint64_t b = e.seq / kLeftOutBlock;
     if (e.send == send && b >= first && b < end) {
-      l.digests[b - first] += P2pDigest(e.seq, e.count, e.datatype);
+      l.digests[b - first] += P2pDigest(e.seq, e.count, e.datatype, before[i]);
       ++l.calls;
     } else {
       kept.push_back(e);
@@ -283,6 +310,33 @@ TEST_CASE("sends a summary left out are compared by digest", "[p2p][summary]") {
   SECTION("left out of both summaries: compared by their digests") {
     CHECK(Gaps({LeaveOut(same.r0.Build(), true, 1, 3), LeaveOut(same.r1.Build(), false, 1, 2)})
               .empty());
+  }
+  SECTION("a receive posted before another collective inside what was left out: they differ") {
+    // Each side posts #k after collective #k; rank 1 posts receive #600
+    // before its collective #600 (an order mismatch the traces whole show).
+    Pair order;
+    for (uint64_t k = 0; k < 1000; ++k) {
+      order.r0.Collective(kComm, k).Send(kComm, k, 1, Sized(100, kInt32));
+      if (k == 600)
+        order.r1.Recv(kComm, k, 0, Sized(100, kInt32)).Collective(kComm, k);
+      else
+        order.r1.Collective(kComm, k).Recv(kComm, k, 0, Sized(100, kInt32));
+    }
+    std::vector<P2pProblem> whole;
+    CHECK(Gaps({order.r0.Build(), order.r1.Build()}, &whole).empty());
+    REQUIRE(whole.size() == 1);
+    CHECK(whole[0].kind == P2pProblem::kOrderMismatch);
+    CHECK(whole[0].seq == 600);
+    const std::vector<P2pGap> gaps =
+        Gaps({LeaveOut(order.r0.Build(), true, 1, 3), LeaveOut(order.r1.Build(), false, 1, 3)},
+             &problems);
+    CHECK(problems.empty());    // #600 left out of both...
+    REQUIRE(gaps.size() == 1);  // ...and its block's digests say they differ
+    CHECK(gaps[0].kind == P2pGap::kDiffer);
+    CHECK(gaps[0].sender_left_out);
+    CHECK(gaps[0].receiver_left_out);
+    CHECK(gaps[0].first_seq == 2 * kLeftOutBlock);
+    CHECK(gaps[0].end_seq == 3 * kLeftOutBlock);
   }
   SECTION("a send of another size inside what was left out: the digests differ") {
     const Pair odd = Sends({600});

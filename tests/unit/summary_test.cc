@@ -13,8 +13,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analysis/diagnose_evidence.h"
@@ -299,9 +301,13 @@ TEST_CASE("summary: sends left out as digests, progress and inventories as diffe
       REQUIRE(l.digests.size() == 6);
       CHECK(l.calls == 6 * kLeftOutBlock);
       uint64_t digest = 0;
-      for (const P2pEvent& e : raw->p2p)
-        if (e.send == l.send && e.seq >= 256 && e.seq < 512)
-          digest += P2pDigest(e.seq, e.count, e.datatype);
+      for (const CommStream& st : raw->streams) {
+        for (size_t k = 0; k < st.p2p.size(); ++k) {
+          const P2pEvent& e = raw->p2p[st.p2p[k]];
+          if (e.send == l.send && e.seq >= 256 && e.seq < 512)
+            digest += P2pDigest(e.seq, e.count, e.datatype, st.collectives_before_p2p[k]);
+        }
+      }
       CHECK(l.digests[0] == digest);
     }
   }
@@ -441,7 +447,10 @@ TEST_CASE("summary: a trace's last GPU times are kept, the rest counted", "[summ
 // leave out whole (summary/chunk_ledger.h): the summary reads back as the
 // one that reads every slot twice, for rings that wrapped, with GPU times,
 // Progress records, sends and receives, groups, and records read back in
-// time order (claim blocks).
+// time order (claim blocks). In time order, a chunk with collectives of a
+// rank that sends or receives on their communicator is read (a send let
+// out after it may have come before some of them, and counts only those):
+// there, with sends, none is passed over.
 TEST_CASE("summary: chunks passed over in the second reading change nothing", "[summary]") {
   struct Shape {
     const char* name;
@@ -467,12 +476,10 @@ TEST_CASE("summary: chunks passed over in the second reading change nothing", "[
         const std::vector<std::string> traces = WrittenTraces(tmp.path() + "/t", job);
         absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(traces[0]);
         REQUIRE(file.ok());
-        // Read back in time order where blocks were claimed (the writer's
-        // GPU times, appended between its call slots, may make it claim
-        // blocks too: ring_writer.h), in claim order where none were.
+        // Read back in time order where blocks were claimed, in claim
+        // order where none were (one writing thread: none).
         const bool blocks = (*file)->header().claim_blocks_used != 0;
-        if (shape.claim_blocks) CHECK(blocks);
-        if (!shape.gpu) CHECK_FALSE(blocks);
+        CHECK(blocks == shape.claim_blocks);
         SummaryOptions options;
         options.window = window;
         options.host = "n";
@@ -482,7 +489,7 @@ TEST_CASE("summary: chunks passed over in the second reading change nothing", "[
         absl::StatusOr<std::string> read_all = BuildSummary(traces, options, &reading);
         REQUIRE(passed.ok());
         REQUIRE(read_all.ok());
-        CHECK(passing.slots_passed_over > 0);
+        CHECK((passing.slots_passed_over > 0) == !(shape.claim_blocks && shape.sends));
         CHECK(reading.slots_passed_over == 0);
         CHECK(passing.records == reading.records);
         CHECK(passing.entries_kept == reading.entries_kept);
@@ -734,6 +741,68 @@ TEST_CASE("summary: a block a rank's ring holds in part is kept, never said to d
   }
 }
 
+// Each kept send and receive carries how many collectives of its
+// communicator its rank had issued before it, as the whole trace counts
+// them (format 8), though the collectives around it were left out; those
+// left out fold it into their digests. A ring that wrapped counts by the
+// collectives' numbers.
+TEST_CASE("summary: kept sends count the collectives before them as the trace does", "[summary]") {
+  // Sends on every 4th step: the last 256 sends kept span 1,024 steps, most
+  // of whose collectives a small window leaves out.
+  for (const bool wrapped : {false, true}) {
+    for (uint32_t window : {1u, 16u}) {
+      DYNAMIC_SECTION((wrapped ? "a wrapped ring" : "a whole ring") << ", window " << window) {
+        jobs::TempDir tmp;
+        ncclwatch::bench::SyntheticJob job;
+        job.ranks = 2;
+        job.sends = true;
+        job.sends_every = 4;
+        job.progress = true;  // what a summary leaves sends out by
+        job.calls = 4000;
+        if (wrapped) job.ring_bytes = 512 << 10;
+        const std::vector<std::string> traces = WrittenTraces(tmp.path() + "/t", job);
+        const std::string path = tmp.path() + "/n.ncws";
+        WriteFile(path, Summarize(traces, window, "n"));
+        const std::vector<ProcessTrace> read = ReadAll(path);
+        REQUIRE(read.size() == traces.size());
+        for (size_t i = 0; i < traces.size(); ++i) {
+          absl::StatusOr<ProcessTrace> raw = LoadProcessTrace(traces[i]);
+          REQUIRE(raw.ok());
+          CHECK((raw->stats.ring_overwritten > 0) == wrapped);
+          // (comm, rank, peer, send, seq) -> its count, of the whole trace.
+          std::map<std::tuple<uint64_t, int32_t, int32_t, bool, uint64_t>, int64_t> want;
+          for (const CommStream& st : raw->streams)
+            for (size_t k = 0; k < st.p2p.size(); ++k) {
+              const P2pEvent& e = raw->p2p[st.p2p[k]];
+              want[{e.comm, e.rank, e.peer, e.send, e.seq}] = st.collectives_before_p2p[k];
+            }
+          const ProcessTrace& s = read[i];
+          CHECK_FALSE(s.left_out.empty());  // the collectives around them left out
+          CHECK_FALSE(s.left_out_p2p.empty());
+          // The collectives kept, by number: a send kept after one left out.
+          std::set<uint64_t> collectives;
+          for (const CollectiveEvent& e : s.collectives) collectives.insert(e.seq);
+          size_t kept = 0, counted = 0, among_left_out = 0;
+          for (const CommStream& st : s.streams) {
+            for (size_t k = 0; k < st.p2p.size(); ++k) {
+              const P2pEvent& e = s.p2p[st.p2p[k]];
+              auto it = want.find({e.comm, e.rank, e.peer, e.send, e.seq});
+              REQUIRE(it != want.end());
+              ++kept;
+              counted += st.collectives_before_p2p[k] > 0;
+              among_left_out += it->second > 0 && collectives.count(it->second - 1) == 0;
+              CHECK(st.collectives_before_p2p[k] == it->second);
+            }
+          }
+          CHECK(kept > 0);
+          CHECK(counted > 0);
+          CHECK(among_left_out > 0);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", "[summary]") {
   jobs::TempDir tmp;
   ncclwatch::bench::SyntheticJob job;
@@ -758,6 +827,7 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
       {"absurd_entries", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
          s.Varint(0);  // sends and receives left out
+         s.Varint(0);  // their counts of collectives before
          s.Varint(uint64_t{1} << 40);
        })),
        "more records than bytes"},
@@ -826,12 +896,14 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
       {"unknown_kind", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
          s.Varint(0);
+         s.Varint(0);
          s.Varint(1);
          s.U8(99);
          s.U8(0);
        })),
        "unknown kind"},
       {"mask", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
          s.Varint(0);
          s.Varint(0);
          s.Varint(1);
@@ -842,12 +914,14 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
       {"kind_index", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
          s.Varint(0);
+         s.Varint(0);
          s.Varint(1);
          s.U8(kSummaryCallEntry | (3 << 5));
          s.Varint(0);
        })),
        "unknown kind"},
       {"record_past_section", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
          s.Varint(0);
          s.Varint(0);
          s.Varint(1);
@@ -859,6 +933,7 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
       {"record_context", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
          s.Varint(0);
+         s.Varint(0);
          s.Varint(1);
          s.U8(kSummaryRecordDelta);  // against context 3: none yet
          s.Varint(3);
@@ -866,6 +941,7 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
        })),
        "a record's context is unknown"},
       {"record_inventory_context", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
          s.Varint(0);
          s.Varint(0);
          s.Varint(1);
@@ -877,6 +953,7 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
       {"record_difference", WithHeader(OneTrace([](ByteSink& s) {
          s.Varint(0);
          s.Varint(0);
+         s.Varint(0);
          s.Varint(2);
          s.U8(NCCLWATCH_SLOT_SINGLE);  // a heartbeat: {t: 5, heartbeat {beat: 1}}
          s.String(std::string("\x08\x05\x82\x02\x02\x08\x01", 7));
@@ -886,6 +963,7 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
        })),
        "a record's difference is malformed"},
       {"rebuilt_past_budget", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
          s.Varint(0);
          s.Varint(0);
          s.Varint(1 + 300);
@@ -906,7 +984,34 @@ TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", 
          }
        })),
        "rebuild more records than its bytes allow"},
+      {"absurd_counts", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(0);
+         s.Varint(uint64_t{1} << 40);
+       })),
+       "more sends' counts than bytes"},
+      {"counts_without_sends", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(0);
+         s.Varint(1);  // one send's count
+         s.Zigzag(3);
+         s.Varint(0);  // and no entry
+       })),
+       "more counts than sends"},
+      {"sends_without_counts", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
+         s.Varint(0);
+         s.Varint(1);  // one send's count
+         s.Zigzag(3);
+         s.Varint(2);  // and two sends
+         for (int k = 0; k < 2; ++k) {
+           s.U8(kSummaryCallEntry | (1 << 5));
+           s.Varint(0);
+         }
+       })),
+       "more sends than counts"},
       {"trailing", WithHeader(OneTrace([](ByteSink& s) {
+         s.Varint(0);
          s.Varint(0);
          s.Varint(0);
          s.Varint(0);
