@@ -329,6 +329,7 @@ struct CollectiveSurvey {
   int32_t rank;
   uint64_t first_order;  // where its first call lies in the timeline
   GridSurvey<CollectiveBlock> grid;
+  int64_t issued = StreamBuilder::kNoneYet;  // after its latest call read (CollectivesIssued)
   bool any_pending = false;
   uint64_t first_pending = 0;  // the number of its first call pending
 };
@@ -390,6 +391,7 @@ class Surveys {
     if (slot.comm == 0 || slot.rank < 0 || !Accepted(slot.result)) return kNotCounted;
     CollectiveSurvey& s = Of(slot.comm, slot.rank, order);
     s.Add(slot.seq, &budget_);
+    s.issued = CollectivesIssued(slot.seq);
     if (slot.result == kResultPending && !s.any_pending) {
       s.any_pending = true;
       s.first_pending = slot.seq;
@@ -468,6 +470,15 @@ class Surveys {
     return ordered;
   }
 
+  // How many collectives (comm, rank) had issued as read so far, as the
+  // model counts them before a send or receive (model/stream_builder.h).
+  int64_t IssuedBefore(uint64_t comm, int32_t rank) const {
+    if (last_ < collectives_.size() && collectives_[last_].comm == comm &&
+        collectives_[last_].rank == rank)
+      return collectives_[last_].issued;
+    auto it = index_.find({comm, rank});
+    return it == index_.end() ? StreamBuilder::kNoneYet : collectives_[it->second].issued;
+  }
   // Whether (comm, rank) sent or received.
   bool Sends(uint64_t comm, int32_t rank) const { return first_p2p_.count({comm, rank}) > 0; }
 
@@ -574,10 +585,8 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   std::map<uint64_t, HeadTail> gpu_slots;
   std::map<uint64_t, std::vector<std::pair<uint64_t, bool>>> progress_slots;
   HeadTail group_slots(call_window, call_window);
-  IssuedCollectives issued;  // before each send or receive, as read
   auto survey = [&] {
     surveys.Clear((*file)->SlotsInUse());
-    issued.Clear();
     ledger.Clear();
     gpu_slots.clear();
     progress_slots.clear();
@@ -587,7 +596,6 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     auto collective = [&](bool pinned, uint64_t at, absl::Span<const uint8_t> c) {
       const ncclwatch_call_slot slot = ReadCallSlot(c);
       const size_t index = surveys.AddCollective(slot, p->last_order);
-      if (index != Surveys::kNotCounted) issued.Issue(slot.comm, slot.rank, slot.seq);
       if (pinned) return ledger.Pinned();  // read in both readings
       if (index == Surveys::kNotCounted) return ledger.Spoil(at);
       ledger.Note(at, LedgerItemKind::kCollective, index, slot.seq / kLeftOutBlock,
@@ -598,9 +606,9 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
       const size_t id = surveys.AddP2p(slot, p->last_order);
       if (pinned) return ledger.Pinned();
       if (id == Surveys::kNotCounted) return ledger.Spoil(at);
-      ledger.Note(
-          at, LedgerItemKind::kP2p, id, slot.seq / kLeftOutBlock,
-          P2pDigest(slot.seq, slot.count, slot.datatype, issued.Before(slot.comm, slot.rank)));
+      ledger.Note(at, LedgerItemKind::kP2p, id, slot.seq / kLeftOutBlock,
+                  P2pDigest(slot.seq, slot.count, slot.datatype,
+                            surveys.IssuedBefore(slot.comm, slot.rank)));
     };
     auto other = [&](bool pinned, uint64_t at, EntryRead read_as, uint64_t comm) {
       LedgerItemKind kind;
@@ -794,6 +802,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   // Each kept send's or receive's count of the collectives before it, as
   // the model settles it (model/stream_builder.h): in the order kept.
   std::vector<int64_t> counts;
+  IssuedCollectives issued;  // as the second reading meets the calls
   const bool lost_records = StreamBuilder::LostRecords(*p);
   auto write_entries = [&](ReadMode mode) -> absl::Status {
     entries.clear();
