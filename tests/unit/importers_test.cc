@@ -372,6 +372,70 @@ TEST_CASE("completion and liveness: tracking, progress, stalls, errors, the hear
                    [](const ProcessTrace& t) { return static_cast<size_t>(t.liveness.beats); });
 }
 
+// A GPU time: read field by field in the order the shim writes them (one
+// per operation: millions), and in any other order, or with a field
+// repeated (the last one holding), as protobuf reads it.
+TEST_CASE("completion: a GPU time, in the shim's field order or any other", "[import]") {
+  const auto family = ncclwatch::decoder::importing::CompletionImporters();
+  auto read = [&](const std::string& body, ProcessTrace* p) {
+    StreamBuilder streams;
+    const BodyImporter* importer = Find(family, f::record::kGpuTime);
+    REQUIRE(importer != nullptr);
+    ImportContext c{p, &streams, 7, 99, 1};
+    return importer->import(
+        c, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
+  };
+  pb::GpuTime g;
+  g.set_comm(0xc0ffee);
+  g.set_call(static_cast<pb::Call>(3));
+  g.set_seq(41);
+  g.set_collectives(42);
+  g.set_group_ops(2);
+  g.set_begin_ns(1000000007);
+  g.set_end_ns(1000500007);
+  g.set_gpu_ns(500000);
+  g.set_anchor_error_ns(1234);
+  const std::string in_order = g.SerializeAsString();
+  // The same fields, last to first, then the number again (the last holds).
+  std::string reversed;
+  {
+    const gp::Descriptor* d = pb::GpuTime::descriptor();
+    for (int i = d->field_count(); i-- > 0;) {
+      pb::GpuTime only = g;  // field i alone
+      for (int k = 0; k < d->field_count(); ++k)
+        if (k != i) only.GetReflection()->ClearField(&only, d->field(k));
+      reversed += only.SerializeAsString();
+    }
+    pb::GpuTime seq;
+    seq.set_seq(43);
+    reversed += seq.SerializeAsString();
+  }
+  for (const bool shim_order : {true, false}) {
+    const std::string& body = shim_order ? in_order : reversed;
+    ProcessTrace p;
+    REQUIRE(read(body, &p));
+    REQUIRE(p.gpu_times.size() == 1);
+    const auto& e = p.gpu_times[0];
+    CHECK(e.order == 7);
+    CHECK(e.t == 99);
+    CHECK(e.comm == 0xc0ffee);
+    CHECK(e.call == 3);
+    CHECK(e.seq == (shim_order ? 41u : 43u));
+    CHECK(e.collectives == 42);
+    CHECK(e.group_ops == 2);
+    CHECK(e.begin_ns == 1000000007);
+    CHECK(e.end_ns == 1000500007);
+    CHECK(e.gpu_ns == 500000);
+    CHECK(e.anchor_error_ns == 1234);
+  }
+  // Cut inside a field the shim's order reads: refused, no row left.
+  ProcessTrace p;
+  CHECK_FALSE(read(in_order.substr(0, in_order.size() - 1), &p));
+  CHECK(p.gpu_times.empty());
+  RefusesMalformed(family, f::record::kGpuTime,
+                   [](const ProcessTrace& t) { return t.gpu_times.size(); });
+}
+
 TEST_CASE("rendezvous: one row per socket kind, address and outcome, the latest count holding",
           "[import]") {
   const auto family = ncclwatch::decoder::importing::RendezvousImporters();

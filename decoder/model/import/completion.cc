@@ -306,12 +306,54 @@ constexpr uint8_t GpuTimeTag(uint32_t field, uint32_t wire_type) {
   return static_cast<uint8_t>(field << 3 | wire_type);
 }
 
+bool ReadGpuTime(absl::Span<const uint8_t> body, GpuTimeEvent* row);
+
 bool ImportGpuTime(ImportContext& c, absl::Span<const uint8_t> body) {
-  namespace g = f::gpu_time;
   ProcessTrace& p = *c.trace;
-  GpuTimeEvent e{c.order, c.t};
+  // Read into its row where it lies (one copy less: a ring of them is
+  // millions of rows), taken back where the record is malformed.
+  GpuTimeEvent& e = p.gpu_times.emplace_back();
+  e.order = c.order;
+  e.t = c.t;
+  if (ReadGpuTime(body, &e)) return true;
+  p.gpu_times.pop_back();
+  return false;
+}
+
+bool ReadGpuTime(absl::Span<const uint8_t> body, GpuTimeEvent* row) {
+  namespace g = f::gpu_time;
+  GpuTimeEvent& e = *row;
   const uint8_t* q = body.data();
   const uint8_t* const end = q + body.size();
+  // The shim writes the fields in number order, each once
+  // (shim/core/completion.cc WriteGpuTime): read so, a field at a time
+  // where its one-byte tag comes next, as the loop below would read it;
+  // from the first field that does not, the loop reads the rest.
+  auto field = [&](uint8_t tag, uint64_t* out) {
+    if (q >= end || *q != tag) return true;
+    ++q;
+    return ReadVarint(q, end, out);
+  };
+  uint64_t call = 0, group_ops = 0;
+  if (q < end && *q == GpuTimeTag(g::kComm, 1)) {
+    ++q;
+    if (!ReadFixed64(q, end, &e.comm)) return false;
+  }
+  if (q < end && *q == GpuTimeTag(g::kCall, 0)) {
+    if (!field(GpuTimeTag(g::kCall, 0), &call)) return false;
+    e.call = static_cast<uint32_t>(call);
+  }
+  if (!field(GpuTimeTag(g::kSeq, 0), &e.seq) ||
+      !field(GpuTimeTag(g::kCollectives, 0), &e.collectives))
+    return false;
+  if (q < end && *q == GpuTimeTag(g::kGroupOps, 0)) {
+    if (!field(GpuTimeTag(g::kGroupOps, 0), &group_ops)) return false;
+    e.group_ops = static_cast<uint32_t>(group_ops);
+  }
+  if (!field(GpuTimeTag(g::kBeginNs, 0), &e.begin_ns) ||
+      !field(GpuTimeTag(g::kEndNs, 0), &e.end_ns) || !field(GpuTimeTag(g::kGpuNs, 0), &e.gpu_ns) ||
+      !field(GpuTimeTag(g::kAnchorErrorNs, 0), &e.anchor_error_ns))
+    return false;
   while (q < end) {
     uint64_t tag;
     if (!ReadVarint(q, end, &tag) || tag > 0xffffffffu || (tag >> 3) == 0) return false;
@@ -351,7 +393,6 @@ bool ImportGpuTime(ImportContext& c, absl::Span<const uint8_t> body) {
     if (tag == GpuTimeTag(g::kCall, 0)) e.call = static_cast<uint32_t>(v);
     if (tag == GpuTimeTag(g::kGroupOps, 0)) e.group_ops = static_cast<uint32_t>(v);
   }
-  p.gpu_times.push_back(e);
   return true;
 }
 
