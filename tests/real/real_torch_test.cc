@@ -188,6 +188,13 @@ struct HeldPort {
   ~HeldPort() { close(fd); }
 };
 
+// torchrun's own temporary folders (its agent's torchelastic_*), in a
+// folder of the test's removed when the tests end, not left in /tmp.
+std::string TorchrunTmp() {
+  static const jobs::TempDir tmp;
+  return "TMPDIR=" + tmp.path();
+}
+
 // `nodes` torchrun agents, each one process of the job, traced into `dir`:
 // torchrun --nnodes 2 --nproc-per-node 1 --master-addr 127.0.0.1, then
 // `options`, then the program. Agents are started by hand or by a per-node
@@ -216,7 +223,8 @@ jobs::JobSpec AgentSpec(const std::string& python, const std::string& dir, int n
               "LOCAL_RANK",
               "LOCAL_WORLD_SIZE",
               "CUDA_VISIBLE_DEVICES=",
-              "OMP_NUM_THREADS=1"};
+              "OMP_NUM_THREADS=1",
+              TorchrunTmp()};
   spec.timeout_s = bound_s;
   return spec;
 }
@@ -241,6 +249,7 @@ jobs::JobSpec RunTorchrunSpec(const std::string& python, const std::string& trac
   spec.env = jobs::LauncherEnv();
   spec.env.insert(spec.env.end(), env.begin(), env.end());
   spec.env.push_back("CUDA_VISIBLE_DEVICES=");
+  spec.env.push_back(TorchrunTmp());
   spec.timeout_s = 120;
   return spec;
 }
