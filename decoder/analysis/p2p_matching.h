@@ -42,7 +42,9 @@ struct P2pOp {
   uint64_t caller = 0;
   // How many collectives of the communicator the rank had issued before it:
   // both sides must agree, or on one stream each waits for the other.
-  int64_t collectives_before = -1;  // -1: unknown (the trace wrapped)
+  // -1: unknown (none came before it in a trace that lost records, or the
+  // trace lost slots among those it holds: model/comm_stream.h).
+  int64_t collectives_before = -1;
 };
 
 struct P2pProblem {

@@ -33,7 +33,8 @@ struct CommStream {
   // and for each, how many collectives of this communicator the rank had
   // issued before it: the number after the last collective's before it
   // (model/stream_builder.h CollectivesIssued), 0 where none came and the
-  // trace lost nothing, -1 where none came but the trace lost records.
+  // trace lost nothing, -1 where none came but the trace lost records, and
+  // -1 for all where it lost slots among those it holds (LostInside).
   std::vector<uint32_t> p2p;
   std::vector<int64_t> collectives_before_p2p;
 

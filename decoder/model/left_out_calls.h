@@ -49,8 +49,9 @@ struct LeftOutCalls {
 // peer, direction) by the shim, so send #k from rank s to rank d meets
 // receive #k at d from s (analysis/p2p_matching.h). Left out as the
 // collectives are, in whole blocks of the same grid, each one digest of its
-// calls' number, count and datatype (summary/call_digest.h P2pDigest): the
-// sender's block and the receiver's are equal when their calls match.
+// calls' number, count, datatype and count of collectives before each
+// (summary/call_digest.h P2pDigest): the sender's block and the receiver's
+// are equal when their calls match.
 struct LeftOutP2p {
   uint64_t comm = 0;
   int32_t rank = -1;  // the rank that posted them

@@ -49,6 +49,10 @@ bool StreamBuilder::LostRecords(const ProcessTrace& p) {
   return p.stats.ring_overwritten != 0 || p.stats.lapped_slots != 0;
 }
 
+bool StreamBuilder::LostInside(const ProcessTrace& p) {
+  return p.stats.torn_slots != 0 || p.stats.lapped_slots != 0;
+}
+
 void StreamBuilder::Finish(ProcessTrace* p) {
   p->streams.clear();
   std::map<std::pair<uint64_t, int32_t>, size_t> stream_of;
@@ -68,9 +72,11 @@ void StreamBuilder::Finish(ProcessTrace* p) {
       find(m.comm, m.rank).membership = static_cast<int>(i);
   }
   const bool lost = LostRecords(*p);
+  const bool lost_inside = LostInside(*p);
   for (Calls& c : calls_) {
     CommStream& s = find(c.comm, c.rank);
-    for (int64_t& before : c.collectives_before_p2p) before = Settled(before, lost);
+    for (int64_t& before : c.collectives_before_p2p)
+      before = lost_inside ? -1 : Settled(before, lost);
     s.collectives = std::move(c.collectives);
     s.pending_collectives = std::move(c.pending);
     s.p2p = std::move(c.p2p);

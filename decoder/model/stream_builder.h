@@ -54,6 +54,10 @@ class StreamBuilder {
     return before != kNoneYet ? before : (lost_records ? -1 : 0);
   }
   static bool LostRecords(const ProcessTrace& trace);
+  // Whether its ring lost slots among those it holds (torn, or lapped by a
+  // live writer while read): a collective lost there would leave the sends
+  // after it counting one too few, so no send's count is known (-1).
+  static bool LostInside(const ProcessTrace& trace);
 
   // The collective at `index` of ProcessTrace::collectives, the process's
   // next call into NCCL. Inlined: the importer calls it for every row.

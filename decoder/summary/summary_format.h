@@ -51,7 +51,8 @@
 //                  (version 8: each kept send's and receive's count of the
 //                  collectives its rank had issued on the communicator
 //                  before it, as the model counts it reading the whole
-//                  trace, in the order of their entries, each as its
+//                  trace (0 or -1 for one the model's streams leave out:
+//                  refused, or of no rank), in the order of their entries, each as its
 //                  difference from the one before, from 0; c is 0 or their
 //                  number: 0 where the trace's calls are not all call slots,
 //                  whose streams with sends then keep their collectives

@@ -294,17 +294,15 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
     p.left_out_p2p.push_back(std::move(l));
   }
   // Each kept send's and receive's count of the collectives before it
-  // (version 8), one byte at least each.
+  // (version 8), one byte at least each: passed over here, and read one
+  // by one as the sends' entries come (what is kept of them grows with the
+  // entries, two bytes at least each, not with a crafted number).
   const uint64_t carried = c.Varint();
   if (!c.ok() || carried > c.left()) return malformed("more sends' counts than bytes");
-  std::vector<int64_t> counts(carried);
+  ByteCursor counts(c.here(), c.left());
+  for (uint64_t k = 0; k < carried && c.ok(); ++k) c.Zigzag();
   int64_t count = 0;
-  for (int64_t& n : counts) {
-    count = static_cast<int64_t>(static_cast<uint64_t>(count) + static_cast<uint64_t>(c.Zigzag()));
-    n = count;
-  }
   std::vector<std::pair<size_t, int64_t>> counted;  // (the P2pEvent, its count)
-  counted.reserve(counts.size());
   const uint64_t entries = c.Varint();
   if (!c.ok()) return malformed("its left-out calls are cut short");
   if (entries > c.left() / 2) return malformed("more records than bytes");
@@ -373,13 +371,15 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
     if (!c.ok()) return malformed("a call runs past its section");
     importer.ImportCallSlot(slot_kind,
                             absl::Span<const uint8_t>(prev, NCCLWATCH_SLOT_PAYLOAD_BYTES));
-    if (slot_kind == NCCLWATCH_SLOT_P2P && !counts.empty()) {
-      if (counted.size() == counts.size()) return malformed("more sends than counts");
-      counted.emplace_back(p.p2p.size() - 1, counts[counted.size()]);
+    if (slot_kind == NCCLWATCH_SLOT_P2P && carried != 0) {
+      if (counted.size() == carried) return malformed("more sends than counts");
+      count = static_cast<int64_t>(static_cast<uint64_t>(count) +
+                                   static_cast<uint64_t>(counts.Zigzag()));
+      counted.emplace_back(p.p2p.size() - 1, count);
     }
   }
   if (c.left() != 0) return malformed("bytes after its last record");
-  if (counted.size() != counts.size()) return malformed("more counts than sends");
+  if (counted.size() != carried) return malformed("more counts than sends");
   // The stats first: the streams' "holds the start" reads whether the ring
   // lost records.
   p.stats = stats;

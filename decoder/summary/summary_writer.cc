@@ -785,7 +785,11 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   const uint64_t first_cursor = p->stats.ring_claimed;
   // Where the first reading let records out before their turn (too many
   // held for their time), a chunk passed over could move others' turns.
-  const bool may_pass_over = pass_over_chunks && p->stats.out_of_turn == 0;
+  // Where the ring lost slots among those it holds, no send's count of
+  // the collectives before it is known (StreamBuilder::LostInside): the
+  // first reading's digests, which fold the counts, are not the ones.
+  const bool counts_known = !StreamBuilder::LostInside(*p);
+  const bool may_pass_over = pass_over_chunks && p->stats.out_of_turn == 0 && counts_known;
   uint64_t left_progress = 0;
 
   // The records again, each kept or left out.
@@ -973,7 +977,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
             }
           }
           if (kind == NCCLWATCH_SLOT_P2P && Counted(slot.comm, slot.rank, slot.peer, slot.result)) {
-            before = issued.Before(slot.comm, slot.rank);
+            before = counts_known ? issued.Before(slot.comm, slot.rank) : -1;
             const P2pKey key{slot.comm, slot.rank, slot.peer, slot.call == f::kSend};
             if (p2p_cut == p2p_cuts.end() || p2p_cut->first != key) p2p_cut = p2p_cuts.find(key);
             if (p2p_cut != p2p_cuts.end() && p2p_cut->second.w.LeftOut(slot.seq)) {

@@ -575,8 +575,9 @@ bool RingWriter::Append(Region region, const uint8_t* record, size_t len, Record
   const uint64_t first = __atomic_fetch_add(&h->ring_next, nslots, __ATOMIC_RELAXED);
   // This thread's own claim, for its claim block's count of other threads'
   // claims between its own (ClaimSlot): a thread that writes records and
-  // calls by turns is one writer, not two that contend. (A signal handler's
-  // claim in between leaves `last` behind: counted as another's, as before.)
+  // calls by turns is one writer, not two that contend. (A signal handler
+  // that claims between the thread's claim and its store to `last` leaves
+  // it behind: counted as another thread's claim, harmless.)
   ClaimBlock& b = t_claim_block;
   if (b.generation == generation_ && b.last == first) b.last = first + nslots;
   const uint64_t mask = RingMask();

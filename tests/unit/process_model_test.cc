@@ -551,6 +551,7 @@ std::vector<CommStream> StreamsByWalkingTables(const ProcessTrace& t) {
       streams[find(m.comm, m.rank).stream].membership = static_cast<int>(i);
   }
   const bool nothing_lost = t.stats.ring_overwritten == 0 && t.stats.lapped_slots == 0;
+  const bool lost_inside = t.stats.torn_slots != 0 || t.stats.lapped_slots != 0;
   size_t c = 0;
   auto take_collectives_until = [&](uint64_t order) {
     for (; c < t.collectives.size() && t.collectives[c].order < order; ++c) {
@@ -570,7 +571,7 @@ std::vector<CommStream> StreamsByWalkingTables(const ProcessTrace& t) {
     take_collectives_until(e.order);
     if (e.comm == 0 || e.rank < 0 || e.peer < 0 || !Accepted(e.result)) continue;
     Progress& pr = find(e.comm, e.rank);
-    const int64_t before = !pr.seen ? (nothing_lost ? 0 : -1) : pr.issued;
+    const int64_t before = lost_inside ? -1 : !pr.seen ? (nothing_lost ? 0 : -1) : pr.issued;
     streams[pr.stream].p2p.push_back(static_cast<uint32_t>(i));
     streams[pr.stream].collectives_before_p2p.push_back(before);
   }
@@ -670,6 +671,26 @@ TEST_CASE("a wrapped ring: the stream knows it lost its start", "[model]") {
   CHECK(t->collectives[t->streams[0].collectives.front()].seq > 0);
   REQUIRE(t->streams[0].p2p.size() == 1);
   CHECK(t->streams[0].collectives_before_p2p[0] == 200);
+}
+
+// A ring that lost a slot among those it holds (here torn: claimed, never
+// published) may have lost a collective there, and a send after it would
+// count one too few: no send's count is known.
+TEST_CASE("a ring that lost a slot inside: no send knows the collectives before it", "[model]") {
+  TraceWriter tw;
+  const uint64_t comm = 0xc;
+  for (uint64_t s = 0; s < 10; ++s) Append(tw.w, Region::kRing, Collective(10 + s, comm, s));
+  ncclwatch::shim::SlotClaim claim;  // collective #10, torn
+  REQUIRE(tw.w.ClaimSlot(&claim));
+  std::memset(claim.payload, 'x', 16);
+  Append(tw.w, Region::kRing, Send(30, comm, 0, 1));
+  Append(tw.w, Region::kRing, Collective(40, comm, 11));
+  absl::StatusOr<ProcessTrace> t = LoadProcessTrace(tw.w.path());
+  REQUIRE(t.ok());
+  CHECK(t->stats.torn_slots == 1);
+  REQUIRE(t->streams.size() == 1);
+  REQUIRE(t->streams[0].p2p.size() == 1);
+  CHECK(t->streams[0].collectives_before_p2p[0] == -1);  // not 10 (it was 11)
 }
 
 namespace {
