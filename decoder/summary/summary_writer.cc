@@ -349,35 +349,6 @@ bool Counted(uint64_t comm, int32_t rank, int32_t peer, int32_t result) {
   return comm != 0 && rank >= 0 && peer >= 0 && Accepted(result);
 }
 
-// How many collectives each (communicator, rank) had issued as a reading
-// meets its calls, as the model counts them before each send or receive
-// (model/stream_builder.h): StreamBuilder::kNoneYet until its first.
-class IssuedCollectives {
- public:
-  void Clear() {
-    issued_.clear();
-    last_ = nullptr;
-  }
-  // Collective #seq of (comm, rank), counted as the streams count (a rank's
-  // own on a communicator, not refused).
-  void Issue(uint64_t comm, int32_t rank, uint64_t seq) {
-    *Of(comm, rank) = CollectivesIssued(seq);
-  }
-  // Before a send or receive of (comm, rank).
-  int64_t Before(uint64_t comm, int32_t rank) { return *Of(comm, rank); }
-
- private:
-  int64_t* Of(uint64_t comm, int32_t rank) {
-    if (last_ != nullptr && last_key_.first == comm && last_key_.second == rank) return last_;
-    last_key_ = {comm, rank};
-    last_ = &issued_.try_emplace(last_key_, StreamBuilder::kNoneYet).first->second;
-    return last_;
-  }
-  std::map<std::pair<uint64_t, int32_t>, int64_t> issued_;  // a map: its values stay put
-  std::pair<uint64_t, int32_t> last_key_;
-  int64_t* last_ = nullptr;
-};
-
 // Every stream's calls surveyed from a trace read with its collectives and
 // sends and receives handed over (ReadProcessTrace's LightReading).
 class Surveys {
@@ -471,13 +442,22 @@ class Surveys {
   }
 
   // How many collectives (comm, rank) had issued as read so far, as the
-  // model counts them before a send or receive (model/stream_builder.h).
-  int64_t IssuedBefore(uint64_t comm, int32_t rank) const {
-    if (last_ < collectives_.size() && collectives_[last_].comm == comm &&
-        collectives_[last_].rank == rank)
-      return collectives_[last_].issued;
-    auto it = index_.find({comm, rank});
-    return it == index_.end() ? StreamBuilder::kNoneYet : collectives_[it->second].issued;
+  // model counts them before a send or receive (model/stream_builder.h):
+  // counted by AddCollective in the first reading; in the second, from
+  // none again (ResetIssued), by Issue.
+  int64_t IssuedBefore(uint64_t comm, int32_t rank) {
+    const size_t i = Find(comm, rank);
+    return i == kNotCounted ? StreamBuilder::kNoneYet : collectives_[i].issued;
+  }
+  void ResetIssued() {
+    for (CollectiveSurvey& s : collectives_) s.issued = StreamBuilder::kNoneYet;
+  }
+  // Collective #seq of survey `index` (or of (comm, rank): a stream the
+  // first reading did not meet, a live writer's since, is not counted).
+  void Issue(size_t index, uint64_t seq) { collectives_[index].issued = CollectivesIssued(seq); }
+  void Issue(uint64_t comm, int32_t rank, uint64_t seq) {
+    const size_t i = Find(comm, rank);
+    if (i != kNotCounted) Issue(i, seq);
   }
   // Whether (comm, rank) sent or received.
   bool Sends(uint64_t comm, int32_t rank) const { return first_p2p_.count({comm, rank}) > 0; }
@@ -499,6 +479,16 @@ class Surveys {
   }
 
  private:
+  // The survey of (comm, rank), or kNotCounted: the last one found first.
+  size_t Find(uint64_t comm, int32_t rank) {
+    if (last_ < collectives_.size() && collectives_[last_].comm == comm &&
+        collectives_[last_].rank == rank)
+      return last_;
+    auto it = index_.find({comm, rank});
+    if (it == index_.end()) return kNotCounted;
+    last_ = it->second;
+    return last_;
+  }
   CollectiveSurvey& Of(uint64_t comm, int32_t rank, uint64_t order) {
     if (last_ < collectives_.size() && collectives_[last_].comm == comm &&
         collectives_[last_].rank == rank)
@@ -806,7 +796,6 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
   // Each kept send's or receive's count of the collectives before it, as
   // the model settles it (model/stream_builder.h): in the order kept.
   std::vector<int64_t> counts;
-  IssuedCollectives issued;  // as the second reading meets the calls
   const bool lost_records = StreamBuilder::LostRecords(*p);
   auto write_entries = [&](ReadMode mode) -> absl::Status {
     entries.clear();
@@ -816,7 +805,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     differences = 0;
     kept = left_collectives = left_p2p = left_groups = left_progress = 0;
     left_gpu.clear();
-    issued.Clear();
+    surveys.ResetIssued();
     counts.clear();
     for (auto& [key, c] : cuts) c.Reset();
     for (auto& [key, c] : p2p_cuts) c.Reset();
@@ -911,8 +900,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
         for (const LedgerItem& other : items)
           latest &= !(other.kind == it.kind && other.stream == it.stream &&
                       other.last_entry > it.last_entry);
-        const CollectiveSurvey& stream = surveys.Collective(it.stream);
-        if (latest) issued.Issue(stream.comm, stream.rank, it.last);
+        if (latest) surveys.Issue(it.stream, it.last);
       }
       passed_over += slots;
       *order = c->end;
@@ -967,7 +955,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
           int64_t before = StreamBuilder::kNoneYet;  // a send's or receive's
           if (kind == NCCLWATCH_SLOT_COLLECTIVE && slot.comm != 0 && slot.rank >= 0 &&
               Accepted(slot.result)) {
-            issued.Issue(slot.comm, slot.rank, slot.seq);
+            surveys.Issue(slot.comm, slot.rank, slot.seq);
             Cut* c = cut_at(slot.comm, slot.rank);
             if (c != nullptr && c->w.LeftOut(slot.seq)) {
               c->LeaveOut(slot.seq / kLeftOutBlock,
@@ -977,7 +965,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
             }
           }
           if (kind == NCCLWATCH_SLOT_P2P && Counted(slot.comm, slot.rank, slot.peer, slot.result)) {
-            before = counts_known ? issued.Before(slot.comm, slot.rank) : -1;
+            before = counts_known ? surveys.IssuedBefore(slot.comm, slot.rank) : -1;
             const P2pKey key{slot.comm, slot.rank, slot.peer, slot.call == f::kSend};
             if (p2p_cut == p2p_cuts.end() || p2p_cut->first != key) p2p_cut = p2p_cuts.find(key);
             if (p2p_cut != p2p_cuts.end() && p2p_cut->second.w.LeftOut(slot.seq)) {
