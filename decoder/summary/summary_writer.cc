@@ -489,13 +489,13 @@ class Surveys {
     last_ = it->second;
     return last_;
   }
+  // The survey of (comm, rank), made on first use (its first call at `order`).
   CollectiveSurvey& Of(uint64_t comm, int32_t rank, uint64_t order) {
-    if (last_ < collectives_.size() && collectives_[last_].comm == comm &&
-        collectives_[last_].rank == rank)
-      return collectives_[last_];
-    auto [it, fresh] = index_.emplace(std::make_pair(comm, rank), collectives_.size());
-    if (fresh) collectives_.emplace_back(comm, rank, order);
-    last_ = it->second;
+    if (Find(comm, rank) == kNotCounted) {
+      last_ = collectives_.size();
+      index_.emplace(std::make_pair(comm, rank), last_);
+      collectives_.emplace_back(comm, rank, order);
+    }
     return collectives_[last_];
   }
 
