@@ -29,11 +29,20 @@ void P2pMatching::AddProcess(int process, const ProcessTrace& trace) {
     side.present = true;
     side.process = process;
     side.posted = std::max(side.posted, l.EndSeq());
-    for (size_t b = 0; b < l.digests.size(); ++b)
-      side.left.emplace_back(l.first_block + b, l.digests[b]);
+    for (size_t b = 0; b < l.digests.size(); ++b) {
+      LeftBlock x;
+      x.block = l.first_block + b;
+      x.digest = l.digests[b];
+      // A summary made before format 9, or crafted: as if every count were known.
+      x.signature = b < l.signatures.size() ? l.signatures[b] : l.digests[b];
+      x.unknown = b < l.unknown.size() ? l.unknown[b] : 0;
+      side.left.push_back(x);
+    }
   }
   for (auto* mine : {&sends, &receives})
-    for (auto& [key, side] : *mine) std::sort(side.left.begin(), side.left.end());
+    for (auto& [key, side] : *mine)
+      std::stable_sort(side.left.begin(), side.left.end(),
+                       [](const LeftBlock& a, const LeftBlock& b) { return a.block < b.block; });
   auto merge = [this](std::map<Key, Side>& mine, bool are_sends) {
     for (auto& [key, side] : mine) {
       Pair& pair = pairs_[key];
@@ -149,15 +158,15 @@ void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Si
   // unmatched tail, or what the traces would not compare after a problem).
   std::vector<uint64_t> blocks;
   for (const Side* side : {&s, &r})
-    for (const auto& [block, d] : side->left)
-      if (block * kLeftOutBlock < compared_to) blocks.push_back(block);
+    for (const LeftBlock& l : side->left)
+      if (l.block * kLeftOutBlock < compared_to) blocks.push_back(l.block);
   std::sort(blocks.begin(), blocks.end());
   blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
   if (blocks.empty()) return;
   // Each side: its calls in those blocks digested, in one pass; and the
   // lowest number it holds (a trace that lost its start holds none below).
   struct Digested {
-    std::map<uint64_t, std::pair<uint64_t, uint64_t>> kept;  // block -> (digest, calls)
+    std::map<uint64_t, std::pair<LeftBlock, uint64_t>> kept;  // block -> (digests, calls)
     uint64_t lo = UINT64_MAX;
   };
   auto digest_side = [&](const Side& side) {
@@ -166,25 +175,36 @@ void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Si
       d.lo = std::min(d.lo, op.seq);
       const uint64_t block = op.seq / kLeftOutBlock;
       if (!std::binary_search(blocks.begin(), blocks.end(), block)) continue;
-      auto& [sum, calls] = d.kept[block];
-      sum += P2pDigest(op.seq, op.count, op.datatype, op.collectives_before);
+      auto& [sums, calls] = d.kept[block];
+      const uint64_t signature = P2pSignatureDigest(op.seq, op.count, op.datatype);
+      sums.signature += signature;
+      sums.digest += P2pDigestOf(signature, op.collectives_before);
+      sums.unknown += op.collectives_before < 0 ? 1 : 0;
       ++calls;
     }
-    if (!side.left.empty()) d.lo = std::min(d.lo, side.left.front().first * kLeftOutBlock);
+    if (!side.left.empty()) d.lo = std::min(d.lo, side.left.front().block * kLeftOutBlock);
     return d;
   };
   const Digested ds = digest_side(s), dr = digest_side(r);
-  // A side's digest of `block`: the one its summary kept, or its calls'
+  // A side's digests of `block`: the ones its summary kept, or its calls'
   // there when it holds every number of the block; nothing otherwise.
   auto digest = [](const Side& side, const Digested& d, uint64_t block,
-                   bool* left) -> std::optional<uint64_t> {
-    auto it =
-        std::lower_bound(side.left.begin(), side.left.end(), std::make_pair(block, uint64_t{0}));
-    *left = it != side.left.end() && it->first == block;
-    if (*left) return it->second;
+                   bool* left) -> std::optional<LeftBlock> {
+    auto it = std::lower_bound(side.left.begin(), side.left.end(), block,
+                               [](const LeftBlock& l, uint64_t b) { return l.block < b; });
+    *left = it != side.left.end() && it->block == block;
+    if (*left) return *it;
     auto k = d.kept.find(block);
     if (k == d.kept.end() || k->second.second != kLeftOutBlock) return std::nullopt;
     return k->second.first;
+  };
+  // Whether two sides' digests of a block agree, as the traces whole would
+  // compare its calls (P2pMatching's comment); none: they cannot say.
+  auto agree = [](const LeftBlock& a, const LeftBlock& b) -> std::optional<bool> {
+    if (a.unknown == b.unknown) return a.digest == b.digest;
+    if (a.signature != b.signature) return false;
+    if (a.unknown == kLeftOutBlock || b.unknown == kLeftOutBlock) return true;
+    return std::nullopt;
   };
   size_t gaps = 0;
   for (uint64_t block : blocks) {
@@ -192,11 +212,12 @@ void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Si
     // compared there from the traces either: no gap of the summary's.
     if (ds.lo >= (block + 1) * kLeftOutBlock || dr.lo >= (block + 1) * kLeftOutBlock) continue;
     bool s_left = false, r_left = false;
-    const std::optional<uint64_t> a = digest(s, ds, block, &s_left);
-    const std::optional<uint64_t> b = digest(r, dr, block, &r_left);
-    if (a && b && *a == *b) continue;
+    const std::optional<LeftBlock> a = digest(s, ds, block, &s_left);
+    const std::optional<LeftBlock> b = digest(r, dr, block, &r_left);
+    const std::optional<bool> same = a && b ? agree(*a, *b) : std::nullopt;
+    if (same == true) continue;
     P2pGap g;
-    g.kind = a && b ? P2pGap::kDiffer : P2pGap::kNotCompared;
+    g.kind = same.has_value() ? P2pGap::kDiffer : P2pGap::kNotCompared;
     g.comm = base.comm;
     g.sender = base.sender;
     g.receiver = base.receiver;

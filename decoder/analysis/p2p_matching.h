@@ -17,6 +17,13 @@
 // digested here from its calls there, when it holds them all). Where the
 // digests differ, or the other side's calls there cannot be digested, the
 // pair is a P2pGap: what the verdict could not see (a summary_gap note).
+// The counts of collectives before are compared where both sides know
+// every count of the block (the digests), and not where one side knows
+// none (the calls' numbers and sizes alone, as the traces whole compare
+// them); where both know some, the same number (a ring that lost its
+// start knows none before its first collective: the block's first calls),
+// the digests; other numbers known cannot be compared by digest: a gap
+// not compared, unless the sizes already differ.
 
 #ifndef NCCLWATCH_DECODER_ANALYSIS_P2P_MATCHING_H_
 #define NCCLWATCH_DECODER_ANALYSIS_P2P_MATCHING_H_
@@ -97,13 +104,22 @@ class P2pMatching {
   size_t more_gaps() const { return more_gaps_; }
 
  private:
+  // A block of a side's calls, digested (left out by its summary, or its
+  // calls here): with and without their counts of collectives before,
+  // and how many of those counts are not known (LeftOutP2p).
+  struct LeftBlock {
+    uint64_t block = 0;
+    uint64_t digest = 0;
+    uint64_t signature = 0;
+    uint32_t unknown = 0;
+  };
   struct Side {
     bool present = false;
     int process = -1;
     uint64_t posted = 0;  // highest seq + 1: how many it posted since the communicator began
     std::vector<P2pOp> ops;
-    // Blocks its summary left out: (block, digest), sorted by block.
-    std::vector<std::pair<uint64_t, uint64_t>> left;
+    // Blocks its summary left out, sorted by block.
+    std::vector<LeftBlock> left;
   };
   struct Pair {
     Side sends;

@@ -51,14 +51,22 @@ struct LeftOutCalls {
 // collectives are, in whole blocks of the same grid, each one digest of its
 // calls' number, count, datatype and count of collectives before each
 // (summary/call_digest.h P2pDigest): the sender's block and the receiver's
-// are equal when their calls match.
+// are equal when their calls match. A count not known (-1: the trace lost
+// collectives it may have followed) is folded as none, so each block keeps
+// too its calls' digest without the counts (P2pSignatureDigest) and how
+// many of its calls' counts are not known: a block whose counts one side
+// knows none of is compared as the traces would compare it, on the calls'
+// numbers and sizes alone (analysis/p2p_matching.h).
 struct LeftOutP2p {
   uint64_t comm = 0;
   int32_t rank = -1;  // the rank that posted them
   int32_t peer = -1;  // to (a send) or from (a receive)
   bool send = false;
   uint64_t first_block = 0;
-  std::vector<uint64_t> digests;  // one per block left out, from first_block on
+  // One each per block left out, from first_block on.
+  std::vector<uint64_t> digests;     // the counts of collectives before folded in
+  std::vector<uint64_t> signatures;  // without them
+  std::vector<uint32_t> unknown;     // calls whose count is not known
   uint64_t calls = 0;
 
   uint64_t FirstSeq() const { return first_block * kLeftOutBlock; }

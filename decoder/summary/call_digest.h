@@ -61,21 +61,27 @@ inline uint64_t CallDigest(uint64_t seq, const CollectiveSignature& sig) {
   return MixDigest(numbers ^ signature);
 }
 
-// One send's or receive's digest: its number (per communicator, peer and
-// direction), count and datatype, what NCCL requires a send and its
-// receive to agree on, and how many collectives of the communicator its
-// rank had issued before it (CommStream::collectives_before_p2p), where
-// both sides must agree too: 0 stands for none and for not known (-1), as
-// the matching compares only known counts (analysis/p2p_matching.h), so a
-// digest differs where the full traces' counts would (or one side's is
-// not known: read whole, they would not be compared). Summary format 8 on.
-inline uint64_t P2pDigest(uint64_t seq, uint64_t count, int32_t datatype,
-                          int64_t collectives_before) {
+// One send's or receive's digest without its count of the collectives
+// before it: its number (per communicator, peer and direction), count and
+// datatype, what NCCL requires a send and its receive to agree on.
+inline uint64_t P2pSignatureDigest(uint64_t seq, uint64_t count, int32_t datatype) {
   uint64_t h = MixDigest(seq ^ 0x6e63636c70327070ull);
   h = MixDigest(h ^ count);
-  h = MixDigest(h ^ static_cast<uint32_t>(datatype));
-  if (collectives_before > 0) h = MixDigest(h ^ static_cast<uint64_t>(collectives_before));
-  return h;
+  return MixDigest(h ^ static_cast<uint32_t>(datatype));
+}
+
+// Its digest with how many collectives of the communicator its rank had
+// issued before it (CommStream::collectives_before_p2p), where both sides
+// must agree too, folded into `signature` (P2pSignatureDigest): 0 stands
+// for none and for not known (-1), as the matching compares only known
+// counts (analysis/p2p_matching.h). Summary format 8 on.
+inline uint64_t P2pDigestOf(uint64_t signature, int64_t collectives_before) {
+  return collectives_before > 0 ? MixDigest(signature ^ static_cast<uint64_t>(collectives_before))
+                                : signature;
+}
+inline uint64_t P2pDigest(uint64_t seq, uint64_t count, int32_t datatype,
+                          int64_t collectives_before) {
+  return P2pDigestOf(P2pSignatureDigest(seq, count, datatype), collectives_before);
 }
 
 // The collectives of stream `s` of `t` digested by block (KeptBlocks):

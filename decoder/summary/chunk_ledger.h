@@ -53,11 +53,15 @@ struct LedgerItem {
   uint64_t stream = 0;
   uint64_t block = 0;   // calls: their block
   uint64_t digest = 0;  // calls: their digests, summed
-  // Collectives: the number of the last noted, and where it came among the
-  // chunk's entries (a stream's latest is its item's of the highest: a send
+  // Sends and receives: their digests without their counts of collectives
+  // before, summed, and how many came before any collective.
+  uint64_t signature = 0;
+  uint32_t unknown = 0;
+  // Collectives: where the last noted came among the chunk's entries, and
+  // its number (a stream's latest is its item's of the highest: a send
   // after the chunk counts the collectives before it from there).
+  uint32_t last_entry = 0;
   uint64_t last = 0;
-  uint64_t last_entry = 0;
 };
 
 class ChunkLedger {
@@ -102,9 +106,10 @@ class ChunkLedger {
     chunks_.push_back(c);
   }
   // An entry at ring slot `slot`, noted (`block` and `digest` for calls;
-  // `seq`, a collective's number).
+  // `seq`, a collective's number; `signature` and `unknown`, a send's or
+  // receive's: LedgerItem).
   void Note(uint64_t slot, LedgerItemKind kind, uint64_t stream, uint64_t block, uint64_t digest,
-            uint64_t seq = 0) {
+            uint64_t seq = 0, uint64_t signature = 0, uint32_t unknown = 0) {
     Chunk* c = At(slot);
     if (c == nullptr || !c->plain) return;
     const uint64_t entry = c->entries++;
@@ -129,8 +134,10 @@ class ChunkLedger {
     }
     ++it->count;
     it->digest += digest;
+    it->signature += signature;
+    it->unknown += unknown;
     it->last = seq;
-    it->last_entry = entry;
+    it->last_entry = static_cast<uint32_t>(entry);
   }
   // An entry at ring slot `slot` the second reading must read.
   void Spoil(uint64_t slot) {

@@ -47,7 +47,11 @@
 //                  peer, u8 send (0 or 1), varint first_block, varint blocks,
 //                  blocks x u64 digest, varint calls} (version 5: sends and
 //                  receives left out; version 8: their digests fold in how
-//                  many collectives came before each), varint c, c x zigzag
+//                  many collectives came before each; version 9: each
+//                  block's digest is followed by varint (u << 1 | s): u of
+//                  its calls' counts not known, and s 1 where its digest
+//                  without the counts (P2pSignatureDigest) differs and
+//                  follows as a u64), varint c, c x zigzag
 //                  (version 8: each kept send's and receive's count of the
 //                  collectives its rank had issued on the communicator
 //                  before it, as the model counts it reading the whole
@@ -113,7 +117,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the summary's integers are little-endian");
 
 inline constexpr char kSummaryMagic[8] = {'N', 'C', 'C', 'L', 'W', 'S', 'U', 'M'};
-inline constexpr uint32_t kSummaryVersion = 8;
+inline constexpr uint32_t kSummaryVersion = 9;
 inline constexpr uint32_t kSummaryHeaderBytes = 32;
 inline constexpr uint64_t kMaxSummaryBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxSummaryTraces = 4096;

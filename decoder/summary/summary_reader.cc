@@ -267,9 +267,9 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
     l.calls = c.Varint();
   }
   const uint64_t p2p_runs = c.Varint();
-  // At least 15 bytes each (a digest at least): bounded by the section;
+  // At least 16 bytes each (a block's digest at least): bounded by the section;
   // each run is allocated as it is read.
-  if (!c.ok() || p2p_runs > c.left() / 15) return malformed("more left-out sends than bytes");
+  if (!c.ok() || p2p_runs > c.left() / 16) return malformed("more left-out sends than bytes");
   for (uint64_t k = 0; k < p2p_runs; ++k) {
     LeftOutP2p l;
     l.comm = c.Varint();
@@ -279,7 +279,7 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
     l.send = send == 1;
     l.first_block = c.Varint();
     const uint64_t blocks = c.Varint();
-    if (!c.ok() || blocks > c.left() / 8) return malformed("more send digests than bytes");
+    if (!c.ok() || blocks > c.left() / 9) return malformed("more send digests than bytes");
     if (send > 1) return malformed("a left-out send is neither a send nor a receive");
     // As the writer writes them: a rank's own, to a peer, of a block or more.
     if (l.comm == 0 || rank < 0 || rank > INT32_MAX || peer < 0 || peer > INT32_MAX || blocks == 0)
@@ -289,7 +289,16 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
     l.rank = static_cast<int32_t>(rank);
     l.peer = static_cast<int32_t>(peer);
     l.digests.resize(blocks);
-    for (uint64_t& d : l.digests) d = c.U64();
+    l.signatures.resize(blocks);
+    l.unknown.resize(blocks);
+    for (uint64_t b = 0; b < blocks; ++b) {
+      l.digests[b] = c.U64();
+      const uint64_t known = c.Varint();  // version 9: (unknown << 1) | signature follows
+      if (!c.ok() || (known >> 1) > kLeftOutBlock)
+        return malformed("a left-out block of sends with more counts not known than calls");
+      l.unknown[b] = static_cast<uint32_t>(known >> 1);
+      l.signatures[b] = (known & 1) != 0 ? c.U64() : l.digests[b];
+    }
     l.calls = c.Varint();
     p.left_out_p2p.push_back(std::move(l));
   }

@@ -150,14 +150,31 @@ bool MiddleBlocks(uint64_t lo, uint64_t hi, uint64_t calls, uint64_t window, uin
 // The digests of the calls in a window's middle, and how many calls there
 // are, block by block ([begin, end) on the grid): the counts from the first
 // reading's survey (GridSurvey::Cut), the digests summed as the second
-// leaves the calls out.
+// leaves the calls out (of sends and receives, too their digests without
+// the counts of collectives before and how many of those are not known:
+// LeftOutP2p).
 struct BlockSums {
   BlockSums() = default;
   explicit BlockSums(const Window& w)
-      : digests((w.end - w.begin) / kLeftOutBlock, 0), counts(digests.size(), 0) {}
+      : digests((w.end - w.begin) / kLeftOutBlock, 0),
+        counts(digests.size(), 0),
+        signatures(digests.size(), 0),
+        unknown(digests.size(), 0) {}
   std::vector<uint64_t> digests;
   std::vector<uint32_t> counts;
+  std::vector<uint64_t> signatures;
+  std::vector<uint32_t> unknown;
 };
+
+// Block `i` of `sums` added to a run of left-out calls.
+void AddBlock(const BlockSums& sums, size_t i, LeftOutCalls* run) {
+  run->digests.push_back(sums.digests[i]);
+}
+void AddBlock(const BlockSums& sums, size_t i, LeftOutP2p* run) {
+  run->digests.push_back(sums.digests[i]);
+  run->signatures.push_back(sums.signatures[i]);
+  run->unknown.push_back(sums.unknown[i]);
+}
 
 // Keeps whole each block of `w` whose calls the trace does not hold all of,
 // once each (`counts`, BlockSums'): a ring that wrapped inside it, or a hold
@@ -184,7 +201,7 @@ bool AppendRuns(const Window& w, const BlockSums& sums, const Run& proto, std::v
       out->push_back(proto);
       out->back().first_block = b;
     }
-    out->back().digests.push_back(sums.digests[b - begin]);
+    AddBlock(sums, b - begin, &out->back());
     out->back().calls += sums.counts[b - begin];
   }
   return out->size() > first;
@@ -596,9 +613,12 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
       const size_t id = surveys.AddP2p(slot, p->last_order);
       if (pinned) return ledger.Pinned();
       if (id == Surveys::kNotCounted) return ledger.Spoil(at);
+      // Its count of collectives before, where none came yet: not known
+      // where the ring lost records (settled as the pass-over adds it).
+      const int64_t before = surveys.IssuedBefore(slot.comm, slot.rank);
+      const uint64_t signature = P2pSignatureDigest(slot.seq, slot.count, slot.datatype);
       ledger.Note(at, LedgerItemKind::kP2p, id, slot.seq / kLeftOutBlock,
-                  P2pDigest(slot.seq, slot.count, slot.datatype,
-                            surveys.IssuedBefore(slot.comm, slot.rank)));
+                  P2pDigestOf(signature, before), 0, signature, before < 0 ? 1 : 0);
     };
     auto other = [&](bool pinned, uint64_t at, EntryRead read_as, uint64_t comm) {
       LedgerItemKind kind;
@@ -675,13 +695,20 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     // digest summing fewer calls than its count says.
     void Reset() {
       std::fill(sums.digests.begin(), sums.digests.end(), 0);
+      std::fill(sums.signatures.begin(), sums.signatures.end(), 0);
+      std::fill(sums.unknown.begin(), sums.unknown.end(), 0);
       read.assign(sums.counts.size(), 0);
     }
     // `calls` of block `block` (one the window leaves out) left out, their
-    // digests summing to `digest`: read one by one, or passed over together.
-    void LeaveOut(uint64_t block, uint64_t digest, uint32_t calls) {
+    // digests summing to `digest`: read one by one, or passed over together
+    // (sends and receives: their digests without counts summing to
+    // `signature`, `unknown` of them with a count not known).
+    void LeaveOut(uint64_t block, uint64_t digest, uint32_t calls, uint64_t signature = 0,
+                  uint32_t unknown = 0) {
       const uint64_t b = block - w.begin / kLeftOutBlock;
       sums.digests[b] += digest;
+      sums.signatures[b] += signature;
+      sums.unknown[b] += unknown;
       read[b] += calls;
     }
     bool Agrees() const {
@@ -856,7 +883,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
         case LedgerItemKind::kCollective:
         case LedgerItemKind::kP2p: {
           Cut* c = cut_of_item(it);
-          c->LeaveOut(it.block, it.digest, it.count);
+          c->LeaveOut(it.block, it.digest, it.count, it.signature, lost_records ? it.unknown : 0);
           (it.kind == LedgerItemKind::kCollective ? left_collectives : left_p2p) += it.count;
           break;
         }
@@ -969,8 +996,10 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
             const P2pKey key{slot.comm, slot.rank, slot.peer, slot.call == f::kSend};
             if (p2p_cut == p2p_cuts.end() || p2p_cut->first != key) p2p_cut = p2p_cuts.find(key);
             if (p2p_cut != p2p_cuts.end() && p2p_cut->second.w.LeftOut(slot.seq)) {
-              p2p_cut->second.LeaveOut(slot.seq / kLeftOutBlock,
-                                       P2pDigest(slot.seq, slot.count, slot.datatype, before), 1);
+              const uint64_t signature = P2pSignatureDigest(slot.seq, slot.count, slot.datatype);
+              p2p_cut->second.LeaveOut(slot.seq / kLeftOutBlock, P2pDigestOf(signature, before), 1,
+                                       signature,
+                                       StreamBuilder::Settled(before, lost_records) < 0 ? 1 : 0);
               ++left_p2p;
               return;
             }
@@ -1093,7 +1122,14 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     out.U8(l.send ? 1 : 0);
     out.Varint(l.first_block);
     out.Varint(l.digests.size());
-    for (uint64_t d : l.digests) out.U64(d);
+    // Version 9: each block's digest, then how many of its counts are not
+    // known and whether its digest without them differs (then it).
+    for (size_t b = 0; b < l.digests.size(); ++b) {
+      out.U64(l.digests[b]);
+      const bool signature = l.signatures[b] != l.digests[b];
+      out.Varint(uint64_t{l.unknown[b]} << 1 | (signature ? 1 : 0));
+      if (signature) out.U64(l.signatures[b]);
+    }
     out.Varint(l.calls);
   }
   // Version 8: the kept sends' and receives' counts (none where not

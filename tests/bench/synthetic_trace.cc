@@ -147,6 +147,7 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
       if (rank == job.gap_rank && seq >= job.gap_first && seq - job.gap_first < job.gap_calls)
         continue;  // written over
       if (job.call_slots) {
+        const bool collective = seq < job.collectives_until;
         ncclwatch_call_slot s{};
         s.t = t;
         if (job.killed && seq == job.short_calls) s.result = NCCLWATCH_RESULT_PENDING;
@@ -161,7 +162,7 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
         s.sendbuff = s.recvbuff = 0x7f1000000000ull;
         s.caller = 0x401234;
         s.rank = rank;
-        ok = ring.AppendCallSlot(NCCLWATCH_SLOT_COLLECTIVE, s);
+        if (collective) ok = ring.AppendCallSlot(NCCLWATCH_SLOT_COLLECTIVE, s);
         // Step `seq`'s send and receive (none on the killed job's last step).
         const uint64_t sends_every = std::max<uint64_t>(1, job.sends_every);
         const bool step_sends = job.sends && job.ranks > 1 && seq % sends_every == 0 &&
@@ -188,12 +189,13 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
             !(job.killed && seq >= job.short_calls)) {
           ok = ok && Put(ring, Region::kRing, t + 3, f::record::kProgress, [&](WireWriter& w) {
                  w.Fixed64(f::progress::kComm, kWorldComm);
-                 w.Varint(f::progress::kCollectives, seq + 1);
+                 const uint64_t done = std::min(seq + 1, job.collectives_until);
+                 w.Varint(f::progress::kCollectives, done);
                  w.Varint(f::progress::kEnqueuedT, t + 2);
-                 w.Varint(f::progress::kIssued, seq + 1);
+                 w.Varint(f::progress::kIssued, done);
                });
         }
-        if (job.gpu_times) {
+        if (job.gpu_times && collective) {
           ok = ok && Put(ring, Region::kRing, t + 1, f::record::kGpuTime, [&](WireWriter& w) {
                  w.Fixed64(f::gpu_time::kComm, kWorldComm);
                  w.Varint(f::gpu_time::kCall, f::kAllReduce);

@@ -51,6 +51,10 @@ struct SyntheticJob {
   // ...on every `sends_every`-th step only (a pipeline stage's sends come
   // once in several collectives).
   uint64_t sends_every = 1;
+  // Collectives on the steps before this one only; the steps after make
+  // their sends and receives alone (a communicator its pipeline stages
+  // pass activations on, after a first barrier or two).
+  uint64_t collectives_until = UINT64_MAX;
   // An Inventory record per rank, as the shim writes at its first init: the
   // node's environment with the rank's own RANK and LOCAL_RANK, NCCL's
   // version and path, its GPU.

@@ -237,6 +237,7 @@ using ncclwatch::decoder::kLeftOutBlock;
 using ncclwatch::decoder::LeftOutP2p;
 using ncclwatch::decoder::P2pDigest;
 using ncclwatch::decoder::P2pGap;
+using ncclwatch::decoder::P2pSignatureDigest;
 
 // Rank 0 sends #0-#999 to rank 1 (100 x int32, but #k in `odd` 99), rank 1
 // receives them (100 x int32).
@@ -260,6 +261,8 @@ ProcessTrace LeaveOut(ProcessTrace t, bool send, uint64_t first, uint64_t end) {
   l.send = send;
   l.first_block = first;
   l.digests.assign(end - first, 0);
+  l.signatures.assign(end - first, 0);
+  l.unknown.assign(end - first, 0);
   // Each call's count of collectives before it, as the trace whole has it.
   BuildStreams(&t);
   std::vector<int64_t> before(t.p2p.size(), -1);
@@ -271,6 +274,8 @@ ProcessTrace LeaveOut(ProcessTrace t, bool send, uint64_t first, uint64_t end) {
     const uint64_t b = e.seq / kLeftOutBlock;
     if (e.send == send && b >= first && b < end) {
       l.digests[b - first] += P2pDigest(e.seq, e.count, e.datatype, before[i]);
+      l.signatures[b - first] += P2pSignatureDigest(e.seq, e.count, e.datatype);
+      l.unknown[b - first] += before[i] < 0 ? 1 : 0;
       ++l.calls;
     } else {
       kept.push_back(e);
@@ -361,6 +366,105 @@ TEST_CASE("sends a summary left out are compared by digest", "[p2p][summary]") {
     const std::vector<P2pGap> gaps = Gaps({LeaveOut(same.r0.Build(), true, 1, 3), r1});
     REQUIRE(gaps.size() == 1);
     CHECK(gaps[0].kind == P2pGap::kNotCompared);
+    CHECK(gaps[0].first_seq == kLeftOutBlock);
+    CHECK(gaps[0].end_seq == 2 * kLeftOutBlock);
+  }
+}
+
+// A side whose ring lost the communicator's collectives before its sends
+// knows none of their counts (-1): the traces whole compare the sends'
+// numbers and sizes there, not their counts, and so do the summaries'
+// digests. Where one side knows some of a block's counts and the other
+// all (or another number of them), the digests cannot say: a gap not
+// compared; where both know the same ones, they are compared.
+TEST_CASE("sends left out whose counts of collectives one side does not know", "[p2p][summary]") {
+  std::vector<P2pProblem> problems;
+  SECTION("the receiver lost the only collective before them: compared on their sizes") {
+    Pair p;
+    p.r0.Collective(kComm, 0);
+    p.r1.Wrapped();
+    for (uint64_t k = 0; k < 1000; ++k) {
+      p.r0.Send(kComm, k, 1, Sized(100, kInt32));
+      p.r1.Recv(kComm, k, 0, Sized(100, kInt32));
+    }
+    const ProcessTrace r0 = p.r0.Build(), r1 = p.r1.Build();
+    REQUIRE(StreamOf(r1, kComm, 1).collectives_before_p2p.front() == -1);
+    REQUIRE(StreamOf(r0, kComm, 0).collectives_before_p2p.front() == 1);
+    CHECK(Gaps({r0, r1}, &problems).empty());
+    CHECK(problems.empty());
+    // Left out of both summaries, or of either: no gap where the traces
+    // whole find nothing (the digests with counts differ: 1 against none).
+    CHECK(Gaps({LeaveOut(r0, true, 1, 3), LeaveOut(r1, false, 1, 3)}, &problems).empty());
+    CHECK(problems.empty());
+    CHECK(Gaps({LeaveOut(r0, true, 1, 3), r1}).empty());
+    CHECK(Gaps({r0, LeaveOut(r1, false, 1, 3)}).empty());
+    // A send of another size there is still told apart.
+    Pair odd;
+    odd.r0.Collective(kComm, 0);
+    odd.r1.Wrapped();
+    for (uint64_t k = 0; k < 1000; ++k) {
+      odd.r0.Send(kComm, k, 1, Sized(k == 600 ? 99 : 100, kInt32));
+      odd.r1.Recv(kComm, k, 0, Sized(100, kInt32));
+    }
+    const std::vector<P2pGap> gaps =
+        Gaps({LeaveOut(odd.r0.Build(), true, 1, 3), LeaveOut(odd.r1.Build(), false, 1, 3)});
+    REQUIRE(gaps.size() == 1);
+    CHECK(gaps[0].kind == P2pGap::kDiffer);
+    CHECK(gaps[0].first_seq == 2 * kLeftOutBlock);
+    CHECK(gaps[0].end_seq == 3 * kLeftOutBlock);
+  }
+  // Rank 0 and rank 1 each post collective #0 (unless its ring lost it),
+  // then #1 before send (receive) #300, then #2: rank 0 before #`third`,
+  // rank 1 before #450. Whole, and with blocks 1-2 left out of both.
+  struct Traces {
+    std::vector<ProcessTrace> whole, summarized;
+  };
+  auto build = [](uint64_t third, bool r0_lost, bool r1_lost) {
+    Pair p;
+    if (r0_lost) p.r0.Wrapped();
+    if (r1_lost) p.r1.Wrapped();
+    if (!r0_lost) p.r0.Collective(kComm, 0);
+    if (!r1_lost) p.r1.Collective(kComm, 0);
+    for (uint64_t k = 0; k < 1000; ++k) {
+      if (k == 300) p.r0.Collective(kComm, 1);
+      if (k == 300) p.r1.Collective(kComm, 1);
+      if (k == third) p.r0.Collective(kComm, 2);
+      if (k == 450) p.r1.Collective(kComm, 2);
+      p.r0.Send(kComm, k, 1, Sized(100, kInt32));
+      p.r1.Recv(kComm, k, 0, Sized(100, kInt32));
+    }
+    Traces t;
+    t.whole = {p.r0.Build(), p.r1.Build()};
+    t.summarized = {LeaveOut(t.whole[0], true, 1, 3), LeaveOut(t.whole[1], false, 1, 3)};
+    return t;
+  };
+  SECTION("one side knows part of a block's counts, the other all: not compared") {
+    // The traces whole compare #300- and find them alike; the summaries
+    // cannot tell #256-#299 (rank 1's not known) from the rest of block 1.
+    const Traces t = build(450, false, true);
+    CHECK(Gaps(t.whole, &problems).empty());
+    CHECK(problems.empty());
+    const std::vector<P2pGap> gaps = Gaps(t.summarized, &problems);
+    CHECK(problems.empty());
+    REQUIRE(gaps.size() == 1);
+    CHECK(gaps[0].kind == P2pGap::kNotCompared);
+    CHECK(gaps[0].first_seq == kLeftOutBlock);
+    CHECK(gaps[0].end_seq == 2 * kLeftOutBlock);
+  }
+  SECTION("both lost the same collective: the counts they know compared") {
+    CHECK(Gaps(build(450, true, true).summarized, &problems).empty());
+    CHECK(problems.empty());
+    // Rank 0 posts #400-#449 after its collective #2, rank 1 before: the
+    // traces whole find it at #400, the summaries' block 1 differs.
+    const Traces t = build(400, true, true);
+    CHECK(Gaps(t.whole, &problems).empty());
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].kind == P2pProblem::kOrderMismatch);
+    CHECK(problems[0].seq == 400);
+    const std::vector<P2pGap> gaps = Gaps(t.summarized, &problems);
+    CHECK(problems.empty());
+    REQUIRE(gaps.size() == 1);
+    CHECK(gaps[0].kind == P2pGap::kDiffer);
     CHECK(gaps[0].first_seq == kLeftOutBlock);
     CHECK(gaps[0].end_seq == 2 * kLeftOutBlock);
   }
