@@ -142,11 +142,16 @@ void Conclude(DiagnosisContext& cx, Diagnosis* out) {
   }
   // And calls node summaries left out where the analyses needed them:
   // what they hold was not seen, so a job with nothing else found is not
-  // healthy over it (its note names the nodes to read in full).
+  // healthy over it (its note names the nodes to read in full); but for
+  // gaps only where a rank's ring begins inside what others left out (the
+  // traces whole compare there at most a block's calls past the ring's
+  // start: analysis/summary_gaps.h), the note alone.
   // (A live job stays `running`, the note beside it: its nodes may simply
   // have been summarized moments apart.)
   for (Finding& n : cx.notes) {
     if (n.kind != FindingKind::kSummaryGap) continue;
+    const auto* gaps = std::get_if<SummaryGapFacts>(&n.facts);
+    if (gaps != nullptr && gaps->ring_starts_only) continue;
     if (n.job < 0 || n.job >= static_cast<int>(cx.jobs.size()) || job_has_root[n.job]) continue;
     if (cx.job_live[n.job]) continue;
     n.role = FindingRole::kRootCause;

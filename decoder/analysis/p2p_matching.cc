@@ -216,6 +216,13 @@ void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Si
     const std::optional<LeftBlock> b = digest(r, dr, block, &r_left);
     const std::optional<bool> same = a && b ? agree(*a, *b) : std::nullopt;
     if (same == true) continue;
+    // A side not digested whose ring begins inside the block: its trace
+    // lost its start, and holds every number from its first to the block's end.
+    auto ring_start = [&](const Digested& d, int32_t rank) {
+      auto k = d.kept.find(block);
+      return lost_start_.count({base.comm, rank}) > 0 && d.lo > block * kLeftOutBlock &&
+             k != d.kept.end() && k->second.second == (block + 1) * kLeftOutBlock - d.lo;
+    };
     P2pGap g;
     g.kind = same.has_value() ? P2pGap::kDiffer : P2pGap::kNotCompared;
     g.comm = base.comm;
@@ -227,10 +234,12 @@ void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Si
     g.receiver_left_out = r_left;
     g.first_seq = block * kLeftOutBlock;
     g.end_seq = g.first_seq + kLeftOutBlock;
+    g.ring_start =
+        !(a && b) && (a || ring_start(ds, base.sender)) && (b || ring_start(dr, base.receiver));
     P2pGap* last = gaps == 0 ? nullptr : &gaps_.back();
     if (last != nullptr && last->kind == g.kind && last->end_seq == g.first_seq &&
         last->sender_left_out == g.sender_left_out &&
-        last->receiver_left_out == g.receiver_left_out) {
+        last->receiver_left_out == g.receiver_left_out && last->ring_start == g.ring_start) {
       last->end_seq = g.end_seq;
     } else if (gaps < kMaxGapsPerPair) {
       gaps_.push_back(g);

@@ -84,6 +84,11 @@ struct P2pGap {
   bool receiver_left_out = false;
   uint64_t first_seq = 0;
   uint64_t end_seq = 0;
+  // kNotCompared only because the side not left out has a trace that lost
+  // its start and holds the block from its first number on (its ring
+  // begins inside it): what the traces whole compare there is that side's
+  // part alone (analysis/summary_gaps.h says why that is a note alone).
+  bool ring_start = false;
 };
 
 class P2pMatching {

@@ -49,6 +49,7 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
     m.process = process;
     m.rank = s.rank;
     m.digested = summarized;
+    m.lost_start = !s.holds_start;
     if (!summarized) {
       // A trace read whole, not digested: its first and last numbers (a
       // stream's rise by one) are all that is kept of it, at no cost.
@@ -111,6 +112,7 @@ std::vector<SummaryGap> SummaryGaps::Find() const {
       // (left out, or kept whole), or none (kept in part, or a whole trace).
       std::vector<std::pair<std::pair<int, int32_t>, uint64_t>> digested;
       std::vector<std::pair<int, int32_t>> not_digested;
+      bool ring_start = true;  // every one not digested holds the block from its ring's start
       bool any_left = false;
       for (size_t i = 0; i < members.size(); ++i) {
         const Member& m = members[i];
@@ -126,14 +128,17 @@ std::vector<SummaryGap> SummaryGaps::Find() const {
           digested.push_back({{m.process, m.rank}, k->digest});
         } else {
           not_digested.emplace_back(m.process, m.rank);
+          ring_start &= m.digested && m.lost_start && m.lo > g.first_seq && k != nullptr &&
+                        k->calls == g.end_seq - m.lo;
         }
       }
       if (!any_left) continue;
       std::map<uint64_t, size_t> votes;
       for (const auto& [who, digest] : digested) ++votes[digest];
-      if (!not_digested.empty()) {
+      if (!not_digested.empty() && votes.size() <= 1) {
         g.kind = SummaryGap::kNotCompared;
         g.kept = std::move(not_digested);
+        g.ring_start = ring_start;
       } else if (votes.size() > 1) {
         // The ranks that differ from the most common digest (on a tie, the
         // one of the lowest process), and those they differ from.
@@ -149,7 +154,8 @@ std::vector<SummaryGap> SummaryGaps::Find() const {
         continue;
       }
       if (open != nullptr && open_end_block == b && open->kind == g.kind &&
-          open->left_out == g.left_out && open->kept == g.kept) {
+          open->left_out == g.left_out && open->kept == g.kept &&
+          open->ring_start == g.ring_start) {
         open->end_seq = g.end_seq;
         open_end_block = b + 1;
         continue;

@@ -12,10 +12,16 @@
 //   - a rank whose calls there could not be digested (it kept only part of
 //     the block: its trace begins or ends inside it, or it came as a whole
 //     trace, not summarized) was not compared with those that left it out
-//     (kNotCompared).
+//     (kNotCompared; kDiffer where the digests there disagree already).
 // Either is a gap in what the verdict saw: the diagnosis says so in a note,
 // with the nodes whose traces to read in full, and never calls a job
-// healthy over it. Consecutive blocks with the same ranks are one gap.
+// healthy over it; but for a gap not compared only because a rank's ring
+// begins inside the block (`ring_start`: it lost its older calls, and
+// holds every number from its first to the block's end), which is the
+// note alone: every ring that wrapped begins inside some block its peers
+// may leave out, and the traces whole compare there only the calls past
+// the ring's start (at most kLeftOutBlock - 1). Consecutive blocks with
+// the same ranks are one gap.
 //
 // Memory: the digests the summaries carry, plus one per kept block of the
 // summarized ranks (their calls are few: the summaries' windows).
@@ -47,6 +53,10 @@ struct SummaryGap {
   // most common one, and those that have the most common one.
   std::vector<std::pair<int, int32_t>> left_out;
   std::vector<std::pair<int, int32_t>> kept;
+  // kNotCompared: each rank in `kept` is one whose ring begins inside the
+  // block (its trace lost its start, and holds the block from its first
+  // number on).
+  bool ring_start = false;
 };
 
 class SummaryGaps {
@@ -72,7 +82,8 @@ class SummaryGaps {
     bool any = false;
     uint64_t lo = 0;  // the numbers its trace held, left out or not
     uint64_t hi = 0;
-    bool digested = false;  // from a summary: its kept blocks digested below
+    bool digested = false;    // from a summary: its kept blocks digested below
+    bool lost_start = false;  // its trace does not hold the stream's start
     // Sorted by block, one entry a block (flat: a job of 131,072 ranks
     // holds tens of digests each).
     struct Left {

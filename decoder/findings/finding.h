@@ -638,9 +638,15 @@ struct SummaryGapFacts {
     std::vector<std::string> left_out_nodes;  // their nodes: "HOST (SUMMARY FILE)"
     std::vector<int> other_ranks;             // not compared with them / compared, by digest
     std::vector<std::string> other_nodes;     // their nodes, or trace files
+    // Not compared only because the other ranks' rings begin inside the
+    // range (analysis/summary_gaps.h `ring_start`).
+    bool ring_start = false;
   };
   std::vector<Gap> gaps;
   size_t more = 0;  // gaps beyond those listed
+  // Every gap, listed or not, is a ring start's: the note alone, the job
+  // not called a problem over it.
+  bool ring_starts_only = true;
 };
 
 // straggler: a rank that came last to a communicator's collectives far more

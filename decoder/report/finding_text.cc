@@ -793,9 +793,14 @@ void Render(const Finding& f, const SummaryGapFacts& x, const CallSiteNamer&, Fi
                                    ") somewhere in that range: the summaries' digests of them "
                                    "disagree"));
     } else {
-      parts.push_back(absl::StrCat(calls, ": left out of the summaries of ", left,
-                                   ", and not compared with ", RanksNoun(g.other_ranks), " (",
-                                   absl::StrJoin(g.other_nodes, ", "), ")"));
+      parts.push_back(absl::StrCat(
+          calls, ": left out of the summaries of ", left, ", and not compared with ",
+          RanksNoun(g.other_ranks), " (", absl::StrJoin(g.other_nodes, ", "), ")",
+          g.ring_start ? absl::StrCat(", whose ring", g.other_ranks.size() == 1 ? "" : "s",
+                                      " begin", g.other_ranks.size() == 1 ? "s" : "",
+                                      " inside that range (older calls written over): the "
+                                      "traces whole would compare only the calls from there on")
+                       : ""));
     }
     nodes.insert(g.left_out_nodes.begin(), g.left_out_nodes.end());
   }

@@ -117,6 +117,7 @@ void WriteFacts(const Finding&, const SummaryGapFacts& x, const CallSiteNamer&, 
   for (const SummaryGapFacts::Gap& g : x.gaps) {
     w.BeginObject();
     w.Key("kind").String(g.differ ? "differ" : "not_compared");
+    w.Key("ring_start").Bool(g.ring_start);
     w.Key("calls").String(g.sends ? "sends" : "collectives");
     if (g.sends) w.Key("sender").Integer(g.sender).Key("receiver").Integer(g.receiver);
     w.Key("comm").String(CommName(g.comm));

@@ -366,8 +366,33 @@ TEST_CASE("sends a summary left out are compared by digest", "[p2p][summary]") {
     const std::vector<P2pGap> gaps = Gaps({LeaveOut(same.r0.Build(), true, 1, 3), r1});
     REQUIRE(gaps.size() == 1);
     CHECK(gaps[0].kind == P2pGap::kNotCompared);
+    CHECK_FALSE(gaps[0].ring_start);  // its trace holds its start: a hole
     CHECK(gaps[0].first_seq == kLeftOutBlock);
     CHECK(gaps[0].end_seq == 2 * kLeftOutBlock);
+  }
+  SECTION("the receiver's ring begins inside a left-out block: not compared, its ring's start") {
+    Pair p;
+    p.r1.Wrapped();
+    for (uint64_t k = 0; k < 1000; ++k) {
+      p.r0.Send(kComm, k, 1, Sized(100, kInt32));
+      if (k >= 300) p.r1.Recv(kComm, k, 0, Sized(100, kInt32));
+    }
+    const std::vector<P2pGap> gaps = Gaps({LeaveOut(p.r0.Build(), true, 1, 3), p.r1.Build()});
+    REQUIRE(gaps.size() == 1);
+    CHECK(gaps[0].kind == P2pGap::kNotCompared);
+    CHECK(gaps[0].ring_start);
+    CHECK(gaps[0].first_seq == kLeftOutBlock);
+    CHECK(gaps[0].end_seq == 2 * kLeftOutBlock);
+    // Not where it lacks a number after its first as well.
+    ProcessTrace r1 = p.r1.Build();
+    r1.p2p.erase(
+        std::remove_if(r1.p2p.begin(), r1.p2p.end(), [](const auto& e) { return e.seq == 400; }),
+        r1.p2p.end());
+    BuildStreams(&r1);
+    const std::vector<P2pGap> holed = Gaps({LeaveOut(same.r0.Build(), true, 1, 3), r1});
+    REQUIRE(holed.size() == 1);
+    CHECK(holed[0].kind == P2pGap::kNotCompared);
+    CHECK_FALSE(holed[0].ring_start);
   }
 }
 

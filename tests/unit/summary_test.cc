@@ -691,6 +691,91 @@ TEST_CASE("summary: a rank that stopped in a block others left out is a gap, not
   CHECK(gap);
 }
 
+// A rank whose ring wrapped begins inside a block the others' summaries
+// leave out: the traces whole compare there only its calls from its first
+// on, the summaries cannot (they hold the others' block as one digest). A
+// note that says so, the job not called a problem over it; but where the
+// others' digests of the block disagree, they differ (a root cause).
+TEST_CASE("summary: a block a rank's ring begins in is a note and the others still compared",
+          "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 3;
+  job.calls = 10000;
+  job.start_ns = 1000000000000ull;  // one step a millisecond, no rank late
+  job.start_realtime_ns = 1790000000000000000ull;
+  job.first_rank = 2;
+  job.ring_bytes = 512 << 10;
+  WriteJob(tmp.path() + "/b", job);  // rank 2, its ring wrapped
+  const std::vector<std::string> b = Traces(tmp.path() + "/b");
+  REQUIRE(b.size() == 1);
+  absl::StatusOr<ProcessTrace> r2 = LoadProcessTrace(b[0]);
+  REQUIRE(r2.ok());
+  REQUIRE_FALSE(r2->collectives.empty());
+  const uint64_t first = r2->collectives.front().seq;  // where its ring begins
+  const uint64_t block = first / kLeftOutBlock;
+  REQUIRE(first % kLeftOutBlock != 0);
+  REQUIRE(first % kLeftOutBlock < kLeftOutBlock - 1);
+  const std::string nb = tmp.path() + "/b.ncws";
+  WriteFile(nb, Summarize(b, 100, "node-b"));
+  auto node_a = [&](const std::string& dir, int diverging_rank, uint64_t seq) {
+    ncclwatch::bench::SyntheticJob a = job;
+    a.first_rank = 0;
+    a.end_rank = 2;
+    a.ring_bytes = 0;  // whole
+    a.diverging_rank = diverging_rank;
+    a.diverging_seq = seq;
+    WriteJob(dir, a);
+    const std::vector<std::string> traces = Traces(dir);
+    REQUIRE(traces.size() == 2);
+    WriteFile(dir + ".ncws", Summarize(traces, 100, "node-a"));
+    return traces;
+  };
+  SECTION("healthy: healthy, with a note") {
+    const std::vector<std::string> a = node_a(tmp.path() + "/a", -1, 0);
+    CHECK_FALSE(DiagnoseFiles({a[0], a[1], b[0]}).diagnosis.problem);
+    const EvidenceDiagnosis summed = DiagnoseFiles({tmp.path() + "/a.ncws", nb});
+    std::string kinds;
+    for (const Finding& f : summed.diagnosis.findings)
+      kinds += std::string(ncclwatch::decoder::KindName(f.kind)) + ": " +
+               RenderFinding(f, ncclwatch::decoder::NoCallSites()).detail + "\n";
+    INFO("findings from the summaries: " << kinds);
+    CHECK_FALSE(summed.diagnosis.problem);
+    REQUIRE(summed.diagnosis.findings.size() == 1);
+    const Finding& note = summed.diagnosis.findings[0];
+    CHECK(note.role == FindingRole::kNote);
+    const auto& x = std::get<SummaryGapFacts>(note.facts);
+    CHECK(x.ring_starts_only);
+    REQUIRE(x.gaps.size() == 1);
+    CHECK(x.gaps[0].ring_start);
+    CHECK_FALSE(x.gaps[0].sends);
+    CHECK(x.gaps[0].first_seq == block * kLeftOutBlock);
+    CHECK(x.gaps[0].last_seq == (block + 1) * kLeftOutBlock - 1);
+    CHECK(x.gaps[0].left_out_ranks == std::vector<int>{0, 1});
+    CHECK(x.gaps[0].other_ranks == std::vector<int>{2});
+    // A job with nothing else found is called a problem over a gap of
+    // another kind (the next test case's): this one says what it could
+    // not compare, and why.
+    const std::string text = RenderFinding(note, ncclwatch::decoder::NoCallSites()).detail;
+    CHECK(text.find("whose ring begins inside that range") != std::string::npos);
+  }
+  SECTION("rank 0 differs in that block: a root cause") {
+    const uint64_t seq = first + 1;
+    const std::vector<std::string> a = node_a(tmp.path() + "/a", 0, seq);
+    CHECK(DiagnoseFiles({a[0], a[1], b[0]}).diagnosis.problem);
+    const EvidenceDiagnosis summed = DiagnoseFiles({tmp.path() + "/a.ncws", nb});
+    CHECK(summed.diagnosis.problem);
+    const Finding* root = Root(summed.diagnosis);
+    REQUIRE(root != nullptr);
+    const auto& x = std::get<SummaryGapFacts>(root->facts);
+    CHECK_FALSE(x.ring_starts_only);
+    REQUIRE(x.gaps.size() == 1);
+    CHECK(x.gaps[0].differ);
+    CHECK_FALSE(x.gaps[0].ring_start);
+    CHECK(x.gaps[0].first_seq == block * kLeftOutBlock);
+  }
+}
+
 // A rank whose ring lost calls inside a block the other's summary leaves out
 // (rank 1 kept #0-#5, a hold's worth, then wrapped: #6-#299 written over, so
 // it holds 212 calls of block 1, #256-#511): its digest of the block would
@@ -817,6 +902,8 @@ TEST_CASE("summary: sends whose counts one rank's ring lost compare as the trace
   job.calls = 4000;
   job.sends = true;
   job.collectives_until = 8;
+  job.start_ns = 1000000000000ull;  // one step a millisecond, no rank late
+  job.start_realtime_ns = 1790000000000000000ull;
   job.progress = true;  // what a summary leaves sends out by
   job.end_rank = 1;
   WriteJob(tmp.path() + "/a", job);  // rank 0, its ring whole
@@ -861,16 +948,27 @@ TEST_CASE("summary: sends whose counts one rank's ring lost compare as the trace
     kinds += std::string(ncclwatch::decoder::KindName(f.kind)) + ": " +
              ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites()).detail + "\n";
   INFO("findings from the summaries: " << kinds);
-  size_t gaps = 0;
-  for (const Finding& f : summed.diagnosis.findings) {
-    const auto* x = std::get_if<SummaryGapFacts>(&f.facts);
-    REQUIRE(x != nullptr);
-    for (const auto& g : x->gaps) {
-      CHECK_FALSE(g.differ);  // (format 8 said every block both left out differed)
-      ++gaps;
-    }
+  // Healthy, as from the traces; what the summaries could not compare is
+  // the block rank 1's ring begins in (each way), a note.
+  CHECK_FALSE(summed.diagnosis.problem);
+  REQUIRE(summed.diagnosis.findings.size() == 1);
+  const Finding& note = summed.diagnosis.findings[0];
+  CHECK(note.role == FindingRole::kNote);
+  const auto* x = std::get_if<SummaryGapFacts>(&note.facts);
+  REQUIRE(x != nullptr);
+  CHECK(x->ring_starts_only);
+  REQUIRE(x->gaps.size() == 2);
+  const uint64_t first = r1->p2p.front().seq;  // where its ring begins
+  for (const auto& g : x->gaps) {
+    CHECK_FALSE(g.differ);  // (format 8 said every block both left out differed)
+    CHECK(g.ring_start);
+    CHECK(g.first_seq == first / kLeftOutBlock * kLeftOutBlock);
+    CHECK(g.last_seq == g.first_seq + kLeftOutBlock - 1);
+    CHECK(g.left_out_ranks == std::vector<int>{0});
+    CHECK(g.other_ranks == std::vector<int>{1});
   }
-  CHECK(gaps <= 2);  // at most the block rank 1's ring begins in, each way
+  const std::string text = RenderFinding(note, ncclwatch::decoder::NoCallSites()).detail;
+  CHECK(text.find("whose ring begins inside that range") != std::string::npos);
 }
 
 TEST_CASE("summary: torn, cut and crafted summaries are refused with one line", "[summary]") {

@@ -44,12 +44,14 @@ void NoteSummaryGaps(DiagnosisContext& cx) {
   for (const SummaryGap& g : gaps) {
     if (g.left_out.empty()) continue;
     SummaryGapFacts& facts = by_job[cx.job_of[g.left_out.front().first]];
+    facts.ring_starts_only &= g.kind == SummaryGap::kNotCompared && g.ring_start;
     if (facts.gaps.size() >= kListed) {
       ++facts.more;
       continue;
     }
     SummaryGapFacts::Gap x;
     x.differ = g.kind == SummaryGap::kDiffer;
+    x.ring_start = g.kind == SummaryGap::kNotCompared && g.ring_start;
     x.comm = g.comm;
     x.first_seq = g.first_seq;
     x.last_seq = g.end_seq - 1;
@@ -76,12 +78,14 @@ void NoteSummaryGaps(DiagnosisContext& cx) {
   for (const P2pGap& g : p2p_gaps) {
     const int left_process = g.sender_left_out ? g.sender_process : g.receiver_process;
     SummaryGapFacts& facts = by_job[cx.job_of[left_process]];
+    facts.ring_starts_only &= g.kind == P2pGap::kNotCompared && g.ring_start;
     if (facts.gaps.size() >= kListed) {
       ++facts.more;
       continue;
     }
     SummaryGapFacts::Gap x;
     x.differ = g.kind == P2pGap::kDiffer;
+    x.ring_start = g.kind == P2pGap::kNotCompared && g.ring_start;
     x.sends = true;
     x.comm = g.comm;
     x.first_seq = g.first_seq;
@@ -96,7 +100,10 @@ void NoteSummaryGaps(DiagnosisContext& cx) {
     side(g.receiver_left_out, x.receiver, g.receiver_process);
     facts.gaps.push_back(std::move(x));
   }
-  if (!by_job.empty()) by_job.begin()->second.more += p2p_more;
+  if (!by_job.empty() && p2p_more > 0) {  // of kinds not known
+    by_job.begin()->second.more += p2p_more;
+    by_job.begin()->second.ring_starts_only = false;
+  }
   for (auto& [job, facts] : by_job) {
     Finding n;
     n.kind = FindingKind::kSummaryGap;
