@@ -92,15 +92,16 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
   }
 }
 
-std::vector<SummaryGap> SummaryGaps::Find() const {
-  std::vector<SummaryGap> out;
-  if (!any_left_out_) return out;
+SummaryGaps::Found SummaryGaps::Find() const {
+  Found found;
+  std::vector<SummaryGap>& out = found.gaps;
+  if (!any_left_out_) return found;
   for (const auto& [comm, members] : comms_) {
     std::set<uint64_t> blocks;  // every block some member left out
     for (const Member& m : members)
       for (const Member::Left& l : m.left) blocks.insert(l.block);
     std::vector<size_t> left_at(members.size(), 0), kept_at(members.size(), 0);
-    size_t gaps = 0;
+    size_t gaps[2] = {0, 0};     // listed: only where a ring begins, and the others
     SummaryGap* open = nullptr;  // the gap the previous block extended
     uint64_t open_end_block = 0;
     for (uint64_t b : blocks) {
@@ -160,13 +161,18 @@ std::vector<SummaryGap> SummaryGaps::Find() const {
         open_end_block = b + 1;
         continue;
       }
-      if (gaps++ == kMaxGapsPerComm) break;
+      size_t& listed = gaps[g.kind == SummaryGap::kNotCompared && g.ring_start ? 0 : 1];
+      if (listed++ >= kMaxGapsPerComm) {
+        ++found.more;
+        open = nullptr;
+        continue;
+      }
       out.push_back(std::move(g));
       open = &out.back();
       open_end_block = b + 1;
     }
   }
-  return out;
+  return found;
 }
 
 }  // namespace ncclwatch::decoder

@@ -61,7 +61,10 @@ struct SummaryGap {
 
 class SummaryGaps {
  public:
-  // At most this many gaps per communicator are reported (the first).
+  // At most this many gaps per communicator are listed of each sort (the
+  // first): those only where a ring begins, and the others; the rest are
+  // counted, every block still compared (a gap of a ring's start is a
+  // note alone: one of another sort after many such must be listed).
   static constexpr size_t kMaxGapsPerComm = 16;
 
   // Whether the calls of traces read whole are digested too (by block), to
@@ -73,7 +76,11 @@ class SummaryGaps {
   // Whether any process added came from a summary that left calls out.
   bool any_left_out() const { return any_left_out_; }
   // After the last process: the gaps, by communicator, then number.
-  std::vector<SummaryGap> Find() const;
+  struct Found {
+    std::vector<SummaryGap> gaps;
+    size_t more = 0;  // past kMaxGapsPerComm, not listed
+  };
+  Found Find() const;
 
  private:
   struct Member {

@@ -175,8 +175,12 @@ void Mismatch(DiagnosisContext& cx, uint64_t comm, const CollectiveAlignment& al
   // there cannot be told from the ranks left (it may blame the wrong one).
   // The summary_gap note says what could not be compared, and where to
   // read it in full.
-  for (const AlignedMember& m : al.members())
-    if (m.LeftOut(seq)) return;
+  for (const AlignedMember& m : al.members()) {
+    if (m.LeftOut(seq)) {
+      cx.unsaid_divergences.insert({comm, seq});
+      return;
+    }
+  }
   CollectiveSignature ref;
   int64_t when = 0;
   int ref_member = -1;

@@ -28,8 +28,9 @@ void NoteUnreadable(DiagnosisContext& cx) {
 }
 
 void NoteSummaryGaps(DiagnosisContext& cx) {
-  std::vector<SummaryGap> gaps;
-  if (cx.job.summary_gaps().any_left_out()) gaps = cx.job.summary_gaps().Find();
+  SummaryGaps::Found found;
+  if (cx.job.summary_gaps().any_left_out()) found = cx.job.summary_gaps().Find();
+  const std::vector<SummaryGap>& gaps = found.gaps;
   const std::vector<P2pGap>& p2p_gaps = cx.job.p2p().gaps();
   if (gaps.empty() && p2p_gaps.empty()) return;
   // Gaps past a pair's first kMaxGapsPerPair, counted with the first job's.
@@ -44,14 +45,20 @@ void NoteSummaryGaps(DiagnosisContext& cx) {
   for (const SummaryGap& g : gaps) {
     if (g.left_out.empty()) continue;
     SummaryGapFacts& facts = by_job[cx.job_of[g.left_out.front().first]];
-    facts.ring_starts_only &= g.kind == SummaryGap::kNotCompared && g.ring_start;
+    // Where the alignment found ranks that differ inside it, never a note
+    // alone (FindCollectiveProblems left it to this one to say).
+    auto unsaid = cx.unsaid_divergences.lower_bound({g.comm, g.first_seq});
+    const bool ring_start = g.kind == SummaryGap::kNotCompared && g.ring_start &&
+                            !(unsaid != cx.unsaid_divergences.end() && unsaid->first == g.comm &&
+                              unsaid->second < g.end_seq);
+    facts.ring_starts_only &= ring_start;
     if (facts.gaps.size() >= kListed) {
       ++facts.more;
       continue;
     }
     SummaryGapFacts::Gap x;
     x.differ = g.kind == SummaryGap::kDiffer;
-    x.ring_start = g.kind == SummaryGap::kNotCompared && g.ring_start;
+    x.ring_start = ring_start;
     x.comm = g.comm;
     x.first_seq = g.first_seq;
     x.last_seq = g.end_seq - 1;
@@ -100,10 +107,9 @@ void NoteSummaryGaps(DiagnosisContext& cx) {
     side(g.receiver_left_out, x.receiver, g.receiver_process);
     facts.gaps.push_back(std::move(x));
   }
-  if (!by_job.empty() && p2p_more > 0) {  // of kinds not known
-    by_job.begin()->second.more += p2p_more;
-    by_job.begin()->second.ring_starts_only = false;
-  }
+  // Those not listed, counted with the first job's (each of a sort its
+  // communicator or pair lists many of already: SummaryGaps, P2pMatching).
+  if (!by_job.empty()) by_job.begin()->second.more += found.more + p2p_more;
   for (auto& [job, facts] : by_job) {
     Finding n;
     n.kind = FindingKind::kSummaryGap;
