@@ -29,15 +29,9 @@ void P2pMatching::AddProcess(int process, const ProcessTrace& trace) {
     side.present = true;
     side.process = process;
     side.posted = std::max(side.posted, l.EndSeq());
-    for (size_t b = 0; b < l.digests.size(); ++b) {
-      LeftBlock x;
-      x.block = l.first_block + b;
-      x.digest = l.digests[b];
-      // A summary made before format 9, or crafted: as if every count were known.
-      x.signature = b < l.signatures.size() ? l.signatures[b] : l.digests[b];
-      x.unknown = b < l.unknown.size() ? l.unknown[b] : 0;
-      side.left.push_back(x);
-    }
+    for (size_t b = 0; b < l.Blocks(); ++b)
+      side.left.push_back(
+          {l.first_block + b, l.blocks[b].digest, l.blocks[b].signature, l.blocks[b].unknown});
   }
   for (auto* mine : {&sends, &receives})
     for (auto& [key, side] : *mine)

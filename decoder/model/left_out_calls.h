@@ -19,6 +19,7 @@
 #ifndef NCCLWATCH_DECODER_MODEL_LEFT_OUT_CALLS_H_
 #define NCCLWATCH_DECODER_MODEL_LEFT_OUT_CALLS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -39,9 +40,20 @@ struct LeftOutCalls {
   std::vector<uint64_t> digests;  // one per block left out, from first_block on
   uint64_t calls = 0;             // collectives left out
 
+  size_t Blocks() const { return digests.size(); }
   // The sequence numbers left out: [FirstSeq(), EndSeq()).
   uint64_t FirstSeq() const { return first_block * kLeftOutBlock; }
-  uint64_t EndSeq() const { return (first_block + digests.size()) * kLeftOutBlock; }
+  uint64_t EndSeq() const { return (first_block + Blocks()) * kLeftOutBlock; }
+};
+
+// A block of sends or receives left out (LeftOutP2p).
+struct P2pBlockDigest {
+  uint64_t digest = 0;     // the counts of collectives before folded in
+  uint64_t signature = 0;  // without them
+  uint32_t unknown = 0;    // calls whose count is not known
+  bool operator==(const P2pBlockDigest& o) const {
+    return digest == o.digest && signature == o.signature && unknown == o.unknown;
+  }
 };
 
 // The sends (or the receives) of one rank to (from) one peer on one
@@ -63,14 +75,12 @@ struct LeftOutP2p {
   int32_t peer = -1;  // to (a send) or from (a receive)
   bool send = false;
   uint64_t first_block = 0;
-  // One each per block left out, from first_block on.
-  std::vector<uint64_t> digests;     // the counts of collectives before folded in
-  std::vector<uint64_t> signatures;  // without them
-  std::vector<uint32_t> unknown;     // calls whose count is not known
+  std::vector<P2pBlockDigest> blocks;  // one per block left out, from first_block on
   uint64_t calls = 0;
 
+  size_t Blocks() const { return blocks.size(); }
   uint64_t FirstSeq() const { return first_block * kLeftOutBlock; }
-  uint64_t EndSeq() const { return (first_block + digests.size()) * kLeftOutBlock; }
+  uint64_t EndSeq() const { return (first_block + Blocks()) * kLeftOutBlock; }
 };
 
 // The collectives of one (communicator, rank) a summarized trace kept, per

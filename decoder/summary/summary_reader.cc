@@ -288,16 +288,14 @@ absl::Status SummaryReader::ReadTrace(size_t index, ProcessTrace* trace) const {
       return malformed("left-out blocks past the largest number");
     l.rank = static_cast<int32_t>(rank);
     l.peer = static_cast<int32_t>(peer);
-    l.digests.resize(blocks);
-    l.signatures.resize(blocks);
-    l.unknown.resize(blocks);
-    for (uint64_t b = 0; b < blocks; ++b) {
-      l.digests[b] = c.U64();
+    l.blocks.resize(blocks);
+    for (P2pBlockDigest& b : l.blocks) {
+      b.digest = c.U64();
       const uint64_t known = c.Varint();  // version 9: (unknown << 1) | signature follows
       if (!c.ok() || (known >> 1) > kLeftOutBlock)
         return malformed("a left-out block of sends with more counts not known than calls");
-      l.unknown[b] = static_cast<uint32_t>(known >> 1);
-      l.signatures[b] = (known & 1) != 0 ? c.U64() : l.digests[b];
+      b.unknown = static_cast<uint32_t>(known >> 1);
+      b.signature = (known & 1) != 0 ? c.U64() : b.digest;
     }
     l.calls = c.Varint();
     p.left_out_p2p.push_back(std::move(l));

@@ -171,9 +171,7 @@ void AddBlock(const BlockSums& sums, size_t i, LeftOutCalls* run) {
   run->digests.push_back(sums.digests[i]);
 }
 void AddBlock(const BlockSums& sums, size_t i, LeftOutP2p* run) {
-  run->digests.push_back(sums.digests[i]);
-  run->signatures.push_back(sums.signatures[i]);
-  run->unknown.push_back(sums.unknown[i]);
+  run->blocks.push_back({sums.digests[i], sums.signatures[i], sums.unknown[i]});
 }
 
 // Keeps whole each block of `w` whose calls the trace does not hold all of,
@@ -197,7 +195,7 @@ bool AppendRuns(const Window& w, const BlockSums& sums, const Run& proto, std::v
   const uint64_t begin = w.begin / kLeftOutBlock;
   for (uint64_t b = begin; b < w.end / kLeftOutBlock; ++b) {
     if (std::binary_search(w.kept.begin(), w.kept.end(), b)) continue;
-    if (out->size() == first || out->back().first_block + out->back().digests.size() != b) {
+    if (out->size() == first || out->back().first_block + out->back().Blocks() != b) {
       out->push_back(proto);
       out->back().first_block = b;
     }
@@ -1121,14 +1119,14 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     out.Zigzag(l.peer);
     out.U8(l.send ? 1 : 0);
     out.Varint(l.first_block);
-    out.Varint(l.digests.size());
+    out.Varint(l.Blocks());
     // Version 9: each block's digest, then how many of its counts are not
     // known and whether its digest without them differs (then it).
-    for (size_t b = 0; b < l.digests.size(); ++b) {
-      out.U64(l.digests[b]);
-      const bool signature = l.signatures[b] != l.digests[b];
-      out.Varint(uint64_t{l.unknown[b]} << 1 | (signature ? 1 : 0));
-      if (signature) out.U64(l.signatures[b]);
+    for (const P2pBlockDigest& b : l.blocks) {
+      out.U64(b.digest);
+      const bool signature = b.signature != b.digest;
+      out.Varint(uint64_t{b.unknown} << 1 | (signature ? 1 : 0));
+      if (signature) out.U64(b.signature);
     }
     out.Varint(l.calls);
   }

@@ -260,9 +260,7 @@ ProcessTrace LeaveOut(ProcessTrace t, bool send, uint64_t first, uint64_t end) {
   l.peer = send ? 1 : 0;
   l.send = send;
   l.first_block = first;
-  l.digests.assign(end - first, 0);
-  l.signatures.assign(end - first, 0);
-  l.unknown.assign(end - first, 0);
+  l.blocks.assign(end - first, {});
   // Each call's count of collectives before it, as the trace whole has it.
   BuildStreams(&t);
   std::vector<int64_t> before(t.p2p.size(), -1);
@@ -273,9 +271,9 @@ ProcessTrace LeaveOut(ProcessTrace t, bool send, uint64_t first, uint64_t end) {
     const auto& e = t.p2p[i];
     const uint64_t b = e.seq / kLeftOutBlock;
     if (e.send == send && b >= first && b < end) {
-      l.digests[b - first] += P2pDigest(e.seq, e.count, e.datatype, before[i]);
-      l.signatures[b - first] += P2pSignatureDigest(e.seq, e.count, e.datatype);
-      l.unknown[b - first] += before[i] < 0 ? 1 : 0;
+      l.blocks[b - first].digest += P2pDigest(e.seq, e.count, e.datatype, before[i]);
+      l.blocks[b - first].signature += P2pSignatureDigest(e.seq, e.count, e.datatype);
+      l.blocks[b - first].unknown += before[i] < 0 ? 1 : 0;
       ++l.calls;
     } else {
       kept.push_back(e);

@@ -78,8 +78,7 @@ ProcessTrace LeaveOut(ProcessTrace t, uint64_t first, uint64_t end, uint64_t odd
 // block r); rank 19 left out block 20 too, with another digest. Past the
 // 16 gaps listed only where a ring begins (notes alone), block 20 is
 // still compared, and listed: the ranks differ there.
-TEST_CASE("gaps past those listed are still found, and said to be of another kind",
-          "[summary]") {
+TEST_CASE("gaps past those listed are still found, and said to be of another kind", "[summary]") {
   constexpr uint64_t kEnd = 22 * kLeftOutBlock + 10;
   SummaryGaps gaps;
   gaps.AddProcess(0, LeaveOut(Rank(0, 0, kEnd), 1, 22));
@@ -143,8 +142,7 @@ TEST_CASE("a block a rank holds in part from its start is not a ring start", "[s
 // rank 2's. The alignment sees the two differ but blames no one (rank 0's
 // call there is a digest); the gap is where a ring begins, yet the job is
 // a problem: never healthy over ranks seen to differ.
-TEST_CASE("a gap where a ring begins and ranks were seen to differ is a root cause",
-          "[summary]") {
+TEST_CASE("a gap where a ring begins and ranks were seen to differ is a root cause", "[summary]") {
   constexpr uint64_t kEnd = 4 * kLeftOutBlock;
   auto job_of = [&](bool odd) {
     SyntheticProcess r1(1);
@@ -164,7 +162,8 @@ TEST_CASE("a gap where a ring begins and ranks were seen to differ is a root cau
   };
   const ncclwatch::decoder::Diagnosis alike = job_of(false);
   std::string kinds;
-  for (const auto& f : alike.findings) kinds += std::string(ncclwatch::decoder::KindName(f.kind)) + " ";
+  for (const auto& f : alike.findings)
+    kinds += std::string(ncclwatch::decoder::KindName(f.kind)) + " ";
   INFO(kinds);
   CHECK_FALSE(alike.problem);
   const ncclwatch::decoder::Diagnosis odd = job_of(true);

@@ -298,7 +298,7 @@ TEST_CASE("summary: sends left out as digests, progress and inventories as diffe
       CHECK(l.rank == static_cast<int32_t>(i));
       CHECK(l.peer == static_cast<int32_t>(l.send ? (i + 1) % 4 : (i + 3) % 4));
       CHECK(l.first_block == 1);
-      REQUIRE(l.digests.size() == 6);
+      REQUIRE(l.Blocks() == 6);
       CHECK(l.calls == 6 * kLeftOutBlock);
       uint64_t digest = 0;
       for (const CommStream& st : raw->streams) {
@@ -308,7 +308,7 @@ TEST_CASE("summary: sends left out as digests, progress and inventories as diffe
             digest += P2pDigest(e.seq, e.count, e.datatype, st.collectives_before_p2p[k]);
         }
       }
-      CHECK(l.digests[0] == digest);
+      CHECK(l.blocks[0].digest == digest);
     }
   }
   // Healthy from the summary, as from the traces: no finding but notes.
@@ -521,7 +521,7 @@ TEST_CASE("summary: chunks passed over in the second reading change nothing", "[
           }
           REQUIRE(a[i].left_out_p2p.size() == b[i].left_out_p2p.size());
           for (size_t k = 0; k < a[i].left_out_p2p.size(); ++k) {
-            CHECK(a[i].left_out_p2p[k].digests == b[i].left_out_p2p[k].digests);
+            CHECK(a[i].left_out_p2p[k].blocks == b[i].left_out_p2p[k].blocks);
             CHECK(a[i].left_out_p2p[k].calls == b[i].left_out_p2p[k].calls);
           }
           REQUIRE(a[i].left_out_gpu_times.size() == b[i].left_out_gpu_times.size());
@@ -929,18 +929,18 @@ TEST_CASE("summary: sends whose counts one rank's ring lost compare as the trace
   // Both left out blocks of the same sends: compared by digest.
   std::set<uint64_t> left_a, both;
   for (const LeftOutP2p& l : sa[0].left_out_p2p)
-    for (uint64_t k = 0; k < l.digests.size(); ++k) left_a.insert(l.first_block + k);
+    for (uint64_t k = 0; k < l.Blocks(); ++k) left_a.insert(l.first_block + k);
   for (const LeftOutP2p& l : sb[0].left_out_p2p) {
-    for (uint64_t k = 0; k < l.digests.size(); ++k) {
-      CHECK(l.unknown[k] == kLeftOutBlock);  // none of rank 1's counts known
+    for (uint64_t k = 0; k < l.Blocks(); ++k) {
+      CHECK(l.blocks[k].unknown == kLeftOutBlock);  // none of rank 1's counts known
       if (left_a.count(l.first_block + k) > 0) both.insert(l.first_block + k);
     }
   }
   CHECK_FALSE(both.empty());
   for (const LeftOutP2p& l : sa[0].left_out_p2p)
-    for (uint64_t k = 0; k < l.digests.size(); ++k) {
-      CHECK(l.unknown[k] == 0);
-      CHECK(l.signatures[k] != l.digests[k]);  // count 8 folded in
+    for (const P2pBlockDigest& block : l.blocks) {
+      CHECK(block.unknown == 0);
+      CHECK(block.signature != block.digest);  // count 8 folded in
     }
   const EvidenceDiagnosis summed = DiagnoseFiles({na, nb});
   std::string kinds;
