@@ -109,6 +109,14 @@ EvidenceDiagnosis DiagnoseFiles(const std::vector<std::string>& files) {
   return std::move(*d);
 }
 
+// Each finding's kind and text, a line each (for a failed check to show).
+std::string FindingsText(const Diagnosis& d) {
+  std::string out;
+  for (const Finding& f : d.findings)
+    out += std::string(KindName(f.kind)) + ": " + RenderFinding(f, NoCallSites()).detail + "\n";
+  return out;
+}
+
 const Finding* Root(const Diagnosis& d) {
   for (const Finding& f : d.findings)
     if (f.role == FindingRole::kRootCause) return &f;
@@ -735,11 +743,7 @@ TEST_CASE("summary: a block a rank's ring begins in is a note and the others sti
     const std::vector<std::string> a = node_a(tmp.path() + "/a", -1, 0);
     CHECK_FALSE(DiagnoseFiles({a[0], a[1], b[0]}).diagnosis.problem);
     const EvidenceDiagnosis summed = DiagnoseFiles({tmp.path() + "/a.ncws", nb});
-    std::string kinds;
-    for (const Finding& f : summed.diagnosis.findings)
-      kinds += std::string(ncclwatch::decoder::KindName(f.kind)) + ": " +
-               RenderFinding(f, ncclwatch::decoder::NoCallSites()).detail + "\n";
-    INFO("findings from the summaries: " << kinds);
+    INFO("findings from the summaries: " << FindingsText(summed.diagnosis));
     CHECK_FALSE(summed.diagnosis.problem);
     REQUIRE(summed.diagnosis.findings.size() == 1);
     const Finding& note = summed.diagnosis.findings[0];
@@ -943,11 +947,7 @@ TEST_CASE("summary: sends whose counts one rank's ring lost compare as the trace
       CHECK(block.signature != block.digest);  // count 8 folded in
     }
   const EvidenceDiagnosis summed = DiagnoseFiles({na, nb});
-  std::string kinds;
-  for (const Finding& f : summed.diagnosis.findings)
-    kinds += std::string(ncclwatch::decoder::KindName(f.kind)) + ": " +
-             ncclwatch::decoder::RenderFinding(f, ncclwatch::decoder::NoCallSites()).detail + "\n";
-  INFO("findings from the summaries: " << kinds);
+  INFO("findings from the summaries: " << FindingsText(summed.diagnosis));
   // Healthy, as from the traces; what the summaries could not compare is
   // the block rank 1's ring begins in (each way), a note.
   CHECK_FALSE(summed.diagnosis.problem);
