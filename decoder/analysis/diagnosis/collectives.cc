@@ -177,7 +177,7 @@ void Mismatch(DiagnosisContext& cx, uint64_t comm, const CollectiveAlignment& al
   // read it in full.
   for (const AlignedMember& m : al.members()) {
     if (m.LeftOut(seq)) {
-      cx.unsaid_divergences.insert({comm, seq});
+      cx.unsaid_divergences.emplace(std::make_pair(comm, seq), cx.job_of[m.process]);
       return;
     }
   }

@@ -111,9 +111,10 @@ class DiagnosisContext {
   std::set<int> untraced_judged;
   // (communicator, number) where the collective alignment found ranks that
   // differ, left unsaid as a node's summary left the call out of some rank
-  // (its summary_gap note says it): such a gap is never a note alone,
-  // though a ring begins inside it (FindCollectiveProblems, NoteSummaryGaps).
-  std::set<std::pair<uint64_t, uint64_t>> unsaid_divergences;
+  // (its summary_gap note says it), and the job: its summary gaps are never
+  // a note alone, though a ring begins inside them (FindCollectiveProblems,
+  // NoteSummaryGaps).
+  std::map<std::pair<uint64_t, uint64_t>, int> unsaid_divergences;
   // Per job: processes whose ring lost its start, and launcher ranks that
   // loaded NCCL and made no call the shim saw (FindBlindSpots).
   std::vector<std::vector<int>> overwritten, unseen;

@@ -49,8 +49,8 @@ void NoteSummaryGaps(DiagnosisContext& cx) {
     // alone (FindCollectiveProblems left it to this one to say).
     auto unsaid = cx.unsaid_divergences.lower_bound({g.comm, g.first_seq});
     const bool ring_start = g.kind == SummaryGap::kNotCompared && g.ring_start &&
-                            !(unsaid != cx.unsaid_divergences.end() && unsaid->first == g.comm &&
-                              unsaid->second < g.end_seq);
+                            !(unsaid != cx.unsaid_divergences.end() &&
+                              unsaid->first.first == g.comm && unsaid->first.second < g.end_seq);
     facts.ring_starts_only &= ring_start;
     if (facts.gaps.size() >= kListed) {
       ++facts.more;
@@ -110,6 +110,12 @@ void NoteSummaryGaps(DiagnosisContext& cx) {
   // Those not listed, counted with the first job's (each of a sort its
   // communicator or pair lists many of already: SummaryGaps, P2pMatching).
   if (!by_job.empty()) by_job.begin()->second.more += found.more + p2p_more;
+  // A job whose ranks the alignment saw differ where a summary left a call
+  // out: not a note alone, whichever gap (listed or not) holds it.
+  for (const auto& [where, job] : cx.unsaid_divergences) {
+    auto it = by_job.find(job);
+    if (it != by_job.end()) it->second.ring_starts_only = false;
+  }
   for (auto& [job, facts] : by_job) {
     Finding n;
     n.kind = FindingKind::kSummaryGap;
