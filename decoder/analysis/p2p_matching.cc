@@ -29,9 +29,7 @@ void P2pMatching::AddProcess(int process, const ProcessTrace& trace) {
     side.present = true;
     side.process = process;
     side.posted = std::max(side.posted, l.EndSeq());
-    for (size_t b = 0; b < l.Blocks(); ++b)
-      side.left.push_back(
-          {l.first_block + b, l.blocks[b].digest, l.blocks[b].signature, l.blocks[b].unknown});
+    for (size_t b = 0; b < l.Blocks(); ++b) side.left.push_back({l.first_block + b, l.blocks[b]});
   }
   for (auto* mine : {&sends, &receives})
     for (auto& [key, side] : *mine)
@@ -160,7 +158,7 @@ void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Si
   // Each side: its calls in those blocks digested, in one pass; and the
   // lowest number it holds (a trace that lost its start holds none below).
   struct Digested {
-    std::map<uint64_t, std::pair<LeftBlock, uint64_t>> kept;  // block -> (digests, calls)
+    std::map<uint64_t, std::pair<P2pBlockDigest, uint64_t>> kept;  // block -> (digests, calls)
     uint64_t lo = UINT64_MAX;
   };
   auto digest_side = [&](const Side& side) {
@@ -170,10 +168,7 @@ void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Si
       const uint64_t block = op.seq / kLeftOutBlock;
       if (!std::binary_search(blocks.begin(), blocks.end(), block)) continue;
       auto& [sums, calls] = d.kept[block];
-      const uint64_t signature = P2pSignatureDigest(op.seq, op.count, op.datatype);
-      sums.signature += signature;
-      sums.digest += P2pDigestOf(signature, op.collectives_before);
-      sums.unknown += op.collectives_before < 0 ? 1 : 0;
+      AddP2pCall(op.seq, op.count, op.datatype, op.collectives_before, &sums);
       ++calls;
     }
     if (!side.left.empty()) d.lo = std::min(d.lo, side.left.front().block * kLeftOutBlock);
@@ -183,18 +178,18 @@ void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Si
   // A side's digests of `block`: the ones its summary kept, or its calls'
   // there when it holds every number of the block; nothing otherwise.
   auto digest = [](const Side& side, const Digested& d, uint64_t block,
-                   bool* left) -> std::optional<LeftBlock> {
+                   bool* left) -> std::optional<P2pBlockDigest> {
     auto it = std::lower_bound(side.left.begin(), side.left.end(), block,
                                [](const LeftBlock& l, uint64_t b) { return l.block < b; });
     *left = it != side.left.end() && it->block == block;
-    if (*left) return *it;
+    if (*left) return it->d;
     auto k = d.kept.find(block);
     if (k == d.kept.end() || k->second.second != kLeftOutBlock) return std::nullopt;
     return k->second.first;
   };
   // Whether two sides' digests of a block agree, as the traces whole would
   // compare its calls (P2pMatching's comment); none: they cannot say.
-  auto agree = [](const LeftBlock& a, const LeftBlock& b) -> std::optional<bool> {
+  auto agree = [](const P2pBlockDigest& a, const P2pBlockDigest& b) -> std::optional<bool> {
     if (a.unknown == b.unknown) return a.digest == b.digest;
     if (a.signature != b.signature) return false;
     if (a.unknown == kLeftOutBlock || b.unknown == kLeftOutBlock) return true;
@@ -206,8 +201,8 @@ void P2pMatching::CompareLeftOut(const P2pProblem& base, const Side& s, const Si
     // compared there from the traces either: no gap of the summary's.
     if (ds.lo >= (block + 1) * kLeftOutBlock || dr.lo >= (block + 1) * kLeftOutBlock) continue;
     bool s_left = false, r_left = false;
-    const std::optional<LeftBlock> a = digest(s, ds, block, &s_left);
-    const std::optional<LeftBlock> b = digest(r, dr, block, &r_left);
+    const std::optional<P2pBlockDigest> a = digest(s, ds, block, &s_left);
+    const std::optional<P2pBlockDigest> b = digest(r, dr, block, &r_left);
     const std::optional<bool> same = a && b ? agree(*a, *b) : std::nullopt;
     if (same == true) continue;
     // A side not digested whose ring begins inside the block: its trace

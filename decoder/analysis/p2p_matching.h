@@ -109,14 +109,10 @@ class P2pMatching {
   size_t more_gaps() const { return more_gaps_; }
 
  private:
-  // A block of a side's calls, digested (left out by its summary, or its
-  // calls here): with and without their counts of collectives before,
-  // and how many of those counts are not known (LeftOutP2p).
+  // A block its summary left out, and its digests (LeftOutP2p).
   struct LeftBlock {
     uint64_t block = 0;
-    uint64_t digest = 0;
-    uint64_t signature = 0;
-    uint32_t unknown = 0;
+    P2pBlockDigest d;
   };
   struct Side {
     bool present = false;

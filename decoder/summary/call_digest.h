@@ -84,6 +84,16 @@ inline uint64_t P2pDigest(uint64_t seq, uint64_t count, int32_t datatype,
   return P2pDigestOf(P2pSignatureDigest(seq, count, datatype), collectives_before);
 }
 
+// One send or receive added to its block's digests (LeftOutP2p), its count
+// of collectives before as the model settles it (-1: not known).
+inline void AddP2pCall(uint64_t seq, uint64_t count, int32_t datatype, int64_t collectives_before,
+                       P2pBlockDigest* block) {
+  const uint64_t signature = P2pSignatureDigest(seq, count, datatype);
+  block->signature += signature;
+  block->digest += P2pDigestOf(signature, collectives_before);
+  block->unknown += collectives_before < 0 ? 1 : 0;
+}
+
 // The collectives of stream `s` of `t` digested by block (KeptBlocks):
 // its lowest and highest numbers, and each run of calls in one block summed
 // as the calls come (in number order, but for what a crafted trace holds).

@@ -232,12 +232,11 @@ TEST_CASE("a peer whose ring wrapped past its sends proves nothing either", "[p2
 
 namespace {
 
+using ncclwatch::decoder::AddP2pCall;
 using ncclwatch::decoder::BuildStreams;
 using ncclwatch::decoder::kLeftOutBlock;
 using ncclwatch::decoder::LeftOutP2p;
-using ncclwatch::decoder::P2pDigest;
 using ncclwatch::decoder::P2pGap;
-using ncclwatch::decoder::P2pSignatureDigest;
 
 // Rank 0 sends #0-#999 to rank 1 (100 x int32, but #k in `odd` 99), rank 1
 // receives them (100 x int32).
@@ -271,9 +270,7 @@ ProcessTrace LeaveOut(ProcessTrace t, bool send, uint64_t first, uint64_t end) {
     const auto& e = t.p2p[i];
     const uint64_t b = e.seq / kLeftOutBlock;
     if (e.send == send && b >= first && b < end) {
-      l.blocks[b - first].digest += P2pDigest(e.seq, e.count, e.datatype, before[i]);
-      l.blocks[b - first].signature += P2pSignatureDigest(e.seq, e.count, e.datatype);
-      l.blocks[b - first].unknown += before[i] < 0 ? 1 : 0;
+      AddP2pCall(e.seq, e.count, e.datatype, before[i], &l.blocks[b - first]);
       ++l.calls;
     } else {
       kept.push_back(e);
