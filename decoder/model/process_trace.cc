@@ -288,17 +288,26 @@ void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace, const LightRea
         uint64_t comm = 0;
         if (kind == NCCLWATCH_SLOT_SINGLE) {
           const size_t progress = p.progress.size();
-          const size_t gpu_times = p.gpu_times.size();
-          parsed = importer.Import(bytes);
-          if (p.gpu_times.size() > gpu_times) {
+          bool gpu_time = false;
+          uint64_t gpu_comm = 0;
+          if (light.count_gpu_times) {  // counted, not made a row
+            parsed = importer.Import(bytes, &gpu_time, &gpu_comm);
+          } else {
+            const size_t gpu_times = p.gpu_times.size();
+            parsed = importer.Import(bytes);
+            if (p.gpu_times.size() > gpu_times) {
+              gpu_time = true;
+              gpu_comm = p.gpu_times.back().comm;
+            }
+          }
+          if (gpu_time) {
             read_as = EntryRead::kGpuTime;
-            comm = p.gpu_times.back().comm;
+            comm = gpu_comm;
           } else if (p.progress.size() > progress) {
             read_as = EntryRead::kProgress;
             comm = p.progress.back().comm;
           }
-          if (light.count_gpu_times && !p.gpu_times.empty()) {  // a GPU time: counted
-            const uint64_t gpu_comm = p.gpu_times.back().comm;
+          if (light.count_gpu_times && gpu_time) {
             if (last_gpu_count == SIZE_MAX ||
                 p.left_out_gpu_times[last_gpu_count].comm != gpu_comm) {
               auto [at, fresh] = gpu_count_of.try_emplace(gpu_comm, p.left_out_gpu_times.size());
@@ -306,7 +315,6 @@ void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace, const LightRea
               last_gpu_count = at->second;
             }
             ++p.left_out_gpu_times[last_gpu_count].count;
-            p.gpu_times.clear();
           }
         } else if (fn != nullptr) {
           // The call takes its place in the timeline as a row would.

@@ -50,6 +50,16 @@ bool RecordImporter::ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payl
 }
 
 bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
+  return ImportRecord(bytes, nullptr, nullptr);
+}
+
+bool RecordImporter::Import(absl::Span<const uint8_t> bytes, bool* gpu_time, uint64_t* gpu_comm) {
+  *gpu_time = false;
+  return ImportRecord(bytes, gpu_time, gpu_comm);
+}
+
+bool RecordImporter::ImportRecord(absl::Span<const uint8_t> bytes, bool* gpu_time,
+                                  uint64_t* gpu_comm) {
   // The envelope: time, thread, and one body (the last one wins, as for a
   // protobuf oneof).
   uint64_t t = 0;
@@ -94,6 +104,13 @@ bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {
   importing::ImportContext context{p_, &streams_, p.last_order + 1, t, thread};
   if (body_kind == f::record::kCollective) {  // the common case first, inline
     if (!importing::ImportCollective(context, body)) return false;
+  } else if (body_kind == f::record::kGpuTime && gpu_comm != nullptr) {
+    // Counted, not a row: its communicator alone is wanted (a body without
+    // one is communicator 0, as its row would be).
+    counted_.comm = 0;
+    if (!importing::ReadGpuTime(body, &counted_)) return false;
+    *gpu_time = true;
+    *gpu_comm = counted_.comm;
   } else if (body_kind < kMaxBody) {
     if (const BodyImportFn import = Dispatch()[body_kind]) {
       if (!import(context, body)) return false;

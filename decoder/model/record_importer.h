@@ -37,6 +37,12 @@ class RecordImporter {
 
   // Decodes one record and adds it to the trace; false if it is malformed.
   bool Import(absl::Span<const uint8_t> bytes);
+  // The same, but a GPU time (a GpuTime record: one per operation, most of
+  // a GPU rank's records) is not made a row: `*gpu_time` is set and its
+  // communicator put in `*gpu_comm`, for a reading that only counts them
+  // (LightReading::count_gpu_times). It still takes its place in the
+  // timeline, and is malformed where Import finds it so.
+  bool Import(absl::Span<const uint8_t> bytes, bool* gpu_time, uint64_t* gpu_comm);
 
   // A call slot (TraceFile::ForEachEntry's kind and its 112-byte payload),
   // read straight from its fixed layout into the table its kind names:
@@ -58,8 +64,12 @@ class RecordImporter {
   void Finish(bool restore_held = true);
 
  private:
+  // Import's body; `gpu_comm` null: a GPU time becomes a row.
+  bool ImportRecord(absl::Span<const uint8_t> bytes, bool* gpu_time, uint64_t* gpu_comm);
+
   ProcessTrace* p_;
   StreamBuilder streams_;
+  GpuTimeEvent counted_;  // a counted GPU time, read (only its comm is used)
 };
 
 }  // namespace ncclwatch::decoder

@@ -456,6 +456,55 @@ TEST_CASE("a malformed record is refused, the next one still read", "[model][hos
   CHECK(p.last_order == 2);
 }
 
+TEST_CASE("a GPU time counted is not a row: its communicator and place as Import reads them",
+          "[model]") {
+  auto span = [](const std::string& s) {
+    return absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  };
+  for (uint32_t seed = 1; seed <= 50; ++seed) {
+    Values v(seed);
+    pb::Record g;
+    g.set_t(v.U64());
+    auto* gt = g.mutable_gpu_time();
+    if (seed % 5 != 0) gt->set_comm(v.U64());  // none: communicator 0, as a row's
+    gt->set_seq(v.U64());
+    gt->set_collectives(v.U64());
+    gt->set_begin_ns(v.U64());
+    gt->set_end_ns(v.U64());
+    pb::Record progress;
+    progress.set_t(v.U64());
+    progress.mutable_progress()->set_comm(v.U64());
+    ProcessTrace rows;
+    ProcessTrace counted;
+    RecordImporter as_rows(&rows);
+    RecordImporter counting(&counted);
+    INFO("seed " << seed);
+    for (const pb::Record& r : {g, progress, g}) {
+      const std::string bytes = r.SerializeAsString();
+      bool gpu_time = true;
+      uint64_t comm = 1;
+      REQUIRE(as_rows.Import(span(bytes)));
+      REQUIRE(counting.Import(span(bytes), &gpu_time, &comm));
+      CHECK(gpu_time == r.has_gpu_time());
+      if (gpu_time) CHECK(comm == rows.gpu_times.back().comm);
+    }
+    CHECK(rows.gpu_times.size() == 2);
+    CHECK(counted.gpu_times.empty());
+    CHECK(counted.progress.size() == 1);
+    CHECK(counted.last_order == rows.last_order);
+    CHECK(counted.last_t == rows.last_t);
+    // Malformed where Import finds it so: no GPU time, no place.
+    std::string cut = g.SerializeAsString();
+    cut.pop_back();
+    bool gpu_time = true;
+    uint64_t comm = 0;
+    const bool row = as_rows.Import(span(cut));
+    CHECK(counting.Import(span(cut), &gpu_time, &comm) == row);
+    if (!row) CHECK_FALSE(gpu_time);
+    CHECK(counted.last_order == rows.last_order);
+  }
+}
+
 namespace {
 
 void Append(RingWriter& w, Region region, const pb::Record& r) {

@@ -70,6 +70,12 @@ absl::Span<const BodyImporter> ForensicsImporters();
 absl::Span<const BodyImporter> CompletionImporters();
 absl::Span<const BodyImporter> RendezvousImporters();
 
+// A GpuTime body's fields into `row` (its order and t are the caller's;
+// fields the body lacks keep what `row` held); false if it is malformed.
+// ImportGpuTime's reading, which RecordImporter also uses to count a GPU
+// time without making it a row.
+bool ReadGpuTime(absl::Span<const uint8_t> body, GpuTimeEvent* row);
+
 // Every family, for the dispatch table and the tests.
 inline constexpr absl::Span<const BodyImporter> (*kFamilies[])() = {
     CallImporters,      ProcessImporters,    CommunicatorImporters,

@@ -306,8 +306,6 @@ constexpr uint8_t GpuTimeTag(uint32_t field, uint32_t wire_type) {
   return static_cast<uint8_t>(field << 3 | wire_type);
 }
 
-bool ReadGpuTime(absl::Span<const uint8_t> body, GpuTimeEvent* row);
-
 bool ImportGpuTime(ImportContext& c, absl::Span<const uint8_t> body) {
   ProcessTrace& p = *c.trace;
   // Read into its row where it lies (one copy less: a ring of them is
@@ -319,6 +317,8 @@ bool ImportGpuTime(ImportContext& c, absl::Span<const uint8_t> body) {
   p.gpu_times.pop_back();
   return false;
 }
+
+}  // namespace
 
 bool ReadGpuTime(absl::Span<const uint8_t> body, GpuTimeEvent* row) {
   namespace g = f::gpu_time;
@@ -395,8 +395,6 @@ bool ReadGpuTime(absl::Span<const uint8_t> body, GpuTimeEvent* row) {
   }
   return true;
 }
-
-}  // namespace
 
 absl::Span<const BodyImporter> CompletionImporters() {
   static constexpr BodyImporter kImporters[] = {
