@@ -105,12 +105,10 @@ bool RecordImporter::ImportRecord(absl::Span<const uint8_t> bytes, bool* gpu_tim
   if (body_kind == f::record::kCollective) {  // the common case first, inline
     if (!importing::ImportCollective(context, body)) return false;
   } else if (body_kind == f::record::kGpuTime && gpu_comm != nullptr) {
-    // Counted, not a row: its communicator alone is wanted (a body without
+    // Counted, not a row: its communicator alone is read (a body without
     // one is communicator 0, as its row would be).
-    counted_.comm = 0;
-    if (!importing::ReadGpuTime(body, &counted_)) return false;
+    if (!importing::ReadGpuTimeComm(body, gpu_comm)) return false;
     *gpu_time = true;
-    *gpu_comm = counted_.comm;
   } else if (body_kind < kMaxBody) {
     if (const BodyImportFn import = Dispatch()[body_kind]) {
       if (!import(context, body)) return false;

@@ -69,7 +69,6 @@ class RecordImporter {
 
   ProcessTrace* p_;
   StreamBuilder streams_;
-  GpuTimeEvent counted_;  // a counted GPU time, read (only its comm is used)
 };
 
 }  // namespace ncclwatch::decoder

@@ -78,6 +78,25 @@ inline bool ReadVarint(const uint8_t*& p, const uint8_t* end, uint64_t* out) {
   }
   return false;
 }
+// A varint passed over, its value not wanted: valid exactly where
+// ReadVarint would read one (a byte below 0x80 among its first ten, before
+// `end`). Eight bytes at once where they are there: the first byte without
+// its high bit ends it.
+inline bool SkipVarint(const uint8_t*& p, const uint8_t* end) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (end - p >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    const uint64_t stops = ~w & 0x8080808080808080ull;
+    if (stops != 0) {
+      p += (__builtin_ctzll(stops) >> 3) + 1;
+      return true;
+    }
+  }
+#endif
+  uint64_t v;
+  return ReadVarint(p, end, &v);
+}
 inline bool ReadFixed64(const uint8_t*& p, const uint8_t* end, uint64_t* out) {
   if (end - p < 8) return false;
   std::memcpy(out, p, 8);

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -434,6 +435,47 @@ TEST_CASE("completion: a GPU time, in the shim's field order or any other", "[im
   CHECK(p.gpu_times.empty());
   RefusesMalformed(family, f::record::kGpuTime,
                    [](const ProcessTrace& t) { return t.gpu_times.size(); });
+}
+
+TEST_CASE("a GPU time's communicator alone: refused exactly where its row is", "[import]") {
+  using ncclwatch::decoder::importing::ReadGpuTime;
+  using ncclwatch::decoder::importing::ReadGpuTimeComm;
+  pb::GpuTime g;
+  g.set_comm(0xfeedfacecafebeefull);
+  g.set_call(static_cast<pb::Call>(3));
+  g.set_seq(1ull << 40);
+  g.set_collectives(42);
+  g.set_group_ops(2);
+  g.set_begin_ns(UINT64_MAX);  // ten bytes
+  g.set_end_ns(1000500007);
+  g.set_gpu_ns(500000);
+  g.set_anchor_error_ns(1234);
+  const std::string whole = g.SerializeAsString();
+  std::mt19937 rng(7);
+  int refused = 0;
+  for (int i = 0; i < 20000; ++i) {
+    // Whole, cut, with bytes changed (high bits set or cleared: varints
+    // longer or shorter, tags of other types and numbers), or spliced
+    // with an unknown field; then a random tail, sometimes.
+    std::string body = whole;
+    if (i % 4 == 1) body.resize(rng() % (body.size() + 1));
+    for (int k = static_cast<int>(rng() % 4); k-- > 0 && !body.empty();)
+      body[rng() % body.size()] ^= static_cast<char>(1u << (rng() % 8));
+    if (i % 7 == 3) body.insert(rng() % (body.size() + 1), std::string("\xf8\x07\x2a", 3));
+    if (i % 5 == 2)
+      for (int k = static_cast<int>(rng() % 12); k-- > 0;) body.push_back(static_cast<char>(rng()));
+    const auto span =
+        absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(body.data()), body.size());
+    ncclwatch::decoder::GpuTimeEvent row;
+    uint64_t comm = 1;
+    const bool read = ReadGpuTime(span, &row);
+    INFO("case " << i);
+    REQUIRE(ReadGpuTimeComm(span, &comm) == read);
+    if (read) CHECK(comm == row.comm);
+    refused += read ? 0 : 1;
+  }
+  CHECK(refused > 1000);  // the refusals were tried, not only good bodies
+  CHECK(refused < 19000);
 }
 
 TEST_CASE("rendezvous: one row per socket kind, address and outcome, the latest count holding",

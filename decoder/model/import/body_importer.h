@@ -72,9 +72,12 @@ absl::Span<const BodyImporter> RendezvousImporters();
 
 // A GpuTime body's fields into `row` (its order and t are the caller's;
 // fields the body lacks keep what `row` held); false if it is malformed.
-// ImportGpuTime's reading, which RecordImporter also uses to count a GPU
-// time without making it a row.
+// ImportGpuTime's reading.
 bool ReadGpuTime(absl::Span<const uint8_t> body, GpuTimeEvent* row);
+// Its communicator alone (the last comm field; 0 where none), the other
+// fields passed over: false exactly where ReadGpuTime finds the body
+// malformed. What a reading that counts GPU times needs of one.
+bool ReadGpuTimeComm(absl::Span<const uint8_t> body, uint64_t* comm);
 
 // Every family, for the dispatch table and the tests.
 inline constexpr absl::Span<const BodyImporter> (*kFamilies[])() = {

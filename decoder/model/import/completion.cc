@@ -396,6 +396,24 @@ bool ReadGpuTime(absl::Span<const uint8_t> body, GpuTimeEvent* row) {
   return true;
 }
 
+bool ReadGpuTimeComm(absl::Span<const uint8_t> body, uint64_t* comm) {
+  const uint8_t* q = body.data();
+  const uint8_t* const end = q + body.size();
+  *comm = 0;
+  while (q < end) {
+    uint64_t tag;
+    if (!ReadVarint(q, end, &tag) || tag > 0xffffffffu || (tag >> 3) == 0) return false;
+    if (tag == GpuTimeTag(f::gpu_time::kComm, 1)) {
+      if (!ReadFixed64(q, end, comm)) return false;
+    } else if ((tag & 7) == 0) {
+      if (!SkipVarint(q, end)) return false;
+    } else if (!SkipValue(q, end, static_cast<uint32_t>(tag & 7))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 absl::Span<const BodyImporter> CompletionImporters() {
   static constexpr BodyImporter kImporters[] = {
       {f::record::kCompletionTracking, ImportCompletionTracking},
