@@ -45,6 +45,7 @@
 namespace ncclwatch::decoder {
 
 enum class LedgerItemKind : uint8_t { kCollective, kP2p, kGroup, kGpuTime, kProgress };
+constexpr size_t kLedgerItemKinds = 5;
 
 struct LedgerItem {
   LedgerItemKind kind = LedgerItemKind::kCollective;
@@ -80,6 +81,8 @@ class ChunkLedger {
     uint32_t items = 0;
     bool plain = true;
     LedgerItem item[kMaxItems];
+    // The item each kind's latest entry went to, plus one (0: none yet).
+    uint32_t last_of[kLedgerItemKinds] = {};
   };
 
   // Before a first reading: nothing seen.
@@ -115,7 +118,12 @@ class ChunkLedger {
     const uint64_t entry = c->entries++;
     const bool by_block = kind == LedgerItemKind::kCollective || kind == LedgerItemKind::kP2p;
     LedgerItem* it = nullptr;
-    for (uint32_t i = c->items; i-- > 0;) {
+    // Most entries are of the item the last of their kind went to.
+    if (const uint32_t last = c->last_of[static_cast<size_t>(kind)]; last != 0) {
+      LedgerItem& at = c->item[last - 1];
+      if (at.stream == stream && (!by_block || at.block == block)) it = &at;
+    }
+    for (uint32_t i = c->items; it == nullptr && i-- > 0;) {
       LedgerItem& at = c->item[i];
       if (at.kind == kind && at.stream == stream && (!by_block || at.block == block)) {
         it = &at;
@@ -132,6 +140,7 @@ class ChunkLedger {
       it->stream = stream;
       it->block = block;
     }
+    c->last_of[static_cast<size_t>(kind)] = static_cast<uint32_t>(it - c->item) + 1;
     ++it->count;
     it->digest += digest;
     it->signature += signature;

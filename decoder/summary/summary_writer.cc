@@ -461,8 +461,7 @@ class Surveys {
   // counted by AddCollective in the first reading; in the second, from
   // none again (ResetIssued), by Issue.
   int64_t IssuedBefore(uint64_t comm, int32_t rank) {
-    const size_t i = Find(comm, rank);
-    return i == kNotCounted ? StreamBuilder::kNoneYet : collectives_[i].issued;
+    return Find(comm, rank) == kNotCounted ? StreamBuilder::kNoneYet : last_survey_->issued;
   }
   void ResetIssued() {
     for (CollectiveSurvey& s : collectives_) s.issued = StreamBuilder::kNoneYet;
@@ -488,20 +487,22 @@ class Surveys {
     collectives_.clear();
     index_.clear();
     last_ = SIZE_MAX;
+    last_survey_ = nullptr;
     p2p_.clear();
     last_p2p_ = p2p_.end();
     first_p2p_.clear();
   }
 
  private:
-  // The survey of (comm, rank), or kNotCounted: the last one found first.
+  // The survey of (comm, rank), or kNotCounted: the last one found first
+  // (`last_survey_` is then the one found).
   size_t Find(uint64_t comm, int32_t rank) {
-    if (last_ < collectives_.size() && collectives_[last_].comm == comm &&
-        collectives_[last_].rank == rank)
+    if (last_survey_ != nullptr && last_survey_->comm == comm && last_survey_->rank == rank)
       return last_;
     auto it = index_.find({comm, rank});
     if (it == index_.end()) return kNotCounted;
     last_ = it->second;
+    last_survey_ = &collectives_[last_];
     return last_;
   }
   // The survey of (comm, rank), made on first use (its first call at `order`).
@@ -509,15 +510,16 @@ class Surveys {
     if (Find(comm, rank) == kNotCounted) {
       last_ = collectives_.size();
       index_.emplace(std::make_pair(comm, rank), last_);
-      collectives_.emplace_back(comm, rank, order);
+      last_survey_ = &collectives_.emplace_back(comm, rank, order);
     }
-    return collectives_[last_];
+    return *last_survey_;
   }
 
   uint64_t budget_ = 0;                       // blocks the surveys may still add
   std::deque<CollectiveSurvey> collectives_;  // where they are made (GridSurvey)
   std::map<std::pair<uint64_t, int32_t>, size_t> index_;
   size_t last_ = SIZE_MAX;
+  CollectiveSurvey* last_survey_ = nullptr;  // collectives_[last_] (a deque keeps it there)
   std::map<P2pKey, P2pSurvey> p2p_;
   std::map<P2pKey, P2pSurvey>::iterator last_p2p_ = p2p_.end();
   // Where each (communicator, rank)'s first send or receive lies.
