@@ -476,6 +476,35 @@ TEST_CASE("a GPU time's communicator alone: refused exactly where its row is", "
   }
   CHECK(refused > 1000);  // the refusals were tried, not only good bodies
   CHECK(refused < 19000);
+  // Known answers, each: a field numbered 0, wire types 6 and 7 and 3, a
+  // tag past 32 bits, a comm cut short, a varint of eleven bytes: refused;
+  // an empty body, comm 0; comm twice, the last; a comm sent as a varint
+  // (field 1, wire type 0), skipped; a tag written long (0x89 0x00: comm).
+  const std::string eight = "\x01\x02\x03\x04\x05\x06\x07\x08";
+  const std::string nine = "\x11\x12\x13\x14\x15\x16\x17\x18";
+  const std::pair<std::string, int64_t> fixed[] = {
+      {std::string("\x00\x01", 2), -1},
+      {"\x0e", -1},
+      {"\x0f", -1},
+      {"\x0b", -1},
+      {"\x80\x80\x80\x80\x10\x00", -1},
+      {"\x09\x01\x02\x03", -1},
+      {"\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", -1},
+      {"", 0},
+      {"\x09" + eight + "\x09" + nine, 0x1817161514131211},
+      {"\x09" + eight + "\x08\x05", 0x0807060504030201},
+      {std::string("\x89\x00", 2) + eight, 0x0807060504030201},
+  };
+  for (const auto& [body, want] : fixed) {
+    const auto span =
+        absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(body.data()), body.size());
+    ncclwatch::decoder::GpuTimeEvent row;
+    uint64_t comm = 1;
+    INFO("body of " << body.size() << " bytes, want " << want);
+    CHECK(ReadGpuTime(span, &row) == (want >= 0));
+    REQUIRE(ReadGpuTimeComm(span, &comm) == (want >= 0));
+    if (want >= 0) CHECK(comm == static_cast<uint64_t>(want));
+  }
 }
 
 TEST_CASE("rendezvous: one row per socket kind, address and outcome, the latest count holding",

@@ -4,9 +4,11 @@
 // in true order across the file's two regions, and one stream per
 // (communicator, rank) built once.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
@@ -20,6 +22,7 @@
 #include "ring/ring_writer.h"
 #include "support/traced_job.h"
 #include "trace/call_slot.h"
+#include "trace/trace_file.h"
 
 namespace {
 
@@ -456,6 +459,25 @@ TEST_CASE("a malformed record is refused, the next one still read", "[model][hos
   CHECK(p.last_order == 2);
 }
 
+namespace {
+
+// A Record of time `t` whose body is the GpuTime `body` as given (any
+// bytes): the envelope well-formed, whatever the body is.
+std::string GpuTimeEnvelope(uint64_t t, const std::string& body) {
+  pb::Record r;
+  r.set_t(t);
+  std::string bytes = r.SerializeAsString();
+  auto varint = [&](uint64_t v) {
+    for (; v >= 0x80; v >>= 7) bytes.push_back(static_cast<char>(v | 0x80));
+    bytes.push_back(static_cast<char>(v));
+  };
+  varint(uint64_t{f::record::kGpuTime} << 3 | 2);
+  varint(body.size());
+  return bytes + body;
+}
+
+}  // namespace
+
 TEST_CASE("a GPU time counted is not a row: its communicator and place as Import reads them",
           "[model]") {
   auto span = [](const std::string& s) {
@@ -493,15 +515,19 @@ TEST_CASE("a GPU time counted is not a row: its communicator and place as Import
     CHECK(counted.progress.size() == 1);
     CHECK(counted.last_order == rows.last_order);
     CHECK(counted.last_t == rows.last_t);
-    // Malformed where Import finds it so: no GPU time, no place.
-    std::string cut = g.SerializeAsString();
-    cut.pop_back();
-    bool gpu_time = true;
-    uint64_t comm = 0;
-    const bool row = as_rows.Import(span(cut));
-    CHECK(counting.Import(span(cut), &gpu_time, &comm) == row);
-    if (!row) CHECK_FALSE(gpu_time);
-    CHECK(counted.last_order == rows.last_order);
+    // A body malformed inside a well-formed envelope (its last varint cut
+    // short; a field of wire type 3): refused by both, no GPU time, no place.
+    const std::string cut_body = g.gpu_time().SerializeAsString() + "\x18\xff";
+    for (const std::string& body : {cut_body, std::string("\x0b\x01", 2)}) {
+      const std::string bytes = GpuTimeEnvelope(g.t(), body);
+      bool gpu_time = true;
+      uint64_t comm = 0;
+      CHECK_FALSE(as_rows.Import(span(bytes)));
+      CHECK_FALSE(counting.Import(span(bytes), &gpu_time, &comm));
+      CHECK_FALSE(gpu_time);
+      CHECK(counted.last_order == rows.last_order);
+      CHECK(rows.gpu_times.size() == 2);
+    }
   }
 }
 
@@ -720,6 +746,68 @@ TEST_CASE("a wrapped ring: the stream knows it lost its start", "[model]") {
   CHECK(t->collectives[t->streams[0].collectives.front()].seq > 0);
   REQUIRE(t->streams[0].p2p.size() == 1);
   CHECK(t->streams[0].collectives_before_p2p[0] == 200);
+}
+
+TEST_CASE("a light reading counts GPU times by communicator as a whole reading holds them",
+          "[model]") {
+  using ncclwatch::decoder::EntryFn;
+  using ncclwatch::decoder::EntryRead;
+  using ncclwatch::decoder::LightReading;
+  using ncclwatch::decoder::TraceFile;
+  TraceWriter tw;
+  const uint64_t comms[] = {0xa, 0xb, 0};  // 0: a GPU time without one
+  for (uint64_t i = 0; i < 300; ++i) {
+    pb::Record g;
+    g.set_t(10 + i);
+    auto* gt = g.mutable_gpu_time();
+    const uint64_t comm = comms[i % 7 == 0 ? 2 : (i / 50) % 2];
+    if (comm != 0) gt->set_comm(comm);
+    gt->set_seq(i);
+    gt->set_begin_ns(1000 + i);
+    gt->set_end_ns(2000 + i);
+    Append(tw.w, Region::kRing, g);
+    if (i % 10 == 0) Append(tw.w, Region::kRing, Collective(10 + i, 0xa, i / 10));
+    if (i % 40 == 0) {  // a malformed GPU time: no row, not counted
+      const std::string bad = GpuTimeEnvelope(10 + i, std::string("\x0b\x01", 2));
+      REQUIRE(tw.w.Append(Region::kRing, reinterpret_cast<const uint8_t*>(bad.data()), bad.size()));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(tw.w.path());
+  REQUIRE(file.ok());
+  ProcessTrace whole;
+  ncclwatch::decoder::ReadProcessTrace(**file, &whole);
+  ProcessTrace counted;
+  std::map<uint64_t, uint64_t> told;  // GPU times the hook was told of, by communicator
+  auto tell = [&](bool, uint64_t, EntryRead read_as, uint64_t comm) {
+    if (read_as == EntryRead::kGpuTime) ++told[comm];
+  };
+  const EntryFn other = tell;
+  LightReading light;
+  light.other = &other;
+  light.count_gpu_times = true;
+  ncclwatch::decoder::ReadProcessTrace(**file, &counted, light);
+  // The whole reading's rows, by communicator in the order first met.
+  std::vector<std::pair<uint64_t, uint64_t>> want;
+  for (const auto& e : whole.gpu_times) {
+    auto at =
+        std::find_if(want.begin(), want.end(), [&](const auto& w) { return w.first == e.comm; });
+    if (at == want.end()) at = want.insert(want.end(), {e.comm, 0});
+    ++at->second;
+  }
+  REQUIRE(want.size() == 3);
+  CHECK(whole.gpu_times.size() == 300);
+  CHECK(counted.gpu_times.empty());
+  REQUIRE(counted.left_out_gpu_times.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    CHECK(counted.left_out_gpu_times[i].comm == want[i].first);
+    CHECK(counted.left_out_gpu_times[i].count == want[i].second);
+    CHECK(told[want[i].first] == want[i].second);
+  }
+  CHECK(counted.records == whole.records);
+  CHECK(counted.unparsed_records == whole.unparsed_records);
+  CHECK(whole.unparsed_records == 8);
+  CHECK(counted.last_order == whole.last_order);
+  CHECK(counted.last_t == whole.last_t);
 }
 
 // A ring that lost a slot among those it holds (here torn: claimed, never

@@ -7,12 +7,12 @@
 // ReadVarint reads, and refuse what it refuses, for every length, value and
 // place of the buffer's end.
 
+#include "trace/wire_reader.h"
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
 #include <vector>
-
-#include "trace/wire_reader.h"
 
 namespace {
 
