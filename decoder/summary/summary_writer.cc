@@ -150,28 +150,22 @@ bool MiddleBlocks(uint64_t lo, uint64_t hi, uint64_t calls, uint64_t window, uin
 // The digests of the calls in a window's middle, and how many calls there
 // are, block by block ([begin, end) on the grid): the counts from the first
 // reading's survey (GridSurvey::Cut), the digests summed as the second
-// leaves the calls out (of sends and receives, too their digests without
-// the counts of collectives before and how many of those are not known:
-// LeftOutP2p).
+// leaves the calls out (a collective's block: `digest` alone; one of sends
+// and receives, as LeftOutP2p keeps it).
 struct BlockSums {
   BlockSums() = default;
   explicit BlockSums(const Window& w)
-      : digests((w.end - w.begin) / kLeftOutBlock, 0),
-        counts(digests.size(), 0),
-        signatures(digests.size(), 0),
-        unknown(digests.size(), 0) {}
-  std::vector<uint64_t> digests;
+      : digests((w.end - w.begin) / kLeftOutBlock), counts(digests.size(), 0) {}
+  std::vector<P2pBlockDigest> digests;
   std::vector<uint32_t> counts;
-  std::vector<uint64_t> signatures;
-  std::vector<uint32_t> unknown;
 };
 
 // Block `i` of `sums` added to a run of left-out calls.
 void AddBlock(const BlockSums& sums, size_t i, LeftOutCalls* run) {
-  run->digests.push_back(sums.digests[i]);
+  run->digests.push_back(sums.digests[i].digest);
 }
 void AddBlock(const BlockSums& sums, size_t i, LeftOutP2p* run) {
-  run->blocks.push_back({sums.digests[i], sums.signatures[i], sums.unknown[i]});
+  run->blocks.push_back(sums.digests[i]);
 }
 
 // Keeps whole each block of `w` whose calls the trace does not hold all of,
@@ -694,9 +688,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     // out: a live writer that lapped the ring between them leaves a block's
     // digest summing fewer calls than its count says.
     void Reset() {
-      std::fill(sums.digests.begin(), sums.digests.end(), 0);
-      std::fill(sums.signatures.begin(), sums.signatures.end(), 0);
-      std::fill(sums.unknown.begin(), sums.unknown.end(), 0);
+      std::fill(sums.digests.begin(), sums.digests.end(), P2pBlockDigest{});
       read.assign(sums.counts.size(), 0);
     }
     // `calls` of block `block` (one the window leaves out) left out, their
@@ -706,9 +698,10 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     void LeaveOut(uint64_t block, uint64_t digest, uint32_t calls, uint64_t signature = 0,
                   uint32_t unknown = 0) {
       const uint64_t b = block - w.begin / kLeftOutBlock;
-      sums.digests[b] += digest;
-      sums.signatures[b] += signature;
-      sums.unknown[b] += unknown;
+      P2pBlockDigest& d = sums.digests[b];
+      d.digest += digest;
+      d.signature += signature;
+      d.unknown += unknown;
       read[b] += calls;
     }
     bool Agrees() const {

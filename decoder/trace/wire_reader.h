@@ -114,7 +114,7 @@ inline bool SkipValue(const uint8_t*& p, const uint8_t* end, uint32_t wire_type)
   uint64_t v;
   switch (wire_type) {
     case 0:
-      return ReadVarint(p, end, &v);
+      return SkipVarint(p, end);
     case 1:
       return ReadFixed64(p, end, &v);
     case 5: {

@@ -2,10 +2,10 @@
 // reading of the rule they implement: 7 bits a byte, low groups first,
 // ended by the first byte below 0x80 among its first ten (bits past the
 // 64th dropped); any other is refused, as is one the bytes end inside.
-// SkipVarint passes over up to eight bytes a word at a time (a GPU time's
-// fields, counted without their values): it must take exactly the bytes
-// ReadVarint reads, and refuse what it refuses, for every length, value and
-// place of the buffer's end.
+// SkipVarint passes over up to eight bytes a word at a time (SkipValue's
+// varints: every field a reader skips, and a counted GPU time's): it must
+// take exactly the bytes ReadVarint reads, and refuse what it refuses, for
+// every length, value and place of the buffer's end.
 
 #include "trace/wire_reader.h"
 

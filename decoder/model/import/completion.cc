@@ -405,8 +405,6 @@ bool ReadGpuTimeComm(absl::Span<const uint8_t> body, uint64_t* comm) {
     if (!ReadVarint(q, end, &tag) || tag > 0xffffffffu || (tag >> 3) == 0) return false;
     if (tag == GpuTimeTag(f::gpu_time::kComm, 1)) {
       if (!ReadFixed64(q, end, comm)) return false;
-    } else if ((tag & 7) == 0) {
-      if (!SkipVarint(q, end)) return false;
     } else if (!SkipValue(q, end, static_cast<uint32_t>(tag & 7))) {
       return false;
     }
