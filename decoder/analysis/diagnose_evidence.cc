@@ -1,5 +1,7 @@
 #include "analysis/diagnose_evidence.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <set>
 #include <utility>
@@ -21,7 +23,8 @@ namespace {
 // Traces of more than `summarize_over` bytes are read through their
 // summaries (summary/job_inputs.h).
 absl::Status ReadTraces(const JobEvidence& evidence, const OnTrace& on_trace,
-                        uint64_t summarize_over, JobAnalysis* job, bool* none_read) {
+                        uint64_t summarize_over, const KeepWhole& keep, JobAnalysis* job,
+                        bool* none_read) {
   const std::vector<std::string>& files = evidence.traces;
   size_t summaries = 0;
   for (const std::string& f : files)
@@ -37,7 +40,7 @@ absl::Status ReadTraces(const JobEvidence& evidence, const OnTrace& on_trace,
         }
         if (on_trace) on_trace(in);
       },
-      summarize_over, evidence.summarize_window);
+      summarize_over, evidence.summarize_window, keep);
   if (!read.ok()) return read;
   if (job->processes().empty()) {
     *none_read = true;
@@ -86,9 +89,9 @@ absl::Status DiagnoseLogsAlone(const JobEvidence& evidence, EvidenceDiagnosis* o
 }
 
 // Whether `d` needed what a summary made in memory left out: then the
-// traces are read again whole. A summary_gap (calls compared only by their
-// blocks' digests, or not at all), or a straggler's figures over fewer
-// calls than the traces hold.
+// traces are read again (GapsToKeep). A summary_gap (calls compared only by
+// their blocks' digests, or not at all), or a straggler's figures over
+// fewer calls than the traces hold.
 bool NeedsWholeTraces(const Diagnosis& d) {
   for (const Finding& f : d.findings) {
     if (std::holds_alternative<SummaryGapFacts>(f.facts)) return true;
@@ -98,17 +101,75 @@ bool NeedsWholeTraces(const Diagnosis& d) {
   return false;
 }
 
+// The most blocks a second reading through summaries keeps whole (all
+// streams together): a process keeps at most 65,536 calls more than its
+// windows, a few MiB of rows, where the rings read through summaries are of
+// 64 MiB and more.
+constexpr uint64_t kMaxKeptBlocks = 256;
+
+// What a second reading through summaries made in memory keeps whole so
+// that it compares what `d`'s could not (summary/summary_writer.h
+// KeepWhole): the blocks of every gap, of collectives and of sends. False
+// (the traces are read whole) where that would not do: a straggler's
+// figures need more calls than a window; a gap's ranks include one of a
+// node's summary (its traces are not here to summarize again); the sends'
+// gaps were not all listed; or the blocks would pass kMaxKeptBlocks. (Every
+// ring that wrapped begins inside a block its peers left out: in a long
+// job that is the common gap, and one block each.)
+bool GapsToKeep(const EvidenceDiagnosis& d, KeepWhole* keep) {
+  for (const Finding& f : d.diagnosis.findings) {
+    const auto* x = std::get_if<StragglerFacts>(&f.facts);
+    if (x != nullptr && x->summary_kept > 0) return false;
+  }
+  const std::vector<ProcessRecord>& procs = d.job.processes();
+  // Read whole, or through its own summary made in memory.
+  auto here = [&](int process) {
+    const ProcessRecord& p = procs[process];
+    return p.summary.empty() || p.summary == p.path;
+  };
+  uint64_t blocks = 0;
+  auto add = [&](std::vector<uint64_t>* to, uint64_t first_seq, uint64_t end_seq) {
+    const uint64_t n = (end_seq - first_seq) / kLeftOutBlock;
+    if (end_seq <= first_seq || n > kMaxKeptBlocks - blocks) return false;
+    blocks += n;
+    for (uint64_t b = first_seq / kLeftOutBlock; b < end_seq / kLeftOutBlock; ++b) to->push_back(b);
+    return true;
+  };
+  if (d.job.summary_gaps().any_left_out()) {
+    for (const SummaryGap& g : d.job.summary_gaps().Find(SIZE_MAX).gaps) {
+      for (const auto* side : {&g.left_out, &g.kept})
+        for (const auto& [process, rank] : *side)
+          if (!here(process)) return false;
+      if (!add(&keep->collectives[g.comm], g.first_seq, g.end_seq)) return false;
+    }
+  }
+  const P2pMatching& p2p = d.job.p2p();
+  if (p2p.more_gaps() > 0) return false;
+  for (const P2pGap& g : p2p.gaps()) {
+    if (!here(g.sender_process) || !here(g.receiver_process)) return false;
+    if (!add(&keep->sends[{g.comm, g.sender, g.receiver}], g.first_seq, g.end_seq)) return false;
+  }
+  auto tidy = [](std::vector<uint64_t>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  };
+  for (auto& [comm, v] : keep->collectives) tidy(v);
+  for (auto& [pair, v] : keep->sends) tidy(v);
+  return !keep->empty();
+}
+
 // The diagnosis, from traces of more than `summarize_over` bytes read
 // through their summaries.
 absl::StatusOr<EvidenceDiagnosis> DiagnoseOnce(const JobEvidence& evidence, const OnTrace& on_trace,
-                                               uint64_t summarize_over) {
+                                               uint64_t summarize_over,
+                                               const KeepWhole& keep = {}) {
   EvidenceDiagnosis out;
   if (evidence.traces.empty()) {
     if (absl::Status s = DiagnoseLogsAlone(evidence, &out); !s.ok()) return s;
     return out;
   }
   bool none_read = false;
-  if (absl::Status s = ReadTraces(evidence, on_trace, summarize_over, &out.job, &none_read);
+  if (absl::Status s = ReadTraces(evidence, on_trace, summarize_over, keep, &out.job, &none_read);
       !s.ok()) {
     if (!none_read || evidence.logs.empty()) return s;
     // No trace could be read: the logs may still say why the job failed
@@ -170,8 +231,18 @@ absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
   for (const std::string& f : evidence.traces)
     summarized |= SummarizedInMemory(f, evidence.summarize_over);
   if (summarized) {
-    absl::StatusOr<EvidenceDiagnosis> d = DiagnoseOnce(evidence, on_trace, evidence.summarize_over);
-    if (d.ok() && !NeedsWholeTraces(d->diagnosis)) return d;
+    KeepWhole keep;
+    {
+      absl::StatusOr<EvidenceDiagnosis> d =
+          DiagnoseOnce(evidence, on_trace, evidence.summarize_over);
+      if (d.ok() && !NeedsWholeTraces(d->diagnosis)) return d;
+      if (!d.ok() || !GapsToKeep(*d, &keep)) keep = {};
+    }  // its memory given back before the next reading
+    if (!keep.empty()) {
+      absl::StatusOr<EvidenceDiagnosis> d =
+          DiagnoseOnce(evidence, on_trace, evidence.summarize_over, keep);
+      if (d.ok() && !NeedsWholeTraces(d->diagnosis)) return d;
+    }
   }
   return DiagnoseOnce(evidence, on_trace, UINT64_MAX);
 }

@@ -72,9 +72,12 @@ struct JobEvidence {
   std::vector<UnreadableTrace> logs_not_read;
   // A trace file of more than this many bytes is read through its summary,
   // made in memory (summary/job_inputs.h: a big ring costs what the
-  // analyses keep, not its size); the job is read again whole where the
-  // diagnosis needed what a summary left out (a summary_gap, a straggler's
-  // figures over fewer calls than the traces hold). UINT64_MAX: every trace
+  // analyses keep, not its size). Where the diagnosis needed what a
+  // summary left out, the job is read again: through summaries that keep
+  // whole the blocks it could not compare (a summary_gap's: a ring's start,
+  // a block whose digests differ; at most 256 blocks), and whole where that
+  // does not do (more blocks, a straggler's figures over fewer calls than
+  // the traces hold, a gap in a node's summary). UINT64_MAX: every trace
   // whole (what a caller that shows every call needs). The commands that
   // judge a job set SummarizeTracesOver().
   uint64_t summarize_over = UINT64_MAX;
@@ -115,8 +118,7 @@ struct EvidenceDiagnosis {
 // Each process as it is read (summary/job_inputs.h): its file's name, and
 // its trace (valid during the call only) or why it could not be read; a
 // command that shows the traces too (status's table) reads them once. (Called
-// again for each where the job is read again whole: JobEvidence::
-// summarize_over.)
+// again for each where the job is read again: JobEvidence::summarize_over.)
 using OnTrace = OnJobInput;
 
 // Reads every trace once (on every core) and every log, analyses the job

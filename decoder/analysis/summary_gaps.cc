@@ -92,7 +92,7 @@ void SummaryGaps::AddProcess(int process, const ProcessTrace& t) {
   }
 }
 
-SummaryGaps::Found SummaryGaps::Find() const {
+SummaryGaps::Found SummaryGaps::Find(size_t listed_per_comm) const {
   Found found;
   std::vector<SummaryGap>& out = found.gaps;
   if (!any_left_out_) return found;
@@ -162,7 +162,7 @@ SummaryGaps::Found SummaryGaps::Find() const {
         continue;
       }
       size_t& listed = gaps[g.kind == SummaryGap::kNotCompared && g.ring_start ? 0 : 1];
-      if (listed++ >= kMaxGapsPerComm) {
+      if (listed++ >= listed_per_comm) {
         ++found.more;
         open = nullptr;
         continue;

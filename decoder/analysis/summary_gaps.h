@@ -75,12 +75,13 @@ class SummaryGaps {
   void AddProcess(int process, const ProcessTrace& trace);
   // Whether any process added came from a summary that left calls out.
   bool any_left_out() const { return any_left_out_; }
-  // After the last process: the gaps, by communicator, then number.
+  // After the last process: the gaps, by communicator, then number, at
+  // most `listed` per communicator of each sort (SIZE_MAX: every one).
   struct Found {
     std::vector<SummaryGap> gaps;
-    size_t more = 0;  // past kMaxGapsPerComm, not listed
+    size_t more = 0;  // past `listed`, not listed
   };
-  Found Find() const;
+  Found Find(size_t listed = kMaxGapsPerComm) const;
 
  private:
   struct Member {

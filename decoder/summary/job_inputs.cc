@@ -75,11 +75,13 @@ bool GpuTimesCover(const ProcessTrace& t) {
 // sends and receives carry how many collectives came before each, and its
 // left-out ones fold that into their digests: a send and receive order
 // that differs between ranks there is a summary gap, and the job is read
-// again whole: analysis/p2p_matching.h.)
-bool LoadSummarized(const std::string& file, uint32_t window, ProcessTrace* trace) {
+// again: analysis/p2p_matching.h, analysis/diagnose_evidence.h.)
+bool LoadSummarized(const std::string& file, uint32_t window, const KeepWhole& keep,
+                    ProcessTrace* trace) {
   SummaryOptions options;
   options.window = window;
   options.gpu_times = kInMemoryGpuTimes;
+  options.keep = keep;
   SummaryStats stats;
   absl::StatusOr<std::string> bytes = BuildSummary({file}, options, &stats);
   if (!bytes.ok() || stats.traces != 1) return false;
@@ -101,7 +103,8 @@ struct Input {
   std::vector<ProcessTrace> traces;  // memory kept from input to input
   size_t loaded = 0;                 // traces[0, loaded) hold this input's
 
-  void Load(const std::string& file, uint64_t summarize_over, uint32_t summarize_window) {
+  void Load(const std::string& file, uint64_t summarize_over, uint32_t summarize_window,
+            const KeepWhole& keep) {
     reader.reset();
     loaded = 0;
     summary = IsSummaryFile(file);
@@ -109,7 +112,7 @@ struct Input {
     if (!summary) {
       loaded = 1;
       if (SummarizedInMemory(file, summarize_over) &&
-          LoadSummarized(file, summarize_window, &traces[0])) {
+          LoadSummarized(file, summarize_window, keep, &traces[0])) {
         status = absl::OkStatus();
         return;
       }
@@ -138,12 +141,13 @@ struct Input {
 
 // Every process of `files`, in their order.
 absl::Status ReadInputs(const std::vector<std::string>& files, unsigned threads,
-                        const OnJobInput& fn, uint64_t summarize_over, uint32_t summarize_window) {
+                        const OnJobInput& fn, uint64_t summarize_over, uint32_t summarize_window,
+                        const KeepWhole& keep) {
   absl::Status error;
   ProcessTrace rest;  // a large summary's traces after the first kTracesAhead
   LoadInOrder<Input>(
       files.size(), threads,
-      [&](size_t i, Input* in) { in->Load(files[i], summarize_over, summarize_window); },
+      [&](size_t i, Input* in) { in->Load(files[i], summarize_over, summarize_window, keep); },
       [&](size_t i, Input& in) {
         if (!in.summary) {
           fn({files[i], in.status, in.traces[0]});
@@ -188,8 +192,8 @@ bool SummarizedInMemory(const std::string& file, uint64_t summarize_over) {
 }
 
 absl::Status LoadJobInputs(const std::vector<std::string>& files, unsigned threads,
-                           const OnJobInput& fn, uint64_t summarize_over,
-                           uint32_t summarize_window) {
+                           const OnJobInput& fn, uint64_t summarize_over, uint32_t summarize_window,
+                           const KeepWhole& keep) {
   // The ranks an ncclCommGrow gained come last, joined with their
   // communicator's existing ranks (model/grown_communicators.h).
   GrowJoin join;
@@ -204,7 +208,7 @@ absl::Status LoadJobInputs(const std::vector<std::string>& files, unsigned threa
         if (in.status.ok()) join.Learn(in.trace);
         fn(in);
       },
-      summarize_over, summarize_window);
+      summarize_over, summarize_window, keep);
   if (!read.ok()) return read;
   for (auto& [name, trace] : gained) {
     join.Join(&trace);

@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "model/process_trace.h"
 #include "summary/summary_format.h"
+#include "summary/summary_writer.h"
 
 namespace ncclwatch::decoder {
 
@@ -54,11 +55,14 @@ using OnJobInput = std::function<void(const JobInput& input)>;
 // ring costs what the analyses keep, not its size: the trace handed out
 // holds the calls at each end of its streams and the digests of the rest,
 // with its own path; its `summary` names the file too. Where the summary
-// cannot be made, the trace is read whole. (DiagnoseEvidence reads the
-// job again whole where the diagnosis needed what was left out.)
+// cannot be made, the trace is read whole. Those summaries keep whole the
+// blocks `keep` names too (summary/summary_writer.h KeepWhole: what
+// DiagnoseEvidence found it could not compare in them the first time; it
+// reads the job again whole where that did not do).
 absl::Status LoadJobInputs(const std::vector<std::string>& files, unsigned threads,
                            const OnJobInput& fn, uint64_t summarize_over = UINT64_MAX,
-                           uint32_t summarize_window = kDefaultSummaryWindow);
+                           uint32_t summarize_window = kDefaultSummaryWindow,
+                           const KeepWhole& keep = {});
 
 // Whether LoadJobInputs reads `file` through its summary made in memory: a
 // regular file that is no summary, of more than `summarize_over` bytes.

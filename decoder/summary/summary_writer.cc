@@ -525,10 +525,11 @@ class Surveys {
 // on (the first collective its last Progress does not count), those the
 // watcher held an operation of, and its first call pending, so the
 // operation a hang is about is described from the summary as from the
-// trace.
-bool CollectiveWindow(const ProcessTrace& p, const CollectiveSurvey& s, uint64_t window, Window* w,
-                      BlockSums* sums) {
+// trace; and the blocks `keep` names of its communicator.
+bool CollectiveWindow(const ProcessTrace& p, const CollectiveSurvey& s, uint64_t window,
+                      const KeepWhole& keep, Window* w, BlockSums* sums) {
   w->kept.clear();
+  if (auto k = keep.collectives.find(s.comm); k != keep.collectives.end()) w->kept = k->second;
   if (const ProgressEvent* e = p.LastProgress(s.comm))
     w->kept.push_back(e->collectives / kLeftOutBlock);
   for (const HeldOperationEvent& h : p.held)
@@ -544,9 +545,10 @@ bool CollectiveWindow(const ProcessTrace& p, const CollectiveSurvey& s, uint64_t
 // communicator's last Progress said it had finished what was enqueued, or
 // still pending): where a job stops, the analyses read those (a send its
 // peer never received, the oldest unfinished call); a communicator with no
-// Progress keeps its sends whole.
-bool P2pWindow(const GridSurvey<P2pBlock>& s, const ProgressEvent* last, uint64_t window, Window* w,
-               BlockSums* sums) {
+// Progress keeps its sends whole. The blocks `keep` names of its pair
+// (`key`: this stream's) are kept whole too.
+bool P2pWindow(const GridSurvey<P2pBlock>& s, const P2pKey& key, const ProgressEvent* last,
+               uint64_t window, const KeepWhole& keep, Window* w, BlockSums* sums) {
   if (s.calls == 0 || s.irregular) return false;
   uint64_t end_cap = UINT64_MAX;
   for (uint64_t b = s.FirstBlock(); b < s.FirstBlock() + s.Blocks(); ++b) {
@@ -557,6 +559,10 @@ bool P2pWindow(const GridSurvey<P2pBlock>& s, const ProgressEvent* last, uint64_
     }
   }
   w->kept.clear();
+  const auto [comm, rank, peer, send] = key;
+  const auto k =
+      keep.sends.find(send ? std::make_tuple(comm, rank, peer) : std::make_tuple(comm, peer, rank));
+  if (k != keep.sends.end()) w->kept = k->second;
   return s.Cut(window, end_cap, w, sums);
 }
 
@@ -565,8 +571,9 @@ bool P2pWindow(const GridSurvey<P2pBlock>& s, const ProgressEvent* last, uint64_
 // `node_inventory`: the node's inventory (record_delta.h), null while none
 // was met; set to this trace's first where it is null and the trace has one.
 absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t gpu_times,
-                            bool pass_over_chunks, ProcessTrace* p, std::string* section,
-                            SummaryStats* stats, std::optional<FlatRecord>* node_inventory) {
+                            bool pass_over_chunks, const KeepWhole& keep, ProcessTrace* p,
+                            std::string* section, SummaryStats* stats,
+                            std::optional<FlatRecord>* node_inventory) {
   // The first reading: the model but for the rows of the collectives, the
   // sends and receives and the GPU times, each call counted into its
   // stream's survey instead.
@@ -720,7 +727,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     Cut cut;
     const CommMembership* m = p->Membership(c->comm, c->rank);
     const uint64_t comm_window = CommWindow(window, m != nullptr ? m->nranks : -1);
-    if (!CollectiveWindow(*p, *c, comm_window, &cut.w, &cut.sums)) continue;
+    if (!CollectiveWindow(*p, *c, comm_window, keep, &cut.w, &cut.sums)) continue;
     cut_of[{c->comm, c->rank}] = cuts.size();
     cuts.push_back({{c->comm, c->rank}, std::move(cut)});
   }
@@ -743,7 +750,7 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
       auto [at, fresh] = progress.try_emplace(std::get<0>(key), nullptr);
       if (fresh) at->second = p->LastProgress(std::get<0>(key));
       Cut cut;
-      if (P2pWindow(s.grid, at->second, call_window, &cut.w, &cut.sums))
+      if (P2pWindow(s.grid, key, at->second, call_window, keep, &cut.w, &cut.sums))
         p2p_cuts.emplace(key, std::move(cut));
     }
   }
@@ -1151,6 +1158,13 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
 
 }  // namespace
 
+uint64_t KeepWhole::Blocks() const {
+  uint64_t n = 0;
+  for (const auto& [comm, blocks] : collectives) n += blocks.size();
+  for (const auto& [pair, blocks] : sends) n += blocks.size();
+  return n;
+}
+
 absl::StatusOr<std::string> BuildSummary(const std::vector<std::string>& trace_files,
                                          const SummaryOptions& options, SummaryStats* stats) {
   if (trace_files.size() > kMaxSummaryTraces) {
@@ -1180,7 +1194,8 @@ absl::StatusOr<std::string> BuildSummary(const std::vector<std::string>& trace_f
       continue;
     }
     absl::Status s = SummarizeTrace(path, window, std::max<uint64_t>(1, options.gpu_times),
-                                    options.pass_over_chunks, &p, &section, stats, &node_inventory);
+                                    options.pass_over_chunks, options.keep, &p, &section, stats,
+                                    &node_inventory);
     if (!s.ok()) {
       std::string why(s.message());
       if (why.size() > kMaxSummaryString) why.resize(kMaxSummaryString);

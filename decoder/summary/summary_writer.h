@@ -22,7 +22,9 @@
 #define NCCLWATCH_DECODER_SUMMARY_SUMMARY_WRITER_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -30,6 +32,25 @@
 #include "summary/summary_format.h"
 
 namespace ncclwatch::decoder {
+
+// Blocks of the grid (model/left_out_calls.h) a summary keeps whole in each
+// stream that reaches them, inside the middle it would leave out: where a
+// diagnosis from summaries made in memory found ranks it could not compare
+// (analysis/summary_gaps.h, p2p_matching.h), so that the next compares
+// their calls themselves, at the cost of those blocks, not of the rings
+// (analysis/diagnose_evidence.h).
+struct KeepWhole {
+  // A communicator's collectives: its blocks, sorted.
+  std::map<uint64_t, std::vector<uint64_t>> collectives;
+  // The sends of one rank to another on a communicator, numbered per pair
+  // (the sender's sends and the receiver's receives): (communicator,
+  // sender, receiver) -> blocks, sorted.
+  std::map<std::tuple<uint64_t, int32_t, int32_t>, std::vector<uint64_t>> sends;
+
+  bool empty() const { return collectives.empty() && sends.empty(); }
+  // The blocks named, all streams together.
+  uint64_t Blocks() const;
+};
 
 struct SummaryOptions {
   // Collectives kept at each end of a (communicator, rank)'s calls (sends
@@ -44,6 +65,8 @@ struct SummaryOptions {
   // first found it would leave out whole (summary/chunk_ledger.h); false:
   // it reads every slot again (the summary is the same: tests compare).
   bool pass_over_chunks = true;
+  // Blocks kept whole besides the windows' ends (KeepWhole).
+  KeepWhole keep;
   std::string host;  // where the traces were read ("" : this machine's name)
   // What the search for the traces passed over (a folder it could not
   // search, a link it did not follow), (path, why): listed in the summary as

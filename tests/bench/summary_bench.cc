@@ -39,6 +39,14 @@
 //   64 (gpu:1, a data-parallel rank on a GPU); and a send and a receive
 //   too (p2p:1, a pipeline rank: judged from its summary as well, which
 //   carries each send's count of the collectives before it).
+// BM_DiagnoseWrapped: a job of 4 ranks whose full rings wrapped at
+//   different places (ranks 0 and 1 of `ring_MiB`, 2 and 3 of twice that),
+//   judged by `diagnose` (every trace over 64 MiB from its summary made in
+//   memory): each of ranks 0 and 1 begins inside the middle its peers'
+//   summaries leave out, which a second reading compares, keeping those
+//   blocks whole (it used to read every ring whole). Run 5 times
+//   (and the other build's, in turn): medians of wall and CPU time, peak
+//   memory, and whether each said HEALTHY.
 //
 // Folders under $TMPDIR, removed at exit (kept with NCCLWATCH_BENCH_KEEP set,
 // to measure by hand afterwards).
@@ -458,7 +466,77 @@ void BM_ReadTrace(benchmark::State& state) {
   fs::remove(out + ".base", ec);
 }
 
+void BM_DiagnoseWrapped(benchmark::State& state) {
+  const uint64_t ring_mib = static_cast<uint64_t>(state.range(0));
+  const std::string dir = g_root.path() + "/wrapped-" + std::to_string(ring_mib);
+  fs::create_directories(dir);
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 4;
+  job.start_ns = 1000000000000ull;  // one step a millisecond, no rank late
+  job.start_realtime_ns = 1790000000000000000ull;
+  // Enough calls to wrap the larger ring once more than a quarter, and
+  // 100 more: the rings begin inside a block, not at its edge.
+  job.calls = (2 * ring_mib << 20) / NCCLWATCH_SLOT_BYTES * 5 / 4 + 100;
+  std::string error;
+  job.end_rank = 2;
+  job.ring_bytes = ring_mib << 20;
+  if (!ncclwatch::bench::WriteSyntheticJob(dir, job, &error)) Die(error);
+  job.first_rank = 2;
+  job.end_rank = -1;
+  job.ring_bytes = 2 * ring_mib << 20;
+  if (!ncclwatch::bench::WriteSyntheticJob(dir, job, &error)) Die(error);
+  struct Tool {
+    std::string name;
+    std::string cli;
+    std::vector<double> wall, cpu;
+    long rss = 0;
+    bool healthy = true;
+  };
+  std::vector<Tool> tools = {{"diagnose", Cli()}};
+  if (!BaseCli().empty()) tools.push_back({"base_diagnose", BaseCli()});
+  const std::string out = dir + ".out";
+  for (auto _ : state) {
+    for (int round = 0; round < 5; ++round) {
+      for (Tool& t : tools) {
+        const ChildCost c = Run({"diagnose", dir}, out, 0, t.cli);
+        if (!c.ok) {
+          state.SkipWithError((t.name + " failed: " + FirstLine(out)).c_str());
+          return;
+        }
+        t.healthy &= FirstLine(out).rfind("HEALTHY", 0) == 0;
+        t.wall.push_back(c.wall_s);
+        t.cpu.push_back(c.cpu_s);
+        t.rss = std::max(t.rss, c.peak_rss_kib);
+      }
+    }
+    state.SetIterationTime(Median(tools[0].wall));
+  }
+  state.counters["traces_MiB"] = static_cast<double>(FolderBytes(dir)) / 1048576.0;
+  for (const Tool& t : tools) {
+    state.counters[t.name + "_s"] = Median(t.wall);
+    state.counters[t.name + "_cpu_s"] = Median(t.cpu);
+    state.counters[t.name + "_rss_MiB"] = static_cast<double>(t.rss) / 1024.0;
+    state.counters[t.name + "_healthy"] = t.healthy ? 1 : 0;
+  }
+  if (tools.size() > 1) {
+    state.counters["x_faster_than_base"] = Median(tools[1].wall) / Median(tools[0].wall);
+    state.counters["x_less_memory_than_base"] =
+        static_cast<double>(tools[1].rss) / static_cast<double>(std::max(1L, tools[0].rss));
+  }
+  std::error_code ec;
+  fs::remove(out, ec);
+  if (!Root::Keep()) fs::remove_all(dir, ec);
+}
+
 }  // namespace
+
+// Four ranks' rings of 128 and 256 MiB, wrapped at different places.
+BENCHMARK(BM_DiagnoseWrapped)
+    ->ArgNames({"ring_MiB"})
+    ->Arg(128)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(1);
 
 // One rank's full ring of 64 and 512 MiB (4 GiB with NCCLWATCH_BENCH_LARGE),
 // each shape.

@@ -1337,8 +1337,9 @@ void CheckSameVerdict(const Diagnosis& a, const Diagnosis& b) {
 // a rank with the default window (4,096 at each end) leave 11,264 calls of
 // each out as digests. A mismatch at the end is found from what is kept; a
 // mismatch in the middle only differs by a block's digest (a summary_gap),
-// so the job is read again whole and the verdict is the traces' own.
-TEST_CASE("summary: a big trace is judged from its summary in memory, read whole where needed",
+// so the job is read again through summaries that keep that block whole,
+// and the verdict is the traces' own.
+TEST_CASE("summary: a big trace is judged from its summary in memory, read again where needed",
           "[summary]") {
   jobs::TempDir tmp;
   ncclwatch::bench::SyntheticJob job;
@@ -1361,13 +1362,13 @@ TEST_CASE("summary: a big trace is judged from its summary in memory, read whole
     CHECK(r->ranks == std::vector<int>{2});
     CheckSameVerdict(whole.diagnosis, light.diagnosis);
   }
-  SECTION("a mismatch in the middle: read again whole") {
+  SECTION("a mismatch in the middle: read again with its block kept whole") {
     job.diverging_seq = 10000;
     WriteJob(tmp.path() + "/middle", job);
     const std::vector<std::string> traces = Traces(tmp.path() + "/middle");
     const EvidenceDiagnosis whole = DiagnoseSummarizing(traces, UINT64_MAX, &summarized);
     const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized);
-    CHECK(summarized == std::vector<bool>(4, false));  // the second reading's
+    CHECK(summarized == std::vector<bool>(4, true));  // the second reading's, summarized too
     const Finding* r = Root(light.diagnosis);
     REQUIRE(r != nullptr);
     CHECK(r->kind == FindingKind::kCollectiveMismatch);
@@ -1418,5 +1419,152 @@ TEST_CASE("summary: a big trace is judged from its summary in memory, read whole
       CHECK(b->summary_kept == 0);
     }
     CHECK(straggler);
+  }
+}
+
+namespace {
+
+// Whether a diagnosis holds a summary_gap note.
+bool HasSummaryGap(const Diagnosis& d) {
+  for (const Finding& f : d.findings)
+    if (std::holds_alternative<SummaryGapFacts>(f.facts)) return true;
+  return false;
+}
+
+}  // namespace
+
+// What a first diagnosis from summaries made in memory could not compare
+// is compared by a second whose summaries keep those blocks whole
+// (summary/summary_writer.h KeepWhole), not by reading the rings whole:
+// every process is still read through its summary, and the verdict is the
+// traces' own. Past 256 blocks, the traces are read whole.
+TEST_CASE("summary: what summaries in memory could not compare is read again with its blocks kept",
+          "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 4;
+  job.calls = 20000;
+  job.start_ns = 1000000000000ull;  // one step a millisecond, no rank late
+  job.start_realtime_ns = 1790000000000000000ull;
+  std::vector<bool> summarized;
+  SECTION("rings that wrapped at different places") {
+    // Ranks 0 and 1 kept their last ~8,000 calls of 20,000; ranks 2 and 3
+    // all of them, and leave out the middle their peers' rings begin in.
+    const std::string dir = tmp.path() + "/wrapped";
+    job.end_rank = 2;
+    job.ring_bytes = 1 << 20;
+    WriteJob(dir, job);
+    job.first_rank = 2;
+    job.end_rank = -1;
+    job.ring_bytes = 0;
+    WriteJob(dir, job);
+    const std::vector<std::string> traces = Traces(dir);
+    REQUIRE(traces.size() == 4);
+    absl::StatusOr<ProcessTrace> wrapped = LoadProcessTrace(traces[0]);
+    REQUIRE(wrapped.ok());
+    REQUIRE_FALSE(wrapped->collectives.empty());
+    const uint64_t first = wrapped->collectives.front().seq;
+    REQUIRE(first > 4096 + kLeftOutBlock);  // inside the others' middle
+    REQUIRE(first < 20000 - 4096 - kLeftOutBlock);
+    // One summary of the four, as `summarize` would make: the note of the
+    // ring's start, which the in-memory reading does without.
+    const std::string node = tmp.path() + "/node.ncws";
+    WriteFile(node, Summarize(traces, kDefaultSummaryWindow, "node"));
+    CHECK(HasSummaryGap(DiagnoseFiles({node}).diagnosis));
+    const EvidenceDiagnosis whole = DiagnoseSummarizing(traces, UINT64_MAX, &summarized);
+    CHECK_FALSE(HasSummaryGap(whole.diagnosis));
+    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized);
+    CHECK(summarized == std::vector<bool>(4, true));
+    INFO("findings from the summaries: " << FindingsText(light.diagnosis));
+    CHECK_FALSE(HasSummaryGap(light.diagnosis));
+    CheckSameVerdict(whole.diagnosis, light.diagnosis);
+  }
+  SECTION("a trace that lacks 1,000 calls of the middle") {
+    job.gap_rank = 1;
+    job.gap_first = 9000;
+    job.gap_calls = 1000;
+    WriteJob(tmp.path() + "/gap", job);
+    const std::vector<std::string> traces = Traces(tmp.path() + "/gap");
+    const EvidenceDiagnosis whole = DiagnoseSummarizing(traces, UINT64_MAX, &summarized);
+    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized);
+    CHECK(summarized == std::vector<bool>(4, true));
+    INFO("findings from the summaries: " << FindingsText(light.diagnosis));
+    CHECK_FALSE(HasSummaryGap(light.diagnosis));
+    CheckSameVerdict(whole.diagnosis, light.diagnosis);
+  }
+  SECTION("a trace that lacks 80,000 calls of the middle: past 256 blocks, read whole") {
+    job.calls = 100000;
+    job.gap_rank = 1;
+    job.gap_first = 10000;
+    job.gap_calls = 80000;
+    WriteJob(tmp.path() + "/gap", job);
+    const std::vector<std::string> traces = Traces(tmp.path() + "/gap");
+    const EvidenceDiagnosis whole = DiagnoseSummarizing(traces, UINT64_MAX, &summarized);
+    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized);
+    CHECK(summarized == std::vector<bool>(4, false));
+    CHECK_FALSE(HasSummaryGap(light.diagnosis));
+    CheckSameVerdict(whole.diagnosis, light.diagnosis);
+  }
+}
+
+// A summary keeps whole the blocks KeepWhole names: a communicator's
+// collectives (its run left out split around them), and the sends of one
+// pair (the sender's and the receiver's side), no other pair's.
+TEST_CASE("summary: the blocks KeepWhole names are kept whole", "[summary]") {
+  jobs::TempDir tmp;
+  ncclwatch::bench::SyntheticJob job;
+  job.ranks = 4;
+  job.calls = 2000;
+  job.sends = true;
+  job.progress = true;
+  const std::vector<std::string> traces = WrittenTraces(tmp.path() + "/traces", job);
+  SummaryOptions options;
+  options.window = 64;
+  options.host = "node";
+  SummaryStats plain_stats;
+  absl::StatusOr<std::string> plain = BuildSummary(traces, options, &plain_stats);
+  REQUIRE(plain.ok());
+  WriteFile(tmp.path() + "/plain.ncws", *plain);
+  const std::vector<ProcessTrace> before = ReadAll(tmp.path() + "/plain.ncws");
+  REQUIRE(before.size() == 4);
+  REQUIRE_FALSE(before[0].left_out.empty());
+  const uint64_t comm = before[0].left_out[0].comm;
+  // Sends from rank 0 to rank 1 (each rank sends to the next).
+  options.keep.collectives[comm] = {3};
+  options.keep.sends[{comm, 0, 1}] = {2};
+  SummaryStats stats;
+  absl::StatusOr<std::string> bytes = BuildSummary(traces, options, &stats);
+  REQUIRE(bytes.ok());
+  WriteFile(tmp.path() + "/kept.ncws", *bytes);
+  CHECK(stats.collectives_left_out == plain_stats.collectives_left_out - 4 * kLeftOutBlock);
+  CHECK(stats.p2p_left_out == plain_stats.p2p_left_out - 2 * kLeftOutBlock);
+  const std::vector<ProcessTrace> read = ReadAll(tmp.path() + "/kept.ncws");
+  REQUIRE(read.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("rank " << i);
+    const ProcessTrace& t = read[i];
+    const std::map<uint64_t, CollectiveEvent> kept = BySeq(t);
+    CHECK(BySeq(before[i]).count(800) == 0);
+    for (uint64_t seq = 3 * kLeftOutBlock; seq < 4 * kLeftOutBlock; ++seq)
+      CHECK(kept.count(seq) == 1);
+    CHECK(kept.count(3 * kLeftOutBlock - 1) == 0);
+    CHECK(kept.count(4 * kLeftOutBlock) == 0);
+    // The run left out, split around block 3: its blocks before and after.
+    std::set<uint64_t> left;
+    for (const LeftOutCalls& l : t.left_out)
+      for (uint64_t b = 0; b < l.Blocks(); ++b) left.insert(l.first_block + b);
+    CHECK(left.count(2) == 1);
+    CHECK(left.count(3) == 0);
+    CHECK(left.count(4) == 1);
+    // Block 2 of the sends: rank 0's to rank 1 and rank 1's from rank 0.
+    std::set<std::pair<bool, uint64_t>> p2p;  // (send, number) kept in block 2
+    for (const P2pEvent& e : t.p2p)
+      if (e.seq / kLeftOutBlock == 2) p2p.insert({e.send, e.seq});
+    const size_t sends = i == 0 ? kLeftOutBlock : 0;
+    const size_t receives = i == 1 ? kLeftOutBlock : 0;
+    size_t n_sends = 0, n_receives = 0;
+    for (const auto& [send, seq] : p2p) ++(send ? n_sends : n_receives);
+    CHECK(n_sends == sends);
+    CHECK(n_receives == receives);
   }
 }
