@@ -15,7 +15,11 @@
 # sanitizer pass neither builds nor runs the tests whose subject is never
 # instrumented (NCCLWATCH_BUILD_GUEST_TESTS=OFF): the simulator (sim_*), the
 # real NCCL releases (real:), and the shim as a guest (preload:, dlsym:,
-# gpu_sharing:, cluster:); the decoder's job tests stay in. The cluster tests
+# gpu_sharing:, cluster:); the decoder's job tests stay in, but for their
+# second and third runs with summaries of a small window (NAME@window16,
+# NAME@summarized16: the same jobs, the verdicts compared; a third of the
+# pass's time, and their summaries' code runs under the sanitizers in
+# summary_jobs and summary_test already). The cluster tests
 # (tests/cluster: real Slurm, podman, Prometheus) report themselves skipped,
 # with the reason printed at the end, where their packages are missing.
 set -euo pipefail
@@ -93,7 +97,7 @@ start=$SECONDS
 BUILD_DIR=$asan_build "$repo/scripts/build.sh" -DNCCLWATCH_WERROR=ON -DNCCLWATCH_SANITIZE=address,undefined \
   -DNCCLWATCH_BUILD_BENCHMARKS=OFF -DNCCLWATCH_BUILD_GUEST_TESTS=OFF "${launcher[@]}"
 (cd "$asan_build" && UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
-  ctest --output-on-failure -j "$(nproc)" -E '^(sim_|real:|preload:|dlsym:|gpu_sharing:|cluster:)' "$@") || fail "tests under ASan and UBSan ($asan_build): $(failed_tests "$asan_build")"
+  ctest --output-on-failure -j "$(nproc)" -E '^(sim_|real:|preload:|dlsym:|gpu_sharing:|cluster:)|@' "$@") || fail "tests under ASan and UBSan ($asan_build): $(failed_tests "$asan_build")"
 echo "== sanitizer build and tests: $((SECONDS - start)) s"
 
 if ((in_git)); then
