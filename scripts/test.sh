@@ -16,10 +16,11 @@
 # instrumented (NCCLWATCH_BUILD_GUEST_TESTS=OFF): the simulator (sim_*), the
 # real NCCL releases (real:), and the shim as a guest (preload:, dlsym:,
 # gpu_sharing:, cluster:); the decoder's job tests stay in, but for their
-# second and third runs with summaries of a small window (NAME@window16,
-# NAME@summarized16: the same jobs, the verdicts compared; a third of the
-# pass's time, and their summaries' code runs under the sanitizers in
-# summary_jobs and summary_test already). The cluster tests
+# runs from node summaries of a small window (NAME@window16: the same jobs,
+# the verdicts compared; a sixth of the pass's time, and the summaries'
+# writer and reader run under the sanitizers in summary_jobs, summary_test
+# and NAME@summarized16, which judges every trace from its summary made in
+# memory). The cluster tests
 # (tests/cluster: real Slurm, podman, Prometheus) report themselves skipped,
 # with the reason printed at the end, where their packages are missing.
 set -euo pipefail
@@ -97,7 +98,7 @@ start=$SECONDS
 BUILD_DIR=$asan_build "$repo/scripts/build.sh" -DNCCLWATCH_WERROR=ON -DNCCLWATCH_SANITIZE=address,undefined \
   -DNCCLWATCH_BUILD_BENCHMARKS=OFF -DNCCLWATCH_BUILD_GUEST_TESTS=OFF "${launcher[@]}"
 (cd "$asan_build" && UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
-  ctest --output-on-failure -j "$(nproc)" -E '^(sim_|real:|preload:|dlsym:|gpu_sharing:|cluster:)|@' "$@") || fail "tests under ASan and UBSan ($asan_build): $(failed_tests "$asan_build")"
+  ctest --output-on-failure -j "$(nproc)" -E '^(sim_|real:|preload:|dlsym:|gpu_sharing:|cluster:)|@window16$' "$@") || fail "tests under ASan and UBSan ($asan_build): $(failed_tests "$asan_build")"
 echo "== sanitizer build and tests: $((SECONDS - start)) s"
 
 if ((in_git)); then

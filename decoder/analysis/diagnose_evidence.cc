@@ -102,7 +102,7 @@ bool NeedsWholeTraces(const Diagnosis& d) {
 }
 
 // The most blocks a second reading through summaries keeps whole (all
-// streams together): a process keeps at most 65,536 calls more than its
+// streams together): a rank keeps at most 65,536 calls more than its
 // windows, a few MiB of rows, where the rings read through summaries are of
 // 64 MiB and more.
 constexpr uint64_t kMaxKeptBlocks = 256;
@@ -136,7 +136,11 @@ bool GapsToKeep(const EvidenceDiagnosis& d, KeepWhole* keep) {
     return true;
   };
   if (d.job.summary_gaps().any_left_out()) {
-    for (const SummaryGap& g : d.job.summary_gaps().Find(SIZE_MAX).gaps) {
+    // Each gap is a block at least: past the budget's count, too many (and
+    // listing them all would cost a huge job's memory first).
+    const SummaryGaps::Found found = d.job.summary_gaps().Find(kMaxKeptBlocks);
+    if (found.more > 0) return false;
+    for (const SummaryGap& g : found.gaps) {
       for (const auto* side : {&g.left_out, &g.kept})
         for (const auto& [process, rank] : *side)
           if (!here(process)) return false;

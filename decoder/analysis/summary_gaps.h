@@ -76,7 +76,7 @@ class SummaryGaps {
   // Whether any process added came from a summary that left calls out.
   bool any_left_out() const { return any_left_out_; }
   // After the last process: the gaps, by communicator, then number, at
-  // most `listed` per communicator of each sort (SIZE_MAX: every one).
+  // most `listed` per communicator of each sort.
   struct Found {
     std::vector<SummaryGap> gaps;
     size_t more = 0;  // past `listed`, not listed

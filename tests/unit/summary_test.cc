@@ -1300,14 +1300,22 @@ namespace {
 
 // The diagnosis of trace files as a judging command makes it, with traces
 // of more than `summarize_over` bytes read through their summaries made in
-// memory (0: every trace), and whether each process was read so.
+// memory (0: every trace), and whether each process was read so (by the
+// last reading); `readings`, how many times the job was read: 1, 2 (again
+// through summaries keeping the gaps' blocks whole, where `summarized`
+// says so; else again whole), or 3 (then whole).
 EvidenceDiagnosis DiagnoseSummarizing(const std::vector<std::string>& files,
-                                      uint64_t summarize_over, std::vector<bool>* summarized) {
+                                      uint64_t summarize_over, std::vector<bool>* summarized,
+                                      size_t* readings = nullptr) {
   JobEvidence evidence{files, {}, {}};
   evidence.summarize_over = summarize_over;
-  absl::StatusOr<EvidenceDiagnosis> d = DiagnoseEvidence(evidence);
+  size_t handed = 0;
+  absl::StatusOr<EvidenceDiagnosis> d =
+      DiagnoseEvidence(evidence, [&](const JobInput&) { ++handed; });
   INFO((d.ok() ? "" : std::string(d.status().message())));
   REQUIRE(d.ok());
+  REQUIRE(handed % files.size() == 0);
+  if (readings != nullptr) *readings = handed / files.size();
   summarized->clear();
   for (const ProcessRecord& p : d->job.processes()) {
     summarized->push_back(!p.summary.empty());
@@ -1367,7 +1375,9 @@ TEST_CASE("summary: a big trace is judged from its summary in memory, read again
     WriteJob(tmp.path() + "/middle", job);
     const std::vector<std::string> traces = Traces(tmp.path() + "/middle");
     const EvidenceDiagnosis whole = DiagnoseSummarizing(traces, UINT64_MAX, &summarized);
-    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized);
+    size_t readings = 0;
+    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized, &readings);
+    CHECK(readings == 2);
     CHECK(summarized == std::vector<bool>(4, true));  // the second reading's, summarized too
     const Finding* r = Root(light.diagnosis);
     REQUIRE(r != nullptr);
@@ -1473,7 +1483,9 @@ TEST_CASE("summary: what summaries in memory could not compare is read again wit
     CHECK(HasSummaryGap(DiagnoseFiles({node}).diagnosis));
     const EvidenceDiagnosis whole = DiagnoseSummarizing(traces, UINT64_MAX, &summarized);
     CHECK_FALSE(HasSummaryGap(whole.diagnosis));
-    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized);
+    size_t readings = 0;
+    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized, &readings);
+    CHECK(readings == 2);  // the first's summaries left that gap
     CHECK(summarized == std::vector<bool>(4, true));
     INFO("findings from the summaries: " << FindingsText(light.diagnosis));
     CHECK_FALSE(HasSummaryGap(light.diagnosis));
@@ -1500,8 +1512,11 @@ TEST_CASE("summary: what summaries in memory could not compare is read again wit
     JobEvidence evidence{traces, {}, {}};
     evidence.summarize_over = 0;
     evidence.summarize_window = 16;
-    absl::StatusOr<EvidenceDiagnosis> light = DiagnoseEvidence(evidence);
+    size_t handed = 0;
+    absl::StatusOr<EvidenceDiagnosis> light =
+        DiagnoseEvidence(evidence, [&](const JobInput&) { ++handed; });
     REQUIRE(light.ok());
+    CHECK(handed == 2 * traces.size());  // read twice, the first's summaries left that gap
     for (const ProcessRecord& p : light->job.processes()) CHECK(p.summary == p.path);
     INFO("findings from the summaries: " << FindingsText(light->diagnosis));
     CHECK_FALSE(HasSummaryGap(light->diagnosis));
@@ -1518,7 +1533,9 @@ TEST_CASE("summary: what summaries in memory could not compare is read again wit
     WriteJob(tmp.path() + "/gap", job);
     const std::vector<std::string> traces = Traces(tmp.path() + "/gap");
     const EvidenceDiagnosis whole = DiagnoseSummarizing(traces, UINT64_MAX, &summarized);
-    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized);
+    size_t readings = 0;
+    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized, &readings);
+    CHECK(readings == 2);
     CHECK(summarized == std::vector<bool>(4, true));
     INFO("findings from the summaries: " << FindingsText(light.diagnosis));
     CHECK_FALSE(HasSummaryGap(light.diagnosis));
@@ -1532,7 +1549,9 @@ TEST_CASE("summary: what summaries in memory could not compare is read again wit
     WriteJob(tmp.path() + "/gap", job);
     const std::vector<std::string> traces = Traces(tmp.path() + "/gap");
     const EvidenceDiagnosis whole = DiagnoseSummarizing(traces, UINT64_MAX, &summarized);
-    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized);
+    size_t readings = 0;
+    const EvidenceDiagnosis light = DiagnoseSummarizing(traces, 0, &summarized, &readings);
+    CHECK(readings == 2);  // whole at once: no reading keeping 265 blocks
     CHECK(summarized == std::vector<bool>(4, false));
     CHECK_FALSE(HasSummaryGap(light.diagnosis));
     CheckSameVerdict(whole.diagnosis, light.diagnosis);
