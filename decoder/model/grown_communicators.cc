@@ -1,5 +1,6 @@
 #include "model/grown_communicators.h"
 
+#include <algorithm>
 #include <set>
 
 #include "ncclwatch/trace_fields.h"
@@ -96,6 +97,13 @@ void RenameCommunicators(ProcessTrace* t, const std::map<uint64_t, uint64_t>& re
   Rename(&t->gpu_times, renames);
   Rename(&t->streams, renames);
   Rename(&t->left_out, renames);
+  Rename(&t->left_out_p2p, renames);
+  Rename(&t->left_out_gpu_times, renames);
+  // Listed by communicator, as a summary's reader lists them.
+  std::sort(t->left_out_gpu_times.begin(), t->left_out_gpu_times.end(),
+            [](const ProcessTrace::LeftOutGpuTimes& a, const ProcessTrace::LeftOutGpuTimes& b) {
+              return a.comm < b.comm;
+            });
 }
 
 }  // namespace ncclwatch::decoder

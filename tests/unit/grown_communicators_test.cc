@@ -54,6 +54,14 @@ ProcessTrace Gained() {
     CommStream s;
     s.comm = comm;
     t.streams.push_back(s);
+    // What a node's summary left out of its calls there.
+    ncclwatch::decoder::LeftOutCalls l;
+    l.comm = comm;
+    t.left_out.push_back(l);
+    ncclwatch::decoder::LeftOutP2p p;
+    p.comm = comm;
+    t.left_out_p2p.push_back(p);
+    t.left_out_gpu_times.push_back({comm, 7});
   }
   return t;
 }
@@ -75,6 +83,15 @@ TEST_CASE("a gained rank takes the existing ranks' identity, and so do its split
   CHECK(t.collectives[1].comm == kSplitExisting);
   CHECK(t.streams[0].comm == kExisting);
   CHECK(t.streams[1].comm == kSplitExisting);
+  // And what a summary left out (so the pair's sends left out meet its
+  // peers' left-out receives under one communicator), listed as before.
+  CHECK(t.left_out[0].comm == kExisting);
+  CHECK(t.left_out[1].comm == kSplitExisting);
+  CHECK(t.left_out_p2p[0].comm == kExisting);
+  CHECK(t.left_out_p2p[1].comm == kSplitExisting);
+  REQUIRE(t.left_out_gpu_times.size() == 2);
+  CHECK(t.left_out_gpu_times[0].comm == kExisting);
+  CHECK(t.left_out_gpu_times[1].comm == kSplitExisting);
   CHECK_FALSE(GrowJoin::Gained(t));
 }
 
