@@ -1158,13 +1158,6 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
 
 }  // namespace
 
-uint64_t KeepWhole::Blocks() const {
-  uint64_t n = 0;
-  for (const auto& [comm, blocks] : collectives) n += blocks.size();
-  for (const auto& [pair, blocks] : sends) n += blocks.size();
-  return n;
-}
-
 absl::StatusOr<std::string> BuildSummary(const std::vector<std::string>& trace_files,
                                          const SummaryOptions& options, SummaryStats* stats) {
   if (trace_files.size() > kMaxSummaryTraces) {

@@ -48,8 +48,6 @@ struct KeepWhole {
   std::map<std::tuple<uint64_t, int32_t, int32_t>, std::vector<uint64_t>> sends;
 
   bool empty() const { return collectives.empty() && sends.empty(); }
-  // The blocks named, all streams together.
-  uint64_t Blocks() const;
 };
 
 struct SummaryOptions {
