@@ -88,16 +88,19 @@ absl::Status DiagnoseLogsAlone(const JobEvidence& evidence, EvidenceDiagnosis* o
   return absl::OkStatus();
 }
 
+// Whether `f` is a straggler's figures over fewer calls than the traces
+// hold (only a whole reading gives them all).
+bool StragglerOnFewerCalls(const Finding& f) {
+  const auto* x = std::get_if<StragglerFacts>(&f.facts);
+  return x != nullptr && x->summary_kept > 0;
+}
+
 // Whether `d` needed what a summary made in memory left out: then the
 // traces are read again (GapsToKeep). A summary_gap (calls compared only by
-// their blocks' digests, or not at all), or a straggler's figures over
-// fewer calls than the traces hold.
+// their blocks' digests, or not at all), or StragglerOnFewerCalls.
 bool NeedsWholeTraces(const Diagnosis& d) {
-  for (const Finding& f : d.findings) {
-    if (std::holds_alternative<SummaryGapFacts>(f.facts)) return true;
-    const auto* x = std::get_if<StragglerFacts>(&f.facts);
-    if (x != nullptr && x->summary_kept > 0) return true;
-  }
+  for (const Finding& f : d.findings)
+    if (std::holds_alternative<SummaryGapFacts>(f.facts) || StragglerOnFewerCalls(f)) return true;
   return false;
 }
 
@@ -113,14 +116,12 @@ constexpr uint64_t kMaxKeptBlocks = 256;
 // (the traces are read whole) where that would not do: a straggler's
 // figures need more calls than a window; a gap's ranks include one of a
 // node's summary (its traces are not here to summarize again); the sends'
-// gaps were not all listed; or the blocks would pass kMaxKeptBlocks. (Every
-// ring that wrapped begins inside a block its peers left out: in a long
-// job that is the common gap, and one block each.)
+// gaps were not all listed; or the blocks would pass kMaxKeptBlocks. (A
+// ring that wrapped begins inside a block its peers may leave out: where
+// rings wrapped more than a window apart, a common gap, one block each.)
 bool GapsToKeep(const EvidenceDiagnosis& d, KeepWhole* keep) {
-  for (const Finding& f : d.diagnosis.findings) {
-    const auto* x = std::get_if<StragglerFacts>(&f.facts);
-    if (x != nullptr && x->summary_kept > 0) return false;
-  }
+  for (const Finding& f : d.diagnosis.findings)
+    if (StragglerOnFewerCalls(f)) return false;
   const std::vector<ProcessRecord>& procs = d.job.processes();
   // Read whole, or through its own summary made in memory.
   auto here = [&](int process) {
