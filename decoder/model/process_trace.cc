@@ -278,6 +278,15 @@ void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace, const LightRea
   importer.Recycle(std::move(old_streams));
   std::unordered_map<uint64_t, size_t> gpu_count_of;  // index into left_out_gpu_times
   size_t last_gpu_count = SIZE_MAX;                   // the last one counted
+  // A GPU time counted, not made a row (LightReading::count_gpu_times).
+  auto count_gpu_time = [&](uint64_t gpu_comm) {
+    if (last_gpu_count == SIZE_MAX || p.left_out_gpu_times[last_gpu_count].comm != gpu_comm) {
+      auto [at, fresh] = gpu_count_of.try_emplace(gpu_comm, p.left_out_gpu_times.size());
+      if (fresh) p.left_out_gpu_times.push_back({gpu_comm, 0});
+      last_gpu_count = at->second;
+    }
+    ++p.left_out_gpu_times[last_gpu_count].count;
+  };
   file.ForEachEntry(
       [&](bool pinned, uint64_t slot, uint8_t kind, absl::Span<const uint8_t> bytes) {
         bool parsed;
@@ -307,14 +316,21 @@ void ReadProcessTrace(const TraceFile& file, ProcessTrace* trace, const LightRea
             read_as = EntryRead::kProgress;
             comm = p.progress.back().comm;
           }
-          if (light.count_gpu_times && gpu_time) {
-            if (last_gpu_count == SIZE_MAX ||
-                p.left_out_gpu_times[last_gpu_count].comm != gpu_comm) {
-              auto [at, fresh] = gpu_count_of.try_emplace(gpu_comm, p.left_out_gpu_times.size());
-              if (fresh) p.left_out_gpu_times.push_back({gpu_comm, 0});
-              last_gpu_count = at->second;
-            }
-            ++p.left_out_gpu_times[last_gpu_count].count;
+          if (light.count_gpu_times && gpu_time) count_gpu_time(gpu_comm);
+        } else if (kind == NCCLWATCH_SLOT_GPU_TIME) {
+          // A GPU time's fixed slot (format 4): counted or made a row, as
+          // the protobuf one above.
+          uint64_t gpu_comm = 0;
+          if (light.count_gpu_times) {
+            parsed = importer.ImportGpuTimeSlot(bytes, &gpu_comm);
+            if (parsed) count_gpu_time(gpu_comm);
+          } else {
+            parsed = importer.ImportGpuTimeSlot(bytes);
+            if (parsed) gpu_comm = p.gpu_times.back().comm;
+          }
+          if (parsed) {
+            read_as = EntryRead::kGpuTime;
+            comm = gpu_comm;
           }
         } else if (fn != nullptr) {
           // The call takes its place in the timeline as a row would.

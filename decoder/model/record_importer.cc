@@ -1,11 +1,15 @@
 #include "model/record_importer.h"
 
 #include <array>
+#include <cstddef>
+#include <cstring>
 
 #include "model/import/body_importer.h"
 #include "model/import/call_slot_import.h"
 #include "model/import/collective_import.h"
+#include "ncclwatch/ring_format.h"
 #include "ncclwatch/trace_fields.h"
+#include "trace/gpu_time_slot.h"
 #include "trace/wire_reader.h"
 
 namespace ncclwatch::decoder {
@@ -47,6 +51,34 @@ void RecordImporter::Finish(bool restore_held) {
 
 bool RecordImporter::ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload) {
   return importing::ImportCallSlot(kind, payload, *p_, streams_);
+}
+
+bool RecordImporter::ImportGpuTimeSlot(absl::Span<const uint8_t> payload, uint64_t* counted_comm) {
+  if (payload.size() != NCCLWATCH_SLOT_PAYLOAD_BYTES) return false;
+  ProcessTrace& p = *p_;
+  const uint64_t order = p.last_order + 1;
+  uint64_t t;
+  std::memcpy(&t, payload.data() + offsetof(ncclwatch_gpu_time_slot, t), sizeof(t));
+  if (counted_comm != nullptr) {
+    *counted_comm = GpuTimeSlotComm(payload);
+  } else {
+    const ncclwatch_gpu_time_slot s = ReadGpuTimeSlot(payload);
+    GpuTimeEvent& e = p.gpu_times.emplace_back();
+    e.order = order;
+    e.t = t;
+    e.comm = s.comm;
+    e.call = s.call;
+    e.seq = s.seq;
+    e.collectives = s.collectives;
+    e.group_ops = s.group_ops;
+    e.begin_ns = s.begin_ns;
+    e.end_ns = s.end_ns;
+    e.gpu_ns = s.gpu_ns;
+    e.anchor_error_ns = s.anchor_error_ns;
+  }
+  p.last_order = order;
+  if (t > p.last_t) p.last_t = t;
+  return true;
 }
 
 bool RecordImporter::Import(absl::Span<const uint8_t> bytes) {

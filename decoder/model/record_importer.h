@@ -5,9 +5,10 @@
 // (model/import/body_importer.h: calls, the process, communicators,
 // forensics, completion); call slots (format 2's fixed-layout collectives,
 // sends and receives and groups) are copied field by field
-// (model/import/call_slot_import.h). The per-call records become table rows
-// without any allocation beyond the table's own growth; the rare records
-// (identity, modules, inventory, system calls, errors) copy their strings.
+// (model/import/call_slot_import.h), and so are GPU-time slots (format
+// 4). The per-call records become table rows without any allocation beyond
+// the table's own growth; the rare records (identity, modules, inventory,
+// system calls, errors) copy their strings.
 // Fields this version does not know are skipped, and so are bodies no
 // family registers, as the schema's append-only rule allows; a record that
 // is not well-formed protobuf is counted in ProcessTrace::unparsed_records
@@ -50,6 +51,13 @@ class RecordImporter {
   // (trace/call_slot.h). False for a kind that is not a call slot's or a
   // payload of the wrong size.
   bool ImportCallSlot(uint8_t kind, absl::Span<const uint8_t> payload);
+
+  // A GPU-time slot (ForEachEntry's NCCLWATCH_SLOT_GPU_TIME and its 112-byte
+  // payload, format 4) read straight from its fixed layout: the row Import
+  // makes of the Record it stands for (trace/gpu_time_slot.h). With
+  // `counted_comm`, not made a row but its communicator put there, as
+  // Import's counting form does. False for a payload of the wrong size.
+  bool ImportGpuTimeSlot(absl::Span<const uint8_t> payload, uint64_t* counted_comm = nullptr);
 
   // The streams of a trace loaded before, whose memory the new streams
   // reuse (StreamBuilder::Recycle).

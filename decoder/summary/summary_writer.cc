@@ -27,6 +27,7 @@
 #include "summary/chunk_ledger.h"
 #include "summary/record_delta.h"
 #include "trace/call_slot.h"
+#include "trace/gpu_time_slot.h"
 #include "trace/time_order.h"
 #include "trace/trace_file.h"
 #include "trace/wire_reader.h"
@@ -936,6 +937,21 @@ absl::Status SummarizeTrace(const std::string& path, uint64_t window, uint64_t g
     TraceFileStats read_stats;
     (*file)->ForEachEntry(
         [&](bool pinned, uint64_t at, uint8_t kind, absl::Span<const uint8_t> bytes) {
+          uint8_t converted[kGpuTimeSlotRecordMax];
+          if (kind == NCCLWATCH_SLOT_GPU_TIME) {
+            // A GPU time's fixed slot (format 4): counted where none is
+            // kept, as below; else kept as the Record it stands for (a
+            // summary holds protobuf records, whatever the ring's format).
+            if (bytes.size() != NCCLWATCH_SLOT_PAYLOAD_BYTES) return;
+            if (!kept_slots.Has(pinned, at) && (pinned || at < first_cursor)) {
+              ++left_gpu[GpuTimeSlotComm(bytes)];
+              return;
+            }
+            const size_t n = GpuTimeSlotToRecord(ReadGpuTimeSlot(bytes), converted);
+            if (n == 0) return;
+            kind = NCCLWATCH_SLOT_SINGLE;
+            bytes = absl::MakeConstSpan(converted, n);
+          }
           if (kind == NCCLWATCH_SLOT_SINGLE) {
             // A GPU time or a Progress record where none is kept
             // (kept_slots).

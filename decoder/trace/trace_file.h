@@ -95,8 +95,8 @@ class TraceFile {
 
   // Calls fn(bool pinned, uint64_t index, absl::Span<const uint8_t> bytes)
   // for every whole record, in timeline order; `bytes` is a trace.proto
-  // Record (a call slot is converted into the Record it stands for, see
-  // trace/call_slot.h) valid during the call only. (A template: the
+  // Record (a fixed slot is converted into the Record it stands for, see
+  // trace/call_slot.h and trace/gpu_time_slot.h) valid during the call only. (A template: the
   // per-record call is inlined.)
   template <typename Fn>
   void ForEachRecord(Fn&& fn, TraceFileStats* stats) const;
@@ -104,8 +104,10 @@ class TraceFile {
   // The same records, as stored: calls fn(bool pinned, uint64_t index,
   // uint8_t kind, absl::Span<const uint8_t> bytes), where `kind` is
   // NCCLWATCH_SLOT_SINGLE for a protobuf Record (`bytes`, whatever slots it
-  // spanned) or a call slot's kind (NCCLWATCH_SLOT_COLLECTIVE, _P2P, _GROUP),
-  // with `bytes` its NCCLWATCH_SLOT_PAYLOAD_BYTES-byte payload (ReadCallSlot).
+  // spanned) or a fixed slot's kind, with `bytes` its
+  // NCCLWATCH_SLOT_PAYLOAD_BYTES-byte payload: a call slot's
+  // (NCCLWATCH_SLOT_COLLECTIVE, _P2P, _GROUP: ReadCallSlot) or a GPU time's
+  // (NCCLWATCH_SLOT_GPU_TIME: ReadGpuTimeSlot).
   // What the model's importer reads, with no conversion.
   template <typename Fn>
   void ForEachEntry(Fn&& fn, TraceFileStats* stats) const;
@@ -198,7 +200,7 @@ class TraceFile {
 uint64_t RecordTime(absl::Span<const uint8_t> record);
 // Whether a record is the process's end (Record.process_end).
 bool IsProcessEnd(absl::Span<const uint8_t> record);
-// The same for an entry of ForEachEntry: a call slot's t, or RecordTime.
+// The same for an entry of ForEachEntry: a fixed slot's t, or RecordTime.
 inline uint64_t EntryTime(uint8_t kind, absl::Span<const uint8_t> bytes) {
   if (kind != NCCLWATCH_SLOT_SINGLE && bytes.size() >= 8) {
     uint64_t t;

@@ -19,7 +19,7 @@
  *   +--------+--------+------+-------+--------------+-------------------------+
  *   | stamp  | length | kind | flags | record_bytes | payload (112 bytes)     |
  *   | u64    | u16    | u8   | u8    | u32          | protobuf Record, a part |
- *   |        |        |      |       |              | of one, or a call slot  |
+ *   |        |        |      |       |              | of one, or a fixed slot |
  *   +--------+--------+------+-------+--------------+-------------------------+
  *   (flags: NCCLWATCH_SLOT_CLAIMED, format 3; reserved and 0 before)
  *
@@ -32,6 +32,20 @@
  * fields, optional ones only when set, see the struct), so a reader that
  * wants protobuf gets the same Record the protobuf path would have written.
  * Every other record is protobuf, as in format 1.
+ *
+ * GPU-time slots (format 4). A GpuTime record (trace.proto), one for each
+ * operation whose completion the watcher tracked on a GPU rank (as many as
+ * its collectives), is written the same way: one fixed-layout struct
+ * (ncclwatch_gpu_time_slot, exactly one payload) of kind
+ * NCCLWATCH_SLOT_GPU_TIME, which the decoder turns into that Record (t,
+ * thread and GpuTime's fields, each but comm, call, seq and collectives only
+ * when not 0). A protobuf GpuTime took a reader three varint walks (its
+ * envelope twice, its fields once); this is a load per field.
+ *
+ *   GPU-time slot payload (112 bytes, little-endian, offsets in bytes)
+ *    0 t u64 | 8 thread u32 | 12 call u32 | 16 comm u64 | 24 seq u64
+ *   32 collectives u64 | 40 begin_ns u64 | 48 end_ns u64 | 56 gpu_ns u64
+ *   64 anchor_error_ns u64 | 72 group_ops u32 | 76..111 reserved, 0
  *
  *   call slot payload (112 bytes, little-endian, offsets in bytes)
  *    0 t u64 | 8 result i32 | 12 thread u32 | 16 comm u64 | 24 seq u64
@@ -100,8 +114,10 @@
 #define NCCLWATCH_RING_MAGIC "NCCLWTRC"
 /* 2: call slots (COLLECTIVE, P2P, GROUP). A reader of format 2 also reads
  * format 1, which is format 2 without them. 3: claim blocks (above), the
- * WRITING stamp, slot flags. A reader of format 3 reads 1 and 2 too. */
-#define NCCLWATCH_RING_FORMAT_VERSION 3u
+ * WRITING stamp, slot flags. A reader of format 3 reads 1 and 2 too.
+ * 4: GPU-time slots (GPU_TIME); a reader of format 4 reads 1 to 3, where
+ * GpuTime records are protobuf (and a slot of kind GPU_TIME is torn). */
+#define NCCLWATCH_RING_FORMAT_VERSION 4u
 #define NCCLWATCH_RING_FORMAT_OLDEST_READ 1u
 #define NCCLWATCH_SCHEMA_VERSION 1u
 #define NCCLWATCH_ENDIAN_CHECK 0x01020304u
@@ -135,7 +151,9 @@ enum ncclwatch_slot_kind {
   /* Format 2: one ncclwatch_call_slot standing for a Record with this body. */
   NCCLWATCH_SLOT_COLLECTIVE = 6, /* Record.collective */
   NCCLWATCH_SLOT_P2P = 7,        /* Record.p2p */
-  NCCLWATCH_SLOT_GROUP = 8       /* Record.group */
+  NCCLWATCH_SLOT_GROUP = 8,      /* Record.group */
+  /* Format 4: one ncclwatch_gpu_time_slot standing for a Record.gpu_time. */
+  NCCLWATCH_SLOT_GPU_TIME = 9
 };
 
 /* ncclwatch_call_slot.flags */
@@ -214,8 +232,32 @@ typedef struct ncclwatch_call_slot {
   uint32_t flags; /* NCCLWATCH_CALL_* */
 } ncclwatch_call_slot;
 
+/* A GPU-time slot's payload: trace.proto GpuTime, field for field, with the
+ * Record's t and thread. 0 stands for a field's absence, as in the protobuf
+ * record (proto3: 0 is never written). The watcher writes every byte,
+ * reserved ones as 0. */
+typedef struct ncclwatch_gpu_time_slot {
+  uint64_t t;      /* trace clock (header.clock): when the watcher wrote it */
+  uint32_t thread; /* the watcher's thread, 1, 2, ... per process */
+  uint32_t call;   /* trace.proto Call */
+  uint64_t comm;
+  uint64_t seq;
+  uint64_t collectives;
+  uint64_t begin_ns;
+  uint64_t end_ns;
+  uint64_t gpu_ns;
+  uint64_t anchor_error_ns;
+  uint32_t group_ops;
+  uint8_t reserved[36];
+} ncclwatch_gpu_time_slot;
+
 #ifdef __cplusplus
 static_assert(sizeof(ncclwatch_call_slot) == NCCLWATCH_SLOT_PAYLOAD_BYTES, "one payload exactly");
+static_assert(sizeof(ncclwatch_gpu_time_slot) == NCCLWATCH_SLOT_PAYLOAD_BYTES,
+              "one payload exactly");
+static_assert(offsetof(ncclwatch_gpu_time_slot, t) == 0, "every fixed slot's time first");
+static_assert(offsetof(ncclwatch_gpu_time_slot, comm) == 16, "GPU-time slot layout");
+static_assert(offsetof(ncclwatch_gpu_time_slot, group_ops) == 72, "GPU-time slot layout");
 static_assert(offsetof(ncclwatch_call_slot, result) == 8, "the result is patched in place");
 static_assert(offsetof(ncclwatch_call_slot, call) == 80, "call slot layout");
 static_assert(offsetof(ncclwatch_call_slot, flags) == 108, "call slot layout");

@@ -517,7 +517,7 @@ void TakeAnchor(CompletionTrack* track, uint64_t now_ns) {
 
 int64_t MsToNs(float ms) { return static_cast<int64_t>(static_cast<double>(ms) * 1e6); }
 
-// One completed marker's GPU times (GpuTime, ring).
+// One completed marker's GPU times (GpuTime, ring: a GPU-time slot).
 void WriteGpuTime(const CompletionTrack* track, const Marker& m) {
   uint64_t gpu_ns = 0, begin_ns = 0, end_ns = 0;
   float ms = 0;
@@ -530,18 +530,19 @@ void WriteGpuTime(const CompletionTrack* track, const Marker& m) {
     if (end_ns > gpu_ns && gpu_ns != 0) begin_ns = end_ns - gpu_ns;
   }
   if (gpu_ns == 0 && end_ns == 0) return;
-  RecordBuilder<> r(f::record::kGpuTime);
-  namespace k = f::gpu_time;
-  r.w().Fixed64(k::kComm, track->id);
-  r.w().Varint(k::kCall, m.call);
-  r.w().Varint(k::kSeq, m.seq);
-  r.w().Varint(k::kCollectives, m.collectives);
-  if (m.group_ops) r.w().Varint(k::kGroupOps, m.group_ops);
-  if (begin_ns) r.w().Varint(k::kBeginNs, begin_ns);
-  if (end_ns) r.w().Varint(k::kEndNs, end_ns);
-  if (gpu_ns) r.w().Varint(k::kGpuNs, gpu_ns);
-  if (end_ns) r.w().Varint(k::kAnchorErrorNs, track->anchor_error_ns);
-  r.Append(Region::kRing);
+  // A fixed slot, not protobuf (ring_format.h, format 4): one per tracked
+  // operation, as many as the rank's collectives, each read back as fast.
+  ncclwatch_gpu_time_slot s = {};
+  s.comm = track->id;
+  s.call = m.call;
+  s.seq = m.seq;
+  s.collectives = m.collectives;
+  s.group_ops = m.group_ops;
+  s.begin_ns = begin_ns;
+  s.end_ns = end_ns;
+  s.gpu_ns = gpu_ns;
+  if (end_ns) s.anchor_error_ns = track->anchor_error_ns;
+  AppendGpuTimeSlot(s);
 }
 
 }  // namespace

@@ -14,9 +14,10 @@
 // RecordBuilder encodes on the stack and copies into the ring (any region,
 // any size: identity, modules, communicator creation and end, errors, the
 // watcher's records); AppendRingRecord, below, encodes straight into a ring
-// slot (API calls, successful CUDA calls); AppendCallSlot, last, stores the
+// slot (API calls, successful CUDA calls); AppendCallSlot stores the
 // hottest ones (collectives, point-to-point, groups) as a fixed-layout call
-// slot, with no encoding at all.
+// slot, with no encoding at all, and AppendGpuTimeSlot, last, the watcher's
+// GPU times as a GPU-time slot.
 //
 // Writing the record before the call and its result after means a trace
 // shows a call the process never returned from as entered and pending.
@@ -153,6 +154,21 @@ __attribute__((always_inline)) inline CallRecord AppendCallSlot(uint8_t kind,
   call.result.expect = claim.where.index + 1;
   AnchorIfDue(claim);
   return call;
+}
+
+// A GPU time (trace.proto GpuTime) as a GPU-time slot (ring_format.h,
+// format 4): `v` holds every field but t and thread, set here (t the
+// claim's clock read). The watcher's, off the hot path: copied whole.
+inline void AppendGpuTimeSlot(const ncclwatch_gpu_time_slot& v) {
+  SlotClaim claim;
+  if (!g_ring.ClaimSlot(&claim)) return;
+  ncclwatch_gpu_time_slot s = v;
+  s.t = claim.t;
+  s.thread = ThisThread().index;
+  memset(s.reserved, 0, sizeof(s.reserved));
+  memcpy(claim.payload, &s, sizeof(s));
+  g_ring.PublishCallSlot(claim, NCCLWATCH_SLOT_GPU_TIME);
+  AnchorIfDue(claim);
 }
 
 }  // namespace ncclwatch::shim

@@ -331,8 +331,9 @@ class RingWriter {
     Seal(claim, static_cast<uint16_t>(len), NCCLWATCH_SLOT_SINGLE);
   }
   void Discard(const SlotClaim& claim) { Seal(claim, 0, NCCLWATCH_SLOT_PADDING); }
-  // A claimed slot filled with an ncclwatch_call_slot (claim.payload):
-  // published as `kind` (NCCLWATCH_SLOT_COLLECTIVE, _P2P or _GROUP).
+  // A claimed slot filled with a fixed slot's payload (claim.payload):
+  // published as `kind` (an ncclwatch_call_slot: NCCLWATCH_SLOT_COLLECTIVE,
+  // _P2P or _GROUP; an ncclwatch_gpu_time_slot: NCCLWATCH_SLOT_GPU_TIME).
   void PublishCallSlot(const SlotClaim& claim, uint8_t kind) {
     Seal(claim, NCCLWATCH_SLOT_PAYLOAD_BYTES, kind);
   }
@@ -346,6 +347,17 @@ class RingWriter {
     StoreCallSlot(claim.payload, s, s.t, s.result);
     PublishCallSlot(claim, kind);
     if (where != nullptr) *where = claim.where;
+    return true;
+  }
+
+  // A whole GPU-time slot appended to the ring (its t as given), for
+  // writers off the shim's path (tests, benchmarks, seeds); the watcher's is
+  // AppendGpuTimeSlot in core/record_builder.h.
+  bool AppendGpuTimeSlot(const ncclwatch_gpu_time_slot& s) {
+    SlotClaim claim;
+    if (!ClaimSlot(&claim)) return false;
+    memcpy(claim.payload, &s, sizeof(s));
+    PublishCallSlot(claim, NCCLWATCH_SLOT_GPU_TIME);
     return true;
   }
 

@@ -112,6 +112,25 @@ void PutCallSlot(RingWriter& ring, FuzzedDataProvider& in, uint64_t* t, uint8_t 
   ring.AppendCallSlot(kind, s);
 }
 
+// A GPU time as the watcher writes it (format 4's fixed slot).
+void PutGpuTimeSlot(RingWriter& ring, FuzzedDataProvider& in, uint64_t* t) {
+  ncclwatch_gpu_time_slot g{};
+  *t += in.ConsumeBool() ? in.ConsumeIntegralInRange<uint64_t>(0, 1000000) : Value(in);
+  g.t = *t;
+  g.thread = in.ConsumeIntegralInRange<uint32_t>(0, 3);
+  g.call = in.ConsumeIntegralInRange<uint32_t>(0, 14);
+  g.comm = Comm(in);
+  g.seq = Value(in);
+  g.collectives = in.ConsumeBool() ? g.seq + 1 : Value(in);
+  g.group_ops = in.ConsumeIntegralInRange<uint32_t>(0, 4);
+  g.begin_ns = Value(in);
+  g.end_ns =
+      in.ConsumeBool() ? g.begin_ns + in.ConsumeIntegralInRange<uint64_t>(0, 1000000) : Value(in);
+  g.gpu_ns = Value(in);
+  g.anchor_error_ns = Value(in);
+  ring.AppendGpuTimeSlot(g);
+}
+
 void WriteProcess(FuzzedDataProvider& in, const std::string& dir, int index) {
   const std::string host = in.ConsumeBool() ? "node" + std::to_string(index % 2) : Text(in, 40);
   ncclwatch::shim::RingConfig config;
@@ -188,13 +207,16 @@ void WriteProcess(FuzzedDataProvider& in, const std::string& dir, int index) {
           w.Sint(f::comm_end::kRank, Signed(in));
         });
         break;
-      case 7:
-        PutCallSlot(
-            ring, in, &t,
-            in.PickValueInArray<uint8_t>({NCCLWATCH_SLOT_COLLECTIVE, NCCLWATCH_SLOT_COLLECTIVE,
-                                          NCCLWATCH_SLOT_P2P, NCCLWATCH_SLOT_GROUP}),
-            index);
+      case 7: {
+        const uint8_t kind = in.PickValueInArray<uint8_t>(
+            {NCCLWATCH_SLOT_COLLECTIVE, NCCLWATCH_SLOT_COLLECTIVE, NCCLWATCH_SLOT_P2P,
+             NCCLWATCH_SLOT_GROUP, NCCLWATCH_SLOT_GPU_TIME});
+        if (kind == NCCLWATCH_SLOT_GPU_TIME)
+          PutGpuTimeSlot(ring, in, &t);
+        else
+          PutCallSlot(ring, in, &t, kind, index);
         break;
+      }
       case 5:
       case 6:
         Put(ring, in, &t, f::record::kCollective, [&](WireWriter& w) {

@@ -2,7 +2,8 @@
 // traces made by the shim's own ring writer: a ring that wrapped (200 calls
 // in 64 slots), records that span several slots, a pinned region that
 // overflowed into the ring, a trace with nothing in it, and one of call
-// slots (format 2's fixed-layout collectives, sends, groups) that wrapped. Each is a few
+// slots (format 2's fixed-layout collectives, sends, groups) and GPU-time
+// slots (format 4) that wrapped. Each is a few
 // tens of KiB; they are made when the fuzzers run, never checked in.
 
 #include <stdint.h>
@@ -95,6 +96,18 @@ bool Seed(const std::string& out, const std::string& name, int rank, int calls, 
                                : seq % 4 == 2 ? NCCLWATCH_SLOT_GROUP
                                               : NCCLWATCH_SLOT_COLLECTIVE,
                                s);
+      if (ok && seq % 4 < 2) {  // its GPU time, as the watcher writes it (format 4)
+        ncclwatch_gpu_time_slot g{};
+        g.t = t + 500;
+        g.comm = kComm;
+        g.call = f::kAllReduce;
+        g.seq = static_cast<uint64_t>(seq);
+        g.collectives = static_cast<uint64_t>(seq) + 1;
+        g.begin_ns = t + 100;
+        g.end_ns = t + 400;
+        g.gpu_ns = 300;
+        ok = ring.AppendGpuTimeSlot(g);
+      }
       continue;
     }
     ok = Put(ring, Region::kRing, t += 1000, f::record::kCollective, [&](WireWriter& w) {

@@ -4,9 +4,14 @@
 // in true order across the file's two regions, and one stream per
 // (communicator, rank) built once.
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <random>
@@ -22,6 +27,7 @@
 #include "ring/ring_writer.h"
 #include "support/traced_job.h"
 #include "trace/call_slot.h"
+#include "trace/gpu_time_slot.h"
 #include "trace/trace_file.h"
 
 namespace {
@@ -1039,4 +1045,181 @@ TEST_CASE("call slots decode as the Records they stand for, as libprotobuf reads
       }
     }
   }
+}
+
+TEST_CASE("GPU-time slots decode as the GpuTime Records they stand for, as libprotobuf reads those",
+          "[model][conformance]") {
+  using ncclwatch::decoder::GpuTimeSlotComm;
+  using ncclwatch::decoder::GpuTimeSlotToRecord;
+  using ncclwatch::decoder::kGpuTimeSlotRecordMax;
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    INFO("seed " << seed);
+    Values v(seed);
+    ncclwatch_gpu_time_slot s;
+    std::memset(&s, 0xa5, sizeof(s));  // reserved bytes are not read
+    s.t = v.U64();
+    s.thread = static_cast<uint32_t>(v.U64());
+    s.call = seed % 3 == 0 ? static_cast<uint32_t>(v.U64()) : seed % 15;
+    s.comm = v.U64();
+    s.seq = v.U64();
+    s.collectives = v.U64();
+    s.begin_ns = v.U64();
+    s.end_ns = v.U64();
+    s.gpu_ns = v.U64();
+    s.anchor_error_ns = v.U64();
+    s.group_ops = static_cast<uint32_t>(v.U64());
+    const auto payload = absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(&s), sizeof(s));
+    uint8_t bytes[kGpuTimeSlotRecordMax];
+    const size_t n = GpuTimeSlotToRecord(s, bytes);
+    REQUIRE(n > 0);
+    pb::Record r;
+    REQUIRE(r.ParseFromArray(bytes, static_cast<int>(n)));
+    CHECK(r.t() == s.t);
+    CHECK(r.thread() == s.thread);
+    REQUIRE(r.has_gpu_time());
+    const pb::GpuTime& g = r.gpu_time();
+    CHECK(g.comm() == s.comm);
+    CHECK(static_cast<uint32_t>(g.call()) == s.call);
+    CHECK(g.seq() == s.seq);
+    CHECK(g.collectives() == s.collectives);
+    CHECK(g.group_ops() == s.group_ops);
+    CHECK(g.begin_ns() == s.begin_ns);
+    CHECK(g.end_ns() == s.end_ns);
+    CHECK(g.gpu_ns() == s.gpu_ns);
+    CHECK(g.anchor_error_ns() == s.anchor_error_ns);
+    // The model's rows: straight from the slot, and from the Record's bytes.
+    ProcessTrace direct, via, counted;
+    REQUIRE(RecordImporter(&direct).ImportGpuTimeSlot(payload));
+    REQUIRE(RecordImporter(&via).Import(absl::MakeConstSpan(bytes, n)));
+    REQUIRE(direct.gpu_times.size() == 1);
+    REQUIRE(via.gpu_times.size() == 1);
+    const auto& a = direct.gpu_times[0];
+    const auto& b = via.gpu_times[0];
+    CHECK(a.order == b.order);
+    CHECK(a.t == b.t);
+    CHECK(a.comm == b.comm);
+    CHECK(a.call == b.call);
+    CHECK(a.seq == b.seq);
+    CHECK(a.collectives == b.collectives);
+    CHECK(a.group_ops == b.group_ops);
+    CHECK(a.begin_ns == b.begin_ns);
+    CHECK(a.end_ns == b.end_ns);
+    CHECK(a.gpu_ns == b.gpu_ns);
+    CHECK(a.anchor_error_ns == b.anchor_error_ns);
+    CHECK(direct.last_order == via.last_order);
+    CHECK(direct.last_t == via.last_t);
+    // Counted: no row, its communicator, its place in the timeline.
+    uint64_t comm = 0;
+    REQUIRE(RecordImporter(&counted).ImportGpuTimeSlot(payload, &comm));
+    CHECK(comm == s.comm);
+    CHECK(GpuTimeSlotComm(payload) == s.comm);
+    CHECK(counted.gpu_times.empty());
+    CHECK(counted.last_order == via.last_order);
+    CHECK(counted.last_t == via.last_t);
+  }
+  ProcessTrace p;
+  const uint8_t short_payload[NCCLWATCH_SLOT_PAYLOAD_BYTES - 1] = {};
+  CHECK_FALSE(RecordImporter(&p).ImportGpuTimeSlot(absl::MakeConstSpan(short_payload)));
+  CHECK(p.gpu_times.empty());
+}
+
+TEST_CASE(
+    "a GPU-time slot is read in its place as a row and a count and a Record "
+    "and in a format 3 ring it is torn",
+    "[model]") {
+  using ncclwatch::decoder::EntryFn;
+  using ncclwatch::decoder::EntryRead;
+  using ncclwatch::decoder::LightReading;
+  using ncclwatch::decoder::TraceFile;
+  using ncclwatch::decoder::TraceFileStats;
+  TraceWriter tw;
+  constexpr uint64_t kTimes = 120;
+  for (uint64_t i = 0; i < kTimes; ++i) {
+    Append(tw.w, Region::kRing, Collective(100 + 2 * i, 0xa, i));
+    ncclwatch_gpu_time_slot g{};
+    g.t = 101 + 2 * i;
+    g.thread = 2;
+    g.comm = i % 3 == 2 ? 0xb : 0xa;
+    g.call = f::kAllReduce;
+    g.seq = i;
+    g.collectives = i + 1;
+    g.begin_ns = 5000 + i;
+    g.end_ns = 6000 + i;
+    g.gpu_ns = 1000;
+    g.anchor_error_ns = i % 2;
+    REQUIRE(tw.w.AppendGpuTimeSlot(g));
+  }
+  {
+    absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(tw.w.path());
+    REQUIRE(file.ok());
+    ProcessTrace whole;
+    ncclwatch::decoder::ReadProcessTrace(**file, &whole);
+    REQUIRE(whole.gpu_times.size() == kTimes);
+    REQUIRE(whole.collectives.size() == kTimes);
+    CHECK(whole.unparsed_records == 0);
+    CHECK(whole.stats.torn_slots == 0);
+    for (uint64_t i = 0; i < kTimes; ++i) {
+      const auto& e = whole.gpu_times[i];
+      CHECK(e.order == whole.collectives[i].order + 1);  // right after its collective
+      CHECK(e.t == 101 + 2 * i);
+      CHECK(e.comm == (i % 3 == 2 ? 0xb : 0xa));
+      CHECK(e.seq == i);
+      CHECK(e.collectives == i + 1);
+      CHECK(e.begin_ns == 5000 + i);
+      CHECK(e.end_ns == 6000 + i);
+      CHECK(e.gpu_ns == 1000);
+      CHECK(e.anchor_error_ns == i % 2);
+    }
+    // Counted by communicator, told as GPU times, in the same places.
+    ProcessTrace counted;
+    std::map<uint64_t, uint64_t> told;
+    auto tell = [&](bool, uint64_t, EntryRead read_as, uint64_t comm) {
+      if (read_as == EntryRead::kGpuTime) ++told[comm];
+    };
+    const EntryFn other = tell;  // a reference: `tell` outlives it
+    LightReading light;
+    light.other = &other;
+    light.count_gpu_times = true;
+    ncclwatch::decoder::ReadProcessTrace(**file, &counted, light);
+    CHECK(counted.gpu_times.empty());
+    REQUIRE(counted.left_out_gpu_times.size() == 2);
+    CHECK(counted.left_out_gpu_times[0].comm == 0xa);
+    CHECK(counted.left_out_gpu_times[0].count == 80);
+    CHECK(counted.left_out_gpu_times[1].comm == 0xb);
+    CHECK(counted.left_out_gpu_times[1].count == 40);
+    CHECK(told == std::map<uint64_t, uint64_t>{{0xa, 80}, {0xb, 40}});
+    CHECK(counted.last_order == whole.last_order);
+    CHECK(counted.last_t == whole.last_t);
+    // As Records (`ncclwatch dump`'s reading): libprotobuf reads each.
+    uint64_t seen = 0;
+    TraceFileStats stats;
+    (*file)->ForEachRecord(
+        [&](bool, uint64_t, absl::Span<const uint8_t> bytes) {
+          pb::Record r;
+          REQUIRE(r.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
+          if (!r.has_gpu_time()) return;
+          CHECK(r.t() == 101 + 2 * seen);
+          CHECK(r.thread() == 2);
+          CHECK(r.gpu_time().seq() == seen);
+          CHECK(r.gpu_time().end_ns() == 6000 + seen);
+          ++seen;
+        },
+        &stats);
+    CHECK(seen == kTimes);
+  }
+  // A format 3 reader's view: the kind did not exist, so such a slot is
+  // torn, never a record; the protobuf records around it are read.
+  const uint32_t three = 3;
+  const int fd = open(tw.w.path(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(pwrite(fd, &three, sizeof(three), offsetof(ncclwatch_ring_header, format_version)) ==
+          static_cast<ssize_t>(sizeof(three)));
+  close(fd);
+  absl::StatusOr<std::unique_ptr<TraceFile>> old = TraceFile::Open(tw.w.path());
+  REQUIRE(old.ok());
+  ProcessTrace p;
+  ncclwatch::decoder::ReadProcessTrace(**old, &p);
+  CHECK(p.gpu_times.empty());
+  CHECK(p.collectives.size() == kTimes);
+  CHECK(p.stats.torn_slots == kTimes);
 }

@@ -599,9 +599,9 @@ TEST_CASE("a hostile file gets a one-line reason, never a crash", "[ring][fuzz]"
         std::string::npos);
   CHECK(try_file(std::string(8192, 'z')).find("bad magic") != std::string::npos);
   CHECK(try_file(good.substr(0, good.size() / 2)).find("truncated trace") != std::string::npos);
-  std::string v4 = good;
-  v4[8] = 4;  // format version: a newer one
-  CHECK(try_file(v4).find("trace file format 4; this ncclwatch reads formats 1 to 3") !=
+  std::string v5 = good;
+  v5[8] = 5;  // format version: a newer one
+  CHECK(try_file(v5).find("trace file format 5; this ncclwatch reads formats 1 to 4") !=
         std::string::npos);
   std::string v2 = good;
   v2[8] = 2;  // format 2 (no claim blocks): these records are format 2's too, and read

@@ -52,11 +52,26 @@ TEST_CASE("the ring file's layout is pinned", "[format]") {
   CHECK(NCCLWATCH_STAMP_WRITING == uint64_t{1} << 63);
   CHECK(NCCLWATCH_SLOT_PAYLOAD_BYTES == 112);
   // Format 2's call slot: one payload exactly, every field at its place.
-  CHECK(NCCLWATCH_RING_FORMAT_VERSION == 3);
+  CHECK(NCCLWATCH_RING_FORMAT_VERSION == 4);
   CHECK(NCCLWATCH_RING_FORMAT_OLDEST_READ == 1);
   CHECK(NCCLWATCH_SLOT_COLLECTIVE == 6);
   CHECK(NCCLWATCH_SLOT_P2P == 7);
   CHECK(NCCLWATCH_SLOT_GROUP == 8);
+  // Format 4's GPU-time slot: one payload exactly, every field at its place.
+  CHECK(NCCLWATCH_SLOT_GPU_TIME == 9);
+  CHECK(sizeof(ncclwatch_gpu_time_slot) == 112);
+  CHECK(offsetof(ncclwatch_gpu_time_slot, t) == 0);
+  CHECK(offsetof(ncclwatch_gpu_time_slot, thread) == 8);
+  CHECK(offsetof(ncclwatch_gpu_time_slot, call) == 12);
+  CHECK(offsetof(ncclwatch_gpu_time_slot, comm) == 16);
+  CHECK(offsetof(ncclwatch_gpu_time_slot, seq) == 24);
+  CHECK(offsetof(ncclwatch_gpu_time_slot, collectives) == 32);
+  CHECK(offsetof(ncclwatch_gpu_time_slot, begin_ns) == 40);
+  CHECK(offsetof(ncclwatch_gpu_time_slot, end_ns) == 48);
+  CHECK(offsetof(ncclwatch_gpu_time_slot, gpu_ns) == 56);
+  CHECK(offsetof(ncclwatch_gpu_time_slot, anchor_error_ns) == 64);
+  CHECK(offsetof(ncclwatch_gpu_time_slot, group_ops) == 72);
+  CHECK(offsetof(ncclwatch_gpu_time_slot, reserved) == 76);
   CHECK(NCCLWATCH_CALL_IN_GROUP == 1);
   CHECK(sizeof(ncclwatch_call_slot) == 112);
   CHECK(offsetof(ncclwatch_call_slot, t) == 0);

@@ -18,6 +18,7 @@
 #include "absl/types/span.h"
 #include "ncclwatch/ring_format.h"
 #include "trace/call_slot.h"
+#include "trace/gpu_time_slot.h"
 #include "trace/time_order.h"
 #include "trace/trace_file.h"
 
@@ -29,7 +30,8 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
                            TraceFileStats* stats) const {
   constexpr uint64_t kSlot = NCCLWATCH_SLOT_BYTES;
   const uint64_t mask = slots - 1;
-  const bool call_slots = header_.format_version >= 2;  // format 1 has none
+  const bool call_slots = header_.format_version >= 2;      // format 1 has none
+  const bool gpu_time_slots = header_.format_version >= 4;  // nor formats 1 to 3
   // Format 3's ring: a slot of this lap that holds no stamp of it, or an
   // earlier lap's, was never written (a claim block's unused rest), not torn.
   const bool unwritten_slots = !pinned && header_.format_version >= 3;
@@ -205,9 +207,10 @@ void TraceFile::ReadRegion(bool pinned, uint64_t offset, uint64_t slots, uint64_
         fn(pinned, start, uint8_t{NCCLWATCH_SLOT_SINGLE},
            absl::MakeConstSpan(slot + NCCLWATCH_SLOT_HEADER_BYTES, sh.length), sh.flags);
         continue;
-      } else if (sh.kind >= NCCLWATCH_SLOT_COLLECTIVE && sh.kind <= NCCLWATCH_SLOT_GROUP &&
-                 call_slots) {
-        // A call slot: one whole payload, or torn.
+      } else if ((sh.kind >= NCCLWATCH_SLOT_COLLECTIVE && sh.kind <= NCCLWATCH_SLOT_GROUP &&
+                  call_slots) ||
+                 (sh.kind == NCCLWATCH_SLOT_GPU_TIME && gpu_time_slots)) {
+        // A call slot or a GPU-time slot: one whole payload, or torn.
         ++i;
         if (sh.length != NCCLWATCH_SLOT_PAYLOAD_BYTES ||
             sh.record_bytes != NCCLWATCH_SLOT_PAYLOAD_BYTES) {
@@ -393,6 +396,7 @@ void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats, Chunk&& chunk) cons
 
 template <typename Fn>
 void TraceFile::ForEachRecord(Fn&& fn, TraceFileStats* stats) const {
+  static_assert(kCallSlotRecordMax >= kGpuTimeSlotRecordMax);
   uint8_t converted[kCallSlotRecordMax];
   ForEachEntry(
       [&](bool pinned, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes) {
@@ -400,7 +404,9 @@ void TraceFile::ForEachRecord(Fn&& fn, TraceFileStats* stats) const {
           fn(pinned, index, bytes);
           return;
         }
-        const size_t n = CallSlotToRecord(kind, ReadCallSlot(bytes), converted);
+        const size_t n = kind == NCCLWATCH_SLOT_GPU_TIME
+                             ? GpuTimeSlotToRecord(ReadGpuTimeSlot(bytes), converted)
+                             : CallSlotToRecord(kind, ReadCallSlot(bytes), converted);
         fn(pinned, index, absl::MakeConstSpan(converted, n));
       },
       stats);
