@@ -38,7 +38,11 @@
 //   alone (calls:0); each with its GPU time, and a Progress record every
 //   64 (gpu:1, a data-parallel rank on a GPU); and a send and a receive
 //   too (p2p:1, a pipeline rank: judged from its summary as well, which
-//   carries each send's count of the collectives before it).
+//   carries each send's count of the collectives before it). Where there
+//   are GPU times, the same job is written a second time as format 3 wrote
+//   them (protobuf): the other build reads that one (a build from before
+//   format 4 refuses the first), and this build's `summarize` too
+//   (summarize_format3).
 // BM_DiagnoseWrapped: a job of 4 ranks whose full rings wrapped at
 //   different places (ranks 0 and 1 of `ring_MiB`, 2 and 3 of twice that),
 //   judged by `diagnose` (every trace over 64 MiB from its summary made in
@@ -417,6 +421,15 @@ void BM_ReadTrace(benchmark::State& state) {
   for (const auto& e : fs::directory_iterator(dir)) trace = e.path().string();
   const std::string base = BaseCli();
   const std::string out = dir + ".ncws";
+  // GPU times as format 3 wrote them (protobuf), the same job: what a build
+  // from before format 4 reads (it refuses format 4), and this build too.
+  std::string format3 = dir;  // the same file where there are none
+  if (job.gpu_times) {
+    format3 = dir + "-format3";
+    fs::create_directories(format3);
+    job.gpu_time_slots = false;
+    if (!ncclwatch::bench::WriteSyntheticJob(format3, job, &error)) Die(error);
+  }
   struct Tool {
     const char* name;
     std::vector<std::string> args;
@@ -426,9 +439,11 @@ void BM_ReadTrace(benchmark::State& state) {
   std::vector<Tool> tools = {{"cat", {"/bin/cat", trace}},
                              {"summarize", {Cli(), "summarize", dir, "-o", out}},
                              {"diagnose", {Cli(), "diagnose", dir}}};
+  if (format3 != dir)
+    tools.push_back({"summarize_format3", {Cli(), "summarize", format3, "-o", out + ".f3"}});
   if (!base.empty()) {
-    tools.push_back({"base_summarize", {base, "summarize", dir, "-o", out + ".base"}});
-    tools.push_back({"base_diagnose", {base, "diagnose", dir}});
+    tools.push_back({"base_summarize", {base, "summarize", format3, "-o", out + ".base"}});
+    tools.push_back({"base_diagnose", {base, "diagnose", format3}});
   }
   for (auto _ : state) {
     for (int round = 0; round < 9; ++round) {

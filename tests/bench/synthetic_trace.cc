@@ -70,6 +70,10 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
     // Protobuf collectives are all format 1 had: mark the file so, so that
     // an ncclwatch from before format 2 reads it too (side by side).
     if (!job.call_slots) ring.header()->format_version = 1;
+    // Without GPU-time slots a ring holds nothing format 3 lacks (the same
+    // reason: a build from before format 4 reads it too).
+    else if (!job.gpu_times || !job.gpu_time_slots)
+      ring.header()->format_version = 3;
     uint64_t t = job.start_ns != 0 ? job.start_ns : Now(CLOCK_MONOTONIC);
     const uint64_t t0 = t;
     bool ok = Put(ring, Region::kPinned, t, f::record::kProcessStart, [&](WireWriter& w) {
@@ -195,7 +199,7 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
                  w.Varint(f::progress::kIssued, done);
                });
         }
-        if (job.gpu_times && collective) {
+        if (job.gpu_times && collective && !job.gpu_time_slots) {
           ok = ok && Put(ring, Region::kRing, t + 1, f::record::kGpuTime, [&](WireWriter& w) {
                  w.Fixed64(f::gpu_time::kComm, kWorldComm);
                  w.Varint(f::gpu_time::kCall, f::kAllReduce);
@@ -205,6 +209,18 @@ bool WriteSyntheticJob(const std::string& dir, const SyntheticJob& job, std::str
                  w.Varint(f::gpu_time::kEndNs, t + 500000);
                  w.Varint(f::gpu_time::kGpuNs, 500000);
                });
+        } else if (job.gpu_times && collective) {
+          // As the watcher writes it: a GPU-time slot (format 4).
+          ncclwatch_gpu_time_slot g{};
+          g.t = t + 1;
+          g.comm = kWorldComm;
+          g.call = f::kAllReduce;
+          g.seq = seq;
+          g.collectives = seq + 1;
+          g.begin_ns = t;
+          g.end_ns = t + 500000;
+          g.gpu_ns = 500000;
+          ok = ok && ring.AppendGpuTimeSlot(g);
         }
         continue;
       }

@@ -44,6 +44,11 @@ struct SyntheticJob {
   // A GpuTime record after each collective (the watcher's: its GPU took
   // 0.5 ms, from its enqueue on).
   bool gpu_times = false;
+  // ...as a GPU-time slot (format 4, what the shim writes now), or as a
+  // protobuf Record (what format 3's shim wrote; the decoder reads both). A
+  // file without GPU-time slots is marked format 3, for an ncclwatch from
+  // before format 4, side by side.
+  bool gpu_time_slots = true;
   // After each collective, a send to the next rank and a receive from the
   // one before (call slots only), numbered per peer and direction as the
   // shim numbers them; the killed job's waiting ranks' last are pending.
