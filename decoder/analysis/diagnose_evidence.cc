@@ -166,8 +166,9 @@ bool GapsToKeep(const EvidenceDiagnosis& d, KeepWhole* keep) {
 // The diagnosis, from traces of more than `summarize_over` bytes read
 // through their summaries.
 absl::StatusOr<EvidenceDiagnosis> DiagnoseOnce(const JobEvidence& evidence, const OnTrace& on_trace,
-                                               uint64_t summarize_over,
+                                               const OnReading& on_reading, uint64_t summarize_over,
                                                const KeepWhole& keep = {}) {
+  if (on_reading) on_reading();
   EvidenceDiagnosis out;
   if (evidence.traces.empty()) {
     if (absl::Status s = DiagnoseLogsAlone(evidence, &out); !s.ok()) return s;
@@ -231,7 +232,8 @@ uint64_t SummarizeTracesOver() {
 }
 
 absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
-                                                   const OnTrace& on_trace) {
+                                                   const OnTrace& on_trace,
+                                                   const OnReading& on_reading) {
   bool summarized = false;
   for (const std::string& f : evidence.traces)
     summarized |= SummarizedInMemory(f, evidence.summarize_over);
@@ -239,17 +241,17 @@ absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
     KeepWhole keep;
     {
       absl::StatusOr<EvidenceDiagnosis> d =
-          DiagnoseOnce(evidence, on_trace, evidence.summarize_over);
+          DiagnoseOnce(evidence, on_trace, on_reading, evidence.summarize_over);
       if (d.ok() && !NeedsWholeTraces(d->diagnosis)) return d;
       if (!d.ok() || !GapsToKeep(*d, &keep)) keep = {};
     }  // its memory given back before the next reading
     if (!keep.empty()) {
       absl::StatusOr<EvidenceDiagnosis> d =
-          DiagnoseOnce(evidence, on_trace, evidence.summarize_over, keep);
+          DiagnoseOnce(evidence, on_trace, on_reading, evidence.summarize_over, keep);
       if (d.ok() && !NeedsWholeTraces(d->diagnosis)) return d;
     }
   }
-  return DiagnoseOnce(evidence, on_trace, UINT64_MAX);
+  return DiagnoseOnce(evidence, on_trace, on_reading, UINT64_MAX);
 }
 
 }  // namespace ncclwatch::decoder

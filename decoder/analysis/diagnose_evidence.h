@@ -118,8 +118,10 @@ struct EvidenceDiagnosis {
 // Each process as it is read (summary/job_inputs.h): its file's name, and
 // its trace (valid during the call only) or why it could not be read; a
 // command that shows the traces too (status's table) reads them once. (Called
-// again for each where the job is read again: JobEvidence::summarize_over.)
+// again for each where the job is read again: JobEvidence::summarize_over;
+// OnReading is called before each reading, the last the diagnosis's.)
 using OnTrace = OnJobInput;
+using OnReading = std::function<void()>;
 
 // Reads every trace once (on every core) and every log, analyses the job
 // and diagnoses it as this machine sees its processes now. Where traces
@@ -130,7 +132,8 @@ using OnTrace = OnJobInput;
 // well-formed. With logs alone, an error when none can be read or nothing
 // in them is NCCL's or a job's failure.
 absl::StatusOr<EvidenceDiagnosis> DiagnoseEvidence(const JobEvidence& evidence,
-                                                   const OnTrace& on_trace = {});
+                                                   const OnTrace& on_trace = {},
+                                                   const OnReading& on_reading = {});
 
 }  // namespace ncclwatch::decoder
 

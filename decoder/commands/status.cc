@@ -159,34 +159,49 @@ int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream
     err << "ncclwatch: " << files.status().message() << "\n";
     return 2;
   }
-  JobStatusBuilder builder(NowNs(), static_cast<int64_t>(o.stuck_after_s * 1e9));
-  // What may hold a rank's trace and was not read, here or on a node whose
-  // summary says so: listed, as diagnose lists it.
-  for (const SkippedInput& s : skipped)
-    if (s.may_hold_input) builder.AddNotSearched(s.why);
+  const int64_t now = NowNs();
+  std::optional<JobStatusBuilder> builder;
   size_t read = 0;
+  // A reading of the traces begins: the table afresh (the diagnosis with
+  // logs may read them more than once; the table is its last reading's).
+  auto begin = [&] {
+    builder.emplace(now, static_cast<int64_t>(o.stuck_after_s * 1e9));
+    read = 0;
+    // What may hold a rank's trace and was not read, here or on a node
+    // whose summary says so: listed, as diagnose lists it.
+    for (const SkippedInput& s : skipped)
+      if (s.may_hold_input) builder->AddNotSearched(s.why);
+  };
   auto add = [&](const JobInput& in) {
     if (in.status.ok()) {
       ++read;
-      builder.AddProcess(in.trace);
+      builder->AddProcess(in.trace);
     } else if (in.may_hold_traces) {
-      builder.AddNotSearched(in.name + " (" + std::string(in.status.message()) + ")");
+      builder->AddNotSearched(in.name + " (" + std::string(in.status.message()) + ")");
     } else {
-      builder.AddUnreadable(in.name, std::string(in.status.message()));
+      builder->AddUnreadable(in.name, std::string(in.status.message()));
     }
   };
+  // A trace over 64 MiB is read through its summary made in memory, as
+  // diagnose reads it (summary/job_inputs.h): the table needs each
+  // stream's last calls, progress, liveness and the analyses' windows, all
+  // of which that keeps, and `--watch` then costs what those keep each
+  // time, not the rings.
+  const uint64_t summarize_over = SummarizeTracesOver();
   // With logs beside the traces, the one diagnosis (analysis/
   // diagnose_evidence.h) judges them together, as diagnose would, and the
   // table is made from the same reading of the traces.
   std::optional<EvidenceDiagnosis> judged;
   if (logs.empty()) {
-    if (absl::Status loaded = LoadJobInputs(*files, 0, add); !loaded.ok()) {
+    begin();
+    if (absl::Status loaded = LoadJobInputs(*files, 0, add, summarize_over); !loaded.ok()) {
       err << "ncclwatch: " << loaded.message() << "\n";
       return 2;
     }
   } else {
-    absl::StatusOr<EvidenceDiagnosis> d =
-        DiagnoseEvidence(JobEvidence{*files, logs, NotRead(skipped)}, add);
+    JobEvidence evidence{*files, logs, NotRead(skipped)};
+    evidence.summarize_over = summarize_over;
+    absl::StatusOr<EvidenceDiagnosis> d = DiagnoseEvidence(evidence, add, begin);
     if (!d.ok()) {
       err << "ncclwatch: " << d.status().message() << "\n";
       return 2;
@@ -197,8 +212,8 @@ int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream
     err << "ncclwatch: none of the " << files->size() << " trace file(s) can be read\n";
     return 2;
   }
-  JobStatus status = builder.Finish(
-      Observe(builder.processes(),
+  JobStatus status = builder->Finish(
+      Observe(builder->processes(),
               judged ? std::optional<LivenessObservation>(judged->observed) : std::nullopt));
   if (judged) {
     status.logs = logs;

@@ -92,7 +92,7 @@ void JobStatusBuilder::AddProcess(const ProcessTrace& t) {
   StatusProcess added;
   added.id = {t.host, t.pid, t.created_realtime_ns, t.pid_namespace};
   added.path = t.path;
-  added.from_summary = !t.summary.empty();
+  added.from_summary = t.FromNodeSummary();
   added.has_streams = !t.streams.empty();
   added.exit_ok = t.end && t.end->exit_code == 0;
   added.ended = ended;

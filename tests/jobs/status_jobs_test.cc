@@ -3,18 +3,26 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "report/status_report.h"
+#include "summary/job_inputs.h"
 #include "support/traced_job.h"
 
 namespace {
+
+namespace nd = ::ncclwatch::decoder;
 
 struct Look {
   std::string output;  // the job's, then what status printed
@@ -25,19 +33,20 @@ struct Look {
 // Starts `jobrun -n N --timeout T -- train_loop ARGS` in the background, runs
 // `ncclwatch status` once the job's output has `lines` lines matching
 // `pattern` (or after T seconds), then waits for the job to end.
+// `status_env`: variables for status's run alone.
 Look LookAtLiveJob(const std::string& dir, int nranks, const std::vector<std::string>& args,
                    const std::string& pattern, int lines, int timeout_s,
-                   const std::string& env = "") {
+                   const std::string& env = "", const std::string& status_env = "") {
   std::string job = env + " LD_PRELOAD=\"$2\" NCCLWATCH_DIR=\"$1\"/traces \"$0\"/jobrun -n " +
                     std::to_string(nranks) + " --timeout " + std::to_string(timeout_s) +
                     " -- \"$0\"/train_loop";
   for (const std::string& a : args) job += " " + a;
-  const std::string script =
-      job + " > \"$1\"/job.out 2>&1 & i=0; until [ \"$(grep -c '" + pattern +
-      "' \"$1\"/job.out)\" -ge " + std::to_string(lines) + " ] || [ $i -ge " +
-      std::to_string(timeout_s * 10) +
-      " ]; do sleep 0.1; i=$((i+1)); done; sleep 0.5; echo STATUS; \"$0\"/ncclwatch status "
-      "\"$1\"/traces; echo \"EXIT $?\"; wait";
+  const std::string script = job + " > \"$1\"/job.out 2>&1 & i=0; until [ \"$(grep -c '" + pattern +
+                             "' \"$1\"/job.out)\" -ge " + std::to_string(lines) +
+                             " ] || [ $i -ge " + std::to_string(timeout_s * 10) +
+                             " ]; do sleep 0.1; i=$((i+1)); done; sleep 0.5; echo STATUS; " +
+                             status_env +
+                             " \"$0\"/ncclwatch status \"$1\"/traces; echo \"EXIT $?\"; wait";
   jobs::JobSpec spec;
   spec.argv = {"sh", "-c", script, jobs::BinDir(), dir, jobs::ShimPath()};
   spec.env = {"LD_LIBRARY_PATH=" + jobs::SimLibDir(), "NCCLWATCH_STALL=2"};
@@ -53,6 +62,39 @@ Look LookAtLiveJob(const std::string& dir, int nranks, const std::vector<std::st
     l.status_exit = std::atoi(l.output.c_str() + to + 5);
   }
   return l;
+}
+
+// The status table of the traces in `dir` as of `now` (no process looked
+// at: the traces alone), each trace read whole, or (summarize_over 0)
+// through its summary made in memory, as status reads a trace over 64 MiB.
+std::string TableOf(const std::string& dir, int64_t now, uint64_t summarize_over) {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  nd::JobStatusBuilder builder(now, int64_t{60} * 1'000'000'000);
+  const absl::Status read = nd::LoadJobInputs(
+      files, 0,
+      [&](const nd::JobInput& in) {
+        REQUIRE(in.status.ok());
+        if (summarize_over == 0) CHECK(in.trace.summary == in.trace.path);
+        builder.AddProcess(in.trace);
+      },
+      summarize_over);
+  REQUIRE(read.ok());
+  std::ostringstream out;
+  nd::WriteStatus(builder.Finish(), out);
+  return out.str();
+}
+
+// The job's table is the same from summaries made in memory as from the
+// traces whole (status reads a trace over 64 MiB so), at one moment.
+void CheckSameTableFromSummaries(const std::string& traces) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const std::string whole = TableOf(traces, now, UINT64_MAX);
+  INFO("whole:\n" << whole);
+  CHECK(TableOf(traces, now, 0) == whole);
 }
 
 // The table line of communicator rank `rank`.
@@ -88,6 +130,7 @@ TEST_CASE("status on a live hung job: every rank listed, the stuck ones and the 
   CHECK(row2.find("#2       #2") != std::string::npos);
   CHECK(row2.find("idle (nothing pending); lags behind the others") != std::string::npos);
   CHECK(row2.find("s ago") != std::string::npos);  // its heartbeat
+  CheckSameTableFromSummaries(dir.path() + "/traces");
 }
 
 TEST_CASE(
@@ -96,9 +139,12 @@ TEST_CASE(
   jobs::TempDir dir;
   // Rank 1 stops itself (SIGSTOP) before step 3's AllReduce (#3); the others
   // wait in it, and the shim reports their stall after 2 s: status looks
-  // then, before 5 s without a heartbeat would say it.
-  const Look l =
-      LookAtLiveJob(dir.path(), 4, {"--steps", "8", "--bug", "stop:1:3"}, "STALL pid", 3, 15);
+  // then, before 5 s without a heartbeat would say it. Each trace read
+  // through its summary made in memory, as a ring over 64 MiB is: a trace
+  // of this host still, its process looked at (not a node summary's,
+  // which the heartbeat alone judges).
+  const Look l = LookAtLiveJob(dir.path(), 4, {"--steps", "8", "--bug", "stop:1:3"}, "STALL pid", 3,
+                               15, "", "NCCLWATCH_SUMMARIZE_OVER=0");
   INFO(l.output);
   CHECK(l.status_exit == 1);
   CHECK(l.status.rfind("STUCK: communicator ", 0) == 0);
@@ -143,6 +189,7 @@ TEST_CASE("status on a live healthy job: progressing and exit 0", "[status]") {
   CHECK(r.ranks[0].exit_code == 1);
   CHECK(r.ranks[0].output.rfind("ENDED BADLY: every process has ended", 0) == 0);
   CHECK(r.ranks[0].output.find("died of SIGTERM") != std::string::npos);
+  CheckSameTableFromSummaries(dir.path() + "/traces");
 }
 
 TEST_CASE("status on a job that ended well: ENDED and exit 0", "[status]") {
@@ -257,6 +304,7 @@ TEST_CASE("status on a live job with a slow host: progressing, the straggler nam
     INFO("rank " << rank << ": " << row);
     CHECK(row.find("STRAGGLER") == std::string::npos);
   }
+  CheckSameTableFromSummaries(dir.path() + "/traces");
 }
 
 // A slow GPU (NCCLSIM_SLOW_GPU: GPU 1's copies take 20 ms more, its host
@@ -278,6 +326,7 @@ TEST_CASE("status on a live job with a slow GPU: progressing, the slow GPU named
     INFO("rank " << rank << ": " << row);
     CHECK(row.find("STRAGGLER") == std::string::npos);
   }
+  CheckSameTableFromSummaries(dir.path() + "/traces");
 }
 
 // A slow link (NCCLSIM_SLOW_LINK: GPU 5's operations hold their data 30 ms)
@@ -293,6 +342,7 @@ TEST_CASE("status on a live job with a slow link: progressing, the link named", 
   CHECK(l.status.find("longer than usual on median") != std::string::npos);
   CHECK(l.status.find("enqueued last in ") == std::string::npos);
   CHECK(l.status.find("reached the GPU last in ") == std::string::npos);
+  CheckSameTableFromSummaries(dir.path() + "/traces");
 }
 
 // The logs beside the traces (a node's kernel log, the job's output) are
