@@ -31,11 +31,19 @@
  * GROUP); the decoder turns it into that Record (t, thread and the body's
  * fields, optional ones only when set, see the struct), so a reader that
  * wants protobuf gets the same Record the protobuf path would have written.
- * Every other record is protobuf, as in format 1.
+ * Every other record is protobuf, as in format 1 (but GPU times, format 4,
+ * below).
+ *
+ *   call slot payload (112 bytes, little-endian, offsets in bytes)
+ *    0 t u64 | 8 result i32 | 12 thread u32 | 16 comm u64 | 24 seq u64
+ *   32 count u64 | 40 stream u64 | 48 sendbuff u64 | 56 recvbuff u64
+ *   64 group u64 | 72 caller u64 | 80 call u32 | 84 datatype i32
+ *   88 redop i32 | 92 root i32 | 96 peer i32 | 100 rank i32 | 104 depth u32
+ *   108 flags u32
  *
  * GPU-time slots (format 4). A GpuTime record (trace.proto), one for each
  * operation whose completion the watcher tracked on a GPU rank (as many as
- * its collectives), is written the same way: one fixed-layout struct
+ * its collectives), is written as a call slot is: one fixed-layout struct
  * (ncclwatch_gpu_time_slot, exactly one payload) of kind
  * NCCLWATCH_SLOT_GPU_TIME, which the decoder turns into that Record (t,
  * thread and GpuTime's fields, each but comm, call, seq and collectives only
@@ -47,12 +55,8 @@
  *   32 collectives u64 | 40 begin_ns u64 | 48 end_ns u64 | 56 gpu_ns u64
  *   64 anchor_error_ns u64 | 72 group_ops u32 | 76..111 reserved, 0
  *
- *   call slot payload (112 bytes, little-endian, offsets in bytes)
- *    0 t u64 | 8 result i32 | 12 thread u32 | 16 comm u64 | 24 seq u64
- *   32 count u64 | 40 stream u64 | 48 sendbuff u64 | 56 recvbuff u64
- *   64 group u64 | 72 caller u64 | 80 call u32 | 84 datatype i32
- *   88 redop i32 | 92 root i32 | 96 peer i32 | 100 rank i32 | 104 depth u32
- *   108 flags u32
+ * A GPU-time slot is claimed from the cursor, never from a claim block
+ * (below), as the watcher's protobuf records are.
  *
  * Writing (any thread, lock-free): claim k consecutive logical slots with one
  * atomic add on the region's cursor (pinned_next, ring_next); slot i lives at

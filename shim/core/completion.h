@@ -33,7 +33,8 @@
 // half a microsecond) and anchor -> end, where the anchor is an event it
 // recorded on a stream of its own and waited for (BeginAnchor, its host
 // time known to within the wait; taken again every 10 s, so the GPU's and
-// the host's clocks cannot drift apart far), and writes a GpuTime record.
+// the host's clocks cannot drift apart far), and writes a GpuTime (a GPU-time
+// slot, ring format 4).
 // The begin marker costs the hot path one cuEventRecord: outside a group its
 // capture check serves the marker after the operation too. Inside a group
 // the begin marker is recorded at the communicator's first operation of the

@@ -157,18 +157,16 @@ __attribute__((always_inline)) inline CallRecord AppendCallSlot(uint8_t kind,
 }
 
 // A GPU time (trace.proto GpuTime) as a GPU-time slot (ring_format.h,
-// format 4): `v` holds every field but t and thread, set here (t the
-// claim's clock read). The watcher's, off the hot path: copied whole.
+// format 4): `v` holds every field but t and thread, set here. The
+// watcher's, off the hot path: from the cursor, as RecordBuilder's records
+// (RingWriter::AppendFixedSlot says why).
 inline void AppendGpuTimeSlot(const ncclwatch_gpu_time_slot& v) {
-  SlotClaim claim;
-  if (!g_ring.ClaimSlot(&claim)) return;
   ncclwatch_gpu_time_slot s = v;
-  s.t = claim.t;
+  s.t = TraceNow();
   s.thread = ThisThread().index;
   memset(s.reserved, 0, sizeof(s.reserved));
-  memcpy(claim.payload, &s, sizeof(s));
-  g_ring.PublishCallSlot(claim, NCCLWATCH_SLOT_GPU_TIME);
-  AnchorIfDue(claim);
+  RecordLocation where;
+  if (g_ring.AppendFixedSlot(NCCLWATCH_SLOT_GPU_TIME, &s, &where)) AnchorIfDue(where.index);
 }
 
 }  // namespace ncclwatch::shim

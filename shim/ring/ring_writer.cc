@@ -1,4 +1,4 @@
-// HOT PATH (Append, AppendAt, Refill, ForkChild; ClaimSlot, Publish, Discard
+// HOT PATH (Append, AppendKind, AppendAt, Refill, ForkChild; ClaimSlot, Publish, Discard
 // are inline in the header): no allocation, no lock, no system call, errno
 // untouched, async-signal-safe. Open() is start-up only.
 
@@ -529,7 +529,7 @@ void RingWriter::ForkChild() {
 }
 
 bool RingWriter::AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, uint64_t first,
-                          uint32_t nslots, const uint8_t* record, size_t len) {
+                          uint32_t nslots, const uint8_t* record, size_t len, uint8_t single_kind) {
   (void)slot_count;
   size_t done = 0;
   for (uint32_t j = 0; j < nslots; ++j) {
@@ -543,10 +543,10 @@ bool RingWriter::AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, ui
     const size_t piece =
         len - done < NCCLWATCH_SLOT_PAYLOAD_BYTES ? len - done : NCCLWATCH_SLOT_PAYLOAD_BYTES;
     sh->length = static_cast<uint16_t>(piece);
-    sh->kind = nslots == 1       ? NCCLWATCH_SLOT_SINGLE
-               : j == 0          ? NCCLWATCH_SLOT_FIRST
-               : j + 1 == nslots ? NCCLWATCH_SLOT_LAST
-                                 : NCCLWATCH_SLOT_MIDDLE;
+    sh->kind = nslots == 1       ? single_kind
+               : j == 0          ? uint8_t{NCCLWATCH_SLOT_FIRST}
+               : j + 1 == nslots ? uint8_t{NCCLWATCH_SLOT_LAST}
+                                 : uint8_t{NCCLWATCH_SLOT_MIDDLE};
     sh->flags = NCCLWATCH_SLOT_CLAIMED;  // from the cursor, as it is written
     sh->record_bytes = static_cast<uint32_t>(len);
     memcpy(slot + NCCLWATCH_SLOT_HEADER_BYTES, record + done, piece);
@@ -556,7 +556,8 @@ bool RingWriter::AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, ui
   return true;
 }
 
-bool RingWriter::Append(Region region, const uint8_t* record, size_t len, RecordLocation* where) {
+bool RingWriter::AppendKind(Region region, const uint8_t* record, size_t len, uint8_t single_kind,
+                            RecordLocation* where) {
   ncclwatch_ring_header* h = __atomic_load_n(&header_, __ATOMIC_ACQUIRE);
   if (h == nullptr || len > NCCLWATCH_MAX_RECORD_BYTES) return false;
   const uint32_t nslots = len <= NCCLWATCH_SLOT_PAYLOAD_BYTES
@@ -566,7 +567,7 @@ bool RingWriter::Append(Region region, const uint8_t* record, size_t len, Record
   if (region == Region::kPinned) {
     const uint64_t first = __atomic_fetch_add(&h->pinned_next, nslots, __ATOMIC_RELAXED);
     if (first + nslots <= pinned_slots_) {
-      AppendAt(pinned_, pinned_slots_, pinned_slots_ - 1, first, nslots, record, len);
+      AppendAt(pinned_, pinned_slots_, pinned_slots_ - 1, first, nslots, record, len, single_kind);
       if (where) *where = RecordLocation{pinned_, pinned_slots_, first};
       return true;
     }
@@ -581,7 +582,7 @@ bool RingWriter::Append(Region region, const uint8_t* record, size_t len, Record
   ClaimBlock& b = t_claim_block;
   if (b.generation == generation_ && b.last == first) b.last = first + nslots;
   const uint64_t mask = RingMask();
-  AppendAt(ring_, mask + 1, mask, first, nslots, record, len);
+  AppendAt(ring_, mask + 1, mask, first, nslots, record, len, single_kind);
   if (where) *where = RecordLocation{ring_, mask + 1, first};
   return true;
 }

@@ -255,7 +255,18 @@ class RingWriter {
 
   // Appends one serialized record. Returns false if the writer is closed or
   // the record is larger than NCCLWATCH_MAX_RECORD_BYTES.
-  bool Append(Region region, const uint8_t* record, size_t len, RecordLocation* where = nullptr);
+  bool Append(Region region, const uint8_t* record, size_t len, RecordLocation* where = nullptr) {
+    return AppendKind(region, record, len, NCCLWATCH_SLOT_SINGLE, where);
+  }
+  // A fixed slot's payload (NCCLWATCH_SLOT_PAYLOAD_BYTES: an
+  // ncclwatch_gpu_time_slot) appended to the ring as `kind`, as Append
+  // appends a record: one slot from the cursor, never from the thread's
+  // claim block (the watcher writes its GPU times in bursts, one poll
+  // apart: a block's unused rest would be lost ring at every poll).
+  bool AppendFixedSlot(uint8_t kind, const void* payload, RecordLocation* where = nullptr) {
+    return AppendKind(Region::kRing, static_cast<const uint8_t*>(payload),
+                      NCCLWATCH_SLOT_PAYLOAD_BYTES, kind, where);
+  }
 
   // The in-place path, for records that almost always fit one slot: claims
   // a ring slot (marked being written) for the caller to encode into, then
@@ -354,11 +365,7 @@ class RingWriter {
   // writers off the shim's path (tests, benchmarks, seeds); the watcher's is
   // AppendGpuTimeSlot in core/record_builder.h.
   bool AppendGpuTimeSlot(const ncclwatch_gpu_time_slot& s) {
-    SlotClaim claim;
-    if (!ClaimSlot(&claim)) return false;
-    memcpy(claim.payload, &s, sizeof(s));
-    PublishCallSlot(claim, NCCLWATCH_SLOT_GPU_TIME);
-    return true;
+    return AppendFixedSlot(NCCLWATCH_SLOT_GPU_TIME, &s);
   }
 
   // The 4 bytes at `offset` in the record at `where`, when they lie in its
@@ -448,8 +455,12 @@ class RingWriter {
   uint64_t RingMask() const { return __atomic_load_n(&ring_mask_, __ATOMIC_RELAXED); }
   uint32_t MaxClaimBlock() const { return __atomic_load_n(&max_block_, __ATOMIC_RELAXED); }
   static void Prefault(void* mapping, uint64_t bytes);
+  // Append's body; `single_kind`: a record of one slot's kind (SINGLE, or a
+  // fixed slot's).
+  bool AppendKind(Region region, const uint8_t* record, size_t len, uint8_t single_kind,
+                  RecordLocation* where);
   bool AppendAt(uint8_t* slots, uint64_t slot_count, uint64_t mask, uint64_t first, uint32_t nslots,
-                const uint8_t* record, size_t len);
+                const uint8_t* record, size_t len, uint8_t single_kind);
 
   ncclwatch_ring_header* header_ = nullptr;
   uint8_t* map_ = nullptr;  // the mapping (header_ once open) and the file's bytes mapped
