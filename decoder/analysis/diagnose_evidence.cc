@@ -126,7 +126,7 @@ bool GapsToKeep(const EvidenceDiagnosis& d, KeepWhole* keep) {
   // Read whole, or through its own summary made in memory.
   auto here = [&](int process) {
     const ProcessRecord& p = procs[process];
-    return p.summary.empty() || p.summary == p.path;
+    return p.summary.empty() || p.summarized_here;
   };
   uint64_t blocks = 0;
   auto add = [&](std::vector<uint64_t>* to, uint64_t first_seq, uint64_t end_seq) {

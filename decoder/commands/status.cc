@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -22,6 +23,7 @@
 #include "report/status_metrics.h"
 #include "report/status_report.h"
 #include "summary/job_inputs.h"
+#include "trace/trace_file.h"
 
 namespace ncclwatch::decoder {
 namespace {
@@ -101,6 +103,24 @@ std::string WriteAtomically(const std::string& file, const std::string& text) {
   return "";
 }
 
+// Whether the trace at `path`, read again now, holds the process's end or a
+// fatal signal (or cannot be read: then the heartbeat judges it). Its calls
+// are passed over, not kept: a ring of any size costs one pass, not a row a
+// call (its process is gone: no writer laps it).
+bool EndedSinceRead(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<TraceFile>> file = TraceFile::Open(path);
+  if (!file.ok()) return true;
+  auto pass_over = [](bool, uint64_t, absl::Span<const uint8_t>) {};
+  const CallSlotFn calls = pass_over;
+  LightReading light;
+  light.collective = &calls;
+  light.p2p = &calls;
+  light.count_gpu_times = true;
+  ProcessTrace t;
+  ReadProcessTrace(**file, &t, light);
+  return t.end || !t.signals.empty();
+}
+
 // What this host sees now of the processes whose traces were read
 // (model/process_liveness.h), for the table: one gone is killed, one
 // stopped frozen. Left out, for the heartbeat to judge: a summary's (made
@@ -133,8 +153,7 @@ LivenessObservation Observe(const std::vector<StatusProcess>& processes,
       seen->processes.erase(it);
       continue;
     }
-    absl::StatusOr<ProcessTrace> again = LoadProcessTrace(p.path);
-    if (!again.ok() || again->end || !again->signals.empty()) seen->processes.erase(it);
+    if (EndedSinceRead(p.path)) seen->processes.erase(it);
   }
   return *std::move(seen);
 }
@@ -192,11 +211,22 @@ int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream
   // diagnose_evidence.h) judges them together, as diagnose would, and the
   // table is made from the same reading of the traces.
   std::optional<EvidenceDiagnosis> judged;
+  std::optional<JobStatus> looked;
   if (logs.empty()) {
-    begin();
-    if (absl::Status loaded = LoadJobInputs(*files, 0, add, summarize_over); !loaded.ok()) {
-      err << "ncclwatch: " << loaded.message() << "\n";
-      return 2;
+    // Once through summaries made in memory; again whole where a straggler
+    // was judged on fewer calls than the traces hold (as diagnose reads
+    // them again: analysis/diagnose_evidence.h).
+    bool summarized = false;
+    for (const std::string& f : *files) summarized |= SummarizedInMemory(f, summarize_over);
+    for (const uint64_t over : {summarize_over, UINT64_MAX}) {
+      begin();
+      if (absl::Status loaded = LoadJobInputs(*files, 0, add, over); !loaded.ok()) {
+        err << "ncclwatch: " << loaded.message() << "\n";
+        return 2;
+      }
+      if (read == 0) break;
+      looked = builder->Finish(Observe(builder->processes(), std::nullopt));
+      if (!summarized || !looked->stragglers_on_fewer_calls) break;
     }
   } else {
     JobEvidence evidence{*files, logs, NotRead(skipped)};
@@ -212,9 +242,11 @@ int Snapshot(const Options& o, bool* on_problem, std::ostream& out, std::ostream
     err << "ncclwatch: none of the " << files->size() << " trace file(s) can be read\n";
     return 2;
   }
-  JobStatus status = builder->Finish(
-      Observe(builder->processes(),
-              judged ? std::optional<LivenessObservation>(judged->observed) : std::nullopt));
+  JobStatus status =
+      looked ? *std::move(looked)
+             : builder->Finish(Observe(
+                   builder->processes(),
+                   judged ? std::optional<LivenessObservation>(judged->observed) : std::nullopt));
   if (judged) {
     status.logs = logs;
     for (const auto& [path, why] : judged->logs_not_read)

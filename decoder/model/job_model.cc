@@ -144,6 +144,7 @@ ProcessRecord RecordOf(const ProcessTrace& t, int index) {
 
   p.summary = t.summary;
   p.summary_host = t.summary_host;
+  p.summarized_here = t.summarized_here;
   p.created_ns = t.created_realtime_ns;
   p.pid_namespace = t.pid_namespace;
   p.completion = SummariseCompletion(t);

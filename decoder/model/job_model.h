@@ -79,9 +79,11 @@ struct ProcessRecord {
   bool lost_start = false;        // a stream lost its start, or slots were lapped while read
   RendezvousEvidence rendezvous;  // its settings and sockets before NCCL
   // Read from a node's summary (ncclwatch summarize): the file and the host
-  // that made it; both "" for a trace read whole.
+  // that made it; both "" for a trace read whole. `summarized_here`: through
+  // its summary made in memory here (ProcessTrace::summarized_here).
   std::string summary;
   std::string summary_host;
+  bool summarized_here = false;
 
   // Its last sign of life (realtime): the last heartbeat or record.
   int64_t AliveUntilNs() const { return std::max(completion.last_beat_ns, last_ns); }

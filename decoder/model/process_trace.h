@@ -101,9 +101,11 @@ struct ProcessTrace {
   // of the trace's calls (`path` is then the trace's path on that host).
   std::string summary;
   std::string summary_host;
-  // From a node's summary, made some time before (not one made in memory
-  // from the trace here: that names the trace itself, summary == path).
-  bool FromNodeSummary() const { return !summary.empty() && summary != path; }
+  // Read through its summary made in memory here (summary/job_inputs.h),
+  // not from a node's summary file: the trace itself was read just now.
+  bool summarized_here = false;
+  // From a node's summary, made some time before.
+  bool FromNodeSummary() const { return !summary.empty() && !summarized_here; }
   std::vector<LeftOutCalls> left_out;    // collectives, per (communicator, rank)
   std::vector<LeftOutP2p> left_out_p2p;  // sends and receives, per (comm, rank, peer, direction)
   uint64_t left_out_groups = 0;          // group calls (ncclGroupStart/End) left out

@@ -295,6 +295,8 @@ JobStatus JobStatusBuilder::Finish(const LivenessObservation& seen) {
                : link.comms.size() > 2 ? "; so did communicators "
                                        : "; so did communicator ") +
               CommShort(link.comms[i].comm);
+    for (const SlowComm& slow : link.comms)
+      status_.stragglers_on_fewer_calls |= slow.summary_kept > 0;
     status_.stragglers.push_back(absl::StrFormat(
         "the link of %s is slow: %d of %d %ss of communicator %s took %s longer than usual on "
         "median, once every member had reached them%s",
@@ -309,6 +311,7 @@ JobStatus JobStatusBuilder::Finish(const LivenessObservation& seen) {
     RankStatus* r = row(x.comm, x.rank);
     if (r) r->straggler = true;
     slow_gpus.insert({x.comm, x.rank});
+    status_.stragglers_on_fewer_calls |= x.summary_kept > 0;
     status_.stragglers.push_back(absl::StrFormat(
         "%s reached the GPU last in %d of %d %ss, %s late on median (its GPU is slow; its host "
         "enqueued %s)",
@@ -323,6 +326,7 @@ JobStatus JobStatusBuilder::Finish(const LivenessObservation& seen) {
     if (waits && gpu_arrivals_.ExplainsHostStraggler(x, spans)) continue;
     RankStatus* r = row(x.comm, x.rank);
     if (r) r->straggler = true;
+    status_.stragglers_on_fewer_calls |= x.summary_kept > 0;
     status_.stragglers.push_back(absl::StrFormat(
         "%s enqueued last in %d of %d %ss, %s late on median", who(x, r), x.call_times_last,
         x.call_compared, CallName(x.call), Late(x.median_late_ns)));

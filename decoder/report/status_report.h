@@ -108,6 +108,11 @@ struct JobStatus {
   // summary lists them): they may hold a rank's trace. "path: why".
   std::vector<std::string> not_searched;
   std::vector<std::string> stragglers;  // "rank 5 of communicator 22ef4b: ..."
+  // A straggler above was judged on fewer calls than its analysis reads,
+  // summaries having kept fewer of some member's (StragglerEvidence::
+  // summary_kept): traces read through summaries made in memory are then
+  // read again whole, as diagnose does.
+  bool stragglers_on_fewer_calls = false;
   bool stuck = false;
   bool live = false;         // some rank's process has not ended
   bool ended_badly = false;  // a rank ended by a signal, or with work pending (see above)

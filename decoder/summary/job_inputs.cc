@@ -91,6 +91,7 @@ bool LoadSummarized(const std::string& file, uint32_t window, const KeepWhole& k
   if (!read.ok() || !*read) return false;
   if (!GpuTimesCover(*trace)) return false;
   trace->path = file;
+  trace->summarized_here = true;
   return true;
 }
 

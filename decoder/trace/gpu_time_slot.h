@@ -8,7 +8,7 @@
 // readers that want protobuf (`ncclwatch dump`, a summary's kept records,
 // libprotobuf in the tests). The model's importer reads the struct directly
 // (RecordImporter::ImportGpuTimeSlot) and must agree with what libprotobuf
-// makes of the conversion: tests/unit/gpu_time_slot_test.cc checks both.
+// makes of the conversion: tests/unit/process_model_test.cc checks both.
 //
 // Every bit pattern is a valid GPU-time slot: nothing here trusts a value
 // (the reserved bytes are not read).

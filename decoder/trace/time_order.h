@@ -1,4 +1,4 @@
-// TimeOrder: puts a format-3 ring's records, read in logical order, back in
+// TimeOrder: puts a format-3 (or later) ring's records, read in logical order, back in
 // time order, holding as few as it can.
 //
 // With claim blocks (proto/ncclwatch/ring_format.h), a thread's block may

@@ -7,7 +7,7 @@
 // ForEachRecord() then yields every whole record of both
 // regions in the order they were written (the pinned region's records merged,
 // by their time stamps, into the ring's from its oldest surviving slot; a
-// format-3 ring whose threads claimed blocks of slots put back in time order
+// format-3 (or later) ring whose threads claimed blocks of slots put back in time order
 // within the writer's bound, trace/time_order.h); a slot whose
 // stamp does not match its place (torn by a crash, overwritten, never
 // written) or whose lengths do not add up is skipped and counted, never used.

@@ -25,6 +25,7 @@
 #include "findings/finding.h"
 #include "model/process_trace.h"
 #include "report/finding_text.h"
+#include "report/status_report.h"
 #include "summary/byte_cursor.h"
 #include "summary/call_digest.h"
 #include "summary/job_inputs.h"
@@ -420,34 +421,62 @@ TEST_CASE("summary: what a node could not read keeps whether it may hold a trace
 }
 
 // GPU times: each communicator's last kSummaryGpuTimes kept whatever the
-// window, and how many were left out counted (format 3), per communicator.
+// window, and how many were left out counted (format 3), per communicator;
+// the GPU times written as GPU-time slots (ring format 4) and as protobuf
+// records (format 3's), the same summary read back.
 TEST_CASE("summary: a trace's last GPU times are kept, the rest counted", "[summary]") {
-  jobs::TempDir tmp;
-  ncclwatch::bench::SyntheticJob job;
-  job.ranks = 2;
-  job.calls = 200;
-  job.gpu_times = true;
-  WriteJob(tmp.path(), job);
-  const std::vector<std::string> traces = Traces(tmp.path());
-  const std::string path = tmp.path() + "/n.ncws";
-  WriteFile(path, Summarize(traces, kDefaultSummaryWindow, "n"));
-  const std::vector<ProcessTrace> read = ReadAll(path);
-  REQUIRE(read.size() == 2);
+  std::vector<std::vector<ProcessTrace>> both;
+  for (const bool slots : {true, false}) {
+    INFO((slots ? "GPU-time slots" : "protobuf GPU times"));
+    jobs::TempDir tmp;
+    ncclwatch::bench::SyntheticJob job;
+    job.ranks = 2;
+    job.calls = 200;
+    job.gpu_times = true;
+    job.gpu_time_slots = slots;
+    WriteJob(tmp.path(), job);
+    const std::vector<std::string> traces = Traces(tmp.path());
+    const std::string path = tmp.path() + "/n.ncws";
+    WriteFile(path, Summarize(traces, kDefaultSummaryWindow, "n"));
+    const std::vector<ProcessTrace>& read = both.emplace_back(ReadAll(path));
+    REQUIRE(read.size() == 2);
+    for (size_t i = 0; i < 2; ++i) {
+      absl::StatusOr<ProcessTrace> raw = LoadProcessTrace(traces[i]);
+      REQUIRE(raw.ok());
+      REQUIRE(raw->gpu_times.size() == 200);
+      CHECK(raw->left_out_gpu_times.empty());
+      const ProcessTrace& s = read[i];
+      CHECK(s.collectives.size() == 200);  // the calls whole: 200 is within the window
+      REQUIRE(s.gpu_times.size() == kSummaryGpuTimes);
+      CHECK(s.gpu_times.front().collectives == 200 - kSummaryGpuTimes + 1);
+      CHECK(s.gpu_times.back().collectives == 200);
+      REQUIRE(s.left_out_gpu_times.size() == 1);
+      CHECK(s.left_out_gpu_times[0].comm == raw->collectives[0].comm);
+      CHECK(s.left_out_gpu_times[0].count == 200 - kSummaryGpuTimes);
+      CHECK(s.LeftOutGpuTimesOf(raw->collectives[0].comm) == 200 - kSummaryGpuTimes);
+      CHECK(s.LeftOutGpuTimesOf(raw->collectives[0].comm + 1) == 0);
+    }
+  }
+  // Both forms give the same GPU times back (the jobs' clocks aside: each
+  // was written at its own time, so times are compared as offsets).
   for (size_t i = 0; i < 2; ++i) {
-    absl::StatusOr<ProcessTrace> raw = LoadProcessTrace(traces[i]);
-    REQUIRE(raw.ok());
-    REQUIRE(raw->gpu_times.size() == 200);
-    CHECK(raw->left_out_gpu_times.empty());
-    const ProcessTrace& s = read[i];
-    CHECK(s.collectives.size() == 200);  // the calls whole: 200 is within the window
-    REQUIRE(s.gpu_times.size() == kSummaryGpuTimes);
-    CHECK(s.gpu_times.front().collectives == 200 - kSummaryGpuTimes + 1);
-    CHECK(s.gpu_times.back().collectives == 200);
-    REQUIRE(s.left_out_gpu_times.size() == 1);
-    CHECK(s.left_out_gpu_times[0].comm == raw->collectives[0].comm);
-    CHECK(s.left_out_gpu_times[0].count == 200 - kSummaryGpuTimes);
-    CHECK(s.LeftOutGpuTimesOf(raw->collectives[0].comm) == 200 - kSummaryGpuTimes);
-    CHECK(s.LeftOutGpuTimesOf(raw->collectives[0].comm + 1) == 0);
+    const ProcessTrace& a = both[0][i];
+    const ProcessTrace& b = both[1][i];
+    REQUIRE(a.gpu_times.size() == b.gpu_times.size());
+    for (size_t k = 0; k < a.gpu_times.size(); ++k) {
+      const auto& x = a.gpu_times[k];
+      const auto& y = b.gpu_times[k];
+      CHECK(x.comm == y.comm);
+      CHECK(x.call == y.call);
+      CHECK(x.seq == y.seq);
+      CHECK(x.collectives == y.collectives);
+      CHECK(x.group_ops == y.group_ops);
+      CHECK(x.gpu_ns == y.gpu_ns);
+      CHECK(x.end_ns - x.begin_ns == y.end_ns - y.begin_ns);
+      CHECK(x.anchor_error_ns == y.anchor_error_ns);
+    }
+    CHECK(a.left_out_gpu_times.size() == b.left_out_gpu_times.size());
+    CHECK(a.left_out_gpu_times[0].count == b.left_out_gpu_times[0].count);
   }
 }
 
@@ -1310,16 +1339,30 @@ EvidenceDiagnosis DiagnoseSummarizing(const std::vector<std::string>& files,
   JobEvidence evidence{files, {}, {}};
   evidence.summarize_over = summarize_over;
   size_t handed = 0;
-  absl::StatusOr<EvidenceDiagnosis> d =
-      DiagnoseEvidence(evidence, [&](const JobInput&) { ++handed; });
+  // Each reading announced before it (status makes its table afresh then),
+  // and every trace handed out once in it.
+  std::vector<size_t> per_reading;
+  absl::StatusOr<EvidenceDiagnosis> d = DiagnoseEvidence(
+      evidence,
+      [&](const JobInput&) {
+        ++handed;
+        REQUIRE_FALSE(per_reading.empty());
+        ++per_reading.back();
+      },
+      [&] { per_reading.push_back(0); });
   INFO((d.ok() ? "" : std::string(d.status().message())));
   REQUIRE(d.ok());
   REQUIRE(handed % files.size() == 0);
+  CHECK(per_reading.size() == handed / files.size());
+  for (size_t n : per_reading) CHECK(n == files.size());
   if (readings != nullptr) *readings = handed / files.size();
   summarized->clear();
   for (const ProcessRecord& p : d->job.processes()) {
     summarized->push_back(!p.summary.empty());
-    if (!p.summary.empty()) CHECK(p.summary == p.path);  // the trace's own path
+    if (!p.summary.empty()) {
+      CHECK(p.summary == p.path);  // the trace's own path
+      CHECK(p.summarized_here);
+    }
   }
   return std::move(*d);
 }
@@ -1429,6 +1472,31 @@ TEST_CASE("summary: a big trace is judged from its summary in memory, read again
       CHECK(b->summary_kept == 0);
     }
     CHECK(straggler);
+    // `status`'s table from the same readings: the same rows and the same
+    // straggler, on calls and GPU times well past what a summary keeps.
+    auto table = [&](uint64_t summarize_over) {
+      constexpr int64_t kMinute = int64_t{60} * 1'000'000'000;
+      ncclwatch::decoder::JobStatusBuilder b(static_cast<int64_t>(job.start_realtime_ns) + kMinute,
+                                             kMinute);
+      REQUIRE(LoadJobInputs(
+                  traces, 1,
+                  [&](const JobInput& in) {
+                    REQUIRE(in.status.ok());
+                    CHECK(in.trace.summarized_here == (summarize_over == 0));
+                    b.AddProcess(in.trace);
+                  },
+                  summarize_over)
+                  .ok());
+      const ncclwatch::decoder::JobStatus st = b.Finish();
+      CHECK_FALSE(st.stragglers_on_fewer_calls);
+      std::ostringstream out;
+      ncclwatch::decoder::WriteStatus(st, out);
+      return out.str();
+    };
+    const std::string whole_table = table(UINT64_MAX);
+    INFO(whole_table);
+    CHECK(whole_table.find("\nSLOW: rank 3 ") != std::string::npos);
+    CHECK(table(0) == whole_table);
   }
 }
 

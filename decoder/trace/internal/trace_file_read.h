@@ -378,7 +378,8 @@ void TraceFile::ForEachEntry(Fn&& fn, TraceFileStats* stats, Chunk&& chunk) cons
     order.Flush(out);
     stats->out_of_turn = order.forced();
   } else {
-    // Records in claim order (formats 1 and 2; format 3 with blocks of one).
+    // Records in claim order (formats 1 and 2; formats 3 and 4 with blocks
+    // of one).
     auto merge = [&](bool, uint64_t index, uint8_t kind, absl::Span<const uint8_t> bytes, uint8_t) {
       if (next < pinned.size()) release_pinned(EntryTime(kind, bytes));
       fn(false, index, kind, bytes);
