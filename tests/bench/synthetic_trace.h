@@ -42,7 +42,7 @@ struct SyntheticJob {
   int slow_rank = -1;
   uint64_t slow_ns = 0;
   // A GpuTime record after each collective (the watcher's: its GPU took
-  // 0.5 ms, from its enqueue on).
+  // 0.5 ms, from its enqueue on; with call slots only).
   bool gpu_times = false;
   // ...as a GPU-time slot (format 4, what the shim writes now), or as a
   // protobuf Record (what format 3's shim wrote; the decoder reads both). A
