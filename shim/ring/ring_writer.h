@@ -342,9 +342,9 @@ class RingWriter {
     Seal(claim, static_cast<uint16_t>(len), NCCLWATCH_SLOT_SINGLE);
   }
   void Discard(const SlotClaim& claim) { Seal(claim, 0, NCCLWATCH_SLOT_PADDING); }
-  // A claimed slot filled with a fixed slot's payload (claim.payload):
-  // published as `kind` (an ncclwatch_call_slot: NCCLWATCH_SLOT_COLLECTIVE,
-  // _P2P or _GROUP; an ncclwatch_gpu_time_slot: NCCLWATCH_SLOT_GPU_TIME).
+  // A claimed slot filled with an ncclwatch_call_slot (claim.payload):
+  // published as `kind` (NCCLWATCH_SLOT_COLLECTIVE, _P2P or _GROUP). GPU-time
+  // slots are not claimed so: AppendFixedSlot.
   void PublishCallSlot(const SlotClaim& claim, uint8_t kind) {
     Seal(claim, NCCLWATCH_SLOT_PAYLOAD_BYTES, kind);
   }
